@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * core: the namespace core, the one implementation of every semantic that
+ * both front ends (S3, NFS) and the admin API share.
+ *
+ * The core owns the LMDB environment (through meta/) and the extent store
+ * (through server/store). Front ends never touch either directly.
+ *
+ * Threads: every call is synchronous and may be made from any thread
+ * concurrently. Calls may block on disk (io_uring completions, the group
+ * commit of the single LMDB writer) but never on the network, so front ends
+ * run them on the worker pool (srv_work.h), not on an event-loop thread.
+ * Metadata changes of one call commit in one LMDB transaction (tree, key
+ * index, usage), batched with other calls' changes by the writer thread.
+ *
+ * Errors: 0 or a negative code from server/srv_err.h. Every call documents
+ * the errors it can produce; -EIO / SRV_ECORRUPT may come from any call that
+ * touches disk and are logged where they arise.
+ *
+ * Names: a name is a byte string (not NUL-terminated, length given) of 1..255
+ * bytes without '/' or NUL, not "." or "..". */
+#ifndef CORE_H
+#define CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct core;
+
+#define CORE_MAX_GIDS 16
+#define CORE_NAME_MAX 255
+#define CORE_KEY_MAX 1024
+#define CORE_ETAG_MAX 80
+
+/* A principal: who is asking. Every request becomes one. */
+struct core_principal {
+    uint32_t tenant;  /* tenant id; 0 is never a valid tenant */
+    uint64_t user;    /* user id within the tenant (0 = anonymous / NFS) */
+    uint32_t uid;     /* POSIX identity used for permission checks */
+    uint32_t gid;
+    uint32_t ngids;
+    uint32_t gids[CORE_MAX_GIDS];
+    uint32_t flags;   /* CORE_P_* */
+};
+#define CORE_P_SUPER 0x1    /* bypasses permission bits (admin, tenant root user) */
+#define CORE_P_READONLY 0x2 /* every change answers -EROFS (read-only export) */
+
+enum core_ftype { CORE_REG = 1, CORE_DIR = 2, CORE_LNK = 3 };
+
+struct core_attr {
+    uint64_t ino;    /* stable 64-bit inode number (NFS fileid) */
+    uint32_t gen;    /* generation: (ino, gen) never names two different files */
+    uint32_t tenant;
+    enum core_ftype type;
+    uint32_t mode;   /* permission bits incl. setuid/setgid/sticky, no type bits */
+    uint32_t nlink;
+    uint32_t uid, gid;
+    uint64_t size;
+    uint64_t used;   /* bytes of store space held */
+    struct timespec atime, mtime, ctime, btime;
+    uint64_t change; /* bumped on every change of data or attributes */
+    uint64_t parent; /* first parent directory (0 for tenant roots) */
+    uint32_t flags;  /* CORE_A_* */
+};
+#define CORE_A_IMPLICIT 0x1 /* directory created implicitly by an S3 PUT of a deeper key */
+#define CORE_A_BUCKET 0x2   /* directory is a bucket (top level of a tenant root) */
+#define CORE_A_TROOT 0x4    /* directory is a tenant root */
+
+/* setattr: fields named by mask are applied */
+#define CORE_SET_MODE 0x01
+#define CORE_SET_UID 0x02
+#define CORE_SET_GID 0x04
+#define CORE_SET_SIZE 0x08
+#define CORE_SET_ATIME 0x10 /* to .atime */
+#define CORE_SET_MTIME 0x20 /* to .mtime */
+#define CORE_SET_ATIME_NOW 0x40
+#define CORE_SET_MTIME_NOW 0x80
+struct core_setattr {
+    uint32_t mask;
+    uint32_t mode, uid, gid;
+    uint64_t size;
+    struct timespec atime, mtime;
+    bool guard;                 /* NFS sattrguard3: fail with SRV_EPRECOND unless ctime matches */
+    struct timespec guard_ctime;
+};
+
+enum core_createhow { CORE_CREATE_UNCHECKED = 0, CORE_CREATE_GUARDED = 1, CORE_CREATE_EXCLUSIVE = 2 };
+
+/* ---- lifecycle ---- */
+
+struct core_config {
+    const char *data_dir;     /* created if missing; holds meta/ and data files */
+    uint64_t data_file_size;  /* bytes per preallocated data file (default 4 GiB) */
+    uint32_t data_files;      /* number of data files (default 1) */
+    const char *const *devices; /* NULL-terminated list of block devices, or NULL */
+    uint64_t map_size;        /* LMDB map size (default 16 GiB) */
+    uint32_t inline_max;      /* files up to this size live inline in LMDB (default 4096) */
+    uint32_t commit_max_batch; /* most operations in one group commit (default 256) */
+};
+
+/** Open (creating if new) the store under cfg->data_dir; recovers after a crash
+ * (space of uncommitted writes is free again, orphaned inodes are reclaimed).
+ * @return 0, SRV_EBADVERSION (store of unknown/newer schema; logged with both
+ *         versions), -ENOSPC (cannot preallocate), -errno from the filesystem. */
+int core_open(struct core **out, const struct core_config *cfg);
+/** Drain in-flight writes, sync and close. Safe on NULL. */
+void core_close(struct core *c);
+/** Make every acknowledged change durable (group commit + data sync). */
+int core_sync(struct core *c);
+
+/* ---- tenants (the core keeps their roots; tenants/ keeps the rest) ---- */
+
+/** Create tenant @p id (nonzero) with an empty root directory owned by uid/gid 0.
+ * @return 0, -EEXIST. */
+int core_tenant_create(struct core *c, uint32_t id);
+/** Delete tenant @p id; only when its root holds no bucket. @return 0, -ENOENT, -ENOTEMPTY. */
+int core_tenant_delete(struct core *c, uint32_t id);
+/** @param[out] root inode number of the tenant's root. @return 0, -ENOENT. */
+int core_tenant_root(struct core *c, uint32_t id, uint64_t *root);
+
+/* ---- the POSIX view (NFS) ---- */
+
+/** Attributes of @p ino. No permission check (as NFS GETATTR).
+ * @return 0, SRV_ESTALE (no such inode, wrong gen, or another tenant's). */
+int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
+                 struct core_attr *out);
+/** Look up @p name in directory @p dir (needs search permission on dir).
+ * ".." of a tenant root is the root itself; "." is dir.
+ * @return 0, -ENOENT, -ENOTDIR, -EACCES, SRV_ESTALE, -ENAMETOOLONG. */
+int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen, struct core_attr *out);
+/** POSIX access check. @param mask bits of R_OK|W_OK|X_OK; @param[out] granted
+ * the subset allowed. @return 0, SRV_ESTALE. */
+int core_access(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t mask,
+                uint32_t *granted);
+/** Change attributes; truncate/extend on CORE_SET_SIZE (needs write permission),
+ * chmod only by owner or super, chown only by super (or chgrp by owner to one
+ * of its groups). @param[out] pre, post may be NULL (NFS wcc data).
+ * @return 0, -EPERM, -EACCES, -EROFS, SRV_EPRECOND (guard), -EDQUOT, -EISDIR, SRV_ESTALE. */
+int core_setattr(struct core *c, const struct core_principal *p, uint64_t ino,
+                 const struct core_setattr *sa, struct core_attr *pre, struct core_attr *post);
+/** Create regular file @p name in @p dir with @p mode (owner = principal).
+ * UNCHECKED on an existing file truncates nothing and returns it; GUARDED
+ * answers -EEXIST; EXCLUSIVE stores @p verf and a retry with the same verf
+ * returns the same file (RFC 1813 3.3.8). In a tenant root, files are refused (-EACCES).
+ * @return 0, -EEXIST, -EACCES, -ENOTDIR, -EDQUOT, -EROFS, SRV_EBADNAME, SRV_ESTALE. */
+int core_create(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen, uint32_t mode, enum core_createhow how, uint64_t verf,
+                struct core_attr *out);
+/** Make a directory. In a tenant root this creates a bucket (bucket name rules apply,
+ * SRV_EBADNAME otherwise). @return as core_create plus -EEXIST. */
+int core_mkdir(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+               size_t namelen, uint32_t mode, struct core_attr *out);
+/** Make a symbolic link to @p target (1..4096 bytes). @return as core_create. */
+int core_symlink(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                 size_t namelen, const char *target, size_t targetlen, struct core_attr *out);
+/** Read a symlink's target into @p buf (not NUL-terminated).
+ * @return 0, -EINVAL (not a symlink), SRV_ESTALE, -ERANGE (buf too small). */
+int core_readlink(struct core *c, const struct core_principal *p, uint64_t ino, char *buf,
+                  size_t bufsize, size_t *len);
+/** Hard link @p ino (a regular file of the same bucket) as @p name in @p dir.
+ * @return 0, -EEXIST, -EXDEV (other bucket/tenant), -EPERM (directory), -EMLINK, ... */
+int core_link(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t dir,
+              const char *name, size_t namelen, struct core_attr *out);
+/** Unlink a non-directory. Its data stays readable through core_ref() holders
+ * until they unref. @return 0, -ENOENT, -EISDIR, -EACCES, -EPERM (sticky), -EROFS. */
+int core_remove(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen);
+/** Remove an empty directory; in a tenant root this deletes an empty bucket.
+ * @return 0, -ENOENT, -ENOTDIR, -ENOTEMPTY, -EACCES, -EROFS. */
+int core_rmdir(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+               size_t namelen);
+/** Rename, atomically replacing an existing target (file over file, empty dir
+ * over dir). Refuses moving a directory under itself (-EINVAL), across buckets
+ * or tenants (-EXDEV), file over dir (-EISDIR) and dir over file (-ENOTDIR).
+ * A directory rename updates the bucket's key index of its whole subtree in the
+ * same transaction. @return 0 or the errors named. */
+int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir,
+                const char *fromname, size_t fromlen, uint64_t todir, const char *toname,
+                size_t tolen);
+
+/* readdir: cookies are stable across calls and restarts; a cookie names the
+ * position after an entry (its name hash order), so entries created or removed
+ * concurrently never make a listing repeat or skip the others.
+ * cookie 0 starts; "." and ".." are reported first with cookies 1 and 2. */
+struct core_dirent {
+    uint64_t ino;
+    uint64_t cookie;
+    const char *name; /* valid only during the callback */
+    size_t namelen;
+    const struct core_attr *attr; /* non-NULL when want_attr; valid during the callback */
+};
+/** @return 0 to continue, nonzero to stop (that entry is NOT consumed). */
+typedef int (*core_dirent_cb)(void *arg, const struct core_dirent *e);
+/** @param[out] eof true when the last entry was delivered.
+ * @param[out] verf cookie verifier of this directory (changes never for a directory's
+ *             life; SRV_EBADCOOKIE only when a cookie is malformed).
+ * @return 0, -ENOTDIR, -EACCES, SRV_ESTALE, SRV_EBADCOOKIE. */
+int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t cookie,
+                 bool want_attr, core_dirent_cb cb, void *arg, bool *eof, uint64_t *verf);
+
+/** Read up to @p len bytes at @p off into @p buf. @param[out] n bytes read,
+ * @param[out] eof true if the read reached the end of file.
+ * @return 0, -EACCES, -EISDIR, SRV_ESTALE, -EIO/SRV_ECORRUPT (CRC mismatch; counted). */
+int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+              void *buf, size_t len, size_t *n, bool *eof);
+
+enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
+/** Write @p len bytes at @p off. UNSTABLE may be buffered until core_commit()
+ * (and is then lost by a crash); DATA_SYNC/FILE_SYNC are durable on return.
+ * @param[out] committed how the data was actually stored (>= stable asked).
+ * @return 0, -EACCES, -EISDIR, -EDQUOT, -ENOSPC, -EFBIG, -EROFS, SRV_ESTALE. */
+int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+               const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
+               struct core_attr *pre, struct core_attr *post);
+/** Make all UNSTABLE writes of @p ino durable. @return 0, SRV_ESTALE, -EIO. */
+int core_commit(struct core *c, const struct core_principal *p, uint64_t ino);
+/** Write verifier: changes every time the core is opened (NFS writeverf3). */
+uint64_t core_write_verifier(struct core *c);
+
+/** Hold @p ino open: an unlinked file stays readable (core_read with its ino)
+ * until the last unref; its space is reclaimed then, or at the next open after
+ * a crash. @return 0, SRV_ESTALE. */
+int core_ref(struct core *c, uint64_t ino);
+void core_unref(struct core *c, uint64_t ino);
+
+/* ---- the object view (S3) ---- */
+
+/** Object metadata kept with an inode (Content-Type, x-amz-meta-*, tags, ...)
+ * as one opaque blob the S3 front end encodes; the core keeps it across NFS writes. */
+struct core_objinfo {
+    struct core_attr attr;
+    char etag[CORE_ETAG_MAX + 1]; /* without quotes; computed lazily for NFS-written files */
+    size_t metalen;
+    void *meta;                   /* heap; free with free() */
+};
+
+/** Buckets of the principal's tenant, in name order. */
+typedef int (*core_bucket_cb)(void *arg, const char *name, size_t namelen,
+                              const struct core_attr *attr);
+int core_bucket_list(struct core *c, const struct core_principal *p, core_bucket_cb cb, void *arg);
+/** Create bucket @p name (S3 bucket naming rules). @return 0, -EEXIST, SRV_EBADNAME, -EACCES. */
+int core_bucket_create(struct core *c, const struct core_principal *p, const char *name,
+                       size_t namelen, struct core_attr *out);
+/** Delete an empty bucket. @return 0, SRV_ENOBUCKET, -ENOTEMPTY, -EACCES. */
+int core_bucket_delete(struct core *c, const struct core_principal *p, const char *name,
+                       size_t namelen);
+/** @return 0, SRV_ENOBUCKET. */
+int core_bucket_lookup(struct core *c, const struct core_principal *p, const char *name,
+                       size_t namelen, struct core_attr *out);
+
+/** Resolve key @p key in bucket inode @p bucket. A key ending in '/' names a
+ * directory. @param[out] out metadata (free out->meta). @return 0, -ENOENT,
+ * SRV_EBADNAME (key refused by naming rules), -EACCES. */
+int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
+                    const char *key, size_t keylen, struct core_objinfo *out);
+/** Delete the object at @p key; removes implicit parent directories left
+ * empty. Deleting a missing key is 0 (S3 semantics). A key ending in '/' removes
+ * an empty directory. @return 0, -ENOTEMPTY, -EACCES, SRV_EBADNAME. */
+int core_key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
+                    const char *key, size_t keylen);
+/** Replace the metadata blob of an existing key (CopyObject onto itself, tagging). */
+int core_key_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      const char *key, size_t keylen, const void *meta, size_t metalen);
+
+/* Key-ordered listing (binary order of keys), from the per-bucket key index. */
+struct core_listent {
+    const char *key; /* valid only during the callback */
+    size_t keylen;
+    bool is_prefix;  /* a common prefix (delimiter rolled up); other fields unset */
+    const struct core_objinfo *info; /* for objects; meta not loaded (metalen 0) */
+};
+typedef int (*core_list_cb)(void *arg, const struct core_listent *e);
+/** List keys > @p after (exclusive; NULL = from the start) starting with
+ * @p prefix; with a delimiter, keys sharing prefix..delimiter roll up into one
+ * prefix entry. Stops after @p max entries (objects and prefixes) or when cb
+ * returns nonzero. @param[out] truncated more entries follow the last one given.
+ * Empty directories appear as their key "k/". @return 0, -EACCES. */
+int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, const char *prefix,
+              size_t prefixlen, const char *after, size_t afterlen, const char *delim,
+              size_t delimlen, uint32_t max, core_list_cb cb, void *arg, bool *truncated);
+
+/* Uploads: the data of a whole-object PUT (or a multipart part) streams into
+ * fresh extents; nothing is visible until commit, which atomically replaces
+ * the key (tree + key index + usage in one transaction, data synced first).
+ * An abandoned upload's space is free again after abort or restart. */
+struct core_upload;
+/** @param size_hint expected size or UINT64_MAX if unknown (chunked).
+ * @return 0, -EDQUOT (admission: the size alone would exceed a quota), -EACCES, SRV_ENOBUCKET. */
+int core_upload_begin(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      uint64_t size_hint, struct core_upload **out);
+/** Append bytes. @return 0, -ENOSPC, -EDQUOT, -EIO. On error the upload must be aborted. */
+int core_upload_write(struct core_upload *u, const void *buf, size_t len);
+/** Bytes appended so far. */
+uint64_t core_upload_size(const struct core_upload *u);
+/** Link the data at @p key with @p etag (hex, no quotes) and metadata blob.
+ * Creates implicit parents. If @p if_etag is non-NULL the existing object's ETag
+ * must match ("*" = must exist); if @p if_none_match the key must not exist.
+ * Frees @p u whatever the result. @param[out] out attributes of the new object (may be NULL).
+ * @return 0, SRV_ECLASH (file/dir clash), SRV_EPRECOND, -EDQUOT, SRV_EBADNAME, -EACCES. */
+int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, const char *etag,
+                       const void *meta, size_t metalen, const char *if_etag, bool if_none_match,
+                       struct core_attr *out);
+/** Drop an upload and free its space. Safe on NULL. */
+void core_upload_abort(struct core_upload *u);
+
+/** Multipart: persist an upload as part @p partno of multipart upload @p upload_id
+ * (an opaque id from core_mpu_create) instead of linking it at a key. Frees @p u. */
+int core_mpu_create(struct core *c, const struct core_principal *p, uint64_t bucket,
+                    const char *key, size_t keylen, const void *meta, size_t metalen,
+                    char *upload_id, size_t idsize);
+int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t partno,
+                         const char *etag);
+struct core_mpu_part {
+    uint32_t partno;
+    uint64_t size;
+    char etag[CORE_ETAG_MAX + 1];
+    struct timespec mtime;
+};
+typedef int (*core_part_cb)(void *arg, const struct core_mpu_part *part);
+/** Parts of an upload in part order, starting after @p after_partno. */
+int core_mpu_list_parts(struct core *c, const struct core_principal *p, uint64_t bucket,
+                        const char *upload_id, uint32_t after_partno, core_part_cb cb, void *arg);
+struct core_mpu_info {
+    const char *key;
+    size_t keylen;
+    const char *upload_id;
+    struct timespec initiated;
+};
+typedef int (*core_mpu_cb)(void *arg, const struct core_mpu_info *info);
+/** Multipart uploads of a bucket, ordered by (key, upload id). */
+int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucket,
+                  const char *prefix, size_t prefixlen, core_mpu_cb cb, void *arg);
+/** Link the named parts, in order, into the object at the upload's key without
+ * copying data. Each named part must exist with a matching ETag (SRV_EPRECOND
+ * otherwise, -EINVAL for out-of-order part numbers). Parts not named are freed.
+ * @return 0, -ENOENT (no such upload), SRV_EPRECOND, -EINVAL, -EDQUOT, SRV_ECLASH. */
+int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      const char *upload_id, const uint32_t *partnos, const char *const *etags,
+                      size_t nparts, const char *final_etag, struct core_attr *out);
+/** Abort: frees every part. @return 0, -ENOENT. */
+int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t bucket,
+                   const char *upload_id);
+
+/* ---- quotas, usage and admission ---- */
+
+struct core_usage {
+    uint64_t bytes, inodes;
+    uint64_t bytes_limit, inodes_limit; /* 0 = unlimited */
+};
+/** Usage and limits of a tenant (ino 0) or of a bucket/directory inode. */
+int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_usage *out);
+/** Set hard limits (0 = none) for a tenant (ino 0), a bucket or a directory.
+ * A limit below current usage blocks new writes; it never deletes data. */
+int core_quota_set(struct core *c, uint32_t tenant, uint64_t ino, uint64_t bytes_limit,
+                   uint64_t inodes_limit);
+/** Admission check before data is dispatched: would adding @p bytes and
+ * @p inodes under directory @p dir exceed a tenant, bucket or directory quota?
+ * @return 0, -EDQUOT. The authoritative check repeats inside the commit txn. */
+int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t bytes,
+                     uint64_t inodes);
+
+/* ---- metrics ---- */
+struct core_stats {
+    uint64_t commits, commit_ops;  /* group commits, operations they carried */
+    uint64_t crc_errors;
+    uint64_t bytes_written, bytes_read;
+    uint64_t store_capacity, store_free;
+};
+void core_stats_get(struct core *c, struct core_stats *out);
+
+#endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * srv_loop: the thread model.
+ *
+ * N event-loop threads, each with its own libevent event_base, own the
+ * network: listeners hand accepted sockets to loops round-robin, and a
+ * connection lives on one loop for its life. Nothing that may block on disk
+ * runs on a loop thread: namespace-core calls go to the worker pool with
+ * srv_work_submit(), whose done callback runs back on the submitting loop.
+ * Thread: srv_loops_* from the main thread; srv_work_submit from loop threads. */
+#ifndef SRV_LOOP_H
+#define SRV_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct event_base;
+struct srv_loop;
+
+/** Start @p nloops loop threads and @p nworkers worker threads. @return 0, -errno. */
+int srv_loops_start(int nloops, int nworkers);
+/** Ask every loop to finish: listeners are closed by their owners; loops exit
+ * when no event is pending. Joins every thread. */
+void srv_loops_stop(void);
+int srv_loops_count(void);
+struct srv_loop *srv_loop_get(int i);
+/** Next loop in round-robin order (thread-safe). */
+struct srv_loop *srv_loop_next(void);
+struct event_base *srv_loop_base(struct srv_loop *l);
+/** The loop whose thread is calling, or NULL off-loop. */
+struct srv_loop *srv_loop_current(void);
+
+/** Run @p fn(arg) on loop @p l's thread soon. Thread-safe. @return 0, -ENOMEM. */
+int srv_loop_call(struct srv_loop *l, void (*fn)(void *arg), void *arg);
+
+typedef void (*srv_work_fn)(void *arg);
+/** Run @p work(arg) on a worker thread, then @p done(arg) on loop @p l.
+ * @p done always runs exactly once (after work). */
+void srv_work_submit(struct srv_loop *l, srv_work_fn work, srv_work_fn done, void *arg);
+
+#endif

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * store: extents on local NVMe (preallocated data files or whole block
+ * devices), an extent allocator, and the io_uring data path.
+ *
+ * Space has three states: free, reserved (handed out by store_alloc, not yet
+ * committed) and used. The persistent free-space map lives in LMDB (DBI
+ * "free", keyed by (dev, offset) -> length, see meta_schema.h); the in-memory
+ * allocator is rebuilt from it at open, so space reserved by writes that never
+ * committed is free again after a restart. Changes to the persistent map are
+ * made by the caller's write txn through store_txn_*(), so an extent becomes
+ * used in the same transaction as the metadata that points at it.
+ *
+ * Freed extents are not reusable at once: they pass through a limbo tagged
+ * with the current read epoch and become allocatable only when every reader
+ * that started before the free has finished (store_read_begin/end), so a
+ * reader holding an old extent map never sees another file's bytes.
+ *
+ * Every extent carries a CRC32C of its bytes (kept by the caller in the
+ * extent map); store_read checks it and answers SRV_ECORRUPT on mismatch,
+ * counting it. I/O uses io_uring with O_DIRECT when buffer, offset and length
+ * are aligned to STORE_ALIGN, else a bounce buffer.
+ * Thread: all calls are thread-safe. */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_ALIGN 4096u
+#define STORE_EXTENT_MAX (1u << 20) /* 1 MiB: the largest single extent */
+
+struct store;
+struct MDB_txn;
+
+struct store_extent {
+    uint32_t dev;    /* data file / device index */
+    uint32_t len;    /* bytes of data (<= STORE_EXTENT_MAX) */
+    uint64_t off;    /* byte offset in the device, STORE_ALIGN-aligned */
+    uint32_t crc;    /* CRC32C of the len data bytes */
+};
+
+struct store_config {
+    const char *dir;               /* data files are dir/data.NNN */
+    uint64_t file_size;            /* bytes per data file */
+    uint32_t nfiles;
+    const char *const *devices;    /* block devices instead of files, or NULL */
+};
+
+/** Open data files/devices, creating and preallocating missing files, and
+ * rebuild the allocator from the free map read with @p rtxn (a read or write
+ * txn of the meta env); a new store (no free map yet) is initialized with
+ * every byte free via store_txn_init in a write txn the caller commits.
+ * @return 0, -ENOSPC, -errno. */
+int store_open(struct store **out, const struct store_config *cfg, struct MDB_txn *rtxn,
+               unsigned int free_dbi);
+/** True when the free map in LMDB is empty and must be initialized. */
+int store_needs_init(struct store *s);
+/** Write the initial all-free map into @p wtxn. @return 0, -errno, MDB error mapped to -EIO. */
+int store_txn_init(struct store *s, struct MDB_txn *wtxn);
+void store_close(struct store *s);
+
+/** Reserve @p len bytes (rounded up to STORE_ALIGN) as one extent of at most
+ * STORE_EXTENT_MAX. @return 0, -ENOSPC. */
+int store_alloc(struct store *s, uint32_t len, struct store_extent *out);
+/** Give back a reservation that will never be committed. */
+void store_unreserve(struct store *s, const struct store_extent *e);
+/** In @p wtxn: mark reserved extent @p e used in the persistent map. */
+int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e);
+/** In @p wtxn: mark used extent @p e free in the persistent map; it enters
+ * the limbo when store_txn_done() reports the txn committed. */
+int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e);
+/** After @p wtxn committed (ok=1) or aborted (ok=0): move this txn's frees to
+ * the limbo, or forget them. Call once per txn that called store_txn_*. */
+void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok);
+
+/** Write @p len bytes at extent @p e (e->len = len; computes e->crc). Data is
+ * not durable until store_sync(). @return 0, -EIO. */
+int store_write(struct store *s, struct store_extent *e, const void *buf, size_t len);
+/** Flush data files to stable storage (fdatasync each dirty one). @return 0, -EIO. */
+int store_sync(struct store *s);
+/** Read extent bytes [from, from+len) into @p buf, verifying the whole
+ * extent's CRC (reads the whole extent). @return 0, -EIO, SRV_ECORRUPT. */
+int store_read(struct store *s, const struct store_extent *e, uint32_t from, void *buf,
+               size_t len);
+
+/** Epoch-based reader protection (see header). @return a token for store_read_end. */
+uint64_t store_read_begin(struct store *s);
+void store_read_end(struct store *s, uint64_t token);
+
+/** Device fd and absolute offset of an extent (for sendfile; caller checks CRC policy). */
+int store_extent_fd(struct store *s, const struct store_extent *e);
+
+struct store_stats {
+    uint64_t capacity, free, reserved, limbo;
+    uint64_t crc_errors, bytes_read, bytes_written;
+};
+void store_stats_get(struct store *s, struct store_stats *out);
+
+/** CRC32C (Castagnoli) of @p buf, continuing from @p crc (0 to start). */
+uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#endif
