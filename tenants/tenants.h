@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * tenants: tenants, their users, S3 access keys and NFS exports.
+ *
+ * Records live in the core's tables (core_table_*), so they survive restarts
+ * and change transactionally; an in-memory cache (rwlock) answers the hot
+ * lookups (access key -> user, client address -> export) and is refreshed on
+ * every change through this module, so changes take effect at once on both
+ * protocols. Secrets are stored encrypted with a per-store master key
+ * (AES-256-GCM, key in the CORE_T_CONFIG table... and never logged).
+ * Thread: every call is thread-safe. */
+#ifndef TENANTS_H
+#define TENANTS_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core.h"
+
+struct tenants;
+
+#define TENANT_NAME_MAX 63
+#define TENANT_AKEY_MAX 128
+#define TENANT_SECRET_MAX 128
+
+struct tenant_info {
+    uint32_t id;
+    char name[TENANT_NAME_MAX + 1];
+    uint64_t root; /* root directory inode */
+};
+
+struct tenant_user {
+    uint32_t tenant;
+    uint64_t id;
+    char name[TENANT_NAME_MAX + 1];
+    uint32_t uid, gid, ngids;
+    uint32_t gids[CORE_MAX_GIDS];
+    bool disabled;
+    bool tenant_admin; /* may manage its own tenant through the admin API */
+};
+
+/* An NFS export: a directory of one tenant's namespace, for a set of client ranges. */
+#define TENANT_EXPORT_RO 0x1
+#define TENANT_EXPORT_ROOT_SQUASH 0x2
+#define TENANT_EXPORT_ALL_SQUASH 0x4
+#define TENANT_EXPORT_MAX_NETS 8
+struct tenant_net {
+    int family; /* AF_INET or AF_INET6 */
+    uint8_t addr[16];
+    uint8_t prefix;
+};
+struct tenant_export {
+    uint32_t id;            /* nonzero; goes into NFS file handles */
+    uint32_t tenant;
+    char path[1024];        /* as clients mount it, e.g. "/" or "/datasets" */
+    uint64_t dir;           /* directory inode it exports */
+    uint32_t flags;         /* TENANT_EXPORT_* */
+    uint32_t anon_uid, anon_gid;
+    uint32_t nnets;
+    struct tenant_net nets[TENANT_EXPORT_MAX_NETS];
+};
+
+/** Load (and cache) every record. On a new store, create the bootstrap tenant
+ * "default" (id 1) with an admin user (uid 0, CORE_P_SUPER) holding access key
+ * @p akey / secret @p secret (generated when NULL; then returned through
+ * @p gen_akey/@p gen_secret, each of TENANT_*_MAX+1 bytes, which may be NULL if
+ * not wanted), and an export "/" of its root for 127.0.0.0/8 and ::1.
+ * @param[out] created true when the bootstrap was made now.
+ * @return 0, -errno, SRV_ECORRUPT. */
+int tenants_open(struct tenants **out, struct core *c, const char *akey, const char *secret,
+                 char *gen_akey, char *gen_secret, bool *created);
+void tenants_close(struct tenants *t);
+
+/** S3 authentication: find the user of access key @p akey.
+ * @param[out] secret the secret (NUL-terminated, TENANT_SECRET_MAX+1 bytes).
+ * @param[out] p the principal requests with this key run as.
+ * @return 0, -ENOENT (unknown key), -EACCES (disabled key or user). */
+int tenants_key_lookup(struct tenants *t, const char *akey, char *secret,
+                       struct core_principal *p);
+
+/** NFS: the export mounted as @p path that admits client address @p sa.
+ * @return 0, -ENOENT (no such export), -EACCES (address not admitted). */
+int tenants_export_find(struct tenants *t, const char *path, const struct sockaddr *sa,
+                        struct tenant_export *out);
+/** NFS: export @p id if it admits @p sa. @return 0, -ENOENT, -EACCES. */
+int tenants_export_get(struct tenants *t, uint32_t id, const struct sockaddr *sa,
+                       struct tenant_export *out);
+/** Visit exports admitting @p sa (NULL: all) — MOUNT EXPORT procedure. */
+typedef int (*tenants_export_cb)(void *arg, const struct tenant_export *e);
+int tenants_export_list(struct tenants *t, const struct sockaddr *sa, tenants_export_cb cb,
+                        void *arg);
+
+/* Management (used by the admin API; each call persists before returning). */
+int tenants_tenant_create(struct tenants *t, const char *name, struct tenant_info *out);
+int tenants_tenant_get(struct tenants *t, uint32_t id, struct tenant_info *out);
+int tenants_tenant_find(struct tenants *t, const char *name, struct tenant_info *out);
+int tenants_tenant_delete(struct tenants *t, uint32_t id);
+typedef int (*tenants_tenant_cb)(void *arg, const struct tenant_info *ti);
+int tenants_tenant_list(struct tenants *t, tenants_tenant_cb cb, void *arg);
+
+int tenants_user_create(struct tenants *t, const struct tenant_user *u, struct tenant_user *out);
+int tenants_user_get(struct tenants *t, uint32_t tenant, uint64_t id, struct tenant_user *out);
+int tenants_user_update(struct tenants *t, const struct tenant_user *u);
+int tenants_user_delete(struct tenants *t, uint32_t tenant, uint64_t id);
+typedef int (*tenants_user_cb)(void *arg, const struct tenant_user *u);
+int tenants_user_list(struct tenants *t, uint32_t tenant, tenants_user_cb cb, void *arg);
+
+/** New access key for a user; the secret is returned once, here. */
+int tenants_key_create(struct tenants *t, uint32_t tenant, uint64_t user, char *akey_out,
+                       char *secret_out);
+int tenants_key_set_disabled(struct tenants *t, const char *akey, bool disabled);
+int tenants_key_delete(struct tenants *t, const char *akey);
+struct tenant_key {
+    char akey[TENANT_AKEY_MAX + 1];
+    uint32_t tenant;
+    uint64_t user;
+    bool disabled;
+};
+typedef int (*tenants_key_cb)(void *arg, const struct tenant_key *k);
+int tenants_key_list(struct tenants *t, uint32_t tenant, tenants_key_cb cb, void *arg);
+
+int tenants_export_create(struct tenants *t, const struct tenant_export *e,
+                          struct tenant_export *out);
+int tenants_export_delete(struct tenants *t, uint32_t id);
+
+/** Parse "10.0.0.0/8", "::1", "127.0.0.1/32". @return 0, -EINVAL. */
+int tenants_net_parse(const char *s, struct tenant_net *out);
+bool tenants_net_match(const struct tenant_net *n, const struct sockaddr *sa);
+
+#endif
