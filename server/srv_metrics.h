@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * srv_metrics: counters and latency histograms for /metrics (Prometheus text).
+ *
+ * Front ends report each finished operation once; the registry keeps, per
+ * (protocol, operation, tenant): requests, errors, bytes in/out and a latency
+ * histogram. Recording is lock-free on the hot path (per-thread shards or
+ * atomics); rendering walks every series.
+ * Thread: any. */
+#ifndef SRV_METRICS_H
+#define SRV_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+
+enum srv_proto { SRV_PROTO_S3 = 0, SRV_PROTO_NFS = 1, SRV_PROTO_ADMIN = 2 };
+
+/** Record one finished operation. @p op is a static string ("GetObject", "READ").
+ * @p err is the internal error (0 = success). */
+void srv_metrics_op(enum srv_proto proto, const char *op, uint32_t tenant, uint64_t bytes_in,
+                    uint64_t bytes_out, uint64_t latency_us, int err);
+/** Add a gauge/counter provider called at render time (capacity, quota usage...). */
+typedef void (*srv_metrics_render_cb)(void *arg, struct evbuffer *out);
+void srv_metrics_add_renderer(srv_metrics_render_cb cb, void *arg);
+/** Append every series in Prometheus text exposition format 0.0.4. */
+void srv_metrics_render(struct evbuffer *out);
+/** Monotonic microseconds, for latencies. */
+uint64_t srv_now_us(void);
+
+#endif
