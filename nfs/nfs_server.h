@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * nfs_server: the NFSv3 + MOUNTv3 front end (ONC RPC over TCP).
+ *
+ * One TCP listener serves MOUNT (100005 v3) and NFS (100003 v3) on the same
+ * port, so a client needs only port= and mountport= set to it. The transport
+ * (record marking, RPC call header, replies) runs on the srv_loop event
+ * loops; every procedure runs on the worker pool through the namespace core
+ * (core.h), and replies may leave out of order. Exports, squash rules and the
+ * tenant of each client come from tenants/tenants.h.
+ * Thread: nfs_server_start/stop from the main thread, after srv_loops_start()
+ * and before srv_loops_stop(). */
+#ifndef NFS_SERVER_H
+#define NFS_SERVER_H
+
+#include <stddef.h>
+
+struct core;
+struct tenants;
+struct nfs_server;
+
+struct nfs_server_config {
+    const char *listen;    /* "HOST:PORT" ("127.0.0.1:2049", "[::1]:2049", ":2049" = any) */
+    int register_rpcbind;  /* nonzero: register with a running rpcbind (failure only logged) */
+    size_t max_record;     /* largest RPC record accepted; 0 = default (4 MiB + 64 KiB) */
+};
+
+/** Bind the listener and start serving.
+ * @param[out] out the server, to give to nfs_server_stop().
+ * @param[in]  cfg  listen address and limits; copied, need not outlive the call.
+ * @param[in]  c    the namespace core; must outlive the server.
+ * @param[in]  t    tenants (exports); must outlive the server.
+ * @return 0, -EINVAL (bad listen address), -EADDRINUSE and other -errno from
+ *         socket/bind/listen, -ENOMEM. Nothing is left running on error. */
+int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cfg, struct core *c,
+                     struct tenants *t);
+
+/** Close the listener and every connection; waits for in-flight procedures
+ * to finish and unregisters from rpcbind. Safe on NULL. */
+void nfs_server_stop(struct nfs_server *s);
+
+#endif
