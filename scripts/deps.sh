@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Install what s3nfs needs to build, run and test on Debian 12 (as root, or via sudo).
+# Usage: scripts/deps.sh [--test]   (--test adds the S3/NFS clients and tools the tests use)
+set -euo pipefail
+
+BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libssl-dev
+liblmdb-dev libtirpc-dev liburing-dev node-llhttp libjansson-dev libcmocka-dev rpcsvc-proto"
+TEST_PKGS="python3 python3-pytest python3-boto3 python3-prometheus-client awscli s3cmd rclone
+libnfs-dev libnfs-utils fio nginx-light clang libclang-rt-14-dev curl procps rpcbind
+qemu-system-x86 mmdebstrap passt e2fsprogs xz-utils"
+
+pkgs="$BUILD_PKGS"
+[ "${1:-}" = "--test" ] && pkgs="$pkgs $TEST_PKGS"
+
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
