@@ -50,4 +50,20 @@ void srv_log_write(enum srv_log_level lvl, enum srv_subsys sub, const char *file
 
 #include <stdlib.h>
 
+/* ---- extensions (backward compatible) ---- */
+/** Set the level of one subsystem. */
+void srv_log_set_subsys_level(enum srv_subsys sub, enum srv_log_level lvl);
+/** Parse a subsystem name ("srv", "s3", "nfs", ... case-insensitive). @return it or -1. */
+int srv_log_parse_subsys(const char *s);
+/** Apply a level spec: "info" (every subsystem) and/or "sub=level" items separated by
+ * commas, e.g. "info,s3=debug,meta=warn". Nothing changes unless the whole spec parses.
+ * @return 0, -EINVAL. */
+int srv_log_apply_spec(const char *spec);
+/** @return "crit", "error", "warn", "info" or "debug" ("?" when out of range). */
+const char *srv_log_level_name(int lvl);
+/** @return "SRV", "S3", ... ("?" when out of range). */
+const char *srv_log_subsys_name(int sub);
+/** Reopen the current log file (after rotation); no-op on stderr. @return 0, -errno. */
+int srv_log_reopen(void);
+
 #endif

@@ -37,4 +37,9 @@ typedef void (*srv_work_fn)(void *arg);
  * @p done always runs exactly once (after work). */
 void srv_work_submit(struct srv_loop *l, srv_work_fn work, srv_work_fn done, void *arg);
 
+/* ---- extensions (backward compatible) ---- */
+/** How long srv_loops_stop() lets each loop drain in-flight work and pending
+ * events before it gives up on them (default 10000 ms). */
+void srv_loops_set_drain_timeout(int ms);
+
 #endif

@@ -28,4 +28,8 @@ void srv_metrics_render(struct evbuffer *out);
 /** Monotonic microseconds, for latencies. */
 uint64_t srv_now_us(void);
 
+/* ---- extensions (backward compatible) ---- */
+/** Remove a renderer added with the same @p cb and @p arg (no-op if absent). */
+void srv_metrics_remove_renderer(srv_metrics_render_cb cb, void *arg);
+
 #endif

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * srv_loop: N libevent loop threads and one worker pool.
+ *
+ * Each loop owns an event_base (libevent threading enabled with
+ * evthread_use_pthreads() before any base exists, so event_active() from
+ * another thread is safe and wakes the base). Cross-thread calls go through a
+ * per-loop locked FIFO of {fn, arg} nodes plus one internal "wake" event that
+ * the poster activates; the loop thread swaps the whole FIFO out under the
+ * lock and runs it in order.
+ *
+ * The worker pool is one locked FIFO with a condition variable. A work item
+ * carries its own call node for the done callback, so posting done back to
+ * the loop cannot fail once srv_work_submit() returned: done runs exactly once.
+ * Every loop counts the work it submitted that has not finished its done
+ * callback ("inflight"); srv_loops_stop() lets each loop run until its
+ * inflight count is zero and no event is pending (or a drain deadline
+ * passes), then joins loops and workers.
+ *
+ * Thread: srv_loops_start/stop from the main thread; the rest from any thread. */
+#include "srv_loop.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "srv_log.h"
+
+#define LOOP_DRAIN_TICK_MS 50
+
+struct loop_call {
+    struct loop_call *next;
+    void (*fn)(void *arg);
+    void *arg;
+};
+
+struct srv_loop {
+    int idx;
+    struct event_base *base;
+    struct event *wake;
+    struct event *tick; /* drain phase only: wakes the loop to re-check its state */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    struct loop_call *head, *tail;
+    atomic_long inflight;
+    atomic_bool stopping;
+};
+
+struct work_item {
+    struct work_item *next;
+    struct srv_loop *loop;
+    srv_work_fn work, done;
+    void *arg;
+    struct loop_call done_call; /* posted back to the loop after work() */
+};
+
+static struct {
+    struct srv_loop *loops;
+    int nloops;
+    atomic_uint rr;
+    pthread_t *workers;
+    int nworkers;
+    pthread_mutex_t wlock;
+    pthread_cond_t wcond;
+    struct work_item *whead, *wtail;
+    bool wstop;
+    int drain_ms;
+} pool = {
+    .wlock = PTHREAD_MUTEX_INITIALIZER,
+    .wcond = PTHREAD_COND_INITIALIZER,
+    .drain_ms = 10000,
+};
+
+static __thread struct srv_loop *current_loop;
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n, sz);
+    if (!p) {
+        srv_log(CRIT, SRV, "out of memory (%zu bytes)", n * sz);
+        abort();
+    }
+    return p;
+}
+
+int srv_loops_count(void)
+{
+    return pool.nloops;
+}
+
+struct srv_loop *srv_loop_get(int i)
+{
+    if (i < 0 || i >= pool.nloops)
+        return NULL;
+    return &pool.loops[i];
+}
+
+struct srv_loop *srv_loop_next(void)
+{
+    if (pool.nloops == 0)
+        return NULL;
+    unsigned i = atomic_fetch_add(&pool.rr, 1);
+    return &pool.loops[i % (unsigned)pool.nloops];
+}
+
+struct event_base *srv_loop_base(struct srv_loop *l)
+{
+    return l ? l->base : NULL;
+}
+
+struct srv_loop *srv_loop_current(void)
+{
+    return current_loop;
+}
+
+void srv_loops_set_drain_timeout(int ms)
+{
+    pool.drain_ms = ms < 0 ? 0 : ms;
+}
+
+/* Append @p c to loop @p l's FIFO and wake the loop. */
+static void loop_post(struct srv_loop *l, struct loop_call *c)
+{
+    c->next = NULL;
+    pthread_mutex_lock(&l->lock);
+    if (l->tail)
+        l->tail->next = c;
+    else
+        l->head = c;
+    l->tail = c;
+    pthread_mutex_unlock(&l->lock);
+    event_active(l->wake, EV_READ, 0);
+}
+
+int srv_loop_call(struct srv_loop *l, void (*fn)(void *arg), void *arg)
+{
+    if (!l || !fn)
+        return -EINVAL;
+    struct loop_call *c = malloc(sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->fn = fn;
+    c->arg = arg;
+    loop_post(l, c);
+    return 0;
+}
+
+static struct work_item *item_of_call(struct loop_call *c)
+{
+    return (struct work_item *)((char *)c - offsetof(struct work_item, done_call));
+}
+
+/* Marker function for call nodes embedded in work items (freed with the item). */
+static void run_done(void *arg)
+{
+    struct work_item *w = arg;
+    struct srv_loop *l = w->loop;
+    if (w->done)
+        w->done(w->arg);
+    free(w);
+    if (l)
+        atomic_fetch_sub(&l->inflight, 1);
+}
+
+/* Run every queued call. Called on the loop thread (or, at shutdown, by the
+ * stopping thread after the loop thread has exited). */
+static void loop_run_calls(struct srv_loop *l)
+{
+    pthread_mutex_lock(&l->lock);
+    struct loop_call *c = l->head;
+    l->head = l->tail = NULL;
+    pthread_mutex_unlock(&l->lock);
+    while (c) {
+        struct loop_call *next = c->next;
+        if (c->fn == run_done) {
+            run_done(item_of_call(c));
+        } else {
+            c->fn(c->arg);
+            free(c);
+        }
+        c = next;
+    }
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    loop_run_calls(arg);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+}
+
+static void on_stop(void *arg)
+{
+    struct srv_loop *l = arg;
+    event_base_loopbreak(l->base);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *loop_main(void *arg)
+{
+    struct srv_loop *l = arg;
+    current_loop = l;
+
+    event_base_loop(l->base, EVLOOP_NO_EXIT_ON_EMPTY);
+
+    /* Drain: keep serving until no work is in flight and no event other than
+     * our tick is pending (the front ends have closed their listeners and
+     * connections), or the deadline passes. */
+    struct timeval tv = {0, LOOP_DRAIN_TICK_MS * 1000};
+    event_add(l->tick, &tv);
+    int64_t deadline = mono_ms() + pool.drain_ms;
+    for (;;) {
+        loop_run_calls(l);
+        long inflight = atomic_load(&l->inflight);
+        int pending = event_base_get_num_events(l->base, EVENT_BASE_COUNT_ADDED);
+        if (inflight == 0 && pending <= 1)
+            break;
+        if (mono_ms() >= deadline) {
+            srv_log(WARN, SRV, "loop %d: drain deadline passed (%ld work items in flight, %d events)",
+                    l->idx, inflight, pending - 1);
+            break;
+        }
+        event_base_loop(l->base, EVLOOP_ONCE);
+    }
+    event_del(l->tick);
+    current_loop = NULL;
+    return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+    for (;;) {
+        pthread_mutex_lock(&pool.wlock);
+        while (!pool.whead && !pool.wstop)
+            pthread_cond_wait(&pool.wcond, &pool.wlock);
+        struct work_item *w = pool.whead;
+        if (!w) {
+            pthread_mutex_unlock(&pool.wlock);
+            break;
+        }
+        pool.whead = w->next;
+        if (!pool.whead)
+            pool.wtail = NULL;
+        pthread_mutex_unlock(&pool.wlock);
+
+        if (w->work)
+            w->work(w->arg);
+        if (w->loop) {
+            w->done_call.fn = run_done;
+            w->done_call.arg = w;
+            loop_post(w->loop, &w->done_call);
+        } else {
+            run_done(w);
+        }
+    }
+    return NULL;
+}
+
+void srv_work_submit(struct srv_loop *l, srv_work_fn work, srv_work_fn done, void *arg)
+{
+    struct work_item *w = xcalloc(1, sizeof(*w));
+    w->loop = l;
+    w->work = work;
+    w->done = done;
+    w->arg = arg;
+    if (l)
+        atomic_fetch_add(&l->inflight, 1);
+
+    if (pool.nworkers == 0) {
+        /* No pool (unit tests or a failed start): run inline; done still goes
+         * through the loop so it runs on the loop thread. */
+        if (work)
+            work(arg);
+        if (l) {
+            w->done_call.fn = run_done;
+            w->done_call.arg = w;
+            loop_post(l, &w->done_call);
+        } else {
+            run_done(w);
+        }
+        return;
+    }
+    pthread_mutex_lock(&pool.wlock);
+    if (pool.wtail)
+        pool.wtail->next = w;
+    else
+        pool.whead = w;
+    pool.wtail = w;
+    pthread_cond_signal(&pool.wcond);
+    pthread_mutex_unlock(&pool.wlock);
+}
+
+static void loop_fini(struct srv_loop *l)
+{
+    if (l->wake)
+        event_free(l->wake);
+    if (l->tick)
+        event_free(l->tick);
+    if (l->base)
+        event_base_free(l->base);
+    pthread_mutex_destroy(&l->lock);
+}
+
+static int threading_ready;
+
+int srv_loops_start(int nloops, int nworkers)
+{
+    int rc = 0;
+
+    if (nloops < 1 || nworkers < 0)
+        return -EINVAL;
+    if (pool.loops)
+        return -EALREADY;
+    if (!threading_ready) {
+        if (evthread_use_pthreads() < 0)
+            return -ENOMEM;
+        threading_ready = 1;
+    }
+    pool.loops = xcalloc((size_t)nloops, sizeof(*pool.loops));
+    pool.nloops = nloops;
+    pool.wstop = false;
+    for (int i = 0; i < nloops; i++) {
+        struct srv_loop *l = &pool.loops[i];
+        l->idx = i;
+        pthread_mutex_init(&l->lock, NULL);
+        l->base = event_base_new();
+        if (!l->base) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        l->wake = event_new(l->base, -1, 0, on_wake, l);
+        l->tick = event_new(l->base, -1, EV_PERSIST, on_tick, l);
+        if (!l->wake || !l->tick) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
+    for (int i = 0; i < nloops; i++) {
+        struct srv_loop *l = &pool.loops[i];
+        int e = pthread_create(&l->thread, NULL, loop_main, l);
+        if (e) {
+            rc = -e;
+            goto fail;
+        }
+        l->started = true;
+    }
+    pool.workers = xcalloc((size_t)(nworkers ? nworkers : 1), sizeof(pthread_t));
+    for (int i = 0; i < nworkers; i++) {
+        int e = pthread_create(&pool.workers[i], NULL, worker_main, NULL);
+        if (e) {
+            rc = -e;
+            goto fail;
+        }
+        pool.nworkers++;
+    }
+    srv_log(INFO, SRV, "started %d loop threads and %d workers", nloops, nworkers);
+    return 0;
+fail:
+    srv_log(ERROR, SRV, "cannot start loops: %s", strerror(-rc));
+    srv_loops_stop();
+    return rc;
+}
+
+void srv_loops_stop(void)
+{
+    if (!pool.loops)
+        return;
+    for (int i = 0; i < pool.nloops; i++) {
+        struct srv_loop *l = &pool.loops[i];
+        if (!l->started)
+            continue;
+        atomic_store(&l->stopping, true);
+        struct loop_call *c = xcalloc(1, sizeof(*c));
+        c->fn = on_stop;
+        c->arg = l;
+        loop_post(l, c);
+    }
+    for (int i = 0; i < pool.nloops; i++)
+        if (pool.loops[i].started)
+            pthread_join(pool.loops[i].thread, NULL);
+
+    pthread_mutex_lock(&pool.wlock);
+    pool.wstop = true;
+    pthread_cond_broadcast(&pool.wcond);
+    pthread_mutex_unlock(&pool.wlock);
+    for (int i = 0; i < pool.nworkers; i++)
+        pthread_join(pool.workers[i], NULL);
+    free(pool.workers);
+    pool.workers = NULL;
+    pool.nworkers = 0;
+
+    /* Work that finished after its loop stopped still gets its done callback,
+     * here on the stopping thread, so every done runs exactly once. */
+    for (int i = 0; i < pool.nloops; i++) {
+        loop_run_calls(&pool.loops[i]);
+        loop_fini(&pool.loops[i]);
+    }
+    free(pool.loops);
+    pool.loops = NULL;
+    pool.nloops = 0;
+}

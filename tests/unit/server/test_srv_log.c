@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for server/srv_log.c: level and spec parsing, the line format
+ * (ISO-8601 UTC, level, subsystem, message on one line), level filtering. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "srv_log.h"
+
+static void test_parse_level(void **state)
+{
+    (void)state;
+    assert_int_equal(srv_log_parse_level("error"), SRV_LOG_ERROR);
+    assert_int_equal(srv_log_parse_level("WARN"), SRV_LOG_WARN);
+    assert_int_equal(srv_log_parse_level("warning"), SRV_LOG_WARN);
+    assert_int_equal(srv_log_parse_level("info"), SRV_LOG_INFO);
+    assert_int_equal(srv_log_parse_level("debug"), SRV_LOG_DEBUG);
+    assert_int_equal(srv_log_parse_level("crit"), SRV_LOG_CRIT);
+    assert_int_equal(srv_log_parse_level("verbose"), -1);
+    assert_int_equal(srv_log_parse_level(""), -1);
+    assert_int_equal(srv_log_parse_level(NULL), -1);
+    assert_string_equal(srv_log_level_name(SRV_LOG_WARN), "warn");
+    assert_string_equal(srv_log_level_name(99), "?");
+}
+
+static void test_parse_subsys(void **state)
+{
+    (void)state;
+    assert_int_equal(srv_log_parse_subsys("s3"), SRV_SUB_S3);
+    assert_int_equal(srv_log_parse_subsys("NFS"), SRV_SUB_NFS);
+    assert_int_equal(srv_log_parse_subsys("tenant"), SRV_SUB_TENANT);
+    assert_int_equal(srv_log_parse_subsys("bogus"), -1);
+    assert_string_equal(srv_log_subsys_name(SRV_SUB_QOS), "QOS");
+}
+
+static void test_apply_spec(void **state)
+{
+    (void)state;
+    assert_int_equal(srv_log_apply_spec("warn,s3=debug,meta=error"), 0);
+    assert_int_equal(srv_log_levels[SRV_SUB_S3], SRV_LOG_DEBUG);
+    assert_int_equal(srv_log_levels[SRV_SUB_META], SRV_LOG_ERROR);
+    assert_int_equal(srv_log_levels[SRV_SUB_NFS], SRV_LOG_WARN);
+    /* A bad spec changes nothing. */
+    assert_int_equal(srv_log_apply_spec("info,s3=loud"), -EINVAL);
+    assert_int_equal(srv_log_levels[SRV_SUB_S3], SRV_LOG_DEBUG);
+    assert_int_equal(srv_log_levels[SRV_SUB_NFS], SRV_LOG_WARN);
+    assert_int_equal(srv_log_apply_spec("nope=info"), -EINVAL);
+    assert_int_equal(srv_log_apply_spec(""), -EINVAL);
+    assert_int_equal(srv_log_apply_spec("info,,s3=debug"), -EINVAL);
+    srv_log_set_level(SRV_LOG_INFO);
+    assert_int_equal(srv_log_levels[SRV_SUB_S3], SRV_LOG_INFO);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int evaluated;
+static const char *side_effect(void)
+{
+    evaluated++;
+    return "x";
+}
+
+static void test_line_format_and_filter(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_srv_log.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(srv_log_open(path), 0);
+    srv_log_set_level(SRV_LOG_INFO);
+    srv_log_set_subsys_level(SRV_SUB_NFS, SRV_LOG_WARN);
+
+    srv_log(INFO, S3, "req=%d tenant=%u hello\nworld", 7, 3u);
+    evaluated = 0;
+    srv_log(INFO, NFS, "filtered %s", side_effect());
+    assert_int_equal(evaluated, 0); /* arguments not evaluated below the level */
+    srv_log(WARN, NFS, "kept");
+    assert_int_equal(srv_log_open(NULL), 0);
+
+    char *text = slurp(path);
+    unlink(path);
+    /* Exactly two lines. */
+    char *nl1 = strchr(text, '\n');
+    assert_non_null(nl1);
+    char *nl2 = strchr(nl1 + 1, '\n');
+    assert_non_null(nl2);
+    assert_string_equal(nl2 + 1, "");
+    /* 2026-11-21T09:12:06.123Z INFO S3 req=7 tenant=3 hello world */
+    assert_true(strlen(text) > 25);
+    assert_true(text[4] == '-' && text[7] == '-' && text[10] == 'T' && text[13] == ':' &&
+                text[16] == ':' && text[19] == '.' && text[23] == 'Z' && text[24] == ' ');
+    assert_memory_equal(text + 25, "INFO S3 req=7 tenant=3 hello world\n", 35);
+    assert_memory_equal(nl1 + 1 + 25, "WARN NFS kept\n", 14);
+}
+
+static void test_long_line_cut(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_srv_log.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(srv_log_open(path), 0);
+    char *big = malloc(10000);
+    memset(big, 'a', 9999);
+    big[9999] = '\0';
+    srv_log(ERROR, SRV, "%s", big);
+    free(big);
+    assert_int_equal(srv_log_reopen(), 0);
+    srv_log(ERROR, SRV, "after reopen");
+    assert_int_equal(srv_log_open(NULL), 0);
+    char *text = slurp(path);
+    unlink(path);
+    char *nl = strchr(text, '\n');
+    assert_non_null(nl);
+    assert_true(nl - text < 4096);
+    assert_memory_equal(nl - 3, "...", 3);
+    assert_non_null(strstr(nl + 1, "ERROR SRV after reopen\n"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_level),
+        cmocka_unit_test(test_parse_subsys),
+        cmocka_unit_test(test_apply_spec),
+        cmocka_unit_test(test_line_format_and_filter),
+        cmocka_unit_test(test_long_line_cut),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
