@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * nfs_int: what the NFS front end's files share: the server, a call in
+ * flight (struct nfs_req), the procedure table entry, and the helpers every
+ * procedure uses (handle -> export + principal, core_attr -> fattr3, wcc).
+ *
+ * A call is born on its connection's loop thread (record decoded, DRC
+ * checked), runs its procedure on a worker thread (arguments decoded, core
+ * calls, results encoded) and dies back on the loop (reply written). The
+ * procedure never touches the connection; it reads r->peer, r->call and
+ * fills its result struct.
+ * A procedure returns NFS_REQ_OK (send the result) or NFS_REQ_DROP (send
+ * nothing; the client retries). The nfsstat3 is part of the result, apart
+ * from that return value (ganesha's rule). */
+#ifndef NFS_INT_H
+#define NFS_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rpc/rpc.h>
+
+#include "core.h"
+#include "nfs_drc.h"
+#include "nfs_fh.h"
+#include "nfs_rec.h"
+#include "nfs_server.h"
+#include "tenants.h"
+#include "xdr/mount_prot.h"
+#include "xdr/nfs3_prot.h"
+
+#define NFS_PROG 100003
+#define NFS_VERS 3
+#define MNT_PROG 100005
+#define MNT_VERS 3
+
+#define NFS_MAX_RECORD_DEFAULT ((size_t)4 * 1024 * 1024 + 64 * 1024)
+#define NFS_IO_MAX ((uint32_t)1024 * 1024) /* rtmax/wtmax */
+#define NFS_DIR_PREF ((uint32_t)64 * 1024)  /* dtpref */
+
+enum nfs_req_rc { NFS_REQ_OK = 0, NFS_REQ_DROP = 1 };
+
+struct nfs_req;
+typedef int (*nfs_proc_fn)(struct nfs_req *r, void *args, void *res);
+typedef void (*nfs_free_fn)(void *res);
+
+#define NFS_PF_NONIDEM 0x1 /* answer retransmissions from the duplicate request cache */
+#define NFS_PF_MODIFY 0x2  /* changes the namespace (refused on read-only exports) */
+
+/* One row of a program's dispatch table (ganesha's nfs3_func_desc shape). */
+struct nfs_proc_desc {
+    nfs_proc_fn fn;
+    nfs_free_fn free_res; /* NULL: xdr_free(xdr_res, res) */
+    xdrproc_t xdr_args, xdr_res;
+    size_t args_size, res_size;
+    const char *name;
+    unsigned flags;
+};
+
+struct nfs_mount_ent; /* MOUNT DUMP list entry (mnt_mnt.c) */
+
+struct nfs_server {
+    struct nfs_server_config cfg;
+    char *listen;
+    struct core *core;
+    struct tenants *tenants;
+    uint8_t fh_key[NFS_FH_KEYLEN];
+    uint64_t verf; /* write verifier (core_write_verifier) */
+
+    int lfd;
+    uint16_t port;
+    struct srv_loop *lloop;
+    struct evconnlistener *lev;
+    bool registered;
+
+    pthread_mutex_t lock; /* conns, inflight, stopping, mounts */
+    pthread_cond_t cond;
+    struct nfs_conn *conns;
+    unsigned long inflight;
+    bool stopping;
+    int pending_closes; /* loops still closing their connections at stop */
+
+    struct nfs_drc *drc;
+    struct nfs_mount_ent *mounts;
+};
+
+/* A call in flight. */
+struct nfs_req {
+    struct nfs_server *srv;
+    struct nfs_conn *conn; /* loop thread only */
+    struct sockaddr_storage peer;
+    struct nfs_call call;
+    const struct nfs_proc_desc *desc;
+    void *rec; /* the whole record (heap) */
+    size_t reclen;
+    void *args, *res;
+    bool args_decoded;
+    void *reply; /* encoded reply record (heap) */
+    size_t replylen;
+    bool drc;
+    struct nfs_drc_key drc_key;
+    uint64_t start_us;
+
+    /* Resolved by nfs_req_fh(): the export of the first handle of the call
+     * and the principal that the caller acts as. */
+    bool have_export;
+    struct tenant_export exp;
+    struct core_principal p;
+    int err; /* internal error of the call, for metrics (0 = success) */
+};
+
+/* ---- nfs_rpc.c ---- */
+extern const struct nfs_proc_desc nfs3_procs[22];
+extern const struct nfs_proc_desc mnt_procs[6];
+
+/* ---- nfs_export.c: handles, exports and principals ---- */
+
+/** Build the principal of the call for export @p e from the call's credential
+ * and the export's squash and read-only rules (sets r->exp and r->p). */
+void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e);
+/** Resolve a client handle: verify it, find its export for this client, bind
+ * the principal (first handle of the call), and check the inode still exists.
+ * @param[out] ino, attr the object (attr may be NULL).
+ * @return NFS3_OK, NFS3ERR_BADHANDLE, NFS3ERR_STALE (forged, other tenant,
+ *         export gone or not for this client, deleted inode), NFS3ERR_XDEV
+ *         (second handle of another export). */
+nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct core_attr *attr);
+/** Fill @p out with a handle for @p a in the call's export (out->data heap). @return 0, -ENOMEM. */
+int nfs_req_mkfh(struct nfs_req *r, const struct core_attr *a, nfs_fh3 *out);
+/** nfsstat3 of an internal error, logging the odd ones with the procedure name. */
+nfsstat3 nfs_req_status(struct nfs_req *r, int err);
+
+/* ---- nfs_attr.c: attribute conversions ---- */
+void nfs_attr_fattr(const struct nfs_req *r, const struct core_attr *a, fattr3 *out);
+void nfs_attr_post(const struct nfs_req *r, const struct core_attr *a, post_op_attr *out);
+/** post_op_attr from a fresh core_getattr of @p ino (none when it fails). */
+void nfs_attr_post_ino(struct nfs_req *r, uint64_t ino, post_op_attr *out);
+void nfs_attr_pre(const struct core_attr *a, pre_op_attr *out);
+/** wcc_data from @p pre (may be NULL) and a fresh getattr of @p ino. */
+void nfs_attr_wcc(struct nfs_req *r, const struct core_attr *pre, uint64_t ino, wcc_data *out);
+/** Translate a sattr3. @param skip_mode leave mode out (e.g. for UNCHECKED on an existing file).
+ * @return 0, -EINVAL (time out of range). */
+int nfs_attr_sattr(const sattr3 *s, struct core_setattr *out);
+/** Name from XDR string: length checked. @return 0, -ENAMETOOLONG, -EINVAL (empty). */
+int nfs_name_check(const char *name, size_t *len);
+/** Re-read @p ino into @p out: core_getattr with the generation of @p a. */
+int nfs_attr_get(struct nfs_req *r, uint64_t ino, uint32_t gen, struct core_attr *out);
+
+/* ---- procedure prototypes (one file each) ---- */
+#define NFS3_PROC(n) int nfs3_##n(struct nfs_req *r, void *args, void *res);
+NFS3_PROC(null)
+NFS3_PROC(getattr)
+NFS3_PROC(setattr)
+NFS3_PROC(lookup)
+NFS3_PROC(access)
+NFS3_PROC(readlink)
+NFS3_PROC(read)
+NFS3_PROC(write)
+NFS3_PROC(create)
+NFS3_PROC(mkdir)
+NFS3_PROC(symlink)
+NFS3_PROC(mknod)
+NFS3_PROC(remove)
+NFS3_PROC(rmdir)
+NFS3_PROC(rename)
+NFS3_PROC(link)
+NFS3_PROC(readdir)
+NFS3_PROC(readdirplus)
+NFS3_PROC(fsstat)
+NFS3_PROC(fsinfo)
+NFS3_PROC(pathconf)
+NFS3_PROC(commit)
+#undef NFS3_PROC
+int mnt_null(struct nfs_req *r, void *args, void *res);
+int mnt_mnt(struct nfs_req *r, void *args, void *res);
+int mnt_dump(struct nfs_req *r, void *args, void *res);
+int mnt_umnt(struct nfs_req *r, void *args, void *res);
+int mnt_umntall(struct nfs_req *r, void *args, void *res);
+int mnt_export(struct nfs_req *r, void *args, void *res);
+/** Forget every mount of the server (nfs_server_stop). */
+void mnt_list_free(struct nfs_server *s);
+
+#endif
