@@ -1,0 +1,789 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * srv_config: values, the config file parser, the command line and reload,
+ * all driven by srv_config_table[] (srv_config_table.c).
+ *
+ * A value is always set through srv_config_set(), which checks type, bounds
+ * and the row's validator; defaults are applied the same way, so a bad
+ * default is caught by the unit tests. Strings are heap copies owned by the
+ * struct srv_config.
+ * Thread: main thread only. */
+#include "srv_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define FIELD(c, o) ((void *)((char *)(c) + (o)->offset))
+#define CFIELD(c, o) ((const void *)((const char *)(c) + (o)->offset))
+
+static bool name_eq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = *a == '-' ? '_' : (char)tolower((unsigned char)*a);
+        char y = *b == '-' ? '_' : (char)tolower((unsigned char)*b);
+        if (x != y)
+            return false;
+    }
+    return *a == *b;
+}
+
+const struct srv_config_opt *srv_config_find(const char *name)
+{
+    for (size_t i = 0; i < srv_config_table_len; i++)
+        if (name_eq(srv_config_table[i].name, name))
+            return &srv_config_table[i];
+    return NULL;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(v, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    char *end;
+    if (!*v || isspace((unsigned char)*v))
+        return -EINVAL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end)
+        return -EINVAL;
+    *out = x;
+    return 0;
+}
+
+/* "4096", "64k", "64KiB", "4 GiB", "5T" -> bytes (1024-based). */
+static int parse_size(const char *v, uint64_t *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)*v))
+        return -EINVAL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno)
+        return -EINVAL;
+    while (*end == ' ')
+        end++;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        break;
+    case 'b':
+    case 'B':
+        if (end[1])
+            return -EINVAL;
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (shift) {
+        end++;
+        if (strcmp(end, "") != 0 && strcasecmp(end, "iB") != 0 && strcasecmp(end, "B") != 0)
+            return -EINVAL;
+        if (x > (ULLONG_MAX >> shift))
+            return -EINVAL;
+        x <<= shift;
+    }
+    *out = x;
+    return 0;
+}
+
+static void format_size(uint64_t v, char *buf, size_t len)
+{
+    static const char *const units[] = {"TiB", "GiB", "MiB", "KiB"};
+    static const unsigned shifts[] = {40, 30, 20, 10};
+    for (size_t i = 0; i < 4; i++) {
+        uint64_t m = (uint64_t)1 << shifts[i];
+        if (v && v % m == 0) {
+            snprintf(buf, len, "%" PRIu64 "%s", v / m, units[i]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%" PRIu64, v);
+}
+
+int srv_config_set(struct srv_config *c, const char *name, const char *value, char *err,
+                   size_t errlen)
+{
+    const struct srv_config_opt *o = srv_config_find(name);
+    if (!o) {
+        snprintf(err, errlen, "unknown option '%s'", name);
+        return -ENOENT;
+    }
+    switch (o->type) {
+    case SRV_CFG_STRING: {
+        if (o->check) {
+            char why[200] = "";
+            if (o->check(value, why, sizeof(why)) < 0) {
+                snprintf(err, errlen, "bad value '%s' for %s: %s", value, o->name, why);
+                return -EINVAL;
+            }
+        }
+        char *copy = strdup(value);
+        if (!copy) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        char **slot = FIELD(c, o);
+        free(*slot);
+        *slot = copy;
+        return 0;
+    }
+    case SRV_CFG_BOOL: {
+        bool b;
+        if (parse_bool(value, &b) < 0) {
+            snprintf(err, errlen, "bad value '%s' for %s: expected true or false", value,
+                     o->name);
+            return -EINVAL;
+        }
+        *(bool *)FIELD(c, o) = b;
+        return 0;
+    }
+    case SRV_CFG_INT: {
+        int64_t x;
+        if (parse_int(value, &x) < 0) {
+            snprintf(err, errlen, "bad value '%s' for %s: expected an integer", value, o->name);
+            return -EINVAL;
+        }
+        if (x < o->min || x > o->max) {
+            snprintf(err, errlen, "bad value '%s' for %s: must be between %" PRId64 " and %" PRId64,
+                     value, o->name, o->min, o->max);
+            return -EINVAL;
+        }
+        *(int64_t *)FIELD(c, o) = x;
+        return 0;
+    }
+    case SRV_CFG_SIZE: {
+        uint64_t x;
+        if (parse_size(value, &x) < 0) {
+            snprintf(err, errlen,
+                     "bad value '%s' for %s: expected a size such as 4096, 64KiB, 16MiB, 4GiB",
+                     value, o->name);
+            return -EINVAL;
+        }
+        if (x < (uint64_t)o->min || x > (uint64_t)o->max) {
+            char lo[32], hi[32];
+            format_size((uint64_t)o->min, lo, sizeof(lo));
+            format_size((uint64_t)o->max, hi, sizeof(hi));
+            snprintf(err, errlen, "bad value '%s' for %s: must be between %s and %s", value,
+                     o->name, lo, hi);
+            return -EINVAL;
+        }
+        *(uint64_t *)FIELD(c, o) = x;
+        return 0;
+    }
+    }
+    snprintf(err, errlen, "option '%s' has an unknown type", o->name);
+    return -EINVAL;
+}
+
+void srv_config_format(const struct srv_config *c, const struct srv_config_opt *o, char *buf,
+                       size_t buflen)
+{
+    switch (o->type) {
+    case SRV_CFG_STRING: {
+        const char *s = *(char *const *)CFIELD(c, o);
+        snprintf(buf, buflen, "%s", s ? s : "");
+        break;
+    }
+    case SRV_CFG_BOOL:
+        snprintf(buf, buflen, "%s", *(const bool *)CFIELD(c, o) ? "true" : "false");
+        break;
+    case SRV_CFG_INT:
+        snprintf(buf, buflen, "%" PRId64, *(const int64_t *)CFIELD(c, o));
+        break;
+    case SRV_CFG_SIZE:
+        format_size(*(const uint64_t *)CFIELD(c, o), buf, buflen);
+        break;
+    }
+}
+
+int srv_config_init(struct srv_config *c)
+{
+    char err[256];
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < srv_config_table_len; i++) {
+        int rc = srv_config_set(c, srv_config_table[i].name, srv_config_table[i].def, err,
+                                sizeof(err));
+        if (rc < 0) {
+            srv_config_free(c);
+            return rc == -ENOMEM ? -ENOMEM : -EINVAL;
+        }
+    }
+    return 0;
+}
+
+void srv_config_free(struct srv_config *c)
+{
+    for (size_t i = 0; i < srv_config_table_len; i++) {
+        const struct srv_config_opt *o = &srv_config_table[i];
+        if (o->type == SRV_CFG_STRING) {
+            char **slot = FIELD(c, o);
+            free(*slot);
+            *slot = NULL;
+        }
+    }
+}
+
+int srv_config_copy(struct srv_config *dst, const struct srv_config *src)
+{
+    *dst = *src;
+    for (size_t i = 0; i < srv_config_table_len; i++) {
+        const struct srv_config_opt *o = &srv_config_table[i];
+        if (o->type != SRV_CFG_STRING)
+            continue;
+        char **slot = FIELD(dst, o);
+        if (*slot && !(*slot = strdup(*slot))) {
+            /* Null out the rest so srv_config_free only frees our copies. */
+            for (size_t j = i + 1; j < srv_config_table_len; j++)
+                if (srv_config_table[j].type == SRV_CFG_STRING)
+                    *(char **)FIELD(dst, &srv_config_table[j]) = NULL;
+            srv_config_free(dst);
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Unquote "..." in place (\" and \\ escapes); reject trailing text other than a comment. */
+static int unquote(char *v, const char **why)
+{
+    char *w = v;
+    char *r = v + 1;
+    for (;;) {
+        if (!*r) {
+            *why = "unterminated quoted value";
+            return -EINVAL;
+        }
+        if (*r == '"')
+            break;
+        if (*r == '\\' && (r[1] == '"' || r[1] == '\\'))
+            r++;
+        *w++ = *r++;
+    }
+    r++;
+    while (*r == ' ' || *r == '\t')
+        r++;
+    if (*r && *r != '#') {
+        *why = "text after the closing quote";
+        return -EINVAL;
+    }
+    *w = '\0';
+    return 0;
+}
+
+int srv_config_parse_text(struct srv_config *c, const char *text, const char *origin, char *err,
+                          size_t errlen)
+{
+    int rc = 0;
+    int lineno = 0;
+    char *copy = strdup(text);
+    if (!copy) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    char *p = copy;
+    while (p) {
+        char *line = p;
+        char *nl = strchr(p, '\n');
+        if (nl) {
+            *nl = '\0';
+            p = nl + 1;
+        } else {
+            p = NULL;
+        }
+        lineno++;
+        line = trim(line);
+        if (!*line || *line == '#')
+            continue;
+        char *eq = strchr(line, '=');
+        if (!eq) {
+            snprintf(err, errlen, "%s:%d: expected 'name = value', got '%.60s'", origin, lineno,
+                     line);
+            rc = -EINVAL;
+            goto out;
+        }
+        *eq = '\0';
+        char *name = trim(line);
+        char *value = trim(eq + 1);
+        if (!*name) {
+            snprintf(err, errlen, "%s:%d: missing option name before '='", origin, lineno);
+            rc = -EINVAL;
+            goto out;
+        }
+        if (*value == '"') {
+            const char *why = NULL;
+            if (unquote(value, &why) < 0) {
+                snprintf(err, errlen, "%s:%d: %s: %s", origin, lineno, name, why);
+                rc = -EINVAL;
+                goto out;
+            }
+        } else {
+            /* An unquoted value ends at " #" (a trailing comment). */
+            for (char *h = value; *h; h++) {
+                if (*h == '#' && h > value && (h[-1] == ' ' || h[-1] == '\t')) {
+                    *h = '\0';
+                    value = trim(value);
+                    break;
+                }
+            }
+        }
+        char why[300];
+        rc = srv_config_set(c, name, value, why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "%s:%d: %s", origin, lineno, why);
+            goto out;
+        }
+    }
+out:
+    free(copy);
+    return rc;
+}
+
+int srv_config_load_file(struct srv_config *c, const char *path, char *err, size_t errlen)
+{
+    int rc;
+    char *buf = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        rc = -errno;
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return rc;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 1024 * 1024) {
+        rc = -EINVAL;
+        snprintf(err, errlen, "%s: not a regular file of at most 1 MiB", path);
+        goto out;
+    }
+    buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    size_t n = fread(buf, 1, (size_t)st.st_size, f);
+    if (ferror(f)) {
+        rc = -EIO;
+        snprintf(err, errlen, "%s: read error", path);
+        goto out;
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n)) {
+        rc = -EINVAL;
+        snprintf(err, errlen, "%s: contains a NUL byte (not a text file)", path);
+        goto out;
+    }
+    rc = srv_config_parse_text(c, buf, path, err, errlen);
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+/* ---- command line ---- */
+
+enum {
+    OPT_CONFIG = 256,
+    OPT_DATA_DIR,
+    OPT_S3_LISTEN,
+    OPT_NFS_LISTEN,
+    OPT_ADMIN_LISTEN,
+    OPT_LOG_LEVEL,
+    OPT_LOG_FILE,
+    OPT_FOREGROUND,
+    OPT_DAEMON,
+    OPT_PIDFILE,
+    OPT_CHECK,
+    OPT_SET,
+    OPT_DUMP_DOC,
+};
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+    {"s3-listen", required_argument, NULL, OPT_S3_LISTEN},
+    {"nfs-listen", required_argument, NULL, OPT_NFS_LISTEN},
+    {"admin-listen", required_argument, NULL, OPT_ADMIN_LISTEN},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"log-file", required_argument, NULL, OPT_LOG_FILE},
+    {"foreground", no_argument, NULL, OPT_FOREGROUND},
+    {"daemon", no_argument, NULL, OPT_DAEMON},
+    {"pidfile", required_argument, NULL, OPT_PIDFILE},
+    {"check-config", no_argument, NULL, OPT_CHECK},
+    {"set", required_argument, NULL, OPT_SET},
+    {"dump-config-doc", no_argument, NULL, OPT_DUMP_DOC},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static int cli_add(struct srv_cli *cli, const char *name, const char *value, char *err,
+                   size_t errlen)
+{
+    if (cli->nsets >= SRV_CLI_MAX_SETS) {
+        snprintf(err, errlen, "too many overrides on the command line");
+        return -EINVAL;
+    }
+    cli->set_names[cli->nsets] = name;
+    cli->set_values[cli->nsets] = value;
+    cli->nsets++;
+    return 0;
+}
+
+int srv_cli_parse(struct srv_cli *cli, int argc, char **argv, char *err, size_t errlen)
+{
+    int rc = 0;
+    memset(cli, 0, sizeof(*cli));
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int prev = optind;
+        int ch = getopt_long(argc, argv, ":hV", long_opts, NULL);
+        if (ch == -1)
+            break;
+        switch (ch) {
+        case OPT_CONFIG:
+            cli->config_path = optarg;
+            break;
+        case OPT_DATA_DIR:
+            rc = cli_add(cli, "data_dir", optarg, err, errlen);
+            break;
+        case OPT_S3_LISTEN:
+            rc = cli_add(cli, "s3_listen", optarg, err, errlen);
+            break;
+        case OPT_NFS_LISTEN:
+            rc = cli_add(cli, "nfs_listen", optarg, err, errlen);
+            break;
+        case OPT_ADMIN_LISTEN:
+            rc = cli_add(cli, "admin_listen", optarg, err, errlen);
+            break;
+        case OPT_LOG_LEVEL:
+            rc = cli_add(cli, "log_level", optarg, err, errlen);
+            break;
+        case OPT_LOG_FILE:
+            rc = cli_add(cli, "log_file", optarg, err, errlen);
+            break;
+        case OPT_FOREGROUND:
+            rc = cli_add(cli, "daemonize", "false", err, errlen);
+            break;
+        case OPT_DAEMON:
+            rc = cli_add(cli, "daemonize", "true", err, errlen);
+            break;
+        case OPT_PIDFILE:
+            rc = cli_add(cli, "pidfile", optarg, err, errlen);
+            break;
+        case OPT_CHECK:
+            cli->check_config = true;
+            break;
+        case OPT_DUMP_DOC:
+            cli->dump_doc = true;
+            break;
+        case OPT_SET: {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg) {
+                snprintf(err, errlen, "--set needs name=value, got '%s'", optarg);
+                rc = -EINVAL;
+                break;
+            }
+            if (cli->nsets >= SRV_CLI_MAX_SETS) {
+                snprintf(err, errlen, "too many overrides on the command line");
+                rc = -EINVAL;
+                break;
+            }
+            char *name = strndup(optarg, (size_t)(eq - optarg));
+            if (!name) {
+                rc = -ENOMEM;
+                break;
+            }
+            cli->owned[cli->nsets] = name;
+            rc = cli_add(cli, name, eq + 1, err, errlen);
+            break;
+        }
+        case 'h':
+            cli->help = true;
+            break;
+        case 'V':
+            cli->version = true;
+            break;
+        case ':':
+            snprintf(err, errlen, "option '%s' needs a value", argv[prev]);
+            rc = -EINVAL;
+            break;
+        default:
+            snprintf(err, errlen, "unknown option '%s' (see --help)", argv[prev]);
+            rc = -EINVAL;
+            break;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void srv_cli_free(struct srv_cli *cli)
+{
+    for (int i = 0; i < SRV_CLI_MAX_SETS; i++) {
+        free(cli->owned[i]);
+        cli->owned[i] = NULL;
+    }
+}
+
+int srv_cli_apply(const struct srv_cli *cli, struct srv_config *c, char *err, size_t errlen)
+{
+    for (int i = 0; i < cli->nsets; i++) {
+        char why[300];
+        int rc = srv_config_set(c, cli->set_names[i], cli->set_values[i], why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "command line: %s", why);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int srv_config_build(struct srv_config *c, const struct srv_cli *cli, char *err, size_t errlen)
+{
+    int rc = srv_config_init(c);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot set defaults: %s", strerror(-rc));
+        return rc;
+    }
+    if (cli->config_path) {
+        rc = srv_config_load_file(c, cli->config_path, err, errlen);
+        if (rc < 0)
+            goto fail;
+    }
+    rc = srv_cli_apply(cli, c, err, errlen);
+    if (rc < 0)
+        goto fail;
+    if (*c->s3_tls_cert && !*c->s3_tls_key) {
+        snprintf(err, errlen, "s3_tls_cert is set but s3_tls_key is not");
+        rc = -EINVAL;
+        goto fail;
+    }
+    return 0;
+fail:
+    srv_config_free(c);
+    return rc;
+}
+
+void srv_cli_usage(FILE *f, const char *argv0)
+{
+    fprintf(f,
+            "Usage: %s [OPTIONS]\n"
+            "s3nfsd serves one namespace over S3 and NFSv3. With no options it runs on an\n"
+            "embedded default (data in ./s3nfs-data, S3 on 127.0.0.1:9000, NFS on\n"
+            "127.0.0.1:2049 as root or 127.0.0.1:20490 otherwise, admin on 127.0.0.1:9001).\n"
+            "\n"
+            "  --config FILE         read `name = value` options from FILE\n"
+            "  --data-dir DIR        data_dir\n"
+            "  --s3-listen ADDR:PORT s3_listen\n"
+            "  --nfs-listen ADDR:PORT nfs_listen\n"
+            "  --admin-listen ADDR:PORT admin_listen\n"
+            "  --log-level SPEC      log_level (e.g. info or info,s3=debug)\n"
+            "  --log-file FILE       log_file\n"
+            "  --foreground          stay in the foreground (daemonize = false; default)\n"
+            "  --daemon              detach (daemonize = true)\n"
+            "  --pidfile FILE        pidfile\n"
+            "  --set NAME=VALUE      set any option below\n"
+            "  --check-config        validate the configuration, print it, and exit\n"
+            "  --help, --version\n"
+            "\n"
+            "Environment: S3NFS_ACCESS_KEY, S3NFS_SECRET_KEY (bootstrap S3 credentials),\n"
+            "S3NFS_ADMIN_TOKEN (admin API bearer token); generated on first start if unset.\n"
+            "\nOptions (name = default):\n",
+            argv0);
+    for (size_t i = 0; i < srv_config_table_len; i++) {
+        const struct srv_config_opt *o = &srv_config_table[i];
+        fprintf(f, "  %-22s = %-16s%s\n", o->name, *o->def ? o->def : "\"\"",
+                (o->flags & SRV_CFG_RELOADABLE) ? " (reloadable)" : "");
+    }
+    fprintf(f, "\nSee docs/configuration.md for what each option does.\n");
+}
+
+int srv_config_reload(struct srv_config *live, const struct srv_config *fresh,
+                      srv_config_change_cb changed, srv_config_change_cb ignored, void *arg)
+{
+    int n = 0;
+    char old[1024], now[1024], err[256];
+    for (size_t i = 0; i < srv_config_table_len; i++) {
+        const struct srv_config_opt *o = &srv_config_table[i];
+        srv_config_format(live, o, old, sizeof(old));
+        srv_config_format(fresh, o, now, sizeof(now));
+        if (strcmp(old, now) == 0)
+            continue;
+        if (!(o->flags & SRV_CFG_RELOADABLE)) {
+            if (ignored)
+                ignored(arg, o, old, now);
+            continue;
+        }
+        if (srv_config_set(live, o->name, now, err, sizeof(err)) < 0)
+            continue;
+        n++;
+        if (changed)
+            changed(arg, o, old, now);
+    }
+    return n;
+}
+
+static const char *type_name(enum srv_cfg_type t)
+{
+    switch (t) {
+    case SRV_CFG_STRING:
+        return "string";
+    case SRV_CFG_BOOL:
+        return "bool";
+    case SRV_CFG_INT:
+        return "integer";
+    case SRV_CFG_SIZE:
+        return "size";
+    }
+    return "?";
+}
+
+static bool needs_quotes(const char *s)
+{
+    if (!*s)
+        return true;
+    if (s[0] == ' ' || s[0] == '"' || s[strlen(s) - 1] == ' ')
+        return true;
+    return strchr(s, '#') != NULL;
+}
+
+void srv_config_dump(const struct srv_config *c, FILE *f)
+{
+    char v[1024];
+    for (size_t i = 0; i < srv_config_table_len; i++) {
+        srv_config_format(c, &srv_config_table[i], v, sizeof(v));
+        if (needs_quotes(v)) {
+            fprintf(f, "%s = \"", srv_config_table[i].name);
+            for (const char *p = v; *p; p++) {
+                if (*p == '"' || *p == '\\')
+                    fputc('\\', f);
+                fputc(*p, f);
+            }
+            fprintf(f, "\"\n");
+        } else {
+            fprintf(f, "%s = %s\n", srv_config_table[i].name, v);
+        }
+    }
+}
+
+void srv_config_doc_markdown(FILE *f)
+{
+    fprintf(f, "| name | type | default | range | reload | meaning |\n");
+    fprintf(f, "| --- | --- | --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < srv_config_table_len; i++) {
+        const struct srv_config_opt *o = &srv_config_table[i];
+        char range[80] = "";
+        if (o->type == SRV_CFG_INT) {
+            snprintf(range, sizeof(range), "%" PRId64 "..%" PRId64, o->min, o->max);
+        } else if (o->type == SRV_CFG_SIZE) {
+            char lo[32], hi[32];
+            format_size((uint64_t)o->min, lo, sizeof(lo));
+            format_size((uint64_t)o->max, hi, sizeof(hi));
+            snprintf(range, sizeof(range), "%s..%s", lo, hi);
+        }
+        fprintf(f, "| `%s` | %s | `%s` | %s | %s | %s |\n", o->name, type_name(o->type),
+                *o->def ? o->def : "\"\"", range, (o->flags & SRV_CFG_RELOADABLE) ? "yes" : "no",
+                o->help);
+    }
+}
+
+int srv_config_split_listen(const char *value, char *host, size_t hostlen, int *port)
+{
+    const char *colon;
+    const char *h = value;
+    size_t hl;
+
+    if (value[0] == '[') {
+        const char *close = strchr(value, ']');
+        if (!close || close[1] != ':')
+            return -EINVAL;
+        h = value + 1;
+        hl = (size_t)(close - h);
+        colon = close + 1;
+        if (hl == 0)
+            return -EINVAL;
+    } else {
+        colon = strrchr(value, ':');
+        if (!colon)
+            return -EINVAL;
+        hl = (size_t)(colon - value);
+        if (memchr(value, ':', hl))
+            return -EINVAL; /* bare IPv6 needs brackets */
+    }
+    if (hl >= hostlen)
+        return -EINVAL;
+    const char *ps = colon + 1;
+    if (!*ps || strspn(ps, "0123456789") != strlen(ps) || strlen(ps) > 5)
+        return -EINVAL;
+    int p = atoi(ps);
+    if (p < 1 || p > 65535)
+        return -EINVAL;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    *port = p;
+    return 0;
+}
+
+int srv_config_check_listen(const char *value, char *err, size_t errlen)
+{
+    char host[256];
+    int port;
+    if (srv_config_split_listen(value, host, sizeof(host), &port) < 0) {
+        snprintf(err, errlen, "expected HOST:PORT, [IPV6]:PORT or :PORT with port 1..65535");
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * srv_config_table: every daemon option, one row each.
+ *
+ * This table is the single source of truth for names, types, defaults,
+ * bounds, reloadability and documentation. docs/configuration.md is checked
+ * against it by tests/unit/server/test_srv_config.c, and `s3nfsd
+ * --dump-config-doc` prints its reference section.
+ * Thread: read-only data; the validators are pure functions. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "srv_config.h"
+#include "srv_log.h"
+
+#define GiB (1024LL * 1024 * 1024)
+#define TiB (1024LL * GiB)
+
+static int check_listen_or_auto(const char *v, char *err, size_t errlen)
+{
+    if (!*v)
+        return 0;
+    return srv_config_check_listen(v, err, errlen);
+}
+
+/* "info", "warn,s3=debug", ... (the syntax of srv_log_apply_spec). */
+static int check_log_level(const char *v, char *err, size_t errlen)
+{
+    char item[64];
+    const char *p = v;
+
+    if (!*v)
+        goto bad;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof(item))
+            goto bad;
+        memcpy(item, p, n);
+        item[n] = '\0';
+        p += n;
+        if (*p == ',')
+            p++;
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            if (srv_log_parse_level(item) < 0)
+                goto bad;
+            continue;
+        }
+        *eq = '\0';
+        if (srv_log_parse_subsys(item) < 0) {
+            snprintf(err, errlen, "unknown subsystem '%s' (srv, store, tier, s3, nfs, meta, "
+                     "tenant, qos, admin)", item);
+            return -EINVAL;
+        }
+        if (srv_log_parse_level(eq + 1) < 0)
+            goto bad;
+    }
+    return 0;
+bad:
+    snprintf(err, errlen, "expected a level (crit, error, warn, info, debug) optionally "
+             "followed by ,subsystem=level items");
+    return -EINVAL;
+}
+
+static int check_region(const char *v, char *err, size_t errlen)
+{
+    if (!*v || strlen(v) > 32 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(v)) {
+        snprintf(err, errlen, "a region is 1..32 characters of a-z, 0-9 and '-'");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+#define OPT(name_, type_, def_, min_, max_, flags_, check_, help_)                                 \
+    {#name_, type_, def_, min_, max_, flags_, offsetof(struct srv_config, name_), check_, help_}
+
+const struct srv_config_opt srv_config_table[] = {
+    /* daemon */
+    OPT(data_dir, SRV_CFG_STRING, "./s3nfs-data", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Folder holding the metadata (LMDB) and the data files; created if missing. Also "
+        "holds master.key, the key that encrypts stored secrets."),
+    OPT(pidfile, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Write the daemon's PID to this file (removed at exit). Empty: no pidfile."),
+    OPT(daemonize, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Detach from the terminal and run in the background (--daemon). Logs go to log_file, "
+        "or nowhere if it is empty."),
+    OPT(log_level, SRV_CFG_STRING, "info", 0, 0, SRV_CFG_RELOADABLE, check_log_level,
+        "Log level: crit, error, warn, info or debug, optionally followed by per-subsystem "
+        "levels, e.g. `info,s3=debug,nfs=warn` (subsystems: srv, store, tier, s3, nfs, meta, "
+        "tenant, qos, admin)."),
+    OPT(log_file, SRV_CFG_STRING, "", 0, 0, SRV_CFG_RELOADABLE, NULL,
+        "Append log lines to this file. Empty: standard error. SIGHUP reopens it (log "
+        "rotation)."),
+    OPT(loop_threads, SRV_CFG_INT, "0", 0, 256, SRV_CFG_IMMUTABLE, NULL,
+        "Event-loop (network) threads. 0: one per CPU, at most 8."),
+    OPT(worker_threads, SRV_CFG_INT, "0", 0, 1024, SRV_CFG_IMMUTABLE, NULL,
+        "Worker threads running namespace-core calls (disk, metadata). 0: four per CPU, at "
+        "least 8."),
+    OPT(shutdown_timeout_s, SRV_CFG_INT, "10", 0, 3600, SRV_CFG_RELOADABLE, NULL,
+        "On SIGTERM/SIGINT, how long in-flight requests may take to finish before the daemon "
+        "closes anyway."),
+    /* listeners */
+    OPT(s3_listen, SRV_CFG_STRING, "127.0.0.1:9000", 0, 0, SRV_CFG_IMMUTABLE,
+        srv_config_check_listen,
+        "S3 listener: HOST:PORT, [V6ADDR]:PORT or :PORT (every address)."),
+    OPT(nfs_listen, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, check_listen_or_auto,
+        "NFSv3 + MOUNT listener (one port serves both). Empty: 127.0.0.1:2049 when running as "
+        "root, else 127.0.0.1:20490."),
+    OPT(admin_listen, SRV_CFG_STRING, "127.0.0.1:9001", 0, 0, SRV_CFG_IMMUTABLE,
+        srv_config_check_listen,
+        "Admin listener: /healthz, /metrics and the REST API under /api/v1/."),
+    /* S3 */
+    OPT(s3_domain, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Base domain for virtual-host style requests (BUCKET.DOMAIN). Empty: path style "
+        "only."),
+    OPT(s3_region, SRV_CFG_STRING, "us-east-1", 0, 0, SRV_CFG_IMMUTABLE, check_region,
+        "Region used in SigV4 scopes and answered by GetBucketLocation."),
+    OPT(s3_max_header_bytes, SRV_CFG_SIZE, "64KiB", 1024, 16LL * 1024 * 1024,
+        SRV_CFG_IMMUTABLE, NULL,
+        "Largest request line plus headers; larger requests get 431."),
+    OPT(s3_max_object_size, SRV_CFG_SIZE, "5TiB", 1, 64 * TiB, SRV_CFG_IMMUTABLE, NULL,
+        "Largest PUT or part body; larger ones get 413 EntityTooLarge."),
+    OPT(s3_idle_timeout_s, SRV_CFG_INT, "60", 1, 86400, SRV_CFG_IMMUTABLE, NULL,
+        "Seconds an idle keep-alive connection or a stalled client may hold a connection."),
+    OPT(s3_max_conns, SRV_CFG_INT, "10000", 1, 1000000, SRV_CFG_IMMUTABLE, NULL,
+        "Concurrent S3 connections; more are accepted and closed at once."),
+    OPT(s3_tls_cert, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "PEM certificate chain for HTTPS on s3_listen. Empty: plain HTTP."),
+    OPT(s3_tls_key, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "PEM private key for s3_tls_cert (required with it)."),
+    /* NFS */
+    OPT(nfs_register_rpcbind, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Register NFS and MOUNT with a running rpcbind (failure is only logged). Without it "
+        "clients give port= and mountport=."),
+    OPT(nfs_max_record, SRV_CFG_SIZE, "4160KiB", 64 * 1024, 64LL * 1024 * 1024,
+        SRV_CFG_IMMUTABLE, NULL,
+        "Largest RPC record accepted (bounds READ/WRITE sizes plus headers)."),
+    /* store */
+    OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE,
+        NULL, "Size of each preallocated data file (when no devices are given)."),
+    OPT(data_files, SRV_CFG_INT, "1", 1, 1024, SRV_CFG_IMMUTABLE, NULL,
+        "Number of preallocated data files under data_dir."),
+    OPT(devices, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Comma-separated block devices the store takes whole instead of data files. Empty: "
+        "use data files."),
+    OPT(map_size, SRV_CFG_SIZE, "16GiB", 16LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE, NULL,
+        "LMDB map size: the most metadata the store can hold."),
+    OPT(inline_max, SRV_CFG_SIZE, "4096", 0, 64 * 1024, SRV_CFG_IMMUTABLE, NULL,
+        "Files up to this size are stored inline in the metadata instead of in extents."),
+    OPT(commit_max_batch, SRV_CFG_INT, "256", 1, 65536, SRV_CFG_IMMUTABLE, NULL,
+        "Most metadata operations carried by one group commit."),
+    /* admin */
+    OPT(admin_enabled, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Serve the admin listener. /healthz and /metrics need no token; /api/v1/ needs the "
+        "admin token (S3NFS_ADMIN_TOKEN)."),
+    /* QoS */
+    OPT(qos_enabled, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_RELOADABLE, NULL,
+        "Apply the QoS policies stored through the admin API. false: admit everything."),
+    OPT(qos_max_wait_ms, SRV_CFG_INT, "30000", 0, 600000, SRV_CFG_RELOADABLE, NULL,
+        "Longest a request may wait for QoS admission before it fails with SlowDown / "
+        "NFS3ERR_JUKEBOX."),
+    OPT(qos_queue_max, SRV_CFG_INT, "4096", 1, 1000000, SRV_CFG_RELOADABLE, NULL,
+        "Most requests waiting for QoS admission per tenant; more fail at once as throttled."),
+};
+
+const size_t srv_config_table_len = sizeof(srv_config_table) / sizeof(srv_config_table[0]);
