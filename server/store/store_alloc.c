@@ -1,0 +1,862 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * store_alloc: the extent allocator, the persistent free map and the limbo.
+ *
+ * In memory, free space is a set of ranges held in two treaps: one ordered
+ * by (dev, off) to coalesce neighbours, one by (len, dev, off) for best fit.
+ * Reservations (handed out by store_alloc, not yet committed) sit in a third
+ * treap by (dev, off) so they can be checked, shrunk and given back; they
+ * are memory only, so after a restart their space is free again.
+ *
+ * The persistent free map (DBI "free", layout in store_int.h) changes only in
+ * the caller's write txn: store_txn_use splits a free range, store_txn_free
+ * inserts one and merges it with its neighbours. The in-memory side follows
+ * at store_txn_done: uses drop their reservation, frees enter the limbo
+ * tagged with the current read epoch and become allocatable once every
+ * reader whose token is <= that tag has called store_read_end.
+ *
+ * Allocation tries, per thread, to continue right after that thread's last
+ * extent (a sequential writer gets contiguous space), else takes the smallest
+ * free range that fits (best fit). It fails with -ENOSPC only when no free
+ * range is large enough.
+ * Thread: everything under one mutex (a.mu); LMDB calls run in the caller's
+ * txn, which LMDB already serializes. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <lmdb.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_err.h"
+#include "srv_log.h"
+#include "store_int.h"
+
+/* ---- byte order helpers ---- */
+
+void store__put_be32(unsigned char *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+void store__put_be64(unsigned char *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+uint32_t store__get_be32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+uint64_t store__get_be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* ---- treap ---- */
+
+typedef int (*tcmp_fn)(const struct store__tnode *a, const struct store__tnode *b);
+
+#define RANGE_OF_OFF(n) ((struct store__range *)((char *)(n) - offsetof(struct store__range, by_off)))
+#define RANGE_OF_SIZE(n)                                                                           \
+    ((struct store__range *)((char *)(n) - offsetof(struct store__range, by_size)))
+
+static int cmp_off(const struct store__tnode *a, const struct store__tnode *b)
+{
+    const struct store__range *x = RANGE_OF_OFF(a), *y = RANGE_OF_OFF(b);
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return 0;
+}
+
+static int cmp_size(const struct store__tnode *a, const struct store__tnode *b)
+{
+    const struct store__range *x = RANGE_OF_SIZE(a), *y = RANGE_OF_SIZE(b);
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return 0;
+}
+
+/* Split @p t into nodes < key (*l) and >= key (*r). */
+static void t_split(struct store__tnode *t, const struct store__tnode *key, tcmp_fn cmp,
+                    struct store__tnode **l, struct store__tnode **r)
+{
+    if (!t) {
+        *l = *r = NULL;
+    } else if (cmp(t, key) < 0) {
+        t_split(t->r, key, cmp, &t->r, r);
+        *l = t;
+    } else {
+        t_split(t->l, key, cmp, l, &t->l);
+        *r = t;
+    }
+}
+
+static struct store__tnode *t_merge(struct store__tnode *l, struct store__tnode *r)
+{
+    if (!l)
+        return r;
+    if (!r)
+        return l;
+    if (l->prio > r->prio) {
+        l->r = t_merge(l->r, r);
+        return l;
+    }
+    r->l = t_merge(l, r->l);
+    return r;
+}
+
+static struct store__tnode *t_insert(struct store__tnode *t, struct store__tnode *n, tcmp_fn cmp)
+{
+    if (!t) {
+        n->l = n->r = NULL;
+        return n;
+    }
+    if (n->prio > t->prio) {
+        t_split(t, n, cmp, &n->l, &n->r);
+        return n;
+    }
+    if (cmp(n, t) < 0)
+        t->l = t_insert(t->l, n, cmp);
+    else
+        t->r = t_insert(t->r, n, cmp);
+    return t;
+}
+
+static struct store__tnode *t_remove(struct store__tnode *t, struct store__tnode *n, tcmp_fn cmp)
+{
+    if (!t)
+        return NULL;
+    if (t == n)
+        return t_merge(t->l, t->r);
+    if (cmp(n, t) < 0)
+        t->l = t_remove(t->l, n, cmp);
+    else
+        t->r = t_remove(t->r, n, cmp);
+    return t;
+}
+
+/* Smallest node >= key, or NULL. */
+static struct store__tnode *t_ceil(struct store__tnode *t, const struct store__tnode *key,
+                                   tcmp_fn cmp)
+{
+    struct store__tnode *best = NULL;
+    while (t) {
+        if (cmp(t, key) >= 0) {
+            best = t;
+            t = t->l;
+        } else {
+            t = t->r;
+        }
+    }
+    return best;
+}
+
+/* Largest node < key, or NULL. */
+static struct store__tnode *t_lower(struct store__tnode *t, const struct store__tnode *key,
+                                    tcmp_fn cmp)
+{
+    struct store__tnode *best = NULL;
+    while (t) {
+        if (cmp(t, key) < 0) {
+            best = t;
+            t = t->r;
+        } else {
+            t = t->l;
+        }
+    }
+    return best;
+}
+
+static void t_free_all(struct store__tnode *t)
+{
+    if (!t)
+        return;
+    t_free_all(t->l);
+    t_free_all(t->r);
+    free(RANGE_OF_OFF(t));
+}
+
+static uint32_t next_prio(struct store__alloc *a)
+{
+    /* xorshift32: priorities only need to be well spread. */
+    uint32_t x = a->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    a->rng = x;
+    return x;
+}
+
+/* ---- free ranges (caller holds a->mu) ---- */
+
+static void range_link(struct store__alloc *a, struct store__range *r)
+{
+    r->by_off.prio = next_prio(a);
+    r->by_size.prio = next_prio(a);
+    a->root_off = t_insert(a->root_off, &r->by_off, cmp_off);
+    a->root_size = t_insert(a->root_size, &r->by_size, cmp_size);
+}
+
+static void range_unlink(struct store__alloc *a, struct store__range *r)
+{
+    a->root_off = t_remove(a->root_off, &r->by_off, cmp_off);
+    a->root_size = t_remove(a->root_size, &r->by_size, cmp_size);
+}
+
+static struct store__range *range_find_off(struct store__alloc *a, uint32_t dev, uint64_t off)
+{
+    struct store__range key = {.dev = dev, .off = off};
+    struct store__tnode *n = t_ceil(a->root_off, &key.by_off, cmp_off);
+    if (!n)
+        return NULL;
+    struct store__range *r = RANGE_OF_OFF(n);
+    return r->dev == dev && r->off == off ? r : NULL;
+}
+
+/* Insert a free range, merging with adjacent ones. @return 0, -ENOMEM, SRV_ECORRUPT (the
+ * range overlaps free space: a double free or a corrupt map). */
+static int range_add(struct store__alloc *a, uint32_t dev, uint64_t off, uint64_t len)
+{
+    if (len == 0)
+        return 0;
+    struct store__range key = {.dev = dev, .off = off};
+    struct store__tnode *pn = t_lower(a->root_off, &key.by_off, cmp_off);
+    struct store__tnode *nn = t_ceil(a->root_off, &key.by_off, cmp_off);
+    struct store__range *prev = pn ? RANGE_OF_OFF(pn) : NULL;
+    struct store__range *next = nn ? RANGE_OF_OFF(nn) : NULL;
+    if (prev && prev->dev != dev)
+        prev = NULL;
+    if (next && next->dev != dev)
+        next = NULL;
+    if ((prev && prev->off + prev->len > off) || (next && off + len > next->off)) {
+        srv_log(ERROR, STORE, "free range dev=%u off=%llu len=%llu overlaps free space", dev,
+                (unsigned long long)off, (unsigned long long)len);
+        return SRV_ECORRUPT;
+    }
+    a->free_bytes += len;
+    if (prev && prev->off + prev->len == off) {
+        range_unlink(a, prev);
+        prev->len += len;
+        if (next && next->off == off + len) {
+            range_unlink(a, next);
+            prev->len += next->len;
+            free(next);
+        }
+        range_link(a, prev);
+        return 0;
+    }
+    if (next && next->off == off + len) {
+        range_unlink(a, next);
+        next->off = off;
+        next->len += len;
+        range_link(a, next);
+        return 0;
+    }
+    struct store__range *r = calloc(1, sizeof(*r));
+    if (!r) {
+        a->free_bytes -= len;
+        return -ENOMEM;
+    }
+    r->dev = dev;
+    r->off = off;
+    r->len = len;
+    range_link(a, r);
+    return 0;
+}
+
+/* Take @p len bytes from the start of free range @p r. */
+static void range_take_front(struct store__alloc *a, struct store__range *r, uint64_t len)
+{
+    range_unlink(a, r);
+    a->free_bytes -= len;
+    if (r->len == len) {
+        free(r);
+        return;
+    }
+    r->off += len;
+    r->len -= len;
+    range_link(a, r);
+}
+
+/* Move limbo entries no active reader can still see back to the free ranges. */
+static void limbo_release(struct store__alloc *a)
+{
+    uint64_t oldest = a->rhead < a->rtail ? a->readers[a->rhead].epoch : UINT64_MAX;
+    while (a->limbo_head && a->limbo_head->tag < oldest) {
+        struct store__limbo *l = a->limbo_head;
+        a->limbo_head = l->next;
+        if (!a->limbo_head)
+            a->limbo_tail = NULL;
+        a->limbo_bytes -= l->len;
+        if (range_add(a, l->dev, l->off, l->len) == -ENOMEM) {
+            /* Keep it in the limbo and retry later rather than leak it. */
+            a->limbo_bytes += l->len;
+            l->next = a->limbo_head;
+            a->limbo_head = l;
+            if (!a->limbo_tail)
+                a->limbo_tail = l;
+            return;
+        }
+        free(l);
+    }
+}
+
+/* ---- reservations (caller holds a->mu) ---- */
+
+static struct store__range *resv_find(struct store__alloc *a, uint32_t dev, uint64_t off)
+{
+    struct store__range key = {.dev = dev, .off = off};
+    struct store__tnode *n = t_ceil(a->resv, &key.by_off, cmp_off);
+    if (!n)
+        return NULL;
+    struct store__range *r = RANGE_OF_OFF(n);
+    return r->dev == dev && r->off == off ? r : NULL;
+}
+
+/* ---- lifecycle ---- */
+
+int store__alloc_init(struct store *s)
+{
+    struct store__alloc *a = &s->a;
+    memset(a, 0, sizeof(*a));
+    if (pthread_mutex_init(&a->mu, NULL) != 0)
+        return -ENOMEM;
+    a->rng = 0x9e3779b9u;
+    a->epoch = 1;
+    return 0;
+}
+
+void store__alloc_fini(struct store *s)
+{
+    struct store__alloc *a = &s->a;
+    t_free_all(a->root_off);
+    t_free_all(a->resv);
+    while (a->limbo_head) {
+        struct store__limbo *l = a->limbo_head;
+        a->limbo_head = l->next;
+        free(l);
+    }
+    while (a->pend) {
+        struct store__pend *p = a->pend;
+        a->pend = p->next;
+        while (p->frees) {
+            struct store__limbo *l = p->frees;
+            p->frees = l->next;
+            free(l);
+        }
+        free(p);
+    }
+    free(a->readers);
+    pthread_mutex_destroy(&a->mu);
+}
+
+int store__alloc_add(struct store *s, uint32_t dev, uint64_t off, uint64_t len)
+{
+    pthread_mutex_lock(&s->a.mu);
+    int rc = range_add(&s->a, dev, off, len);
+    pthread_mutex_unlock(&s->a.mu);
+    return rc;
+}
+
+/* ---- allocation ---- */
+
+/* Per-thread hint: where this thread's last extent ended. Only a hint: it is
+ * checked against the free tree before use. */
+static _Thread_local struct {
+    const struct store *s;
+    uint32_t dev;
+    uint64_t end;
+} alloc_cursor;
+
+int store_alloc(struct store *s, uint32_t len, struct store_extent *out)
+{
+    if (!s || !out || len == 0 || len > STORE_EXTENT_MAX)
+        return -EINVAL;
+    struct store__alloc *a = &s->a;
+    uint64_t size = store__round_up(len);
+    int rc = 0;
+    struct store__range *resv = calloc(1, sizeof(*resv));
+    if (!resv)
+        return -ENOMEM;
+    pthread_mutex_lock(&a->mu);
+    limbo_release(a);
+    struct store__range *r = NULL;
+    if (alloc_cursor.s == s) {
+        r = range_find_off(a, alloc_cursor.dev, alloc_cursor.end);
+        if (r && r->len < size)
+            r = NULL;
+    }
+    if (!r) {
+        struct store__range key = {.len = size, .dev = 0, .off = 0};
+        struct store__tnode *n = t_ceil(a->root_size, &key.by_size, cmp_size);
+        r = n ? RANGE_OF_SIZE(n) : NULL;
+    }
+    if (!r) {
+        rc = -ENOSPC;
+        goto out;
+    }
+    resv->dev = r->dev;
+    resv->off = r->off;
+    resv->len = size;
+    range_take_front(a, r, size);
+    resv->by_off.prio = next_prio(a);
+    a->resv = t_insert(a->resv, &resv->by_off, cmp_off);
+    a->reserved_bytes += size;
+    alloc_cursor.s = s;
+    alloc_cursor.dev = resv->dev;
+    alloc_cursor.end = resv->off + size;
+    out->dev = resv->dev;
+    out->off = resv->off;
+    out->len = len;
+    out->crc = 0;
+    resv = NULL;
+out:
+    pthread_mutex_unlock(&a->mu);
+    free(resv);
+    return rc;
+}
+
+void store_unreserve(struct store *s, const struct store_extent *e)
+{
+    if (!s || !e)
+        return;
+    struct store__alloc *a = &s->a;
+    pthread_mutex_lock(&a->mu);
+    struct store__range *r = resv_find(a, e->dev, e->off);
+    if (!r) {
+        srv_log(ERROR, STORE, "unreserve of dev=%u off=%llu: not reserved", e->dev,
+                (unsigned long long)e->off);
+        goto out;
+    }
+    a->resv = t_remove(a->resv, &r->by_off, cmp_off);
+    a->reserved_bytes -= r->len;
+    if (range_add(a, r->dev, r->off, r->len) < 0)
+        srv_log(ERROR, STORE, "unreserve dev=%u off=%llu: space lost until restart", r->dev,
+                (unsigned long long)r->off);
+    free(r);
+out:
+    pthread_mutex_unlock(&a->mu);
+}
+
+int store__alloc_is_reserved(struct store *s, uint32_t dev, uint64_t off, uint64_t *len)
+{
+    pthread_mutex_lock(&s->a.mu);
+    struct store__range *r = resv_find(&s->a, dev, off);
+    if (r && len)
+        *len = r->len;
+    pthread_mutex_unlock(&s->a.mu);
+    return r != NULL;
+}
+
+int store__alloc_shrink(struct store *s, const struct store_extent *e, uint64_t newlen)
+{
+    struct store__alloc *a = &s->a;
+    uint64_t size = store__round_up(newlen ? newlen : 1);
+    int rc = 0;
+    pthread_mutex_lock(&a->mu);
+    struct store__range *r = resv_find(a, e->dev, e->off);
+    if (!r || size > r->len) {
+        rc = -EINVAL;
+        goto out;
+    }
+    if (size < r->len) {
+        uint64_t tail = r->len - size;
+        if (range_add(a, r->dev, r->off + size, tail) == 0) {
+            r->len = size;
+            a->reserved_bytes -= tail;
+        }
+    }
+out:
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+/* ---- read epochs ---- */
+
+uint64_t store_read_begin(struct store *s)
+{
+    struct store__alloc *a = &s->a;
+    pthread_mutex_lock(&a->mu);
+    uint64_t e = a->epoch;
+    if (a->rtail > a->rhead && a->readers[a->rtail - 1].epoch == e) {
+        a->readers[a->rtail - 1].count++;
+        goto out;
+    }
+    if (a->rtail == a->rcap) {
+        if (a->rhead > 0) {
+            memmove(a->readers, a->readers + a->rhead,
+                    (a->rtail - a->rhead) * sizeof(*a->readers));
+            a->rtail -= a->rhead;
+            a->rhead = 0;
+        } else {
+            size_t ncap = a->rcap ? a->rcap * 2 : 16;
+            struct store__epoch *n = realloc(a->readers, ncap * sizeof(*n));
+            SRV_ASSERT(n != NULL);
+            a->readers = n;
+            a->rcap = ncap;
+        }
+    }
+    a->readers[a->rtail].epoch = e;
+    a->readers[a->rtail].count = 1;
+    a->rtail++;
+out:
+    pthread_mutex_unlock(&a->mu);
+    return e;
+}
+
+void store_read_end(struct store *s, uint64_t token)
+{
+    struct store__alloc *a = &s->a;
+    pthread_mutex_lock(&a->mu);
+    size_t lo = a->rhead, hi = a->rtail;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->readers[mid].epoch < token)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == a->rtail || a->readers[lo].epoch != token || a->readers[lo].count == 0) {
+        srv_log(ERROR, STORE, "store_read_end: unknown reader token %llu",
+                (unsigned long long)token);
+        goto out;
+    }
+    a->readers[lo].count--;
+    while (a->rhead < a->rtail && a->readers[a->rhead].count == 0)
+        a->rhead++;
+    if (a->rhead == a->rtail)
+        a->rhead = a->rtail = 0;
+    limbo_release(a);
+out:
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* ---- persistent map ---- */
+
+static void key_make(unsigned char *k, uint32_t dev, uint64_t off)
+{
+    store__put_be32(k, dev);
+    store__put_be64(k + 4, off);
+}
+
+/* Put (dev, off) -> len. @return 0 or -EIO. */
+static int map_put(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off, uint64_t len)
+{
+    unsigned char k[STORE_KEY_LEN], v[8];
+    key_make(k, dev, off);
+    store__put_be64(v, len);
+    MDB_val key = {STORE_KEY_LEN, k}, val = {8, v};
+    int rc = mdb_put(txn, s->free_dbi, &key, &val, 0);
+    if (rc != 0) {
+        srv_log(ERROR, STORE, "free map put dev=%u off=%llu: %s", dev, (unsigned long long)off,
+                mdb_strerror(rc));
+        return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
+    }
+    return 0;
+}
+
+static int map_del(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off)
+{
+    unsigned char k[STORE_KEY_LEN];
+    key_make(k, dev, off);
+    MDB_val key = {STORE_KEY_LEN, k};
+    int rc = mdb_del(txn, s->free_dbi, &key, NULL);
+    if (rc != 0) {
+        srv_log(ERROR, STORE, "free map del dev=%u off=%llu: %s", dev, (unsigned long long)off,
+                mdb_strerror(rc));
+        return -EIO;
+    }
+    return 0;
+}
+
+struct map_rec {
+    int found;
+    uint32_t dev;
+    uint64_t off, len;
+};
+
+static int map_rec_get(const MDB_val *k, const MDB_val *v, struct map_rec *r)
+{
+    if (k->mv_size != STORE_KEY_LEN || v->mv_size != 8)
+        return SRV_ECORRUPT;
+    r->found = 1;
+    r->dev = store__get_be32(k->mv_data);
+    r->off = store__get_be64((const unsigned char *)k->mv_data + 4);
+    r->len = store__get_be64(v->mv_data);
+    return 0;
+}
+
+/* Find the map records just below and at-or-above (dev, off). @return 0, -EIO, SRV_ECORRUPT. */
+static int map_neighbours(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off,
+                          struct map_rec *below, struct map_rec *above)
+{
+    unsigned char kb[STORE_KEY_LEN];
+    key_make(kb, dev, off);
+    MDB_val key = {STORE_KEY_LEN, kb}, val;
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(txn, s->free_dbi, &c);
+    memset(below, 0, sizeof(*below));
+    memset(above, 0, sizeof(*above));
+    if (rc != 0) {
+        srv_log(ERROR, STORE, "free map cursor: %s", mdb_strerror(rc));
+        return -EIO;
+    }
+    rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
+    if (rc == 0) {
+        rc = map_rec_get(&key, &val, above);
+        if (rc < 0)
+            goto out;
+        rc = mdb_cursor_get(c, &key, &val, MDB_PREV);
+    } else if (rc == MDB_NOTFOUND) {
+        rc = mdb_cursor_get(c, &key, &val, MDB_LAST);
+    }
+    if (rc == 0)
+        rc = map_rec_get(&key, &val, below);
+    else if (rc == MDB_NOTFOUND)
+        rc = 0;
+    else {
+        srv_log(ERROR, STORE, "free map cursor get: %s", mdb_strerror(rc));
+        rc = -EIO;
+    }
+out:
+    mdb_cursor_close(c);
+    if (rc == SRV_ECORRUPT)
+        srv_log(ERROR, STORE, "free map: malformed record near dev=%u off=%llu", dev,
+                (unsigned long long)off);
+    return rc;
+}
+
+static struct store__pend *pend_get(struct store__alloc *a, const MDB_txn *txn)
+{
+    for (struct store__pend *p = a->pend; p; p = p->next)
+        if (p->txn == txn)
+            return p;
+    struct store__pend *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->txn = txn;
+    p->next = a->pend;
+    a->pend = p;
+    return p;
+}
+
+/* Check an extent against the devices. @return its rounded size, or 0 when invalid. */
+static uint64_t extent_size(struct store *s, const struct store_extent *e)
+{
+    if (!e || e->dev >= s->ndev || e->len > STORE_EXTENT_MAX || (e->off % STORE_ALIGN) != 0)
+        return 0;
+    uint64_t size = store__round_up(e->len ? e->len : 1);
+    if (e->off + size > s->devs[e->dev].size)
+        return 0;
+    return size;
+}
+
+int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e)
+{
+    uint64_t size = extent_size(s, e);
+    if (!size || !wtxn)
+        return -EINVAL;
+    uint64_t rsize = 0;
+    if (!store__alloc_is_reserved(s, e->dev, e->off, &rsize) || rsize < size) {
+        srv_log(ERROR, STORE, "txn_use dev=%u off=%llu len=%u: not a reservation", e->dev,
+                (unsigned long long)e->off, e->len);
+        return -EINVAL;
+    }
+    struct map_rec below, above;
+    int rc = map_neighbours(s, wtxn, e->dev, e->off, &below, &above);
+    if (rc < 0)
+        return rc;
+    struct map_rec *r = (above.found && above.dev == e->dev && above.off == e->off) ? &above
+                                                                                     : &below;
+    if (!r->found || r->dev != e->dev || r->off > e->off || r->off + r->len < e->off + size) {
+        srv_log(ERROR, STORE, "txn_use dev=%u off=%llu size=%llu: not free in the map", e->dev,
+                (unsigned long long)e->off, (unsigned long long)size);
+        return SRV_ECORRUPT;
+    }
+    uint64_t rend = r->off + r->len, eend = e->off + size;
+    uint32_t dev = r->dev;
+    uint64_t roff = r->off;
+    if (roff < e->off)
+        rc = map_put(s, wtxn, dev, roff, e->off - roff);
+    else
+        rc = map_del(s, wtxn, dev, roff);
+    if (rc == 0 && rend > eend)
+        rc = map_put(s, wtxn, dev, eend, rend - eend);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&s->a.mu);
+    struct store__pend *p = pend_get(&s->a, wtxn);
+    if (p) {
+        /* The reservation may be larger than the data (store_write did not shrink it):
+         * the tail goes back now, the rest leaves "reserved" at commit. */
+        struct store__range *rv = resv_find(&s->a, e->dev, e->off);
+        if (rv && rv->len > size && range_add(&s->a, e->dev, e->off + size, rv->len - size) == 0) {
+            s->a.reserved_bytes -= rv->len - size;
+            rv->len = size;
+        }
+        struct store__limbo *u = calloc(1, sizeof(*u));
+        if (u) {
+            u->dev = e->dev;
+            u->off = e->off;
+            u->len = size;
+            u->tag = 1; /* marks a use */
+            u->next = p->frees;
+            p->frees = u;
+        } else {
+            rc = -ENOMEM;
+        }
+    } else {
+        rc = -ENOMEM;
+    }
+    pthread_mutex_unlock(&s->a.mu);
+    return rc;
+}
+
+int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e)
+{
+    uint64_t size = extent_size(s, e);
+    if (!size || !wtxn)
+        return -EINVAL;
+    struct map_rec below, above;
+    int rc = map_neighbours(s, wtxn, e->dev, e->off, &below, &above);
+    if (rc < 0)
+        return rc;
+    if (below.found && below.dev != e->dev)
+        below.found = 0;
+    if (above.found && above.dev != e->dev)
+        above.found = 0;
+    uint64_t off = e->off, len = size;
+    if ((below.found && below.off + below.len > off) ||
+        (above.found && off + len > above.off)) {
+        srv_log(ERROR, STORE, "txn_free dev=%u off=%llu size=%llu: already free (double free)",
+                e->dev, (unsigned long long)e->off, (unsigned long long)size);
+        return SRV_ECORRUPT;
+    }
+    if (below.found && below.off + below.len == off) {
+        off = below.off;
+        len += below.len;
+    }
+    if (above.found && above.off == e->off + size) {
+        rc = map_del(s, wtxn, above.dev, above.off);
+        if (rc < 0)
+            return rc;
+        len += above.len;
+    }
+    rc = map_put(s, wtxn, e->dev, off, len);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&s->a.mu);
+    struct store__pend *p = pend_get(&s->a, wtxn);
+    struct store__limbo *l = p ? calloc(1, sizeof(*l)) : NULL;
+    if (l) {
+        l->dev = e->dev;
+        l->off = e->off;
+        l->len = size;
+        l->tag = 0; /* marks a free */
+        l->next = p->frees;
+        p->frees = l;
+    } else {
+        rc = -ENOMEM;
+    }
+    pthread_mutex_unlock(&s->a.mu);
+    return rc;
+}
+
+void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
+{
+    struct store__alloc *a = &s->a;
+    pthread_mutex_lock(&a->mu);
+    struct store__pend **pp = &a->pend, *p = NULL;
+    while (*pp && (*pp)->txn != wtxn)
+        pp = &(*pp)->next;
+    if (!*pp)
+        goto out;
+    p = *pp;
+    *pp = p->next;
+    if (!ok && p->init) {
+        /* An aborted store_txn_init: the map was never written. */
+        t_free_all(a->root_off);
+        a->root_off = a->root_size = NULL;
+        a->free_bytes = 0;
+        s->needs_init = 1;
+    }
+    int freed = 0;
+    while (p->frees) {
+        struct store__limbo *l = p->frees;
+        p->frees = l->next;
+        if (!ok || l->tag == 1) {
+            if (ok) {
+                /* A committed use: the reservation becomes used space. */
+                struct store__range *rv = resv_find(a, l->dev, l->off);
+                if (rv) {
+                    a->resv = t_remove(a->resv, &rv->by_off, cmp_off);
+                    a->reserved_bytes -= rv->len;
+                    free(rv);
+                }
+            }
+            free(l);
+            continue;
+        }
+        l->tag = a->epoch;
+        l->next = NULL;
+        if (a->limbo_tail)
+            a->limbo_tail->next = l;
+        else
+            a->limbo_head = l;
+        a->limbo_tail = l;
+        a->limbo_bytes += l->len;
+        freed = 1;
+    }
+    if (freed)
+        a->epoch++;
+    free(p);
+    limbo_release(a);
+out:
+    pthread_mutex_unlock(&a->mu);
+}
+
+int store_txn_init(struct store *s, struct MDB_txn *wtxn)
+{
+    if (!s || !wtxn)
+        return -EINVAL;
+    if (!s->needs_init)
+        return 0;
+    int rc = 0;
+    for (uint32_t d = 0; d < s->ndev && rc == 0; d++)
+        rc = map_put(s, wtxn, d, 0, s->devs[d].size);
+    if (rc == 0)
+        rc = map_put(s, wtxn, STORE_MARKER_DEV, 0, (uint64_t)STORE_MAP_VERSION << 32 | s->ndev);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&s->a.mu);
+    struct store__pend *p = pend_get(&s->a, wtxn);
+    if (!p) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    p->init = 1; /* marks an init, undone by store_txn_done(ok=0) */
+    for (uint32_t d = 0; d < s->ndev && rc == 0; d++)
+        rc = range_add(&s->a, d, 0, s->devs[d].size);
+    if (rc == 0)
+        s->needs_init = 0;
+out:
+    pthread_mutex_unlock(&s->a.mu);
+    return rc;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * store_int: declarations shared by the store's own files (store.c,
+ * store_alloc.c, store_uring.c, store_crc32c.c). Nothing outside
+ * server/store/ may include this header.
+ *
+ * Layout of the persistent free map (DBI "free"):
+ *   key   = be32 dev | be64 off   (12 bytes)
+ *   value = be64 len              (8 bytes)
+ * plus one marker record written by store_txn_init:
+ *   key   = be32 0xffffffff | be64 0, value = be64 (STORE_MAP_VERSION << 32 | ndev)
+ * so a completely full store (no free range left) is not mistaken for a new
+ * one. Thread: see each function. */
+#ifndef STORE_INT_H
+#define STORE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "store.h"
+
+#define STORE_KEY_LEN 12
+#define STORE_MARKER_DEV 0xffffffffu
+#define STORE_MAP_VERSION 1u
+
+/* Intrusive treap link. */
+struct store__tnode {
+    struct store__tnode *l, *r;
+    uint32_t prio;
+};
+
+/* One free range of a device; lives in both trees. */
+struct store__range {
+    struct store__tnode by_off;  /* ordered by (dev, off) */
+    struct store__tnode by_size; /* ordered by (len, dev, off) */
+    uint32_t dev;
+    uint64_t off, len;
+};
+
+/* A freed extent waiting for older readers to finish. */
+struct store__limbo {
+    struct store__limbo *next;
+    uint64_t tag; /* read epoch at the free */
+    uint32_t dev;
+    uint64_t off, len;
+};
+
+/* Frees and uses made by one write txn, applied at store_txn_done. */
+struct store__pend {
+    struct store__pend *next;
+    const struct MDB_txn *txn;
+    struct store__limbo *frees; /* frees (tag 0) and uses (tag 1) of this txn */
+    int init;                   /* store_txn_init ran in this txn */
+};
+
+/* Readers currently active with a given epoch token. */
+struct store__epoch {
+    uint64_t epoch;
+    uint64_t count;
+};
+
+struct store__alloc {
+    pthread_mutex_t mu;
+    struct store__tnode *root_off, *root_size;
+    struct store__tnode *resv;   /* reserved extents, by (dev, off) */
+    uint32_t rng;                /* treap priorities */
+    uint64_t free_bytes, reserved_bytes, limbo_bytes;
+    struct store__limbo *limbo_head, *limbo_tail;
+    struct store__pend *pend;
+    uint64_t epoch;              /* current read epoch */
+    struct store__epoch *readers; /* sorted by epoch, [rhead, rtail) */
+    size_t rhead, rtail, rcap;
+    uint64_t seq_gen;            /* bumps per alloc; thread cursors compare it */
+};
+
+struct store_dev {
+    int fd;          /* O_DIRECT when direct, else buffered */
+    int fd_buf;      /* buffered fd for sendfile/page-cache readers */
+    int direct;
+    int is_blk;
+    uint64_t size;   /* usable bytes, multiple of STORE_ALIGN */
+    char *path;
+    pthread_mutex_t sync_mu;
+    uint64_t wgen;   /* bumped by each write (atomic) */
+    uint64_t sgen;   /* wgen value covered by the last fdatasync (under sync_mu) */
+};
+
+struct store {
+    struct store_dev *devs;
+    uint32_t ndev;
+    unsigned int free_dbi;
+    int needs_init;
+    struct store__alloc a;
+    uint64_t crc_errors, bytes_read, bytes_written; /* atomics */
+};
+
+/* store_alloc.c */
+int store__alloc_init(struct store *s);
+void store__alloc_fini(struct store *s);
+/* Add a free range read from the map at open. @return 0, -ENOMEM, SRV_ECORRUPT (overlap). */
+int store__alloc_add(struct store *s, uint32_t dev, uint64_t off, uint64_t len);
+/* Shrink a reservation to @p newlen bytes (rounded); tail becomes free. @return 0 or -EINVAL
+ * when (dev, off) is not a reservation. */
+int store__alloc_shrink(struct store *s, const struct store_extent *e, uint64_t newlen);
+/* Whether (dev, off) is currently reserved, and its reserved size. */
+int store__alloc_is_reserved(struct store *s, uint32_t dev, uint64_t off, uint64_t *len);
+void store__put_be32(unsigned char *p, uint32_t v);
+void store__put_be64(unsigned char *p, uint64_t v);
+uint32_t store__get_be32(const unsigned char *p);
+uint64_t store__get_be64(const unsigned char *p);
+
+/* store_uring.c: synchronous positional I/O through a per-thread io_uring
+ * (pread/pwrite when io_uring is unavailable). Loops on short transfers.
+ * @return 0, -EIO (or -errno). */
+int store__io_read(int fd, void *buf, size_t len, uint64_t off);
+int store__io_write(int fd, const void *buf, size_t len, uint64_t off);
+
+/* store_crc32c.c: 0 forces the software CRC (tests); 1 restores auto-detection.
+ * @return whether the hardware path is now used. */
+int store__crc32c_hw(int enable);
+
+static inline uint64_t store__round_up(uint64_t v)
+{
+    return (v + STORE_ALIGN - 1) & ~(uint64_t)(STORE_ALIGN - 1);
+}
+
+#endif

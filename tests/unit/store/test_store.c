@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for server/store/store.c and store_uring.c: opening and
+ * preallocating data files, write/read round trips (aligned, unaligned,
+ * partial), CRC32C corruption detection, sync, the sendfile fd, and
+ * concurrent I/O from several threads (one io_uring per thread). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "srv_err.h"
+#include "store.h"
+#include "store_test_env.h"
+
+#define BLK STORE_ALIGN
+
+static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        p[i] = (unsigned char)(x >> 16);
+    }
+}
+
+static void test_open_prealloc(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(2, 1u << 20);
+    char path[128];
+    struct stat st;
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/data.%03d", t->dir, i);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 1u << 20);
+        assert_true((uint64_t)st.st_blocks * 512 >= (1u << 20)); /* really allocated */
+    }
+    struct store_stats ss;
+    store_stats_get(t->s, &ss);
+    assert_int_equal(ss.capacity, 2u << 20);
+    /* Bad configurations. */
+    struct store *s = NULL;
+    struct store_config cfg = {.dir = t->dir, .file_size = 100, .nfiles = 1};
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -EINVAL);
+    cfg.file_size = 1u << 20;
+    cfg.nfiles = 0;
+    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -EINVAL);
+    cfg.nfiles = 1;
+    cfg.dir = "/nonexistent-dir-for-store-test";
+    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -ENOENT);
+    const char *devs[] = {"/dev/null", NULL};
+    struct store_config dcfg = {.devices = devs};
+    assert_int_equal(store_open(&s, &dcfg, txn, t->dbi), -EINVAL); /* not a block device */
+    assert_null(s);
+    mdb_txn_abort(txn);
+    tenv_free(t);
+}
+
+static void test_roundtrip_aligned(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 4u << 20);
+    void *wbuf, *rbuf;
+    size_t n = 64 * 1024;
+    assert_int_equal(posix_memalign(&wbuf, BLK, n), 0);
+    assert_int_equal(posix_memalign(&rbuf, BLK, n), 0);
+    fill_pattern(wbuf, n, 1);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, (uint32_t)n, &e), 0);
+    assert_int_equal(store_write(t->s, &e, wbuf, n), 0);
+    assert_int_equal(e.len, n);
+    assert_int_equal(e.crc, store_crc32c(0, wbuf, n));
+    assert_int_equal(store_sync(t->s), 0);
+    assert_int_equal(store_sync(t->s), 0); /* nothing dirty: no-op */
+    memset(rbuf, 0, n);
+    assert_int_equal(store_read(t->s, &e, 0, rbuf, n), 0);
+    assert_memory_equal(rbuf, wbuf, n);
+    /* The sendfile fd sees the same bytes at e.off. */
+    int fd = store_extent_fd(t->s, &e);
+    assert_true(fd >= 0);
+    unsigned char tmp[256];
+    assert_int_equal(pread(fd, tmp, sizeof(tmp), (off_t)e.off + 1000), sizeof(tmp));
+    assert_memory_equal(tmp, (unsigned char *)wbuf + 1000, sizeof(tmp));
+    struct store_extent bad = {.dev = 9};
+    assert_int_equal(store_extent_fd(t->s, &bad), -EINVAL);
+    struct store_stats st;
+    store_stats_get(t->s, &st);
+    assert_int_equal(st.bytes_written, n);
+    assert_int_equal(st.bytes_read, n);
+    free(wbuf);
+    free(rbuf);
+    tenv_free(t);
+}
+
+static void test_roundtrip_unaligned(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 4u << 20);
+    size_t n = 5000;
+    unsigned char *wmem = malloc(n + 1), *rmem = malloc(n + 3);
+    unsigned char *wbuf = wmem + 1, *rbuf = rmem + 3; /* deliberately misaligned */
+    fill_pattern(wbuf, n, 2);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, (uint32_t)n, &e), 0);
+    assert_int_equal(store_write(t->s, &e, wbuf, n), 0);
+    assert_int_equal(store_read(t->s, &e, 0, rbuf, n), 0);
+    assert_memory_equal(rbuf, wbuf, n);
+    /* Partial reads at odd offsets, and the last byte. */
+    assert_int_equal(store_read(t->s, &e, 123, rbuf, 777), 0);
+    assert_memory_equal(rbuf, wbuf + 123, 777);
+    assert_int_equal(store_read(t->s, &e, (uint32_t)n - 1, rbuf, 1), 0);
+    assert_int_equal(rbuf[0], wbuf[n - 1]);
+    assert_int_equal(store_read(t->s, &e, 0, rbuf, 0), 0);
+    /* Out of range. */
+    assert_int_equal(store_read(t->s, &e, 4000, rbuf, 1001), -EINVAL);
+    assert_int_equal(store_read(t->s, &e, (uint32_t)n + 1, rbuf, 0), -EINVAL);
+    /* The padding after the data is zeros on disk. */
+    int fd = store_extent_fd(t->s, &e);
+    unsigned char pad[2 * BLK - 5000];
+    assert_int_equal(pread(fd, pad, sizeof(pad), (off_t)(e.off + n)), sizeof(pad));
+    for (size_t i = 0; i < sizeof(pad); i++)
+        assert_int_equal(pad[i], 0);
+    /* Write larger than the extent. */
+    unsigned char big[3 * BLK];
+    memset(big, 1, sizeof(big));
+    assert_int_equal(store_write(t->s, &e, big, sizeof(big)), -EINVAL);
+    free(wmem);
+    free(rmem);
+    tenv_free(t);
+}
+
+static void test_sizes(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 8u << 20);
+    static const size_t sizes[] = {1, 511, 4095, 4096, 4097, 65536, 100000, STORE_EXTENT_MAX};
+    unsigned char *w = malloc(STORE_EXTENT_MAX), *r = malloc(STORE_EXTENT_MAX);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        fill_pattern(w, n, (unsigned)i + 10);
+        struct store_extent e;
+        assert_int_equal(store_alloc(t->s, (uint32_t)n, &e), 0);
+        assert_int_equal(store_write(t->s, &e, w, n), 0);
+        memset(r, 0, n);
+        assert_int_equal(store_read(t->s, &e, 0, r, n), 0);
+        assert_memory_equal(r, w, n);
+        assert_int_equal(tenv_use(t, &e, 1), 0);
+    }
+    free(w);
+    free(r);
+    tenv_free(t);
+}
+
+static void test_crc_detection(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 1u << 20);
+    size_t n = 3 * BLK;
+    unsigned char *w = malloc(n), *r = malloc(n);
+    fill_pattern(w, n, 3);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, (uint32_t)n, &e), 0);
+    assert_int_equal(store_write(t->s, &e, w, n), 0);
+    assert_int_equal(store_sync(t->s), 0);
+    /* Flip one byte in the data file behind the store's back. */
+    char path[128];
+    snprintf(path, sizeof(path), "%s/data.000", t->dir);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char b = (unsigned char)(w[5000] ^ 0x40);
+    assert_int_equal(pwrite(fd, &b, 1, (off_t)e.off + 5000), 1);
+    assert_int_equal(fsync(fd), 0);
+    close(fd);
+    /* Whole and partial reads fail, even of bytes far from the bad one. */
+    assert_int_equal(store_read(t->s, &e, 0, r, n), SRV_ECORRUPT);
+    struct store_stats st;
+    store_stats_get(t->s, &st);
+    assert_int_equal(st.crc_errors, 1);
+    assert_int_equal(store_read(t->s, &e, 0, r, 10), SRV_ECORRUPT);
+    store_stats_get(t->s, &st);
+    assert_int_equal(st.crc_errors, 2);
+    /* A wrong CRC in the extent map is caught the same way. */
+    struct store_extent e2;
+    assert_int_equal(store_alloc(t->s, 100, &e2), 0);
+    assert_int_equal(store_write(t->s, &e2, w, 100), 0);
+    e2.crc ^= 1;
+    assert_int_equal(store_read(t->s, &e2, 0, r, 100), SRV_ECORRUPT);
+    e2.crc ^= 1;
+    assert_int_equal(store_read(t->s, &e2, 0, r, 100), 0);
+    free(w);
+    free(r);
+    tenv_free(t);
+}
+
+static void test_rewrite_committed(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 1u << 20);
+    unsigned char w[6000], r[6000];
+    fill_pattern(w, sizeof(w), 4);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, sizeof(w), &e), 0);
+    assert_int_equal(store_write(t->s, &e, w, sizeof(w)), 0);
+    assert_int_equal(tenv_use(t, &e, 1), 0);
+    /* In place, same rounded size: allowed. */
+    fill_pattern(w, sizeof(w), 5);
+    assert_int_equal(store_write(t->s, &e, w, 5000), 0);
+    assert_int_equal(store_read(t->s, &e, 0, r, 5000), 0);
+    assert_memory_equal(r, w, 5000);
+    /* Shrinking a committed extent would leak its tail: refused. */
+    assert_int_equal(store_write(t->s, &e, w, 100), -EINVAL);
+    assert_int_equal(e.len, 5000);
+    tenv_free(t);
+}
+
+struct worker_arg {
+    struct tenv *t;
+    unsigned id;
+    int failures;
+};
+
+static void *worker(void *p)
+{
+    struct worker_arg *a = p;
+    unsigned char w[9000], r[9000];
+    for (unsigned i = 0; i < 50; i++) {
+        size_t n = 1 + (a->id * 131 + i * 977) % sizeof(w);
+        fill_pattern(w, n, a->id * 1000 + i);
+        struct store_extent e;
+        uint64_t tok = store_read_begin(a->t->s);
+        if (store_alloc(a->t->s, (uint32_t)n, &e) != 0 || store_write(a->t->s, &e, w, n) != 0 ||
+            store_sync(a->t->s) != 0 || store_read(a->t->s, &e, 0, r, n) != 0 ||
+            memcmp(r, w, n) != 0)
+            a->failures++;
+        store_read_end(a->t->s, tok);
+        store_unreserve(a->t->s, &e);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(2, 2u << 20);
+    pthread_t th[6];
+    struct worker_arg args[6];
+    for (unsigned i = 0; i < 6; i++) {
+        args[i] = (struct worker_arg){.t = t, .id = i};
+        assert_int_equal(pthread_create(&th[i], NULL, worker, &args[i]), 0);
+    }
+    for (unsigned i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].failures, 0);
+    }
+    struct store_stats st;
+    store_stats_get(t->s, &st);
+    assert_int_equal(st.free, 4u << 20);
+    assert_int_equal(st.reserved, 0);
+    tenv_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_prealloc),
+        cmocka_unit_test(test_roundtrip_aligned),
+        cmocka_unit_test(test_roundtrip_unaligned),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_crc_detection),
+        cmocka_unit_test(test_rewrite_committed),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
