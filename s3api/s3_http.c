@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3_http: the HTTP/1.1 request parser of the S3 front end, on llhttp, plus
+ * the small pure helpers every other s3api file needs (arena, query strings,
+ * percent-encoding, base64, dates).
+ *
+ * The parser works on plain byte buffers so the fuzz target and unit tests can
+ * drive it without sockets: s3__http_feed() consumes bytes, pauses once the
+ * headers are complete (so the caller can authenticate and route before any
+ * body byte is accepted) and again when the message is complete (so pipelined
+ * requests are answered strictly in order). Request line plus headers are
+ * bounded by max_header_bytes (over: S3_HTTP_ETOOBIG, answered 431).
+ * Thread: a parser belongs to one connection; all functions are reentrant. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+#include "s3_internal.h"
+
+/* ---------------------------------------------------------------- arena */
+
+struct s3_arena_blk {
+    struct s3_arena_blk *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+#define ARENA_BLK 8192
+
+void s3__arena_init(struct s3_arena *a)
+{
+    a->head = NULL;
+}
+
+void s3__arena_fini(struct s3_arena *a)
+{
+    struct s3_arena_blk *b = a->head;
+    while (b) {
+        struct s3_arena_blk *n = b->next;
+        free(b);
+        b = n;
+    }
+    a->head = NULL;
+}
+
+void *s3__arena_alloc(struct s3_arena *a, size_t n)
+{
+    size_t al = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    struct s3_arena_blk *b = a->head;
+    if (!b || b->cap - b->used < al) {
+        size_t cap = al > ARENA_BLK ? al : ARENA_BLK;
+        b = malloc(sizeof(*b) + cap);
+        if (!b)
+            abort();
+        b->used = 0;
+        b->cap = cap;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += al;
+    memset(p, 0, n);
+    return p;
+}
+
+char *s3__arena_strndup(struct s3_arena *a, const char *s, size_t n)
+{
+    char *p = s3__arena_alloc(a, n + 1);
+    if (n)
+        memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = s3__arena_alloc(a, (size_t)(n < 0 ? 0 : n) + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* ---------------------------------------------------------------- request accessors */
+
+const char *s3__req_header(const struct s3_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->nhdrs; i++)
+        if (strcmp(r->hdrs[i].name, name) == 0)
+            return r->hdrs[i].val;
+    return NULL;
+}
+
+const char *s3__req_param(const struct s3_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->nparams; i++)
+        if (strcmp(r->params[i].name, name) == 0)
+            return r->params[i].val;
+    return NULL;
+}
+
+bool s3__req_has_param(const struct s3_req *r, const char *name)
+{
+    return s3__req_param(r, name) != NULL;
+}
+
+void s3__req_free(struct s3_req *r)
+{
+    if (!r)
+        return;
+    s3__arena_fini(&r->arena);
+    free(r);
+}
+
+static struct s3_req *req_new(void)
+{
+    struct s3_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        abort();
+    s3__arena_init(&r->arena);
+    return r;
+}
+
+/* ---------------------------------------------------------------- llhttp glue */
+
+static struct s3_http *H(llhttp_t *p)
+{
+    return p->data;
+}
+
+static int acc_add(struct s3_http *h, const char *at, size_t len)
+{
+    h->hdr_bytes += len;
+    if (h->hdr_bytes > h->max_header_bytes) {
+        h->too_big = true;
+        return -1;
+    }
+    if (h->acclen + len + 1 > h->acccap) {
+        size_t cap = h->acccap ? h->acccap : 256;
+        while (cap < h->acclen + len + 1)
+            cap *= 2;
+        char *n = realloc(h->acc, cap);
+        if (!n)
+            return -1;
+        h->acc = n;
+        h->acccap = cap;
+    }
+    memcpy(h->acc + h->acclen, at, len);
+    h->acclen += len;
+    h->acc[h->acclen] = '\0';
+    return 0;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    struct s3_http *h = H(p);
+    if (!h->req)
+        h->req = req_new();
+    h->hdr_bytes = 0;
+    h->acclen = 0;
+    h->headers_done = false;
+    h->body_bytes = 0;
+    return 0;
+}
+
+static int on_span(llhttp_t *p, const char *at, size_t len)
+{
+    return acc_add(H(p), at, len);
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    struct s3_http *h = H(p);
+    struct s3_req *r = h->req;
+    r->url = s3__arena_strndup(&r->arena, h->acc ? h->acc : "", h->acclen);
+    h->acclen = 0;
+    return 0;
+}
+
+static int on_field_complete(llhttp_t *p)
+{
+    struct s3_http *h = H(p);
+    struct s3_req *r = h->req;
+    if (r->nhdrs == r->hdrcap) {
+        size_t cap = r->hdrcap ? r->hdrcap * 2 : 32;
+        struct s3_hdr *n = s3__arena_alloc(&r->arena, cap * sizeof(*n));
+        if (r->nhdrs)
+            memcpy(n, r->hdrs, r->nhdrs * sizeof(*n));
+        r->hdrs = n;
+        r->hdrcap = cap;
+    }
+    char *name = s3__arena_strndup(&r->arena, h->acc ? h->acc : "", h->acclen);
+    for (char *c = name; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    r->hdrs[r->nhdrs].name = name;
+    r->hdrs[r->nhdrs].val = (char *)"";
+    r->nhdrs++;
+    h->hdr_bytes += 4; /* ": " and CRLF */
+    h->acclen = 0;
+    return 0;
+}
+
+static int on_value_complete(llhttp_t *p)
+{
+    struct s3_http *h = H(p);
+    struct s3_req *r = h->req;
+    if (r->nhdrs == 0)
+        return -1;
+    const char *v = h->acc ? h->acc : "";
+    size_t n = h->acclen;
+    while (n && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    r->hdrs[r->nhdrs - 1].val = s3__arena_strndup(&r->arena, v, n);
+    r->hdrs[r->nhdrs - 1].vlen = n;
+    h->acclen = 0;
+    return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    struct s3_http *h = H(p);
+    struct s3_req *r = h->req;
+    if (p->upgrade || llhttp_get_method(p) == HTTP_CONNECT)
+        return -1;
+    r->method_id = llhttp_get_method(p);
+    r->method = llhttp_method_name((llhttp_method_t)r->method_id);
+    r->http_major = llhttp_get_http_major(p);
+    r->http_minor = llhttp_get_http_minor(p);
+    r->keep_alive = llhttp_should_keep_alive(p);
+    r->chunked = (p->flags & F_CHUNKED) != 0;
+    r->has_clen = (p->flags & F_CONTENT_LENGTH) != 0;
+    r->content_length = r->has_clen ? p->content_length : 0;
+    const char *exp = s3__req_header(r, "expect");
+    r->expect_continue = exp && strcasecmp(exp, "100-continue") == 0;
+    if (!r->url)
+        return -1;
+    char *q = strchr(r->url, '?');
+    if (q) {
+        r->raw_path = s3__arena_strndup(&r->arena, r->url, (size_t)(q - r->url));
+        r->raw_query = q + 1;
+    } else {
+        r->raw_path = r->url;
+    }
+    if (s3__req_parse_query(r) < 0)
+        return -1;
+    h->headers_done = true;
+    return HPE_PAUSED;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    struct s3_http *h = H(p);
+    h->body_bytes += len;
+    if (h->body_cb && h->body_cb(h->body_arg, at, len) != 0) {
+        h->body_failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    return HPE_PAUSED;
+}
+
+void s3__http_init(struct s3_http *h, size_t max_header_bytes, s3_http_body_cb body_cb,
+                   void *body_arg)
+{
+    memset(h, 0, sizeof(*h));
+    llhttp_settings_init(&h->settings);
+    h->settings.on_message_begin = on_message_begin;
+    h->settings.on_url = on_span;
+    h->settings.on_header_field = on_span;
+    h->settings.on_header_value = on_span;
+    h->settings.on_url_complete = on_url_complete;
+    h->settings.on_header_field_complete = on_field_complete;
+    h->settings.on_header_value_complete = on_value_complete;
+    h->settings.on_headers_complete = on_headers_complete;
+    h->settings.on_body = on_body;
+    h->settings.on_message_complete = on_message_complete;
+    llhttp_init(&h->parser, HTTP_REQUEST, &h->settings);
+    h->parser.data = h;
+    h->max_header_bytes = max_header_bytes ? max_header_bytes : 64 * 1024;
+    h->body_cb = body_cb;
+    h->body_arg = body_arg;
+}
+
+void s3__http_fini(struct s3_http *h)
+{
+    s3__req_free(h->req);
+    h->req = NULL;
+    free(h->acc);
+    h->acc = NULL;
+}
+
+int s3__http_feed(struct s3_http *h, const char *buf, size_t len, size_t *used)
+{
+    *used = 0;
+    /* Zero bytes still run the parser: after the headers pause, a bodyless
+     * message completes without further input. */
+    if (!buf)
+        buf = "";
+    llhttp_errno_t e = llhttp_execute(&h->parser, buf, len);
+    if (e == HPE_OK) {
+        *used = len;
+        return S3_HTTP_MORE;
+    }
+    if (e == HPE_PAUSED) {
+        const char *pos = llhttp_get_error_pos(&h->parser);
+        *used = pos ? (size_t)(pos - buf) : len;
+        return h->headers_done ? S3_HTTP_HEADERS : S3_HTTP_DONE;
+    }
+    if (h->too_big)
+        return S3_HTTP_ETOOBIG;
+    if (h->body_failed)
+        return S3_HTTP_EBODY;
+    return S3_HTTP_EBAD;
+}
+
+void s3__http_resume(struct s3_http *h)
+{
+    /* After the headers pause the next pause is the message's end. */
+    h->headers_done = false;
+    llhttp_resume(&h->parser);
+}
+
+struct s3_req *s3__http_take_req(struct s3_http *h)
+{
+    struct s3_req *r = h->req;
+    h->req = NULL;
+    return r;
+}
+
+void s3__http_next(struct s3_http *h)
+{
+    s3__req_free(h->req);
+    h->req = NULL;
+    h->headers_done = false;
+    h->body_failed = false;
+    llhttp_resume(&h->parser);
+}
+
+int s3__http_finish(struct s3_http *h)
+{
+    llhttp_errno_t e = llhttp_finish(&h->parser);
+    if (e == HPE_OK)
+        return h->req ? S3_HTTP_EBAD : S3_HTTP_MORE;
+    if (e == HPE_PAUSED)
+        return S3_HTTP_DONE;
+    return S3_HTTP_EBAD;
+}
+
+/* ---------------------------------------------------------------- encoding helpers */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *s3__url_decode(struct s3_arena *a, const char *s, size_t n, size_t *outlen)
+{
+    char *o = s3__arena_alloc(a, n + 1);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%') {
+            if (i + 2 >= n)
+                return NULL;
+            int h1 = hexval((unsigned char)s[i + 1]), h2 = hexval((unsigned char)s[i + 2]);
+            if (h1 < 0 || h2 < 0)
+                return NULL;
+            o[j++] = (char)(h1 * 16 + h2);
+            i += 2;
+        } else {
+            o[j++] = s[i];
+        }
+    }
+    o[j] = '\0';
+    if (outlen)
+        *outlen = j;
+    return o;
+}
+
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+static size_t url_encode_to(char *o, const char *s, size_t n, bool keep_slash)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (unreserved(c) || (keep_slash && c == '/')) {
+            o[j++] = (char)c;
+        } else {
+            o[j++] = '%';
+            o[j++] = hx[c >> 4];
+            o[j++] = hx[c & 15];
+        }
+    }
+    o[j] = '\0';
+    return j;
+}
+
+char *s3__url_encode(struct s3_arena *a, const char *s, size_t n, bool keep_slash)
+{
+    char *o = s3__arena_alloc(a, 3 * n + 1);
+    url_encode_to(o, s, n, keep_slash);
+    return o;
+}
+
+void s3__url_encode_buf(struct evbuffer *out, const char *s, size_t n, bool keep_slash)
+{
+    char tmp[3 * 256 + 1];
+    while (n) {
+        size_t k = n > 256 ? 256 : n;
+        size_t m = url_encode_to(tmp, s, k, keep_slash);
+        evbuffer_add(out, tmp, m);
+        s += k;
+        n -= k;
+    }
+}
+
+int s3__req_parse_query(struct s3_req *r)
+{
+    r->nparams = 0;
+    r->params = NULL;
+    if (!r->raw_query || !*r->raw_query)
+        return 0;
+    size_t cnt = 1;
+    for (const char *c = r->raw_query; *c; c++)
+        if (*c == '&')
+            cnt++;
+    r->params = s3__arena_alloc(&r->arena, cnt * sizeof(*r->params));
+    const char *s = r->raw_query;
+    while (*s) {
+        const char *amp = strchr(s, '&');
+        size_t len = amp ? (size_t)(amp - s) : strlen(s);
+        if (len) {
+            const char *eq = memchr(s, '=', len);
+            size_t nlen = eq ? (size_t)(eq - s) : len;
+            struct s3_param *p = &r->params[r->nparams];
+            p->name = s3__url_decode(&r->arena, s, nlen, NULL);
+            if (eq)
+                p->val = s3__url_decode(&r->arena, eq + 1, len - nlen - 1, &p->vlen);
+            else
+                p->val = s3__arena_strndup(&r->arena, "", 0);
+            p->has_eq = eq != NULL;
+            if (!p->name || !p->val)
+                return -EINVAL;
+            r->nparams++;
+        }
+        if (!amp)
+            break;
+        s = amp + 1;
+    }
+    return 0;
+}
+
+void s3__hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[in[i] >> 4];
+        out[2 * i + 1] = hx[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void s3__b64_encode(const unsigned char *in, size_t n, char *out)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[j++] = B64[(v >> 18) & 63];
+        out[j++] = B64[(v >> 12) & 63];
+        out[j++] = i + 1 < n ? B64[(v >> 6) & 63] : '=';
+        out[j++] = i + 2 < n ? B64[v & 63] : '=';
+    }
+    out[j] = '\0';
+}
+
+long s3__b64_decode(const char *in, size_t len, unsigned char *out)
+{
+    if (len % 4)
+        return -1;
+    long j = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int k = 0; k < 4; k++) {
+            char c = in[i + k];
+            const char *p = c ? strchr(B64, c) : NULL;
+            if (c == '=' && i + 4 == len && k >= 2) {
+                pad++;
+                v <<= 6;
+                continue;
+            }
+            if (!p || pad)
+                return -1;
+            v = (v << 6) | (uint32_t)(p - B64);
+        }
+        out[j++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            out[j++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            out[j++] = (unsigned char)v;
+    }
+    return j;
+}
+
+/* ---------------------------------------------------------------- dates */
+
+static const char *const MON[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+static const char *const WDAY[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+
+static int month_of(const char *s)
+{
+    for (int i = 0; i < 12; i++)
+        if (strncasecmp(s, MON[i], 3) == 0)
+            return i;
+    return -1;
+}
+
+int s3__http_date_parse(const char *s, time_t *out)
+{
+    struct tm tm;
+    char mon[4] = {0}, wd[16] = {0};
+    int d, y, H, M, S, n = 0;
+    memset(&tm, 0, sizeof(tm));
+    if (!s)
+        return -EINVAL;
+    /* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
+    if (sscanf(s, "%15[A-Za-z], %d %3s %d %d:%d:%d GMT%n", wd, &d, mon, &y, &H, &M, &S, &n) == 7 &&
+        n > 0) {
+        /* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT */
+    } else if (sscanf(s, "%15[A-Za-z], %d-%3s-%d %d:%d:%d GMT%n", wd, &d, mon, &y, &H, &M, &S,
+                      &n) == 7 &&
+               n > 0) {
+        if (y < 100)
+            y += y < 70 ? 2000 : 1900;
+        /* asctime: Sun Nov  6 08:49:37 1994 */
+    } else if (sscanf(s, "%3s %3s %d %d:%d:%d %d%n", wd, mon, &d, &H, &M, &S, &y, &n) == 7 &&
+               n > 0) {
+    } else {
+        return -EINVAL;
+    }
+    int m = month_of(mon);
+    if (m < 0 || d < 1 || d > 31 || H > 23 || M > 59 || S > 60 || y < 1970 || y > 9999)
+        return -EINVAL;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = m;
+    tm.tm_mday = d;
+    tm.tm_hour = H;
+    tm.tm_min = M;
+    tm.tm_sec = S;
+    *out = timegm(&tm);
+    return 0;
+}
+
+void s3__http_date_fmt(time_t t, char *out)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char tmp[96];
+    snprintf(tmp, sizeof(tmp), "%s, %02d %s %04d %02d:%02d:%02d GMT", WDAY[tm.tm_wday % 7],
+             tm.tm_mday, MON[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    memcpy(out, tmp, 29);
+    out[29] = '\0';
+}
+
+int s3__amz_date_parse(const char *s, time_t *out)
+{
+    struct tm tm;
+    if (!s || strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
+        return -EINVAL;
+    for (int i = 0; i < 15; i++)
+        if (i != 8 && !isdigit((unsigned char)s[i]))
+            return -EINVAL;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0') - 1900;
+    tm.tm_mon = (s[4] - '0') * 10 + (s[5] - '0') - 1;
+    tm.tm_mday = (s[6] - '0') * 10 + (s[7] - '0');
+    tm.tm_hour = (s[9] - '0') * 10 + (s[10] - '0');
+    tm.tm_min = (s[11] - '0') * 10 + (s[12] - '0');
+    tm.tm_sec = (s[13] - '0') * 10 + (s[14] - '0');
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+        tm.tm_min > 59 || tm.tm_sec > 60)
+        return -EINVAL;
+    *out = timegm(&tm);
+    return 0;
+}
+
+void s3__iso_date_fmt(const struct timespec *ts, char *out)
+{
+    struct tm tm;
+    time_t t = ts->tv_sec;
+    gmtime_r(&t, &tm);
+    char tmp[96];
+    snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)(ts->tv_nsec / 1000000) % 1000);
+    memcpy(out, tmp, 24);
+    out[24] = '\0';
+}

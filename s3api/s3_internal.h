@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3_internal: types and functions shared by the files of s3api/ (not a public API).
+ *
+ * The pure layers (arena, HTTP request parser, URL/query helpers, SigV4,
+ * aws-chunked decoder, XML, checksums, metadata blob) work on byte buffers
+ * and never touch libevent sockets, so unit tests and fuzz targets can drive
+ * them directly. The connection layer (s3_conn.c) and the operations
+ * (s3_op_*.c) build on them.
+ * Thread: the pure functions are reentrant; everything tied to a connection
+ * runs on that connection's loop thread, except the work functions handed to
+ * srv_work_submit, which touch only their request context. */
+#ifndef S3_INTERNAL_H
+#define S3_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <llhttp.h>
+#include <openssl/evp.h>
+
+#include "core.h"
+
+struct evbuffer;
+
+/* ---------------------------------------------------------------- arena */
+
+/* A per-request arena: many small allocations, freed at once. */
+struct s3_arena_blk;
+struct s3_arena {
+    struct s3_arena_blk *head;
+};
+void s3__arena_init(struct s3_arena *a);
+void s3__arena_fini(struct s3_arena *a);
+/** Zeroed memory from @p a; aborts on OOM (sizes are bounded by the header limit). */
+void *s3__arena_alloc(struct s3_arena *a, size_t n);
+/** NUL-terminated copy of @p s[0..n). */
+char *s3__arena_strndup(struct s3_arena *a, const char *s, size_t n);
+char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- HTTP request */
+
+struct s3_hdr {
+    char *name; /* lower-cased, NUL-terminated */
+    char *val;  /* as received, leading/trailing blanks removed, NUL-terminated */
+    size_t vlen;
+};
+
+struct s3_param {
+    char *name; /* percent-decoded, NUL-terminated */
+    char *val;  /* percent-decoded, NUL-terminated; "" when the parameter had no '=' */
+    size_t vlen;
+    bool has_eq;
+};
+
+struct s3_req {
+    struct s3_arena arena;
+    const char *method;  /* "GET", ... */
+    int method_id;       /* llhttp_method_t */
+    char *url;           /* request target as received */
+    char *raw_path;      /* part of url before '?', still percent-encoded */
+    char *raw_query;     /* part after '?' or NULL */
+    struct s3_hdr *hdrs;
+    size_t nhdrs, hdrcap;
+    struct s3_param *params;
+    size_t nparams;
+    int http_major, http_minor;
+    bool keep_alive;
+    bool expect_continue;
+    bool chunked;        /* Transfer-Encoding: chunked */
+    bool has_clen;
+    uint64_t content_length;
+};
+
+/** @return the value of header @p name (lower-case), or NULL. Repeated headers: the first. */
+const char *s3__req_header(const struct s3_req *r, const char *name);
+/** @return the decoded value of query parameter @p name, or NULL. */
+const char *s3__req_param(const struct s3_req *r, const char *name);
+bool s3__req_has_param(const struct s3_req *r, const char *name);
+
+enum s3_http_event {
+    S3_HTTP_MORE = 0,    /* everything consumed; feed more bytes */
+    S3_HTTP_HEADERS = 1, /* paused: request line and headers are in http->req */
+    S3_HTTP_DONE = 2,    /* paused: the message (body included) is complete */
+    S3_HTTP_EBAD = -1,   /* malformed request: answer 400 and close */
+    S3_HTTP_ETOOBIG = -2,/* request line + headers over the limit: answer 431 and close */
+    S3_HTTP_EBODY = -3,  /* the body sink refused the bytes (see body callback) */
+};
+
+/** Called with body bytes (after HTTP chunked decoding). @return 0 or nonzero to stop. */
+typedef int (*s3_http_body_cb)(void *arg, const char *data, size_t len);
+
+struct s3_http {
+    llhttp_t parser;
+    llhttp_settings_t settings;
+    struct s3_req *req;      /* the request being parsed (owned) */
+    size_t max_header_bytes;
+    size_t hdr_bytes;
+    bool too_big;
+    bool in_value;           /* last header callback was a value */
+    bool headers_done;
+    bool body_failed;
+    char *acc;               /* accumulates split url/field/value spans */
+    size_t acclen, acccap;
+    s3_http_body_cb body_cb;
+    void *body_arg;
+    uint64_t body_bytes;     /* body bytes delivered for this request */
+};
+
+void s3__http_init(struct s3_http *h, size_t max_header_bytes, s3_http_body_cb body_cb,
+                   void *body_arg);
+void s3__http_fini(struct s3_http *h);
+/** Parse @p len bytes. @param[out] used bytes consumed (the caller drains them).
+ * @return an s3_http_event. After S3_HTTP_HEADERS call s3__http_resume() and feed
+ * again (even zero bytes: a bodyless message then completes); after
+ * S3_HTTP_DONE call s3__http_next() before feeding the next request's bytes. */
+int s3__http_feed(struct s3_http *h, const char *buf, size_t len, size_t *used);
+void s3__http_resume(struct s3_http *h);
+/** Free the finished request and get ready for the next one on the connection. */
+void s3__http_next(struct s3_http *h);
+/** The client closed its side: @return S3_HTTP_DONE if that legally ends the
+ * message, S3_HTTP_EBAD if a body was cut short, S3_HTTP_MORE between requests. */
+int s3__http_finish(struct s3_http *h);
+/** Take ownership of the parsed request (the parser starts a fresh one at next). */
+struct s3_req *s3__http_take_req(struct s3_http *h);
+void s3__req_free(struct s3_req *r);
+
+/* ---------------------------------------------------------------- URL / encoding helpers */
+
+/** Percent-decode @p s[0..n) into a new arena string ('+' stays '+').
+ * @return NULL on a malformed escape. @p outlen may be NULL. */
+char *s3__url_decode(struct s3_arena *a, const char *s, size_t n, size_t *outlen);
+/** Percent-encode with the SigV4/S3 rules: unreserved A-Za-z0-9-._~ kept, '/'
+ * kept when @p keep_slash, everything else %XX (upper-case hex). Appends to @p out. */
+void s3__url_encode_buf(struct evbuffer *out, const char *s, size_t n, bool keep_slash);
+char *s3__url_encode(struct s3_arena *a, const char *s, size_t n, bool keep_slash);
+/** Split and decode the query string into r->params. @return 0, -EINVAL. */
+int s3__req_parse_query(struct s3_req *r);
+void s3__hex(const unsigned char *in, size_t n, char *out); /* out: 2n+1 bytes */
+/** Base64 encode (standard alphabet, padded). out: 4*ceil(n/3)+1 bytes. */
+void s3__b64_encode(const unsigned char *in, size_t n, char *out);
+/** @return decoded length, or -1 on malformed input. out: at least 3*len/4 bytes. */
+long s3__b64_decode(const char *in, size_t len, unsigned char *out);
+
+/** Parse an RFC 7231 IMF-fixdate, RFC 850 or asctime date. @return 0, -EINVAL. */
+int s3__http_date_parse(const char *s, time_t *out);
+/** Format an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"); out: 30 bytes. */
+void s3__http_date_fmt(time_t t, char *out);
+/** Parse ISO 8601 basic "20130524T000000Z". @return 0, -EINVAL. */
+int s3__amz_date_parse(const char *s, time_t *out);
+/** Format ISO 8601 with milliseconds "2009-10-12T17:50:30.000Z"; out: 25 bytes. */
+void s3__iso_date_fmt(const struct timespec *ts, char *out);
+
+/* ---------------------------------------------------------------- SigV4 */
+
+#define S3_SIGV4_MAX_SIGNED 64
+#define S3_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
+#define S3_STREAMING_SIGNED "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+#define S3_STREAMING_SIGNED_TRAILER "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+#define S3_STREAMING_UNSIGNED_TRAILER "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+#define S3_SKEW_SECONDS (15 * 60)
+
+struct s3_sigv4 {
+    bool presigned;
+    char akey[129];
+    char date[9];          /* scope date yyyymmdd */
+    char region[64];
+    char service[32];
+    char amz_date[17];     /* yyyymmddThhmmssZ */
+    time_t when;
+    long expires;          /* presigned: X-Amz-Expires seconds */
+    char signature[65];    /* lower-case hex */
+    char signed_headers[1024]; /* "host;x-amz-date" as received */
+    const char *signed_list[S3_SIGV4_MAX_SIGNED];
+    size_t nsigned;
+    char payload_hash[80]; /* x-amz-content-sha256 (or UNSIGNED-PAYLOAD when presigned) */
+    struct s3_arena *arena;
+};
+
+/** Parse an "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..." header.
+ * @return 0, -EINVAL (malformed), SRV_ENOTSUPP (another scheme, e.g. SigV2). */
+int s3__sigv4_parse_header(const char *authz, struct s3_sigv4 *out);
+/** Parse presigned query parameters (X-Amz-Algorithm ...) of @p r.
+ * @return 0, -ENOENT (not presigned), -EINVAL (malformed). */
+int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out);
+/** Build the canonical request (newline-separated, AWS SigV4 rules) into a new
+ * arena string. For presigned requests X-Amz-Signature is left out.
+ * @return NULL if a signed header is missing. */
+char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig);
+/** Derive the signing key HMAC chain for (secret, date, region, service). */
+void s3__sigv4_key(const char *secret, const char *date, const char *region,
+                   const char *service, unsigned char key[32]);
+/** hex HMAC-SHA256(key, "AWS4-HMAC-SHA256\n" amz_date "\n" scope "\n" hex(sha256(canon))). */
+void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
+                    char out[65]);
+/** Full verification of a request against @p secret at time @p now.
+ * @return 0, SRV_EAUTH (signature mismatch), -EACCES (expired / skewed;
+ *         @p why says which), -EINVAL (malformed). */
+int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4 *sig,
+                     const char *secret, time_t now, unsigned char key_out[32], const char **why);
+/** Signature of one aws-chunked chunk (hex) given the previous signature. */
+void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
+                          const char *prev_sig, const unsigned char data_sha256[32],
+                          char out[65]);
+/** Signature of the trailer of a signed streaming upload. */
+void s3__sigv4_trailer_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
+                            const char *prev_sig, const char *trailer, size_t len, char out[65]);
+void s3__sha256_hex(const void *data, size_t len, char out[65]);
+bool s3__ct_equal(const char *a, const char *b, size_t n);
+
+/* aws-chunked decoder: "hex;chunk-signature=sig\r\n data \r\n" ... "0;...\r\n"
+ * [trailers "\r\n"]. Pure state machine, fed body bytes in any split. */
+enum s3_chunk_mode { S3_CHUNK_SIGNED = 1, S3_CHUNK_UNSIGNED_TRAILER = 2, S3_CHUNK_SIGNED_TRAILER = 3 };
+typedef int (*s3_chunk_data_cb)(void *arg, const char *data, size_t len);
+struct s3_chunked {
+    enum s3_chunk_mode mode;
+    int state;
+    unsigned char key[32];
+    const struct s3_sigv4 *sig;
+    char prev_sig[65];
+    char line[512];        /* current header/trailer line */
+    size_t linelen;
+    uint64_t remaining;    /* data bytes left in the current chunk */
+    char chunk_sig[65];
+    EVP_MD_CTX *sha;       /* hash of the current chunk (signed modes) */
+    char trailer[2048];    /* trailer lines as received (for the trailer signature) */
+    size_t trailerlen;
+    char trailer_sig[65];
+    uint64_t decoded;
+    bool done;
+    const char *err;       /* static message once failed */
+    s3_chunk_data_cb cb;
+    void *arg;
+    /* trailing checksum header seen, e.g. "x-amz-checksum-crc32" and its value */
+    char ck_name[40];
+    char ck_value[100];
+};
+void s3__chunked_init(struct s3_chunked *d, enum s3_chunk_mode mode, const unsigned char key[32],
+                      const struct s3_sigv4 *sig, s3_chunk_data_cb cb, void *arg);
+void s3__chunked_fini(struct s3_chunked *d);
+/** @return 0, SRV_EAUTH (chunk signature mismatch), -EINVAL (framing), or the
+ * callback's error. After d->done, further bytes are -EINVAL. */
+int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
+
+/* ---------------------------------------------------------------- checksums */
+
+enum s3_ck_algo { S3_CK_NONE = 0, S3_CK_CRC32, S3_CK_CRC32C, S3_CK_SHA1, S3_CK_SHA256 };
+struct s3_cksum {
+    enum s3_ck_algo algo;
+    uint32_t crc;
+    EVP_MD_CTX *md;
+};
+uint32_t s3__crc32(uint32_t crc, const void *buf, size_t len);
+uint32_t s3__crc32c(uint32_t crc, const void *buf, size_t len);
+/** Algorithm of a header name ("x-amz-checksum-crc32") or name ("CRC32"); S3_CK_NONE if unknown. */
+enum s3_ck_algo s3__ck_from_header(const char *name);
+enum s3_ck_algo s3__ck_from_name(const char *name);
+const char *s3__ck_header(enum s3_ck_algo a); /* "x-amz-checksum-crc32" */
+const char *s3__ck_name(enum s3_ck_algo a);   /* "CRC32" */
+void s3__ck_init(struct s3_cksum *c, enum s3_ck_algo a);
+void s3__ck_update(struct s3_cksum *c, const void *buf, size_t len);
+/** Base64 value (as in x-amz-checksum-*); frees the state. out: 64 bytes. */
+void s3__ck_final(struct s3_cksum *c, char *out);
+void s3__ck_free(struct s3_cksum *c);
+
+/* ---------------------------------------------------------------- object metadata blob */
+
+enum s3_meta_type { S3_M_HDR = 1, S3_M_USER = 2, S3_M_TAG = 3, S3_M_CKSUM = 4, S3_M_PARTS = 5 };
+struct s3_meta_ent {
+    enum s3_meta_type type;
+    char *key;
+    size_t klen;
+    char *val;
+    size_t vlen;
+};
+struct s3_meta {
+    struct s3_meta_ent *ents;
+    size_t n, cap;
+};
+void s3__meta_add(struct s3_meta *m, struct s3_arena *a, enum s3_meta_type t, const char *k,
+                  size_t klen, const char *v, size_t vlen);
+/** Remove every entry of type @p t. */
+void s3__meta_drop(struct s3_meta *m, enum s3_meta_type t);
+const struct s3_meta_ent *s3__meta_find(const struct s3_meta *m, enum s3_meta_type t,
+                                        const char *k);
+size_t s3__meta_count(const struct s3_meta *m, enum s3_meta_type t);
+/** Serialize into a malloc'd blob. */
+int s3__meta_encode(const struct s3_meta *m, void **blob, size_t *len);
+/** Parse a blob (arena copies). An empty blob is an empty meta. @return 0, -EINVAL. */
+int s3__meta_decode(struct s3_meta *m, struct s3_arena *a, const void *blob, size_t len);
+
+/* ---------------------------------------------------------------- XML */
+
+/** Append @p s[0..n) XML-escaped. */
+void s3__xml_esc(struct evbuffer *out, const char *s, size_t n);
+/** Append "<tag>escaped</tag>". */
+void s3__xml_elem(struct evbuffer *out, const char *tag, const char *s);
+void s3__xml_elemn(struct evbuffer *out, const char *tag, const char *s, size_t n);
+void s3__xml_elem_u64(struct evbuffer *out, const char *tag, uint64_t v);
+#define S3_XML_HDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+
+struct s3_xnode {
+    char *name;          /* local name (namespace prefix removed) */
+    char *text;          /* concatenated, unescaped character data */
+    size_t textlen;
+    struct s3_xnode *child, *next, *parent;
+};
+/** Parse a small XML document into arena nodes. @return 0, -EINVAL (malformed). */
+int s3__xml_parse(struct s3_arena *a, const char *buf, size_t len, struct s3_xnode **root);
+struct s3_xnode *s3__xml_child(const struct s3_xnode *n, const char *name);
+
+/* ---------------------------------------------------------------- errors */
+
+/** Append an S3 <Error> document. */
+void s3__error_xml(struct evbuffer *out, const char *code, const char *msg, const char *resource,
+                   const char *reqid);
+/** The S3 code and HTTP status for internal error @p err in the context of an
+ * object (is_key) or bucket operation (NoSuchKey vs NoSuchBucket, ...). */
+void s3__error_map(int err, bool is_key, const char **code, int *status);
+const char *s3__status_text(int status);
+
+#endif

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for s3api/s3_http.c: the request parser (pauses, pipelining,
+ * chunked bodies, limits, malformed input) and the pure helpers. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <event2/buffer.h>
+
+#include "s3_internal.h"
+
+struct body {
+    char buf[4096];
+    size_t n;
+    int refuse;
+};
+
+static int body_cb(void *arg, const char *d, size_t len)
+{
+    struct body *b = arg;
+    if (b->refuse)
+        return -1;
+    assert_true(b->n + len < sizeof(b->buf));
+    memcpy(b->buf + b->n, d, len);
+    b->n += len;
+    return 0;
+}
+
+/* Feed @p raw in pieces of @p step; returns the sequence of events as letters. */
+static void drive(const char *raw, size_t len, size_t step, char *events, struct body *b,
+                  size_t maxhdr)
+{
+    struct s3_http h;
+    s3__http_init(&h, maxhdr, body_cb, b);
+    size_t off = 0, ne = 0;
+    bool again = false;
+    while (off < len || again) {
+        again = false;
+        size_t n = len - off < step ? len - off : step, used = 0;
+        int ev = s3__http_feed(&h, raw + off, n, &used);
+        off += used;
+        if (ev == S3_HTTP_HEADERS) {
+            events[ne++] = 'H';
+            events[ne++] = h.req->method[0];
+            s3__http_resume(&h);
+            again = true;
+        } else if (ev == S3_HTTP_DONE) {
+            events[ne++] = 'D';
+            s3__http_next(&h);
+        } else if (ev < 0) {
+            events[ne++] = ev == S3_HTTP_ETOOBIG ? 'T' : ev == S3_HTTP_EBODY ? 'B' : 'E';
+            break;
+        }
+    }
+    events[ne] = '\0';
+    s3__http_fini(&h);
+}
+
+static void test_pipelined(void **state)
+{
+    (void)state;
+    static const char raw[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                              "PUT /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+                              "DELETE /c HTTP/1.1\r\nHost: x\r\n\r\n";
+    size_t steps[] = {1, 3, 17, sizeof(raw)};
+    for (size_t i = 0; i < 4; i++) {
+        char ev[64];
+        struct body b = {0};
+        drive(raw, sizeof(raw) - 1, steps[i], ev, &b, 0);
+        assert_string_equal(ev, "HGDHPDHDD");
+        assert_int_equal(b.n, 5);
+        assert_memory_equal(b.buf, "hello", 5);
+    }
+}
+
+static void test_chunked_body(void **state)
+{
+    (void)state;
+    static const char raw[] = "PUT /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+    char ev[64];
+    struct body b = {0};
+    drive(raw, sizeof(raw) - 1, 2, ev, &b, 0);
+    assert_string_equal(ev, "HPD");
+    assert_int_equal(b.n, 11);
+    assert_memory_equal(b.buf, "hello world", 11);
+}
+
+static void test_limits_and_garbage(void **state)
+{
+    (void)state;
+    char ev[64];
+    struct body b = {0};
+    char big[4096];
+    int n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: x\r\nX-Long: ");
+    memset(big + n, 'a', 2000);
+    memcpy(big + n + 2000, "\r\n\r\n", 5);
+    drive(big, strlen(big), 100, ev, &b, 1024);
+    assert_string_equal(ev, "T");
+    drive(big, strlen(big), 100, ev, &b, 8192);
+    assert_string_equal(ev, "HGD");
+    drive("GARBAGE\r\n\r\n", 11, 64, ev, &b, 0);
+    assert_string_equal(ev, "E");
+    drive("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 55, 64, ev, &b, 0);
+    assert_string_equal(ev, "E");
+    drive("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27, 64, ev, &b, 0);
+    assert_string_equal(ev, "HGD");
+    b.refuse = 1;
+    drive("PUT / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", 40, 64, ev, &b, 0);
+    assert_string_equal(ev, "HPB");
+}
+
+static void test_request_fields(void **state)
+{
+    (void)state;
+    static const char raw[] = "PUT /bkt/k%20y?uploadId=abc&partNumber=3&tagging HTTP/1.1\r\n"
+                              "Host: example\r\nX-Amz-Meta-A:  v1 \r\nExpect: 100-continue\r\n"
+                              "Content-Length: 10\r\n\r\n";
+    struct s3_http h;
+    size_t used;
+    s3__http_init(&h, 0, NULL, NULL);
+    assert_int_equal(s3__http_feed(&h, raw, sizeof(raw) - 1, &used), S3_HTTP_HEADERS);
+    assert_int_equal(used, sizeof(raw) - 1);
+    struct s3_req *r = h.req;
+    assert_string_equal(r->method, "PUT");
+    assert_string_equal(r->raw_path, "/bkt/k%20y");
+    assert_string_equal(s3__req_param(r, "uploadId"), "abc");
+    assert_string_equal(s3__req_param(r, "partNumber"), "3");
+    assert_true(s3__req_has_param(r, "tagging"));
+    assert_false(s3__req_has_param(r, "acl"));
+    assert_string_equal(s3__req_header(r, "x-amz-meta-a"), "v1");
+    assert_true(r->expect_continue);
+    assert_true(r->has_clen);
+    assert_int_equal(r->content_length, 10);
+    assert_true(r->keep_alive);
+    /* cut short: the client closed mid-body */
+    s3__http_resume(&h);
+    assert_int_equal(s3__http_feed(&h, "abc", 3, &used), S3_HTTP_MORE);
+    assert_int_equal(s3__http_finish(&h), S3_HTTP_EBAD);
+    s3__http_fini(&h);
+}
+
+static void test_helpers(void **state)
+{
+    (void)state;
+    struct s3_arena a;
+    s3__arena_init(&a);
+    size_t n;
+    char *d = s3__url_decode(&a, "a%20b%2Fc+d", 11, &n);
+    assert_string_equal(d, "a b/c+d");
+    assert_null(s3__url_decode(&a, "bad%2", 5, &n));
+    assert_null(s3__url_decode(&a, "bad%zz", 6, &n));
+    assert_string_equal(s3__url_encode(&a, "a b/~é", 7, true), "a%20b/~%C3%A9");
+    assert_string_equal(s3__url_encode(&a, "a/b", 3, false), "a%2Fb");
+    char b64[16];
+    unsigned char out[16];
+    s3__b64_encode((const unsigned char *)"hello", 5, b64);
+    assert_string_equal(b64, "aGVsbG8=");
+    assert_int_equal(s3__b64_decode("aGVsbG8=", 8, out), 5);
+    assert_memory_equal(out, "hello", 5);
+    assert_int_equal(s3__b64_decode("aGVsbG8", 7, out), -1);
+    assert_int_equal(s3__b64_decode("a=Vs", 4, out), -1);
+    time_t t;
+    assert_int_equal(s3__http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT", &t), 0);
+    assert_int_equal((long long)t, 784111777LL);
+    assert_int_equal(s3__http_date_parse("Sunday, 06-Nov-94 08:49:37 GMT", &t), 0);
+    assert_int_equal((long long)t, 784111777LL);
+    assert_int_equal(s3__http_date_parse("Sun Nov  6 08:49:37 1994", &t), 0);
+    assert_int_equal((long long)t, 784111777LL);
+    assert_int_equal(s3__http_date_parse("yesterday", &t), -EINVAL);
+    char ds[30];
+    s3__http_date_fmt(784111777, ds);
+    assert_string_equal(ds, "Sun, 06 Nov 1994 08:49:37 GMT");
+    struct timespec ts = {784111777, 123456789};
+    char iso[25];
+    s3__iso_date_fmt(&ts, iso);
+    assert_string_equal(iso, "1994-11-06T08:49:37.123Z");
+    assert_int_equal(s3__amz_date_parse("19941106T084937Z", &t), 0);
+    assert_int_equal((long long)t, 784111777LL);
+    assert_int_equal(s3__amz_date_parse("19941306T084937Z", &t), -EINVAL);
+    char *p = s3__arena_printf(&a, "%d-%s", 42, "x");
+    assert_string_equal(p, "42-x");
+    void *big = s3__arena_alloc(&a, 100000);
+    assert_non_null(big);
+    s3__arena_fini(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipelined),
+        cmocka_unit_test(test_chunked_body),
+        cmocka_unit_test(test_limits_and_garbage),
+        cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_helpers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for s3api/s3_sigv4.c: header and presigned SigV4 against vectors
+ * produced by botocore 1.29 (S3SigV4Auth / S3SigV4QueryAuth at a fixed clock),
+ * the aws-chunked example of the AWS S3 API reference, tampering, expiry, skew. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "s3_internal.h"
+#include "srv_err.h"
+
+static const char SECRET[] = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+/* 2026-11-21T09:30:00Z */
+static const time_t T0 = 1795253400;
+
+static struct s3_req *parse(struct s3_http *h, const char *raw)
+{
+    size_t used = 0;
+    s3__http_init(h, 0, NULL, NULL);
+    int ev = s3__http_feed(h, raw, strlen(raw), &used);
+    assert_int_equal(ev, S3_HTTP_HEADERS);
+    return h->req;
+}
+
+static void test_time_constant(void **state)
+{
+    (void)state;
+    time_t t;
+    assert_int_equal(s3__amz_date_parse("20261121T093000Z", &t), 0);
+    assert_int_equal((long long)t, (long long)T0);
+}
+
+static void test_header_get(void **state)
+{
+    (void)state;
+    struct s3_http h;
+    struct s3_req *r = parse(&h,
+        "GET /bkt?list-type=2&prefix=a%20b%2Fc&delimiter=%2F HTTP/1.1\r\n"
+        "Host: 127.0.0.1:9000\r\n"
+        "X-Amz-Date: 20261121T093000Z\r\n"
+        "X-Amz-Content-SHA256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\r\n"
+        "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261121/us-east-1/s3/aws4_request, "
+        "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+        "Signature=98d42edd142e3b54c8bfb92e2da07fb1cb1d5cde35ad4d691d12df493b14aa55\r\n\r\n");
+    struct s3_sigv4 sig = {.arena = &r->arena};
+    assert_int_equal(s3__sigv4_parse_header(s3__req_header(r, "authorization"), &sig), 0);
+    assert_string_equal(sig.akey, "AKIDEXAMPLE");
+    assert_string_equal(sig.region, "us-east-1");
+    assert_int_equal(sig.nsigned, 3);
+    unsigned char key[32];
+    const char *why = NULL;
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0 + 60, key, &why), 0);
+    /* wrong secret */
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, "nope", T0, key, &why), SRV_EAUTH);
+    /* clock skew: 16 minutes off either way */
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0 + 16 * 60, key, &why),
+                     -ETIMEDOUT);
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0 - 16 * 60, key, &why),
+                     -ETIMEDOUT);
+    s3__http_fini(&h);
+}
+
+static const char PUT_REQ[] =
+    "PUT /bkt/dir/a%20b%2Bc~%C3%A9.txt HTTP/1.1\r\n"
+    "Host: 127.0.0.1:9000\r\n"
+    "Content-Type: text/plain\r\n"
+    "x-amz-meta-Foo:   bar   baz \r\n"
+    "X-Amz-Date: 20261121T093000Z\r\n"
+    "X-Amz-Content-SHA256: a948904f2f0f479b8f8197694b30184b0d2ed1c1cd2a1ec0fb85d299a192a447\r\n"
+    "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261121/us-east-1/s3/aws4_request, "
+    "SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-amz-meta-foo, "
+    "Signature=071afaea3480883b2f88353f5245b28dc65fc65365fd7f8bdc47b878bcb4d39e\r\n"
+    "Content-Length: 12\r\n\r\n";
+
+static void test_header_put_odd_key(void **state)
+{
+    (void)state;
+    struct s3_http h;
+    struct s3_req *r = parse(&h, PUT_REQ);
+    struct s3_sigv4 sig = {.arena = &r->arena};
+    assert_int_equal(s3__sigv4_parse_header(s3__req_header(r, "authorization"), &sig), 0);
+    char *canon = s3__sigv4_canonical(&r->arena, r, &sig);
+    assert_non_null(canon);
+    assert_non_null(strstr(canon, "/bkt/dir/a%20b%2Bc~%C3%A9.txt\n"));
+    assert_non_null(strstr(canon, "x-amz-meta-foo:bar baz\n"));
+    unsigned char key[32];
+    const char *why = NULL;
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0, key, &why), 0);
+    s3__http_fini(&h);
+}
+
+static void test_tampered_header(void **state)
+{
+    (void)state;
+    char buf[2048];
+    snprintf(buf, sizeof(buf), "%s", PUT_REQ);
+    char *p = strstr(buf, "text/plain");
+    p[0] = 'T'; /* a signed header value changed in flight */
+    struct s3_http h;
+    struct s3_req *r = parse(&h, buf);
+    struct s3_sigv4 sig = {.arena = &r->arena};
+    assert_int_equal(s3__sigv4_parse_header(s3__req_header(r, "authorization"), &sig), 0);
+    unsigned char key[32];
+    const char *why = NULL;
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0, key, &why), SRV_EAUTH);
+    assert_non_null(why);
+    s3__http_fini(&h);
+}
+
+static const char PRESIGNED[] =
+    "GET /bkt/key.bin?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20261121%2F"
+    "us-east-1%2Fs3%2Faws4_request&X-Amz-Date=20261121T093000Z&X-Amz-Expires=3600&"
+    "X-Amz-SignedHeaders=host&X-Amz-Signature="
+    "591ed23175b460f7893947aeaf016283a6d90c9f7b453c28bf230ab24f820523 HTTP/1.1\r\n"
+    "Host: localhost:9000\r\n\r\n";
+
+static void test_presigned(void **state)
+{
+    (void)state;
+    struct s3_http h;
+    struct s3_req *r = parse(&h, PRESIGNED);
+    struct s3_sigv4 sig = {.arena = &r->arena};
+    assert_int_equal(s3__sigv4_parse_query(r, &sig), 0);
+    assert_true(sig.presigned);
+    assert_int_equal(sig.expires, 3600);
+    unsigned char key[32];
+    const char *why = NULL;
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0 + 3599, key, &why), 0);
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0 + 3601, key, &why), -EACCES);
+    assert_string_equal(why, "request has expired");
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0 - 3600, key, &why), -EACCES);
+    s3__http_fini(&h);
+}
+
+static void test_presigned_tampered_query(void **state)
+{
+    (void)state;
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", PRESIGNED);
+    memcpy(strstr(buf, "key.bin"), "kez", 3);
+    struct s3_http h;
+    struct s3_req *r = parse(&h, buf);
+    struct s3_sigv4 sig = {.arena = &r->arena};
+    assert_int_equal(s3__sigv4_parse_query(r, &sig), 0);
+    unsigned char key[32];
+    const char *why = NULL;
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, SECRET, T0, key, &why), SRV_EAUTH);
+    s3__http_fini(&h);
+}
+
+static void test_malformed_authz(void **state)
+{
+    (void)state;
+    struct s3_arena a;
+    s3__arena_init(&a);
+    struct s3_sigv4 sig = {.arena = &a};
+    assert_int_equal(s3__sigv4_parse_header("AWS AKID:abc", &sig), SRV_ENOTSUPP);
+    assert_int_equal(s3__sigv4_parse_header("AWS4-HMAC-SHA256 Credential=x", &sig), -EINVAL);
+    assert_int_equal(s3__sigv4_parse_header("AWS4-HMAC-SHA256 Credential=A/2/r/s3/aws4_request, "
+                                            "SignedHeaders=host, Signature=short", &sig), -EINVAL);
+    assert_int_equal(s3__sigv4_parse_header("AWS4-HMAC-SHA256 Credential=A/20130524/r/s3/x, "
+                                            "SignedHeaders=host, Signature="
+                                            "0000000000000000000000000000000000000000000000000000000000000000",
+                                            &sig), -EINVAL);
+    assert_int_equal(s3__sigv4_parse_header("", &sig), -EINVAL);
+    s3__arena_fini(&a);
+}
+
+/* The "PUT Object" chunked example of the AWS S3 API reference (sigv4-streaming). */
+static const char CHUNK_REQ[] =
+    "PUT /examplebucket/chunkObject.txt HTTP/1.1\r\n"
+    "Host: s3.amazonaws.com\r\n"
+    "x-amz-date: 20130524T000000Z\r\n"
+    "x-amz-storage-class: REDUCED_REDUNDANCY\r\n"
+    "Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/"
+    "aws4_request,SignedHeaders=content-encoding;content-length;host;x-amz-content-sha256;"
+    "x-amz-date;x-amz-decoded-content-length;x-amz-storage-class,"
+    "Signature=4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9\r\n"
+    "x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD\r\n"
+    "Content-Encoding: aws-chunked\r\n"
+    "x-amz-decoded-content-length: 66560\r\n"
+    "Content-Length: 66824\r\n\r\n";
+static const char EX_SECRET[] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+
+struct sink {
+    size_t n;
+    int bad;
+};
+
+static int sink_cb(void *arg, const char *d, size_t len)
+{
+    struct sink *s = arg;
+    for (size_t i = 0; i < len; i++)
+        if (d[i] != 'a')
+            s->bad++;
+    s->n += len;
+    return 0;
+}
+
+static char *chunk_body(size_t *len, int tamper)
+{
+    char *b = malloc(70000), *p = b;
+    p += sprintf(p, "10000;chunk-signature="
+                    "ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n");
+    memset(p, 'a', 65536);
+    if (tamper)
+        p[100] = 'b';
+    p += 65536;
+    p += sprintf(p, "\r\n400;chunk-signature="
+                    "0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497\r\n");
+    memset(p, 'a', 1024);
+    p += 1024;
+    p += sprintf(p, "\r\n0;chunk-signature="
+                    "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9\r\n\r\n");
+    *len = (size_t)(p - b);
+    return b;
+}
+
+static void run_chunked(int tamper, size_t step, int want_rc)
+{
+    struct s3_http h;
+    struct s3_req *r = parse(&h, CHUNK_REQ);
+    struct s3_sigv4 sig = {.arena = &r->arena};
+    assert_int_equal(s3__sigv4_parse_header(s3__req_header(r, "authorization"), &sig), 0);
+    unsigned char key[32];
+    const char *why = NULL;
+    time_t t;
+    s3__amz_date_parse("20130524T000000Z", &t);
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, EX_SECRET, t, key, &why), 0);
+    size_t len;
+    char *body = chunk_body(&len, tamper);
+    assert_int_equal(len, 66824);
+    struct s3_chunked d;
+    struct sink s = {0};
+    s3__chunked_init(&d, S3_CHUNK_SIGNED, key, &sig, sink_cb, &s);
+    int rc = 0;
+    for (size_t off = 0; off < len && rc == 0; off += step)
+        rc = s3__chunked_feed(&d, body + off, len - off < step ? len - off : step);
+    assert_int_equal(rc, want_rc);
+    if (want_rc == 0) {
+        assert_true(d.done);
+        assert_int_equal(d.decoded, 66560);
+        assert_int_equal(s.n, 66560);
+        assert_int_equal(s.bad, 0);
+    } else {
+        assert_false(d.done);
+    }
+    s3__chunked_fini(&d);
+    free(body);
+    s3__http_fini(&h);
+}
+
+static void test_chunked_example(void **state)
+{
+    (void)state;
+    run_chunked(0, 1 << 20, 0);
+    run_chunked(0, 1, 0);    /* byte by byte */
+    run_chunked(0, 4097, 0); /* odd splits */
+}
+
+static void test_chunked_tampered(void **state)
+{
+    (void)state;
+    run_chunked(1, 1 << 20, SRV_EAUTH);
+    run_chunked(1, 7, SRV_EAUTH);
+}
+
+static void test_chunked_framing(void **state)
+{
+    (void)state;
+    struct s3_chunked d;
+    struct sink s = {0};
+    static const char body[] = "5\r\naaaaa\r\n0\r\nx-amz-checksum-crc32:sOO8/Q==\r\n\r\n";
+    s3__chunked_init(&d, S3_CHUNK_UNSIGNED_TRAILER, NULL, NULL, sink_cb, &s);
+    assert_int_equal(s3__chunked_feed(&d, body, strlen(body)), 0);
+    assert_true(d.done);
+    assert_int_equal(s.n, 5);
+    assert_string_equal(d.ck_name, "x-amz-checksum-crc32");
+    assert_string_equal(d.ck_value, "sOO8/Q==");
+    assert_int_equal(s3__chunked_feed(&d, "x", 1), -EINVAL);
+    s3__chunked_fini(&d);
+    /* data longer than the declared size */
+    s3__chunked_init(&d, S3_CHUNK_UNSIGNED_TRAILER, NULL, NULL, sink_cb, &s);
+    assert_int_equal(s3__chunked_feed(&d, "2\r\naaa\r\n", 8), -EINVAL);
+    s3__chunked_fini(&d);
+    /* bad hex */
+    s3__chunked_init(&d, S3_CHUNK_UNSIGNED_TRAILER, NULL, NULL, sink_cb, &s);
+    assert_int_equal(s3__chunked_feed(&d, "zz\r\n", 4), -EINVAL);
+    s3__chunked_fini(&d);
+    /* signed mode without a signature */
+    s3__chunked_init(&d, S3_CHUNK_SIGNED, (const unsigned char *)"0123456789abcdef0123456789abcdef",
+                     NULL, sink_cb, &s);
+    assert_int_equal(s3__chunked_feed(&d, "2\r\naa\r\n", 7), -EINVAL);
+    s3__chunked_fini(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_time_constant),
+        cmocka_unit_test(test_header_get),
+        cmocka_unit_test(test_header_put_odd_key),
+        cmocka_unit_test(test_tampered_header),
+        cmocka_unit_test(test_presigned),
+        cmocka_unit_test(test_presigned_tampered_query),
+        cmocka_unit_test(test_malformed_authz),
+        cmocka_unit_test(test_chunked_example),
+        cmocka_unit_test(test_chunked_tampered),
+        cmocka_unit_test(test_chunked_framing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

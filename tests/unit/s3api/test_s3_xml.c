@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for s3api/s3_xml.c: escaping and the request-document parser. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <event2/buffer.h>
+
+#include "s3_internal.h"
+
+static void test_escape(void **state)
+{
+    (void)state;
+    struct evbuffer *b = evbuffer_new();
+    s3__xml_elem(b, "Key", "a<b>&\"c'\x01");
+    s3__xml_elem_u64(b, "Size", 12345678901ULL);
+    size_t n = evbuffer_get_length(b);
+    char out[256];
+    evbuffer_remove(b, out, n);
+    out[n] = '\0';
+    assert_string_equal(out, "<Key>a&lt;b&gt;&amp;&quot;c&apos;&#x1;</Key><Size>12345678901</Size>");
+    evbuffer_free(b);
+}
+
+static void test_parse_complete(void **state)
+{
+    (void)state;
+    static const char doc[] =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<!-- c --><Part><PartNumber>1</PartNumber><ETag>&quot;abc&quot;</ETag></Part>"
+        "<Part><PartNumber>2</PartNumber><ETag><![CDATA[\"d<e\"]]></ETag></Part>"
+        "</CompleteMultipartUpload>\n";
+    struct s3_arena a;
+    s3__arena_init(&a);
+    struct s3_xnode *root;
+    assert_int_equal(s3__xml_parse(&a, doc, sizeof(doc) - 1, &root), 0);
+    assert_string_equal(root->name, "CompleteMultipartUpload");
+    struct s3_xnode *p = s3__xml_child(root, "Part");
+    assert_non_null(p);
+    assert_string_equal(s3__xml_child(p, "PartNumber")->text, "1");
+    assert_string_equal(s3__xml_child(p, "ETag")->text, "\"abc\"");
+    p = p->next;
+    assert_string_equal(s3__xml_child(p, "ETag")->text, "\"d<e\"");
+    assert_null(p->next);
+    s3__arena_fini(&a);
+}
+
+static void test_parse_refuses(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "",
+        "<a>",
+        "<a></b>",
+        "<a><b></a></b>",
+        "<!DOCTYPE x [<!ENTITY e \"x\">]><a>&e;</a>",
+        "<a>&unknown;</a>",
+        "<a>&#0;</a>",
+        "<a x=1></a>",
+        "<a></a><b></b>",
+        "<a></a>trailing",
+    };
+    struct s3_arena a;
+    s3__arena_init(&a);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct s3_xnode *root;
+        assert_int_equal(s3__xml_parse(&a, bad[i], strlen(bad[i]), &root), -EINVAL);
+    }
+    char deep[2048] = "";
+    for (int i = 0; i < 100; i++)
+        strcat(deep, "<a>");
+    struct s3_xnode *root;
+    assert_int_equal(s3__xml_parse(&a, deep, strlen(deep), &root), -EINVAL);
+    static const char ok[] = "<s3:Delete xmlns:s3=\"x\"><s3:Quiet>true</s3:Quiet>"
+                             "<Object><Key>a&#x20AC;&#65;</Key></Object></s3:Delete>";
+    assert_int_equal(s3__xml_parse(&a, ok, sizeof(ok) - 1, &root), 0);
+    assert_string_equal(root->name, "Delete");
+    assert_string_equal(s3__xml_child(root, "Quiet")->text, "true");
+    assert_string_equal(s3__xml_child(s3__xml_child(root, "Object"), "Key")->text, "a\xE2\x82\xAC" "A");
+    s3__arena_fini(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_parse_complete),
+        cmocka_unit_test(test_parse_refuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
