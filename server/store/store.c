@@ -31,6 +31,8 @@
 #include "srv_log.h"
 #include "store_int.h"
 
+int store__no_direct;
+
 static void dev_close(struct store_dev *d)
 {
     if (d->fd >= 0 && d->fd != d->fd_buf)
@@ -110,12 +112,12 @@ static int dev_open(struct store_dev *d, const char *path, int create, uint64_t 
         rc = -ENOSPC;
         goto out;
     }
-    d->fd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
+    d->fd = store__no_direct ? -1 : open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
     if (d->fd >= 0) {
         d->direct = 1;
     } else {
         srv_log(INFO, STORE, "%s: O_DIRECT refused (%s), using buffered I/O", path,
-                strerror(errno));
+                store__no_direct ? "disabled" : strerror(errno));
         d->fd = d->fd_buf;
         d->direct = 0;
     }
@@ -305,16 +307,20 @@ int store_write(struct store *s, struct store_extent *e, const void *buf, size_t
         return rc;
     struct store_dev *d = &s->devs[e->dev];
     uint32_t crc = store_crc32c(0, buf, len);
-    void *bounce = NULL;
+    void *bounce = NULL; /* owned only when not the thread's scratch buffer */
     if (len) {
         const void *src = buf;
         size_t wlen = len;
         if (d->direct && (((uintptr_t)buf % STORE_ALIGN) != 0 || len % STORE_ALIGN != 0)) {
-            if (posix_memalign(&bounce, STORE_ALIGN, size) != 0)
-                return -ENOMEM;
-            memcpy(bounce, buf, len);
-            memset((char *)bounce + len, 0, size - len);
-            src = bounce;
+            void *tmp = store__bounce_get();
+            if (!tmp) {
+                if (posix_memalign(&bounce, STORE_ALIGN, size) != 0)
+                    return -ENOMEM;
+                tmp = bounce;
+            }
+            memcpy(tmp, buf, len);
+            memset((char *)tmp + len, 0, size - len);
+            src = tmp;
             wlen = size;
         }
         rc = store__io_write(d->fd, src, wlen, e->off);
@@ -376,9 +382,12 @@ int store_read(struct store *s, const struct store_extent *e, uint32_t from, voi
     if (into_caller) {
         data = buf;
     } else {
-        if (posix_memalign(&bounce, STORE_ALIGN, size) != 0)
-            return -ENOMEM;
-        data = bounce;
+        data = store__bounce_get();
+        if (!data) {
+            if (posix_memalign(&bounce, STORE_ALIGN, size) != 0)
+                return -ENOMEM;
+            data = bounce;
+        }
     }
     rc = store__io_read(d->fd, data, d->direct ? size : e->len, e->off);
     if (rc < 0)

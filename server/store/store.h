@@ -43,51 +43,78 @@ struct store_config {
     const char *dir;               /* data files are dir/data.NNN */
     uint64_t file_size;            /* bytes per data file */
     uint32_t nfiles;
-    const char *const *devices;    /* block devices instead of files, or NULL */
+    const char *const *devices;    /* block devices instead of files, or NULL; the first
+                                    * nfiles entries (all up to a NULL entry when nfiles
+                                    * is 0) */
 };
 
 /** Open data files/devices, creating and preallocating missing files, and
  * rebuild the allocator from the free map read with @p rtxn (a read or write
  * txn of the meta env); a new store (no free map yet) is initialized with
  * every byte free via store_txn_init in a write txn the caller commits.
- * @return 0, -ENOSPC, -errno. */
+ * The map records the device count: reopening with another count is refused.
+ * @return 0, -ENOSPC (cannot preallocate), -EINVAL (bad config, device count
+ * changed, not a file/block device), SRV_ECORRUPT (malformed free map),
+ * SRV_EBADVERSION, -ENOMEM, -errno from open(). */
 int store_open(struct store **out, const struct store_config *cfg, struct MDB_txn *rtxn,
                unsigned int free_dbi);
 /** True when the free map in LMDB is empty and must be initialized. */
 int store_needs_init(struct store *s);
-/** Write the initial all-free map into @p wtxn. @return 0, -errno, MDB error mapped to -EIO. */
+/** Write the initial all-free map into @p wtxn (a no-op unless store_needs_init).
+ * The allocator uses the space at once; store_txn_done(ok=0) on @p wtxn undoes
+ * that. @return 0, -EINVAL, -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
 int store_txn_init(struct store *s, struct MDB_txn *wtxn);
 void store_close(struct store *s);
 
 /** Reserve @p len bytes (rounded up to STORE_ALIGN) as one extent of at most
- * STORE_EXTENT_MAX. @return 0, -ENOSPC. */
+ * STORE_EXTENT_MAX. Continues after this thread's previous extent when that
+ * space is free, else takes the smallest free range that fits.
+ * @return 0, -ENOSPC (no free range is large enough), -EINVAL (len 0 or
+ * > STORE_EXTENT_MAX), -ENOMEM. */
 int store_alloc(struct store *s, uint32_t len, struct store_extent *out);
+/** Like store_alloc, but first tries the space right after @p prev (the
+ * file's previous extent; may be NULL) so a file written by several threads
+ * stays contiguous. @return as store_alloc. */
+int store_alloc_near(struct store *s, const struct store_extent *prev, uint32_t len,
+                     struct store_extent *out);
 /** Give back a reservation that will never be committed. */
 void store_unreserve(struct store *s, const struct store_extent *e);
-/** In @p wtxn: mark reserved extent @p e used in the persistent map. */
+/** In @p wtxn: mark reserved extent @p e used in the persistent map. If the
+ * txn aborts, @p e stays reserved (store_unreserve it or use it again).
+ * @return 0, -EINVAL (not a reservation), SRV_ECORRUPT (not free in the map),
+ * -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
 int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e);
 /** In @p wtxn: mark used extent @p e free in the persistent map; it enters
- * the limbo when store_txn_done() reports the txn committed. */
+ * the limbo when store_txn_done() reports the txn committed.
+ * @return 0, -EINVAL (outside the devices), SRV_ECORRUPT (already free: a
+ * double free), -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
 int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e);
 /** After @p wtxn committed (ok=1) or aborted (ok=0): move this txn's frees to
  * the limbo, or forget them. Call once per txn that called store_txn_*. */
 void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok);
 
 /** Write @p len bytes at extent @p e (e->len = len; computes e->crc). Data is
- * not durable until store_sync(). @return 0, -EIO. */
+ * not durable until store_sync(). A reserved extent may be written shorter
+ * than it was reserved: the unused tail is given back. A committed extent may
+ * be rewritten in place only with the same rounded size.
+ * @return 0, -EIO, -EINVAL (does not fit), -ENOMEM. */
 int store_write(struct store *s, struct store_extent *e, const void *buf, size_t len);
 /** Flush data files to stable storage (fdatasync each dirty one). @return 0, -EIO. */
 int store_sync(struct store *s);
 /** Read extent bytes [from, from+len) into @p buf, verifying the whole
- * extent's CRC (reads the whole extent). @return 0, -EIO, SRV_ECORRUPT. */
+ * extent's CRC (reads the whole extent). @return 0, -EIO, SRV_ECORRUPT (logged,
+ * counted; @p buf holds no extent bytes), -EINVAL (range outside the extent),
+ * -ENOMEM. */
 int store_read(struct store *s, const struct store_extent *e, uint32_t from, void *buf,
                size_t len);
 
-/** Epoch-based reader protection (see header). @return a token for store_read_end. */
+/** Epoch-based reader protection (see header). Call before opening the
+ * read txn whose extent map will be read. @return a token for store_read_end. */
 uint64_t store_read_begin(struct store *s);
 void store_read_end(struct store *s, uint64_t token);
 
-/** Device fd and absolute offset of an extent (for sendfile; caller checks CRC policy). */
+/** Device fd of an extent (buffered, for sendfile at offset e->off; caller
+ * checks CRC policy; owned by the store). @return fd, -EINVAL. */
 int store_extent_fd(struct store *s, const struct store_extent *e);
 
 struct store_stats {

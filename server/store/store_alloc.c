@@ -385,7 +385,10 @@ static _Thread_local struct {
     uint64_t end;
 } alloc_cursor;
 
-int store_alloc(struct store *s, uint32_t len, struct store_extent *out)
+/* Reserve @p len bytes: right after @p prev when given and free, else after this thread's
+ * last extent, else the smallest free range that fits. */
+static int alloc_do(struct store *s, const struct store_extent *prev, uint32_t len,
+                    struct store_extent *out)
 {
     if (!s || !out || len == 0 || len > STORE_EXTENT_MAX)
         return -EINVAL;
@@ -398,7 +401,12 @@ int store_alloc(struct store *s, uint32_t len, struct store_extent *out)
     pthread_mutex_lock(&a->mu);
     limbo_release(a);
     struct store__range *r = NULL;
-    if (alloc_cursor.s == s) {
+    if (prev && prev->dev < s->ndev && prev->off % STORE_ALIGN == 0) {
+        r = range_find_off(a, prev->dev, prev->off + store__round_up(prev->len ? prev->len : 1));
+        if (r && r->len < size)
+            r = NULL;
+    }
+    if (!r && alloc_cursor.s == s) {
         r = range_find_off(a, alloc_cursor.dev, alloc_cursor.end);
         if (r && r->len < size)
             r = NULL;
@@ -431,6 +439,17 @@ out:
     pthread_mutex_unlock(&a->mu);
     free(resv);
     return rc;
+}
+
+int store_alloc(struct store *s, uint32_t len, struct store_extent *out)
+{
+    return alloc_do(s, NULL, len, out);
+}
+
+int store_alloc_near(struct store *s, const struct store_extent *prev, uint32_t len,
+                     struct store_extent *out)
+{
+    return alloc_do(s, prev, len, out);
 }
 
 void store_unreserve(struct store *s, const struct store_extent *e)

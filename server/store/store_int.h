@@ -114,6 +114,13 @@ uint64_t store__get_be64(const unsigned char *p);
  * @return 0, -EIO (or -errno). */
 int store__io_read(int fd, void *buf, size_t len, uint64_t off);
 int store__io_write(int fd, const void *buf, size_t len, uint64_t off);
+/* This thread's STORE_EXTENT_MAX-byte aligned scratch buffer, or NULL (then allocate). */
+void *store__bounce_get(void);
+/* Tests: 1 forces the pread/pwrite path, 0 allows io_uring again. */
+void store__uring_disable(int disable);
+
+/* store.c, tests: nonzero makes store_open skip O_DIRECT (the buffered path). */
+extern int store__no_direct;
 
 /* store_crc32c.c: 0 forces the software CRC (tests); 1 restores auto-detection.
  * @return whether the hardware path is now used. */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
- * store_uring: synchronous positional reads and writes through io_uring.
+ * store_uring: synchronous positional reads and writes through io_uring, and
+ * the per-thread bounce buffer.
  *
  * The core is synchronous and runs on worker threads, so each thread gets
  * its own small ring, created on first use and torn down when the thread
  * exits (pthread key destructor): no lock on the I/O path. One request is
  * submitted and waited for at a time; short transfers are continued. When
  * the kernel refuses io_uring (old kernel, seccomp), the store falls back to
- * pread/pwrite and says so once in the log.
+ * pread/pwrite and says so once in the log. The same per-thread slot keeps
+ * one STORE_EXTENT_MAX aligned buffer for unaligned callers' I/O, so the data
+ * path does not allocate per request.
  * Thread: any. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -22,21 +25,47 @@
 
 #define RING_DEPTH 8
 
-static pthread_key_t ring_key;
-static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
-static int ring_key_ok;
-static int ring_broken; /* set once io_uring_queue_init failed: use pread/pwrite */
+struct tls_slot {
+    struct io_uring ring;
+    int ring_state; /* 0: not tried, 1: ready, -1: failed */
+    void *bounce;   /* STORE_EXTENT_MAX bytes, STORE_ALIGN-aligned, or NULL */
+};
 
-static void ring_destroy(void *p)
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static int tls_key_ok;
+static int ring_broken; /* io_uring refused once (or disabled): use pread/pwrite */
+
+static void tls_destroy(void *p)
 {
-    struct io_uring *ring = p;
-    io_uring_queue_exit(ring);
-    free(ring);
+    struct tls_slot *t = p;
+    if (t->ring_state == 1)
+        io_uring_queue_exit(&t->ring);
+    free(t->bounce);
+    free(t);
 }
 
-static void ring_key_make(void)
+static void tls_key_make(void)
 {
-    ring_key_ok = pthread_key_create(&ring_key, ring_destroy) == 0;
+    tls_key_ok = pthread_key_create(&tls_key, tls_destroy) == 0;
+}
+
+static struct tls_slot *tls_get(void)
+{
+    pthread_once(&tls_once, tls_key_make);
+    if (!tls_key_ok)
+        return NULL;
+    struct tls_slot *t = pthread_getspecific(tls_key);
+    if (t)
+        return t;
+    t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    if (pthread_setspecific(tls_key, t) != 0) {
+        free(t);
+        return NULL;
+    }
+    return t;
 }
 
 /* @return this thread's ring, or NULL to use the syscall fallback. */
@@ -44,27 +73,35 @@ static struct io_uring *ring_get(void)
 {
     if (__atomic_load_n(&ring_broken, __ATOMIC_RELAXED))
         return NULL;
-    pthread_once(&ring_once, ring_key_make);
-    if (!ring_key_ok)
+    struct tls_slot *t = tls_get();
+    if (!t || t->ring_state < 0)
         return NULL;
-    struct io_uring *ring = pthread_getspecific(ring_key);
-    if (ring)
-        return ring;
-    ring = calloc(1, sizeof(*ring));
-    if (!ring)
-        return NULL;
-    int rc = io_uring_queue_init(RING_DEPTH, ring, 0);
+    if (t->ring_state == 1)
+        return &t->ring;
+    int rc = io_uring_queue_init(RING_DEPTH, &t->ring, 0);
     if (rc < 0) {
-        free(ring);
+        t->ring_state = -1;
         if (!__atomic_exchange_n(&ring_broken, 1, __ATOMIC_RELAXED))
             srv_log(WARN, STORE, "io_uring unavailable (%d), using pread/pwrite", rc);
         return NULL;
     }
-    if (pthread_setspecific(ring_key, ring) != 0) {
-        ring_destroy(ring);
+    t->ring_state = 1;
+    return &t->ring;
+}
+
+void store__uring_disable(int disable)
+{
+    __atomic_store_n(&ring_broken, disable ? 1 : 0, __ATOMIC_RELAXED);
+}
+
+void *store__bounce_get(void)
+{
+    struct tls_slot *t = tls_get();
+    if (!t)
         return NULL;
-    }
-    return ring;
+    if (!t->bounce && posix_memalign(&t->bounce, STORE_ALIGN, STORE_EXTENT_MAX) != 0)
+        t->bounce = NULL;
+    return t->bounce;
 }
 
 /* One transfer; @return bytes moved (may be short) or -errno. */

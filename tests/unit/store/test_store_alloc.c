@@ -385,6 +385,60 @@ static void test_write_shrinks_reservation(void **state)
     tenv_free(t);
 }
 
+static void test_alloc_near(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, NBLK * BLK);
+    struct store_extent a0, b0, a1, b1, a2;
+    /* Two files written in turn by one thread: the thread cursor alone would interleave. */
+    assert_int_equal(store_alloc(t->s, BLK, &a0), 0);
+    assert_int_equal(store_alloc(t->s, 20 * BLK, &b0), 0);
+    assert_int_equal(store_alloc_near(t->s, &a0, BLK, &a1), 0);
+    assert_int_equal(a1.off, b0.off + 20 * BLK); /* a0's neighbour is taken by b0 */
+    assert_int_equal(store_alloc_near(t->s, &b0, BLK, &b1), 0);
+    assert_int_equal(store_alloc_near(t->s, &a1, 2 * BLK, &a2), 0);
+    assert_int_equal(a2.off, a1.off + 2 * BLK); /* after b1 took the next block */
+    assert_int_equal(b1.off, a1.off + BLK);
+    /* With the space after a hint free, it is used. */
+    store_unreserve(t->s, &b1);
+    struct store_extent x;
+    assert_int_equal(store_alloc_near(t->s, &a1, BLK, &x), 0);
+    assert_int_equal(x.off, a1.off + BLK);
+    assert_int_equal(store_alloc_near(t->s, NULL, BLK, &x), 0);
+    struct store_extent bogus = {.dev = 99};
+    assert_int_equal(store_alloc_near(t->s, &bogus, BLK, &x), 0);
+    tenv_free(t);
+}
+
+static void test_init_abort(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, NBLK * BLK);
+    tenv_store_close(t);
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "free-b", MDB_CREATE, &dbi), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    t->dbi = dbi;
+    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
+    assert_int_equal(store_open(&t->s, &t->cfg, txn, dbi), 0);
+    assert_true(store_needs_init(t->s));
+    assert_int_equal(store_txn_init(t->s, txn), 0);
+    assert_false(store_needs_init(t->s));
+    assert_int_equal(tenv_free_bytes(t), NBLK * BLK);
+    mdb_txn_abort(txn);
+    store_txn_done(t->s, txn, 0);
+    assert_true(store_needs_init(t->s));
+    assert_int_equal(tenv_free_bytes(t), 0);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, BLK, &e), -ENOSPC);
+    tenv_store_close(t);
+    assert_int_equal(tenv_store_open(t), 0);
+    assert_int_equal(tenv_free_bytes(t), NBLK * BLK);
+    tenv_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +455,8 @@ int main(void)
         cmocka_unit_test(test_limbo_many_epochs),
         cmocka_unit_test(test_aborted_free),
         cmocka_unit_test(test_write_shrinks_reservation),
+        cmocka_unit_test(test_alloc_near),
+        cmocka_unit_test(test_init_abort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
