@@ -519,12 +519,14 @@ uint64_t store_read_begin(struct store *s)
         goto out;
     }
     if (a->rtail == a->rcap) {
-        if (a->rhead > 0) {
-            memmove(a->readers, a->readers + a->rhead,
-                    (a->rtail - a->rhead) * sizeof(*a->readers));
-            a->rtail -= a->rhead;
-            a->rhead = 0;
-        } else {
+        /* Squeeze out finished epochs (a long reader at the front keeps those behind it). */
+        size_t j = 0;
+        for (size_t i = a->rhead; i < a->rtail; i++)
+            if (a->readers[i].count)
+                a->readers[j++] = a->readers[i];
+        a->rhead = 0;
+        a->rtail = j;
+        if (a->rtail == a->rcap) {
             size_t ncap = a->rcap ? a->rcap * 2 : 16;
             struct store__epoch *n = realloc(a->readers, ncap * sizeof(*n));
             SRV_ASSERT(n != NULL);

@@ -439,6 +439,32 @@ static void test_init_abort(void **state)
     tenv_free(t);
 }
 
+static void test_limbo_stuck_reader(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, NBLK * BLK);
+    struct store_extent ext[NBLK];
+    struct store_stats st;
+    size_t n = fill(t, ext, NBLK);
+    assert_int_equal(tenv_use(t, ext, n), 0);
+    /* One old reader stays; many short readers come and go, one free each time. */
+    uint64_t old = store_read_begin(t->s);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t tok = store_read_begin(t->s);
+        assert_int_equal(tenv_free_ext(t, &ext[i], 1, 1), 0);
+        store_read_end(t->s, tok);
+        store_read_end(t->s, store_read_begin(t->s));
+    }
+    store_stats_get(t->s, &st);
+    assert_int_equal(st.limbo, NBLK * BLK);
+    assert_int_equal(st.free, 0);
+    store_read_end(t->s, old);
+    store_stats_get(t->s, &st);
+    assert_int_equal(st.limbo, 0);
+    assert_int_equal(st.free, NBLK * BLK);
+    tenv_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_unreserve),
         cmocka_unit_test(test_limbo),
         cmocka_unit_test(test_limbo_many_epochs),
+        cmocka_unit_test(test_limbo_stuck_reader),
         cmocka_unit_test(test_aborted_free),
         cmocka_unit_test(test_write_shrinks_reservation),
         cmocka_unit_test(test_alloc_near),
