@@ -129,4 +129,27 @@ int tenants_export_delete(struct tenants *t, uint32_t id);
 int tenants_net_parse(const char *s, struct tenant_net *out);
 bool tenants_net_match(const struct tenant_net *n, const struct sockaddr *sa);
 
+/* ---- extensions (backward compatible) ---- */
+
+/** As tenants_open(), but the master key that encrypts stored secrets lives in
+ * the file @p keyfile (created mode 0600 with a random key on a new store)
+ * instead of the CORE_T_CONFIG table; NULL = the table.
+ * @return as tenants_open(), plus SRV_ECORRUPT when the store holds secrets but
+ * @p keyfile is missing or holds another key (logged). */
+int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfile,
+                         const char *akey, const char *secret, char *gen_akey, char *gen_secret,
+                         bool *created);
+/** Format a range as "ADDR/PREFIX" (at least INET6_ADDRSTRLEN + 5 bytes). */
+void tenants_net_format(const struct tenant_net *n, char *buf, size_t len);
+/** Find a user of @p tenant by name. @return 0, -ENOENT. */
+int tenants_user_find(struct tenants *t, uint32_t tenant, const char *name,
+                      struct tenant_user *out);
+/** Get one key's record (no secret). @return 0, -ENOENT. */
+int tenants_key_get(struct tenants *t, const char *akey, struct tenant_key *out);
+/** Export by id without an address check (admin). @return 0, -ENOENT. */
+int tenants_export_get_admin(struct tenants *t, uint32_t id, struct tenant_export *out);
+/** Visit every export of @p tenant (0 = all tenants), in id order. */
+int tenants_export_list_tenant(struct tenants *t, uint32_t tenant, tenants_export_cb cb,
+                               void *arg);
+
 #endif

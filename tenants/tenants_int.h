@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * tenants_int: helpers shared inside tenants/ (secret sealing, random bytes).
+ * Not for other modules. Thread: any. */
+#ifndef TENANTS_INT_H
+#define TENANTS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TENANTS_MKEY_LEN 32
+
+/** Fill @p buf with @p n bytes from the OpenSSL CSPRNG. @return 0, -EIO. */
+int tenants__random(void *buf, size_t n);
+/** Random string of @p n characters from @p alphabet (NUL-terminated into out[n]). */
+int tenants__random_string(char *out, size_t n, const char *alphabet);
+
+/** Encrypt @p plain with AES-256-GCM under @p key, binding @p aad (the access key
+ * id), into lowercase hex "nonce(12) | ciphertext | tag(16)".
+ * @return 0, -ENAMETOOLONG (@p hexlen too small), -EIO (crypto failure). */
+int tenants__seal(const uint8_t key[TENANTS_MKEY_LEN], const char *aad, const char *plain,
+                  char *hex, size_t hexlen);
+/** Decrypt what tenants__seal produced. @return 0, SRV_ECORRUPT (bad hex, wrong key or
+ * tampered record), -ENAMETOOLONG (@p plainlen too small). */
+int tenants__unseal(const uint8_t key[TENANTS_MKEY_LEN], const char *aad, const char *hex,
+                    char *plain, size_t plainlen);
+
+/** SHA-256 of @p len bytes into @p out. */
+void tenants__sha256(const void *data, size_t len, uint8_t out[32]);
+
+#endif

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for tenants/tenants.c: bootstrap, key lookup, CRUD of tenants,
+ * users, keys and exports, persistence across reopen, secrets encrypted at
+ * rest (never stored in clear), and the master key file.
+ *
+ * The core is replaced at its boundary by a small in-memory fake of the
+ * core_table_* and core_tenant_* calls (this binary links only libtenants.a
+ * and libsrv.a), so the tests are independent of the metadata engine. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "srv_err.h"
+#include "tenants.h"
+
+/* ---- fake core ---- */
+struct row {
+    void *k, *v;
+    size_t kl, vl;
+};
+static struct row rows[CORE_T__COUNT][256];
+static size_t nrows[CORE_T__COUNT];
+static uint32_t troots[64];
+static int buckets_in[64];
+
+static int kcmp(const void *a, size_t al, const void *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al < bl ? -1 : al > bl);
+}
+
+static struct row *rfind(enum core_table t, const void *k, size_t kl)
+{
+    for (size_t i = 0; i < nrows[t]; i++)
+        if (kcmp(rows[t][i].k, rows[t][i].kl, k, kl) == 0)
+            return &rows[t][i];
+    return NULL;
+}
+
+int core_table_get(struct core *c, enum core_table t, const void *key, size_t klen, void **val,
+                   size_t *vlen)
+{
+    struct row *r = rfind(t, key, klen);
+    if (!r)
+        return -ENOENT;
+    *val = malloc(r->vl + 1);
+    memcpy(*val, r->v, r->vl);
+    *vlen = r->vl;
+    return 0;
+}
+
+int core_table_put(struct core *c, enum core_table t, const void *key, size_t klen,
+                   const void *val, size_t vlen, unsigned flags)
+{
+    struct row *r = rfind(t, key, klen);
+    if (r && (flags & CORE_TPUT_NOOVERWRITE))
+        return -EEXIST;
+    if (!r) {
+        size_t i = nrows[t];
+        while (i > 0 && kcmp(rows[t][i - 1].k, rows[t][i - 1].kl, key, klen) > 0) {
+            rows[t][i] = rows[t][i - 1];
+            i--;
+        }
+        nrows[t]++;
+        r = &rows[t][i];
+        r->k = malloc(klen);
+        memcpy(r->k, key, klen);
+        r->kl = klen;
+        r->v = NULL;
+    }
+    free(r->v);
+    r->v = malloc(vlen);
+    memcpy(r->v, val, vlen);
+    r->vl = vlen;
+    return 0;
+}
+
+int core_table_del(struct core *c, enum core_table t, const void *key, size_t klen)
+{
+    struct row *r = rfind(t, key, klen);
+    if (!r)
+        return -ENOENT;
+    free(r->k);
+    free(r->v);
+    size_t i = (size_t)(r - rows[t]);
+    memmove(&rows[t][i], &rows[t][i + 1], (nrows[t] - i - 1) * sizeof(struct row));
+    nrows[t]--;
+    return 0;
+}
+
+int core_table_scan(struct core *c, enum core_table t, const void *start, size_t slen,
+                    core_table_cb cb, void *arg)
+{
+    for (size_t i = 0; i < nrows[t]; i++) {
+        if (start && kcmp(rows[t][i].k, rows[t][i].kl, start, slen) < 0)
+            continue;
+        if (cb(arg, rows[t][i].k, rows[t][i].kl, rows[t][i].v, rows[t][i].vl))
+            break;
+    }
+    return 0;
+}
+
+int core_tenant_create(struct core *c, uint32_t id)
+{
+    if (id >= 64)
+        return -ENOSPC;
+    if (troots[id])
+        return -EEXIST;
+    troots[id] = 1000 + id;
+    return 0;
+}
+
+int core_tenant_delete(struct core *c, uint32_t id)
+{
+    if (id >= 64 || !troots[id])
+        return -ENOENT;
+    if (buckets_in[id])
+        return -ENOTEMPTY;
+    troots[id] = 0;
+    return 0;
+}
+
+int core_tenant_root(struct core *c, uint32_t id, uint64_t *root)
+{
+    if (id >= 64 || !troots[id])
+        return -ENOENT;
+    *root = troots[id];
+    return 0;
+}
+
+static void fake_reset(void)
+{
+    for (int t = 0; t < CORE_T__COUNT; t++) {
+        for (size_t i = 0; i < nrows[t]; i++) {
+            free(rows[t][i].k);
+            free(rows[t][i].v);
+        }
+        nrows[t] = 0;
+    }
+    memset(troots, 0, sizeof(troots));
+    memset(buckets_in, 0, sizeof(buckets_in));
+}
+
+static int setup(void **state)
+{
+    fake_reset();
+    return 0;
+}
+
+static struct core *const FAKE = (struct core *)0x1;
+
+/* ---- helpers ---- */
+
+static struct sockaddr_in v4(const char *a)
+{
+    struct sockaddr_in s;
+    memset(&s, 0, sizeof(s));
+    s.sin_family = AF_INET;
+    inet_pton(AF_INET, a, &s.sin_addr);
+    return s;
+}
+
+static bool table_contains(enum core_table t, const char *needle)
+{
+    for (size_t i = 0; i < nrows[t]; i++)
+        if (memmem(rows[t][i].v, rows[t][i].vl, needle, strlen(needle)))
+            return true;
+    return false;
+}
+
+/* ---- tests ---- */
+
+static void test_bootstrap_given_keys(void **state)
+{
+    struct tenants *t;
+    bool created;
+    struct core_principal p;
+    char secret[TENANT_SECRET_MAX + 1];
+    assert_int_equal(tenants_open(&t, FAKE, "AKIATEST1", "secret-one-123", NULL, NULL, &created),
+                     0);
+    assert_true(created);
+    assert_int_equal(tenants_key_lookup(t, "AKIATEST1", secret, &p), 0);
+    assert_string_equal(secret, "secret-one-123");
+    assert_int_equal(p.tenant, 1);
+    assert_int_equal(p.uid, 0);
+    assert_int_equal(p.gid, 0);
+    assert_true(p.flags & CORE_P_SUPER);
+    assert_int_equal(tenants_key_lookup(t, "NOPE", secret, &p), -ENOENT);
+    /* Secret is not stored in clear. */
+    assert_false(table_contains(CORE_T_KEYS, "secret-one-123"));
+    assert_true(table_contains(CORE_T_KEYS, "AKIATEST1"));
+
+    struct tenant_info ti;
+    assert_int_equal(tenants_tenant_get(t, 1, &ti), 0);
+    assert_string_equal(ti.name, "default");
+    assert_int_equal(ti.root, 1001);
+
+    /* Export "/" for loopback only. */
+    struct tenant_export e;
+    struct sockaddr_in lo = v4("127.0.0.1"), other = v4("10.0.0.1");
+    assert_int_equal(tenants_export_find(t, "/", (struct sockaddr *)&lo, &e), 0);
+    assert_int_equal(e.dir, 1001);
+    assert_int_equal(e.flags, 0);
+    assert_int_equal(tenants_export_find(t, "//", (struct sockaddr *)&lo, &e), 0);
+    assert_int_equal(tenants_export_find(t, "/", (struct sockaddr *)&other, &e), -EACCES);
+    assert_int_equal(tenants_export_find(t, "/nope", (struct sockaddr *)&lo, &e), -ENOENT);
+    assert_int_equal(tenants_export_get(t, e.id, (struct sockaddr *)&lo, &e), 0);
+    assert_int_equal(tenants_export_get(t, e.id, (struct sockaddr *)&other, &e), -EACCES);
+    assert_int_equal(tenants_export_get(t, 999, (struct sockaddr *)&lo, &e), -ENOENT);
+    tenants_close(t);
+
+    /* Reopen: not created again, same key works. */
+    assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, &created), 0);
+    assert_false(created);
+    assert_int_equal(tenants_key_lookup(t, "AKIATEST1", secret, &p), 0);
+    assert_string_equal(secret, "secret-one-123");
+    tenants_close(t);
+}
+
+static void test_bootstrap_generated(void **state)
+{
+    struct tenants *t;
+    bool created;
+    char ak[TENANT_AKEY_MAX + 1] = "", sk[TENANT_SECRET_MAX + 1] = "", got[TENANT_SECRET_MAX + 1];
+    assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, ak, sk, &created), 0);
+    assert_true(created);
+    assert_int_equal(strlen(ak), 20);
+    assert_int_equal(strlen(sk), 40);
+    assert_int_equal(tenants_key_lookup(t, ak, got, NULL), 0);
+    assert_string_equal(got, sk);
+    tenants_close(t);
+    /* Half a pair is refused. */
+    assert_int_equal(tenants_open(&t, FAKE, "AKIAONLY", NULL, NULL, NULL, NULL), -EINVAL);
+}
+
+static void test_env_key_on_restart(void **state)
+{
+    struct tenants *t;
+    char got[TENANT_SECRET_MAX + 1];
+    assert_int_equal(tenants_open(&t, FAKE, "AKIAFIRST", "first-secret", NULL, NULL, NULL), 0);
+    tenants_close(t);
+    assert_int_equal(tenants_open(&t, FAKE, "AKIASECOND", "second-secret", NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_key_lookup(t, "AKIAFIRST", got, NULL), 0);
+    assert_int_equal(tenants_key_lookup(t, "AKIASECOND", got, NULL), 0);
+    assert_string_equal(got, "second-secret");
+    tenants_close(t);
+    assert_int_equal(tenants_open(&t, FAKE, "AKIASECOND", "changed-secret", NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_key_lookup(t, "AKIASECOND", got, NULL), 0);
+    assert_string_equal(got, "changed-secret");
+    tenants_close(t);
+}
+
+static int count_cb(void *arg, const void *x)
+{
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void test_crud(void **state)
+{
+    struct tenants *t;
+    assert_int_equal(tenants_open(&t, FAKE, "AKIABOOT", "boot-secret", NULL, NULL, NULL), 0);
+
+    struct tenant_info a, b;
+    assert_int_equal(tenants_tenant_create(t, "acme", &a), 0);
+    assert_int_equal(a.id, 2);
+    assert_int_equal(a.root, 1002);
+    assert_int_equal(tenants_tenant_create(t, "acme", &b), -EEXIST);
+    assert_int_equal(tenants_tenant_create(t, "bad name", &b), SRV_EBADNAME);
+    assert_int_equal(tenants_tenant_create(t, "", &b), SRV_EBADNAME);
+    assert_int_equal(tenants_tenant_create(t, "-x", &b), SRV_EBADNAME);
+    assert_int_equal(tenants_tenant_find(t, "acme", &b), 0);
+    assert_int_equal(b.id, a.id);
+    int n = 0;
+    assert_int_equal(tenants_tenant_list(t, (tenants_tenant_cb)count_cb, &n), 0);
+    assert_int_equal(n, 2);
+
+    struct tenant_user u = {.tenant = a.id, .uid = 1000, .gid = 100, .ngids = 2,
+                            .gids = {100, 200}}, got;
+    snprintf(u.name, sizeof(u.name), "alice");
+    assert_int_equal(tenants_user_create(t, &u, &got), 0);
+    assert_true(got.id >= 2);
+    assert_int_equal(tenants_user_create(t, &u, NULL), -EEXIST);
+    u.tenant = 99;
+    assert_int_equal(tenants_user_create(t, &u, NULL), -ENOENT);
+    struct tenant_user f;
+    assert_int_equal(tenants_user_find(t, a.id, "alice", &f), 0);
+    assert_int_equal(f.id, got.id);
+    assert_int_equal(f.ngids, 2);
+    assert_int_equal(f.gids[1], 200);
+
+    char ak[TENANT_AKEY_MAX + 1], sk[TENANT_SECRET_MAX + 1], s2[TENANT_SECRET_MAX + 1];
+    struct core_principal p;
+    assert_int_equal(tenants_key_create(t, a.id, got.id, ak, sk), 0);
+    assert_int_equal(tenants_key_create(t, a.id, 12345, ak, sk), -ENOENT);
+    assert_int_equal(tenants_key_create(t, a.id, got.id, ak, sk), 0);
+    assert_int_equal(tenants_key_lookup(t, ak, s2, &p), 0);
+    assert_string_equal(s2, sk);
+    assert_int_equal(p.tenant, a.id);
+    assert_int_equal(p.uid, 1000);
+    assert_int_equal(p.ngids, 2);
+    assert_false(p.flags & CORE_P_SUPER);
+    assert_false(table_contains(CORE_T_KEYS, sk));
+
+    n = 0;
+    assert_int_equal(tenants_key_list(t, a.id, (tenants_key_cb)count_cb, &n), 0);
+    assert_int_equal(n, 2);
+
+    /* Disable key, then user. */
+    assert_int_equal(tenants_key_set_disabled(t, ak, true), 0);
+    assert_int_equal(tenants_key_lookup(t, ak, s2, &p), -EACCES);
+    assert_int_equal(tenants_key_set_disabled(t, ak, false), 0);
+    assert_int_equal(tenants_key_lookup(t, ak, s2, &p), 0);
+    f.disabled = true;
+    assert_int_equal(tenants_user_update(t, &f), 0);
+    assert_int_equal(tenants_key_lookup(t, ak, s2, &p), -EACCES);
+    f.disabled = false;
+    f.uid = 1001;
+    assert_int_equal(tenants_user_update(t, &f), 0);
+    assert_int_equal(tenants_key_lookup(t, ak, s2, &p), 0);
+    assert_int_equal(p.uid, 1001);
+
+    /* Exports. */
+    struct tenant_export e = {.tenant = a.id, .flags = TENANT_EXPORT_RO | TENANT_EXPORT_ROOT_SQUASH,
+                              .anon_uid = 65534, .anon_gid = 65534, .nnets = 1}, eo;
+    snprintf(e.path, sizeof(e.path), "/acme/");
+    assert_int_equal(tenants_net_parse("10.0.0.0/8", &e.nets[0]), 0);
+    assert_int_equal(tenants_export_create(t, &e, &eo), 0);
+    assert_string_equal(eo.path, "/acme");
+    assert_int_equal(eo.dir, a.root);
+    struct sockaddr_in c1 = v4("10.2.3.4"), lo = v4("127.0.0.1");
+    struct tenant_export fe;
+    assert_int_equal(tenants_export_find(t, "/acme", (struct sockaddr *)&c1, &fe), 0);
+    assert_int_equal(fe.tenant, a.id);
+    assert_int_equal(tenants_export_find(t, "/acme", (struct sockaddr *)&lo, &fe), -EACCES);
+    n = 0;
+    assert_int_equal(tenants_export_list(t, (struct sockaddr *)&c1, (tenants_export_cb)count_cb,
+                                         &n), 0);
+    assert_int_equal(n, 1);
+    n = 0;
+    assert_int_equal(tenants_export_list(t, NULL, (tenants_export_cb)count_cb, &n), 0);
+    assert_int_equal(n, 2);
+    snprintf(e.path, sizeof(e.path), "/../x");
+    assert_int_equal(tenants_export_create(t, &e, NULL), -EINVAL);
+    snprintf(e.path, sizeof(e.path), "relative");
+    assert_int_equal(tenants_export_create(t, &e, NULL), -EINVAL);
+
+    /* Everything survives a reopen. */
+    tenants_close(t);
+    assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_key_lookup(t, ak, s2, &p), 0);
+    assert_string_equal(s2, sk);
+    assert_int_equal(p.uid, 1001);
+    assert_int_equal(tenants_export_find(t, "/acme", (struct sockaddr *)&c1, &fe), 0);
+    assert_int_equal(fe.flags, TENANT_EXPORT_RO | TENANT_EXPORT_ROOT_SQUASH);
+    assert_int_equal(fe.nnets, 1);
+
+    /* Deleting: a tenant with a bucket is refused; an empty one goes with its records. */
+    buckets_in[a.id] = 1;
+    assert_int_equal(tenants_tenant_delete(t, a.id), -ENOTEMPTY);
+    assert_int_equal(tenants_key_lookup(t, ak, s2, &p), 0);
+    buckets_in[a.id] = 0;
+    assert_int_equal(tenants_key_delete(t, ak), 0);
+    assert_int_equal(tenants_key_delete(t, ak), -ENOENT);
+    assert_int_equal(tenants_tenant_delete(t, a.id), 0);
+    assert_int_equal(tenants_tenant_get(t, a.id, &b), -ENOENT);
+    assert_int_equal(tenants_user_get(t, a.id, f.id, &f), -ENOENT);
+    assert_int_equal(tenants_export_find(t, "/acme", (struct sockaddr *)&c1, &fe), -ENOENT);
+    n = 0;
+    assert_int_equal(tenants_key_list(t, 0, (tenants_key_cb)count_cb, &n), 0);
+    assert_int_equal(n, 1); /* only the bootstrap key */
+    /* Ids are not reused. */
+    assert_int_equal(tenants_tenant_create(t, "next", &b), 0);
+    assert_int_equal(b.id, 3);
+    tenants_close(t);
+    assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_tenant_find(t, "acme", &b), -ENOENT);
+    assert_int_equal(tenants_user_delete(t, 1, 1), 0);
+    assert_int_equal(tenants_key_lookup(t, "AKIABOOT", s2, &p), -ENOENT);
+    tenants_close(t);
+}
+
+static void test_keyfile(void **state)
+{
+    char dir[] = "/tmp/test_tenants.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof(path), "%s/master.key", dir);
+    struct tenants *t;
+    char got[TENANT_SECRET_MAX + 1];
+    assert_int_equal(tenants_open_keyfile(&t, FAKE, path, "AKIAKF", "keyfile-secret", NULL, NULL,
+                                          NULL), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 32);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    tenants_close(t);
+    assert_int_equal(tenants_open_keyfile(&t, FAKE, path, NULL, NULL, NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_key_lookup(t, "AKIAKF", got, NULL), 0);
+    assert_string_equal(got, "keyfile-secret");
+    tenants_close(t);
+    /* A different key cannot decrypt: refused, not garbage. */
+    unlink(path);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 32; i++)
+        fputc(i, f);
+    fclose(f);
+    assert_int_equal(tenants_open_keyfile(&t, FAKE, path, NULL, NULL, NULL, NULL, NULL),
+                     SRV_ECORRUPT);
+    /* A missing key file with secrets in the store is refused. */
+    unlink(path);
+    assert_int_equal(tenants_open_keyfile(&t, FAKE, path, NULL, NULL, NULL, NULL, NULL),
+                     SRV_ECORRUPT);
+    rmdir(dir);
+}
+
+static void test_tamper(void **state)
+{
+    struct tenants *t;
+    assert_int_equal(tenants_open(&t, FAKE, "AKIATAMPER", "tamper-secret", NULL, NULL, NULL), 0);
+    tenants_close(t);
+    /* Flip one hex digit of the sealed secret. */
+    struct row *r = &rows[CORE_T_KEYS][0];
+    char *s = memmem(r->v, r->vl, "\"secret\":\"", 10);
+    assert_non_null(s);
+    s += 12;
+    *s = *s == 'a' ? 'b' : 'a';
+    assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, NULL), SRV_ECORRUPT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_bootstrap_given_keys, setup),
+        cmocka_unit_test_setup(test_bootstrap_generated, setup),
+        cmocka_unit_test_setup(test_env_key_on_restart, setup),
+        cmocka_unit_test_setup(test_crud, setup),
+        cmocka_unit_test_setup(test_keyfile, setup),
+        cmocka_unit_test_setup(test_tamper, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
