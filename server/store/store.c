@@ -199,8 +199,7 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
         return -EINVAL;
     *out = NULL;
     if (cfg->devices) {
-        /* nfiles bounds the list when set; else it is NULL-terminated. */
-        while ((cfg->nfiles == 0 || ndev < cfg->nfiles) && cfg->devices[ndev])
+        while (cfg->devices[ndev] && ndev < STORE_MARKER_DEV)
             ndev++;
     } else {
         if (!cfg->dir || cfg->file_size < STORE_ALIGN)

@@ -43,9 +43,8 @@ struct store_config {
     const char *dir;               /* data files are dir/data.NNN */
     uint64_t file_size;            /* bytes per data file */
     uint32_t nfiles;
-    const char *const *devices;    /* block devices instead of files, or NULL; the first
-                                    * nfiles entries (all up to a NULL entry when nfiles
-                                    * is 0) */
+    const char *const *devices;    /* NULL-terminated block devices instead of files, or
+                                    * NULL; when set, dir/file_size/nfiles are ignored */
 };
 
 /** Open data files/devices, creating and preallocating missing files, and

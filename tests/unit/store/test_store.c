@@ -361,7 +361,7 @@ static void test_block_device(void **state)
     assert_int_equal(mdb_dbi_open(txn, "free2", MDB_CREATE, &dbi), 0);
     assert_int_equal(mdb_txn_commit(txn), 0);
     const char *devs[] = {dev, NULL};
-    t->cfg = (struct store_config){.devices = devs};
+    t->cfg = (struct store_config){.devices = devs, .nfiles = 4}; /* nfiles is ignored */
     t->dbi = dbi;
     assert_int_equal(tenv_store_open(t), 0);
     struct store_stats st;
