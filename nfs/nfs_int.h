@@ -14,6 +14,7 @@
 #ifndef NFS_INT_H
 #define NFS_INT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -58,7 +59,7 @@ struct nfs_proc_desc {
     unsigned flags;
 };
 
-struct nfs_mount_ent; /* MOUNT DUMP list entry (mnt_mnt.c) */
+struct nfs_mount_ent;
 
 struct nfs_server {
     struct nfs_server_config cfg;
@@ -89,6 +90,7 @@ struct nfs_server {
 struct nfs_req {
     struct nfs_server *srv;
     struct nfs_conn *conn; /* loop thread only */
+    const char *conn_peer; /* "addr:port" of the client, for log lines (any thread) */
     struct sockaddr_storage peer;
     struct nfs_call call;
     const struct nfs_proc_desc *desc;
@@ -134,17 +136,22 @@ nfsstat3 nfs_req_status(struct nfs_req *r, int err);
 /* ---- nfs_attr.c: attribute conversions ---- */
 void nfs_attr_fattr(const struct nfs_req *r, const struct core_attr *a, fattr3 *out);
 void nfs_attr_post(const struct nfs_req *r, const struct core_attr *a, post_op_attr *out);
-/** post_op_attr from a fresh core_getattr of @p ino (none when it fails). */
-void nfs_attr_post_ino(struct nfs_req *r, uint64_t ino, post_op_attr *out);
 void nfs_attr_pre(const struct core_attr *a, pre_op_attr *out);
-/** wcc_data from @p pre (may be NULL) and a fresh getattr of @p ino. */
+/** wcc_data from @p pre (may be NULL: then no attributes at all) and a fresh
+ * getattr of @p ino with pre->gen. */
 void nfs_attr_wcc(struct nfs_req *r, const struct core_attr *pre, uint64_t ino, wcc_data *out);
-/** Translate a sattr3. @param skip_mode leave mode out (e.g. for UNCHECKED on an existing file).
- * @return 0, -EINVAL (time out of range). */
+/** Translate a sattr3. @return 0, -EINVAL (bad time_how or nanoseconds). */
 int nfs_attr_sattr(const sattr3 *s, struct core_setattr *out);
 /** Name from XDR string: length checked. @return 0, -ENAMETOOLONG, -EINVAL (empty). */
 int nfs_name_check(const char *name, size_t *len);
-/** Re-read @p ino into @p out: core_getattr with the generation of @p a. */
+/** After a create of @p a: apply the sattr3 fields the create did not (uid,
+ * gid, size, times; mode too when @p with_mode) and refresh @p a.
+ * @return 0 or the core_setattr error. */
+int nfs_attr_apply_rest(struct nfs_req *r, const sattr3 *s, bool with_mode, struct core_attr *a);
+/** Fill the obj/obj_attributes of a CREATE/MKDIR/SYMLINK/MKNOD result. @return 0, -ENOMEM. */
+int nfs_req_created(struct nfs_req *r, const struct core_attr *obj, post_op_fh3 *fh,
+                    post_op_attr *attr);
+/** Attributes of @p ino (generation @p gen) as the call's principal. */
 int nfs_attr_get(struct nfs_req *r, uint64_t ino, uint32_t gen, struct core_attr *out);
 
 /* ---- procedure prototypes (one file each) ---- */
@@ -178,6 +185,16 @@ int mnt_dump(struct nfs_req *r, void *args, void *res);
 int mnt_umnt(struct nfs_req *r, void *args, void *res);
 int mnt_umntall(struct nfs_req *r, void *args, void *res);
 int mnt_export(struct nfs_req *r, void *args, void *res);
+/* MOUNT's record of who mounted what (DUMP), kept in memory as most servers do. */
+struct nfs_mount_ent {
+    char host[64];
+    char *path;
+    struct nfs_mount_ent *next;
+};
+/** Client address of the call as text, without port. */
+void nfs_req_peer_host(const struct nfs_req *r, char *buf, size_t len);
+/** Remove the mounts of @p host: of @p path only, or all when @p path is NULL. */
+void mnt_list_remove(struct nfs_server *s, const char *host, const char *path);
 /** Forget every mount of the server (nfs_server_stop). */
 void mnt_list_free(struct nfs_server *s);
 

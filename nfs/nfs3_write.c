@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * NFSPROC3_WRITE (RFC 1813 3.3.7): write count bytes at offset.
+ * UNSTABLE data may stay buffered in the core until COMMIT; DATA_SYNC and
+ * FILE_SYNC are durable when the reply leaves. The verifier is the core's
+ * write verifier, which changes on every restart, so a client re-sends
+ * uncommitted data after a crash.
+ * Status: NFS3_OK; NFS3ERR_INVAL (count larger than the data, not a regular
+ * file); NFS3ERR_ISDIR; NFS3ERR_ACCES; NFS3ERR_ROFS; NFS3ERR_DQUOT;
+ * NFS3ERR_NOSPC; NFS3ERR_FBIG; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
+ * Both arms carry the file's wcc data. */
+#include <string.h>
+
+#include "nfs_int.h"
+
+int nfs3_write(struct nfs_req *r, void *args, void *res)
+{
+    WRITE3args *a = args;
+    WRITE3res *o = res;
+    struct core_attr at, pre, post;
+    enum core_stable committed = CORE_FILE_SYNC;
+    uint64_t ino;
+    int rc = 0;
+
+    o->status = nfs_req_fh(r, &a->file, &ino, &at);
+    if (o->status != NFS3_OK)
+        return NFS_REQ_OK;
+    if (a->count > a->data.data_len)
+        rc = -EINVAL;
+    else if (at.type == CORE_DIR)
+        rc = -EISDIR;
+    else if (at.type != CORE_REG)
+        rc = -EINVAL;
+    enum core_stable how = a->stable == FILE_SYNC   ? CORE_FILE_SYNC
+                           : a->stable == DATA_SYNC ? CORE_DATA_SYNC
+                                                    : CORE_UNSTABLE;
+    if (rc == 0)
+        rc = core_write(r->srv->core, &r->p, ino, a->offset, a->data.data_val, a->count, how,
+                        &committed, &pre, &post);
+    o->status = nfs_req_status(r, rc);
+    if (o->status != NFS3_OK) {
+        nfs_attr_wcc(r, &at, ino, &o->WRITE3res_u.resfail.file_wcc);
+        return NFS_REQ_OK;
+    }
+    WRITE3resok *ok = &o->WRITE3res_u.resok;
+    nfs_attr_pre(&pre, &ok->file_wcc.before);
+    nfs_attr_post(r, &post, &ok->file_wcc.after);
+    ok->count = a->count;
+    ok->committed = committed == CORE_FILE_SYNC   ? FILE_SYNC
+                    : committed == CORE_DATA_SYNC ? DATA_SYNC
+                                                  : UNSTABLE;
+    memcpy(ok->verf, &r->srv->verf, NFS3_WRITEVERFSIZE);
+    return NFS_REQ_OK;
+}

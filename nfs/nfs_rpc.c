@@ -1,0 +1,841 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * nfs_rpc: the ONC RPC transport of the NFS front end and its dispatch tables.
+ *
+ * One TCP listener (on loop 0) hands each accepted socket to a loop thread,
+ * where the connection lives for its life as a bufferevent. Incoming bytes
+ * are cut into records (nfs_rec), each record's call header is checked
+ * (RPC version, program, version, procedure, credential flavor) and the call
+ * goes to the worker pool: arguments are decoded, the procedure runs its core
+ * calls, and the reply is encoded there; the loop only writes the finished
+ * reply. Many calls of one connection run at once and are answered in
+ * completion order, which RPC allows since replies carry the xid.
+ *
+ * Limits: a record over cfg->max_record or a record that is not an RPC call
+ * closes the connection (logged). At most NFS_CONN_MAX_CALLS calls per
+ * connection are in flight; beyond that, and while more than
+ * NFS_CONN_MAX_OUTPUT reply bytes wait to be sent, the connection is not read.
+ *
+ * Non-idempotent procedures (NFS_PF_NONIDEM) pass through the duplicate
+ * request cache so a retransmission gets the first reply.
+ *
+ * Thread: nfs_server_start/stop on the main thread; connection state on the
+ * connection's loop thread only; nfs_server fields under s->lock. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <rpc/pmap_clnt.h>
+
+#include "nfs_int.h"
+#include "srv_err.h"
+#include "srv_log.h"
+#include "srv_loop.h"
+#include "srv_metrics.h"
+
+#define NFS_CONN_MAX_CALLS 128
+#define NFS_CONN_MAX_OUTPUT ((size_t)16 * 1024 * 1024)
+#define NFS_DRC_CAPACITY 8192
+#define NFS_FH_KEY_NAME "nfs.fh_key"
+
+struct nfs_conn {
+    struct nfs_server *srv;
+    struct srv_loop *loop;
+    struct bufferevent *bev;
+    struct sockaddr_storage peer;
+    char peer_str[INET6_ADDRSTRLEN + 8];
+    struct nfs_rec rec;
+    unsigned outstanding;
+    bool closed;
+    bool paused;
+    struct nfs_conn *prev, *next; /* s->conns, under s->lock */
+};
+
+static void conn_read_cb(struct bufferevent *bev, void *arg);
+
+/* ---- dispatch tables ---- */
+
+static bool_t xdr_nothing(XDR *x, void *p)
+{
+    return TRUE;
+}
+
+#define X(f) NFS_XDRPROC(f)
+#define NFS3(fn, A, R, name, flags)                                                                \
+    {nfs3_##fn, NULL, X(xdr_##A), X(xdr_##R), sizeof(A), sizeof(R), name, flags}
+
+const struct nfs_proc_desc nfs3_procs[22] = {
+    {nfs3_null, NULL, X(xdr_nothing), X(xdr_nothing), 0, 0, "NULL", 0},
+    NFS3(getattr, GETATTR3args, GETATTR3res, "GETATTR", 0),
+    NFS3(setattr, SETATTR3args, SETATTR3res, "SETATTR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", 0),
+    NFS3(access, ACCESS3args, ACCESS3res, "ACCESS", 0),
+    NFS3(readlink, READLINK3args, READLINK3res, "READLINK", 0),
+    NFS3(read, READ3args, READ3res, "READ", 0),
+    NFS3(write, WRITE3args, WRITE3res, "WRITE", NFS_PF_MODIFY),
+    NFS3(create, CREATE3args, CREATE3res, "CREATE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(mkdir, MKDIR3args, MKDIR3res, "MKDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(symlink, SYMLINK3args, SYMLINK3res, "SYMLINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(mknod, MKNOD3args, MKNOD3res, "MKNOD", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(remove, REMOVE3args, REMOVE3res, "REMOVE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(rmdir, RMDIR3args, RMDIR3res, "RMDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(rename, RENAME3args, RENAME3res, "RENAME", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(link, LINK3args, LINK3res, "LINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3(readdir, READDIR3args, READDIR3res, "READDIR", 0),
+    NFS3(readdirplus, READDIRPLUS3args, READDIRPLUS3res, "READDIRPLUS", 0),
+    NFS3(fsstat, FSSTAT3args, FSSTAT3res, "FSSTAT", 0),
+    NFS3(fsinfo, FSINFO3args, FSINFO3res, "FSINFO", 0),
+    NFS3(pathconf, PATHCONF3args, PATHCONF3res, "PATHCONF", 0),
+    NFS3(commit, COMMIT3args, COMMIT3res, "COMMIT", 0),
+};
+
+const struct nfs_proc_desc mnt_procs[6] = {
+    {mnt_null, NULL, X(xdr_nothing), X(xdr_nothing), 0, 0, "MNT_NULL", 0},
+    {mnt_mnt, NULL, X(xdr_dirpath), X(xdr_mountres3), sizeof(dirpath), sizeof(mountres3), "MNT",
+     0},
+    {mnt_dump, NULL, X(xdr_nothing), X(xdr_mountlist), 0, sizeof(mountlist), "MNT_DUMP", 0},
+    {mnt_umnt, NULL, X(xdr_dirpath), X(xdr_nothing), sizeof(dirpath), 0, "UMNT", 0},
+    {mnt_umntall, NULL, X(xdr_nothing), X(xdr_nothing), 0, 0, "UMNTALL", 0},
+    {mnt_export, NULL, X(xdr_nothing), X(xdr_exports), 0, sizeof(exports), "MNT_EXPORT", 0},
+};
+#undef NFS3
+#undef X
+
+/* ---- helpers ---- */
+
+static void peer_format(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+        port = ntohs(s4->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+        port = ntohs(s6->sin6_port);
+    }
+    snprintf(buf, len, "%s:%d", host, port);
+}
+
+static void inflight_add(struct nfs_server *s, long d)
+{
+    pthread_mutex_lock(&s->lock);
+    s->inflight += d;
+    if (s->inflight == 0)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- connections (loop thread) ---- */
+
+static void conn_free(struct nfs_conn *cn)
+{
+    nfs_rec_fini(&cn->rec);
+    free(cn);
+}
+
+static void conn_close(struct nfs_conn *cn)
+{
+    if (cn->closed)
+        return;
+    cn->closed = true;
+    struct nfs_server *s = cn->srv;
+    pthread_mutex_lock(&s->lock);
+    if (cn->prev)
+        cn->prev->next = cn->next;
+    else if (s->conns == cn)
+        s->conns = cn->next;
+    if (cn->next)
+        cn->next->prev = cn->prev;
+    cn->prev = cn->next = NULL;
+    pthread_mutex_unlock(&s->lock);
+    bufferevent_free(cn->bev);
+    cn->bev = NULL;
+    srv_log(DEBUG, NFS, "req=- tenant=- connection from %s closed (%u calls in flight)",
+            cn->peer_str, cn->outstanding);
+    if (cn->outstanding == 0)
+        conn_free(cn);
+}
+
+static void conn_send(struct nfs_conn *cn, const void *buf, size_t len)
+{
+    if (!cn->closed && bufferevent_write(cn->bev, buf, len) < 0) {
+        srv_log(WARN, NFS, "req=- tenant=- cannot queue %zu reply bytes to %s: closing", len,
+                cn->peer_str);
+        conn_close(cn);
+    }
+}
+
+static bool conn_may_read(struct nfs_conn *cn)
+{
+    return !cn->closed && cn->outstanding < NFS_CONN_MAX_CALLS &&
+           evbuffer_get_length(bufferevent_get_output(cn->bev)) < NFS_CONN_MAX_OUTPUT;
+}
+
+static void conn_resume(struct nfs_conn *cn)
+{
+    if (cn->closed || !cn->paused || !conn_may_read(cn))
+        return;
+    cn->paused = false;
+    bufferevent_enable(cn->bev, EV_READ);
+    /* Records may already be buffered: no new bytes would wake the read callback. */
+    conn_read_cb(cn->bev, cn);
+}
+
+/* ---- one call ---- */
+
+static void req_free(struct nfs_req *r)
+{
+    free(r->args);
+    free(r->res);
+    free(r->rec);
+    free(r->reply);
+    free(r);
+}
+
+/* Worker: decode, run, encode. */
+static void req_work(void *arg)
+{
+    struct nfs_req *r = arg;
+    const struct nfs_proc_desc *d = r->desc;
+    enum accept_stat st = SUCCESS;
+    XDR x;
+    int rc;
+
+    r->args = calloc(1, d->args_size ? d->args_size : 1);
+    r->res = calloc(1, d->res_size ? d->res_size : 1);
+    if (!r->args || !r->res) {
+        st = SYSTEM_ERR;
+        r->err = -ENOMEM;
+        goto reply;
+    }
+    size_t alen = r->reclen - r->call.args_off;
+    xdrmem_create(&x, (char *)r->rec + r->call.args_off, (u_int)alen, XDR_DECODE);
+    bool ok = d->xdr_args(&x, r->args, 0);
+    xdr_destroy(&x);
+    r->args_decoded = true;
+    if (!ok) {
+        srv_log(INFO, NFS, "req=%08x tenant=- GARBAGE_ARGS for %s from %s (%zu argument bytes)",
+                r->call.xid, d->name, r->conn_peer, alen);
+        st = GARBAGE_ARGS;
+        r->err = SRV_EBADREQ;
+        goto reply;
+    }
+    if (d->fn(r, r->args, r->res) == NFS_REQ_DROP) {
+        xdr_free(d->xdr_res, r->res);
+        goto out;
+    }
+reply:
+    rc = nfs_rpc_reply_accepted(r->call.xid, st, st == SUCCESS ? d->xdr_res : NULL, r->res, 0, 0,
+                                &r->reply, &r->replylen);
+    if (rc < 0) {
+        srv_log(ERROR, NFS, "req=%08x tenant=%u cannot encode the %s reply (%s): SYSTEM_ERR",
+                r->call.xid, r->p.tenant, d->name, srv_strerror(rc));
+        r->err = -EIO;
+        nfs_rpc_reply_accepted(r->call.xid, SYSTEM_ERR, NULL, NULL, 0, 0, &r->reply,
+                               &r->replylen);
+    }
+    if (st == SUCCESS) {
+        if (d->free_res)
+            d->free_res(r->res);
+        else
+            xdr_free(d->xdr_res, r->res);
+    }
+out:
+    if (r->args_decoded)
+        xdr_free(d->xdr_args, r->args);
+}
+
+/* Loop: send, account, free. */
+static void req_done(void *arg)
+{
+    struct nfs_req *r = arg;
+    struct nfs_conn *cn = r->conn;
+    struct nfs_server *s = r->srv;
+
+    if (r->drc)
+        nfs_drc_finish(s->drc, &r->drc_key, r->reply, r->replylen);
+    if (r->reply)
+        conn_send(cn, r->reply, r->replylen);
+    srv_metrics_op(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->reclen, r->replylen,
+                   srv_now_us() - r->start_us, r->err);
+    srv_log(DEBUG, NFS, "req=%08x tenant=%u %s from %s: %s", r->call.xid, r->p.tenant,
+            r->desc->name, cn->peer_str, r->reply ? srv_strerror(r->err) : "dropped");
+    cn->outstanding--;
+    if (cn->closed) {
+        if (cn->outstanding == 0)
+            conn_free(cn);
+    } else {
+        conn_resume(cn);
+    }
+    req_free(r);
+    inflight_add(s, -1);
+}
+
+/* Answer a call on the loop without running a procedure. */
+static void conn_reply_now(struct nfs_conn *cn, uint32_t xid, enum accept_stat st, uint32_t lo,
+                           uint32_t hi)
+{
+    void *out;
+    size_t len;
+    if (nfs_rpc_reply_accepted(xid, st, NULL, NULL, lo, hi, &out, &len) == 0) {
+        conn_send(cn, out, len);
+        free(out);
+    }
+}
+
+/* Handle one complete record (takes ownership of @p rec). */
+static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
+{
+    struct nfs_server *s = cn->srv;
+    struct nfs_call call;
+    const struct nfs_proc_desc *tab;
+    size_t ntab;
+
+    if (nfs_rpc_call_decode(rec, len, &call) < 0) {
+        srv_log(WARN, NFS, "req=- tenant=- record of %zu bytes from %s is not an RPC call: closing",
+                len, cn->peer_str);
+        free(rec);
+        conn_close(cn);
+        return;
+    }
+    if (call.verdict != NFS_CALL_OK) {
+        void *out;
+        size_t olen;
+        srv_log(INFO, NFS, "req=%08x tenant=- call from %s refused: %s (flavor %u, rpcvers %u)",
+                call.xid, cn->peer_str,
+                call.verdict == NFS_CALL_RPCMISMATCH ? "RPC_MISMATCH"
+                : call.verdict == NFS_CALL_TOOWEAK   ? "AUTH_TOOWEAK"
+                                                     : "AUTH_BADCRED",
+                call.cred.flavor, call.rpcvers);
+        if (nfs_rpc_reply_denied(call.xid, call.verdict, &out, &olen) == 0) {
+            conn_send(cn, out, olen);
+            free(out);
+        }
+        free(rec);
+        return;
+    }
+    if (call.prog == NFS_PROG) {
+        tab = nfs3_procs;
+        ntab = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]);
+    } else if (call.prog == MNT_PROG) {
+        tab = mnt_procs;
+        ntab = sizeof(mnt_procs) / sizeof(mnt_procs[0]);
+    } else {
+        srv_log(INFO, NFS, "req=%08x tenant=- program %u from %s: PROG_UNAVAIL", call.xid,
+                call.prog, cn->peer_str);
+        conn_reply_now(cn, call.xid, PROG_UNAVAIL, 0, 0);
+        free(rec);
+        return;
+    }
+    if (call.vers != NFS_VERS) {
+        srv_log(INFO, NFS, "req=%08x tenant=- program %u version %u from %s: PROG_MISMATCH",
+                call.xid, call.prog, call.vers, cn->peer_str);
+        conn_reply_now(cn, call.xid, PROG_MISMATCH, 3, 3);
+        free(rec);
+        return;
+    }
+    if (call.proc >= ntab) {
+        srv_log(INFO, NFS, "req=%08x tenant=- program %u procedure %u from %s: PROC_UNAVAIL",
+                call.xid, call.prog, call.proc, cn->peer_str);
+        conn_reply_now(cn, call.xid, PROC_UNAVAIL, 0, 0);
+        free(rec);
+        return;
+    }
+
+    struct nfs_req *r = calloc(1, sizeof(*r));
+    if (!r) {
+        srv_log(ERROR, NFS, "req=%08x tenant=- out of memory: call dropped", call.xid);
+        free(rec);
+        return;
+    }
+    r->srv = s;
+    r->conn = cn;
+    r->conn_peer = cn->peer_str;
+    r->peer = cn->peer;
+    r->call = call;
+    r->desc = &tab[call.proc];
+    r->rec = rec;
+    r->reclen = len;
+    r->start_us = srv_now_us();
+
+    if (r->desc->flags & NFS_PF_NONIDEM) {
+        void *cached;
+        size_t clen;
+        nfs_drc_key_make(&r->drc_key, (struct sockaddr *)&cn->peer, call.xid, call.prog,
+                         call.proc, (uint8_t *)rec + call.args_off, len - call.args_off);
+        switch (nfs_drc_start(s->drc, &r->drc_key, &cached, &clen)) {
+        case NFS_DRC_DONE:
+            srv_log(INFO, NFS, "req=%08x tenant=- %s from %s is a retransmission: cached reply",
+                    call.xid, r->desc->name, cn->peer_str);
+            conn_send(cn, cached, clen);
+            free(cached);
+            req_free(r);
+            return;
+        case NFS_DRC_INPROGRESS:
+            srv_log(INFO, NFS, "req=%08x tenant=- %s from %s is a retransmission still running: "
+                    "dropped", call.xid, r->desc->name, cn->peer_str);
+            req_free(r);
+            return;
+        case NFS_DRC_NEW:
+            r->drc = true;
+            break;
+        }
+    }
+    cn->outstanding++;
+    inflight_add(s, 1);
+    srv_work_submit(cn->loop, req_work, req_done, r);
+}
+
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct nfs_conn *cn = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    while (!cn->closed) {
+        if (!conn_may_read(cn)) {
+            if (!cn->paused) {
+                cn->paused = true;
+                bufferevent_disable(cn->bev, EV_READ);
+            }
+            return;
+        }
+        void *rec;
+        size_t len;
+        int rc = nfs_rec_take(&cn->rec, in, &rec, &len);
+        if (rc == 0)
+            return;
+        if (rc < 0) {
+            srv_log(WARN, NFS, "req=- tenant=- %s from %s (limit %zu bytes): closing",
+                    rc == -EMSGSIZE ? "record too large" : "out of memory", cn->peer_str,
+                    cn->rec.max);
+            conn_close(cn);
+            return;
+        }
+        conn_record(cn, rec, len);
+    }
+}
+
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+    conn_resume(arg);
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct nfs_conn *cn = arg;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        conn_close(cn);
+}
+
+struct accept_arg {
+    struct nfs_server *srv;
+    evutil_socket_t fd;
+    struct sockaddr_storage peer;
+};
+
+/* On the connection's loop: wrap the accepted socket. */
+static void conn_open(void *arg)
+{
+    struct accept_arg *a = arg;
+    struct nfs_server *s = a->srv;
+    struct nfs_conn *cn = calloc(1, sizeof(*cn));
+    int one = 1;
+
+    if (!cn)
+        goto fail;
+    cn->srv = s;
+    cn->loop = srv_loop_current();
+    cn->peer = a->peer;
+    peer_format(&cn->peer, cn->peer_str, sizeof(cn->peer_str));
+    nfs_rec_init(&cn->rec, s->cfg.max_record);
+    setsockopt(a->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    cn->bev = bufferevent_socket_new(srv_loop_base(cn->loop), a->fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!cn->bev)
+        goto fail;
+    bufferevent_setcb(cn->bev, conn_read_cb, conn_write_cb, conn_event_cb, cn);
+    bufferevent_setwatermark(cn->bev, EV_WRITE, NFS_CONN_MAX_OUTPUT / 2, 0);
+    pthread_mutex_lock(&s->lock);
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->lock);
+        bufferevent_free(cn->bev);
+        nfs_rec_fini(&cn->rec);
+        free(cn);
+        goto done;
+    }
+    cn->next = s->conns;
+    if (s->conns)
+        s->conns->prev = cn;
+    s->conns = cn;
+    pthread_mutex_unlock(&s->lock);
+    bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
+    srv_log(DEBUG, NFS, "req=- tenant=- connection from %s", cn->peer_str);
+    goto done;
+fail:
+    srv_log(ERROR, NFS, "req=- tenant=- out of memory accepting a connection");
+    free(cn);
+    evutil_closesocket(a->fd);
+done:
+    free(a);
+    inflight_add(s, -1);
+}
+
+static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                        int salen, void *arg)
+{
+    struct nfs_server *s = arg;
+    struct accept_arg *a = calloc(1, sizeof(*a));
+    if (!a) {
+        evutil_closesocket(fd);
+        return;
+    }
+    a->srv = s;
+    a->fd = fd;
+    if ((size_t)salen <= sizeof(a->peer))
+        memcpy(&a->peer, sa, (size_t)salen);
+    evutil_make_socket_nonblocking(fd);
+    inflight_add(s, 1);
+    if (srv_loop_call(srv_loop_next(), conn_open, a) < 0) {
+        evutil_closesocket(fd);
+        free(a);
+        inflight_add(s, -1);
+    }
+}
+
+static void listener_err_cb(struct evconnlistener *l, void *arg)
+{
+    int err = EVUTIL_SOCKET_ERROR();
+    srv_log(WARN, NFS, "req=- tenant=- accept failed: %s", evutil_socket_error_to_string(err));
+}
+
+/* ---- start / stop ---- */
+
+/* Run fn(s) on loop l and wait for it (main thread). */
+struct loop_sync {
+    struct nfs_server *srv;
+    void (*fn)(struct nfs_server *s);
+    bool done;
+};
+
+static void loop_sync_run(void *arg)
+{
+    struct loop_sync *ls = arg;
+    ls->fn(ls->srv);
+    pthread_mutex_lock(&ls->srv->lock);
+    ls->done = true;
+    pthread_cond_broadcast(&ls->srv->cond);
+    pthread_mutex_unlock(&ls->srv->lock);
+}
+
+static int loop_sync(struct nfs_server *s, struct srv_loop *l, void (*fn)(struct nfs_server *))
+{
+    struct loop_sync ls = {s, fn, false};
+    int rc = srv_loop_call(l, loop_sync_run, &ls);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&s->lock);
+    while (!ls.done)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static void listener_create(struct nfs_server *s)
+{
+    s->lev = evconnlistener_new(srv_loop_base(s->lloop), listener_cb, s, LEV_OPT_CLOSE_ON_FREE, -1,
+                                s->lfd);
+    if (s->lev)
+        evconnlistener_set_error_cb(s->lev, listener_err_cb);
+}
+
+static void listener_free(struct nfs_server *s)
+{
+    if (s->lev)
+        evconnlistener_free(s->lev);
+    else if (s->lfd >= 0)
+        close(s->lfd);
+    s->lev = NULL;
+    s->lfd = -1;
+}
+
+static void conns_close_here(struct nfs_server *s)
+{
+    struct srv_loop *me = srv_loop_current();
+    for (;;) {
+        struct nfs_conn *victim = NULL;
+        pthread_mutex_lock(&s->lock);
+        for (struct nfs_conn *cn = s->conns; cn; cn = cn->next) {
+            if (cn->loop == me) {
+                victim = cn;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!victim)
+            break;
+        conn_close(victim);
+    }
+}
+
+/* Parse "HOST:PORT", "[V6]:PORT" or ":PORT" into @p ss. @return 0, -EINVAL. */
+static int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *sslen)
+{
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon[1] == '\0')
+        return -EINVAL;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535)
+        return -EINVAL;
+    size_t hl = (size_t)(colon - spec);
+    if (hl >= sizeof(host))
+        return -EINVAL;
+    memcpy(host, spec, hl);
+    host[hl] = '\0';
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+    }
+    memset(ss, 0, sizeof(*ss));
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    if (host[0] == '\0' || strcmp(host, "*") == 0) {
+        s4->sin_family = AF_INET;
+        s4->sin_addr.s_addr = htonl(INADDR_ANY);
+        s4->sin_port = htons((uint16_t)port);
+        *sslen = sizeof(*s4);
+    } else if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        *sslen = sizeof(*s4);
+    } else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        *sslen = sizeof(*s6);
+    } else if (strcmp(host, "localhost") == 0) {
+        s4->sin_family = AF_INET;
+        s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        s4->sin_port = htons((uint16_t)port);
+        *sslen = sizeof(*s4);
+    } else {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int listen_open(struct nfs_server *s)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int one = 1, rc;
+    if (listen_parse(s->listen, &ss, &sslen) < 0) {
+        srv_log(ERROR, NFS, "req=- tenant=- bad NFS listen address '%s' (want HOST:PORT)",
+                s->listen);
+        return -EINVAL;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 || listen(fd, 256) < 0 ||
+        evutil_make_socket_nonblocking(fd) < 0) {
+        rc = -errno;
+        srv_log(ERROR, NFS, "req=- tenant=- cannot listen on %s: %s", s->listen, strerror(-rc));
+        close(fd);
+        return rc;
+    }
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof(bound);
+    getsockname(fd, (struct sockaddr *)&bound, &blen);
+    s->port = ntohs(bound.ss_family == AF_INET ? ((struct sockaddr_in *)&bound)->sin_port
+                                               : ((struct sockaddr_in6 *)&bound)->sin6_port);
+    s->lfd = fd;
+    return 0;
+}
+
+/* The handle key lives in the core's config table so handles survive restarts. */
+static int fh_key_load(struct nfs_server *s)
+{
+    void *val = NULL;
+    size_t vlen = 0;
+    int rc = core_table_get(s->core, CORE_T_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME), &val,
+                            &vlen);
+    if (rc == -ENOENT) {
+        uint8_t key[NFS_FH_KEYLEN];
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        ssize_t n = read(fd, key, sizeof(key));
+        close(fd);
+        if (n != (ssize_t)sizeof(key))
+            return -EIO;
+        rc = core_table_put(s->core, CORE_T_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME), key,
+                            sizeof(key), CORE_TPUT_NOOVERWRITE);
+        if (rc < 0 && rc != -EEXIST)
+            return rc;
+        rc = core_table_get(s->core, CORE_T_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME),
+                            &val, &vlen);
+    }
+    if (rc < 0)
+        return rc;
+    if (vlen != NFS_FH_KEYLEN) {
+        free(val);
+        srv_log(ERROR, NFS, "req=- tenant=- stored file handle key has %zu bytes, want %d", vlen,
+                NFS_FH_KEYLEN);
+        return SRV_ECORRUPT;
+    }
+    memcpy(s->fh_key, val, NFS_FH_KEYLEN);
+    free(val);
+    return 0;
+}
+
+/* Is anything listening on the portmapper port? (avoids libtirpc's long timeouts) */
+static bool rpcbind_running(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(111)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool up = false;
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+        up = true;
+    } else if (errno == EINPROGRESS) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int err = 0;
+        socklen_t el = sizeof(err);
+        if (poll(&p, 1, 1000) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
+            err == 0)
+            up = true;
+    }
+    close(fd);
+    return up;
+}
+
+static void rpcbind_register(struct nfs_server *s)
+{
+    if (!rpcbind_running()) {
+        srv_log(WARN, NFS, "req=- tenant=- no rpcbind on 127.0.0.1:111: not registered (clients "
+                "need port=%u,mountport=%u)", s->port, s->port);
+        return;
+    }
+    pmap_unset(NFS_PROG, NFS_VERS);
+    pmap_unset(MNT_PROG, MNT_VERS);
+    if (!pmap_set(NFS_PROG, NFS_VERS, IPPROTO_TCP, s->port) ||
+        !pmap_set(MNT_PROG, MNT_VERS, IPPROTO_TCP, s->port)) {
+        srv_log(WARN, NFS, "req=- tenant=- rpcbind registration failed: clients need "
+                "port=%u,mountport=%u", s->port, s->port);
+        pmap_unset(NFS_PROG, NFS_VERS);
+        pmap_unset(MNT_PROG, MNT_VERS);
+        return;
+    }
+    s->registered = true;
+    srv_log(INFO, NFS, "req=- tenant=- registered NFS v3 and MOUNT v3 on TCP port %u with rpcbind",
+            s->port);
+}
+
+static void server_free(struct nfs_server *s)
+{
+    if (!s)
+        return;
+    mnt_list_free(s);
+    nfs_drc_free(s->drc);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s->listen);
+    free(s);
+}
+
+int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cfg, struct core *c,
+                     struct tenants *t)
+{
+    int rc;
+    struct nfs_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->lfd = -1;
+    s->cfg = *cfg;
+    s->core = c;
+    s->tenants = t;
+    s->listen = strdup(cfg->listen ? cfg->listen : "127.0.0.1:2049");
+    if (!s->listen) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    s->cfg.listen = s->listen;
+    if (s->cfg.max_record == 0)
+        s->cfg.max_record = NFS_MAX_RECORD_DEFAULT;
+    if (s->cfg.max_record < NFS_IO_MAX + 4096) {
+        srv_log(WARN, NFS, "req=- tenant=- max record %zu is below 1 MiB + headers: raised",
+                s->cfg.max_record);
+        s->cfg.max_record = NFS_IO_MAX + 4096;
+    }
+    if ((rc = nfs_drc_new(&s->drc, NFS_DRC_CAPACITY)) < 0)
+        goto fail;
+    if ((rc = fh_key_load(s)) < 0) {
+        srv_log(ERROR, NFS, "req=- tenant=- cannot load the file handle key: %s",
+                srv_strerror(rc));
+        goto fail;
+    }
+    s->verf = core_write_verifier(c);
+    if (srv_loops_count() < 1) {
+        srv_log(ERROR, NFS, "req=- tenant=- no event loop running");
+        rc = -EINVAL;
+        goto fail;
+    }
+    if ((rc = listen_open(s)) < 0)
+        goto fail;
+    s->lloop = srv_loop_get(0);
+    if ((rc = loop_sync(s, s->lloop, listener_create)) < 0 || !s->lev) {
+        rc = rc < 0 ? rc : -ENOMEM;
+        close(s->lfd);
+        goto fail;
+    }
+    if (s->cfg.register_rpcbind)
+        rpcbind_register(s);
+    srv_log(INFO, NFS, "req=- tenant=- NFSv3 + MOUNTv3 listening on %s (port %u, max record %zu)",
+            s->listen, s->port, s->cfg.max_record);
+    *out = s;
+    return 0;
+fail:
+    server_free(s);
+    return rc;
+}
+
+void nfs_server_stop(struct nfs_server *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_mutex_unlock(&s->lock);
+    loop_sync(s, s->lloop, listener_free);
+    for (int i = 0; i < srv_loops_count(); i++)
+        loop_sync(s, srv_loop_get(i), conns_close_here);
+    pthread_mutex_lock(&s->lock);
+    while (s->inflight > 0)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    if (s->registered) {
+        pmap_unset(NFS_PROG, NFS_VERS);
+        pmap_unset(MNT_PROG, MNT_VERS);
+    }
+    srv_log(INFO, NFS, "req=- tenant=- NFS server on %s stopped", s->listen);
+    server_free(s);
+}
