@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * qos_admit: per-tenant token buckets and FIFO wait queues driven by event
+ * timers (see qos_admit.h).
+ *
+ * State: one entry per tenant with a policy: five buckets (read bytes, write
+ * bytes, read ops, write ops, metadata ops) and a FIFO of waiting requests.
+ * Only the head of a FIFO can be admitted, so a tenant's requests leave in
+ * arrival order and a large request is not starved by small ones. Each
+ * waiter owns a timer event on its caller's event_base: the head's timer is
+ * armed for when its tokens will be there (or its deadline, if sooner); the
+ * others' for their deadlines. When a head is admitted, the next head's timer
+ * is re-armed (event_add is thread-safe: libevent threading is on).
+ * One mutex guards everything; go() callbacks always run without it.
+ * Policies persist in CORE_T_QOS as "t" + be32 tenant -> JSON.
+ * Thread: see qos_admit.h. */
+#include "qos_admit.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core.h"
+#include "qos_bucket.h"
+#include "srv_err.h"
+#include "srv_log.h"
+
+#define DEF_MAX_WAIT_MS 30000
+#define DEF_QUEUE_MAX 4096
+
+enum { NB_RBPS, NB_WBPS, NB_RIOPS, NB_WIOPS, NB_MIOPS, NB__COUNT };
+
+enum waiter_force { FORCE_NONE = 0, FORCE_ADMIT, FORCE_THROTTLE };
+
+struct waiter {
+    struct waiter *next, *prev;
+    struct qos *q;
+    struct tstate *ts;
+    enum qos_class cls;
+    uint64_t bytes;
+    struct event *ev;
+    void (*go)(void *arg, int err);
+    void *arg;
+    uint64_t deadline_us;
+    enum waiter_force force;
+};
+
+struct tstate {
+    struct qos_policy pol;
+    struct qos_bucket b[NB__COUNT];
+    struct waiter *head, *tail;
+    size_t nwait;
+};
+
+struct qos {
+    struct core *core;
+    pthread_mutex_t lock;
+    struct qos_config cfg;
+    struct tstate **ts;
+    size_t nts, capts;
+};
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t (*qos_clock_us)(void) = mono_us;
+
+static struct qos *global_qos;
+
+struct qos *qos_global(void)
+{
+    return __atomic_load_n(&global_qos, __ATOMIC_ACQUIRE);
+}
+
+void qos_set_global(struct qos *q)
+{
+    __atomic_store_n(&global_qos, q, __ATOMIC_RELEASE);
+}
+
+static void cfg_norm(struct qos_config *c)
+{
+    if (c->max_wait_ms == 0)
+        c->max_wait_ms = DEF_MAX_WAIT_MS;
+    if (c->queue_max == 0)
+        c->queue_max = DEF_QUEUE_MAX;
+}
+
+static struct tstate *ts_find(struct qos *q, uint32_t tenant)
+{
+    for (size_t i = 0; i < q->nts; i++)
+        if (q->ts[i]->pol.tenant == tenant)
+            return q->ts[i];
+    return NULL;
+}
+
+static void ts_apply(struct tstate *ts, const struct qos_policy *pol, uint64_t now, bool fresh)
+{
+    double secs = (pol->burst_ms ? pol->burst_ms : 1000) / 1000.0;
+    const uint64_t rates[NB__COUNT] = {pol->read_bps, pol->write_bps, pol->read_iops,
+                                       pol->write_iops, pol->meta_iops};
+    for (int i = 0; i < NB__COUNT; i++) {
+        double r = (double)rates[i];
+        double burst = r * secs;
+        if (r > 0 && burst < 1)
+            burst = 1;
+        if (fresh)
+            qos_bucket_init(&ts->b[i], r, burst, now);
+        else
+            qos_bucket_set(&ts->b[i], r, burst, now);
+    }
+    ts->pol = *pol;
+}
+
+/* The two buckets a request draws from. */
+static void buckets_of(enum qos_class cls, int *bytes_b, int *ops_b)
+{
+    switch (cls) {
+    case QOS_READ:
+        *bytes_b = NB_RBPS;
+        *ops_b = NB_RIOPS;
+        break;
+    case QOS_WRITE:
+        *bytes_b = NB_WBPS;
+        *ops_b = NB_WIOPS;
+        break;
+    default:
+        *bytes_b = -1;
+        *ops_b = NB_MIOPS;
+        break;
+    }
+}
+
+static uint64_t wait_of(struct tstate *ts, enum qos_class cls, uint64_t bytes, uint64_t now)
+{
+    int bb, ob;
+    buckets_of(cls, &bb, &ob);
+    uint64_t w = qos_bucket_wait_us(&ts->b[ob], 1, now);
+    if (bb >= 0 && bytes) {
+        uint64_t wb = qos_bucket_wait_us(&ts->b[bb], (double)bytes, now);
+        if (wb > w)
+            w = wb;
+    }
+    return w;
+}
+
+static void take(struct tstate *ts, enum qos_class cls, uint64_t bytes, uint64_t now)
+{
+    int bb, ob;
+    buckets_of(cls, &bb, &ob);
+    qos_bucket_take(&ts->b[ob], 1, now);
+    if (bb >= 0 && bytes)
+        qos_bucket_take(&ts->b[bb], (double)bytes, now);
+}
+
+static void unlink_waiter(struct tstate *ts, struct waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        ts->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        ts->tail = w->prev;
+    ts->nwait--;
+}
+
+static void arm(struct waiter *w, uint64_t in_us)
+{
+    struct timeval tv = {(time_t)(in_us / 1000000u), (suseconds_t)(in_us % 1000000u)};
+    event_add(w->ev, &tv);
+}
+
+/* Arm the head for when it can go (or its deadline). Called under the lock. */
+static void arm_head(struct tstate *ts, uint64_t now)
+{
+    struct waiter *h = ts->head;
+    if (!h || h->force)
+        return;
+    uint64_t w = wait_of(ts, h->cls, h->bytes, now);
+    uint64_t left = h->deadline_us > now ? h->deadline_us - now : 0;
+    arm(h, w < left ? w : left);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct waiter *w = arg;
+    struct tstate *ts = w->ts;
+    struct qos *q = w->q;
+    int err;
+
+    pthread_mutex_lock(&q->lock);
+    uint64_t now = qos_clock_us();
+    if (w->force == FORCE_ADMIT) {
+        err = 0;
+    } else if (w->force == FORCE_THROTTLE) {
+        err = SRV_ETHROTTLE;
+    } else if (ts->head == w && wait_of(ts, w->cls, w->bytes, now) == 0) {
+        take(ts, w->cls, w->bytes, now);
+        err = 0;
+    } else if (now >= w->deadline_us) {
+        err = SRV_ETHROTTLE;
+    } else {
+        /* Not yet: the head waits for tokens, the others for their turn. */
+        if (ts->head == w)
+            arm_head(ts, now);
+        else
+            arm(w, w->deadline_us - now);
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    bool was_head = ts->head == w;
+    unlink_waiter(ts, w);
+    if (was_head)
+        arm_head(ts, now);
+    pthread_mutex_unlock(&q->lock);
+
+    if (err)
+        srv_log(DEBUG, QOS, "tenant=%u request throttled after waiting", ts->pol.tenant);
+    event_free(w->ev);
+    void (*go)(void *, int) = w->go;
+    void *garg = w->arg;
+    free(w);
+    go(garg, err);
+}
+
+int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
+              struct event_base *base, void (*go)(void *arg, int err), void *arg)
+{
+    if (!go || (unsigned)cls > QOS_META)
+        return -EINVAL;
+    if (!q || !p) {
+        go(arg, 0);
+        return 0;
+    }
+    pthread_mutex_lock(&q->lock);
+    struct tstate *ts = q->cfg.enabled ? ts_find(q, p->tenant) : NULL;
+    if (!ts) {
+        pthread_mutex_unlock(&q->lock);
+        go(arg, 0);
+        return 0;
+    }
+    uint64_t now = qos_clock_us();
+    if (!ts->head && wait_of(ts, cls, bytes, now) == 0) {
+        take(ts, cls, bytes, now);
+        pthread_mutex_unlock(&q->lock);
+        go(arg, 0);
+        return 0;
+    }
+    if (!base) {
+        pthread_mutex_unlock(&q->lock);
+        return -EINVAL;
+    }
+    if (ts->nwait >= q->cfg.queue_max) {
+        pthread_mutex_unlock(&q->lock);
+        srv_log(DEBUG, QOS, "tenant=%u queue full (%zu waiting)", p->tenant, ts->nwait);
+        return SRV_ETHROTTLE;
+    }
+    struct waiter *w = calloc(1, sizeof(*w));
+    if (!w) {
+        pthread_mutex_unlock(&q->lock);
+        return -ENOMEM;
+    }
+    w->ev = evtimer_new(base, on_timer, w);
+    if (!w->ev) {
+        pthread_mutex_unlock(&q->lock);
+        free(w);
+        return -ENOMEM;
+    }
+    w->q = q;
+    w->ts = ts;
+    w->cls = cls;
+    w->bytes = bytes;
+    w->go = go;
+    w->arg = arg;
+    w->deadline_us = now + (uint64_t)q->cfg.max_wait_ms * 1000u;
+    w->prev = ts->tail;
+    if (ts->tail)
+        ts->tail->next = w;
+    else
+        ts->head = w;
+    ts->tail = w;
+    ts->nwait++;
+    if (ts->head == w)
+        arm_head(ts, now);
+    else
+        arm(w, w->deadline_us - now);
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+int qos_cancel(struct qos *q, void *arg)
+{
+    if (!q)
+        return -ENOENT;
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < q->nts; i++) {
+        struct tstate *ts = q->ts[i];
+        for (struct waiter *w = ts->head; w; w = w->next) {
+            if (w->arg != arg)
+                continue;
+            bool was_head = ts->head == w;
+            unlink_waiter(ts, w);
+            if (was_head)
+                arm_head(ts, qos_clock_us());
+            pthread_mutex_unlock(&q->lock);
+            event_free(w->ev);
+            free(w);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return -ENOENT;
+}
+
+/* Wake every waiter of @p ts with @p force, each on its own loop. Under the lock. */
+static void force_all(struct tstate *ts, enum waiter_force force)
+{
+    for (struct waiter *w = ts->head; w; w = w->next) {
+        w->force = force;
+        event_active(w->ev, EV_TIMEOUT, 0);
+    }
+}
+
+void qos_drain(struct qos *q)
+{
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < q->nts; i++)
+        force_all(q->ts[i], FORCE_THROTTLE);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void qos_configure(struct qos *q, const struct qos_config *cfg)
+{
+    pthread_mutex_lock(&q->lock);
+    q->cfg = *cfg;
+    cfg_norm(&q->cfg);
+    if (!q->cfg.enabled)
+        for (size_t i = 0; i < q->nts; i++)
+            force_all(q->ts[i], FORCE_ADMIT);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* ---- policies ---- */
+
+static void policy_key(uint32_t tenant, uint8_t k[5])
+{
+    k[0] = 't';
+    k[1] = (uint8_t)(tenant >> 24);
+    k[2] = (uint8_t)(tenant >> 16);
+    k[3] = (uint8_t)(tenant >> 8);
+    k[4] = (uint8_t)tenant;
+}
+
+static int policy_decode(const void *val, size_t vlen, struct qos_policy *pol)
+{
+    json_error_t e;
+    json_t *j = json_loadb(val, vlen, 0, &e);
+    if (!j)
+        return SRV_ECORRUPT;
+    json_int_t v = 0, tenant = 0, rb = 0, wb = 0, ri = 0, wi = 0, mi = 0, burst = 0;
+    int rc = json_unpack(j, "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", &v, "tenant", &tenant,
+                         "read_bps", &rb, "write_bps", &wb, "read_iops", &ri, "write_iops", &wi,
+                         "meta_iops", &mi, "burst_ms", &burst);
+    json_decref(j);
+    if (rc < 0 || v != 1 || tenant <= 0 || rb < 0 || wb < 0 || ri < 0 || wi < 0 || mi < 0 ||
+        burst < 0)
+        return SRV_ECORRUPT;
+    memset(pol, 0, sizeof(*pol));
+    pol->tenant = (uint32_t)tenant;
+    pol->read_bps = (uint64_t)rb;
+    pol->write_bps = (uint64_t)wb;
+    pol->read_iops = (uint64_t)ri;
+    pol->write_iops = (uint64_t)wi;
+    pol->meta_iops = (uint64_t)mi;
+    pol->burst_ms = (uint32_t)burst;
+    return 0;
+}
+
+static bool policy_unlimited(const struct qos_policy *p)
+{
+    return !p->read_bps && !p->write_bps && !p->read_iops && !p->write_iops && !p->meta_iops;
+}
+
+/* Install @p pol in the cache (under the lock). */
+static int policy_install(struct qos *q, const struct qos_policy *pol)
+{
+    uint64_t now = qos_clock_us();
+    struct tstate *ts = ts_find(q, pol->tenant);
+    if (ts) {
+        ts_apply(ts, pol, now, false);
+        arm_head(ts, now);
+        return 0;
+    }
+    if (q->nts == q->capts) {
+        size_t ncap = q->capts ? q->capts * 2 : 16;
+        struct tstate **n = realloc(q->ts, ncap * sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        q->ts = n;
+        q->capts = ncap;
+    }
+    ts = calloc(1, sizeof(*ts));
+    if (!ts)
+        return -ENOMEM;
+    ts_apply(ts, pol, now, true);
+    q->ts[q->nts++] = ts;
+    return 0;
+}
+
+/* Remove a tenant's state (under the lock): its waiters are admitted. */
+static int policy_uninstall(struct qos *q, uint32_t tenant)
+{
+    for (size_t i = 0; i < q->nts; i++) {
+        struct tstate *ts = q->ts[i];
+        if (ts->pol.tenant != tenant)
+            continue;
+        if (ts->head) {
+            /* Keep the state until the waiters have left; just lift the limits. */
+            struct qos_policy none = {.tenant = tenant};
+            ts_apply(ts, &none, qos_clock_us(), false);
+            force_all(ts, FORCE_ADMIT);
+            return 0;
+        }
+        free(ts);
+        q->ts[i] = q->ts[--q->nts];
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int qos_policy_set(struct qos *q, const struct qos_policy *pol)
+{
+    int rc = 0;
+    if (!pol || pol->tenant == 0 || pol->burst_ms > 60000)
+        return -EINVAL;
+    const uint64_t lim = (uint64_t)1 << 52; /* exact in a double and in json_int_t */
+    if (pol->read_bps > lim || pol->write_bps > lim || pol->read_iops > lim ||
+        pol->write_iops > lim || pol->meta_iops > lim)
+        return -EINVAL;
+    pthread_mutex_lock(&q->lock);
+    if (q->core) {
+        uint8_t k[5];
+        policy_key(pol->tenant, k);
+        json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
+                              (json_int_t)pol->tenant, "read_bps", (json_int_t)pol->read_bps,
+                              "write_bps", (json_int_t)pol->write_bps, "read_iops",
+                              (json_int_t)pol->read_iops, "write_iops",
+                              (json_int_t)pol->write_iops, "meta_iops",
+                              (json_int_t)pol->meta_iops, "burst_ms", (json_int_t)pol->burst_ms);
+        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!s) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        rc = core_table_put(q->core, CORE_T_QOS, k, sizeof(k), s, strlen(s), 0);
+        free(s);
+        if (rc < 0)
+            goto out;
+    }
+    rc = policy_unlimited(pol) ? (policy_uninstall(q, pol->tenant), 0) : policy_install(q, pol);
+    if (rc == 0)
+        srv_log(INFO, QOS,
+                "tenant=%u policy: read %llu B/s %llu op/s, write %llu B/s %llu op/s, meta %llu "
+                "op/s (0 = unlimited)",
+                pol->tenant, (unsigned long long)pol->read_bps, (unsigned long long)pol->read_iops,
+                (unsigned long long)pol->write_bps, (unsigned long long)pol->write_iops,
+                (unsigned long long)pol->meta_iops);
+out:
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+int qos_policy_get(struct qos *q, uint32_t tenant, struct qos_policy *out)
+{
+    int rc = -ENOENT;
+    pthread_mutex_lock(&q->lock);
+    struct tstate *ts = ts_find(q, tenant);
+    if (ts && !policy_unlimited(&ts->pol)) {
+        *out = ts->pol;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+int qos_policy_delete(struct qos *q, uint32_t tenant)
+{
+    pthread_mutex_lock(&q->lock);
+    struct tstate *ts = ts_find(q, tenant);
+    int rc = (ts && !policy_unlimited(&ts->pol)) ? 0 : -ENOENT;
+    if (rc == 0 && q->core) {
+        uint8_t k[5];
+        policy_key(tenant, k);
+        rc = core_table_del(q->core, CORE_T_QOS, k, sizeof(k));
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    if (rc == 0) {
+        policy_uninstall(q, tenant);
+        srv_log(INFO, QOS, "tenant=%u policy removed (unlimited)", tenant);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+int qos_policy_list(struct qos *q, qos_policy_cb cb, void *arg)
+{
+    pthread_mutex_lock(&q->lock);
+    size_t n = 0;
+    struct qos_policy *copy = malloc((q->nts ? q->nts : 1) * sizeof(*copy));
+    if (!copy) {
+        pthread_mutex_unlock(&q->lock);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < q->nts; i++)
+        if (!policy_unlimited(&q->ts[i]->pol))
+            copy[n++] = q->ts[i]->pol;
+    pthread_mutex_unlock(&q->lock);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = cb(arg, &copy[i]);
+    free(copy);
+    return rc > 0 ? 0 : rc;
+}
+
+struct load_ctx {
+    struct qos *q;
+    int rc;
+};
+
+static int load_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct load_ctx *lc = arg;
+    struct qos_policy pol;
+    if (klen != 5 || ((const uint8_t *)key)[0] != 't')
+        return 0;
+    if (policy_decode(val, vlen, &pol) < 0) {
+        srv_log(ERROR, QOS, "a stored QoS policy failed to decode; skipped");
+        return 0;
+    }
+    if (!policy_unlimited(&pol) && policy_install(lc->q, &pol) < 0) {
+        lc->rc = -ENOMEM;
+        return 1;
+    }
+    return 0;
+}
+
+int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg)
+{
+    struct qos *q = calloc(1, sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    q->core = c;
+    q->cfg = *cfg;
+    cfg_norm(&q->cfg);
+    pthread_mutex_init(&q->lock, NULL);
+    if (c) {
+        struct load_ctx lc = {q, 0};
+        int rc = core_table_scan(c, CORE_T_QOS, NULL, 0, load_cb, &lc);
+        if (rc == 0)
+            rc = lc.rc;
+        if (rc < 0) {
+            qos_close(q);
+            return rc;
+        }
+    }
+    srv_log(INFO, QOS, "QoS %s, %zu tenant policies", q->cfg.enabled ? "on" : "off", q->nts);
+    *out = q;
+    return 0;
+}
+
+void qos_close(struct qos *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->nts; i++) {
+        struct tstate *ts = q->ts[i];
+        while (ts->head) {
+            struct waiter *w = ts->head;
+            unlink_waiter(ts, w);
+            srv_log(WARN, QOS, "tenant=%u a waiting request was dropped at close",
+                    ts->pol.tenant);
+            event_free(w->ev);
+            free(w);
+        }
+        free(ts);
+    }
+    free(q->ts);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+}

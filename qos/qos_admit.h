@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * qos_admit: QoS admission before a request is dispatched.
+ *
+ * Each tenant may have a policy (stored in the core's CORE_T_QOS table,
+ * managed through the admin API) capping read and write bandwidth and read,
+ * write and metadata operations per second; a tenant without a policy is
+ * unlimited. Every request asks qos_admit() first. When the tenant's token
+ * buckets allow it, go() runs at once, inside qos_admit(). Otherwise the
+ * request joins the tenant's FIFO and go() runs later from an event timer on
+ * the caller's event_base: a waiting request never blocks a thread. A request
+ * that waits longer than max_wait_ms, or finds the queue full, gets
+ * SRV_ETHROTTLE (S3 SlowDown / NFS3ERR_JUKEBOX).
+ *
+ * Policy changes apply at once to waiting and new requests.
+ * Not yet built: minimum guarantees, per-bucket/per-user policies (the
+ * policy record has room for them; qos_policy_set refuses them with
+ * SRV_ENOTSUPP).
+ * Thread: qos_admit/qos_cancel from the loop thread that owns @p base; the
+ * rest from any thread. */
+#ifndef QOS_ADMIT_H
+#define QOS_ADMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct core;
+struct core_principal;
+struct event_base;
+struct qos;
+
+enum qos_class { QOS_READ = 0, QOS_WRITE = 1, QOS_META = 2 };
+
+struct qos_config {
+    bool enabled;        /* false: every request is admitted at once */
+    uint32_t max_wait_ms; /* longest wait before SRV_ETHROTTLE; 0 = 30000 */
+    uint32_t queue_max;  /* most waiters per tenant; 0 = 4096 */
+};
+
+/* Limits of one tenant; 0 = unlimited. Bursts: one second of the rate unless
+ * burst_ms says otherwise. */
+struct qos_policy {
+    uint32_t tenant;
+    uint64_t read_bps, write_bps;
+    uint64_t read_iops, write_iops, meta_iops;
+    uint32_t burst_ms; /* 0 = 1000 */
+};
+
+/** Load policies from the core. @p c may be NULL (no persistence; tests).
+ * @return 0, -ENOMEM, SRV_ECORRUPT (a stored policy failed to decode; logged). */
+int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg);
+/** Apply new settings (SIGHUP). */
+void qos_configure(struct qos *q, const struct qos_config *cfg);
+/** Fail every waiting request with SRV_ETHROTTLE, each on its own loop (call
+ * before stopping the loops). */
+void qos_drain(struct qos *q);
+/** Free. Nothing may be waiting (qos_drain and the loops stopped). Safe on NULL. */
+void qos_close(struct qos *q);
+
+/** Admit a request of class @p cls moving @p bytes for principal @p p.
+ * @return 0: go(arg, 0) has run (admitted now) or will run exactly once later
+ *         on @p base with 0 (admitted) or SRV_ETHROTTLE (waited too long);
+ *         SRV_ETHROTTLE: the tenant's queue is full, go never runs;
+ *         -EINVAL: bad class or NULL go/base; -ENOMEM. */
+int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
+              struct event_base *base, void (*go)(void *arg, int err), void *arg);
+/** Withdraw a waiting request (its connection closed): go will not run.
+ * @return 0, -ENOENT (not waiting: already admitted or never queued). */
+int qos_cancel(struct qos *q, void *arg);
+
+/** Set (persist and apply) a tenant's policy. @return 0, -EINVAL, -errno from the core. */
+int qos_policy_set(struct qos *q, const struct qos_policy *pol);
+/** @return 0, -ENOENT (no policy: unlimited). */
+int qos_policy_get(struct qos *q, uint32_t tenant, struct qos_policy *out);
+/** Remove a tenant's policy (unlimited again). @return 0, -ENOENT. */
+int qos_policy_delete(struct qos *q, uint32_t tenant);
+typedef int (*qos_policy_cb)(void *arg, const struct qos_policy *pol);
+int qos_policy_list(struct qos *q, qos_policy_cb cb, void *arg);
+
+/** The daemon's instance, for front ends (set by main; NULL = no QoS: admit
+ * directly). */
+struct qos *qos_global(void);
+void qos_set_global(struct qos *q);
+
+/** Clock used by admission (monotonic µs); tests may replace it. */
+extern uint64_t (*qos_clock_us)(void);
+
+#endif

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for qos/qos_admit.c on a real event_base: immediate admission,
+ * FIFO waiting driven by timers, throttling after max wait, full queue,
+ * cancel, drain, policy removal releasing waiters. Outcomes only (order,
+ * counts, error codes), no durations are asserted. Policies here are not
+ * persisted (no core). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <event2/event.h>
+
+#include "core.h"
+#include "qos_admit.h"
+#include "srv_err.h"
+
+/* qos is opened without a core here; these satisfy the linker only. */
+int core_table_put(struct core *c, enum core_table t, const void *key, size_t klen,
+                   const void *val, size_t vlen, unsigned flags)
+{
+    return -ENOSYS;
+}
+int core_table_del(struct core *c, enum core_table t, const void *key, size_t klen)
+{
+    return -ENOSYS;
+}
+int core_table_scan(struct core *c, enum core_table t, const void *start, size_t slen,
+                    core_table_cb cb, void *arg)
+{
+    return -ENOSYS;
+}
+
+struct rec {
+    int order[16];
+    int err[16];
+    int n;
+};
+
+struct req {
+    struct rec *rec;
+    int id;
+};
+
+static void go(void *arg, int err)
+{
+    struct req *r = arg;
+    r->rec->order[r->rec->n] = r->id;
+    r->rec->err[r->rec->n] = err;
+    r->rec->n++;
+}
+
+static struct qos *mk(uint32_t max_wait_ms, uint32_t queue_max)
+{
+    struct qos *q;
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = max_wait_ms, .queue_max = queue_max};
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    return q;
+}
+
+static const struct core_principal P7 = {.tenant = 7};
+static const struct core_principal P8 = {.tenant = 8};
+
+static void test_no_policy_is_immediate(void **state)
+{
+    (void)state;
+    struct qos *q = mk(0, 0);
+    struct rec rec = {0};
+    struct req r = {&rec, 1};
+    assert_int_equal(qos_admit(q, &P7, QOS_WRITE, 1 << 30, NULL, go, &r), 0);
+    assert_int_equal(rec.n, 1);
+    assert_int_equal(rec.err[0], 0);
+    assert_int_equal(qos_admit(q, &P7, 9, 0, NULL, go, &r), -EINVAL);
+    assert_int_equal(qos_admit(NULL, &P7, QOS_READ, 0, NULL, go, &r), 0); /* no QoS at all */
+    assert_int_equal(rec.n, 2);
+    qos_close(q);
+}
+
+static void test_fifo_wait(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    struct qos_policy pol = {.tenant = 7, .meta_iops = 1000, .burst_ms = 1}; /* burst 1 op */
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct qos_policy got;
+    assert_int_equal(qos_policy_get(q, 7, &got), 0);
+    assert_int_equal(got.meta_iops, 1000);
+    assert_int_equal(qos_policy_get(q, 8, &got), -ENOENT);
+
+    struct rec rec = {0};
+    struct req r[4] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(qos_admit(q, &P7, QOS_META, 0, base, go, &r[i]), 0);
+    assert_int_equal(rec.n, 1); /* only the first went at once */
+    /* Another tenant is not affected. */
+    struct rec rec8 = {0};
+    struct req r8 = {&rec8, 80};
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r8), 0);
+    assert_int_equal(rec8.n, 1);
+
+    event_base_dispatch(base); /* runs until every timer has fired */
+    assert_int_equal(rec.n, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(rec.order[i], i);
+        assert_int_equal(rec.err[i], 0);
+    }
+    qos_close(q);
+    event_base_free(base);
+}
+
+static void test_throttle_and_queue_full(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(1, 2); /* wait at most 1 ms; 2 waiters */
+    struct qos_policy pol = {.tenant = 7, .write_bps = 1000}; /* burst 1000 B */
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct rec rec = {0};
+    struct req r[4] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}};
+    assert_int_equal(qos_admit(q, &P7, QOS_WRITE, 1000, base, go, &r[0]), 0);
+    assert_int_equal(rec.n, 1);
+    /* The next needs a full second of tokens: it cannot make it within 1 ms. */
+    assert_int_equal(qos_admit(q, &P7, QOS_WRITE, 1000, base, go, &r[1]), 0);
+    assert_int_equal(qos_admit(q, &P7, QOS_WRITE, 1000, base, go, &r[2]), 0);
+    assert_int_equal(qos_admit(q, &P7, QOS_WRITE, 1000, base, go, &r[3]), SRV_ETHROTTLE);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.err[1], SRV_ETHROTTLE);
+    assert_int_equal(rec.err[2], SRV_ETHROTTLE);
+    qos_close(q);
+    event_base_free(base);
+}
+
+static void test_cancel_drain_release(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    struct qos_policy pol = {.tenant = 7, .read_iops = 1, .burst_ms = 1000};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct rec rec = {0};
+    struct req r[4] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}};
+    assert_int_equal(qos_admit(q, &P7, QOS_READ, 10, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit(q, &P7, QOS_READ, 10, base, go, &r[1]), 0);
+    assert_int_equal(qos_admit(q, &P7, QOS_READ, 10, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 1);
+    assert_int_equal(qos_cancel(q, &r[1]), 0);
+    assert_int_equal(qos_cancel(q, &r[1]), -ENOENT);
+    /* Removing the policy releases the remaining waiter at once. */
+    assert_int_equal(qos_policy_delete(q, 7), 0);
+    assert_int_equal(qos_policy_delete(q, 7), -ENOENT);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.order[1], 2);
+    assert_int_equal(rec.err[1], 0);
+
+    /* Drain fails the waiters with SRV_ETHROTTLE on their loop. */
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    rec.n = 0;
+    assert_int_equal(qos_admit(q, &P7, QOS_READ, 10, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit(q, &P7, QOS_READ, 10, base, go, &r[3]), 0);
+    qos_drain(q);
+    event_base_dispatch(base);
+    int throttled = 0;
+    for (int i = 0; i < rec.n; i++)
+        throttled += rec.err[i] == SRV_ETHROTTLE;
+    assert_int_equal(rec.n, 2);
+    assert_true(throttled >= 1);
+    qos_close(q);
+    event_base_free(base);
+}
+
+static void test_disable(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    struct qos_policy pol = {.tenant = 7, .write_iops = 1};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct rec rec = {0};
+    struct req r[2] = {{&rec, 0}, {&rec, 1}};
+    assert_int_equal(qos_admit(q, &P7, QOS_WRITE, 0, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit(q, &P7, QOS_WRITE, 0, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 1);
+    struct qos_config off = {.enabled = false};
+    qos_configure(q, &off); /* waiting requests go */
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.err[1], 0);
+    struct qos_policy bad = {.tenant = 0};
+    assert_int_equal(qos_policy_set(q, &bad), -EINVAL);
+    qos_close(q);
+    event_base_free(base);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_policy_is_immediate),
+        cmocka_unit_test(test_fifo_wait),
+        cmocka_unit_test(test_throttle_and_queue_full),
+        cmocka_unit_test(test_cancel_drain_release),
+        cmocka_unit_test(test_disable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
