@@ -73,7 +73,16 @@ static int dev_open(struct store_dev *d, const char *path, int create, uint64_t 
     d->path = strdup(path);
     if (!d->path)
         return -ENOMEM;
-    d->fd_buf = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+    int created = 0;
+    if (create) {
+        d->fd_buf = open(path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0600);
+        if (d->fd_buf >= 0)
+            created = 1;
+        else if (errno == EEXIST)
+            d->fd_buf = open(path, O_RDWR | O_CLOEXEC);
+    } else {
+        d->fd_buf = open(path, O_RDWR | O_CLOEXEC);
+    }
     if (d->fd_buf < 0) {
         rc = -errno;
         srv_log(ERROR, STORE, "open %s: %s", path, strerror(errno));
@@ -97,8 +106,11 @@ static int dev_open(struct store_dev *d, const char *path, int create, uint64_t 
         uint64_t have = (uint64_t)st.st_size;
         if (have < want) {
             rc = file_prealloc(d, want);
-            if (rc < 0)
+            if (rc < 0) {
+                if (created)
+                    unlink(path); /* do not leave a half-allocated file holding space */
                 goto out;
+            }
             have = want;
         }
         d->size = have & ~(uint64_t)(STORE_ALIGN - 1);
@@ -132,6 +144,7 @@ static int map_load(struct store *s, MDB_txn *rtxn)
     MDB_cursor *c = NULL;
     MDB_val k, v;
     int marker = 0, nrec = 0;
+    uint32_t map_ndev = 0, max_dev = 0;
     int rc = mdb_cursor_open(rtxn, s->free_dbi, &c);
     if (rc != 0) {
         srv_log(ERROR, STORE, "free map cursor: %s", mdb_strerror(rc));
@@ -156,16 +169,24 @@ static int map_load(struct store *s, MDB_txn *rtxn)
                 rc = SRV_EBADVERSION;
                 goto out;
             }
-            if (ndev != s->ndev) {
-                srv_log(ERROR, STORE, "free map covers %u devices, configuration has %u", ndev,
-                        s->ndev);
+            if (ndev > s->ndev) {
+                srv_log(ERROR, STORE, "free map covers %u devices, configuration has only %u: "
+                        "removing data files or devices is not supported", ndev, s->ndev);
                 rc = -EINVAL;
                 goto out;
             }
+            map_ndev = ndev;
             marker = 1;
             continue;
         }
-        if (dev >= s->ndev || len == 0 || off % STORE_ALIGN || len % STORE_ALIGN ||
+        if (dev >= s->ndev) {
+            /* Judged at the end: the marker (last key) says whether devices were removed. */
+            if (dev > max_dev)
+                max_dev = dev;
+            nrec++;
+            continue;
+        }
+        if (len == 0 || off % STORE_ALIGN || len % STORE_ALIGN ||
             off > s->devs[dev].size || len > s->devs[dev].size - off) {
             srv_log(ERROR, STORE, "free map: bad range dev=%u off=%" PRIu64 " len=%" PRIu64, dev,
                     off, len);
@@ -175,6 +196,8 @@ static int map_load(struct store *s, MDB_txn *rtxn)
         rc = store__alloc_add(s, dev, off, len);
         if (rc < 0)
             goto out;
+        if (dev > max_dev)
+            max_dev = dev;
         nrec++;
     }
     if (rc != MDB_NOTFOUND) {
@@ -183,7 +206,26 @@ static int map_load(struct store *s, MDB_txn *rtxn)
         goto out;
     }
     rc = 0;
-    s->needs_init = !marker && nrec == 0;
+    if (marker) {
+        /* Devices past the recorded count are new: store_txn_init adds them. */
+        if (nrec && max_dev >= map_ndev) {
+            srv_log(ERROR, STORE, "free map has ranges on device %u but covers %u devices",
+                    max_dev, map_ndev);
+            rc = SRV_ECORRUPT;
+            goto out;
+        }
+        s->init_from = map_ndev;
+    } else if (nrec && max_dev >= s->ndev) {
+        srv_log(ERROR, STORE, "free map has ranges on device %u; configuration has %u devices",
+                max_dev, s->ndev);
+        rc = SRV_ECORRUPT;
+        goto out;
+    } else if (nrec == 0) {
+        s->init_from = 0; /* a new store */
+    } else {
+        srv_log(WARN, STORE, "free map has no marker record; assuming it covers all devices");
+        s->init_from = s->ndev;
+    }
 out:
     mdb_cursor_close(c);
     return rc;
@@ -251,14 +293,15 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
     struct store_stats st;
     store_stats_get(s, &st);
     srv_log(INFO, STORE, "opened %u device(s), capacity=%" PRIu64 " free=%" PRIu64 "%s", ndev,
-            st.capacity, st.free, s->needs_init ? " (new store)" : "");
+            st.capacity, st.free,
+            s->init_from == 0 ? " (new store)" : s->init_from < ndev ? " (new devices)" : "");
     *out = s;
     return 0;
 }
 
 int store_needs_init(struct store *s)
 {
-    return s ? s->needs_init : 0;
+    return s ? s->init_from < s->ndev : 0;
 }
 
 void store_close(struct store *s)

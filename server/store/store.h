@@ -51,15 +51,19 @@ struct store_config {
  * rebuild the allocator from the free map read with @p rtxn (a read or write
  * txn of the meta env); a new store (no free map yet) is initialized with
  * every byte free via store_txn_init in a write txn the caller commits.
- * The map records the device count: reopening with another count is refused.
+ * The map records the device count: devices added to the configuration since
+ * are new (store_needs_init is true and store_txn_init adds them); fewer
+ * devices than recorded is refused.
  * @return 0, -ENOSPC (cannot preallocate), -EINVAL (bad config, device count
  * changed, not a file/block device), SRV_ECORRUPT (malformed free map),
  * SRV_EBADVERSION, -ENOMEM, -errno from open(). */
 int store_open(struct store **out, const struct store_config *cfg, struct MDB_txn *rtxn,
                unsigned int free_dbi);
-/** True when the free map in LMDB is empty and must be initialized. */
+/** True when the free map in LMDB is empty, or lacks devices added to the
+ * configuration, and store_txn_init must run. */
 int store_needs_init(struct store *s);
-/** Write the initial all-free map into @p wtxn (a no-op unless store_needs_init).
+/** Write the all-free ranges of new devices (every device, for a new store)
+ * into @p wtxn (a no-op unless store_needs_init).
  * The allocator uses the space at once; store_txn_done(ok=0) on @p wtxn undoes
  * that. @return 0, -EINVAL, -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
 int store_txn_init(struct store *s, struct MDB_txn *wtxn);

@@ -812,11 +812,18 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
     p = *pp;
     *pp = p->next;
     if (!ok && p->init) {
-        /* An aborted store_txn_init: the map was never written. */
-        t_free_all(a->root_off);
-        a->root_off = a->root_size = NULL;
-        a->free_bytes = 0;
-        s->needs_init = 1;
+        /* An aborted store_txn_init: the new devices are not in the map after all. */
+        for (uint32_t d = p->init_from; d < s->ndev; d++) {
+            struct store__range *r = range_find_off(a, d, 0);
+            if (r && r->len == s->devs[d].size) {
+                range_unlink(a, r);
+                a->free_bytes -= r->len;
+                free(r);
+            } else {
+                srv_log(ERROR, STORE, "aborted init: device %u already in use; restart", d);
+            }
+        }
+        s->init_from = p->init_from;
     }
     int freed = 0;
     while (p->frees) {
@@ -857,10 +864,11 @@ int store_txn_init(struct store *s, struct MDB_txn *wtxn)
 {
     if (!s || !wtxn)
         return -EINVAL;
-    if (!s->needs_init)
+    if (s->init_from >= s->ndev)
         return 0;
     int rc = 0;
-    for (uint32_t d = 0; d < s->ndev && rc == 0; d++)
+    uint32_t from = s->init_from;
+    for (uint32_t d = from; d < s->ndev && rc == 0; d++)
         rc = map_put(s, wtxn, d, 0, s->devs[d].size);
     if (rc == 0)
         rc = map_put(s, wtxn, STORE_MARKER_DEV, 0, (uint64_t)STORE_MAP_VERSION << 32 | s->ndev);
@@ -872,11 +880,15 @@ int store_txn_init(struct store *s, struct MDB_txn *wtxn)
         rc = -ENOMEM;
         goto out;
     }
-    p->init = 1; /* marks an init, undone by store_txn_done(ok=0) */
-    for (uint32_t d = 0; d < s->ndev && rc == 0; d++)
+    p->init = 1; /* undone by store_txn_done(ok=0) */
+    p->init_from = from;
+    for (uint32_t d = from; d < s->ndev && rc == 0; d++)
         rc = range_add(&s->a, d, 0, s->devs[d].size);
-    if (rc == 0)
-        s->needs_init = 0;
+    if (rc == 0) {
+        s->init_from = s->ndev;
+        if (from > 0)
+            srv_log(INFO, STORE, "added device(s) %u..%u to the free map", from, s->ndev - 1);
+    }
 out:
     pthread_mutex_unlock(&s->a.mu);
     return rc;

@@ -9,7 +9,8 @@
  * plus one marker record written by store_txn_init:
  *   key   = be32 0xffffffff | be64 0, value = be64 (STORE_MAP_VERSION << 32 | ndev)
  * so a completely full store (no free range left) is not mistaken for a new
- * one. Thread: see each function. */
+ * one, and devices added to the configuration later are recognized as new
+ * (their whole space is added by store_txn_init). Thread: see each function. */
 #ifndef STORE_INT_H
 #define STORE_INT_H
 
@@ -51,6 +52,7 @@ struct store__pend {
     const struct MDB_txn *txn;
     struct store__limbo *frees; /* frees (tag 0) and uses (tag 1) of this txn */
     int init;                   /* store_txn_init ran in this txn */
+    uint32_t init_from;         /* ... and added devices [init_from, ndev) */
 };
 
 /* Readers currently active with a given epoch token. */
@@ -89,7 +91,7 @@ struct store {
     struct store_dev *devs;
     uint32_t ndev;
     unsigned int free_dbi;
-    int needs_init;
+    uint32_t init_from; /* devices [init_from, ndev) are not in the map yet */
     struct store__alloc a;
     uint64_t crc_errors, bytes_read, bytes_written; /* atomics */
 };

@@ -58,6 +58,17 @@ static void test_open_prealloc(void **state)
     cfg.nfiles = 1;
     cfg.dir = "/nonexistent-dir-for-store-test";
     assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -ENOENT);
+    /* A data file that cannot be preallocated (larger than the filesystem allows): -ENOSPC,
+     * and no half-made file is left behind. */
+    char sub[80];
+    snprintf(sub, sizeof(sub), "%s/big", t->dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    cfg.dir = sub;
+    cfg.file_size = 1ull << 60;
+    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -ENOSPC);
+    snprintf(path, sizeof(path), "%s/data.000", sub);
+    assert_int_equal(stat(path, &st), -1);
+    rmdir(sub);
     const char *devs[] = {"/dev/null", NULL};
     struct store_config dcfg = {.devices = devs};
     assert_int_equal(store_open(&s, &dcfg, txn, t->dbi), -EINVAL); /* not a block device */

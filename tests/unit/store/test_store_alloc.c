@@ -205,11 +205,37 @@ static void test_two_files(void **state)
     tenv_store_close(t);
     assert_int_equal(tenv_store_open(t), 0);
     assert_int_equal(tenv_free_bytes(t), 0);
-    /* The device count is recorded: opening with another count is refused. */
+    /* A third file added to the configuration: its space is added as free. */
     tenv_store_close(t);
     t->cfg.nfiles = 3;
-    assert_int_equal(tenv_store_open(t), -EINVAL);
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
+    assert_int_equal(store_open(&t->s, &t->cfg, txn, t->dbi), 0);
+    assert_true(store_needs_init(t->s));
+    assert_int_equal(tenv_free_bytes(t), 0);
+    /* An aborted init takes it back... */
+    assert_int_equal(store_txn_init(t->s, txn), 0);
+    assert_int_equal(tenv_free_bytes(t), 8 * BLK);
+    mdb_txn_abort(txn);
+    store_txn_done(t->s, txn, 0);
+    assert_true(store_needs_init(t->s));
+    assert_int_equal(tenv_free_bytes(t), 0);
+    tenv_store_close(t);
+    /* ...a committed one keeps it. */
+    assert_int_equal(tenv_store_open(t), 0);
+    assert_false(store_needs_init(t->s));
+    assert_int_equal(tenv_free_bytes(t), 8 * BLK);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, BLK, &e), 0);
+    assert_int_equal(e.dev, 2);
+    tenv_store_close(t);
+    assert_int_equal(tenv_store_open(t), 0);
+    assert_int_equal(tenv_free_bytes(t), 8 * BLK);
+    /* Fewer files than the map covers is refused. */
+    tenv_store_close(t);
     t->cfg.nfiles = 2;
+    assert_int_equal(tenv_store_open(t), -EINVAL);
+    t->cfg.nfiles = 3;
     assert_int_equal(tenv_store_open(t), 0);
     tenv_free(t);
 }
