@@ -61,8 +61,7 @@ static int file_prealloc(struct store_dev *d, uint64_t want)
     }
     if (err == 0)
         return 0;
-    srv_log(ERROR, STORE, "preallocate %s to %" PRIu64 " bytes: %s", d->path, want,
-            strerror(err));
+    srv_log(ERROR, STORE, "preallocate %s to %" PRIu64 " bytes: %s", d->path, want, strerror(err));
     return err == ENOSPC || err == EDQUOT || err == EFBIG ? -ENOSPC : -err;
 }
 
@@ -170,8 +169,10 @@ static int map_load(struct store *s, MDB_txn *rtxn)
                 goto out;
             }
             if (ndev > s->ndev) {
-                srv_log(ERROR, STORE, "free map covers %u devices, configuration has only %u: "
-                        "removing data files or devices is not supported", ndev, s->ndev);
+                srv_log(ERROR, STORE,
+                        "free map covers %u devices, configuration has only %u: "
+                        "removing data files or devices is not supported",
+                        ndev, s->ndev);
                 rc = -EINVAL;
                 goto out;
             }
@@ -186,8 +187,8 @@ static int map_load(struct store *s, MDB_txn *rtxn)
             nrec++;
             continue;
         }
-        if (len == 0 || off % STORE_ALIGN || len % STORE_ALIGN ||
-            off > s->devs[dev].size || len > s->devs[dev].size - off) {
+        if (len == 0 || off % STORE_ALIGN || len % STORE_ALIGN || off > s->devs[dev].size ||
+            len > s->devs[dev].size - off) {
             srv_log(ERROR, STORE, "free map: bad range dev=%u off=%" PRIu64 " len=%" PRIu64, dev,
                     off, len);
             rc = SRV_ECORRUPT;
@@ -209,8 +210,8 @@ static int map_load(struct store *s, MDB_txn *rtxn)
     if (marker) {
         /* Devices past the recorded count are new: store_txn_init adds them. */
         if (nrec && max_dev >= map_ndev) {
-            srv_log(ERROR, STORE, "free map has ranges on device %u but covers %u devices",
-                    max_dev, map_ndev);
+            srv_log(ERROR, STORE, "free map has ranges on device %u but covers %u devices", max_dev,
+                    map_ndev);
             rc = SRV_ECORRUPT;
             goto out;
         }
@@ -294,7 +295,9 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
     store_stats_get(s, &st);
     srv_log(INFO, STORE, "opened %u device(s), capacity=%" PRIu64 " free=%" PRIu64 "%s", ndev,
             st.capacity, st.free,
-            s->init_from == 0 ? " (new store)" : s->init_from < ndev ? " (new devices)" : "");
+            s->init_from == 0     ? " (new store)"
+            : s->init_from < ndev ? " (new devices)"
+                                  : "");
     *out = s;
     return 0;
 }
@@ -322,8 +325,7 @@ static int extent_check(struct store *s, const struct store_extent *e, uint64_t 
 {
     if (e->dev >= s->ndev || e->off % STORE_ALIGN != 0 || e->off > s->devs[e->dev].size ||
         size > s->devs[e->dev].size - e->off) {
-        srv_log(ERROR, STORE, "bad extent dev=%u off=%" PRIu64 " len=%u", e->dev, e->off,
-                e->len);
+        srv_log(ERROR, STORE, "bad extent dev=%u off=%" PRIu64 " len=%u", e->dev, e->off, e->len);
         return -EINVAL;
     }
     return 0;
@@ -339,9 +341,10 @@ int store_write(struct store *s, struct store_extent *e, const void *buf, size_t
     if (!reserved)
         have = store__round_up(e->len ? e->len : 1);
     if (size > have || (!reserved && size != have)) {
-        srv_log(ERROR, STORE, "write of %zu bytes does not fit extent dev=%u off=%" PRIu64
-                " (%" PRIu64 " bytes%s)", len, e->dev, e->off, have,
-                reserved ? "" : ", committed: rewrite must keep the size");
+        srv_log(
+            ERROR, STORE,
+            "write of %zu bytes does not fit extent dev=%u off=%" PRIu64 " (%" PRIu64 " bytes%s)",
+            len, e->dev, e->off, have, reserved ? "" : ", committed: rewrite must keep the size");
         return -EINVAL;
     }
     int rc = extent_check(s, e, size);
@@ -404,8 +407,7 @@ int store_sync(struct store *s)
     return rc;
 }
 
-int store_read(struct store *s, const struct store_extent *e, uint32_t from, void *buf,
-               size_t len)
+int store_read(struct store *s, const struct store_extent *e, uint32_t from, void *buf, size_t len)
 {
     if (!s || !e || (len && !buf) || e->len > STORE_EXTENT_MAX || from > e->len ||
         len > (size_t)(e->len - from))
@@ -439,7 +441,8 @@ int store_read(struct store *s, const struct store_extent *e, uint32_t from, voi
         uint64_t n = __atomic_add_fetch(&s->crc_errors, 1, __ATOMIC_RELAXED);
         srv_log(ERROR, STORE,
                 "CRC mismatch dev=%u off=%" PRIu64 " len=%u: want %08x got %08x (errors=%" PRIu64
-                ")", e->dev, e->off, e->len, e->crc, crc, n);
+                ")",
+                e->dev, e->off, e->len, e->crc, crc, n);
         if (into_caller)
             memset(buf, 0, len); /* never hand out bytes that failed the check */
         rc = SRV_ECORRUPT;

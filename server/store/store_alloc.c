@@ -67,9 +67,9 @@ uint64_t store__get_be64(const unsigned char *p)
 
 typedef int (*tcmp_fn)(const struct store__tnode *a, const struct store__tnode *b);
 
-#define RANGE_OF_OFF(n) ((struct store__range *)((char *)(n) - offsetof(struct store__range, by_off)))
+#define RANGE_OF_OFF(n) ((struct store__range *)((char *)(n)-offsetof(struct store__range, by_off)))
 #define RANGE_OF_SIZE(n)                                                                           \
-    ((struct store__range *)((char *)(n) - offsetof(struct store__range, by_size)))
+    ((struct store__range *)((char *)(n)-offsetof(struct store__range, by_size)))
 
 static int cmp_off(const struct store__tnode *a, const struct store__tnode *b)
 {
@@ -704,8 +704,8 @@ int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_exte
     int rc = map_neighbours(s, wtxn, e->dev, e->off, &below, &above);
     if (rc < 0)
         return rc;
-    struct map_rec *r = (above.found && above.dev == e->dev && above.off == e->off) ? &above
-                                                                                     : &below;
+    struct map_rec *r =
+        (above.found && above.dev == e->dev && above.off == e->off) ? &above : &below;
     if (!r->found || r->dev != e->dev || r->off > e->off || r->off + r->len < e->off + size) {
         srv_log(ERROR, STORE, "txn_use dev=%u off=%llu size=%llu: not free in the map", e->dev,
                 (unsigned long long)e->off, (unsigned long long)size);
@@ -764,8 +764,7 @@ int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_ext
     if (above.found && above.dev != e->dev)
         above.found = 0;
     uint64_t off = e->off, len = size;
-    if ((below.found && below.off + below.len > off) ||
-        (above.found && off + len > above.off)) {
+    if ((below.found && below.off + below.len > off) || (above.found && off + len > above.off)) {
         srv_log(ERROR, STORE, "txn_free dev=%u off=%llu size=%llu: already free (double free)",
                 e->dev, (unsigned long long)e->off, (unsigned long long)size);
         return SRV_ECORRUPT;

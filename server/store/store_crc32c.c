@@ -59,7 +59,7 @@ static uint32_t crc_sw(uint32_t c, const unsigned char *p, size_t len)
 
 #ifdef STORE_CRC_HAVE_SSE42
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const unsigned char *p,
-                                                          size_t len)
+                                                         size_t len)
 {
     while (len && ((uintptr_t)p & 7)) {
         c = _mm_crc32_u8(c, *p++);

@@ -64,27 +64,27 @@ struct store__epoch {
 struct store__alloc {
     pthread_mutex_t mu;
     struct store__tnode *root_off, *root_size;
-    struct store__tnode *resv;   /* reserved extents, by (dev, off) */
-    uint32_t rng;                /* treap priorities */
+    struct store__tnode *resv; /* reserved extents, by (dev, off) */
+    uint32_t rng;              /* treap priorities */
     uint64_t free_bytes, reserved_bytes, limbo_bytes;
     struct store__limbo *limbo_head, *limbo_tail;
     struct store__pend *pend;
-    uint64_t epoch;              /* current read epoch */
+    uint64_t epoch;               /* current read epoch */
     struct store__epoch *readers; /* sorted by epoch, [rhead, rtail) */
     size_t rhead, rtail, rcap;
-    uint64_t seq_gen;            /* bumps per alloc; thread cursors compare it */
+    uint64_t seq_gen; /* bumps per alloc; thread cursors compare it */
 };
 
 struct store_dev {
-    int fd;          /* O_DIRECT when direct, else buffered */
-    int fd_buf;      /* buffered fd for sendfile/page-cache readers */
+    int fd;     /* O_DIRECT when direct, else buffered */
+    int fd_buf; /* buffered fd for sendfile/page-cache readers */
     int direct;
     int is_blk;
-    uint64_t size;   /* usable bytes, multiple of STORE_ALIGN */
+    uint64_t size; /* usable bytes, multiple of STORE_ALIGN */
     char *path;
     pthread_mutex_t sync_mu;
-    uint64_t wgen;   /* bumped by each write (atomic) */
-    uint64_t sgen;   /* wgen value covered by the last fdatasync (under sync_mu) */
+    uint64_t wgen; /* bumped by each write (atomic) */
+    uint64_t sgen; /* wgen value covered by the last fdatasync (under sync_mu) */
 };
 
 struct store {

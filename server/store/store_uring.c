@@ -141,8 +141,8 @@ static int io_full(int wr, int fd, void *buf, size_t len, uint64_t off)
         if (n == -EINTR || n == -EAGAIN)
             continue;
         if (n < 0) {
-            srv_log(ERROR, STORE, "%s fd=%d off=%llu len=%zu failed: %d", wr ? "write" : "read",
-                    fd, (unsigned long long)off, len, (int)n);
+            srv_log(ERROR, STORE, "%s fd=%d off=%llu len=%zu failed: %d", wr ? "write" : "read", fd,
+                    (unsigned long long)off, len, (int)n);
             return -EIO;
         }
         if (n == 0) {

@@ -107,8 +107,8 @@ static void test_sequential_contiguous(void **state)
     assert_int_equal(tenv_free_bytes(t), NBLK * BLK);
     /* Everything coalesced back: the whole file is one range again. */
     struct store_extent big;
-    assert_int_equal(store_alloc(t->s, NBLK * BLK > STORE_EXTENT_MAX ? STORE_EXTENT_MAX
-                                                                      : NBLK * BLK, &big), 0);
+    assert_int_equal(
+        store_alloc(t->s, NBLK * BLK > STORE_EXTENT_MAX ? STORE_EXTENT_MAX : NBLK * BLK, &big), 0);
     tenv_free(t);
 }
 
