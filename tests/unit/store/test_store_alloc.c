@@ -491,6 +491,38 @@ static void test_limbo_stuck_reader(void **state)
     tenv_free(t);
 }
 
+/* Many ranges: 16384 blocks, every other one free, then all free again. */
+static void test_scale(void **state)
+{
+    (void)state;
+    enum { N = 16384 };
+    struct tenv *t = tenv_new(1, (uint64_t)N * BLK);
+    struct store_extent *ext = calloc(N, sizeof(*ext)), e;
+    assert_non_null(ext);
+    size_t n = fill(t, ext, N);
+    assert_int_equal(n, N);
+    assert_int_equal(tenv_use(t, ext, n), 0);
+    struct store_extent *odd = calloc(N / 2, sizeof(*odd)), *even = calloc(N / 2, sizeof(*even));
+    for (size_t i = 0; i < N / 2; i++) {
+        even[i] = ext[2 * i];
+        odd[i] = ext[2 * i + 1];
+    }
+    assert_int_equal(tenv_free_ext(t, even, N / 2, 1), 0);
+    assert_int_equal(tenv_map_count(t), N / 2);
+    tenv_store_close(t);
+    assert_int_equal(tenv_store_open(t), 0);
+    assert_int_equal(tenv_free_bytes(t), (uint64_t)N / 2 * BLK);
+    assert_int_equal(store_alloc(t->s, 2 * BLK, &e), -ENOSPC);
+    assert_int_equal(tenv_free_ext(t, odd, N / 2, 1), 0);
+    assert_int_equal(tenv_map_count(t), 1);
+    assert_int_equal(tenv_free_bytes(t), (uint64_t)N * BLK);
+    assert_int_equal(store_alloc(t->s, STORE_EXTENT_MAX, &e), 0);
+    free(odd);
+    free(even);
+    free(ext);
+    tenv_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_write_shrinks_reservation),
         cmocka_unit_test(test_alloc_near),
         cmocka_unit_test(test_init_abort),
+        cmocka_unit_test(test_scale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
