@@ -117,7 +117,9 @@ uint64_t store_read_begin(struct store *s);
 void store_read_end(struct store *s, uint64_t token);
 
 /** Device fd of an extent (buffered, for sendfile at offset e->off; caller
- * checks CRC policy; owned by the store). @return fd, -EINVAL. */
+ * checks CRC policy). The fd belongs to the store and stays open until
+ * store_close: dup() it before handing it to anything that closes it (e.g.
+ * evbuffer file segments). @return fd, -EINVAL. */
 int store_extent_fd(struct store *s, const struct store_extent *e);
 
 struct store_stats {
