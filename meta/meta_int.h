@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * meta_int: private state shared by meta_env.c and meta_writer.c.
+ * Thread: fields are documented with the lock or thread that owns them. */
+#ifndef META_INT_H
+#define META_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "meta.h"
+
+struct store_extent;
+
+/* One queued operation; lives on the submitter's stack until done. */
+struct meta__op {
+    meta_op_fn fn;
+    void *arg;
+    unsigned flags;
+    int rc;
+    bool done;
+    struct meta__op *next;
+    /* store changes recorded by the op (writer thread only) */
+    struct store_extent *uses, *frees;
+    size_t nuses, nfrees, cap_uses, cap_frees;
+};
+
+struct meta_env {
+    MDB_env *env;
+    MDB_dbi dbi[META_DBI__COUNT];
+    struct store *store;
+    uint32_t max_batch;
+
+    pthread_mutex_t lock;      /* guards the queue, stop, stats */
+    pthread_cond_t work_cv;    /* writer waits for ops */
+    pthread_cond_t done_cv;    /* submitters wait for their op */
+    struct meta__op *head, *tail;
+    bool stop;
+    bool writer_running;
+    pthread_t writer;
+
+    /* writer thread only */
+    struct meta__op *cur_op;
+    MDB_txn *cur_child;
+
+    struct meta_stats stats;
+};
+
+int meta__writer_start(struct meta_env *m);
+void meta__writer_stop(struct meta_env *m);
+
+#endif

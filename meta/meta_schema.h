@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * meta_schema: every LMDB database, key and value layout of s3nfs, and the
+ * schema version, in one place.
+ *
+ * Byte order: keys are big-endian (so LMDB's bytewise order is numeric
+ * order); values are fixed-layout structs in host byte order (the store is
+ * not portable between architectures of different endianness; the version
+ * record is big-endian so a foreign store is refused, not misread).
+ *
+ * Databases (named DBIs of one environment, directory <data_dir>/meta):
+ *   meta      "version" -> be32 schema version; "next_ino" -> be64 next inode
+ *             number; "boot" -> be64 open counter (seeds write verifiers)
+ *   inodes    be64 ino -> struct meta_inode
+ *   dirents   be64 dir + name bytes -> struct meta_dirent
+ *   dircookie be64 dir + be64 cookie -> be64 ino + name bytes (readdir order:
+ *             a cookie is 2^63 | hash63(name), probed +1 on collision, so it
+ *             is stable for the entry's life and across restarts)
+ *   dirpath   be64 dir -> key path of the directory relative to its bucket,
+ *             ending in '/' ("" for the bucket itself); only for directories
+ *             inside a bucket
+ *   keyidx    be64 bucket + meta_keyenc(key) -> struct meta_keyval + tail.
+ *             Files are indexed by their key "a/b/c", directories by "a/b/".
+ *             LMDB keys are limited to 511 bytes: a key of up to
+ *             META_KEY_VERBATIM bytes is stored verbatim; a longer key is
+ *             stored as its first META_KEY_HEAD bytes + be64 hash of the whole
+ *             key, and the value carries the rest of the key. Order is exact
+ *             binary order except among keys sharing their first
+ *             META_KEY_HEAD (495) bytes.
+ *   extents   be64 ino + be64 file offset -> struct meta_extent. An extent
+ *             covers [offset, offset + vlen) of the file; extents never
+ *             overlap; bytes covered by no extent read as zeros.
+ *   inline    be64 ino -> file bytes (files stored inline) or symlink target
+ *   free      the store's free-space map (layout owned by server/store)
+ *   roots     be32 tenant -> be64 root directory inode
+ *   usage     be32 tenant + be64 ino (0 = the tenant) -> struct meta_usage.
+ *             Tenants and buckets always have one; directories only when a
+ *             limit was set on them.
+ *   mpu       be64 bucket + be64 upload id -> struct meta_mpu + key + meta blob
+ *   mpupart   be64 upload id + be32 part number -> struct meta_part + extents
+ *   orphans   be64 ino -> (empty): unlinked inodes still held open; reclaimed
+ *             at the next open after a crash
+ *   objmeta   be64 ino -> u8 etag length + etag + opaque metadata blob
+ *   t_tenants t_users t_keys t_exports t_qos t_config: core_table_* records,
+ *             layouts owned by tenants/ and qos/.
+ *
+ * Version history: 1 = initial layout. */
+#ifndef META_SCHEMA_H
+#define META_SCHEMA_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define META_SCHEMA_VERSION 1u
+
+enum meta_dbi {
+    META_DBI_META = 0,
+    META_DBI_INODES,
+    META_DBI_DIRENTS,
+    META_DBI_DIRCOOKIE,
+    META_DBI_DIRPATH,
+    META_DBI_KEYIDX,
+    META_DBI_EXTENTS,
+    META_DBI_INLINE,
+    META_DBI_FREE,
+    META_DBI_ROOTS,
+    META_DBI_USAGE,
+    META_DBI_MPU,
+    META_DBI_MPUPART,
+    META_DBI_ORPHANS,
+    META_DBI_OBJMETA,
+    META_DBI_T_TENANTS,
+    META_DBI_T_USERS,
+    META_DBI_T_KEYS,
+    META_DBI_T_EXPORTS,
+    META_DBI_T_QOS,
+    META_DBI_T_CONFIG,
+    META_DBI__COUNT
+};
+
+/* DBI names, indexed by enum meta_dbi. */
+#define META_DBI_NAMES                                                                             \
+    {                                                                                              \
+        "meta", "inodes", "dirents", "dircookie", "dirpath", "keyidx", "extents", "inline",       \
+            "free", "roots", "usage", "mpu", "mpupart", "orphans", "objmeta", "t_tenants",         \
+            "t_users", "t_keys", "t_exports", "t_qos", "t_config"                                  \
+    }
+
+/* ---- inodes ---- */
+#define META_INODE_REC_VER 1
+#define META_I_INLINE 0x100 /* data lives in the inline DBI (not extents) */
+/* flags also carry CORE_A_* in the low byte */
+
+struct meta_inode {
+    uint8_t rec_ver;  /* META_INODE_REC_VER */
+    uint8_t type;     /* enum core_ftype */
+    uint16_t flags;   /* CORE_A_* | META_I_* */
+    uint32_t mode;    /* permission bits only */
+    uint32_t nlink;
+    uint32_t uid, gid;
+    uint32_t gen;
+    uint32_t tenant;
+    uint32_t nchild;  /* directories: number of entries */
+    uint64_t size;
+    uint64_t used;    /* data bytes held (extent lengths + inline bytes) */
+    uint64_t change;
+    uint64_t parent;
+    uint64_t bucket;  /* bucket inode (self for a bucket, 0 for a tenant root) */
+    uint64_t verf;    /* exclusive-create verifier (0 = none) */
+    int64_t atime_s, mtime_s, ctime_s, btime_s;
+    uint32_t atime_ns, mtime_ns, ctime_ns, btime_ns;
+};
+
+/* ---- dirents ---- */
+struct meta_dirent {
+    uint64_t ino;
+    uint64_t cookie;
+    uint32_t type;
+    uint32_t pad;
+};
+#define META_COOKIE_BASE (1ull << 63)
+
+/* ---- key index ---- */
+#define META_KEY_VERBATIM 503u /* 8 + 503 = 511, LMDB's key limit */
+#define META_KEY_HEAD 495u     /* long keys: head + be64 hash */
+#define META_KEYENC_MAX 503u
+struct meta_keyval {
+    uint64_t ino;
+    uint32_t type;     /* enum core_ftype */
+    uint32_t taillen;  /* bytes of key beyond META_KEY_HEAD stored after this struct */
+};
+
+/* ---- extents ---- */
+struct meta_extent {
+    uint32_t dev;
+    uint32_t len;  /* bytes stored (covered by crc) */
+    uint64_t off;
+    uint32_t crc;
+    uint32_t vlen; /* bytes of the file it covers (<= len; a truncate only shrinks vlen) */
+};
+
+/* ---- usage ---- */
+struct meta_usage {
+    uint64_t bytes, inodes;
+    uint64_t bytes_limit, inodes_limit; /* 0 = none */
+};
+
+/* ---- multipart ---- */
+struct meta_mpu {
+    uint32_t tenant;
+    uint32_t uid, gid;
+    uint32_t keylen;
+    uint32_t metalen;
+    uint32_t pad;
+    int64_t init_s;
+    uint32_t init_ns;
+    uint32_t pad2;
+    /* followed by key bytes, then meta bytes */
+};
+struct meta_part {
+    uint64_t size;
+    int64_t mtime_s;
+    uint32_t mtime_ns;
+    uint32_t nextents;
+    char etag[88];
+    /* followed by nextents struct meta_extent; extent i covers part bytes
+     * [sum of previous lengths, + len) */
+};
+
+/* ---- big-endian helpers for keys ---- */
+static inline void meta_be64_put(void *p, uint64_t v)
+{
+    uint8_t *b = p;
+    for (int i = 7; i >= 0; i--) {
+        b[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static inline uint64_t meta_be64_get(const void *p)
+{
+    const uint8_t *b = p;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+static inline void meta_be32_put(void *p, uint32_t v)
+{
+    uint8_t *b = p;
+    for (int i = 3; i >= 0; i--) {
+        b[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static inline uint32_t meta_be32_get(const void *p)
+{
+    const uint8_t *b = p;
+    return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+}
+
+/** FNV-1a 64-bit hash (names, long keys). */
+static inline uint64_t meta_hash64(const void *p, size_t len)
+{
+    const uint8_t *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    /* final avalanche so short names spread over the whole range */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/** Encode @p key into @p out (>= META_KEYENC_MAX bytes). @return encoded length. */
+static inline size_t meta_keyenc(const char *key, size_t len, uint8_t *out)
+{
+    if (len <= META_KEY_VERBATIM) {
+        memcpy(out, key, len);
+        return len;
+    }
+    memcpy(out, key, META_KEY_HEAD);
+    meta_be64_put(out + META_KEY_HEAD, meta_hash64(key, len));
+    return META_KEY_HEAD + 8;
+}
+
+#endif

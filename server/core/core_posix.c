@@ -1,0 +1,863 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * core_posix: the POSIX view used by NFS: attributes, lookup, access,
+ * setattr, create/mkdir/symlink/link, remove/rmdir, rename (with the key
+ * index update of a moved directory's whole subtree) and readdir with stable
+ * hash-ordered cookies.
+ * Thread: any; changes run as writer ops (one txn each, group committed). */
+#include "core_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "srv_err.h"
+#include "srv_log.h"
+
+int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
+                     uint64_t newsize);
+
+int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
+                 struct core_attr *out)
+{
+    MDB_txn *t;
+    struct meta_inode r;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, p, ino, gen, &r);
+    meta_rtxn_end(t);
+    if (rc == 0)
+        core__attr_fill(&r, ino, out);
+    return rc;
+}
+
+int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen, struct core_attr *out)
+{
+    MDB_txn *t;
+    struct meta_inode d, r;
+    struct meta_dirent de;
+    uint64_t ino;
+    int rc;
+
+    if (namelen > CORE_NAME_MAX)
+        return -ENAMETOOLONG;
+    if (namelen == 0)
+        return -ENOENT;
+    rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, p, dir, 0, &d);
+    if (rc)
+        goto out;
+    if (d.type != CORE_DIR) {
+        rc = -ENOTDIR;
+        goto out;
+    }
+    rc = core__perm(p, &d, CORE_MAY_X);
+    if (rc)
+        goto out;
+    if (namelen == 1 && name[0] == '.') {
+        core__attr_fill(&d, dir, out);
+        goto out;
+    }
+    if (namelen == 2 && name[0] == '.' && name[1] == '.') {
+        ino = (d.flags & CORE_A_TROOT) ? dir : d.parent;
+    } else {
+        if (memchr(name, '/', namelen) || memchr(name, '\0', namelen)) {
+            rc = -ENOENT;
+            goto out;
+        }
+        rc = core__dirent_get(c, t, dir, name, namelen, &de);
+        if (rc)
+            goto out;
+        ino = de.ino;
+    }
+    rc = core__ino_get(c, t, ino, &r);
+    if (rc == -ENOENT)
+        rc = SRV_ECORRUPT;
+    if (rc == 0)
+        core__attr_fill(&r, ino, out);
+out:
+    meta_rtxn_end(t);
+    return rc;
+}
+
+int core_access(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t mask,
+                uint32_t *granted)
+{
+    MDB_txn *t;
+    struct meta_inode r;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, p, ino, 0, &r);
+    meta_rtxn_end(t);
+    if (rc)
+        return rc;
+    *granted = 0;
+    if ((mask & R_OK) && core__perm(p, &r, CORE_MAY_R) == 0)
+        *granted |= R_OK;
+    if ((mask & W_OK) && core__perm(p, &r, CORE_MAY_W) == 0 && !(p->flags & CORE_P_READONLY))
+        *granted |= W_OK;
+    if ((mask & X_OK) && core__perm(p, &r, CORE_MAY_X) == 0)
+        *granted |= X_OK;
+    return 0;
+}
+
+/* ---- setattr ---- */
+
+struct setattr_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t ino;
+    const struct core_setattr *sa;
+    struct core_attr *pre, *post;
+};
+
+static int setattr_fn(MDB_txn *t, void *arg)
+{
+    struct setattr_op *a = arg;
+    struct core *c = a->c;
+    const struct core_principal *p = a->p;
+    const struct core_setattr *sa = a->sa;
+    bool super = p->flags & CORE_P_SUPER;
+    struct meta_inode r;
+    int rc = core__ino_get_p(c, t, p, a->ino, 0, &r);
+    if (rc)
+        return rc;
+    if (a->pre)
+        core__attr_fill(&r, a->ino, a->pre);
+    if (sa->guard && (r.ctime_s != sa->guard_ctime.tv_sec ||
+                      r.ctime_ns != (uint32_t)sa->guard_ctime.tv_nsec))
+        return SRV_EPRECOND;
+    bool owner = p->uid == r.uid;
+    if (sa->mask & CORE_SET_UID) {
+        if (sa->uid != r.uid && !super)
+            return -EPERM;
+    }
+    if (sa->mask & CORE_SET_GID) {
+        if (sa->gid != r.gid && !super && !(owner && core__in_group(p, sa->gid)))
+            return -EPERM;
+    }
+    if (sa->mask & CORE_SET_MODE) {
+        if (!owner && !super)
+            return -EPERM;
+    }
+    if (sa->mask & (CORE_SET_ATIME | CORE_SET_MTIME)) {
+        if (!owner && !super)
+            return -EPERM;
+    }
+    if (sa->mask & (CORE_SET_ATIME_NOW | CORE_SET_MTIME_NOW)) {
+        if (!owner && !super && core__perm(p, &r, CORE_MAY_W) != 0)
+            return -EACCES;
+    }
+    if (sa->mask & CORE_SET_SIZE) {
+        if (r.type == CORE_DIR)
+            return -EISDIR;
+        if (r.type != CORE_REG)
+            return -EINVAL;
+        if (!owner && core__perm(p, &r, CORE_MAY_W) != 0)
+            return -EACCES;
+        if (sa->size > CORE_FILE_MAX)
+            return -EFBIG;
+    }
+
+    bool chown_done = false;
+    if ((sa->mask & CORE_SET_UID) && sa->uid != r.uid) {
+        r.uid = sa->uid;
+        chown_done = true;
+    }
+    if ((sa->mask & CORE_SET_GID) && sa->gid != r.gid) {
+        r.gid = sa->gid;
+        chown_done = true;
+    }
+    if (chown_done && !super && r.type == CORE_REG)
+        r.mode &= ~(uint32_t)(S_ISUID | S_ISGID);
+    if (sa->mask & CORE_SET_MODE) {
+        r.mode = sa->mode & 07777;
+        if (!super && !core__in_group(p, r.gid))
+            r.mode &= ~(uint32_t)S_ISGID;
+    }
+    struct timespec now;
+    core__now(&now);
+    if (sa->mask & CORE_SET_ATIME_NOW) {
+        r.atime_s = now.tv_sec;
+        r.atime_ns = (uint32_t)now.tv_nsec;
+    } else if (sa->mask & CORE_SET_ATIME) {
+        r.atime_s = sa->atime.tv_sec;
+        r.atime_ns = (uint32_t)sa->atime.tv_nsec;
+    }
+    if (sa->mask & CORE_SET_MTIME_NOW) {
+        r.mtime_s = now.tv_sec;
+        r.mtime_ns = (uint32_t)now.tv_nsec;
+    } else if (sa->mask & CORE_SET_MTIME) {
+        r.mtime_s = sa->mtime.tv_sec;
+        r.mtime_ns = (uint32_t)sa->mtime.tv_nsec;
+    }
+    if ((sa->mask & CORE_SET_SIZE) && sa->size != r.size) {
+        rc = core__truncate_t(c, t, a->ino, &r, sa->size);
+        if (rc)
+            return rc;
+        if (!(sa->mask & (CORE_SET_MTIME | CORE_SET_MTIME_NOW))) {
+            r.mtime_s = now.tv_sec;
+            r.mtime_ns = (uint32_t)now.tv_nsec;
+        }
+    }
+    r.ctime_s = now.tv_sec;
+    r.ctime_ns = (uint32_t)now.tv_nsec;
+    r.change++;
+    rc = core__ino_put(c, t, a->ino, &r);
+    if (rc == 0 && a->post)
+        core__attr_fill(&r, a->ino, a->post);
+    return rc;
+}
+
+int core_setattr(struct core *c, const struct core_principal *p, uint64_t ino,
+                 const struct core_setattr *sa, struct core_attr *pre, struct core_attr *post)
+{
+    struct setattr_op a = {c, p, ino, sa, pre, post};
+    if (p->flags & CORE_P_READONLY)
+        return -EROFS;
+    return meta_submit(c->meta, setattr_fn, &a, 0);
+}
+
+/* ---- create / mkdir / symlink ---- */
+
+struct create_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t dir;
+    const char *name;
+    size_t len;
+    uint32_t mode;
+    enum core_createhow how;
+    uint64_t verf;
+    enum core_ftype type;
+    const char *target;
+    size_t tlen;
+    struct core_attr *out;
+};
+
+static int create_fn(MDB_txn *t, void *arg)
+{
+    struct create_op *a = arg;
+    struct core *c = a->c;
+    struct meta_inode r;
+    struct meta_dirent de;
+    uint64_t ino;
+    int rc;
+
+    if (a->type == CORE_REG && a->len <= CORE_NAME_MAX) {
+        rc = core__dirent_get(c, t, a->dir, a->name, a->len, &de);
+        if (rc == 0) {
+            struct meta_inode d;
+            rc = core__ino_get_p(c, t, a->p, a->dir, 0, &d);
+            if (rc)
+                return rc;
+            rc = core__perm(a->p, &d, CORE_MAY_X);
+            if (rc)
+                return rc;
+            rc = core__ino_get(c, t, de.ino, &r);
+            if (rc)
+                return rc;
+            if (a->how == CORE_CREATE_GUARDED)
+                return -EEXIST;
+            if (a->how == CORE_CREATE_EXCLUSIVE) {
+                if (r.type != CORE_REG || r.verf != a->verf || a->verf == 0)
+                    return -EEXIST;
+            } else if (r.type == CORE_DIR) {
+                return -EISDIR;
+            }
+            if (a->p->flags & CORE_P_READONLY)
+                return -EROFS;
+            if (a->out)
+                core__attr_fill(&r, de.ino, a->out);
+            return 0;
+        }
+        if (rc != -ENOENT)
+            return rc;
+    }
+    uint32_t mode = a->mode;
+    rc = core__node_create(c, t, a->p, a->dir, a->name, a->len, a->type, mode, 0, a->target,
+                           a->tlen, &ino, &r);
+    if (rc)
+        return rc;
+    if (a->type == CORE_REG && a->how == CORE_CREATE_EXCLUSIVE) {
+        r.verf = a->verf;
+        rc = core__ino_put(c, t, ino, &r);
+        if (rc)
+            return rc;
+    }
+    if (a->out)
+        core__attr_fill(&r, ino, a->out);
+    return 0;
+}
+
+int core_create(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen, uint32_t mode, enum core_createhow how, uint64_t verf,
+                struct core_attr *out)
+{
+    struct create_op a = {c, p, dir, name, namelen, mode, how, verf, CORE_REG, NULL, 0, out};
+    return meta_submit(c->meta, create_fn, &a, 0);
+}
+
+int core_mkdir(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+               size_t namelen, uint32_t mode, struct core_attr *out)
+{
+    struct create_op a = {c, p, dir, name, namelen, mode, 0, 0, CORE_DIR, NULL, 0, out};
+    return meta_submit(c->meta, create_fn, &a, 0);
+}
+
+int core_symlink(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                 size_t namelen, const char *target, size_t targetlen, struct core_attr *out)
+{
+    struct create_op a = {c, p, dir, name, namelen, 0777, 0, 0, CORE_LNK, target, targetlen, out};
+    if (targetlen == 0 || targetlen > CORE_SYMLINK_MAX)
+        return targetlen ? -ENAMETOOLONG : -EINVAL;
+    if (memchr(target, '\0', targetlen))
+        return -EINVAL;
+    return meta_submit(c->meta, create_fn, &a, 0);
+}
+
+int core_readlink(struct core *c, const struct core_principal *p, uint64_t ino, char *buf,
+                  size_t bufsize, size_t *len)
+{
+    MDB_txn *t;
+    struct meta_inode r;
+    MDB_val v;
+    uint8_t k[8];
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, p, ino, 0, &r);
+    if (rc)
+        goto out;
+    if (r.type != CORE_LNK) {
+        rc = -EINVAL;
+        goto out;
+    }
+    meta_be64_put(k, ino);
+    rc = meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, &v);
+    if (rc) {
+        rc = rc == -ENOENT ? SRV_ECORRUPT : rc;
+        goto out;
+    }
+    if (v.mv_size > bufsize) {
+        rc = -ERANGE;
+        goto out;
+    }
+    memcpy(buf, v.mv_data, v.mv_size);
+    *len = v.mv_size;
+out:
+    meta_rtxn_end(t);
+    return rc;
+}
+
+/* ---- link ---- */
+
+struct link_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t ino, dir;
+    const char *name;
+    size_t len;
+    struct core_attr *out;
+};
+
+static int link_fn(MDB_txn *t, void *arg)
+{
+    struct link_op *a = arg;
+    struct core *c = a->c;
+    struct meta_inode r, d;
+    struct meta_dirent de;
+    char key[CORE_KEY_MAX + 2];
+    size_t klen;
+    int rc = core__ino_get_p(c, t, a->p, a->ino, 0, &r);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, a->p, a->dir, 0, &d);
+    if (rc)
+        return rc;
+    if (d.type != CORE_DIR)
+        return -ENOTDIR;
+    if (r.type == CORE_DIR)
+        return -EPERM;
+    if (r.nlink == 0)
+        return SRV_ESTALE;
+    rc = core__name_check(a->name, a->len);
+    if (rc)
+        return rc;
+    if ((d.flags & CORE_A_TROOT) || d.bucket != r.bucket)
+        return -EXDEV;
+    rc = core__perm(a->p, &d, CORE_MAY_W | CORE_MAY_X);
+    if (rc)
+        return rc;
+    if (r.nlink >= 65000)
+        return -EMLINK;
+    rc = core__dirent_get(c, t, a->dir, a->name, a->len, &de);
+    if (rc == 0)
+        return -EEXIST;
+    if (rc != -ENOENT)
+        return rc;
+    rc = core__key_of(c, t, a->dir, a->name, a->len, false, key, &klen);
+    if (rc)
+        return rc;
+    rc = core__dirent_add(c, t, a->dir, a->name, a->len, a->ino, r.type);
+    if (rc)
+        return rc;
+    rc = core__kidx_put(c, t, r.bucket, key, klen, a->ino, r.type);
+    if (rc)
+        return rc;
+    d.nchild++;
+    core__touch(&d, true, true);
+    rc = core__ino_put(c, t, a->dir, &d);
+    if (rc)
+        return rc;
+    r.nlink++;
+    core__touch(&r, false, true);
+    rc = core__ino_put(c, t, a->ino, &r);
+    if (rc == 0 && a->out)
+        core__attr_fill(&r, a->ino, a->out);
+    return rc;
+}
+
+int core_link(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t dir,
+              const char *name, size_t namelen, struct core_attr *out)
+{
+    struct link_op a = {c, p, ino, dir, name, namelen, out};
+    if (p->flags & CORE_P_READONLY)
+        return -EROFS;
+    return meta_submit(c->meta, link_fn, &a, 0);
+}
+
+/* ---- remove / rmdir ---- */
+
+struct unlink_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t dir;
+    const char *name;
+    size_t len;
+    bool isdir;
+};
+
+static int unlink_fn(MDB_txn *t, void *arg)
+{
+    struct unlink_op *a = arg;
+    return core__node_unlink(a->c, t, a->p, a->dir, a->name, a->len, a->isdir, false);
+}
+
+int core_remove(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen)
+{
+    struct unlink_op a = {c, p, dir, name, namelen, false};
+    if (p->flags & CORE_P_READONLY)
+        return -EROFS;
+    if (namelen == 0)
+        return -ENOENT;
+    return meta_submit(c->meta, unlink_fn, &a, 0);
+}
+
+int core_rmdir(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+               size_t namelen)
+{
+    struct unlink_op a = {c, p, dir, name, namelen, true};
+    if (p->flags & CORE_P_READONLY)
+        return -EROFS;
+    if (namelen == 1 && name[0] == '.')
+        return -EINVAL;
+    if (namelen == 2 && name[0] == '.' && name[1] == '.')
+        return -ENOTEMPTY;
+    if (namelen == 0)
+        return -ENOENT;
+    return meta_submit(c->meta, unlink_fn, &a, 0);
+}
+
+/* ---- rename ---- */
+
+struct rename_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t fdir;
+    const char *fname;
+    size_t flen;
+    uint64_t tdir;
+    const char *tname;
+    size_t tlen;
+};
+
+struct kmove {
+    char *key;
+    size_t klen;
+    uint64_t ino;
+    uint32_t type;
+};
+
+/* Move every key index entry under @p from (a "dir/" key) to @p to. */
+static int subtree_rekey(struct core *c, MDB_txn *t, uint64_t bucket, const char *from,
+                         size_t flen, const char *to, size_t tlen, uint64_t *bytes,
+                         uint64_t *inodes)
+{
+    uint8_t sk[8 + META_KEYENC_MAX];
+    char kb[CORE_KEY_MAX + 1];
+    MDB_cursor *cur;
+    MDB_val k, v;
+    struct kmove *mv = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+
+    meta_be64_put(sk, bucket);
+    size_t hl = flen < META_KEY_HEAD ? flen : META_KEY_HEAD;
+    memcpy(sk + 8, from, hl);
+    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_KEYIDX), &cur);
+    if (rc)
+        return meta_err(rc);
+    k.mv_data = sk;
+    k.mv_size = 8 + hl;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        struct meta_keyval kv;
+        if (k.mv_size < 8 || meta_be64_get(k.mv_data) != bucket)
+            break;
+        size_t kl = core__kidx_decode(&k, &v, kb, &kv);
+        if (kl < flen || memcmp(kb, from, flen) != 0) {
+            if (memcmp(kb, from, kl < flen ? kl : flen) > 0)
+                break;
+            continue;
+        }
+        if (kl - flen + tlen > CORE_KEY_MAX) {
+            rc = -ENAMETOOLONG;
+            goto out;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct kmove *nm = realloc(mv, cap * sizeof(*nm));
+            if (!nm) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            mv = nm;
+        }
+        mv[n].key = malloc(kl ? kl : 1);
+        if (!mv[n].key) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        memcpy(mv[n].key, kb, kl);
+        mv[n].klen = kl;
+        mv[n].ino = kv.ino;
+        mv[n].type = kv.type;
+        n++;
+    }
+    if (rc != MDB_NOTFOUND && rc != 0) {
+        rc = meta_err(rc);
+        goto out;
+    }
+    mdb_cursor_close(cur);
+    cur = NULL;
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = core__kidx_del(c, t, bucket, mv[i].key, mv[i].klen);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t nl = tlen + mv[i].klen - flen;
+        memcpy(kb, to, tlen);
+        memcpy(kb + tlen, mv[i].key + flen, mv[i].klen - flen);
+        rc = core__kidx_put(c, t, bucket, kb, nl, mv[i].ino, mv[i].type);
+        if (rc == 0 && mv[i].type == CORE_DIR)
+            rc = core__dirpath_put(c, t, mv[i].ino, kb, nl);
+        if (rc == 0 && mv[i].klen > flen) {
+            struct meta_inode r;
+            if (core__ino_get(c, t, mv[i].ino, &r) == 0) {
+                (*inodes)++;
+                if (r.type != CORE_DIR)
+                    *bytes += r.used;
+            }
+        }
+    }
+out:
+    if (cur)
+        mdb_cursor_close(cur);
+    for (size_t i = 0; i < n; i++)
+        free(mv[i].key);
+    free(mv);
+    return rc;
+}
+
+static int rename_fn(MDB_txn *t, void *arg)
+{
+    struct rename_op *a = arg;
+    struct core *c = a->c;
+    const struct core_principal *p = a->p;
+    bool super = p->flags & CORE_P_SUPER;
+    struct meta_inode fd, td, sr, dr;
+    struct meta_dirent sde, dde;
+    char okey[CORE_KEY_MAX + 2], nkey[CORE_KEY_MAX + 2];
+    size_t oklen = 0, nklen = 0;
+    bool ftroot, ttroot, isdir, dst_exists;
+    int rc;
+
+    rc = core__ino_get_p(c, t, p, a->fdir, 0, &fd);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, p, a->tdir, 0, &td);
+    if (rc)
+        return rc;
+    if (fd.type != CORE_DIR || td.type != CORE_DIR)
+        return -ENOTDIR;
+    if ((a->flen == 1 && a->fname[0] == '.') ||
+        (a->flen == 2 && a->fname[0] == '.' && a->fname[1] == '.'))
+        return -EINVAL;
+    if (a->flen > CORE_NAME_MAX)
+        return -ENAMETOOLONG;
+    rc = core__perm(p, &fd, CORE_MAY_W | CORE_MAY_X);
+    if (rc == 0)
+        rc = core__perm(p, &td, CORE_MAY_W | CORE_MAY_X);
+    if (rc)
+        return rc;
+    rc = core__dirent_get(c, t, a->fdir, a->fname, a->flen, &sde);
+    if (rc)
+        return rc;
+    rc = core__ino_get(c, t, sde.ino, &sr);
+    if (rc)
+        return rc == -ENOENT ? SRV_ECORRUPT : rc;
+    isdir = sr.type == CORE_DIR;
+    ftroot = fd.flags & CORE_A_TROOT;
+    ttroot = td.flags & CORE_A_TROOT;
+    if (ftroot != ttroot)
+        return -EXDEV;
+    if (!ftroot && fd.bucket != td.bucket)
+        return -EXDEV;
+    rc = ttroot ? core__bucket_name_check(a->tname, a->tlen)
+                : core__name_check(a->tname, a->tlen);
+    if (rc)
+        return rc;
+    if ((fd.mode & S_ISVTX) && !super && p->uid != fd.uid && p->uid != sr.uid)
+        return -EPERM;
+    if (a->fdir == a->tdir && a->flen == a->tlen && memcmp(a->fname, a->tname, a->flen) == 0)
+        return 0;
+    if (isdir && a->fdir != a->tdir) {
+        /* refuse moving a directory under itself */
+        uint64_t cur = a->tdir;
+        for (int depth = 0; cur && depth < 4096; depth++) {
+            struct meta_inode r;
+            if (cur == sde.ino)
+                return -EINVAL;
+            if (core__ino_get(c, t, cur, &r) != 0 || (r.flags & (CORE_A_BUCKET | CORE_A_TROOT)))
+                break;
+            cur = r.parent;
+        }
+    }
+    rc = core__dirent_get(c, t, a->tdir, a->tname, a->tlen, &dde);
+    dst_exists = rc == 0;
+    if (rc && rc != -ENOENT)
+        return rc;
+    if (!ftroot) {
+        rc = core__key_of(c, t, a->fdir, a->fname, a->flen, isdir, okey, &oklen);
+        if (rc == 0)
+            rc = core__key_of(c, t, a->tdir, a->tname, a->tlen, isdir, nkey, &nklen);
+        if (rc)
+            return rc;
+    }
+    if (dst_exists) {
+        if (dde.ino == sde.ino)
+            return 0; /* two links of one file: POSIX does nothing */
+        rc = core__ino_get(c, t, dde.ino, &dr);
+        if (rc)
+            return rc == -ENOENT ? SRV_ECORRUPT : rc;
+        if (isdir && dr.type != CORE_DIR)
+            return -ENOTDIR;
+        if (!isdir && dr.type == CORE_DIR)
+            return -EISDIR;
+        if (dr.type == CORE_DIR && dr.nchild > 0)
+            return -ENOTEMPTY;
+        if ((td.mode & S_ISVTX) && !super && p->uid != td.uid && p->uid != dr.uid)
+            return -EPERM;
+        rc = core__entry_remove(c, t, a->tdir, &td, a->tname, a->tlen, dde.ino, &dr);
+        if (rc)
+            return rc;
+        if (a->fdir == a->tdir)
+            fd = td;
+    }
+    /* move the entry */
+    rc = core__dirent_del(c, t, a->fdir, a->fname, a->flen);
+    if (rc)
+        return rc;
+    fd.nchild--;
+    if (isdir)
+        fd.nlink--;
+    core__touch(&fd, true, true);
+    rc = core__ino_put(c, t, a->fdir, &fd);
+    if (rc)
+        return rc;
+    if (a->tdir == a->fdir)
+        td = fd;
+    else {
+        rc = core__ino_get(c, t, a->tdir, &td);
+        if (rc)
+            return rc;
+    }
+    rc = core__dirent_add(c, t, a->tdir, a->tname, a->tlen, sde.ino, sr.type);
+    if (rc)
+        return rc;
+    td.nchild++;
+    if (isdir)
+        td.nlink++;
+    core__touch(&td, true, true);
+    rc = core__ino_put(c, t, a->tdir, &td);
+    if (rc)
+        return rc;
+    if (!ftroot) {
+        uint64_t bytes = 0, inodes = 1;
+        if (isdir) {
+            rc = subtree_rekey(c, t, sr.bucket, okey, oklen, nkey, nklen, &bytes, &inodes);
+        } else {
+            rc = core__kidx_del(c, t, sr.bucket, okey, oklen);
+            if (rc == 0 || rc == -ENOENT)
+                rc = core__kidx_put(c, t, sr.bucket, nkey, nklen, sde.ino, sr.type);
+            bytes = sr.used;
+        }
+        if (rc)
+            return rc;
+        if (a->fdir != a->tdir) {
+            rc = core__usage_move(c, t, p->tenant, sr.bucket, a->fdir, a->tdir,
+                                  (int64_t)bytes, (int64_t)inodes);
+            if (rc)
+                return rc;
+        }
+    }
+    rc = core__ino_get(c, t, sde.ino, &sr);
+    if (rc)
+        return rc;
+    sr.parent = a->tdir;
+    if (isdir)
+        sr.flags &= (uint16_t)~CORE_A_IMPLICIT;
+    core__touch(&sr, false, true);
+    return core__ino_put(c, t, sde.ino, &sr);
+}
+
+int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir,
+                const char *fromname, size_t fromlen, uint64_t todir, const char *toname,
+                size_t tolen)
+{
+    struct rename_op a = {c, p, fromdir, fromname, fromlen, todir, toname, tolen};
+    if (p->flags & CORE_P_READONLY)
+        return -EROFS;
+    if (fromlen == 0)
+        return -ENOENT;
+    return meta_submit(c->meta, rename_fn, &a, 0);
+}
+
+/* ---- readdir ---- */
+
+int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t cookie,
+                 bool want_attr, core_dirent_cb cb, void *arg, bool *eof, uint64_t *verf)
+{
+    MDB_txn *t;
+    MDB_cursor *cur = NULL;
+    MDB_val k, v;
+    struct meta_inode d, r;
+    struct core_attr attr;
+    struct core_dirent e;
+    uint8_t sk[16];
+    int rc;
+
+    *eof = false;
+    if (cookie > 2 && cookie < META_COOKIE_BASE)
+        return SRV_EBADCOOKIE;
+    rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, p, dir, 0, &d);
+    if (rc)
+        goto out;
+    if (d.type != CORE_DIR) {
+        rc = -ENOTDIR;
+        goto out;
+    }
+    rc = core__perm(p, &d, CORE_MAY_R);
+    if (rc)
+        goto out;
+    if (verf)
+        *verf = ((uint64_t)d.gen << 32) ^ dir;
+    if (cookie == 0) {
+        memset(&e, 0, sizeof(e));
+        e.ino = dir;
+        e.cookie = 1;
+        e.name = ".";
+        e.namelen = 1;
+        if (want_attr) {
+            core__attr_fill(&d, dir, &attr);
+            e.attr = &attr;
+        }
+        if (cb(arg, &e))
+            goto out;
+    }
+    if (cookie <= 1) {
+        uint64_t pino = (d.flags & CORE_A_TROOT) ? dir : d.parent;
+        memset(&e, 0, sizeof(e));
+        e.ino = pino;
+        e.cookie = 2;
+        e.name = "..";
+        e.namelen = 2;
+        if (want_attr) {
+            if (core__ino_get(c, t, pino, &r) == 0)
+                core__attr_fill(&r, pino, &attr);
+            else
+                core__attr_fill(&d, dir, &attr);
+            e.attr = &attr;
+        }
+        if (cb(arg, &e))
+            goto out;
+    }
+    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_DIRCOOKIE), &cur);
+    if (rc) {
+        rc = meta_err(rc);
+        goto out;
+    }
+    meta_be64_put(sk, dir);
+    if (cookie < META_COOKIE_BASE)
+        meta_be64_put(sk + 8, META_COOKIE_BASE);
+    else if (cookie == UINT64_MAX) {
+        *eof = true;
+        goto out;
+    } else
+        meta_be64_put(sk + 8, cookie + 1);
+    k.mv_data = sk;
+    k.mv_size = 16;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16 || meta_be64_get(k.mv_data) != dir)
+            break;
+        if (v.mv_size < 9)
+            continue;
+        memset(&e, 0, sizeof(e));
+        e.ino = meta_be64_get(v.mv_data);
+        e.cookie = meta_be64_get((uint8_t *)k.mv_data + 8);
+        e.name = (const char *)v.mv_data + 8;
+        e.namelen = v.mv_size - 8;
+        if (want_attr) {
+            if (core__ino_get(c, t, e.ino, &r) != 0)
+                continue;
+            core__attr_fill(&r, e.ino, &attr);
+            e.attr = &attr;
+        }
+        if (cb(arg, &e)) {
+            rc = 0;
+            goto out;
+        }
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        rc = meta_err(rc);
+        goto out;
+    }
+    rc = 0;
+    *eof = true;
+out:
+    if (cur)
+        mdb_cursor_close(cur);
+    meta_rtxn_end(t);
+    return rc;
+}

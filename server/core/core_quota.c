@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * core_quota: usage and hard limits per tenant, bucket and directory.
+ *
+ * Tenants (ino 0) and buckets always have a usage record; a directory has one
+ * only while a limit is set on it. Every change charges the tenant, the
+ * bucket and each quota'd directory on the parent chain inside the change's
+ * own txn, so usage is exact after any crash. The parent walk is skipped
+ * while no directory quota exists. A hard link is charged where its inode
+ * was created; its bytes are credited where its last link goes.
+ * Thread: txn helpers inside writer ops; the public calls from any thread. */
+#include "core_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_err.h"
+#include "srv_log.h"
+
+static size_t ukey(uint8_t *k, uint32_t tenant, uint64_t ino)
+{
+    meta_be32_put(k, tenant);
+    meta_be64_put(k + 4, ino);
+    return 12;
+}
+
+static int usage_read(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino,
+                      struct meta_usage *u)
+{
+    uint8_t k[12];
+    MDB_val v;
+    int rc = meta_get(t, core__dbi(c, META_DBI_USAGE), k, ukey(k, tenant, ino), &v);
+    if (rc)
+        return rc;
+    if (v.mv_size != sizeof(*u))
+        return SRV_ECORRUPT;
+    memcpy(u, v.mv_data, sizeof(*u));
+    return 0;
+}
+
+static int usage_write(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino,
+                       const struct meta_usage *u)
+{
+    uint8_t k[12];
+    return meta_put(t, core__dbi(c, META_DBI_USAGE), k, ukey(k, tenant, ino), u, sizeof(*u), 0);
+}
+
+static uint64_t add_clamped(uint64_t v, int64_t d)
+{
+    if (d < 0 && (uint64_t)(-d) > v)
+        return 0;
+    return v + (uint64_t)d;
+}
+
+/* Apply a delta to one record; @p create makes a missing record. */
+static int usage_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino, int64_t db,
+                       int64_t di, bool enforce, bool create)
+{
+    struct meta_usage u;
+    int rc = usage_read(c, t, tenant, ino, &u);
+    if (rc == -ENOENT) {
+        if (!create)
+            return 0;
+        memset(&u, 0, sizeof(u));
+    } else if (rc) {
+        return rc;
+    }
+    u.bytes = add_clamped(u.bytes, db);
+    u.inodes = add_clamped(u.inodes, di);
+    if (enforce && ((db > 0 && u.bytes_limit && u.bytes > u.bytes_limit) ||
+                    (di > 0 && u.inodes_limit && u.inodes > u.inodes_limit)))
+        return -EDQUOT;
+    return usage_write(c, t, tenant, ino, &u);
+}
+
+/* Quota'd directories strictly below the bucket on the chain from @p dir. */
+static int dirs_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir, uint64_t bucket,
+                      int64_t db, int64_t di, bool enforce)
+{
+    uint64_t cur = dir;
+    int depth = 0;
+    if (atomic_load(&c->ndirquota) == 0)
+        return 0;
+    while (cur && cur != bucket && depth++ < 1024) {
+        struct meta_inode r;
+        int rc = usage_apply(c, t, tenant, cur, db, di, enforce, false);
+        if (rc)
+            return rc;
+        rc = core__ino_get(c, t, cur, &r);
+        if (rc)
+            return rc;
+        cur = r.parent;
+    }
+    return 0;
+}
+
+int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+                       int64_t dbytes, int64_t dinodes, bool enforce)
+{
+    struct meta_inode d;
+    int rc;
+    if (dbytes == 0 && dinodes == 0)
+        return 0;
+    rc = usage_apply(c, t, tenant, 0, dbytes, dinodes, enforce, true);
+    if (rc || dir == 0)
+        return rc;
+    rc = core__ino_get(c, t, dir, &d);
+    if (rc)
+        return rc;
+    if (d.flags & CORE_A_TROOT)
+        return 0;
+    rc = dirs_apply(c, t, tenant, dir, d.bucket, dbytes, dinodes, enforce);
+    if (rc)
+        return rc;
+    return usage_apply(c, t, tenant, d.bucket, dbytes, dinodes, enforce, true);
+}
+
+/* Charge a move of (bytes, inodes) from directory chain @p from to @p to, only on the
+ * directory records (bucket and tenant are unchanged by a move inside a bucket). */
+int core__usage_move(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket, uint64_t from,
+                     uint64_t to, int64_t bytes, int64_t inodes)
+{
+    int rc = dirs_apply(c, t, tenant, from, bucket, -bytes, -inodes, false);
+    if (rc)
+        return rc;
+    return dirs_apply(c, t, tenant, to, bucket, bytes, inodes, true);
+}
+
+int core__usage_create(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino)
+{
+    struct meta_usage u;
+    memset(&u, 0, sizeof(u));
+    return usage_write(c, t, tenant, ino, &u);
+}
+
+int core__usage_delete(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino)
+{
+    uint8_t k[12];
+    int rc = meta_del(t, core__dbi(c, META_DBI_USAGE), k, ukey(k, tenant, ino));
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int core__quota_load(struct core *c)
+{
+    MDB_txn *t;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    unsigned n = 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_USAGE), &cur);
+    if (rc) {
+        meta_rtxn_end(t);
+        return meta_err(rc);
+    }
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 12 || meta_be64_get((uint8_t *)k.mv_data + 4) == 0)
+            continue;
+        struct meta_inode r;
+        if (core__ino_get(c, t, meta_be64_get((uint8_t *)k.mv_data + 4), &r) == 0 &&
+            !(r.flags & CORE_A_BUCKET))
+            n++;
+    }
+    mdb_cursor_close(cur);
+    meta_rtxn_end(t);
+    atomic_store(&c->ndirquota, n);
+    return 0;
+}
+
+/* ---- public calls ---- */
+
+int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_usage *out)
+{
+    MDB_txn *t;
+    struct meta_usage u;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    rc = usage_read(c, t, tenant, ino, &u);
+    if (rc == -ENOENT && ino != 0) {
+        /* a directory without a limit: its usage is not tracked */
+        struct meta_inode r;
+        rc = core__ino_get(c, t, ino, &r);
+        if (rc == 0 && (r.tenant != tenant || r.type != CORE_DIR))
+            rc = -ENOENT;
+        memset(&u, 0, sizeof(u));
+    }
+    meta_rtxn_end(t);
+    if (rc == 0) {
+        out->bytes = u.bytes;
+        out->inodes = u.inodes;
+        out->bytes_limit = u.bytes_limit;
+        out->inodes_limit = u.inodes_limit;
+    }
+    return rc;
+}
+
+struct quota_set_op {
+    struct core *c;
+    uint32_t tenant;
+    uint64_t ino;
+    uint64_t bl, il;
+    bool created;
+};
+
+/* Sum the usage of a directory's subtree from the key index. */
+static int subtree_usage(struct core *c, MDB_txn *t, uint64_t bucket, uint64_t dir,
+                         struct meta_usage *u)
+{
+    char path[CORE_KEY_MAX + 1];
+    char kb[CORE_KEY_MAX + 1];
+    size_t plen;
+    uint8_t sk[8 + META_KEYENC_MAX];
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc = core__dirpath_get(c, t, dir, path, &plen);
+    if (rc)
+        return rc;
+    meta_be64_put(sk, bucket);
+    size_t hl = plen < META_KEY_HEAD ? plen : META_KEY_HEAD;
+    memcpy(sk + 8, path, hl);
+    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_KEYIDX), &cur);
+    if (rc)
+        return meta_err(rc);
+    k.mv_data = sk;
+    k.mv_size = 8 + hl;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        struct meta_keyval kv;
+        if (k.mv_size < 8 || meta_be64_get(k.mv_data) != bucket)
+            break;
+        size_t kl = core__kidx_decode(&k, &v, kb, &kv);
+        if (kl < plen || memcmp(kb, path, plen) != 0) {
+            if (memcmp(kb, path, kl < plen ? kl : plen) > 0)
+                break;
+            continue;
+        }
+        if (kl == plen)
+            continue; /* the directory itself */
+        struct meta_inode r;
+        if (core__ino_get(c, t, kv.ino, &r) != 0)
+            continue;
+        u->inodes++;
+        if (r.type != CORE_DIR)
+            u->bytes += r.used;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND || rc == 0 ? 0 : meta_err(rc);
+}
+
+static int quota_set_fn(MDB_txn *t, void *arg)
+{
+    struct quota_set_op *a = arg;
+    struct core *c = a->c;
+    struct meta_usage u;
+    int rc = usage_read(c, t, a->tenant, a->ino, &u);
+    if (rc == -ENOENT) {
+        if (a->ino == 0) {
+            uint8_t k[4];
+            MDB_val v;
+            meta_be32_put(k, a->tenant);
+            rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &v);
+            if (rc)
+                return rc;
+            memset(&u, 0, sizeof(u));
+        } else {
+            struct meta_inode r;
+            rc = core__ino_get(c, t, a->ino, &r);
+            if (rc)
+                return rc;
+            if (r.tenant != a->tenant || r.type != CORE_DIR || (r.flags & CORE_A_TROOT))
+                return -ENOENT;
+            if (a->bl == 0 && a->il == 0)
+                return 0; /* no record, no limit: nothing to do */
+            memset(&u, 0, sizeof(u));
+            rc = subtree_usage(c, t, r.bucket, a->ino, &u);
+            if (rc)
+                return rc;
+            a->created = true;
+        }
+    } else if (rc) {
+        return rc;
+    }
+    u.bytes_limit = a->bl;
+    u.inodes_limit = a->il;
+    return usage_write(c, t, a->tenant, a->ino, &u);
+}
+
+int core_quota_set(struct core *c, uint32_t tenant, uint64_t ino, uint64_t bytes_limit,
+                   uint64_t inodes_limit)
+{
+    struct quota_set_op a = {c, tenant, ino, bytes_limit, inodes_limit, false};
+    /* count first so a concurrent change already walks the chain */
+    atomic_fetch_add(&c->ndirquota, 1);
+    int rc = meta_submit(c->meta, quota_set_fn, &a, 0);
+    if (!a.created || rc != 0)
+        atomic_fetch_sub(&c->ndirquota, 1);
+    return rc;
+}
+
+static int admit_one(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino, uint64_t bytes,
+                     uint64_t inodes)
+{
+    struct meta_usage u;
+    int rc = usage_read(c, t, tenant, ino, &u);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return rc;
+    if ((bytes && u.bytes_limit && u.bytes + bytes > u.bytes_limit) ||
+        (inodes && u.inodes_limit && u.inodes + inodes > u.inodes_limit))
+        return -EDQUOT;
+    return 0;
+}
+
+int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t bytes,
+                     uint64_t inodes)
+{
+    MDB_txn *t;
+    struct meta_inode d;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = admit_one(c, t, p->tenant, 0, bytes, inodes);
+    if (rc || dir == 0)
+        goto out;
+    rc = core__ino_get_p(c, t, p, dir, 0, &d);
+    if (rc || (d.flags & CORE_A_TROOT))
+        goto out;
+    rc = admit_one(c, t, p->tenant, d.bucket, bytes, inodes);
+    if (rc || atomic_load(&c->ndirquota) == 0)
+        goto out;
+    for (uint64_t cur = dir; cur && cur != d.bucket && rc == 0;) {
+        struct meta_inode r;
+        rc = admit_one(c, t, p->tenant, cur, bytes, inodes);
+        if (rc == 0 && (rc = core__ino_get(c, t, cur, &r)) == 0)
+            cur = r.parent;
+    }
+out:
+    meta_rtxn_end(t);
+    return rc;
+}

@@ -1,0 +1,995 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * core_upload: whole-object uploads and multipart uploads.
+ *
+ * An upload streams into fresh 1 MiB extents as data arrives (nothing is
+ * visible and the space is only reserved); commit links the data at a key in
+ * one writer op that replaces the old object (a new inode; the old one's
+ * extents go through the store limbo, so readers that already hold them
+ * finish reading the old bytes). Objects up to inline_max bytes are stored
+ * inline. A multipart part is an upload persisted in the mpupart DBI;
+ * completion links the parts' extents, in order and at their cumulative
+ * offsets, into a new inode without copying. Parts' bytes are charged to the
+ * bucket while the upload is open.
+ * Thread: an upload handle is used by one thread at a time; the rest any. */
+#include "core_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "srv_err.h"
+#include "srv_log.h"
+
+int core__key_check(const char *key, size_t len, bool *isdir);
+
+struct core_upload {
+    struct core *c;
+    struct core_principal p;
+    uint64_t bucket;
+    uint64_t size;
+    char *buf;
+    size_t blen;
+    struct store_extent *ext;
+    size_t n, cap;
+};
+
+static int up_flush(struct core_upload *u)
+{
+    struct store_extent e;
+    if (u->blen == 0)
+        return 0;
+    if (u->n == u->cap) {
+        size_t nc = u->cap ? u->cap * 2 : 8;
+        struct store_extent *ne = realloc(u->ext, nc * sizeof(*ne));
+        if (!ne)
+            return -ENOMEM;
+        u->ext = ne;
+        u->cap = nc;
+    }
+    int rc = store_alloc(u->c->store, (uint32_t)u->blen, &e);
+    if (rc)
+        return rc;
+    rc = store_write(u->c->store, &e, u->buf, u->blen);
+    if (rc) {
+        store_unreserve(u->c->store, &e);
+        return rc;
+    }
+    u->ext[u->n++] = e;
+    u->blen = 0;
+    return 0;
+}
+
+static void up_free(struct core_upload *u, bool unreserve)
+{
+    if (!u)
+        return;
+    if (unreserve)
+        for (size_t i = 0; i < u->n; i++)
+            store_unreserve(u->c->store, &u->ext[i]);
+    free(u->ext);
+    free(u->buf);
+    free(u);
+}
+
+int core_upload_begin(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      uint64_t size_hint, struct core_upload **out)
+{
+    MDB_txn *t;
+    struct meta_inode b;
+    *out = NULL;
+    if (p->flags & CORE_P_READONLY)
+        return -EACCES;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, p, bucket, 0, &b);
+    if (rc == SRV_ESTALE || (rc == 0 && !(b.flags & CORE_A_BUCKET)))
+        rc = SRV_ENOBUCKET;
+    if (rc == 0)
+        rc = core__perm(p, &b, CORE_MAY_W | CORE_MAY_X);
+    meta_rtxn_end(t);
+    if (rc)
+        return rc;
+    if (size_hint != UINT64_MAX) {
+        rc = core_quota_admit(c, p, bucket, size_hint, 1);
+        if (rc)
+            return rc;
+    }
+    struct core_upload *u = calloc(1, sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    u->buf = malloc(STORE_EXTENT_MAX);
+    if (!u->buf) {
+        free(u);
+        return -ENOMEM;
+    }
+    u->c = c;
+    u->p = *p;
+    u->bucket = bucket;
+    *out = u;
+    return 0;
+}
+
+int core_upload_write(struct core_upload *u, const void *buf, size_t len)
+{
+    const char *b = buf;
+    while (len > 0) {
+        size_t room = STORE_EXTENT_MAX - u->blen;
+        size_t m = len < room ? len : room;
+        memcpy(u->buf + u->blen, b, m);
+        u->blen += m;
+        u->size += m;
+        b += m;
+        len -= m;
+        if (u->blen == STORE_EXTENT_MAX) {
+            int rc = up_flush(u);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+uint64_t core_upload_size(const struct core_upload *u)
+{
+    return u->size;
+}
+
+void core_upload_abort(struct core_upload *u)
+{
+    up_free(u, true);
+}
+
+/* ---- linking data at a key ---- */
+
+/* Resolve the parent directory of @p key, creating implicit directories. */
+static int resolve_parent(struct core *c, MDB_txn *t, const struct core_principal *p,
+                          uint64_t bucket, const char *key, size_t klen, bool isdir,
+                          uint64_t *dir, size_t *nameoff)
+{
+    size_t end = isdir ? klen - 1 : klen;
+    size_t pos = 0;
+    uint64_t cur = bucket;
+    for (;;) {
+        const char *sl = memchr(key + pos, '/', end - pos);
+        if (!sl)
+            break;
+        size_t s = (size_t)(sl - key);
+        uint64_t ino;
+        uint32_t type;
+        int rc = core__kidx_get(c, t, bucket, key, s + 1, &ino, &type);
+        if (rc == 0) {
+            cur = ino;
+        } else if (rc == -ENOENT) {
+            rc = core__kidx_get(c, t, bucket, key, s, &ino, &type);
+            if (rc == 0)
+                return SRV_ECLASH;
+            if (rc != -ENOENT)
+                return rc;
+            struct meta_inode r;
+            rc = core__node_create(c, t, p, cur, key + pos, s - pos, CORE_DIR, 0755,
+                                   CORE_A_IMPLICIT, NULL, 0, &ino, &r);
+            if (rc)
+                return rc;
+            cur = ino;
+        } else {
+            return rc;
+        }
+        pos = s + 1;
+    }
+    *dir = cur;
+    *nameoff = pos;
+    return 0;
+}
+
+static int etag_of(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_inode *r,
+                   char *etag)
+{
+    int rc = core__objmeta_get(c, t, ino, etag, NULL, NULL);
+    if (rc && rc != -ENOENT)
+        return rc;
+    if (!etag[0]) {
+        if (r->type == CORE_DIR || r->size == 0)
+            snprintf(etag, CORE_ETAG_MAX + 1, "d41d8cd98f00b204e9800998ecf8427e");
+        else
+            snprintf(etag, CORE_ETAG_MAX + 1, "%016" PRIx64 "%016" PRIx64 "-1", ino, r->change);
+    }
+    return 0;
+}
+
+static bool etag_eq(const char *a, const char *b)
+{
+    size_t al = strlen(a), bl = strlen(b);
+    if (al >= 2 && a[0] == '"' && a[al - 1] == '"') {
+        a++;
+        al -= 2;
+    }
+    if (bl >= 2 && b[0] == '"' && b[bl - 1] == '"') {
+        b++;
+        bl -= 2;
+    }
+    return al == bl && memcmp(a, b, al) == 0;
+}
+
+/* A data source for link_object: either an upload or multipart parts. */
+struct link_src {
+    const char *inl;          /* inline bytes (with inl_len) or NULL */
+    size_t inl_len;
+    const struct fextv {
+        uint64_t foff;
+        struct store_extent e;
+    } *ext;
+    size_t n;
+    bool use;                 /* extents are reservations to mark used */
+    uint64_t size;
+};
+
+struct link_args {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t bucket;
+    const char *key;
+    size_t klen;
+    const char *etag;
+    const void *meta;
+    size_t metalen;
+    const char *if_etag;
+    bool if_none_match;
+    struct core_attr *out;
+};
+
+static int link_object(MDB_txn *t, const struct link_args *a, const struct link_src *src)
+{
+    struct core *c = a->c;
+    struct meta_inode b, r;
+    struct meta_dirent de;
+    uint64_t dir, ino;
+    size_t noff;
+    bool isdir;
+    int rc = core__key_check(a->key, a->klen, &isdir);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, t, a->p, a->bucket, 0, &b);
+    if (rc == SRV_ESTALE || (rc == 0 && !(b.flags & CORE_A_BUCKET)))
+        return SRV_ENOBUCKET;
+    if (rc)
+        return rc;
+    if (isdir && src->size != 0)
+        return -EINVAL;
+    rc = resolve_parent(c, t, a->p, a->bucket, a->key, a->klen, isdir, &dir, &noff);
+    if (rc)
+        return rc;
+    const char *name = a->key + noff;
+    size_t nlen = (isdir ? a->klen - 1 : a->klen) - noff;
+    rc = core__dirent_get(c, t, dir, name, nlen, &de);
+    bool exists = rc == 0;
+    if (rc && rc != -ENOENT)
+        return rc;
+    if (exists) {
+        rc = core__ino_get(c, t, de.ino, &r);
+        if (rc)
+            return rc;
+        if ((r.type == CORE_DIR) != isdir)
+            return SRV_ECLASH;
+    }
+    if (a->if_none_match && exists)
+        return SRV_EPRECOND;
+    if (a->if_etag) {
+        char cur[CORE_ETAG_MAX + 1];
+        if (!exists)
+            return SRV_EPRECOND;
+        if (strcmp(a->if_etag, "*") != 0) {
+            rc = etag_of(c, t, de.ino, &r, cur);
+            if (rc)
+                return rc;
+            if (!etag_eq(cur, a->if_etag))
+                return SRV_EPRECOND;
+        }
+    }
+    if (isdir) {
+        if (exists) {
+            ino = de.ino;
+            r.flags &= (uint16_t)~CORE_A_IMPLICIT;
+            core__touch(&r, false, true);
+            rc = core__ino_put(c, t, ino, &r);
+        } else {
+            rc = core__node_create(c, t, a->p, dir, name, nlen, CORE_DIR, 0755, 0, NULL, 0, &ino,
+                                   &r);
+        }
+        if (rc == 0)
+            rc = core__objmeta_put(c, t, ino, a->etag, a->meta, a->metalen);
+        if (rc == 0 && a->out)
+            core__attr_fill(&r, ino, a->out);
+        return rc;
+    }
+    if (exists) {
+        struct meta_inode d;
+        if (a->p->flags & CORE_P_READONLY)
+            return -EACCES;
+        rc = core__ino_get(c, t, dir, &d);
+        if (rc)
+            return rc;
+        rc = core__perm(a->p, &d, CORE_MAY_W | CORE_MAY_X);
+        if (rc)
+            return rc;
+        if ((d.mode & 01000) && !(a->p->flags & CORE_P_SUPER) && a->p->uid != d.uid &&
+            a->p->uid != r.uid)
+            return -EACCES;
+        rc = core__entry_remove(c, t, dir, &d, name, nlen, de.ino, &r);
+        if (rc)
+            return rc;
+    }
+    rc = core__node_create(c, t, a->p, dir, name, nlen, CORE_REG, 0644, 0, NULL, 0, &ino, &r);
+    if (rc)
+        return rc;
+    uint64_t used = 0;
+    if (src->inl) {
+        uint8_t k[8];
+        meta_be64_put(k, ino);
+        if (src->inl_len) {
+            rc = meta_put(t, core__dbi(c, META_DBI_INLINE), k, 8, src->inl, src->inl_len, 0);
+            if (rc)
+                return rc;
+        }
+        used = src->inl_len;
+    } else {
+        r.flags &= (uint16_t)~META_I_INLINE;
+        for (size_t i = 0; i < src->n; i++) {
+            uint8_t k[16];
+            const struct store_extent *e = &src->ext[i].e;
+            struct meta_extent me = {.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
+                                     .vlen = e->len};
+            if (src->use) {
+                rc = meta_extent_use(c->meta, t, e);
+                if (rc)
+                    return rc;
+            }
+            meta_be64_put(k, ino);
+            meta_be64_put(k + 8, src->ext[i].foff);
+            rc = meta_put(t, core__dbi(c, META_DBI_EXTENTS), k, 16, &me, sizeof(me), 0);
+            if (rc)
+                return rc;
+            used += e->len;
+        }
+    }
+    rc = core__usage_charge(c, t, a->p->tenant, dir, (int64_t)used, 0, true);
+    if (rc)
+        return rc;
+    r.size = src->size;
+    r.used = used;
+    rc = core__ino_put(c, t, ino, &r);
+    if (rc == 0)
+        rc = core__objmeta_put(c, t, ino, a->etag, a->meta, a->metalen);
+    if (rc == 0 && a->out)
+        core__attr_fill(&r, ino, a->out);
+    return rc;
+}
+
+struct commit_op {
+    struct link_args la;
+    struct link_src src;
+};
+
+static int commit_fn(MDB_txn *t, void *arg)
+{
+    struct commit_op *a = arg;
+    return link_object(t, &a->la, &a->src);
+}
+
+int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, const char *etag,
+                       const void *meta, size_t metalen, const char *if_etag, bool if_none_match,
+                       struct core_attr *out)
+{
+    struct core *c = u->c;
+    struct commit_op a;
+    struct fextv *xv = NULL;
+    bool isdir;
+    int rc = core__key_check(key, keylen, &isdir);
+    if (rc)
+        goto out;
+    memset(&a, 0, sizeof(a));
+    a.la = (struct link_args){c, &u->p, u->bucket, key, keylen, etag, meta, metalen,
+                              if_etag, if_none_match, out};
+    a.src.size = u->size;
+    if (u->n == 0 && u->blen <= c->cfg.inline_max) {
+        a.src.inl = u->buf;
+        a.src.inl_len = u->blen;
+    } else {
+        rc = up_flush(u);
+        if (rc)
+            goto out;
+        xv = calloc(u->n, sizeof(*xv));
+        if (!xv) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        for (size_t i = 0; i < u->n; i++) {
+            xv[i].foff = (uint64_t)i * STORE_EXTENT_MAX;
+            xv[i].e = u->ext[i];
+        }
+        a.src.ext = xv;
+        a.src.n = u->n;
+        a.src.use = true;
+    }
+    rc = meta_submit(c->meta, commit_fn, &a, a.src.n ? META_OP_DATA : 0);
+out:
+    free(xv);
+    up_free(u, rc != 0);
+    return rc;
+}
+
+/* ---- multipart ---- */
+
+static int mpu_id_parse(const char *s, uint64_t *id)
+{
+    uint64_t v = 0;
+    if (!s || strlen(s) != 16)
+        return -ENOENT;
+    for (int i = 0; i < 16; i++) {
+        char ch = s[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (d < 0)
+            return -ENOENT;
+        v = v << 4 | (uint64_t)d;
+    }
+    *id = v;
+    return 0;
+}
+
+static void mkey(uint8_t *k, uint64_t bucket, uint64_t id)
+{
+    meta_be64_put(k, bucket);
+    meta_be64_put(k + 8, id);
+}
+
+struct mpu_create_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t bucket;
+    const char *key;
+    size_t klen;
+    const void *meta;
+    size_t metalen;
+    uint64_t id;
+};
+
+static int mpu_create_fn(MDB_txn *t, void *arg)
+{
+    struct mpu_create_op *a = arg;
+    struct core *c = a->c;
+    struct meta_inode b;
+    struct meta_mpu m;
+    struct timespec now;
+    uint8_t k[16];
+    int rc = core__ino_get_p(c, t, a->p, a->bucket, 0, &b);
+    if (rc == SRV_ESTALE || (rc == 0 && !(b.flags & CORE_A_BUCKET)))
+        return SRV_ENOBUCKET;
+    if (rc)
+        return rc;
+    rc = core__perm(a->p, &b, CORE_MAY_W | CORE_MAY_X);
+    if (rc)
+        return rc;
+    core__now(&now);
+    memset(&m, 0, sizeof(m));
+    m.tenant = a->p->tenant;
+    m.uid = a->p->uid;
+    m.gid = a->p->gid;
+    m.keylen = (uint32_t)a->klen;
+    m.metalen = (uint32_t)a->metalen;
+    m.init_s = now.tv_sec;
+    m.init_ns = (uint32_t)now.tv_nsec;
+    size_t vl = sizeof(m) + a->klen + a->metalen;
+    uint8_t *v = malloc(vl);
+    if (!v)
+        return -ENOMEM;
+    memcpy(v, &m, sizeof(m));
+    memcpy(v + sizeof(m), a->key, a->klen);
+    if (a->metalen)
+        memcpy(v + sizeof(m) + a->klen, a->meta, a->metalen);
+    mkey(k, a->bucket, a->id);
+    rc = meta_put(t, core__dbi(c, META_DBI_MPU), k, 16, v, vl, MDB_NOOVERWRITE);
+    free(v);
+    return rc;
+}
+
+int core_mpu_create(struct core *c, const struct core_principal *p, uint64_t bucket,
+                    const char *key, size_t keylen, const void *meta, size_t metalen,
+                    char *upload_id, size_t idsize)
+{
+    struct mpu_create_op a = {c, p, bucket, key, keylen, meta, metalen, 0};
+    bool isdir;
+    int rc = core__key_check(key, keylen, &isdir);
+    if (rc)
+        return rc;
+    if (p->flags & CORE_P_READONLY)
+        return -EACCES;
+    if (idsize < 17)
+        return -ERANGE;
+    do {
+        if (getrandom(&a.id, sizeof(a.id), 0) != sizeof(a.id))
+            return -EIO;
+    } while (a.id == 0);
+    rc = meta_submit(c->meta, mpu_create_fn, &a, 0);
+    if (rc == 0)
+        snprintf(upload_id, idsize, "%016" PRIx64, a.id);
+    return rc;
+}
+
+/* Read an mpu record. @return 0, -ENOENT. */
+static int mpu_get(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t bucket,
+                   uint64_t id, struct meta_mpu *m, const char **key, const void **meta)
+{
+    uint8_t k[16];
+    MDB_val v;
+    mkey(k, bucket, id);
+    int rc = meta_get(t, core__dbi(c, META_DBI_MPU), k, 16, &v);
+    if (rc)
+        return rc;
+    if (v.mv_size < sizeof(*m))
+        return SRV_ECORRUPT;
+    memcpy(m, v.mv_data, sizeof(*m));
+    if (v.mv_size != sizeof(*m) + m->keylen + m->metalen)
+        return SRV_ECORRUPT;
+    if (m->tenant != p->tenant)
+        return -ENOENT;
+    *key = (const char *)v.mv_data + sizeof(*m);
+    *meta = (const char *)v.mv_data + sizeof(*m) + m->keylen;
+    return 0;
+}
+
+static void pkey(uint8_t *k, uint64_t id, uint32_t partno)
+{
+    meta_be64_put(k, id);
+    meta_be32_put(k + 8, partno);
+}
+
+/* Decode a part record; extents point into @p v. */
+static int part_decode(const MDB_val *v, struct meta_part *pt, const struct meta_extent **ext)
+{
+    if (v->mv_size < sizeof(*pt))
+        return SRV_ECORRUPT;
+    memcpy(pt, v->mv_data, sizeof(*pt));
+    if (v->mv_size != sizeof(*pt) + (size_t)pt->nextents * sizeof(struct meta_extent))
+        return SRV_ECORRUPT;
+    *ext = (const struct meta_extent *)((const char *)v->mv_data + sizeof(*pt));
+    return 0;
+}
+
+static int part_free_extents(struct core *c, MDB_txn *t, const MDB_val *v, uint64_t *bytes)
+{
+    struct meta_part pt;
+    const struct meta_extent *ex;
+    int rc = part_decode(v, &pt, &ex);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < pt.nextents; i++) {
+        struct meta_extent me;
+        memcpy(&me, &ex[i], sizeof(me));
+        struct store_extent e = {.dev = me.dev, .len = me.len, .off = me.off, .crc = me.crc};
+        rc = meta_extent_free(c->meta, t, &e);
+        if (rc)
+            return rc;
+        *bytes += me.len;
+    }
+    return 0;
+}
+
+struct part_op {
+    struct core *c;
+    struct core_upload *u;
+    uint64_t id;
+    uint32_t partno;
+    const char *etag;
+};
+
+static int part_commit_fn(MDB_txn *t, void *arg)
+{
+    struct part_op *a = arg;
+    struct core *c = a->c;
+    struct core_upload *u = a->u;
+    struct meta_mpu m;
+    const char *key;
+    const void *meta;
+    uint8_t k[12];
+    MDB_val old;
+    uint64_t freed = 0, bytes = 0;
+    int rc = mpu_get(c, t, &u->p, u->bucket, a->id, &m, &key, &meta);
+    if (rc)
+        return rc;
+    pkey(k, a->id, a->partno);
+    rc = meta_get(t, core__dbi(c, META_DBI_MPUPART), k, 12, &old);
+    if (rc == 0) {
+        rc = part_free_extents(c, t, &old, &freed);
+        if (rc)
+            return rc;
+    } else if (rc != -ENOENT) {
+        return rc;
+    }
+    rc = 0;
+    size_t vl = sizeof(struct meta_part) + u->n * sizeof(struct meta_extent);
+    uint8_t *v = calloc(1, vl);
+    if (!v)
+        return -ENOMEM;
+    struct meta_part pt;
+    struct timespec now;
+    core__now(&now);
+    memset(&pt, 0, sizeof(pt));
+    pt.size = u->size;
+    pt.mtime_s = now.tv_sec;
+    pt.mtime_ns = (uint32_t)now.tv_nsec;
+    pt.nextents = (uint32_t)u->n;
+    snprintf(pt.etag, CORE_ETAG_MAX + 1, "%s", a->etag ? a->etag : "");
+    memcpy(v, &pt, sizeof(pt));
+    for (size_t i = 0; i < u->n && rc == 0; i++) {
+        struct meta_extent me = {.dev = u->ext[i].dev, .len = u->ext[i].len,
+                                 .off = u->ext[i].off, .crc = u->ext[i].crc,
+                                 .vlen = u->ext[i].len};
+        memcpy(v + sizeof(pt) + i * sizeof(me), &me, sizeof(me));
+        bytes += me.len;
+        rc = meta_extent_use(c->meta, t, &u->ext[i]);
+    }
+    if (rc == 0)
+        rc = meta_put(t, core__dbi(c, META_DBI_MPUPART), k, 12, v, vl, 0);
+    free(v);
+    if (rc)
+        return rc;
+    return core__usage_charge(c, t, u->p.tenant, u->bucket, (int64_t)bytes - (int64_t)freed, 0,
+                              bytes > freed);
+}
+
+int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t partno,
+                         const char *etag)
+{
+    struct part_op a = {u->c, u, 0, partno, etag};
+    int rc = mpu_id_parse(upload_id, &a.id);
+    if (rc == 0 && (partno < 1 || partno > 10000))
+        rc = -EINVAL;
+    if (rc == 0)
+        rc = up_flush(u);
+    if (rc == 0)
+        rc = meta_submit(u->c->meta, part_commit_fn, &a, u->n ? META_OP_DATA : 0);
+    up_free(u, rc != 0);
+    return rc;
+}
+
+int core_mpu_list_parts(struct core *c, const struct core_principal *p, uint64_t bucket,
+                        const char *upload_id, uint32_t after_partno, core_part_cb cb, void *arg)
+{
+    MDB_txn *t;
+    MDB_cursor *cur = NULL;
+    MDB_val k, v;
+    struct meta_mpu m;
+    const char *key;
+    const void *meta;
+    uint64_t id;
+    uint8_t sk[12];
+    int rc = mpu_id_parse(upload_id, &id);
+    if (rc)
+        return rc;
+    rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = mpu_get(c, t, p, bucket, id, &m, &key, &meta);
+    if (rc)
+        goto out;
+    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPUPART), &cur);
+    if (rc) {
+        rc = meta_err(rc);
+        goto out;
+    }
+    pkey(sk, id, after_partno + 1);
+    k.mv_data = sk;
+    k.mv_size = 12;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        struct meta_part pt;
+        const struct meta_extent *ex;
+        if (k.mv_size != 12 || meta_be64_get(k.mv_data) != id)
+            break;
+        if (part_decode(&v, &pt, &ex) != 0)
+            continue;
+        struct core_mpu_part part;
+        memset(&part, 0, sizeof(part));
+        part.partno = meta_be32_get((uint8_t *)k.mv_data + 8);
+        part.size = pt.size;
+        memcpy(part.etag, pt.etag, CORE_ETAG_MAX);
+        part.etag[CORE_ETAG_MAX] = '\0';
+        part.mtime.tv_sec = pt.mtime_s;
+        part.mtime.tv_nsec = pt.mtime_ns;
+        if (cb(arg, &part))
+            break;
+    }
+    rc = (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc);
+out:
+    if (cur)
+        mdb_cursor_close(cur);
+    meta_rtxn_end(t);
+    return rc;
+}
+
+struct mpu_ent {
+    char *key;
+    size_t klen;
+    uint64_t id;
+    struct timespec init;
+};
+
+static int mpu_ent_cmp(const void *x, const void *y)
+{
+    const struct mpu_ent *a = x, *b = y;
+    int r = memcmp(a->key, b->key, a->klen < b->klen ? a->klen : b->klen);
+    if (r)
+        return r;
+    if (a->klen != b->klen)
+        return a->klen < b->klen ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucket,
+                  const char *prefix, size_t prefixlen, core_mpu_cb cb, void *arg)
+{
+    MDB_txn *t;
+    MDB_cursor *cur = NULL;
+    MDB_val k, v;
+    uint8_t sk[8];
+    struct mpu_ent *ents = NULL;
+    size_t n = 0, cap = 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPU), &cur);
+    if (rc) {
+        rc = meta_err(rc);
+        goto out;
+    }
+    meta_be64_put(sk, bucket);
+    k.mv_data = sk;
+    k.mv_size = 8;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        struct meta_mpu m;
+        if (k.mv_size != 16 || meta_be64_get(k.mv_data) != bucket)
+            break;
+        if (v.mv_size < sizeof(m))
+            continue;
+        memcpy(&m, v.mv_data, sizeof(m));
+        if (m.tenant != p->tenant || v.mv_size < sizeof(m) + m.keylen)
+            continue;
+        const char *key = (const char *)v.mv_data + sizeof(m);
+        if (prefixlen && (m.keylen < prefixlen || memcmp(key, prefix, prefixlen) != 0))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct mpu_ent *ne = realloc(ents, cap * sizeof(*ne));
+            if (!ne) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            ents = ne;
+        }
+        ents[n].key = malloc(m.keylen ? m.keylen : 1);
+        if (!ents[n].key) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        memcpy(ents[n].key, key, m.keylen);
+        ents[n].klen = m.keylen;
+        ents[n].id = meta_be64_get((uint8_t *)k.mv_data + 8);
+        ents[n].init.tv_sec = m.init_s;
+        ents[n].init.tv_nsec = m.init_ns;
+        n++;
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        rc = meta_err(rc);
+        goto out;
+    }
+    rc = 0;
+    mdb_cursor_close(cur);
+    cur = NULL;
+    meta_rtxn_end(t);
+    t = NULL;
+    qsort(ents, n, sizeof(*ents), mpu_ent_cmp);
+    for (size_t i = 0; i < n; i++) {
+        char idbuf[17];
+        snprintf(idbuf, sizeof(idbuf), "%016" PRIx64, ents[i].id);
+        struct core_mpu_info info = {ents[i].key, ents[i].klen, idbuf, ents[i].init};
+        if (cb(arg, &info))
+            break;
+    }
+out:
+    if (cur)
+        mdb_cursor_close(cur);
+    meta_rtxn_end(t);
+    for (size_t i = 0; i < n; i++)
+        free(ents[i].key);
+    free(ents);
+    return rc;
+}
+
+/* Delete every part record of @p id, freeing extents of those not kept. */
+static int parts_drop(struct core *c, MDB_txn *t, uint64_t id, const uint32_t *keep, size_t nkeep,
+                      uint64_t *freed, uint64_t *total)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    uint8_t sk[12];
+    int rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPUPART), &cur);
+    if (rc)
+        return meta_err(rc);
+    for (;;) {
+        pkey(sk, id, 0);
+        k.mv_data = sk;
+        k.mv_size = 12;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND) {
+            rc = 0;
+            break;
+        }
+        if (rc) {
+            rc = meta_err(rc);
+            break;
+        }
+        if (k.mv_size != 12 || meta_be64_get(k.mv_data) != id)
+            break;
+        uint32_t pn = meta_be32_get((uint8_t *)k.mv_data + 8);
+        bool kept = false;
+        for (size_t i = 0; i < nkeep; i++)
+            if (keep[i] == pn)
+                kept = true;
+        struct meta_part pt;
+        const struct meta_extent *ex;
+        rc = part_decode(&v, &pt, &ex);
+        if (rc)
+            break;
+        for (uint32_t i = 0; i < pt.nextents; i++) {
+            struct meta_extent me;
+            memcpy(&me, &ex[i], sizeof(me));
+            *total += me.len;
+        }
+        if (!kept) {
+            rc = part_free_extents(c, t, &v, freed);
+            if (rc)
+                break;
+        }
+        rc = mdb_cursor_del(cur, 0);
+        if (rc) {
+            rc = meta_err(rc);
+            break;
+        }
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+struct mpu_done_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t bucket;
+    uint64_t id;
+    const uint32_t *partnos;
+    const char *const *etags;
+    size_t nparts;
+    const char *final_etag;
+    struct core_attr *out;
+    bool abort;
+};
+
+static int mpu_done_fn(MDB_txn *t, void *arg)
+{
+    struct mpu_done_op *a = arg;
+    struct core *c = a->c;
+    struct meta_mpu m;
+    const char *key;
+    const void *meta;
+    uint8_t k[16];
+    uint64_t freed = 0, total = 0;
+    struct fextv *xv = NULL;
+    size_t nx = 0, cx = 0;
+    uint64_t size = 0;
+    int rc = mpu_get(c, t, a->p, a->bucket, a->id, &m, &key, &meta);
+    if (rc)
+        return rc;
+    /* copy the record: the txn changes below may move it */
+    char *keyc = malloc(m.keylen + m.metalen + 1);
+    if (!keyc)
+        return -ENOMEM;
+    memcpy(keyc, key, m.keylen + m.metalen);
+    if (!a->abort) {
+        for (size_t i = 1; i < a->nparts; i++) {
+            if (a->partnos[i] <= a->partnos[i - 1]) {
+                rc = -EINVAL;
+                goto out;
+            }
+        }
+        for (size_t i = 0; i < a->nparts; i++) {
+            uint8_t pk[12];
+            MDB_val v;
+            struct meta_part pt;
+            const struct meta_extent *ex;
+            pkey(pk, a->id, a->partnos[i]);
+            rc = meta_get(t, core__dbi(c, META_DBI_MPUPART), pk, 12, &v);
+            if (rc == -ENOENT) {
+                rc = SRV_EPRECOND;
+                goto out;
+            }
+            if (rc == 0)
+                rc = part_decode(&v, &pt, &ex);
+            if (rc)
+                goto out;
+            if (a->etags && a->etags[i] && !etag_eq(pt.etag, a->etags[i])) {
+                rc = SRV_EPRECOND;
+                goto out;
+            }
+            for (uint32_t j = 0; j < pt.nextents; j++) {
+                struct meta_extent me;
+                memcpy(&me, &ex[j], sizeof(me));
+                if (nx == cx) {
+                    cx = cx ? cx * 2 : 64;
+                    struct fextv *nv = realloc(xv, cx * sizeof(*nv));
+                    if (!nv) {
+                        rc = -ENOMEM;
+                        goto out;
+                    }
+                    xv = nv;
+                }
+                xv[nx].foff = size;
+                xv[nx].e = (struct store_extent){me.dev, me.len, me.off, me.crc};
+                nx++;
+                size += me.len;
+            }
+            if (pt.size != 0 && size == 0) {
+                rc = SRV_ECORRUPT;
+                goto out;
+            }
+        }
+    }
+    rc = parts_drop(c, t, a->id, a->abort ? NULL : a->partnos, a->abort ? 0 : a->nparts, &freed,
+                    &total);
+    if (rc)
+        goto out;
+    mkey(k, a->bucket, a->id);
+    rc = meta_del(t, core__dbi(c, META_DBI_MPU), k, 16);
+    if (rc)
+        goto out;
+    rc = core__usage_charge(c, t, a->p->tenant, a->bucket, -(int64_t)total, 0, false);
+    if (rc || a->abort)
+        goto out;
+    struct link_args la = {c, a->p, a->bucket, keyc, m.keylen, a->final_etag,
+                           keyc + m.keylen, m.metalen, NULL, false, a->out};
+    struct link_src src = {.ext = xv, .n = nx, .use = false, .size = size};
+    if (nx == 0)
+        src.inl = "";
+    rc = link_object(t, &la, &src);
+out:
+    free(keyc);
+    free(xv);
+    return rc;
+}
+
+int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      const char *upload_id, const uint32_t *partnos, const char *const *etags,
+                      size_t nparts, const char *final_etag, struct core_attr *out)
+{
+    struct mpu_done_op a = {c, p, bucket, 0, partnos, etags, nparts, final_etag, out, false};
+    int rc = mpu_id_parse(upload_id, &a.id);
+    if (rc)
+        return rc;
+    if (nparts == 0)
+        return -EINVAL;
+    if (p->flags & CORE_P_READONLY)
+        return -EACCES;
+    return meta_submit(c->meta, mpu_done_fn, &a, 0);
+}
+
+int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t bucket,
+                   const char *upload_id)
+{
+    struct mpu_done_op a = {c, p, bucket, 0, NULL, NULL, 0, NULL, NULL, true};
+    int rc = mpu_id_parse(upload_id, &a.id);
+    if (rc)
+        return rc;
+    return meta_submit(c->meta, mpu_done_fn, &a, 0);
+}

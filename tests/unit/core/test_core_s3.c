@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for server/core/core_s3.c and core_upload.c: buckets, key rules,
+ * uploads (inline and extents), overwrite, delete with implicit parents,
+ * file/dir clashes, listing order/prefix/delimiter, multipart. */
+#include "core_test_util.h"
+
+static void test_buckets(void **state)
+{
+    struct fx *f = *state;
+    struct core_attr a;
+    assert_int_equal(core_bucket_create(f->c, &f->p, "bkt", 3, &a), -EEXIST);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "ab", 2, &a), SRV_EBADNAME);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "Abc", 3, &a), SRV_EBADNAME);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "192.168.1.1", 11, &a), SRV_EBADNAME);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "-abc", 4, &a), SRV_EBADNAME);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "abc-", 4, &a), SRV_EBADNAME);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "a..b", 4, &a), SRV_EBADNAME);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "my.bucket-1", 11, &a), 0);
+    assert_true(a.flags & CORE_A_BUCKET);
+    assert_int_equal(a.uid, 1000);
+    assert_int_equal(core_bucket_lookup(f->c, &f->p, "my.bucket-1", 11, &a), 0);
+    assert_int_equal(core_bucket_lookup(f->c, &f->p, "nope", 4, &a), SRV_ENOBUCKET);
+    /* another tenant sees nothing */
+    struct core_principal o = f->p;
+    o.tenant = 2;
+    assert_int_equal(core_tenant_create(f->c, 2), 0);
+    assert_int_equal(core_bucket_lookup(f->c, &o, "bkt", 3, &a), SRV_ENOBUCKET);
+    assert_int_equal(fx_put(f, "x", "1", 1), 0);
+    assert_int_equal(core_bucket_delete(f->c, &f->p, "bkt", 3), -ENOTEMPTY);
+    assert_int_equal(core_bucket_delete(f->c, &f->p, "my.bucket-1", 11), 0);
+    assert_int_equal(core_bucket_delete(f->c, &f->p, "my.bucket-1", 11), SRV_ENOBUCKET);
+    assert_int_equal(core_tenant_delete(f->c, 1), -ENOTEMPTY);
+}
+
+static void test_key_rules(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(fx_put(f, "a//b", "x", 1), SRV_EBADNAME);
+    assert_int_equal(fx_put(f, "/a", "x", 1), SRV_EBADNAME);
+    assert_int_equal(fx_put(f, "a/./b", "x", 1), SRV_EBADNAME);
+    assert_int_equal(fx_put(f, "a/../b", "x", 1), SRV_EBADNAME);
+    assert_int_equal(fx_put(f, "..", "x", 1), SRV_EBADNAME);
+    char big[1100];
+    memset(big, 'k', sizeof(big));
+    big[1025] = '\0';
+    assert_int_equal(fx_put(f, big, "x", 1), SRV_EBADNAME);
+    char seg[300];
+    memset(seg, 's', 256);
+    seg[256] = '\0';
+    assert_int_equal(fx_put(f, seg, "x", 1), SRV_EBADNAME);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a\0b", 3, &oi), SRV_EBADNAME);
+    /* a long (>503 bytes) key round-trips */
+    char lk[1025];
+    for (int i = 0; i < 1024; i++)
+        lk[i] = (i % 200 == 199) ? '/' : 'a' + i % 26;
+    lk[1024] = '\0';
+    assert_int_equal(fx_put(f, lk, "long", 4), 0);
+    void *d = NULL;
+    size_t n;
+    assert_int_equal(fx_get(f, lk, &d, &n), 0);
+    assert_int_equal(n, 4);
+    assert_memory_equal(d, "long", 4);
+    free(d);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, lk, 1024), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, lk, 1024, &oi), -ENOENT);
+}
+
+static void test_put_get_overwrite(void **state)
+{
+    struct fx *f = *state;
+    size_t big = 3 * 1024 * 1024 + 12345;
+    char *buf = malloc(big);
+    fx_fill(buf, big, 1);
+    assert_int_equal(fx_put(f, "small", "hello", 5), 0);
+    assert_int_equal(fx_put(f, "dir/big", buf, big), 0);
+    void *d = NULL;
+    size_t n;
+    assert_int_equal(fx_get(f, "small", &d, &n), 0);
+    assert_int_equal(n, 5);
+    assert_memory_equal(d, "hello", 5);
+    free(d);
+    assert_int_equal(fx_get(f, "dir/big", &d, &n), 0);
+    assert_int_equal(n, big);
+    assert_memory_equal(d, buf, big);
+    free(d);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "dir/", 4, &oi), 0);
+    assert_int_equal(oi.attr.type, CORE_DIR);
+    assert_true(oi.attr.flags & CORE_A_IMPLICIT);
+    free(oi.meta);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "dir", 3, &oi), -ENOENT);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "dir/big", 7, &oi), 0);
+    assert_string_equal(oi.etag, "etag");
+    assert_int_equal(oi.attr.uid, 1000);
+    assert_int_equal(oi.attr.mode, 0644);
+    free(oi.meta);
+    /* overwrite with smaller data; space comes back after a sync */
+    fx_fill(buf, 100, 2);
+    assert_int_equal(fx_put(f, "dir/big", buf, 100), 0);
+    assert_int_equal(fx_get(f, "dir/big", &d, &n), 0);
+    assert_int_equal(n, 100);
+    assert_memory_equal(d, buf, 100);
+    free(d);
+    struct core_usage u;
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes, 105);
+    assert_int_equal(u.inodes, 3);
+    /* reopen: everything is still there */
+    fx_reopen(f);
+    assert_int_equal(fx_get(f, "dir/big", &d, &n), 0);
+    assert_int_equal(n, 100);
+    assert_memory_equal(d, buf, 100);
+    free(d);
+    free(buf);
+}
+
+static void test_clash_and_implicit(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(fx_put(f, "a/b/c", "1", 1), 0);
+    assert_int_equal(fx_put(f, "a/b", "2", 1), SRV_ECLASH);
+    assert_int_equal(fx_put(f, "a/b/c/d", "3", 1), SRV_ECLASH);
+    assert_int_equal(fx_put(f, "a/b/", "", 0), 0); /* explicit now */
+    assert_int_equal(fx_put(f, "a/x", "4", 1), 0);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "a/b/c", 5), 0);
+    struct core_objinfo oi;
+    /* a/b is explicit: stays; a has a/x */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a/b/", 4, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "a/", 2), -ENOTEMPTY);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "a/b/", 4), 0);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "a/x", 3), 0);
+    /* a was implicit and is empty now: gone */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a/", 2, &oi), -ENOENT);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "missing", 7), 0);
+    assert_int_equal(fx_put(f, "p/q/r", "1", 1), 0);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "p/q/r", 5), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "p/", 2, &oi), -ENOENT);
+    struct core_usage u;
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.inodes, 0);
+    assert_int_equal(u.bytes, 0);
+}
+
+struct lst {
+    char keys[64][64];
+    bool pfx[64];
+    int n;
+};
+
+static int lst_cb(void *arg, const struct core_listent *e)
+{
+    struct lst *l = arg;
+    snprintf(l->keys[l->n], 64, "%.*s", (int)e->keylen, e->key);
+    l->pfx[l->n] = e->is_prefix;
+    l->n++;
+    return 0;
+}
+
+static void test_list(void **state)
+{
+    struct fx *f = *state;
+    const char *keys[] = {"a/b", "a-c", "a/d/e", "b", "c/", "a/d/f", "ab"};
+    for (size_t i = 0; i < 7; i++)
+        assert_int_equal(fx_put(f, keys[i], "", 0), 0);
+    struct lst l = {0};
+    bool tr;
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, NULL, 0, 1000, lst_cb,
+                               &l, &tr),
+                     0);
+    const char *want[] = {"a-c", "a/b", "a/d/e", "a/d/f", "ab", "b", "c/"};
+    assert_int_equal(l.n, 7);
+    for (int i = 0; i < 7; i++)
+        assert_string_equal(l.keys[i], want[i]);
+    assert_false(tr);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, "/", 1, 1000, lst_cb, &l,
+                               &tr),
+                     0);
+    const char *want2[] = {"a-c", "a/", "ab", "b", "c/"};
+    assert_int_equal(l.n, 5);
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(l.keys[i], want2[i]);
+    assert_true(l.pfx[1]);
+    assert_true(l.pfx[4]);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, "a/", 2, NULL, 0, "/", 1, 1000, lst_cb,
+                               &l, &tr),
+                     0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.keys[0], "a/b");
+    assert_string_equal(l.keys[1], "a/d/");
+    /* pagination */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, "/", 1, 2, lst_cb, &l,
+                               &tr),
+                     0);
+    assert_int_equal(l.n, 2);
+    assert_true(tr);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, "a/", 2, "/", 1, 2, lst_cb, &l,
+                               &tr),
+                     0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.keys[0], "ab");
+    assert_string_equal(l.keys[1], "b");
+    assert_true(tr);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, "a/d/e", 5, NULL, 0, 100, lst_cb,
+                               &l, &tr),
+                     0);
+    assert_int_equal(l.n, 4);
+    assert_string_equal(l.keys[0], "a/d/f");
+}
+
+static int part_cb(void *arg, const struct core_mpu_part *p)
+{
+    int *n = arg;
+    (*n)++;
+    (void)p;
+    return 0;
+}
+
+static void test_multipart(void **state)
+{
+    struct fx *f = *state;
+    char id[32];
+    size_t psz = 1500000; /* not chunk aligned */
+    char *buf = malloc(psz * 3);
+    fx_fill(buf, psz * 3, 9);
+    assert_int_equal(core_mpu_create(f->c, &f->p, f->bucket, "m/obj", 5, "meta", 4, id,
+                                     sizeof(id)),
+                     0);
+    for (uint32_t i = 0; i < 3; i++) {
+        struct core_upload *u;
+        char et[8];
+        snprintf(et, sizeof(et), "e%u", i + 1);
+        assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, psz, &u), 0);
+        assert_int_equal(core_upload_write(u, buf + i * psz, psz), 0);
+        assert_int_equal(core_mpu_part_commit(u, id, i + 1, et), 0);
+    }
+    int n = 0;
+    assert_int_equal(core_mpu_list_parts(f->c, &f->p, f->bucket, id, 0, part_cb, &n), 0);
+    assert_int_equal(n, 3);
+    uint32_t pn[] = {1, 3};
+    const char *ets[] = {"e1", "e2"};
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, pn, ets, 2, "x-2", NULL),
+                     SRV_EPRECOND);
+    const char *ets2[] = {"e1", "e3"};
+    uint32_t bad[] = {3, 1};
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, bad, ets2, 2, "x-2", NULL),
+                     -EINVAL);
+    struct core_attr a;
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, pn, ets2, 2, "x-2", &a), 0);
+    assert_int_equal(a.size, 2 * psz);
+    void *d = NULL;
+    size_t len;
+    assert_int_equal(fx_get(f, "m/obj", &d, &len), 0);
+    assert_int_equal(len, 2 * psz);
+    assert_memory_equal(d, buf, psz);
+    assert_memory_equal((char *)d + psz, buf + 2 * psz, psz);
+    free(d);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "m/obj", 5, &oi), 0);
+    assert_string_equal(oi.etag, "x-2");
+    assert_int_equal(oi.metalen, 4);
+    free(oi.meta);
+    assert_int_equal(core_mpu_abort(f->c, &f->p, f->bucket, id), -ENOENT);
+    struct core_usage u;
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes, 2 * psz);
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_buckets, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_key_rules, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_put_get_overwrite, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_clash_and_implicit, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_list, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_multipart, fx_setup, fx_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
