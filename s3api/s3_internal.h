@@ -321,4 +321,128 @@ void s3__error_xml(struct evbuffer *out, const char *code, const char *msg, cons
 void s3__error_map(int err, bool is_key, const char **code, int *status);
 const char *s3__status_text(int status);
 
+/* ---------------------------------------------------------------- routing (pure) */
+
+enum s3_body_mode { S3_BODY_NONE = 0, S3_BODY_XML = 1, S3_BODY_STREAM = 2 };
+
+struct s3_ctx;
+struct s3_op {
+    const char *name;             /* S3 API name, for logs and metrics */
+    enum s3_body_mode body;
+    /* worker: the whole operation (NONE, XML) or, for STREAM, the part before the body */
+    void (*work)(struct s3_ctx *x);
+    /* worker, STREAM only: after the last body byte was written */
+    void (*finish)(struct s3_ctx *x);
+};
+
+struct s3_route {
+    const struct s3_op *op;
+    char *bucket;        /* decoded; NULL at service level */
+    size_t bucketlen;
+    char *key;           /* decoded; NULL at bucket level */
+    size_t keylen;
+    bool vhost;          /* bucket came from the Host header */
+    const char *sub;     /* the subresource that selected op (for messages), or NULL */
+    int err;             /* nonzero: answer this error instead (e.g. SRV_ENOTSUPP) */
+    const char *errmsg;
+};
+
+/** Pick the operation for @p r: addressing (virtual host under @p domain, else
+ * path style), method and subresources. Never fails hard: unknown combinations
+ * set route->err (501 NotImplemented / 405) with a message. */
+void s3__route_req(struct s3_arena *a, const struct s3_req *r, const char *domain,
+                   struct s3_route *out);
+
+/* ---------------------------------------------------------------- request context */
+
+struct s3_server;
+struct s3_conn;
+struct srv_loop;
+
+struct s3_ctx {
+    struct s3_server *srv;
+    struct s3_conn *conn;        /* NULL once the connection is gone */
+    struct srv_loop *loop;
+    struct s3_req *req;
+    struct s3_arena *a;          /* = &req->arena */
+    char reqid[24];
+    uint64_t t_start;
+    struct core *core;
+    const char *region;          /* configured region (server-owned) */
+    /* who */
+    struct core_principal p;
+    struct s3_sigv4 sig;
+    unsigned char skey[32];
+    /* what */
+    struct s3_route rt;
+    uint64_t bucket_ino;
+    /* request body */
+    enum s3_body_mode body_mode;
+    struct evbuffer *body;       /* payload bytes not yet handed to the op */
+    uint64_t body_limit;         /* XML bodies */
+    bool body_complete;          /* the HTTP message is complete */
+    bool aws_chunked;
+    struct s3_chunked ck;
+    int64_t decoded_len;         /* x-amz-decoded-content-length, -1 if absent */
+    int body_err;
+    const char *body_errcode;
+    const char *body_errmsg;
+    /* upload stream (STREAM ops) */
+    struct core_upload *up;
+    struct evbuffer *wbuf;       /* chunk in flight to a worker */
+    bool writing;
+    int write_rc;
+    uint64_t written;
+    EVP_MD_CTX *md5, *sha256;
+    struct s3_cksum cks;         /* x-amz-checksum-* being verified */
+    char cks_expect[100];        /* expected value (header) or "" (trailer) */
+    /* response */
+    int status;
+    struct evbuffer *rhdrs;      /* "Name: value\r\n" lines */
+    struct evbuffer *rbody;
+    bool head;                   /* HEAD: headers only */
+    int err;                     /* internal error, for metrics */
+    bool close_after;
+    /* streamed GET */
+    bool stream;
+    uint64_t ino;
+    uint64_t roff, rend;
+    bool ref_held;
+    bool reading;
+    int read_rc;
+    void *rbuf;
+    size_t rn;
+    uint64_t bytes_in, bytes_out;
+    void *opdata;                /* op-private */
+};
+
+/** Add a response header (value printf-formatted). */
+void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** Make the response an S3 error: @p code NULL = mapped from @p err. */
+void s3__resp_error(struct s3_ctx *x, int err, const char *code, int status, const char *msg);
+/** Map @p err in the context of this request (key vs bucket) and respond. */
+void s3__resp_err(struct s3_ctx *x, int err, const char *msg);
+/** Begin a 200 XML body: writes the XML declaration and sets Content-Type. */
+void s3__resp_xml(struct s3_ctx *x);
+
+/* operation tables (s3_op_*.c) */
+extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucket,
+    s3_op_head_bucket, s3_op_bucket_location, s3_op_list_objects, s3_op_list_objects_v2,
+    s3_op_list_versions, s3_op_bucket_config, s3_op_put_object, s3_op_get_object,
+    s3_op_head_object, s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object,
+    s3_op_get_tagging, s3_op_put_tagging, s3_op_delete_tagging, s3_op_object_acl,
+    s3_op_mpu_create, s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete,
+    s3_op_mpu_abort, s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+
+/* shared by the ops (s3_op_object.c) */
+/** Look up the request's bucket (sets x->bucket_ino). @return 0 or responds and returns < 0. */
+int s3__op_bucket(struct s3_ctx *x);
+/** Parse x-amz-meta-* / stored headers / tagging of the request into @p m. @return 0, -EINVAL. */
+int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m);
+/** Emit stored headers and user metadata of @p m as response headers. */
+void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m);
+/** Parse a URL-encoded tag set ("k1=v1&k2=v2"). @return 0, -EINVAL (message in @p why). */
+int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, const char **why);
+
 #endif

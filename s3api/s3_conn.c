@@ -1,0 +1,1363 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3_conn: the S3 listener and its HTTP/1.1 connections on libevent
+ * bufferevents (plain TCP or OpenSSL on the same path).
+ *
+ * The listener accepts on loop 0 and hands each socket to srv_loop_next();
+ * a connection then lives on that loop. Requests on a connection are handled
+ * strictly one after another (pipelined requests wait, parsed but unanswered,
+ * in the input buffer), so responses leave in request order.
+ *
+ * Per request: headers parsed (bounded, 431) -> authenticated (SigV4, on the
+ * loop thread: the key lookup is an in-memory cache) -> routed -> the op's
+ * work runs on a worker (srv_work_submit). Bodies of uploads stream: payload
+ * bytes (after HTTP chunked and aws-chunked decoding) collect in x->body and go
+ * to a worker 1 MiB at a time (core_upload_write); while a chunk is in flight
+ * and the buffer is over its watermark the socket is not read (TCP
+ * back-pressure). Large GETs stream the same way backwards: 1 MiB core_read on
+ * a worker, appended to the output, next read once the output drains below
+ * its watermark. Nothing is visible until the op commits after the last byte,
+ * so a client that disconnects mid-upload leaves nothing behind.
+ *
+ * Lifetime: a connection with work in flight is only marked dead when its
+ * socket goes; the work's done callback frees it. s3_server_stop() closes
+ * every connection on its own loop and waits until all are gone.
+ * Thread: listener callbacks on loop 0, a connection on its loop; the worker
+ * functions touch only their struct s3_ctx. */
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+
+#include "s3_internal.h"
+#include "s3_server.h"
+#include "srv_err.h"
+#include "srv_log.h"
+#include "srv_loop.h"
+#include "srv_metrics.h"
+#include "tenants.h"
+
+#define S3_CHUNK (1u << 20)          /* bytes per worker write/read */
+#define S3_BODY_HIGH (2u << 20)      /* stop reading the socket above this much payload */
+#define S3_FEED_SLICE (256u << 10)   /* parser input per step while streaming a body */
+#define S3_IN_HIGH (1u << 20)        /* libevent stops reading when input exceeds this */
+#define S3_OUT_LOW (1u << 20)        /* next GET read once output drains below this */
+#define S3_XML_BODY_MAX (4u << 20)   /* DeleteObjects with 1000 long keys fits */
+
+struct s3_server {
+    char *listen, *domain, *region, *tls_cert, *tls_key;
+    size_t max_header_bytes;
+    uint64_t max_object_size;
+    int idle_timeout_s;
+    int max_conns;
+    struct core *core;
+    struct tenants *tenants;
+    struct evconnlistener *lev;
+    struct event *lev_retry;
+    SSL_CTX *ssl;
+    atomic_int nconns;
+    atomic_int ndetached;            /* request contexts still cleaning up after their conn */
+    atomic_uint_fast64_t seq;
+    uint32_t instance;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct s3_conn *conns;           /* all live connections (lock) */
+    int stop_pending;                /* loops that still have to close their conns */
+    bool stopping;
+};
+
+enum conn_state {
+    CS_HEADERS = 0, /* reading a request's line and headers */
+    CS_WAIT,        /* a worker or the op owns the request */
+    CS_BODY,        /* reading the request body */
+    CS_STREAM,      /* sending a streamed GET body */
+};
+
+struct s3_conn {
+    struct s3_server *srv;
+    struct srv_loop *loop;
+    struct bufferevent *bev;
+    struct s3_conn *prev, *next;
+    struct s3_http http;
+    struct s3_ctx *x;
+    struct event *hdr_timer;
+    enum conn_state state;
+    char peer[64];
+    bool closing;       /* close once the output is flushed */
+    bool dead;          /* socket gone, free when no work is in flight */
+    bool work_inflight;
+    bool in_pump;
+    bool freed_req;
+};
+
+static void conn_pump(struct s3_conn *c);
+static void conn_close(struct s3_conn *c);
+static void ctx_finish(struct s3_ctx *x);
+static void send_response(struct s3_ctx *x);
+static void stream_pump(struct s3_ctx *x);
+static void body_pump(struct s3_ctx *x);
+
+/* ---------------------------------------------------------------- responses */
+
+void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    evbuffer_add_printf(x->rhdrs, "%s: ", name);
+    va_start(ap, fmt);
+    evbuffer_add_vprintf(x->rhdrs, fmt, ap);
+    va_end(ap);
+    evbuffer_add(x->rhdrs, "\r\n", 2);
+}
+
+static const char *resource_of(struct s3_ctx *x)
+{
+    return x->req && x->req->raw_path ? x->req->raw_path : "/";
+}
+
+void s3__resp_error(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
+{
+    int st = 0;
+    const char *cd = NULL;
+    s3__error_map(err, x->rt.key != NULL, &cd, &st);
+    x->err = err ? err : -EIO;
+    x->status = status ? status : st;
+    if (!code)
+        code = cd;
+    if (!msg)
+        msg = srv_strerror(err);
+    evbuffer_drain(x->rbody, evbuffer_get_length(x->rbody));
+    /* headers of a half-built success response must not leak into the error */
+    evbuffer_drain(x->rhdrs, evbuffer_get_length(x->rhdrs));
+    x->stream = false;
+    s3__resp_header(x, "Content-Type", "application/xml");
+    if (!x->head)
+        s3__error_xml(x->rbody, code, msg, resource_of(x), x->reqid);
+    if (err == -EIO || err == SRV_ECORRUPT || x->status >= 500)
+        srv_log(WARN, S3, "req=%s tenant=%u %s %s: %s (%s)", x->reqid, x->p.tenant,
+                x->req ? x->req->method : "-", resource_of(x), code, msg);
+}
+
+void s3__resp_err(struct s3_ctx *x, int err, const char *msg)
+{
+    s3__resp_error(x, err, NULL, 0, msg);
+}
+
+void s3__resp_xml(struct s3_ctx *x)
+{
+    x->status = 200;
+    s3__resp_header(x, "Content-Type", "application/xml");
+    evbuffer_add_printf(x->rbody, S3_XML_HDR);
+}
+
+static void write_head(struct s3_ctx *x, uint64_t clen)
+{
+    struct evbuffer *out = bufferevent_get_output(x->conn->bev);
+    char date[32];
+    s3__http_date_fmt(time(NULL), date);
+    bool close = x->close_after || x->conn->closing || !x->req || !x->req->keep_alive;
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", x->status, s3__status_text(x->status));
+    evbuffer_add_printf(out, "Date: %s\r\nServer: s3nfs\r\nx-amz-request-id: %s\r\n"
+                             "x-amz-id-2: %s\r\n", date, x->reqid, x->reqid);
+    if (x->status != 204 && x->status != 304)
+        evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", clen);
+    if (close)
+        evbuffer_add_printf(out, "Connection: close\r\n");
+    evbuffer_add_buffer(out, x->rhdrs);
+    evbuffer_add(out, "\r\n", 2);
+    if (close)
+        x->conn->closing = true;
+}
+
+/* ---------------------------------------------------------------- context lifecycle */
+
+static void ctx_cleanup_work(void *arg)
+{
+    struct s3_ctx *x = arg;
+    if (x->up)
+        core_upload_abort(x->up);
+    x->up = NULL;
+    if (x->ref_held)
+        core_unref(x->core, x->ino);
+    x->ref_held = false;
+}
+
+static void ctx_free_now(struct s3_ctx *x)
+{
+    if (x->body)
+        evbuffer_free(x->body);
+    if (x->wbuf)
+        evbuffer_free(x->wbuf);
+    if (x->rhdrs)
+        evbuffer_free(x->rhdrs);
+    if (x->rbody)
+        evbuffer_free(x->rbody);
+    if (x->md5)
+        EVP_MD_CTX_free(x->md5);
+    if (x->sha256)
+        EVP_MD_CTX_free(x->sha256);
+    s3__ck_free(&x->cks);
+    if (x->aws_chunked)
+        s3__chunked_fini(&x->ck);
+    free(x->rbuf);
+    s3__req_free(x->req);
+    OPENSSL_cleanse(x->skey, sizeof(x->skey));
+    free(x);
+}
+
+static void ctx_cleanup_done(void *arg)
+{
+    struct s3_ctx *x = arg;
+    struct s3_server *srv = x->srv;
+    ctx_free_now(x);
+    pthread_mutex_lock(&srv->lock);
+    atomic_fetch_sub(&srv->ndetached, 1);
+    pthread_cond_broadcast(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* Free a context; an open upload or a held inode are released on a worker. */
+static void ctx_free(struct s3_ctx *x)
+{
+    if (!x)
+        return;
+    x->conn = NULL;
+    if (x->up || x->ref_held) {
+        atomic_fetch_add(&x->srv->ndetached, 1);
+        srv_work_submit(x->loop, ctx_cleanup_work, ctx_cleanup_done, x);
+        return;
+    }
+    ctx_free_now(x);
+}
+
+static void ctx_log(struct s3_ctx *x)
+{
+    uint64_t lat = srv_now_us() - x->t_start;
+    const char *op = x->rt.op ? x->rt.op->name : "Unknown";
+    srv_log(INFO, S3, "req=%s tenant=%u peer=%s op=%s %s %s status=%d in=%" PRIu64
+                      " out=%" PRIu64 " us=%" PRIu64,
+            x->reqid, x->p.tenant, x->conn ? x->conn->peer : "-", op,
+            x->req ? x->req->method : "-", resource_of(x), x->status, x->bytes_in, x->bytes_out,
+            lat);
+    srv_metrics_op(SRV_PROTO_S3, op, x->p.tenant, x->bytes_in, x->bytes_out, lat,
+                   x->status >= 400 ? (x->err ? x->err : -EIO) : 0);
+}
+
+/* ---------------------------------------------------------------- worker plumbing */
+
+struct work_call {
+    struct s3_ctx *x;
+    void (*work)(struct s3_ctx *);
+    void (*done)(struct s3_ctx *);
+};
+
+static void conn_free(struct s3_conn *c);
+
+static void tramp_work(void *arg)
+{
+    struct work_call *w = arg;
+    w->work(w->x);
+}
+
+static void tramp_done(void *arg)
+{
+    struct work_call *w = arg;
+    struct s3_ctx *x = w->x;
+    void (*done)(struct s3_ctx *) = w->done;
+    free(w);
+    struct s3_conn *c = x->conn;
+    c->work_inflight = false;
+    if (c->dead) {
+        conn_free(c);
+        return;
+    }
+    done(x);
+}
+
+/* Run @p work on a worker, then @p done on the connection's loop (unless the
+ * connection died meanwhile: then the context is released instead). */
+static void ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *),
+                       void (*done)(struct s3_ctx *))
+{
+    struct work_call *w = malloc(sizeof(*w));
+    if (!w)
+        abort();
+    w->x = x;
+    w->work = work;
+    w->done = done;
+    x->conn->work_inflight = true;
+    srv_work_submit(x->loop, tramp_work, tramp_done, w);
+}
+
+/* ---------------------------------------------------------------- connection basics */
+
+static void hdr_timer_arm(struct s3_conn *c)
+{
+    struct timeval tv = {c->srv->idle_timeout_s, 0};
+    evtimer_add(c->hdr_timer, &tv);
+}
+
+static void conn_free(struct s3_conn *c)
+{
+    struct s3_server *srv = c->srv;
+    ctx_free(c->x);
+    c->x = NULL;
+    s3__http_fini(&c->http);
+    if (c->hdr_timer)
+        event_free(c->hdr_timer);
+    if (c->bev)
+        bufferevent_free(c->bev);
+    pthread_mutex_lock(&srv->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    atomic_fetch_sub(&srv->nconns, 1);
+    pthread_cond_broadcast(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+    free(c);
+}
+
+static void conn_close(struct s3_conn *c)
+{
+    if (c->dead)
+        return;
+    c->dead = true;
+    if (c->bev) {
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+    }
+    if (c->hdr_timer)
+        evtimer_del(c->hdr_timer);
+    if (!c->work_inflight)
+        conn_free(c);
+}
+
+/* A response without a request context: malformed request, header limit, timeout. */
+static void conn_fatal(struct s3_conn *c, int status, const char *code, const char *msg)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *b = evbuffer_new();
+    char reqid[24], date[32];
+    snprintf(reqid, sizeof(reqid), "%08X%012" PRIX64, c->srv->instance,
+             (uint64_t)(atomic_fetch_add(&c->srv->seq, 1) & UINT64_C(0xFFFFFFFFFFFF)));
+    s3__error_xml(b, code, msg, NULL, reqid);
+    s3__http_date_fmt(time(NULL), date);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: s3nfs\r\n"
+                             "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n"
+                             "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                        status, s3__status_text(status), date, reqid, evbuffer_get_length(b));
+    evbuffer_add_buffer(out, b);
+    evbuffer_free(b);
+    srv_log(INFO, S3, "req=%s tenant=0 peer=%s op=- status=%d %s: %s", reqid, c->peer, status,
+            code, msg);
+    srv_metrics_op(SRV_PROTO_S3, "BadRequest", 0, 0, 0, 0, SRV_EBADREQ);
+    c->closing = true;
+    c->state = CS_WAIT;
+    bufferevent_disable(c->bev, EV_READ);
+}
+
+/* ---------------------------------------------------------------- request completion */
+
+static void ctx_finish(struct s3_ctx *x)
+{
+    struct s3_conn *c = x->conn;
+    ctx_log(x);
+    if (!x->body_complete)
+        c->closing = true; /* unread body bytes would be parsed as the next request */
+    c->x = NULL;
+    ctx_free(x);
+    c->state = CS_HEADERS;
+    if (c->closing) {
+        c->state = CS_WAIT;
+        bufferevent_disable(c->bev, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            conn_close(c);
+        return;
+    }
+    hdr_timer_arm(c);
+    conn_pump(c);
+}
+
+static void stream_end_work(struct s3_ctx *x)
+{
+    if (x->ref_held)
+        core_unref(x->core, x->ino);
+    x->ref_held = false;
+}
+
+static void stream_end_done(struct s3_ctx *x)
+{
+    ctx_finish(x);
+}
+
+static void stream_read_work(struct s3_ctx *x)
+{
+    uint64_t n = x->rend - x->roff;
+    if (n > S3_CHUNK)
+        n = S3_CHUNK;
+    bool eof = false;
+    x->rn = 0;
+    x->rbuf = malloc((size_t)n);
+    if (!x->rbuf) {
+        x->read_rc = -ENOMEM;
+        return;
+    }
+    x->read_rc = core_read(x->core, &x->p, x->ino, x->roff, x->rbuf, (size_t)n, &x->rn, &eof);
+}
+
+static void free_chunk(const void *data, size_t len, void *arg)
+{
+    free((void *)data);
+}
+
+static void stream_read_done(struct s3_ctx *x)
+{
+    struct s3_conn *c = x->conn;
+    x->reading = false;
+    if (x->read_rc || x->rn == 0) {
+        /* Headers are out: the only honest signal left is to cut the connection. */
+        srv_log(WARN, S3, "req=%s tenant=%u GET %s: read failed at %" PRIu64 ": %s", x->reqid,
+                x->p.tenant, resource_of(x), x->roff,
+                x->read_rc ? srv_strerror(x->read_rc) : "object shrank");
+        x->err = x->read_rc ? x->read_rc : -EIO;
+        ctx_log(x);
+        conn_close(c);
+        return;
+    }
+    evbuffer_add_reference(bufferevent_get_output(c->bev), x->rbuf, x->rn, free_chunk, NULL);
+    x->rbuf = NULL;
+    x->roff += x->rn;
+    x->bytes_out += x->rn;
+    stream_pump(x);
+}
+
+static void stream_pump(struct s3_ctx *x)
+{
+    struct s3_conn *c = x->conn;
+    if (x->reading || c->dead)
+        return;
+    if (x->roff >= x->rend) {
+        c->state = CS_WAIT;
+        if (x->ref_held)
+            ctx_submit(x, stream_end_work, stream_end_done);
+        else
+            ctx_finish(x);
+        return;
+    }
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) > S3_OUT_LOW)
+        return; /* the write callback calls again once the client caught up */
+    x->reading = true;
+    ctx_submit(x, stream_read_work, stream_read_done);
+}
+
+static void send_response(struct s3_ctx *x)
+{
+    struct s3_conn *c = x->conn;
+    if (x->status == 0)
+        x->status = 200;
+    if (x->stream && x->status < 300) {
+        write_head(x, x->rend - x->roff);
+        if (!x->head && x->rend > x->roff) {
+            c->state = CS_STREAM;
+            stream_pump(x);
+            return;
+        }
+        if (x->ref_held) {
+            c->state = CS_WAIT;
+            ctx_submit(x, stream_end_work, stream_end_done);
+            return;
+        }
+        ctx_finish(x);
+        return;
+    }
+    size_t n = evbuffer_get_length(x->rbody);
+    write_head(x, x->head ? 0 : n);
+    if (!x->head) {
+        x->bytes_out += n;
+        evbuffer_add_buffer(bufferevent_get_output(c->bev), x->rbody);
+    }
+    if (x->ref_held) {
+        c->state = CS_WAIT;
+        ctx_submit(x, stream_end_work, stream_end_done);
+        return;
+    }
+    ctx_finish(x);
+}
+
+static void op_done(struct s3_ctx *x)
+{
+    send_response(x);
+}
+
+/* ---------------------------------------------------------------- request bodies */
+
+static int body_fail(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
+{
+    if (!x->body_err) {
+        x->body_err = err;
+        x->body_errcode = code;
+        x->body_errmsg = msg;
+        x->status = status;
+    }
+    return -1;
+}
+
+/* Decoded payload bytes. */
+static int payload_cb(void *arg, const char *data, size_t len)
+{
+    struct s3_ctx *x = arg;
+    uint64_t have = evbuffer_get_length(x->body) + len;
+    if (x->body_mode != S3_BODY_STREAM) {
+        if (have > x->body_limit)
+            return body_fail(x, SRV_ETOOBIG, "MalformedXML", 400,
+                             "the request body is larger than this operation accepts");
+    } else if (x->written + have > x->srv->max_object_size) {
+        return body_fail(x, SRV_ETOOBIG, "EntityTooLarge", 413,
+                         "your proposed upload exceeds the maximum allowed object size");
+    }
+    evbuffer_add(x->body, data, len);
+    return 0;
+}
+
+/* Body bytes after HTTP framing (llhttp). */
+static int http_body_cb(void *arg, const char *data, size_t len)
+{
+    struct s3_conn *c = arg;
+    struct s3_ctx *x = c->x;
+    if (!x)
+        return -1;
+    x->bytes_in += len;
+    if (!x->aws_chunked)
+        return payload_cb(x, data, len);
+    int rc = s3__chunked_feed(&x->ck, data, len);
+    if (rc == 0)
+        return 0;
+    if (x->body_err)
+        return -1;
+    if (rc == SRV_EAUTH)
+        return body_fail(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, x->ck.err);
+    return body_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
+                     x->ck.err ? x->ck.err : "malformed aws-chunked body");
+}
+
+static void stream_write_work(struct s3_ctx *x)
+{
+    size_t n = evbuffer_get_length(x->wbuf);
+    unsigned char *p = evbuffer_pullup(x->wbuf, (ssize_t)n);
+    EVP_DigestUpdate(x->md5, p, n);
+    if (x->sha256)
+        EVP_DigestUpdate(x->sha256, p, n);
+    if (x->cks.algo)
+        s3__ck_update(&x->cks, p, n);
+    x->write_rc = core_upload_write(x->up, p, n);
+    evbuffer_drain(x->wbuf, n);
+    x->written += n;
+}
+
+static void stream_fail(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
+{
+    struct s3_conn *c = x->conn;
+    s3__resp_error(x, err, code, status, msg);
+    c->state = CS_WAIT;
+    send_response(x);
+}
+
+static void stream_write_done(struct s3_ctx *x)
+{
+    x->writing = false;
+    if (x->write_rc) {
+        stream_fail(x, x->write_rc, NULL, 0, NULL);
+        return;
+    }
+    body_pump(x);
+    if (!x->conn->dead && x->conn->x == x && x->conn->state == CS_BODY)
+        conn_pump(x->conn);
+}
+
+/* STREAM ops: move payload to the worker, then finish. */
+static void body_pump(struct s3_ctx *x)
+{
+    if (x->writing || x->conn->x != x)
+        return;
+    if (x->body_err) {
+        stream_fail(x, x->body_err, x->body_errcode, x->status, x->body_errmsg);
+        return;
+    }
+    size_t len = evbuffer_get_length(x->body);
+    if (len >= S3_CHUNK || (x->body_complete && len > 0)) {
+        evbuffer_remove_buffer(x->body, x->wbuf, len > S3_CHUNK ? S3_CHUNK : len);
+        x->writing = true;
+        ctx_submit(x, stream_write_work, stream_write_done);
+        return;
+    }
+    if (!x->body_complete)
+        return;
+    x->conn->state = CS_WAIT;
+    if (x->aws_chunked && !x->ck.done) {
+        stream_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
+                    "the aws-chunked body ended before its final chunk");
+        return;
+    }
+    if (x->decoded_len >= 0 && (uint64_t)x->decoded_len != x->written) {
+        stream_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
+                    "x-amz-decoded-content-length does not match the payload");
+        return;
+    }
+    ctx_submit(x, x->rt.op->finish, op_done);
+}
+
+/* The HTTP message (body included) is complete. */
+static void on_message_done(struct s3_conn *c)
+{
+    struct s3_ctx *x = c->x;
+    x->body_complete = true;
+    s3__http_next(&c->http);
+    c->state = CS_WAIT;
+    if (x->body_mode == S3_BODY_STREAM) {
+        body_pump(x);
+        return;
+    }
+    if (x->body_err) {
+        s3__resp_error(x, x->body_err, x->body_errcode, x->status, x->body_errmsg);
+        send_response(x);
+        return;
+    }
+    if (x->aws_chunked && !x->ck.done) {
+        s3__resp_error(x, SRV_EBADREQ, "IncompleteBody", 400, "aws-chunked body incomplete");
+        send_response(x);
+        return;
+    }
+    if (x->sha256) {
+        /* small bodies: verify the signed payload hash before acting */
+        size_t n = evbuffer_get_length(x->body);
+        char hex[65];
+        s3__sha256_hex(evbuffer_pullup(x->body, (ssize_t)n), n, hex);
+        if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
+            s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
+                           "the provided x-amz-content-sha256 does not match what was computed");
+            send_response(x);
+            return;
+        }
+    }
+    ctx_submit(x, x->rt.op->work, op_done);
+}
+
+static void stream_begin_done(struct s3_ctx *x)
+{
+    struct s3_conn *c = x->conn;
+    if (x->status >= 300 || !x->up) {
+        if (!x->status)
+            s3__resp_err(x, -EIO, "upload could not start");
+        send_response(x);
+        return;
+    }
+    if (x->req->expect_continue)
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
+    c->state = CS_BODY;
+    s3__http_resume(&c->http);
+    conn_pump(c);
+}
+
+/* ---------------------------------------------------------------- authentication */
+
+static bool is_hex64(const char *s)
+{
+    if (strlen(s) != 64)
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* @return 0 when the request is authenticated; otherwise the error response is set. */
+static int ctx_auth(struct s3_ctx *x)
+{
+    struct s3_req *r = x->req;
+    const char *authz = s3__req_header(r, "authorization");
+    int rc;
+    x->sig.arena = x->a;
+    if (authz) {
+        rc = s3__sigv4_parse_header(authz, &x->sig);
+        if (rc == SRV_ENOTSUPP) {
+            s3__resp_error(x, -EACCES, "AccessDenied", 403,
+                           "only AWS Signature Version 4 is supported");
+            return -1;
+        }
+        if (rc) {
+            s3__resp_error(x, -EINVAL, "AuthorizationHeaderMalformed", 400,
+                           "the authorization header is malformed");
+            return -1;
+        }
+    } else {
+        rc = s3__sigv4_parse_query(r, &x->sig);
+        if (rc == -ENOENT) {
+            s3__resp_error(x, -EACCES, "AccessDenied", 403, "anonymous access is not allowed");
+            return -1;
+        }
+        if (rc) {
+            s3__resp_error(x, -EINVAL, "AuthorizationQueryParametersError", 400,
+                           "the presigned query parameters are malformed");
+            return -1;
+        }
+    }
+    char secret[TENANT_SECRET_MAX + 1];
+    rc = tenants_key_lookup(x->srv->tenants, x->sig.akey, secret, &x->p);
+    if (rc == -ENOENT) {
+        s3__resp_error(x, -EACCES, "InvalidAccessKeyId", 403,
+                       "the access key id does not exist in our records");
+        return -1;
+    }
+    if (rc) {
+        s3__resp_error(x, -EACCES, "AccessDenied", 403, "the access key or its user is disabled");
+        return -1;
+    }
+    const char *why = NULL;
+    rc = s3__sigv4_verify(x->a, r, &x->sig, secret, time(NULL), x->skey, &why);
+    OPENSSL_cleanse(secret, sizeof(secret));
+    if (rc) {
+        uint32_t tenant = x->p.tenant;
+        memset(&x->p, 0, sizeof(x->p));
+        x->p.tenant = tenant;
+        if (rc == SRV_EAUTH)
+            s3__resp_error(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, why);
+        else if (rc == -ETIMEDOUT)
+            s3__resp_error(x, -EACCES, "RequestTimeTooSkewed", 403, why);
+        else if (rc == -EACCES)
+            s3__resp_error(x, -EACCES, "AccessDenied", 403, why);
+        else
+            s3__resp_error(x, -EINVAL, "AuthorizationHeaderMalformed", 400, why);
+        return -1;
+    }
+    /* payload mode */
+    const char *ph = x->sig.payload_hash;
+    if (strcmp(ph, S3_STREAMING_SIGNED) == 0 || strcmp(ph, S3_STREAMING_SIGNED_TRAILER) == 0 ||
+        strcmp(ph, S3_STREAMING_UNSIGNED_TRAILER) == 0) {
+        enum s3_chunk_mode m = strcmp(ph, S3_STREAMING_SIGNED) == 0 ? S3_CHUNK_SIGNED
+                               : strcmp(ph, S3_STREAMING_SIGNED_TRAILER) == 0
+                                   ? S3_CHUNK_SIGNED_TRAILER
+                                   : S3_CHUNK_UNSIGNED_TRAILER;
+        s3__chunked_init(&x->ck, m, x->skey, &x->sig, payload_cb, x);
+        x->aws_chunked = true;
+        const char *dl = s3__req_header(r, "x-amz-decoded-content-length");
+        if (dl) {
+            char *end = NULL;
+            unsigned long long v = strtoull(dl, &end, 10);
+            if (!end || *end || end == dl) {
+                s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                               "x-amz-decoded-content-length is malformed");
+                return -1;
+            }
+            x->decoded_len = (int64_t)v;
+        }
+    } else if (strcmp(ph, S3_UNSIGNED_PAYLOAD) != 0) {
+        if (!is_hex64(ph)) {
+            s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                           "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a "
+                           "lower-case hex SHA-256");
+            return -1;
+        }
+        x->sha256 = EVP_MD_CTX_new();
+        if (!x->sha256)
+            abort();
+        EVP_DigestInit_ex(x->sha256, EVP_sha256(), NULL);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- request start */
+
+static void on_headers(struct s3_conn *c)
+{
+    struct s3_server *srv = c->srv;
+    evtimer_del(c->hdr_timer);
+    struct s3_ctx *x = calloc(1, sizeof(*x));
+    if (!x)
+        abort();
+    x->srv = srv;
+    x->conn = c;
+    x->loop = c->loop;
+    x->core = srv->core;
+    x->region = srv->region;
+    x->req = s3__http_take_req(&c->http);
+    x->a = &x->req->arena;
+    x->t_start = srv_now_us();
+    x->decoded_len = -1;
+    x->body = evbuffer_new();
+    x->wbuf = evbuffer_new();
+    x->rhdrs = evbuffer_new();
+    x->rbody = evbuffer_new();
+    if (!x->body || !x->wbuf || !x->rhdrs || !x->rbody)
+        abort();
+    snprintf(x->reqid, sizeof(x->reqid), "%08X%012" PRIX64, srv->instance,
+             (uint64_t)(atomic_fetch_add(&srv->seq, 1) & UINT64_C(0xFFFFFFFFFFFF)));
+    x->head = strcmp(x->req->method, "HEAD") == 0;
+    c->x = x;
+    c->state = CS_WAIT;
+
+    s3__route_req(x->a, x->req, srv->domain, &x->rt);
+    if (ctx_auth(x)) {
+        send_response(x);
+        return;
+    }
+    if (x->rt.err) {
+        s3__resp_error(x, x->rt.err, NULL, x->rt.err == -EPERM ? 405 : 0, x->rt.errmsg);
+        send_response(x);
+        return;
+    }
+    const struct s3_req *r = x->req;
+    x->body_mode = x->rt.op->body;
+    uint64_t declared = x->aws_chunked && x->decoded_len >= 0 ? (uint64_t)x->decoded_len
+                                                             : r->content_length;
+    if (x->body_mode == S3_BODY_STREAM && declared > srv->max_object_size) {
+        s3__resp_error(x, SRV_ETOOBIG, "EntityTooLarge", 413,
+                       "your proposed upload exceeds the maximum allowed object size");
+        send_response(x);
+        return;
+    }
+    if (x->body_mode == S3_BODY_STREAM && !r->has_clen && !r->chunked) {
+        s3__resp_error(x, -EINVAL, "MissingContentLength", 411,
+                       "you must provide the Content-Length HTTP header");
+        send_response(x);
+        return;
+    }
+    x->body_limit = S3_XML_BODY_MAX;
+    if (x->body_mode == S3_BODY_STREAM) {
+        x->md5 = EVP_MD_CTX_new();
+        if (!x->md5)
+            abort();
+        EVP_DigestInit_ex(x->md5, EVP_md5(), NULL);
+        ctx_submit(x, x->rt.op->work, stream_begin_done);
+        return;
+    }
+    if (r->expect_continue && (r->content_length > 0 || r->chunked))
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
+    c->state = CS_BODY;
+    s3__http_resume(&c->http);
+}
+
+/* ---------------------------------------------------------------- input pump */
+
+static void conn_pump(struct s3_conn *c)
+{
+    if (c->dead || c->in_pump)
+        return;
+    c->in_pump = true;
+    for (;;) {
+        if (c->dead || c->closing)
+            break;
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        size_t avail = evbuffer_get_length(in);
+        if (c->state == CS_HEADERS) {
+            if (avail == 0)
+                break;
+        } else if (c->state == CS_BODY) {
+            struct s3_ctx *x = c->x;
+            if (x->body_mode == S3_BODY_STREAM && evbuffer_get_length(x->body) >= S3_BODY_HIGH)
+                break;
+        } else {
+            break;
+        }
+        struct evbuffer_iovec v;
+        const char *data = NULL;
+        size_t n = 0;
+        if (avail && evbuffer_peek(in, -1, NULL, &v, 1) >= 1) {
+            data = v.iov_base;
+            n = v.iov_len;
+        }
+        if (c->state == CS_BODY && n > S3_FEED_SLICE)
+            n = S3_FEED_SLICE;
+        size_t used = 0;
+        enum conn_state before = c->state;
+        int ev = s3__http_feed(&c->http, data, n, &used);
+        if (used)
+            evbuffer_drain(in, used);
+        if (ev == S3_HTTP_HEADERS) {
+            on_headers(c);
+            continue;
+        }
+        if (ev == S3_HTTP_DONE) {
+            if (before == CS_BODY && c->x)
+                on_message_done(c);
+            else
+                conn_fatal(c, 400, "BadRequest", "unexpected message state");
+            continue;
+        }
+        if (ev == S3_HTTP_ETOOBIG) {
+            if (c->x)
+                conn_close(c);
+            else
+                conn_fatal(c, 431, "RequestHeaderSectionTooLarge",
+                           "request line and headers exceed the configured limit");
+            break;
+        }
+        if (ev == S3_HTTP_EBODY && c->x) {
+            struct s3_ctx *x = c->x;
+            c->state = CS_WAIT;
+            s3__resp_error(x, x->body_err ? x->body_err : SRV_EBADREQ, x->body_errcode,
+                           x->status, x->body_errmsg);
+            if (x->writing)
+                break; /* stream_write_done reports it */
+            send_response(x);
+            break;
+        }
+        if (ev < 0) {
+            if (c->x) {
+                struct s3_ctx *x = c->x;
+                c->state = CS_WAIT;
+                s3__resp_error(x, SRV_EBADREQ, "BadRequest", 400, "malformed HTTP request body");
+                if (!x->writing)
+                    send_response(x);
+            } else {
+                conn_fatal(c, 400, "BadRequest", "malformed HTTP request");
+            }
+            break;
+        }
+        if (n == 0 || used == avail)
+            break; /* need more input */
+    }
+    if (!c->dead && c->state == CS_BODY && c->x && c->x->body_mode == S3_BODY_STREAM)
+        body_pump(c->x);
+    c->in_pump = false;
+}
+
+/* ---------------------------------------------------------------- bufferevent callbacks */
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    conn_pump(arg);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct s3_conn *c = arg;
+    if (c->state == CS_STREAM && c->x) {
+        stream_pump(c->x);
+        return;
+    }
+    if (c->closing && !c->work_inflight && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        conn_close(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct s3_conn *c = arg;
+    if (what & BEV_EVENT_TIMEOUT) {
+        struct s3_ctx *x = c->x;
+        bool busy = x && (c->state == CS_WAIT || c->state == CS_STREAM || x->writing);
+        if ((what & BEV_EVENT_READING) && busy) {
+            bufferevent_enable(bev, EV_READ); /* our turn, not the client's */
+            return;
+        }
+        srv_log(INFO, S3, "req=- tenant=%u peer=%s connection timed out (%s)",
+                x ? x->p.tenant : 0, c->peer, (what & BEV_EVENT_READING) ? "read" : "write");
+        if (x && c->state == CS_STREAM)
+            ctx_log(x);
+        conn_close(c);
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        struct s3_ctx *x = c->x;
+        if (x && x->body_complete && (c->state == CS_WAIT || c->state == CS_STREAM)) {
+            /* half-close after a complete request: finish the answer, then close */
+            c->closing = true;
+            return;
+        }
+        if (x)
+            srv_log(INFO, S3, "req=%s tenant=%u peer=%s client closed the connection mid-request",
+                    x->reqid, x->p.tenant, c->peer);
+        conn_close(c);
+        return;
+    }
+    if (what & BEV_EVENT_ERROR) {
+        unsigned long e;
+        while ((e = bufferevent_get_openssl_error(bev)) != 0)
+            srv_log(DEBUG, S3, "req=- tenant=0 peer=%s TLS: %s", c->peer,
+                    ERR_reason_error_string(e));
+        conn_close(c);
+    }
+}
+
+static void on_hdr_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct s3_conn *c = arg;
+    if (c->state != CS_HEADERS || c->dead)
+        return;
+    if (c->http.req) /* bytes of a request arrived, but not all its headers */
+        conn_fatal(c, 408, "RequestTimeout",
+                   "your socket connection was not read from or written to within the timeout");
+    else
+        conn_close(c);
+}
+
+/* ---------------------------------------------------------------- accepting */
+
+struct accepted {
+    struct s3_server *srv;
+    struct srv_loop *loop;
+    evutil_socket_t fd;
+    struct sockaddr_storage sa;
+};
+
+static void conn_start(void *arg)
+{
+    struct accepted *a = arg;
+    struct s3_server *srv = a->srv;
+    struct srv_loop *l = a->loop;
+    evutil_socket_t fd = a->fd;
+    struct event_base *base = srv_loop_base(l);
+    struct s3_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->srv = srv;
+    c->loop = l;
+    if (a->sa.ss_family == AF_INET || a->sa.ss_family == AF_INET6) {
+        char host[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (a->sa.ss_family == AF_INET) {
+            struct sockaddr_in *s4 = (struct sockaddr_in *)&a->sa;
+            evutil_inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+            port = ntohs(s4->sin_port);
+        } else {
+            struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&a->sa;
+            evutil_inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+            port = ntohs(s6->sin6_port);
+        }
+        snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+    } else {
+        snprintf(c->peer, sizeof(c->peer), "local");
+    }
+    pthread_mutex_lock(&srv->lock);
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    pthread_mutex_unlock(&srv->lock);
+
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    evutil_make_socket_nonblocking(fd);
+    if (srv->ssl) {
+        SSL *ssl = SSL_new(srv->ssl);
+        if (ssl)
+            c->bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                    BEV_OPT_CLOSE_ON_FREE);
+        if (c->bev)
+            bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+        else if (ssl)
+            SSL_free(ssl);
+    } else {
+        c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    free(a);
+    s3__http_init(&c->http, srv->max_header_bytes, http_body_cb, c);
+    c->hdr_timer = evtimer_new(base, on_hdr_timeout, c);
+    if (!c->bev || !c->hdr_timer) {
+        srv_log(ERROR, S3, "req=- tenant=0 cannot set up a connection from %s", c->peer);
+        if (!c->bev)
+            evutil_closesocket(fd);
+        c->dead = true;
+        conn_free(c);
+        return;
+    }
+    struct timeval tv = {srv->idle_timeout_s, 0};
+    bufferevent_set_timeouts(c->bev, &tv, &tv);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, S3_IN_HIGH);
+    bufferevent_setwatermark(c->bev, EV_WRITE, S3_OUT_LOW, 0);
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->state = CS_HEADERS;
+    hdr_timer_arm(c);
+}
+
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    struct s3_server *srv = arg;
+    if (srv->stopping) {
+        evutil_closesocket(fd);
+        return;
+    }
+    if (atomic_load(&srv->nconns) >= srv->max_conns) {
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                   "Connection: close\r\n\r\n";
+        ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+        evutil_closesocket(fd);
+        srv_log(WARN, S3, "req=- tenant=0 connection refused: %d connections open (max_conns)",
+                atomic_load(&srv->nconns));
+        srv_metrics_op(SRV_PROTO_S3, "ConnRefused", 0, 0, 0, 0, SRV_ETHROTTLE);
+        return;
+    }
+    struct accepted *a = calloc(1, sizeof(*a));
+    if (!a) {
+        evutil_closesocket(fd);
+        return;
+    }
+    a->srv = srv;
+    a->fd = fd;
+    a->loop = srv_loop_next();
+    if (salen > 0 && (size_t)salen <= sizeof(a->sa))
+        memcpy(&a->sa, sa, (size_t)salen);
+    atomic_fetch_add(&srv->nconns, 1);
+    if (srv_loop_call(a->loop, conn_start, a) != 0) {
+        atomic_fetch_sub(&srv->nconns, 1);
+        evutil_closesocket(fd);
+        free(a);
+    }
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct s3_server *srv = arg;
+    if (srv->lev && !srv->stopping)
+        evconnlistener_enable(srv->lev);
+}
+
+static void on_accept_error(struct evconnlistener *lev, void *arg)
+{
+    struct s3_server *srv = arg;
+    int e = EVUTIL_SOCKET_ERROR();
+    srv_log(WARN, S3, "req=- tenant=0 accept failed: %s; pausing the listener for 100 ms",
+            evutil_socket_error_to_string(e));
+    /* EMFILE and friends: stop spinning, try again shortly */
+    evconnlistener_disable(lev);
+    struct timeval tv = {0, 100000};
+    evtimer_add(srv->lev_retry, &tv);
+}
+
+/* ---------------------------------------------------------------- start / stop */
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, int *len)
+{
+    char buf[300];
+    if (!s || !*s)
+        return -EINVAL;
+    if (s[0] == ':')
+        snprintf(buf, sizeof(buf), "0.0.0.0%s", s);
+    else
+        snprintf(buf, sizeof(buf), "%s", s);
+    if (!strchr(buf, ':'))
+        return -EINVAL;
+    /* "localhost:9000" */
+    if (strncmp(buf, "localhost:", 10) == 0) {
+        char tmp[300];
+        snprintf(tmp, sizeof(tmp), "127.0.0.1%s", buf + 9);
+        snprintf(buf, sizeof(buf), "%s", tmp);
+    }
+    *len = (int)sizeof(*ss);
+    memset(ss, 0, sizeof(*ss));
+    if (evutil_parse_sockaddr_port(buf, (struct sockaddr *)ss, len) != 0)
+        return -EINVAL;
+    return 0;
+}
+
+static char *xstrdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        abort();
+    return d;
+}
+
+static void server_free(struct s3_server *srv)
+{
+    if (srv->ssl)
+        SSL_CTX_free(srv->ssl);
+    free(srv->listen);
+    free(srv->domain);
+    free(srv->region);
+    free(srv->tls_cert);
+    free(srv->tls_key);
+    pthread_mutex_destroy(&srv->lock);
+    pthread_cond_destroy(&srv->cond);
+    free(srv);
+}
+
+static int tls_setup(struct s3_server *srv)
+{
+    srv->ssl = SSL_CTX_new(TLS_server_method());
+    if (!srv->ssl)
+        return -ENOMEM;
+    SSL_CTX_set_min_proto_version(srv->ssl, TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(srv->ssl, srv->tls_cert) != 1 ||
+        SSL_CTX_use_PrivateKey_file(srv->ssl, srv->tls_key, SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(srv->ssl) != 1) {
+        unsigned long e = ERR_get_error();
+        srv_log(ERROR, S3, "req=- tenant=0 cannot load TLS certificate %s / key %s: %s",
+                srv->tls_cert, srv->tls_key, e ? ERR_reason_error_string(e) : "unknown error");
+        return -EIO;
+    }
+    return 0;
+}
+
+struct listen_setup {
+    struct s3_server *srv;
+    struct sockaddr_storage ss;
+    int sslen;
+    int rc;
+    bool done;
+};
+
+int s3_server_start(struct s3_server **out, const struct s3_server_config *cfg, struct core *c,
+                    struct tenants *t)
+{
+    struct sockaddr_storage ss;
+    int sslen = 0, rc = 0;
+    *out = NULL;
+    if (!cfg || !c || !t || srv_loops_count() < 1)
+        return -EINVAL;
+    if (parse_listen(cfg->listen, &ss, &sslen)) {
+        srv_log(ERROR, S3, "req=- tenant=0 bad S3 listen address '%s'",
+                cfg->listen ? cfg->listen : "");
+        return -EINVAL;
+    }
+    if ((cfg->tls_cert && !cfg->tls_key) || (!cfg->tls_cert && cfg->tls_key))
+        return -EINVAL;
+    struct s3_server *srv = calloc(1, sizeof(*srv));
+    if (!srv)
+        return -ENOMEM;
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_cond_init(&srv->cond, NULL);
+    srv->listen = xstrdup(cfg->listen);
+    srv->domain = cfg->domain && *cfg->domain ? xstrdup(cfg->domain) : NULL;
+    srv->region = xstrdup(cfg->region && *cfg->region ? cfg->region : "us-east-1");
+    srv->tls_cert = xstrdup(cfg->tls_cert);
+    srv->tls_key = xstrdup(cfg->tls_key);
+    srv->max_header_bytes = cfg->max_header_bytes ? cfg->max_header_bytes : 64 * 1024;
+    srv->max_object_size = cfg->max_object_size ? cfg->max_object_size : (5ull << 40);
+    srv->idle_timeout_s = cfg->idle_timeout_s > 0 ? cfg->idle_timeout_s : 60;
+    srv->max_conns = cfg->max_conns > 0 ? cfg->max_conns : 10000;
+    srv->core = c;
+    srv->tenants = t;
+    if (RAND_bytes((unsigned char *)&srv->instance, sizeof(srv->instance)) != 1)
+        srv->instance = (uint32_t)time(NULL) ^ (uint32_t)getpid();
+    if (srv->tls_cert && (rc = tls_setup(srv)) != 0)
+        goto fail;
+    struct event_base *base = srv_loop_base(srv_loop_get(0));
+    srv->lev_retry = evtimer_new(base, on_retry, srv);
+    srv->lev = evconnlistener_new_bind(base, on_accept, srv,
+                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                           LEV_OPT_THREADSAFE | LEV_OPT_CLOSE_ON_EXEC,
+                                       4096, (struct sockaddr *)&ss, sslen);
+    if (!srv->lev) {
+        rc = -errno;
+        if (rc == 0)
+            rc = -EADDRINUSE;
+        srv_log(ERROR, S3, "req=- tenant=0 cannot listen on %s: %s", srv->listen,
+                strerror(-rc));
+        goto fail;
+    }
+    evconnlistener_set_error_cb(srv->lev, on_accept_error);
+    srv_log(INFO, S3, "req=- tenant=0 S3 listening on %s%s (region %s%s%s)", srv->listen,
+            srv->ssl ? " with TLS" : "", srv->region, srv->domain ? ", virtual hosts under " : "",
+            srv->domain ? srv->domain : "");
+    *out = srv;
+    return 0;
+fail:
+    if (srv->lev_retry)
+        event_free(srv->lev_retry);
+    server_free(srv);
+    return rc;
+}
+
+static void stop_listener(void *arg)
+{
+    struct s3_server *srv = arg;
+    if (srv->lev)
+        evconnlistener_free(srv->lev);
+    srv->lev = NULL;
+    if (srv->lev_retry)
+        event_free(srv->lev_retry);
+    srv->lev_retry = NULL;
+    pthread_mutex_lock(&srv->lock);
+    srv->stop_pending--;
+    pthread_cond_broadcast(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+static void stop_conns(void *arg)
+{
+    struct s3_server *srv = arg;
+    struct srv_loop *me = srv_loop_current();
+    for (;;) {
+        struct s3_conn *victim = NULL;
+        pthread_mutex_lock(&srv->lock);
+        for (struct s3_conn *c = srv->conns; c; c = c->next)
+            if (c->loop == me && !c->dead) {
+                victim = c;
+                break;
+            }
+        pthread_mutex_unlock(&srv->lock);
+        if (!victim)
+            break;
+        conn_close(victim);
+    }
+    pthread_mutex_lock(&srv->lock);
+    srv->stop_pending--;
+    pthread_cond_broadcast(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+void s3_server_stop(struct s3_server *srv)
+{
+    if (!srv)
+        return;
+    srv->stopping = true;
+    int n = srv_loops_count();
+    pthread_mutex_lock(&srv->lock);
+    srv->stop_pending = 1 + n;
+    pthread_mutex_unlock(&srv->lock);
+    if (srv_loop_call(srv_loop_get(0), stop_listener, srv) != 0)
+        stop_listener(srv);
+    for (int i = 0; i < n; i++)
+        if (srv_loop_call(srv_loop_get(i), stop_conns, srv) != 0) {
+            pthread_mutex_lock(&srv->lock);
+            srv->stop_pending--;
+            pthread_mutex_unlock(&srv->lock);
+        }
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
+    bool clean = true;
+    pthread_mutex_lock(&srv->lock);
+    while (srv->stop_pending > 0 || atomic_load(&srv->nconns) > 0 ||
+           atomic_load(&srv->ndetached) > 0) {
+        if (pthread_cond_timedwait(&srv->cond, &srv->lock, &dl) == ETIMEDOUT) {
+            clean = false;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&srv->lock);
+    if (!clean) {
+        /* Something is still running on a loop: leaking beats a use-after-free. */
+        srv_log(WARN, S3, "req=- tenant=0 S3 server stop timed out (%d connections left)",
+                atomic_load(&srv->nconns));
+        return;
+    }
+    srv_log(INFO, S3, "req=- tenant=0 S3 listener %s stopped", srv->listen);
+    server_free(srv);
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3_op_multipart: CreateMultipartUpload, CompleteMultipartUpload,
+ * AbortMultipartUpload, ListParts and ListMultipartUploads over the core's
+ * core_mpu_* calls (UploadPart and UploadPartCopy live in s3_op_object.c,
+ * next to the other streamed uploads).
+ *
+ * Complete checks what S3 checks before linking: ascending part numbers
+ * (InvalidPartOrder), every named part uploaded with the given ETag
+ * (InvalidPart), every part but the last at least 5 MiB (EntityTooSmall). The
+ * object's ETag is the MD5 of the concatenated binary part MD5s, then "-N".
+ * Thread: the work functions run on workers and touch only their context. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <openssl/evp.h>
+
+#include "s3_internal.h"
+#include "srv_err.h"
+
+#define MPU_MIN_PART (5ull << 20)
+#define MPU_MAX_PARTS 10000
+
+static void no_such_upload(struct s3_ctx *x)
+{
+    s3__resp_error(x, -ENOENT, "NoSuchUpload", 404,
+                   "the specified multipart upload does not exist");
+}
+
+static void owner_xml(struct s3_ctx *x, struct evbuffer *b, const char *tag)
+{
+    evbuffer_add_printf(b, "<%s><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64
+                           "</DisplayName></%s>",
+                        tag, x->p.tenant, x->p.user, x->p.tenant, x->p.user, tag);
+}
+
+static void mpu_create(struct s3_ctx *x)
+{
+    struct s3_meta m;
+    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &m))
+        return;
+    const char *alg = s3__req_header(x->req, "x-amz-checksum-algorithm");
+    if (alg) {
+        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
+                       "multipart uploads with additional checksums are not implemented");
+        return;
+    }
+    void *blob = NULL;
+    size_t len = 0;
+    char id[128];
+    int rc = s3__meta_encode(&m, &blob, &len);
+    if (!rc)
+        rc = core_mpu_create(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len,
+                             id, sizeof(id));
+    free(blob);
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    s3__resp_xml(x);
+    evbuffer_add_printf(x->rbody, "<InitiateMultipartUploadResult xmlns=\"%s\">", S3_XMLNS);
+    s3__xml_elem(x->rbody, "Bucket", x->rt.bucket);
+    s3__xml_elemn(x->rbody, "Key", x->rt.key, x->rt.keylen);
+    s3__xml_elem(x->rbody, "UploadId", id);
+    evbuffer_add_printf(x->rbody, "</InitiateMultipartUploadResult>\n");
+}
+
+/* ---------------------------------------------------------------- parts collection */
+
+struct parts {
+    struct s3_arena *a;
+    struct core_mpu_part *v;
+    size_t n, cap, max;
+};
+
+static int part_cb(void *arg, const struct core_mpu_part *p)
+{
+    struct parts *ps = arg;
+    if (ps->max && ps->n >= ps->max)
+        return 1;
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 64;
+        struct core_mpu_part *v = s3__arena_alloc(ps->a, cap * sizeof(*v));
+        if (ps->n)
+            memcpy(v, ps->v, ps->n * sizeof(*v));
+        ps->v = v;
+        ps->cap = cap;
+    }
+    ps->v[ps->n++] = *p;
+    return 0;
+}
+
+static const char *strip_quotes(struct s3_arena *a, const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+        s++;
+        n -= 2;
+    }
+    return s3__arena_strndup(a, s, n);
+}
+
+static int hexbin(const char *h, unsigned char out[16])
+{
+    if (strlen(h) != 32)
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        if (sscanf(h + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+static void mpu_complete(struct s3_ctx *x)
+{
+    const char *id = s3__req_param(x->req, "uploadId");
+    size_t n = evbuffer_get_length(x->body);
+    struct s3_xnode *root = NULL;
+    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    if (!n || s3__xml_parse(x->a, doc, n, &root) ||
+        strcmp(root->name, "CompleteMultipartUpload") != 0) {
+        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
+                       "the XML you provided was not well-formed or did not validate");
+        return;
+    }
+    size_t np = 0;
+    for (struct s3_xnode *c = root->child; c; c = c->next)
+        np += strcmp(c->name, "Part") == 0;
+    if (np == 0 || np > MPU_MAX_PARTS) {
+        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
+                       "CompleteMultipartUpload must name between 1 and 10000 parts");
+        return;
+    }
+    uint32_t *nums = s3__arena_alloc(x->a, np * sizeof(*nums));
+    const char **etags = s3__arena_alloc(x->a, np * sizeof(*etags));
+    size_t i = 0;
+    for (struct s3_xnode *c = root->child; c; c = c->next) {
+        if (strcmp(c->name, "Part") != 0)
+            continue;
+        struct s3_xnode *pn = s3__xml_child(c, "PartNumber"), *et = s3__xml_child(c, "ETag");
+        char *e = NULL;
+        long v = pn ? strtol(pn->text, &e, 10) : 0;
+        if (!pn || !et || !*pn->text || *e || v < 1 || v > MPU_MAX_PARTS) {
+            s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
+                           "each Part needs a PartNumber (1..10000) and an ETag");
+            return;
+        }
+        nums[i] = (uint32_t)v;
+        etags[i] = strip_quotes(x->a, et->text, et->textlen);
+        if (i && nums[i] <= nums[i - 1]) {
+            s3__resp_error(x, -EINVAL, "InvalidPartOrder", 400,
+                           "the list of parts was not in ascending order");
+            return;
+        }
+        i++;
+    }
+    if (s3__op_bucket(x))
+        return;
+    struct parts ps = {.a = x->a};
+    int rc = core_mpu_list_parts(x->core, &x->p, x->bucket_ino, id, 0, part_cb, &ps);
+    if (rc == -ENOENT) {
+        no_such_upload(x);
+        return;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md)
+        abort();
+    EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    size_t j = 0;
+    for (i = 0; i < np; i++) {
+        while (j < ps.n && ps.v[j].partno < nums[i])
+            j++;
+        unsigned char bin[16];
+        if (j == ps.n || ps.v[j].partno != nums[i] || strcmp(ps.v[j].etag, etags[i]) != 0 ||
+            hexbin(ps.v[j].etag, bin)) {
+            EVP_MD_CTX_free(md);
+            s3__resp_error(x, -EINVAL, "InvalidPart", 400,
+                           s3__arena_printf(x->a, "part %u could not be found or its ETag does "
+                                                  "not match", nums[i]));
+            return;
+        }
+        if (i + 1 < np && ps.v[j].size < MPU_MIN_PART) {
+            EVP_MD_CTX_free(md);
+            s3__resp_error(x, -EINVAL, "EntityTooSmall", 400,
+                           s3__arena_printf(x->a, "part %u is smaller than the minimum allowed "
+                                                  "size (5 MiB)", nums[i]));
+            return;
+        }
+        EVP_DigestUpdate(md, bin, 16);
+    }
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    EVP_DigestFinal_ex(md, d, &dl);
+    EVP_MD_CTX_free(md);
+    char hex[33], final[CORE_ETAG_MAX + 1];
+    s3__hex(d, 16, hex);
+    snprintf(final, sizeof(final), "%s-%zu", hex, np);
+    struct core_attr attr;
+    rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &attr);
+    if (rc == -ENOENT) {
+        no_such_upload(x);
+        return;
+    }
+    if (rc == SRV_EPRECOND || rc == -EINVAL) {
+        s3__resp_error(x, rc, "InvalidPart", 400,
+                       "one or more of the specified parts could not be found");
+        return;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    s3__resp_xml(x);
+    struct evbuffer *b = x->rbody;
+    evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);
+    s3__xml_esc(b, x->rt.bucket, x->rt.bucketlen);
+    evbuffer_add(b, "/", 1);
+    s3__xml_esc(b, x->rt.key, x->rt.keylen);
+    evbuffer_add_printf(b, "</Location>");
+    s3__xml_elem(b, "Bucket", x->rt.bucket);
+    s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
+    evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", final);
+}
+
+static void mpu_abort(struct s3_ctx *x)
+{
+    if (s3__op_bucket(x))
+        return;
+    int rc = core_mpu_abort(x->core, &x->p, x->bucket_ino, s3__req_param(x->req, "uploadId"));
+    if (rc == -ENOENT) {
+        no_such_upload(x);
+        return;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    x->status = 204;
+}
+
+static int parse_uint(struct s3_ctx *x, const char *name, uint32_t def, uint32_t cap,
+                      uint32_t *out)
+{
+    const char *v = s3__req_param(x->req, name);
+    *out = def;
+    if (!v)
+        return 0;
+    char *e = NULL;
+    long n = strtol(v, &e, 10);
+    if (!*v || *e || n < 0) {
+        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                       s3__arena_printf(x->a, "%s must be a non-negative integer", name));
+        return -1;
+    }
+    *out = (uint32_t)(n > (long)cap ? cap : n);
+    return 0;
+}
+
+static void mpu_list_parts(struct s3_ctx *x)
+{
+    const char *id = s3__req_param(x->req, "uploadId");
+    uint32_t max, marker;
+    if (parse_uint(x, "max-parts", 1000, 1000, &max) ||
+        parse_uint(x, "part-number-marker", 0, MPU_MAX_PARTS, &marker) || s3__op_bucket(x))
+        return;
+    struct parts ps = {.a = x->a, .max = (size_t)max + 1};
+    int rc = core_mpu_list_parts(x->core, &x->p, x->bucket_ino, id, marker, part_cb, &ps);
+    if (rc == -ENOENT) {
+        no_such_upload(x);
+        return;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    bool truncated = ps.n > max;
+    size_t shown = truncated ? max : ps.n;
+    s3__resp_xml(x);
+    struct evbuffer *b = x->rbody;
+    evbuffer_add_printf(b, "<ListPartsResult xmlns=\"%s\">", S3_XMLNS);
+    s3__xml_elem(b, "Bucket", x->rt.bucket);
+    s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
+    s3__xml_elem(b, "UploadId", id);
+    owner_xml(x, b, "Initiator");
+    owner_xml(x, b, "Owner");
+    evbuffer_add_printf(b, "<StorageClass>STANDARD</StorageClass>");
+    s3__xml_elem_u64(b, "PartNumberMarker", marker);
+    if (shown)
+        s3__xml_elem_u64(b, "NextPartNumberMarker", ps.v[shown - 1].partno);
+    s3__xml_elem_u64(b, "MaxParts", max);
+    s3__xml_elem(b, "IsTruncated", truncated ? "true" : "false");
+    for (size_t i = 0; i < shown; i++) {
+        char iso[25];
+        s3__iso_date_fmt(&ps.v[i].mtime, iso);
+        evbuffer_add_printf(b, "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
+                               "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size></Part>",
+                            ps.v[i].partno, iso, ps.v[i].etag, ps.v[i].size);
+    }
+    evbuffer_add_printf(b, "</ListPartsResult>\n");
+}
+
+struct uploads {
+    struct s3_ctx *x;
+    const char *key_marker, *id_marker;
+    uint32_t max, n;
+    bool truncated;
+    struct evbuffer *out;
+    char *next_key, *next_id;
+};
+
+static int upload_cb(void *arg, const struct core_mpu_info *u)
+{
+    struct uploads *us = arg;
+    struct s3_ctx *x = us->x;
+    if (us->key_marker) {
+        size_t ml = strlen(us->key_marker);
+        size_t m = ml < u->keylen ? ml : u->keylen;
+        int c = memcmp(u->key, us->key_marker, m);
+        if (c == 0)
+            c = u->keylen < ml ? -1 : u->keylen > ml ? 1 : 0;
+        if (c < 0)
+            return 0;
+        if (c == 0 && (!us->id_marker || strcmp(u->upload_id, us->id_marker) <= 0))
+            return 0;
+    }
+    if (us->n >= us->max) {
+        us->truncated = true;
+        return 1;
+    }
+    us->n++;
+    us->next_key = s3__arena_strndup(x->a, u->key, u->keylen);
+    us->next_id = s3__arena_strndup(x->a, u->upload_id, strlen(u->upload_id));
+    char iso[25];
+    s3__iso_date_fmt(&u->initiated, iso);
+    evbuffer_add_printf(us->out, "<Upload>");
+    s3__xml_elemn(us->out, "Key", u->key, u->keylen);
+    s3__xml_elem(us->out, "UploadId", u->upload_id);
+    owner_xml(x, us->out, "Initiator");
+    owner_xml(x, us->out, "Owner");
+    evbuffer_add_printf(us->out, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated>"
+                                 "</Upload>",
+                        iso);
+    return 0;
+}
+
+static void mpu_list_uploads(struct s3_ctx *x)
+{
+    struct uploads us = {.x = x};
+    if (parse_uint(x, "max-uploads", 1000, 1000, &us.max) || s3__op_bucket(x))
+        return;
+    if (s3__req_param(x->req, "delimiter")) {
+        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
+                       "ListMultipartUploads with a delimiter is not implemented");
+        return;
+    }
+    const char *prefix = s3__req_param(x->req, "prefix");
+    us.key_marker = s3__req_param(x->req, "key-marker");
+    if (us.key_marker && !*us.key_marker)
+        us.key_marker = NULL;
+    us.id_marker = s3__req_param(x->req, "upload-id-marker");
+    us.out = evbuffer_new();
+    int rc = core_mpu_list(x->core, &x->p, x->bucket_ino, prefix, prefix ? strlen(prefix) : 0,
+                           upload_cb, &us);
+    if (rc) {
+        evbuffer_free(us.out);
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    s3__resp_xml(x);
+    struct evbuffer *b = x->rbody;
+    evbuffer_add_printf(b, "<ListMultipartUploadsResult xmlns=\"%s\">", S3_XMLNS);
+    s3__xml_elem(b, "Bucket", x->rt.bucket);
+    s3__xml_elem(b, "KeyMarker", us.key_marker);
+    s3__xml_elem(b, "UploadIdMarker", us.id_marker);
+    if (us.truncated) {
+        s3__xml_elem(b, "NextKeyMarker", us.next_key);
+        s3__xml_elem(b, "NextUploadIdMarker", us.next_id);
+    }
+    if (prefix)
+        s3__xml_elem(b, "Prefix", prefix);
+    s3__xml_elem_u64(b, "MaxUploads", us.max);
+    s3__xml_elem(b, "IsTruncated", us.truncated ? "true" : "false");
+    evbuffer_add_buffer(b, us.out);
+    evbuffer_add_printf(b, "</ListMultipartUploadsResult>\n");
+    evbuffer_free(us.out);
+}
+
+const struct s3_op s3_op_mpu_create = {"CreateMultipartUpload", S3_BODY_NONE, mpu_create, NULL};
+const struct s3_op s3_op_mpu_complete = {"CompleteMultipartUpload", S3_BODY_XML, mpu_complete,
+                                         NULL};
+const struct s3_op s3_op_mpu_abort = {"AbortMultipartUpload", S3_BODY_NONE, mpu_abort, NULL};
+const struct s3_op s3_op_mpu_list_parts = {"ListParts", S3_BODY_NONE, mpu_list_parts, NULL};
+const struct s3_op s3_op_mpu_list_uploads = {"ListMultipartUploads", S3_BODY_NONE,
+                                             mpu_list_uploads, NULL};

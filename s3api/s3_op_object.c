@@ -1,0 +1,1084 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3_op_object: object operations — PutObject and UploadPart (streamed into a
+ * core upload), GetObject/HeadObject (ranges, conditionals, response-*
+ * overrides; bodies streamed by s3_conn), DeleteObject, DeleteObjects,
+ * CopyObject and UploadPartCopy, object tagging and the fixed object ACL.
+ *
+ * Object metadata (stored headers, x-amz-meta-*, tags, additional checksum)
+ * travels in the core's opaque meta blob (s3_meta.c). ETag = hex MD5 of the
+ * content, computed while the body streams; Content-MD5, a signed
+ * x-amz-content-sha256 and x-amz-checksum-* (header or aws-chunked trailer)
+ * are verified before commit, so a mismatch leaves nothing visible.
+ * Thread: the work functions run on workers and touch only their context. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <openssl/evp.h>
+
+#include "s3_internal.h"
+#include "srv_err.h"
+
+#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
+#define USER_META_MAX 2048
+#define TAGS_MAX 10
+#define COPY_CHUNK (1u << 20)
+
+/* Stored response headers, in the case they are sent back. */
+static const char *const STORED_HDRS[] = {
+    "Content-Type", "Content-Encoding", "Content-Disposition", "Cache-Control", "Expires",
+    "Content-Language", NULL,
+};
+
+static const char *lower_of(struct s3_arena *a, const char *s)
+{
+    char *l = s3__arena_strndup(a, s, strlen(s));
+    for (char *c = l; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    return l;
+}
+
+/* ---------------------------------------------------------------- metadata <-> headers */
+
+static bool tag_ok(const char *k, size_t kl, size_t vl)
+{
+    return kl >= 1 && kl <= 128 && vl <= 256 && !(kl >= 4 && strncmp(k, "aws:", 4) == 0);
+}
+
+int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, const char **why)
+{
+    struct s3_req tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.raw_query = (char *)s;
+    /* borrow the query splitter: parse into the caller's arena */
+    size_t cnt = 1;
+    for (const char *c = s; *c; c++)
+        cnt += *c == '&';
+    const char *p = s;
+    size_t n = 0;
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        if (len) {
+            const char *eq = memchr(p, '=', len);
+            size_t kl0 = eq ? (size_t)(eq - p) : len, kl = 0, vl = 0;
+            char *k = s3__url_decode(a, p, kl0, &kl);
+            char *v = eq ? s3__url_decode(a, eq + 1, len - kl0 - 1, &vl) : s3__arena_strndup(a, "", 0);
+            if (!k || !v || !tag_ok(k, kl, vl)) {
+                *why = "the tag set is malformed or a tag key/value is too long";
+                return -EINVAL;
+            }
+            if (s3__meta_find(m, S3_M_TAG, k)) {
+                *why = "cannot provide multiple tags with the same key";
+                return -EINVAL;
+            }
+            s3__meta_add(m, a, S3_M_TAG, k, kl, v, vl);
+            if (++n > TAGS_MAX) {
+                *why = "object tags cannot be greater than 10";
+                return -EINVAL;
+            }
+        }
+        if (!amp)
+            break;
+        p = amp + 1;
+    }
+    (void)cnt;
+    return 0;
+}
+
+int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
+{
+    const struct s3_req *r = x->req;
+    size_t user = 0;
+    memset(m, 0, sizeof(*m));
+    for (size_t i = 0; STORED_HDRS[i]; i++) {
+        const char *v = s3__req_header(r, lower_of(x->a, STORED_HDRS[i]));
+        if (v)
+            s3__meta_add(m, x->a, S3_M_HDR, STORED_HDRS[i], strlen(STORED_HDRS[i]), v, strlen(v));
+    }
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        const struct s3_hdr *h = &r->hdrs[i];
+        if (strncmp(h->name, "x-amz-meta-", 11) != 0 || !h->name[11])
+            continue;
+        const char *k = h->name + 11;
+        user += strlen(k) + h->vlen;
+        const struct s3_meta_ent *prev = s3__meta_find(m, S3_M_USER, k);
+        if (prev) {
+            /* repeated header: values join with ',' as HTTP does */
+            char *j = s3__arena_printf(x->a, "%s,%s", prev->val, h->val);
+            ((struct s3_meta_ent *)prev)->val = j;
+            ((struct s3_meta_ent *)prev)->vlen = strlen(j);
+        } else {
+            s3__meta_add(m, x->a, S3_M_USER, k, strlen(k), h->val, h->vlen);
+        }
+    }
+    if (user > USER_META_MAX) {
+        s3__resp_error(x, -EINVAL, "MetadataTooLarge", 400,
+                       "your metadata headers exceed the maximum allowed metadata size (2 KB)");
+        return -EINVAL;
+    }
+    const char *tagging = s3__req_header(r, "x-amz-tagging");
+    if (tagging) {
+        const char *why = NULL;
+        if (s3__tags_parse_query(x->a, tagging, m, &why)) {
+            s3__resp_error(x, -EINVAL, "InvalidTag", 400, why);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const struct s3_meta_ent *e = &m->ents[i];
+        if (e->type == S3_M_HDR)
+            s3__resp_header(x, e->key, "%s", e->val);
+        else if (e->type == S3_M_USER)
+            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", e->key, e->val);
+    }
+}
+
+/* ---------------------------------------------------------------- conditionals */
+
+/* Does entity-tag list @p list ("*", "\"a\", W/\"b\"") match @p etag (no quotes)? */
+static bool etag_match(const char *list, const char *etag)
+{
+    size_t el = strlen(etag);
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        if (*p == '*')
+            return true;
+        if (p[0] == 'W' && p[1] == '/')
+            p += 2;
+        bool q = *p == '"';
+        if (q)
+            p++;
+        const char *s = p;
+        while (*p && (q ? *p != '"' : (*p != ',' && *p != ' ')))
+            p++;
+        if ((size_t)(p - s) == el && memcmp(s, etag, el) == 0)
+            return true;
+        if (q && *p == '"')
+            p++;
+    }
+    return false;
+}
+
+/* @return 0, 412 or 304 (GET/HEAD only). @p pfx is "" or "x-amz-copy-source-". */
+static int cond_eval(struct s3_ctx *x, const char *pfx, const char *etag,
+                     const struct timespec *mtime, bool allow_304)
+{
+    char n1[64], n2[64], n3[64], n4[64];
+    snprintf(n1, sizeof(n1), "%sif-match", pfx);
+    snprintf(n2, sizeof(n2), "%sif-none-match", pfx);
+    snprintf(n3, sizeof(n3), "%sif-unmodified-since", pfx);
+    snprintf(n4, sizeof(n4), "%sif-modified-since", pfx);
+    const char *im = s3__req_header(x->req, n1), *inm = s3__req_header(x->req, n2);
+    const char *ius = s3__req_header(x->req, n3), *ims = s3__req_header(x->req, n4);
+    time_t t;
+    if (im) {
+        if (!etag_match(im, etag))
+            return 412;
+    } else if (ius && s3__http_date_parse(ius, &t) == 0 && mtime->tv_sec > t) {
+        return 412;
+    }
+    if (inm) {
+        if (etag_match(inm, etag))
+            return allow_304 ? 304 : 412;
+    } else if (ims && s3__http_date_parse(ims, &t) == 0 && mtime->tv_sec <= t) {
+        return allow_304 ? 304 : 412;
+    }
+    return 0;
+}
+
+static void cond_fail(struct s3_ctx *x, int st, const char *etag, const struct timespec *mtime)
+{
+    if (st == 304) {
+        char d[32];
+        x->status = 304;
+        s3__http_date_fmt(mtime->tv_sec, d);
+        s3__resp_header(x, "ETag", "\"%s\"", etag);
+        s3__resp_header(x, "Last-Modified", "%s", d);
+        x->err = SRV_EPRECOND;
+        return;
+    }
+    s3__resp_error(x, SRV_EPRECOND, "PreconditionFailed", 412,
+                   "at least one of the preconditions you specified did not hold");
+}
+
+/* ---------------------------------------------------------------- object lookup */
+
+struct obj {
+    struct core_objinfo info;
+    struct s3_meta meta;
+    const char *etag;
+    bool dir;
+};
+
+/* @return 0, or responds (NoSuchKey, ...) and returns < 0. */
+static int obj_lookup(struct s3_ctx *x, uint64_t bucket, const char *key, size_t keylen,
+                      struct obj *o, bool is_source)
+{
+    memset(o, 0, sizeof(*o));
+    int rc = core_key_lookup(x->core, &x->p, bucket, key, keylen, &o->info);
+    if (rc == 0) {
+        o->dir = o->info.attr.type == CORE_DIR;
+        if (o->dir && (keylen == 0 || key[keylen - 1] != '/'))
+            rc = -ENOENT; /* "a" where only "a/..." exists */
+        else if (!o->dir && o->info.attr.type != CORE_REG)
+            rc = -ENOENT;
+    }
+    if (rc == 0 && s3__meta_decode(&o->meta, x->a, o->info.meta, o->info.metalen) != 0)
+        memset(&o->meta, 0, sizeof(o->meta)); /* unreadable blob: serve the data, drop meta */
+    free(o->info.meta);
+    o->info.meta = NULL;
+    if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENOTDIR) {
+        s3__resp_error(x, -ENOENT, "NoSuchKey", 404,
+                       is_source ? "the specified copy source key does not exist"
+                                 : "the specified key does not exist");
+        return -ENOENT;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return rc;
+    }
+    o->etag = o->dir || !o->info.etag[0] ? EMPTY_MD5 : o->info.etag;
+    if (o->dir)
+        o->info.attr.size = 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- GET / HEAD */
+
+/* Parse "bytes=a-b" / "bytes=a-" / "bytes=-n" against @p size.
+ * @return 1 (range set), 0 (no usable range: whole object), -1 (unsatisfiable). */
+static int range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *end)
+{
+    if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
+        return 0;
+    const char *p = h + 6;
+    char *e = NULL;
+    if (*p == '-') {
+        unsigned long long n = strtoull(p + 1, &e, 10);
+        if (e == p + 1 || *e)
+            return 0;
+        if (n == 0)
+            return -1;
+        *off = n >= size ? 0 : size - n;
+        *end = size;
+        return size ? 1 : -1;
+    }
+    unsigned long long a = strtoull(p, &e, 10);
+    if (e == p || *e != '-')
+        return 0;
+    const char *q = e + 1;
+    unsigned long long b = UINT64_MAX;
+    if (*q) {
+        b = strtoull(q, &e, 10);
+        if (e == q || *e || b < a)
+            return 0;
+    }
+    if (a >= size)
+        return -1;
+    *off = a;
+    *end = b >= size ? size : b + 1;
+    return 1;
+}
+
+static void get_or_head(struct s3_ctx *x)
+{
+    struct obj o;
+    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+        return;
+    const struct core_attr *at = &o.info.attr;
+    int st = cond_eval(x, "", o.etag, &at->mtime, true);
+    if (st) {
+        cond_fail(x, st, o.etag, &at->mtime);
+        return;
+    }
+    const char *pn = s3__req_param(x->req, "partNumber");
+    if (pn && strcmp(pn, "1") != 0) {
+        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
+                       "GET/HEAD with partNumber other than 1 is not implemented");
+        return;
+    }
+    uint64_t size = at->size, off = 0, end = size;
+    int rr = range_parse(s3__req_header(x->req, "range"), size, &off, &end);
+    if (rr < 0) {
+        s3__resp_error(x, -ERANGE, "InvalidRange", 416, "the requested range is not satisfiable");
+        s3__resp_header(x, "Content-Range", "bytes */%" PRIu64, size);
+        return;
+    }
+    char d[32];
+    s3__http_date_fmt(at->mtime.tv_sec, d);
+    x->status = rr ? 206 : 200;
+    s3__resp_header(x, "ETag", "\"%s\"", o.etag);
+    s3__resp_header(x, "Last-Modified", "%s", d);
+    s3__resp_header(x, "Accept-Ranges", "bytes");
+    if (rr)
+        s3__resp_header(x, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, end - 1,
+                        size);
+    /* stored headers, unless a response-* parameter overrides them */
+    static const struct {
+        const char *param, *hdr;
+    } over[] = {
+        {"response-content-type", "Content-Type"},
+        {"response-content-language", "Content-Language"},
+        {"response-expires", "Expires"},
+        {"response-cache-control", "Cache-Control"},
+        {"response-content-disposition", "Content-Disposition"},
+        {"response-content-encoding", "Content-Encoding"},
+    };
+    bool have_ct = false;
+    for (size_t i = 0; i < o.meta.n; i++) {
+        const struct s3_meta_ent *e = &o.meta.ents[i];
+        if (e->type != S3_M_HDR)
+            continue;
+        bool overridden = false;
+        for (size_t j = 0; j < sizeof(over) / sizeof(over[0]); j++)
+            if (strcasecmp(e->key, over[j].hdr) == 0 && s3__req_param(x->req, over[j].param))
+                overridden = true;
+        if (strcasecmp(e->key, "Content-Type") == 0)
+            have_ct = true;
+        if (!overridden)
+            s3__resp_header(x, e->key, "%s", e->val);
+    }
+    for (size_t j = 0; j < sizeof(over) / sizeof(over[0]); j++) {
+        const char *v = s3__req_param(x->req, over[j].param);
+        if (v) {
+            s3__resp_header(x, over[j].hdr, "%s", v);
+            if (j == 0)
+                have_ct = true;
+        }
+    }
+    if (!have_ct)
+        s3__resp_header(x, "Content-Type", "%s", o.dir ? "application/x-directory"
+                                                       : "binary/octet-stream");
+    for (size_t i = 0; i < o.meta.n; i++)
+        if (o.meta.ents[i].type == S3_M_USER)
+            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", o.meta.ents[i].key,
+                                o.meta.ents[i].val);
+    size_t ntags = s3__meta_count(&o.meta, S3_M_TAG);
+    if (ntags)
+        s3__resp_header(x, "x-amz-tagging-count", "%zu", ntags);
+    const char *cm = s3__req_header(x->req, "x-amz-checksum-mode");
+    if (cm && strcasecmp(cm, "ENABLED") == 0 && !rr)
+        for (size_t i = 0; i < o.meta.n; i++)
+            if (o.meta.ents[i].type == S3_M_CKSUM) {
+                enum s3_ck_algo al = s3__ck_from_name(o.meta.ents[i].key);
+                if (al)
+                    s3__resp_header(x, s3__ck_header(al), "%s", o.meta.ents[i].val);
+            }
+    const struct s3_meta_ent *parts = s3__meta_find(&o.meta, S3_M_PARTS, "count");
+    if (parts)
+        s3__resp_header(x, "x-amz-mp-parts-count", "%s", parts->val);
+    x->stream = true;
+    x->ino = at->ino;
+    x->roff = off;
+    x->rend = end;
+    if (x->head || end == off)
+        return;
+    if (end - off <= COPY_CHUNK) {
+        /* small: one read here, no inode hold needed */
+        size_t n = (size_t)(end - off), got = 0;
+        bool eof = false;
+        struct evbuffer_iovec v;
+        if (evbuffer_reserve_space(x->rbody, (ssize_t)n, &v, 1) < 1) {
+            s3__resp_err(x, -ENOMEM, NULL);
+            return;
+        }
+        int rc = core_read(x->core, &x->p, at->ino, off, v.iov_base, n, &got, &eof);
+        if (rc || got != n) {
+            s3__resp_err(x, rc ? rc : -EIO, rc ? NULL : "object changed while it was read");
+            return;
+        }
+        v.iov_len = n;
+        evbuffer_commit_space(x->rbody, &v, 1);
+        x->stream = false;
+        return;
+    }
+    int rc = core_ref(x->core, at->ino);
+    if (rc) {
+        s3__resp_err(x, rc == SRV_ESTALE ? -ENOENT : rc, NULL);
+        return;
+    }
+    x->ref_held = true;
+}
+
+/* ---------------------------------------------------------------- uploads (PutObject, UploadPart) */
+
+struct put_st {
+    struct s3_meta meta;
+    char md5_expect[33];
+    const char *if_match;
+    bool if_none_match;
+    enum s3_ck_algo ck;
+    bool ck_trailer;
+    uint32_t partno;
+    const char *upload_id;
+};
+
+/* Headers shared by PutObject and UploadPart: Content-MD5 and checksums. */
+static int upload_prepare(struct s3_ctx *x, struct put_st *st)
+{
+    const struct s3_req *r = x->req;
+    const char *cmd5 = s3__req_header(r, "content-md5");
+    if (cmd5) {
+        unsigned char raw[64];
+        size_t l = strlen(cmd5);
+        if (l > 80 || s3__b64_decode(cmd5, l, raw) != 16) {
+            s3__resp_error(x, -EINVAL, "InvalidDigest", 400,
+                           "the Content-MD5 you specified was invalid");
+            return -1;
+        }
+        s3__hex(raw, 16, st->md5_expect);
+    }
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        enum s3_ck_algo a = s3__ck_from_header(r->hdrs[i].name);
+        if (!a)
+            continue;
+        if (st->ck) {
+            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+                           "expecting a single x-amz-checksum- header");
+            return -1;
+        }
+        st->ck = a;
+        snprintf(x->cks_expect, sizeof(x->cks_expect), "%s", r->hdrs[i].val);
+    }
+    const char *trailer = s3__req_header(r, "x-amz-trailer");
+    if (trailer && !st->ck) {
+        enum s3_ck_algo a = s3__ck_from_header(trailer);
+        if (!a || !x->aws_chunked) {
+            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+                           "x-amz-trailer names an unsupported checksum or the body is not "
+                           "aws-chunked");
+            return -1;
+        }
+        st->ck = a;
+        st->ck_trailer = true;
+    }
+    if (!st->ck) {
+        const char *alg = s3__req_header(r, "x-amz-sdk-checksum-algorithm");
+        if (alg && !s3__ck_from_name(alg)) {
+            s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
+                           s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
+            return -1;
+        }
+    }
+    if (st->ck)
+        s3__ck_init(&x->cks, st->ck);
+    return 0;
+}
+
+static void put_begin(struct s3_ctx *x)
+{
+    struct put_st *st = s3__arena_alloc(x->a, sizeof(*st));
+    x->opdata = st;
+    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &st->meta) || upload_prepare(x, st))
+        return;
+    const char *im = s3__req_header(x->req, "if-match");
+    const char *inm = s3__req_header(x->req, "if-none-match");
+    if (inm && strcmp(inm, "*") != 0) {
+        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
+                       "If-None-Match on PUT supports only '*'");
+        return;
+    }
+    st->if_none_match = inm != NULL;
+    if (im) {
+        /* strip quotes: the core compares bare hex */
+        size_t l = strlen(im);
+        if (l >= 2 && im[0] == '"' && im[l - 1] == '"')
+            im = s3__arena_strndup(x->a, im + 1, l - 2);
+        st->if_match = im;
+    }
+    uint64_t hint = x->decoded_len >= 0 ? (uint64_t)x->decoded_len
+                    : x->req->has_clen  ? x->req->content_length
+                                        : UINT64_MAX;
+    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->up);
+    if (rc)
+        s3__resp_err(x, rc, NULL);
+}
+
+/* After the last byte: verify digests. @return 0 or responds and returns < 0. */
+static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], char *ckval)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(x->md5, md, &n);
+    s3__hex(md, 16, etag);
+    if (x->sha256) {
+        char hex[65];
+        EVP_DigestFinal_ex(x->sha256, md, &n);
+        s3__hex(md, 32, hex);
+        if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
+            s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
+                           "the provided x-amz-content-sha256 header does not match what was "
+                           "computed");
+            return -1;
+        }
+    }
+    if (st->md5_expect[0] && strcmp(st->md5_expect, etag) != 0) {
+        s3__resp_error(x, -EINVAL, "BadDigest", 400,
+                       "the Content-MD5 you specified did not match what we received");
+        return -1;
+    }
+    ckval[0] = '\0';
+    if (st->ck) {
+        s3__ck_final(&x->cks, ckval);
+        const char *want = st->ck_trailer ? x->ck.ck_value : x->cks_expect;
+        if (st->ck_trailer && strcasecmp(x->ck.ck_name, s3__ck_header(st->ck)) != 0) {
+            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+                           "the trailer did not carry the announced checksum");
+            return -1;
+        }
+        if (strcmp(want, ckval) != 0) {
+            s3__resp_error(x, -EINVAL, "BadDigest", 400,
+                           s3__arena_printf(x->a, "the %s you specified did not match the "
+                                                  "calculated checksum", s3__ck_header(st->ck)));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void put_finish(struct s3_ctx *x)
+{
+    struct put_st *st = x->opdata;
+    char etag[33], ckval[100];
+    if (upload_verify(x, st, etag, ckval))
+        return;
+    if (st->ck)
+        s3__meta_add(&st->meta, x->a, S3_M_CKSUM, s3__ck_name(st->ck), strlen(s3__ck_name(st->ck)),
+                     ckval, strlen(ckval));
+    void *blob = NULL;
+    size_t bloblen = 0;
+    int rc = s3__meta_encode(&st->meta, &blob, &bloblen);
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    struct core_attr attr;
+    struct core_upload *up = x->up;
+    x->up = NULL; /* commit frees it whatever the result */
+    rc = core_upload_commit(up, x->rt.key, x->rt.keylen, etag, blob, bloblen, st->if_match,
+                            st->if_none_match, &attr);
+    free(blob);
+    if (rc == SRV_EPRECOND) {
+        s3__resp_error(x, rc, "PreconditionFailed", 412,
+                       "at least one of the preconditions you specified did not hold");
+        return;
+    }
+    if (rc == SRV_ECLASH) {
+        s3__resp_error(x, rc, "InvalidRequest", 409,
+                       "the key would make a file where a directory is, or the reverse");
+        return;
+    }
+    if (rc == -ENOENT && st->if_match) {
+        s3__resp_error(x, SRV_EPRECOND, "PreconditionFailed", 412, "the object does not exist");
+        return;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    x->status = 200;
+    s3__resp_header(x, "ETag", "\"%s\"", etag);
+    if (st->ck)
+        s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
+}
+
+static int parse_partno(struct s3_ctx *x, uint32_t *out)
+{
+    const char *pn = s3__req_param(x->req, "partNumber");
+    char *e = NULL;
+    long v = pn ? strtol(pn, &e, 10) : 0;
+    if (!pn || !*pn || *e || v < 1 || v > 10000) {
+        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                       "part number must be an integer between 1 and 10000, inclusive");
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static void part_begin(struct s3_ctx *x)
+{
+    struct put_st *st = s3__arena_alloc(x->a, sizeof(*st));
+    x->opdata = st;
+    if (parse_partno(x, &st->partno) || s3__op_bucket(x) || upload_prepare(x, st))
+        return;
+    st->upload_id = s3__req_param(x->req, "uploadId");
+    uint64_t hint = x->decoded_len >= 0 ? (uint64_t)x->decoded_len
+                    : x->req->has_clen  ? x->req->content_length
+                                        : UINT64_MAX;
+    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->up);
+    if (rc)
+        s3__resp_err(x, rc, NULL);
+}
+
+static void part_result(struct s3_ctx *x, int rc, const char *etag)
+{
+    if (rc == -ENOENT) {
+        s3__resp_error(x, rc, "NoSuchUpload", 404,
+                       "the specified multipart upload does not exist");
+        return;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    x->status = 200;
+    s3__resp_header(x, "ETag", "\"%s\"", etag);
+}
+
+static void part_finish(struct s3_ctx *x)
+{
+    struct put_st *st = x->opdata;
+    char etag[33], ckval[100];
+    if (upload_verify(x, st, etag, ckval))
+        return;
+    struct core_upload *up = x->up;
+    x->up = NULL;
+    int rc = core_mpu_part_commit(up, st->upload_id, st->partno, etag);
+    part_result(x, rc, etag);
+    if (!rc && st->ck)
+        s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
+}
+
+/* ---------------------------------------------------------------- delete */
+
+static void delete_object(struct s3_ctx *x)
+{
+    if (s3__op_bucket(x))
+        return;
+    int rc = core_key_delete(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen);
+    if (rc == -ENOENT)
+        rc = 0;
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    x->status = 204;
+}
+
+static void delete_objects(struct s3_ctx *x)
+{
+    size_t n = evbuffer_get_length(x->body);
+    struct s3_xnode *root = NULL;
+    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Delete") != 0) {
+        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
+                       "the XML you provided was not well-formed or did not validate");
+        return;
+    }
+    size_t count = 0;
+    for (struct s3_xnode *c = root->child; c; c = c->next)
+        if (strcmp(c->name, "Object") == 0) {
+            struct s3_xnode *k = s3__xml_child(c, "Key");
+            if (!k || !k->textlen) {
+                s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400, "an Object has no Key");
+                return;
+            }
+            count++;
+        }
+    if (count == 0 || count > 1000) {
+        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
+                       "a Delete request names between 1 and 1000 objects");
+        return;
+    }
+    struct s3_xnode *q = s3__xml_child(root, "Quiet");
+    bool quiet = q && strcasecmp(q->text, "true") == 0;
+    if (s3__op_bucket(x))
+        return;
+    s3__resp_xml(x);
+    struct evbuffer *b = x->rbody;
+    evbuffer_add_printf(b, "<DeleteResult xmlns=\"%s\">", S3_XMLNS);
+    for (struct s3_xnode *c = root->child; c; c = c->next) {
+        if (strcmp(c->name, "Object") != 0)
+            continue;
+        struct s3_xnode *k = s3__xml_child(c, "Key");
+        struct s3_xnode *v = s3__xml_child(c, "VersionId");
+        int rc;
+        if (v && strcmp(v->text, "null") != 0)
+            rc = SRV_ENOTSUPP;
+        else if (k->textlen > CORE_KEY_MAX)
+            rc = -ENAMETOOLONG;
+        else
+            rc = core_key_delete(x->core, &x->p, x->bucket_ino, k->text, k->textlen);
+        if (rc == -ENOENT)
+            rc = 0;
+        if (rc == 0) {
+            if (!quiet) {
+                evbuffer_add_printf(b, "<Deleted>");
+                s3__xml_elemn(b, "Key", k->text, k->textlen);
+                if (v)
+                    s3__xml_elem(b, "VersionId", v->text);
+                evbuffer_add_printf(b, "</Deleted>");
+            }
+            continue;
+        }
+        const char *code;
+        int status;
+        s3__error_map(rc, true, &code, &status);
+        evbuffer_add_printf(b, "<Error>");
+        s3__xml_elemn(b, "Key", k->text, k->textlen);
+        if (v)
+            s3__xml_elem(b, "VersionId", v->text);
+        s3__xml_elem(b, "Code", code);
+        s3__xml_elem(b, "Message", srv_strerror(rc));
+        evbuffer_add_printf(b, "</Error>");
+    }
+    evbuffer_add_printf(b, "</DeleteResult>\n");
+}
+
+/* ---------------------------------------------------------------- copy */
+
+struct copy_src {
+    char *bucket, *key;
+    size_t bucketlen, keylen;
+    uint64_t bucket_ino;
+    struct obj o;
+};
+
+/* Parse x-amz-copy-source and look the source up, checking x-amz-copy-source-if-*. */
+static int copy_source(struct s3_ctx *x, struct copy_src *s)
+{
+    const char *h = s3__req_header(x->req, "x-amz-copy-source");
+    size_t hl = strlen(h);
+    const char *q = strchr(h, '?');
+    if (q) {
+        if (strncmp(q, "?versionId=", 11) != 0 || strcmp(q + 11, "null") != 0) {
+            s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
+                           "copying a specific version is not implemented");
+            return -1;
+        }
+        hl = (size_t)(q - h);
+    }
+    size_t dl = 0;
+    char *d = s3__url_decode(x->a, h, hl, &dl);
+    if (d && *d == '/') {
+        d++;
+        dl--;
+    }
+    char *slash = d ? memchr(d, '/', dl) : NULL;
+    if (!slash || slash == d || (size_t)(slash - d) + 1 >= dl) {
+        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                       "copy source must be of the form bucket/key");
+        return -1;
+    }
+    s->bucket = d;
+    s->bucketlen = (size_t)(slash - d);
+    *slash = '\0';
+    s->key = slash + 1;
+    s->keylen = dl - s->bucketlen - 1;
+    struct core_attr attr;
+    int rc = core_bucket_lookup(x->core, &x->p, s->bucket, s->bucketlen, &attr);
+    if (rc) {
+        s3__resp_error(x, SRV_ENOBUCKET, "NoSuchBucket", 404,
+                       "the copy source bucket does not exist");
+        return -1;
+    }
+    s->bucket_ino = attr.ino;
+    if (obj_lookup(x, s->bucket_ino, s->key, s->keylen, &s->o, true))
+        return -1;
+    int st = cond_eval(x, "x-amz-copy-source-", s->o.etag, &s->o.info.attr.mtime, false);
+    if (st) {
+        cond_fail(x, 412, s->o.etag, &s->o.info.attr.mtime);
+        return -1;
+    }
+    return 0;
+}
+
+/* Stream [off, off+len) of @p ino into a fresh upload; @return 0 or -errno. */
+static int copy_data(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t len,
+                     struct core_upload **upp, char etag[33])
+{
+    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, len, upp);
+    if (rc)
+        return rc;
+    rc = core_ref(x->core, ino);
+    if (rc)
+        return rc == SRV_ESTALE ? -ENOENT : rc;
+    EVP_MD_CTX *md5 = EVP_MD_CTX_new();
+    char *buf = malloc(COPY_CHUNK);
+    if (!md5 || !buf) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    EVP_DigestInit_ex(md5, EVP_md5(), NULL);
+    while (len) {
+        size_t n = len > COPY_CHUNK ? COPY_CHUNK : (size_t)len, got = 0;
+        bool eof = false;
+        rc = core_read(x->core, &x->p, ino, off, buf, n, &got, &eof);
+        if (rc)
+            goto out;
+        if (got == 0) {
+            rc = -EIO;
+            goto out;
+        }
+        EVP_DigestUpdate(md5, buf, got);
+        rc = core_upload_write(*upp, buf, got);
+        if (rc)
+            goto out;
+        off += got;
+        len -= got;
+        x->bytes_in += got;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdl = 0;
+    EVP_DigestFinal_ex(md5, md, &mdl);
+    s3__hex(md, 16, etag);
+out:
+    core_unref(x->core, ino);
+    EVP_MD_CTX_free(md5);
+    free(buf);
+    return rc;
+}
+
+static void copy_object(struct s3_ctx *x)
+{
+    struct copy_src s;
+    if (s3__op_bucket(x) || copy_source(x, &s))
+        return;
+    if (s.o.dir) {
+        s3__resp_error(x, -EINVAL, "InvalidRequest", 400, "a directory marker cannot be copied");
+        return;
+    }
+    const char *md = s3__req_header(x->req, "x-amz-metadata-directive");
+    const char *td = s3__req_header(x->req, "x-amz-tagging-directive");
+    bool replace = md && strcasecmp(md, "REPLACE") == 0;
+    bool treplace = td && strcasecmp(td, "REPLACE") == 0;
+    if ((md && !replace && strcasecmp(md, "COPY") != 0) ||
+        (td && !treplace && strcasecmp(td, "COPY") != 0)) {
+        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                       "unknown metadata or tagging directive");
+        return;
+    }
+    struct s3_meta req_meta, meta;
+    if (s3__op_meta_from_req(x, &req_meta))
+        return;
+    memset(&meta, 0, sizeof(meta));
+    const struct s3_meta *from = replace ? &req_meta : &s.o.meta;
+    for (size_t i = 0; i < from->n; i++)
+        if (from->ents[i].type != S3_M_TAG && from->ents[i].type != S3_M_PARTS)
+            s3__meta_add(&meta, x->a, from->ents[i].type, from->ents[i].key, from->ents[i].klen,
+                         from->ents[i].val, from->ents[i].vlen);
+    const struct s3_meta *tfrom = treplace ? &req_meta : &s.o.meta;
+    for (size_t i = 0; i < tfrom->n; i++)
+        if (tfrom->ents[i].type == S3_M_TAG)
+            s3__meta_add(&meta, x->a, S3_M_TAG, tfrom->ents[i].key, tfrom->ents[i].klen,
+                         tfrom->ents[i].val, tfrom->ents[i].vlen);
+    bool same = s.bucket_ino == x->bucket_ino && s.keylen == x->rt.keylen &&
+                memcmp(s.key, x->rt.key, s.keylen) == 0;
+    void *blob = NULL;
+    size_t bloblen = 0;
+    int rc = s3__meta_encode(&meta, &blob, &bloblen);
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    char etag[33];
+    struct core_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    if (same) {
+        if (!replace && !treplace) {
+            free(blob);
+            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+                           "this copy request is illegal because it is trying to copy an object "
+                           "to itself without changing the object's metadata");
+            return;
+        }
+        rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob,
+                               bloblen);
+        snprintf(etag, sizeof(etag), "%s", s.o.etag);
+        clock_gettime(CLOCK_REALTIME, &attr.mtime);
+    } else {
+        struct core_upload *up = NULL;
+        rc = copy_data(x, s.o.info.attr.ino, 0, s.o.info.attr.size, &up, etag);
+        if (rc) {
+            core_upload_abort(up);
+        } else {
+            const char *inm = s3__req_header(x->req, "if-none-match");
+            rc = core_upload_commit(up, x->rt.key, x->rt.keylen, etag, blob, bloblen, NULL,
+                                    inm && strcmp(inm, "*") == 0, &attr);
+        }
+    }
+    free(blob);
+    if (rc == SRV_EPRECOND) {
+        s3__resp_error(x, rc, "PreconditionFailed", 412,
+                       "at least one of the preconditions you specified did not hold");
+        return;
+    }
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    char iso[25];
+    s3__iso_date_fmt(&attr.mtime, iso);
+    s3__resp_xml(x);
+    evbuffer_add_printf(x->rbody, "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
+                                  "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
+                        S3_XMLNS, iso, etag);
+}
+
+static void part_copy(struct s3_ctx *x)
+{
+    uint32_t partno;
+    struct copy_src s;
+    if (parse_partno(x, &partno) || s3__op_bucket(x) || copy_source(x, &s))
+        return;
+    uint64_t size = s.o.info.attr.size, off = 0, end = size;
+    const char *rg = s3__req_header(x->req, "x-amz-copy-source-range");
+    if (rg) {
+        int rr = range_parse(rg, size, &off, &end);
+        if (rr <= 0 || strncmp(rg, "bytes=-", 7) == 0 || !strchr(rg, '-')[1]) {
+            s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                           "the x-amz-copy-source-range value must be of the form bytes=first-last "
+                           "within the source object");
+            return;
+        }
+    }
+    char etag[33];
+    struct core_upload *up = NULL;
+    int rc = copy_data(x, s.o.info.attr.ino, off, end - off, &up, etag);
+    if (rc) {
+        core_upload_abort(up);
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag);
+    if (rc) {
+        part_result(x, rc, etag);
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char iso[25];
+    s3__iso_date_fmt(&now, iso);
+    s3__resp_xml(x);
+    evbuffer_add_printf(x->rbody, "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
+                                  "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
+                        S3_XMLNS, iso, etag);
+}
+
+/* ---------------------------------------------------------------- tagging, ACL */
+
+static void get_tagging(struct s3_ctx *x)
+{
+    struct obj o;
+    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+        return;
+    s3__resp_xml(x);
+    struct evbuffer *b = x->rbody;
+    evbuffer_add_printf(b, "<Tagging xmlns=\"%s\"><TagSet>", S3_XMLNS);
+    for (size_t i = 0; i < o.meta.n; i++)
+        if (o.meta.ents[i].type == S3_M_TAG) {
+            evbuffer_add_printf(b, "<Tag>");
+            s3__xml_elemn(b, "Key", o.meta.ents[i].key, o.meta.ents[i].klen);
+            s3__xml_elemn(b, "Value", o.meta.ents[i].val, o.meta.ents[i].vlen);
+            evbuffer_add_printf(b, "</Tag>");
+        }
+    evbuffer_add_printf(b, "</TagSet></Tagging>\n");
+}
+
+static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
+{
+    struct obj o;
+    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+        return;
+    s3__meta_drop(&o.meta, S3_M_TAG);
+    if (!clear)
+        for (size_t i = 0; i < tags->n; i++)
+            s3__meta_add(&o.meta, x->a, S3_M_TAG, tags->ents[i].key, tags->ents[i].klen,
+                         tags->ents[i].val, tags->ents[i].vlen);
+    void *blob = NULL;
+    size_t len = 0;
+    int rc = s3__meta_encode(&o.meta, &blob, &len);
+    if (!rc)
+        rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
+    free(blob);
+    if (rc) {
+        s3__resp_err(x, rc, NULL);
+        return;
+    }
+    x->status = clear ? 204 : 200;
+}
+
+static void put_tagging(struct s3_ctx *x)
+{
+    size_t n = evbuffer_get_length(x->body);
+    struct s3_xnode *root = NULL, *set;
+    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Tagging") != 0 ||
+        !(set = s3__xml_child(root, "TagSet"))) {
+        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
+                       "the XML you provided was not well-formed or did not validate");
+        return;
+    }
+    struct s3_meta tags;
+    memset(&tags, 0, sizeof(tags));
+    for (struct s3_xnode *t = set->child; t; t = t->next) {
+        if (strcmp(t->name, "Tag") != 0)
+            continue;
+        struct s3_xnode *k = s3__xml_child(t, "Key"), *v = s3__xml_child(t, "Value");
+        if (!k || !v || !tag_ok(k->text, k->textlen, v->textlen) ||
+            s3__meta_find(&tags, S3_M_TAG, k->text)) {
+            s3__resp_error(x, -EINVAL, "InvalidTag", 400,
+                           "a tag key or value is invalid or repeated");
+            return;
+        }
+        s3__meta_add(&tags, x->a, S3_M_TAG, k->text, k->textlen, v->text, v->textlen);
+    }
+    if (tags.n > TAGS_MAX) {
+        s3__resp_error(x, -EINVAL, "BadRequest", 400, "object tags cannot be greater than 10");
+        return;
+    }
+    set_tags(x, &tags, false);
+}
+
+static void delete_tagging(struct s3_ctx *x)
+{
+    set_tags(x, NULL, true);
+}
+
+static void object_acl(struct s3_ctx *x)
+{
+    struct obj o;
+    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+        return;
+    s3__resp_xml(x);
+    evbuffer_add_printf(x->rbody,
+                        "<AccessControlPolicy xmlns=\"%s\"><Owner><ID>%u.%" PRIu64 "</ID>"
+                        "<DisplayName>%u.%" PRIu64 "</DisplayName></Owner><AccessControlList>"
+                        "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                        "xsi:type=\"CanonicalUser\"><ID>%u.%" PRIu64 "</ID></Grantee>"
+                        "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList>"
+                        "</AccessControlPolicy>\n",
+                        S3_XMLNS, x->p.tenant, x->p.user, x->p.tenant, x->p.user, x->p.tenant,
+                        x->p.user);
+}
+
+const struct s3_op s3_op_put_object = {"PutObject", S3_BODY_STREAM, put_begin, put_finish};
+const struct s3_op s3_op_mpu_upload_part = {"UploadPart", S3_BODY_STREAM, part_begin,
+                                            part_finish};
+const struct s3_op s3_op_get_object = {"GetObject", S3_BODY_NONE, get_or_head, NULL};
+const struct s3_op s3_op_head_object = {"HeadObject", S3_BODY_NONE, get_or_head, NULL};
+const struct s3_op s3_op_delete_object = {"DeleteObject", S3_BODY_NONE, delete_object, NULL};
+const struct s3_op s3_op_delete_objects = {"DeleteObjects", S3_BODY_XML, delete_objects, NULL};
+const struct s3_op s3_op_copy_object = {"CopyObject", S3_BODY_NONE, copy_object, NULL};
+const struct s3_op s3_op_mpu_upload_part_copy = {"UploadPartCopy", S3_BODY_NONE, part_copy, NULL};
+const struct s3_op s3_op_get_tagging = {"GetObjectTagging", S3_BODY_NONE, get_tagging, NULL};
+const struct s3_op s3_op_put_tagging = {"PutObjectTagging", S3_BODY_XML, put_tagging, NULL};
+const struct s3_op s3_op_delete_tagging = {"DeleteObjectTagging", S3_BODY_NONE, delete_tagging,
+                                           NULL};
+const struct s3_op s3_op_object_acl = {"GetObjectAcl", S3_BODY_NONE, object_acl, NULL};
