@@ -1,0 +1,473 @@
+# SPDX-License-Identifier: Apache-2.0
+"""NFSv3 + MOUNTv3 front end against a real s3nfsd.
+
+Two clients: libnfs (the C program nfs3_client.c, compiled here) for the
+procedures as applications use them, and rpc3.py for exact protocol bytes
+(errors, forged handles, retransmissions, fragments, pipelining).
+"""
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import rpc3  # noqa: E402
+from rpc3 import NFS_PROG, MNT_PROG, Packer, RpcConn  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="session")
+def nfs3_client(tmp_path_factory):
+    """Build the libnfs test client once per session."""
+    out = str(tmp_path_factory.mktemp("nfsbin") / "nfs3_client")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libnfs"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", "-std=gnu11", "-O1", "-Wall", "-o", out,
+                    os.path.join(HERE, "nfs3_client.c")] + flags, check=True)
+    return out
+
+
+def bucket_name():
+    return "t" + uuid.uuid4().hex[:12]
+
+
+def run_client(binary, daemon, scenario, bucket, url=None, timeout=300):
+    p = subprocess.run([binary, url or daemon.nfs_url, scenario, bucket], capture_output=True,
+                       text=True, timeout=timeout)
+    assert p.returncode == 0 and "DONE" in p.stdout, (
+        f"{scenario} failed:\n{p.stdout}\n{p.stderr}\n--- daemon log ---\n{daemon.tail()}")
+    return p.stdout
+
+
+def root_fh(conn, path="/"):
+    st, res = conn.mnt(path)
+    assert st == 0, f"MNT {path} -> {st}"
+    return res[0]
+
+
+# ---------------------------------------------------------------- procedures
+
+def test_procedures_through_libnfs(s3nfsd, nfs3_client):
+    out = run_client(nfs3_client, s3nfsd, "procs", bucket_name())
+    for what in ("MKDIR bucket", "WRITE 3 MiB", "COMMIT", "READ back", "SETATTR mode",
+                 "SETATTR size (truncate)", "SETATTR times", "ACCESS rw", "SYMLINK", "READLINK",
+                 "LINK (nlink 2)", "RENAME over existing", "READDIRPLUS lists every entry once",
+                 "FSSTAT", "MKNOD fifo refused", "GETATTR of a removed inode is STALE",
+                 "RMDIR bucket"):
+        assert f"ok {what}\n" in out
+
+
+def test_handles_survive_restart(s3nfsd, nfs3_client):
+    b = bucket_name()
+    p = subprocess.Popen([nfs3_client, s3nfsd.nfs_url, "hold", b], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if line.startswith("READY") or line.startswith("FAIL"):
+                break
+        assert lines and lines[-1].startswith("READY"), "".join(lines)
+        s3nfsd.restart()  # same port, same data dir
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        rest = p.stdout.read()
+        assert p.wait(120) == 0, "".join(lines) + rest + s3nfsd.tail()
+        assert "ok READ with a pre-restart handle" in rest
+        assert "ok GETATTR directory with a pre-restart handle" in rest
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def test_raw_handles_survive_restart(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    b = bucket_name()
+    st, bfh = c.mkdir(root, b)
+    assert st == 0
+    c.close()
+    s3nfsd.restart()
+    c = RpcConn(s3nfsd.nfs_port)
+    st, attr = c.getattr(bfh)
+    assert st == 0 and attr["type"] == 2
+    assert c.lookup(root, b)[1] == bfh, "handles are stable: the same bytes after a restart"
+    c.close()
+
+
+def test_mount_procedures(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    assert c.call(MNT_PROG, 3, rpc3.MNT_NULL).accept_stat == rpc3.SUCCESS
+    assert c.call(NFS_PROG, 3, rpc3.NULL).accept_stat == rpc3.SUCCESS
+    st, (fh, flavors) = c.mnt("/")
+    assert st == 0 and 0 < len(fh) <= 64 and flavors == [rpc3.AUTH_SYS]
+    assert c.mnt("//")[1][0] == fh, "trailing slashes are ignored"
+    assert c.mnt("/no/such/export")[0] == 2  # MNT3ERR_NOENT
+    exports = c.mnt_list(rpc3.MNT_EXPORT)
+    assert ("/", ["127.0.0.0/8", "::1/128"]) in exports or any(e[0] == "/" for e in exports)
+    assert ("127.0.0.1", "/") in c.mnt_list(rpc3.MNT_DUMP)
+    c.call(MNT_PROG, 3, rpc3.MNT_UMNT, Packer().string("/").bytes())
+    assert ("127.0.0.1", "/") not in c.mnt_list(rpc3.MNT_DUMP)
+    c.mnt("/")
+    c.call(MNT_PROG, 3, rpc3.MNT_UMNTALL)
+    assert c.mnt_list(rpc3.MNT_DUMP) == []
+    c.close()
+
+
+def test_fsinfo_pathconf_fsstat(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    fh = root_fh(c)
+    st, fi = c.fsinfo(fh)
+    assert st == 0
+    assert fi["rtmax"] >= 1 << 20 and fi["wtmax"] >= 1 << 20
+    assert fi["rtpref"] <= fi["rtmax"] and fi["dtpref"] > 0
+    assert fi["maxfilesize"] >= 1 << 40 and fi["time_delta"] == (0, 1)
+    assert fi["properties"] & 0x1b == 0x1b  # LINK SYMLINK HOMOGENEOUS CANSETTIME
+    st, pc = c.pathconf(fh)
+    assert st == 0 and pc["name_max"] == 255 and pc["no_trunc"] == 1
+    assert pc["case_insensitive"] == 0 and pc["case_preserving"] == 1
+    st, fs = c.fsstat(fh)
+    assert st == 0 and fs["tbytes"] >= fs["fbytes"] >= 0 and fs["tfiles"] >= fs["ffiles"]
+    c.close()
+
+
+def test_readdir_paging_and_cookies(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    assert st == 0
+    names = {f"entry-{i:03d}" for i in range(120)}
+    for n in names:
+        assert c.create(bfh, n)[0] == 0
+    seen, cookie, verf, pages = [], 0, b"\0" * 8, 0
+    while True:
+        st, (ents, eof, verf) = c.readdir(bfh, cookie, verf, count=600)
+        assert st == 0
+        pages += 1
+        seen += [e[1] for e in ents]
+        if eof:
+            break
+        assert ents, "a page that is not the last holds at least one entry"
+        cookie = ents[-1][2]
+    assert pages > 3, "count bounds the page size"
+    assert sorted(seen) == sorted(names | {".", ".."})
+    # A wrong verifier with a nonzero cookie is refused; a tiny count too.
+    assert c.readdir(bfh, cookie, b"\x01" * 8)[0] == rpc3.NFS3ERR_BAD_COOKIE
+    assert c.readdir(bfh, 0, count=40)[0] == rpc3.NFS3ERR_TOOSMALL
+    # READDIR of a file: NOTDIR.
+    st, ffh = c.lookup(bfh, "entry-000")
+    assert st == 0 and c.readdir(ffh)[0] == rpc3.NFS3ERR_NOTDIR
+    c.close()
+
+
+def test_write_stability_and_verifier(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    st, fh = c.create(bfh, "f")
+    assert st == 0
+    st, w1 = c.write(fh, 0, b"a" * 1000, stable=0)
+    assert st == 0 and w1["count"] == 1000 and w1["committed"] in (0, 1, 2)
+    st, w2 = c.write(fh, 1000, b"b" * 1000, stable=2)
+    assert st == 0 and w2["committed"] == 2 and w2["verf"] == w1["verf"]
+    st, u = c.nfs(rpc3.COMMIT, Packer().opaque(fh).u64(0).u32(0).bytes())
+    assert st == 0
+    u.wcc()
+    assert u.fopaque(8) == w1["verf"]
+    st, (data, eof, n) = c.read(fh, 0, 5000)
+    assert st == 0 and data == b"a" * 1000 + b"b" * 1000 and eof and n == 2000
+    # WRITE whose count exceeds its data is invalid.
+    args = Packer().opaque(fh).u64(0).u32(10).u32(2).opaque(b"abc").bytes()
+    assert c.nfs(rpc3.WRITE, args)[0] == rpc3.NFS3ERR_INVAL
+    # WRITE to a directory.
+    assert c.write(bfh, 0, b"x")[0] == 21  # ISDIR
+    c.close()
+    s3nfsd.restart()
+    c = RpcConn(s3nfsd.nfs_port)
+    st, w3 = c.write(fh, 0, b"c", stable=2)
+    assert st == 0 and w3["verf"] != w1["verf"], "the write verifier changes on restart"
+    c.close()
+
+
+def test_setattr_guard_and_create_modes(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    st, fh = c.create(bfh, "g")
+    st, attr = c.getattr(fh)
+    ctime = attr["ctime"]
+    guard_ok = Packer().opaque(fh).raw(rpc3.sattr3(mode=0o600)).u32(1).u32(ctime[0]).u32(ctime[1])
+    st, u = c.nfs(rpc3.SETATTR, guard_ok.bytes())
+    assert st == 0
+    pre, post = u.wcc()
+    assert pre is not None and post is not None and post["mode"] & 0o7777 == 0o600
+    guard_bad = Packer().opaque(fh).raw(rpc3.sattr3(mode=0o644)).u32(1).u32(1).u32(0)
+    st, _ = c.nfs(rpc3.SETATTR, guard_bad.bytes())
+    assert st == rpc3.NFS3ERR_NOT_SYNC
+    # GUARDED create of an existing name: EXIST; UNCHECKED: the same file.
+    assert c.create(bfh, "g", how=1)[0] == rpc3.NFS3ERR_EXIST
+    st, fh2 = c.create(bfh, "g", how=0)
+    assert st == 0 and fh2 == fh
+    # EXCLUSIVE: a retransmission with the same verifier gets the same file.
+    excl = Packer().opaque(bfh).string("x").u32(2).fopaque(b"12345678").bytes()
+    st, u = c.nfs(rpc3.CREATE, excl)
+    assert st == 0
+    xfh = u.post_op_fh()
+    st, u = c.nfs(rpc3.CREATE, excl)
+    assert st == 0 and u.post_op_fh() == xfh
+    excl2 = Packer().opaque(bfh).string("x").u32(2).fopaque(b"87654321").bytes()
+    assert c.nfs(rpc3.CREATE, excl2)[0] == rpc3.NFS3ERR_EXIST
+    # MKNOD: BADTYPE for devices, NOTSUPP for FIFOs.
+    chr_args = Packer().opaque(bfh).string("c").u32(4).raw(rpc3.sattr3()).u32(1).u32(1).bytes()
+    assert c.nfs(rpc3.MKNOD, chr_args)[0] == rpc3.NFS3ERR_BADTYPE
+    fifo_args = Packer().opaque(bfh).string("p").u32(7).raw(rpc3.sattr3()).bytes()
+    assert c.nfs(rpc3.MKNOD, fifo_args)[0] == rpc3.NFS3ERR_NOTSUPP
+    # Names: too long, "." / ".." refused where they make no sense.
+    assert c.mkdir(bfh, "n" * 256)[0] == rpc3.NFS3ERR_NAMETOOLONG
+    rmdir_dot = Packer().opaque(bfh).string(".").bytes()
+    assert c.nfs(rpc3.RMDIR, rmdir_dot)[0] == rpc3.NFS3ERR_INVAL
+    c.close()
+
+
+def test_lookup_dotdot_stays_in_export(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, fh = c.lookup(root, "..")
+    assert st == 0 and fh == root
+    st, fh = c.lookup(root, ".")
+    assert st == 0 and fh == root
+    c.close()
+
+
+# ---------------------------------------------------------------- handles
+
+def test_forged_and_malformed_handles(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    assert c.getattr(root)[0] == 0
+    for i in range(len(root)):
+        bad = bytearray(root)
+        bad[i] ^= 0x01
+        st, _ = c.getattr(bytes(bad))
+        assert st in (rpc3.NFS3ERR_STALE, rpc3.NFS3ERR_BADHANDLE), (i, st)
+        if i >= 4:
+            assert st == rpc3.NFS3ERR_STALE, f"byte {i}: a forged handle is STALE"
+    assert c.getattr(root[:-1])[0] == rpc3.NFS3ERR_BADHANDLE
+    assert c.getattr(b"")[0] == rpc3.NFS3ERR_BADHANDLE
+    assert c.getattr(b"\0" * 64)[0] == rpc3.NFS3ERR_BADHANDLE
+    # Another tenant id in the handle (bytes 8..11) never resolves.
+    other = bytearray(root)
+    other[8:12] = struct.pack(">I", 2)
+    assert c.getattr(bytes(other))[0] == rpc3.NFS3ERR_STALE
+    c.close()
+
+
+# ---------------------------------------------------------------- RPC layer
+
+def assert_alive(port):
+    c = RpcConn(port)
+    assert c.call(NFS_PROG, 3, rpc3.NULL).accept_stat == rpc3.SUCCESS
+    c.close()
+
+
+def test_rpc_error_replies(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    r = c.call(100021, 4, 0)  # NLM is not served
+    assert r.accepted and r.accept_stat == rpc3.PROG_UNAVAIL
+    r = c.call(NFS_PROG, 4, 0)
+    assert r.accept_stat == rpc3.PROG_MISMATCH and r.mismatch == (3, 3)
+    r = c.call(MNT_PROG, 1, 0)
+    assert r.accept_stat == rpc3.PROG_MISMATCH and r.mismatch == (3, 3)
+    r = c.call(NFS_PROG, 3, 22)
+    assert r.accept_stat == rpc3.PROC_UNAVAIL
+    r = c.call(MNT_PROG, 3, 6)
+    assert r.accept_stat == rpc3.PROC_UNAVAIL
+    r = c.call(NFS_PROG, 3, rpc3.GETATTR, b"\0\0\0")  # truncated nfs_fh3
+    assert r.accept_stat == rpc3.GARBAGE_ARGS
+    r = c.call(NFS_PROG, 3, rpc3.LOOKUP, Packer().u32(100).bytes())  # handle longer than 64
+    assert r.accept_stat == rpc3.GARBAGE_ARGS
+    r = c.call(NFS_PROG, 3, rpc3.NULL, rpcvers=3)
+    assert not r.accepted and r.reject_stat == 0 and r.mismatch == (2, 2)
+    r = c.call(NFS_PROG, 3, rpc3.NULL, cred=(6, b"gss-token"))
+    assert not r.accepted and r.auth_stat == rpc3.AUTH_TOOWEAK
+    r = c.call(NFS_PROG, 3, rpc3.NULL, cred=(rpc3.AUTH_SYS, b"\0\0\0\0"))
+    assert not r.accepted and r.auth_stat == rpc3.AUTH_BADCRED
+    # The connection is still usable after all of these.
+    assert c.call(NFS_PROG, 3, rpc3.NULL).accept_stat == rpc3.SUCCESS
+    # AUTH_NONE is accepted (anonymous).
+    cn = RpcConn(s3nfsd.nfs_port, cred=(rpc3.AUTH_NONE, b""))
+    assert cn.call(NFS_PROG, 3, rpc3.NULL).accept_stat == rpc3.SUCCESS
+    cn.close()
+    c.close()
+
+
+def expect_closed(conn):
+    conn.sock.settimeout(10)
+    try:
+        data = conn.sock.recv(100)
+        assert data == b"", f"unexpected reply {data!r}"
+    except ConnectionResetError:
+        pass
+
+
+def test_garbage_and_oversize_close_the_connection(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    # A REPLY message where a call is expected.
+    c.send_raw(RpcConn.record(Packer().u32(1).u32(1).u32(0).bytes()))
+    expect_closed(c)
+    c.close()
+    c = RpcConn(s3nfsd.nfs_port)
+    c.send_raw(struct.pack(">I", 0x80000000 | (64 << 20)) + b"x" * 1000)
+    expect_closed(c)
+    c.close()
+    # Fragments that add up past the limit.
+    c = RpcConn(s3nfsd.nfs_port)
+    frag = b"\0" * (1 << 20)
+    try:
+        for _ in range(6):
+            c.send_raw(struct.pack(">I", len(frag)) + frag)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    expect_closed(c)
+    c.close()
+    assert "closing" in s3nfsd.tail(200)
+    assert_alive(s3nfsd.nfs_port)
+
+
+def test_multi_fragment_record(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    r = c.call(NFS_PROG, 3, rpc3.GETATTR, Packer().opaque(root).bytes(), frags=7)
+    assert r.accept_stat == rpc3.SUCCESS and r.body.u32() == 0
+    c.close()
+
+
+def test_pipelined_calls_all_answered(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    st, fh = c.create(bfh, "big")
+    for i in range(4):
+        assert c.write(fh, i << 20, bytes([i]) * (1 << 20))[0] == 0
+    xids, out = set(), []
+    for i in range(64):
+        if i % 3 == 0:
+            xid, msg = c.call_bytes(NFS_PROG, 3, rpc3.READ,
+                                    Packer().opaque(fh).u64((i % 4) << 20).u32(1 << 20).bytes())
+        elif i % 3 == 1:
+            xid, msg = c.call_bytes(NFS_PROG, 3, rpc3.GETATTR, Packer().opaque(root).bytes())
+        else:
+            xid, msg = c.call_bytes(NFS_PROG, 3, rpc3.NULL)
+        xids.add(xid)
+        out.append(RpcConn.record(msg))
+    c.send_raw(b"".join(out))
+    got = set()
+    for _ in range(64):
+        r = c.recv_reply()
+        assert r.accept_stat == rpc3.SUCCESS
+        got.add(r.xid)
+    assert got == xids
+    c.close()
+
+
+def test_duplicate_request_cache(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    xid = 0x5eed0001
+    args = Packer().opaque(bfh).string("once").raw(rpc3.sattr3(0o755)).bytes()
+    r1 = c.call(NFS_PROG, 3, rpc3.MKDIR, args, xid=xid)
+    assert r1.body.u32() == 0
+    r2 = c.call(NFS_PROG, 3, rpc3.MKDIR, args, xid=xid)
+    assert r2.raw == r1.raw, "a retransmission gets the first reply"
+    c.close()
+    # After a reconnect (new source port) too.
+    c = RpcConn(s3nfsd.nfs_port)
+    r3 = c.call(NFS_PROG, 3, rpc3.MKDIR, args, xid=xid)
+    assert r3.raw == r1.raw
+    # A new xid executes again.
+    assert c.call(NFS_PROG, 3, rpc3.MKDIR, args).body.u32() == rpc3.NFS3ERR_EXIST
+    # REMOVE retransmitted: OK twice, not NOENT the second time.
+    st, _ = c.create(bfh, "victim")
+    rargs = Packer().opaque(bfh).string("victim").bytes()
+    assert c.call(NFS_PROG, 3, rpc3.REMOVE, rargs, xid=0x5eed0002).body.u32() == 0
+    assert c.call(NFS_PROG, 3, rpc3.REMOVE, rargs, xid=0x5eed0002).body.u32() == 0
+    assert c.call(NFS_PROG, 3, rpc3.REMOVE, rargs).body.u32() == rpc3.NFS3ERR_NOENT
+    c.close()
+
+
+# ---------------------------------------------------------------- tenants
+
+def admin(daemon, method, path, body=None):
+    import json
+    import urllib.request
+    req = urllib.request.Request(daemon.admin_endpoint + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Bearer {daemon.admin_token}",
+                                          "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            data = r.read()
+            return r.status, (json.loads(data) if data else None)
+    except urllib.error.HTTPError as e:
+        return e.code, None
+    except urllib.error.URLError:
+        return None, None
+
+
+def make_tenant_export(daemon, name, path, nets=("127.0.0.0/8",), flags=None):
+    """Create a tenant and an export of its root through the admin API, or skip."""
+    st, t = admin(daemon, "POST", "/admin/v1/tenants", {"name": name})
+    if st in (None, 404, 405, 501) or t is None:
+        pytest.skip(f"admin API for tenants not available (POST /admin/v1/tenants -> {st})")
+    assert st in (200, 201), st
+    tid = t.get("id")
+    body = {"path": path, "nets": list(nets)}
+    if flags:
+        body.update(flags)
+    st, e = admin(daemon, "POST", f"/admin/v1/tenants/{tid}/exports", body)
+    if st in (None, 404, 405, 501):
+        pytest.skip(f"admin API for exports not available (-> {st})")
+    assert st in (200, 201), st
+    return tid, e
+
+
+def test_two_tenants_cannot_reach_each_other(s3nfsd, nfs3_client):
+    make_tenant_export(s3nfsd, "tenant-b", "/tb")
+    c = RpcConn(s3nfsd.nfs_port)
+    a_root = root_fh(c, "/")
+    b_root = root_fh(c, "/tb")
+    assert a_root != b_root
+    b_bucket = bucket_name()
+    st, b_bfh = c.mkdir(b_root, b_bucket)
+    assert st == 0
+    # Tenant A's root does not show B's bucket, by name or by "..".
+    assert c.lookup(a_root, b_bucket)[0] == rpc3.NFS3ERR_NOENT
+    assert c.lookup(b_root, "..")[1] == b_root
+    # A handle of B relabelled with A's export id (or the reverse) never resolves.
+    forged = bytearray(b_bfh)
+    forged[4:12] = a_root[4:12]
+    assert c.getattr(bytes(forged))[0] == rpc3.NFS3ERR_STALE
+    # One RENAME across the two exports: XDEV or STALE, never success.
+    st, a_bfh = c.mkdir(a_root, bucket_name())
+    st, _ = c.create(a_bfh, "f")
+    args = Packer().opaque(a_bfh).string("f").opaque(b_bfh).string("f").bytes()
+    assert c.nfs(rpc3.RENAME, args)[0] in (rpc3.NFS3ERR_XDEV, rpc3.NFS3ERR_STALE)
+    c.close()
+    url = f"nfs://127.0.0.1/?version=3&nfsport={s3nfsd.nfs_port}&mountport={s3nfsd.nfs_port}"
+    run_client(nfs3_client, s3nfsd, "isolated", b_bucket, url=url)
+
+
+def test_export_not_admitting_client_is_refused(s3nfsd):
+    make_tenant_export(s3nfsd, "tenant-far", "/far", nets=("10.99.0.0/16",))
+    c = RpcConn(s3nfsd.nfs_port)
+    assert c.mnt("/far")[0] in (2, 13)  # NOENT or ACCES, never a handle
+    assert all(e[0] != "/far" for e in c.mnt_list(rpc3.MNT_EXPORT))
+    c.close()
