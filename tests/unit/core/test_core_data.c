@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for server/core/core_data.c (and refs/quotas of core_main.c and
+ * core_quota.c): inline files and their conversion to extents, partial
+ * overwrites (copy-on-write), holes, writes across chunk boundaries,
+ * truncation, concurrent writers, CRC corruption surfacing as SRV_ECORRUPT,
+ * unlinked-but-referenced files, orphans across reopen, quotas. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "core_test_util.h"
+
+#define MB (1024 * 1024)
+
+static uint64_t mkfile(struct fx *f, const char *name)
+{
+    struct core_attr a;
+    assert_int_equal(core_create(f->c, &f->p, f->bucket, name, strlen(name), 0644,
+                                 CORE_CREATE_GUARDED, 0, &a),
+                     0);
+    return a.ino;
+}
+
+static void wr(struct fx *f, uint64_t ino, uint64_t off, const void *buf, size_t len)
+{
+    enum core_stable st;
+    assert_int_equal(core_write(f->c, &f->p, ino, off, buf, len, CORE_UNSTABLE, &st, NULL, NULL),
+                     0);
+    assert_true(st >= CORE_UNSTABLE);
+}
+
+/* Check the file equals @p model (size and bytes). */
+static void check(struct fx *f, uint64_t ino, const uint8_t *model, size_t size)
+{
+    struct core_attr a;
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &a), 0);
+    assert_int_equal(a.size, size);
+    uint8_t *buf = malloc(size + 100);
+    size_t n;
+    bool eof;
+    assert_int_equal(core_read(f->c, &f->p, ino, 0, buf, size + 100, &n, &eof), 0);
+    assert_int_equal(n, size);
+    assert_true(eof);
+    assert_memory_equal(buf, model, size);
+    free(buf);
+}
+
+static void test_inline_and_convert(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ino = mkfile(f, "a");
+    uint8_t *model = calloc(1, 3 * MB);
+    wr(f, ino, 0, "hello", 5);
+    memcpy(model, "hello", 5);
+    check(f, ino, model, 5);
+    wr(f, ino, 100, "x", 1); /* hole inside inline */
+    model[100] = 'x';
+    check(f, ino, model, 101);
+    /* past inline_max: converts to extents keeping the old bytes */
+    uint8_t big[10000];
+    fx_fill(big, sizeof(big), 3);
+    wr(f, ino, 3000, big, sizeof(big));
+    memcpy(model + 3000, big, sizeof(big));
+    check(f, ino, model, 13000);
+    struct core_attr a;
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &a), 0);
+    assert_int_equal(a.used, 101 + 10000); /* the hole [101, 3000) holds no space */
+    /* partial overwrite in the middle of an extent, and across the 1 MiB grid */
+    wr(f, ino, 50, "ABC", 3);
+    memcpy(model + 50, "ABC", 3);
+    fx_fill(big, sizeof(big), 4);
+    wr(f, ino, MB - 5000, big, sizeof(big));
+    memcpy(model + MB - 5000, big, sizeof(big));
+    check(f, ino, model, MB + 5000);
+    /* a far hole reads as zeros */
+    wr(f, ino, 3 * MB - 10, "end", 3);
+    memcpy(model + 3 * MB - 10, "end", 3);
+    check(f, ino, model, 3 * MB - 7);
+    /* reads at and past eof */
+    char buf[16];
+    size_t n;
+    bool eof;
+    assert_int_equal(core_read(f->c, &f->p, ino, 3 * MB, buf, 16, &n, &eof), 0);
+    assert_int_equal(n, 0);
+    assert_true(eof);
+    assert_int_equal(core_read(f->c, &f->p, ino, 3 * MB - 9, buf, 4, &n, &eof), 0);
+    assert_int_equal(n, 2);
+    assert_true(eof);
+    assert_int_equal(core_read(f->c, &f->p, f->bucket, 0, buf, 4, &n, &eof), -EISDIR);
+    /* data survives a reopen */
+    fx_reopen(f);
+    check(f, ino, model, 3 * MB - 7);
+    free(model);
+}
+
+static void test_truncate(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ino = mkfile(f, "t");
+    size_t sz = 2 * MB + 777;
+    uint8_t *model = malloc(4 * MB);
+    fx_fill(model, sz, 5);
+    wr(f, ino, 0, model, sz);
+    struct core_setattr sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.mask = CORE_SET_SIZE;
+    sa.size = MB + 10;
+    struct core_attr post;
+    assert_int_equal(core_setattr(f->c, &f->p, ino, &sa, NULL, &post), 0);
+    assert_int_equal(post.size, MB + 10);
+    check(f, ino, model, MB + 10);
+    /* extend: the cut bytes must read as zeros */
+    sa.size = 3 * MB;
+    assert_int_equal(core_setattr(f->c, &f->p, ino, &sa, NULL, &post), 0);
+    memset(model + MB + 10, 0, 3 * MB - (MB + 10));
+    check(f, ino, model, 3 * MB);
+    /* write into the previously cut region */
+    wr(f, ino, MB + 20, "zz", 2);
+    memcpy(model + MB + 20, "zz", 2);
+    check(f, ino, model, 3 * MB);
+    /* to zero and back to inline */
+    sa.size = 0;
+    assert_int_equal(core_setattr(f->c, &f->p, ino, &sa, NULL, &post), 0);
+    assert_int_equal(post.used, 0);
+    wr(f, ino, 0, "again", 5);
+    check(f, ino, (const uint8_t *)"again", 5);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &post), 0);
+    assert_int_equal(post.used, 5);
+    /* inline truncate */
+    sa.size = 2;
+    assert_int_equal(core_setattr(f->c, &f->p, ino, &sa, NULL, &post), 0);
+    check(f, ino, (const uint8_t *)"ag", 2);
+    struct core_usage u;
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes, 2);
+    free(model);
+}
+
+struct wthr {
+    struct fx *f;
+    uint64_t ino;
+    int idx;
+};
+
+static void *writer(void *arg)
+{
+    struct wthr *w = arg;
+    uint8_t *buf = malloc(256 * 1024);
+    for (int i = 0; i < 8; i++) {
+        /* thread idx owns every 4th 64 KiB block */
+        uint64_t off = (uint64_t)(i * 4 + w->idx) * 65536;
+        memset(buf, 'a' + w->idx, 65536);
+        if (core_write(w->f->c, &w->f->p, w->ino, off, buf, 65536, CORE_FILE_SYNC, NULL, NULL,
+                       NULL) != 0)
+            abort();
+    }
+    free(buf);
+    return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ino = mkfile(f, "c");
+    pthread_t th[4];
+    struct wthr w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct wthr){f, ino, i};
+        pthread_create(&th[i], NULL, writer, &w[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    uint8_t *model = malloc(32 * 65536);
+    for (int b = 0; b < 32; b++)
+        memset(model + b * 65536, 'a' + b % 4, 65536);
+    check(f, ino, model, 32 * 65536);
+    free(model);
+    struct core_stats st;
+    core_stats_get(f->c, &st);
+    assert_true(st.commits > 0);
+    assert_true(st.commit_ops >= st.commits);
+}
+
+static void test_crc_corruption(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ino = mkfile(f, "crc");
+    uint8_t *buf = malloc(MB);
+    fx_fill(buf, MB, 6);
+    wr(f, ino, 0, buf, MB);
+    assert_int_equal(core_sync(f->c), 0);
+    /* flip bytes everywhere in the data file where this extent may lie */
+    char path[512];
+    DIR *d = opendir(f->dir);
+    struct dirent *de;
+    int done = 0;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "data", 4) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", f->dir, de->d_name);
+        int fd = open(path, O_RDWR);
+        assert_true(fd >= 0);
+        uint8_t *blk = malloc(4 * MB);
+        assert_int_equal(pread(fd, blk, 4 * MB, 0), 4 * MB);
+        for (size_t i = 0; i + MB <= 4 * MB; i += 4096)
+            if (memcmp(blk + i, buf, 64) == 0) {
+                blk[i + 100] ^= 0xff;
+                assert_int_equal(pwrite(fd, blk + i + 100, 1, (off_t)(i + 100)), 1);
+                done = 1;
+            }
+        fsync(fd);
+        close(fd);
+        free(blk);
+    }
+    closedir(d);
+    assert_true(done);
+    size_t n;
+    bool eof;
+    assert_int_equal(core_read(f->c, &f->p, ino, 0, buf, 4096, &n, &eof), SRV_ECORRUPT);
+    struct core_stats st;
+    core_stats_get(f->c, &st);
+    assert_true(st.crc_errors >= 1);
+    /* a partial overwrite of the corrupt extent fails cleanly too */
+    assert_int_equal(core_write(f->c, &f->p, ino, 10, "x", 1, CORE_FILE_SYNC, NULL, NULL, NULL),
+                     SRV_ECORRUPT);
+    /* a whole overwrite replaces it */
+    fx_fill(buf, MB, 7);
+    wr(f, ino, 0, buf, MB);
+    check(f, ino, buf, MB);
+    free(buf);
+}
+
+static void test_unlink_open(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ino = mkfile(f, "open");
+    uint8_t *buf = malloc(2 * MB);
+    fx_fill(buf, 2 * MB, 8);
+    wr(f, ino, 0, buf, 2 * MB);
+    assert_int_equal(core_ref(f->c, ino), 0);
+    assert_int_equal(core_remove(f->c, &f->p, f->bucket, "open", 4), 0);
+    struct core_attr a;
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "open", 4, &a), -ENOENT);
+    check(f, ino, buf, 2 * MB);
+    struct core_stats s1, s2;
+    core_stats_get(f->c, &s1);
+    core_unref(f->c, ino);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &a), SRV_ESTALE);
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s2);
+    assert_true(s2.store_free >= s1.store_free + 2 * MB);
+    /* an orphan left by a "crash" (close without unref) is reclaimed at open */
+    ino = mkfile(f, "open2");
+    wr(f, ino, 0, buf, 2 * MB);
+    assert_int_equal(core_ref(f->c, ino), 0);
+    assert_int_equal(core_remove(f->c, &f->p, f->bucket, "open2", 5), 0);
+    fx_reopen(f);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &a), SRV_ESTALE);
+    core_stats_get(f->c, &s2);
+    assert_int_equal(s2.store_free, s2.store_capacity);
+    assert_int_equal(core_ref(f->c, ino), SRV_ESTALE);
+    free(buf);
+}
+
+static void test_quota(void **state)
+{
+    struct fx *f = *state;
+    struct core_usage u;
+    uint8_t *buf = malloc(2 * MB);
+    fx_fill(buf, 2 * MB, 9);
+    assert_int_equal(fx_put(f, "keep", buf, MB), 0);
+    assert_int_equal(core_quota_set(f->c, 1, f->bucket, MB + MB / 2, 0), 0);
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes_limit, MB + MB / 2);
+    assert_int_equal(u.bytes, MB);
+    assert_int_equal(core_quota_admit(f->c, &f->p, f->bucket, MB, 0), -EDQUOT);
+    assert_int_equal(core_quota_admit(f->c, &f->p, f->bucket, 1000, 0), 0);
+    /* the upload is refused at admission or at commit, and nothing changes */
+    struct core_upload *up;
+    assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, MB, &up), -EDQUOT);
+    assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, UINT64_MAX, &up), 0);
+    assert_int_equal(core_upload_write(up, buf, MB), 0);
+    assert_int_equal(core_upload_commit(up, "more", 4, "e", NULL, 0, NULL, false, NULL), -EDQUOT);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "more", 4, &oi), -ENOENT);
+    /* overwriting "keep" with a bigger object fails and keeps the old data */
+    assert_int_equal(fx_put(f, "keep", buf, 2 * MB), -EDQUOT);
+    void *d = NULL;
+    size_t n;
+    assert_int_equal(fx_get(f, "keep", &d, &n), 0);
+    assert_int_equal(n, MB);
+    assert_memory_equal(d, buf, MB);
+    free(d);
+    /* NFS write past the limit */
+    uint64_t ino = mkfile(f, "nfs");
+    assert_int_equal(core_write(f->c, &f->p, ino, 0, buf, MB, CORE_FILE_SYNC, NULL, NULL, NULL),
+                     -EDQUOT);
+    struct core_attr a;
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &a), 0);
+    assert_int_equal(a.size, 0);
+    /* inode quota on a directory */
+    assert_int_equal(core_quota_set(f->c, 1, f->bucket, 0, 0), 0);
+    struct core_attr dir;
+    assert_int_equal(core_mkdir(f->c, &f->p, f->bucket, "qd", 2, 0755, &dir), 0);
+    assert_int_equal(fx_put(f, "qd/one", "1", 1), 0);
+    assert_int_equal(core_quota_set(f->c, 1, dir.ino, 0, 2), 0);
+    assert_int_equal(core_usage_get(f->c, 1, dir.ino, &u), 0);
+    assert_int_equal(u.inodes, 1);
+    assert_int_equal(u.bytes, 1);
+    assert_int_equal(fx_put(f, "qd/two", "2", 1), 0);
+    assert_int_equal(fx_put(f, "qd/three", "3", 1), -EDQUOT);
+    assert_int_equal(core_create(f->c, &f->p, dir.ino, "x", 1, 0644, 0, 0, &a), -EDQUOT);
+    assert_int_equal(fx_put(f, "qd/sub/deep", "3", 1), -EDQUOT);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "qd/one", 6), 0);
+    assert_int_equal(fx_put(f, "qd/three", "3", 1), 0);
+    /* tenant quota */
+    assert_int_equal(core_quota_set(f->c, 1, 0, 0, 1), 0);
+    assert_int_equal(core_bucket_create(f->c, &f->p, "another", 7, &a), -EDQUOT);
+    assert_int_equal(core_usage_get(f->c, 1, 0, &u), 0);
+    assert_true(u.inodes > 1);
+    free(buf);
+}
+
+static void test_verifier(void **state)
+{
+    struct fx *f = *state;
+    uint64_t v1 = core_write_verifier(f->c);
+    fx_reopen(f);
+    assert_true(core_write_verifier(f->c) != v1);
+    uint64_t ino = mkfile(f, "v");
+    assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    assert_int_equal(core_commit(f->c, &f->p, 123456789), SRV_ESTALE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_inline_and_convert, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_crc_corruption, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
