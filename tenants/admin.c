@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * admin: the admin listener (see admin.h): its own event_base and thread, an
+ * evhttp server, /healthz, /metrics and bearer-token checks for /api/v1.
+ *
+ * The token is never stored: the configuration carries its SHA-256, and a
+ * request's token is hashed and compared in constant time.
+ * Thread: the admin thread runs every handler; start/stop from main. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "admin_int.h"
+#include "srv_config.h"
+#include "srv_err.h"
+#include "srv_log.h"
+#include "srv_metrics.h"
+
+void admin__error(struct evhttp_request *req, int status, const char *code, const char *msg)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    /* code and msg are ours (static or escaped by the caller), never raw input. */
+    evbuffer_add_printf(b, "{\"error\":\"%s\",\"message\":\"", code);
+    for (const char *p = msg; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            evbuffer_add_printf(b, "\\%c", *p);
+        else if ((unsigned char)*p < 0x20)
+            evbuffer_add_printf(b, "\\u%04x", (unsigned char)*p);
+        else
+            evbuffer_add(b, p, 1);
+    }
+    evbuffer_add_printf(b, "\"}\n");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "application/json");
+    evhttp_send_reply(req, status, NULL, b);
+    evbuffer_free(b);
+}
+
+static bool token_ok(struct admin *a, struct evhttp_request *req)
+{
+    if (!a->cfg.have_token)
+        return false;
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return false;
+    const char *tok = h + 7;
+    while (*tok == ' ')
+        tok++;
+    uint8_t d[32];
+    SHA256((const unsigned char *)tok, strlen(tok), d);
+    return CRYPTO_memcmp(d, a->cfg.token_sha256, 32) == 0;
+}
+
+static void send_text(struct evhttp_request *req, int status, const char *ctype,
+                      struct evbuffer *body)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
+    evhttp_send_reply(req, status, NULL, body);
+}
+
+static void handle(struct evhttp_request *req, void *arg)
+{
+    struct admin *a = arg;
+    uint64_t t0 = srv_now_us();
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const char *op = "other";
+    int status = 200;
+
+    if (!path || !*path)
+        path = "/";
+    if (strcmp(path, "/healthz") == 0) {
+        op = "healthz";
+        if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+            status = 405;
+            admin__error(req, status, "MethodNotAllowed", "use GET");
+            goto out;
+        }
+        struct evbuffer *b = evbuffer_new();
+        bool ready = __atomic_load_n(&a->ready, __ATOMIC_ACQUIRE);
+        evbuffer_add_printf(b, ready ? "ok\n" : "starting\n");
+        status = ready ? 200 : 503;
+        send_text(req, status, "text/plain; charset=utf-8", b);
+        evbuffer_free(b);
+        goto out;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        op = "metrics";
+        if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+            status = 405;
+            admin__error(req, status, "MethodNotAllowed", "use GET");
+            goto out;
+        }
+        struct evbuffer *b = evbuffer_new();
+        srv_metrics_render(b);
+        send_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", b);
+        evbuffer_free(b);
+        goto out;
+    }
+    if (strncmp(path, "/api/v1/", 8) == 0 || strcmp(path, "/api/v1") == 0) {
+        op = "api";
+        if (!token_ok(a, req)) {
+            status = 401;
+            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                              "Bearer realm=\"s3nfs-admin\"");
+            admin__error(req, status, "Unauthorized",
+                         "missing or wrong bearer token (Authorization: Bearer TOKEN)");
+            srv_log(INFO, ADMIN, "401 %s from an unauthenticated client", path);
+            goto out;
+        }
+        admin__api(a, req, path + 7);
+        status = 0; /* logged by the API */
+        goto out;
+    }
+    status = 404;
+    admin__error(req, status, "NotFound", "no such resource");
+out:
+    srv_metrics_op(SRV_PROTO_ADMIN, op, 0, 0, 0, srv_now_us() - t0,
+                   status >= 400 ? -EINVAL : 0);
+}
+
+static void *admin_main(void *arg)
+{
+    struct admin *a = arg;
+    event_base_loop(a->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    return NULL;
+}
+
+static void free_admin(struct admin *a)
+{
+    if (a->http)
+        evhttp_free(a->http);
+    if (a->base)
+        event_base_free(a->base);
+    free(a);
+}
+
+int admin_start(struct admin **out, const struct admin_config *cfg, struct core *c,
+                struct tenants *t, struct qos *q)
+{
+    int rc;
+    char host[256];
+    int port;
+    struct admin *a;
+
+    if (!cfg->listen || srv_config_split_listen(cfg->listen, host, sizeof(host), &port) < 0)
+        return -EINVAL;
+    a = calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    a->cfg = *cfg;
+    a->cfg.listen = NULL;
+    a->core = c;
+    a->tenants = t;
+    a->qos = q;
+    a->base = event_base_new();
+    a->http = a->base ? evhttp_new(a->base) : NULL;
+    if (!a->http) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_PATCH);
+    evhttp_set_max_headers_size(a->http, 64 * 1024);
+    evhttp_set_max_body_size(a->http, 1024 * 1024);
+    evhttp_set_timeout(a->http, 30);
+    evhttp_set_gencb(a->http, handle, a);
+    errno = 0;
+    if (!evhttp_bind_socket_with_handle(a->http, *host ? host : "0.0.0.0", (uint16_t)port)) {
+        rc = errno ? -errno : -EADDRINUSE;
+        srv_log(ERROR, ADMIN, "cannot listen on %s: %s", cfg->listen, strerror(-rc));
+        goto fail;
+    }
+    rc = -pthread_create(&a->thread, NULL, admin_main, a);
+    if (rc < 0)
+        goto fail;
+    a->started = true;
+    srv_log(INFO, ADMIN, "admin listener on %s", cfg->listen);
+    *out = a;
+    return 0;
+fail:
+    free_admin(a);
+    return rc;
+}
+
+void admin_set_ready(struct admin *a, bool ready)
+{
+    if (a)
+        __atomic_store_n(&a->ready, ready ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+void admin_stop(struct admin *a)
+{
+    if (!a)
+        return;
+    if (a->started) {
+        event_base_loopbreak(a->base);
+        pthread_join(a->thread, NULL);
+    }
+    free_admin(a);
+}
