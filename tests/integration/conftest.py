@@ -9,6 +9,7 @@ s3_endpoint, access_key, secret_key, nfs_port, admin_endpoint, admin_token,
 data_dir, log_path, and restart()/stop()/start() methods.
 """
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -64,7 +65,10 @@ class Daemon:
         args = [BIN, "--foreground", "--data-dir", self.data_dir,
                 "--s3-listen", f"127.0.0.1:{self.s3_port}",
                 "--nfs-listen", f"127.0.0.1:{self.nfs_port}",
-                "--admin-listen", f"127.0.0.1:{self.admin_port}"] + self.extra_args
+                "--admin-listen", f"127.0.0.1:{self.admin_port}",
+                # tests run many daemons: keep each preallocated data file small
+                "--set", f"data_file_size={os.environ.get('S3NFS_TEST_DATA_FILE_SIZE', '2GiB')}",
+                ] + self.extra_args
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + timeout
@@ -95,6 +99,11 @@ class Daemon:
         self.log.close()
         return rc
 
+    def cleanup(self):
+        """Stop and remove the data folder (keeps the log for post-mortems)."""
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
     def kill(self):
         return self.stop(signal.SIGKILL)
 
@@ -124,14 +133,14 @@ class Daemon:
 def s3nfsd(tmp_path):
     d = Daemon(str(tmp_path)).start()
     yield d
-    d.stop()
+    d.cleanup()
 
 
 @pytest.fixture(scope="module")
 def s3nfsd_module(tmp_path_factory):
     d = Daemon(str(tmp_path_factory.mktemp("s3nfsd"))).start()
     yield d
-    d.stop()
+    d.cleanup()
 
 
 @pytest.fixture
@@ -146,4 +155,4 @@ def daemon_factory(tmp_path):
         return d
     yield make
     for d in made:
-        d.stop()
+        d.cleanup()
