@@ -424,7 +424,8 @@ int core_key_set_meta(struct core *c, const struct core_principal *p, uint64_t b
 
 static int bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
-    int r = memcmp(a, b, al < bl ? al : bl);
+    size_t m = al < bl ? al : bl;
+    int r = m ? memcmp(a, b, m) : 0;
     if (r)
         return r;
     return al < bl ? -1 : al > bl;
@@ -449,7 +450,8 @@ static void seek_to(MDB_val *k, uint8_t *sk, uint64_t bucket, const char *s, siz
 {
     size_t hl = len < META_KEY_HEAD ? len : META_KEY_HEAD;
     meta_be64_put(sk, bucket);
-    memcpy(sk + 8, s, hl);
+    if (hl)
+        memcpy(sk + 8, s, hl);
     k->mv_data = sk;
     k->mv_size = 8 + hl;
 }
@@ -469,8 +471,10 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
     int rc;
 
     *truncated = false;
-    if (!prefix)
+    if (!prefix || !prefixlen) {
+        prefix = "";
         prefixlen = 0;
+    }
     if (!after)
         afterlen = 0;
     if (!delim)

@@ -267,7 +267,8 @@ int core__dirpath_get(struct core *c, MDB_txn *t, uint64_t dir, char *buf, size_
         return rc;
     if (v.mv_size > CORE_KEY_MAX)
         return SRV_ECORRUPT;
-    memcpy(buf, v.mv_data, v.mv_size);
+    if (v.mv_size)
+        memcpy(buf, v.mv_data, v.mv_size);
     *len = v.mv_size;
     return 0;
 }
