@@ -58,6 +58,7 @@ struct nfs_conn {
     char peer_str[INET6_ADDRSTRLEN + 8];
     struct nfs_rec rec;
     unsigned outstanding;
+    unsigned depth; /* nesting of our callbacks on the stack: never free under them */
     bool closed;
     bool paused;
     struct nfs_conn *prev, *next; /* s->conns, under s->lock */
@@ -142,8 +143,11 @@ static void inflight_add(struct nfs_server *s, long d)
 
 /* ---- connections (loop thread) ---- */
 
-static void conn_free(struct nfs_conn *cn)
+/* Free a closed connection once no call and no callback of ours refers to it. */
+static void conn_maybe_free(struct nfs_conn *cn)
 {
+    if (!cn->closed || cn->outstanding > 0 || cn->depth > 0)
+        return;
     nfs_rec_fini(&cn->rec);
     free(cn);
 }
@@ -167,8 +171,7 @@ static void conn_close(struct nfs_conn *cn)
     cn->bev = NULL;
     srv_log(DEBUG, NFS, "req=- tenant=- connection from %s closed (%u calls in flight)",
             cn->peer_str, cn->outstanding);
-    if (cn->outstanding == 0)
-        conn_free(cn);
+    conn_maybe_free(cn);
 }
 
 static void conn_send(struct nfs_conn *cn, const void *buf, size_t len)
@@ -276,12 +279,10 @@ static void req_done(void *arg)
     srv_log(DEBUG, NFS, "req=%08x tenant=%u %s from %s: %s", r->call.xid, r->p.tenant,
             r->desc->name, cn->peer_str, r->reply ? srv_strerror(r->err) : "dropped");
     cn->outstanding--;
-    if (cn->closed) {
-        if (cn->outstanding == 0)
-            conn_free(cn);
-    } else {
-        conn_resume(cn);
-    }
+    if (cn->closed)
+        conn_maybe_free(cn);
+    else
+        conn_resume(cn); /* may free cn: not touched below */
     req_free(r);
     inflight_add(s, -1);
 }
@@ -405,28 +406,31 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
     struct nfs_conn *cn = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
+    cn->depth++;
     while (!cn->closed) {
         if (!conn_may_read(cn)) {
             if (!cn->paused) {
                 cn->paused = true;
                 bufferevent_disable(cn->bev, EV_READ);
             }
-            return;
+            break;
         }
         void *rec;
         size_t len;
         int rc = nfs_rec_take(&cn->rec, in, &rec, &len);
         if (rc == 0)
-            return;
+            break;
         if (rc < 0) {
             srv_log(WARN, NFS, "req=- tenant=- %s from %s (limit %zu bytes): closing",
                     rc == -EMSGSIZE ? "record too large" : "out of memory", cn->peer_str,
                     cn->rec.max);
             conn_close(cn);
-            return;
+            break;
         }
         conn_record(cn, rec, len);
     }
+    cn->depth--;
+    conn_maybe_free(cn);
 }
 
 static void conn_write_cb(struct bufferevent *bev, void *arg)
