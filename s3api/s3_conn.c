@@ -712,6 +712,11 @@ static int ctx_auth(struct s3_ctx *x)
         }
     } else {
         rc = s3__sigv4_parse_query(r, &x->sig);
+        if (rc == -ENOENT && s3__req_has_param(r, "AWSAccessKeyId")) {
+            s3__resp_error(x, -EACCES, "AccessDenied", 403,
+                           "only AWS Signature Version 4 is supported (presigned URL is SigV2)");
+            return -1;
+        }
         if (rc == -ENOENT) {
             s3__resp_error(x, -EACCES, "AccessDenied", 403, "anonymous access is not allowed");
             return -1;

@@ -180,11 +180,13 @@ static void mpu_complete(struct s3_ctx *x)
     if (!md)
         abort();
     EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    /* every named part must exist with its ETag before sizes are judged */
+    size_t *idx = s3__arena_alloc(x->a, np * sizeof(*idx));
     size_t j = 0;
     for (i = 0; i < np; i++) {
+        unsigned char bin[16];
         while (j < ps.n && ps.v[j].partno < nums[i])
             j++;
-        unsigned char bin[16];
         if (j == ps.n || ps.v[j].partno != nums[i] || strcmp(ps.v[j].etag, etags[i]) != 0 ||
             hexbin(ps.v[j].etag, bin)) {
             EVP_MD_CTX_free(md);
@@ -193,13 +195,18 @@ static void mpu_complete(struct s3_ctx *x)
                                                   "not match", nums[i]));
             return;
         }
-        if (i + 1 < np && ps.v[j].size < MPU_MIN_PART) {
+        idx[i] = j;
+    }
+    for (i = 0; i < np; i++) {
+        unsigned char bin[16];
+        if (i + 1 < np && ps.v[idx[i]].size < MPU_MIN_PART) {
             EVP_MD_CTX_free(md);
             s3__resp_error(x, -EINVAL, "EntityTooSmall", 400,
                            s3__arena_printf(x->a, "part %u is smaller than the minimum allowed "
                                                   "size (5 MiB)", nums[i]));
             return;
         }
+        hexbin(ps.v[idx[i]].etag, bin);
         EVP_DigestUpdate(md, bin, 16);
     }
     unsigned char d[EVP_MAX_MD_SIZE];
