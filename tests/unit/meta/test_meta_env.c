@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for meta/meta_env.c: creating an environment, the schema version
+ * record (a newer or unknown version is refused with SRV_EBADVERSION), LMDB
+ * error mapping and the get/put/del helpers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "meta.h"
+#include "srv_err.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/meta-test-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int put_fn(MDB_txn *txn, void *arg)
+{
+    struct meta_env *m = arg;
+    return meta_put(txn, meta_dbi(m, META_DBI_T_CONFIG), "k", 1, "v", 1, 0);
+}
+
+static void test_create_and_reopen(void **state)
+{
+    struct meta_env *m;
+    MDB_txn *t;
+    MDB_val v;
+    (void)state;
+    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    assert_int_equal(meta_submit(m, put_fn, m, 0), 0);
+    assert_int_equal(meta_rtxn_begin(m, &t), 0);
+    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_META), "version", 7, &v), 0);
+    assert_int_equal(v.mv_size, 4);
+    assert_int_equal(meta_be32_get(v.mv_data), META_SCHEMA_VERSION);
+    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_META), "next_ino", 8, &v), 0);
+    assert_int_equal(meta_be64_get(v.mv_data), 16);
+    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_T_CONFIG), "nope", 4, &v), -ENOENT);
+    meta_rtxn_end(t);
+    meta_env_close(m);
+    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    assert_int_equal(meta_rtxn_begin(m, &t), 0);
+    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_T_CONFIG), "k", 1, &v), 0);
+    assert_memory_equal(v.mv_data, "v", 1);
+    meta_rtxn_end(t);
+    meta_env_close(m);
+    meta_env_close(NULL);
+}
+
+/* Rewrite the version record with raw LMDB, as a newer build would have. */
+static void set_version(uint32_t ver)
+{
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    uint8_t b[4];
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 64);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &t), 0);
+    assert_int_equal(mdb_dbi_open(t, "meta", 0, &dbi), 0);
+    meta_be32_put(b, ver);
+    MDB_val k = {7, "version"}, v = {4, b};
+    assert_int_equal(mdb_put(t, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(t), 0);
+    mdb_env_close(env);
+}
+
+static void test_newer_version_refused(void **state)
+{
+    struct meta_env *m;
+    (void)state;
+    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    meta_env_close(m);
+    set_version(META_SCHEMA_VERSION + 1);
+    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), SRV_EBADVERSION);
+    assert_null(m);
+    set_version(0);
+    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), SRV_EBADVERSION);
+    set_version(META_SCHEMA_VERSION);
+    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    meta_env_close(m);
+}
+
+static void test_error_map(void **state)
+{
+    (void)state;
+    assert_int_equal(meta_err(0), 0);
+    assert_int_equal(meta_err(MDB_NOTFOUND), -ENOENT);
+    assert_int_equal(meta_err(MDB_KEYEXIST), -EEXIST);
+    assert_int_equal(meta_err(MDB_MAP_FULL), -ENOSPC);
+    assert_int_equal(meta_err(MDB_CORRUPTED), -EIO);
+    assert_int_equal(meta_err(EACCES), -EACCES);
+}
+
+static void test_bad_dir(void **state)
+{
+    struct meta_env *m;
+    (void)state;
+    assert_true(meta_env_open(&m, "/proc/no/such/dir", 64ull << 20, 16) < 0);
+    assert_null(m);
+}
+
+static void test_keyenc(void **state)
+{
+    uint8_t a[META_KEYENC_MAX], b[META_KEYENC_MAX];
+    char k1[1024], k2[1024];
+    (void)state;
+    memset(k1, 'x', sizeof(k1));
+    memcpy(k2, k1, sizeof(k2));
+    k2[1000] = 'y';
+    assert_int_equal(meta_keyenc("abc", 3, a), 3);
+    assert_int_equal(meta_keyenc(k1, META_KEY_VERBATIM, a), META_KEY_VERBATIM);
+    assert_int_equal(meta_keyenc(k1, 1024, a), META_KEY_HEAD + 8);
+    assert_int_equal(meta_keyenc(k2, 1024, b), META_KEY_HEAD + 8);
+    assert_memory_equal(a, b, META_KEY_HEAD);
+    assert_memory_not_equal(a, b, META_KEY_HEAD + 8);
+    uint8_t be[8];
+    meta_be64_put(be, 0x0102030405060708ull);
+    assert_int_equal(be[0], 1);
+    assert_int_equal(meta_be64_get(be), 0x0102030405060708ull);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
+        cmocka_unit_test(test_error_map),
+        cmocka_unit_test(test_bad_dir),
+        cmocka_unit_test(test_keyenc),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
