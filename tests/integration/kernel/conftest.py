@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Fixtures for the kernel NFS client tests: a QEMU guest from ../shared/nfsvm.
+
+`nfsvm` (session scope) finds the nfsvm tool next to the repository
+(<repo>/../shared/nfsvm, or $S3NFS_NFSVM_DIR), runs its `build-image` (which
+caches the guest image in $NFSVM_CACHE, default ~/.cache/nfsvm, and returns
+at once when the cache is up to date; the first build needs root and ~1 min),
+and skips every kernel test with a clear message when the tool is absent or
+no image can be built.
+
+`knfs_target` is the NFS server the guest mounts: a fresh s3nfsd from the
+shared `s3nfsd` fixture (NFS and MOUNT on one port, export "/"), or, when
+$S3NFS_KNFS_TARGET="NFSPORT[:MOUNTPORT[:EXPORT]]" is set, an NFS server that
+is already running on 127.0.0.1 (for comparing against another server; the
+S3-side checks are then skipped).
+
+Each test boots one guest with NfsVm.run(); the workload scripts live in
+workloads/ and source workloads/lib.sh through the shared directory /host.
+"""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(HERE, "workloads")
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+NFSVM_DIR = os.environ.get("S3NFS_NFSVM_DIR",
+                           os.path.abspath(os.path.join(REPO, "..", "shared", "nfsvm")))
+IMAGE_FILES = ("vmlinuz", "initrd.img", "rootfs.img")
+BUILD_TIMEOUT = 1200
+# soft mount with a bounded retry: a server that stops answering shows up as
+# EIO in the failing step instead of a guest that hangs until the VM timeout
+MOUNT_OPTS = "soft,timeo=150,retrans=2"
+
+
+def _tail(text, n):
+    lines = text.splitlines()
+    return "\n".join(lines[-n:])
+
+
+class Result:
+    """What one guest run returned: exit code, workload output, run's stderr."""
+
+    def __init__(self, name, rc, stdout, stderr, out_dir, wall):
+        self.name = name
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.out_dir = out_dir
+        self.wall = wall
+
+    @property
+    def ok(self):
+        return self.rc == 0 and f"WORKLOAD OK {self.name}" in self.stdout
+
+    @property
+    def last_step(self):
+        steps = re.findall(r"^== STEP (.*)$", self.stdout, re.M)
+        return steps[-1] if steps else "(none: the workload did not start)"
+
+    @property
+    def failure(self):
+        m = re.findall(r"^FAIL \[.*$", self.stdout, re.M)
+        if m:
+            return m[-1]
+        if self.rc == 124:
+            return f"VM timed out in step '{self.last_step}'"
+        if self.rc == 125:
+            return "VM boot or NFS mount failed"
+        return f"exit code {self.rc} in step '{self.last_step}'"
+
+    def hostchecks(self):
+        """[(bucket, key, size, sha256)] from HOSTCHECK lines."""
+        out = []
+        for m in re.finditer(r"^HOSTCHECK (\S+) (\S+) (\d+) ([0-9a-f]{64})$", self.stdout, re.M):
+            out.append((m.group(1), m.group(2), int(m.group(3)), m.group(4)))
+        return out
+
+    def report(self, server_log=""):
+        """A failure message with everything the server's author needs."""
+        parts = [f"kernel workload '{self.name}' failed: {self.failure}",
+                 f"last step: {self.last_step}",
+                 "----- guest output (tail) -----", _tail(self.stdout, 60),
+                 "----- nfsvm run (stderr tail) -----", _tail(self.stderr, 30)]
+        if self.out_dir:
+            log = os.path.join(self.out_dir, "nfsvm-guest.log")
+            if os.path.exists(log):
+                with open(log, errors="replace") as f:
+                    parts += ["----- guest harness log (tail) -----", _tail(f.read(), 15)]
+            dmesg = os.path.join(self.out_dir, "nfsvm-dmesg")
+            if os.path.exists(dmesg):
+                with open(dmesg, errors="replace") as f:
+                    nfs = [ln for ln in f.read().splitlines()
+                           if re.search(r"nfs|rpc|lockd|server", ln, re.I)
+                           and "Registered" not in ln]
+                if nfs:
+                    parts += ["----- guest dmesg (NFS lines) -----", "\n".join(nfs[-15:])]
+        if server_log:
+            parts += ["----- server log (tail) -----", server_log]
+        return "\n".join(parts)
+
+
+class NfsVm:
+    def __init__(self, tool_dir, cache):
+        self.tool_dir = tool_dir
+        self.cache = cache
+        self.run_script = os.path.join(tool_dir, "run")
+
+    def run(self, workload, args, target, tmp_path, files=None, env=None, timeout=300,
+            mem=None):
+        """Boot one guest, mount `target`, run workloads/<workload>.sh ARGS.
+
+        files: {name: host path or bytes} put into the shared directory (/host).
+        env: {NAME: VALUE} for the workload. Returns a Result; never raises for
+        a failing workload (the caller asserts on it)."""
+        name = workload
+        share = tmp_path / f"share-{name}"
+        out_dir = tmp_path / f"out-{name}"
+        share.mkdir()
+        shutil.copy(os.path.join(WORKLOADS, "lib.sh"), share / "lib.sh")
+        for fname, src in (files or {}).items():
+            if isinstance(src, bytes):
+                (share / fname).write_bytes(src)
+            else:
+                try:
+                    os.link(src, share / fname)
+                except OSError:
+                    shutil.copy(src, share / fname)
+        cmd = [self.run_script, "-p", str(target.nfs_port), "-m", str(target.mount_port),
+               "-e", target.export, "-o", MOUNT_OPTS, "--share", str(share),
+               "--out", str(out_dir), "--timeout", str(timeout)]
+        if mem:
+            cmd += ["--mem", str(mem)]
+        for k, v in (env or {}).items():
+            cmd += ["--env", f"{k}={v}"]
+        cmd += [os.path.join(WORKLOADS, f"{workload}.sh")] + [str(a) for a in args]
+        run_env = dict(os.environ, NFSVM_CACHE=self.cache)
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=run_env, timeout=timeout + 60)
+            rc, so, se = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, so, se = 124, e.stdout or b"", (e.stderr or b"") + b"\nhost-side timeout\n"
+        wall = time.monotonic() - t0
+        return Result(name, rc, so.decode(errors="replace"), se.decode(errors="replace"),
+                      str(out_dir), wall)
+
+
+@pytest.fixture(scope="session")
+def nfsvm():
+    run = os.path.join(NFSVM_DIR, "run")
+    build = os.path.join(NFSVM_DIR, "build-image")
+    if not (os.access(run, os.X_OK) and os.access(build, os.X_OK)):
+        pytest.skip(f"kernel NFS client tests need {NFSVM_DIR} (nfsvm: run + build-image); "
+                    "it is absent")
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("kernel NFS client tests need qemu-system-x86_64 (apt-get install "
+                    "qemu-system-x86)")
+    cache = os.environ.get("NFSVM_CACHE") or subprocess.run(
+        [build, "--print-dir"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    have_image = all(os.path.exists(os.path.join(cache, f)) for f in IMAGE_FILES)
+    try:
+        p = subprocess.run([build], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=BUILD_TIMEOUT,
+                           env=dict(os.environ, NFSVM_CACHE=cache))
+        rc, out = p.returncode, p.stdout
+    except subprocess.TimeoutExpired:
+        rc, out = -1, f"build-image did not finish within {BUILD_TIMEOUT}s"
+    if rc != 0:
+        # an older image (e.g. a non-root user cannot rebuild) still boots
+        have_image = all(os.path.exists(os.path.join(cache, f)) for f in IMAGE_FILES)
+        if not have_image:
+            pytest.skip(f"cannot build the nfsvm guest image in {cache} "
+                        f"({build} exit {rc}; it needs root and mmdebstrap):\n{_tail(out, 8)}")
+    elif not have_image:
+        print(f"nfsvm: built the guest image in {cache}")
+    return NfsVm(NFSVM_DIR, cache)
+
+
+class ExternalTarget:
+    """An NFS server already running on 127.0.0.1 ($S3NFS_KNFS_TARGET)."""
+
+    def __init__(self, spec):
+        parts = spec.split(":")
+        self.nfs_port = int(parts[0])
+        self.mount_port = int(parts[1]) if len(parts) > 1 and parts[1] else self.nfs_port
+        self.export = parts[2] if len(parts) > 2 and parts[2] else "/"
+        self.daemon = None
+
+    def log_tail(self):
+        return ""
+
+
+class S3nfsdTarget:
+    """A fresh s3nfsd: NFS and MOUNT on one port, the bootstrap tenant root as "/"."""
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+        self.nfs_port = daemon.nfs_port
+        self.mount_port = daemon.nfs_port
+        self.export = "/"
+
+    def log_tail(self):
+        return self.daemon.tail(40)
+
+
+@pytest.fixture
+def knfs_target(nfsvm, request):
+    spec = os.environ.get("S3NFS_KNFS_TARGET")
+    if spec:
+        return ExternalTarget(spec)
+    return S3nfsdTarget(request.getfixturevalue("s3nfsd"))

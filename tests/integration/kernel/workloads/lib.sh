@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: Apache-2.0
+# lib.sh: helpers sourced by the guest workloads (bash, inside the nfsvm guest).
+#
+# The test harness copies this file into the directory shared with the guest
+# (/host), so a workload starts with `. /host/lib.sh`. Every workload announces
+# its steps with `step NAME`; the first failing command or check prints
+#   FAIL [NAME]: what went wrong
+# and exits non-zero, so the host side can tell exactly which step broke. A
+# workload that gets to the end prints `WORKLOAD OK <name>`.
+# Lines `HOSTCHECK <bucket> <key> <size> <sha256>` ask the host to GET the
+# object over S3 after the VM has exited and compare size and SHA-256.
+
+set -Eeuo pipefail
+STEP=start
+export LC_ALL=C
+
+step() { STEP=$*; echo "== STEP $STEP"; }
+fail() { echo "FAIL [$STEP]: $*"; exit 1; }
+trap 'rc=$?; echo "FAIL [$STEP]: command failed (exit $rc) at line $LINENO: $BASH_COMMAND"; exit $rc' ERR
+
+# eq ACTUAL EXPECTED WHAT
+eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
+
+# drop the guest's page cache, dentries and inodes: the next read goes to the server
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# as UID GID[,SUPPLEMENTARY...] CMD...: run CMD with those credentials (AUTH_SYS
+# on the wire carries exactly these ids)
+as() {
+    local uid=$1 gids=$2; shift 2
+    local gid=${gids%%,*}
+    setpriv --reuid="$uid" --regid="$gid" --groups="$gids" -- "$@"
+}
+
+# must_fail_with MESSAGE CMD...: CMD must fail and its stderr must contain MESSAGE
+must_fail_with() {
+    local msg=$1 err; shift
+    if err=$("$@" 2>&1 >/dev/null); then
+        fail "'$*' succeeded, expected failure with '$msg'"
+    fi
+    case $err in
+        *"$msg"*) ;;
+        *) fail "'$*' failed with '$err', expected '$msg'" ;;
+    esac
+}
+
+# hostcheck BUCKET KEY FILE: have the host GET s3://BUCKET/KEY and compare with FILE
+hostcheck() {
+    echo "HOSTCHECK $1 $2 $(stat -c %s "$3") $(sha256sum < "$3" | cut -d' ' -f1)"
+}

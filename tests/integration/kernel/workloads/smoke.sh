@@ -1,0 +1,211 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# smoke.sh BUCKET: everyday file operations through the Linux kernel NFS client.
+#
+# Runs as root in the nfsvm guest with cwd = the mount of the tenant root.
+# Makes bucket BUCKET (mkdir at the root), then checks inside it: create/write/
+# read-back (after dropping caches), partial overwrite and append, rename,
+# rename-over (checkpoint pattern, with a reader holding the old file open),
+# hard link, symlink/readlink, chmod/chown, truncate up/down, mkdir/rmdir,
+# remove of an open file (silly rename), ls -la sizes, a directory with many
+# entries, df. Leaves payload.bin, hello.txt and patch.bin for the host to GET.
+# Inputs: /host/payload.bin (random bytes from the host), optional env
+# KS_EXPECT_TOTAL (df total size in bytes the server should report).
+. /host/lib.sh
+B=${1:?usage: smoke.sh BUCKET}
+M=$PWD
+
+step "mkdir bucket"
+mkdir "$B"
+[ -d "$B" ] || fail "bucket directory $B missing after mkdir"
+cd "$B"
+
+step "create, write, read back"
+printf 'hello kernel client\n' > hello.txt
+eq "$(cat hello.txt)" "hello kernel client" "hello.txt content"
+eq "$(stat -c %s hello.txt)" 20 "hello.txt size"
+cp /host/payload.bin payload.bin
+drop_caches
+cmp /host/payload.bin payload.bin || fail "payload.bin differs from the host's after drop_caches"
+eq "$(stat -c %s payload.bin)" "$(stat -c %s /host/payload.bin)" "payload.bin size"
+: > empty
+eq "$(stat -c %s empty)" 0 "empty file size"
+
+step "partial overwrite and append"
+cp /host/payload.bin /tmp/model
+cp /host/payload.bin patch.bin
+head -c 5000 /dev/urandom > /tmp/chunk
+dd if=/tmp/chunk of=/tmp/model bs=1 seek=70001 conv=notrunc status=none
+dd if=/tmp/chunk of=patch.bin bs=1 seek=70001 conv=notrunc status=none
+dd if=/tmp/chunk of=/tmp/model bs=4096 seek=3 conv=notrunc status=none
+dd if=/tmp/chunk of=patch.bin bs=4096 seek=3 conv=notrunc status=none
+cat /tmp/chunk >> /tmp/model
+cat /tmp/chunk >> patch.bin
+drop_caches
+cmp /tmp/model patch.bin || fail "patch.bin differs from the local model after overwrite+append"
+
+step "rename"
+printf 'a\n' > a
+mv a b
+[ ! -e a ] || fail "a still exists after mv a b"
+eq "$(cat b)" a "b content after rename"
+mkdir -p d1/d2
+mv b d1/d2/b
+eq "$(cat d1/d2/b)" a "content after rename into a subdirectory"
+mv d1/d2/b b
+mv d1 d1renamed
+[ -d d1renamed/d2 ] || fail "directory rename lost its subdirectory"
+
+step "rename-over (checkpoint pattern)"
+head -c 300000 /dev/urandom > ckpt
+sync
+for v in 2 3; do
+    head -c $((200000 + v * 777)) /dev/urandom > ckpt.tmp
+    sha=$(sha256sum < ckpt.tmp)
+    ino=$(stat -c %i ckpt.tmp)
+    sync
+    mv ckpt.tmp ckpt
+    [ ! -e ckpt.tmp ] || fail "ckpt.tmp still exists after mv over ckpt (v$v)"
+    eq "$(stat -c %i ckpt)" "$ino" "ckpt inode after rename-over (v$v)"
+    drop_caches
+    eq "$(sha256sum < ckpt)" "$sha" "ckpt content after rename-over (v$v)"
+done
+# a reader that opened the old checkpoint keeps reading the old bytes
+old=$(sha256sum < ckpt)
+exec 4< ckpt
+head -c 123457 /dev/urandom > ckpt.tmp
+sync
+mv ckpt.tmp ckpt
+eq "$(sha256sum <&4)" "$old" "old checkpoint read through an fd opened before the rename-over"
+exec 4<&-
+eq "$(stat -c %s ckpt)" 123457 "new checkpoint size"
+
+step "hard link"
+printf 'linked\n' > l1
+ln l1 l2
+eq "$(stat -c %h l1)" 2 "link count of l1"
+eq "$(stat -c %h l2)" 2 "link count of l2"
+eq "$(stat -c %i l2)" "$(stat -c %i l1)" "inode of l2 vs l1"
+printf 'more\n' >> l2
+drop_caches
+eq "$(cat l1)" "$(printf 'linked\nmore')" "l1 content after append through l2"
+rm l2
+eq "$(stat -c %h l1)" 1 "link count of l1 after rm l2"
+
+step "symlink and readlink"
+ln -s l1 s1
+eq "$(readlink s1)" l1 "readlink s1"
+eq "$(stat -c %F s1)" "symbolic link" "type of s1"
+eq "$(head -1 s1)" linked "content read through s1"
+ln -s /nonexistent/target-with-a-long-name dangling
+eq "$(readlink dangling)" /nonexistent/target-with-a-long-name "readlink of a dangling symlink"
+[ ! -e dangling ] || fail "dangling symlink resolves"
+ln -s d1renamed sdir
+[ -d sdir/d2 ] || fail "symlink to a directory does not resolve"
+drop_caches
+eq "$(readlink s1)" l1 "readlink s1 after drop_caches"
+
+step "chmod and chown as root"
+chmod 640 l1
+eq "$(stat -c %a l1)" 640 "mode after chmod 640"
+chmod 755 l1
+eq "$(stat -c %a l1)" 755 "mode after chmod 755"
+chmod 1777 d1renamed
+eq "$(stat -c %a d1renamed)" 1777 "directory mode after chmod 1777"
+chown 1234:5678 l1
+eq "$(stat -c %u:%g l1)" 1234:5678 "owner after chown 1234:5678"
+chgrp 42 l1
+eq "$(stat -c %u:%g l1)" 1234:42 "owner after chgrp 42"
+drop_caches
+eq "$(stat -c %a:%u:%g l1)" 755:1234:42 "mode and owner after drop_caches"
+chown 0:0 l1
+
+step "truncate up and down"
+printf 'abcdefghij' > tr
+truncate -s 1048576 tr
+eq "$(stat -c %s tr)" 1048576 "size after truncate up"
+{ printf 'abcdefghij'; head -c $((1048576 - 10)) /dev/zero; } > /tmp/trmodel
+drop_caches
+cmp /tmp/trmodel tr || fail "content after truncate up is not the old bytes + zeros"
+truncate -s 3 tr
+eq "$(stat -c %s tr)" 3 "size after truncate down"
+drop_caches
+eq "$(cat tr)" abc "content after truncate down"
+truncate -s 0 tr
+eq "$(stat -c %s tr)" 0 "size after truncate to 0"
+# shrink then grow: the cut bytes must come back as zeros
+printf 'XYZXYZXYZ' > tr2
+truncate -s 2 tr2
+truncate -s 6 tr2
+eq "$(od -An -c tr2 | tr -s ' ')" " X Y \\0 \\0 \\0 \\0" "content after shrink+grow"
+
+step "mkdir and rmdir"
+mkdir -p x/y/z
+[ -d x/y/z ] || fail "x/y/z missing after mkdir -p"
+rmdir x/y/z
+[ ! -e x/y/z ] || fail "x/y/z still there after rmdir"
+touch x/y/f
+must_fail_with "not empty" rmdir x/y
+must_fail_with "exists" mkdir x
+rm -rf x
+[ ! -e x ] || fail "x still there after rm -rf"
+
+step "rm of an open file (silly rename)"
+printf 'still readable\n' > open.txt
+exec 3< open.txt
+rm open.txt
+[ ! -e open.txt ] || fail "open.txt still visible after rm"
+eq "$(cat <&3)" "still readable" "content read through the fd after rm"
+silly() { ls -a > /tmp/ls-a.out; grep '^\.nfs' /tmp/ls-a.out || true; }
+[ -n "$(silly)" ] || fail "no .nfs* silly-renamed file while the removed file is open"
+exec 3<&-
+for _ in $(seq 1 50); do
+    [ -n "$(silly)" ] || break
+    sleep 0.2
+done
+[ -z "$(silly)" ] || fail "silly-renamed file left behind after close: $(silly)"
+
+step "ls -la sizes"
+mkdir sizes
+for n in 0 1 4095 4096 4097 65537 1048577; do
+    head -c $n /dev/urandom > sizes/s_$n
+done
+drop_caches
+ls -la sizes > /tmp/ls.out
+cat /tmp/ls.out
+for n in 0 1 4095 4096 4097 65537 1048577; do
+    eq "$(awk -v f=s_$n '$NF == f {print $5}' /tmp/ls.out)" $n "ls -la size of s_$n"
+done
+eq "$(grep -c ' s_' /tmp/ls.out)" 7 "number of s_* entries listed"
+eq "$(awk '$NF == "." || $NF == ".." {c++} END {print c}' /tmp/ls.out)" 2 "'.' and '..' entries"
+
+step "directory with many entries"
+mkdir many
+cd many
+for i in $(seq 1 400); do : > "entry-with-a-fairly-long-name-to-fill-readdir-pages-$i"; done
+cd ..
+drop_caches
+eq "$(ls many | wc -l)" 400 "entries listed by ls"
+eq "$(ls many | sort -u | wc -l)" 400 "distinct entries listed by ls"
+eq "$(find many -type f | wc -l)" 400 "entries found by find"
+rm -rf many
+[ ! -e many ] || fail "many still there after rm -rf"
+
+step "df"
+df -P -B1 "$M" | tee /tmp/df.out
+read -r _ total used avail _ < <(tail -1 /tmp/df.out)
+[ "$total" -gt 0 ] || fail "df total is $total"
+[ "$avail" -le "$total" ] || fail "df available $avail > total $total"
+[ "$used" -le "$total" ] || fail "df used $used > total $total"
+if [ -n "${KS_EXPECT_TOTAL:-}" ]; then
+    eq "$total" "$KS_EXPECT_TOTAL" "df total (the quota)"
+fi
+df -P -i "$M"
+read -r _ itotal _ < <(df -P -i "$M" | tail -1)
+[ "$itotal" -gt 0 ] || fail "df -i total is $itotal"
+
+step "leave files for the host"
+hostcheck "$B" hello.txt hello.txt
+hostcheck "$B" payload.bin payload.bin
+hostcheck "$B" patch.bin patch.bin
+echo "WORKLOAD OK smoke"
