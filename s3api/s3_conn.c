@@ -106,7 +106,7 @@ struct s3_conn {
     bool dead;          /* socket gone, free when no work is in flight */
     bool work_inflight;
     bool in_pump;
-    bool freed_req;
+    int nest;           /* callbacks on the stack: free only when it drops to 0 */
 };
 
 static void conn_pump(struct s3_conn *c);
@@ -271,6 +271,13 @@ struct work_call {
 
 static void conn_free(struct s3_conn *c);
 
+/* Leave a callback; the last one out frees a dead connection. */
+static void conn_leave(struct s3_conn *c)
+{
+    if (--c->nest == 0 && c->dead && !c->work_inflight)
+        conn_free(c);
+}
+
 static void tramp_work(void *arg)
 {
     struct work_call *w = arg;
@@ -284,12 +291,11 @@ static void tramp_done(void *arg)
     void (*done)(struct s3_ctx *) = w->done;
     free(w);
     struct s3_conn *c = x->conn;
+    c->nest++;
     c->work_inflight = false;
-    if (c->dead) {
-        conn_free(c);
-        return;
-    }
-    done(x);
+    if (!c->dead)
+        done(x);
+    conn_leave(c);
 }
 
 /* Run @p work on a worker, then @p done on the connection's loop (unless the
@@ -349,7 +355,7 @@ static void conn_close(struct s3_conn *c)
     }
     if (c->hdr_timer)
         evtimer_del(c->hdr_timer);
-    if (!c->work_inflight)
+    if (!c->work_inflight && c->nest == 0)
         conn_free(c);
 }
 
@@ -585,14 +591,16 @@ static void stream_fail(struct s3_ctx *x, int err, const char *code, int status,
 
 static void stream_write_done(struct s3_ctx *x)
 {
+    struct s3_conn *c = x->conn;
     x->writing = false;
     if (x->write_rc) {
         stream_fail(x, x->write_rc, NULL, 0, NULL);
         return;
     }
     body_pump(x);
-    if (!x->conn->dead && x->conn->x == x && x->conn->state == CS_BODY)
-        conn_pump(x->conn);
+    /* x may be finished and freed by now; c stays (nest) */
+    if (!c->dead && c->x == x && c->state == CS_BODY)
+        conn_pump(c);
 }
 
 /* STREAM ops: move payload to the worker, then finish. */
@@ -951,23 +959,36 @@ static void conn_pump(struct s3_conn *c)
 
 static void on_read(struct bufferevent *bev, void *arg)
 {
-    conn_pump(arg);
+    struct s3_conn *c = arg;
+    c->nest++;
+    conn_pump(c);
+    conn_leave(c);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
 {
     struct s3_conn *c = arg;
-    if (c->state == CS_STREAM && c->x) {
+    c->nest++;
+    if (c->state == CS_STREAM && c->x)
         stream_pump(c->x);
-        return;
-    }
-    if (c->closing && !c->work_inflight && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    else if (c->closing && !c->work_inflight &&
+             evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         conn_close(c);
+    conn_leave(c);
 }
+
+static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what);
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct s3_conn *c = arg;
+    c->nest++;
+    on_event_in(c, bev, what);
+    conn_leave(c);
+}
+
+static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
+{
     if (what & BEV_EVENT_TIMEOUT) {
         struct s3_ctx *x = c->x;
         bool busy = x && (c->state == CS_WAIT || c->state == CS_STREAM || x->writing);
@@ -1009,11 +1030,13 @@ static void on_hdr_timeout(evutil_socket_t fd, short what, void *arg)
     struct s3_conn *c = arg;
     if (c->state != CS_HEADERS || c->dead)
         return;
+    c->nest++;
     if (c->http.req) /* bytes of a request arrived, but not all its headers */
         conn_fatal(c, 408, "RequestTimeout",
                    "your socket connection was not read from or written to within the timeout");
     else
         conn_close(c);
+    conn_leave(c);
 }
 
 /* ---------------------------------------------------------------- accepting */
