@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * crash_core: crash-consistency test of the namespace core.
+ *
+ * The parent repeatedly forks a child that opens the core and runs random
+ * S3 puts/deletes and NFS writes/truncates through the core API, logging an
+ * intent line before each call and an ack line after it returns (to a file:
+ * the page cache survives SIGKILL). The parent SIGKILLs the child at a random
+ * moment, reopens the core itself and verifies:
+ *   - every acknowledged change is there; the one in-flight change is either
+ *     fully there or fully absent (each object/file equals the model, or the
+ *     model with the pending op applied);
+ *   - the free map is consistent: no two extents overlap, no extent overlaps
+ *     free space, and free + used == capacity (nothing reserved or leaked).
+ * The child is a fresh exec of this program (io_uring rings must not be
+ * shared with a forked copy of the parent).
+ * Usage: crash_core DIR [SECONDS]   (SECONDS also from CRASH_SECONDS; default 40)
+ * Exit 0 on success, 1 on a verification failure (details on stderr). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "core_int.h"
+#include "meta.h"
+#include "srv_err.h"
+#include "store.h"
+
+#define NKEYS 8
+#define NFILES 4
+#define OBJ_MAX (2u << 20)
+#define FILE_MAX (3u << 20)
+#define WRITE_MAX (1200u * 1024)
+
+static const char *dir;
+static char ackpath[512];
+
+struct obj {
+    bool exists;
+    uint64_t ver;
+    uint32_t size;
+};
+
+struct nfile {
+    uint8_t *data; /* model bytes */
+    uint64_t size;
+};
+
+static struct obj objs[NKEYS];
+static struct nfile files[NFILES];
+
+static void gen(uint8_t *b, size_t len, uint64_t seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        b[i] = (uint8_t)(x >> 24);
+    }
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "crash_core: %s: %d (%s)\n", what, rc, srv_strerror(rc));
+    exit(1);
+}
+
+static struct core_config config(void)
+{
+    struct core_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.data_dir = dir;
+    cfg.data_file_size = 128ull << 20;
+    cfg.data_files = 1;
+    cfg.map_size = 512ull << 20;
+    cfg.inline_max = 4096;
+    cfg.commit_max_batch = 32;
+    return cfg;
+}
+
+static struct core_principal principal(void)
+{
+    struct core_principal p;
+    memset(&p, 0, sizeof(p));
+    p.tenant = 1;
+    p.uid = 1000;
+    p.gid = 1000;
+    return p;
+}
+
+struct env {
+    struct core *c;
+    struct core_principal p;
+    uint64_t bucket;
+    uint64_t fino[NFILES];
+};
+
+static void env_open(struct env *e)
+{
+    struct core_config cfg = config();
+    struct core_attr a;
+    int rc = core_open(&e->c, &cfg);
+    if (rc)
+        die("core_open", rc);
+    e->p = principal();
+    rc = core_bucket_lookup(e->c, &e->p, "crash", 5, &a);
+    if (rc)
+        die("bucket lookup", rc);
+    e->bucket = a.ino;
+    for (int i = 0; i < NFILES; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "f%d", i);
+        rc = core_lookup(e->c, &e->p, e->bucket, name, strlen(name), &a);
+        if (rc)
+            die("file lookup", rc);
+        e->fino[i] = a.ino;
+    }
+}
+
+/* ---- child ---- */
+
+static void logline(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logline(int fd, const char *fmt, ...)
+{
+    char line[160];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (write(fd, line, (size_t)n) != n)
+        _exit(3);
+}
+
+static void child(uint64_t round)
+{
+    struct env e;
+    uint8_t *buf = malloc(OBJ_MAX > WRITE_MAX ? OBJ_MAX : WRITE_MAX);
+    int fd = open(ackpath, O_WRONLY | O_APPEND);
+    if (fd < 0)
+        _exit(2);
+    env_open(&e);
+    srand((unsigned)(round * 7919 + (uint64_t)getpid()));
+    for (uint64_t n = 0;; n++) {
+        uint64_t ver = round * 1000000 + n + 1;
+        int op = rand() % 10;
+        int rc;
+        if (op < 4) {
+            int k = rand() % NKEYS;
+            uint32_t size = (uint32_t)(rand() % 4 == 0 ? rand() % 4096 : rand() % (int)OBJ_MAX);
+            char key[16];
+            struct core_upload *u;
+            snprintf(key, sizeof(key), "d%d/k%d", k % 3, k);
+            gen(buf, size, ver);
+            logline(fd, "I P %d %llu %u\n", k, (unsigned long long)ver, size);
+            rc = core_upload_begin(e.c, &e.p, e.bucket, size, &u);
+            if (rc == 0)
+                rc = core_upload_write(u, buf, size);
+            if (rc == 0)
+                rc = core_upload_commit(u, key, strlen(key), "etag", NULL, 0, NULL, false, NULL);
+            else
+                core_upload_abort(u);
+            if (rc)
+                die("put", rc);
+        } else if (op < 5) {
+            int k = rand() % NKEYS;
+            char key[16];
+            snprintf(key, sizeof(key), "d%d/k%d", k % 3, k);
+            logline(fd, "I D %d\n", k);
+            rc = core_key_delete(e.c, &e.p, e.bucket, key, strlen(key));
+            if (rc)
+                die("delete", rc);
+        } else if (op < 9) {
+            int f = rand() % NFILES;
+            uint32_t len = (uint32_t)(rand() % 3 == 0 ? rand() % 8192 + 1 : rand() % (int)WRITE_MAX + 1);
+            uint64_t off = (uint64_t)rand() % (FILE_MAX - len);
+            gen(buf, len, ver);
+            logline(fd, "I W %d %llu %u %llu\n", f, (unsigned long long)off, len,
+                    (unsigned long long)ver);
+            rc = core_write(e.c, &e.p, e.fino[f], off, buf, len,
+                            (enum core_stable)(rand() % 3), NULL, NULL, NULL);
+            if (rc)
+                die("write", rc);
+        } else {
+            int f = rand() % NFILES;
+            uint64_t size = (uint64_t)rand() % FILE_MAX;
+            struct core_setattr sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.mask = CORE_SET_SIZE;
+            sa.size = size;
+            logline(fd, "I T %d %llu\n", f, (unsigned long long)size);
+            rc = core_setattr(e.c, &e.p, e.fino[f], &sa, NULL, NULL);
+            if (rc)
+                die("truncate", rc);
+        }
+        logline(fd, "A\n");
+    }
+}
+
+/* ---- parent: model ---- */
+
+struct pending {
+    char op;
+    int idx;
+    uint64_t a, b, c;
+};
+
+static void apply(const struct pending *pd, struct obj *o, struct nfile *f)
+{
+    switch (pd->op) {
+    case 'P':
+        o->exists = true;
+        o->ver = pd->a;
+        o->size = (uint32_t)pd->b;
+        break;
+    case 'D':
+        o->exists = false;
+        break;
+    case 'W': {
+        uint64_t end = pd->a + pd->b;
+        if (end > f->size)
+            f->size = end;
+        gen(f->data + pd->a, pd->b, pd->c);
+        break;
+    }
+    case 'T':
+        if (pd->a < f->size)
+            memset(f->data + pd->a, 0, f->size - pd->a);
+        f->size = pd->a;
+        break;
+    }
+}
+
+static bool obj_matches(struct env *e, int k, const struct obj *o, uint8_t *tmp)
+{
+    char key[16];
+    struct core_objinfo oi;
+    snprintf(key, sizeof(key), "d%d/k%d", k % 3, k);
+    int rc = core_key_lookup(e->c, &e->p, e->bucket, key, strlen(key), &oi);
+    if (!o->exists)
+        return rc == -ENOENT;
+    if (rc)
+        return false;
+    free(oi.meta);
+    if (oi.attr.size != o->size)
+        return false;
+    uint8_t *got = malloc(o->size + 1);
+    size_t n;
+    bool eof;
+    rc = core_read(e->c, &e->p, oi.attr.ino, 0, got, o->size, &n, &eof);
+    gen(tmp, o->size, o->ver);
+    bool ok = rc == 0 && n == o->size && memcmp(got, tmp, o->size) == 0;
+    free(got);
+    return ok;
+}
+
+static bool file_matches(struct env *e, int i, const struct nfile *f, uint8_t *got)
+{
+    struct core_attr a;
+    size_t n;
+    bool eof;
+    if (core_getattr(e->c, &e->p, e->fino[i], 0, &a) != 0 || a.size != f->size)
+        return false;
+    int rc = core_read(e->c, &e->p, e->fino[i], 0, got, f->size, &n, &eof);
+    return rc == 0 && n == f->size && memcmp(got, f->data, f->size) == 0;
+}
+
+struct xent {
+    uint32_t dev;
+    uint64_t off, len;
+};
+
+static int xent_cmp(const void *x, const void *y)
+{
+    const struct xent *a = x, *b = y;
+    if (a->dev != b->dev)
+        return a->dev < b->dev ? -1 : 1;
+    return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Free map consistency: extents, parts and free ranges tile the devices exactly. */
+static bool space_consistent(struct env *e)
+{
+    struct core *c = e->c;
+    MDB_txn *t;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    struct xent *xs = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t used = 0, freeb = 0;
+    bool ok = true;
+    struct store_stats ss;
+
+    if (meta_rtxn_begin(c->meta, &t) != 0)
+        return false;
+    const enum meta_dbi dbis[] = {META_DBI_EXTENTS, META_DBI_FREE};
+    for (int d = 0; d < 2; d++) {
+        mdb_cursor_open(t, meta_dbi(c->meta, dbis[d]), &cur);
+        for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            struct xent x;
+            if (dbis[d] == META_DBI_EXTENTS) {
+                struct meta_extent me;
+                memcpy(&me, v.mv_data, sizeof(me));
+                x.dev = me.dev;
+                x.off = me.off;
+                x.len = ((uint64_t)me.len + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
+                used += x.len;
+            } else {
+                /* store_int.h: key be32 dev + be64 off, value be64 len; marker dev ~0 */
+                if (k.mv_size != 12 || v.mv_size != 8)
+                    continue;
+                x.dev = meta_be32_get(k.mv_data);
+                if (x.dev == 0xffffffffu)
+                    continue;
+                x.off = meta_be64_get((uint8_t *)k.mv_data + 4);
+                x.len = meta_be64_get(v.mv_data);
+                freeb += x.len;
+            }
+            if (n == cap) {
+                cap = cap ? cap * 2 : 1024;
+                xs = realloc(xs, cap * sizeof(*xs));
+            }
+            xs[n++] = x;
+        }
+        mdb_cursor_close(cur);
+    }
+    meta_rtxn_end(t);
+    qsort(xs, n, sizeof(*xs), xent_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (xs[i].dev == xs[i - 1].dev && xs[i - 1].off + xs[i - 1].len > xs[i].off) {
+            fprintf(stderr, "crash_core: overlap dev=%u off=%llu len=%llu with off=%llu\n",
+                    xs[i].dev, (unsigned long long)xs[i - 1].off,
+                    (unsigned long long)xs[i - 1].len, (unsigned long long)xs[i].off);
+            ok = false;
+        }
+    free(xs);
+    store_stats_get(c->store, &ss);
+    if (used + freeb != ss.capacity || ss.free != freeb || ss.reserved != 0) {
+        fprintf(stderr,
+                "crash_core: space: used=%llu free(map)=%llu free(mem)=%llu reserved=%llu "
+                "capacity=%llu\n",
+                (unsigned long long)used, (unsigned long long)freeb,
+                (unsigned long long)ss.free, (unsigned long long)ss.reserved,
+                (unsigned long long)ss.capacity);
+        ok = false;
+    }
+    return ok;
+}
+
+/* Read the child's log: apply acked ops; return the pending (unacked) op if any. */
+static bool read_log(long *pos, struct pending *pd)
+{
+    FILE *fp = fopen(ackpath, "r");
+    char line[160];
+    bool have = false;
+    if (!fp)
+        return false;
+    fseek(fp, *pos, SEEK_SET);
+    while (fgets(line, sizeof(line), fp)) {
+        size_t l = strlen(line);
+        if (l == 0 || line[l - 1] != '\n')
+            break; /* torn last line: the op never started */
+        *pos = ftell(fp);
+        if (line[0] == 'A') {
+            if (have)
+                apply(pd, &objs[pd->idx % NKEYS], &files[pd->idx % NFILES]);
+            have = false;
+            continue;
+        }
+        unsigned long long a = 0, b = 0, c2 = 0;
+        memset(pd, 0, sizeof(*pd));
+        if (sscanf(line, "I %c %d %llu %llu %llu", &pd->op, &pd->idx, &a, &b, &c2) < 2)
+            continue;
+        pd->a = a;
+        pd->b = b;
+        pd->c = c2;
+        have = true;
+    }
+    fclose(fp);
+    return have;
+}
+
+static int verify(struct pending *pd, bool pending, uint8_t *tmp)
+{
+    struct env e;
+    int bad = 0;
+    env_open(&e);
+    for (int k = 0; k < NKEYS; k++) {
+        if (obj_matches(&e, k, &objs[k], tmp))
+            continue;
+        if (pending && (pd->op == 'P' || pd->op == 'D') && pd->idx == k) {
+            struct obj alt = objs[k];
+            apply(pd, &alt, NULL);
+            if (obj_matches(&e, k, &alt, tmp)) {
+                objs[k] = alt;
+                continue;
+            }
+        }
+        fprintf(stderr, "crash_core: object k%d lost or wrong (pending=%d op=%c)\n", k,
+                pending, pending ? pd->op : '-');
+        bad++;
+    }
+    for (int i = 0; i < NFILES; i++) {
+        if (file_matches(&e, i, &files[i], tmp))
+            continue;
+        if (pending && (pd->op == 'W' || pd->op == 'T') && pd->idx == i) {
+            struct nfile alt = {malloc(FILE_MAX + WRITE_MAX), files[i].size};
+            memcpy(alt.data, files[i].data, FILE_MAX + WRITE_MAX);
+            apply(pd, NULL, &alt);
+            if (file_matches(&e, i, &alt, tmp)) {
+                free(files[i].data);
+                files[i] = alt;
+                continue;
+            }
+            free(alt.data);
+        }
+        fprintf(stderr, "crash_core: file f%d lost or wrong (pending=%d op=%c)\n", i, pending,
+                pending ? pd->op : '-');
+        bad++;
+    }
+    if (!space_consistent(&e))
+        bad++;
+    core_close(e.c);
+    return bad;
+}
+
+static void setup_store(void)
+{
+    struct core_config cfg = config();
+    struct core *c;
+    struct core_principal p = principal();
+    struct core_attr a;
+    int rc = core_open(&c, &cfg);
+    if (rc)
+        die("core_open (setup)", rc);
+    if ((rc = core_tenant_create(c, 1)) != 0)
+        die("tenant", rc);
+    if ((rc = core_bucket_create(c, &p, "crash", 5, &a)) != 0)
+        die("bucket", rc);
+    for (int i = 0; i < NFILES; i++) {
+        char name[8];
+        struct core_attr fa;
+        snprintf(name, sizeof(name), "f%d", i);
+        if ((rc = core_create(c, &p, a.ino, name, strlen(name), 0644, CORE_CREATE_GUARDED, 0,
+                              &fa)) != 0)
+            die("create", rc);
+    }
+    core_close(c);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: crash_core DIR [SECONDS]\n");
+        return 2;
+    }
+    dir = argv[1];
+    snprintf(ackpath, sizeof(ackpath), "%s/acks.log", dir);
+    if (argc > 3 && strcmp(argv[2], "--child") == 0)
+        child(strtoull(argv[3], NULL, 10));
+    int seconds = argc > 2 ? atoi(argv[2]) : 0;
+    if (!seconds && getenv("CRASH_SECONDS"))
+        seconds = atoi(getenv("CRASH_SECONDS"));
+    if (seconds <= 0)
+        seconds = 40;
+    setup_store();
+    int fd = open(ackpath, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (fd < 0)
+        die("ack file", -errno);
+    close(fd);
+    for (int i = 0; i < NFILES; i++)
+        files[i].data = calloc(1, FILE_MAX + WRITE_MAX);
+    uint8_t *tmp = malloc(FILE_MAX + WRITE_MAX);
+    time_t end = time(NULL) + seconds;
+    long pos = 0;
+    unsigned rounds = 0, pendings = 0;
+    srand((unsigned)time(NULL));
+    while (time(NULL) < end) {
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork", -errno);
+        if (pid == 0) {
+            char rs[24];
+            snprintf(rs, sizeof(rs), "%u", rounds + 1);
+            execl("/proc/self/exe", argv[0], dir, "--child", rs, (char *)NULL);
+            _exit(4);
+        }
+        struct timespec ts = {0, (long)(50 + rand() % 900) * 1000000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        if (WIFEXITED(st)) {
+            fprintf(stderr, "crash_core: child exited %d before the kill\n", WEXITSTATUS(st));
+            return 1;
+        }
+        struct pending pd;
+        bool pending = read_log(&pos, &pd);
+        pendings += pending;
+        if (verify(&pd, pending, tmp) != 0) {
+            fprintf(stderr, "crash_core: FAILED after round %u\n", rounds + 1);
+            return 1;
+        }
+        rounds++;
+    }
+    printf("crash_core: %u kill/verify rounds passed (%u with an op in flight)\n", rounds,
+           pendings);
+    for (int i = 0; i < NFILES; i++)
+        free(files[i].data);
+    free(tmp);
+    return 0;
+}
