@@ -225,7 +225,7 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
         for (size_t i = 0; i < l.n && rc == 0; i++) {
             struct fext *x = &l.v[i];
             if (x->foff >= newsize) {
-                rc = meta_extent_free(c->meta, t, &x->e);
+                rc = core__extent_free(c, t, &x->e);
                 if (rc == 0)
                     rc = extent_del(c, t, ino, x->foff);
                 freed += x->e.len;
@@ -265,6 +265,7 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
     struct meta_inode r;
     struct fext_list l = {0};
     uint64_t token = store_read_begin(c->store);
+    uint64_t epoch = core__cache_epoch(c);
     uint64_t end;
     int rc;
 
@@ -314,8 +315,8 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
         uint64_t e = x->foff + x->vlen < end ? x->foff + x->vlen : end;
         if (e <= s)
             continue;
-        rc = store_read(c->store, &x->e, (uint32_t)(s - x->foff), (char *)buf + (s - off),
-                        (size_t)(e - s));
+        rc = core__extent_read(c, &x->e, (uint32_t)(s - x->foff), (char *)buf + (s - off),
+                               (size_t)(e - s), epoch);
         if (rc) {
             srv_log(ERROR, STORE, "read ino=%llu off=%llu: %s", (unsigned long long)ino,
                     (unsigned long long)s, srv_strerror(rc));
@@ -346,6 +347,7 @@ struct write_op {
     enum wmode mode;
     uint64_t exp_change;
     uint64_t lo, hi;          /* range the new extents cover */
+    uint64_t epoch;           /* cache epoch before the extent map was read */
     struct fext_list olds;    /* extents replaced */
     struct fext_list news;    /* extents written */
     struct core_attr *pre, *post;
@@ -415,7 +417,7 @@ static int write_fn(MDB_txn *t, void *arg)
                 return rc;
             for (size_t i = 0; i < a->olds.n; i++) {
                 struct fext *x = &a->olds.v[i];
-                rc = meta_extent_free(c->meta, t, &x->e);
+                rc = core__extent_free(c, t, &x->e);
                 if (rc == 0)
                     rc = extent_del(c, t, a->ino, x->foff);
                 if (rc)
@@ -467,9 +469,11 @@ static int add_new(struct core *c, struct write_op *a, uint64_t s, uint64_t e, c
         uint64_t ws = s > a->off ? s : a->off, we = pe < a->off + a->len ? pe : a->off + a->len;
         if (we > ws)
             memcpy(tmp + (ws - s), (const char *)a->buf + (ws - a->off), we - ws);
-        int rc = store_alloc(c->store, n, &x.e);
+        int rc = store_alloc_near(c->store, a->news.n ? &a->news.v[a->news.n - 1].e : NULL, n,
+                                  &x.e);
         if (rc)
             return rc;
+        core__cache_invalidate(c, &x.e); /* space reused: no stale cached bytes */
         rc = store_write(c->store, &x.e, tmp, n);
         if (rc == 0)
             rc = fext_push(&a->news, &x);
@@ -549,7 +553,7 @@ static int write_prepare(struct core *c, struct write_op *a, MDB_txn *t, struct 
                 rc = -ENOMEM;
                 break;
             }
-            rc = store_read(c->store, &o->e, 0, old, o->vlen);
+            rc = core__extent_read(c, &o->e, 0, old, o->vlen, a->epoch);
             if (rc) {
                 srv_log(ERROR, STORE, "write ino=%llu: reading extent at %llu: %s",
                         (unsigned long long)a->ino, (unsigned long long)o->foff,
@@ -586,6 +590,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         MDB_txn *t = NULL;
         struct meta_inode r;
         uint64_t token = store_read_begin(c->store);
+        a.epoch = core__cache_epoch(c);
         rc = meta_rtxn_begin(c->meta, &t);
         if (rc == 0)
             rc = core__ino_get_p(c, t, p, ino, 0, &r);

@@ -41,6 +41,7 @@ struct core {
     pthread_mutex_t ref_mu;
     struct core__ref *refs[CORE_REF_BUCKETS];
 
+    struct core__cache *cache;
     atomic_uint_fast64_t bytes_written, bytes_read, crc_errors;
     atomic_uint ndirquota; /* directory quota records (0: skip the parent walk) */
 };
@@ -129,6 +130,20 @@ int core__data_drop(struct core *c, MDB_txn *t, uint64_t ino, uint64_t from);
 
 /* ---- core_data.c ---- */
 int core__extent_get(const MDB_val *v, struct store_extent *e, uint32_t *vlen);
+
+/* ---- core_cache.c: verified-extent read cache ---- */
+#define CORE_CACHE_BYTES (256ull << 20)
+int core__cache_init(struct core *c, uint64_t bytes);
+void core__cache_fini(struct core *c);
+/** Epoch to pass to core__extent_read; take it before reading the extent map. */
+uint64_t core__cache_epoch(struct core *c);
+/** Drop a freed extent from the cache (called wherever an extent is freed). */
+void core__cache_invalidate(struct core *c, const struct store_extent *x);
+/** store_read through the cache. @return as store_read. */
+int core__extent_read(struct core *c, const struct store_extent *x, uint32_t from, void *buf,
+                      size_t len, uint64_t epoch);
+/** Record a free of @p e in op txn @p t and drop it from the cache. */
+int core__extent_free(struct core *c, MDB_txn *t, const struct store_extent *e);
 
 /* ---- refs ---- */
 bool core__ref_held(struct core *c, uint64_t ino);

@@ -166,6 +166,12 @@ int core_open(struct core **out, const struct core_config *cfg)
         c->cfg.commit_max_batch = 256;
     c->cfg.data_dir = c->data_dir;
     pthread_mutex_init(&c->ref_mu, NULL);
+    rc = core__cache_init(c, CORE_CACHE_BYTES);
+    if (rc) {
+        free(c->data_dir);
+        free(c);
+        return rc;
+    }
     if (getrandom(&c->verifier, sizeof(c->verifier), 0) != sizeof(c->verifier))
         c->verifier = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
@@ -249,6 +255,7 @@ void core_close(struct core *c)
     }
     pthread_mutex_unlock(&c->ref_mu);
     pthread_mutex_destroy(&c->ref_mu);
+    core__cache_fini(c);
     free(c->data_dir);
     free(c);
 }

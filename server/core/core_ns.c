@@ -131,6 +131,12 @@ int core__node_create(struct core *c, MDB_txn *t, const struct core_principal *p
     return rc;
 }
 
+int core__extent_free(struct core *c, MDB_txn *t, const struct store_extent *e)
+{
+    core__cache_invalidate(c, e);
+    return meta_extent_free(c->meta, t, e);
+}
+
 int core__data_drop(struct core *c, MDB_txn *t, uint64_t ino, uint64_t from)
 {
     uint8_t k[16];
@@ -167,7 +173,7 @@ int core__data_drop(struct core *c, MDB_txn *t, uint64_t ino, uint64_t from)
         rc = core__extent_get(&vv, &e, &vlen);
         if (rc)
             break;
-        rc = meta_extent_free(c->meta, t, &e);
+        rc = core__extent_free(c, t, &e);
         if (rc)
             break;
         rc = mdb_cursor_del(cur, 0);

@@ -49,9 +49,11 @@ static int up_flush(struct core_upload *u)
         u->ext = ne;
         u->cap = nc;
     }
-    int rc = store_alloc(u->c->store, (uint32_t)u->blen, &e);
+    int rc = store_alloc_near(u->c->store, u->n ? &u->ext[u->n - 1] : NULL, (uint32_t)u->blen,
+                              &e);
     if (rc)
         return rc;
+    core__cache_invalidate(u->c, &e); /* space reused: no stale cached bytes */
     rc = store_write(u->c->store, &e, u->buf, u->blen);
     if (rc) {
         store_unreserve(u->c->store, &e);
@@ -569,7 +571,7 @@ static int part_free_extents(struct core *c, MDB_txn *t, const MDB_val *v, uint6
         struct meta_extent me;
         memcpy(&me, &ex[i], sizeof(me));
         struct store_extent e = {.dev = me.dev, .len = me.len, .off = me.off, .crc = me.crc};
-        rc = meta_extent_free(c->meta, t, &e);
+        rc = core__extent_free(c, t, &e);
         if (rc)
             return rc;
         *bytes += me.len;
