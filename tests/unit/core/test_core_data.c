@@ -333,6 +333,43 @@ static void test_verifier(void **state)
     assert_int_equal(core_commit(f->c, &f->p, 123456789), SRV_ESTALE);
 }
 
+static int etag_cb(void *arg, const struct core_listent *e)
+{
+    if (!e->is_prefix && e->keylen == 2 && memcmp(e->key, "md", 2) == 0)
+        snprintf(arg, CORE_ETAG_MAX + 1, "%s", e->info->etag);
+    return 0;
+}
+
+static void test_nfs_etag(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ino = mkfile(f, "md");
+    struct core_objinfo oi;
+    char listed[CORE_ETAG_MAX + 1] = "";
+    bool tr;
+    wr(f, ino, 0, "hel", 3);
+    wr(f, ino, 3, "lo", 2);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "md", 2, &oi), 0);
+    assert_string_equal(oi.etag, "5d41402abc4b2a76b9719d911017c592"); /* md5("hello") */
+    free(oi.meta);
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, NULL, 0, 100, etag_cb,
+                               listed, &tr),
+                     0);
+    assert_string_equal(listed, "5d41402abc4b2a76b9719d911017c592");
+    /* an S3 upload's ETag and metadata survive until the next NFS write */
+    assert_int_equal(fx_put(f, "md", "hello", 5), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "md", 2, &oi), 0);
+    assert_string_equal(oi.etag, "etag");
+    free(oi.meta);
+    assert_int_equal(core_key_set_meta(f->c, &f->p, f->bucket, "md", 2, "M", 1), 0);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "md", 2, &oi.attr), 0);
+    wr(f, oi.attr.ino, 0, "J", 1);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "md", 2, &oi), 0);
+    assert_string_equal(oi.etag, "bedad9eef4de4b391cc5aeb8ddbe6387"); /* md5("Jello") */
+    assert_int_equal(oi.metalen, 1);
+    free(oi.meta);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +380,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_nfs_etag, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
