@@ -59,4 +59,4 @@ rm rand.dat
 step "leave seq.dat for the host"
 drop_caches
 hostcheck "$B" seq.dat seq.dat
-echo "WORKLOAD OK fio"
+workload_ok fio

@@ -94,4 +94,4 @@ eq "$(stat -c %u:%g shared/new1001)" 1001:1001 "owner of a file created by 1001"
 as "${U1[@]}" mkdir shared/dir1001
 eq "$(stat -c %u:%g shared/dir1001)" 1001:1001 "owner of a directory created by 1001"
 hostcheck "$B" shared/new1001 shared/new1001
-echo "WORKLOAD OK perms"
+workload_ok perms

@@ -208,4 +208,4 @@ step "leave files for the host"
 hostcheck "$B" hello.txt hello.txt
 hostcheck "$B" payload.bin payload.bin
 hostcheck "$B" patch.bin patch.bin
-echo "WORKLOAD OK smoke"
+workload_ok smoke

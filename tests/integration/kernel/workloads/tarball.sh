@@ -84,4 +84,4 @@ if [ -n "$RMD" ]; then
         fail "the entries left after rm -rf $RMD differ"
     fi
 fi
-echo "WORKLOAD OK tarball"
+workload_ok tarball
