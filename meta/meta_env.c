@@ -53,6 +53,18 @@ MDB_dbi meta_dbi(struct meta_env *m, enum meta_dbi which)
 
 int meta_rtxn_begin(struct meta_env *m, MDB_txn **out)
 {
+    MDB_txn *t = NULL;
+    pthread_mutex_lock(&m->rpool_mu);
+    if (m->nrpool > 0)
+        t = m->rpool[--m->nrpool];
+    pthread_mutex_unlock(&m->rpool_mu);
+    if (t) {
+        if (mdb_txn_renew(t) == 0) {
+            *out = t;
+            return 0;
+        }
+        mdb_txn_abort(t);
+    }
     int rc = mdb_txn_begin(m->env, NULL, MDB_RDONLY, out);
     if (rc != 0) {
         *out = NULL;
@@ -63,6 +75,18 @@ int meta_rtxn_begin(struct meta_env *m, MDB_txn **out)
 
 void meta_rtxn_end(MDB_txn *txn)
 {
+    if (!txn)
+        return;
+    struct meta_env *m = mdb_env_get_userctx(mdb_txn_env(txn));
+    if (m) {
+        mdb_txn_reset(txn);
+        pthread_mutex_lock(&m->rpool_mu);
+        if (m->nrpool < META_RPOOL_MAX) {
+            m->rpool[m->nrpool++] = txn;
+            txn = NULL;
+        }
+        pthread_mutex_unlock(&m->rpool_mu);
+    }
     if (txn)
         mdb_txn_abort(txn);
 }
@@ -143,6 +167,7 @@ int meta_env_open(struct meta_env **out, const char *dir, uint64_t map_size, uin
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->work_cv, NULL);
     pthread_cond_init(&m->done_cv, NULL);
+    pthread_mutex_init(&m->rpool_mu, NULL);
 
     if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
         rc = -errno;
@@ -155,6 +180,7 @@ int meta_env_open(struct meta_env **out, const char *dir, uint64_t map_size, uin
         rc = meta_err(rc);
         goto out;
     }
+    mdb_env_set_userctx(m->env, m);
     mdb_env_set_maxdbs(m->env, META_DBI__COUNT + 4);
     mdb_env_set_maxreaders(m->env, 1024);
     rc = mdb_env_set_mapsize(m->env, map_size ? map_size : (16ull << 30));
@@ -201,6 +227,7 @@ out:
         if (m->env)
             mdb_env_close(m->env);
         pthread_mutex_destroy(&m->lock);
+        pthread_mutex_destroy(&m->rpool_mu);
         pthread_cond_destroy(&m->work_cv);
         pthread_cond_destroy(&m->done_cv);
         free(m);
@@ -220,6 +247,10 @@ void meta_env_close(struct meta_env *m)
     if (!m)
         return;
     meta__writer_stop(m);
+    for (int i = 0; i < m->nrpool; i++)
+        mdb_txn_abort(m->rpool[i]);
+    m->nrpool = 0;
+    pthread_mutex_destroy(&m->rpool_mu);
     mdb_env_sync(m->env, 1);
     mdb_env_close(m->env);
     pthread_mutex_destroy(&m->lock);

@@ -11,6 +11,8 @@
 
 struct store_extent;
 
+#define META_RPOOL_MAX 64
+
 /* One queued operation; lives on the submitter's stack until done. */
 struct meta__op {
     meta_op_fn fn;
@@ -43,6 +45,11 @@ struct meta_env {
     MDB_txn *cur_child;
 
     struct meta_stats stats;
+
+    /* reset read-only txns kept for reuse (mdb_txn_renew keeps the reader slot) */
+    pthread_mutex_t rpool_mu;
+    MDB_txn *rpool[META_RPOOL_MAX];
+    int nrpool;
 };
 
 int meta__writer_start(struct meta_env *m);

@@ -156,7 +156,7 @@ static void child(uint64_t round)
         if (op < 4) {
             int k = rand() % NKEYS;
             uint32_t size = (uint32_t)(rand() % 4 == 0 ? rand() % 4096 : rand() % (int)OBJ_MAX);
-            char key[16];
+            char key[32];
             struct core_upload *u;
             snprintf(key, sizeof(key), "d%d/k%d", k % 3, k);
             gen(buf, size, ver);
@@ -172,7 +172,7 @@ static void child(uint64_t round)
                 die("put", rc);
         } else if (op < 5) {
             int k = rand() % NKEYS;
-            char key[16];
+            char key[32];
             snprintf(key, sizeof(key), "d%d/k%d", k % 3, k);
             logline(fd, "I D %d\n", k);
             rc = core_key_delete(e.c, &e.p, e.bucket, key, strlen(key));
@@ -241,7 +241,7 @@ static void apply(const struct pending *pd, struct obj *o, struct nfile *f)
 
 static bool obj_matches(struct env *e, int k, const struct obj *o, uint8_t *tmp)
 {
-    char key[16];
+    char key[32];
     struct core_objinfo oi;
     snprintf(key, sizeof(key), "d%d/k%d", k % 3, k);
     int rc = core_key_lookup(e->c, &e->p, e->bucket, key, strlen(key), &oi);
