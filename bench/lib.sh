@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: Apache-2.0
+# bench/lib.sh: helpers shared by the bench/*/run.sh scripts (sourced, not run).
+#
+# Every daemon a benchmark starts is recorded with bench_track PID and stopped
+# by that PID (SIGTERM, then SIGKILL) when the script exits; nothing is ever
+# stopped by name. Results are lines "RESULT <metric> <value> <unit>" in one
+# file per system; bench_table puts two such files side by side with ratios.
+
+BENCH_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_PIDS=()
+PY=/usr/bin/python3
+
+bench_log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# A free TCP port on 127.0.0.1 (the kernel picks it).
+bench_free_port() {
+    "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+bench_track() { BENCH_PIDS+=("$1"); }
+
+# Stop one tracked process by PID: TERM, wait up to 10 s, then KILL.
+bench_stop_pid() {
+    local pid=$1 i
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null
+    for i in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+}
+
+bench_cleanup() {
+    local p
+    for p in "${BENCH_PIDS[@]}"; do bench_stop_pid "$p"; done
+    BENCH_PIDS=()
+    if [ -n "${BENCH_WORK:-}" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$BENCH_WORK"; fi
+}
+
+# Make the work dir (under $BENCH_DIR, default /var/tmp, i.e. the same disk as
+# everything else here) and arrange cleanup.
+bench_init() {
+    local name=$1
+    BENCH_WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/s3nfs-bench-$name.XXXXXX")
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+# s3nfsd: the binary under test.
+S3NFSD_BIN=${S3NFSD_BIN:-$BENCH_TOP/build/s3nfsd}
+S3NFS_BENCH_ACCESS_KEY=S3NFSBENCHACCESSKEY1
+S3NFS_BENCH_SECRET_KEY=s3nfs/bench/secret/key/0123456789abcdefgh
+S3NFS_BENCH_ADMIN_TOKEN=s3nfs-bench-admin-token-0123456789
+
+# Start s3nfsd in DIR on free loopback ports; sets S3NFSD_PID, S3NFSD_S3_PORT,
+# S3NFSD_NFS_PORT, S3NFSD_ADMIN_PORT. Returns 1 (with a reason on stderr)
+# if the binary is missing or the daemon is not healthy within 30 s.
+s3nfsd_start() {
+    local dir=$1 i
+    if [ ! -x "$S3NFSD_BIN" ]; then
+        bench_log "s3nfsd not found at $S3NFSD_BIN (build with scripts/build.sh build)"
+        return 1
+    fi
+    mkdir -p "$dir/data"
+    S3NFSD_S3_PORT=$(bench_free_port)
+    S3NFSD_NFS_PORT=$(bench_free_port)
+    S3NFSD_ADMIN_PORT=$(bench_free_port)
+    S3NFS_ACCESS_KEY=$S3NFS_BENCH_ACCESS_KEY S3NFS_SECRET_KEY=$S3NFS_BENCH_SECRET_KEY \
+        S3NFS_ADMIN_TOKEN=$S3NFS_BENCH_ADMIN_TOKEN \
+        "$S3NFSD_BIN" --foreground --data-dir "$dir/data" \
+        --s3-listen "127.0.0.1:$S3NFSD_S3_PORT" --nfs-listen "127.0.0.1:$S3NFSD_NFS_PORT" \
+        --admin-listen "127.0.0.1:$S3NFSD_ADMIN_PORT" ${S3NFSD_ARGS:-} \
+        >"$dir/s3nfsd.log" 2>&1 &
+    S3NFSD_PID=$!
+    bench_track "$S3NFSD_PID"
+    for i in $(seq 300); do
+        if ! kill -0 "$S3NFSD_PID" 2>/dev/null; then
+            bench_log "s3nfsd exited at startup:"; tail -20 "$dir/s3nfsd.log" >&2
+            return 1
+        fi
+        if curl -sf -o /dev/null "http://127.0.0.1:$S3NFSD_ADMIN_PORT/healthz"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    bench_log "s3nfsd not healthy within 30 s:"; tail -20 "$dir/s3nfsd.log" >&2
+    return 1
+}
+
+# Wait until something accepts TCP connections on 127.0.0.1:PORT (up to 20 s).
+bench_wait_port() {
+    local port=$1 i
+    for i in $(seq 200); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# bench_table TITLE REFNAME REF.txt OURNAME OURS.txt
+# Joins RESULT lines by metric. ratio = ours/ref for rates, ref/ours for
+# times (unit ms or s), so > 1 always means s3nfsd is better. A metric
+# missing on one side prints "-" and "n/a". Rows follow the order of REF.txt,
+# then metrics only OURS.txt has.
+bench_table() {
+    local title=$1 rname=$2 rfile=$3 oname=$4 ofile=$5
+    [ -f "$rfile" ] || : >"$rfile"
+    [ -f "$ofile" ] || : >"$ofile"
+    echo
+    echo "== $title ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores) =="
+    awk -v rn="$rname" -v on="$oname" '
+        FNR == 1 { f++ }
+        $1 != "RESULT" { next }
+        f == 1 { if (!($2 in ref)) order[n++] = $2; ref[$2] = $3; unit[$2] = $4 }
+        f == 2 { if (!($2 in ref) && !($2 in ours)) extra[m++] = $2; ours[$2] = $3; unit[$2] = $4 }
+        END {
+            printf "%-24s %-8s %14s %14s %8s\n", "metric", "unit", rn, on, "ratio"
+            for (i = 0; i < n + m; i++) {
+                k = i < n ? order[i] : extra[i - n]
+                r = (k in ref) ? ref[k] : "-"; o = (k in ours) ? ours[k] : "-"
+                ratio = "n/a"
+                if ((k in ref) && (k in ours) && r + 0 > 0 && o + 0 > 0) {
+                    if (unit[k] == "ms" || unit[k] == "s") ratio = sprintf("%.2f", r / o)
+                    else ratio = sprintf("%.2f", o / r)
+                }
+                printf "%-24s %-8s %14s %14s %8s\n", k, unit[k], r, o, ratio
+            }
+        }' "$rfile" "$ofile"
+    echo "(ratio > 1: s3nfsd better; times are compared inverted)"
+}
