@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for server/core/core_main.c: tenants and their roots, the
+ * core_table_* view, refusing a store of a newer schema at core_open,
+ * core_sync and statistics. */
+#include <lmdb.h>
+
+#include "core_test_util.h"
+#include "meta_schema.h"
+
+static void test_tenants(void **state)
+{
+    struct fx *f = *state;
+    uint64_t r2;
+    struct core_attr a;
+    assert_int_equal(core_tenant_create(f->c, 1), -EEXIST);
+    assert_int_equal(core_tenant_create(f->c, 0), -EINVAL);
+    assert_int_equal(core_tenant_create(f->c, 2), 0);
+    assert_int_equal(core_tenant_root(f->c, 2, &r2), 0);
+    assert_true(r2 != f->root);
+    assert_int_equal(core_tenant_root(f->c, 3, &r2), -ENOENT);
+    struct core_principal p2 = f->p;
+    p2.tenant = 2;
+    assert_int_equal(core_getattr(f->c, &p2, r2, 0, &a), 0);
+    assert_true(a.flags & CORE_A_TROOT);
+    assert_int_equal(a.uid, 0);
+    assert_int_equal(a.type, CORE_DIR);
+    /* tenant 1 cannot see tenant 2's root, nor its buckets by inode */
+    assert_int_equal(core_getattr(f->c, &f->p, r2, 0, &a), SRV_ESTALE);
+    assert_int_equal(core_bucket_create(f->c, &p2, "bkt", 3, &a), 0); /* same name, other tenant */
+    assert_int_equal(core_getattr(f->c, &f->p, a.ino, 0, &a), SRV_ESTALE);
+    assert_int_equal(core_tenant_delete(f->c, 2), -ENOTEMPTY);
+    assert_int_equal(core_bucket_delete(f->c, &p2, "bkt", 3), 0);
+    assert_int_equal(core_tenant_delete(f->c, 2), 0);
+    assert_int_equal(core_tenant_delete(f->c, 2), -ENOENT);
+    assert_int_equal(core_tenant_root(f->c, 2, &r2), -ENOENT);
+}
+
+static int scan_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    int *n = arg;
+    (void)key;
+    (void)val;
+    (void)vlen;
+    if (klen == 2 && memcmp(key, "k3", 2) == 0)
+        return 1;
+    (*n)++;
+    return 0;
+}
+
+static void test_tables(void **state)
+{
+    struct fx *f = *state;
+    void *v;
+    size_t vl;
+    assert_int_equal(core_table_put(f->c, CORE_T_CONFIG, "k1", 2, "one", 3, 0), 0);
+    assert_int_equal(core_table_put(f->c, CORE_T_CONFIG, "k1", 2, "uno", 3,
+                                    CORE_TPUT_NOOVERWRITE),
+                     -EEXIST);
+    assert_int_equal(core_table_get(f->c, CORE_T_CONFIG, "k1", 2, &v, &vl), 0);
+    assert_int_equal(vl, 3);
+    assert_memory_equal(v, "one", 3);
+    free(v);
+    assert_int_equal(core_table_put(f->c, CORE_T_CONFIG, "k2", 2, "", 0, 0), 0);
+    assert_int_equal(core_table_get(f->c, CORE_T_CONFIG, "k2", 2, &v, &vl), 0);
+    assert_int_equal(vl, 0);
+    free(v);
+    assert_int_equal(core_table_put(f->c, CORE_T_CONFIG, "k3", 2, "x", 1, 0), 0);
+    assert_int_equal(core_table_put(f->c, CORE_T_KEYS, "k1", 2, "other table", 11, 0), 0);
+    int n = 0;
+    assert_int_equal(core_table_scan(f->c, CORE_T_CONFIG, NULL, 0, scan_cb, &n), 0);
+    assert_int_equal(n, 2); /* k1, k2, stop at k3 */
+    n = 0;
+    assert_int_equal(core_table_scan(f->c, CORE_T_CONFIG, "k2", 2, scan_cb, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(core_table_del(f->c, CORE_T_CONFIG, "k1", 2), 0);
+    assert_int_equal(core_table_del(f->c, CORE_T_CONFIG, "k1", 2), -ENOENT);
+    assert_int_equal(core_table_get(f->c, CORE_T_CONFIG, "k1", 2, &v, &vl), -ENOENT);
+    assert_int_equal(core_table_get(f->c, CORE_T__COUNT, "k1", 2, &v, &vl), -EINVAL);
+    /* records survive a reopen */
+    fx_reopen(f);
+    assert_int_equal(core_table_get(f->c, CORE_T_KEYS, "k1", 2, &v, &vl), 0);
+    assert_int_equal(vl, 11);
+    free(v);
+}
+
+static void test_newer_schema(void **state)
+{
+    struct fx *f = *state;
+    char path[128];
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    uint8_t b[4];
+    core_close(f->c);
+    f->c = NULL;
+    snprintf(path, sizeof(path), "%s/meta", f->dir);
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 64);
+    assert_int_equal(mdb_env_open(env, path, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &t), 0);
+    assert_int_equal(mdb_dbi_open(t, "meta", 0, &dbi), 0);
+    meta_be32_put(b, META_SCHEMA_VERSION + 7);
+    MDB_val k = {7, "version"}, v = {4, b};
+    assert_int_equal(mdb_put(t, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(t), 0);
+    mdb_env_close(env);
+    struct core_config cfg = fx_config(f->dir);
+    assert_int_equal(core_open(&f->c, &cfg), SRV_EBADVERSION);
+    assert_null(f->c);
+    /* put it back so teardown can open/close normally */
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 64);
+    assert_int_equal(mdb_env_open(env, path, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &t), 0);
+    assert_int_equal(mdb_dbi_open(t, "meta", 0, &dbi), 0);
+    meta_be32_put(b, META_SCHEMA_VERSION);
+    assert_int_equal(mdb_put(t, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(t), 0);
+    mdb_env_close(env);
+    assert_int_equal(core_open(&f->c, &cfg), 0);
+}
+
+static void test_stats_sync(void **state)
+{
+    struct fx *f = *state;
+    struct core_stats s1, s2;
+    core_stats_get(f->c, &s1);
+    assert_int_equal(s1.store_capacity, 64ull << 20);
+    assert_int_equal(s1.store_free, s1.store_capacity);
+    char *buf = malloc(3 << 20);
+    fx_fill(buf, 3 << 20, 1);
+    assert_int_equal(fx_put(f, "obj", buf, 3 << 20), 0);
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s2);
+    assert_int_equal(s2.store_free, s1.store_free - (3 << 20));
+    assert_true(s2.commits > s1.commits);
+    void *d = NULL;
+    size_t n;
+    assert_int_equal(fx_get(f, "obj", &d, &n), 0);
+    free(d);
+    core_stats_get(f->c, &s2);
+    assert_true(s2.bytes_read >= (3u << 20));
+    free(buf);
+}
+
+static void test_open_errors(void **state)
+{
+    (void)state;
+    struct core *c = NULL;
+    struct core_config cfg = fx_config("/proc/forbidden/core");
+    assert_true(core_open(&c, &cfg) < 0);
+    assert_null(c);
+    core_close(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_tenants, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_tables, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_stats_sync, fx_setup, fx_teardown),
+        cmocka_unit_test(test_open_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
