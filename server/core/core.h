@@ -122,7 +122,8 @@ int core_tenant_root(struct core *c, uint32_t id, uint64_t *root);
 
 /* ---- the POSIX view (NFS) ---- */
 
-/** Attributes of @p ino. No permission check (as NFS GETATTR).
+/** Attributes of @p ino. No permission check (as NFS GETATTR). @p gen 0 matches
+ * any generation (callers without a handle, e.g. S3).
  * @return 0, SRV_ESTALE (no such inode, wrong gen, or another tenant's). */
 int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
                  struct core_attr *out);
@@ -210,6 +211,11 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
 enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
 /** Write @p len bytes at @p off. UNSTABLE may be buffered until core_commit()
  * (and is then lost by a crash); DATA_SYNC/FILE_SYNC are durable on return.
+ * Implementation: no write is buffered; every write is copy-on-write into
+ * fresh extents and durable on return (group commit: data synced before the
+ * metadata commits), so *committed is always CORE_FILE_SYNC and core_commit
+ * has nothing left to flush. The owner may write (and read) its file whatever
+ * the mode bits (as knfsd's owner override: "tar x" of read-only files).
  * @param[out] committed how the data was actually stored (>= stable asked).
  * @return 0, -EACCES, -EISDIR, -EDQUOT, -ENOSPC, -EFBIG, -EROFS, SRV_ESTALE. */
 int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
@@ -232,7 +238,10 @@ void core_unref(struct core *c, uint64_t ino);
  * as one opaque blob the S3 front end encodes; the core keeps it across NFS writes. */
 struct core_objinfo {
     struct core_attr attr;
-    char etag[CORE_ETAG_MAX + 1]; /* without quotes; computed lazily for NFS-written files */
+    /* without quotes. A file changed through NFS gets the MD5 of its content
+     * at its next core_key_lookup (up to 256 MiB; stored then); until then, and
+     * beyond that size, "<16 hex ino><16 hex change>-1" (multipart form). */
+    char etag[CORE_ETAG_MAX + 1];
     size_t metalen;
     void *meta;                   /* heap; free with free() */
 };
@@ -241,7 +250,10 @@ struct core_objinfo {
 typedef int (*core_bucket_cb)(void *arg, const char *name, size_t namelen,
                               const struct core_attr *attr);
 int core_bucket_list(struct core *c, const struct core_principal *p, core_bucket_cb cb, void *arg);
-/** Create bucket @p name (S3 bucket naming rules). @return 0, -EEXIST, SRV_EBADNAME, -EACCES. */
+/** Create bucket @p name (S3 bucket naming rules), owned by the principal, mode 0755.
+ * Who may create buckets is decided by the front end (tenants/), not by the
+ * tenant root's mode bits (those apply to NFS MKDIR in the root).
+ * @return 0, -EEXIST, SRV_EBADNAME, -EACCES (read-only principal), -EDQUOT. */
 int core_bucket_create(struct core *c, const struct core_principal *p, const char *name,
                        size_t namelen, struct core_attr *out);
 /** Delete an empty bucket. @return 0, SRV_ENOBUCKET, -ENOTEMPTY, -EACCES. */
@@ -252,7 +264,8 @@ int core_bucket_lookup(struct core *c, const struct core_principal *p, const cha
                        size_t namelen, struct core_attr *out);
 
 /** Resolve key @p key in bucket inode @p bucket. A key ending in '/' names a
- * directory. @param[out] out metadata (free out->meta). @return 0, -ENOENT,
+ * directory. Needs read permission on the object itself (directory search
+ * bits along the key are not checked for S3). @param[out] out metadata (free out->meta). @return 0, -ENOENT,
  * SRV_EBADNAME (key refused by naming rules), -EACCES. */
 int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, struct core_objinfo *out);
@@ -273,7 +286,10 @@ struct core_listent {
     const struct core_objinfo *info; /* for objects; meta not loaded (metalen 0) */
 };
 typedef int (*core_list_cb)(void *arg, const struct core_listent *e);
-/** List keys > @p after (exclusive; NULL = from the start) starting with
+/** Order note: keys longer than 503 bytes are ordered exactly by their first
+ * 495 bytes; two keys sharing those 495 bytes are ordered by a hash of the
+ * rest (LMDB keys are limited to 511 bytes).
+ * List keys > @p after (exclusive; NULL = from the start) starting with
  * @p prefix; with a delimiter, keys sharing prefix..delimiter roll up into one
  * prefix entry. Stops after @p max entries (objects and prefixes) or when cb
  * returns nonzero. @param[out] truncated more entries follow the last one given.
