@@ -11,10 +11,12 @@ A failing workload reports the step that broke, the guest's output, the
 guest's NFS kernel messages and the tail of the server log.
 """
 import hashlib
+import json
 import os
 import random
 import secrets
 import tarfile
+import urllib.request
 
 import pytest
 
@@ -83,11 +85,35 @@ def host_checks(target, res):
 
 # ---------------------------------------------------------------- (a) smoke
 
+QUOTA_BYTES = 4 << 30
+QUOTA_INODES = 200000
+
+
+def admin_put(daemon, path, doc):
+    req = urllib.request.Request(daemon.admin_endpoint + path, method="PUT",
+                                 data=json.dumps(doc).encode(),
+                                 headers={"Authorization": f"Bearer {daemon.admin_token}",
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status
+
+
 def test_kernel_smoke(nfsvm, knfs_target, tmp_path):
     payload = random.Random(20261121).randbytes(3 * 1024 * 1024 + 123)
     b = bucket_name("smoke")
+    env, quota_err = {}, None
+    if knfs_target.daemon is not None:
+        # a tenant quota: df in the guest must show it as the file system's size
+        try:
+            admin_put(knfs_target.daemon, "/api/v1/tenants/1/quota",
+                      {"bytes_limit": QUOTA_BYTES, "inodes_limit": QUOTA_INODES})
+            env = {"KS_EXPECT_TOTAL": QUOTA_BYTES, "KS_EXPECT_ITOTAL": QUOTA_INODES}
+        except Exception as e:  # noqa: BLE001 - reported after the workload ran
+            quota_err = repr(e)
     res = run_ok(nfsvm, knfs_target, tmp_path, "smoke", [b],
-                 files={"payload.bin": payload}, timeout=240)
+                 files={"payload.bin": payload}, env=env, timeout=240)
+    assert quota_err is None, (f"workload passed without the df quota check: setting the "
+                               f"tenant quota over the admin API failed: {quota_err}")
     host_checks(knfs_target, res)
     s3 = s3_client(knfs_target)
     if s3 is None:

@@ -10,7 +10,8 @@
 # remove of an open file (silly rename), ls -la sizes, a directory with many
 # entries, df. Leaves payload.bin, hello.txt and patch.bin for the host to GET.
 # Inputs: /host/payload.bin (random bytes from the host), optional env
-# KS_EXPECT_TOTAL (df total size in bytes the server should report).
+# KS_EXPECT_TOTAL / KS_EXPECT_ITOTAL (df size in bytes / inodes the server
+# should report: the tenant quota).
 . /host/lib.sh
 B=${1:?usage: smoke.sh BUCKET}
 M=$PWD
@@ -203,6 +204,9 @@ fi
 df -P -i "$M"
 read -r _ itotal _ < <(df -P -i "$M" | tail -1)
 [ "$itotal" -gt 0 ] || fail "df -i total is $itotal"
+if [ -n "${KS_EXPECT_ITOTAL:-}" ]; then
+    eq "$itotal" "$KS_EXPECT_ITOTAL" "df -i total (the inode quota)"
+fi
 
 step "leave files for the host"
 hostcheck "$B" hello.txt hello.txt
