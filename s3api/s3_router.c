@@ -24,12 +24,14 @@ static const char *const BUCKET_CONFIG_GET[] = {
     "versioning", "acl", "policy", "policyStatus", "lifecycle", "cors", "encryption",
     "object-lock", "website", "logging", "notification", "replication", "ownershipControls",
     "publicAccessBlock", "accelerate", "requestPayment", "tagging", "analytics", "metrics",
-    "inventory", "intelligent-tiering", NULL,
+    "inventory", "intelligent-tiering", "session", "metadataTable", "metadataConfiguration",
+    NULL,
 };
 
 /* Subresources we recognise on objects but do not implement. */
 static const char *const OBJECT_UNSUPPORTED[] = {
-    "retention", "legal-hold", "torrent", "restore", "select", "attributes", "versionId", NULL,
+    "retention", "legal-hold", "torrent", "restore", "select", "attributes", "renameObject",
+    "versionId", NULL,
 };
 
 static const char *find_sub(const struct s3_req *r, const char *const *list)
