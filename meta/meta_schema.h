@@ -40,6 +40,11 @@
  *   orphans   be64 ino -> (empty): unlinked inodes still held open; reclaimed
  *             at the next open after a crash
  *   objmeta   be64 ino -> u8 etag length + etag + opaque metadata blob
+ *   xcrc      be32 dev + be64 offset of an extent -> u32 CRC32C of each
+ *             META_BCRC_BLOCK bytes of its stored data (last block partial).
+ *             Written in the txn that makes the extent used, deleted in the
+ *             one that frees it; lets a small read verify only the blocks it
+ *             touches. An extent without a record is verified whole.
  *   t_tenants t_users t_keys t_exports t_qos t_config: core_table_* records,
  *             layouts owned by tenants/ and qos/.
  *
@@ -68,6 +73,7 @@ enum meta_dbi {
     META_DBI_MPUPART,
     META_DBI_ORPHANS,
     META_DBI_OBJMETA,
+    META_DBI_XCRC,
     META_DBI_T_TENANTS,
     META_DBI_T_USERS,
     META_DBI_T_KEYS,
@@ -81,8 +87,8 @@ enum meta_dbi {
 #define META_DBI_NAMES                                                                             \
     {                                                                                              \
         "meta", "inodes", "dirents", "dircookie", "dirpath", "keyidx", "extents", "inline",       \
-            "free", "roots", "usage", "mpu", "mpupart", "orphans", "objmeta", "t_tenants",         \
-            "t_users", "t_keys", "t_exports", "t_qos", "t_config"                                  \
+            "free", "roots", "usage", "mpu", "mpupart", "orphans", "objmeta", "xcrc",              \
+            "t_tenants", "t_users", "t_keys", "t_exports", "t_qos", "t_config"                     \
     }
 
 /* ---- inodes ---- */
@@ -137,6 +143,9 @@ struct meta_extent {
     uint32_t crc;
     uint32_t vlen; /* bytes of the file it covers (<= len; a truncate only shrinks vlen) */
 };
+
+#define META_BCRC_BLOCK 16384u
+#define META_BCRC_MAX 64u /* blocks of a STORE_EXTENT_MAX extent */
 
 /* ---- usage ---- */
 struct meta_usage {

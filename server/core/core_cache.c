@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "srv_err.h"
 #include "srv_log.h"
@@ -221,4 +222,57 @@ int core__extent_read(struct core *c, const struct store_extent *x, uint32_t fro
     memcpy(buf, data + from, len);
     cache_put(k, x, data, epoch);
     return 0;
+}
+
+int core__extent_pread(struct core *c, const struct store_extent *e, const uint32_t *bcrc,
+                       uint32_t nb, uint32_t from, void *buf, size_t len, uint64_t epoch)
+{
+    if (len == 0)
+        return 0;
+    if (!bcrc || nb == 0 || (uint64_t)from + len > e->len)
+        return core__extent_read(c, e, from, buf, len, epoch);
+    int fd = store_extent_fd(c->store, e);
+    if (fd < 0)
+        return core__extent_read(c, e, from, buf, len, epoch);
+    uint32_t b0 = from / META_BCRC_BLOCK;
+    uint32_t b1 = (uint32_t)((from + len - 1) / META_BCRC_BLOCK);
+    uint32_t s = b0 * META_BCRC_BLOCK;
+    uint32_t end = (b1 + 1) * META_BCRC_BLOCK < e->len ? (b1 + 1) * META_BCRC_BLOCK : e->len;
+    if (b1 >= nb)
+        return core__extent_read(c, e, from, buf, len, epoch);
+    bool direct = s == from && end == from + len;
+    char *tmp = direct ? buf : malloc(end - s);
+    int rc = 0;
+    if (!tmp)
+        return -ENOMEM;
+    for (size_t got = 0; got < end - s;) {
+        ssize_t r = pread(fd, tmp + got, end - s - got, (off_t)(e->off + s + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            srv_log(ERROR, STORE, "read dev=%u off=%llu len=%u: %s", e->dev,
+                    (unsigned long long)(e->off + s), end - s, r < 0 ? strerror(errno) : "EOF");
+            rc = -EIO;
+            goto out;
+        }
+        got += (size_t)r;
+    }
+    for (uint32_t b = b0; b <= b1; b++) {
+        uint32_t bo = b * META_BCRC_BLOCK;
+        uint32_t bl = e->len - bo < META_BCRC_BLOCK ? e->len - bo : META_BCRC_BLOCK;
+        uint32_t crc = store_crc32c(0, tmp + (bo - s), bl);
+        if (crc != bcrc[b]) {
+            atomic_fetch_add(&c->crc_errors, 1);
+            srv_log(ERROR, STORE, "CRC mismatch dev=%u off=%llu block=%u: want %08x got %08x",
+                    e->dev, (unsigned long long)e->off, b, bcrc[b], crc);
+            rc = SRV_ECORRUPT;
+            goto out;
+        }
+    }
+    if (!direct)
+        memcpy(buf, tmp + (from - s), len);
+out:
+    if (!direct)
+        free(tmp);
+    return rc;
 }

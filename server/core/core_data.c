@@ -10,10 +10,11 @@
  * Writes are copy-on-write: an existing extent the write touches is rewritten
  * whole (read, patched) into a NEW extent that replaces it in the same txn
  * that frees the old one, so a crash leaves either the old or the new bytes.
- * The data is written (not yet synced) on the calling thread; the writer op
- * then checks that the extents it replaces are still the ones it read
- * (optimistic concurrency; -EAGAIN internally, retried) and the group commit
- * syncs the data files before the metadata commits.
+ * The data is written and synced on the calling thread (concurrent syncs
+ * coalesce in the store, and run while the writer commits other batches);
+ * the writer op then checks that the extents it replaces are still the ones
+ * it read (optimistic concurrency; -EAGAIN internally, retried), so data is
+ * always durable before the metadata that points at it commits.
  *
  * Stability: every write is durable when core_write returns, whatever the
  * requested stability (committed = CORE_FILE_SYNC): UNSTABLE writes are not
@@ -54,6 +55,8 @@ struct fext {
     uint64_t foff;
     uint32_t vlen;
     struct store_extent e;
+    uint32_t nb;                   /* block CRCs (0 = none loaded / known) */
+    uint32_t bcrc[META_BCRC_MAX];
 };
 
 struct fext_list {
@@ -83,7 +86,7 @@ static void xkey(uint8_t *k, uint64_t ino, uint64_t foff)
 
 /* Extents of @p ino overlapping [lo, hi), in file order. */
 static int overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
-                    struct fext_list *out)
+                    struct fext_list *out, bool want_crc)
 {
     MDB_cursor *cur;
     MDB_val k, v;
@@ -131,6 +134,7 @@ static int overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint6
             break;
         if (x.foff + x.vlen <= lo)
             continue;
+        x.nb = want_crc ? core__bcrc_get(c, t, &x.e, x.bcrc) : 0;
         rc = fext_push(out, &x);
         if (rc)
             break;
@@ -221,7 +225,7 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
         }
     } else if (newsize < r->size) {
         struct fext_list l = {0};
-        rc = overlaps(c, t, ino, newsize, UINT64_MAX, &l);
+        rc = overlaps(c, t, ino, newsize, UINT64_MAX, &l, false);
         for (size_t i = 0; i < l.n && rc == 0; i++) {
             struct fext *x = &l.v[i];
             if (x->foff >= newsize) {
@@ -238,7 +242,7 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
         if (rc == 0 && newsize == 0) {
             /* an empty file starts inline again */
             struct fext_list rest = {0};
-            rc = overlaps(c, t, ino, 0, UINT64_MAX, &rest);
+            rc = overlaps(c, t, ino, 0, UINT64_MAX, &rest, false);
             if (rc == 0 && rest.n == 0)
                 r->flags |= META_I_INLINE;
             free(rest.v);
@@ -303,7 +307,7 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
             memcpy(buf, (const char *)v.mv_data + off, m);
         }
     } else {
-        rc = overlaps(c, t, ino, off, end, &l);
+        rc = overlaps(c, t, ino, off, end, &l, true);
         if (rc)
             goto out;
     }
@@ -315,8 +319,8 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
         uint64_t e = x->foff + x->vlen < end ? x->foff + x->vlen : end;
         if (e <= s)
             continue;
-        rc = core__extent_read(c, &x->e, (uint32_t)(s - x->foff), (char *)buf + (s - off),
-                               (size_t)(e - s), epoch);
+        rc = core__extent_pread(c, &x->e, x->bcrc, x->nb, (uint32_t)(s - x->foff),
+                                (char *)buf + (s - off), (size_t)(e - s), epoch);
         if (rc) {
             srv_log(ERROR, STORE, "read ino=%llu off=%llu: %s", (unsigned long long)ino,
                     (unsigned long long)s, srv_strerror(rc));
@@ -403,7 +407,7 @@ static int write_fn(MDB_txn *t, void *arg)
             struct fext_list cur = {0};
             if (r.flags & META_I_INLINE)
                 return -EAGAIN;
-            rc = overlaps(c, t, a->ino, a->lo, a->hi, &cur);
+            rc = overlaps(c, t, a->ino, a->lo, a->hi, &cur, false);
             if (rc == 0 && cur.n != a->olds.n)
                 rc = -EAGAIN;
             for (size_t i = 0; rc == 0 && i < cur.n; i++) {
@@ -427,7 +431,7 @@ static int write_fn(MDB_txn *t, void *arg)
         }
         for (size_t i = 0; i < a->news.n; i++) {
             struct fext *x = &a->news.v[i];
-            rc = meta_extent_use(c->meta, t, &x->e);
+            rc = core__extent_use(c, t, &x->e, x->bcrc, x->nb);
             if (rc == 0)
                 rc = extent_put(c, t, a->ino, x);
             if (rc)
@@ -475,8 +479,10 @@ static int add_new(struct core *c, struct write_op *a, uint64_t s, uint64_t e, c
             return rc;
         core__cache_invalidate(c, &x.e); /* space reused: no stale cached bytes */
         rc = store_write(c->store, &x.e, tmp, n);
-        if (rc == 0)
+        if (rc == 0) {
+            x.nb = core__bcrc_compute(tmp, n, x.bcrc);
             rc = fext_push(&a->news, &x);
+        }
         if (rc) {
             store_unreserve(c->store, &x.e);
             return rc;
@@ -525,7 +531,7 @@ static int write_prepare(struct core *c, struct write_op *a, MDB_txn *t, struct 
         return rc;
     }
     a->mode = W_EXTENTS;
-    rc = overlaps(c, t, a->ino, a->off, end, &a->olds);
+    rc = overlaps(c, t, a->ino, a->off, end, &a->olds, true);
     if (rc)
         return rc;
     a->lo = a->off;
@@ -553,7 +559,7 @@ static int write_prepare(struct core *c, struct write_op *a, MDB_txn *t, struct 
                 rc = -ENOMEM;
                 break;
             }
-            rc = core__extent_read(c, &o->e, 0, old, o->vlen, a->epoch);
+            rc = core__extent_pread(c, &o->e, o->bcrc, o->nb, 0, old, o->vlen, a->epoch);
             if (rc) {
                 srv_log(ERROR, STORE, "write ino=%llu: reading extent at %llu: %s",
                         (unsigned long long)a->ino, (unsigned long long)o->foff,
@@ -613,8 +619,12 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         if (rc == 0)
             rc = write_prepare(c, &a, t, &r, tmp);
         meta_rtxn_end(t);
+        /* sync the data on this thread (concurrent syncs coalesce in the store)
+         * so the writer's commit never waits for a data flush */
+        if (rc == 0 && a.mode != W_INLINE)
+            rc = store_sync(c->store);
         if (rc == 0)
-            rc = meta_submit(c->meta, write_fn, &a, a.mode == W_INLINE ? 0 : META_OP_DATA);
+            rc = meta_submit(c->meta, write_fn, &a, 0);
         store_read_end(c->store, token);
         if (rc)
             news_release(c, &a);

@@ -142,8 +142,20 @@ void core__cache_invalidate(struct core *c, const struct store_extent *x);
 /** store_read through the cache. @return as store_read. */
 int core__extent_read(struct core *c, const struct store_extent *x, uint32_t from, void *buf,
                       size_t len, uint64_t epoch);
-/** Record a free of @p e in op txn @p t and drop it from the cache. */
+/** Record a free of @p e in op txn @p t (and its block CRCs) and drop it from the cache. */
 int core__extent_free(struct core *c, MDB_txn *t, const struct store_extent *e);
+/** Record reserved @p e as used in op txn @p t, with its block CRCs (may be NULL). */
+int core__extent_use(struct core *c, MDB_txn *t, const struct store_extent *e,
+                     const uint32_t *bcrc, uint32_t nb);
+/** CRC32C of each META_BCRC_BLOCK of @p buf into @p out. @return block count. */
+uint32_t core__bcrc_compute(const void *buf, uint32_t len, uint32_t *out);
+/** Block CRCs of @p e into @p out (META_BCRC_MAX). @return count, 0 when none. */
+uint32_t core__bcrc_get(struct core *c, MDB_txn *t, const struct store_extent *e, uint32_t *out);
+/** Read [from, from + len) of extent @p e: with block CRCs through the store's
+ * buffered fd, verifying only the blocks touched; else core__extent_read.
+ * @return 0, -EIO, SRV_ECORRUPT (logged, counted). */
+int core__extent_pread(struct core *c, const struct store_extent *e, const uint32_t *bcrc,
+                       uint32_t nb, uint32_t from, void *buf, size_t len, uint64_t epoch);
 
 /* ---- refs ---- */
 bool core__ref_held(struct core *c, uint64_t ino);

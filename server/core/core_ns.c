@@ -131,10 +131,58 @@ int core__node_create(struct core *c, MDB_txn *t, const struct core_principal *p
     return rc;
 }
 
+static void xkey_phys(uint8_t *k, const struct store_extent *e)
+{
+    meta_be32_put(k, e->dev);
+    meta_be64_put(k + 4, e->off);
+}
+
 int core__extent_free(struct core *c, MDB_txn *t, const struct store_extent *e)
 {
+    uint8_t k[12];
     core__cache_invalidate(c, e);
+    xkey_phys(k, e);
+    int rc = meta_del(t, core__dbi(c, META_DBI_XCRC), k, 12);
+    if (rc && rc != -ENOENT)
+        return rc;
     return meta_extent_free(c->meta, t, e);
+}
+
+int core__extent_use(struct core *c, MDB_txn *t, const struct store_extent *e,
+                     const uint32_t *bcrc, uint32_t nb)
+{
+    int rc = meta_extent_use(c->meta, t, e);
+    if (rc == 0 && bcrc && nb) {
+        uint8_t k[12];
+        xkey_phys(k, e);
+        rc = meta_put(t, core__dbi(c, META_DBI_XCRC), k, 12, bcrc, nb * sizeof(uint32_t), 0);
+    }
+    return rc;
+}
+
+uint32_t core__bcrc_compute(const void *buf, uint32_t len, uint32_t *out)
+{
+    uint32_t nb = 0;
+    for (uint32_t o = 0; o < len && nb < META_BCRC_MAX; o += META_BCRC_BLOCK) {
+        uint32_t n = len - o < META_BCRC_BLOCK ? len - o : META_BCRC_BLOCK;
+        out[nb++] = store_crc32c(0, (const char *)buf + o, n);
+    }
+    return nb;
+}
+
+uint32_t core__bcrc_get(struct core *c, MDB_txn *t, const struct store_extent *e, uint32_t *out)
+{
+    uint8_t k[12];
+    MDB_val v;
+    xkey_phys(k, e);
+    if (meta_get(t, core__dbi(c, META_DBI_XCRC), k, 12, &v) != 0)
+        return 0;
+    uint32_t nb = (uint32_t)(v.mv_size / sizeof(uint32_t));
+    if (v.mv_size % sizeof(uint32_t) || nb > META_BCRC_MAX ||
+        nb != (e->len + META_BCRC_BLOCK - 1) / META_BCRC_BLOCK)
+        return 0; /* malformed: verify the whole extent instead */
+    memcpy(out, v.mv_data, v.mv_size);
+    return nb;
 }
 
 int core__data_drop(struct core *c, MDB_txn *t, uint64_t ino, uint64_t from)

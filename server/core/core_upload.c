@@ -25,6 +25,12 @@
 
 int core__key_check(const char *key, size_t len, bool *isdir);
 
+struct upext {
+    struct store_extent e;
+    uint32_t nb;
+    uint32_t bcrc[META_BCRC_MAX];
+};
+
 struct core_upload {
     struct core *c;
     struct core_principal p;
@@ -32,7 +38,7 @@ struct core_upload {
     uint64_t size;
     char *buf;
     size_t blen;
-    struct store_extent *ext;
+    struct upext *ext;
     size_t n, cap;
 };
 
@@ -43,13 +49,13 @@ static int up_flush(struct core_upload *u)
         return 0;
     if (u->n == u->cap) {
         size_t nc = u->cap ? u->cap * 2 : 8;
-        struct store_extent *ne = realloc(u->ext, nc * sizeof(*ne));
+        struct upext *ne = realloc(u->ext, nc * sizeof(*ne));
         if (!ne)
             return -ENOMEM;
         u->ext = ne;
         u->cap = nc;
     }
-    int rc = store_alloc_near(u->c->store, u->n ? &u->ext[u->n - 1] : NULL, (uint32_t)u->blen,
+    int rc = store_alloc_near(u->c->store, u->n ? &u->ext[u->n - 1].e : NULL, (uint32_t)u->blen,
                               &e);
     if (rc)
         return rc;
@@ -59,7 +65,9 @@ static int up_flush(struct core_upload *u)
         store_unreserve(u->c->store, &e);
         return rc;
     }
-    u->ext[u->n++] = e;
+    u->ext[u->n].e = e;
+    u->ext[u->n].nb = core__bcrc_compute(u->buf, (uint32_t)u->blen, u->ext[u->n].bcrc);
+    u->n++;
     u->blen = 0;
     return 0;
 }
@@ -70,7 +78,7 @@ static void up_free(struct core_upload *u, bool unreserve)
         return;
     if (unreserve)
         for (size_t i = 0; i < u->n; i++)
-            store_unreserve(u->c->store, &u->ext[i]);
+            store_unreserve(u->c->store, &u->ext[i].e);
     free(u->ext);
     free(u->buf);
     free(u);
@@ -225,6 +233,7 @@ struct link_src {
         struct store_extent e;
     } *ext;
     size_t n;
+    const struct upext *up;   /* block CRCs of ext[i] (uploads), or NULL */
     bool use;                 /* extents are reservations to mark used */
     uint64_t size;
 };
@@ -345,7 +354,8 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
             struct meta_extent me = {.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
                                      .vlen = e->len};
             if (src->use) {
-                rc = meta_extent_use(c->meta, t, e);
+                rc = core__extent_use(c, t, e, src->up ? src->up[i].bcrc : NULL,
+                                      src->up ? src->up[i].nb : 0);
                 if (rc)
                     return rc;
             }
@@ -410,13 +420,18 @@ int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, co
         }
         for (size_t i = 0; i < u->n; i++) {
             xv[i].foff = (uint64_t)i * STORE_EXTENT_MAX;
-            xv[i].e = u->ext[i];
+            xv[i].e = u->ext[i].e;
         }
         a.src.ext = xv;
+        a.src.up = u->ext;
         a.src.n = u->n;
         a.src.use = true;
     }
-    rc = meta_submit(c->meta, commit_fn, &a, a.src.n ? META_OP_DATA : 0);
+    /* data durable before the metadata; syncing here keeps the writer free */
+    if (a.src.n)
+        rc = store_sync(c->store);
+    if (rc == 0)
+        rc = meta_submit(c->meta, commit_fn, &a, 0);
 out:
     free(xv);
     up_free(u, rc != 0);
@@ -626,12 +641,12 @@ static int part_commit_fn(MDB_txn *t, void *arg)
     snprintf(pt.etag, CORE_ETAG_MAX + 1, "%s", a->etag ? a->etag : "");
     memcpy(v, &pt, sizeof(pt));
     for (size_t i = 0; i < u->n && rc == 0; i++) {
-        struct meta_extent me = {.dev = u->ext[i].dev, .len = u->ext[i].len,
-                                 .off = u->ext[i].off, .crc = u->ext[i].crc,
-                                 .vlen = u->ext[i].len};
+        const struct store_extent *e = &u->ext[i].e;
+        struct meta_extent me = {.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
+                                 .vlen = e->len};
         memcpy(v + sizeof(pt) + i * sizeof(me), &me, sizeof(me));
         bytes += me.len;
-        rc = meta_extent_use(c->meta, t, &u->ext[i]);
+        rc = core__extent_use(c, t, e, u->ext[i].bcrc, u->ext[i].nb);
     }
     if (rc == 0)
         rc = meta_put(t, core__dbi(c, META_DBI_MPUPART), k, 12, v, vl, 0);
@@ -652,7 +667,9 @@ int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t 
     if (rc == 0)
         rc = up_flush(u);
     if (rc == 0)
-        rc = meta_submit(u->c->meta, part_commit_fn, &a, u->n ? META_OP_DATA : 0);
+        rc = u->n ? store_sync(u->c->store) : 0;
+    if (rc == 0)
+        rc = meta_submit(u->c->meta, part_commit_fn, &a, 0);
     up_free(u, rc != 0);
     return rc;
 }

@@ -333,8 +333,21 @@ static bool space_consistent(struct env *e)
         }
         mdb_cursor_close(cur);
     }
-    meta_rtxn_end(t);
     qsort(xs, n, sizeof(*xs), xent_cmp);
+    /* every block-CRC record belongs to a used extent (none leaked by frees) */
+    mdb_cursor_open(t, meta_dbi(c->meta, META_DBI_XCRC), &cur);
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        struct xent key = {meta_be32_get(k.mv_data), meta_be64_get((uint8_t *)k.mv_data + 4), 0};
+        struct xent *hit = bsearch(&key, xs, n, sizeof(*xs), xent_cmp);
+        if (!hit || used == 0) {
+            fprintf(stderr, "crash_core: block CRCs of a free extent dev=%u off=%llu\n", key.dev,
+                    (unsigned long long)key.off);
+            ok = false;
+        }
+    }
+    mdb_cursor_close(cur);
+    meta_rtxn_end(t);
     for (size_t i = 1; i < n; i++)
         if (xs[i].dev == xs[i - 1].dev && xs[i - 1].off + xs[i - 1].len > xs[i].off) {
             fprintf(stderr, "crash_core: overlap dev=%u off=%llu len=%llu with off=%llu\n",

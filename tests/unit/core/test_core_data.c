@@ -231,6 +231,63 @@ static void test_crc_corruption(void **state)
     free(buf);
 }
 
+/* Corrupt one byte of the data file at extent byte @p at, for the extent whose
+ * first 64 bytes equal @p head. @return 1 when found. */
+static int corrupt(struct fx *f, const uint8_t *head, size_t at)
+{
+    char path[512];
+    int done = 0;
+    DIR *d = opendir(f->dir);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "data", 4) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", f->dir, de->d_name);
+        int fd = open(path, O_RDWR);
+        uint8_t *blk = malloc(8 * MB);
+        ssize_t got = pread(fd, blk, 8 * MB, 0);
+        for (ssize_t i = 0; i + 64 <= got; i += 4096)
+            if (memcmp(blk + i, head, 64) == 0) {
+                uint8_t b = blk[i + at] ^ 0x5a;
+                assert_int_equal(pwrite(fd, &b, 1, (off_t)(i + at)), 1);
+                done = 1;
+            }
+        fsync(fd);
+        close(fd);
+        free(blk);
+    }
+    closedir(d);
+    return done;
+}
+
+static void test_crc_blocks(void **state)
+{
+    struct fx *f = *state;
+    uint8_t *buf = malloc(MB), *got = malloc(MB);
+    size_t n;
+    bool eof;
+    fx_fill(buf, MB, 11);
+    assert_int_equal(fx_put(f, "obj", buf, MB), 0);
+    assert_int_equal(core_sync(f->c), 0);
+    assert_true(corrupt(f, buf, 5 * 16384 + 7));
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "obj", 3, &oi), 0);
+    free(oi.meta);
+    /* blocks other than the damaged one still read; the damaged one fails */
+    assert_int_equal(core_read(f->c, &f->p, oi.attr.ino, 0, got, 4096, &n, &eof), 0);
+    assert_memory_equal(got, buf, 4096);
+    assert_int_equal(core_read(f->c, &f->p, oi.attr.ino, 6 * 16384, got, 65536, &n, &eof), 0);
+    assert_memory_equal(got, buf + 6 * 16384, 65536);
+    assert_int_equal(core_read(f->c, &f->p, oi.attr.ino, 5 * 16384 + 100, got, 10, &n, &eof),
+                     SRV_ECORRUPT);
+    assert_int_equal(core_read(f->c, &f->p, oi.attr.ino, 0, got, MB, &n, &eof), SRV_ECORRUPT);
+    struct core_stats st;
+    core_stats_get(f->c, &st);
+    assert_true(st.crc_errors >= 2);
+    free(buf);
+    free(got);
+}
+
 static void test_unlink_open(void **state)
 {
     struct fx *f = *state;
@@ -377,6 +434,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_crc_corruption, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_crc_blocks, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
