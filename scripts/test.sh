@@ -37,16 +37,27 @@ if ! "$top/scripts/build.sh" "$top/build" --enable-werror; then
 fi
 
 note "unit tests (release)"
+before=$failed
 (cd "$top/build" && make -j"$(nproc)" check >"$logdir/check.out" 2>&1)
+rc=$?
 count_trs "$top/build" unit
+if [ $rc -ne 0 ] && [ $failed -eq $before ]; then
+    failed=$((failed + 1)); failures+=("make check (release) exited $rc: see $logdir/check.out")
+    grep -E 'error|Error' "$logdir/check.out" | head -10
+fi
 grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL)' "$logdir/check.out" | sed 's/^/   /'
 
 if [ "${S3NFS_SKIP_ASAN:-0}" != 1 ]; then
     note "unit tests (ASan + UBSan)"
     if "$top/scripts/build.sh" "$top/build-asan" --enable-sanitizers --enable-werror; then
+        before=$failed
         (cd "$top/build-asan" && ASAN_OPTIONS=detect_leaks=1 make -j"$(nproc)" check \
             >"$logdir/check-asan.out" 2>&1)
+        rc=$?
         count_trs "$top/build-asan" asan
+        if [ $rc -ne 0 ] && [ $failed -eq $before ]; then
+            failed=$((failed + 1)); failures+=("make check (asan) exited $rc: see $logdir/check-asan.out")
+        fi
         grep -E '^(PASS|FAIL|ERROR)' "$logdir/check-asan.out" | sed 's/^/   asan /'
     else
         failed=$((failed + 1)); failures+=("asan build")
