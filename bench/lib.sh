@@ -89,6 +89,11 @@ s3nfsd_start() {
     return 1
 }
 
+# Flush dirty data of the previous half (nginx's PUTs are not fsynced, ganesha's
+# directory fill is not committed) so its writeback does not land on the next
+# system's timed run. Not timed.
+bench_settle() { sync; sleep 0.5; }
+
 # Wait until something accepts TCP connections on 127.0.0.1:PORT (up to 20 s).
 bench_wait_port() {
     local port=$1 i

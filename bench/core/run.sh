@@ -8,8 +8,8 @@
 #   seq_read_qd1   fio: 1 MiB reads, O_DIRECT, psync   core: 1 MiB core_read, 1 thread
 #   seq_write_qd8  fio: io_uring, iodepth 8            core: 8 threads
 #   seq_read_qd8   fio: io_uring, iodepth 8            core: 8 threads
-#   create_4k      fio: per file open(O_CREAT) + 4 KiB write + fsync + close, 8 jobs
-#                  core: core_create + 4 KiB core_write + core_commit, 8 threads
+#   create_4k      fio: per file open(O_CREAT) + 4 KiB write + fsync + close, 16 jobs
+#                  core: core_create + 4 KiB core_write + core_commit, 16 threads
 # Sequential rows use a 2 GiB file (--size-mib); create rows --files files.
 # Targets (docs/benchmarks.md): sequential >= 0.8 of fio, create_4k >= 20,000/s.
 # Usage: bench/core/run.sh [--size-mib 2048] [--files 50000] [--fio-files 20000]
@@ -19,13 +19,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
 . "$here/../lib.sh"
 
-size=2048 files=50000 fio_files=20000
+size=2048 files=50000 fio_files=20000 cthreads=16
 core_bin=${BENCH_CORE_BIN:-$BENCH_TOP/build/bench/core/bench_core}
 while [ $# -gt 0 ]; do
     case $1 in
     --size-mib) size=$2; shift 2 ;;
     --files) files=$2; shift 2 ;;
     --fio-files) fio_files=$2; shift 2 ;;
+    --create-threads) cthreads=$2; shift 2 ;;
     --bench-core) core_bin=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -91,24 +92,26 @@ fi
 for qd in 1 8; do
     bench_log "core: sequential, $qd in flight: fio ..."
     seq_fio "$qd"
+    bench_settle
     if [ -n "$have_core" ]; then
         bench_log "core: sequential, $qd in flight: bench_core ..."
         seq_core "$qd"
     fi
 done
 
-bench_log "core: create_4k: fio ($fio_files files, 8 jobs) ..."
+bench_log "core: create_4k: fio ($fio_files files, $cthreads jobs) ..."
 mkdir -p "$W/fio-files"
-per_job=$((fio_files / 8))
+per_job=$((fio_files / cthreads))
 fio_row create_4k write files/s --name=create --directory="$W/fio-files" --rw=write --bs=4k \
-    --filesize=4k --nrfiles="$per_job" --numjobs=8 --openfiles=1 --create_on_open=1 \
+    --filesize=4k --nrfiles="$per_job" --numjobs="$cthreads" --openfiles=1 --create_on_open=1 \
     --file_service_type=sequential --fsync=1 --fallocate=none --ioengine=psync \
     --group_reporting=1
 rm -rf "$W/fio-files"
+bench_settle
 if [ -n "$have_core" ]; then
-    bench_log "core: create_4k: bench_core ($files files, 8 threads) ..."
+    bench_log "core: create_4k: bench_core ($files files, $cthreads threads) ..."
     rm -rf "$W/core-data"
-    if ! "$core_bin" --dir "$W/core-data" --only create --files "$files" --file-threads 8 \
+    if ! "$core_bin" --dir "$W/core-data" --only create --files "$files" --file-threads "$cthreads" \
         >>"$W/core.txt" 2>"$W/core-create.err"; then
         echo "ERROR create_4k bench_core failed: $(grep bench_core "$W/core-create.err" | head -2)" \
             >>"$W/core.txt"

@@ -133,6 +133,7 @@ run_s3nfsd() {
 : >"$work/ganesha.txt"
 : >"$work/s3nfsd.txt"
 [ "$only" = s3nfsd ] || run_ganesha "$work/ganesha.txt"
+bench_settle
 [ "$only" = ganesha ] || run_s3nfsd "$work/s3nfsd.txt"
 bench_table "NFSv3: nfs-ganesha 4 (FSAL VFS) vs s3nfsd" ganesha "$work/ganesha.txt" \
     s3nfsd "$work/s3nfsd.txt"

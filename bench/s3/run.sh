@@ -152,8 +152,10 @@ for row in "GET 4k" "GET 64m" "PUT 4k" "PUT 64m"; do
         m="${lop}_${size}_c$c"
         [ -n "$ngx_ok" ] && run_wrk "$W/nginx.txt" "$m" "$NGX_PORT" "$op" "$size" "$c" \
             "$W/$lop$size.ngx" >/dev/null
+        bench_settle
         [ -n "$s3_ok" ] && run_wrk "$W/s3nfsd.txt" "$m" "$S3NFSD_S3_PORT" "$op" "$size" "$c" \
             "$W/$lop$size.s3" >/dev/null
+        bench_settle
         bench_log "s3: $m nginx: $(grep " $m " "$W/nginx.txt" | cut -d' ' -f3-) " \
             "s3nfsd: $(grep " $m " "$W/s3nfsd.txt" | cut -d' ' -f3-)"
     done
