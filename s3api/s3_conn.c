@@ -54,6 +54,7 @@
 #include "srv_log.h"
 #include "srv_loop.h"
 #include "srv_metrics.h"
+#include "qos_admit.h"
 #include "tenants.h"
 
 #define S3_CHUNK (1u << 20)          /* bytes per worker write/read */
@@ -239,6 +240,9 @@ static void ctx_free(struct s3_ctx *x)
 {
     if (!x)
         return;
+    if (x->qos_waiting && qos_global())
+        qos_cancel(qos_global(), x);
+    x->qos_waiting = false;
     x->conn = NULL;
     if (x->up || x->ref_held) {
         atomic_fetch_add(&x->srv->ndetached, 1);
@@ -511,9 +515,65 @@ static void send_response(struct s3_ctx *x)
     ctx_finish(x);
 }
 
+/* ---------------------------------------------------------------- QoS admission */
+
+static void qos_go(void *arg, int err)
+{
+    struct s3_ctx *x = arg;
+    struct s3_conn *c = x->conn;
+    x->qos_waiting = false;
+    c->nest++;
+    if (err) {
+        s3__resp_error(x, SRV_ETHROTTLE, "SlowDown", 503,
+                       "please reduce your request rate (the tenant's QoS limit was reached)");
+        send_response(x);
+    } else {
+        x->qos_next(x);
+    }
+    conn_leave(c);
+}
+
+/* Ask QoS before dispatching; @p next runs on this loop once admitted (maybe at once).
+ * Throttled requests answer 503 SlowDown. */
+static void ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
+                      void (*next)(struct s3_ctx *))
+{
+    struct qos *q = qos_global();
+    if (!q) {
+        next(x);
+        return;
+    }
+    x->qos_next = next;
+    x->qos_waiting = true;
+    int rc = qos_admit(q, &x->p, cls, bytes, srv_loop_base(x->loop), qos_go, x);
+    if (rc) {
+        /* go never runs: answer here */
+        x->qos_waiting = false;
+        s3__resp_error(x, SRV_ETHROTTLE, "SlowDown", 503,
+                       "please reduce your request rate (the tenant's QoS queue is full)");
+        send_response(x);
+    }
+}
+
+static bool op_writes(const struct s3_op *op)
+{
+    return op == &s3_op_put_object || op == &s3_op_mpu_upload_part ||
+           op == &s3_op_copy_object || op == &s3_op_mpu_upload_part_copy;
+}
+
+/* GetObject is admitted once its size is known, with the bytes it will send. */
 static void op_done(struct s3_ctx *x)
 {
-    send_response(x);
+    uint64_t n = x->stream ? x->rend - x->roff : evbuffer_get_length(x->rbody);
+    if (x->rt.op == &s3_op_get_object && x->status < 300 && n > 0)
+        ctx_admit(x, QOS_READ, n, send_response);
+    else
+        send_response(x);
+}
+
+static void op_run(struct s3_ctx *x)
+{
+    ctx_submit(x, x->rt.op->work, op_done);
 }
 
 /* ---------------------------------------------------------------- request bodies */
@@ -668,7 +728,17 @@ static void on_message_done(struct s3_conn *c)
             return;
         }
     }
-    ctx_submit(x, x->rt.op->work, op_done);
+    if (x->rt.op == &s3_op_get_object)
+        op_run(x);
+    else
+        ctx_admit(x, op_writes(x->rt.op) ? QOS_WRITE : QOS_META, 0, op_run);
+}
+
+static void stream_begin_done(struct s3_ctx *x);
+
+static void stream_start(struct s3_ctx *x)
+{
+    ctx_submit(x, x->rt.op->work, stream_begin_done);
 }
 
 static void stream_begin_done(struct s3_ctx *x)
@@ -861,7 +931,7 @@ static void on_headers(struct s3_conn *c)
         if (!x->md5)
             abort();
         EVP_DigestInit_ex(x->md5, EVP_md5(), NULL);
-        ctx_submit(x, x->rt.op->work, stream_begin_done);
+        ctx_admit(x, QOS_WRITE, declared, stream_start);
         return;
     }
     if (r->expect_continue && (r->content_length > 0 || r->chunked))

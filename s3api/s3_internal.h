@@ -413,6 +413,8 @@ struct s3_ctx {
     void *rbuf;
     size_t rn;
     uint64_t bytes_in, bytes_out;
+    bool qos_waiting;            /* queued in qos_admit; cancel if the connection goes */
+    void (*qos_next)(struct s3_ctx *x);
     void *opdata;                /* op-private */
 };
 
