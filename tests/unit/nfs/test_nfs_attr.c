@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for nfs_attr: core_attr -> fattr3/wcc, sattr3 -> core_setattr,
+ * name checks and the post-create attribute pass, with a fake core. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nfs_int.h"
+#include "srv_err.h"
+
+static struct core_setattr last_sa;
+static int setattr_calls;
+
+int tenants_export_get(struct tenants *t, uint32_t id, const struct sockaddr *sa,
+                       struct tenant_export *out)
+{
+    return -ENOENT;
+}
+
+int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
+                 struct core_attr *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->ino = ino;
+    out->gen = gen;
+    out->size = 777;
+    out->type = CORE_REG;
+    return 0;
+}
+
+int core_setattr(struct core *c, const struct core_principal *p, uint64_t ino,
+                 const struct core_setattr *sa, struct core_attr *pre, struct core_attr *post)
+{
+    last_sa = *sa;
+    setattr_calls++;
+    memset(post, 0, sizeof(*post));
+    post->ino = ino;
+    post->size = sa->size;
+    post->uid = 10;
+    post->gid = 20;
+    return 0;
+}
+
+static struct nfs_server srv;
+
+static void test_fattr(void **state)
+{
+    struct nfs_req r = {.srv = &srv, .have_export = true};
+    r.exp.id = 9;
+    struct core_attr a = {.ino = 42, .type = CORE_LNK, .mode = 0104755, .nlink = 3, .uid = 5,
+                          .gid = 6, .size = 1 << 20, .used = 4096};
+    a.mtime.tv_sec = 1700000000;
+    a.mtime.tv_nsec = 123456789;
+    fattr3 f;
+    nfs_attr_fattr(&r, &a, &f);
+    assert_int_equal(f.type, NF3LNK);
+    assert_int_equal(f.mode, 04755);
+    assert_int_equal(f.nlink, 3);
+    assert_true(f.fileid == 42 && f.fsid == 9 && f.size == 1 << 20 && f.used == 4096);
+    assert_int_equal(f.mtime.seconds, 1700000000);
+    assert_int_equal(f.mtime.nseconds, 123456789);
+    a.type = CORE_DIR;
+    nfs_attr_fattr(&r, &a, &f);
+    assert_int_equal(f.type, NF3DIR);
+
+    post_op_attr po;
+    nfs_attr_post(&r, NULL, &po);
+    assert_false(po.attributes_follow);
+    pre_op_attr pr;
+    nfs_attr_pre(&a, &pr);
+    assert_true(pr.attributes_follow);
+    assert_true(pr.pre_op_attr_u.attributes.size == 1 << 20);
+    wcc_data w;
+    nfs_attr_wcc(&r, NULL, 42, &w);
+    assert_false(w.before.attributes_follow);
+    assert_false(w.after.attributes_follow);
+    nfs_attr_wcc(&r, &a, 42, &w);
+    assert_true(w.before.attributes_follow && w.after.attributes_follow);
+    assert_true(w.after.post_op_attr_u.attributes.size == 777);
+}
+
+static void test_sattr(void **state)
+{
+    sattr3 s;
+    struct core_setattr sa;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(nfs_attr_sattr(&s, &sa), 0);
+    assert_int_equal(sa.mask, 0);
+
+    s.mode.set_it = TRUE;
+    s.mode.set_mode3_u.mode = 0100644;
+    s.uid.set_it = TRUE;
+    s.uid.set_uid3_u.uid = 10;
+    s.size.set_it = TRUE;
+    s.size.set_size3_u.size = 99;
+    s.atime.set_it = SET_TO_SERVER_TIME;
+    s.mtime.set_it = SET_TO_CLIENT_TIME;
+    s.mtime.set_mtime_u.mtime.seconds = 5;
+    s.mtime.set_mtime_u.mtime.nseconds = 6;
+    assert_int_equal(nfs_attr_sattr(&s, &sa), 0);
+    assert_int_equal(sa.mask, CORE_SET_MODE | CORE_SET_UID | CORE_SET_SIZE | CORE_SET_ATIME_NOW |
+                                  CORE_SET_MTIME);
+    assert_int_equal(sa.mode, 0644);
+    assert_int_equal(sa.uid, 10);
+    assert_true(sa.size == 99);
+    assert_int_equal(sa.mtime.tv_sec, 5);
+    assert_int_equal(sa.mtime.tv_nsec, 6);
+
+    s.mtime.set_mtime_u.mtime.nseconds = 1000000000;
+    assert_int_equal(nfs_attr_sattr(&s, &sa), -EINVAL);
+    s.mtime.set_it = (time_how)7;
+    assert_int_equal(nfs_attr_sattr(&s, &sa), -EINVAL);
+}
+
+static void test_apply_rest(void **state)
+{
+    struct nfs_req r = {.srv = &srv};
+    struct core_attr a = {.ino = 8, .uid = 10, .gid = 20, .size = 0};
+    sattr3 s;
+    memset(&s, 0, sizeof(s));
+    /* Own uid/gid, size already 0, and mode skipped: nothing to do. */
+    s.mode.set_it = TRUE;
+    s.mode.set_mode3_u.mode = 0600;
+    s.uid.set_it = TRUE;
+    s.uid.set_uid3_u.uid = 10;
+    s.gid.set_it = TRUE;
+    s.gid.set_gid3_u.gid = 20;
+    s.size.set_it = TRUE;
+    s.size.set_size3_u.size = 0;
+    setattr_calls = 0;
+    assert_int_equal(nfs_attr_apply_rest(&r, &s, false, &a), 0);
+    assert_int_equal(setattr_calls, 0);
+    /* A real change goes to the core, without the mode. */
+    s.size.set_size3_u.size = 50;
+    assert_int_equal(nfs_attr_apply_rest(&r, &s, false, &a), 0);
+    assert_int_equal(setattr_calls, 1);
+    assert_int_equal(last_sa.mask, CORE_SET_SIZE);
+    assert_true(a.size == 50);
+    assert_int_equal(nfs_attr_apply_rest(&r, &s, true, &a), 0);
+    assert_int_equal(last_sa.mask, CORE_SET_MODE);
+}
+
+static void test_names(void **state)
+{
+    size_t len;
+    char longname[300];
+    assert_int_equal(nfs_name_check("abc", &len), 0);
+    assert_int_equal(len, 3);
+    assert_int_equal(nfs_name_check("", &len), -EINVAL);
+    assert_int_equal(nfs_name_check(NULL, &len), -EINVAL);
+    memset(longname, 'a', 255);
+    longname[255] = '\0';
+    assert_int_equal(nfs_name_check(longname, &len), 0);
+    memset(longname, 'a', 256);
+    longname[256] = '\0';
+    assert_int_equal(nfs_name_check(longname, &len), -ENAMETOOLONG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fattr),
+        cmocka_unit_test(test_sattr),
+        cmocka_unit_test(test_apply_rest),
+        cmocka_unit_test(test_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
