@@ -87,6 +87,7 @@ static int apply_records(struct meta_env *m, MDB_txn *parent, struct meta__op *o
 static void run_batch(struct meta_env *m, struct meta__op *batch)
 {
     MDB_txn *parent = NULL, *child = NULL, *batch_id = NULL;
+    struct meta__op *bad = NULL;
     bool any_data = false, touched = false;
     int brc;
     uint64_t nops = 0;
@@ -121,8 +122,11 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
         if (rc == 0) {
             rc = apply_records(m, parent, op, &touched);
             if (rc) {
-                /* the batch txn may hold a partial change: drop the whole batch */
+                /* the batch txn may hold a partial change: drop the batch, fail
+                 * this op and run the others again in a new batch */
                 srv_log(ERROR, META, "applying store changes failed: %s", srv_strerror(rc));
+                op->rc = rc;
+                bad = op;
                 brc = rc;
                 goto finish;
             }
@@ -151,6 +155,33 @@ finish:
     if (brc == 0) {
         m->stats.commits++;
         m->stats.commit_ops += nops;
+    }
+    if (bad) {
+        struct meta__op *again = NULL, *last = NULL;
+        for (struct meta__op *op = batch, *next; op; op = next) {
+            next = op->next;
+            op_reset_records(op);
+            if (op == bad) {
+                op->done = true;
+                continue;
+            }
+            op->rc = 1;
+            op->next = NULL;
+            if (last)
+                last->next = op;
+            else
+                again = op;
+            last = op;
+        }
+        if (again) {
+            last->next = m->head;
+            if (!m->head)
+                m->tail = last;
+            m->head = again;
+        }
+        pthread_cond_broadcast(&m->done_cv);
+        pthread_mutex_unlock(&m->lock);
+        return;
     }
     for (struct meta__op *op = batch, *next; op; op = next) {
         next = op->next;

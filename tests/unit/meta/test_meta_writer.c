@@ -149,6 +149,46 @@ static void test_extent_without_store(void **state)
     assert_false(meta_on_writer(m));
 }
 
+static void *ext_thr(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 100; i++)
+        if (meta_submit(m, ext_fn, NULL, 0) != -EIO)
+            abort();
+    return NULL;
+}
+
+static void *ok_thr(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < 100; i++) {
+        struct kv_op o = {.fail = 0};
+        snprintf(o.key, sizeof(o.key), "ok%d-%d", id, i);
+        if (meta_submit(m, kv_fn, &o, 0) != 0)
+            abort();
+    }
+    return NULL;
+}
+
+/* An op whose store changes cannot be applied fails alone: the ops batched
+ * with it are run again and succeed. */
+static void test_bad_op_isolated(void **state)
+{
+    pthread_t th[4];
+    (void)state;
+    pthread_create(&th[0], NULL, ext_thr, NULL);
+    for (int i = 1; i < 4; i++)
+        pthread_create(&th[i], NULL, ok_thr, (void *)(intptr_t)i);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int id = 1; id < 4; id++)
+        for (int i = 0; i < 100; i++) {
+            char key[32];
+            snprintf(key, sizeof(key), "ok%d-%d", id, i);
+            assert_true(exists(key));
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +196,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extent_without_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
