@@ -422,17 +422,16 @@ def admin(daemon, method, path, body=None):
         return None, None
 
 
-def make_tenant_export(daemon, name, path, nets=("127.0.0.0/8",), flags=None):
+def make_tenant_export(daemon, name, path, nets=("127.0.0.0/8",), **flags):
     """Create a tenant and an export of its root through the admin API, or skip."""
-    st, t = admin(daemon, "POST", "/admin/v1/tenants", {"name": name})
+    st, t = admin(daemon, "POST", "/api/v1/tenants", {"name": name})
     if st in (None, 404, 405, 501) or t is None:
-        pytest.skip(f"admin API for tenants not available (POST /admin/v1/tenants -> {st})")
+        pytest.skip(f"admin API for tenants not available (POST /api/v1/tenants -> {st})")
     assert st in (200, 201), st
     tid = t.get("id")
-    body = {"path": path, "nets": list(nets)}
-    if flags:
-        body.update(flags)
-    st, e = admin(daemon, "POST", f"/admin/v1/tenants/{tid}/exports", body)
+    body = {"path": path, "clients": list(nets)}
+    body.update(flags)
+    st, e = admin(daemon, "POST", f"/api/v1/tenants/{tid}/exports", body)
     if st in (None, 404, 405, 501):
         pytest.skip(f"admin API for exports not available (-> {st})")
     assert st in (200, 201), st
@@ -470,4 +469,55 @@ def test_export_not_admitting_client_is_refused(s3nfsd):
     c = RpcConn(s3nfsd.nfs_port)
     assert c.mnt("/far")[0] in (2, 13)  # NOENT or ACCES, never a handle
     assert all(e[0] != "/far" for e in c.mnt_list(rpc3.MNT_EXPORT))
+    c.close()
+
+
+def test_readonly_and_root_squash_exports(s3nfsd):
+    make_tenant_export(s3nfsd, "tenant-ro", "/ro", read_only=True)
+    make_tenant_export(s3nfsd, "tenant-sq", "/sq", root_squash=True, anon_uid=4321,
+                       anon_gid=4322)
+    c = RpcConn(s3nfsd.nfs_port)  # AUTH_SYS uid 0
+    ro = root_fh(c, "/ro")
+    assert c.mkdir(ro, bucket_name())[0] == rpc3.NFS3ERR_ROFS
+    setattr_args = Packer().opaque(ro).raw(rpc3.sattr3(mode=0o700)).u32(0).bytes()
+    assert c.nfs(rpc3.SETATTR, setattr_args)[0] == rpc3.NFS3ERR_ROFS
+    st, u = c.nfs(rpc3.ACCESS, Packer().opaque(ro).u32(0x3f).bytes())
+    assert st == 0
+    u.post_op_attr()
+    granted = u.u32()
+    assert granted & (0x04 | 0x08 | 0x10) == 0, "read-only: no MODIFY/EXTEND/DELETE"
+    assert granted & 0x02, "LOOKUP still allowed"
+    sq = root_fh(c, "/sq")
+    st, bfh = c.mkdir(sq, bucket_name())
+    if st == 0:
+        assert c.getattr(bfh)[1]["uid"] == 4321, "root is squashed to the anonymous uid"
+    else:
+        assert st == rpc3.NFS3ERR_ACCES, "squashed root may not write the tenant root"
+    c.close()
+
+
+def test_fsstat_reports_quota_and_dquot(s3nfsd):
+    tid, _ = make_tenant_export(s3nfsd, "tenant-q", "/q")
+    st, _ = admin(s3nfsd, "PUT", f"/api/v1/tenants/{tid}/quota",
+                  {"bytes_limit": 4 << 20, "inodes_limit": 50})
+    if st in (404, 405, 501):
+        pytest.skip(f"quota API not available ({st})")
+    assert st in (200, 204), st
+    c = RpcConn(s3nfsd.nfs_port)
+    q = root_fh(c, "/q")
+    st, fs = c.fsstat(q)
+    assert st == 0 and fs["tbytes"] == 4 << 20 and fs["tfiles"] == 50
+    assert fs["fbytes"] <= 4 << 20 and fs["ffiles"] <= 50
+    st, bfh = c.mkdir(q, bucket_name())
+    assert st == 0
+    st, fh = c.create(bfh, "fill")
+    assert st == 0
+    status = 0
+    for i in range(8):
+        status, _ = c.write(fh, i << 20, b"z" * (1 << 20))
+        if status:
+            break
+    assert status == 69, f"writing past the byte quota answers NFS3ERR_DQUOT, got {status}"
+    st, fs = c.fsstat(q)
+    assert st == 0 and fs["fbytes"] < 4 << 20
     c.close()
