@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <pthread.h>
@@ -166,6 +167,12 @@ int admin_start(struct admin **out, const struct admin_config *cfg, struct core 
     a->core = c;
     a->tenants = t;
     a->qos = q;
+    /* admin_stop() breaks the loop from another thread: the base must be
+     * created with libevent's threading support on (idempotent). */
+    if (evthread_use_pthreads() < 0) {
+        rc = -ENOMEM;
+        goto fail;
+    }
     a->base = event_base_new();
     a->http = a->base ? evhttp_new(a->base) : NULL;
     if (!a->http) {
