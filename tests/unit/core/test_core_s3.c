@@ -273,6 +273,171 @@ static void test_multipart(void **state)
     free(buf);
 }
 
+static int put_cond(struct fx *f, const char *key, const char *data, const char *etag,
+                    const char *if_etag, bool inm)
+{
+    struct core_upload *u;
+    int rc = core_upload_begin(f->c, &f->p, f->bucket, strlen(data), &u);
+    if (rc)
+        return rc;
+    core_upload_write(u, data, strlen(data));
+    return core_upload_commit(u, key, strlen(key), etag, NULL, 0, if_etag, inm, NULL);
+}
+
+static void test_preconditions(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(put_cond(f, "k", "v1", "e1", "*", false), SRV_EPRECOND);
+    assert_int_equal(put_cond(f, "k", "v1", "e1", NULL, true), 0);
+    assert_int_equal(put_cond(f, "k", "v2", "e2", NULL, true), SRV_EPRECOND);
+    assert_int_equal(put_cond(f, "k", "v2", "e2", "nope", false), SRV_EPRECOND);
+    assert_int_equal(put_cond(f, "k", "v2", "e2", "\"e1\"", false), 0);
+    assert_int_equal(put_cond(f, "k", "v3", "e3", "*", false), 0);
+    void *d = NULL;
+    size_t n;
+    assert_int_equal(fx_get(f, "k", &d, &n), 0);
+    assert_memory_equal(d, "v3", 2);
+    free(d);
+    /* an aborted upload leaves nothing and frees its space */
+    struct core_stats s1, s2;
+    core_stats_get(f->c, &s1);
+    struct core_upload *u;
+    char *big = calloc(1, 3 << 20);
+    assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, UINT64_MAX, &u), 0);
+    assert_int_equal(core_upload_write(u, big, 3 << 20), 0);
+    assert_int_equal(core_upload_size(u), 3 << 20);
+    core_upload_abort(u);
+    core_upload_abort(NULL);
+    core_stats_get(f->c, &s2);
+    assert_int_equal(s1.store_free, s2.store_free);
+    free(big);
+    /* unknown bucket, read-only principal */
+    assert_int_equal(core_upload_begin(f->c, &f->p, 999999, 1, &u), SRV_ENOBUCKET);
+    struct core_principal ro = f->p;
+    ro.flags = CORE_P_READONLY;
+    assert_int_equal(core_upload_begin(f->c, &ro, f->bucket, 1, &u), -EACCES);
+    assert_int_equal(core_key_delete(f->c, &ro, f->bucket, "k", 1), -EACCES);
+    /* metadata replacement */
+    assert_int_equal(core_key_set_meta(f->c, &f->p, f->bucket, "k", 1, "blob", 4), 0);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "k", 1, &oi), 0);
+    assert_int_equal(oi.metalen, 4);
+    assert_memory_equal(oi.meta, "blob", 4);
+    assert_string_equal(oi.etag, "e3");
+    free(oi.meta);
+    assert_int_equal(core_key_set_meta(f->c, &f->p, f->bucket, "nokey", 5, "b", 1), -ENOENT);
+}
+
+static int mpu_cb(void *arg, const struct core_mpu_info *info)
+{
+    int *n = arg;
+    (*n)++;
+    (void)info;
+    return 0;
+}
+
+static void test_multipart_more(void **state)
+{
+    struct fx *f = *state;
+    char id1[32], id2[32];
+    assert_int_equal(core_mpu_create(f->c, &f->p, f->bucket, "b", 1, NULL, 0, id1, sizeof(id1)),
+                     0);
+    assert_int_equal(core_mpu_create(f->c, &f->p, f->bucket, "a", 1, NULL, 0, id2, sizeof(id2)),
+                     0);
+    assert_int_equal(core_mpu_create(f->c, &f->p, f->bucket, "a//", 3, NULL, 0, id2, sizeof(id2)),
+                     SRV_EBADNAME);
+    int n = 0;
+    assert_int_equal(core_mpu_list(f->c, &f->p, f->bucket, NULL, 0, mpu_cb, &n), 0);
+    assert_int_equal(n, 2);
+    n = 0;
+    assert_int_equal(core_mpu_list(f->c, &f->p, f->bucket, "b", 1, mpu_cb, &n), 0);
+    assert_int_equal(n, 1);
+    /* re-uploading a part replaces it and frees the old space */
+    struct core_stats s0, s1;
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s0);
+    char *buf = calloc(1, 2 << 20);
+    for (int i = 0; i < 2; i++) {
+        struct core_upload *u;
+        assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 2 << 20, &u), 0);
+        assert_int_equal(core_upload_write(u, buf, 2 << 20), 0);
+        assert_int_equal(core_mpu_part_commit(u, id1, 1, i ? "p1b" : "p1a"), 0);
+    }
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s1);
+    assert_int_equal(s0.store_free - s1.store_free, 2 << 20);
+    struct core_upload *u;
+    assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 1, &u), 0);
+    assert_int_equal(core_mpu_part_commit(u, "zzzz", 1, "x"), -ENOENT);
+    assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 1, &u), 0);
+    assert_int_equal(core_mpu_part_commit(u, id1, 0, "x"), -EINVAL);
+    uint32_t pn[] = {1};
+    const char *et[] = {"p1a"};
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id1, pn, et, 1, "f-1", NULL),
+                     SRV_EPRECOND);
+    uint32_t pn2[] = {2};
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id1, pn2, NULL, 1, "f-1", NULL),
+                     SRV_EPRECOND);
+    /* abort frees every part */
+    assert_int_equal(core_mpu_abort(f->c, &f->p, f->bucket, id1), 0);
+    assert_int_equal(core_mpu_abort(f->c, &f->p, f->bucket, id1), -ENOENT);
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s1);
+    assert_int_equal(s0.store_free, s1.store_free);
+    struct core_usage us;
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &us), 0);
+    assert_int_equal(us.bytes, 0);
+    /* another tenant sees no upload */
+    struct core_principal o = f->p;
+    o.tenant = 5;
+    n = 0;
+    assert_int_equal(core_mpu_list(f->c, &o, f->bucket, NULL, 0, mpu_cb, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(core_mpu_abort(f->c, &o, f->bucket, id2), -ENOENT);
+    free(buf);
+}
+
+static void test_empty_dirs_listed(void **state)
+{
+    struct fx *f = *state;
+    struct core_attr a, d;
+    /* NFS-made empty directories list as "k/"; non-empty ones do not */
+    assert_int_equal(core_mkdir(f->c, &f->p, f->bucket, "empty", 5, 0755, &a), 0);
+    assert_int_equal(core_mkdir(f->c, &f->p, f->bucket, "full", 4, 0755, &d), 0);
+    assert_int_equal(core_create(f->c, &f->p, d.ino, "x", 1, 0644, 0, 0, &a), 0);
+    struct lst l = {0};
+    bool tr;
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, NULL, 0, 100, lst_cb, &l,
+                               &tr),
+                     0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.keys[0], "empty/");
+    assert_string_equal(l.keys[1], "full/x");
+    /* rename a directory: the listing follows */
+    assert_int_equal(core_rename(f->c, &f->p, f->bucket, "full", 4, f->bucket,
+                                 "moved", 5),
+                     0);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, NULL, 0, 100, lst_cb, &l,
+                               &tr),
+                     0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.keys[1], "moved/x");
+    /* max 0: nothing, truncated */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, NULL, 0, 0, lst_cb, &l,
+                               &tr),
+                     0);
+    assert_int_equal(l.n, 0);
+    assert_true(tr);
+    /* other tenant */
+    struct core_principal o = f->p;
+    o.tenant = 5;
+    assert_int_equal(core_list(f->c, &o, f->bucket, NULL, 0, NULL, 0, NULL, 0, 10, lst_cb, &l,
+                               &tr),
+                     SRV_ENOBUCKET);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +447,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_clash_and_implicit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_list, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_multipart, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_preconditions, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_multipart_more, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_empty_dirs_listed, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
