@@ -111,12 +111,16 @@ class NfsVm:
         self.run_script = os.path.join(tool_dir, "run")
 
     def run(self, workload, args, target, tmp_path, files=None, env=None, timeout=300,
-            mem=None):
+            mem=None, on_request=None):
         """Boot one guest, mount `target`, run workloads/<workload>.sh ARGS.
 
         files: {name: host path or bytes} put into the shared directory (/host).
-        env: {NAME: VALUE} for the workload. Returns a Result; never raises for
-        a failing workload (the caller asserts on it)."""
+        env: {NAME: VALUE} for the workload.
+        on_request: with it the share is writable and the guest may ask the host
+        for an action by creating /host/request.<what>; the host calls
+        on_request(<what>) and answers with /host/done.<what> (or
+        /host/failed.<what> holding the error) - e.g. to restart the server.
+        Returns a Result; never raises for a failing workload (the caller asserts)."""
         name = workload
         share = tmp_path / f"share-{name}"
         out_dir = tmp_path / f"out-{name}"
@@ -131,24 +135,48 @@ class NfsVm:
                 except OSError:
                     shutil.copy(src, share / fname)
         cmd = [self.run_script, "-p", str(target.nfs_port), "-m", str(target.mount_port),
-               "-e", target.export, "-o", MOUNT_OPTS, "--share", str(share),
+               "-e", target.export, "-o", MOUNT_OPTS,
+               "--share-rw" if on_request else "--share", str(share),
                "--out", str(out_dir), "--timeout", str(timeout)]
+        if on_request:
+            os.chmod(share, 0o777)
         if mem:
             cmd += ["--mem", str(mem)]
         for k, v in (env or {}).items():
             cmd += ["--env", f"{k}={v}"]
         cmd += [os.path.join(WORKLOADS, f"{workload}.sh")] + [str(a) for a in args]
         run_env = dict(os.environ, NFSVM_CACHE=self.cache)
+        so_path, se_path = tmp_path / f"{name}.stdout", tmp_path / f"{name}.stderr"
         t0 = time.monotonic()
-        try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=run_env, timeout=timeout + 60)
-            rc, so, se = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as e:
-            rc, so, se = 124, e.stdout or b"", (e.stderr or b"") + b"\nhost-side timeout\n"
+        handled = set()
+        with open(so_path, "wb") as so, open(se_path, "wb") as se:
+            p = subprocess.Popen(cmd, stdout=so, stderr=se, env=run_env)
+            deadline = t0 + timeout + 60
+            while p.poll() is None and time.monotonic() < deadline:
+                if on_request:
+                    for f in sorted(os.listdir(share)):
+                        if f.startswith("request.") and f not in handled:
+                            handled.add(f)
+                            what = f[len("request."):]
+                            try:
+                                on_request(what)
+                                (share / f"done.{what}").write_text("ok\n")
+                            except Exception as e:  # noqa: BLE001 - handed to the guest
+                                (share / f"failed.{what}").write_text(f"{e!r}\n")
+                time.sleep(0.2)
+            rc = p.poll()
+            if rc is None:
+                p.terminate()   # run's trap stops its QEMU and passt
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                rc = 124
+                se.write(b"\nhost-side timeout: nfsvm run killed\n")
         wall = time.monotonic() - t0
-        return Result(name, rc, so.decode(errors="replace"), se.decode(errors="replace"),
-                      str(out_dir), wall)
+        return Result(name, rc, so_path.read_text(errors="replace"),
+                      se_path.read_text(errors="replace"), str(out_dir), wall)
 
 
 @pytest.fixture(scope="session")

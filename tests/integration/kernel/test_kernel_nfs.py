@@ -268,3 +268,26 @@ def test_kernel_permissions(nfsvm, knfs_target, tmp_path):
     b = bucket_name("perm")
     res = run_ok(nfsvm, knfs_target, tmp_path, "perms", [b], timeout=240)
     host_checks(knfs_target, res)
+
+
+# ---------------------------------------------------------------- server restarts
+
+def test_kernel_server_restart(nfsvm, knfs_target, tmp_path):
+    """Clean restart and kill -9 of s3nfsd under a mounted kernel client."""
+    d = knfs_target.daemon
+    if d is None:
+        pytest.skip("restarts the server: needs the s3nfsd fixture, not S3NFS_KNFS_TARGET")
+
+    def on_request(what):
+        if what == "restart-term":
+            d.restart()
+        elif what == "restart-kill":
+            d.kill()
+            d.start()
+        else:
+            raise ValueError(f"unknown request {what}")
+
+    b = bucket_name("restart")
+    res = run_ok(nfsvm, knfs_target, tmp_path, "restart", [b], on_request=on_request,
+                 timeout=240)
+    host_checks(knfs_target, res)

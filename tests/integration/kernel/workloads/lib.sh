@@ -63,3 +63,16 @@ workload_ok() {
         umount -i -l "$NFSVM_MNT" 2>/dev/null || true
     fi
 }
+
+# host_request WHAT [TIMEOUT]: ask the host test for an action (e.g. a server
+# restart) through the writable share and wait until it is done
+host_request() {
+    local what=$1 t=${2:-120} i
+    : > "/host/request.$what"
+    for ((i = 0; i < t * 5; i++)); do
+        [ -e "/host/done.$what" ] && return 0
+        [ -e "/host/failed.$what" ] && fail "host could not do '$what': $(cat "/host/failed.$what")"
+        sleep 0.2
+    done
+    fail "host did not answer request '$what' within ${t}s"
+}

@@ -151,6 +151,71 @@ must_fail_with "exists" mkdir x
 rm -rf x
 [ ! -e x ] || fail "x still there after rm -rf"
 
+step "directory rename over an empty and a non-empty directory"
+mkdir e1 e2 e3
+touch e1/in-e1 e3/in-e3
+mv -T e1 e2
+[ -e e2/in-e1 ] || fail "e2/in-e1 missing after renaming e1 over empty e2"
+[ ! -e e1 ] || fail "e1 still exists after mv -T e1 e2"
+must_fail_with e3 mv -T e2 e3
+[ -e e2/in-e1 ] && [ -e e3/in-e3 ] || fail "a failed rename over a non-empty directory changed something"
+must_fail_with e3 mv -T l1 e3
+rm -rf e2 e3
+
+step "exclusive create (O_EXCL)"
+( set -C; echo first > excl )
+must_fail_with "cannot overwrite existing file" bash -c 'set -C; echo second > excl'
+eq "$(cat excl)" first "excl content"
+eq "$(stat -c %a excl)" 644 "mode of a file made by O_EXCL create (umask 022)"
+age=$(( $(date +%s) - $(stat -c %Y excl) ))
+[ "$age" -ge -300 ] && [ "$age" -le 300 ] || \
+    fail "mtime of the O_EXCL-created file is $(stat -c %y excl) (the create verifier leaked?)"
+
+step "timestamps"
+touch -m -d @1600000000 l1
+touch -a -d @1500000000 l1
+drop_caches
+eq "$(stat -c %Y l1)" 1600000000 "mtime after touch -m"
+eq "$(stat -c %X l1)" 1500000000 "atime after touch -a"
+touch -d '2001-02-03 04:05:06.123456789' l1
+drop_caches
+eq "$(stat -c %y l1 | cut -c1-19)" "2001-02-03 04:05:06" "mtime after touch -d with nanoseconds"
+before=$(stat -c %Y l1)
+echo x >> l1
+drop_caches
+[ "$(stat -c %Y l1)" -gt "$before" ] || fail "mtime did not move forward on write"
+
+step "file names: 255 bytes work, 256 are refused"
+n255=$(printf 'n%.0s' $(seq 1 255))
+echo ok > "$n255"
+eq "$(cat "$n255")" ok "content of the 255-byte name"
+must_fail_with "File name too long" bash -c "echo x > ${n255}x"
+rm "$n255"
+
+step "sparse file"
+printf 'tail' | dd of=sparse bs=1 seek=$((100 * 1024 * 1024)) conv=notrunc status=none
+eq "$(stat -c %s sparse)" $((100 * 1024 * 1024 + 4)) "size of the sparse file"
+drop_caches
+eq "$(dd if=sparse bs=1M skip=50 count=1 status=none | tr -d '\0' | wc -c)" 0 "bytes in the hole"
+eq "$(tail -c 4 sparse)" tail "bytes after the hole"
+rm sparse
+
+step "mmap write"
+head -c 65536 /dev/urandom > mm
+python3 - <<'PY'
+import mmap, os
+fd = os.open("mm", os.O_RDWR)
+m = mmap.mmap(fd, 65536)
+m[100:105] = b"MMAP!"
+m[65530:65536] = b"ENDEND"
+m.flush()
+m.close()
+os.close(fd)
+PY
+drop_caches
+eq "$(dd if=mm bs=1 skip=100 count=5 status=none)" "MMAP!" "bytes written through mmap"
+eq "$(tail -c 6 mm)" ENDEND "last bytes written through mmap"
+
 step "rm of an open file (silly rename)"
 printf 'still readable\n' > open.txt
 exec 3< open.txt

@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# restart.sh BUCKET: the kernel client keeps working across server restarts.
+#
+# Needs the host test to restart the server on request (/host is writable:
+# `host_request restart-term` asks for a clean stop + start, `host_request
+# restart-kill` for kill -9 + start, same ports and data). For each kind:
+#  - before: a file written and fsynced (committed), a file open for reading,
+#    a file with writes not yet synced (the client holds them as UNSTABLE or
+#    dirty), a directory listing cached;
+#  - after: the file handles the client already holds still work (no ESTALE),
+#    the open file reads the same bytes, fsync of the unsynced file succeeds
+#    (the client resends when the write verifier changed) and every byte reads
+#    back after drop_caches, new files can be made, and the listing is complete.
+. /host/lib.sh
+B=${1:?usage: restart.sh BUCKET}
+
+step "mkdir bucket"
+mkdir "$B"
+cd "$B"
+mkdir dir
+for i in $(seq 1 50); do echo "$i" > "dir/f$i"; done
+
+for kind in term kill; do
+    step "before $kind restart: committed, open and unsynced files"
+    head -c $((4 * 1024 * 1024 + 11)) /dev/urandom > /tmp/committed.$kind
+    cp /tmp/committed.$kind committed.$kind
+    sync
+    exec 5< committed.$kind
+    head -c $((6 * 1024 * 1024 + 5)) /dev/urandom > /tmp/unsynced.$kind
+    exec 6> unsynced.$kind
+    cat /tmp/unsynced.$kind >&6    # no fsync: dirty/unstable in the client
+    ls dir > /dev/null
+
+    step "server restart ($kind)"
+    host_request restart-$kind
+
+    step "after $kind restart: handles held by the client still work"
+    eq "$(stat -c %s committed.$kind)" $((4 * 1024 * 1024 + 11)) "size of committed.$kind"
+    eq "$(sha256sum <&5)" "$(sha256sum < /tmp/committed.$kind)" "read through the fd opened before"
+    exec 5<&-
+    eq "$(cat dir/f7)" 7 "dir/f7"
+
+    step "after $kind restart: unsynced writes reach the server"
+    sync unsynced.$kind || fail "fsync of unsynced.$kind failed"
+    exec 6>&-
+    drop_caches
+    cmp /tmp/unsynced.$kind unsynced.$kind || fail "unsynced.$kind differs after the restart"
+    cmp /tmp/committed.$kind committed.$kind || fail "committed.$kind differs after the restart"
+
+    step "after $kind restart: create, list, remove"
+    echo "after $kind" > new.$kind
+    eq "$(cat new.$kind)" "after $kind" "new.$kind"
+    eq "$(ls dir | wc -l)" 50 "entries in dir"
+    rm dir/f1
+    echo 1 > dir/f1
+done
+
+step "leave files for the host"
+hostcheck "$B" committed.kill committed.kill
+hostcheck "$B" unsynced.term unsynced.term
+hostcheck "$B" unsynced.kill unsynced.kill
+workload_ok restart
