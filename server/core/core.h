@@ -293,7 +293,8 @@ typedef int (*core_list_cb)(void *arg, const struct core_listent *e);
  * @p prefix; with a delimiter, keys sharing prefix..delimiter roll up into one
  * prefix entry. Stops after @p max entries (objects and prefixes) or when cb
  * returns nonzero. @param[out] truncated more entries follow the last one given.
- * Empty directories appear as their key "k/". @return 0, -EACCES. */
+ * Empty directories appear as their key "k/"; symbolic links are never listed
+ * (they are not objects). @return 0, -EACCES. */
 int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, const char *prefix,
               size_t prefixlen, const char *after, size_t afterlen, const char *delim,
               size_t delimlen, uint32_t max, core_list_cb cb, void *arg, bool *truncated);

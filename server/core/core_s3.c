@@ -602,6 +602,12 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
             continue;
         }
+        /* Symbolic links are not objects (GET answers NoSuchKey): never listed,
+         * so a listing never names a key that cannot be read. */
+        if (kv.type == CORE_LNK) {
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+            continue;
+        }
         /* a common prefix? */
         const char *dpos = NULL;
         if (delimlen && kl > prefixlen) {
