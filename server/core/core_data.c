@@ -295,6 +295,8 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
         *eof = true;
         goto out;
     }
+    if (len == 0)
+        goto out;
     end = r.size - off < len ? r.size : off + len;
     memset(buf, 0, end - off);
     if (r.flags & META_I_INLINE) {
