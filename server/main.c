@@ -507,6 +507,18 @@ int main(int argc, char **argv)
 
     if (srv_log_apply_spec(d.cfg.log_level) < 0)
         die_usage("bad log_level");
+    if (d.cfg.daemonize && !*d.cfg.log_file) {
+        /* A detached daemon has no terminal: log next to its data. */
+        char path[PATH_MAX + 16];
+        if (mkdir(d.cfg.data_dir, 0750) < 0 && errno != EEXIST) {
+            snprintf(err, sizeof(err), "cannot create data_dir %s: %s", d.cfg.data_dir,
+                     strerror(errno));
+            die_usage(err);
+        }
+        snprintf(path, sizeof(path), "%s/s3nfsd.log", d.cfg.data_dir);
+        if (srv_config_set(&d.cfg, "log_file", path, err, sizeof(err)) < 0)
+            die_usage(err);
+    }
     if (*d.cfg.log_file) {
         int rc = srv_log_open(d.cfg.log_file);
         if (rc < 0) {

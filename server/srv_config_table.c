@@ -84,7 +84,7 @@ const struct srv_config_opt srv_config_table[] = {
         "Write the daemon's PID to this file (removed at exit). Empty: no pidfile."),
     OPT(daemonize, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "Detach from the terminal and run in the background (--daemon). Logs go to log_file, "
-        "or nowhere if it is empty."),
+        "or to data_dir/s3nfsd.log if it is empty."),
     OPT(log_level, SRV_CFG_STRING, "info", 0, 0, SRV_CFG_RELOADABLE, check_log_level,
         "Log level: crit, error, warn, info or debug, optionally followed by per-subsystem "
         "levels, e.g. `info,s3=debug,nfs=warn` (subsystems: srv, store, tier, s3, nfs, meta, "
