@@ -89,6 +89,20 @@ s3nfsd_start() {
     return 1
 }
 
+# CPU time (microseconds, user + system, all threads) used so far by PID and
+# its direct children (nginx's workers). Sampled before and after a run, it
+# gives server CPU per request, which shared-machine noise disturbs far less
+# than throughput does.
+bench_cpu_us() {
+    local pid=$1
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$pid" -v hz="$(getconf CLK_TCK)" '
+        { # comm (field 2) may hold spaces: index fields after the closing paren
+          i = index($0, ") "); split(substr($0, i + 2), f, " ")
+          pid = $1; ppid = f[2]
+          if (pid == root || ppid == root) t += f[12] + f[13] }
+        END { printf "%.0f\n", t * 1e6 / hz }'
+}
+
 # Flush dirty data of the previous half (nginx's PUTs are not fsynced, ganesha's
 # directory fill is not committed) so its writeback does not land on the next
 # system's timed run. Not timed.
@@ -127,7 +141,8 @@ bench_table() {
                 r = (k in ref) ? ref[k] : "-"; o = (k in ours) ? ours[k] : "-"
                 ratio = "n/a"
                 if ((k in ref) && (k in ours) && r + 0 > 0 && o + 0 > 0) {
-                    if (unit[k] == "ms" || unit[k] == "s") ratio = sprintf("%.2f", r / o)
+                    if (unit[k] == "ms" || unit[k] == "s" || unit[k] ~ /^us/)
+                        ratio = sprintf("%.2f", r / o)
                     else ratio = sprintf("%.2f", o / r)
                 }
                 printf "%-24s %-8s %14s %14s %8s\n", k, unit[k], r, o, ratio

@@ -55,7 +55,7 @@ if [ -n "${inner:-}" ]; then
         exit 1
     fi
     "$bin" --nfs-port "$GANESHA_NFS_PORT" --mount-port "$GANESHA_MNT_PORT" \
-        --export "$work/export" "$@"
+        --export "$work/export" --server-pid "$gp" "$@"
     exit $?
 fi
 
@@ -122,7 +122,7 @@ run_s3nfsd() {
     fi
     bench_log "nfs: s3nfsd pid $S3NFSD_PID nfs port $S3NFSD_NFS_PORT ..."
     "$bin" --nfs-port "$S3NFSD_NFS_PORT" --mount-port "$S3NFSD_NFS_PORT" --export / \
-        "${args[@]}" | tee -a "$out"
+        --server-pid "$S3NFSD_PID" "${args[@]}" | tee -a "$out"
     local rc=${PIPESTATUS[0]}
     [ $rc -eq 0 ] || { bench_log "bench_nfs against s3nfsd failed; daemon log tail:";
                       tail -15 "$work/s3nfsd/s3nfsd.log" >&2; }

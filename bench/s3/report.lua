@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- bench/s3/report.lua: wrk done() hook shared by get.lua and put.lua. Prints one
 -- line "WRK requests=.. duration_us=.. errors=.. p50_us=.. p99_us=.." that
--- bench/s3/run.sh parses; errors counts connect/read/write errors, timeouts and
+-- bench/s3/run.sh parses (bytes counts response bytes received, partial ones
+-- included); errors counts connect/read/write errors, timeouts and
 -- HTTP statuses >= 400, so a run that got errors is reported, never silently fast.
 function done(summary, latency, requests)
    local e = summary.errors

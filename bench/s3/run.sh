@@ -113,32 +113,47 @@ if [ "$only" != nginx ]; then
     fi
 fi
 
-# run_wrk OUTFILE METRIC PORT OP SIZE CONNS PATHFILE
-# Appends "RESULT METRIC value unit" (req/s for 4 KiB, MB/s for 64 MiB) or an
-# "ERROR" line when wrk saw any error.
+# run_wrk OUTFILE METRIC PORT SERVERPID OP SIZE CONNS PATHFILE
+# Appends "RESULT METRIC value unit" (req/s for 4 KiB, MB/s for 64 MiB) and
+# "RESULT METRIC_cpu value us/req|us/MiB" (server CPU per request / per MiB
+# moved), or an "ERROR" line when wrk saw any error or nothing completed.
 run_wrk() {
-    local out=$1 metric=$2 port=$3 op=$4 size=$5 conns=$6 pathfile=$7
-    local threads=1 line
+    local out=$1 metric=$2 port=$3 spid=$4 op=$5 size=$6 conns=$7 pathfile=$8
+    local threads=1 line cpu0 cpu1 dur=$secs
     [ "$conns" -gt 1 ] && threads=2
+    # A 64 MiB cell at 16 connections moves 1 GiB per round: give it twice as long.
+    [ "$size" = 64m ] && dur=$((secs * 2))
+    cpu0=$(bench_cpu_us "$spid")
     if [ "$op" = GET ]; then
-        line=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 60s -s "$here/get.lua" \
+        line=$(wrk -t"$threads" -c"$conns" -d"${dur}s" --timeout 60s -s "$here/get.lua" \
             "http://127.0.0.1:$port$(head -1 "$pathfile")" 2>&1 | grep '^WRK')
     else
-        line=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 60s -s "$here/put.lua" \
+        line=$(wrk -t"$threads" -c"$conns" -d"${dur}s" --timeout 60s -s "$here/put.lua" \
             "http://127.0.0.1:$port/" -- "$pathfile" "$W/obj$size" 2>&1 | grep '^WRK')
     fi
-    echo "$metric $line" >>"$W/wrk.log"
-    echo "$line" | awk -v m="$metric" -v sz="$size" '
+    cpu1=$(bench_cpu_us "$spid")
+    echo "$metric $line cpu_us=$((cpu1 - cpu0))" >>"$W/wrk.log"
+    echo "$line" | awk -v m="$metric" -v sz="$size" -v cpu=$((cpu1 - cpu0)) -v secs="$dur" -v op="$op" '
         {
             for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
             if (v["requests"] == "" ) { print "ERROR " m " wrk printed no summary"; exit }
+            mib = (op == "GET") ? v["bytes"] / 1048576 : v["requests"] * 64
+            if (v["requests"] == 0 && (sz == "4k" || mib < 1)) {
+                printf "ERROR %s no request completed in %s s\n", m, secs; exit
+            }
             if (v["errors"] > 0) {
                 printf "ERROR %s %d of %d requests failed (%d HTTP >= 400)\n", m, v["errors"],
                        v["requests"], v["status_errors"]; exit
             }
             rps = v["requests"] / (v["duration_us"] / 1e6)
-            if (sz == "4k") printf "RESULT %s %.0f req/s\n", m, rps
-            else printf "RESULT %s %.1f MB/s\n", m, rps * 67108864 / 1e6
+            if (sz == "4k") {
+                printf "RESULT %s %.0f req/s\n", m, rps
+                printf "RESULT %s_cpu %.0f us/req\n", m, cpu / v["requests"]
+            } else {
+                # GET: bytes received (partial responses count); PUT: whole bodies acknowledged.
+                printf "RESULT %s %.1f MB/s\n", m, mib * 1048576 / v["duration_us"]
+                printf "RESULT %s_cpu %.0f us/MiB\n", m, cpu / mib
+            }
         }' | tee -a "$out"
 }
 
@@ -150,14 +165,14 @@ for row in "GET 4k" "GET 64m" "PUT 4k" "PUT 64m"; do
     lop=$(echo "$op" | tr A-Z a-z)
     for c in 1 16; do
         m="${lop}_${size}_c$c"
-        [ -n "$ngx_ok" ] && run_wrk "$W/nginx.txt" "$m" "$NGX_PORT" "$op" "$size" "$c" \
+        [ -n "$ngx_ok" ] && run_wrk "$W/nginx.txt" "$m" "$NGX_PORT" "$NGX_PID" "$op" "$size" "$c" \
             "$W/$lop$size.ngx" >/dev/null
         bench_settle
-        [ -n "$s3_ok" ] && run_wrk "$W/s3nfsd.txt" "$m" "$S3NFSD_S3_PORT" "$op" "$size" "$c" \
+        [ -n "$s3_ok" ] && run_wrk "$W/s3nfsd.txt" "$m" "$S3NFSD_S3_PORT" "$S3NFSD_PID" "$op" "$size" "$c" \
             "$W/$lop$size.s3" >/dev/null
         bench_settle
-        bench_log "s3: $m nginx: $(grep " $m " "$W/nginx.txt" | cut -d' ' -f3-) " \
-            "s3nfsd: $(grep " $m " "$W/s3nfsd.txt" | cut -d' ' -f3-)"
+        bench_log "s3: $m nginx: $(grep " $m " "$W/nginx.txt" | cut -d' ' -f3- | tr '\n' ' ')" \
+            "s3nfsd: $(grep " $m " "$W/s3nfsd.txt" | cut -d' ' -f3- | tr '\n' ' ')"
     done
 done
 
