@@ -150,3 +150,37 @@ bench_table() {
         }' "$rfile" "$ofile"
     echo "(ratio > 1: s3nfsd better; times are compared inverted)"
 }
+
+# bench_targets REF.txt OURS.txt METRIC:MINRATIO...
+# Prints, for each named metric, its ratio (computed as in bench_table) and
+# whether it meets MINRATIO; a metric missing on either side is "not measured".
+# METRIC may end in '*' to name every metric with that prefix (not the _cpu rows).
+bench_targets() {
+    local rfile=$1 ofile=$2; shift 2
+    awk -v specs="$*" '
+        FNR == 1 { f++ }
+        $1 != "RESULT" { next }
+        f == 1 { ref[$2] = $3; unit[$2] = $4; if (!($2 in seen)) { order[n++] = $2; seen[$2] = 1 } }
+        f == 2 { ours[$2] = $3; unit[$2] = $4; if (!($2 in seen)) { order[n++] = $2; seen[$2] = 1 } }
+        function ratio(k) {
+            if (!(k in ref) || !(k in ours) || ref[k] + 0 <= 0 || ours[k] + 0 <= 0) return -1
+            if (unit[k] == "ms" || unit[k] == "s" || unit[k] ~ /^us/) return ref[k] / ours[k]
+            return ours[k] / ref[k]
+        }
+        function check(k, min,   r) {
+            r = ratio(k)
+            if (r < 0) printf "target %-22s >= %.2f: not measured\n", k, min
+            else printf "target %-22s >= %.2f: %-7s (%.2f)\n", k, min, (r >= min ? "met" : "NOT met"), r
+        }
+        END {
+            ns = split(specs, sp, " ")
+            for (i = 1; i <= ns; i++) {
+                split(sp[i], kv, ":")
+                if (kv[1] ~ /\*$/) {
+                    pre = substr(kv[1], 1, length(kv[1]) - 1)
+                    for (j = 0; j < n; j++)
+                        if (index(order[j], pre) == 1 && order[j] !~ /_cpu$/) check(order[j], kv[2])
+                } else check(kv[1], kv[2])
+            }
+        }' "$rfile" "$ofile"
+}

@@ -124,6 +124,7 @@ bench_table "namespace core vs fio, same folder ($W)" fio "$W/fio.txt" core "$W/
 grep -h '^ERROR' "$W/fio.txt" | sed 's/^/fio: /'
 grep -h '^ERROR' "$W/core.txt" | sed 's/^/core: /'
 [ -n "$have_core" ] || echo "core: bench_core not built, core column empty"
+bench_targets "$W/fio.txt" "$W/core.txt" 'seq*:0.8'
 if [ -n "$have_core" ]; then
     awk '$1 == "RESULT" && $2 == "create_4k" {
         printf "target create_4k >= 20000 files/s: %s (%s)\n", ($3 >= 20000 ? "met" : "NOT met"), $3 }' \

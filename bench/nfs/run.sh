@@ -137,4 +137,6 @@ bench_settle
 [ "$only" = ganesha ] || run_s3nfsd "$work/s3nfsd.txt"
 bench_table "NFSv3: nfs-ganesha 4 (FSAL VFS) vs s3nfsd" ganesha "$work/ganesha.txt" \
     s3nfsd "$work/s3nfsd.txt"
+bench_targets "$work/ganesha.txt" "$work/s3nfsd.txt" 'seq*:1.0' 'getattr:1.0' 'lookup:1.0' \
+    'create*:1.0' 'readdirplus*:1.0'
 grep -h '^SKIP' "$work/ganesha.txt" "$work/s3nfsd.txt" || true

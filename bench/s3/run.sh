@@ -178,7 +178,7 @@ done
 
 if [ -n "$s3_ok" ] && [ -n "$do_list" ]; then
     bench_log "s3: filling $keys keys for ListObjectsV2 ..."
-    if "$PY" "$here/s3util.py" "${S3ARGS[@]}" fill "$keys" --threads 8; then
+    if "$PY" "$here/s3util.py" "${S3ARGS[@]}" fill "$keys" --threads 16; then
         "$PY" "$here/s3util.py" "${S3ARGS[@]}" list --expect "$keys" | tee -a "$W/s3nfsd.txt" >/dev/null ||
             echo "ERROR list ListObjectsV2 failed" >>"$W/s3nfsd.txt"
     else
@@ -189,6 +189,8 @@ fi
 [ -n "$ngx_ok" ] && ngx_name="nginx" || ngx_name="nginx(n/a)"
 bench_table "S3 over HTTP: nginx $(nginx -v 2>&1 | sed 's/.*\///') vs s3nfsd" "$ngx_name" \
     "$W/nginx.txt" s3nfsd "$W/s3nfsd.txt"
+bench_targets "$W/nginx.txt" "$W/s3nfsd.txt" get_64m_c1:0.8 get_64m_c16:0.8 get_4k_c1:0.5 \
+    get_4k_c16:0.5
 grep -h '^ERROR' "$W/nginx.txt" | sed 's/^/nginx: /'
 grep -h '^ERROR' "$W/s3nfsd.txt" | sed 's/^/s3nfsd: /'
 [ -n "$ngx_ok" ] || echo "nginx: did not run"
