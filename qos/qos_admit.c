@@ -92,10 +92,10 @@ static void cfg_norm(struct qos_config *c)
         c->queue_max = DEF_QUEUE_MAX;
 }
 
-static struct tstate *ts_find(struct qos *q, uint32_t tenant)
+static struct tstate *ts_find(struct qos *q, uint32_t tenant, uint64_t user)
 {
     for (size_t i = 0; i < q->nts; i++)
-        if (q->ts[i]->pol.tenant == tenant)
+        if (q->ts[i]->pol.tenant == tenant && q->ts[i]->pol.user == user)
             return q->ts[i];
     return NULL;
 }
@@ -159,6 +159,36 @@ static void take(struct tstate *ts, enum qos_class cls, uint64_t bytes, uint64_t
         qos_bucket_take(&ts->b[bb], (double)bytes, now);
 }
 
+/* A request waits in its "home" queue: its user's when the user has a policy,
+ * else its tenant's. A user's request must also fit the tenant's caps, so the
+ * tenant state (looked up afresh: it may come and go) joins the computation. */
+static struct tstate *parent_of(struct qos *q, const struct tstate *home)
+{
+    return home->pol.user ? ts_find(q, home->pol.tenant, 0) : NULL;
+}
+
+static uint64_t wait_chain(struct qos *q, struct tstate *home, enum qos_class cls,
+                           uint64_t bytes, uint64_t now)
+{
+    uint64_t w = wait_of(home, cls, bytes, now);
+    struct tstate *t = parent_of(q, home);
+    if (t) {
+        uint64_t wt = wait_of(t, cls, bytes, now);
+        if (wt > w)
+            w = wt;
+    }
+    return w;
+}
+
+static void take_chain(struct qos *q, struct tstate *home, enum qos_class cls, uint64_t bytes,
+                       uint64_t now)
+{
+    take(home, cls, bytes, now);
+    struct tstate *t = parent_of(q, home);
+    if (t)
+        take(t, cls, bytes, now);
+}
+
 static void unlink_waiter(struct tstate *ts, struct waiter *w)
 {
     if (w->prev)
@@ -179,12 +209,12 @@ static void arm(struct waiter *w, uint64_t in_us)
 }
 
 /* Arm the head for when it can go (or its deadline). Called under the lock. */
-static void arm_head(struct tstate *ts, uint64_t now)
+static void arm_head(struct qos *q, struct tstate *ts, uint64_t now)
 {
     struct waiter *h = ts->head;
     if (!h || h->force)
         return;
-    uint64_t w = wait_of(ts, h->cls, h->bytes, now);
+    uint64_t w = wait_chain(q, ts, h->cls, h->bytes, now);
     uint64_t left = h->deadline_us > now ? h->deadline_us - now : 0;
     arm(h, w < left ? w : left);
 }
@@ -202,28 +232,29 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         err = 0;
     } else if (w->force == FORCE_THROTTLE) {
         err = SRV_ETHROTTLE;
-    } else if (ts->head == w && wait_of(ts, w->cls, w->bytes, now) == 0) {
-        take(ts, w->cls, w->bytes, now);
+    } else if (ts->head == w && wait_chain(q, ts, w->cls, w->bytes, now) == 0) {
+        take_chain(q, ts, w->cls, w->bytes, now);
         err = 0;
     } else if (now >= w->deadline_us) {
         err = SRV_ETHROTTLE;
     } else {
         /* Not yet: the head waits for tokens, the others for their turn. */
         if (ts->head == w)
-            arm_head(ts, now);
+            arm_head(q, ts, now);
         else
             arm(w, w->deadline_us - now);
         pthread_mutex_unlock(&q->lock);
         return;
     }
     bool was_head = ts->head == w;
+    uint32_t tenant = ts->pol.tenant;
     unlink_waiter(ts, w);
     if (was_head)
-        arm_head(ts, now);
+        arm_head(q, ts, now);
     pthread_mutex_unlock(&q->lock);
 
     if (err)
-        srv_log(DEBUG, QOS, "tenant=%u request throttled after waiting", ts->pol.tenant);
+        srv_log(DEBUG, QOS, "tenant=%u request throttled after waiting", tenant);
     event_free(w->ev);
     void (*go)(void *, int) = w->go;
     void *garg = w->arg;
@@ -241,15 +272,20 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
         return 0;
     }
     pthread_mutex_lock(&q->lock);
-    struct tstate *ts = q->cfg.enabled ? ts_find(q, p->tenant) : NULL;
+    struct tstate *ts = NULL;
+    if (q->cfg.enabled) {
+        ts = p->user ? ts_find(q, p->tenant, p->user) : NULL;
+        if (!ts)
+            ts = ts_find(q, p->tenant, 0);
+    }
     if (!ts) {
         pthread_mutex_unlock(&q->lock);
         go(arg, 0);
         return 0;
     }
     uint64_t now = qos_clock_us();
-    if (!ts->head && wait_of(ts, cls, bytes, now) == 0) {
-        take(ts, cls, bytes, now);
+    if (!ts->head && wait_chain(q, ts, cls, bytes, now) == 0) {
+        take_chain(q, ts, cls, bytes, now);
         pthread_mutex_unlock(&q->lock);
         go(arg, 0);
         return 0;
@@ -289,7 +325,7 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
     ts->tail = w;
     ts->nwait++;
     if (ts->head == w)
-        arm_head(ts, now);
+        arm_head(q, ts, now);
     else
         arm(w, w->deadline_us - now);
     pthread_mutex_unlock(&q->lock);
@@ -309,7 +345,7 @@ int qos_cancel(struct qos *q, void *arg)
             bool was_head = ts->head == w;
             unlink_waiter(ts, w);
             if (was_head)
-                arm_head(ts, qos_clock_us());
+                arm_head(q, ts, qos_clock_us());
             pthread_mutex_unlock(&q->lock);
             event_free(w->ev);
             free(w);
@@ -352,13 +388,17 @@ void qos_configure(struct qos *q, const struct qos_config *cfg)
 
 /* ---- policies ---- */
 
-static void policy_key(uint32_t tenant, uint8_t k[5])
+/* "t" + be32 tenant (5 bytes) or "u" + be32 tenant + be64 user (13 bytes). */
+static size_t policy_key(uint32_t tenant, uint64_t user, uint8_t k[13])
 {
-    k[0] = 't';
-    k[1] = (uint8_t)(tenant >> 24);
-    k[2] = (uint8_t)(tenant >> 16);
-    k[3] = (uint8_t)(tenant >> 8);
-    k[4] = (uint8_t)tenant;
+    k[0] = user ? 'u' : 't';
+    for (int i = 0; i < 4; i++)
+        k[1 + i] = (uint8_t)(tenant >> (24 - 8 * i));
+    if (!user)
+        return 5;
+    for (int i = 0; i < 8; i++)
+        k[5 + i] = (uint8_t)(user >> (56 - 8 * i));
+    return 13;
 }
 
 static int policy_decode(const void *val, size_t vlen, struct qos_policy *pol)
@@ -367,16 +407,17 @@ static int policy_decode(const void *val, size_t vlen, struct qos_policy *pol)
     json_t *j = json_loadb(val, vlen, 0, &e);
     if (!j)
         return SRV_ECORRUPT;
-    json_int_t v = 0, tenant = 0, rb = 0, wb = 0, ri = 0, wi = 0, mi = 0, burst = 0;
-    int rc = json_unpack(j, "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", &v, "tenant", &tenant,
-                         "read_bps", &rb, "write_bps", &wb, "read_iops", &ri, "write_iops", &wi,
-                         "meta_iops", &mi, "burst_ms", &burst);
+    json_int_t v = 0, tenant = 0, user = 0, rb = 0, wb = 0, ri = 0, wi = 0, mi = 0, burst = 0;
+    int rc = json_unpack(j, "{s:I,s:I,s?I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", &v, "tenant", &tenant,
+                         "user", &user, "read_bps", &rb, "write_bps", &wb, "read_iops", &ri,
+                         "write_iops", &wi, "meta_iops", &mi, "burst_ms", &burst);
     json_decref(j);
-    if (rc < 0 || v != 1 || tenant <= 0 || rb < 0 || wb < 0 || ri < 0 || wi < 0 || mi < 0 ||
-        burst < 0)
+    if (rc < 0 || v != 1 || tenant <= 0 || user < 0 || rb < 0 || wb < 0 || ri < 0 || wi < 0 ||
+        mi < 0 || burst < 0)
         return SRV_ECORRUPT;
     memset(pol, 0, sizeof(*pol));
     pol->tenant = (uint32_t)tenant;
+    pol->user = (uint64_t)user;
     pol->read_bps = (uint64_t)rb;
     pol->write_bps = (uint64_t)wb;
     pol->read_iops = (uint64_t)ri;
@@ -395,10 +436,10 @@ static bool policy_unlimited(const struct qos_policy *p)
 static int policy_install(struct qos *q, const struct qos_policy *pol)
 {
     uint64_t now = qos_clock_us();
-    struct tstate *ts = ts_find(q, pol->tenant);
+    struct tstate *ts = ts_find(q, pol->tenant, pol->user);
     if (ts) {
         ts_apply(ts, pol, now, false);
-        arm_head(ts, now);
+        arm_head(q, ts, now);
         return 0;
     }
     if (q->nts == q->capts) {
@@ -418,15 +459,15 @@ static int policy_install(struct qos *q, const struct qos_policy *pol)
 }
 
 /* Remove a tenant's state (under the lock): its waiters are admitted. */
-static int policy_uninstall(struct qos *q, uint32_t tenant)
+static int policy_uninstall(struct qos *q, uint32_t tenant, uint64_t user)
 {
     for (size_t i = 0; i < q->nts; i++) {
         struct tstate *ts = q->ts[i];
-        if (ts->pol.tenant != tenant)
+        if (ts->pol.tenant != tenant || ts->pol.user != user)
             continue;
         if (ts->head) {
             /* Keep the state until the waiters have left; just lift the limits. */
-            struct qos_policy none = {.tenant = tenant};
+            struct qos_policy none = {.tenant = tenant, .user = user};
             ts_apply(ts, &none, qos_clock_us(), false);
             force_all(ts, FORCE_ADMIT);
             return 0;
@@ -449,10 +490,11 @@ int qos_policy_set(struct qos *q, const struct qos_policy *pol)
         return -EINVAL;
     pthread_mutex_lock(&q->lock);
     if (q->core) {
-        uint8_t k[5];
-        policy_key(pol->tenant, k);
-        json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
-                              (json_int_t)pol->tenant, "read_bps", (json_int_t)pol->read_bps,
+        uint8_t k[13];
+        size_t klen = policy_key(pol->tenant, pol->user, k);
+        json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
+                              (json_int_t)pol->tenant, "user", (json_int_t)pol->user,
+                              "read_bps", (json_int_t)pol->read_bps,
                               "write_bps", (json_int_t)pol->write_bps, "read_iops",
                               (json_int_t)pol->read_iops, "write_iops",
                               (json_int_t)pol->write_iops, "meta_iops",
@@ -463,17 +505,19 @@ int qos_policy_set(struct qos *q, const struct qos_policy *pol)
             rc = -ENOMEM;
             goto out;
         }
-        rc = core_table_put(q->core, CORE_T_QOS, k, sizeof(k), s, strlen(s), 0);
+        rc = core_table_put(q->core, CORE_T_QOS, k, klen, s, strlen(s), 0);
         free(s);
         if (rc < 0)
             goto out;
     }
-    rc = policy_unlimited(pol) ? (policy_uninstall(q, pol->tenant), 0) : policy_install(q, pol);
+    rc = policy_unlimited(pol) ? (policy_uninstall(q, pol->tenant, pol->user), 0)
+                               : policy_install(q, pol);
     if (rc == 0)
         srv_log(INFO, QOS,
-                "tenant=%u policy: read %llu B/s %llu op/s, write %llu B/s %llu op/s, meta %llu "
-                "op/s (0 = unlimited)",
-                pol->tenant, (unsigned long long)pol->read_bps, (unsigned long long)pol->read_iops,
+                "tenant=%u user=%llu policy: read %llu B/s %llu op/s, write %llu B/s %llu op/s, "
+                "meta %llu op/s (0 = unlimited; user 0 = the whole tenant)",
+                pol->tenant, (unsigned long long)pol->user, (unsigned long long)pol->read_bps,
+                (unsigned long long)pol->read_iops,
                 (unsigned long long)pol->write_bps, (unsigned long long)pol->write_iops,
                 (unsigned long long)pol->meta_iops);
 out:
@@ -481,11 +525,11 @@ out:
     return rc;
 }
 
-int qos_policy_get(struct qos *q, uint32_t tenant, struct qos_policy *out)
+int qos_policy_get_user(struct qos *q, uint32_t tenant, uint64_t user, struct qos_policy *out)
 {
     int rc = -ENOENT;
     pthread_mutex_lock(&q->lock);
-    struct tstate *ts = ts_find(q, tenant);
+    struct tstate *ts = ts_find(q, tenant, user);
     if (ts && !policy_unlimited(&ts->pol)) {
         *out = ts->pol;
         rc = 0;
@@ -494,24 +538,35 @@ int qos_policy_get(struct qos *q, uint32_t tenant, struct qos_policy *out)
     return rc;
 }
 
-int qos_policy_delete(struct qos *q, uint32_t tenant)
+int qos_policy_get(struct qos *q, uint32_t tenant, struct qos_policy *out)
+{
+    return qos_policy_get_user(q, tenant, 0, out);
+}
+
+int qos_policy_delete_user(struct qos *q, uint32_t tenant, uint64_t user)
 {
     pthread_mutex_lock(&q->lock);
-    struct tstate *ts = ts_find(q, tenant);
+    struct tstate *ts = ts_find(q, tenant, user);
     int rc = (ts && !policy_unlimited(&ts->pol)) ? 0 : -ENOENT;
     if (rc == 0 && q->core) {
-        uint8_t k[5];
-        policy_key(tenant, k);
-        rc = core_table_del(q->core, CORE_T_QOS, k, sizeof(k));
+        uint8_t k[13];
+        size_t klen = policy_key(tenant, user, k);
+        rc = core_table_del(q->core, CORE_T_QOS, k, klen);
         if (rc == -ENOENT)
             rc = 0;
     }
     if (rc == 0) {
-        policy_uninstall(q, tenant);
-        srv_log(INFO, QOS, "tenant=%u policy removed (unlimited)", tenant);
+        policy_uninstall(q, tenant, user);
+        srv_log(INFO, QOS, "tenant=%u user=%llu policy removed (unlimited)", tenant,
+                (unsigned long long)user);
     }
     pthread_mutex_unlock(&q->lock);
     return rc;
+}
+
+int qos_policy_delete(struct qos *q, uint32_t tenant)
+{
+    return qos_policy_delete_user(q, tenant, 0);
 }
 
 int qos_policy_list(struct qos *q, qos_policy_cb cb, void *arg)
@@ -543,7 +598,8 @@ static int load_cb(void *arg, const void *key, size_t klen, const void *val, siz
 {
     struct load_ctx *lc = arg;
     struct qos_policy pol;
-    if (klen != 5 || ((const uint8_t *)key)[0] != 't')
+    const uint8_t *k = key;
+    if (!((klen == 5 && k[0] == 't') || (klen == 13 && k[0] == 'u')))
         return 0;
     if (policy_decode(val, vlen, &pol) < 0) {
         srv_log(ERROR, QOS, "a stored QoS policy failed to decode; skipped");

@@ -12,9 +12,7 @@
  * SRV_ETHROTTLE (S3 SlowDown / NFS3ERR_JUKEBOX).
  *
  * Policy changes apply at once to waiting and new requests.
- * Not yet built: minimum guarantees, per-bucket/per-user policies (the
- * policy record has room for them; qos_policy_set refuses them with
- * SRV_ENOTSUPP).
+ * Not yet built: minimum guarantees and per-bucket/per-directory policies.
  * Thread: qos_admit/qos_cancel from the loop thread that owns @p base; the
  * rest from any thread. */
 #ifndef QOS_ADMIT_H
@@ -36,10 +34,13 @@ struct qos_config {
     uint32_t queue_max;  /* most waiters per tenant; 0 = 4096 */
 };
 
-/* Limits of one tenant; 0 = unlimited. Bursts: one second of the rate unless
- * burst_ms says otherwise. */
+/* Limits of one tenant (user 0) or of one user of a tenant; 0 = unlimited.
+ * A user's requests must fit both the user's and the tenant's caps; they wait
+ * in the user's queue, so one throttled user does not hold up the others.
+ * Bursts: one second of the rate unless burst_ms says otherwise. */
 struct qos_policy {
     uint32_t tenant;
+    uint64_t user; /* 0 = the whole tenant */
     uint64_t read_bps, write_bps;
     uint64_t read_iops, write_iops, meta_iops;
     uint32_t burst_ms; /* 0 = 1000 */
@@ -69,10 +70,14 @@ int qos_cancel(struct qos *q, void *arg);
 
 /** Set (persist and apply) a tenant's policy. @return 0, -EINVAL, -errno from the core. */
 int qos_policy_set(struct qos *q, const struct qos_policy *pol);
-/** @return 0, -ENOENT (no policy: unlimited). */
+/** Tenant-wide policy. @return 0, -ENOENT (no policy: unlimited). */
 int qos_policy_get(struct qos *q, uint32_t tenant, struct qos_policy *out);
+/** Policy of @p user of @p tenant (0 = tenant-wide). @return 0, -ENOENT. */
+int qos_policy_get_user(struct qos *q, uint32_t tenant, uint64_t user, struct qos_policy *out);
 /** Remove a tenant's policy (unlimited again). @return 0, -ENOENT. */
 int qos_policy_delete(struct qos *q, uint32_t tenant);
+/** Remove a user's policy (0 = tenant-wide). @return 0, -ENOENT. */
+int qos_policy_delete_user(struct qos *q, uint32_t tenant, uint64_t user);
 typedef int (*qos_policy_cb)(void *arg, const struct qos_policy *pol);
 int qos_policy_list(struct qos *q, qos_policy_cb cb, void *arg);
 

@@ -236,8 +236,8 @@ static json_t *usage_json(const struct core_usage *u)
 
 static json_t *qos_json(const struct qos_policy *p)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "tenant", (json_int_t)p->tenant,
-                     "read_bps", (json_int_t)p->read_bps, "write_bps", (json_int_t)p->write_bps,
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "tenant", (json_int_t)p->tenant,
+                     "user", (json_int_t)p->user, "read_bps", (json_int_t)p->read_bps, "write_bps", (json_int_t)p->write_bps,
                      "read_iops", (json_int_t)p->read_iops, "write_iops",
                      (json_int_t)p->write_iops, "meta_iops", (json_int_t)p->meta_iops,
                      "burst_ms", (json_int_t)p->burst_ms);
@@ -415,10 +415,13 @@ static void user_item(struct admin *a, struct evhttp_request *req, enum evhttp_c
     }
     if (cmd == EVHTTP_REQ_DELETE) {
         rc = tenants_user_delete(a->tenants, tid, uid);
-        if (rc < 0)
+        if (rc < 0) {
             reply_err(req, rc, "delete user");
-        else
+        } else {
+            if (a->qos)
+                qos_policy_delete_user(a->qos, tid, uid); /* -ENOENT when it had none */
             reply_empty(req, 204);
+        }
         return;
     }
     if (cmd != EVHTTP_REQ_PATCH && cmd != EVHTTP_REQ_PUT) {
@@ -683,8 +686,9 @@ static void usage_quota(struct admin *a, struct evhttp_request *req, enum evhttp
     reply_json(req, 200, usage_json(&u));
 }
 
+/* QoS policy of a tenant (uid 0) or of one of its users. */
 static void qos_item(struct admin *a, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                     uint32_t tid)
+                     uint32_t tid, uint64_t uid)
 {
     struct tenant_info ti;
     int rc;
@@ -696,11 +700,18 @@ static void qos_item(struct admin *a, struct evhttp_request *req, enum evhttp_cm
         reply_err(req, rc, "tenant");
         return;
     }
-    struct qos_policy p = {.tenant = tid};
+    if (uid) {
+        struct tenant_user u;
+        if ((rc = tenants_user_get(a->tenants, tid, uid, &u)) < 0) {
+            reply_err(req, rc, "user");
+            return;
+        }
+    }
+    struct qos_policy p = {.tenant = tid, .user = uid};
     if (cmd == EVHTTP_REQ_GET) {
-        rc = qos_policy_get(a->qos, tid, &p);
+        rc = qos_policy_get_user(a->qos, tid, uid, &p);
         if (rc == -ENOENT) {
-            p.tenant = tid; /* no policy: unlimited, all zero */
+            p = (struct qos_policy){.tenant = tid, .user = uid}; /* unlimited, all zero */
             rc = 0;
         }
         if (rc < 0)
@@ -710,7 +721,7 @@ static void qos_item(struct admin *a, struct evhttp_request *req, enum evhttp_cm
         return;
     }
     if (cmd == EVHTTP_REQ_DELETE) {
-        rc = qos_policy_delete(a->qos, tid);
+        rc = qos_policy_delete_user(a->qos, tid, uid);
         if (rc < 0 && rc != -ENOENT)
             reply_err(req, rc, "delete qos");
         else
@@ -721,8 +732,8 @@ static void qos_item(struct admin *a, struct evhttp_request *req, enum evhttp_cm
         no_method(req);
         return;
     }
-    if (cmd == EVHTTP_REQ_PATCH && qos_policy_get(a->qos, tid, &p) < 0)
-        p = (struct qos_policy){.tenant = tid};
+    if (cmd == EVHTTP_REQ_PATCH && qos_policy_get_user(a->qos, tid, uid, &p) < 0)
+        p = (struct qos_policy){.tenant = tid, .user = uid};
     json_t *j = body_json(req);
     if (!j)
         return;
@@ -746,6 +757,40 @@ static void qos_item(struct admin *a, struct evhttp_request *req, enum evhttp_cm
         return;
     }
     reply_json(req, 200, qos_json(&p));
+}
+
+struct drop_ctx {
+    uint32_t tenant;
+    uint64_t users[256];
+    size_t n;
+    bool more;
+};
+
+static int collect_policy(void *arg, const struct qos_policy *p)
+{
+    struct drop_ctx *d = arg;
+    if (p->tenant != d->tenant)
+        return 0;
+    if (d->n == sizeof(d->users) / sizeof(d->users[0])) {
+        d->more = true;
+        return 1;
+    }
+    d->users[d->n++] = p->user;
+    return 0;
+}
+
+/* Remove the tenant's policy and its users' policies. */
+static void drop_tenant_qos(struct qos *q, uint32_t tenant)
+{
+    struct drop_ctx d;
+    do {
+        memset(&d, 0, sizeof(d));
+        d.tenant = tenant;
+        if (qos_policy_list(q, collect_policy, &d) < 0)
+            return;
+        for (size_t i = 0; i < d.n; i++)
+            qos_policy_delete_user(q, tenant, d.users[i]);
+    } while (d.more);
 }
 
 /* Split "/a/b/c" into at most SEG_MAX decoded segments. @return count or -1. */
@@ -816,7 +861,7 @@ void admin__api(struct admin *a, struct evhttp_request *req, const char *path)
                     reply_err(req, rc, "delete tenant");
                 } else {
                     if (a->qos)
-                        qos_policy_delete(a->qos, tid); /* -ENOENT when it had none */
+                        drop_tenant_qos(a->qos, tid);
                     reply_empty(req, 204);
                 }
             } else {
@@ -841,6 +886,10 @@ void admin__api(struct admin *a, struct evhttp_request *req, const char *path)
                 user_keys(a, req, cmd, tid, uid);
                 return;
             }
+            if (n == 5 && strcmp(seg[4], "qos") == 0 && uid) {
+                qos_item(a, req, cmd, tid, uid);
+                return;
+            }
         } else if (n == 3 && strcmp(seg[2], "keys") == 0) {
             keys_collection(a, req, cmd, tid);
             return;
@@ -854,7 +903,7 @@ void admin__api(struct admin *a, struct evhttp_request *req, const char *path)
             usage_quota(a, req, cmd, tid, NULL, true);
             return;
         } else if (n == 3 && strcmp(seg[2], "qos") == 0) {
-            qos_item(a, req, cmd, tid);
+            qos_item(a, req, cmd, tid, 0);
             return;
         } else if (n == 5 && strcmp(seg[2], "buckets") == 0 &&
                    (strcmp(seg[4], "usage") == 0 || strcmp(seg[4], "quota") == 0)) {

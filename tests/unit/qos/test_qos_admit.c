@@ -197,6 +197,50 @@ static void test_disable(void **state)
     event_base_free(base);
 }
 
+static void test_user_policy(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(1, 0); /* 1 ms max wait: anything that must wait a second fails */
+    const struct core_principal u1 = {.tenant = 7, .user = 1}, u2 = {.tenant = 7, .user = 2};
+    struct qos_policy up = {.tenant = 7, .user = 1, .meta_iops = 1};
+    assert_int_equal(qos_policy_set(q, &up), 0);
+    struct qos_policy got;
+    assert_int_equal(qos_policy_get_user(q, 7, 1, &got), 0);
+    assert_int_equal(qos_policy_get(q, 7, &got), -ENOENT);
+    struct rec rec = {0};
+    struct req r[6] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}, {&rec, 4}, {&rec, 5}};
+    /* User 1: one op now, the next must wait (and times out). */
+    assert_int_equal(qos_admit(q, &u1, QOS_META, 0, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit(q, &u1, QOS_META, 0, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 1);
+    /* User 2 has no policy and the tenant none: not held up by user 1's queue. */
+    assert_int_equal(qos_admit(q, &u2, QOS_META, 0, base, go, &r[2]), 0);
+    assert_int_equal(qos_admit(q, &u2, QOS_META, 0, base, go, &r[3]), 0);
+    assert_int_equal(rec.n, 3);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 4);
+    assert_int_equal(rec.order[3], 1);
+    assert_int_equal(rec.err[3], SRV_ETHROTTLE);
+
+    /* A tenant cap applies to a user with its own (looser) policy too. */
+    struct qos_policy tp = {.tenant = 7, .meta_iops = 1};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    struct qos_policy loose = {.tenant = 7, .user = 1, .meta_iops = 1000000};
+    assert_int_equal(qos_policy_set(q, &loose), 0);
+    rec.n = 0;
+    assert_int_equal(qos_admit(q, &u1, QOS_META, 0, base, go, &r[4]), 0);
+    assert_int_equal(qos_admit(q, &u1, QOS_META, 0, base, go, &r[5]), 0);
+    assert_int_equal(rec.n, 1);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.err[1], SRV_ETHROTTLE);
+    assert_int_equal(qos_policy_delete_user(q, 7, 1), 0);
+    assert_int_equal(qos_policy_delete_user(q, 7, 1), -ENOENT);
+    qos_close(q);
+    event_base_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_throttle_and_queue_full),
         cmocka_unit_test(test_cancel_drain_release),
         cmocka_unit_test(test_disable),
+        cmocka_unit_test(test_user_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

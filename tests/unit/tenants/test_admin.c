@@ -201,10 +201,19 @@ static void test_rest(void **state)
                      400);
     assert_int_equal(http("DELETE", "/api/v1/tenants/2/qos", TOKEN, NULL, b, sizeof(b)), 204);
     assert_int_equal(qos_policy_get(qos, 2, &pol), -ENOENT);
+    assert_int_equal(http("PUT", "/api/v1/tenants/2/users/2/qos", TOKEN, "{\"read_iops\":9}",
+                          b, sizeof(b)),
+                     200);
+    assert_non_null(strstr(b, "\"user\":2"));
+    assert_int_equal(qos_policy_get_user(qos, 2, 2, &pol), 0);
+    assert_int_equal(pol.read_iops, 9);
+    assert_int_equal(http("PUT", "/api/v1/tenants/2/users/99/qos", TOKEN, "{}", b, sizeof(b)),
+                     404);
 
     assert_int_equal(http("DELETE", "/api/v1/tenants/2", TOKEN, NULL, b, sizeof(b)), 204);
     assert_int_equal(http("GET", "/api/v1/tenants/2", TOKEN, NULL, b, sizeof(b)), 404);
     assert_int_equal(tenants_key_lookup(tenants, ak, secret, &p), -ENOENT);
+    assert_int_equal(qos_policy_get_user(qos, 2, 2, &pol), -ENOENT); /* went with the tenant */
     assert_int_equal(http("PUT", "/api/v1/tenants", TOKEN, NULL, b, sizeof(b)), 405);
 }
 
