@@ -118,6 +118,25 @@ bench_wait_port() {
     return 1
 }
 
+# bench_best FILE: collapse repeated RESULT lines of one metric (from several
+# rounds) into the best one: the highest rate, or the lowest time / CPU cost.
+# Other lines (ERROR, SKIP) are kept once each.
+bench_best() {
+    local f=$1
+    awk '
+        $1 != "RESULT" { if (!($0 in seen)) { seen[$0] = 1; other[no++] = $0 }; next }
+        {
+            k = $2; low = ($4 == "ms" || $4 == "s" || $4 ~ /^us/)
+            if (!(k in v)) { order[n++] = k; v[k] = $3; u[k] = $4; cnt[k] = 1; next }
+            cnt[k]++
+            if ((low && $3 + 0 < v[k] + 0) || (!low && $3 + 0 > v[k] + 0)) v[k] = $3
+        }
+        END {
+            for (i = 0; i < n; i++) print "RESULT", order[i], v[order[i]], u[order[i]]
+            for (i = 0; i < no; i++) print other[i]
+        }' "$f" >"$f.best" && mv "$f.best" "$f"
+}
+
 # bench_table TITLE REFNAME REF.txt OURNAME OURS.txt
 # Joins RESULT lines by metric. ratio = ours/ref for rates, ref/ours for
 # times (unit ms or s), so > 1 always means s3nfsd is better. A metric

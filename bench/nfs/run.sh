@@ -12,7 +12,9 @@
 #    NFS and MOUNT on one port.
 # and prints one table with ratios (s3nfsd / ganesha; inverted for times).
 # Needs root (unshare, ganesha), nfs-ganesha, nfs-ganesha-vfs, rpcbind, libnfs-dev.
-# Usage: bench/nfs/run.sh [--quick] [--only ganesha|s3nfsd] [bench_nfs options...]
+# With --rounds N both halves run N times, alternating; the table keeps each
+# side's best rate and lowest CPU cost.
+# Usage: bench/nfs/run.sh [--quick] [--rounds N] [--only ganesha|s3nfsd] [bench_nfs options...]
 #   --quick  256 MiB file, 1 s rate phases, 2,000-entry directory (a smoke run)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,11 +22,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 only=""
+rounds=1
 args=()
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) args+=(--size-mib 256 --secs 1 --dir-entries 2000); shift ;;
     --only) only=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --ganesha-inner) shift; inner=1; break ;;
     *) args+=("$1"); shift ;;
     esac
@@ -132,9 +136,14 @@ run_s3nfsd() {
 
 : >"$work/ganesha.txt"
 : >"$work/s3nfsd.txt"
-[ "$only" = s3nfsd ] || run_ganesha "$work/ganesha.txt"
-bench_settle
-[ "$only" = ganesha ] || run_s3nfsd "$work/s3nfsd.txt"
+for r in $(seq "$rounds"); do
+    [ "$only" = s3nfsd ] || run_ganesha "$work/ganesha.txt"
+    bench_settle
+    [ "$only" = ganesha ] || run_s3nfsd "$work/s3nfsd.txt"
+    bench_settle
+done
+bench_best "$work/ganesha.txt"
+bench_best "$work/s3nfsd.txt"
 bench_table "NFSv3: nfs-ganesha 4 (FSAL VFS) vs s3nfsd" ganesha "$work/ganesha.txt" \
     s3nfsd "$work/s3nfsd.txt"
 bench_targets "$work/ganesha.txt" "$work/s3nfsd.txt" 'seq*:1.0' 'getattr:1.0' 'lookup:1.0' \

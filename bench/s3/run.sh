@@ -15,21 +15,24 @@
 # at 1 and 16 connections (_c1 / _c16), then fills 100,000 keys into s3nfsd and
 # times ListObjectsV2 over them (nginx has no equivalent: absolute numbers).
 # Any request error (connect/read/write, timeout, HTTP >= 400) voids that cell.
+# With --rounds N every cell runs N times (nginx, s3nfsd, nginx, s3nfsd, ...) and
+# the table keeps each side's best rate and lowest CPU cost.
 # Usage: bench/s3/run.sh [--secs N (default 5)] [--keys N (default 100000)]
-#                        [--only nginx|s3nfsd] [--no-list]
+#                        [--rounds N (default 1)] [--only nginx|s3nfsd] [--no-list]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
 . "$here/../lib.sh"
 export BENCH_S3_DIR=$here
 
-secs=5 keys=100000 only="" do_list=1
+secs=5 keys=100000 only="" do_list=1 rounds=1
 while [ $# -gt 0 ]; do
     case $1 in
     --secs) secs=$2; shift 2 ;;
     --keys) keys=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --no-list) do_list=""; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -165,12 +168,14 @@ for row in "GET 4k" "GET 64m" "PUT 4k" "PUT 64m"; do
     lop=$(echo "$op" | tr A-Z a-z)
     for c in 1 16; do
         m="${lop}_${size}_c$c"
-        [ -n "$ngx_ok" ] && run_wrk "$W/nginx.txt" "$m" "$NGX_PORT" "$NGX_PID" "$op" "$size" "$c" \
-            "$W/$lop$size.ngx" >/dev/null
-        bench_settle
-        [ -n "$s3_ok" ] && run_wrk "$W/s3nfsd.txt" "$m" "$S3NFSD_S3_PORT" "$S3NFSD_PID" "$op" "$size" "$c" \
-            "$W/$lop$size.s3" >/dev/null
-        bench_settle
+        for r in $(seq "$rounds"); do
+            [ -n "$ngx_ok" ] && run_wrk "$W/nginx.txt" "$m" "$NGX_PORT" "$NGX_PID" "$op" "$size" \
+                "$c" "$W/$lop$size.ngx" >/dev/null
+            bench_settle
+            [ -n "$s3_ok" ] && run_wrk "$W/s3nfsd.txt" "$m" "$S3NFSD_S3_PORT" "$S3NFSD_PID" "$op" \
+                "$size" "$c" "$W/$lop$size.s3" >/dev/null
+            bench_settle
+        done
         bench_log "s3: $m nginx: $(grep " $m " "$W/nginx.txt" | cut -d' ' -f3- | tr '\n' ' ')" \
             "s3nfsd: $(grep " $m " "$W/s3nfsd.txt" | cut -d' ' -f3- | tr '\n' ' ')"
     done
@@ -186,6 +191,8 @@ if [ -n "$s3_ok" ] && [ -n "$do_list" ]; then
     fi
 fi
 
+bench_best "$W/nginx.txt"
+bench_best "$W/s3nfsd.txt"
 [ -n "$ngx_ok" ] && ngx_name="nginx" || ngx_name="nginx(n/a)"
 bench_table "S3 over HTTP: nginx $(nginx -v 2>&1 | sed 's/.*\///') vs s3nfsd" "$ngx_name" \
     "$W/nginx.txt" s3nfsd "$W/s3nfsd.txt"
