@@ -810,7 +810,8 @@ int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucke
     cur = NULL;
     meta_rtxn_end(t);
     t = NULL;
-    qsort(ents, n, sizeof(*ents), mpu_ent_cmp);
+    if (n)
+        qsort(ents, n, sizeof(*ents), mpu_ent_cmp);
     for (size_t i = 0; i < n; i++) {
         char idbuf[17];
         snprintf(idbuf, sizeof(idbuf), "%016" PRIx64, ents[i].id);
