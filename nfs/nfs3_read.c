@@ -3,7 +3,9 @@
  * 1 MiB) at offset. eof is set when the read reaches the end of the file.
  * Status: NFS3_OK; NFS3ERR_ACCES; NFS3ERR_ISDIR / NFS3ERR_INVAL (not a
  * regular file); NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO (including a
- * failed extent checksum, logged by the core). */
+ * failed extent checksum, logged by the core).
+ * The bytes read are not copied into the encoded reply: they travel as the
+ * call's bulk data (see struct nfs_req), since data<> is the reply's last field. */
 #include <stdlib.h>
 
 #include "nfs_int.h"
@@ -43,8 +45,11 @@ int nfs3_read(struct nfs_req *r, void *args, void *res)
     READ3resok *ok = &o->READ3res_u.resok;
     ok->count = (count3)n;
     ok->eof = eof;
-    ok->data.data_len = (u_int)n;
-    ok->data.data_val = buf;
+    /* The data goes out by reference after the encoded result (no copy). */
+    ok->data.data_len = 0;
+    ok->data.data_val = NULL;
+    r->bulk = buf;
+    r->bulklen = n;
     nfs_attr_post(r, &at, &ok->file_attributes);
     return NFS_REQ_OK;
 }

@@ -7,10 +7,37 @@
  * Status: NFS3_OK; NFS3ERR_INVAL (count larger than the data, not a regular
  * file); NFS3ERR_ISDIR; NFS3ERR_ACCES; NFS3ERR_ROFS; NFS3ERR_DQUOT;
  * NFS3ERR_NOSPC; NFS3ERR_FBIG; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
- * Both arms carry the file's wcc data. */
+ * Both arms carry the file's wcc data.
+ * The data is decoded in place: it points into the received record. */
 #include <string.h>
 
 #include "nfs_int.h"
+
+bool nfs3_write_decode(struct nfs_req *r, XDR *x, void *args)
+{
+    WRITE3args *a = args;
+    uint32_t len;
+    if (!xdr_nfs_fh3(x, &a->file) || !xdr_offset3(x, &a->offset) || !xdr_count3(x, &a->count) ||
+        !xdr_stable_how(x, &a->stable) || !xdr_u_int32_t(x, &len))
+        return false;
+    /* The data stays in the record (alive until the call ends): no copy.
+     * xdr_free never sees it: the transport frees WRITE3args' handle only. */
+    size_t pos = r->call.args_off + xdr_getpos(x);
+    if (len > NFS3_WIRE_DATALEN || pos + len > r->reclen)
+        return false;
+    a->data.data_len = len;
+    a->data.data_val = (char *)r->rec + pos;
+    return true;
+}
+
+/* Free what nfs3_write_decode allocated (the handle), not the data. */
+void nfs3_write_args_free(void *args)
+{
+    WRITE3args *a = args;
+    a->data.data_val = NULL;
+    a->data.data_len = 0;
+    xdr_free(NFS_XDRPROC(xdr_WRITE3args), args);
+}
 
 int nfs3_write(struct nfs_req *r, void *args, void *res)
 {

@@ -49,10 +49,15 @@ typedef void (*nfs_free_fn)(void *res);
 #define NFS_PF_NONIDEM 0x1 /* answer retransmissions from the duplicate request cache */
 #define NFS_PF_MODIFY 0x2  /* changes the namespace (refused on read-only exports) */
 
+/* Decode arguments in place (e.g. WRITE data left in the record); NULL: xdr_args. */
+typedef bool (*nfs_decode_fn)(struct nfs_req *r, XDR *x, void *args);
+
 /* One row of a program's dispatch table (ganesha's nfs3_func_desc shape). */
 struct nfs_proc_desc {
     nfs_proc_fn fn;
     nfs_free_fn free_res; /* NULL: xdr_free(xdr_res, res) */
+    nfs_decode_fn decode; /* NULL: xdr_args */
+    nfs_free_fn free_args; /* NULL: xdr_free(xdr_args, args) */
     xdrproc_t xdr_args, xdr_res;
     size_t args_size, res_size;
     const char *name;
@@ -100,6 +105,11 @@ struct nfs_req {
     bool args_decoded;
     void *reply; /* encoded reply record (heap) */
     size_t replylen;
+    /* Bulk data sent after the encoded reply without copying it (READ): the
+     * procedure encodes its opaque<> as empty, leaves the bytes here (heap),
+     * and the transport patches the length and appends them. */
+    void *bulk;
+    size_t bulklen;
     bool drc;
     struct nfs_drc_key drc_key;
     uint64_t start_us;
@@ -179,6 +189,9 @@ NFS3_PROC(fsinfo)
 NFS3_PROC(pathconf)
 NFS3_PROC(commit)
 #undef NFS3_PROC
+/** In-place WRITE3args decoder: data points into the record (nfs3_write.c). */
+bool nfs3_write_decode(struct nfs_req *r, XDR *x, void *args);
+void nfs3_write_args_free(void *args);
 int mnt_null(struct nfs_req *r, void *args, void *res);
 int mnt_mnt(struct nfs_req *r, void *args, void *res);
 int mnt_dump(struct nfs_req *r, void *args, void *res);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * nfs_rec: record marking and RPC message headers (see nfs_rec.h).
  *
- * The record buffer grows with the bytes that actually arrive (doubling,
- * bounded by the maximum), so a client announcing a huge fragment and then
- * stalling costs no more memory than it sent. Headers are coded with
+ * The record buffer is sized once per fragment from its mark, so a record
+ * costs one allocation and no copies beyond the read itself; a fragment over
+ * the record limit is refused before anything is allocated (a stalled client
+ * can hold at most one record's worth). Headers are coded with
  * libtirpc's xdrmem primitives; the reply verifier is always AUTH_NONE. */
 #include "nfs_rec.h"
 
@@ -36,11 +37,7 @@ static int rec_reserve(struct nfs_rec *r, size_t need)
 {
     if (need <= r->cap)
         return 0;
-    size_t cap = r->cap ? r->cap : 4096;
-    while (cap < need)
-        cap *= 2;
-    if (cap > r->max)
-        cap = r->max;
+    size_t cap = need < 512 ? 512 : need;
     uint8_t *nb = realloc(r->buf, cap);
     if (!nb)
         return -ENOMEM;
@@ -62,6 +59,10 @@ int nfs_rec_take(struct nfs_rec *r, struct evbuffer *in, void **out, size_t *len
             r->frag_left = mark & REC_LEN_MASK;
             if ((size_t)r->frag_left > r->max - r->len)
                 return -EMSGSIZE;
+            /* One allocation per fragment (a 1 MiB WRITE is one fragment)
+             * instead of doublings that copy the record again and again. */
+            if (rec_reserve(r, r->len + r->frag_left) < 0)
+                return -ENOMEM;
             r->in_frag = true;
         }
         if (r->frag_left > 0) {

@@ -74,18 +74,23 @@ static bool_t xdr_nothing(XDR *x, void *p)
 }
 
 #define X(f) NFS_XDRPROC(f)
-#define NFS3(fn, A, R, name, flags)                                                                \
-    {nfs3_##fn, NULL, X(xdr_##A), X(xdr_##R), sizeof(A), sizeof(R), name, flags}
+#define NFS3(proc, A, R, nm, fl)                                                                   \
+    {.fn = nfs3_##proc, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R), .args_size = sizeof(A),       \
+     .res_size = sizeof(R), .name = nm, .flags = fl}
+#define VOIDPROC(f, nm)                                                                            \
+    {.fn = f, .xdr_args = X(xdr_nothing), .xdr_res = X(xdr_nothing), .name = nm}
 
 const struct nfs_proc_desc nfs3_procs[22] = {
-    {nfs3_null, NULL, X(xdr_nothing), X(xdr_nothing), 0, 0, "NULL", 0},
+    VOIDPROC(nfs3_null, "NULL"),
     NFS3(getattr, GETATTR3args, GETATTR3res, "GETATTR", 0),
     NFS3(setattr, SETATTR3args, SETATTR3res, "SETATTR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     NFS3(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", 0),
     NFS3(access, ACCESS3args, ACCESS3res, "ACCESS", 0),
     NFS3(readlink, READLINK3args, READLINK3res, "READLINK", 0),
     NFS3(read, READ3args, READ3res, "READ", 0),
-    NFS3(write, WRITE3args, WRITE3res, "WRITE", NFS_PF_MODIFY),
+    {.fn = nfs3_write, .decode = nfs3_write_decode, .free_args = nfs3_write_args_free,
+     .xdr_args = X(xdr_WRITE3args), .xdr_res = X(xdr_WRITE3res), .args_size = sizeof(WRITE3args),
+     .res_size = sizeof(WRITE3res), .name = "WRITE", .flags = NFS_PF_MODIFY},
     NFS3(create, CREATE3args, CREATE3res, "CREATE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     NFS3(mkdir, MKDIR3args, MKDIR3res, "MKDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     NFS3(symlink, SYMLINK3args, SYMLINK3res, "SYMLINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
@@ -102,15 +107,18 @@ const struct nfs_proc_desc nfs3_procs[22] = {
     NFS3(commit, COMMIT3args, COMMIT3res, "COMMIT", 0),
 };
 
+#define MNT(f, A, asz, R, rsz, nm)                                                                 \
+    {.fn = f, .xdr_args = X(A), .xdr_res = X(R), .args_size = asz, .res_size = rsz, .name = nm}
 const struct nfs_proc_desc mnt_procs[6] = {
-    {mnt_null, NULL, X(xdr_nothing), X(xdr_nothing), 0, 0, "MNT_NULL", 0},
-    {mnt_mnt, NULL, X(xdr_dirpath), X(xdr_mountres3), sizeof(dirpath), sizeof(mountres3), "MNT",
-     0},
-    {mnt_dump, NULL, X(xdr_nothing), X(xdr_mountlist), 0, sizeof(mountlist), "MNT_DUMP", 0},
-    {mnt_umnt, NULL, X(xdr_dirpath), X(xdr_nothing), sizeof(dirpath), 0, "UMNT", 0},
-    {mnt_umntall, NULL, X(xdr_nothing), X(xdr_nothing), 0, 0, "UMNTALL", 0},
-    {mnt_export, NULL, X(xdr_nothing), X(xdr_exports), 0, sizeof(exports), "MNT_EXPORT", 0},
+    VOIDPROC(mnt_null, "MNT_NULL"),
+    MNT(mnt_mnt, xdr_dirpath, sizeof(dirpath), xdr_mountres3, sizeof(mountres3), "MNT"),
+    MNT(mnt_dump, xdr_nothing, 0, xdr_mountlist, sizeof(mountlist), "MNT_DUMP"),
+    MNT(mnt_umnt, xdr_dirpath, sizeof(dirpath), xdr_nothing, 0, "UMNT"),
+    VOIDPROC(mnt_umntall, "UMNTALL"),
+    MNT(mnt_export, xdr_nothing, 0, xdr_exports, sizeof(exports), "MNT_EXPORT"),
 };
+#undef MNT
+#undef VOIDPROC
 #undef NFS3
 #undef X
 
@@ -183,6 +191,28 @@ static void conn_send(struct nfs_conn *cn, const void *buf, size_t len)
     }
 }
 
+static void free_cleanup(const void *data, size_t len, void *arg)
+{
+    free((void *)data);
+}
+
+/* Queue @p buf (heap) for sending without copying it; it is freed once sent
+ * (or at once if the connection is gone). */
+static void conn_send_owned(struct nfs_conn *cn, void *buf, size_t len)
+{
+    if (cn->closed) {
+        free(buf);
+        return;
+    }
+    if (evbuffer_add_reference(bufferevent_get_output(cn->bev), buf, len, free_cleanup, NULL) <
+        0) {
+        free(buf);
+        srv_log(WARN, NFS, "req=- tenant=- cannot queue %zu reply bytes to %s: closing", len,
+                cn->peer_str);
+        conn_close(cn);
+    }
+}
+
 static bool conn_may_read(struct nfs_conn *cn)
 {
     return !cn->closed && cn->outstanding < NFS_CONN_MAX_CALLS &&
@@ -207,7 +237,22 @@ static void req_free(struct nfs_req *r)
     free(r->res);
     free(r->rec);
     free(r->reply);
+    free(r->bulk);
     free(r);
+}
+
+/* Append the bulk bytes to an encoded reply whose last field is an empty
+ * opaque<>: patch that length and the record mark. The bytes themselves are
+ * sent by reference (conn_send_owned), never copied. */
+static void reply_patch_bulk(struct nfs_req *r)
+{
+    uint8_t *p = r->reply;
+    uint32_t v;
+    size_t pad = (4 - (r->bulklen & 3)) & 3;
+    v = htonl((uint32_t)r->bulklen);
+    memcpy(p + r->replylen - 4, &v, 4);
+    v = htonl(0x80000000u | (uint32_t)(r->replylen - 4 + r->bulklen + pad));
+    memcpy(p, &v, 4);
 }
 
 /* Worker: decode, run, encode. */
@@ -228,7 +273,7 @@ static void req_work(void *arg)
     }
     size_t alen = r->reclen - r->call.args_off;
     xdrmem_create(&x, (char *)r->rec + r->call.args_off, (u_int)alen, XDR_DECODE);
-    bool ok = d->xdr_args(&x, r->args, 0);
+    bool ok = d->decode ? d->decode(r, &x, r->args) : d->xdr_args(&x, r->args, 0);
     xdr_destroy(&x);
     r->args_decoded = true;
     if (!ok) {
@@ -240,6 +285,8 @@ static void req_work(void *arg)
     }
     if (d->fn(r, r->args, r->res) == NFS_REQ_DROP) {
         xdr_free(d->xdr_res, r->res);
+        free(r->bulk);
+        r->bulk = NULL;
         goto out;
     }
 reply:
@@ -249,8 +296,12 @@ reply:
         srv_log(ERROR, NFS, "req=%08x tenant=%u cannot encode the %s reply (%s): SYSTEM_ERR",
                 r->call.xid, r->p.tenant, d->name, srv_strerror(rc));
         r->err = -EIO;
+        free(r->bulk);
+        r->bulk = NULL;
         nfs_rpc_reply_accepted(r->call.xid, SYSTEM_ERR, NULL, NULL, 0, 0, &r->reply,
                                &r->replylen);
+    } else if (r->bulk) {
+        reply_patch_bulk(r);
     }
     if (st == SUCCESS) {
         if (d->free_res)
@@ -259,8 +310,12 @@ reply:
             xdr_free(d->xdr_res, r->res);
     }
 out:
-    if (r->args_decoded)
-        xdr_free(d->xdr_args, r->args);
+    if (r->args_decoded) {
+        if (d->free_args)
+            d->free_args(r->args);
+        else
+            xdr_free(d->xdr_args, r->args);
+    }
 }
 
 /* Loop: send, account, free. */
@@ -270,14 +325,25 @@ static void req_done(void *arg)
     struct nfs_conn *cn = r->conn;
     struct nfs_server *s = r->srv;
 
+    bool sent = r->reply != NULL;
+    size_t out = r->replylen + r->bulklen;
     if (r->drc)
         nfs_drc_finish(s->drc, &r->drc_key, r->reply, r->replylen);
-    if (r->reply)
-        conn_send(cn, r->reply, r->replylen);
-    srv_metrics_op(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->reclen, r->replylen,
+    if (r->reply) {
+        conn_send_owned(cn, r->reply, r->replylen);
+        r->reply = NULL;
+        if (r->bulk) {
+            static const uint8_t zeros[4];
+            conn_send_owned(cn, r->bulk, r->bulklen);
+            r->bulk = NULL;
+            if (r->bulklen & 3)
+                conn_send(cn, zeros, 4 - (r->bulklen & 3));
+        }
+    }
+    srv_metrics_op(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->reclen, out,
                    srv_now_us() - r->start_us, r->err);
     srv_log(DEBUG, NFS, "req=%08x tenant=%u %s from %s: %s", r->call.xid, r->p.tenant,
-            r->desc->name, cn->peer_str, r->reply ? srv_strerror(r->err) : "dropped");
+            r->desc->name, cn->peer_str, sent ? srv_strerror(r->err) : "dropped");
     cn->outstanding--;
     if (cn->closed)
         conn_maybe_free(cn);
