@@ -128,6 +128,10 @@ int core__ino_release(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inod
 /** Free all data of @p ino (extents via the store limbo, inline bytes). */
 int core__data_drop(struct core *c, MDB_txn *t, uint64_t ino, uint64_t from);
 
+/* ---- core_upload.c ---- */
+/** Abort every multipart upload of @p bucket (its parts' space is freed). */
+int core__mpu_drop_bucket(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket);
+
 /* ---- core_data.c ---- */
 int core__extent_get(const MDB_val *v, struct store_extent *e, uint32_t *vlen);
 

@@ -292,6 +292,12 @@ int core__entry_remove(struct core *c, MDB_txn *t, uint64_t dir, struct meta_ino
         rc = core__usage_delete(c, t, rec->tenant, ino);
         if (rc)
             return rc;
+        if (rec->flags & CORE_A_BUCKET) {
+            /* a deleted bucket's unfinished multipart uploads go with it */
+            rc = core__mpu_drop_bucket(c, t, rec->tenant, ino);
+            if (rc)
+                return rc;
+        }
         rec->nlink = 0;
     } else {
         rec->nlink--;

@@ -1013,3 +1013,48 @@ int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t buck
         return rc;
     return meta_submit(c->meta, mpu_done_fn, &a, 0);
 }
+
+int core__mpu_drop_bucket(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket)
+{
+    uint64_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t freed = 0, total = 0;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    uint8_t sk[16];
+    int rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPU), &cur);
+    if (rc)
+        return meta_err(rc);
+    meta_be64_put(sk, bucket);
+    k.mv_data = sk;
+    k.mv_size = 8;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16 || meta_be64_get(k.mv_data) != bucket)
+            break;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint64_t *ni = realloc(ids, cap * sizeof(*ni));
+            if (!ni) {
+                mdb_cursor_close(cur);
+                free(ids);
+                return -ENOMEM;
+            }
+            ids = ni;
+        }
+        ids[n++] = meta_be64_get((uint8_t *)k.mv_data + 8);
+    }
+    mdb_cursor_close(cur);
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = parts_drop(c, t, ids[i], NULL, 0, &freed, &total);
+        if (rc == 0) {
+            mkey(sk, bucket, ids[i]);
+            rc = meta_del(t, core__dbi(c, META_DBI_MPU), sk, 16);
+        }
+    }
+    free(ids);
+    if (rc == 0 && total)
+        rc = core__usage_charge(c, t, tenant, 0, -(int64_t)total, 0, false);
+    return rc;
+}

@@ -394,6 +394,19 @@ static void test_multipart_more(void **state)
     assert_int_equal(core_mpu_list(f->c, &o, f->bucket, NULL, 0, mpu_cb, &n), 0);
     assert_int_equal(n, 0);
     assert_int_equal(core_mpu_abort(f->c, &o, f->bucket, id2), -ENOENT);
+    /* deleting a bucket drops its unfinished uploads and their space */
+    struct core_attr b2;
+    assert_int_equal(core_bucket_create(f->c, &f->p, "gone", 4, &b2), 0);
+    assert_int_equal(core_mpu_create(f->c, &f->p, b2.ino, "x", 1, NULL, 0, id1, sizeof(id1)), 0);
+    assert_int_equal(core_upload_begin(f->c, &f->p, b2.ino, 2 << 20, &u), 0);
+    assert_int_equal(core_upload_write(u, buf, 2 << 20), 0);
+    assert_int_equal(core_mpu_part_commit(u, id1, 1, "p"), 0);
+    assert_int_equal(core_bucket_delete(f->c, &f->p, "gone", 4), 0);
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s1);
+    assert_int_equal(s0.store_free, s1.store_free);
+    assert_int_equal(core_usage_get(f->c, 1, 0, &us), 0);
+    assert_int_equal(us.bytes, 0);
     free(buf);
 }
 
