@@ -521,3 +521,33 @@ def test_fsstat_reports_quota_and_dquot(s3nfsd):
     st, fs = c.fsstat(q)
     assert st == 0 and fs["fbytes"] < 4 << 20
     c.close()
+
+
+def test_rpcbind_registration(tmp_path):
+    """nfs_register_rpcbind: registered at start, unregistered at stop (private netns)."""
+    from conftest import BIN
+    if os.geteuid() != 0 or not shutil.which("rpcbind") or not shutil.which("unshare"):
+        pytest.skip("needs root, rpcbind and unshare (a private network namespace)")
+    if not os.access(BIN, os.X_OK):
+        pytest.skip(f"s3nfsd not built at {BIN}")
+    p = subprocess.run(["unshare", "--net", "--mount", os.path.join(HERE, "rpcbind_check.sh"),
+                        BIN, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    assert p.returncode == 0 and "RPCBIND OK" in p.stdout, p.stdout + p.stderr + log
+
+
+def test_no_rpcbind_is_only_logged(tmp_path):
+    """Without a portmapper the daemon still serves (failure is a log line)."""
+    from conftest import BIN
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (a private network namespace without rpcbind)")
+    script = (f'ip link set lo up; S3NFS_ACCESS_KEY=AKIANORPCBIND S3NFS_SECRET_KEY=norpcbind-key '
+              f'"{BIN}" --foreground --data-dir "{tmp_path}/data" --s3-listen 127.0.0.1:24000 '
+              f'--nfs-listen 127.0.0.1:24049 --admin-listen 127.0.0.1:24001 '
+              f'--set nfs_register_rpcbind=true > "{tmp_path}/log" 2>&1 & D=$!; '
+              f'for i in $(seq 100); do grep -q "ready" "{tmp_path}/log" && break; sleep 0.1; done; '
+              f'kill -0 $D && kill $D; wait $D')
+    p = subprocess.run(["unshare", "--net", "bash", "-c", script], capture_output=True,
+                       text=True, timeout=120)
+    log = (tmp_path / "log").read_text()
+    assert "no rpcbind" in log and "listening on" in log, log
