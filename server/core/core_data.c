@@ -594,9 +594,14 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         return -EROFS;
     if (off > CORE_FILE_MAX || len > CORE_FILE_MAX - off)
         return -EFBIG;
+    pthread_mutex_t *wl = &c->wlock[ino % CORE_WLOCKS];
     for (int attempt = 0; attempt < WRITE_RETRIES; attempt++) {
         MDB_txn *t = NULL;
         struct meta_inode r;
+        /* after losing a race twice, serialize with the other losers of this inode */
+        bool locked = attempt >= 2;
+        if (locked)
+            pthread_mutex_lock(wl);
         uint64_t token = store_read_begin(c->store);
         a.epoch = core__cache_epoch(c);
         rc = meta_rtxn_begin(c->meta, &t);
@@ -614,6 +619,8 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
                 core__attr_fill(&r, ino, post);
             meta_rtxn_end(t);
             store_read_end(c->store, token);
+            if (locked)
+                pthread_mutex_unlock(wl);
             break;
         }
         if (rc == 0 && !tmp && !(tmp = malloc(STORE_EXTENT_MAX)))
@@ -628,6 +635,8 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         if (rc == 0)
             rc = meta_submit(c->meta, write_fn, &a, 0);
         store_read_end(c->store, token);
+        if (locked)
+            pthread_mutex_unlock(wl);
         if (rc)
             news_release(c, &a);
         if (rc != -EAGAIN)

@@ -30,6 +30,7 @@ struct core__ref {
     struct core__ref *next;
 };
 #define CORE_REF_BUCKETS 1024
+#define CORE_WLOCKS 64
 
 struct core {
     struct core_config cfg;
@@ -42,6 +43,7 @@ struct core {
     struct core__ref *refs[CORE_REF_BUCKETS];
 
     struct core__cache *cache;
+    pthread_mutex_t wlock[CORE_WLOCKS]; /* writers that lost a race retry under these */
     atomic_uint_fast64_t bytes_written, bytes_read, crc_errors;
     atomic_uint ndirquota; /* directory quota records (0: skip the parent walk) */
 };

@@ -166,6 +166,8 @@ int core_open(struct core **out, const struct core_config *cfg)
         c->cfg.commit_max_batch = 256;
     c->cfg.data_dir = c->data_dir;
     pthread_mutex_init(&c->ref_mu, NULL);
+    for (int i = 0; i < CORE_WLOCKS; i++)
+        pthread_mutex_init(&c->wlock[i], NULL);
     rc = core__cache_init(c, CORE_CACHE_BYTES);
     if (rc) {
         free(c->data_dir);
@@ -255,6 +257,8 @@ void core_close(struct core *c)
     }
     pthread_mutex_unlock(&c->ref_mu);
     pthread_mutex_destroy(&c->ref_mu);
+    for (int i = 0; i < CORE_WLOCKS; i++)
+        pthread_mutex_destroy(&c->wlock[i]);
     core__cache_fini(c);
     free(c->data_dir);
     free(c);
