@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -135,6 +136,59 @@ static void test_long_line_cut(void **state)
     assert_non_null(strstr(nl + 1, "ERROR SRV after reopen\n"));
 }
 
+enum { NTHREADS = 4, NLINES = 500, PAYLOAD = 300 };
+
+static void *writer(void *arg)
+{
+    char payload[PAYLOAD + 1];
+    int id = (int)(intptr_t)arg;
+    memset(payload, 'a' + id, PAYLOAD);
+    payload[PAYLOAD] = '\0';
+    for (int i = 0; i < NLINES; i++)
+        srv_log(INFO, SRV, "t=%d i=%04d %s", id, i, payload);
+    return NULL;
+}
+
+/* Lines written concurrently by several threads come out whole. */
+static void test_no_interleaving(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_srv_log.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    srv_log_set_level(SRV_LOG_INFO);
+    assert_int_equal(srv_log_open(path), 0);
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, writer, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(srv_log_open(NULL), 0);
+
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[1024];
+    int count[NTHREADS] = {0};
+    while (fgets(line, sizeof(line), f)) {
+        int id = -1, i = -1;
+        char *p = strstr(line, " INFO SRV t=");
+        assert_non_null(p);
+        assert_int_equal(sscanf(p, " INFO SRV t=%d i=%d", &id, &i), 2);
+        assert_true(id >= 0 && id < NTHREADS);
+        char *pl = strstr(p, " i=");
+        pl = strchr(pl + 1, ' ') + 1;
+        assert_int_equal(strlen(pl), PAYLOAD + 1); /* payload + newline */
+        for (int k = 0; k < PAYLOAD; k++)
+            assert_int_equal(pl[k], 'a' + id);
+        count[id]++;
+    }
+    fclose(f);
+    unlink(path);
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(count[i], NLINES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -143,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_apply_spec),
         cmocka_unit_test(test_line_format_and_filter),
         cmocka_unit_test(test_long_line_cut),
+        cmocka_unit_test(test_no_interleaving),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
