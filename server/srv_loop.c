@@ -229,7 +229,8 @@ static void *loop_main(void *arg)
         if (inflight == 0 && pending <= 1)
             break;
         if (mono_ms() >= deadline) {
-            srv_log(WARN, SRV, "loop %d: drain deadline passed (%ld work items in flight, %d events)",
+            srv_log(WARN, SRV,
+                    "loop %d: drain deadline passed (%ld work items in flight, %d events)",
                     l->idx, inflight, pending - 1);
             break;
         }

@@ -237,7 +237,8 @@ static json_t *usage_json(const struct core_usage *u)
 static json_t *qos_json(const struct qos_policy *p)
 {
     return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "tenant", (json_int_t)p->tenant,
-                     "user", (json_int_t)p->user, "read_bps", (json_int_t)p->read_bps, "write_bps", (json_int_t)p->write_bps,
+                     "user", (json_int_t)p->user, "read_bps", (json_int_t)p->read_bps,
+                     "write_bps", (json_int_t)p->write_bps,
                      "read_iops", (json_int_t)p->read_iops, "write_iops",
                      (json_int_t)p->write_iops, "meta_iops", (json_int_t)p->meta_iops,
                      "burst_ms", (json_int_t)p->burst_ms);
