@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The daemon itself: banner and credentials, /healthz and /metrics, the admin
+REST API with its bearer token (a new tenant's key works over S3 and sees only
+its own buckets), SIGHUP reload, SIGTERM exit status, --check-config and
+config errors with line numbers, --daemon with a pidfile."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import BIN
+
+
+def api(d, method, path, body=None, token=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(d.admin_endpoint + "/api/v1" + path, data=data, method=method)
+    if token is not False:
+        req.add_header("Authorization", "Bearer " + (token or d.admin_token))
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw else None)
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        return e.code, (json.loads(raw) if raw else None)
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, r.read().decode()
+
+
+def wait_for_log(d, pattern, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with open(d.log_path, "rb") as f:
+            if re.search(pattern, f.read().decode(errors="replace")):
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def test_banner_health_metrics(s3nfsd):
+    d = s3nfsd
+    assert wait_for_log(d, r"s3nfsd \S+ ready")
+    log = open(d.log_path).read()
+    assert f"access key:  {d.access_key}" in log
+    assert f"aws --endpoint-url http://127.0.0.1:{d.s3_port} s3 ls" in log
+    p = d.nfs_port
+    assert f"nfs://127.0.0.1/?version=3&nfsport={p}&mountport={p}" in log
+    assert f"mount -t nfs -o vers=3,proto=tcp,port={p},mountport={p},nolock 127.0.0.1:/ /mnt" \
+        in log
+    assert "admin token:" not in log  # given through the environment: not printed
+    assert get(d.admin_endpoint + "/healthz") == (200, "ok\n")
+    d.boto3().list_buckets()
+    status, text = get(d.admin_endpoint + "/metrics")
+    assert status == 200
+    assert "# TYPE s3nfs_op_latency_seconds histogram" in text
+    assert re.search(r's3nfs_ops_total\{proto="s3",op="\w+",tenant="1"\} [1-9]', text)
+    assert "s3nfs_store_capacity_bytes" in text
+
+
+def test_admin_api_and_tenant_isolation(s3nfsd):
+    d = s3nfsd
+    assert api(d, "GET", "/tenants", token=False)[0] == 401
+    assert api(d, "GET", "/tenants", token="nope")[0] == 401
+    st, tenants = api(d, "GET", "/tenants")
+    assert st == 200 and [t["name"] for t in tenants] == ["default"]
+    d.boto3().create_bucket(Bucket="default-only")
+
+    st, t = api(d, "POST", "/tenants", {"name": "acme"})
+    assert st == 201
+    assert api(d, "POST", "/tenants", {"name": "acme"})[0] == 409
+    assert api(d, "POST", "/tenants", {"name": "bad name"})[0] == 400
+    st, u = api(d, "POST", f"/tenants/{t['id']}/users", {"name": "alice", "uid": 1000,
+                                                          "gid": 1000})
+    assert st == 201
+    st, k = api(d, "POST", f"/tenants/{t['id']}/users/{u['id']}/keys")
+    assert st == 201 and k["secret_key"]
+    st, keys = api(d, "GET", f"/tenants/{t['id']}/keys")
+    assert [x["access_key"] for x in keys] == [k["access_key"]]
+    assert k["secret_key"] not in json.dumps(keys)
+
+    s3 = d.boto3(access_key=k["access_key"], secret_key=k["secret_key"])
+    assert s3.list_buckets()["Buckets"] == []  # the default tenant's bucket is not visible
+    s3.create_bucket(Bucket="acme-data")
+    s3.put_object(Bucket="acme-data", Key="k", Body=b"x")
+    names = [b["Name"] for b in d.boto3().list_buckets()["Buckets"]]
+    assert "acme-data" not in names and "default-only" in names
+
+    # A disabled key stops working at once.
+    st, _ = api(d, "PATCH", f"/keys/{k['access_key']}", {"disabled": True})
+    assert st == 200
+    with pytest.raises(Exception):
+        s3.list_buckets()
+    # A tenant holding a bucket cannot be deleted.
+    assert api(d, "DELETE", f"/tenants/{t['id']}")[0] == 409
+
+
+def test_sighup_reload_and_sigterm(daemon_factory, tmp_path):
+    conf = tmp_path / "s3nfs.conf"
+    conf.write_text("log_level = info\n")
+    d = daemon_factory(["--config", str(conf)]).start()
+    conf.write_text("# now louder\nlog_level = debug,s3=warn\ns3_max_conns = 5\n")
+    d.proc.send_signal(signal.SIGHUP)
+    assert wait_for_log(d, r"reload: log_level changed from 'info' to 'debug,s3=warn'")
+    assert wait_for_log(d, r"reload: s3_max_conns changed .* needs a restart")
+    # A broken file on reload keeps the running configuration.
+    conf.write_text("log_level = loud\n")
+    d.proc.send_signal(signal.SIGHUP)
+    assert wait_for_log(d, r"reload failed, keeping the running configuration: .*:1: bad value")
+    assert get(d.admin_endpoint + "/healthz")[0] == 200
+    assert d.stop() == 0
+    assert wait_for_log(d, r"s3nfsd stopped")
+
+
+def test_check_config_and_errors(tmp_path):
+    bad = tmp_path / "bad.conf"
+    bad.write_text("# ok\ns3_listen = 127.0.0.1:9000\nno_such_option = 1\n")
+    r = subprocess.run([BIN, "--config", str(bad)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert f"{bad}:3: unknown option 'no_such_option'" in r.stderr
+    good = tmp_path / "good.conf"
+    good.write_text("s3_max_conns = 77\n")
+    r = subprocess.run([BIN, "--config", str(good), "--check-config", "--set", "map_size=1GiB"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0
+    assert "s3_max_conns = 77\n" in r.stdout and "map_size = 1GiB\n" in r.stdout
+    r = subprocess.run([BIN, "--bogus"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "unknown option '--bogus'" in r.stderr
+    r = subprocess.run([BIN, "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and "--check-config" in r.stdout and "qos_max_wait_ms" in r.stdout
+
+
+def test_generated_credentials_shown_once(daemon_factory):
+    d = daemon_factory(env={"S3NFS_ACCESS_KEY": "", "S3NFS_SECRET_KEY": "",
+                            "S3NFS_ADMIN_TOKEN": ""}).start()
+    log = open(d.log_path).read()
+    ak = re.search(r"access key:  (\S+)", log).group(1)
+    sk = re.search(r"secret key:  (\S+)", log).group(1)
+    token = re.search(r"admin token: (\S+)", log).group(1)
+    d.boto3(access_key=ak, secret_key=sk).list_buckets()
+    assert api(d, "GET", "/tenants", token=token)[0] == 200
+    assert api(d, "GET", "/tenants", token=d.admin_token)[0] == 401
+    d.stop()
+    size = os.path.getsize(d.log_path)
+    d.start()
+    tail = open(d.log_path).read()[size:]
+    assert "secret key:" not in tail and "admin token:" not in tail
+    d.boto3(access_key=ak, secret_key=sk).list_buckets()  # same key after restart
+    assert api(d, "GET", "/tenants", token=token)[0] == 200
+    assert oct(os.stat(os.path.join(d.data_dir, "master.key")).st_mode & 0o777) == "0o600"
+
+
+def test_daemon_mode_and_pidfile(daemon_factory, tmp_path):
+    d = daemon_factory()
+    pidfile = tmp_path / "s3nfsd.pid"
+    env = dict(os.environ, S3NFS_ACCESS_KEY=d.access_key, S3NFS_SECRET_KEY=d.secret_key,
+               S3NFS_ADMIN_TOKEN=d.admin_token)
+    args = [BIN, "--daemon", "--pidfile", str(pidfile), "--data-dir", d.data_dir,
+            "--s3-listen", f"127.0.0.1:{d.s3_port}", "--nfs-listen", f"127.0.0.1:{d.nfs_port}",
+            "--admin-listen", f"127.0.0.1:{d.admin_port}", "--set", "data_file_size=64MiB"]
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "ready" in r.stdout  # the parent returns once the daemon serves
+    pid = int(pidfile.read_text())
+    try:
+        assert get(d.admin_endpoint + "/healthz") == (200, "ok\n")
+        # A second daemon on the same pidfile refuses to start.
+        r2 = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+        assert r2.returncode != 0
+        assert os.path.exists(os.path.join(d.data_dir, "s3nfsd.log"))
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 30
+    while time.time() < deadline and pidfile.exists():
+        time.sleep(0.05)
+    assert not pidfile.exists()
