@@ -84,6 +84,18 @@ seq_core() {
 }
 
 have_core=1
+if [ ! -x "$core_bin" ] && [ -f "$BENCH_TOP/build/libcore.a" ]; then
+    # Not built by make (bench/Makefile.inc not included?): link it here against
+    # the build folder's libraries.
+    b=$BENCH_TOP/build
+    if cc -std=c11 -O2 -D_GNU_SOURCE -I"$BENCH_TOP/server" -I"$BENCH_TOP/server/core" \
+        -o "$W/bench_core" "$here/bench_core.c" "$b/libcore.a" "$b/libmeta.a" "$b/libstore.a" \
+        "$b/libsrv.a" $(pkg-config --libs lmdb liburing libcrypto libevent libevent_pthreads \
+        jansson) -lpthread -lm; then
+        core_bin=$W/bench_core
+        bench_log "core: linked $core_bin against $b"
+    fi
+fi
 if [ ! -x "$core_bin" ]; then
     have_core=""
     echo "SKIP core: $core_bin not built (make bench/core/bench_core, or --bench-core PATH)" >&2
