@@ -416,6 +416,44 @@ static void test_quota(void **state)
     free(buf);
 }
 
+static void test_quota_rename(void **state)
+{
+    struct fx *f = *state;
+    struct core_usage ua, ub;
+    struct core_attr a, b;
+    assert_int_equal(fx_put(f, "A/s/one", "1", 1), 0);
+    assert_int_equal(fx_put(f, "A/s/two", "22", 2), 0);
+    assert_int_equal(fx_put(f, "B/x", "x", 1), 0);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "A", 1, &a), 0);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "B", 1, &b), 0);
+    assert_int_equal(core_quota_set(f->c, 1, a.ino, 0, 10), 0);
+    assert_int_equal(core_quota_set(f->c, 1, b.ino, 0, 2), 0);
+    assert_int_equal(core_usage_get(f->c, 1, a.ino, &ua), 0);
+    assert_int_equal(ua.inodes, 3); /* s, one, two */
+    assert_int_equal(ua.bytes, 3);
+    /* moving s (3 inodes) into B (limit 2, 1 used) is refused and changes nothing */
+    assert_int_equal(core_rename(f->c, &f->p, a.ino, "s", 1, b.ino, "s", 1), -EDQUOT);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "A/s/two", 7, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(core_quota_set(f->c, 1, b.ino, 0, 5), 0);
+    assert_int_equal(core_rename(f->c, &f->p, a.ino, "s", 1, b.ino, "s", 1), 0);
+    assert_int_equal(core_usage_get(f->c, 1, a.ino, &ua), 0);
+    assert_int_equal(core_usage_get(f->c, 1, b.ino, &ub), 0);
+    assert_int_equal(ua.inodes, 0);
+    assert_int_equal(ua.bytes, 0);
+    assert_int_equal(ub.inodes, 4);
+    assert_int_equal(ub.bytes, 4);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "B/s/two", 7, &oi), 0);
+    free(oi.meta);
+    /* limits survive a reopen and keep applying */
+    fx_reopen(f);
+    assert_int_equal(fx_put(f, "B/s/three", "3", 1), 0);
+    assert_int_equal(fx_put(f, "B/s/four", "4", 1), -EDQUOT);
+    assert_int_equal(core_quota_admit(f->c, &f->p, b.ino, 0, 1), -EDQUOT);
+    assert_int_equal(core_quota_admit(f->c, &f->p, a.ino, 0, 1), 0);
+}
+
 static void test_verifier(void **state)
 {
     struct fx *f = *state;
@@ -475,6 +513,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crc_blocks, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_quota_rename, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nfs_etag, fx_setup, fx_teardown),
     };
