@@ -513,13 +513,20 @@ bool core__ref_held(struct core *c, uint64_t ino)
     return held;
 }
 
+struct ref_check_op {
+    struct core *c;
+    uint64_t ino;
+};
+
+static int ref_check_fn(MDB_txn *t, void *arg)
+{
+    struct ref_check_op *a = arg;
+    struct meta_inode r;
+    return core__ino_get(a->c, t, a->ino, &r);
+}
+
 int core_ref(struct core *c, uint64_t ino)
 {
-    MDB_txn *t;
-    struct meta_inode r;
-    int rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
     /* take the ref before checking so an unlink racing with us keeps it as orphan */
     pthread_mutex_lock(&c->ref_mu);
     struct core__ref **pp = &c->refs[ino % CORE_REF_BUCKETS], *ref;
@@ -529,7 +536,6 @@ int core_ref(struct core *c, uint64_t ino)
         ref = calloc(1, sizeof(*ref));
         if (!ref) {
             pthread_mutex_unlock(&c->ref_mu);
-            meta_rtxn_end(t);
             return -ENOMEM;
         }
         ref->ino = ino;
@@ -538,8 +544,13 @@ int core_ref(struct core *c, uint64_t ino)
     }
     ref->count++;
     pthread_mutex_unlock(&c->ref_mu);
-    rc = core__ino_get(c, t, ino, &r);
-    meta_rtxn_end(t);
+    /* Check on the writer thread, not in a read txn: an op of the batch being
+     * built may already have seen the ref missing and freed the inode without
+     * having committed yet, so a read txn would still show it alive (and the
+     * caller would then read a freed inode). Ops run in order on the writer, so
+     * this check sees every release decided before the ref was taken. */
+    struct ref_check_op a = {c, ino};
+    int rc = meta_submit(c->meta, ref_check_fn, &a, 0);
     if (rc) {
         core_unref(c, ino);
         return rc == -ENOENT ? SRV_ESTALE : rc;

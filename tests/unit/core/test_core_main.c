@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for server/core/core_main.c: tenants and their roots, the
  * core_table_* view, refusing a store of a newer schema at core_open,
- * core_sync and statistics. */
+ * core_sync and statistics, core_ref against a concurrent unlink. */
 #include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #include "core_test_util.h"
 #include "meta_schema.h"
@@ -153,6 +156,76 @@ static void test_open_errors(void **state)
     core_close(NULL);
 }
 
+/* A reader that holds a ref (core_ref succeeded) reads the whole file, even when
+ * a rename over it, committed concurrently, unlinks it: the ref must be either
+ * refused (SRV_ESTALE: look the key up again) or honoured, never taken on an
+ * inode the writer already decided to free. */
+struct ref_race {
+    struct fx *f;
+    atomic_bool stop;
+    atomic_int bad, reads, stale;
+};
+
+#define RACE_LEN (48u << 10)
+
+static void *ref_race_reader(void *arg)
+{
+    struct ref_race *r = arg;
+    char *buf = malloc(RACE_LEN);
+    while (!atomic_load(&r->stop)) {
+        struct core_objinfo oi;
+        if (core_key_lookup(r->f->c, &r->f->p, r->f->bucket, "ck", 2, &oi) != 0)
+            continue;
+        free(oi.meta);
+        int rc = core_ref(r->f->c, oi.attr.ino);
+        if (rc == SRV_ESTALE) {
+            atomic_fetch_add(&r->stale, 1);
+            continue;
+        }
+        if (rc != 0) {
+            atomic_fetch_add(&r->bad, 1);
+            continue;
+        }
+        for (size_t off = 0; off < RACE_LEN; off += 4096) {
+            size_t n = 0;
+            bool eof = false;
+            usleep(20);
+            if (core_read(r->f->c, &r->f->p, oi.attr.ino, off, buf + off, 4096, &n, &eof) != 0 ||
+                n != 4096) {
+                atomic_fetch_add(&r->bad, 1);
+                break;
+            }
+        }
+        core_unref(r->f->c, oi.attr.ino);
+        atomic_fetch_add(&r->reads, 1);
+    }
+    free(buf);
+    return NULL;
+}
+
+static void test_ref_vs_concurrent_unlink(void **state)
+{
+    struct fx *f = *state;
+    struct ref_race r = {.f = f};
+    char *data = malloc(RACE_LEN);
+    pthread_t th[3];
+    fx_fill(data, RACE_LEN, 1);
+    assert_int_equal(fx_put(f, "ck", data, RACE_LEN), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, ref_race_reader, &r), 0);
+    for (uint32_t v = 2; v < 400; v++) {
+        fx_fill(data, RACE_LEN, v);
+        assert_int_equal(fx_put(f, "ck.tmp", data, RACE_LEN), 0);
+        assert_int_equal(core_rename(f->c, &f->p, f->bucket, "ck.tmp", 6, f->bucket, "ck", 2), 0);
+    }
+    atomic_store(&r.stop, true);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    free(data);
+    assert_int_equal(atomic_load(&r.bad), 0);
+    assert_true(atomic_load(&r.reads) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +234,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_stats_sync, fx_setup, fx_teardown),
         cmocka_unit_test(test_open_errors),
+        cmocka_unit_test_setup_teardown(test_ref_vs_concurrent_unlink, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
