@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, CTL
 
 
 def api(d, method, path, body=None, token=None):
@@ -182,3 +182,42 @@ def test_daemon_mode_and_pidfile(daemon_factory, tmp_path):
     while time.time() < deadline and pidfile.exists():
         time.sleep(0.05)
     assert not pidfile.exists()
+
+
+def ctl(d, *args, token=True):
+    env = dict(os.environ, S3NFS_ADMIN=f"127.0.0.1:{d.admin_port}",
+               S3NFS_ADMIN_TOKEN=d.admin_token if token else "")
+    return subprocess.run([CTL, *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_s3nfsctl(s3nfsd):
+    if not os.access(CTL, os.X_OK):
+        pytest.fail(f"s3nfsctl not found at {CTL}")
+    d = s3nfsd
+    r = ctl(d, "health")
+    assert r.returncode == 0 and r.stdout == "ok\n"
+    r = ctl(d, "tenant", "list", token=False)
+    assert r.returncode == 2 and "needs a token" in r.stderr
+    r = ctl(d, "tenant", "create", "ctl-t")
+    assert r.returncode == 0, r.stderr
+    tid = json.loads(r.stdout)["id"]
+    r = ctl(d, "user", "create", "ctl-t", "bob", "--uid", "1234", "--gid", "1234")
+    assert r.returncode == 0, r.stderr
+    uid = json.loads(r.stdout)["id"]
+    r = ctl(d, "key", "create", "ctl-t", str(uid))
+    assert r.returncode == 0, r.stderr
+    k = json.loads(r.stdout)
+    s3 = d.boto3(access_key=k["access_key"], secret_key=k["secret_key"])
+    s3.create_bucket(Bucket="ctl-bucket")
+    r = ctl(d, "quota", "set", str(tid), "--bytes", "1M", "--inodes", "100")
+    assert r.returncode == 0 and json.loads(r.stdout)["bytes_limit"] == 1 << 20
+    r = ctl(d, "qos", "set", "ctl-t", "--user", str(uid), "--write-bps", "10M")
+    assert r.returncode == 0 and json.loads(r.stdout)["write_bps"] == 10 << 20
+    r = ctl(d, "usage", "ctl-t", "ctl-bucket")
+    assert r.returncode == 0 and "inodes" in json.loads(r.stdout)
+    r = ctl(d, "tenant", "delete", "ctl-t")
+    assert r.returncode == 1 and "409" in r.stderr
+    r = ctl(d, "tenant", "get", "no-such-tenant")
+    assert r.returncode == 1
+    r = ctl(d, "user", "frobnicate")
+    assert r.returncode == 2

@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3nfsctl: a thin command-line client of the admin REST API (docs/admin-api.md).
+ *
+ * Every command is one HTTP/1.1 request to the admin listener with the
+ * bearer token; the JSON answer is printed indented on stdout. Tenants may be
+ * named by id or by name. Exit status: 0 success, 1 the server refused (its
+ * error printed on stderr) or could not be reached, 2 bad usage.
+ * Thread: single-threaded program. */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#ifndef S3NFS_VERSION
+#define S3NFS_VERSION "dev"
+#endif
+
+static char host[256] = "127.0.0.1";
+static char port[8] = "9001";
+static const char *token;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--token TOKEN] COMMAND ...\n"
+            "Environment: S3NFS_ADMIN (default 127.0.0.1:9001), S3NFS_ADMIN_TOKEN.\n"
+            "\n"
+            "  health | metrics\n"
+            "  tenant list | create NAME | get T | delete T\n"
+            "  user list T | get T UID | delete T UID\n"
+            "  user create T NAME [--uid N] [--gid N] [--gids N,N] [--tenant-admin]\n"
+            "  user update T UID [--uid N] [--gid N] [--gids N,N] [--disable|--enable]\n"
+            "  key create T UID | list T | get AKEY | disable AKEY | enable AKEY | delete AKEY\n"
+            "  export list T | get ID | delete ID\n"
+            "  export create T PATH --clients NET[,NET] [--ro] [--root-squash] [--all-squash]\n"
+            "                [--anon-uid N] [--anon-gid N]\n"
+            "  usage T [BUCKET]\n"
+            "  quota get T [BUCKET] | set T [BUCKET] [--bytes SIZE] [--inodes N]\n"
+            "  qos get T [--user UID] | delete T [--user UID]\n"
+            "  qos set T [--user UID] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
+            "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
+            "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"
+            "T is a tenant id or name; SIZE takes K, M, G, T suffixes (1024-based).\n");
+}
+
+static void die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "s3nfsctl: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(code);
+}
+
+static int set_admin(const char *s)
+{
+    const char *p = s;
+    if (strncmp(p, "http://", 7) == 0)
+        p += 7;
+    else if (strstr(p, "://"))
+        return -1;
+    const char *colon;
+    size_t hl;
+    if (*p == '[') {
+        const char *close = strchr(p, ']');
+        if (!close || close[1] != ':')
+            return -1;
+        hl = (size_t)(close - p - 1);
+        if (hl >= sizeof(host))
+            return -1;
+        memcpy(host, p + 1, hl);
+        colon = close + 1;
+    } else {
+        colon = strrchr(p, ':');
+        if (!colon)
+            return -1;
+        hl = (size_t)(colon - p);
+        if (hl >= sizeof(host))
+            return -1;
+        memcpy(host, p, hl);
+    }
+    host[hl] = '\0';
+    const char *ps = colon + 1;
+    size_t pl = strcspn(ps, "/");
+    if (pl == 0 || pl >= sizeof(port) || strspn(ps, "0123456789") < pl)
+        return -1;
+    memcpy(port, ps, pl);
+    port[pl] = '\0';
+    if (!*host)
+        strcpy(host, "127.0.0.1");
+    return 0;
+}
+
+/* One request; returns the status, the body in *body (heap). */
+static int http(const char *method, const char *path, const char *json, char **body)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc != 0)
+        die(1, "cannot resolve %s: %s", host, gai_strerror(rc));
+    int fd = -1;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        struct timeval tv = {60, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        die(1, "cannot connect to the admin listener at %s:%s: %s", host, port, strerror(errno));
+
+    size_t blen = json ? strlen(json) : 0;
+    char *req = NULL;
+    int n = asprintf(&req,
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                     "User-Agent: s3nfsctl/%s\r\n%s%s%s"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, host, S3NFS_VERSION, token ? "Authorization: Bearer " : "",
+                     token ? token : "", token ? "\r\n" : "", blen);
+    if (n < 0)
+        die(1, "out of memory");
+    if (write(fd, req, (size_t)n) != n || (blen && write(fd, json, blen) != (ssize_t)blen))
+        die(1, "write to the admin listener failed: %s", strerror(errno));
+    free(req);
+
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap);
+    ssize_t r;
+    while (buf && (r = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)r;
+        if (cap - len < 4096) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb)
+                free(buf);
+            buf = nb;
+        }
+    }
+    close(fd);
+    if (!buf)
+        die(1, "out of memory");
+    buf[len] = '\0';
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        die(1, "not an HTTP answer from %s:%s", host, port);
+    char *b = strstr(buf, "\r\n\r\n");
+    *body = strdup(b ? b + 4 : "");
+    free(buf);
+    return status;
+}
+
+/* Print the answer; on an error status print its message and exit 1. */
+static json_t *call(const char *method, const char *path, json_t *body, bool print)
+{
+    char full[2048];
+    snprintf(full, sizeof(full), "/api/v1%s", path);
+    char *js = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    char *out = NULL;
+    int status = http(method, full, js, &out);
+    free(js);
+    json_error_t e;
+    json_t *j = *out ? json_loads(out, 0, &e) : NULL;
+    if (status >= 400) {
+        const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
+        const char *code = j ? json_string_value(json_object_get(j, "error")) : NULL;
+        fprintf(stderr, "s3nfsctl: %s %s: %d %s: %s\n", method, path, status,
+                code ? code : "Error", msg ? msg : out);
+        exit(1);
+    }
+    if (print && j) {
+        char *pretty = json_dumps(j, JSON_INDENT(2));
+        printf("%s\n", pretty);
+        free(pretty);
+    }
+    free(out);
+    return j;
+}
+
+static uint64_t parse_num(const char *s, bool sizes)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        die(2, "expected a number, got '%s'", s ? s : "");
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (sizes && *end) {
+        switch (*end) {
+        case 'k':
+        case 'K':
+            shift = 10;
+            break;
+        case 'm':
+        case 'M':
+            shift = 20;
+            break;
+        case 'g':
+        case 'G':
+            shift = 30;
+            break;
+        case 't':
+        case 'T':
+            shift = 40;
+            break;
+        default:
+            die(2, "bad size '%s'", s);
+        }
+        end++;
+        if (*end && strcasecmp(end, "iB") != 0 && strcasecmp(end, "B") != 0)
+            die(2, "bad size '%s'", s);
+    } else if (*end) {
+        die(2, "expected a number, got '%s'", s);
+    }
+    if (errno || (shift && v > (~0ULL >> shift)))
+        die(2, "number out of range: '%s'", s);
+    return (uint64_t)v << shift;
+}
+
+/* Tenant id from an id or a name. */
+static uint64_t tenant_id(const char *t)
+{
+    if (t && *t && strspn(t, "0123456789") == strlen(t))
+        return parse_num(t, false);
+    json_t *arr = call("GET", "/tenants", NULL, false);
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        if (name && strcmp(name, t) == 0) {
+            uint64_t id = (uint64_t)json_integer_value(json_object_get(v, "id"));
+            json_decref(arr);
+            return id;
+        }
+    }
+    die(1, "no tenant named '%s'", t);
+    return 0;
+}
+
+static json_t *gids_array(const char *s)
+{
+    json_t *a = json_array();
+    char *copy = strdup(s), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_integer((json_int_t)parse_num(tok, false)));
+    free(copy);
+    return a;
+}
+
+static json_t *nets_array(const char *s)
+{
+    json_t *a = json_array();
+    char *copy = strdup(s), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_string(tok));
+    free(copy);
+    return a;
+}
+
+#define NEED(n)                                                                                    \
+    do {                                                                                           \
+        if (argc < (n)) {                                                                          \
+            usage(stderr);                                                                         \
+            exit(2);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Flags after the positional arguments: --name VALUE or --switch. */
+static const char *flag(int argc, char **argv, int from, const char *name, bool has_value)
+{
+    for (int i = from; i < argc; i++) {
+        if (strcmp(argv[i], name) == 0) {
+            if (!has_value)
+                return "";
+            if (i + 1 >= argc)
+                die(2, "%s needs a value", name);
+            return argv[i + 1];
+        }
+    }
+    return NULL;
+}
+
+static void check_flags(int argc, char **argv, int from, const char *const *known)
+{
+    for (int i = from; i < argc; i++) {
+        bool ok = false;
+        for (const char *const *k = known; *k; k++) {
+            size_t kl = strlen(*k);
+            bool val = (*k)[kl - 1] == '=';
+            if (strncmp(argv[i], *k, val ? kl - 1 : kl) == 0 &&
+                argv[i][val ? kl - 1 : kl] == '\0') {
+                ok = true;
+                if (val)
+                    i++;
+                break;
+            }
+        }
+        if (!ok)
+            die(2, "unexpected argument '%s' (see --help)", argv[i]);
+    }
+}
+
+static void set_uint(json_t *o, const char *key, const char *v, bool sizes)
+{
+    if (v)
+        json_object_set_new(o, key, json_integer((json_int_t)parse_num(v, sizes)));
+}
+
+static int cmd_tenant(int argc, char **argv)
+{
+    char p[512];
+    NEED(1);
+    if (strcmp(argv[0], "list") == 0)
+        json_decref(call("GET", "/tenants", NULL, true));
+    else if (strcmp(argv[0], "create") == 0 && argc == 2)
+        json_decref(call("POST", "/tenants", json_pack("{s:s}", "name", argv[1]), true));
+    else if (strcmp(argv[0], "get") == 0 && argc == 2) {
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64, tenant_id(argv[1]));
+        json_decref(call("GET", p, NULL, true));
+    } else if (strcmp(argv[0], "delete") == 0 && argc == 2) {
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64, tenant_id(argv[1]));
+        json_decref(call("DELETE", p, NULL, true));
+    } else {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_user(int argc, char **argv)
+{
+    char p[512];
+    static const char *const known[] = {"--uid=", "--gid=", "--gids=", "--tenant-admin",
+                                        "--disable", "--enable", NULL};
+    NEED(2);
+    uint64_t t = tenant_id(argv[1]);
+    if (strcmp(argv[0], "list") == 0 && argc == 2) {
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
+        json_decref(call("GET", p, NULL, true));
+        return 0;
+    }
+    NEED(3);
+    if (strcmp(argv[0], "create") == 0) {
+        check_flags(argc, argv, 3, known);
+        json_t *o = json_pack("{s:s}", "name", argv[2]);
+        set_uint(o, "uid", flag(argc, argv, 3, "--uid", true), false);
+        set_uint(o, "gid", flag(argc, argv, 3, "--gid", true), false);
+        const char *g = flag(argc, argv, 3, "--gids", true);
+        if (g)
+            json_object_set_new(o, "gids", gids_array(g));
+        if (flag(argc, argv, 3, "--tenant-admin", false))
+            json_object_set_new(o, "tenant_admin", json_true());
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
+        json_decref(call("POST", p, o, true));
+        return 0;
+    }
+    uint64_t uid = parse_num(argv[2], false);
+    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
+    if (strcmp(argv[0], "get") == 0 && argc == 3) {
+        json_decref(call("GET", p, NULL, true));
+    } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
+        json_decref(call("DELETE", p, NULL, true));
+    } else if (strcmp(argv[0], "update") == 0) {
+        check_flags(argc, argv, 3, known);
+        json_t *o = json_object();
+        set_uint(o, "uid", flag(argc, argv, 3, "--uid", true), false);
+        set_uint(o, "gid", flag(argc, argv, 3, "--gid", true), false);
+        const char *g = flag(argc, argv, 3, "--gids", true);
+        if (g)
+            json_object_set_new(o, "gids", gids_array(g));
+        if (flag(argc, argv, 3, "--disable", false))
+            json_object_set_new(o, "disabled", json_true());
+        if (flag(argc, argv, 3, "--enable", false))
+            json_object_set_new(o, "disabled", json_false());
+        if (flag(argc, argv, 3, "--tenant-admin", false))
+            json_object_set_new(o, "tenant_admin", json_true());
+        json_decref(call("PATCH", p, o, true));
+    } else {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_key(int argc, char **argv)
+{
+    char p[512];
+    NEED(2);
+    if (strcmp(argv[0], "create") == 0 && argc == 3) {
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys",
+                 tenant_id(argv[1]), parse_num(argv[2], false));
+        json_decref(call("POST", p, NULL, true));
+    } else if (strcmp(argv[0], "list") == 0 && argc == 2) {
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/keys", tenant_id(argv[1]));
+        json_decref(call("GET", p, NULL, true));
+    } else if (argc == 2 && strspn(argv[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                            "0123456789._-") == strlen(argv[1])) {
+        snprintf(p, sizeof(p), "/keys/%s", argv[1]);
+        if (strcmp(argv[0], "get") == 0)
+            json_decref(call("GET", p, NULL, true));
+        else if (strcmp(argv[0], "disable") == 0)
+            json_decref(call("PATCH", p, json_pack("{s:b}", "disabled", 1), true));
+        else if (strcmp(argv[0], "enable") == 0)
+            json_decref(call("PATCH", p, json_pack("{s:b}", "disabled", 0), true));
+        else if (strcmp(argv[0], "delete") == 0)
+            json_decref(call("DELETE", p, NULL, true));
+        else {
+            usage(stderr);
+            return 2;
+        }
+    } else {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+    char p[512];
+    static const char *const known[] = {"--clients=", "--ro", "--root-squash", "--all-squash",
+                                        "--anon-uid=", "--anon-gid=", NULL};
+    NEED(2);
+    if (strcmp(argv[0], "list") == 0 && argc == 2) {
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
+        json_decref(call("GET", p, NULL, true));
+    } else if ((strcmp(argv[0], "get") == 0 || strcmp(argv[0], "delete") == 0) && argc == 2) {
+        snprintf(p, sizeof(p), "/exports/%" PRIu64, parse_num(argv[1], false));
+        json_decref(call(argv[0][0] == 'g' ? "GET" : "DELETE", p, NULL, true));
+    } else if (strcmp(argv[0], "create") == 0 && argc >= 3) {
+        check_flags(argc, argv, 3, known);
+        const char *clients = flag(argc, argv, 3, "--clients", true);
+        if (!clients)
+            die(2, "export create needs --clients NET[,NET]");
+        json_t *o = json_pack("{s:s,s:o}", "path", argv[2], "clients", nets_array(clients));
+        if (flag(argc, argv, 3, "--ro", false))
+            json_object_set_new(o, "read_only", json_true());
+        if (flag(argc, argv, 3, "--root-squash", false))
+            json_object_set_new(o, "root_squash", json_true());
+        if (flag(argc, argv, 3, "--all-squash", false))
+            json_object_set_new(o, "all_squash", json_true());
+        set_uint(o, "anon_uid", flag(argc, argv, 3, "--anon-uid", true), false);
+        set_uint(o, "anon_gid", flag(argc, argv, 3, "--anon-gid", true), false);
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
+        json_decref(call("POST", p, o, true));
+    } else {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static void usage_path(char *p, size_t len, uint64_t t, const char *bucket, const char *what)
+{
+    if (bucket)
+        snprintf(p, len, "/tenants/%" PRIu64 "/buckets/%s/%s", t, bucket, what);
+    else
+        snprintf(p, len, "/tenants/%" PRIu64 "/%s", t, what);
+}
+
+static int cmd_quota(int argc, char **argv)
+{
+    char p[512];
+    static const char *const known[] = {"--bytes=", "--inodes=", NULL};
+    NEED(2);
+    uint64_t t = tenant_id(argv[1]);
+    const char *bucket = argc >= 3 && strncmp(argv[2], "--", 2) != 0 ? argv[2] : NULL;
+    int from = bucket ? 3 : 2;
+    usage_path(p, sizeof(p), t, bucket, "quota");
+    if (strcmp(argv[0], "get") == 0 && argc == from) {
+        json_decref(call("GET", p, NULL, true));
+    } else if (strcmp(argv[0], "set") == 0) {
+        check_flags(argc, argv, from, known);
+        json_t *o = json_object();
+        set_uint(o, "bytes_limit", flag(argc, argv, from, "--bytes", true), true);
+        set_uint(o, "inodes_limit", flag(argc, argv, from, "--inodes", true), false);
+        json_decref(call("PUT", p, o, true));
+    } else {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_qos(int argc, char **argv)
+{
+    char p[512];
+    static const char *const known[] = {"--user=",      "--read-bps=",  "--write-bps=",
+                                        "--read-iops=", "--write-iops=", "--meta-iops=",
+                                        "--burst-ms=",  NULL};
+    NEED(2);
+    uint64_t t = tenant_id(argv[1]);
+    check_flags(argc, argv, 2, known);
+    const char *user = flag(argc, argv, 2, "--user", true);
+    if (user)
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/qos", t,
+                 parse_num(user, false));
+    else
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/qos", t);
+    if (strcmp(argv[0], "get") == 0) {
+        json_decref(call("GET", p, NULL, true));
+    } else if (strcmp(argv[0], "delete") == 0) {
+        json_decref(call("DELETE", p, NULL, true));
+    } else if (strcmp(argv[0], "set") == 0) {
+        json_t *o = json_object();
+        set_uint(o, "read_bps", flag(argc, argv, 2, "--read-bps", true), true);
+        set_uint(o, "write_bps", flag(argc, argv, 2, "--write-bps", true), true);
+        set_uint(o, "read_iops", flag(argc, argv, 2, "--read-iops", true), false);
+        set_uint(o, "write_iops", flag(argc, argv, 2, "--write-iops", true), false);
+        set_uint(o, "meta_iops", flag(argc, argv, 2, "--meta-iops", true), false);
+        set_uint(o, "burst_ms", flag(argc, argv, 2, "--burst-ms", true), false);
+        json_decref(call("PATCH", p, o, true));
+    } else {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int plain_get(const char *path)
+{
+    char *out = NULL;
+    int status = http("GET", path, NULL, &out);
+    fputs(out, stdout);
+    free(out);
+    return status == 200 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("S3NFS_ADMIN");
+    token = getenv("S3NFS_ADMIN_TOKEN");
+    if (token && !*token)
+        token = NULL;
+    if (env && *env && set_admin(env) < 0)
+        die(2, "S3NFS_ADMIN must be HOST:PORT or http://HOST:PORT, got '%s'", env);
+    int i = 1;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("s3nfsctl %s\n", S3NFS_VERSION);
+            return 0;
+        } else if (strcmp(argv[i], "--admin") == 0 && i + 1 < argc) {
+            if (set_admin(argv[++i]) < 0)
+                die(2, "--admin must be HOST:PORT or http://HOST:PORT, got '%s'", argv[i]);
+        } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+            token = argv[++i];
+        } else {
+            die(2, "unknown option '%s' (see --help)", argv[i]);
+        }
+    }
+    argc -= i;
+    argv += i;
+    if (argc < 1) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[0];
+    argc--;
+    argv++;
+    if (strcmp(cmd, "health") == 0)
+        return plain_get("/healthz");
+    if (strcmp(cmd, "metrics") == 0)
+        return plain_get("/metrics");
+    if (!token)
+        die(2, "the admin API needs a token: --token TOKEN or S3NFS_ADMIN_TOKEN");
+    if (strcmp(cmd, "tenant") == 0)
+        return cmd_tenant(argc, argv);
+    if (strcmp(cmd, "user") == 0)
+        return cmd_user(argc, argv);
+    if (strcmp(cmd, "key") == 0)
+        return cmd_key(argc, argv);
+    if (strcmp(cmd, "export") == 0)
+        return cmd_export(argc, argv);
+    if (strcmp(cmd, "quota") == 0)
+        return cmd_quota(argc, argv);
+    if (strcmp(cmd, "usage") == 0 && argc >= 1 && argc <= 2) {
+        char p[512];
+        usage_path(p, sizeof(p), tenant_id(argv[0]), argc == 2 ? argv[1] : NULL, "usage");
+        json_decref(call("GET", p, NULL, true));
+        return 0;
+    }
+    if (strcmp(cmd, "qos") == 0)
+        return cmd_qos(argc, argv);
+    if (strcmp(cmd, "api") == 0 && argc >= 2 && argc <= 3) {
+        json_t *body = NULL;
+        if (argc == 3) {
+            json_error_t e;
+            body = json_loads(argv[2], 0, &e);
+            if (!body)
+                die(2, "bad JSON: %s", e.text);
+        }
+        json_decref(call(argv[0], argv[1], body, true));
+        return 0;
+    }
+    usage(stderr);
+    return 2;
+}
