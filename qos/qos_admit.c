@@ -16,6 +16,7 @@
 #include "qos_admit.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@
 #include "qos_bucket.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_metrics.h"
 
 #define DEF_MAX_WAIT_MS 30000
 #define DEF_QUEUE_MAX 4096
@@ -53,6 +55,7 @@ struct tstate {
     struct qos_bucket b[NB__COUNT];
     struct waiter *head, *tail;
     size_t nwait;
+    uint64_t delayed, throttled; /* requests that waited; that failed with SRV_ETHROTTLE */
 };
 
 struct qos {
@@ -237,6 +240,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         err = 0;
     } else if (now >= w->deadline_us) {
         err = SRV_ETHROTTLE;
+        ts->throttled++;
     } else {
         /* Not yet: the head waits for tokens, the others for their turn. */
         if (ts->head == w)
@@ -295,6 +299,7 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
         return -EINVAL;
     }
     if (ts->nwait >= q->cfg.queue_max) {
+        ts->throttled++;
         pthread_mutex_unlock(&q->lock);
         srv_log(DEBUG, QOS, "tenant=%u queue full (%zu waiting)", p->tenant, ts->nwait);
         return SRV_ETHROTTLE;
@@ -324,6 +329,7 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
         ts->head = w;
     ts->tail = w;
     ts->nwait++;
+    ts->delayed++;
     if (ts->head == w)
         arm_head(q, ts, now);
     else
@@ -612,6 +618,31 @@ static int load_cb(void *arg, const void *key, size_t klen, const void *val, siz
     return 0;
 }
 
+/* Metrics: per policy (tenant, user): requests waiting now, delayed, throttled. */
+static void qos_render(void *arg, struct evbuffer *out)
+{
+    struct qos *q = arg;
+    static const char *const names[3] = {"s3nfs_qos_waiting", "s3nfs_qos_delayed_total",
+                                         "s3nfs_qos_throttled_total"};
+    static const char *const help[3] = {
+        "Requests waiting for QoS admission now.",
+        "Requests that had to wait for QoS admission.",
+        "Requests refused by QoS (waited too long or queue full)."};
+    pthread_mutex_lock(&q->lock);
+    for (int f = 0; f < 3; f++) {
+        evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", names[f], help[f], names[f],
+                            f == 0 ? "gauge" : "counter");
+        for (size_t i = 0; i < q->nts; i++) {
+            const struct tstate *ts = q->ts[i];
+            uint64_t v = f == 0 ? ts->nwait : f == 1 ? ts->delayed : ts->throttled;
+            evbuffer_add_printf(out, "%s{tenant=\"%u\",user=\"%llu\"} %llu\n", names[f],
+                                ts->pol.tenant, (unsigned long long)ts->pol.user,
+                                (unsigned long long)v);
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
 int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg)
 {
     struct qos *q = calloc(1, sizeof(*q));
@@ -632,6 +663,7 @@ int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg)
         }
     }
     srv_log(INFO, QOS, "QoS %s, %zu tenant policies", q->cfg.enabled ? "on" : "off", q->nts);
+    srv_metrics_add_renderer(qos_render, q);
     *out = q;
     return 0;
 }
@@ -640,6 +672,7 @@ void qos_close(struct qos *q)
 {
     if (!q)
         return;
+    srv_metrics_remove_renderer(qos_render, q);
     for (size_t i = 0; i < q->nts; i++) {
         struct tstate *ts = q->ts[i];
         while (ts->head) {

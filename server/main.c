@@ -179,6 +179,45 @@ static void render_core(void *arg, struct evbuffer *out)
                         (unsigned long long)st.bytes_read);
 }
 
+/* Per-tenant usage and quota limits (0 = no limit), one gauge family each. */
+static const char *const usage_families[4][2] = {
+    {"s3nfs_tenant_bytes", "Bytes stored by the tenant."},
+    {"s3nfs_tenant_inodes", "Files and directories of the tenant."},
+    {"s3nfs_tenant_bytes_limit", "Byte quota of the tenant (0 = none)."},
+    {"s3nfs_tenant_inodes_limit", "Inode quota of the tenant (0 = none)."},
+};
+
+struct usage_ctx {
+    struct daemon *d;
+    struct evbuffer *out;
+    int field;
+};
+
+/* Tenant names are [A-Za-z0-9._-]: safe as label values without escaping. */
+static int render_tenant_usage(void *arg, const struct tenant_info *ti)
+{
+    struct usage_ctx *u = arg;
+    struct core_usage cu;
+    if (core_usage_get(u->d->core, ti->id, 0, &cu) < 0)
+        return 0;
+    const uint64_t v[4] = {cu.bytes, cu.inodes, cu.bytes_limit, cu.inodes_limit};
+    evbuffer_add_printf(u->out, "%s{tenant=\"%u\",name=\"%s\"} %llu\n",
+                        usage_families[u->field][0], ti->id, ti->name,
+                        (unsigned long long)v[u->field]);
+    return 0;
+}
+
+static void render_tenants(void *arg, struct evbuffer *out)
+{
+    struct daemon *d = arg;
+    for (int f = 0; f < 4; f++) {
+        evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", usage_families[f][0],
+                            usage_families[f][1], usage_families[f][0]);
+        struct usage_ctx u = {d, out, f};
+        tenants_tenant_list(d->tenants, render_tenant_usage, &u);
+    }
+}
+
 /* Host part of a listen address as a client would dial it. */
 static void dial_host(const char *listen, char *host, size_t len, int *port)
 {
@@ -318,6 +357,7 @@ static void stop_all(struct daemon *d)
     }
     admin_stop(d->admin);
     d->admin = NULL;
+    srv_metrics_remove_renderer(render_tenants, d);
     if (d->core)
         srv_metrics_remove_renderer(render_core, d->core);
     qos_set_global(NULL);
@@ -389,6 +429,7 @@ static int start_all(struct daemon *d)
         srv_log(ERROR, SRV, "cannot load tenants: %s", srv_strerror(rc));
         return rc;
     }
+    srv_metrics_add_renderer(render_tenants, d);
     const char *show_ak = NULL, *show_sk = NULL;
     if (env_ak) {
         show_ak = env_ak;

@@ -12,11 +12,13 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "core.h"
 #include "qos_admit.h"
 #include "srv_err.h"
+#include "srv_metrics.h"
 
 /* qos is opened without a core here; these satisfy the linker only. */
 int core_table_put(struct core *c, enum core_table t, const void *key, size_t klen,
@@ -131,6 +133,15 @@ static void test_throttle_and_queue_full(void **state)
     assert_int_equal(rec.n, 3);
     assert_int_equal(rec.err[1], SRV_ETHROTTLE);
     assert_int_equal(rec.err[2], SRV_ETHROTTLE);
+    /* Two waited, three were refused (two timed out, one found the queue full). */
+    struct evbuffer *m = evbuffer_new();
+    srv_metrics_render(m);
+    evbuffer_add(m, "", 1);
+    const char *text = (const char *)evbuffer_pullup(m, -1);
+    assert_non_null(strstr(text, "s3nfs_qos_delayed_total{tenant=\"7\",user=\"0\"} 2\n"));
+    assert_non_null(strstr(text, "s3nfs_qos_throttled_total{tenant=\"7\",user=\"0\"} 3\n"));
+    assert_non_null(strstr(text, "s3nfs_qos_waiting{tenant=\"7\",user=\"0\"} 0\n"));
+    evbuffer_free(m);
     qos_close(q);
     event_base_free(base);
 }
