@@ -151,7 +151,7 @@ static void child(uint64_t round)
     srand((unsigned)(round * 7919 + (uint64_t)getpid()));
     for (uint64_t n = 0;; n++) {
         uint64_t ver = round * 1000000 + n + 1;
-        int op = rand() % 10;
+        int op = rand() % 11;
         int rc;
         if (op < 4) {
             int k = rand() % NKEYS;
@@ -178,6 +178,27 @@ static void child(uint64_t round)
             rc = core_key_delete(e.c, &e.p, e.bucket, key, strlen(key));
             if (rc)
                 die("delete", rc);
+        } else if (op == 10) {
+            /* NFS rename of one object's key over another's (replacing it) */
+            int k1 = rand() % NKEYS, k2 = rand() % NKEYS;
+            char key1[32], d1[8], d2[8], n1[8], n2[8];
+            struct core_objinfo oi;
+            struct core_attr da, db;
+            snprintf(key1, sizeof(key1), "d%d/k%d", k1 % 3, k1);
+            snprintf(d1, sizeof(d1), "d%d", k1 % 3);
+            snprintf(d2, sizeof(d2), "d%d", k2 % 3);
+            snprintf(n1, sizeof(n1), "k%d", k1);
+            snprintf(n2, sizeof(n2), "k%d", k2);
+            if (k1 == k2 || core_key_lookup(e.c, &e.p, e.bucket, key1, strlen(key1), &oi) != 0)
+                continue;
+            free(oi.meta);
+            if (core_lookup(e.c, &e.p, e.bucket, d1, strlen(d1), &da) != 0 ||
+                core_lookup(e.c, &e.p, e.bucket, d2, strlen(d2), &db) != 0)
+                continue;
+            logline(fd, "I R %d %d\n", k1, k2);
+            rc = core_rename(e.c, &e.p, da.ino, n1, strlen(n1), db.ino, n2, strlen(n2));
+            if (rc)
+                die("rename", rc);
         } else if (op < 9) {
             int f = rand() % NFILES;
             uint32_t len = (uint32_t)(rand() % 3 == 0 ? rand() % 8192 + 1 : rand() % (int)WRITE_MAX + 1);
@@ -223,6 +244,9 @@ static void apply(const struct pending *pd, struct obj *o, struct nfile *f)
         break;
     case 'D':
         o->exists = false;
+        break;
+    case 'R':
+        /* o is the source; the target is objs[a] (applied by the caller) */
         break;
     case 'W': {
         uint64_t end = pd->a + pd->b;
@@ -384,8 +408,12 @@ static bool read_log(long *pos, struct pending *pd)
             break; /* torn last line: the op never started */
         *pos = ftell(fp);
         if (line[0] == 'A') {
-            if (have)
+            if (have && pd->op == 'R') {
+                objs[pd->a % NKEYS] = objs[pd->idx % NKEYS];
+                objs[pd->idx % NKEYS].exists = false;
+            } else if (have) {
                 apply(pd, &objs[pd->idx % NKEYS], &files[pd->idx % NFILES]);
+            }
             have = false;
             continue;
         }
@@ -407,6 +435,16 @@ static int verify(struct pending *pd, bool pending, uint8_t *tmp)
     struct env e;
     int bad = 0;
     env_open(&e);
+    if (pending && pd->op == 'R') {
+        /* all or nothing: either both keys as before, or the move done */
+        int k1 = pd->idx % NKEYS, k2 = (int)(pd->a % NKEYS);
+        struct obj moved1 = objs[k1], moved2 = objs[k1];
+        moved1.exists = false;
+        if (obj_matches(&e, k1, &moved1, tmp) && obj_matches(&e, k2, &moved2, tmp)) {
+            objs[k2] = moved2;
+            objs[k1] = moved1;
+        }
+    }
     for (int k = 0; k < NKEYS; k++) {
         if (obj_matches(&e, k, &objs[k], tmp))
             continue;
