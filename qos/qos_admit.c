@@ -11,7 +11,12 @@
  * others' for their deadlines. When a head is admitted, the next head's timer
  * is re-armed (event_add is thread-safe: libevent threading is on).
  * One mutex guards everything; go() callbacks always run without it.
- * Policies persist in CORE_T_QOS as "t" + be32 tenant -> JSON.
+ * With a configured capacity, daemon-wide buckets (read bytes, write bytes,
+ * operations) account for every admitted request; a dimension of a request is
+ * covered either by its guarantee bucket (tokens now) or by the daemon-wide
+ * bucket, which guaranteed traffic may drive into debt.
+ * Policies persist in CORE_T_QOS as "t" + be32 tenant (or "u" + be32 tenant +
+ * be64 user) -> JSON.
  * Thread: see qos_admit.h. */
 #include "qos_admit.h"
 
@@ -37,6 +42,9 @@ enum { NB_RBPS, NB_WBPS, NB_RIOPS, NB_WIOPS, NB_MIOPS, NB__COUNT };
 
 enum waiter_force { FORCE_NONE = 0, FORCE_ADMIT, FORCE_THROTTLE };
 
+/* Daemon-wide (capacity) and guarantee dimensions. */
+enum { G_RBPS, G_WBPS, G_IOPS, G__COUNT };
+
 struct waiter {
     struct waiter *next, *prev;
     struct qos *q;
@@ -53,6 +61,7 @@ struct waiter {
 struct tstate {
     struct qos_policy pol;
     struct qos_bucket b[NB__COUNT];
+    struct qos_bucket gb[G__COUNT]; /* guarantees (rate 0 = none) */
     struct waiter *head, *tail;
     size_t nwait;
     uint64_t delayed, throttled; /* requests that waited; that failed with SRV_ETHROTTLE */
@@ -62,6 +71,8 @@ struct qos {
     struct core *core;
     pthread_mutex_t lock;
     struct qos_config cfg;
+    bool global;                  /* a capacity is configured */
+    struct qos_bucket g[G__COUNT]; /* daemon-wide capacity */
     struct tstate **ts;
     size_t nts, capts;
 };
@@ -103,22 +114,46 @@ static struct tstate *ts_find(struct qos *q, uint32_t tenant, uint64_t user)
     return NULL;
 }
 
+static void bucket_apply(struct qos_bucket *b, uint64_t rate, double secs, uint64_t now,
+                         bool fresh)
+{
+    double r = (double)rate;
+    double burst = r * secs;
+    if (r > 0 && burst < 1)
+        burst = 1;
+    if (fresh)
+        qos_bucket_init(b, r, burst, now);
+    else
+        qos_bucket_set(b, r, burst, now);
+}
+
 static void ts_apply(struct tstate *ts, const struct qos_policy *pol, uint64_t now, bool fresh)
 {
     double secs = (pol->burst_ms ? pol->burst_ms : 1000) / 1000.0;
     const uint64_t rates[NB__COUNT] = {pol->read_bps, pol->write_bps, pol->read_iops,
                                        pol->write_iops, pol->meta_iops};
-    for (int i = 0; i < NB__COUNT; i++) {
-        double r = (double)rates[i];
-        double burst = r * secs;
-        if (r > 0 && burst < 1)
-            burst = 1;
-        if (fresh)
-            qos_bucket_init(&ts->b[i], r, burst, now);
-        else
-            qos_bucket_set(&ts->b[i], r, burst, now);
-    }
+    const uint64_t mins[G__COUNT] = {pol->min_read_bps, pol->min_write_bps, pol->min_iops};
+    for (int i = 0; i < NB__COUNT; i++)
+        bucket_apply(&ts->b[i], rates[i], secs, now, fresh);
+    for (int i = 0; i < G__COUNT; i++)
+        bucket_apply(&ts->gb[i], mins[i], secs, now, fresh);
     ts->pol = *pol;
+}
+
+static bool has_guarantee(const struct qos_policy *p)
+{
+    return p->min_read_bps || p->min_write_bps || p->min_iops;
+}
+
+/* Daemon-wide buckets from the configuration (one second of burst). */
+static void global_apply(struct qos *q, bool fresh)
+{
+    uint64_t now = qos_clock_us();
+    const uint64_t caps[G__COUNT] = {q->cfg.cap_read_bps, q->cfg.cap_write_bps,
+                                     q->cfg.cap_iops};
+    for (int i = 0; i < G__COUNT; i++)
+        bucket_apply(&q->g[i], caps[i], 1.0, now, fresh);
+    q->global = caps[0] || caps[1] || caps[2];
 }
 
 /* The two buckets a request draws from. */
@@ -170,6 +205,39 @@ static struct tstate *parent_of(struct qos *q, const struct tstate *home)
     return home->pol.user ? ts_find(q, home->pol.tenant, 0) : NULL;
 }
 
+/* The state whose guarantees cover @p home's requests: its own, else its tenant's. */
+static struct tstate *guarantor_of(struct qos *q, struct tstate *home)
+{
+    if (has_guarantee(&home->pol))
+        return home;
+    struct tstate *t = parent_of(q, home);
+    return t && has_guarantee(&t->pol) ? t : NULL;
+}
+
+/* Wait for @p n tokens of capacity dimension @p d: now if the guarantee has them,
+ * else when the sooner of the guarantee or the daemon-wide bucket has them. */
+static uint64_t dim_wait(struct qos *q, struct tstate *gs, int d, double n, uint64_t now,
+                         bool *guaranteed)
+{
+    *guaranteed = false;
+    uint64_t w = qos_bucket_wait_us(&q->g[d], n, now);
+    if (gs && gs->gb[d].rate > 0) {
+        uint64_t wg = qos_bucket_wait_us(&gs->gb[d], n, now);
+        if (wg == 0) {
+            *guaranteed = true;
+            return 0;
+        }
+        if (wg < w)
+            w = wg;
+    }
+    return w;
+}
+
+static int gdim_bytes(enum qos_class cls)
+{
+    return cls == QOS_READ ? G_RBPS : cls == QOS_WRITE ? G_WBPS : -1;
+}
+
 static uint64_t wait_chain(struct qos *q, struct tstate *home, enum qos_class cls,
                            uint64_t bytes, uint64_t now)
 {
@@ -180,7 +248,31 @@ static uint64_t wait_chain(struct qos *q, struct tstate *home, enum qos_class cl
         if (wt > w)
             w = wt;
     }
+    if (q->global) {
+        struct tstate *gs = guarantor_of(q, home);
+        bool g;
+        uint64_t wd = dim_wait(q, gs, G_IOPS, 1, now, &g);
+        if (wd > w)
+            w = wd;
+        int bd = gdim_bytes(cls);
+        if (bd >= 0 && bytes) {
+            wd = dim_wait(q, gs, bd, (double)bytes, now, &g);
+            if (wd > w)
+                w = wd;
+        }
+    }
     return w;
+}
+
+/* Draw a dimension: from the guarantee when it covers it now, and always from
+ * the daemon-wide bucket (guaranteed traffic may put it into debt). */
+static void take_dim(struct qos *q, struct tstate *gs, int d, double n, uint64_t now)
+{
+    bool g;
+    dim_wait(q, gs, d, n, now, &g);
+    if (g)
+        qos_bucket_charge(&gs->gb[d], n, now);
+    qos_bucket_charge(&q->g[d], n, now);
 }
 
 static void take_chain(struct qos *q, struct tstate *home, enum qos_class cls, uint64_t bytes,
@@ -190,7 +282,16 @@ static void take_chain(struct qos *q, struct tstate *home, enum qos_class cls, u
     struct tstate *t = parent_of(q, home);
     if (t)
         take(t, cls, bytes, now);
+    if (q->global) {
+        struct tstate *gs = guarantor_of(q, home);
+        take_dim(q, gs, G_IOPS, 1, now);
+        int bd = gdim_bytes(cls);
+        if (bd >= 0 && bytes)
+            take_dim(q, gs, bd, (double)bytes, now);
+    }
 }
+
+static int policy_install(struct qos *q, const struct qos_policy *pol);
 
 static void unlink_waiter(struct tstate *ts, struct waiter *w)
 {
@@ -281,6 +382,12 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
         ts = p->user ? ts_find(q, p->tenant, p->user) : NULL;
         if (!ts)
             ts = ts_find(q, p->tenant, 0);
+        if (!ts && q->global) {
+            /* Capacity is shared: a tenant without a policy still queues for it. */
+            struct qos_policy none = {.tenant = p->tenant};
+            if (policy_install(q, &none) == 0)
+                ts = ts_find(q, p->tenant, 0);
+        }
     }
     if (!ts) {
         pthread_mutex_unlock(&q->lock);
@@ -386,6 +493,9 @@ void qos_configure(struct qos *q, const struct qos_config *cfg)
     pthread_mutex_lock(&q->lock);
     q->cfg = *cfg;
     cfg_norm(&q->cfg);
+    global_apply(q, false);
+    for (size_t i = 0; i < q->nts; i++)
+        arm_head(q, q->ts[i], qos_clock_us());
     if (!q->cfg.enabled)
         for (size_t i = 0; i < q->nts; i++)
             force_all(q->ts[i], FORCE_ADMIT);
@@ -414,12 +524,14 @@ static int policy_decode(const void *val, size_t vlen, struct qos_policy *pol)
     if (!j)
         return SRV_ECORRUPT;
     json_int_t v = 0, tenant = 0, user = 0, rb = 0, wb = 0, ri = 0, wi = 0, mi = 0, burst = 0;
-    int rc = json_unpack(j, "{s:I,s:I,s?I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", &v, "tenant", &tenant,
-                         "user", &user, "read_bps", &rb, "write_bps", &wb, "read_iops", &ri,
-                         "write_iops", &wi, "meta_iops", &mi, "burst_ms", &burst);
+    json_int_t mrb = 0, mwb = 0, mio = 0;
+    int rc = json_unpack(j, "{s:I,s:I,s?I,s:I,s:I,s:I,s:I,s:I,s:I,s?I,s?I,s?I}", "v", &v,
+                         "tenant", &tenant, "user", &user, "read_bps", &rb, "write_bps", &wb,
+                         "read_iops", &ri, "write_iops", &wi, "meta_iops", &mi, "burst_ms",
+                         &burst, "min_read_bps", &mrb, "min_write_bps", &mwb, "min_iops", &mio);
     json_decref(j);
     if (rc < 0 || v != 1 || tenant <= 0 || user < 0 || rb < 0 || wb < 0 || ri < 0 || wi < 0 ||
-        mi < 0 || burst < 0)
+        mi < 0 || burst < 0 || mrb < 0 || mwb < 0 || mio < 0)
         return SRV_ECORRUPT;
     memset(pol, 0, sizeof(*pol));
     pol->tenant = (uint32_t)tenant;
@@ -430,12 +542,17 @@ static int policy_decode(const void *val, size_t vlen, struct qos_policy *pol)
     pol->write_iops = (uint64_t)wi;
     pol->meta_iops = (uint64_t)mi;
     pol->burst_ms = (uint32_t)burst;
+    pol->min_read_bps = (uint64_t)mrb;
+    pol->min_write_bps = (uint64_t)mwb;
+    pol->min_iops = (uint64_t)mio;
     return 0;
 }
 
+/* No cap and no guarantee: the same as having no policy. */
 static bool policy_unlimited(const struct qos_policy *p)
 {
-    return !p->read_bps && !p->write_bps && !p->read_iops && !p->write_iops && !p->meta_iops;
+    return !p->read_bps && !p->write_bps && !p->read_iops && !p->write_iops && !p->meta_iops &&
+           !has_guarantee(p);
 }
 
 /* Install @p pol in the cache (under the lock). */
@@ -492,19 +609,24 @@ int qos_policy_set(struct qos *q, const struct qos_policy *pol)
         return -EINVAL;
     const uint64_t lim = (uint64_t)1 << 52; /* exact in a double and in json_int_t */
     if (pol->read_bps > lim || pol->write_bps > lim || pol->read_iops > lim ||
-        pol->write_iops > lim || pol->meta_iops > lim)
+        pol->write_iops > lim || pol->meta_iops > lim || pol->min_read_bps > lim ||
+        pol->min_write_bps > lim || pol->min_iops > lim)
         return -EINVAL;
     pthread_mutex_lock(&q->lock);
     if (q->core) {
         uint8_t k[13];
         size_t klen = policy_key(pol->tenant, pol->user, k);
-        json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
+        json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "v", 1,
+                              "tenant",
                               (json_int_t)pol->tenant, "user", (json_int_t)pol->user,
                               "read_bps", (json_int_t)pol->read_bps,
                               "write_bps", (json_int_t)pol->write_bps, "read_iops",
                               (json_int_t)pol->read_iops, "write_iops",
                               (json_int_t)pol->write_iops, "meta_iops",
-                              (json_int_t)pol->meta_iops, "burst_ms", (json_int_t)pol->burst_ms);
+                              (json_int_t)pol->meta_iops, "burst_ms", (json_int_t)pol->burst_ms,
+                              "min_read_bps", (json_int_t)pol->min_read_bps, "min_write_bps",
+                              (json_int_t)pol->min_write_bps, "min_iops",
+                              (json_int_t)pol->min_iops);
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (!s) {
@@ -651,6 +773,7 @@ int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg)
     q->core = c;
     q->cfg = *cfg;
     cfg_norm(&q->cfg);
+    global_apply(q, true);
     pthread_mutex_init(&q->lock, NULL);
     if (c) {
         struct load_ctx lc = {q, 0};

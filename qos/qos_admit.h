@@ -11,8 +11,15 @@
  * that waits longer than max_wait_ms, or finds the queue full, gets
  * SRV_ETHROTTLE (S3 SlowDown / NFS3ERR_JUKEBOX).
  *
+ * Minimum guarantees: when the daemon knows its capacity (qos_config cap_*),
+ * every request also draws from daemon-wide buckets at that capacity. A
+ * request whose tenant (or user) has a guarantee for it goes at once while its
+ * guarantee bucket (at the minimum rate) holds tokens, even when the
+ * daemon-wide bucket is empty; the others wait for capacity. So under
+ * contention guaranteed traffic goes first, up to its minimum.
+ *
  * Policy changes apply at once to waiting and new requests.
- * Not yet built: minimum guarantees and per-bucket/per-directory policies.
+ * Not yet built: per-bucket/per-directory policies.
  * Thread: qos_admit/qos_cancel from the loop thread that owns @p base; the
  * rest from any thread. */
 #ifndef QOS_ADMIT_H
@@ -32,6 +39,8 @@ struct qos_config {
     bool enabled;        /* false: every request is admitted at once */
     uint32_t max_wait_ms; /* longest wait before SRV_ETHROTTLE; 0 = 30000 */
     uint32_t queue_max;  /* most waiters per tenant; 0 = 4096 */
+    /* Daemon capacity for guarantees; 0 = unknown (no daemon-wide limit). */
+    uint64_t cap_read_bps, cap_write_bps, cap_iops;
 };
 
 /* Limits of one tenant (user 0) or of one user of a tenant; 0 = unlimited.
@@ -44,6 +53,8 @@ struct qos_policy {
     uint64_t read_bps, write_bps;
     uint64_t read_iops, write_iops, meta_iops;
     uint32_t burst_ms; /* 0 = 1000 */
+    /* Guarantees (0 = none); effective only with a configured capacity. */
+    uint64_t min_read_bps, min_write_bps, min_iops;
 };
 
 /** Load policies from the core. @p c may be NULL (no persistence; tests).

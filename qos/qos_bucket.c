@@ -52,6 +52,14 @@ bool qos_bucket_take(struct qos_bucket *b, double n, uint64_t now_us)
     return true;
 }
 
+void qos_bucket_charge(struct qos_bucket *b, double n, uint64_t now_us)
+{
+    if (b->rate <= 0)
+        return;
+    qos_bucket_refill(b, now_us);
+    b->tokens -= n;
+}
+
 uint64_t qos_bucket_wait_us(struct qos_bucket *b, double n, uint64_t now_us)
 {
     if (b->rate <= 0)

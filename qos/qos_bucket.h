@@ -29,6 +29,8 @@ void qos_bucket_set(struct qos_bucket *b, double rate, double burst, uint64_t no
 void qos_bucket_refill(struct qos_bucket *b, uint64_t now_us);
 /** Admit @p n tokens now if possible. @return true (taken) or false (nothing taken). */
 bool qos_bucket_take(struct qos_bucket *b, double n, uint64_t now_us);
+/** Take @p n tokens whatever the level (it may go into debt). No-op when unlimited. */
+void qos_bucket_charge(struct qos_bucket *b, double n, uint64_t now_us);
 /** Microseconds until qos_bucket_take(@p n) would succeed (0 = now). */
 uint64_t qos_bucket_wait_us(struct qos_bucket *b, double n, uint64_t now_us);
 /** Level after refilling (for metrics and tests). */

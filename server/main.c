@@ -298,6 +298,9 @@ static void qos_cfg_of(const struct srv_config *c, struct qos_config *q)
     q->enabled = c->qos_enabled;
     q->max_wait_ms = (uint32_t)c->qos_max_wait_ms;
     q->queue_max = (uint32_t)c->qos_queue_max;
+    q->cap_read_bps = c->qos_capacity_read_bps;
+    q->cap_write_bps = c->qos_capacity_write_bps;
+    q->cap_iops = (uint64_t)c->qos_capacity_iops;
 }
 
 static void on_hup(evutil_socket_t sig, short what, void *arg)

@@ -81,6 +81,9 @@ struct srv_config {
     bool qos_enabled;
     int64_t qos_max_wait_ms;
     int64_t qos_queue_max;
+    uint64_t qos_capacity_read_bps;
+    uint64_t qos_capacity_write_bps;
+    int64_t qos_capacity_iops;
 };
 
 extern const struct srv_config_opt srv_config_table[];

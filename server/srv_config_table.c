@@ -162,6 +162,16 @@ const struct srv_config_opt srv_config_table[] = {
         "NFS3ERR_JUKEBOX."),
     OPT(qos_queue_max, SRV_CFG_INT, "4096", 1, 1000000, SRV_CFG_RELOADABLE, NULL,
         "Most requests waiting for QoS admission per tenant; more fail at once as throttled."),
+    OPT(qos_capacity_read_bps, SRV_CFG_SIZE, "0", 0, 64 * TiB, SRV_CFG_RELOADABLE, NULL,
+        "Read bandwidth (bytes/s) the daemon can serve, for QoS minimum guarantees. 0: "
+        "unknown (no daemon-wide read limit; read guarantees inactive)."),
+    OPT(qos_capacity_write_bps, SRV_CFG_SIZE, "0", 0, 64 * TiB, SRV_CFG_RELOADABLE, NULL,
+        "Write bandwidth (bytes/s) the daemon can absorb, for QoS minimum guarantees. 0: "
+        "unknown."),
+    OPT(qos_capacity_iops, SRV_CFG_INT, "0", 0, 100000000, SRV_CFG_RELOADABLE, NULL,
+        "Operations per second the daemon can serve, for QoS minimum guarantees. 0: unknown. "
+        "With a capacity set, requests beyond it wait, and tenants with a guarantee go first "
+        "up to their minimum."),
 };
 
 const size_t srv_config_table_len = sizeof(srv_config_table) / sizeof(srv_config_table[0]);

@@ -236,12 +236,14 @@ static json_t *usage_json(const struct core_usage *u)
 
 static json_t *qos_json(const struct qos_policy *p)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "tenant", (json_int_t)p->tenant,
-                     "user", (json_int_t)p->user, "read_bps", (json_int_t)p->read_bps,
-                     "write_bps", (json_int_t)p->write_bps,
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "tenant",
+                     (json_int_t)p->tenant, "user", (json_int_t)p->user, "read_bps",
+                     (json_int_t)p->read_bps, "write_bps", (json_int_t)p->write_bps,
                      "read_iops", (json_int_t)p->read_iops, "write_iops",
                      (json_int_t)p->write_iops, "meta_iops", (json_int_t)p->meta_iops,
-                     "burst_ms", (json_int_t)p->burst_ms);
+                     "burst_ms", (json_int_t)p->burst_ms, "min_read_bps",
+                     (json_int_t)p->min_read_bps, "min_write_bps", (json_int_t)p->min_write_bps,
+                     "min_iops", (json_int_t)p->min_iops);
 }
 
 static int append_tenant(void *arg, const struct tenant_info *ti)
@@ -746,6 +748,9 @@ static void qos_item(struct admin *a, struct evhttp_request *req, enum evhttp_cm
         get_uint(req, j, "read_iops", lim, &p.read_iops) < 0 ||
         get_uint(req, j, "write_iops", lim, &p.write_iops) < 0 ||
         get_uint(req, j, "meta_iops", lim, &p.meta_iops) < 0 ||
+        get_uint(req, j, "min_read_bps", lim, &p.min_read_bps) < 0 ||
+        get_uint(req, j, "min_write_bps", lim, &p.min_write_bps) < 0 ||
+        get_uint(req, j, "min_iops", lim, &p.min_iops) < 0 ||
         get_uint(req, j, "burst_ms", 60000, &burst) < 0)
         b = -1;
     json_decref(j);

@@ -48,6 +48,7 @@ static void usage(FILE *f)
             "  qos get T [--user UID] | delete T [--user UID]\n"
             "  qos set T [--user UID] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
             "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
+            "            [--min-read-bps SIZE] [--min-write-bps SIZE] [--min-iops N]\n"
             "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"
             "T is a tenant id or name; SIZE takes K, M, G, T suffixes (1024-based).\n");
 }
@@ -501,9 +502,10 @@ static int cmd_quota(int argc, char **argv)
 static int cmd_qos(int argc, char **argv)
 {
     char p[512];
-    static const char *const known[] = {"--user=",      "--read-bps=",  "--write-bps=",
-                                        "--read-iops=", "--write-iops=", "--meta-iops=",
-                                        "--burst-ms=",  NULL};
+    static const char *const known[] = {"--user=",         "--read-bps=",      "--write-bps=",
+                                        "--read-iops=",    "--write-iops=",    "--meta-iops=",
+                                        "--burst-ms=",     "--min-read-bps=",  "--min-write-bps=",
+                                        "--min-iops=",     NULL};
     NEED(2);
     uint64_t t = tenant_id(argv[1]);
     check_flags(argc, argv, 2, known);
@@ -525,6 +527,9 @@ static int cmd_qos(int argc, char **argv)
         set_uint(o, "write_iops", flag(argc, argv, 2, "--write-iops", true), false);
         set_uint(o, "meta_iops", flag(argc, argv, 2, "--meta-iops", true), false);
         set_uint(o, "burst_ms", flag(argc, argv, 2, "--burst-ms", true), false);
+        set_uint(o, "min_read_bps", flag(argc, argv, 2, "--min-read-bps", true), true);
+        set_uint(o, "min_write_bps", flag(argc, argv, 2, "--min-write-bps", true), true);
+        set_uint(o, "min_iops", flag(argc, argv, 2, "--min-iops", true), false);
         json_decref(call("PATCH", p, o, true));
     } else {
         usage(stderr);

@@ -252,6 +252,47 @@ static void test_user_policy(void **state)
     event_base_free(base);
 }
 
+static void test_guarantee(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q;
+    /* The daemon can do 1 op/s; wait at most 1 ms. */
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 1, .cap_iops = 1};
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct qos_policy g = {.tenant = 7, .min_iops = 1000};
+    assert_int_equal(qos_policy_set(q, &g), 0);
+    struct qos_policy got;
+    assert_int_equal(qos_policy_get(q, 7, &got), 0);
+    assert_int_equal(got.min_iops, 1000);
+
+    struct rec r8 = {0}, r7 = {0};
+    struct req a[2] = {{&r8, 0}, {&r8, 1}};
+    struct req b[5] = {{&r7, 0}, {&r7, 1}, {&r7, 2}, {&r7, 3}, {&r7, 4}};
+    /* Tenant 8 (no policy) takes the daemon's only token, then must wait. */
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &a[0]), 0);
+    assert_int_equal(r8.n, 1);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &a[1]), 0);
+    assert_int_equal(r8.n, 1);
+    /* Tenant 7's guarantee lets it through although the daemon is out of capacity. */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(qos_admit(q, &P7, QOS_META, 0, base, go, &b[i]), 0);
+    assert_int_equal(r7.n, 5);
+    event_base_dispatch(base);
+    assert_int_equal(r8.n, 2);
+    assert_int_equal(r8.err[1], SRV_ETHROTTLE);
+
+    /* Without a capacity the guarantee changes nothing and tenant 8 is unlimited. */
+    struct qos_config nocap = {.enabled = true, .max_wait_ms = 1};
+    qos_configure(q, &nocap);
+    r8.n = 0;
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &a[0]), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &a[1]), 0);
+    assert_int_equal(r8.n, 2);
+    qos_close(q);
+    event_base_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_cancel_drain_release),
         cmocka_unit_test(test_disable),
         cmocka_unit_test(test_user_policy),
+        cmocka_unit_test(test_guarantee),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

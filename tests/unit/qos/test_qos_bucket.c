@@ -79,6 +79,19 @@ static void test_set_and_clock_backwards(void **state)
     assert_true(qos_bucket_level(&b, 100 * S) == 5.0);
 }
 
+static void test_charge(void **state)
+{
+    (void)state;
+    struct qos_bucket b;
+    qos_bucket_init(&b, 10, 10, 0);
+    qos_bucket_charge(&b, 25, 0); /* always taken, into debt */
+    assert_true(qos_bucket_level(&b, 0) == -15.0);
+    assert_int_equal(qos_bucket_wait_us(&b, 1, 0), 1600000);
+    qos_bucket_init(&b, 0, 0, 0);
+    qos_bucket_charge(&b, 25, 0); /* unlimited: nothing to charge */
+    assert_true(qos_bucket_take(&b, 1e9, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -86,6 +99,7 @@ int main(void)
         cmocka_unit_test(test_rate_and_burst),
         cmocka_unit_test(test_debt),
         cmocka_unit_test(test_set_and_clock_backwards),
+        cmocka_unit_test(test_charge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
