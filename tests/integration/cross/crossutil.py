@@ -14,6 +14,8 @@ import hashlib
 import json
 import os
 import sys
+import threading
+import time
 import urllib.request
 import uuid
 
@@ -41,6 +43,27 @@ def pattern(n, seed=0):
     block = hashlib.sha256(f"{seed}".encode()).digest() * 2048  # 64 KiB
     reps = n // len(block) + 1
     return (block * reps)[:n]
+
+
+def run_workers(seconds, workers, stop, errors):
+    """Run each worker in a thread until @p seconds pass, @p stop is set or an error
+    is recorded; a worker's exception is recorded as an error. Joins them all."""
+    def guard(w):
+        try:
+            w()
+        except Exception as e:  # noqa: BLE001 - reported as a test failure
+            errors.append(f"{w.__name__}: {type(e).__name__}: {e}")
+            stop.set()
+
+    ts = [threading.Thread(target=guard, args=(w,)) for w in workers]
+    for t in ts:
+        t.start()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not stop.is_set() and not errors:
+        time.sleep(0.1)
+    stop.set()
+    for t in ts:
+        t.join(300)
 
 
 class NfsError(Exception):

@@ -9,7 +9,7 @@ import time
 import botocore.exceptions
 import pytest
 
-from crossutil import Nfs, NfsError, md5, pattern, rpc3, s3_error, s3_list_all
+from crossutil import Nfs, md5, pattern, rpc3, s3_error, s3_list_all
 
 
 def test_nfs_write_visible_to_s3_after_commit(s3, nfs, bucket):

@@ -6,34 +6,13 @@ COMMIT, rename over ckpt) never shows an S3 reader a partial checkpoint
 import hashlib
 import struct
 import threading
-import time
 
 import botocore.exceptions
 import pytest
 
-from crossutil import Nfs, md5, pattern, s3_error, s3_list_all
+from crossutil import Nfs, md5, pattern, run_workers, s3_error, s3_list_all
 
 POLL_SECONDS = 6
-
-
-def run_for(seconds, workers, stop, errors):
-    """Run workers until @p seconds pass or one fails; a worker's exception is an error."""
-    def guard(w):
-        try:
-            w()
-        except Exception as e:  # noqa: BLE001 - reported as a test failure
-            errors.append(f"{w.__name__}: {type(e).__name__}: {e}")
-            stop.set()
-
-    ts = [threading.Thread(target=guard, args=(w,)) for w in workers]
-    for t in ts:
-        t.start()
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not stop.is_set() and not errors:
-        time.sleep(0.1)
-    stop.set()
-    for t in ts:
-        t.join(300)
 
 
 def test_file_rename_is_atomic_in_listings(s3, nfs, d, bucket):
@@ -67,7 +46,7 @@ def test_file_rename_is_atomic_in_listings(s3, nfs, d, bucket):
                 errors.append(f"size {o['Size']}")
                 return
 
-    run_for(POLL_SECONDS, [renamer, lister, lister], stop, errors)
+    run_workers(POLL_SECONDS, [renamer, lister, lister], stop, errors)
     assert not errors, errors
     assert counts["renames"] > 50 and counts["lists"] > 20, counts
 
@@ -120,7 +99,7 @@ def test_directory_rename_is_atomic_in_listings(s3, nfs, d, bucket):
                 errors.append(f"prefixes {cps}")
                 return
 
-    run_for(POLL_SECONDS, [renamer, lister, lister], stop, errors)
+    run_workers(POLL_SECONDS, [renamer, lister, lister], stop, errors)
     assert not errors, errors
     assert counts["renames"] > 10 and counts["lists"] > 10, counts
     # and the data moved with the names
@@ -184,7 +163,7 @@ def test_checkpoint_pattern_never_partial(s3, nfs, d, bucket, n):
                 return
             got["versions"].add(version)
 
-    run_for(POLL_SECONDS + 4, [writer, poller, poller], stop, errors)
+    run_workers(POLL_SECONDS + 4, [writer, poller, poller], stop, errors)
     assert not errors, errors
     assert got["written"] >= 3 and len(got["versions"]) >= 2, got
     assert s3_list_all(s3, bucket, "run/")[0] in (["run/ckpt"], ["run/ckpt", "run/ckpt.tmp"])

@@ -6,7 +6,7 @@ clashes are refused both ways, links as S3 sees them (docs/cross-protocol.md,
 import botocore.exceptions
 import pytest
 
-from crossutil import (NF_DIR, NF_LNK, NF_REG, NFS3ERR_NOTEMPTY, NfsError, md5, rpc3, s3_error,
+from crossutil import (NF_DIR, NF_LNK, NF_REG, NfsError, md5, rpc3, s3_error,
                        s3_list_all)
 
 
