@@ -161,7 +161,8 @@ def build_tarball(path):
     with the cases a real tree has: executables, private files, hard links,
     symlinks (relative, to a directory, dangling), empty files and directories,
     a deep path, a long name, UTF-8 names, setgid/sticky directories, a 6 MiB file.
-    Returns the directory to remove in the guest (relative to the tree top)."""
+    Returns the directory to remove in the guest and the directory renames to
+    do there (relative to the tree top)."""
     subdirs, files = [], []
     for e in sorted(os.listdir(INCLUDE)):
         p = os.path.join(INCLUDE, e)
@@ -175,7 +176,13 @@ def build_tarball(path):
         if n <= 1000 and total + n <= TAR_TARGET_ENTRIES:
             chosen.append((e, n))
             total += n
-    rm_dir = f"include/{max(chosen, key=lambda x: x[1])[0]}" if chosen else ""
+    by_size = [e for e, _ in sorted(chosen, key=lambda x: -x[1])]
+    rm_dir = f"include/{by_size[0]}" if by_size else ""
+    # renames: a subtree into a new parent, and one next to an existing sibling
+    # whose keys it must now sort before ("x-moved/..." < "x/..." in S3 order)
+    renames = [("extras", "moved/extras-renamed")]
+    if len(by_size) >= 3:
+        renames.append((f"include/{by_size[1]}", f"include/{by_size[2]}-moved"))
     rnd = random.Random(42)
     with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tf:
         _add_special(tf, "include", tarfile.DIRTYPE)
@@ -206,27 +213,42 @@ def build_tarball(path):
         _add_bytes(tf, f"{x}/donn\u00e9es \u00fcn\u00efc\u00f6d\u00e9.txt", b"utf-8 name\n")
         _add_bytes(tf, f"{x}/with space & 'quote'.txt", b"odd characters\n")
         _add_bytes(tf, f"{x}/big.bin", rnd.randbytes(6 * 1024 * 1024 + 17))
-    return rm_dir
+    return rm_dir, renames
 
 
 @pytest.fixture(scope="session")
 def source_tarball(tmp_path_factory):
     path = tmp_path_factory.mktemp("tarball") / "src.tar"
-    rm_dir = build_tarball(str(path))
-    return str(path), rm_dir
+    rm_dir, renames = build_tarball(str(path))
+    return str(path), rm_dir, renames
+
+
+def _renamed(name, renames):
+    for old, new in renames:
+        if name == old or name.startswith(old + "/"):
+            name = new + name[len(old):]
+    return name
 
 
 def test_kernel_tarball(nfsvm, knfs_target, tmp_path, source_tarball):
-    tar_path, rm_dir = source_tarball
+    tar_path, rm_dir, renames = source_tarball
     b = bucket_name("tar")
-    run_ok(nfsvm, knfs_target, tmp_path, "tarball", [b, "/host/src.tar", rm_dir],
+    run_ok(nfsvm, knfs_target, tmp_path, "tarball",
+           [b, "/host/src.tar", rm_dir] + [f"{o}={n}" for o, n in renames],
            files={"src.tar": tar_path}, timeout=480)
     s3 = s3_client(knfs_target)
     if s3 is None:
         return
-    # every regular file of the tree (minus the removed subtree) is an object of that size;
-    # a sample of them, and all the extras, read back over S3 with the same bytes
-    keys = s3_keys(s3, b)
+    # every regular file of the tree (minus the removed subtree, renamed ones
+    # under their new names) is an object of that size, listed in S3 order; a
+    # sample of them, and all the extras, read back over S3 with the same bytes
+    pages = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=b):
+        pages += [(o["Key"], o["Size"]) for o in page.get("Contents", [])]
+    order = [k for k, _ in pages]
+    assert order == sorted(order, key=lambda k: k.encode()), \
+        "ListObjectsV2 of the extracted tree is not in UTF-8 byte order"
+    keys = dict(pages)
     with tarfile.open(tar_path) as tf:
         members = {m.name: m for m in tf.getmembers()}
         expect = {}
@@ -234,17 +256,19 @@ def test_kernel_tarball(nfsvm, knfs_target, tmp_path, source_tarball):
             if rm_dir and (m.name == rm_dir or m.name.startswith(rm_dir + "/")):
                 continue
             if m.isfile() or m.islnk():
-                expect[m.name] = m
+                expect[_renamed(m.name, renames)] = m
         missing = [k for k in expect if k not in keys]
         assert not missing, (f"{len(missing)} files extracted by the kernel client are missing "
                              f"from the S3 listing of {b}, e.g. {missing[:5]}")
         for k, m in expect.items():
             real = members[m.linkname] if m.islnk() else m
             assert keys[k] == real.size, f"S3 size of {k} is {keys[k]}, tar says {real.size}"
-        if rm_dir:
-            left = [k for k in keys if k.startswith(rm_dir + "/")]
-            assert not left, f"S3 still lists {len(left)} keys under removed {rm_dir}/: {left[:5]}"
-        sample = [k for k in sorted(expect) if k.startswith("extras/")]
+        gone = ([rm_dir] if rm_dir else []) + [o for o, _ in renames]
+        for g in gone:
+            left = [k for k in keys if k.startswith(g + "/")]
+            assert not left, f"S3 still lists {len(left)} keys under {g}/ (removed or renamed " \
+                             f"over NFS): {left[:5]}"
+        sample = [k for k in sorted(expect) if k.startswith("moved/")]
         sample += random.Random(7).sample(sorted(expect), min(40, len(expect)))
         for k in sample:
             m = expect[k]
@@ -252,6 +276,14 @@ def test_kernel_tarball(nfsvm, knfs_target, tmp_path, source_tarball):
             got = s3.get_object(Bucket=b, Key=k)["Body"].read()
             assert got == data, f"S3 GET of {k} differs from the tarball member ({len(got)} bytes " \
                                 f"vs {len(data)})"
+    # the directory level: CommonPrefixes of include/ in S3 order, renamed ones included
+    r = s3.list_objects_v2(Bucket=b, Prefix="include/", Delimiter="/")
+    prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+    assert prefixes == sorted(prefixes, key=lambda k: k.encode()), \
+        f"CommonPrefixes under include/ not in S3 order: {prefixes}"
+    for _, new in renames:
+        if new.startswith("include/"):
+            assert new + "/" in prefixes, f"{new}/ missing from CommonPrefixes {prefixes}"
 
 
 # ---------------------------------------------------------------- (c) fio

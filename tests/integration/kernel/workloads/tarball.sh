@@ -1,17 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# tarball.sh BUCKET TARBALL [RMDIR]: extract a real source tree through the kernel client.
+# tarball.sh BUCKET TARBALL [RMDIR [FROM=TO...]]: extract a real source tree through the
+# kernel client.
 #
 # Extracts TARBALL (a path in the guest, e.g. /host/src.tar) into bucket
 # BUCKET on NFS and onto tmpfs in the guest, drops caches, and compares a
 # manifest of every entry: type, mode, owner, link count, size, mtime, symlink
 # target and SHA-256 of every regular file. Then removes the subtree RMDIR
 # (relative to the top of the extracted tree) with rm -rf and checks it is
-# gone; the rest stays for the host to compare over S3.
+# gone, and renames each directory FROM to TO (the server must move the whole
+# subtree, S3 key index included); the rest stays for the host to compare over S3.
 . /host/lib.sh
-B=${1:?usage: tarball.sh BUCKET TARBALL [RMDIR]}
-TB=${2:?usage: tarball.sh BUCKET TARBALL [RMDIR]}
+B=${1:?usage: tarball.sh BUCKET TARBALL [RMDIR [FROM=TO...]]}
+TB=${2:?usage: tarball.sh BUCKET TARBALL [RMDIR [FROM=TO...]]}
 RMD=${3:-}
+shift $(( $# < 3 ? $# : 3 ))
 L=/tmp/local
 now() { date +%s.%N; }
 el() { awk "BEGIN{printf \"%.1f\", $2-$1}"; }
@@ -84,4 +87,26 @@ if [ -n "$RMD" ]; then
         fail "the entries left after rm -rf $RMD differ"
     fi
 fi
+
+for mv in "$@"; do
+    from=${mv%%=*} to=${mv#*=}
+    step "rename directory $from to $to"
+    [ -d "$from" ] || fail "$from is not a directory in the extracted tree"
+    mkdir -p "$(dirname "$to")" "$L/$(dirname "$to")"
+    mv -T "$from" "$to"
+    mv -T "$L/$from" "$L/$to"
+    [ ! -e "$from" ] || fail "$from still exists after the rename"
+    drop_caches
+    # whole tree without contents, then the moved subtree with contents
+    (cd $L && find . -printf '%y %m %U:%G %p\n' | sort) > /tmp/names-local
+    find . -printf '%y %m %U:%G %p\n' | sort > /tmp/names-nfs
+    manifest "$to" > /tmp/manifest-nfs
+    manifest "$L/$to" > /tmp/manifest-local
+    for f in names manifest; do
+        if ! cmp -s /tmp/$f-local /tmp/$f-nfs; then
+            { diff /tmp/$f-local /tmp/$f-nfs || true; } | head -20
+            fail "tree differs after renaming $from to $to ($f)"
+        fi
+    done
+done
 workload_ok tarball
