@@ -20,6 +20,8 @@ import urllib.request
 
 import pytest
 
+from knfs import knfs_target, nfsvm  # noqa: F401 - fixtures
+
 pytestmark = [pytest.mark.kvm, pytest.mark.slow]
 
 INCLUDE = "/usr/include"

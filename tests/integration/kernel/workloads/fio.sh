@@ -48,11 +48,11 @@ step "4 KiB random read, psync QD1, verify (${RT}s)"
 run_fio randread-qd1 --filename=seq.dat --size="$SIZE" --rw=randread --bs=4k \
     --ioengine=psync --runtime="$RT" --time_based "${VERIFY[@]}"
 
-step "4 KiB random write + read-back verify (32 MiB)"
-run_fio randwrite --filename=rand.dat --size=32m --rw=randwrite --bs=4k --direct=1 \
+step "4 KiB random write + read-back verify (16 MiB)"
+run_fio randwrite --filename=rand.dat --size=16m --rw=randwrite --bs=4k --direct=1 \
     --ioengine=libaio --iodepth=8 --end_fsync=1 "${VERIFY[@]}" --do_verify=1
 drop_caches
-run_fio randcheck --filename=rand.dat --size=32m --rw=randwrite --bs=4k --direct=1 \
+run_fio randcheck --filename=rand.dat --size=16m --rw=randwrite --bs=4k --direct=1 \
     --ioengine=libaio --iodepth=8 "${VERIFY[@]}" --verify_only=1
 rm rand.dat
 

@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Fixtures for the kernel NFS client tests: a QEMU guest from ../shared/nfsvm.
+"""Harness for the kernel NFS client tests: a QEMU guest from ../shared/nfsvm.
+
+(Not named conftest.py: a second conftest module would shadow the shared
+tests/integration/conftest.py that other tests import from. The test module
+imports these fixtures.)
 
 `nfsvm` (session scope) finds the nfsvm tool next to the repository
 (<repo>/../shared/nfsvm, or $S3NFS_NFSVM_DIR), runs its `build-image` (which
