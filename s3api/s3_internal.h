@@ -389,7 +389,10 @@ struct s3_ctx {
     const char *body_errmsg;
     /* upload stream (STREAM ops) */
     struct core_upload *up;
-    struct evbuffer *wbuf;       /* chunk in flight to a worker */
+    struct evbuffer *wbuf;       /* chunk in flight to the workers */
+    const unsigned char *wptr;   /* its bytes (pulled up), wlen long */
+    size_t wlen;
+    int chunk_jobs;              /* hash + write jobs of the chunk still running */
     bool writing;
     int write_rc;
     uint64_t written;
