@@ -25,16 +25,23 @@
 #include "core.h"
 #include "nfs_drc.h"
 #include "nfs_fh.h"
+#include "nfs_lock.h"
 #include "nfs_rec.h"
 #include "nfs_server.h"
 #include "tenants.h"
 #include "xdr/mount_prot.h"
 #include "xdr/nfs3_prot.h"
+#include "xdr/nlm4_prot.h"
+#include "xdr/nsm_prot.h"
 
 #define NFS_PROG 100003
 #define NFS_VERS 3
 #define MNT_PROG 100005
 #define MNT_VERS 3
+#define NLM_PROG_NUM 100021
+#define NLM_VERS 4
+#define NSM_PROG_NUM 100024
+#define NSM_VERS 1
 
 #define NFS_MAX_RECORD_DEFAULT ((size_t)4 * 1024 * 1024 + 64 * 1024)
 #define NFS_IO_MAX ((uint32_t)1024 * 1024) /* rtmax/wtmax */
@@ -89,6 +96,8 @@ struct nfs_server {
 
     struct nfs_drc *drc;
     struct nfs_mount_ent *mounts;
+    struct nfs_locks *locks; /* NLM byte-range locks */
+    int32_t nsm_state;       /* NSM status number of this incarnation (odd) */
 };
 
 /* A call in flight. */
@@ -125,6 +134,8 @@ struct nfs_req {
 /* ---- nfs_rpc.c ---- */
 extern const struct nfs_proc_desc nfs3_procs[22];
 extern const struct nfs_proc_desc mnt_procs[6];
+extern const struct nfs_proc_desc nlm_procs[24];
+extern const struct nfs_proc_desc nsm_procs[7];
 
 /* ---- nfs_export.c: handles, exports and principals ---- */
 
@@ -210,5 +221,21 @@ void nfs_req_peer_host(const struct nfs_req *r, char *buf, size_t len);
 void mnt_list_remove(struct nfs_server *s, const char *host, const char *path);
 /** Forget every mount of the server (nfs_server_stop). */
 void mnt_list_free(struct nfs_server *s);
+
+/* ---- NLM v4 / NSM v1 (nlm4_<proc>.c, nsm_<proc>.c) ---- */
+int nlm4_op_test(struct nfs_req *r, void *args, void *res);
+int nlm4_op_lock(struct nfs_req *r, void *args, void *res);
+int nlm4_op_cancel(struct nfs_req *r, void *args, void *res);
+int nlm4_op_unlock(struct nfs_req *r, void *args, void *res);
+int nlm4_op_free_all(struct nfs_req *r, void *args, void *res);
+int nsm_op_stat(struct nfs_req *r, void *args, void *res);
+int nsm_op_notify(struct nfs_req *r, void *args, void *res);
+/** Resolve the file of an NLM lock (its handle) and bind the call's export.
+ * @return NLM4_GRANTED (resolved) or NLM4_STALE_FH. */
+nlm4_stats nlm_req_file(struct nfs_req *r, const nlm4_lock *l, uint32_t *tenant, uint64_t *ino);
+/** The lock owner of @p l; points into @p l. */
+void nlm_owner(const nlm4_lock *l, struct nfs_lock_owner *o);
+/** Copy the request cookie into the result (heap). @return 0, -ENOMEM (then empty). */
+int nlm_cookie_copy(const nlm4_netobj *in, nlm4_netobj *out);
 
 #endif

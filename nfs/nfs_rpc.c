@@ -118,7 +118,46 @@ const struct nfs_proc_desc mnt_procs[6] = {
     MNT(mnt_export, xdr_nothing, 0, xdr_exports, sizeof(exports), "MNT_EXPORT"),
 };
 #undef MNT
+
+#define NLM(f, A, R, nm)                                                                           \
+    {.fn = f, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R), .args_size = sizeof(A),              \
+     .res_size = sizeof(R), .name = nm}
+/* Procedures without a function answer PROC_UNAVAIL: the asynchronous
+ * _MSG/_RES forms (they need callbacks to the client), GRANTED (a client-side
+ * procedure) and the DOS share reservations (SHARE/UNSHARE). */
+const struct nfs_proc_desc nlm_procs[24] = {
+    [0] = VOIDPROC(nfs3_null, "NLM_NULL"),
+    [1] = NLM(nlm4_op_test, nlm4_testargs, nlm4_testres, "NLM_TEST"),
+    [2] = NLM(nlm4_op_lock, nlm4_lockargs, nlm4_res, "NLM_LOCK"),
+    [3] = NLM(nlm4_op_cancel, nlm4_cancargs, nlm4_res, "NLM_CANCEL"),
+    [4] = NLM(nlm4_op_unlock, nlm4_unlockargs, nlm4_res, "NLM_UNLOCK"),
+    [22] = NLM(nlm4_op_lock, nlm4_lockargs, nlm4_res, "NLM_NM_LOCK"),
+    [23] = {.fn = nlm4_op_free_all, .xdr_args = X(xdr_nlm4_notify), .xdr_res = X(xdr_nothing),
+            .args_size = sizeof(nlm4_notify), .name = "NLM_FREE_ALL"},
+};
+/* SM_MON, SM_UNMON, SM_UNMON_ALL and SM_SIMU_CRASH serve a host's own lock
+ * manager, which this server does not monitor for: PROC_UNAVAIL. */
+const struct nfs_proc_desc nsm_procs[7] = {
+    [0] = VOIDPROC(nfs3_null, "SM_NULL"),
+    [1] = NLM(nsm_op_stat, sm_name, sm_stat_res, "SM_STAT"),
+    [6] = {.fn = nsm_op_notify, .xdr_args = X(xdr_stat_chge), .xdr_res = X(xdr_nothing),
+           .args_size = sizeof(stat_chge), .name = "SM_NOTIFY"},
+};
+#undef NLM
 #undef VOIDPROC
+
+/* The programs served on the one port, with the one version of each. */
+struct nfs_prog {
+    uint32_t prog, vers;
+    const struct nfs_proc_desc *tab;
+    size_t n;
+};
+static const struct nfs_prog progs[] = {
+    {NFS_PROG, NFS_VERS, nfs3_procs, sizeof(nfs3_procs) / sizeof(nfs3_procs[0])},
+    {MNT_PROG, MNT_VERS, mnt_procs, sizeof(mnt_procs) / sizeof(mnt_procs[0])},
+    {NLM_PROG_NUM, NLM_VERS, nlm_procs, sizeof(nlm_procs) / sizeof(nlm_procs[0])},
+    {NSM_PROG_NUM, NSM_VERS, nsm_procs, sizeof(nsm_procs) / sizeof(nsm_procs[0])},
+};
 #undef NFS3
 #undef X
 
@@ -396,27 +435,27 @@ static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
         free(rec);
         return;
     }
-    if (call.prog == NFS_PROG) {
-        tab = nfs3_procs;
-        ntab = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]);
-    } else if (call.prog == MNT_PROG) {
-        tab = mnt_procs;
-        ntab = sizeof(mnt_procs) / sizeof(mnt_procs[0]);
-    } else {
+    const struct nfs_prog *pg = NULL;
+    for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+        if (progs[i].prog == call.prog)
+            pg = &progs[i];
+    if (!pg) {
         srv_log(INFO, NFS, "req=%08x tenant=- program %u from %s: PROG_UNAVAIL", call.xid,
                 call.prog, cn->peer_str);
         conn_reply_now(cn, call.xid, PROG_UNAVAIL, 0, 0);
         free(rec);
         return;
     }
-    if (call.vers != NFS_VERS) {
+    if (call.vers != pg->vers) {
         srv_log(INFO, NFS, "req=%08x tenant=- program %u version %u from %s: PROG_MISMATCH",
                 call.xid, call.prog, call.vers, cn->peer_str);
-        conn_reply_now(cn, call.xid, PROG_MISMATCH, 3, 3);
+        conn_reply_now(cn, call.xid, PROG_MISMATCH, pg->vers, pg->vers);
         free(rec);
         return;
     }
-    if (call.proc >= ntab) {
+    tab = pg->tab;
+    ntab = pg->n;
+    if (call.proc >= ntab || !tab[call.proc].fn) {
         srv_log(INFO, NFS, "req=%08x tenant=- program %u procedure %u from %s: PROC_UNAVAIL",
                 call.xid, call.prog, call.proc, cn->peer_str);
         conn_reply_now(cn, call.xid, PROC_UNAVAIL, 0, 0);
@@ -773,6 +812,25 @@ static int fh_key_load(struct nfs_server *s)
     return 0;
 }
 
+/* NSM status number: odd while up, +2 at every start, kept in the store. */
+static void nsm_state_next(struct nfs_server *s)
+{
+    static const char key[] = "nfs.nsm_state";
+    void *val = NULL;
+    size_t vlen = 0;
+    uint32_t st = 1;
+    if (core_table_get(s->core, CORE_T_CONFIG, key, sizeof(key) - 1, &val, &vlen) == 0 &&
+        vlen == sizeof(st)) {
+        memcpy(&st, val, sizeof(st));
+        st = (st | 1) + 2;
+    }
+    free(val);
+    if (st > INT32_MAX)
+        st = 1;
+    core_table_put(s->core, CORE_T_CONFIG, key, sizeof(key) - 1, &st, sizeof(st), 0);
+    s->nsm_state = (int32_t)st;
+}
+
 /* Is anything listening on the portmapper port? (avoids libtirpc's long timeouts) */
 static bool rpcbind_running(void)
 {
@@ -803,19 +861,20 @@ static void rpcbind_register(struct nfs_server *s)
                 "need port=%u,mountport=%u)", s->port, s->port);
         return;
     }
-    pmap_unset(NFS_PROG, NFS_VERS);
-    pmap_unset(MNT_PROG, MNT_VERS);
-    if (!pmap_set(NFS_PROG, NFS_VERS, IPPROTO_TCP, s->port) ||
-        !pmap_set(MNT_PROG, MNT_VERS, IPPROTO_TCP, s->port)) {
-        srv_log(WARN, NFS, "req=- tenant=- rpcbind registration failed: clients need "
-                "port=%u,mountport=%u", s->port, s->port);
-        pmap_unset(NFS_PROG, NFS_VERS);
-        pmap_unset(MNT_PROG, MNT_VERS);
-        return;
+    for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+        pmap_unset(progs[i].prog, progs[i].vers);
+    for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+        if (!pmap_set(progs[i].prog, progs[i].vers, IPPROTO_TCP, s->port)) {
+            srv_log(WARN, NFS, "req=- tenant=- rpcbind registration of program %u failed: clients "
+                    "need port=%u,mountport=%u", progs[i].prog, s->port, s->port);
+            for (size_t j = 0; j < sizeof(progs) / sizeof(progs[0]); j++)
+                pmap_unset(progs[j].prog, progs[j].vers);
+            return;
+        }
     }
     s->registered = true;
-    srv_log(INFO, NFS, "req=- tenant=- registered NFS v3 and MOUNT v3 on TCP port %u with rpcbind",
-            s->port);
+    srv_log(INFO, NFS, "req=- tenant=- registered NFS v3, MOUNT v3, NLM v4 and NSM v1 on TCP port "
+            "%u with rpcbind", s->port);
 }
 
 static void server_free(struct nfs_server *s)
@@ -824,6 +883,7 @@ static void server_free(struct nfs_server *s)
         return;
     mnt_list_free(s);
     nfs_drc_free(s->drc);
+    nfs_locks_free(s->locks);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     free(s->listen);
@@ -856,7 +916,7 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
                 s->cfg.max_record);
         s->cfg.max_record = NFS_IO_MAX + 4096;
     }
-    if ((rc = nfs_drc_new(&s->drc, NFS_DRC_CAPACITY)) < 0)
+    if ((rc = nfs_drc_new(&s->drc, NFS_DRC_CAPACITY)) < 0 || (rc = nfs_locks_new(&s->locks)) < 0)
         goto fail;
     if ((rc = fh_key_load(s)) < 0) {
         srv_log(ERROR, NFS, "req=- tenant=- cannot load the file handle key: %s",
@@ -864,6 +924,7 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
         goto fail;
     }
     s->verf = core_write_verifier(c);
+    nsm_state_next(s);
     if (srv_loops_count() < 1) {
         srv_log(ERROR, NFS, "req=- tenant=- no event loop running");
         rc = -EINVAL;
@@ -879,8 +940,8 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
     }
     if (s->cfg.register_rpcbind)
         rpcbind_register(s);
-    srv_log(INFO, NFS, "req=- tenant=- NFSv3 + MOUNTv3 listening on %s (port %u, max record %zu)",
-            s->listen, s->port, s->cfg.max_record);
+    srv_log(INFO, NFS, "req=- tenant=- NFSv3 + MOUNTv3 + NLMv4 + NSMv1 listening on %s (port %u, "
+            "max record %zu)", s->listen, s->port, s->cfg.max_record);
     *out = s;
     return 0;
 fail:
@@ -902,10 +963,9 @@ void nfs_server_stop(struct nfs_server *s)
     while (s->inflight > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
-    if (s->registered) {
-        pmap_unset(NFS_PROG, NFS_VERS);
-        pmap_unset(MNT_PROG, MNT_VERS);
-    }
+    if (s->registered)
+        for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+            pmap_unset(progs[i].prog, progs[i].vers);
     srv_log(INFO, NFS, "req=- tenant=- NFS server on %s stopped", s->listen);
     server_free(s);
 }

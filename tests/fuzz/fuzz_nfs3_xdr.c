@@ -3,7 +3,7 @@
  * the network before any procedure runs:
  *   1. record marking (nfs_rec_take), fed in uneven chunks, and the RPC call
  *      header of every record (nfs_rpc_call_decode);
- *   2. XDR decode of the arguments of every NFSv3 and MOUNTv3 procedure
+ *   2. XDR decode of the arguments of every NFSv3, MOUNTv3, NLMv4 and NSM procedure
  *      (and of every result type, which the server encodes), then xdr_free;
  *      arguments that decoded must survive encode -> decode -> encode with
  *      identical bytes.
@@ -24,6 +24,8 @@
 #include "nfs_rec.h"
 #include "xdr/mount_prot.h"
 #include "xdr/nfs3_prot.h"
+#include "xdr/nlm4_prot.h"
+#include "xdr/nsm_prot.h"
 
 struct xdr_type {
     xdrproc_t fn;
@@ -36,17 +38,18 @@ static const struct xdr_type types[] = {
     T(READ3args), T(WRITE3args), T(CREATE3args), T(MKDIR3args), T(SYMLINK3args),
     T(MKNOD3args), T(REMOVE3args), T(RMDIR3args), T(RENAME3args), T(LINK3args),
     T(READDIR3args), T(READDIRPLUS3args), T(FSSTAT3args), T(FSINFO3args), T(PATHCONF3args),
-    T(COMMIT3args), T(dirpath),
+    T(COMMIT3args), T(dirpath), T(nlm4_testargs), T(nlm4_lockargs), T(nlm4_cancargs),
+    T(nlm4_unlockargs), T(nlm4_notify), T(sm_name), T(stat_chge),
     /* results (the server encodes them; decoding checks the generated code too) */
     T(GETATTR3res), T(SETATTR3res), T(LOOKUP3res), T(ACCESS3res), T(READLINK3res),
     T(READ3res), T(WRITE3res), T(CREATE3res), T(MKDIR3res), T(SYMLINK3res), T(MKNOD3res),
     T(REMOVE3res), T(RMDIR3res), T(RENAME3res), T(LINK3res), T(READDIR3res),
     T(READDIRPLUS3res), T(FSSTAT3res), T(FSINFO3res), T(PATHCONF3res), T(COMMIT3res),
-    T(mountres3), T(mountlist), T(exports),
+    T(mountres3), T(mountlist), T(exports), T(nlm4_testres), T(nlm4_res), T(sm_stat_res),
 };
 #undef T
 #define NTYPES (sizeof(types) / sizeof(types[0]))
-#define NARGS 22 /* the first NARGS entries are argument types */
+#define NARGS 29 /* the first NARGS entries are argument types */
 
 static void fuzz_records(const uint8_t *data, size_t size)
 {

@@ -279,7 +279,7 @@ def assert_alive(port):
 
 def test_rpc_error_replies(s3nfsd):
     c = RpcConn(s3nfsd.nfs_port)
-    r = c.call(100021, 4, 0)  # NLM is not served
+    r = c.call(100227, 3, 0)  # NFS_ACL is not served
     assert r.accepted and r.accept_stat == rpc3.PROG_UNAVAIL
     r = c.call(NFS_PROG, 4, 0)
     assert r.accept_stat == rpc3.PROG_MISMATCH and r.mismatch == (3, 3)
@@ -551,3 +551,91 @@ def test_no_rpcbind_is_only_logged(tmp_path):
                        text=True, timeout=120)
     log = (tmp_path / "log").read_text()
     assert "no rpcbind" in log and "listening on" in log, log
+
+
+# ---------------------------------------------------------------- NLM / NSM
+
+NLM_PROG, NSM_PROG = 100021, 100024
+NLM4_GRANTED, NLM4_DENIED, NLM4_BLOCKED, NLM4_STALE_FH = 0, 1, 3, 7
+
+
+def nlm_lock_obj(host, fh, svid, off, length):
+    return (Packer().string(host).opaque(fh).opaque(f"{svid}@{host}".encode()).u32(svid)
+            .u64(off).u64(length).bytes())
+
+
+def nlm_call(c, proc, args):
+    r = c.call(NLM_PROG, 4, proc, args)
+    assert r.accepted and r.accept_stat == rpc3.SUCCESS, vars(r)
+    return r.body
+
+
+def nlm_lock(c, host, fh, svid, off, length, excl=True, block=False, cookie=b"ck"):
+    args = (Packer().opaque(cookie).u32(int(block)).u32(int(excl))
+            .raw(nlm_lock_obj(host, fh, svid, off, length)).u32(0).u32(1).bytes())
+    u = nlm_call(c, 2, args)
+    assert u.opaque() == cookie, "the cookie comes back"
+    return u.u32()
+
+
+def nlm_unlock(c, host, fh, svid, off, length):
+    u = nlm_call(c, 4, Packer().opaque(b"u").raw(nlm_lock_obj(host, fh, svid, off, length)).bytes())
+    u.opaque()
+    return u.u32()
+
+
+def nlm_test(c, host, fh, svid, off, length, excl=True):
+    u = nlm_call(c, 1, Packer().opaque(b"t").u32(int(excl))
+                 .raw(nlm_lock_obj(host, fh, svid, off, length)).bytes())
+    u.opaque()
+    st = u.u32()
+    if st != NLM4_DENIED:
+        return st, None
+    return st, {"exclusive": u.u32(), "svid": u.u32(), "oh": u.opaque(), "offset": u.u64(),
+                "len": u.u64()}
+
+
+def test_nlm_byte_range_locks(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    st, fh = c.create(bfh, "locked")
+    assert st == 0
+    assert c.call(NLM_PROG, 4, 0).accept_stat == rpc3.SUCCESS
+    assert nlm_lock(c, "hostA", fh, 11, 0, 100) == NLM4_GRANTED
+    assert nlm_lock(c, "hostB", fh, 22, 50, 10) == NLM4_DENIED
+    assert nlm_lock(c, "hostB", fh, 22, 50, 10, block=True) == NLM4_BLOCKED
+    st, h = nlm_test(c, "hostB", fh, 22, 99, 1)
+    assert st == NLM4_DENIED and h["svid"] == 11 and h["offset"] == 0 and h["len"] == 100
+    assert h["exclusive"] == 1 and h["oh"] == b"11@hostA"
+    assert nlm_test(c, "hostB", fh, 22, 100, 0)[0] == NLM4_GRANTED, "adjacent range is free"
+    # Shared locks of two owners coexist where no exclusive lock is.
+    assert nlm_lock(c, "hostB", fh, 22, 200, 10, excl=False) == NLM4_GRANTED
+    assert nlm_lock(c, "hostC", fh, 33, 205, 10, excl=False) == NLM4_GRANTED
+    assert nlm_lock(c, "hostC", fh, 33, 200, 1, excl=True) == NLM4_DENIED
+    # Unlock, then the other owner gets it.
+    assert nlm_unlock(c, "hostA", fh, 11, 0, 100) == NLM4_GRANTED
+    assert nlm_lock(c, "hostB", fh, 22, 50, 10) == NLM4_GRANTED
+    # FREE_ALL of hostB releases its locks.
+    nlm_call(c, 23, Packer().string("hostB").u32(3).bytes())
+    assert nlm_lock(c, "hostA", fh, 11, 0, 100) == NLM4_GRANTED
+    # SM_NOTIFY: hostA rebooted, its locks go.
+    r = c.call(NSM_PROG, 1, 6, Packer().string("hostA").u32(5).bytes())
+    assert r.accept_stat == rpc3.SUCCESS
+    assert nlm_lock(c, "hostB", fh, 22, 0, 100) == NLM4_GRANTED
+    # A bad handle, another version, unsupported procedures.
+    bad = bytearray(fh)
+    bad[20] ^= 1
+    assert nlm_lock(c, "hostB", bytes(bad), 22, 0, 1) == NLM4_STALE_FH
+    r = c.call(NLM_PROG, 3, 0)
+    assert r.accept_stat == rpc3.PROG_MISMATCH and r.mismatch == (4, 4)
+    assert c.call(NLM_PROG, 4, 20).accept_stat == rpc3.PROC_UNAVAIL  # SHARE
+    r = c.call(NSM_PROG, 1, 1, Packer().string("me").bytes())  # SM_STAT
+    assert r.accept_stat == rpc3.SUCCESS
+    assert r.body.u32() == 1 and r.body.u32() % 2 == 1
+    c.close()
+    # Locks are kept in memory: a restart releases them.
+    s3nfsd.restart()
+    c = RpcConn(s3nfsd.nfs_port)
+    assert nlm_lock(c, "hostZ", fh, 99, 0, 100) == NLM4_GRANTED
+    c.close()

@@ -65,3 +65,24 @@ def test_kernel_source_tarball(s3nfsd, nfsvm, tmp_path):
 def test_kernel_checkpoint_rename_over(s3nfsd, nfsvm):
     out = nfsvm(s3nfsd, "checkpoint.py")
     assert "CHECKPOINT OK" in out
+
+
+def test_kernel_nlm_locks(tmp_path):
+    """Mount with locking (no nolock): fcntl locks go through NLM to s3nfsd.
+    rpcbind, s3nfsd and the guest run in a private network namespace, so the
+    host's port 111 is neither needed nor touched."""
+    import shutil
+    from conftest import BIN
+    why = nfsvm_ready()
+    if why:
+        pytest.skip(why)
+    if os.geteuid() != 0 or not shutil.which("rpcbind") or not shutil.which("unshare"):
+        pytest.skip("needs root, rpcbind and unshare (a private network namespace)")
+    env = dict(os.environ, NFSVM_NET="slirp")  # passt needs a routable interface
+    p = subprocess.run(["unshare", "--net", "--mount", os.path.join(HERE, "kernel_lock_netns.sh"),
+                        BIN, os.path.join(NFSVM, "run"), str(tmp_path)], capture_output=True,
+                       text=True, timeout=900, env=env)
+    log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    assert p.returncode == 0 and "LOCK OK" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:] + \
+        log[-3000:]
+    assert "NLM_LOCK from" in log and "NLM_UNLOCK from" in log
