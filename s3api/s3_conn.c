@@ -708,6 +708,60 @@ static void body_pump(struct s3_ctx *x)
     ctx_submit(x, x->rt.op->finish, op_done);
 }
 
+/* Request documents (and bodies of bodyless ops) are small and in memory:
+ * verify the signed payload hash, Content-MD5 and an x-amz-checksum-* header
+ * before acting. @return 0, or the error response is set. */
+static int small_body_check(struct s3_ctx *x)
+{
+    size_t n = evbuffer_get_length(x->body);
+    const unsigned char *p = evbuffer_pullup(x->body, (ssize_t)n);
+    if (!p)
+        p = (const unsigned char *)"";
+    if (x->sha256) {
+        char hex[65];
+        s3__sha256_hex(p, n, hex);
+        if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
+            s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
+                           "the provided x-amz-content-sha256 does not match what was computed");
+            return -1;
+        }
+    }
+    const char *cmd5 = s3__req_header(x->req, "content-md5");
+    if (cmd5) {
+        unsigned char want[64], md[EVP_MAX_MD_SIZE];
+        unsigned int mdl = 0;
+        size_t l = strlen(cmd5);
+        EVP_Digest(p, n, md, &mdl, EVP_md5(), NULL);
+        if (l > 80 || s3__b64_decode(cmd5, l, want) != 16) {
+            s3__resp_error(x, -EINVAL, "InvalidDigest", 400,
+                           "the Content-MD5 you specified was invalid");
+            return -1;
+        }
+        if (memcmp(want, md, 16) != 0) {
+            s3__resp_error(x, -EINVAL, "BadDigest", 400,
+                           "the Content-MD5 you specified did not match what we received");
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < x->req->nhdrs; i++) {
+        enum s3_ck_algo a = s3__ck_from_header(x->req->hdrs[i].name);
+        if (!a)
+            continue;
+        struct s3_cksum ck;
+        char got[100];
+        s3__ck_init(&ck, a);
+        s3__ck_update(&ck, p, n);
+        s3__ck_final(&ck, got);
+        if (strcmp(got, x->req->hdrs[i].val) != 0) {
+            s3__resp_error(x, -EINVAL, "BadDigest", 400,
+                           s3__arena_printf(x->a, "the %s you specified did not match the "
+                                                  "calculated checksum", s3__ck_header(a)));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The HTTP message (body included) is complete. */
 static void on_message_done(struct s3_conn *c)
 {
@@ -729,17 +783,9 @@ static void on_message_done(struct s3_conn *c)
         send_response(x);
         return;
     }
-    if (x->sha256) {
-        /* small bodies: verify the signed payload hash before acting */
-        size_t n = evbuffer_get_length(x->body);
-        char hex[65];
-        s3__sha256_hex(evbuffer_pullup(x->body, (ssize_t)n), n, hex);
-        if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
-            s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
-                           "the provided x-amz-content-sha256 does not match what was computed");
-            send_response(x);
-            return;
-        }
+    if (small_body_check(x)) {
+        send_response(x);
+        return;
     }
     if (x->rt.op == &s3_op_get_object)
         op_run(x);
@@ -1211,9 +1257,13 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
         return;
     }
     if (atomic_load(&srv->nconns) >= srv->max_conns) {
-        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                                   "Connection: close\r\n\r\n";
-        ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        char busy[200];
+        int bl = snprintf(busy, sizeof(busy),
+                          "HTTP/1.1 503 Service Unavailable\r\nx-amz-request-id: %08X%012" PRIX64
+                          "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                          srv->instance,
+                          (uint64_t)(atomic_fetch_add(&srv->seq, 1) & UINT64_C(0xFFFFFFFFFFFF)));
+        ssize_t w = send(fd, busy, (size_t)bl, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
         evutil_closesocket(fd);
         srv_log(WARN, S3, "req=- tenant=0 connection refused: %d connections open (max_conns)",

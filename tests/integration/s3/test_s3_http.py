@@ -417,3 +417,26 @@ def test_tls(daemon_factory, tmp_path):
         pass
     s.close()
     assert s3.list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+def test_request_document_digests(d):
+    doc = b"<Delete><Object><Key>nothing</Key></Object></Delete>"
+    good = base64.b64encode(hashlib.md5(doc).digest()).decode()
+    bad = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    st, h, body = send_one(d, signed_request(d, "POST", "/raw-bucket", query=[("delete", "")],
+                                             headers={"content-md5": good}, body=doc)[0])
+    assert st == 200 and b"<Deleted><Key>nothing</Key></Deleted>" in body
+    st, h, body = send_one(d, signed_request(d, "POST", "/raw-bucket", query=[("delete", "")],
+                                             headers={"content-md5": bad}, body=doc)[0])
+    assert st == 400 and b"BadDigest" in body
+    crc = base64.b64encode(zlib.crc32(doc).to_bytes(4, "big")).decode()
+    st, h, body = send_one(d, signed_request(d, "POST", "/raw-bucket", query=[("delete", "")],
+                                             headers={"x-amz-checksum-crc32": crc}, body=doc)[0])
+    assert st == 200
+    st, h, body = send_one(d, signed_request(d, "POST", "/raw-bucket", query=[("delete", "")],
+                                             headers={"x-amz-checksum-crc32": "AAAAAA=="},
+                                             body=doc)[0])
+    assert st == 400 and b"BadDigest" in body
+    st, h, body = send_one(d, signed_request(d, "POST", "/raw-bucket", query=[("delete", "")],
+                                             body=b"<Delete><Object>")[0])
+    assert st == 400 and b"MalformedXML" in body
