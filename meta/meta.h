@@ -17,6 +17,14 @@
  * batch commits, store_sync() runs if any operation carried META_OP_DATA (data
  * is durable before the metadata that points at it); after it, store_txn_done().
  *
+ * Durability: the environment runs with MDB_NOMETASYNC, so a commit costs one
+ * data sync and its meta page becomes durable with the next sync. A committed
+ * batch is acknowledged (its submitters woken) only after that: when the next
+ * batch commits, or at once with an explicit sync when no work is queued.
+ * Until then the space it freed stays in the store's limbo (a read token), so
+ * a power cut can never bring back metadata pointing at reused space. Readers
+ * may see a committed batch shortly before it is acknowledged.
+ *
  * Reads: read-only transactions on the calling thread (meta_rtxn_begin).
  *
  * Errors: MDB_NOTFOUND -> -ENOENT, MDB_KEYEXIST -> -EEXIST, MDB_MAP_FULL ->
@@ -68,7 +76,8 @@ int meta_rtxn_begin(struct meta_env *m, MDB_txn **out);
 /** End a read-only txn. Safe on NULL. */
 void meta_rtxn_end(MDB_txn *txn);
 
-/** Run @p fn(txn, arg) on the writer thread and wait until it is durable.
+/** Run @p fn(txn, arg) on the writer thread and wait until it is durable
+ * (a failed op returns as soon as its batch is done).
  * @return the op's own result, or the batch's commit error (-EIO, -ENOSPC). */
 int meta_submit(struct meta_env *m, meta_op_fn fn, void *arg, unsigned flags);
 

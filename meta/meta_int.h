@@ -43,6 +43,10 @@ struct meta_env {
     /* writer thread only */
     struct meta__op *cur_op;
     MDB_txn *cur_child;
+    uint64_t seq;                 /* commit_seq record */
+    struct meta__op *pend_ops;    /* committed, not yet known durable */
+    uint64_t pend_tok;            /* store read token keeping their frees in limbo */
+    bool pend_tok_held;
 
     struct meta_stats stats;
 

@@ -9,7 +9,8 @@
  *
  * Databases (named DBIs of one environment, directory <data_dir>/meta):
  *   meta      "version" -> be32 schema version; "next_ino" -> be64 next inode
- *             number; "boot" -> be64 open counter (seeds write verifiers)
+ *             number; "commit_seq" -> be64 batch counter (written by every
+ *             group commit so each commit syncs)
  *   inodes    be64 ino -> struct meta_inode
  *   dirents   be64 dir + name bytes -> struct meta_dirent
  *   dircookie be64 dir + be64 cookie -> be64 ino + name bytes (readdir order:

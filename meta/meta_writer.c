@@ -84,11 +84,64 @@ static int apply_records(struct meta_env *m, MDB_txn *parent, struct meta__op *o
     return rc;
 }
 
+/* Wake the submitters of a list of finished ops (m->lock held). */
+static void ops_finish(struct meta_env *m, struct meta__op *list)
+{
+    for (struct meta__op *op = list, *next; op; op = next) {
+        next = op->next;
+        op_reset_records(op);
+        op->done = true;
+    }
+    (void)m;
+}
+
+/* Everything committed so far is durable now: acknowledge the pending batch
+ * and let the store reuse the space it freed. Writer thread only. */
+static void pending_ack(struct meta_env *m)
+{
+    if (!m->pend_ops && !m->pend_tok_held)
+        return;
+    if (m->pend_tok_held && m->store)
+        store_read_end(m->store, m->pend_tok);
+    m->pend_tok_held = false;
+    pthread_mutex_lock(&m->lock);
+    ops_finish(m, m->pend_ops);
+    m->pend_ops = NULL;
+    pthread_cond_broadcast(&m->done_cv);
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* Make the last commit durable with an explicit sync, then acknowledge it. */
+static void pending_sync(struct meta_env *m)
+{
+    if (!m->pend_ops && !m->pend_tok_held)
+        return;
+    int rc = mdb_env_sync(m->env, 1);
+    if (rc) {
+        rc = meta_err(rc);
+        srv_log(CRIT, META, "metadata sync failed: %s", srv_strerror(rc));
+        for (struct meta__op *op = m->pend_ops; op; op = op->next)
+            if (op->rc == 0)
+                op->rc = rc;
+    }
+    pending_ack(m);
+}
+
+static int bump_seq(struct meta_env *m, MDB_txn *parent)
+{
+    /* every batch changes at least this record, so every commit is a dirty
+     * txn whose data sync also makes the previous meta page durable */
+    uint8_t b[8];
+    meta_be64_put(b, ++m->seq);
+    return meta_put(parent, m->dbi[META_DBI_META], "commit_seq", 10, b, 8, 0);
+}
+
 static void run_batch(struct meta_env *m, struct meta__op *batch)
 {
     MDB_txn *parent = NULL, *child = NULL, *batch_id = NULL;
     struct meta__op *bad = NULL;
-    bool any_data = false, touched = false;
+    bool any_data = false, touched = false, tok_held = false;
+    uint64_t tok = 0;
     int brc;
     uint64_t nops = 0;
 
@@ -99,6 +152,9 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
         goto finish;
     }
     batch_id = parent;
+    brc = bump_seq(m, parent);
+    if (brc)
+        goto finish;
     for (struct meta__op *op = batch; op; op = op->next) {
         nops++;
         int rc = mdb_txn_begin(m->env, parent, 0, &child);
@@ -142,6 +198,13 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
             goto finish;
         }
     }
+    /* Space this batch frees must not be reused before the batch is durable
+     * (a power cut would bring back metadata pointing at it): a read token
+     * taken now keeps the frees in the store's limbo until the ack. */
+    if (m->store) {
+        tok = store_read_begin(m->store);
+        tok_held = true;
+    }
     brc = mdb_txn_commit(parent);
     parent = NULL;
     if (brc)
@@ -151,6 +214,17 @@ finish:
         mdb_txn_abort(parent);
     if (m->store && touched)
         store_txn_done(m->store, batch_id, brc == 0);
+    if (brc == 0) {
+        /* this commit's data sync (MDB_NOMETASYNC) made the previous batch's
+         * meta page durable: acknowledge that batch now */
+        pending_ack(m);
+    } else {
+        if (tok_held)
+            store_read_end(m->store, tok);
+        tok_held = false;
+        if (batch_id)
+            m->seq--;
+    }
     pthread_mutex_lock(&m->lock);
     if (brc == 0) {
         m->stats.commits++;
@@ -183,15 +257,28 @@ finish:
         pthread_mutex_unlock(&m->lock);
         return;
     }
+    /* failed ops answer now; committed ones wait until they are durable */
+    struct meta__op *ok = NULL, *fail = NULL;
     for (struct meta__op *op = batch, *next; op; op = next) {
         next = op->next;
         if (brc != 0 && (op->rc == 0 || op->rc == 1))
             op->rc = brc;
-        op_reset_records(op);
-        op->done = true;
+        if (op->rc == 0) {
+            op->next = ok;
+            ok = op;
+        } else {
+            op->next = fail;
+            fail = op;
+        }
     }
+    ops_finish(m, fail);
     pthread_cond_broadcast(&m->done_cv);
     pthread_mutex_unlock(&m->lock);
+    if (brc == 0) {
+        m->pend_ops = ok;
+        m->pend_tok = tok;
+        m->pend_tok_held = tok_held;
+    }
 }
 
 static void *writer_main(void *arg)
@@ -199,6 +286,13 @@ static void *writer_main(void *arg)
     struct meta_env *m = arg;
     pthread_mutex_lock(&m->lock);
     for (;;) {
+        if (!m->head && (m->pend_ops || m->pend_tok_held)) {
+            /* idle: make the last batch durable now instead of waiting */
+            pthread_mutex_unlock(&m->lock);
+            pending_sync(m);
+            pthread_mutex_lock(&m->lock);
+            continue;
+        }
         while (!m->head && !m->stop)
             pthread_cond_wait(&m->work_cv, &m->lock);
         if (!m->head && m->stop)
