@@ -14,7 +14,10 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN, CTL
+# As in tests/integration/conftest.py (not imported: other folders have a conftest too).
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BIN = os.environ.get("S3NFSD_BIN", os.path.join(TOP, "build", "s3nfsd"))
+CTL = os.environ.get("S3NFSCTL_BIN", os.path.join(TOP, "build", "s3nfsctl"))
 
 
 def api(d, method, path, body=None, token=None):
