@@ -68,6 +68,12 @@ struct daemon {
     int exit_code;
 };
 
+/* Message for an internal error: the project's own text for SRV_E*, else errno's. */
+static const char *err_text(int rc)
+{
+    return rc <= -20000 ? srv_strerror(rc) : strerror(-rc);
+}
+
 static void die_usage(const char *msg)
 {
     fprintf(stderr, "s3nfsd: %s\n", msg);
@@ -371,7 +377,7 @@ static void stop_all(struct daemon *d)
     if (d->core) {
         int rc = core_sync(d->core);
         if (rc < 0)
-            srv_log(ERROR, SRV, "final sync failed: %s", srv_strerror(rc));
+            srv_log(ERROR, SRV, "final sync failed: %s", err_text(rc));
         core_close(d->core);
         d->core = NULL;
     }
@@ -407,7 +413,7 @@ static int start_all(struct daemon *d)
     rc = core_open(&d->core, &cc);
     if (rc < 0) {
         srv_log(ERROR, SRV, "cannot open the store in %s: %s", d->data_dir_abs,
-                srv_strerror(rc));
+                err_text(rc));
         return rc;
     }
     srv_metrics_add_renderer(render_core, d->core);
@@ -429,7 +435,7 @@ static int start_all(struct daemon *d)
     rc = tenants_open_keyfile(&d->tenants, d->core, keyfile, env_ak, env_sk, akey, secret,
                               &created);
     if (rc < 0) {
-        srv_log(ERROR, SRV, "cannot load tenants: %s", srv_strerror(rc));
+        srv_log(ERROR, SRV, "cannot load tenants: %s", err_text(rc));
         return rc;
     }
     srv_metrics_add_renderer(render_tenants, d);
@@ -445,14 +451,14 @@ static int start_all(struct daemon *d)
     struct admin_config ac = {.listen = d->cfg.admin_listen, .have_token = true};
     rc = admin_token_setup(d->core, ac.token_sha256, token, sizeof(token));
     if (rc < 0) {
-        srv_log(ERROR, SRV, "cannot set up the admin token: %s", srv_strerror(rc));
+        srv_log(ERROR, SRV, "cannot set up the admin token: %s", err_text(rc));
         return rc;
     }
 
     struct qos_config qc;
     qos_cfg_of(&d->cfg, &qc);
     if ((rc = qos_open(&d->qos, d->core, &qc)) < 0) {
-        srv_log(ERROR, SRV, "cannot load QoS policies: %s", srv_strerror(rc));
+        srv_log(ERROR, SRV, "cannot load QoS policies: %s", err_text(rc));
         return rc;
     }
     qos_set_global(d->qos);
@@ -490,7 +496,7 @@ static int start_all(struct daemon *d)
     };
     rc = s3_server_start(&d->s3, &s3c, d->core, d->tenants);
     if (rc < 0) {
-        srv_log(ERROR, SRV, "cannot start S3 on %s: %s", d->cfg.s3_listen, srv_strerror(rc));
+        srv_log(ERROR, SRV, "cannot start S3 on %s: %s", d->cfg.s3_listen, err_text(rc));
         return rc;
     }
     struct nfs_server_config nc = {
@@ -500,7 +506,7 @@ static int start_all(struct daemon *d)
     };
     rc = nfs_server_start(&d->nfs, &nc, d->core, d->tenants);
     if (rc < 0) {
-        srv_log(ERROR, SRV, "cannot start NFS on %s: %s", d->nfs_listen, srv_strerror(rc));
+        srv_log(ERROR, SRV, "cannot start NFS on %s: %s", d->nfs_listen, err_text(rc));
         return rc;
     }
 

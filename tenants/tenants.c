@@ -760,6 +760,8 @@ int tenants_key_lookup(struct tenants *t, const char *akey, char *secret,
                        struct core_principal *p)
 {
     int rc = -ENOENT;
+    if (!akey)
+        return -ENOENT;
     pthread_rwlock_rdlock(&t->lock);
     struct key_ent *ke = find_key(t, akey);
     if (!ke)
