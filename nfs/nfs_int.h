@@ -121,6 +121,8 @@ struct nfs_req {
     size_t bulklen;
     bool drc;
     struct nfs_drc_key drc_key;
+    bool throttled;                 /* QoS refused it: answered NFS3ERR_JUKEBOX */
+    struct nfs_req *qprev, *qnext;  /* the connection's requests waiting in QoS */
     uint64_t start_us;
 
     /* Resolved by nfs_req_fh(): the export of the first handle of the call

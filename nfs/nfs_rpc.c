@@ -18,6 +18,12 @@
  * Non-idempotent procedures (NFS_PF_NONIDEM) pass through the duplicate
  * request cache so a retransmission gets the first reply.
  *
+ * QoS: every NFS call but NULL asks qos_admit() before it goes to the worker
+ * pool, as the tenant named in its (MAC-checked) first file handle with
+ * user 0: READ and WRITE as read/write of their byte count, the rest as
+ * metadata operations. A call that waits does so on the loop's timers; a
+ * call QoS refuses is answered NFS3ERR_JUKEBOX (the client retries later).
+ *
  * Thread: nfs_server_start/stop on the main thread; connection state on the
  * connection's loop thread only; nfs_server fields under s->lock. */
 #include <arpa/inet.h>
@@ -40,6 +46,7 @@
 #include <rpc/pmap_clnt.h>
 
 #include "nfs_int.h"
+#include "qos_admit.h"
 #include "srv_err.h"
 #include "srv_log.h"
 #include "srv_loop.h"
@@ -59,6 +66,7 @@ struct nfs_conn {
     struct nfs_rec rec;
     unsigned outstanding;
     unsigned depth; /* nesting of our callbacks on the stack: never free under them */
+    struct nfs_req *qwait; /* calls waiting for QoS admission (loop thread) */
     bool closed;
     bool paused;
     struct nfs_conn *prev, *next; /* s->conns, under s->lock */
@@ -199,11 +207,35 @@ static void conn_maybe_free(struct nfs_conn *cn)
     free(cn);
 }
 
+static void req_done(void *arg);
+
+static void qwait_unlink(struct nfs_req *r)
+{
+    struct nfs_conn *cn = r->conn;
+    if (r->qprev)
+        r->qprev->qnext = r->qnext;
+    else if (cn->qwait == r)
+        cn->qwait = r->qnext;
+    if (r->qnext)
+        r->qnext->qprev = r->qprev;
+    r->qprev = r->qnext = NULL;
+}
+
 static void conn_close(struct nfs_conn *cn)
 {
     if (cn->closed)
         return;
     cn->closed = true;
+    /* Calls still waiting for QoS: withdraw them and finish them unanswered. */
+    cn->depth++;
+    while (cn->qwait) {
+        struct nfs_req *r = cn->qwait;
+        qwait_unlink(r);
+        if (qos_cancel(qos_global(), r) == 0)
+            req_done(r);
+        /* else: admission is under way; its go() finds the connection closed */
+    }
+    cn->depth--;
     struct nfs_server *s = cn->srv;
     pthread_mutex_lock(&s->lock);
     if (cn->prev)
@@ -366,8 +398,8 @@ static void req_done(void *arg)
 
     bool sent = r->reply != NULL;
     size_t out = r->replylen + r->bulklen;
-    if (r->drc)
-        nfs_drc_finish(s->drc, &r->drc_key, r->reply, r->replylen);
+    if (r->drc) /* a JUKEBOX answer is not remembered: the retry must run */
+        nfs_drc_finish(s->drc, &r->drc_key, r->throttled ? NULL : r->reply, r->replylen);
     if (r->reply) {
         conn_send_owned(cn, r->reply, r->replylen);
         r->reply = NULL;
@@ -401,6 +433,89 @@ static void conn_reply_now(struct nfs_conn *cn, uint32_t xid, enum accept_stat s
     if (nfs_rpc_reply_accepted(xid, st, NULL, NULL, lo, hi, &out, &len) == 0) {
         conn_send(cn, out, len);
         free(out);
+    }
+}
+
+/* Answer a call QoS refused: its result with status NFS3ERR_JUKEBOX and no
+ * attributes (every NFSv3 result starts with its nfsstat3, and every resfail
+ * arm is made of "attributes follow" booleans, all false when zeroed). */
+static void req_throttled(struct nfs_req *r)
+{
+    const struct nfs_proc_desc *d = r->desc;
+    r->throttled = true;
+    r->err = SRV_ETHROTTLE;
+    r->res = calloc(1, d->res_size);
+    if (r->res) {
+        *(nfsstat3 *)r->res = NFS3ERR_JUKEBOX;
+        nfs_rpc_reply_accepted(r->call.xid, SUCCESS, d->xdr_res, r->res, 0, 0, &r->reply,
+                               &r->replylen);
+    }
+    req_done(r);
+}
+
+static void req_qos_go(void *arg, int err)
+{
+    struct nfs_req *r = arg;
+    qwait_unlink(r);
+    if (err) {
+        req_throttled(r);
+        return;
+    }
+    srv_work_submit(r->conn->loop, req_work, req_done, r);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The tenant of the call's first handle (every NFSv3 procedure but NULL
+ * starts its arguments with one) and, for READ/WRITE, the byte count.
+ * @return false when the handle does not verify: the procedure will answer. */
+static bool req_qos_class(struct nfs_req *r, uint32_t *tenant, enum qos_class *cls,
+                          uint64_t *bytes)
+{
+    const uint8_t *a = (const uint8_t *)r->rec + r->call.args_off;
+    size_t n = r->reclen - r->call.args_off;
+    struct nfs_fh h;
+    if (n < 4)
+        return false;
+    uint32_t fl = rd32(a);
+    size_t padded = ((size_t)fl + 3) & ~(size_t)3;
+    if (fl > NFS3_FHSIZE || 4 + padded > n ||
+        nfs_fh_decode(r->srv->fh_key, a + 4, fl, &h) < 0)
+        return false;
+    *tenant = h.tenant;
+    *bytes = 0;
+    *cls = QOS_META;
+    size_t cpos = 4 + padded + 8; /* count3 after the handle and the offset */
+    if ((r->call.proc == NFSPROC3_READ || r->call.proc == NFSPROC3_WRITE) && cpos + 4 <= n) {
+        *bytes = rd32(a + cpos);
+        *cls = r->call.proc == NFSPROC3_READ ? QOS_READ : QOS_WRITE;
+    }
+    return true;
+}
+
+/* Send the call to the worker pool, through QoS admission for NFS calls. */
+static void req_dispatch(struct nfs_conn *cn, struct nfs_req *r)
+{
+    struct qos *q = qos_global();
+    struct core_principal p = {0};
+    enum qos_class cls;
+    uint64_t bytes;
+    if (!q || r->call.prog != NFS_PROG || r->call.proc == NFSPROC3_NULL ||
+        !req_qos_class(r, &p.tenant, &cls, &bytes)) {
+        srv_work_submit(cn->loop, req_work, req_done, r);
+        return;
+    }
+    r->qnext = cn->qwait;
+    if (cn->qwait)
+        cn->qwait->qprev = r;
+    cn->qwait = r;
+    /* go may run inside qos_admit (admitted at once); r is not touched after. */
+    if (qos_admit(q, &p, cls, bytes, srv_loop_base(cn->loop), req_qos_go, r) != 0) {
+        qwait_unlink(r);
+        req_throttled(r);
     }
 }
 
@@ -504,7 +619,7 @@ static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
     }
     cn->outstanding++;
     inflight_add(s, 1);
-    srv_work_submit(cn->loop, req_work, req_done, r);
+    req_dispatch(cn, r);
 }
 
 static void conn_read_cb(struct bufferevent *bev, void *arg)

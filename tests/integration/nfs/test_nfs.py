@@ -639,3 +639,34 @@ def test_nlm_byte_range_locks(s3nfsd):
     c = RpcConn(s3nfsd.nfs_port)
     assert nlm_lock(c, "hostZ", fh, 99, 0, 100) == NLM4_GRANTED
     c.close()
+
+
+def test_qos_throttle_answers_jukebox(daemon_factory):
+    d = daemon_factory(extra_args=["--set", "qos_queue_max=1"]).start()
+    st, _ = admin(d, "PUT", "/api/v1/tenants/1/qos", {"meta_iops": 1})
+    if st in (None, 404, 405, 501):
+        pytest.skip(f"QoS admin API not available ({st})")
+    assert st in (200, 204), st
+    c = RpcConn(d.nfs_port)
+    root = root_fh(c)
+    xids, out = set(), []
+    for _ in range(30):
+        xid, msg = c.call_bytes(NFS_PROG, 3, rpc3.GETATTR, Packer().opaque(root).bytes())
+        xids.add(xid)
+        out.append(RpcConn.record(msg))
+    c.send_raw(b"".join(out))
+    stats, got = [], set()
+    for _ in range(30):
+        r = c.recv_reply()
+        got.add(r.xid)
+        stats.append(r.body.u32())
+    assert got == xids, "every call is answered"
+    assert 10008 in stats, "calls over the tenant's rate, with the queue full, get JUKEBOX"
+    assert 0 in stats
+    # MOUNT and NULL are not subject to QoS.
+    assert c.call(NFS_PROG, 3, rpc3.NULL).accept_stat == rpc3.SUCCESS
+    assert c.mnt("/")[0] == 0
+    st, _ = admin(d, "DELETE", "/api/v1/tenants/1/qos")
+    assert st in (200, 204), st
+    assert all(c.getattr(root)[0] == 0 for _ in range(20))
+    c.close()
