@@ -307,10 +307,13 @@ def test_kernel_permissions(nfsvm, knfs_target, tmp_path):
 # ---------------------------------------------------------------- server restarts
 
 def test_kernel_server_restart(nfsvm, knfs_target, tmp_path):
-    """Clean restart and kill -9 of s3nfsd under a mounted kernel client."""
+    """Clean restart and kill -9 of s3nfsd under a mounted kernel client, then
+    S3 changes to the mounted bucket."""
     d = knfs_target.daemon
     if d is None:
         pytest.skip("restarts the server: needs the s3nfsd fixture, not S3NFS_KNFS_TARGET")
+    b = bucket_name("restart")
+    share = tmp_path / "share-restart"
 
     def on_request(what):
         if what == "restart-term":
@@ -318,10 +321,17 @@ def test_kernel_server_restart(nfsvm, knfs_target, tmp_path):
         elif what == "restart-kill":
             d.kill()
             d.start()
+        elif what == "s3-changes":
+            s3 = d.boto3()
+            s3.put_object(Bucket=b, Key="from-s3/new.txt", Body=b"made over S3\n")
+            size = s3.head_object(Bucket=b, Key="committed.term")["ContentLength"]
+            body = random.Random(5).randbytes(size)
+            s3.put_object(Bucket=b, Key="committed.term", Body=body)
+            s3.delete_object(Bucket=b, Key="new.term")
+            (share / "expect.committed.term").write_text(hashlib.sha256(body).hexdigest() + "\n")
         else:
             raise ValueError(f"unknown request {what}")
 
-    b = bucket_name("restart")
     res = run_ok(nfsvm, knfs_target, tmp_path, "restart", [b], on_request=on_request,
                  timeout=240)
     host_checks(knfs_target, res)

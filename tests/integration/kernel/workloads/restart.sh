@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# restart.sh BUCKET: the kernel client keeps working across server restarts.
+# restart.sh BUCKET: the kernel client keeps working across server restarts and S3 changes.
 #
 # Needs the host test to restart the server on request (/host is writable:
 # `host_request restart-term` asks for a clean stop + start, `host_request
@@ -12,6 +12,9 @@
 #    the open file reads the same bytes, fsync of the unsynced file succeeds
 #    (the client resends when the write verifier changed) and every byte reads
 #    back after drop_caches, new files can be made, and the listing is complete.
+# Then (`host_request s3-changes`) the host changes the bucket over S3 while the
+# client has it mounted; the client must see the new, replaced and deleted
+# objects when it opens them.
 . /host/lib.sh
 B=${1:?usage: restart.sh BUCKET}
 
@@ -55,6 +58,20 @@ for kind in term kill; do
     rm dir/f1
     echo 1 > dir/f1
 done
+
+step "S3 changes while mounted (seen on open: close-to-open revalidation)"
+cat new.term > /dev/null         # cached in the client
+cat committed.term > /dev/null
+host_request s3-changes          # host: PUT from-s3/new.txt, overwrite committed.term, DELETE new.term
+eq "$(cat from-s3/new.txt)" "made over S3" "from-s3/new.txt (PUT over S3)"
+eq "$(sha256sum < committed.term | cut -d' ' -f1)" "$(cat /host/expect.committed.term)" \
+    "committed.term after an S3 PUT replaced it (same size)"
+must_fail_with "No such file" cat new.term
+drop_caches
+eq "$(ls from-s3)" new.txt "listing of from-s3"
+eq "$(sha256sum < committed.term | cut -d' ' -f1)" "$(cat /host/expect.committed.term)" \
+    "committed.term after drop_caches"
+[ ! -e new.term ] || fail "new.term (deleted over S3) still exists after drop_caches"
 
 step "leave files for the host"
 hostcheck "$B" committed.kill committed.kill

@@ -246,16 +246,28 @@ eq "$(grep -c ' s_' /tmp/ls.out)" 7 "number of s_* entries listed"
 eq "$(awk '$NF == "." || $NF == ".." {c++} END {print c}' /tmp/ls.out)" 2 "'.' and '..' entries"
 
 step "directory with many entries"
+# 1000 long names: listing takes several READDIRPLUS replies, and the removal
+# unlinks entries between getdents calls, so the server's cookies must stay
+# valid while the directory shrinks (or entries are skipped)
 mkdir many
 cd many
-for i in $(seq 1 400); do : > "entry-with-a-fairly-long-name-to-fill-readdir-pages-$i"; done
+touch $(seq -f "entry-with-a-fairly-long-name-to-fill-readdir-pages-and-getdents-%04g" 1 1000)
 cd ..
 drop_caches
-eq "$(ls many | wc -l)" 400 "entries listed by ls"
-eq "$(ls many | sort -u | wc -l)" 400 "distinct entries listed by ls"
-eq "$(find many -type f | wc -l)" 400 "entries found by find"
-rm -rf many
-[ ! -e many ] || fail "many still there after rm -rf"
+eq "$(ls many | wc -l)" 1000 "entries listed by ls"
+eq "$(ls many | sort -u | wc -l)" 1000 "distinct entries listed by ls"
+eq "$(find many -type f | wc -l)" 1000 "entries found by find"
+# unlink each entry as the listing returns it (readdir and remove interleaved)
+eq "$(python3 -c '
+import os
+n = 0
+for e in os.scandir("many"):
+    os.unlink(e.path)
+    n += 1
+print(n)')" 1000 "entries seen while removing during the listing"
+eq "$(ls -A many | wc -l)" 0 "entries left after removing during the listing"
+rmdir many
+[ ! -e many ] || fail "many still there after rmdir"
 
 step "df"
 df -P -B1 "$M" | tee /tmp/df.out
