@@ -68,3 +68,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s3__http_fini(&h);
     return 0;
 }
+
+#ifdef S3_FUZZ_MAIN
+#include "s3_fuzz_main.h"
+int main(void)
+{
+    return fuzz_main("http_req", 20000);
+}
+#endif

@@ -53,3 +53,11 @@ out:
     s3__http_fini(&h);
     return 0;
 }
+
+#ifdef S3_FUZZ_MAIN
+#include "s3_fuzz_main.h"
+int main(void)
+{
+    return fuzz_main("sigv4", 20000);
+}
+#endif
