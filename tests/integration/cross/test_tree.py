@@ -258,3 +258,19 @@ def test_symlinks_are_hidden_from_s3(s3, nfs, bucket):
     # the links are still there for NFS
     assert nfs.readlink_fh(nfs.fh(f"{bucket}/lnk2")) == b"target"
     assert nfs.stat(f"{bucket}/dangling")["type"] == NF_LNK
+
+
+@pytest.mark.xfail(strict=True, reason="nfs: MNT of a path below an export (a bucket, or a "
+                   "folder in it) answers MNT3ERR_NOENT; knfsd and Ganesha serve it as that "
+                   "directory of the export, and `mount host:/bucket` or libnfs URLs "
+                   "(nfs-cat nfs://host/bucket/file) need it")
+def test_mount_a_bucket_directly(s3, nfs, d, bucket):
+    s3.put_object(Bucket=bucket, Key="sub/obj", Body=b"mounted")
+    for path, rel in ((f"/{bucket}", "sub/obj"), (f"/{bucket}/sub", "obj")):
+        st, res = nfs.mnt(path)
+        assert st == 0, f"MNT {path} -> {st}"
+        fh = res[0]
+        for name in rel.split("/"):
+            st, fh = nfs.lookup(fh, name)
+            assert st == 0
+        assert nfs.read_fh(fh) == b"mounted"
