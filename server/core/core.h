@@ -286,9 +286,9 @@ struct core_listent {
     const struct core_objinfo *info; /* for objects; meta not loaded (metalen 0) */
 };
 typedef int (*core_list_cb)(void *arg, const struct core_listent *e);
-/** Order note: keys longer than 503 bytes are ordered exactly by their first
- * 495 bytes; two keys sharing those 495 bytes are ordered by a hash of the
- * rest (LMDB keys are limited to 511 bytes).
+/** Order: exact binary order for every key. (The index stores keys longer than
+ * 503 bytes as a 495-byte head + hash since LMDB keys are limited to 511 bytes;
+ * keys sharing a head are sorted in memory while listing, up to 100,000 of them.)
  * List keys > @p after (exclusive; NULL = from the start) starting with
  * @p prefix; with a delimiter, keys sharing prefix..delimiter roll up into one
  * prefix entry. Stops after @p max entries (objects and prefixes) or when cb

@@ -524,8 +524,9 @@ static int subtree_rekey(struct core *c, MDB_txn *t, uint64_t bucket, const char
             break;
         size_t kl = core__kidx_decode(&k, &v, kb, &kv);
         if (kl < flen || memcmp(kb, from, flen) != 0) {
-            if (memcmp(kb, from, kl < flen ? kl : flen) > 0)
-                break;
+            size_t h = flen < META_KEY_HEAD ? flen : META_KEY_HEAD;
+            if (memcmp(kb, from, kl < h ? kl : h) > 0)
+                break; /* index order is exact on key heads */
             continue;
         }
         if (kl - flen + tlen > CORE_KEY_MAX) {

@@ -234,8 +234,9 @@ static int subtree_usage(struct core *c, MDB_txn *t, uint64_t bucket, uint64_t d
             break;
         size_t kl = core__kidx_decode(&k, &v, kb, &kv);
         if (kl < plen || memcmp(kb, path, plen) != 0) {
-            if (memcmp(kb, path, kl < plen ? kl : plen) > 0)
-                break;
+            size_t h = plen < META_KEY_HEAD ? plen : META_KEY_HEAD;
+            if (memcmp(kb, path, kl < h ? kl : h) > 0)
+                break; /* index order is exact on key heads */
             continue;
         }
         if (kl == plen)

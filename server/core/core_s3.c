@@ -539,6 +539,169 @@ static void seek_to(MDB_val *k, uint8_t *sk, uint64_t bucket, const char *s, siz
     k->mv_size = 8 + hl;
 }
 
+/* State of one core_list call. */
+struct lstate {
+    struct core *c;
+    MDB_txn *t;
+    const char *prefix, *after, *delim;
+    size_t prefixlen, afterlen, delimlen;
+    uint32_t max, count;
+    core_list_cb cb;
+    void *arg;
+    bool *truncated;
+    char cp[CORE_KEY_MAX + 1];   /* prefix to seek past (LST_SEEK) */
+    size_t cpl;
+    char skip[CORE_KEY_MAX + 1]; /* the last rolled-up prefix */
+    size_t skipl;
+};
+
+enum { LST_NEXT = 0, LST_STOP = 1, LST_SEEK = 2, LST_END = 3 };
+
+/* Decide about one key in index order. @return LST_* */
+static int list_entry(struct lstate *s, const char *kb, size_t kl, const struct meta_keyval *kv)
+{
+    if (kl < s->prefixlen || memcmp(kb, s->prefix, s->prefixlen) != 0) {
+        /* the index order is exact on the first META_KEY_HEAD bytes only */
+        size_t h = s->prefixlen < META_KEY_HEAD ? s->prefixlen : META_KEY_HEAD;
+        return bytes_cmp(kb, kl < h ? kl : h, s->prefix, h) > 0 ? LST_END : LST_NEXT;
+    }
+    if (s->skipl && kl >= s->skipl && memcmp(kb, s->skip, s->skipl) == 0)
+        return LST_NEXT; /* inside a prefix already rolled up */
+    if (s->afterlen && bytes_cmp(kb, kl, s->after, s->afterlen) <= 0)
+        return LST_NEXT;
+    /* Symbolic links are not objects (GET answers NoSuchKey): never listed,
+     * so a listing never names a key that cannot be read. */
+    if (kv->type == CORE_LNK)
+        return LST_NEXT;
+    const char *dpos = NULL;
+    if (s->delimlen && kl > s->prefixlen)
+        dpos = memmem(kb + s->prefixlen, kl - s->prefixlen, s->delim, s->delimlen);
+    if (dpos) {
+        /* A prefix always has a visible entry in its range (a non-empty
+         * directory has visible children). A prefix not after @p after was
+         * delivered on an earlier page: skip its whole range. */
+        s->cpl = (size_t)(dpos - kb) + s->delimlen;
+        memcpy(s->cp, kb, s->cpl);
+        memcpy(s->skip, kb, s->cpl);
+        s->skipl = s->cpl;
+        if (s->afterlen && bytes_cmp(s->cp, s->cpl, s->after, s->afterlen) <= 0)
+            return LST_SEEK;
+        if (s->count == s->max) {
+            *s->truncated = true;
+            return LST_STOP;
+        }
+        struct core_listent e = {.key = s->cp, .keylen = s->cpl, .is_prefix = true};
+        if (s->cb(s->arg, &e))
+            return LST_STOP;
+        s->count++;
+        return LST_SEEK;
+    }
+    struct meta_inode r;
+    if (core__ino_get(s->c, s->t, kv->ino, &r) != 0 || (r.type == CORE_DIR && r.nchild > 0))
+        return LST_NEXT; /* non-empty directories list through their children */
+    if (s->count == s->max) {
+        *s->truncated = true;
+        return LST_STOP;
+    }
+    struct core_objinfo info;
+    memset(&info, 0, sizeof(info));
+    core__attr_fill(&r, kv->ino, &info.attr);
+    if (core__objmeta_get(s->c, s->t, kv->ino, info.etag, NULL, NULL) != 0 || !info.etag[0])
+        etag_synth(&r, kv->ino, info.etag);
+    struct core_listent e = {.key = kb, .keylen = kl, .is_prefix = false, .info = &info};
+    if (s->cb(s->arg, &e))
+        return LST_STOP;
+    s->count++;
+    return LST_NEXT;
+}
+
+struct gkey {
+    char *key;
+    size_t kl;
+    struct meta_keyval kv;
+};
+
+static int gkey_cmp(const void *x, const void *y)
+{
+    const struct gkey *a = x, *b = y;
+    return bytes_cmp(a->key, a->kl, b->key, b->kl);
+}
+
+#define LIST_GROUP_MAX 100000
+
+/* Keys longer than META_KEY_HEAD sharing one head are stored in hash order:
+ * read the whole group (the cursor ends on the entry after it), sort it by
+ * full key and feed it in order. @return LST_* or a negative error. */
+static int list_group(struct lstate *s, MDB_cursor *cur, MDB_val *k, MDB_val *v, int *mrc)
+{
+    struct gkey *g = NULL;
+    size_t n = 0, cap = 0;
+    char head[META_KEY_HEAD];
+    char kb[CORE_KEY_MAX + 1];
+    int res = LST_NEXT;
+    uint64_t bucket = meta_be64_get(k->mv_data);
+
+    memcpy(head, (const char *)k->mv_data + 8, META_KEY_HEAD);
+    for (*mrc = 0; *mrc == 0; *mrc = mdb_cursor_get(cur, k, v, MDB_NEXT)) {
+        struct meta_keyval kv;
+        if (k->mv_size <= 8 + META_KEY_HEAD || meta_be64_get(k->mv_data) != bucket ||
+            memcmp((const char *)k->mv_data + 8, head, META_KEY_HEAD) != 0)
+            break;
+        size_t kl = core__kidx_decode(k, v, kb, &kv);
+        if (n == cap) {
+            if (cap >= LIST_GROUP_MAX) {
+                srv_log(WARN, META, "listing: more than %d keys share a %u-byte head; their "
+                        "order is approximate", LIST_GROUP_MAX, META_KEY_HEAD);
+                break;
+            }
+            cap = cap ? cap * 2 : 64;
+            struct gkey *ng = realloc(g, cap * sizeof(*ng));
+            if (!ng) {
+                res = -ENOMEM;
+                goto out;
+            }
+            g = ng;
+        }
+        g[n].key = malloc(kl);
+        if (!g[n].key) {
+            res = -ENOMEM;
+            goto out;
+        }
+        memcpy(g[n].key, kb, kl);
+        g[n].kl = kl;
+        g[n].kv = kv;
+        n++;
+    }
+    if (n)
+        qsort(g, n, sizeof(*g), gkey_cmp);
+    for (size_t i = 0; i < n; i++) {
+        res = list_entry(s, g[i].key, g[i].kl, &g[i].kv);
+        if (res == LST_STOP || res == LST_END)
+            break;
+        res = LST_NEXT; /* LST_SEEK: the skip test drops the rest of the prefix */
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        free(g[i].key);
+    free(g);
+    return res;
+}
+
+/* Move past every key starting with @p cp: seek to its successor when that is
+ * exact (short prefixes), else step (the skip test in list_entry drops the
+ * keys inside it; a seek on a truncated head could only go backwards).
+ * @return an LMDB cursor result, or -1 when no key can follow. */
+static int skip_prefix(MDB_cursor *cur, MDB_val *k, MDB_val *v, uint8_t *sk, uint64_t bucket,
+                       char *cp, size_t cpl)
+{
+    if (cpl >= META_KEY_HEAD)
+        return mdb_cursor_get(cur, k, v, MDB_NEXT);
+    if (!key_successor(cp, &cpl))
+        return -1;
+    seek_to(k, sk, bucket, cp, cpl);
+    return mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+}
+
 int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, const char *prefix,
               size_t prefixlen, const char *after, size_t afterlen, const char *delim,
               size_t delimlen, uint32_t max, core_list_cb cb, void *arg, bool *truncated)
@@ -549,8 +712,7 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
     struct meta_inode b;
     uint8_t sk[8 + META_KEY_HEAD];
     char kb[CORE_KEY_MAX + 1];
-    char cp[CORE_KEY_MAX + 1];
-    uint32_t count = 0;
+    struct lstate *s = NULL;
     int rc;
 
     *truncated = false;
@@ -573,10 +735,14 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
     rc = core__perm(p, &b, CORE_MAY_R);
     if (rc)
         goto out;
-    if (max == 0) {
-        /* S3 answers an empty, possibly truncated page */
-        max = 0;
+    s = calloc(1, sizeof(*s));
+    if (!s) {
+        rc = -ENOMEM;
+        goto out;
     }
+    *s = (struct lstate){.c = c, .t = t, .prefix = prefix, .after = after, .delim = delim,
+                         .prefixlen = prefixlen, .afterlen = afterlen, .delimlen = delimlen,
+                         .max = max, .cb = cb, .arg = arg, .truncated = truncated};
     rc = mdb_cursor_open(t, core__dbi(c, META_DBI_KEYIDX), &cur);
     if (rc) {
         rc = meta_err(rc);
@@ -589,86 +755,39 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     while (rc == 0) {
         struct meta_keyval kv;
+        int res;
         if (k.mv_size < 8 || meta_be64_get(k.mv_data) != bucket)
             break;
+        if (k.mv_size > 8 + META_KEY_HEAD) {
+            res = list_group(s, cur, &k, &v, &rc);
+            if (res < 0) {
+                rc = res;
+                goto out;
+            }
+            if (res == LST_STOP || res == LST_END)
+                break;
+            continue; /* the cursor already stands after the group */
+        }
         size_t kl = core__kidx_decode(&k, &v, kb, &kv);
-        if (kl < prefixlen || memcmp(kb, prefix, prefixlen) != 0) {
-            if (bytes_cmp(kb, kl < prefixlen ? kl : prefixlen, prefix, prefixlen) > 0)
-                break;
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-            continue;
-        }
-        if (afterlen && bytes_cmp(kb, kl, after, afterlen) <= 0) {
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-            continue;
-        }
-        /* Symbolic links are not objects (GET answers NoSuchKey): never listed,
-         * so a listing never names a key that cannot be read. */
-        if (kv.type == CORE_LNK) {
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-            continue;
-        }
-        /* a common prefix? */
-        const char *dpos = NULL;
-        if (delimlen && kl > prefixlen) {
-            const char *s = kb + prefixlen;
-            size_t rem = kl - prefixlen;
-            dpos = memmem(s, rem, delim, delimlen);
-        }
-        if (dpos) {
-            size_t cpl = (size_t)(dpos - kb) + delimlen;
-            memcpy(cp, kb, cpl);
-            /* A prefix always has a visible entry in its range (a non-empty
-             * directory has visible children). A prefix not after @p after
-             * was delivered on an earlier page: skip its whole range. */
-            if (afterlen && bytes_cmp(cp, cpl, after, afterlen) <= 0) {
-                if (!key_successor(cp, &cpl))
-                    break;
-                seek_to(&k, sk, bucket, cp, cpl);
-                rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-                continue;
-            }
-            if (count == max) {
-                *truncated = true;
-                break;
-            }
-            struct core_listent e = {.key = cp, .keylen = cpl, .is_prefix = true};
-            if (cb(arg, &e))
-                break;
-            count++;
-            if (!key_successor(cp, &cpl))
-                break;
-            seek_to(&k, sk, bucket, cp, cpl);
-            rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-            continue;
-        }
-        struct meta_inode r;
-        if (core__ino_get(c, t, kv.ino, &r) != 0 || (r.type == CORE_DIR && r.nchild > 0)) {
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-            continue;
-        }
-        if (count == max) {
-            *truncated = true;
+        res = list_entry(s, kb, kl, &kv);
+        if (res == LST_STOP || res == LST_END)
             break;
+        if (res == LST_SEEK) {
+            rc = skip_prefix(cur, &k, &v, sk, bucket, s->cp, s->cpl);
+            if (rc == -1)
+                break;
+            continue;
         }
-        struct core_objinfo info;
-        memset(&info, 0, sizeof(info));
-        core__attr_fill(&r, kv.ino, &info.attr);
-        if (core__objmeta_get(c, t, kv.ino, info.etag, NULL, NULL) != 0 || !info.etag[0])
-            etag_synth(&r, kv.ino, info.etag);
-        struct core_listent e = {.key = kb, .keylen = kl, .is_prefix = false, .info = &info};
-        if (cb(arg, &e))
-            break;
-        count++;
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    if (rc == MDB_NOTFOUND || rc == 0)
+    if (rc == MDB_NOTFOUND || rc == 0 || rc == -1)
         rc = 0;
-    else
+    else if (rc > 0 || rc < -30000)
         rc = meta_err(rc);
 out:
     if (cur)
         mdb_cursor_close(cur);
     meta_rtxn_end(t);
+    free(s);
     return rc;
 }

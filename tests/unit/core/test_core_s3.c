@@ -214,6 +214,81 @@ static void test_list(void **state)
     assert_string_equal(l.keys[0], "a/d/f");
 }
 
+struct lstlong {
+    size_t lens[16];
+    char last[CORE_KEY_MAX + 1];
+    bool pfx[16];
+    int n;
+};
+
+static int lstlong_cb(void *arg, const struct core_listent *e)
+{
+    struct lstlong *l = arg;
+    if (l->n < 16) {
+        l->lens[l->n] = e->keylen;
+        l->pfx[l->n] = e->is_prefix;
+    }
+    memcpy(l->last, e->key, e->keylen);
+    l->last[e->keylen] = '\0';
+    l->n++;
+    return 0;
+}
+
+/* Common prefixes longer than the index's exact-order head (495 bytes). */
+static void test_list_long_prefixes(void **state)
+{
+    struct fx *f = *state;
+    char base[700], key[800];
+    memset(base, 'x', 600); /* three 199-byte segments: "x..x/x..x/x..x/" */
+    base[199] = base[399] = base[600] = '/';
+    base[601] = '\0';
+    const char *tails[] = {"a/1", "a/2", "a/3/z", "b", "c/q"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof(key), "%s%s", base, tails[i]);
+        assert_int_equal(fx_put(f, key, "v", 1), 0);
+    }
+    struct lstlong l = {0};
+    bool tr;
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, base, 601, NULL, 0, "/", 1, 100,
+                               lstlong_cb, &l, &tr),
+                     0);
+    assert_int_equal(l.n, 3); /* base+a/, base+b, base+c/ */
+    assert_true(l.pfx[0]);
+    assert_int_equal(l.lens[0], 603);
+    assert_false(l.pfx[1]);
+    assert_int_equal(l.lens[1], 602);
+    assert_true(l.pfx[2]);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, "/", 1, 100, lstlong_cb,
+                               &l, &tr),
+                     0);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.lens[0], 200);
+    /* a delimiter that only matches beyond the head: "/a/" */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, "/a/", 3, 100,
+                               lstlong_cb, &l, &tr),
+                     0);
+    assert_int_equal(l.n, 3); /* base+a/ (rolled up), base+b, base+c/q */
+    assert_true(l.pfx[0]);
+    assert_int_equal(l.lens[0], 603);
+    /* resuming after a long common prefix skips its whole range */
+    memset(&l, 0, sizeof(l));
+    snprintf(key, sizeof(key), "%sa/", base);
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, base, 601, key, strlen(key), "/", 1, 100,
+                               lstlong_cb, &l, &tr),
+                     0);
+    assert_int_equal(l.n, 2);
+    /* no delimiter: every key, in order */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, base, 601, NULL, 0, NULL, 0, 100,
+                               lstlong_cb, &l, &tr),
+                     0);
+    assert_int_equal(l.n, 5);
+    snprintf(key, sizeof(key), "%sc/q", base);
+    assert_string_equal(l.last, key);
+}
+
 static int part_cb(void *arg, const struct core_mpu_part *p)
 {
     int *n = arg;
@@ -488,6 +563,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_clash_and_implicit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_list, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_multipart, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_list_long_prefixes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_preconditions, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_multipart_more, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_empty_dirs_listed, fx_setup, fx_teardown),
