@@ -125,6 +125,38 @@ static void test_symlink_link(void **state)
     assert_int_equal(a.nlink, 1);
     assert_int_equal(core_remove(f->c, &f->p, d, "hard", 4), 0);
     assert_int_equal(core_getattr(f->c, &f->p, fi, 0, &a), SRV_ESTALE);
+    /* symlink targets: empty, too long, NUL inside */
+    char big[5000];
+    memset(big, 't', sizeof(big));
+    assert_int_equal(core_symlink(f->c, &f->p, f->bucket, "e", 1, "", 0, &a), -EINVAL);
+    assert_int_equal(core_symlink(f->c, &f->p, f->bucket, "e", 1, big, 4097, &a), -ENAMETOOLONG);
+    assert_int_equal(core_symlink(f->c, &f->p, f->bucket, "e", 1, "a\0b", 3, &a), -EINVAL);
+    assert_int_equal(core_symlink(f->c, &f->p, f->bucket, "e", 1, big, 4096, &a), 0);
+    assert_int_equal(core_symlink(f->c, &f->p, f->bucket, "e", 1, "x", 1, &a), -EEXIST);
+    /* link into a tenant root is refused */
+    assert_int_equal(core_create(f->c, &f->p, f->bucket, "f2", 2, 0644, 0, 0, &a), 0);
+    assert_int_equal(core_link(f->c, &f->su, a.ino, f->root, "x", 1, &a), -EXDEV);
+}
+
+/* Buckets renamed through NFS in the tenant root keep their objects. */
+static void test_bucket_rename(void **state)
+{
+    struct fx *f = *state;
+    struct core_attr a;
+    assert_int_equal(fx_put(f, "dir/obj", "data", 4), 0);
+    assert_int_equal(core_rename(f->c, &f->su, f->root, "bkt", 3, f->root, "Bad", 3),
+                     SRV_EBADNAME);
+    assert_int_equal(core_rename(f->c, &f->su, f->root, "bkt", 3, f->root, "renamed", 7), 0);
+    assert_int_equal(core_bucket_lookup(f->c, &f->p, "bkt", 3, &a), SRV_ENOBUCKET);
+    assert_int_equal(core_bucket_lookup(f->c, &f->p, "renamed", 7, &a), 0);
+    assert_int_equal(a.ino, f->bucket);
+    void *d = NULL;
+    size_t n;
+    assert_int_equal(fx_get(f, "dir/obj", &d, &n), 0);
+    assert_int_equal(n, 4);
+    free(d);
+    /* moving a directory out of a bucket into the root is cross-device */
+    assert_int_equal(core_rename(f->c, &f->su, f->bucket, "dir", 3, f->root, "dirbkt", 6), -EXDEV);
 }
 
 static void test_remove_rmdir(void **state)
@@ -411,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_readdir, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_setattr, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_permissions, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_bucket_rename, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
