@@ -10,6 +10,10 @@
 # Usage: bench/run-all.sh [--quick]   (--quick: small sizes, ~2 minutes in all)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+"$here/../scripts/deps.sh" --bench || exit 1
+if [ ! -x "${S3NFSD_BIN:-$here/../build/s3nfsd}" ]; then
+    "$here/../scripts/build.sh" "$here/../build" --enable-werror || exit 1
+fi
 out=${BENCH_OUT:-$PWD/bench-results-$(date -u +%Y%m%dT%H%MZ).txt}
 core_args=() s3_args=() nfs_args=()
 if [ "${1:-}" = --quick ]; then
