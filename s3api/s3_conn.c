@@ -600,7 +600,7 @@ static int payload_cb(void *arg, const char *data, size_t len)
         if (have > x->body_limit)
             return body_fail(x, SRV_ETOOBIG, "MalformedXML", 400,
                              "the request body is larger than this operation accepts");
-    } else if (x->written + have > x->srv->max_object_size) {
+    } else if (x->written + (x->writing ? x->wlen : 0) + have > x->srv->max_object_size) {
         return body_fail(x, SRV_ETOOBIG, "EntityTooLarge", 413,
                          "your proposed upload exceeds the maximum allowed object size");
     }
