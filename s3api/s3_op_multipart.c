@@ -121,6 +121,28 @@ static int hexbin(const char *h, unsigned char out[16])
     return 0;
 }
 
+/* Remember the part count in the object's metadata (x-amz-mp-parts-count).
+ * Best effort: the object is complete whether or not this sticks. */
+static void record_parts(struct s3_ctx *x, size_t np)
+{
+    struct core_objinfo oi;
+    struct s3_meta m;
+    if (core_key_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, &oi) != 0)
+        return;
+    if (s3__meta_decode(&m, x->a, oi.meta, oi.metalen) == 0) {
+        char n[24];
+        int l = snprintf(n, sizeof(n), "%zu", np);
+        void *blob = NULL;
+        size_t len = 0;
+        s3__meta_drop(&m, S3_M_PARTS);
+        s3__meta_add(&m, x->a, S3_M_PARTS, "count", 5, n, (size_t)l);
+        if (s3__meta_encode(&m, &blob, &len) == 0)
+            core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
+        free(blob);
+    }
+    free(oi.meta);
+}
+
 static void mpu_complete(struct s3_ctx *x)
 {
     const char *id = s3__req_param(x->req, "uploadId");
@@ -231,6 +253,7 @@ static void mpu_complete(struct s3_ctx *x)
         s3__resp_err(x, rc, NULL);
         return;
     }
+    record_parts(x, np);
     s3__resp_xml(x);
     struct evbuffer *b = x->rbody;
     evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);

@@ -307,9 +307,11 @@ static void get_or_head(struct s3_ctx *x)
         return;
     }
     const char *pn = s3__req_param(x->req, "partNumber");
-    if (pn && strcmp(pn, "1") != 0) {
+    const struct s3_meta_ent *mparts = s3__meta_find(&o.meta, S3_M_PARTS, "count");
+    if (pn && (strcmp(pn, "1") != 0 || (mparts && strcmp(mparts->val, "1") != 0))) {
         s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "GET/HEAD with partNumber other than 1 is not implemented");
+                       "GET/HEAD by partNumber is implemented only for part 1 of a single-part "
+                       "object");
         return;
     }
     uint64_t size = at->size, off = 0, end = size;

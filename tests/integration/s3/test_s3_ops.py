@@ -369,6 +369,7 @@ def test_multipart(s3, bucket):
     assert r["ETag"] == '"%s-3"' % hashlib.md5(md5s).hexdigest()
     g = s3.get_object(Bucket=bucket, Key="mp")
     assert g["ContentType"] == "app/x" and g["Metadata"] == {"k": "v"}
+    assert g["PartsCount"] == 3
     assert g["Body"].read() == p1 + p2 + p3
     with pytest.raises(ClientError) as e:
         s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"x")
