@@ -48,8 +48,12 @@ int nfs3_read(struct nfs_req *r, void *args, void *res)
     /* The data goes out by reference after the encoded result (no copy). */
     ok->data.data_len = 0;
     ok->data.data_val = NULL;
-    r->bulk = buf;
-    r->bulklen = n;
+    if (n > 0) {
+        r->bulk = buf;
+        r->bulklen = n;
+    } else {
+        free(buf);
+    }
     nfs_attr_post(r, &at, &ok->file_attributes);
     return NFS_REQ_OK;
 }

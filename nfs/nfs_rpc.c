@@ -83,8 +83,8 @@ static bool_t xdr_nothing(XDR *x, void *p)
 
 #define X(f) NFS_XDRPROC(f)
 #define NFS3(proc, A, R, nm, fl)                                                                   \
-    {.fn = nfs3_##proc, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R), .args_size = sizeof(A),       \
-     .res_size = sizeof(R), .name = nm, .flags = fl}
+    {.fn = nfs3_##proc, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R),                            \
+     .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl}
 #define VOIDPROC(f, nm)                                                                            \
     {.fn = f, .xdr_args = X(xdr_nothing), .xdr_res = X(xdr_nothing), .name = nm}
 

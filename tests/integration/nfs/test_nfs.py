@@ -545,7 +545,8 @@ def test_no_rpcbind_is_only_logged(tmp_path):
               f'"{BIN}" --foreground --data-dir "{tmp_path}/data" --s3-listen 127.0.0.1:24000 '
               f'--nfs-listen 127.0.0.1:24049 --admin-listen 127.0.0.1:24001 '
               f'--set nfs_register_rpcbind=true > "{tmp_path}/log" 2>&1 & D=$!; '
-              f'for i in $(seq 100); do grep -q "ready" "{tmp_path}/log" && break; sleep 0.1; done; '
+              f'for i in $(seq 100); do grep -q "ready" "{tmp_path}/log" && break; '
+              f'sleep 0.1; done; '
               f'kill -0 $D && kill $D; wait $D')
     p = subprocess.run(["unshare", "--net", "bash", "-c", script], capture_output=True,
                        text=True, timeout=120)
