@@ -85,7 +85,7 @@ struct s3_server {
     pthread_cond_t cond;
     struct s3_conn *conns;           /* all live connections (lock) */
     int stop_pending;                /* loops that still have to close their conns */
-    bool stopping;
+    atomic_bool stopping;
 };
 
 enum conn_state {
@@ -1184,6 +1184,16 @@ static void conn_start(void *arg)
     struct srv_loop *l = a->loop;
     evutil_socket_t fd = a->fd;
     struct event_base *base = srv_loop_base(l);
+    if (srv->stopping) {
+        /* accepted just before the stop: never becomes a connection */
+        evutil_closesocket(fd);
+        free(a);
+        pthread_mutex_lock(&srv->lock);
+        atomic_fetch_sub(&srv->nconns, 1);
+        pthread_cond_broadcast(&srv->cond);
+        pthread_mutex_unlock(&srv->lock);
+        return;
+    }
     struct s3_conn *c = calloc(1, sizeof(*c));
     if (!c)
         abort();
