@@ -67,6 +67,11 @@ def test_kernel_checkpoint_rename_over(s3nfsd, nfsvm):
     assert "CHECKPOINT OK" in out
 
 
+def test_kernel_devtools(s3nfsd, nfsvm):
+    """git (commit, mv, gc, fsck), make + gcc, sqlite3, mmap writes, cp -a."""
+    assert "DEVTOOLS OK" in nfsvm(s3nfsd, "devtools.sh")
+
+
 def test_kernel_nlm_locks(tmp_path):
     """Mount with locking (no nolock): fcntl locks go through NLM to s3nfsd.
     rpcbind, s3nfsd and the guest run in a private network namespace, so the
