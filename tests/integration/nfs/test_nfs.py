@@ -671,3 +671,52 @@ def test_qos_throttle_answers_jukebox(daemon_factory):
     assert st in (200, 204), st
     assert all(c.getattr(root)[0] == 0 for _ in range(20))
     c.close()
+
+
+# ---------------------------------------------------------------- both protocols
+
+def nfs_walk(c, root, path):
+    fh = root
+    for part in path.split("/"):
+        st, fh = c.lookup(fh, part)
+        assert st == 0, f"LOOKUP {part} of {path} -> {st}"
+    return fh
+
+
+def test_cross_protocol_s3_and_nfs(s3nfsd):
+    import hashlib
+    s3 = s3nfsd.boto3()
+    b = bucket_name()
+    s3.create_bucket(Bucket=b)
+    body = os.urandom(300000)
+    s3.put_object(Bucket=b, Key="dir/sub/obj.bin", Body=body)
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    fh = nfs_walk(c, root, f"{b}/dir/sub/obj.bin")
+    got, off = b"", 0
+    while True:
+        st, (data, eof, n) = c.read(fh, off, 1 << 20)
+        assert st == 0
+        got += data
+        off += n
+        if eof:
+            break
+    assert got == body, "an S3 object reads back byte for byte over NFS"
+    # Written sequentially over NFS, read over S3 with an MD5 ETag.
+    bfh = nfs_walk(c, root, b)
+    st, nfh = c.create(bfh, "from-nfs.txt")
+    payload = b"written over NFS\n" * 1000
+    assert c.write(nfh, 0, payload)[0] == 0
+    obj = s3.get_object(Bucket=b, Key="from-nfs.txt")
+    assert obj["Body"].read() == payload
+    assert obj["ETag"].strip('"') == hashlib.md5(payload).hexdigest()
+    # An NFS rename is visible to S3 listings at once.
+    args = Packer().opaque(bfh).string("from-nfs.txt").opaque(bfh).string("renamed.txt").bytes()
+    assert c.nfs(rpc3.RENAME, args)[0] == 0
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]]
+    assert "renamed.txt" in keys and "from-nfs.txt" not in keys
+    # S3 delete, then NFS: the handle is stale, and the implicit parents went with it.
+    s3.delete_object(Bucket=b, Key="dir/sub/obj.bin")
+    assert c.getattr(fh)[0] == rpc3.NFS3ERR_STALE
+    assert c.lookup(bfh, "dir")[0] == rpc3.NFS3ERR_NOENT
+    c.close()
