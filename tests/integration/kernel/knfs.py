@@ -84,6 +84,30 @@ class Result:
             out.append((m.group(1), m.group(2), int(m.group(3)), m.group(4)))
         return out
 
+    def opstats(self):
+        """Per-NFS-operation count and mean round trip (ms) from the guest's
+        /proc/self/mountstats, as text lines ("" when there is none)."""
+        for f in ("mountstats", "nfsvm-mountstats"):
+            path = os.path.join(self.out_dir or "", f)
+            if os.path.exists(path) and os.path.getsize(path) > 0:
+                break
+        else:
+            return ""
+        out, on = [], False
+        with open(path, errors="replace") as fh:
+            for line in fh:
+                if "per-op statistics" in line:
+                    on = True
+                    continue
+                if on and ":" in line:
+                    name, rest = line.strip().split(":", 1)
+                    v = [int(x) for x in rest.split() if x.isdigit()]
+                    if len(v) >= 8 and v[0] > 0:
+                        err = f" errors={v[8]}" if len(v) > 8 and v[8] else ""
+                        out.append(f"{name:<12} ops={v[0]:<7} timeouts={v[2]:<3} "
+                                   f"mean_rtt={v[6] / v[0]:.2f}ms{err}")
+        return "\n".join(out)
+
     def report(self, server_log=""):
         """A failure message with everything the server's author needs."""
         parts = [f"kernel workload '{self.name}' failed: {self.failure}",
@@ -103,6 +127,9 @@ class Result:
                            and "Registered" not in ln]
                 if nfs:
                     parts += ["----- guest dmesg (NFS lines) -----", "\n".join(nfs[-15:])]
+        ops = self.opstats()
+        if ops:
+            parts += ["----- NFS operations sent by the guest -----", ops]
         if server_log:
             parts += ["----- server log (tail) -----", server_log]
         return "\n".join(parts)

@@ -37,6 +37,7 @@ def run_ok(nfsvm, target, tmp_path, workload, args, **kw):
     res = nfsvm.run(workload, args, target, tmp_path, **kw)
     print(res.stdout)
     print(f"{workload}: rc={res.rc} wall={res.wall:.1f}s; {res.stderr.strip().splitlines()[-1:]}")
+    print(res.opstats())
     assert res.ok, res.report(target.log_tail())
     return res
 
