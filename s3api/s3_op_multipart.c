@@ -346,10 +346,12 @@ static void mpu_list_parts(struct s3_ctx *x)
 struct uploads {
     struct s3_ctx *x;
     const char *key_marker, *id_marker;
+    const char *prefix, *delim;
     uint32_t max, n;
     bool truncated;
-    struct evbuffer *out;
+    struct evbuffer *out, *prefixes;
     char *next_key, *next_id;
+    char *last_cp;       /* last common prefix emitted */
 };
 
 static int upload_cb(void *arg, const struct core_mpu_info *u)
@@ -366,6 +368,39 @@ static int upload_cb(void *arg, const struct core_mpu_info *u)
             return 0;
         if (c == 0 && (!us->id_marker || strcmp(u->upload_id, us->id_marker) <= 0))
             return 0;
+        /* a marker that is a common prefix resumes after everything under it */
+        size_t dl = us->delim ? strlen(us->delim) : 0;
+        if (dl && ml >= dl && memcmp(us->key_marker + ml - dl, us->delim, dl) == 0 &&
+            u->keylen >= ml && memcmp(u->key, us->key_marker, ml) == 0)
+            return 0;
+    }
+    size_t pl = us->prefix ? strlen(us->prefix) : 0;
+    const char *cut = NULL;
+    if (us->delim && *us->delim && u->keylen > pl) {
+        size_t dl = strlen(us->delim);
+        for (size_t i = pl; i + dl <= u->keylen; i++)
+            if (memcmp(u->key + i, us->delim, dl) == 0) {
+                cut = u->key + i + dl;
+                break;
+            }
+    }
+    if (cut) {
+        /* uploads under one prefix..delimiter roll up into a CommonPrefix */
+        size_t cl = (size_t)(cut - u->key);
+        if (us->last_cp && strlen(us->last_cp) == cl && memcmp(us->last_cp, u->key, cl) == 0)
+            return 0;
+        if (us->n >= us->max) {
+            us->truncated = true;
+            return 1;
+        }
+        us->n++;
+        us->last_cp = s3__arena_strndup(x->a, u->key, cl);
+        us->next_key = us->last_cp;
+        us->next_id = NULL;
+        evbuffer_add_printf(us->prefixes, "<CommonPrefixes>");
+        s3__xml_elemn(us->prefixes, "Prefix", u->key, cl);
+        evbuffer_add_printf(us->prefixes, "</CommonPrefixes>");
+        return 0;
     }
     if (us->n >= us->max) {
         us->truncated = true;
@@ -392,12 +427,10 @@ static void mpu_list_uploads(struct s3_ctx *x)
     struct uploads us = {.x = x};
     if (parse_uint(x, "max-uploads", 1000, 1000, &us.max) || s3__op_bucket(x))
         return;
-    if (s3__req_param(x->req, "delimiter")) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "ListMultipartUploads with a delimiter is not implemented");
-        return;
-    }
     const char *prefix = s3__req_param(x->req, "prefix");
+    us.prefix = prefix;
+    us.delim = s3__req_param(x->req, "delimiter");
+    us.prefixes = evbuffer_new();
     us.key_marker = s3__req_param(x->req, "key-marker");
     if (us.key_marker && !*us.key_marker)
         us.key_marker = NULL;
@@ -407,6 +440,7 @@ static void mpu_list_uploads(struct s3_ctx *x)
                            upload_cb, &us);
     if (rc) {
         evbuffer_free(us.out);
+        evbuffer_free(us.prefixes);
         s3__resp_err(x, rc, NULL);
         return;
     }
@@ -422,11 +456,15 @@ static void mpu_list_uploads(struct s3_ctx *x)
     }
     if (prefix)
         s3__xml_elem(b, "Prefix", prefix);
+    if (us.delim)
+        s3__xml_elem(b, "Delimiter", us.delim);
     s3__xml_elem_u64(b, "MaxUploads", us.max);
     s3__xml_elem(b, "IsTruncated", us.truncated ? "true" : "false");
     evbuffer_add_buffer(b, us.out);
+    evbuffer_add_buffer(b, us.prefixes);
     evbuffer_add_printf(b, "</ListMultipartUploadsResult>\n");
     evbuffer_free(us.out);
+    evbuffer_free(us.prefixes);
 }
 
 const struct s3_op s3_op_mpu_create = {"CreateMultipartUpload", S3_BODY_NONE, mpu_create, NULL};

@@ -482,3 +482,27 @@ def test_directory_keys(s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.put_object(Bucket=bucket, Key="folder/file/deeper", Body=b"x")
     assert status(e) in (400, 409)
+
+
+def test_list_multipart_uploads_delimiter(s3, bucket):
+    ids = {}
+    for k in ["a/1", "a/2", "b", "c/x/y"]:
+        ids[k] = s3.create_multipart_upload(Bucket=bucket, Key=k)["UploadId"]
+    r = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/")
+    assert [u["Key"] for u in r.get("Uploads", [])] == ["b"]
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/", "c/"]
+    r = s3.list_multipart_uploads(Bucket=bucket, Prefix="a/")
+    assert [u["Key"] for u in r["Uploads"]] == ["a/1", "a/2"]
+    seen = []
+    kw = {"Bucket": bucket, "Delimiter": "/", "MaxUploads": 1}
+    while True:
+        r = s3.list_multipart_uploads(**kw)
+        seen += [u["Key"] for u in r.get("Uploads", [])]
+        seen += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+        if not r["IsTruncated"]:
+            break
+        kw["KeyMarker"] = r["NextKeyMarker"]
+        kw["UploadIdMarker"] = r.get("NextUploadIdMarker", "")
+    assert seen == ["a/", "b", "c/"]
+    for k, uid in ids.items():
+        s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=uid)
