@@ -720,3 +720,37 @@ def test_cross_protocol_s3_and_nfs(s3nfsd):
     assert c.getattr(fh)[0] == rpc3.NFS3ERR_STALE
     assert c.lookup(bfh, "dir")[0] == rpc3.NFS3ERR_NOENT
     c.close()
+
+
+def test_committed_writes_survive_kill9(s3nfsd):
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    st, fh = c.create(bfh, "durable.bin")
+    data = os.urandom(2 << 20)
+    verfs = set()
+    for off in range(0, len(data), 256 << 10):
+        st, w = c.write(fh, off, data[off:off + (256 << 10)], stable=0)
+        assert st == 0
+        verfs.add(w["verf"])
+    st, u = c.nfs(rpc3.COMMIT, Packer().opaque(fh).u64(0).u32(0).bytes())
+    assert st == 0
+    u.wcc()
+    verf = u.fopaque(8)
+    assert verfs == {verf}
+    # More UNSTABLE data, never committed: the client would keep it to resend.
+    assert c.write(fh, len(data), b"x" * 4096, stable=0)[0] == 0
+    c.close()
+    s3nfsd.kill()
+    s3nfsd.start()
+    c = RpcConn(s3nfsd.nfs_port)
+    got, off = b"", 0
+    while off < len(data):
+        st, (chunk, eof, n) = c.read(fh, off, 1 << 20)
+        assert st == 0 and n > 0
+        got += chunk
+        off += n
+    assert got[:len(data)] == data, "committed data survives kill -9"
+    st, w = c.write(fh, len(data), b"y" * 4096, stable=2)
+    assert st == 0 and w["verf"] != verf, "a new verifier tells the client to resend"
+    c.close()
