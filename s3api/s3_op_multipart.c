@@ -42,10 +42,12 @@ static void mpu_create(struct s3_ctx *x)
     struct s3_meta m;
     if (s3__op_bucket(x) || s3__op_meta_from_req(x, &m))
         return;
+    /* x-amz-checksum-algorithm: each part's checksum is verified as it arrives
+     * (UploadPart); no composite checksum of the whole object is kept. */
     const char *alg = s3__req_header(x->req, "x-amz-checksum-algorithm");
-    if (alg) {
+    if (alg && !s3__ck_from_name(alg)) {
         s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "multipart uploads with additional checksums are not implemented");
+                       s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
         return;
     }
     void *blob = NULL;

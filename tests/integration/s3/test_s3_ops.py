@@ -506,3 +506,21 @@ def test_list_multipart_uploads_delimiter(s3, bucket):
     assert seen == ["a/", "b", "c/"]
     for k, uid in ids.items():
         s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=uid)
+
+
+def test_flexible_checksums_boto3(s3, bucket):
+    body = os.urandom(100000)
+    r = s3.put_object(Bucket=bucket, Key="fc", Body=body, ChecksumAlgorithm="CRC32")
+    want = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    assert r["ChecksumCRC32"] == want
+    h = s3.head_object(Bucket=bucket, Key="fc", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC32"] == want
+    g = s3.get_object(Bucket=bucket, Key="fc", ChecksumMode="ENABLED")
+    assert g["Body"].read() == body
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="fcm", ChecksumAlgorithm="SHA256")["UploadId"]
+    p = s3.upload_part(Bucket=bucket, Key="fcm", UploadId=uid, PartNumber=1, Body=body,
+                       ChecksumAlgorithm="SHA256")
+    assert p["ChecksumSHA256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()
+    s3.complete_multipart_upload(Bucket=bucket, Key="fcm", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": p["ETag"], "ChecksumSHA256": p["ChecksumSHA256"]}]})
+    assert s3.get_object(Bucket=bucket, Key="fcm")["Body"].read() == body
