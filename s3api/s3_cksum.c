@@ -12,6 +12,7 @@
 #include "s3_internal.h"
 
 static uint32_t tab32[256], tab32c[256];
+static uint64_t tab64[256];
 static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
 
 static void tab_build(void)
@@ -24,6 +25,10 @@ static void tab_build(void)
         }
         tab32[i] = a;
         tab32c[i] = b;
+        uint64_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x9A6C9329AC4BC9B5ull : c >> 1;
+        tab64[i] = c;
     }
 }
 
@@ -48,6 +53,16 @@ uint32_t s3__crc32c(uint32_t crc, const void *buf, size_t len)
     return crc_run(tab32c, crc, buf, len);
 }
 
+uint64_t s3__crc64nvme(uint64_t crc, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    pthread_once(&tab_once, tab_build);
+    crc = ~crc;
+    while (len--)
+        crc = tab64[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
 static const struct {
     enum s3_ck_algo a;
     const char *name, *hdr;
@@ -56,6 +71,7 @@ static const struct {
     {S3_CK_CRC32C, "CRC32C", "x-amz-checksum-crc32c"},
     {S3_CK_SHA1, "SHA1", "x-amz-checksum-sha1"},
     {S3_CK_SHA256, "SHA256", "x-amz-checksum-sha256"},
+    {S3_CK_CRC64NVME, "CRC64NVME", "x-amz-checksum-crc64nvme"},
 };
 
 enum s3_ck_algo s3__ck_from_header(const char *name)
@@ -107,6 +123,7 @@ void s3__ck_update(struct s3_cksum *c, const void *buf, size_t len)
     switch (c->algo) {
     case S3_CK_CRC32: c->crc = s3__crc32(c->crc, buf, len); break;
     case S3_CK_CRC32C: c->crc = s3__crc32c(c->crc, buf, len); break;
+    case S3_CK_CRC64NVME: c->crc64 = s3__crc64nvme(c->crc64, buf, len); break;
     case S3_CK_SHA1:
     case S3_CK_SHA256: EVP_DigestUpdate(c->md, buf, len); break;
     default: break;
@@ -124,6 +141,10 @@ void s3__ck_final(struct s3_cksum *c, char *out)
         md[2] = (unsigned char)(c->crc >> 8);
         md[3] = (unsigned char)c->crc;
         s3__b64_encode(md, 4, out);
+    } else if (c->algo == S3_CK_CRC64NVME) {
+        for (int i = 0; i < 8; i++)
+            md[i] = (unsigned char)(c->crc64 >> (56 - 8 * i));
+        s3__b64_encode(md, 8, out);
     } else if (c->md) {
         EVP_DigestFinal_ex(c->md, md, &n);
         s3__b64_encode(md, n, out);

@@ -245,14 +245,17 @@ int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
 
 /* ---------------------------------------------------------------- checksums */
 
-enum s3_ck_algo { S3_CK_NONE = 0, S3_CK_CRC32, S3_CK_CRC32C, S3_CK_SHA1, S3_CK_SHA256 };
+enum s3_ck_algo { S3_CK_NONE = 0, S3_CK_CRC32, S3_CK_CRC32C, S3_CK_SHA1, S3_CK_SHA256, S3_CK_CRC64NVME };
 struct s3_cksum {
     enum s3_ck_algo algo;
     uint32_t crc;
+    uint64_t crc64;
     EVP_MD_CTX *md;
 };
 uint32_t s3__crc32(uint32_t crc, const void *buf, size_t len);
 uint32_t s3__crc32c(uint32_t crc, const void *buf, size_t len);
+/** CRC-64/NVME (reflected poly 0x9A6C9329AC4BC9B5, init and xorout ~0). */
+uint64_t s3__crc64nvme(uint64_t crc, const void *buf, size_t len);
 /** Algorithm of a header name ("x-amz-checksum-crc32") or name ("CRC32"); S3_CK_NONE if unknown. */
 enum s3_ck_algo s3__ck_from_header(const char *name);
 enum s3_ck_algo s3__ck_from_name(const char *name);

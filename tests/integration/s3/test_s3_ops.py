@@ -169,7 +169,16 @@ def test_content_md5(s3, bucket):
     assert status(e) == 404
 
 
-@pytest.mark.parametrize("algo", ["CRC32", "CRC32C", "SHA1", "SHA256"])
+def crc64nvme(data):
+    crc = 0xFFFFFFFFFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x9A6C9329AC4BC9B5 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFFFFFFFFFF
+
+
+@pytest.mark.parametrize("algo", ["CRC32", "CRC32C", "SHA1", "SHA256", "CRC64NVME"])
 def test_checksums(s3nfsd_module, bucket, algo):
     from s3util import connect, read_response, signed_request
     d = s3nfsd_module
@@ -180,6 +189,9 @@ def test_checksums(s3nfsd_module, bucket, algo):
         raw = hashlib.sha1(body).digest()
     elif algo == "SHA256":
         raw = hashlib.sha256(body).digest()
+    elif algo == "CRC64NVME":
+        assert crc64nvme(b"123456789") == 0xAE8B14860A799888
+        raw = crc64nvme(body).to_bytes(8, "big")
     else:
         raw = None
     hdr = f"x-amz-checksum-{algo.lower()}"

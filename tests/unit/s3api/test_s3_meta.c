@@ -51,6 +51,8 @@ static void test_crc(void **state)
     (void)state;
     assert_int_equal(s3__crc32(0, "123456789", 9), 0xCBF43926u);
     assert_int_equal(s3__crc32c(0, "123456789", 9), 0xE3069283u);
+    assert_true(s3__crc64nvme(0, "123456789", 9) == 0xAE8B14860A799888ull);
+    assert_true(s3__crc64nvme(s3__crc64nvme(0, "1234", 4), "56789", 5) == 0xAE8B14860A799888ull);
     /* streaming equals one shot */
     uint32_t c = s3__crc32c(0, "1234", 4);
     assert_int_equal(s3__crc32c(c, "56789", 5), 0xE3069283u);
@@ -70,6 +72,11 @@ static void test_crc(void **state)
     assert_int_equal(s3__ck_from_header("X-Amz-Checksum-CRC32C"), S3_CK_CRC32C);
     assert_int_equal(s3__ck_from_name("sha1"), S3_CK_SHA1);
     assert_int_equal(s3__ck_from_name("md5"), S3_CK_NONE);
+    assert_int_equal(s3__ck_from_header("x-amz-checksum-crc64nvme"), S3_CK_CRC64NVME);
+    s3__ck_init(&ck, S3_CK_CRC64NVME);
+    s3__ck_update(&ck, "123456789", 9);
+    s3__ck_final(&ck, out);
+    assert_string_equal(out, "rosUhgp5mIg=");
     assert_string_equal(s3__ck_header(S3_CK_SHA256), "x-amz-checksum-sha256");
 }
 
