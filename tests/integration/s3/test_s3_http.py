@@ -440,3 +440,26 @@ def test_request_document_digests(d):
     st, h, body = send_one(d, signed_request(d, "POST", "/raw-bucket", query=[("delete", "")],
                                              body=b"<Delete><Object>")[0])
     assert st == 400 and b"MalformedXML" in body
+
+
+def test_reader_keeps_replaced_object(d):
+    """A GET that started before a PUT replaced (or a DELETE removed) the object
+    still delivers the old bytes in full."""
+    old = os.urandom(20 * 1024 * 1024)
+    d.boto3().put_object(Bucket="raw-bucket", Key="replaced", Body=old)
+    s = connect(d, timeout=60)
+    s.sendall(signed_request(d, "GET", "/raw-bucket/replaced")[0])
+    first = s.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200")
+    d.boto3().put_object(Bucket="raw-bucket", Key="replaced", Body=b"new content")
+    d.boto3().delete_object(Bucket="raw-bucket", Key="replaced")
+    hdr, rest = first.split(b"\r\n\r\n", 1)
+    chunks = [rest]
+    got = len(rest)
+    while got < len(old):
+        c = s.recv(1 << 20)
+        assert c, "connection closed early"
+        chunks.append(c)
+        got += len(c)
+    s.close()
+    assert hashlib.sha256(b"".join(chunks)).digest() == hashlib.sha256(old).digest()
