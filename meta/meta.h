@@ -48,7 +48,9 @@ struct store_extent;
  * @return 0 to keep its changes, nonzero (a negative error) to drop them. */
 typedef int (*meta_op_fn)(MDB_txn *txn, void *arg);
 
-#define META_OP_DATA 0x1 /* the operation points at data written since the last sync */
+#define META_OP_DATA 0x1  /* the operation points at data written since the last sync */
+#define META_OP_EARLY 0x2 /* answer once committed (visible, survives a process crash),
+                           * before it is durable; a later op without it waits for both */
 
 struct meta_stats {
     uint64_t commits;    /* batch transactions committed */

@@ -257,13 +257,13 @@ finish:
         pthread_mutex_unlock(&m->lock);
         return;
     }
-    /* failed ops answer now; committed ones wait until they are durable */
+    /* failed and META_OP_EARLY ops answer now; committed ones wait until durable */
     struct meta__op *ok = NULL, *fail = NULL;
     for (struct meta__op *op = batch, *next; op; op = next) {
         next = op->next;
         if (brc != 0 && (op->rc == 0 || op->rc == 1))
             op->rc = brc;
-        if (op->rc == 0) {
+        if (op->rc == 0 && !(op->flags & META_OP_EARLY)) {
             op->next = ok;
             ok = op;
         } else {

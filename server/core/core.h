@@ -211,10 +211,13 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
 enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
 /** Write @p len bytes at @p off. UNSTABLE may be buffered until core_commit()
  * (and is then lost by a crash); DATA_SYNC/FILE_SYNC are durable on return.
- * Implementation: no write is buffered; every write is copy-on-write into
- * fresh extents and durable on return (group commit: data synced before the
- * metadata commits), so *committed is always CORE_FILE_SYNC and core_commit
- * has nothing left to flush. The owner may write (and read) its file whatever
+ * Implementation: no write is buffered in memory; every write is copy-on-write
+ * into fresh extents, data synced before its metadata commits. DATA_SYNC and
+ * FILE_SYNC wait until that commit is durable (*committed = CORE_FILE_SYNC);
+ * UNSTABLE returns once it is committed (visible, survives a process crash,
+ * lost only by a power cut before the next sync) with *committed =
+ * CORE_UNSTABLE, and core_commit waits for a durable group commit covering it.
+ * The owner may write (and read) its file whatever
  * the mode bits (as knfsd's owner override: "tar x" of read-only files).
  * @param[out] committed how the data was actually stored (>= stable asked).
  * @return 0, -EACCES, -EISDIR, -EDQUOT, -ENOSPC, -EFBIG, -EROFS, SRV_ESTALE. */

@@ -16,10 +16,13 @@
  * it read (optimistic concurrency; -EAGAIN internally, retried), so data is
  * always durable before the metadata that points at it commits.
  *
- * Stability: every write is durable when core_write returns, whatever the
- * requested stability (committed = CORE_FILE_SYNC): UNSTABLE writes are not
- * buffered in memory; concurrent writers share group commits instead.
- * core_commit therefore only validates the inode.
+ * Stability: no write is buffered in memory. DATA_SYNC/FILE_SYNC writes are
+ * durable on return (committed = CORE_FILE_SYNC). An UNSTABLE write returns
+ * once its metadata commit is done (visible to every reader, and it survives a
+ * crash of the process) but before that commit is synced (committed =
+ * CORE_UNSTABLE); core_commit waits for the next durable group commit, which
+ * covers it. Its data is synced before the metadata commits either way, so
+ * no commit ever points at unsynced data.
  *
  * Truncation is metadata only: an extent cut by a truncate keeps its stored
  * bytes and CRC, and only its visible length (vlen) shrinks.
@@ -586,10 +589,8 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
                          .pre = pre, .post = post};
     char *tmp = NULL;
     int rc = 0;
-    (void)stable;
-
     if (committed)
-        *committed = CORE_FILE_SYNC;
+        *committed = stable == CORE_UNSTABLE ? CORE_UNSTABLE : CORE_FILE_SYNC;
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
     if (off > CORE_FILE_MAX || len > CORE_FILE_MAX - off)
@@ -633,7 +634,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         if (rc == 0 && a.mode != W_INLINE)
             rc = store_sync(c->store);
         if (rc == 0)
-            rc = meta_submit(c->meta, write_fn, &a, 0);
+            rc = meta_submit(c->meta, write_fn, &a, stable == CORE_UNSTABLE ? META_OP_EARLY : 0);
         store_read_end(c->store, token);
         if (locked)
             pthread_mutex_unlock(wl);
@@ -664,5 +665,8 @@ int core_commit(struct core *c, const struct core_principal *p, uint64_t ino)
         return rc;
     rc = core__ino_get_p(c, t, p, ino, 0, &r);
     meta_rtxn_end(t);
-    return rc;
+    if (rc)
+        return rc;
+    /* UNSTABLE writes are committed already: wait until they are durable */
+    return core_sync(c);
 }

@@ -189,6 +189,25 @@ static void test_bad_op_isolated(void **state)
         }
 }
 
+/* META_OP_EARLY answers once committed: the change is visible at once, and a
+ * following plain op (durable) succeeds after it. */
+static void test_early_ack(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 20; i++) {
+        struct kv_op o = {.fail = 0};
+        snprintf(o.key, sizeof(o.key), "early%d", i);
+        assert_int_equal(meta_submit(m, kv_fn, &o, META_OP_EARLY), 0);
+        assert_true(exists(o.key));
+    }
+    struct kv_op o = {.key = "durable"};
+    assert_int_equal(meta_submit(m, kv_fn, &o, 0), 0);
+    assert_true(exists("durable"));
+    struct kv_op bad = {.key = "early-bad", .fail = -EINVAL};
+    assert_int_equal(meta_submit(m, kv_fn, &bad, META_OP_EARLY), -EINVAL);
+    assert_false(exists("early-bad"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +216,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extent_without_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_early_ack, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
