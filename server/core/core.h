@@ -268,7 +268,8 @@ int core_bucket_lookup(struct core *c, const struct core_principal *p, const cha
 
 /** Resolve key @p key in bucket inode @p bucket. A key ending in '/' names a
  * directory. Needs read permission on the object itself (directory search
- * bits along the key are not checked for S3). @param[out] out metadata (free out->meta). @return 0, -ENOENT,
+ * bits along the key are not checked for S3).
+ * @param[out] out metadata (free out->meta). @return 0, -ENOENT,
  * SRV_EBADNAME (key refused by naming rules), -EACCES. */
 int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, struct core_objinfo *out);

@@ -201,7 +201,8 @@ static void child(uint64_t round)
                 die("rename", rc);
         } else if (op < 9) {
             int f = rand() % NFILES;
-            uint32_t len = (uint32_t)(rand() % 3 == 0 ? rand() % 8192 + 1 : rand() % (int)WRITE_MAX + 1);
+            uint32_t len = (uint32_t)(rand() % 3 == 0 ? rand() % 8192 + 1
+                                                      : rand() % (int)WRITE_MAX + 1);
             uint64_t off = (uint64_t)rand() % (FILE_MAX - len);
             gen(buf, len, ver);
             logline(fd, "I W %d %llu %u %llu\n", f, (unsigned long long)off, len,
