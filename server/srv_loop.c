@@ -29,6 +29,9 @@
 #include <time.h>
 
 #include "srv_log.h"
+#include "srv_metrics.h"
+
+#include <event2/buffer.h>
 
 #define LOOP_DRAIN_TICK_MS 50
 
@@ -68,6 +71,8 @@ static struct {
     pthread_mutex_t wlock;
     pthread_cond_t wcond;
     struct work_item *whead, *wtail;
+    size_t wqueued;  /* items in the FIFO */
+    size_t wbusy;    /* workers running an item */
     bool wstop;
     int drain_ms;
 } pool = {
@@ -255,10 +260,15 @@ static void *worker_main(void *arg)
         pool.whead = w->next;
         if (!pool.whead)
             pool.wtail = NULL;
+        pool.wqueued--;
+        pool.wbusy++;
         pthread_mutex_unlock(&pool.wlock);
 
         if (w->work)
             w->work(w->arg);
+        pthread_mutex_lock(&pool.wlock);
+        pool.wbusy--;
+        pthread_mutex_unlock(&pool.wlock);
         if (w->loop) {
             w->done_call.fn = run_done;
             w->done_call.arg = w;
@@ -300,6 +310,7 @@ void srv_work_submit(struct srv_loop *l, srv_work_fn work, srv_work_fn done, voi
     else
         pool.whead = w;
     pool.wtail = w;
+    pool.wqueued++;
     pthread_cond_signal(&pool.wcond);
     pthread_mutex_unlock(&pool.wlock);
 }
@@ -316,6 +327,28 @@ static void loop_fini(struct srv_loop *l)
 }
 
 static int threading_ready;
+
+/* Gauges: work waiting for a worker, workers busy, and per-loop work in flight. */
+static void render_pool(void *arg, struct evbuffer *out)
+{
+    pthread_mutex_lock(&pool.wlock);
+    size_t queued = pool.wqueued, busy = pool.wbusy;
+    int nworkers = pool.nworkers;
+    pthread_mutex_unlock(&pool.wlock);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_work_queued Work items waiting for a worker thread.\n"
+                        "# TYPE s3nfs_work_queued gauge\ns3nfs_work_queued %zu\n"
+                        "# HELP s3nfs_workers_busy Worker threads running a work item.\n"
+                        "# TYPE s3nfs_workers_busy gauge\ns3nfs_workers_busy %zu\n"
+                        "# HELP s3nfs_workers Worker threads.\n"
+                        "# TYPE s3nfs_workers gauge\ns3nfs_workers %d\n"
+                        "# HELP s3nfs_loop_inflight Work submitted by a loop, done not yet run.\n"
+                        "# TYPE s3nfs_loop_inflight gauge\n",
+                        queued, busy, nworkers);
+    for (int i = 0; i < pool.nloops; i++)
+        evbuffer_add_printf(out, "s3nfs_loop_inflight{loop=\"%d\"} %ld\n", i,
+                            atomic_load(&pool.loops[i].inflight));
+}
 
 int srv_loops_start(int nloops, int nworkers)
 {
@@ -367,6 +400,7 @@ int srv_loops_start(int nloops, int nworkers)
         }
         pool.nworkers++;
     }
+    srv_metrics_add_renderer(render_pool, NULL);
     srv_log(INFO, SRV, "started %d loop threads and %d workers", nloops, nworkers);
     return 0;
 fail:
@@ -379,6 +413,7 @@ void srv_loops_stop(void)
 {
     if (!pool.loops)
         return;
+    srv_metrics_remove_renderer(render_pool, NULL);
     for (int i = 0; i < pool.nloops; i++) {
         struct srv_loop *l = &pool.loops[i];
         if (!l->started)

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <event2/buffer.h>
+
 #include "srv_loop.h"
+#include "srv_metrics.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -62,7 +65,19 @@ static void test_loop_call(void **state)
     assert_ptr_equal(seen[0], srv_loop_get(0));
     assert_ptr_equal(seen[1], srv_loop_get(1));
     assert_int_equal(srv_loop_call(NULL, call_fn, NULL), -EINVAL);
+    struct evbuffer *m = evbuffer_new();
+    srv_metrics_render(m);
+    evbuffer_add(m, "", 1);
+    const char *text = (const char *)evbuffer_pullup(m, -1);
+    assert_non_null(strstr(text, "\ns3nfs_workers 2\n"));
+    assert_non_null(strstr(text, "s3nfs_loop_inflight{loop=\"1\"} 0\n"));
+    evbuffer_free(m);
     srv_loops_stop();
+    m = evbuffer_new();
+    srv_metrics_render(m);
+    evbuffer_add(m, "", 1);
+    assert_null(strstr((const char *)evbuffer_pullup(m, -1), "s3nfs_workers"));
+    evbuffer_free(m);
     assert_int_equal(srv_loops_count(), 0);
 }
 
