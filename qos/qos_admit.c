@@ -56,6 +56,7 @@ struct waiter {
     void *arg;
     uint64_t deadline_us;
     enum waiter_force force;
+    bool cancelled; /* unlinked by qos_cancel; its timer callback must not touch the queue */
 };
 
 struct tstate {
@@ -331,6 +332,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     int err;
 
     pthread_mutex_lock(&q->lock);
+    if (w->cancelled) {
+        /* qos_cancel from another thread won the race; it frees w once we return
+         * (event_free waits for a running callback). */
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
     uint64_t now = qos_clock_us();
     if (w->force == FORCE_ADMIT) {
         err = 0;
@@ -457,10 +464,11 @@ int qos_cancel(struct qos *q, void *arg)
                 continue;
             bool was_head = ts->head == w;
             unlink_waiter(ts, w);
+            w->cancelled = true;
             if (was_head)
                 arm_head(q, ts, qos_clock_us());
             pthread_mutex_unlock(&q->lock);
-            event_free(w->ev);
+            event_free(w->ev); /* waits for the callback if it runs on another thread */
             free(w);
             return 0;
         }

@@ -20,8 +20,9 @@
  *
  * Policy changes apply at once to waiting and new requests.
  * Not yet built: per-bucket/per-directory policies.
- * Thread: qos_admit/qos_cancel from the loop thread that owns @p base; the
- * rest from any thread. */
+ * Thread: qos_admit from the loop thread that owns @p base; qos_cancel
+ * preferably from that thread too (from another it is safe but waits for a
+ * timer callback of that request that is running); the rest from any thread. */
 #ifndef QOS_ADMIT_H
 #define QOS_ADMIT_H
 
