@@ -650,12 +650,14 @@ int qos_policy_set(struct qos *q, const struct qos_policy *pol)
                                : policy_install(q, pol);
     if (rc == 0)
         srv_log(INFO, QOS,
-                "tenant=%u user=%llu policy: read %llu B/s %llu op/s, write %llu B/s %llu op/s, "
-                "meta %llu op/s (0 = unlimited; user 0 = the whole tenant)",
+                "tenant=%u user=%llu policy: caps read %llu B/s %llu op/s, write %llu B/s "
+                "%llu op/s, meta %llu op/s; minimums read %llu B/s, write %llu B/s, %llu op/s "
+                "(0 = none; user 0 = the whole tenant)",
                 pol->tenant, (unsigned long long)pol->user, (unsigned long long)pol->read_bps,
-                (unsigned long long)pol->read_iops,
-                (unsigned long long)pol->write_bps, (unsigned long long)pol->write_iops,
-                (unsigned long long)pol->meta_iops);
+                (unsigned long long)pol->read_iops, (unsigned long long)pol->write_bps,
+                (unsigned long long)pol->write_iops, (unsigned long long)pol->meta_iops,
+                (unsigned long long)pol->min_read_bps, (unsigned long long)pol->min_write_bps,
+                (unsigned long long)pol->min_iops);
 out:
     pthread_mutex_unlock(&q->lock);
     return rc;
