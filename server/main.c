@@ -529,16 +529,14 @@ int main(int argc, char **argv)
 
     if (srv_cli_parse(&d.cli, argc, argv, err, sizeof(err)) < 0)
         die_usage(err);
-    if (d.cli.help) {
-        srv_cli_usage(stdout, "s3nfsd");
-        return 0;
-    }
-    if (d.cli.version) {
-        printf("s3nfsd %s\n", S3NFS_VERSION);
-        return 0;
-    }
-    if (d.cli.dump_doc) {
-        srv_config_doc_markdown(stdout);
+    if (d.cli.help || d.cli.version || d.cli.dump_doc) {
+        if (d.cli.help)
+            srv_cli_usage(stdout, "s3nfsd");
+        else if (d.cli.version)
+            printf("s3nfsd %s\n", S3NFS_VERSION);
+        else
+            srv_config_doc_markdown(stdout);
+        srv_cli_free(&d.cli);
         return 0;
     }
     if (srv_config_build(&d.cfg, &d.cli, err, sizeof(err)) < 0)
@@ -552,6 +550,8 @@ int main(int argc, char **argv)
         srv_config_set(&d.cfg, "nfs_listen", d.nfs_listen, err, sizeof(err));
         srv_config_dump(&d.cfg, stdout);
         fprintf(stderr, "s3nfsd: configuration OK\n");
+        srv_config_free(&d.cfg);
+        srv_cli_free(&d.cli);
         return 0;
     }
 
