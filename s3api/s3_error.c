@@ -56,8 +56,7 @@ void s3__error_map(int err, bool is_key, const char **code, int *status)
         *code = "EntityTooLarge";
         *status = 400;
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

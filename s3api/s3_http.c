@@ -401,8 +401,8 @@ char *s3__url_decode(struct s3_arena *a, const char *s, size_t n, size_t *outlen
 
 static bool unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 static size_t url_encode_to(char *o, const char *s, size_t n, bool keep_slash)

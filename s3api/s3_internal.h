@@ -37,7 +37,8 @@ void s3__arena_fini(struct s3_arena *a);
 void *s3__arena_alloc(struct s3_arena *a, size_t n);
 /** NUL-terminated copy of @p s[0..n). */
 char *s3__arena_strndup(struct s3_arena *a, const char *s, size_t n);
-char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- HTTP request */
 
@@ -56,11 +57,11 @@ struct s3_param {
 
 struct s3_req {
     struct s3_arena arena;
-    const char *method;  /* "GET", ... */
-    int method_id;       /* llhttp_method_t */
-    char *url;           /* request target as received */
-    char *raw_path;      /* part of url before '?', still percent-encoded */
-    char *raw_query;     /* part after '?' or NULL */
+    const char *method; /* "GET", ... */
+    int method_id;      /* llhttp_method_t */
+    char *url;          /* request target as received */
+    char *raw_path;     /* part of url before '?', still percent-encoded */
+    char *raw_query;    /* part after '?' or NULL */
     struct s3_hdr *hdrs;
     size_t nhdrs, hdrcap;
     struct s3_param *params;
@@ -68,7 +69,7 @@ struct s3_req {
     int http_major, http_minor;
     bool keep_alive;
     bool expect_continue;
-    bool chunked;        /* Transfer-Encoding: chunked */
+    bool chunked; /* Transfer-Encoding: chunked */
     bool has_clen;
     uint64_t content_length;
 };
@@ -80,12 +81,12 @@ const char *s3__req_param(const struct s3_req *r, const char *name);
 bool s3__req_has_param(const struct s3_req *r, const char *name);
 
 enum s3_http_event {
-    S3_HTTP_MORE = 0,    /* everything consumed; feed more bytes */
-    S3_HTTP_HEADERS = 1, /* paused: request line and headers are in http->req */
-    S3_HTTP_DONE = 2,    /* paused: the message (body included) is complete */
-    S3_HTTP_EBAD = -1,   /* malformed request: answer 400 and close */
-    S3_HTTP_ETOOBIG = -2,/* request line + headers over the limit: answer 431 and close */
-    S3_HTTP_EBODY = -3,  /* the body sink refused the bytes (see body callback) */
+    S3_HTTP_MORE = 0,     /* everything consumed; feed more bytes */
+    S3_HTTP_HEADERS = 1,  /* paused: request line and headers are in http->req */
+    S3_HTTP_DONE = 2,     /* paused: the message (body included) is complete */
+    S3_HTTP_EBAD = -1,    /* malformed request: answer 400 and close */
+    S3_HTTP_ETOOBIG = -2, /* request line + headers over the limit: answer 431 and close */
+    S3_HTTP_EBODY = -3,   /* the body sink refused the bytes (see body callback) */
 };
 
 /** Called with body bytes (after HTTP chunked decoding). @return 0 or nonzero to stop. */
@@ -94,18 +95,18 @@ typedef int (*s3_http_body_cb)(void *arg, const char *data, size_t len);
 struct s3_http {
     llhttp_t parser;
     llhttp_settings_t settings;
-    struct s3_req *req;      /* the request being parsed (owned) */
+    struct s3_req *req; /* the request being parsed (owned) */
     size_t max_header_bytes;
     size_t hdr_bytes;
     bool too_big;
-    bool in_value;           /* last header callback was a value */
+    bool in_value; /* last header callback was a value */
     bool headers_done;
     bool body_failed;
-    char *acc;               /* accumulates split url/field/value spans */
+    char *acc; /* accumulates split url/field/value spans */
     size_t acclen, acccap;
     s3_http_body_cb body_cb;
     void *body_arg;
-    uint64_t body_bytes;     /* body bytes delivered for this request */
+    uint64_t body_bytes; /* body bytes delivered for this request */
 };
 
 void s3__http_init(struct s3_http *h, size_t max_header_bytes, s3_http_body_cb body_cb,
@@ -164,13 +165,13 @@ void s3__iso_date_fmt(const struct timespec *ts, char *out);
 struct s3_sigv4 {
     bool presigned;
     char akey[129];
-    char date[9];          /* scope date yyyymmdd */
+    char date[9]; /* scope date yyyymmdd */
     char region[64];
     char service[32];
-    char amz_date[17];     /* yyyymmddThhmmssZ */
+    char amz_date[17]; /* yyyymmddThhmmssZ */
     time_t when;
-    long expires;          /* presigned: X-Amz-Expires seconds */
-    char signature[65];    /* lower-case hex */
+    long expires;              /* presigned: X-Amz-Expires seconds */
+    char signature[65];        /* lower-case hex */
     char signed_headers[1024]; /* "host;x-amz-date" as received */
     const char *signed_list[S3_SIGV4_MAX_SIGNED];
     size_t nsigned;
@@ -189,8 +190,8 @@ int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out);
  * @return NULL if a signed header is missing. */
 char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig);
 /** Derive the signing key HMAC chain for (secret, date, region, service). */
-void s3__sigv4_key(const char *secret, const char *date, const char *region,
-                   const char *service, unsigned char key[32]);
+void s3__sigv4_key(const char *secret, const char *date, const char *region, const char *service,
+                   unsigned char key[32]);
 /** hex HMAC-SHA256(key, "AWS4-HMAC-SHA256\n" amz_date "\n" scope "\n" hex(sha256(canon))). */
 void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
                     char out[65]);
@@ -201,8 +202,7 @@ int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4
                      const char *secret, time_t now, unsigned char key_out[32], const char **why);
 /** Signature of one aws-chunked chunk (hex) given the previous signature. */
 void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
-                          const char *prev_sig, const unsigned char data_sha256[32],
-                          char out[65]);
+                          const char *prev_sig, const unsigned char data_sha256[32], char out[65]);
 /** Signature of the trailer of a signed streaming upload. */
 void s3__sigv4_trailer_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
                             const char *prev_sig, const char *trailer, size_t len, char out[65]);
@@ -211,7 +211,11 @@ bool s3__ct_equal(const char *a, const char *b, size_t n);
 
 /* aws-chunked decoder: "hex;chunk-signature=sig\r\n data \r\n" ... "0;...\r\n"
  * [trailers "\r\n"]. Pure state machine, fed body bytes in any split. */
-enum s3_chunk_mode { S3_CHUNK_SIGNED = 1, S3_CHUNK_UNSIGNED_TRAILER = 2, S3_CHUNK_SIGNED_TRAILER = 3 };
+enum s3_chunk_mode {
+    S3_CHUNK_SIGNED = 1,
+    S3_CHUNK_UNSIGNED_TRAILER = 2,
+    S3_CHUNK_SIGNED_TRAILER = 3
+};
 typedef int (*s3_chunk_data_cb)(void *arg, const char *data, size_t len);
 struct s3_chunked {
     enum s3_chunk_mode mode;
@@ -219,17 +223,17 @@ struct s3_chunked {
     unsigned char key[32];
     const struct s3_sigv4 *sig;
     char prev_sig[65];
-    char line[512];        /* current header/trailer line */
+    char line[512]; /* current header/trailer line */
     size_t linelen;
-    uint64_t remaining;    /* data bytes left in the current chunk */
+    uint64_t remaining; /* data bytes left in the current chunk */
     char chunk_sig[65];
-    EVP_MD_CTX *sha;       /* hash of the current chunk (signed modes) */
-    char trailer[2048];    /* trailer lines as received (for the trailer signature) */
+    EVP_MD_CTX *sha;    /* hash of the current chunk (signed modes) */
+    char trailer[2048]; /* trailer lines as received (for the trailer signature) */
     size_t trailerlen;
     char trailer_sig[65];
     uint64_t decoded;
     bool done;
-    const char *err;       /* static message once failed */
+    const char *err; /* static message once failed */
     s3_chunk_data_cb cb;
     void *arg;
     /* trailing checksum header seen, e.g. "x-amz-checksum-crc32" and its value */
@@ -245,7 +249,14 @@ int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
 
 /* ---------------------------------------------------------------- checksums */
 
-enum s3_ck_algo { S3_CK_NONE = 0, S3_CK_CRC32, S3_CK_CRC32C, S3_CK_SHA1, S3_CK_SHA256, S3_CK_CRC64NVME };
+enum s3_ck_algo {
+    S3_CK_NONE = 0,
+    S3_CK_CRC32,
+    S3_CK_CRC32C,
+    S3_CK_SHA1,
+    S3_CK_SHA256,
+    S3_CK_CRC64NVME
+};
 struct s3_cksum {
     enum s3_ck_algo algo;
     uint32_t crc;
@@ -305,8 +316,8 @@ void s3__xml_elem_u64(struct evbuffer *out, const char *tag, uint64_t v);
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 
 struct s3_xnode {
-    char *name;          /* local name (namespace prefix removed) */
-    char *text;          /* concatenated, unescaped character data */
+    char *name; /* local name (namespace prefix removed) */
+    char *text; /* concatenated, unescaped character data */
     size_t textlen;
     struct s3_xnode *child, *next, *parent;
 };
@@ -330,7 +341,7 @@ enum s3_body_mode { S3_BODY_NONE = 0, S3_BODY_XML = 1, S3_BODY_STREAM = 2 };
 
 struct s3_ctx;
 struct s3_op {
-    const char *name;             /* S3 API name, for logs and metrics */
+    const char *name; /* S3 API name, for logs and metrics */
     enum s3_body_mode body;
     /* worker: the whole operation (NONE, XML) or, for STREAM, the part before the body */
     void (*work)(struct s3_ctx *x);
@@ -340,13 +351,13 @@ struct s3_op {
 
 struct s3_route {
     const struct s3_op *op;
-    char *bucket;        /* decoded; NULL at service level */
+    char *bucket; /* decoded; NULL at service level */
     size_t bucketlen;
-    char *key;           /* decoded; NULL at bucket level */
+    char *key; /* decoded; NULL at bucket level */
     size_t keylen;
-    bool vhost;          /* bucket came from the Host header */
-    const char *sub;     /* the subresource that selected op (for messages), or NULL */
-    int err;             /* nonzero: answer this error instead (e.g. SRV_ENOTSUPP) */
+    bool vhost;      /* bucket came from the Host header */
+    const char *sub; /* the subresource that selected op (for messages), or NULL */
+    int err;         /* nonzero: answer this error instead (e.g. SRV_ENOTSUPP) */
     const char *errmsg;
 };
 
@@ -364,14 +375,14 @@ struct srv_loop;
 
 struct s3_ctx {
     struct s3_server *srv;
-    struct s3_conn *conn;        /* NULL once the connection is gone */
+    struct s3_conn *conn; /* NULL once the connection is gone */
     struct srv_loop *loop;
     struct s3_req *req;
-    struct s3_arena *a;          /* = &req->arena */
+    struct s3_arena *a; /* = &req->arena */
     char reqid[24];
     uint64_t t_start;
     struct core *core;
-    const char *region;          /* configured region (server-owned) */
+    const char *region; /* configured region (server-owned) */
     /* who */
     struct core_principal p;
     struct s3_sigv4 sig;
@@ -381,33 +392,33 @@ struct s3_ctx {
     uint64_t bucket_ino;
     /* request body */
     enum s3_body_mode body_mode;
-    struct evbuffer *body;       /* payload bytes not yet handed to the op */
-    uint64_t body_limit;         /* XML bodies */
-    bool body_complete;          /* the HTTP message is complete */
+    struct evbuffer *body; /* payload bytes not yet handed to the op */
+    uint64_t body_limit;   /* XML bodies */
+    bool body_complete;    /* the HTTP message is complete */
     bool aws_chunked;
     struct s3_chunked ck;
-    int64_t decoded_len;         /* x-amz-decoded-content-length, -1 if absent */
+    int64_t decoded_len; /* x-amz-decoded-content-length, -1 if absent */
     int body_err;
     const char *body_errcode;
     const char *body_errmsg;
     /* upload stream (STREAM ops) */
     struct core_upload *up;
-    struct evbuffer *wbuf;       /* chunk in flight to the workers */
-    const unsigned char *wptr;   /* its bytes (pulled up), wlen long */
+    struct evbuffer *wbuf;     /* chunk in flight to the workers */
+    const unsigned char *wptr; /* its bytes (pulled up), wlen long */
     size_t wlen;
-    int chunk_jobs;              /* hash + write jobs of the chunk still running */
+    int chunk_jobs; /* hash + write jobs of the chunk still running */
     bool writing;
     int write_rc;
     uint64_t written;
     EVP_MD_CTX *md5, *sha256;
-    struct s3_cksum cks;         /* x-amz-checksum-* being verified */
-    char cks_expect[100];        /* expected value (header) or "" (trailer) */
+    struct s3_cksum cks;  /* x-amz-checksum-* being verified */
+    char cks_expect[100]; /* expected value (header) or "" (trailer) */
     /* response */
     int status;
-    struct evbuffer *rhdrs;      /* "Name: value\r\n" lines */
+    struct evbuffer *rhdrs; /* "Name: value\r\n" lines */
     struct evbuffer *rbody;
-    bool head;                   /* HEAD: headers only */
-    int err;                     /* internal error, for metrics */
+    bool head; /* HEAD: headers only */
+    int err;   /* internal error, for metrics */
     bool close_after;
     /* streamed GET */
     bool stream;
@@ -419,9 +430,9 @@ struct s3_ctx {
     void *rbuf;
     size_t rn;
     uint64_t bytes_in, bytes_out;
-    bool qos_waiting;            /* queued in qos_admit; cancel if the connection goes */
+    bool qos_waiting; /* queued in qos_admit; cancel if the connection goes */
     void (*qos_next)(struct s3_ctx *x);
-    void *opdata;                /* op-private */
+    void *opdata; /* op-private */
 };
 
 /** Add a response header (value printf-formatted). */
@@ -437,11 +448,11 @@ void s3__resp_xml(struct s3_ctx *x);
 /* operation tables (s3_op_*.c) */
 extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucket,
     s3_op_head_bucket, s3_op_bucket_location, s3_op_list_objects, s3_op_list_objects_v2,
-    s3_op_list_versions, s3_op_bucket_config, s3_op_put_object, s3_op_get_object,
-    s3_op_head_object, s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object,
-    s3_op_get_tagging, s3_op_put_tagging, s3_op_delete_tagging, s3_op_object_acl,
-    s3_op_mpu_create, s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete,
-    s3_op_mpu_abort, s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+    s3_op_list_versions, s3_op_bucket_config, s3_op_put_object, s3_op_get_object, s3_op_head_object,
+    s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object, s3_op_get_tagging,
+    s3_op_put_tagging, s3_op_delete_tagging, s3_op_object_acl, s3_op_mpu_create,
+    s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
+    s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 
 /* shared by the ops (s3_op_object.c) */
 /** Look up the request's bucket (sets x->bucket_ino). @return 0 or responds and returns < 0. */

@@ -45,8 +45,7 @@ void s3__meta_drop(struct s3_meta *m, enum s3_meta_type t)
     m->n = j;
 }
 
-const struct s3_meta_ent *s3__meta_find(const struct s3_meta *m, enum s3_meta_type t,
-                                        const char *k)
+const struct s3_meta_ent *s3__meta_find(const struct s3_meta *m, enum s3_meta_type t, const char *k)
 {
     for (size_t i = 0; i < m->n; i++)
         if (m->ents[i].type == t && strcmp(m->ents[i].key, k) == 0)

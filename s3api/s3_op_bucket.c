@@ -39,9 +39,9 @@ int s3__op_bucket(struct s3_ctx *x)
 
 static void owner_xml(struct s3_ctx *x, struct evbuffer *b)
 {
-    evbuffer_add_printf(b, "<Owner><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64
-                           "</DisplayName></Owner>",
-                        x->p.tenant, x->p.user, x->p.tenant, x->p.user);
+    evbuffer_add_printf(
+        b, "<Owner><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64 "</DisplayName></Owner>",
+        x->p.tenant, x->p.user, x->p.tenant, x->p.user);
 }
 
 /* ---------------------------------------------------------------- ListBuckets */
@@ -172,9 +172,12 @@ static void bucket_config(struct s3_ctx *x)
          "the server side encryption configuration was not found"},
         {"object-lock", "ObjectLockConfigurationNotFoundError",
          "object lock configuration does not exist for this bucket"},
-        {"website", "NoSuchWebsiteConfiguration", "the specified bucket does not have a website configuration"},
-        {"replication", "ReplicationConfigurationNotFoundError", "the replication configuration was not found"},
-        {"ownershipControls", "OwnershipControlsNotFoundError", "the bucket ownership controls were not found"},
+        {"website", "NoSuchWebsiteConfiguration",
+         "the specified bucket does not have a website configuration"},
+        {"replication", "ReplicationConfigurationNotFoundError",
+         "the replication configuration was not found"},
+        {"ownershipControls", "OwnershipControlsNotFoundError",
+         "the bucket ownership controls were not found"},
         {"publicAccessBlock", "NoSuchPublicAccessBlockConfiguration",
          "the public access block configuration was not found"},
         {"tagging", "NoSuchTagSet", "the TagSet does not exist"},
@@ -190,11 +193,12 @@ static void bucket_config(struct s3_ctx *x)
     else if (strcmp(s, "acl") == 0) {
         evbuffer_add_printf(b, "<AccessControlPolicy xmlns=\"%s\">", S3_XMLNS);
         owner_xml(x, b);
-        evbuffer_add_printf(b, "<AccessControlList><Grant><Grantee "
-                               "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                               "xsi:type=\"CanonicalUser\"><ID>%u.%" PRIu64 "</ID></Grantee>"
-                               "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList>"
-                               "</AccessControlPolicy>\n",
+        evbuffer_add_printf(b,
+                            "<AccessControlList><Grant><Grantee "
+                            "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                            "xsi:type=\"CanonicalUser\"><ID>%u.%" PRIu64 "</ID></Grantee>"
+                            "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList>"
+                            "</AccessControlPolicy>\n",
                             x->p.tenant, x->p.user);
     } else if (strcmp(s, "logging") == 0)
         evbuffer_add_printf(b, "<BucketLoggingStatus xmlns=\"%s\"/>\n", S3_XMLNS);
@@ -203,8 +207,10 @@ static void bucket_config(struct s3_ctx *x)
     else if (strcmp(s, "accelerate") == 0)
         evbuffer_add_printf(b, "<AccelerateConfiguration xmlns=\"%s\"/>\n", S3_XMLNS);
     else if (strcmp(s, "requestPayment") == 0)
-        evbuffer_add_printf(b, "<RequestPaymentConfiguration xmlns=\"%s\"><Payer>BucketOwner"
-                               "</Payer></RequestPaymentConfiguration>\n", S3_XMLNS);
+        evbuffer_add_printf(b,
+                            "<RequestPaymentConfiguration xmlns=\"%s\"><Payer>BucketOwner"
+                            "</Payer></RequestPaymentConfiguration>\n",
+                            S3_XMLNS);
     else
         s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
                        s3__arena_printf(x->a, "GET Bucket ?%s is not implemented", s));
@@ -217,13 +223,13 @@ enum list_kind { L_V1, L_V2, L_VERSIONS };
 struct list_state {
     struct s3_ctx *x;
     enum list_kind kind;
-    bool url;        /* encoding-type=url */
+    bool url; /* encoding-type=url */
     bool owner;
     struct evbuffer *contents, *prefixes;
     const char *after;
     size_t afterlen;
     uint32_t count;
-    char *last;      /* last key or prefix given */
+    char *last; /* last key or prefix given */
     size_t lastlen;
     bool last_is_prefix;
 };
@@ -266,8 +272,9 @@ static int list_cb(void *arg, const struct core_listent *e)
     list_text(st, b, "Key", e->key, e->keylen);
     if (st->kind == L_VERSIONS)
         evbuffer_add_printf(b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
-    evbuffer_add_printf(b, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
-                           "<Size>%" PRIu64 "</Size>",
+    evbuffer_add_printf(b,
+                        "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
+                        "<Size>%" PRIu64 "</Size>",
                         iso, dir || !oi->etag[0] ? EMPTY_MD5 : oi->etag, dir ? 0 : oi->attr.size);
     if (st->owner)
         owner_xml(x, b);
@@ -343,7 +350,8 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
     if (after && delim && *delim) {
         size_t dl = strlen(delim);
         size_t pl = prefix ? strlen(prefix) : 0;
-        if (afterlen >= dl && afterlen >= pl + dl && memcmp(after + afterlen - dl, delim, dl) == 0 &&
+        if (afterlen >= dl && afterlen >= pl + dl &&
+            memcmp(after + afterlen - dl, delim, dl) == 0 &&
             (!prefix || strncmp(after, prefix, pl) == 0)) {
             char *skip = s3__arena_alloc(x->a, afterlen + 2);
             memcpy(skip, after, afterlen);

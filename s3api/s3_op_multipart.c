@@ -32,8 +32,8 @@ static void no_such_upload(struct s3_ctx *x)
 
 static void owner_xml(struct s3_ctx *x, struct evbuffer *b, const char *tag)
 {
-    evbuffer_add_printf(b, "<%s><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64
-                           "</DisplayName></%s>",
+    evbuffer_add_printf(b,
+                        "<%s><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64 "</DisplayName></%s>",
                         tag, x->p.tenant, x->p.user, x->p.tenant, x->p.user, tag);
 }
 
@@ -55,8 +55,8 @@ static void mpu_create(struct s3_ctx *x)
     char id[128];
     int rc = s3__meta_encode(&m, &blob, &len);
     if (!rc)
-        rc = core_mpu_create(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len,
-                             id, sizeof(id));
+        rc = core_mpu_create(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len, id,
+                             sizeof(id));
     free(blob);
     if (rc) {
         s3__resp_err(x, rc, NULL);
@@ -215,8 +215,10 @@ static void mpu_complete(struct s3_ctx *x)
             hexbin(ps.v[j].etag, bin)) {
             EVP_MD_CTX_free(md);
             s3__resp_error(x, -EINVAL, "InvalidPart", 400,
-                           s3__arena_printf(x->a, "part %u could not be found or its ETag does "
-                                                  "not match", nums[i]));
+                           s3__arena_printf(x->a,
+                                            "part %u could not be found or its ETag does "
+                                            "not match",
+                                            nums[i]));
             return;
         }
         idx[i] = j;
@@ -226,8 +228,10 @@ static void mpu_complete(struct s3_ctx *x)
         if (i + 1 < np && ps.v[idx[i]].size < MPU_MIN_PART) {
             EVP_MD_CTX_free(md);
             s3__resp_error(x, -EINVAL, "EntityTooSmall", 400,
-                           s3__arena_printf(x->a, "part %u is smaller than the minimum allowed "
-                                                  "size (5 MiB)", nums[i]));
+                           s3__arena_printf(x->a,
+                                            "part %u is smaller than the minimum allowed "
+                                            "size (5 MiB)",
+                                            nums[i]));
             return;
         }
         hexbin(ps.v[idx[i]].etag, bin);
@@ -284,8 +288,7 @@ static void mpu_abort(struct s3_ctx *x)
     x->status = 204;
 }
 
-static int parse_uint(struct s3_ctx *x, const char *name, uint32_t def, uint32_t cap,
-                      uint32_t *out)
+static int parse_uint(struct s3_ctx *x, const char *name, uint32_t def, uint32_t cap, uint32_t *out)
 {
     const char *v = s3__req_param(x->req, name);
     *out = def;
@@ -338,8 +341,9 @@ static void mpu_list_parts(struct s3_ctx *x)
     for (size_t i = 0; i < shown; i++) {
         char iso[25];
         s3__iso_date_fmt(&ps.v[i].mtime, iso);
-        evbuffer_add_printf(b, "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
-                               "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size></Part>",
+        evbuffer_add_printf(b,
+                            "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
+                            "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size></Part>",
                             ps.v[i].partno, iso, ps.v[i].etag, ps.v[i].size);
     }
     evbuffer_add_printf(b, "</ListPartsResult>\n");
@@ -353,7 +357,7 @@ struct uploads {
     bool truncated;
     struct evbuffer *out, *prefixes;
     char *next_key, *next_id;
-    char *last_cp;       /* last common prefix emitted */
+    char *last_cp; /* last common prefix emitted */
 };
 
 static int upload_cb(void *arg, const struct core_mpu_info *u)
@@ -418,8 +422,9 @@ static int upload_cb(void *arg, const struct core_mpu_info *u)
     s3__xml_elem(us->out, "UploadId", u->upload_id);
     owner_xml(x, us->out, "Initiator");
     owner_xml(x, us->out, "Owner");
-    evbuffer_add_printf(us->out, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated>"
-                                 "</Upload>",
+    evbuffer_add_printf(us->out,
+                        "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated>"
+                        "</Upload>",
                         iso);
     return 0;
 }
@@ -474,5 +479,5 @@ const struct s3_op s3_op_mpu_complete = {"CompleteMultipartUpload", S3_BODY_XML,
                                          NULL};
 const struct s3_op s3_op_mpu_abort = {"AbortMultipartUpload", S3_BODY_NONE, mpu_abort, NULL};
 const struct s3_op s3_op_mpu_list_parts = {"ListParts", S3_BODY_NONE, mpu_list_parts, NULL};
-const struct s3_op s3_op_mpu_list_uploads = {"ListMultipartUploads", S3_BODY_NONE,
-                                             mpu_list_uploads, NULL};
+const struct s3_op s3_op_mpu_list_uploads = {"ListMultipartUploads", S3_BODY_NONE, mpu_list_uploads,
+                                             NULL};

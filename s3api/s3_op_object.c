@@ -30,8 +30,13 @@
 
 /* Stored response headers, in the case they are sent back. */
 static const char *const STORED_HDRS[] = {
-    "Content-Type", "Content-Encoding", "Content-Disposition", "Cache-Control", "Expires",
-    "Content-Language", NULL,
+    "Content-Type",
+    "Content-Encoding",
+    "Content-Disposition",
+    "Cache-Control",
+    "Expires",
+    "Content-Language",
+    NULL,
 };
 
 static const char *lower_of(struct s3_arena *a, const char *s)
@@ -68,7 +73,8 @@ int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, c
             const char *eq = memchr(p, '=', len);
             size_t kl0 = eq ? (size_t)(eq - p) : len, kl = 0, vl = 0;
             char *k = s3__url_decode(a, p, kl0, &kl);
-            char *v = eq ? s3__url_decode(a, eq + 1, len - kl0 - 1, &vl) : s3__arena_strndup(a, "", 0);
+            char *v =
+                eq ? s3__url_decode(a, eq + 1, len - kl0 - 1, &vl) : s3__arena_strndup(a, "", 0);
             if (!k || !v || !tag_ok(k, kl, vl)) {
                 *why = "the tag set is malformed or a tag key/value is too long";
                 return -EINVAL;
@@ -364,8 +370,8 @@ static void get_or_head(struct s3_ctx *x)
         }
     }
     if (!have_ct)
-        s3__resp_header(x, "Content-Type", "%s", o.dir ? "application/x-directory"
-                                                       : "binary/octet-stream");
+        s3__resp_header(x, "Content-Type", "%s",
+                        o.dir ? "application/x-directory" : "binary/octet-stream");
     for (size_t i = 0; i < o.meta.n; i++)
         if (o.meta.ents[i].type == S3_M_USER)
             evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", o.meta.ents[i].key,
@@ -417,7 +423,8 @@ static void get_or_head(struct s3_ctx *x)
     x->ref_held = true;
 }
 
-/* ---------------------------------------------------------------- uploads (PutObject, UploadPart) */
+/* ---------------------------------------------------------------- uploads (PutObject, UploadPart)
+ */
 
 struct put_st {
     struct s3_meta meta;
@@ -545,8 +552,10 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
         }
         if (strcmp(want, ckval) != 0) {
             s3__resp_error(x, -EINVAL, "BadDigest", 400,
-                           s3__arena_printf(x->a, "the %s you specified did not match the "
-                                                  "calculated checksum", s3__ck_header(st->ck)));
+                           s3__arena_printf(x->a,
+                                            "the %s you specified did not match the "
+                                            "calculated checksum",
+                                            s3__ck_header(st->ck)));
             return -1;
         }
     }
@@ -631,8 +640,7 @@ static void part_begin(struct s3_ctx *x)
 static void part_result(struct s3_ctx *x, int rc, const char *etag)
 {
     if (rc == -ENOENT) {
-        s3__resp_error(x, rc, "NoSuchUpload", 404,
-                       "the specified multipart upload does not exist");
+        s3__resp_error(x, rc, "NoSuchUpload", 404, "the specified multipart upload does not exist");
         return;
     }
     if (rc) {
@@ -862,8 +870,7 @@ static void copy_object(struct s3_ctx *x)
     bool treplace = td && strcasecmp(td, "REPLACE") == 0;
     if ((md && !replace && strcasecmp(md, "COPY") != 0) ||
         (td && !treplace && strcasecmp(td, "COPY") != 0)) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       "unknown metadata or tagging directive");
+        s3__resp_error(x, -EINVAL, "InvalidArgument", 400, "unknown metadata or tagging directive");
         return;
     }
     struct s3_meta req_meta, meta;
@@ -928,8 +935,9 @@ static void copy_object(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&attr.mtime, iso);
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody, "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
-                                  "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
+    evbuffer_add_printf(x->rbody,
+                        "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
+                        "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
                         S3_XMLNS, iso, etag);
 }
 
@@ -968,8 +976,9 @@ static void part_copy(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&now, iso);
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody, "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
-                                  "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
+    evbuffer_add_printf(x->rbody,
+                        "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
+                        "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
                         S3_XMLNS, iso, etag);
 }
 
@@ -1071,8 +1080,7 @@ static void object_acl(struct s3_ctx *x)
 }
 
 const struct s3_op s3_op_put_object = {"PutObject", S3_BODY_STREAM, put_begin, put_finish};
-const struct s3_op s3_op_mpu_upload_part = {"UploadPart", S3_BODY_STREAM, part_begin,
-                                            part_finish};
+const struct s3_op s3_op_mpu_upload_part = {"UploadPart", S3_BODY_STREAM, part_begin, part_finish};
 const struct s3_op s3_op_get_object = {"GetObject", S3_BODY_NONE, get_or_head, NULL};
 const struct s3_op s3_op_head_object = {"HeadObject", S3_BODY_NONE, get_or_head, NULL};
 const struct s3_op s3_op_delete_object = {"DeleteObject", S3_BODY_NONE, delete_object, NULL};

@@ -21,17 +21,37 @@
 /* Bucket configuration subresources whose GET answers a default or a
  * "not configured" error (see s3_op_bucket_config). */
 static const char *const BUCKET_CONFIG_GET[] = {
-    "versioning", "acl", "policy", "policyStatus", "lifecycle", "cors", "encryption",
-    "object-lock", "website", "logging", "notification", "replication", "ownershipControls",
-    "publicAccessBlock", "accelerate", "requestPayment", "tagging", "analytics", "metrics",
-    "inventory", "intelligent-tiering", "session", "metadataTable", "metadataConfiguration",
+    "versioning",
+    "acl",
+    "policy",
+    "policyStatus",
+    "lifecycle",
+    "cors",
+    "encryption",
+    "object-lock",
+    "website",
+    "logging",
+    "notification",
+    "replication",
+    "ownershipControls",
+    "publicAccessBlock",
+    "accelerate",
+    "requestPayment",
+    "tagging",
+    "analytics",
+    "metrics",
+    "inventory",
+    "intelligent-tiering",
+    "session",
+    "metadataTable",
+    "metadataConfiguration",
     NULL,
 };
 
 /* Subresources we recognise on objects but do not implement. */
 static const char *const OBJECT_UNSUPPORTED[] = {
-    "retention", "legal-hold", "torrent", "restore", "select", "attributes", "renameObject",
-    "versionId", NULL,
+    "retention",  "legal-hold",   "torrent",   "restore", "select",
+    "attributes", "renameObject", "versionId", NULL,
 };
 
 static const char *find_sub(const struct s3_req *r, const char *const *list)
@@ -117,7 +137,8 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
 {
     const char *m = r->method;
     const char *sub = find_sub(r, OBJECT_UNSUPPORTED);
-    if (sub && !(strcmp(sub, "versionId") == 0 && strcmp(s3__req_param(r, "versionId"), "null") == 0)) {
+    if (sub &&
+        !(strcmp(sub, "versionId") == 0 && strcmp(s3__req_param(r, "versionId"), "null") == 0)) {
         unsupported(a, out, s3__arena_printf(a, "%s Object ?%s", m, sub));
         return;
     }

@@ -46,8 +46,8 @@ static void hmac(const void *key, size_t klen, const void *data, size_t dlen, un
     HMAC(EVP_sha256(), key, (int)klen, data, dlen, out, &n);
 }
 
-void s3__sigv4_key(const char *secret, const char *date, const char *region,
-                   const char *service, unsigned char key[32])
+void s3__sigv4_key(const char *secret, const char *date, const char *region, const char *service,
+                   unsigned char key[32])
 {
     char k0[8 + 256];
     unsigned char a[32], b[32], c[32];
@@ -323,8 +323,7 @@ void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, con
 }
 
 void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
-                          const char *prev_sig, const unsigned char data_sha256[32],
-                          char out[65])
+                          const char *prev_sig, const unsigned char data_sha256[32], char out[65])
 {
     char dh[65], scope[160], sts[512];
     unsigned char mac[32];
@@ -494,9 +493,9 @@ static int parse_chunk_header(struct s3_chunked *d)
         return fail(d, -EINVAL, "malformed chunk size");
     uint64_t v = 0;
     for (char *c = l; *c; c++) {
-        int h = isxdigit((unsigned char)*c) ? (isdigit((unsigned char)*c) ? *c - '0'
-                                                                           : (tolower(*c) - 'a' + 10))
-                                            : -1;
+        int h = isxdigit((unsigned char)*c)
+                    ? (isdigit((unsigned char)*c) ? *c - '0' : (tolower(*c) - 'a' + 10))
+                    : -1;
         if (h < 0)
             return fail(d, -EINVAL, "malformed chunk size");
         v = v * 16 + (uint64_t)h;
@@ -556,8 +555,8 @@ static int trailer_line(struct s3_chunked *d)
         memcpy(d->trailer_sig, v, 65);
         return 0;
     }
-    int n = snprintf(d->trailer + d->trailerlen, sizeof(d->trailer) - d->trailerlen, "%s:%s\n",
-                     l, v);
+    int n =
+        snprintf(d->trailer + d->trailerlen, sizeof(d->trailer) - d->trailerlen, "%s:%s\n", l, v);
     if (n < 0 || (size_t)n >= sizeof(d->trailer) - d->trailerlen)
         return fail(d, -EINVAL, "trailer too long");
     d->trailerlen += (size_t)n;
@@ -622,8 +621,7 @@ int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len)
                 return rc;
             d->state = CK_HDR;
             break;
-        default:
-            return fail(d, -EINVAL, "data after the end of the aws-chunked body");
+        default: return fail(d, -EINVAL, "data after the end of the aws-chunked body");
         }
     }
     return 0;

@@ -265,7 +265,8 @@ static int parse_elem(struct xp *x, struct s3_xnode *parent, struct s3_xnode **o
             if ((size_t)(x->end - x->p) < fulllen || memcmp(x->p, full, fulllen) != 0)
                 return -EINVAL;
             x->p += fulllen;
-            while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\r' || *x->p == '\n'))
+            while (x->p < x->end &&
+                   (*x->p == ' ' || *x->p == '\t' || *x->p == '\r' || *x->p == '\n'))
                 x->p++;
             if (x->p >= x->end || *x->p != '>')
                 return -EINVAL;

@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             char out[65];
             s3__sigv4_sign(key, &sig, canon, out);
         }
-        s3__sigv4_verify(&r->arena, r, &sig, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                         1369353600, key, &why);
+        s3__sigv4_verify(&r->arena, r, &sig, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", 1369353600,
+                         key, &why);
     }
     struct s3_chunked d;
     s3__chunked_init(&d, mode, key, &sig, sink, NULL);

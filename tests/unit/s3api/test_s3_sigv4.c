@@ -39,12 +39,14 @@ static void test_header_get(void **state)
 {
     (void)state;
     struct s3_http h;
-    struct s3_req *r = parse(&h,
+    struct s3_req *r = parse(
+        &h,
         "GET /bkt?list-type=2&prefix=a%20b%2Fc&delimiter=%2F HTTP/1.1\r\n"
         "Host: 127.0.0.1:9000\r\n"
         "X-Amz-Date: 20261121T093000Z\r\n"
         "X-Amz-Content-SHA256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\r\n"
-        "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261121/us-east-1/s3/aws4_request, "
+        "Authorization: AWS4-HMAC-SHA256 "
+        "Credential=AKIDEXAMPLE/20261121/us-east-1/s3/aws4_request, "
         "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
         "Signature=98d42edd142e3b54c8bfb92e2da07fb1cb1d5cde35ad4d691d12df493b14aa55\r\n\r\n");
     struct s3_sigv4 sig = {.arena = &r->arena};
@@ -162,11 +164,15 @@ static void test_malformed_authz(void **state)
     assert_int_equal(s3__sigv4_parse_header("AWS AKID:abc", &sig), SRV_ENOTSUPP);
     assert_int_equal(s3__sigv4_parse_header("AWS4-HMAC-SHA256 Credential=x", &sig), -EINVAL);
     assert_int_equal(s3__sigv4_parse_header("AWS4-HMAC-SHA256 Credential=A/2/r/s3/aws4_request, "
-                                            "SignedHeaders=host, Signature=short", &sig), -EINVAL);
-    assert_int_equal(s3__sigv4_parse_header("AWS4-HMAC-SHA256 Credential=A/20130524/r/s3/x, "
-                                            "SignedHeaders=host, Signature="
-                                            "0000000000000000000000000000000000000000000000000000000000000000",
-                                            &sig), -EINVAL);
+                                            "SignedHeaders=host, Signature=short",
+                                            &sig),
+                     -EINVAL);
+    assert_int_equal(
+        s3__sigv4_parse_header("AWS4-HMAC-SHA256 Credential=A/20130524/r/s3/x, "
+                               "SignedHeaders=host, Signature="
+                               "0000000000000000000000000000000000000000000000000000000000000000",
+                               &sig),
+        -EINVAL);
     assert_int_equal(s3__sigv4_parse_header("", &sig), -EINVAL);
     s3__arena_fini(&a);
 }
@@ -302,16 +308,11 @@ static void test_chunked_framing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time_constant),
-        cmocka_unit_test(test_header_get),
-        cmocka_unit_test(test_header_put_odd_key),
-        cmocka_unit_test(test_tampered_header),
-        cmocka_unit_test(test_presigned),
-        cmocka_unit_test(test_presigned_tampered_query),
-        cmocka_unit_test(test_malformed_authz),
-        cmocka_unit_test(test_chunked_example),
-        cmocka_unit_test(test_chunked_tampered),
-        cmocka_unit_test(test_chunked_framing),
+        cmocka_unit_test(test_time_constant),      cmocka_unit_test(test_header_get),
+        cmocka_unit_test(test_header_put_odd_key), cmocka_unit_test(test_tampered_header),
+        cmocka_unit_test(test_presigned),          cmocka_unit_test(test_presigned_tampered_query),
+        cmocka_unit_test(test_malformed_authz),    cmocka_unit_test(test_chunked_example),
+        cmocka_unit_test(test_chunked_tampered),   cmocka_unit_test(test_chunked_framing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

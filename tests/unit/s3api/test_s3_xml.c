@@ -23,7 +23,8 @@ static void test_escape(void **state)
     char out[256];
     evbuffer_remove(b, out, n);
     out[n] = '\0';
-    assert_string_equal(out, "<Key>a&lt;b&gt;&amp;&quot;c&apos;&#x1;</Key><Size>12345678901</Size>");
+    assert_string_equal(out,
+                        "<Key>a&lt;b&gt;&amp;&quot;c&apos;&#x1;</Key><Size>12345678901</Size>");
     evbuffer_free(b);
 }
 
@@ -82,7 +83,8 @@ static void test_parse_refuses(void **state)
     assert_int_equal(s3__xml_parse(&a, ok, sizeof(ok) - 1, &root), 0);
     assert_string_equal(root->name, "Delete");
     assert_string_equal(s3__xml_child(root, "Quiet")->text, "true");
-    assert_string_equal(s3__xml_child(s3__xml_child(root, "Object"), "Key")->text, "a\xE2\x82\xAC" "A");
+    assert_string_equal(s3__xml_child(s3__xml_child(root, "Object"), "Key")->text, "a\xE2\x82\xAC"
+                                                                                   "A");
     s3__arena_fini(&a);
 }
 
