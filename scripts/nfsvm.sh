@@ -48,7 +48,7 @@ share=$(mktemp -d "${TMPDIR:-/tmp}/nfsvm-share.XXXXXX")
 trap 'rm -rf "$share"' EXIT
 cp "$wl_dir/lib.sh" "$share/"
 for f in "${files[@]}"; do ln "$f" "$share/" 2>/dev/null || cp "$f" "$share/"; done
-args=(-p "$port" -m "${mport:-$port}" -e "$export" -o soft,timeo=150,retrans=2
+args=(-p "$port" -m "${mport:-$port}" -e "$export" -o soft,timeo=100,retrans=2
       --share "$share" --timeout "$timeout" "${verbose[@]}")
 [ -n "$out" ] && args+=(--out "$out")
 "$nfsvm/run" "${args[@]}" "$wl" "$@"

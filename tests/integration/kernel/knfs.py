@@ -38,7 +38,7 @@ IMAGE_FILES = ("vmlinuz", "initrd.img", "rootfs.img")
 BUILD_TIMEOUT = 1200
 # soft mount with a bounded retry: a server that stops answering shows up as
 # EIO in the failing step instead of a guest that hangs until the VM timeout
-MOUNT_OPTS = "soft,timeo=150,retrans=2"
+MOUNT_OPTS = "soft,timeo=100,retrans=2"
 
 
 def _tail(text, n):
@@ -265,7 +265,11 @@ class S3nfsdTarget:
         self.export = "/"
 
     def log_tail(self):
-        return self.daemon.tail(40)
+        proc = self.daemon.proc
+        state = ""
+        if proc is not None and proc.poll() is not None:
+            state = f"*** s3nfsd is not running: it exited with {proc.returncode} ***\n"
+        return state + self.daemon.tail(40)
 
 
 @pytest.fixture

@@ -251,7 +251,9 @@ step "directory with many entries"
 # valid while the directory shrinks (or entries are skipped)
 mkdir many
 cd many
-touch $(seq -f "entry-with-a-fairly-long-name-to-fill-readdir-pages-and-getdents-%04g" 1 1000)
+for i in $(seq -w 1 1000); do     # stops at the first error (set -e)
+    : > "entry-with-a-fairly-long-name-to-fill-readdir-pages-and-getdents-$i"
+done
 cd ..
 drop_caches
 eq "$(ls many | wc -l)" 1000 "entries listed by ls"
