@@ -97,6 +97,34 @@ int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, c
     return 0;
 }
 
+/* "aws-chunked" in Content-Encoding describes the upload framing, not the
+ * object: drop it (as S3 does). @return the remaining codings, or NULL if none. */
+static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
+{
+    char *out = s3__arena_alloc(a, strlen(v) + 1);
+    size_t n = 0;
+    const char *p = v;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        size_t l = (size_t)(e - p);
+        while (l && p[l - 1] == ' ')
+            l--;
+        if (l && !(l == 11 && strncasecmp(p, "aws-chunked", 11) == 0)) {
+            if (n)
+                out[n++] = ',';
+            memcpy(out + n, p, l);
+            n += l;
+        }
+        p = e;
+    }
+    out[n] = '\0';
+    return n ? out : NULL;
+}
+
 int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
 {
     const struct s3_req *r = x->req;
@@ -104,6 +132,8 @@ int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
     memset(m, 0, sizeof(*m));
     for (size_t i = 0; STORED_HDRS[i]; i++) {
         const char *v = s3__req_header(r, lower_of(x->a, STORED_HDRS[i]));
+        if (v && strcmp(STORED_HDRS[i], "Content-Encoding") == 0)
+            v = strip_aws_chunked(x->a, v);
         if (v)
             s3__meta_add(m, x->a, S3_M_HDR, STORED_HDRS[i], strlen(STORED_HDRS[i]), v, strlen(v));
     }
