@@ -754,3 +754,85 @@ def test_committed_writes_survive_kill9(s3nfsd):
     st, w = c.write(fh, len(data), b"y" * 4096, stable=2)
     assert st == 0 and w["verf"] != verf, "a new verifier tells the client to resend"
     c.close()
+
+
+# ---------------------------------------------------------------- robustness
+
+def test_mutated_calls_never_crash_the_server(s3nfsd):
+    """Valid calls of every NFS, MOUNT, NLM and NSM procedure with random bytes
+    flipped or cut off: every call gets an answer or the connection is closed,
+    and the server keeps serving (run under ASan in CI)."""
+    import random
+    rng = random.Random(1813)
+    c = RpcConn(s3nfsd.nfs_port)
+    root = root_fh(c)
+    st, bfh = c.mkdir(root, bucket_name())
+    st, ffh = c.create(bfh, "victim")
+    c.write(ffh, 0, b"data" * 100)
+    c.close()
+    sa = rpc3.sattr3(0o644, 10)
+    P = Packer
+    templates = [
+        (NFS_PROG, 3, p, a) for p, a in [
+            (rpc3.GETATTR, P().opaque(ffh).bytes()),
+            (rpc3.SETATTR, P().opaque(ffh).raw(sa).u32(0).bytes()),
+            (rpc3.LOOKUP, P().opaque(bfh).string("victim").bytes()),
+            (rpc3.ACCESS, P().opaque(ffh).u32(0x3f).bytes()),
+            (rpc3.READLINK, P().opaque(ffh).bytes()),
+            (rpc3.READ, P().opaque(ffh).u64(0).u32(4096).bytes()),
+            (rpc3.WRITE, P().opaque(ffh).u64(3).u32(8).u32(0).opaque(b"abcdefgh").bytes()),
+            (rpc3.CREATE, P().opaque(bfh).string("c1").u32(0).raw(sa).bytes()),
+            (rpc3.MKDIR, P().opaque(bfh).string("d1").raw(sa).bytes()),
+            (rpc3.SYMLINK, P().opaque(bfh).string("s1").raw(sa).string("victim").bytes()),
+            (rpc3.MKNOD, P().opaque(bfh).string("n1").u32(7).raw(sa).bytes()),
+            (rpc3.REMOVE, P().opaque(bfh).string("c1").bytes()),
+            (rpc3.RMDIR, P().opaque(bfh).string("d1").bytes()),
+            (rpc3.RENAME, P().opaque(bfh).string("s1").opaque(bfh).string("s2").bytes()),
+            (rpc3.LINK, P().opaque(ffh).opaque(bfh).string("l1").bytes()),
+            (rpc3.READDIR, P().opaque(bfh).u64(0).fopaque(b"\0" * 8).u32(4096).bytes()),
+            (rpc3.READDIRPLUS, P().opaque(bfh).u64(0).fopaque(b"\0" * 8).u32(1024).u32(8192)
+             .bytes()),
+            (rpc3.FSSTAT, P().opaque(root).bytes()),
+            (rpc3.FSINFO, P().opaque(root).bytes()),
+            (rpc3.PATHCONF, P().opaque(root).bytes()),
+            (rpc3.COMMIT, P().opaque(ffh).u64(0).u32(0).bytes()),
+        ]
+    ] + [
+        (MNT_PROG, 3, rpc3.MNT_MNT, P().string("/").bytes()),
+        (MNT_PROG, 3, rpc3.MNT_UMNT, P().string("/").bytes()),
+        (NLM_PROG, 4, 2, P().opaque(b"c").u32(1).u32(1).raw(nlm_lock_obj("h", ffh, 1, 0, 9))
+         .u32(0).u32(1).bytes()),
+        (NLM_PROG, 4, 1, P().opaque(b"c").u32(1).raw(nlm_lock_obj("h", ffh, 2, 0, 9)).bytes()),
+        (NLM_PROG, 4, 4, P().opaque(b"c").raw(nlm_lock_obj("h", ffh, 1, 0, 9)).bytes()),
+        (NLM_PROG, 4, 23, P().string("h").u32(1).bytes()),
+        (NSM_PROG, 1, 6, P().string("h").u32(3).bytes()),
+    ]
+    answered = closed = 0
+    c = RpcConn(s3nfsd.nfs_port)
+    for batch in range(40):
+        out = []
+        for _ in range(50):
+            prog, vers, proc, args = rng.choice(templates)
+            a = bytearray(args)
+            for _ in range(rng.randint(1, 4)):
+                if a:
+                    a[rng.randrange(len(a))] = rng.randrange(256)
+            if rng.random() < 0.3:
+                a = a[:rng.randrange(len(a) + 1)]
+            out.append(RpcConn.record(c.call_bytes(prog, vers, proc, bytes(a))[1]))
+        try:
+            c.send_raw(b"".join(out))
+            for _ in range(50):
+                c.recv_reply()
+                answered += 1
+        except (ConnectionError, OSError):
+            closed += 1
+            c.close()
+            c = RpcConn(s3nfsd.nfs_port)
+    c.close()
+    print(f"answered {answered}, connections closed {closed}")
+    assert answered > 1000, (answered, closed)
+    assert_alive(s3nfsd.nfs_port)
+    c = RpcConn(s3nfsd.nfs_port)
+    assert c.getattr(root)[0] == 0
+    c.close()
