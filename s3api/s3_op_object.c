@@ -410,7 +410,11 @@ static void get_or_head(struct s3_ctx *x)
     if (ntags)
         s3__resp_header(x, "x-amz-tagging-count", "%zu", ntags);
     const char *cm = s3__req_header(x->req, "x-amz-checksum-mode");
-    if (cm && strcasecmp(cm, "ENABLED") == 0 && !rr)
+    /* a checksum belongs to the content it was computed over: after an NFS
+     * rewrite (new ETag) it is stale and not sent */
+    const struct s3_meta_ent *ck_etag = s3__meta_find(&o.meta, S3_M_CKSUM, "etag");
+    bool ck_valid = !ck_etag || strcmp(ck_etag->val, o.etag) == 0;
+    if (cm && strcasecmp(cm, "ENABLED") == 0 && !rr && ck_valid)
         for (size_t i = 0; i < o.meta.n; i++)
             if (o.meta.ents[i].type == S3_M_CKSUM) {
                 enum s3_ck_algo al = s3__ck_from_name(o.meta.ents[i].key);
@@ -418,7 +422,7 @@ static void get_or_head(struct s3_ctx *x)
                     s3__resp_header(x, s3__ck_header(al), "%s", o.meta.ents[i].val);
             }
     const struct s3_meta_ent *parts = s3__meta_find(&o.meta, S3_M_PARTS, "count");
-    if (parts)
+    if (parts && strchr(o.etag, '-'))
         s3__resp_header(x, "x-amz-mp-parts-count", "%s", parts->val);
     x->stream = true;
     x->ino = at->ino;
@@ -598,9 +602,11 @@ static void put_finish(struct s3_ctx *x)
     char etag[33], ckval[100];
     if (upload_verify(x, st, etag, ckval))
         return;
-    if (st->ck)
+    if (st->ck) {
         s3__meta_add(&st->meta, x->a, S3_M_CKSUM, s3__ck_name(st->ck), strlen(s3__ck_name(st->ck)),
                      ckval, strlen(ckval));
+        s3__meta_add(&st->meta, x->a, S3_M_CKSUM, "etag", 4, etag, strlen(etag));
+    }
     void *blob = NULL;
     size_t bloblen = 0;
     int rc = s3__meta_encode(&st->meta, &blob, &bloblen);
