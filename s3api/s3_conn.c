@@ -1018,7 +1018,9 @@ static void conn_pump(struct s3_conn *c)
         struct evbuffer *in = bufferevent_get_input(c->bev);
         size_t avail = evbuffer_get_length(in);
         if (c->state == CS_HEADERS) {
-            if (avail == 0)
+            /* a client that pipelines without reading gets no more answers
+             * queued than the GET read-ahead allows; on_write resumes */
+            if (avail == 0 || evbuffer_get_length(bufferevent_get_output(c->bev)) > S3_OUT_LOW)
                 break;
         } else if (c->state == CS_BODY) {
             struct s3_ctx *x = c->x;
@@ -1109,6 +1111,9 @@ static void on_write(struct bufferevent *bev, void *arg)
     else if (c->closing && !c->work_inflight &&
              evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         conn_close(c);
+    else if (c->state == CS_HEADERS && !c->closing &&
+             evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+        conn_pump(c); /* pipelined requests held back while the output was full */
     conn_leave(c);
 }
 

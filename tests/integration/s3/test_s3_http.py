@@ -465,3 +465,18 @@ def test_reader_keeps_replaced_object(d):
         got += len(c)
     s.close()
     assert hashlib.sha256(b"".join(chunks)).digest() == hashlib.sha256(old).digest()
+
+
+def test_pipelined_gets_without_reading(d):
+    """Answers to pipelined requests are held back while the client does not
+    read (bounded output), and all arrive, in order, once it does."""
+    obj = os.urandom(1 << 20)
+    d.boto3().put_object(Bucket="raw-bucket", Key="mib", Body=obj)
+    s = connect(d, timeout=60)
+    reqs = [signed_request(d, "GET", "/raw-bucket/mib")[0] for _ in range(40)]
+    s.sendall(b"".join(reqs))
+    time.sleep(0.5)
+    rs = read_responses(s, 40)
+    assert all(r[0] == 200 and r[2] == obj for r in rs)
+    assert len({r[1]["x-amz-request-id"] for r in rs}) == 40
+    s.close()
