@@ -88,7 +88,7 @@ def host_checks(target, res):
 
 # ---------------------------------------------------------------- (a) smoke
 
-QUOTA_BYTES = 4 << 30
+QUOTA_BYTES = 1 << 30   # below the store size the fixture gives (data_file_size)
 QUOTA_INODES = 200000
 
 
