@@ -83,6 +83,9 @@ struct nfs_server {
 
     int lfd;
     uint16_t port;
+    struct sockaddr_storage laddr; /* bound listener address (for rpcbind) */
+    socklen_t laddrlen;
+    int lfamily;
     struct srv_loop *lloop;
     struct evconnlistener *lev;
     bool registered;

@@ -43,7 +43,8 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <rpc/pmap_clnt.h>
+#include <netconfig.h>
+#include <rpc/rpcb_clnt.h>
 
 #include "nfs_int.h"
 #include "qos_admit.h"
@@ -887,6 +888,9 @@ static int listen_open(struct nfs_server *s)
     getsockname(fd, (struct sockaddr *)&bound, &blen);
     s->port = ntohs(bound.ss_family == AF_INET ? ((struct sockaddr_in *)&bound)->sin_port
                                                : ((struct sockaddr_in6 *)&bound)->sin6_port);
+    s->laddr = bound;
+    s->laddrlen = blen;
+    s->lfamily = bound.ss_family;
     s->lfd = fd;
     return 0;
 }
@@ -969,6 +973,25 @@ static bool rpcbind_running(void)
     return up;
 }
 
+/* Register (or with @p set false, unregister) every program on our port.
+ * rpcb_set/rpcb_unset rather than pmap_set: libtirpc's pmap_set leaks the
+ * address buffer it builds on every call. @return true when all succeeded. */
+static bool rpcbind_apply(struct nfs_server *s, bool set)
+{
+    struct netconfig *nc = getnetconfigent(s->lfamily == AF_INET6 ? "tcp6" : "tcp");
+    bool ok = nc != NULL;
+    struct netbuf nb = {.maxlen = (unsigned)s->laddrlen, .len = (unsigned)s->laddrlen,
+                        .buf = &s->laddr};
+    for (size_t i = 0; nc && i < sizeof(progs) / sizeof(progs[0]); i++) {
+        rpcb_unset(progs[i].prog, progs[i].vers, nc);
+        if (set && !rpcb_set(progs[i].prog, progs[i].vers, nc, &nb))
+            ok = false;
+    }
+    if (nc)
+        freenetconfigent(nc);
+    return ok;
+}
+
 static void rpcbind_register(struct nfs_server *s)
 {
     if (!rpcbind_running()) {
@@ -976,16 +999,11 @@ static void rpcbind_register(struct nfs_server *s)
                 "need port=%u,mountport=%u)", s->port, s->port);
         return;
     }
-    for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
-        pmap_unset(progs[i].prog, progs[i].vers);
-    for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
-        if (!pmap_set(progs[i].prog, progs[i].vers, IPPROTO_TCP, s->port)) {
-            srv_log(WARN, NFS, "req=- tenant=- rpcbind registration of program %u failed: clients "
-                    "need port=%u,mountport=%u", progs[i].prog, s->port, s->port);
-            for (size_t j = 0; j < sizeof(progs) / sizeof(progs[0]); j++)
-                pmap_unset(progs[j].prog, progs[j].vers);
-            return;
-        }
+    if (!rpcbind_apply(s, true)) {
+        srv_log(WARN, NFS, "req=- tenant=- rpcbind registration failed: clients need "
+                "port=%u,mountport=%u", s->port, s->port);
+        rpcbind_apply(s, false);
+        return;
     }
     s->registered = true;
     srv_log(INFO, NFS, "req=- tenant=- registered NFS v3, MOUNT v3, NLM v4 and NSM v1 on TCP port "
@@ -1079,8 +1097,7 @@ void nfs_server_stop(struct nfs_server *s)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
     if (s->registered)
-        for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
-            pmap_unset(progs[i].prog, progs[i].vers);
+        rpcbind_apply(s, false);
     srv_log(INFO, NFS, "req=- tenant=- NFS server on %s stopped", s->listen);
     server_free(s);
 }
