@@ -688,6 +688,13 @@ static void conn_open(void *arg)
     peer_format(&cn->peer, cn->peer_str, sizeof(cn->peer_str));
     nfs_rec_init(&cn->rec, s->cfg.max_record);
     setsockopt(a->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* Clients keep idle connections for minutes; keepalives find the ones
+     * whose client vanished without a FIN (after about 2 minutes). */
+    int idle = 60, intvl = 10, cnt = 6;
+    setsockopt(a->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(a->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(a->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(a->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
     cn->bev = bufferevent_socket_new(srv_loop_base(cn->loop), a->fd, BEV_OPT_CLOSE_ON_FREE);
     if (!cn->bev)
         goto fail;
