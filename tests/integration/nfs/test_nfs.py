@@ -836,3 +836,37 @@ def test_mutated_calls_never_crash_the_server(s3nfsd):
     c = RpcConn(s3nfsd.nfs_port)
     assert c.getattr(root)[0] == 0
     c.close()
+
+
+def test_export_of_a_bucket_is_confined(s3nfsd):
+    tid, _ = make_tenant_export(s3nfsd, "tenant-sub", "/tsub")
+    c = RpcConn(s3nfsd.nfs_port)
+    troot = root_fh(c, "/tsub")
+    b = bucket_name()
+    st, bfh = c.mkdir(troot, b)
+    assert st == 0
+    st, sub = c.mkdir(bfh, "inner")
+    assert st == 0
+    ino = c.getattr(bfh)[1]["fileid"]
+    st, e = admin(s3nfsd, "POST", f"/api/v1/tenants/{tid}/exports",
+                  {"path": "/only-bucket", "clients": ["127.0.0.0/8"], "dir": ino})
+    assert st in (200, 201), st
+    st, (efh, _) = c.mnt("/only-bucket")
+    assert st == 0
+    attr = c.getattr(efh)[1]
+    assert attr["fileid"] == ino and attr["type"] == 2
+    assert attr["fsid"] != c.getattr(bfh)[1]["fsid"], "each export is its own file system"
+    # ".." of the exported bucket is the bucket itself, never the tenant root.
+    assert c.lookup(efh, "..")[1] == efh
+    st, inner = c.lookup(efh, "inner")
+    assert st == 0
+    assert c.lookup(inner, "..")[1] == efh
+    st, fh = c.create(efh, "f")
+    assert st == 0 and c.write(fh, 0, b"hello")[0] == 0
+    # The same inode seen through the other export has another handle; both work.
+    st, fh2 = c.lookup(bfh, "f")
+    assert st == 0 and fh2 != fh and c.getattr(fh2)[1]["fileid"] == c.getattr(fh)[1]["fileid"]
+    # RENAME between the two exports of one tenant: XDEV.
+    args = Packer().opaque(efh).string("f").opaque(bfh).string("g").bytes()
+    assert c.nfs(rpc3.RENAME, args)[0] == rpc3.NFS3ERR_XDEV
+    c.close()
