@@ -117,6 +117,8 @@ static int admin_token_setup(struct core *c, uint8_t hash[32], char *generated, 
     const char *env = getenv("S3NFS_ADMIN_TOKEN");
     generated[0] = '\0';
     if (env && *env) {
+        if (strlen(env) < 16)
+            srv_log(WARN, SRV, "S3NFS_ADMIN_TOKEN is shorter than 16 characters: easy to guess");
         SHA256((const unsigned char *)env, strlen(env), hash);
         return core_table_put(c, CORE_T_CONFIG, ADMIN_TOKEN_KEY, strlen(ADMIN_TOKEN_KEY), hash,
                               32, 0);
