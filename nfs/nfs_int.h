@@ -72,6 +72,8 @@ struct nfs_proc_desc {
 };
 
 struct nfs_mount_ent;
+struct nlm_grants;
+struct nlm_cb;
 
 struct nfs_server {
     struct nfs_server_config cfg;
@@ -100,6 +102,8 @@ struct nfs_server {
     struct nfs_drc *drc;
     struct nfs_mount_ent *mounts;
     struct nfs_locks *locks; /* NLM byte-range locks */
+    struct nlm_grants *grants; /* blocked NLM requests (nlm_grant.c) */
+    struct nlm_cb *cbs;        /* GRANTED callbacks in flight, under lock */
     int32_t nsm_state;       /* NSM status number of this incarnation (odd) */
 };
 
@@ -141,6 +145,9 @@ extern const struct nfs_proc_desc nfs3_procs[22];
 extern const struct nfs_proc_desc mnt_procs[6];
 extern const struct nfs_proc_desc nlm_procs[24];
 extern const struct nfs_proc_desc nsm_procs[7];
+
+/** Count a call (or a callback) in flight; nfs_server_stop waits for zero. */
+void nfs__inflight_add(struct nfs_server *s, long d);
 
 /* ---- nfs_export.c: handles, exports and principals ---- */
 
@@ -242,5 +249,20 @@ nlm4_stats nlm_req_file(struct nfs_req *r, const nlm4_lock *l, uint32_t *tenant,
 void nlm_owner(const nlm4_lock *l, struct nfs_lock_owner *o);
 /** Copy the request cookie into the result (heap). @return 0, -ENOMEM (then empty). */
 int nlm_cookie_copy(const nlm4_netobj *in, nlm4_netobj *out);
+
+/* ---- nlm_grant.c: blocked requests and GRANTED callbacks ---- */
+int nlm_grants_new(struct nlm_grants **out);
+void nlm_grants_free(struct nlm_grants *g);
+/** Remember a blocking LOCK that conflicted (answered NLM4_BLOCKED). */
+void nlm_block_add(struct nfs_req *r, const nlm4_lockargs *a, uint32_t tenant, uint64_t ino);
+/** Forget a remembered request (CANCEL). @return true if there was one. */
+bool nlm_block_cancel(struct nfs_server *s, uint32_t tenant, uint64_t ino,
+                      const struct nfs_lock_owner *o, uint64_t off, uint64_t len);
+/** Forget every remembered request of client host @p caller (FREE_ALL, SM_NOTIFY). */
+void nlm_block_forget_host(struct nfs_server *s, const char *caller);
+/** After locks were released: grant what now can be, and call the clients back. */
+void nlm_block_retry(struct nfs_server *s);
+/** Drop the callbacks running on the calling loop (nfs_server_stop). */
+void nlm_cbs_close_here(struct nfs_server *s);
 
 #endif

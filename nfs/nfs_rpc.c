@@ -188,7 +188,7 @@ static void peer_format(const struct sockaddr_storage *ss, char *buf, size_t len
     snprintf(buf, len, "%s:%d", host, port);
 }
 
-static void inflight_add(struct nfs_server *s, long d)
+void nfs__inflight_add(struct nfs_server *s, long d)
 {
     pthread_mutex_lock(&s->lock);
     s->inflight += d;
@@ -422,7 +422,7 @@ static void req_done(void *arg)
     else
         conn_resume(cn); /* may free cn: not touched below */
     req_free(r);
-    inflight_add(s, -1);
+    nfs__inflight_add(s, -1);
 }
 
 /* Answer a call on the loop without running a procedure. */
@@ -619,7 +619,7 @@ static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
         }
     }
     cn->outstanding++;
-    inflight_add(s, 1);
+    nfs__inflight_add(s, 1);
     req_dispatch(cn, r);
 }
 
@@ -722,7 +722,7 @@ fail:
     evutil_closesocket(a->fd);
 done:
     free(a);
-    inflight_add(s, -1);
+    nfs__inflight_add(s, -1);
 }
 
 static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -739,11 +739,11 @@ static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct soc
     if ((size_t)salen <= sizeof(a->peer))
         memcpy(&a->peer, sa, (size_t)salen);
     evutil_make_socket_nonblocking(fd);
-    inflight_add(s, 1);
+    nfs__inflight_add(s, 1);
     if (srv_loop_call(srv_loop_next(), conn_open, a) < 0) {
         evutil_closesocket(fd);
         free(a);
-        inflight_add(s, -1);
+        nfs__inflight_add(s, -1);
     }
 }
 
@@ -806,6 +806,7 @@ static void listener_free(struct nfs_server *s)
 static void conns_close_here(struct nfs_server *s)
 {
     struct srv_loop *me = srv_loop_current();
+    nlm_cbs_close_here(s);
     for (;;) {
         struct nfs_conn *victim = NULL;
         pthread_mutex_lock(&s->lock);
@@ -1023,6 +1024,7 @@ static void server_free(struct nfs_server *s)
         return;
     mnt_list_free(s);
     nfs_drc_free(s->drc);
+    nlm_grants_free(s->grants);
     nfs_locks_free(s->locks);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
@@ -1056,7 +1058,8 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
                 s->cfg.max_record);
         s->cfg.max_record = NFS_IO_MAX + 4096;
     }
-    if ((rc = nfs_drc_new(&s->drc, NFS_DRC_CAPACITY)) < 0 || (rc = nfs_locks_new(&s->locks)) < 0)
+    if ((rc = nfs_drc_new(&s->drc, NFS_DRC_CAPACITY)) < 0 ||
+        (rc = nfs_locks_new(&s->locks)) < 0 || (rc = nlm_grants_new(&s->grants)) < 0)
         goto fail;
     if ((rc = fh_key_load(s)) < 0) {
         srv_log(ERROR, NFS, "req=- tenant=- cannot load the file handle key: %s",

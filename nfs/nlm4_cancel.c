@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
- * NLM4_CANCEL: cancel a blocked lock request. Blocked requests are not
- * queued here (an NLM4_BLOCKED client simply retries), so there is never
- * anything to cancel: the answer is NLM4_GRANTED ("no longer pending"),
- * after checking the handle (NLM4_STALE_FH). */
+ * NLM4_CANCEL: cancel a blocked lock request: it is forgotten, and
+ * NLM4_GRANTED ("no longer pending") answered, also when nothing was pending
+ * (it may have been granted already: the client then refuses our GRANTED
+ * callback, which releases the lock). NLM4_STALE_FH for a bad handle. */
 #include "nfs_int.h"
 
 int nlm4_op_cancel(struct nfs_req *r, void *args, void *res)
@@ -14,5 +14,10 @@ int nlm4_op_cancel(struct nfs_req *r, void *args, void *res)
 
     nlm_cookie_copy(&a->cookie, &o->cookie);
     o->stat.stat = nlm_req_file(r, &a->alock, &tenant, &ino);
+    if (o->stat.stat == NLM4_GRANTED) {
+        struct nfs_lock_owner own;
+        nlm_owner(&a->alock, &own);
+        nlm_block_cancel(r->srv, tenant, ino, &own, a->alock.l_offset, a->alock.l_len);
+    }
     return NFS_REQ_OK;
 }

@@ -11,6 +11,8 @@ int nlm4_op_free_all(struct nfs_req *r, void *args, void *res)
     nlm4_notify *a = args;
     const char *name = a->name ? a->name : "";
     size_t n = nfs_locks_free_host(r->srv->locks, name, strlen(name));
+    nlm_block_forget_host(r->srv, name);
+    nlm_block_retry(r->srv);
     srv_log(INFO, NFS, "req=%08x tenant=- NLM FREE_ALL for %s from %s: %zu locks released",
             r->call.xid, name, r->conn_peer, n);
     return NFS_REQ_OK;

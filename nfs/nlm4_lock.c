@@ -2,8 +2,8 @@
  * NLM4_LOCK and NLM4_NM_LOCK (RFC 1813 Appendix II; X/Open XNFS): take a
  * byte-range lock on a file named by its NFS handle.
  * Status: NLM4_GRANTED; NLM4_DENIED (conflict, non-blocking request);
- * NLM4_BLOCKED (conflict, blocking request: the client retries, Linux every
- * 30 s, since no GRANTED callback is sent); NLM4_STALE_FH (handle does not
+ * NLM4_BLOCKED (conflict, blocking request: remembered, and granted with a
+ * GRANTED callback once possible, see nlm_grant.c); NLM4_STALE_FH (handle does not
  * resolve for this client); NLM4_ROFS (exclusive lock on a read-only
  * export); NLM4_DENIED_NOLOCKS (out of memory); NLM4_FAILED (owner handle too
  * long). There is no grace period: locks live in memory only and a restart
@@ -73,6 +73,8 @@ int nlm4_op_lock(struct nfs_req *r, void *args, void *res)
         break;
     case -EAGAIN:
         o->stat.stat = a->block ? NLM4_BLOCKED : NLM4_DENIED;
+        if (a->block)
+            nlm_block_add(r, a, tenant, ino);
         break;
     case -ENOMEM:
         o->stat.stat = NLM4_DENIED_NOLOCKS;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * NLM4_UNLOCK: release the owner's locks on a range (splitting them).
- * Releasing what is not held succeeds, as the protocol requires.
+ * Releasing what is not held succeeds, as the protocol requires. Blocked
+ * requests that can now be granted are granted (with a GRANTED callback).
  * Status: NLM4_GRANTED; NLM4_STALE_FH; NLM4_DENIED_NOLOCKS (a split needed
  * memory that was not there; nothing released). */
 #include "nfs_int.h"
@@ -20,5 +21,7 @@ int nlm4_op_unlock(struct nfs_req *r, void *args, void *res)
     nlm_owner(&a->alock, &own);
     if (nfs_locks_unlock(r->srv->locks, tenant, ino, &own, a->alock.l_offset, a->alock.l_len) < 0)
         o->stat.stat = NLM4_DENIED_NOLOCKS;
+    else
+        nlm_block_retry(r->srv); /* blocked requests may go now */
     return NFS_REQ_OK;
 }

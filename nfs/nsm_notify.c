@@ -13,6 +13,8 @@ int nsm_op_notify(struct nfs_req *r, void *args, void *res)
     stat_chge *a = args;
     const char *name = a->mon_name ? a->mon_name : "";
     size_t n = nfs_locks_free_host(r->srv->locks, name, strlen(name));
+    nlm_block_forget_host(r->srv, name);
+    nlm_block_retry(r->srv);
     srv_log(INFO, NFS, "req=%08x tenant=- SM_NOTIFY: %s rebooted (state %d, from %s): %zu locks "
             "released", r->call.xid, name, a->state, r->conn_peer, n);
     return NFS_REQ_OK;

@@ -162,8 +162,9 @@ class Reply:
 
 
 class RpcConn:
-    def __init__(self, port, host="127.0.0.1", cred=None, timeout=20):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host="127.0.0.1", cred=None, timeout=20, source=None):
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.cred = cred or auth_sys()
         self.xid = struct.unpack(">I", os.urandom(4))[0]
 

@@ -870,3 +870,20 @@ def test_export_of_a_bucket_is_confined(s3nfsd):
     args = Packer().opaque(efh).string("f").opaque(bfh).string("g").bytes()
     assert c.nfs(rpc3.RENAME, args)[0] == rpc3.NFS3ERR_XDEV
     c.close()
+
+
+def test_nlm_granted_callbacks(tmp_path):
+    """Blocked requests are granted with a GRANTED callback through the client's
+    portmapper; a refused grant is released; CANCEL and FREE_ALL forget requests.
+    Runs in a private network namespace (a fake client lives on 127.0.0.2)."""
+    from conftest import BIN
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (a private network namespace)")
+    if not os.access(BIN, os.X_OK):
+        pytest.skip(f"s3nfsd not built at {BIN}")
+    p = subprocess.run(["unshare", "--net", sys.executable,
+                        os.path.join(HERE, "nlm_callback_check.py"), BIN, str(tmp_path)],
+                       capture_output=True, text=True, timeout=180)
+    log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    assert p.returncode == 0 and "NLM CALLBACK OK" in p.stdout, \
+        p.stdout + p.stderr + log[-3000:]
