@@ -223,13 +223,21 @@ def nfsvm():
     cache = os.environ.get("NFSVM_CACHE") or subprocess.run(
         [build, "--print-dir"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
     have_image = all(os.path.exists(os.path.join(cache, f)) for f in IMAGE_FILES)
-    try:
-        p = subprocess.run([build], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=BUILD_TIMEOUT,
-                           env=dict(os.environ, NFSVM_CACHE=cache))
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired:
-        rc, out = -1, f"build-image did not finish within {BUILD_TIMEOUT}s"
+
+    def build_image():
+        try:
+            p = subprocess.run([build], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=BUILD_TIMEOUT,
+                               env=dict(os.environ, NFSVM_CACHE=cache))
+            return p.returncode, p.stdout
+        except subprocess.TimeoutExpired:
+            return -1, f"build-image did not finish within {BUILD_TIMEOUT}s"
+    rc, out = build_image()
+    if rc != 0 and "apt-get update" in out and os.geteuid() == 0:
+        # a fresh machine without apt lists: build-image takes its sources from them
+        subprocess.run(["apt-get", "update", "-qq"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=600, check=False)
+        rc, out = build_image()
     if rc != 0:
         # an older image (e.g. a non-root user cannot rebuild) still boots
         have_image = all(os.path.exists(os.path.join(cache, f)) for f in IMAGE_FILES)
