@@ -525,7 +525,7 @@ def test_fsstat_reports_quota_and_dquot(s3nfsd):
 
 def test_rpcbind_registration(tmp_path):
     """nfs_register_rpcbind: registered at start, unregistered at stop (private netns)."""
-    from conftest import BIN
+    from s3nfsd_harness import BIN
     if os.geteuid() != 0 or not shutil.which("rpcbind") or not shutil.which("unshare"):
         pytest.skip("needs root, rpcbind and unshare (a private network namespace)")
     if not os.access(BIN, os.X_OK):
@@ -538,7 +538,7 @@ def test_rpcbind_registration(tmp_path):
 
 def test_no_rpcbind_is_only_logged(tmp_path):
     """Without a portmapper the daemon still serves (failure is a log line)."""
-    from conftest import BIN
+    from s3nfsd_harness import BIN
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("needs root and unshare (a private network namespace without rpcbind)")
     script = (f'ip link set lo up; S3NFS_ACCESS_KEY=AKIANORPCBIND S3NFS_SECRET_KEY=norpcbind-key '
@@ -876,7 +876,7 @@ def test_nlm_granted_callbacks(tmp_path):
     """Blocked requests are granted with a GRANTED callback through the client's
     portmapper; a refused grant is released; CANCEL and FREE_ALL forget requests.
     Runs in a private network namespace (a fake client lives on 127.0.0.2)."""
-    from conftest import BIN
+    from s3nfsd_harness import BIN
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("needs root and unshare (a private network namespace)")
     if not os.access(BIN, os.X_OK):

@@ -77,7 +77,7 @@ def test_kernel_nlm_locks(tmp_path):
     rpcbind, s3nfsd and the guest run in a private network namespace, so the
     host's port 111 is neither needed nor touched."""
     import shutil
-    from conftest import BIN
+    from s3nfsd_harness import BIN
     why = nfsvm_ready()
     if why:
         pytest.skip(why)
