@@ -8,15 +8,17 @@
  * in the input buffer), so responses leave in request order.
  *
  * Per request: headers parsed (bounded, 431) -> authenticated (SigV4, on the
- * loop thread: the key lookup is an in-memory cache) -> routed -> the op's
- * work runs on a worker (srv_work_submit). Bodies of uploads stream: payload
- * bytes (after HTTP chunked and aws-chunked decoding) collect in x->body and go
- * to workers 4 MiB at a time (one hashes, one calls core_upload_write); while a chunk is in flight
- * and the buffer is over its watermark the socket is not read (TCP
- * back-pressure). Large GETs stream the same way backwards: 1 MiB core_read on
- * a worker, appended to the output, next read while the output holds less than
- * 4 MiB (read-ahead keeps the socket busy during a read). Nothing is visible until the op commits
- * after the last byte, so a client that disconnects mid-upload leaves nothing behind.
+ * loop thread: the key lookup is an in-memory cache) -> routed -> admitted by
+ * QoS -> the op's work runs on a worker (srv_work_submit). Upload bodies
+ * stream: payload bytes (after HTTP chunked and aws-chunked decoding) collect
+ * in x->body and go to workers 4 MiB at a time (one hashes, one calls
+ * core_upload_write); while a chunk is in flight and the buffer is over its
+ * watermark the socket is not read (TCP back-pressure). Large GETs stream the
+ * same way backwards: 1 MiB core_reads, two in flight on workers, appended to
+ * the output in offset order while it holds less than 4 MiB (read-ahead keeps
+ * the socket busy during a read). Nothing is visible until the op commits
+ * after the last byte, so a client that disconnects mid-upload leaves nothing
+ * behind.
  *
  * Lifetime: a connection with work in flight is only marked dead when its
  * socket goes; the work's done callback frees it. s3_server_stop() closes
@@ -223,7 +225,8 @@ static void ctx_free_now(struct s3_ctx *x)
     s3__ck_free(&x->cks);
     if (x->aws_chunked)
         s3__chunked_fini(&x->ck);
-    free(x->rbuf);
+    for (int i = 0; i < S3_READS_INFLIGHT; i++)
+        free(x->rs[i].buf);
     s3__req_free(x->req);
     OPENSSL_cleanse(x->skey, sizeof(x->skey));
     free(x);
@@ -276,6 +279,9 @@ struct work_call {
     struct s3_ctx *x;
     void (*work)(struct s3_ctx *);
     void (*done)(struct s3_ctx *);
+    void (*work_arg)(struct s3_ctx *, void *); /* or these two, with arg */
+    void (*done_arg)(struct s3_ctx *, void *);
+    void *arg;
 };
 
 static void conn_free(struct s3_conn *c);
@@ -290,20 +296,26 @@ static void conn_leave(struct s3_conn *c)
 static void tramp_work(void *arg)
 {
     struct work_call *w = arg;
-    w->work(w->x);
+    if (w->work_arg)
+        w->work_arg(w->x, w->arg);
+    else
+        w->work(w->x);
 }
 
 static void tramp_done(void *arg)
 {
     struct work_call *w = arg;
     struct s3_ctx *x = w->x;
-    void (*done)(struct s3_ctx *) = w->done;
-    free(w);
     struct s3_conn *c = x->conn;
     c->nest++;
     c->work_inflight--;
-    if (!c->dead)
-        done(x);
+    if (!c->dead) {
+        if (w->done_arg)
+            w->done_arg(x, w->arg);
+        else
+            w->done(x);
+    }
+    free(w);
     conn_leave(c);
 }
 
@@ -312,12 +324,27 @@ static void tramp_done(void *arg)
 static void ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *),
                        void (*done)(struct s3_ctx *))
 {
-    struct work_call *w = malloc(sizeof(*w));
+    struct work_call *w = calloc(1, sizeof(*w));
     if (!w)
         abort();
     w->x = x;
     w->work = work;
     w->done = done;
+    x->conn->work_inflight++;
+    srv_work_submit(x->loop, tramp_work, tramp_done, w);
+}
+
+/* As ctx_submit, passing @p arg to both functions. */
+static void ctx_submit_arg(struct s3_ctx *x, void (*work)(struct s3_ctx *, void *),
+                           void (*done)(struct s3_ctx *, void *), void *arg)
+{
+    struct work_call *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    w->x = x;
+    w->work_arg = work;
+    w->done_arg = done;
+    w->arg = arg;
     x->conn->work_inflight++;
     srv_work_submit(x->loop, tramp_work, tramp_done, w);
 }
@@ -427,19 +454,18 @@ static void stream_end_done(struct s3_ctx *x)
     ctx_finish(x);
 }
 
-static void stream_read_work(struct s3_ctx *x)
+/* One slot of a streamed GET: the worker reads [off, off+len) into its own buffer. */
+static void stream_read_work(struct s3_ctx *x, void *arg)
 {
-    uint64_t n = x->rend - x->roff;
-    if (n > S3_RCHUNK)
-        n = S3_RCHUNK;
+    struct s3_rslot *r = arg;
     bool eof = false;
-    x->rn = 0;
-    x->rbuf = malloc((size_t)n);
-    if (!x->rbuf) {
-        x->read_rc = -ENOMEM;
+    r->n = 0;
+    r->buf = malloc(r->len);
+    if (!r->buf) {
+        r->rc = -ENOMEM;
         return;
     }
-    x->read_rc = core_read(x->core, &x->p, x->ino, x->roff, x->rbuf, (size_t)n, &x->rn, &eof);
+    r->rc = core_read(x->core, &x->p, x->ino, r->off, r->buf, r->len, &r->n, &eof);
 }
 
 static void free_chunk(const void *data, size_t len, void *arg)
@@ -447,33 +473,42 @@ static void free_chunk(const void *data, size_t len, void *arg)
     free((void *)data);
 }
 
-static void stream_read_done(struct s3_ctx *x)
+static void stream_read_done(struct s3_ctx *x, void *arg)
 {
-    struct s3_conn *c = x->conn;
-    x->reading = false;
-    if (x->read_rc || x->rn == 0) {
-        /* Headers are out: the only honest signal left is to cut the connection. */
-        srv_log(WARN, S3, "req=%s tenant=%u GET %s: read failed at %" PRIu64 ": %s", x->reqid,
-                x->p.tenant, resource_of(x), x->roff,
-                x->read_rc ? srv_strerror(x->read_rc) : "object shrank");
-        x->err = x->read_rc ? x->read_rc : -EIO;
-        ctx_log(x);
-        conn_close(c);
-        return;
-    }
-    evbuffer_add_reference(bufferevent_get_output(c->bev), x->rbuf, x->rn, free_chunk, NULL);
-    x->rbuf = NULL;
-    x->roff += x->rn;
-    x->bytes_out += x->rn;
+    struct s3_rslot *r = arg;
+    r->done = true;
     stream_pump(x);
 }
 
+/* Streamed GET: append finished reads in offset order, keep up to
+ * S3_READS_INFLIGHT reads running while the output is below its watermark. */
 static void stream_pump(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
-    if (x->reading || c->dead)
+    if (c->dead)
         return;
-    if (x->roff >= x->rend) {
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    while (x->rs_count > 0 && x->rs[x->rs_head].done) {
+        struct s3_rslot *r = &x->rs[x->rs_head];
+        if (r->rc || r->n != r->len) {
+            /* Headers are out: the only honest signal left is to cut the connection. */
+            srv_log(WARN, S3, "req=%s tenant=%u GET %s: read failed at %" PRIu64 ": %s", x->reqid,
+                    x->p.tenant, resource_of(x), r->off,
+                    r->rc ? srv_strerror(r->rc) : "object shrank");
+            x->err = r->rc ? r->rc : -EIO;
+            ctx_log(x);
+            conn_close(c);
+            return;
+        }
+        evbuffer_add_reference(out, r->buf, r->n, free_chunk, NULL);
+        r->buf = NULL;
+        r->done = false;
+        x->roff += r->n;
+        x->bytes_out += r->n;
+        x->rs_head = (x->rs_head + 1) % S3_READS_INFLIGHT;
+        x->rs_count--;
+    }
+    if (x->roff >= x->rend && x->rs_count == 0) {
         c->state = CS_WAIT;
         if (x->ref_held)
             ctx_submit(x, stream_end_work, stream_end_done);
@@ -481,10 +516,20 @@ static void stream_pump(struct s3_ctx *x)
             ctx_finish(x);
         return;
     }
-    if (evbuffer_get_length(bufferevent_get_output(c->bev)) > S3_OUT_LOW)
-        return; /* the write callback calls again once the client caught up */
-    x->reading = true;
-    ctx_submit(x, stream_read_work, stream_read_done);
+    /* the write callback calls again once the client caught up */
+    while (x->rs_count < S3_READS_INFLIGHT && x->rnext < x->rend &&
+           evbuffer_get_length(out) + (size_t)x->rs_count * S3_RCHUNK < S3_OUT_LOW) {
+        int i = (x->rs_head + x->rs_count) % S3_READS_INFLIGHT;
+        struct s3_rslot *r = &x->rs[i];
+        uint64_t len = x->rend - x->rnext;
+        r->off = x->rnext;
+        r->len = (size_t)(len > S3_RCHUNK ? S3_RCHUNK : len);
+        r->rc = 0;
+        r->done = false;
+        x->rnext += r->len;
+        x->rs_count++;
+        ctx_submit_arg(x, stream_read_work, stream_read_done, r);
+    }
 }
 
 static void send_response(struct s3_ctx *x)

@@ -373,6 +373,8 @@ struct s3_server;
 struct s3_conn;
 struct srv_loop;
 
+#define S3_READS_INFLIGHT 2 /* parallel worker reads of one streamed GET */
+
 struct s3_ctx {
     struct s3_server *srv;
     struct s3_conn *conn; /* NULL once the connection is gone */
@@ -425,10 +427,15 @@ struct s3_ctx {
     uint64_t ino;
     uint64_t roff, rend;
     bool ref_held;
-    bool reading;
-    int read_rc;
-    void *rbuf;
-    size_t rn;
+    uint64_t rnext; /* next offset to request (roff: next to send) */
+    struct s3_rslot {
+        uint64_t off;
+        size_t len, n;
+        void *buf;
+        int rc;
+        bool done;
+    } rs[S3_READS_INFLIGHT]; /* reads in flight, appended in offset order */
+    int rs_head, rs_count;
     uint64_t bytes_in, bytes_out;
     bool qos_waiting; /* queued in qos_admit; cancel if the connection goes */
     void (*qos_next)(struct s3_ctx *x);

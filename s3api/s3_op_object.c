@@ -427,6 +427,7 @@ static void get_or_head(struct s3_ctx *x)
     x->stream = true;
     x->ino = at->ino;
     x->roff = off;
+    x->rnext = off;
     x->rend = end;
     if (x->head || end == off)
         return;
