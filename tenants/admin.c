@@ -49,19 +49,32 @@ void admin__error(struct evhttp_request *req, int status, const char *code, cons
     evbuffer_free(b);
 }
 
-static bool token_ok(struct admin *a, struct evhttp_request *req)
+/* Authenticate an API request. @return 0 (who set), 401 (no credentials) or
+ * 403 (credentials given but wrong; *why says how). */
+static int authenticate(struct admin *a, struct evhttp_request *req, struct admin_caller *who,
+                        const char **why)
 {
-    if (!a->cfg.have_token)
-        return false;
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return false;
+    *why = "credentials needed: Authorization: Bearer TOKEN, or AWS4-HMAC-SHA256 with an "
+           "admin user's access key";
+    if (!h || !*h)
+        return 401;
+    if (strncasecmp(h, "AWS4-HMAC-SHA256 ", 17) == 0)
+        return admin__sigv4_check(a, req, h + 17, who, why) == 0 ? 0 : 403;
+    if (strncasecmp(h, "Bearer ", 7) != 0)
+        return 401;
     const char *tok = h + 7;
     while (*tok == ' ')
         tok++;
     uint8_t d[32];
     SHA256((const unsigned char *)tok, strlen(tok), d);
-    return CRYPTO_memcmp(d, a->cfg.token_sha256, 32) == 0;
+    if (!a->cfg.have_token || CRYPTO_memcmp(d, a->cfg.token_sha256, 32) != 0) {
+        *why = "wrong bearer token";
+        return 403;
+    }
+    memset(who, 0, sizeof(*who));
+    snprintf(who->name, sizeof(who->name), "token");
+    return 0;
 }
 
 static void send_text(struct evhttp_request *req, int status, const char *ctype,
@@ -113,16 +126,22 @@ static void handle(struct evhttp_request *req, void *arg)
     }
     if (strncmp(path, "/api/v1/", 8) == 0 || strcmp(path, "/api/v1") == 0) {
         op = "api";
-        if (!token_ok(a, req)) {
-            status = 401;
+        struct admin_caller who;
+        const char *why;
+        status = authenticate(a, req, &who, &why);
+        if (status == 401) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                               "Bearer realm=\"s3nfs-admin\"");
-            admin__error(req, status, "Unauthorized",
-                         "missing or wrong bearer token (Authorization: Bearer TOKEN)");
+            admin__error(req, status, "Unauthorized", why);
             srv_log(INFO, ADMIN, "401 %s from an unauthenticated client", path);
             goto out;
         }
-        admin__api(a, req, path + 7);
+        if (status == 403) {
+            admin__error(req, status, "Forbidden", why);
+            srv_log(INFO, ADMIN, "403 %s: %s", path, why);
+            goto out;
+        }
+        admin__api(a, req, path + 7, &who);
         status = 0; /* logged by the API */
         goto out;
     }

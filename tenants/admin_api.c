@@ -1,36 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0
- * admin_api: the JSON REST API under /api/v1 (bearer-authenticated by admin.c).
+ * admin_api: the JSON REST API under /api/v1 (authenticated by admin.c).
  *
- *   GET    /tenants                          list tenants
- *   POST   /tenants {"name"}                 create (201)
- *   GET    /tenants/ID                       one tenant
- *   DELETE /tenants/ID                       delete (409 while it holds a bucket)
- *   GET    /tenants/ID/users                 list users
- *   POST   /tenants/ID/users {"name","uid","gid","gids","tenant_admin"}   create (201)
- *   GET    /tenants/ID/users/UID             one user
- *   PATCH  /tenants/ID/users/UID {"uid","gid","gids","disabled","tenant_admin"}
- *   DELETE /tenants/ID/users/UID             delete (with its keys)
- *   POST   /tenants/ID/users/UID/keys        new access key; the secret is shown once (201)
- *   GET    /tenants/ID/keys                  list keys (never secrets)
- *   GET|PATCH {"disabled"}|DELETE /keys/AKEY
- *   GET    /tenants/ID/exports               list exports
- *   POST   /tenants/ID/exports {"path","clients":[..],"read_only","root_squash",
- *                               "all_squash","anon_uid","anon_gid"}   create (201)
- *   GET|DELETE /exports/ID
- *   GET    /tenants/ID/usage                 tenant usage and limits
- *   GET|PUT /tenants/ID/quota {"bytes_limit","inodes_limit"}
- *   GET    /tenants/ID/buckets/NAME/usage
- *   GET|PUT /tenants/ID/buckets/NAME/quota
- *   GET|PUT|DELETE /tenants/ID/qos {"read_bps","write_bps","read_iops","write_iops",
- *                                   "meta_iops","burst_ms"}
- * Errors: {"error": CODE, "message": TEXT} with 400 (bad JSON or field), 404,
- * 405, 409 (exists / not empty), 503 (component not running), 500.
+ * Dispatch is data: routes[] below lists every path pattern, the methods it
+ * answers, the methods only a system admin may use, and its handler.
+ * docs/openapi.yaml describes the same routes (a test compares the two).
+ *
+ * Scopes: a system admin (the bearer token, or an admin user of the bootstrap
+ * tenant) may do everything. A tenant admin (an admin user of another tenant,
+ * by SigV4) may reach only paths of its own tenant, its own keys and exports,
+ * and not the methods a route reserves for system admins (creating, renaming
+ * and deleting tenants; the tenant's own quota and QoS policy): anything else
+ * answers 403.
+ *
+ * Lists take ?limit=N (1..1000) and ?marker=M (the last id or access key of
+ * the previous page); when more remain the answer carries X-Next-Marker.
+ * Errors: {"error": CODE, "message": TEXT} with 400 (bad JSON, field or query),
+ * 403, 404, 405, 409 (exists / not empty), 503 (component not running), 500.
  * Thread: the admin thread. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <sys/queue.h>
+#include <event2/keyvalq_struct.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,45 +260,143 @@ static int append_export(void *arg, const struct tenant_export *e)
     return json_array_append_new(arg, export_json(e)) ? -ENOMEM : 0;
 }
 
-/* ---- resources ---- */
+/* ---- requests, pages ---- */
 
-static void tenants_collection(struct admin *a, struct evhttp_request *req,
-                               enum evhttp_cmd_type cmd)
+/* One API request after routing. */
+struct api_req {
+    struct admin *a;
+    struct evhttp_request *req;
+    enum evhttp_cmd_type cmd;
+    const struct admin_caller *who;
+    struct evkeyvalq query;
+    uint32_t tenant;    /* {tenant} */
+    uint64_t user;      /* {user} */
+    uint32_t export;    /* {export} */
+    const char *bucket; /* {bucket} */
+    const char *akey;   /* {akey} */
+    bool is_quota;      /* the route ends in /quota (not /usage) */
+};
+
+#define PAGE_MAX 1000
+
+static int item_cmp(const void *x, const void *y)
 {
-    if (cmd == EVHTTP_REQ_GET) {
-        json_t *arr = json_array();
-        int rc = tenants_tenant_list(a->tenants, append_tenant, arr);
-        if (rc < 0) {
-            json_decref(arr);
-            reply_err(req, rc, "list tenants");
-            return;
-        }
-        reply_json(req, 200, arr);
-        return;
+    json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+    json_t *ia = json_object_get(a, "id"), *ib = json_object_get(b, "id");
+    if (ia && ib) {
+        json_int_t va = json_integer_value(ia), vb = json_integer_value(ib);
+        return va < vb ? -1 : va > vb;
     }
-    if (cmd != EVHTTP_REQ_POST) {
-        no_method(req);
-        return;
-    }
-    json_t *j = body_json(req);
-    if (!j)
-        return;
-    const char *name = json_string_value(json_object_get(j, "name"));
-    if (!name) {
-        json_decref(j);
-        bad(req, "'name' (string) is required");
-        return;
-    }
-    struct tenant_info ti;
-    int rc = tenants_tenant_create(a->tenants, name, &ti);
-    json_decref(j);
-    if (rc < 0) {
-        reply_err(req, rc, "create tenant");
-        return;
-    }
-    srv_log(INFO, ADMIN, "tenant=%u created through the API", ti.id);
-    reply_json(req, 201, tenant_json(&ti));
+    return strcmp(json_string_value(json_object_get(a, "access_key")) ?: "",
+                  json_string_value(json_object_get(b, "access_key")) ?: "");
 }
+
+/* The key an item sorts by, as text (for markers). */
+static void item_marker(json_t *it, char *buf, size_t len)
+{
+    json_t *id = json_object_get(it, "id");
+    if (id)
+        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
+    else
+        snprintf(buf, len, "%s", json_string_value(json_object_get(it, "access_key")) ?: "");
+}
+
+/* Is @p it after @p marker (numeric ids compare as numbers)? */
+static bool item_after(json_t *it, const char *marker)
+{
+    json_t *id = json_object_get(it, "id");
+    if (id) {
+        uint64_t m;
+        if (!parse_u64(marker, &m))
+            return true;
+        return (uint64_t)json_integer_value(id) > m;
+    }
+    return strcmp(json_string_value(json_object_get(it, "access_key")) ?: "", marker) > 0;
+}
+
+/* Sort @p all, keep the page ?marker/?limit asks for, send it (consumes @p all). */
+static void reply_page(struct api_req *x, json_t *all)
+{
+    const char *ls = evhttp_find_header(&x->query, "limit");
+    const char *marker = evhttp_find_header(&x->query, "marker");
+    uint64_t limit = PAGE_MAX;
+    if (ls && (!parse_u64(ls, &limit) || limit == 0 || limit > PAGE_MAX)) {
+        json_decref(all);
+        bad(x->req, "'limit' must be an integer from 1 to 1000");
+        return;
+    }
+    size_t n = json_array_size(all);
+    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    json_t *out = json_array();
+    if (!v || !out) {
+        free(v);
+        json_decref(out);
+        json_decref(all);
+        reply_err(x->req, -ENOMEM, "list");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(all, i);
+    qsort(v, n, sizeof(*v), item_cmp);
+    bool more = false;
+    for (size_t i = 0; i < n; i++) {
+        if (marker && *marker && !item_after(v[i], marker))
+            continue;
+        if (json_array_size(out) == limit) {
+            more = true;
+            break;
+        }
+        json_array_append(out, v[i]);
+    }
+    free(v);
+    json_decref(all);
+    if (more) {
+        char m[TENANT_AKEY_MAX + 32];
+        item_marker(json_array_get(out, json_array_size(out) - 1), m, sizeof(m));
+        evhttp_add_header(evhttp_request_get_output_headers(x->req), "X-Next-Marker", m);
+    }
+    reply_json(x->req, 200, out);
+}
+
+static bool is_system(const struct api_req *x)
+{
+    return x->who->tenant == 0;
+}
+
+static void forbidden(struct evhttp_request *req, const char *msg)
+{
+    admin__error(req, 403, "Forbidden", msg);
+}
+
+/* Resolve "a/b/c" below directory @p dir of tenant @p tenant to a directory.
+ * @return 0, -ENOENT, -ENOTDIR, -EINVAL ("." or ".." or an empty path). */
+static int resolve_dir(struct admin *a, uint32_t tenant, uint64_t dir, const char *path,
+                       uint64_t *out)
+{
+    struct core_principal p = {.tenant = tenant, .flags = CORE_P_SUPER};
+    struct core_attr at;
+    const char *s = path;
+    int rc;
+    while (*s) {
+        while (*s == '/')
+            s++;
+        size_t n = strcspn(s, "/");
+        if (n == 0)
+            break;
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return -EINVAL;
+        if ((rc = core_lookup(a->core, &p, dir, s, n, &at)) < 0)
+            return rc == SRV_ESTALE ? -ENOENT : rc;
+        if (at.type != CORE_DIR)
+            return -ENOTDIR;
+        dir = at.ino;
+        s += n;
+    }
+    *out = dir;
+    return 0;
+}
+
+/* ---- resources ---- */
 
 static void user_fields(struct evhttp_request *req, json_t *j, struct tenant_user *u, int *bad_)
 {
@@ -354,417 +446,6 @@ static void user_fields(struct evhttp_request *req, json_t *j, struct tenant_use
         *bad_ = 1;
 }
 
-static void users_collection(struct admin *a, struct evhttp_request *req,
-                             enum evhttp_cmd_type cmd, uint32_t tid)
-{
-    struct tenant_info ti;
-    int rc = tenants_tenant_get(a->tenants, tid, &ti);
-    if (rc < 0) {
-        reply_err(req, rc, "tenant");
-        return;
-    }
-    if (cmd == EVHTTP_REQ_GET) {
-        json_t *arr = json_array();
-        rc = tenants_user_list(a->tenants, tid, append_user, arr);
-        if (rc < 0) {
-            json_decref(arr);
-            reply_err(req, rc, "list users");
-            return;
-        }
-        reply_json(req, 200, arr);
-        return;
-    }
-    if (cmd != EVHTTP_REQ_POST) {
-        no_method(req);
-        return;
-    }
-    json_t *j = body_json(req);
-    if (!j)
-        return;
-    struct tenant_user u, out;
-    memset(&u, 0, sizeof(u));
-    u.tenant = tid;
-    u.uid = u.gid = 1000;
-    int b;
-    if (!json_is_string(json_object_get(j, "name"))) {
-        json_decref(j);
-        bad(req, "'name' (string) is required");
-        return;
-    }
-    user_fields(req, j, &u, &b);
-    json_decref(j);
-    if (b)
-        return;
-    rc = tenants_user_create(a->tenants, &u, &out);
-    if (rc < 0) {
-        reply_err(req, rc, "create user");
-        return;
-    }
-    reply_json(req, 201, user_json(&out));
-}
-
-static void user_item(struct admin *a, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                      uint32_t tid, uint64_t uid)
-{
-    struct tenant_user u;
-    int rc = tenants_user_get(a->tenants, tid, uid, &u);
-    if (rc < 0) {
-        reply_err(req, rc, "user");
-        return;
-    }
-    if (cmd == EVHTTP_REQ_GET) {
-        reply_json(req, 200, user_json(&u));
-        return;
-    }
-    if (cmd == EVHTTP_REQ_DELETE) {
-        rc = tenants_user_delete(a->tenants, tid, uid);
-        if (rc < 0) {
-            reply_err(req, rc, "delete user");
-        } else {
-            if (a->qos)
-                qos_policy_delete_user(a->qos, tid, uid); /* -ENOENT when it had none */
-            reply_empty(req, 204);
-        }
-        return;
-    }
-    if (cmd != EVHTTP_REQ_PATCH && cmd != EVHTTP_REQ_PUT) {
-        no_method(req);
-        return;
-    }
-    json_t *j = body_json(req);
-    if (!j)
-        return;
-    int b;
-    user_fields(req, j, &u, &b);
-    json_decref(j);
-    if (b)
-        return;
-    rc = tenants_user_update(a->tenants, &u);
-    if (rc < 0) {
-        reply_err(req, rc, "update user");
-        return;
-    }
-    reply_json(req, 200, user_json(&u));
-}
-
-static void user_keys(struct admin *a, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                      uint32_t tid, uint64_t uid)
-{
-    if (cmd != EVHTTP_REQ_POST) {
-        no_method(req);
-        return;
-    }
-    char ak[TENANT_AKEY_MAX + 1], sk[TENANT_SECRET_MAX + 1];
-    int rc = tenants_key_create(a->tenants, tid, uid, ak, sk);
-    if (rc < 0) {
-        reply_err(req, rc, "create key");
-        return;
-    }
-    reply_json(req, 201,
-               json_pack("{s:s,s:s,s:I,s:I}", "access_key", ak, "secret_key", sk, "tenant",
-                         (json_int_t)tid, "user", (json_int_t)uid));
-    memset(sk, 0, sizeof(sk));
-}
-
-static void keys_collection(struct admin *a, struct evhttp_request *req,
-                            enum evhttp_cmd_type cmd, uint32_t tid)
-{
-    if (cmd != EVHTTP_REQ_GET) {
-        no_method(req);
-        return;
-    }
-    struct tenant_info ti;
-    int rc = tenants_tenant_get(a->tenants, tid, &ti);
-    if (rc < 0) {
-        reply_err(req, rc, "tenant");
-        return;
-    }
-    json_t *arr = json_array();
-    rc = tenants_key_list(a->tenants, tid, append_key, arr);
-    if (rc < 0) {
-        json_decref(arr);
-        reply_err(req, rc, "list keys");
-        return;
-    }
-    reply_json(req, 200, arr);
-}
-
-static void key_item(struct admin *a, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                     const char *akey)
-{
-    struct tenant_key k;
-    int rc = tenants_key_get(a->tenants, akey, &k);
-    if (rc < 0) {
-        reply_err(req, rc, "key");
-        return;
-    }
-    if (cmd == EVHTTP_REQ_GET) {
-        reply_json(req, 200, key_json(&k));
-        return;
-    }
-    if (cmd == EVHTTP_REQ_DELETE) {
-        rc = tenants_key_delete(a->tenants, akey);
-        if (rc < 0)
-            reply_err(req, rc, "delete key");
-        else
-            reply_empty(req, 204);
-        return;
-    }
-    if (cmd != EVHTTP_REQ_PATCH && cmd != EVHTTP_REQ_PUT) {
-        no_method(req);
-        return;
-    }
-    json_t *j = body_json(req);
-    if (!j)
-        return;
-    bool dis = k.disabled;
-    int b = get_bool(req, j, "disabled", &dis);
-    json_decref(j);
-    if (b < 0)
-        return;
-    rc = tenants_key_set_disabled(a->tenants, akey, dis);
-    if (rc < 0) {
-        reply_err(req, rc, "update key");
-        return;
-    }
-    k.disabled = dis;
-    reply_json(req, 200, key_json(&k));
-}
-
-static void exports_collection(struct admin *a, struct evhttp_request *req,
-                               enum evhttp_cmd_type cmd, uint32_t tid)
-{
-    struct tenant_info ti;
-    int rc = tenants_tenant_get(a->tenants, tid, &ti);
-    if (rc < 0) {
-        reply_err(req, rc, "tenant");
-        return;
-    }
-    if (cmd == EVHTTP_REQ_GET) {
-        json_t *arr = json_array();
-        rc = tenants_export_list_tenant(a->tenants, tid, append_export, arr);
-        if (rc < 0) {
-            json_decref(arr);
-            reply_err(req, rc, "list exports");
-            return;
-        }
-        reply_json(req, 200, arr);
-        return;
-    }
-    if (cmd != EVHTTP_REQ_POST) {
-        no_method(req);
-        return;
-    }
-    json_t *j = body_json(req);
-    if (!j)
-        return;
-    struct tenant_export e, out;
-    memset(&e, 0, sizeof(e));
-    e.tenant = tid;
-    e.anon_uid = e.anon_gid = 65534;
-    const char *path = json_string_value(json_object_get(j, "path"));
-    json_t *clients = json_object_get(j, "clients");
-    bool ro = false, rsq = false, asq = false;
-    uint64_t au = e.anon_uid, ag = e.anon_gid, dir = 0;
-    if (!path || strlen(path) >= sizeof(e.path)) {
-        json_decref(j);
-        bad(req, "'path' (string, starting with '/') is required");
-        return;
-    }
-    snprintf(e.path, sizeof(e.path), "%s", path);
-    if (!json_is_array(clients) || json_array_size(clients) == 0 ||
-        json_array_size(clients) > TENANT_EXPORT_MAX_NETS) {
-        json_decref(j);
-        bad(req, "'clients' must be an array of 1 to 8 address ranges, e.g. [\"10.0.0.0/8\"]");
-        return;
-    }
-    for (size_t i = 0; i < json_array_size(clients); i++) {
-        const char *s = json_string_value(json_array_get(clients, i));
-        if (!s || tenants_net_parse(s, &e.nets[e.nnets]) < 0) {
-            json_decref(j);
-            bad(req, "'clients' holds a range that is not ADDR or ADDR/PREFIX");
-            return;
-        }
-        e.nnets++;
-    }
-    if (get_bool(req, j, "read_only", &ro) < 0 || get_bool(req, j, "root_squash", &rsq) < 0 ||
-        get_bool(req, j, "all_squash", &asq) < 0 ||
-        get_uint(req, j, "anon_uid", UINT32_MAX, &au) < 0 ||
-        get_uint(req, j, "anon_gid", UINT32_MAX, &ag) < 0 ||
-        get_uint(req, j, "dir", UINT64_MAX >> 1, &dir) < 0) {
-        json_decref(j);
-        return;
-    }
-    json_decref(j);
-    e.flags = (ro ? TENANT_EXPORT_RO : 0) | (rsq ? TENANT_EXPORT_ROOT_SQUASH : 0) |
-              (asq ? TENANT_EXPORT_ALL_SQUASH : 0);
-    e.anon_uid = (uint32_t)au;
-    e.anon_gid = (uint32_t)ag;
-    e.dir = dir;
-    rc = tenants_export_create(a->tenants, &e, &out);
-    if (rc < 0) {
-        reply_err(req, rc, "create export");
-        return;
-    }
-    reply_json(req, 201, export_json(&out));
-}
-
-static void export_item(struct admin *a, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                        uint32_t id)
-{
-    struct tenant_export e;
-    int rc = tenants_export_get_admin(a->tenants, id, &e);
-    if (rc < 0) {
-        reply_err(req, rc, "export");
-        return;
-    }
-    if (cmd == EVHTTP_REQ_GET) {
-        reply_json(req, 200, export_json(&e));
-        return;
-    }
-    if (cmd != EVHTTP_REQ_DELETE) {
-        no_method(req);
-        return;
-    }
-    rc = tenants_export_delete(a->tenants, id);
-    if (rc < 0)
-        reply_err(req, rc, "delete export");
-    else
-        reply_empty(req, 204);
-}
-
-/* Usage/quota of the tenant (bucket NULL) or of one of its buckets. */
-static void usage_quota(struct admin *a, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                        uint32_t tid, const char *bucket, bool quota)
-{
-    struct tenant_info ti;
-    uint64_t ino = 0;
-    int rc;
-    if (!a->core) {
-        admin__error(req, 503, "Unavailable", "the store is not open");
-        return;
-    }
-    if ((rc = tenants_tenant_get(a->tenants, tid, &ti)) < 0) {
-        reply_err(req, rc, "tenant");
-        return;
-    }
-    if (bucket) {
-        struct core_principal p = {.tenant = tid, .flags = CORE_P_SUPER};
-        struct core_attr at;
-        rc = core_bucket_lookup(a->core, &p, bucket, strlen(bucket), &at);
-        if (rc < 0) {
-            reply_err(req, rc, "bucket");
-            return;
-        }
-        ino = at.ino;
-    }
-    if (cmd == EVHTTP_REQ_PUT && quota) {
-        json_t *j = body_json(req);
-        if (!j)
-            return;
-        uint64_t bl = 0, il = 0;
-        int b = get_uint(req, j, "bytes_limit", INT64_MAX, &bl);
-        if (b == 0)
-            b = get_uint(req, j, "inodes_limit", INT64_MAX, &il);
-        json_decref(j);
-        if (b < 0)
-            return;
-        rc = core_quota_set(a->core, tid, ino, bl, il);
-        if (rc < 0) {
-            reply_err(req, rc, "set quota");
-            return;
-        }
-        srv_log(INFO, ADMIN, "tenant=%u quota on %s set: %llu bytes, %llu inodes", tid,
-                bucket ? bucket : "the tenant", (unsigned long long)bl, (unsigned long long)il);
-    } else if (cmd != EVHTTP_REQ_GET) {
-        no_method(req);
-        return;
-    }
-    struct core_usage u;
-    rc = core_usage_get(a->core, tid, ino, &u);
-    if (rc < 0) {
-        reply_err(req, rc, "usage");
-        return;
-    }
-    reply_json(req, 200, usage_json(&u));
-}
-
-/* QoS policy of a tenant (uid 0) or of one of its users. */
-static void qos_item(struct admin *a, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                     uint32_t tid, uint64_t uid)
-{
-    struct tenant_info ti;
-    int rc;
-    if (!a->qos) {
-        admin__error(req, 503, "Unavailable", "QoS is not running");
-        return;
-    }
-    if ((rc = tenants_tenant_get(a->tenants, tid, &ti)) < 0) {
-        reply_err(req, rc, "tenant");
-        return;
-    }
-    if (uid) {
-        struct tenant_user u;
-        if ((rc = tenants_user_get(a->tenants, tid, uid, &u)) < 0) {
-            reply_err(req, rc, "user");
-            return;
-        }
-    }
-    struct qos_policy p = {.tenant = tid, .user = uid};
-    if (cmd == EVHTTP_REQ_GET) {
-        rc = qos_policy_get_user(a->qos, tid, uid, &p);
-        if (rc == -ENOENT) {
-            p = (struct qos_policy){.tenant = tid, .user = uid}; /* unlimited, all zero */
-            rc = 0;
-        }
-        if (rc < 0)
-            reply_err(req, rc, "qos");
-        else
-            reply_json(req, 200, qos_json(&p));
-        return;
-    }
-    if (cmd == EVHTTP_REQ_DELETE) {
-        rc = qos_policy_delete_user(a->qos, tid, uid);
-        if (rc < 0 && rc != -ENOENT)
-            reply_err(req, rc, "delete qos");
-        else
-            reply_empty(req, 204);
-        return;
-    }
-    if (cmd != EVHTTP_REQ_PUT && cmd != EVHTTP_REQ_PATCH) {
-        no_method(req);
-        return;
-    }
-    if (cmd == EVHTTP_REQ_PATCH && qos_policy_get_user(a->qos, tid, uid, &p) < 0)
-        p = (struct qos_policy){.tenant = tid, .user = uid};
-    json_t *j = body_json(req);
-    if (!j)
-        return;
-    const uint64_t lim = (uint64_t)1 << 52;
-    uint64_t burst = p.burst_ms;
-    int b = 0;
-    if (get_uint(req, j, "read_bps", lim, &p.read_bps) < 0 ||
-        get_uint(req, j, "write_bps", lim, &p.write_bps) < 0 ||
-        get_uint(req, j, "read_iops", lim, &p.read_iops) < 0 ||
-        get_uint(req, j, "write_iops", lim, &p.write_iops) < 0 ||
-        get_uint(req, j, "meta_iops", lim, &p.meta_iops) < 0 ||
-        get_uint(req, j, "min_read_bps", lim, &p.min_read_bps) < 0 ||
-        get_uint(req, j, "min_write_bps", lim, &p.min_write_bps) < 0 ||
-        get_uint(req, j, "min_iops", lim, &p.min_iops) < 0 ||
-        get_uint(req, j, "burst_ms", 60000, &burst) < 0)
-        b = -1;
-    json_decref(j);
-    if (b < 0)
-        return;
-    p.burst_ms = (uint32_t)burst;
-    rc = qos_policy_set(a->qos, &p);
-    if (rc < 0) {
-        reply_err(req, rc, "set qos");
-        return;
-    }
-    reply_json(req, 200, qos_json(&p));
-}
-
 struct drop_ctx {
     uint32_t tenant;
     uint64_t users[256];
@@ -799,6 +480,692 @@ static void drop_tenant_qos(struct qos *q, uint32_t tenant)
     } while (d.more);
 }
 
+
+static void whoami(struct api_req *x)
+{
+    reply_json(x->req, 200,
+               json_pack("{s:b,s:I,s:s}", "system_admin", is_system(x), "tenant",
+                         (json_int_t)x->who->tenant, "caller", x->who->name));
+}
+
+static void tenants_collection(struct api_req *x)
+{
+    if (x->cmd == EVHTTP_REQ_GET) {
+        json_t *arr = json_array();
+        int rc = 0;
+        if (is_system(x)) {
+            rc = tenants_tenant_list(x->a->tenants, append_tenant, arr);
+        } else {
+            struct tenant_info ti;
+            rc = tenants_tenant_get(x->a->tenants, x->who->tenant, &ti);
+            if (rc == 0)
+                rc = append_tenant(arr, &ti);
+        }
+        if (rc < 0) {
+            json_decref(arr);
+            reply_err(x->req, rc, "list tenants");
+            return;
+        }
+        reply_page(x, arr);
+        return;
+    }
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    const char *name = json_string_value(json_object_get(j, "name"));
+    if (!name) {
+        json_decref(j);
+        bad(x->req, "'name' (string) is required");
+        return;
+    }
+    struct tenant_info ti;
+    int rc = tenants_tenant_create(x->a->tenants, name, &ti);
+    json_decref(j);
+    if (rc < 0) {
+        reply_err(x->req, rc, "create tenant");
+        return;
+    }
+    srv_log(INFO, ADMIN, "tenant=%u created through the API by %s", ti.id, x->who->name);
+    reply_json(x->req, 201, tenant_json(&ti));
+}
+
+static void tenant_item(struct api_req *x)
+{
+    struct tenant_info ti;
+    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
+    if (rc < 0) {
+        reply_err(x->req, rc, "tenant");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET) {
+        reply_json(x->req, 200, tenant_json(&ti));
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_DELETE) {
+        if (x->tenant == ADMIN_SYSTEM_TENANT) {
+            admin__error(x->req, 409, "InUse", "the bootstrap tenant cannot be deleted");
+            return;
+        }
+        rc = tenants_tenant_delete(x->a->tenants, x->tenant);
+        if (rc < 0) {
+            reply_err(x->req, rc, "delete tenant");
+            return;
+        }
+        if (x->a->qos)
+            drop_tenant_qos(x->a->qos, x->tenant);
+        srv_log(INFO, ADMIN, "tenant=%u deleted through the API by %s", x->tenant, x->who->name);
+        reply_empty(x->req, 204);
+        return;
+    }
+    json_t *j = body_json(x->req); /* PATCH */
+    if (!j)
+        return;
+    const char *name = json_string_value(json_object_get(j, "name"));
+    if (name) {
+        rc = tenants_tenant_rename(x->a->tenants, x->tenant, name);
+        if (rc < 0) {
+            json_decref(j);
+            reply_err(x->req, rc, "rename tenant");
+            return;
+        }
+    } else if (json_object_get(j, "name")) {
+        json_decref(j);
+        bad(x->req, "'name' must be a string");
+        return;
+    }
+    json_decref(j);
+    tenants_tenant_get(x->a->tenants, x->tenant, &ti);
+    reply_json(x->req, 200, tenant_json(&ti));
+}
+
+static void users_collection(struct api_req *x)
+{
+    struct tenant_info ti;
+    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
+    if (rc < 0) {
+        reply_err(x->req, rc, "tenant");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET) {
+        json_t *arr = json_array();
+        rc = tenants_user_list(x->a->tenants, x->tenant, append_user, arr);
+        if (rc < 0) {
+            json_decref(arr);
+            reply_err(x->req, rc, "list users");
+            return;
+        }
+        reply_page(x, arr);
+        return;
+    }
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    struct tenant_user u, out;
+    memset(&u, 0, sizeof(u));
+    u.tenant = x->tenant;
+    u.uid = u.gid = 1000;
+    int b;
+    if (!json_is_string(json_object_get(j, "name"))) {
+        json_decref(j);
+        bad(x->req, "'name' (string) is required");
+        return;
+    }
+    user_fields(x->req, j, &u, &b);
+    json_decref(j);
+    if (b)
+        return;
+    rc = tenants_user_create(x->a->tenants, &u, &out);
+    if (rc < 0) {
+        reply_err(x->req, rc, "create user");
+        return;
+    }
+    reply_json(x->req, 201, user_json(&out));
+}
+
+static void user_item(struct api_req *x)
+{
+    struct tenant_user u;
+    int rc = tenants_user_get(x->a->tenants, x->tenant, x->user, &u);
+    if (rc < 0) {
+        reply_err(x->req, rc, "user");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET) {
+        reply_json(x->req, 200, user_json(&u));
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_DELETE) {
+        rc = tenants_user_delete(x->a->tenants, x->tenant, x->user);
+        if (rc < 0) {
+            reply_err(x->req, rc, "delete user");
+        } else {
+            if (x->a->qos)
+                qos_policy_delete_user(x->a->qos, x->tenant, x->user); /* -ENOENT: none */
+            reply_empty(x->req, 204);
+        }
+        return;
+    }
+    json_t *j = body_json(x->req); /* PATCH, PUT */
+    if (!j)
+        return;
+    int b;
+    user_fields(x->req, j, &u, &b);
+    json_decref(j);
+    if (b)
+        return;
+    rc = tenants_user_update(x->a->tenants, &u);
+    if (rc < 0) {
+        reply_err(x->req, rc, "update user");
+        return;
+    }
+    reply_json(x->req, 200, user_json(&u));
+}
+
+struct key_filter {
+    json_t *arr;
+    uint64_t user; /* 0: every user */
+};
+
+static int append_key_of(void *arg, const struct tenant_key *k)
+{
+    struct key_filter *f = arg;
+    if (f->user && k->user != f->user)
+        return 0;
+    return append_key(f->arr, k);
+}
+
+static void list_keys(struct api_req *x, uint64_t user)
+{
+    struct key_filter f = {.arr = json_array(), .user = user};
+    int rc = tenants_key_list(x->a->tenants, x->tenant, append_key_of, &f);
+    if (rc < 0) {
+        json_decref(f.arr);
+        reply_err(x->req, rc, "list keys");
+        return;
+    }
+    reply_page(x, f.arr);
+}
+
+static void user_keys(struct api_req *x)
+{
+    struct tenant_user u;
+    int rc = tenants_user_get(x->a->tenants, x->tenant, x->user, &u);
+    if (rc < 0) {
+        reply_err(x->req, rc, "user");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET) {
+        list_keys(x, x->user);
+        return;
+    }
+    char ak[TENANT_AKEY_MAX + 1], sk[TENANT_SECRET_MAX + 1];
+    rc = tenants_key_create(x->a->tenants, x->tenant, x->user, ak, sk);
+    if (rc < 0) {
+        reply_err(x->req, rc, "create key");
+        return;
+    }
+    reply_json(x->req, 201,
+               json_pack("{s:s,s:s,s:I,s:I,s:b}", "access_key", ak, "secret_key", sk, "tenant",
+                         (json_int_t)x->tenant, "user", (json_int_t)x->user, "disabled", 0));
+    OPENSSL_cleanse(sk, sizeof(sk));
+}
+
+static void keys_collection(struct api_req *x)
+{
+    struct tenant_info ti;
+    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
+    if (rc < 0) {
+        reply_err(x->req, rc, "tenant");
+        return;
+    }
+    list_keys(x, 0);
+}
+
+static void key_item(struct api_req *x)
+{
+    struct tenant_key k;
+    int rc = tenants_key_get(x->a->tenants, x->akey, &k);
+    if (rc < 0) {
+        reply_err(x->req, rc, "key");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET) {
+        reply_json(x->req, 200, key_json(&k));
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_DELETE) {
+        rc = tenants_key_delete(x->a->tenants, x->akey);
+        if (rc < 0)
+            reply_err(x->req, rc, "delete key");
+        else
+            reply_empty(x->req, 204);
+        return;
+    }
+    json_t *j = body_json(x->req); /* PATCH, PUT */
+    if (!j)
+        return;
+    bool dis = k.disabled;
+    int b = get_bool(x->req, j, "disabled", &dis);
+    json_decref(j);
+    if (b < 0)
+        return;
+    rc = tenants_key_set_disabled(x->a->tenants, x->akey, dis);
+    if (rc < 0) {
+        reply_err(x->req, rc, "update key");
+        return;
+    }
+    k.disabled = dis;
+    reply_json(x->req, 200, key_json(&k));
+}
+
+/* Fill the settable fields of an export from @p j (absent fields untouched).
+ * @return 0, -1 (400 sent). */
+static int export_fields(struct evhttp_request *req, json_t *j, struct tenant_export *e,
+                         bool need)
+{
+    json_t *jp = json_object_get(j, "path");
+    json_t *clients = json_object_get(j, "clients");
+    if (jp || need) {
+        const char *path = json_string_value(jp);
+        if (!path || path[0] != '/' || strlen(path) >= sizeof(e->path)) {
+            bad(req, "'path' (string, starting with '/') is required");
+            return -1;
+        }
+        snprintf(e->path, sizeof(e->path), "%s", path);
+    }
+    if (clients || need) {
+        if (!json_is_array(clients) || json_array_size(clients) == 0 ||
+            json_array_size(clients) > TENANT_EXPORT_MAX_NETS) {
+            bad(req, "'clients' must be an array of 1 to 8 address ranges, e.g. [\"10.0.0.0/8\"]");
+            return -1;
+        }
+        e->nnets = 0;
+        for (size_t i = 0; i < json_array_size(clients); i++) {
+            const char *s = json_string_value(json_array_get(clients, i));
+            if (!s || tenants_net_parse(s, &e->nets[e->nnets]) < 0) {
+                bad(req, "'clients' holds a range that is not ADDR or ADDR/PREFIX");
+                return -1;
+            }
+            e->nnets++;
+        }
+    }
+    bool ro = e->flags & TENANT_EXPORT_RO, rsq = e->flags & TENANT_EXPORT_ROOT_SQUASH,
+         asq = e->flags & TENANT_EXPORT_ALL_SQUASH;
+    uint64_t au = e->anon_uid, ag = e->anon_gid;
+    if (get_bool(req, j, "read_only", &ro) < 0 || get_bool(req, j, "root_squash", &rsq) < 0 ||
+        get_bool(req, j, "all_squash", &asq) < 0 ||
+        get_uint(req, j, "anon_uid", UINT32_MAX, &au) < 0 ||
+        get_uint(req, j, "anon_gid", UINT32_MAX, &ag) < 0)
+        return -1;
+    e->flags = (ro ? TENANT_EXPORT_RO : 0) | (rsq ? TENANT_EXPORT_ROOT_SQUASH : 0) |
+               (asq ? TENANT_EXPORT_ALL_SQUASH : 0);
+    e->anon_uid = (uint32_t)au;
+    e->anon_gid = (uint32_t)ag;
+    return 0;
+}
+
+static void exports_collection(struct api_req *x)
+{
+    struct tenant_info ti;
+    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
+    if (rc < 0) {
+        reply_err(x->req, rc, "tenant");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET) {
+        json_t *arr = json_array();
+        rc = tenants_export_list_tenant(x->a->tenants, x->tenant, append_export, arr);
+        if (rc < 0) {
+            json_decref(arr);
+            reply_err(x->req, rc, "list exports");
+            return;
+        }
+        reply_page(x, arr);
+        return;
+    }
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    struct tenant_export e, out;
+    memset(&e, 0, sizeof(e));
+    e.tenant = x->tenant;
+    e.anon_uid = e.anon_gid = 65534;
+    uint64_t dir = 0;
+    json_t *src = json_object_get(j, "source");
+    if (export_fields(x->req, j, &e, true) < 0 ||
+        get_uint(x->req, j, "dir", UINT64_MAX >> 1, &dir) < 0) {
+        json_decref(j);
+        return;
+    }
+    if (src && !json_is_string(src)) {
+        json_decref(j);
+        bad(x->req, "'source' must be a path inside the tenant, e.g. \"datasets/train\"");
+        return;
+    }
+    if ((src || dir) && !x->a->core) {
+        json_decref(j);
+        admin__error(x->req, 503, "Unavailable", "the store is not open");
+        return;
+    }
+    if (src) {
+        rc = resolve_dir(x->a, x->tenant, ti.root, json_string_value(src), &dir);
+        if (rc < 0) {
+            json_decref(j);
+            reply_err(x->req, rc, "export source");
+            return;
+        }
+    } else if (dir) {
+        /* A directory inode given by number must be one of this tenant's. */
+        struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+        struct core_attr at;
+        rc = core_getattr(x->a->core, &p, dir, 0, &at);
+        if (rc < 0 || at.tenant != x->tenant || at.type != CORE_DIR) {
+            json_decref(j);
+            bad(x->req, "'dir' is not a directory of this tenant");
+            return;
+        }
+    }
+    json_decref(j);
+    e.dir = dir;
+    rc = tenants_export_create(x->a->tenants, &e, &out);
+    if (rc < 0) {
+        reply_err(x->req, rc, "create export");
+        return;
+    }
+    reply_json(x->req, 201, export_json(&out));
+}
+
+static void export_item(struct api_req *x)
+{
+    struct tenant_export e;
+    int rc = tenants_export_get_admin(x->a->tenants, x->export, &e);
+    if (rc < 0) {
+        reply_err(x->req, rc, "export");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET) {
+        reply_json(x->req, 200, export_json(&e));
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_DELETE) {
+        rc = tenants_export_delete(x->a->tenants, x->export);
+        if (rc < 0)
+            reply_err(x->req, rc, "delete export");
+        else
+            reply_empty(x->req, 204);
+        return;
+    }
+    json_t *j = body_json(x->req); /* PATCH, PUT */
+    if (!j)
+        return;
+    if (json_object_get(j, "dir") || json_object_get(j, "source") ||
+        json_object_get(j, "tenant")) {
+        json_decref(j);
+        bad(x->req, "an export's tenant and directory cannot change (create a new export)");
+        return;
+    }
+    rc = export_fields(x->req, j, &e, false);
+    json_decref(j);
+    if (rc < 0)
+        return;
+    struct tenant_export out;
+    rc = tenants_export_update(x->a->tenants, &e, &out);
+    if (rc < 0) {
+        reply_err(x->req, rc, "update export");
+        return;
+    }
+    reply_json(x->req, 200, export_json(&out));
+}
+
+struct bucket_ctx {
+    struct admin *a;
+    uint32_t tenant;
+    json_t *arr;
+};
+
+static int append_bucket(void *arg, const char *name, size_t namelen,
+                         const struct core_attr *attr)
+{
+    struct bucket_ctx *b = arg;
+    struct core_usage u;
+    memset(&u, 0, sizeof(u));
+    core_usage_get(b->a->core, b->tenant, attr->ino, &u);
+    json_t *o = json_pack("{s:s%,s:I,s:o}", "name", name, namelen, "ino", (json_int_t)attr->ino,
+                          "usage", usage_json(&u));
+    return json_array_append_new(b->arr, o) ? -ENOMEM : 0;
+}
+
+static void buckets_collection(struct api_req *x)
+{
+    struct tenant_info ti;
+    int rc;
+    if (!x->a->core) {
+        admin__error(x->req, 503, "Unavailable", "the store is not open");
+        return;
+    }
+    if ((rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti)) < 0) {
+        reply_err(x->req, rc, "tenant");
+        return;
+    }
+    struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    struct bucket_ctx b = {.a = x->a, .tenant = x->tenant, .arr = json_array()};
+    rc = core_bucket_list(x->a->core, &p, append_bucket, &b);
+    if (rc < 0) {
+        json_decref(b.arr);
+        reply_err(x->req, rc, "list buckets");
+        return;
+    }
+    /* Buckets page by name. */
+    const char *ls = evhttp_find_header(&x->query, "limit");
+    const char *marker = evhttp_find_header(&x->query, "marker");
+    uint64_t limit = PAGE_MAX;
+    if (ls && (!parse_u64(ls, &limit) || limit == 0 || limit > PAGE_MAX)) {
+        json_decref(b.arr);
+        bad(x->req, "'limit' must be an integer from 1 to 1000");
+        return;
+    }
+    json_t *out = json_array();
+    size_t i;
+    json_t *it;
+    bool more = false;
+    json_array_foreach(b.arr, i, it)
+    {
+        const char *nm = json_string_value(json_object_get(it, "name"));
+        if (marker && *marker && strcmp(nm, marker) <= 0)
+            continue;
+        if (json_array_size(out) == limit) {
+            more = true;
+            break;
+        }
+        json_array_append(out, it);
+    }
+    if (more)
+        evhttp_add_header(
+            evhttp_request_get_output_headers(x->req), "X-Next-Marker",
+            json_string_value(json_object_get(json_array_get(out, limit - 1), "name")));
+    json_decref(b.arr);
+    reply_json(x->req, 200, out);
+}
+
+/* Usage/quota of the tenant ({bucket} absent), of a bucket, or of a directory
+ * in it (?dir=a/b). GET answers usage; PUT sets limits; DELETE removes them. */
+static void usage_quota(struct api_req *x)
+{
+    struct tenant_info ti;
+    uint64_t ino = 0;
+    int rc;
+    if (!x->a->core) {
+        admin__error(x->req, 503, "Unavailable", "the store is not open");
+        return;
+    }
+    if ((rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti)) < 0) {
+        reply_err(x->req, rc, "tenant");
+        return;
+    }
+    const char *dir = evhttp_find_header(&x->query, "dir");
+    if (x->bucket) {
+        struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+        struct core_attr at;
+        rc = core_bucket_lookup(x->a->core, &p, x->bucket, strlen(x->bucket), &at);
+        if (rc < 0) {
+            reply_err(x->req, rc, "bucket");
+            return;
+        }
+        ino = at.ino;
+        if (dir && *dir && (rc = resolve_dir(x->a, x->tenant, ino, dir, &ino)) < 0) {
+            reply_err(x->req, rc, "directory");
+            return;
+        }
+    } else if (dir) {
+        bad(x->req, "'dir' needs a bucket: /tenants/ID/buckets/NAME/quota?dir=PATH");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_PUT || x->cmd == EVHTTP_REQ_DELETE) {
+        uint64_t bl = 0, il = 0;
+        if (x->cmd == EVHTTP_REQ_PUT) {
+            json_t *j = body_json(x->req);
+            if (!j)
+                return;
+            int b = get_uint(x->req, j, "bytes_limit", INT64_MAX, &bl);
+            if (b == 0)
+                b = get_uint(x->req, j, "inodes_limit", INT64_MAX, &il);
+            json_decref(j);
+            if (b < 0)
+                return;
+        }
+        rc = core_quota_set(x->a->core, x->tenant, ino, bl, il);
+        if (rc < 0) {
+            reply_err(x->req, rc, "set quota");
+            return;
+        }
+        srv_log(INFO, ADMIN, "tenant=%u quota on %s%s%s set by %s: %llu bytes, %llu inodes",
+                x->tenant, x->bucket ? x->bucket : "the tenant", dir ? "/" : "", dir ? dir : "",
+                x->who->name, (unsigned long long)bl, (unsigned long long)il);
+        if (x->cmd == EVHTTP_REQ_DELETE) {
+            reply_empty(x->req, 204);
+            return;
+        }
+    }
+    struct core_usage u;
+    rc = core_usage_get(x->a->core, x->tenant, ino, &u);
+    if (rc < 0) {
+        reply_err(x->req, rc, "usage");
+        return;
+    }
+    reply_json(x->req, 200, usage_json(&u));
+}
+
+/* QoS policy of a tenant ({user} absent) or of one of its users. */
+static void qos_item(struct api_req *x)
+{
+    struct tenant_info ti;
+    uint32_t tid = x->tenant;
+    uint64_t uid = x->user;
+    int rc;
+    if (!x->a->qos) {
+        admin__error(x->req, 503, "Unavailable", "QoS is not running");
+        return;
+    }
+    if ((rc = tenants_tenant_get(x->a->tenants, tid, &ti)) < 0) {
+        reply_err(x->req, rc, "tenant");
+        return;
+    }
+    if (uid) {
+        struct tenant_user u;
+        if ((rc = tenants_user_get(x->a->tenants, tid, uid, &u)) < 0) {
+            reply_err(x->req, rc, "user");
+            return;
+        }
+    }
+    struct qos_policy p = {.tenant = tid, .user = uid};
+    if (x->cmd == EVHTTP_REQ_GET) {
+        rc = qos_policy_get_user(x->a->qos, tid, uid, &p);
+        if (rc == -ENOENT) {
+            p = (struct qos_policy){.tenant = tid, .user = uid}; /* unlimited, all zero */
+            rc = 0;
+        }
+        if (rc < 0)
+            reply_err(x->req, rc, "qos");
+        else
+            reply_json(x->req, 200, qos_json(&p));
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_DELETE) {
+        rc = qos_policy_delete_user(x->a->qos, tid, uid);
+        if (rc < 0 && rc != -ENOENT)
+            reply_err(x->req, rc, "delete qos");
+        else
+            reply_empty(x->req, 204);
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_PATCH && qos_policy_get_user(x->a->qos, tid, uid, &p) < 0)
+        p = (struct qos_policy){.tenant = tid, .user = uid};
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    const uint64_t lim = (uint64_t)1 << 52;
+    uint64_t burst = p.burst_ms;
+    int b = 0;
+    if (get_uint(x->req, j, "read_bps", lim, &p.read_bps) < 0 ||
+        get_uint(x->req, j, "write_bps", lim, &p.write_bps) < 0 ||
+        get_uint(x->req, j, "read_iops", lim, &p.read_iops) < 0 ||
+        get_uint(x->req, j, "write_iops", lim, &p.write_iops) < 0 ||
+        get_uint(x->req, j, "meta_iops", lim, &p.meta_iops) < 0 ||
+        get_uint(x->req, j, "min_read_bps", lim, &p.min_read_bps) < 0 ||
+        get_uint(x->req, j, "min_write_bps", lim, &p.min_write_bps) < 0 ||
+        get_uint(x->req, j, "min_iops", lim, &p.min_iops) < 0 ||
+        get_uint(x->req, j, "burst_ms", 60000, &burst) < 0)
+        b = -1;
+    json_decref(j);
+    if (b < 0)
+        return;
+    p.burst_ms = (uint32_t)burst;
+    rc = qos_policy_set(x->a->qos, &p);
+    if (rc < 0) {
+        reply_err(x->req, rc, "set qos");
+        return;
+    }
+    reply_json(x->req, 200, qos_json(&p));
+}
+
+/* ---- routing ---- */
+
+#define M_GET EVHTTP_REQ_GET
+#define M_POST EVHTTP_REQ_POST
+#define M_PUT EVHTTP_REQ_PUT
+#define M_PATCH EVHTTP_REQ_PATCH
+#define M_DELETE EVHTTP_REQ_DELETE
+
+struct route {
+    unsigned methods;     /* methods answered */
+    unsigned system_only; /* of those, the ones only a system admin may use */
+    const char *pattern;  /* segments; {tenant} {user} {export} {bucket} {akey} are parameters */
+    void (*fn)(struct api_req *x);
+};
+
+/* Every route of the API; docs/openapi.yaml lists the same (a test checks). */
+#define ROUTE(methods, system_only, pattern, fn) {(methods), (system_only), (pattern), (fn)}
+static const struct route routes[] = {
+    ROUTE(M_GET, 0, "/whoami", whoami),
+    ROUTE(M_GET | M_POST, M_POST, "/tenants", tenants_collection),
+    ROUTE(M_GET | M_PATCH | M_DELETE, M_PATCH | M_DELETE, "/tenants/{tenant}", tenant_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/users", users_collection),
+    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/tenants/{tenant}/users/{user}", user_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/users/{user}/keys", user_keys),
+    ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, 0, "/tenants/{tenant}/users/{user}/qos", qos_item),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/keys", keys_collection),
+    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/keys/{akey}", key_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/exports", exports_collection),
+    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/exports/{export}", export_item),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/usage", usage_quota),
+    ROUTE(M_GET | M_PUT | M_DELETE, M_PUT | M_DELETE, "/tenants/{tenant}/quota", usage_quota),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/buckets", buckets_collection),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/buckets/{bucket}/usage", usage_quota),
+    ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/quota", usage_quota),
+    ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, M_PUT | M_PATCH | M_DELETE, "/tenants/{tenant}/qos",
+          qos_item),
+};
+
 /* Split "/a/b/c" into at most SEG_MAX decoded segments. @return count or -1. */
 static int split_path(const char *path, char segs[SEG_MAX][256])
 {
@@ -829,103 +1196,123 @@ static int split_path(const char *path, char segs[SEG_MAX][256])
     return n;
 }
 
-void admin__api(struct admin *a, struct evhttp_request *req, const char *path)
+/* Does @p r match the segments? Parameters are copied into @p x.
+ * @return 1 match, 0 no match, -1 a parameter is malformed (404 sent). */
+static int route_match(const struct route *r, char seg[SEG_MAX][256], int n, struct api_req *x)
+{
+    char pat[SEG_MAX][256];
+    int pn = split_path(r->pattern, pat);
+    if (pn != n)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (pat[i][0] != '{' && strcmp(pat[i], seg[i]) != 0)
+            return 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t v;
+        if (strcmp(pat[i], "{tenant}") == 0) {
+            if (!parse_u64(seg[i], &v) || v == 0 || v > UINT32_MAX) {
+                admin__error(x->req, 404, "NotFound", "tenant ids are positive integers");
+                return -1;
+            }
+            x->tenant = (uint32_t)v;
+        } else if (strcmp(pat[i], "{user}") == 0) {
+            if (!parse_u64(seg[i], &v) || v == 0) {
+                admin__error(x->req, 404, "NotFound", "user ids are positive integers");
+                return -1;
+            }
+            x->user = v;
+        } else if (strcmp(pat[i], "{export}") == 0) {
+            if (!parse_u64(seg[i], &v) || v == 0 || v > UINT32_MAX) {
+                admin__error(x->req, 404, "NotFound", "export ids are positive integers");
+                return -1;
+            }
+            x->export = (uint32_t)v;
+        } else if (strcmp(pat[i], "{bucket}") == 0) {
+            x->bucket = seg[i];
+        } else if (strcmp(pat[i], "{akey}") == 0) {
+            x->akey = seg[i];
+        }
+    }
+    const char *last = strrchr(r->pattern, '/');
+    x->is_quota = last && strcmp(last, "/quota") == 0;
+    return 1;
+}
+
+/* May a tenant admin reach what @p x names? @return true, or false (403 sent). */
+static bool in_scope(struct api_req *x, const struct route *r)
+{
+    if (is_system(x))
+        return true;
+    if (r->system_only & x->cmd) {
+        forbidden(x->req, "only a system admin may do this");
+        return false;
+    }
+    if (x->tenant && x->tenant != x->who->tenant) {
+        forbidden(x->req, "a tenant admin may manage only its own tenant");
+        return false;
+    }
+    if (x->akey) {
+        struct tenant_key k;
+        if (tenants_key_get(x->a->tenants, x->akey, &k) < 0 || k.tenant != x->who->tenant) {
+            forbidden(x->req, "not an access key of your tenant");
+            return false;
+        }
+    }
+    if (x->export) {
+        struct tenant_export e;
+        if (tenants_export_get_admin(x->a->tenants, x->export, &e) < 0 ||
+            e.tenant != x->who->tenant) {
+            forbidden(x->req, "not an export of your tenant");
+            return false;
+        }
+    }
+    return true;
+}
+
+void admin__api(struct admin *a, struct evhttp_request *req, const char *path,
+                const struct admin_caller *who)
 {
     char seg[SEG_MAX][256];
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    int n = split_path(path, seg);
-    uint64_t id = 0, uid = 0;
+    struct api_req x;
+    memset(&x, 0, sizeof(x));
+    x.a = a;
+    x.req = req;
+    x.cmd = evhttp_request_get_command(req);
+    x.who = who;
+    TAILQ_INIT(&x.query);
 
     if (!a->tenants) {
         admin__error(req, 503, "Unavailable", "tenants are not loaded");
         return;
     }
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (q && evhttp_parse_query_str(q, &x.query) < 0) {
+        bad(req, "malformed query string");
+        goto out;
+    }
+    int n = split_path(path, seg);
     if (n < 1) {
         admin__error(req, 404, "NotFound", "no such resource");
-        return;
+        goto out;
     }
-    if (strcmp(seg[0], "tenants") == 0) {
-        if (n == 1) {
-            tenants_collection(a, req, cmd);
-            return;
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const struct route *r = &routes[i];
+        int m = route_match(r, seg, n, &x);
+        if (m < 0)
+            goto out;
+        if (m == 0)
+            continue;
+        if (!(r->methods & x.cmd)) {
+            no_method(req);
+            goto out;
         }
-        if (!parse_u64(seg[1], &id) || id == 0 || id > UINT32_MAX) {
-            admin__error(req, 404, "NotFound", "tenant ids are positive integers");
-            return;
-        }
-        uint32_t tid = (uint32_t)id;
-        if (n == 2) {
-            struct tenant_info ti;
-            int rc = tenants_tenant_get(a->tenants, tid, &ti);
-            if (rc < 0) {
-                reply_err(req, rc, "tenant");
-            } else if (cmd == EVHTTP_REQ_GET) {
-                reply_json(req, 200, tenant_json(&ti));
-            } else if (cmd == EVHTTP_REQ_DELETE) {
-                rc = tenants_tenant_delete(a->tenants, tid);
-                if (rc < 0) {
-                    reply_err(req, rc, "delete tenant");
-                } else {
-                    if (a->qos)
-                        drop_tenant_qos(a->qos, tid);
-                    reply_empty(req, 204);
-                }
-            } else {
-                no_method(req);
-            }
-            return;
-        }
-        if (strcmp(seg[2], "users") == 0) {
-            if (n == 3) {
-                users_collection(a, req, cmd, tid);
-                return;
-            }
-            if (!parse_u64(seg[3], &uid)) {
-                admin__error(req, 404, "NotFound", "user ids are integers");
-                return;
-            }
-            if (n == 4) {
-                user_item(a, req, cmd, tid, uid);
-                return;
-            }
-            if (n == 5 && strcmp(seg[4], "keys") == 0) {
-                user_keys(a, req, cmd, tid, uid);
-                return;
-            }
-            if (n == 5 && strcmp(seg[4], "qos") == 0 && uid) {
-                qos_item(a, req, cmd, tid, uid);
-                return;
-            }
-        } else if (n == 3 && strcmp(seg[2], "keys") == 0) {
-            keys_collection(a, req, cmd, tid);
-            return;
-        } else if (n == 3 && strcmp(seg[2], "exports") == 0) {
-            exports_collection(a, req, cmd, tid);
-            return;
-        } else if (n == 3 && strcmp(seg[2], "usage") == 0) {
-            usage_quota(a, req, cmd, tid, NULL, false);
-            return;
-        } else if (n == 3 && strcmp(seg[2], "quota") == 0) {
-            usage_quota(a, req, cmd, tid, NULL, true);
-            return;
-        } else if (n == 3 && strcmp(seg[2], "qos") == 0) {
-            qos_item(a, req, cmd, tid, 0);
-            return;
-        } else if (n == 5 && strcmp(seg[2], "buckets") == 0 &&
-                   (strcmp(seg[4], "usage") == 0 || strcmp(seg[4], "quota") == 0)) {
-            usage_quota(a, req, cmd, tid, seg[3], strcmp(seg[4], "quota") == 0);
-            return;
-        }
-    } else if (strcmp(seg[0], "keys") == 0 && n == 2) {
-        key_item(a, req, cmd, seg[1]);
-        return;
-    } else if (strcmp(seg[0], "exports") == 0 && n == 2) {
-        if (!parse_u64(seg[1], &id) || id > UINT32_MAX) {
-            admin__error(req, 404, "NotFound", "export ids are integers");
-            return;
-        }
-        export_item(a, req, cmd, (uint32_t)id);
-        return;
+        if (!in_scope(&x, r))
+            goto out;
+        r->fn(&x);
+        goto out;
     }
     admin__error(req, 404, "NotFound", "no such resource");
+out:
+    evhttp_clear_headers(&x.query);
 }

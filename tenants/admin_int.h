@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "admin.h"
 
@@ -25,8 +26,25 @@ struct admin {
     int ready; /* atomic */
 };
 
+/* The bootstrap tenant: its admins (tenant_admin users) are system admins. */
+#define ADMIN_SYSTEM_TENANT 1
+
+/* Who an authenticated API request comes from. */
+struct admin_caller {
+    uint32_t tenant; /* 0: a system admin; else the one tenant it may manage */
+    char name[160];  /* "token" or "key AKEY", for logs */
+};
+
 /** Serve one authenticated /api/v1/... request (@p path starts after "/api/v1"). */
-void admin__api(struct admin *a, struct evhttp_request *req, const char *path);
+void admin__api(struct admin *a, struct evhttp_request *req, const char *path,
+                const struct admin_caller *who);
+/** Check an "AWS4-HMAC-SHA256 ..." Authorization header @p auth (admin_sigv4.c).
+ * @param[out] who the caller on success.
+ * @param[out] why a static text saying what was wrong.
+ * @return 0, -EACCES (malformed, unknown or disabled key, bad signature, clock
+ * skew, or a user that is not an admin). */
+int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *auth,
+                       struct admin_caller *who, const char **why);
 /** Send @p status with a JSON body {"error": code, "message": msg}. */
 void admin__error(struct evhttp_request *req, int status, const char *code, const char *msg);
 

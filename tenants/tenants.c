@@ -1332,3 +1332,73 @@ int tenants_export_delete(struct tenants *t, uint32_t id)
     pthread_mutex_unlock(&t->mgmt);
     return rc;
 }
+
+int tenants_tenant_rename(struct tenants *t, uint32_t id, const char *name)
+{
+    int rc;
+    if (!name || !valid_name(name))
+        return SRV_EBADNAME;
+    pthread_mutex_lock(&t->mgmt);
+    struct tenant_info *ti = find_tenant(t, id);
+    if (!ti) {
+        rc = -ENOENT;
+        goto out;
+    }
+    for (size_t i = 0; i < t->tenants.n; i++) {
+        if (t->tenants.v[i].id != id && strcmp(t->tenants.v[i].name, name) == 0) {
+            rc = -EEXIST;
+            goto out;
+        }
+    }
+    struct tenant_info upd = *ti;
+    snprintf(upd.name, sizeof(upd.name), "%s", name);
+    if ((rc = save_tenant(t, &upd, 0)) < 0)
+        goto out;
+    pthread_rwlock_wrlock(&t->lock);
+    *ti = upd;
+    pthread_rwlock_unlock(&t->lock);
+    srv_log(INFO, TENANT, "tenant %u renamed '%s'", id, name);
+out:
+    pthread_mutex_unlock(&t->mgmt);
+    return rc;
+}
+
+int tenants_export_update(struct tenants *t, const struct tenant_export *e,
+                          struct tenant_export *out)
+{
+    int rc;
+    struct tenant_export ne;
+    char path[sizeof(ne.path)];
+
+    if (e->nnets == 0 || e->nnets > TENANT_EXPORT_MAX_NETS)
+        return -EINVAL;
+    if (e->flags & ~(uint32_t)(TENANT_EXPORT_RO | TENANT_EXPORT_ROOT_SQUASH |
+                               TENANT_EXPORT_ALL_SQUASH))
+        return -EINVAL;
+    if (norm_path(e->path, path, sizeof(path)) < 0)
+        return -EINVAL;
+    pthread_mutex_lock(&t->mgmt);
+    struct tenant_export *cur = find_export(t, e->id);
+    if (!cur) {
+        rc = -ENOENT;
+        goto out;
+    }
+    ne = *cur;
+    memcpy(ne.path, path, sizeof(path));
+    ne.flags = e->flags;
+    ne.anon_uid = e->anon_uid;
+    ne.anon_gid = e->anon_gid;
+    ne.nnets = e->nnets;
+    memcpy(ne.nets, e->nets, sizeof(ne.nets));
+    if ((rc = save_export(t, &ne, 0)) < 0)
+        goto out;
+    pthread_rwlock_wrlock(&t->lock);
+    *cur = ne;
+    pthread_rwlock_unlock(&t->lock);
+    srv_log(INFO, TENANT, "tenant=%u export %u '%s' updated", ne.tenant, ne.id, ne.path);
+    if (out)
+        *out = ne;
+out:
+    pthread_mutex_unlock(&t->mgmt);
+    return rc;
+}

@@ -152,4 +152,12 @@ int tenants_export_get_admin(struct tenants *t, uint32_t id, struct tenant_expor
 int tenants_export_list_tenant(struct tenants *t, uint32_t tenant, tenants_export_cb cb,
                                void *arg);
 
+/** Rename tenant @p id. @return 0, -ENOENT, SRV_EBADNAME, -EEXIST (name taken). */
+int tenants_tenant_rename(struct tenants *t, uint32_t id, const char *name);
+/** Replace export @p e->id's path, flags, anonymous ids and client ranges (its
+ * tenant and directory stay). Takes effect for the next MNT and the next call
+ * with a handle. @return 0, -ENOENT, -EINVAL (bad path, flags or ranges). */
+int tenants_export_update(struct tenants *t, const struct tenant_export *e,
+                          struct tenant_export *out);
+
 #endif

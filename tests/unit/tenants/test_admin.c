@@ -117,7 +117,7 @@ static void test_health_metrics_auth(void **state)
     assert_int_equal(http("GET", "/nope", NULL, NULL, b, sizeof(b)), 404);
     assert_int_equal(http("POST", "/healthz", NULL, NULL, b, sizeof(b)), 405);
     assert_int_equal(http("GET", "/api/v1/tenants", NULL, NULL, b, sizeof(b)), 401);
-    assert_int_equal(http("GET", "/api/v1/tenants", "wrong", NULL, b, sizeof(b)), 401);
+    assert_int_equal(http("GET", "/api/v1/tenants", "wrong", NULL, b, sizeof(b)), 403);
     assert_int_equal(http("GET", "/api/v1/tenants", TOKEN, NULL, b, sizeof(b)), 200);
     assert_non_null(strstr(b, "\"name\":\"default\""));
 }
