@@ -480,3 +480,30 @@ def test_pipelined_gets_without_reading(d):
     assert all(r[0] == 200 and r[2] == obj for r in rs)
     assert len({r[1]["x-amz-request-id"] for r in rs}) == 40
     s.close()
+
+
+def test_virtual_host_boto3(daemon_factory, monkeypatch):
+    """boto3 in virtual-hosted style (bucket in the Host name) against s3_domain."""
+    d = daemon_factory(extra_args=["--set", "s3_domain=s3.test"]).start()
+    real = socket.getaddrinfo
+
+    def fake(host, *a, **kw):  # resolve *.s3.test to loopback inside this process
+        if isinstance(host, str) and (host == "s3.test" or host.endswith(".s3.test")):
+            host = "127.0.0.1"
+        return real(host, *a, **kw)
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    import boto3
+    from botocore.config import Config
+    s3 = boto3.client("s3", endpoint_url=f"http://s3.test:{d.s3_port}",
+                      aws_access_key_id=d.access_key, aws_secret_access_key=d.secret_key,
+                      region_name="us-east-1",
+                      config=Config(s3={"addressing_style": "virtual"}, signature_version="s3v4"))
+    s3.create_bucket(Bucket="vhost-boto")
+    s3.put_object(Bucket="vhost-boto", Key="dir/k", Body=b"virtual")
+    assert s3.get_object(Bucket="vhost-boto", Key="dir/k")["Body"].read() == b"virtual"
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="vhost-boto")["Contents"]] == ["dir/k"]
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "vhost-boto", "Key": "dir/k"})
+    assert "//vhost-boto.s3.test:" in url
+    import urllib.request
+    with urllib.request.urlopen(url) as r:
+        assert r.read() == b"virtual"
