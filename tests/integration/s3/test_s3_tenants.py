@@ -47,3 +47,20 @@ def test_tenant_isolation_over_s3(s3nfsd):
     with pytest.raises(ClientError) as e:
         b.list_buckets()
     assert e.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_quota_over_s3(s3nfsd):
+    d = s3nfsd
+    s3 = d.boto3()
+    s3.create_bucket(Bucket="quota-bucket")
+    s3.put_object(Bucket="quota-bucket", Key="small", Body=b"x" * 1000)
+    admin(d, "PUT", "/tenants/1/buckets/quota-bucket/quota", {"bytes_limit": 1 << 20})
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="quota-bucket", Key="big", Body=b"y" * (2 << 20))
+    assert e.value.response["Error"]["Code"] == "QuotaExceeded"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="quota-bucket")["Contents"]]
+    assert keys == ["small"]
+    assert s3.get_object(Bucket="quota-bucket", Key="small")["Body"].read() == b"x" * 1000
+    admin(d, "PUT", "/tenants/1/buckets/quota-bucket/quota", {"bytes_limit": 0})
+    s3.put_object(Bucket="quota-bucket", Key="big", Body=b"y" * (2 << 20))
