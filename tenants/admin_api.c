@@ -84,6 +84,8 @@ static void reply_err(struct evhttp_request *req, int err, const char *what)
         code = "NotEmpty";
         break;
     case -EINVAL:
+    case -ENOTDIR:
+    case -ENAMETOOLONG:
     case SRV_EBADNAME:
     case SRV_EBADREQ:
         status = 400;
