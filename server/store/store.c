@@ -456,6 +456,35 @@ out:
     return rc;
 }
 
+int store_read_direct(struct store *s, const struct store_rreq *r, size_t n)
+{
+    struct store__io stack[16], *v = n <= 16 ? stack : calloc(n, sizeof(*v));
+    int rc = 0;
+    if (!s || (n && !r))
+        return -EINVAL;
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct store_extent *e = r[i].e;
+        if (!e || e->dev >= s->ndev || r[i].from % STORE_ALIGN || r[i].len % STORE_ALIGN ||
+            (uintptr_t)r[i].buf % STORE_ALIGN || r[i].from > store__round_up(e->len) ||
+            r[i].len > store__round_up(e->len) - r[i].from) {
+            rc = -EINVAL;
+            break;
+        }
+        rc = extent_check(s, e, store__round_up(e->len));
+        v[i] = (struct store__io){s->devs[e->dev].fd, r[i].buf, r[i].len, e->off + r[i].from};
+    }
+    if (rc == 0)
+        rc = store__io_read_batch(v, n);
+    if (rc == 0)
+        for (size_t i = 0; i < n; i++)
+            __atomic_add_fetch(&s->bytes_read, r[i].len, __ATOMIC_RELAXED);
+    if (v != stack)
+        free(v);
+    return rc;
+}
+
 int store_extent_fd(struct store *s, const struct store_extent *e)
 {
     if (!s || !e || e->dev >= s->ndev)

@@ -82,6 +82,11 @@ int store_alloc_near(struct store *s, const struct store_extent *prev, uint32_t 
                      struct store_extent *out);
 /** Give back a reservation that will never be committed. */
 void store_unreserve(struct store *s, const struct store_extent *e);
+/** Give back a reservation that readers may still be reading (its bytes were
+ * visible, e.g. an uncommitted write that a later one replaced): it passes
+ * through the limbo like a committed free, so it is reused only after every
+ * reader that started before this call has finished. */
+void store_release(struct store *s, const struct store_extent *e);
 /** In @p wtxn: mark reserved extent @p e used in the persistent map. If the
  * txn aborts, @p e stays reserved (store_unreserve it or use it again).
  * @return 0, -EINVAL (not a reservation), SRV_ECORRUPT (not free in the map),
@@ -110,6 +115,20 @@ int store_sync(struct store *s);
  * -ENOMEM. */
 int store_read(struct store *s, const struct store_extent *e, uint32_t from, void *buf,
                size_t len);
+
+/** One range of a batched direct read: bytes [from, from + len) of extent @p e
+ * into @p buf. from, len and buf are STORE_ALIGN-aligned; len may run past
+ * e->len up to its STORE_ALIGN-rounded size (the padding reads as zeros). */
+struct store_rreq {
+    const struct store_extent *e;
+    uint32_t from;
+    uint32_t len;
+    void *buf;
+};
+/** Read @p n ranges with O_DIRECT (buffered on devices that refused it), all
+ * submitted in one io_uring batch; no CRC check: the caller verifies (e.g.
+ * with block CRCs). @return 0, -EINVAL (unaligned, outside the extent), -EIO, -ENOMEM. */
+int store_read_direct(struct store *s, const struct store_rreq *r, size_t n);
 
 /** Epoch-based reader protection (see header). Call before opening the
  * read txn whose extent map will be read. @return a token for store_read_end. */

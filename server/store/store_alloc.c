@@ -474,6 +474,43 @@ out:
     pthread_mutex_unlock(&a->mu);
 }
 
+void store_release(struct store *s, const struct store_extent *e)
+{
+    if (!s || !e)
+        return;
+    struct store__alloc *a = &s->a;
+    pthread_mutex_lock(&a->mu);
+    struct store__range *r = resv_find(a, e->dev, e->off);
+    if (!r) {
+        srv_log(ERROR, STORE, "release of dev=%u off=%llu: not reserved", e->dev,
+                (unsigned long long)e->off);
+        goto out;
+    }
+    struct store__limbo *l = calloc(1, sizeof(*l));
+    if (!l) {
+        /* keep it reserved: lost until restart rather than handed to a reader's view */
+        srv_log(ERROR, STORE, "release dev=%u off=%llu: no memory, space lost until restart",
+                r->dev, (unsigned long long)r->off);
+        goto out;
+    }
+    a->resv = t_remove(a->resv, &r->by_off, cmp_off);
+    a->reserved_bytes -= r->len;
+    l->dev = r->dev;
+    l->off = r->off;
+    l->len = r->len;
+    l->tag = a->epoch++;
+    if (a->limbo_tail)
+        a->limbo_tail->next = l;
+    else
+        a->limbo_head = l;
+    a->limbo_tail = l;
+    a->limbo_bytes += l->len;
+    free(r);
+    limbo_release(a);
+out:
+    pthread_mutex_unlock(&a->mu);
+}
+
 int store__alloc_is_reserved(struct store *s, uint32_t dev, uint64_t off, uint64_t *len)
 {
     pthread_mutex_lock(&s->a.mu);

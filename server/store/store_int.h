@@ -116,6 +116,16 @@ uint64_t store__get_be64(const unsigned char *p);
  * @return 0, -EIO (or -errno). */
 int store__io_read(int fd, void *buf, size_t len, uint64_t off);
 int store__io_write(int fd, const void *buf, size_t len, uint64_t off);
+/* One read of a batch. */
+struct store__io {
+    int fd;
+    void *buf;
+    size_t len;
+    uint64_t off;
+};
+/* Reads @p n requests, up to the ring's depth in one submission, and waits for
+ * all of them (short reads are finished one by one). @return 0, -EIO. */
+int store__io_read_batch(struct store__io *v, size_t n);
 /* This thread's STORE_EXTENT_MAX-byte aligned scratch buffer, or NULL (then allocate). */
 void *store__bounce_get(void);
 /* Tests: 1 forces the pread/pwrite path, 0 allows io_uring again. */

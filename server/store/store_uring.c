@@ -23,7 +23,7 @@
 #include "srv_log.h"
 #include "store_int.h"
 
-#define RING_DEPTH 8
+#define RING_DEPTH 32
 
 struct tls_slot {
     struct io_uring ring;
@@ -87,6 +87,16 @@ static struct io_uring *ring_get(void)
     }
     t->ring_state = 1;
     return &t->ring;
+}
+
+/* Stop using this thread's ring (its state is unknown after a failed submit). */
+static void ring_drop(void)
+{
+    struct tls_slot *t = tls_get();
+    if (t && t->ring_state == 1) {
+        io_uring_queue_exit(&t->ring);
+        t->ring_state = -1;
+    }
 }
 
 void store__uring_disable(int disable)
@@ -165,4 +175,90 @@ int store__io_read(int fd, void *buf, size_t len, uint64_t off)
 int store__io_write(int fd, const void *buf, size_t len, uint64_t off)
 {
     return io_full(1, fd, (void *)buf, len, off);
+}
+
+/* Finish one request synchronously from where it stopped. */
+static int io_rest(struct store__io *r, size_t done)
+{
+    if (done >= r->len)
+        return 0;
+    return io_full(0, r->fd, (unsigned char *)r->buf + done, r->len - done, r->off + done);
+}
+
+int store__io_read_batch(struct store__io *v, size_t n)
+{
+    struct io_uring *ring = ring_get();
+    int rc = 0;
+    if (!ring) {
+        for (size_t i = 0; i < n && rc == 0; i++)
+            rc = io_rest(&v[i], 0);
+        return rc;
+    }
+    for (size_t base = 0; base < n;) {
+        size_t m = n - base < RING_DEPTH ? n - base : RING_DEPTH;
+        size_t queued = 0;
+        for (; queued < m; queued++) {
+            struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+            if (!sqe)
+                break;
+            struct store__io *r = &v[base + queued];
+            io_uring_prep_read(sqe, r->fd, r->buf, (unsigned)r->len, r->off);
+            io_uring_sqe_set_data64(sqe, base + queued);
+        }
+        size_t sent = 0;
+        while (sent < queued) {
+            int sub = io_uring_submit(ring);
+            if (sub == -EINTR || sub == -EAGAIN || sub == -EBUSY)
+                continue;
+            if (sub <= 0) {
+                /* the kernel took none of the rest: give this thread's ring up
+                 * (after reaping what it took) and read synchronously */
+                srv_log(WARN, STORE, "io_uring submit failed (%d), using pread", sub);
+                break;
+            }
+            sent += (size_t)sub;
+        }
+        if (sent < queued) {
+            for (size_t got = 0; got < sent; got++) {
+                struct io_uring_cqe *cqe;
+                if (io_uring_wait_cqe(ring, &cqe) < 0)
+                    break;
+                io_uring_cqe_seen(ring, cqe);
+            }
+            ring_drop();
+            for (size_t i = base; i < n && rc == 0; i++)
+                rc = io_rest(&v[i], 0);
+            return rc;
+        }
+        for (size_t got = 0; got < queued; got++) {
+            struct io_uring_cqe *cqe;
+            int w;
+            do {
+                w = io_uring_wait_cqe(ring, &cqe);
+            } while (w == -EINTR);
+            if (w < 0) {
+                /* cannot reap: the ring state is unknown, fail the read */
+                srv_log(ERROR, STORE, "io_uring wait failed: %d", w);
+                return -EIO;
+            }
+            size_t idx = (size_t)io_uring_cqe_get_data64(cqe);
+            int res = cqe->res;
+            io_uring_cqe_seen(ring, cqe);
+            if (rc)
+                continue;
+            if (res == -EINTR || res == -EAGAIN)
+                res = 0; /* redo it below */
+            if (res < 0) {
+                srv_log(ERROR, STORE, "read fd=%d off=%llu len=%zu failed: %d", v[idx].fd,
+                        (unsigned long long)v[idx].off, v[idx].len, res);
+                rc = -EIO;
+                continue;
+            }
+            rc = io_rest(&v[idx], (size_t)res);
+        }
+        if (rc)
+            return rc;
+        base += queued;
+    }
+    return 0;
 }
