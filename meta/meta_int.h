@@ -20,6 +20,7 @@ struct meta__op {
     unsigned flags;
     int rc;
     bool done;
+    pthread_cond_t cv;     /* signalled (under the env lock) when done */
     struct meta__op *next;
     /* store changes recorded by the op (writer thread only) */
     struct store_extent *uses, *frees;
@@ -34,7 +35,7 @@ struct meta_env {
 
     pthread_mutex_t lock;      /* guards the queue, stop, stats */
     pthread_cond_t work_cv;    /* writer waits for ops */
-    pthread_cond_t done_cv;    /* submitters wait for their op */
+    pthread_cond_t done_cv;    /* unused (each op has its own cv) */
     struct meta__op *head, *tail;
     bool stop;
     bool writer_running;

@@ -29,7 +29,8 @@
  *             META_KEY_HEAD (495) bytes.
  *   extents   be64 ino + be64 file offset -> struct meta_extent. An extent
  *             covers [offset, offset + vlen) of the file; extents never
- *             overlap; bytes covered by no extent read as zeros.
+ *             overlap; bytes covered by no extent read as zeros. (Pending
+ *             UNSTABLE writes are not here until committed: core_pend.c.)
  *   inline    be64 ino -> file bytes (files stored inline) or symlink target
  *   free      the store's free-space map (layout owned by server/store)
  *   roots     be32 tenant -> be64 root directory inode
@@ -142,7 +143,8 @@ struct meta_extent {
     uint32_t len;  /* bytes stored (covered by crc) */
     uint64_t off;
     uint32_t crc;
-    uint32_t vlen; /* bytes of the file it covers (<= len; a truncate only shrinks vlen) */
+    uint32_t vlen; /* bytes of the file it covers (<= len; a shrinking truncate replaces the
+                    * extent holding the new end by a cut copy, older stores may have < len) */
 };
 
 #define META_BCRC_BLOCK 16384u

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * meta_writer: the single LMDB writer thread and its group commit.
  *
- * Submitters queue an operation and sleep on done_cv. The writer takes up to
+ * Submitters queue an operation and sleep on its own condition variable (a
+ * finished op wakes only its submitter). The writer takes up to
  * max_batch operations, opens one batch txn, runs each op in a child txn
  * (committed into the batch on success, aborted on failure), applies the
  * store-space changes each successful op recorded, syncs data files if an op
@@ -91,6 +92,7 @@ static void ops_finish(struct meta_env *m, struct meta__op *list)
         next = op->next;
         op_reset_records(op);
         op->done = true;
+        pthread_cond_signal(&op->cv);
     }
     (void)m;
 }
@@ -107,7 +109,6 @@ static void pending_ack(struct meta_env *m)
     pthread_mutex_lock(&m->lock);
     ops_finish(m, m->pend_ops);
     m->pend_ops = NULL;
-    pthread_cond_broadcast(&m->done_cv);
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -237,6 +238,7 @@ finish:
             op_reset_records(op);
             if (op == bad) {
                 op->done = true;
+                pthread_cond_signal(&op->cv);
                 continue;
             }
             op->rc = 1;
@@ -253,8 +255,7 @@ finish:
                 m->tail = last;
             m->head = again;
         }
-        pthread_cond_broadcast(&m->done_cv);
-        pthread_mutex_unlock(&m->lock);
+            pthread_mutex_unlock(&m->lock);
         return;
     }
     /* failed and META_OP_EARLY ops answer now; committed ones wait until durable */
@@ -272,7 +273,6 @@ finish:
         }
     }
     ops_finish(m, fail);
-    pthread_cond_broadcast(&m->done_cv);
     pthread_mutex_unlock(&m->lock);
     if (brc == 0) {
         m->pend_ops = ok;
@@ -344,11 +344,13 @@ int meta_submit(struct meta_env *m, meta_op_fn fn, void *arg, unsigned flags)
     op.arg = arg;
     op.flags = flags;
     op.rc = 1; /* not run yet */
+    pthread_cond_init(&op.cv, NULL);
 
     SRV_ASSERT(!meta_on_writer(m));
     pthread_mutex_lock(&m->lock);
     if (m->stop) {
         pthread_mutex_unlock(&m->lock);
+        pthread_cond_destroy(&op.cv);
         return -EIO;
     }
     if (m->tail)
@@ -358,8 +360,9 @@ int meta_submit(struct meta_env *m, meta_op_fn fn, void *arg, unsigned flags)
     m->tail = &op;
     pthread_cond_signal(&m->work_cv);
     while (!op.done)
-        pthread_cond_wait(&m->done_cv, &m->lock);
+        pthread_cond_wait(&op.cv, &m->lock);
     pthread_mutex_unlock(&m->lock);
+    pthread_cond_destroy(&op.cv);
     if (op.rc == 1)
         op.rc = -EIO; /* never ran: the batch failed before it */
     return op.rc;
