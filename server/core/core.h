@@ -58,7 +58,7 @@ struct core_attr {
     uint32_t nlink;
     uint32_t uid, gid;
     uint64_t size;
-    uint64_t used;   /* bytes of store space held */
+    uint64_t used;   /* bytes of store space held (committed data) */
     struct timespec atime, mtime, ctime, btime;
     uint64_t change; /* bumped on every change of data or attributes */
     uint64_t parent; /* first parent directory (0 for tenant roots) */
@@ -105,9 +105,11 @@ struct core_config {
  * @return 0, SRV_EBADVERSION (store of unknown/newer schema; logged with both
  *         versions), -ENOSPC (cannot preallocate), -errno from the filesystem. */
 int core_open(struct core **out, const struct core_config *cfg);
-/** Drain in-flight writes, sync and close. Safe on NULL. */
+/** Drain in-flight writes, commit every pending UNSTABLE write, sync and close.
+ * Safe on NULL. */
 void core_close(struct core *c);
-/** Make every acknowledged change durable (group commit + data sync). */
+/** Make every acknowledged change durable, pending UNSTABLE writes included
+ * (flushes every inode's, then a group commit + data sync). */
 int core_sync(struct core *c);
 
 /* ---- tenants (the core keeps their roots; tenants/ keeps the rest) ---- */
@@ -209,22 +211,35 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
               void *buf, size_t len, size_t *n, bool *eof);
 
 enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
-/** Write @p len bytes at @p off. UNSTABLE may be buffered until core_commit()
- * (and is then lost by a crash); DATA_SYNC/FILE_SYNC are durable on return.
- * Implementation: no write is buffered in memory; every write is copy-on-write
- * into fresh extents, data synced before its metadata commits. DATA_SYNC and
- * FILE_SYNC wait until that commit is durable (*committed = CORE_FILE_SYNC);
- * UNSTABLE returns once it is committed (visible, survives a process crash,
- * lost only by a power cut before the next sync) with *committed =
- * CORE_UNSTABLE, and core_commit waits for a durable group commit covering it.
+/** Write @p len bytes at @p off. Every write is copy-on-write into fresh
+ * extents (or, for small inline files, a new inline copy).
+ * UNSTABLE: the data is written (not synced) and the new extent mappings stay
+ * pending in memory, per inode; reads (core_read, S3 GETs) and attributes
+ * (size, mtime) see them at once; nothing is committed to LMDB. They become
+ * durable and part of the committed map at core_commit of the inode (one
+ * data sync + one metadata op), at a stable write or a size/mtime setattr of
+ * the inode, at core_sync/core_close, or earlier when the inode's pending
+ * data passes 64 MiB (or all inodes' 1 GiB). A crash loses the pending
+ * writes of an inode since its last such point (in order: never a later one
+ * without the earlier ones) and their space is free again after the restart;
+ * the write verifier changes, so NFS clients resend them (*committed =
+ * CORE_UNSTABLE). Usage and @c used count committed data only; the quota is
+ * checked against each write that grows the file before it is accepted.
+ * DATA_SYNC/FILE_SYNC: the write and every pending write of the inode before
+ * it are durable on return (*committed = CORE_FILE_SYNC).
+ * A file written in order from offset 0 (up to 16 MiB) keeps a running MD5,
+ * stored as its S3 ETag when committed.
  * The owner may write (and read) its file whatever
  * the mode bits (as knfsd's owner override: "tar x" of read-only files).
  * @param[out] committed how the data was actually stored (>= stable asked).
- * @return 0, -EACCES, -EISDIR, -EDQUOT, -ENOSPC, -EFBIG, -EROFS, SRV_ESTALE. */
+ * @return 0, -EACCES, -EISDIR, -EDQUOT, -ENOSPC, -EFBIG, -EROFS, SRV_ESTALE,
+ *         -EIO (a stable write whose commit failed: the data stays pending). */
 int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
                const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
                struct core_attr *pre, struct core_attr *post);
-/** Make all UNSTABLE writes of @p ino durable. @return 0, SRV_ESTALE, -EIO. */
+/** Make all UNSTABLE writes of @p ino durable (commits its pending writes in
+ * one op; returns at once when none is pending).
+ * @return 0, SRV_ESTALE, -EIO, -ENOSPC (LMDB map full; the writes stay pending). */
 int core_commit(struct core *c, const struct core_principal *p, uint64_t ino);
 /** Write verifier: changes every time the core is opened (NFS writeverf3). */
 uint64_t core_write_verifier(struct core *c);

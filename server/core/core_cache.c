@@ -224,6 +224,25 @@ int core__extent_read(struct core *c, const struct store_extent *x, uint32_t fro
     return 0;
 }
 
+int core__bcrc_verify(struct core *c, const struct store_extent *e, const uint32_t *bcrc,
+                      uint32_t b0, uint32_t b1, const void *data)
+{
+    const char *d = data;
+    uint32_t s = b0 * META_BCRC_BLOCK;
+    for (uint32_t b = b0; b <= b1; b++) {
+        uint32_t bo = b * META_BCRC_BLOCK;
+        uint32_t bl = e->len - bo < META_BCRC_BLOCK ? e->len - bo : META_BCRC_BLOCK;
+        uint32_t crc = store_crc32c(0, d + (bo - s), bl);
+        if (crc != bcrc[b]) {
+            atomic_fetch_add(&c->crc_errors, 1);
+            srv_log(ERROR, STORE, "CRC mismatch dev=%u off=%llu block=%u: want %08x got %08x",
+                    e->dev, (unsigned long long)e->off, b, bcrc[b], crc);
+            return SRV_ECORRUPT;
+        }
+    }
+    return 0;
+}
+
 int core__extent_pread(struct core *c, const struct store_extent *e, const uint32_t *bcrc,
                        uint32_t nb, uint32_t from, void *buf, size_t len, uint64_t epoch)
 {
@@ -257,18 +276,9 @@ int core__extent_pread(struct core *c, const struct store_extent *e, const uint3
         }
         got += (size_t)r;
     }
-    for (uint32_t b = b0; b <= b1; b++) {
-        uint32_t bo = b * META_BCRC_BLOCK;
-        uint32_t bl = e->len - bo < META_BCRC_BLOCK ? e->len - bo : META_BCRC_BLOCK;
-        uint32_t crc = store_crc32c(0, tmp + (bo - s), bl);
-        if (crc != bcrc[b]) {
-            atomic_fetch_add(&c->crc_errors, 1);
-            srv_log(ERROR, STORE, "CRC mismatch dev=%u off=%llu block=%u: want %08x got %08x",
-                    e->dev, (unsigned long long)e->off, b, bcrc[b], crc);
-            rc = SRV_ECORRUPT;
-            goto out;
-        }
-    }
+    rc = core__bcrc_verify(c, e, bcrc, b0, b1, tmp);
+    if (rc)
+        goto out;
     if (!direct)
         memcpy(buf, tmp + (from - s), len);
 out:

@@ -8,28 +8,35 @@
  * fresh extents cut on the 1 MiB grid of file offsets (STORE_EXTENT_MAX).
  *
  * Writes are copy-on-write: an existing extent the write touches is rewritten
- * whole (read, patched) into a NEW extent that replaces it in the same txn
- * that frees the old one, so a crash leaves either the old or the new bytes.
- * The data is written and synced on the calling thread (concurrent syncs
- * coalesce in the store, and run while the writer commits other batches);
- * the writer op then checks that the extents it replaces are still the ones
- * it read (optimistic concurrency; -EAGAIN internally, retried), so data is
- * always durable before the metadata that points at it commits.
+ * whole (read, patched) into a NEW extent that replaces it, so a crash leaves
+ * either the old or the new bytes. The data is written on the calling thread;
+ * the new extents then become PENDING (core_pend.c): an in-memory overlay on
+ * the committed map that reads and attributes see at once. A writer plans on
+ * a snapshot of the pending overlay and the committed map and inserts only
+ * if the extents it read are still the effective ones (rechecked when the
+ * versions moved; -EAGAIN internally, retried, serialized per inode after two
+ * losses).
  *
- * Stability: no write is buffered in memory. DATA_SYNC/FILE_SYNC writes are
- * durable on return (committed = CORE_FILE_SYNC). An UNSTABLE write returns
- * once its metadata commit is done (visible to every reader, and it survives a
- * crash of the process) but before that commit is synced (committed =
- * CORE_UNSTABLE); core_commit waits for the next durable group commit, which
- * covers it. Its data is synced before the metadata commits either way, so
- * no commit ever points at unsynced data.
+ * Stability: UNSTABLE writes stay pending until core_commit (or a flush for
+ * another reason, see core_pend.c) and answer CORE_UNSTABLE; DATA_SYNC and
+ * FILE_SYNC writes flush the inode's pending writes with themselves before
+ * they return (CORE_FILE_SYNC). A flush syncs the data, then one writer op
+ * commits the extents, so no commit ever points at unsynced data.
  *
- * Truncation is metadata only: an extent cut by a truncate keeps its stored
- * bytes and CRC, and only its visible length (vlen) shrinks.
+ * Reads merge the pending overlay over the committed map. Large block-aligned
+ * ranges into aligned memory are read with O_DIRECT, several extents in one
+ * io_uring batch, and checked with their 16 KiB block CRCs; the rest goes
+ * through the page cache (warm re-reads).
+ *
+ * Truncation: a shrinking truncate frees the extents past the new size and
+ * replaces the one holding the new end by a copy cut at it (made on the
+ * caller's thread while the inode is held exclusively), so usage follows the
+ * size; without that copy (an error) only its visible length (vlen) shrinks.
  * Thread: any. */
 #include "core_int.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,33 +61,6 @@ int core__extent_get(const MDB_val *v, struct store_extent *e, uint32_t *vlen)
     return 0;
 }
 
-struct fext {
-    uint64_t foff;
-    uint32_t vlen;
-    struct store_extent e;
-    uint32_t nb;                   /* block CRCs (0 = none loaded / known) */
-    uint32_t bcrc[META_BCRC_MAX];
-};
-
-struct fext_list {
-    struct fext *v;
-    size_t n, cap;
-};
-
-static int fext_push(struct fext_list *l, const struct fext *x)
-{
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 8;
-        struct fext *nv = realloc(l->v, nc * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = *x;
-    return 0;
-}
-
 static void xkey(uint8_t *k, uint64_t ino, uint64_t foff)
 {
     meta_be64_put(k, ino);
@@ -88,8 +68,8 @@ static void xkey(uint8_t *k, uint64_t ino, uint64_t foff)
 }
 
 /* Extents of @p ino overlapping [lo, hi), in file order. */
-static int overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
-                    struct fext_list *out, bool want_crc)
+int core__overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
+                    struct core__fext_list *out, bool want_crc)
 {
     MDB_cursor *cur;
     MDB_val k, v;
@@ -128,7 +108,8 @@ static int overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint6
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (k.mv_size != 16 || meta_be64_get(k.mv_data) != ino)
             break;
-        struct fext x;
+        struct core__fext x;
+        x.flags = 0;
         x.foff = meta_be64_get((uint8_t *)k.mv_data + 8);
         if (x.foff >= hi)
             break;
@@ -138,7 +119,7 @@ static int overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint6
         if (x.foff + x.vlen <= lo)
             continue;
         x.nb = want_crc ? core__bcrc_get(c, t, &x.e, x.bcrc) : 0;
-        rc = fext_push(out, &x);
+        rc = core__fext_push(out, &x);
         if (rc)
             break;
     }
@@ -150,7 +131,7 @@ static int overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint6
     return rc;
 }
 
-static int extent_put(struct core *c, MDB_txn *t, uint64_t ino, const struct fext *x)
+static int extent_put(struct core *c, MDB_txn *t, uint64_t ino, const struct core__fext *x)
 {
     uint8_t k[16];
     struct meta_extent me = {.dev = x->e.dev, .len = x->e.len, .off = x->e.off, .crc = x->e.crc,
@@ -205,13 +186,19 @@ static int etag_forget(struct core *c, MDB_txn *t, uint64_t ino)
     return rc;
 }
 
+static int eff_overlaps(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_inode *r,
+                        const struct core__fext_list *pend, uint64_t lo, uint64_t hi,
+                        bool want_crc, struct core__fext_list *out);
+
 /* ---- truncate (inside setattr's op) ---- */
 
 int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
-                     uint64_t newsize)
+                     uint64_t newsize, struct core__cut *cut)
 {
     int64_t freed = 0;
     int rc = 0;
+    if (cut)
+        cut->used = false;
     if (r->flags & META_I_INLINE) {
         MDB_val v;
         rc = inline_get(c, t, ino, &v);
@@ -227,16 +214,28 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
             free(copy);
         }
     } else if (newsize < r->size) {
-        struct fext_list l = {0};
-        rc = overlaps(c, t, ino, newsize, UINT64_MAX, &l, false);
+        struct core__fext_list l = {0};
+        rc = core__overlaps(c, t, ino, newsize, UINT64_MAX, &l, false);
         for (size_t i = 0; i < l.n && rc == 0; i++) {
-            struct fext *x = &l.v[i];
+            struct core__fext *x = &l.v[i];
             if (x->foff >= newsize) {
                 rc = core__extent_free(c, t, &x->e);
                 if (rc == 0)
                     rc = extent_del(c, t, ino, x->foff);
                 freed += x->e.len;
+            } else if (cut && cut->old.foff == x->foff && cut->old.e.dev == x->e.dev &&
+                       cut->old.e.off == x->e.off && cut->old.vlen == x->vlen &&
+                       cut->cut.vlen == newsize - x->foff) {
+                /* the boundary extent becomes its copy cut at the new size */
+                rc = core__extent_free(c, t, &x->e);
+                if (rc == 0)
+                    rc = core__extent_use(c, t, &cut->cut.e, cut->cut.bcrc, cut->cut.nb);
+                if (rc == 0)
+                    rc = extent_put(c, t, ino, &cut->cut);
+                freed += (int64_t)x->e.len - (int64_t)cut->cut.e.len;
+                cut->used = rc == 0;
             } else {
+                /* no copy made (or the map moved): only the visible length shrinks */
                 x->vlen = (uint32_t)(newsize - x->foff);
                 rc = extent_put(c, t, ino, x);
             }
@@ -244,8 +243,8 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
         free(l.v);
         if (rc == 0 && newsize == 0) {
             /* an empty file starts inline again */
-            struct fext_list rest = {0};
-            rc = overlaps(c, t, ino, 0, UINT64_MAX, &rest, false);
+            struct core__fext_list rest = {0};
+            rc = core__overlaps(c, t, ino, 0, UINT64_MAX, &rest, false);
             if (rc == 0 && rest.n == 0)
                 r->flags |= META_I_INLINE;
             free(rest.v);
@@ -263,22 +262,326 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
     return etag_forget(c, t, ino);
 }
 
+int core__truncate_plan(struct core *c, uint64_t ino, uint64_t newsize,
+                        const struct core__pend_batch *b, struct core__cut *cut)
+{
+    MDB_txn *t;
+    struct meta_inode r;
+    struct core__fext_list pend = {0}, l = {0};
+    char *buf = NULL;
+    int rc;
+    memset(cut, 0, sizeof(*cut));
+    if (newsize == 0)
+        return 0;
+    rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get(c, t, ino, &r);
+    if (rc || r.type != CORE_REG)
+        goto out;
+    for (size_t i = 0; b && i < b->ext.n && rc == 0; i++)
+        if (b->ext.v[i].foff <= newsize && b->ext.v[i].foff + b->ext.v[i].vlen > newsize)
+            rc = core__fext_push(&pend, &b->ext.v[i]);
+    if (rc == 0 && (!(r.flags & META_I_INLINE) || pend.n))
+        rc = eff_overlaps(c, t, ino, &r, &pend, newsize, newsize + 1, true, &l);
+    meta_rtxn_end(t);
+    t = NULL;
+    if (rc || l.n != 1 || l.v[0].foff >= newsize)
+        goto out;
+    /* the extent holding the new end: copy what stays into a new extent
+     * (caller thread: read, write and sync here, the op only swaps them) */
+    struct core__fext *x = &l.v[0];
+    uint32_t keep = (uint32_t)(newsize - x->foff);
+    if (posix_memalign((void **)&buf, STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
+        buf = NULL;
+        rc = -ENOMEM;
+        goto out;
+    }
+    rc = core__extent_pread(c, &x->e, x->bcrc, x->nb, 0, buf, keep, core__cache_epoch(c));
+    if (rc)
+        goto out;
+    cut->old = *x;
+    cut->cut.foff = x->foff;
+    cut->cut.vlen = keep;
+    rc = store_alloc_near(c->store, &x->e, keep, &cut->cut.e);
+    if (rc)
+        goto out;
+    core__cache_invalidate(c, &cut->cut.e);
+    rc = store_write(c->store, &cut->cut.e, buf, keep);
+    if (rc == 0)
+        rc = store_sync(c->store);
+    if (rc) {
+        store_unreserve(c->store, &cut->cut.e);
+        goto out;
+    }
+    cut->cut.nb = core__bcrc_compute(buf, keep, cut->cut.bcrc);
+    cut->made = true;
+out:
+    meta_rtxn_end(t);
+    free(buf);
+    free(pend.v);
+    free(l.v);
+    if (rc)
+        memset(cut, 0, sizeof(*cut));
+    return rc;
+}
+
+/* ---- the effective extent map: pending extents over committed ones ---- */
+
+static bool overlaps_any(const struct core__fext_list *l, uint64_t s, uint64_t e)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].foff < e && l->v[i].foff + l->v[i].vlen > s)
+            return true;
+    return false;
+}
+
+/* Pending extents @p pend (sorted) and the committed extents @p com they do
+ * not shadow, in file order, into @p out. */
+static int eff_merge(const struct core__fext_list *pend, const struct core__fext_list *com,
+                     struct core__fext_list *out)
+{
+    size_t i = 0, j = 0;
+    out->n = 0;
+    while (i < pend->n || j < com->n) {
+        if (j < com->n &&
+            overlaps_any(pend, com->v[j].foff, com->v[j].foff + com->v[j].vlen)) {
+            j++;
+            continue;
+        }
+        const struct core__fext *x;
+        if (j >= com->n || (i < pend->n && pend->v[i].foff < com->v[j].foff))
+            x = &pend->v[i++];
+        else
+            x = &com->v[j++];
+        int rc = core__fext_push(out, x);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Effective extents of @p ino overlapping [lo, hi): @p pend are the pending
+ * ones overlapping that range; committed ones come from @p t. */
+static int eff_overlaps(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_inode *r,
+                        const struct core__fext_list *pend, uint64_t lo, uint64_t hi,
+                        bool want_crc, struct core__fext_list *out)
+{
+    struct core__fext_list com = {0};
+    int rc = 0;
+    out->n = 0;
+    if (!(r->flags & META_I_INLINE))
+        rc = core__overlaps(c, t, ino, lo, hi, &com, want_crc);
+    if (rc == 0)
+        rc = eff_merge(pend, &com, out);
+    free(com.v);
+    return rc;
+}
+
+/* Store ETag @p etag ("" = unknown, recomputed lazily) keeping the metadata blob. */
+static int etag_store(struct core *c, MDB_txn *t, uint64_t ino, const char *etag)
+{
+    char old[CORE_ETAG_MAX + 1];
+    void *meta = NULL;
+    size_t ml = 0;
+    int rc = core__objmeta_get(c, t, ino, old, &meta, &ml);
+    if (rc == -ENOENT) {
+        if (!etag[0])
+            return 0;
+        rc = 0;
+        old[0] = '\0';
+    }
+    if (rc == 0 && strcmp(old, etag) != 0)
+        rc = core__objmeta_put(c, t, ino, etag, meta, ml);
+    free(meta);
+    return rc;
+}
+
+int core__pend_apply_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
+                       const struct core__pend_batch *b)
+{
+    int64_t delta = 0;
+    int rc = 0;
+    MDB_val v;
+    if (!b->ext.n && !b->inl)
+        return 0;
+    if (b->inl) {
+        if (!(r->flags & META_I_INLINE)) {
+            srv_log(ERROR, META, "ino=%llu: pending inline data for a file with extents",
+                    (unsigned long long)ino);
+            return -EIO;
+        }
+        rc = inline_get(c, t, ino, &v);
+        if (rc)
+            return rc;
+        delta -= (int64_t)v.mv_size;
+        rc = inline_put(c, t, ino, b->inl, b->inl_len);
+        if (rc)
+            return rc;
+        delta += (int64_t)b->inl_len;
+    }
+    if (b->ext.n && (r->flags & META_I_INLINE)) {
+        /* the pending extents shadow every inline byte (conversion) */
+        rc = inline_get(c, t, ino, &v);
+        if (rc)
+            return rc;
+        delta -= (int64_t)v.mv_size;
+        rc = inline_put(c, t, ino, NULL, 0);
+        if (rc)
+            return rc;
+        r->flags &= (uint16_t)~META_I_INLINE;
+    }
+    for (size_t i = 0; i < b->ext.n; i++) {
+        const struct core__fext *x = &b->ext.v[i];
+        struct core__fext_list old = {0};
+        rc = core__overlaps(c, t, ino, x->foff, x->foff + x->vlen, &old, false);
+        for (size_t j = 0; rc == 0 && j < old.n; j++) {
+            rc = core__extent_free(c, t, &old.v[j].e);
+            if (rc == 0)
+                rc = extent_del(c, t, ino, old.v[j].foff);
+            delta -= old.v[j].e.len;
+        }
+        free(old.v);
+        if (rc == 0)
+            rc = core__extent_use(c, t, &x->e, x->bcrc, x->nb);
+        if (rc == 0)
+            rc = extent_put(c, t, ino, x);
+        if (rc)
+            return rc;
+        delta += x->e.len;
+    }
+    /* acknowledged data: usage follows it even past a limit (admission
+     * checked each write before it was accepted) */
+    rc = core__usage_charge(c, t, r->tenant, r->parent, delta, 0, false);
+    if (rc)
+        return rc;
+    r->used = (uint64_t)((int64_t)r->used + delta);
+    if (b->size > r->size)
+        r->size = b->size;
+    if (b->mtime.tv_sec > r->mtime_s ||
+        (b->mtime.tv_sec == r->mtime_s && (uint32_t)b->mtime.tv_nsec > r->mtime_ns)) {
+        r->mtime_s = r->ctime_s = b->mtime.tv_sec;
+        r->mtime_ns = r->ctime_ns = (uint32_t)b->mtime.tv_nsec;
+    }
+    r->change = b->change > r->change + 1 ? b->change : r->change + 1;
+    return etag_store(c, t, ino, b->md5_ok && b->size == r->size ? b->md5 : "");
+}
+
 /* ---- read ---- */
+
+#define DIRECT_MIN (64u * 1024) /* smaller reads go through the page cache */
+
+/* Read the parts of extents @p l that fall in [off, end) into @p buf (which
+ * holds @p cap bytes from @p off), and zero the holes. Block-aligned ranges
+ * into aligned memory are read with O_DIRECT, all in one io_uring batch, and
+ * checked with their block CRCs; the rest go through core__extent_pread. */
+static int read_extents(struct core *c, uint64_t ino, struct core__fext_list *l, uint64_t off,
+                        uint64_t end, char *buf, size_t cap, uint64_t epoch)
+{
+    struct store_rreq stack[16], *rq = stack;
+    bool *direct = NULL, dstack[64];
+    size_t nrq = 0;
+    int rc = 0;
+    if (l->n > 16 && !(rq = calloc(l->n, sizeof(*rq))))
+        return -ENOMEM;
+    direct = l->n <= 64 ? dstack : calloc(l->n, sizeof(*direct));
+    if (!direct) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        struct core__fext *x = &l->v[i];
+        uint64_t s = x->foff > off ? x->foff : off;
+        uint64_t e = x->foff + x->vlen < end ? x->foff + x->vlen : end;
+        uint32_t from = (uint32_t)(s - x->foff), n = (uint32_t)(e - s);
+        char *dst = buf + (s - off);
+        uint32_t rl = (n + STORE_ALIGN - 1) & ~(STORE_ALIGN - 1);
+        direct[i] = e > s && x->nb && n >= DIRECT_MIN && (uintptr_t)dst % STORE_ALIGN == 0 &&
+                    from % META_BCRC_BLOCK == 0 &&
+                    ((from + n) % META_BCRC_BLOCK == 0 || from + n == x->e.len) &&
+                    (uint64_t)(dst - buf) + rl <= cap && (from + n - 1) / META_BCRC_BLOCK < x->nb;
+        if (direct[i])
+            rq[nrq++] = (struct store_rreq){&x->e, from, rl, dst};
+    }
+    if (nrq) {
+        rc = store_read_direct(c->store, rq, nrq);
+        for (size_t i = 0, k = 0; rc == 0 && i < l->n; i++) {
+            if (!direct[i])
+                continue;
+            struct core__fext *x = &l->v[i];
+            const struct store_rreq *q = &rq[k++];
+            uint32_t b0 = q->from / META_BCRC_BLOCK;
+            uint32_t last = q->from + q->len < x->e.len ? q->from + q->len : x->e.len;
+            rc = core__bcrc_verify(c, &x->e, x->bcrc, b0, (last - 1) / META_BCRC_BLOCK, q->buf);
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < l->n; i++) {
+        struct core__fext *x = &l->v[i];
+        uint64_t s = x->foff > off ? x->foff : off;
+        uint64_t e = x->foff + x->vlen < end ? x->foff + x->vlen : end;
+        if (e <= s || direct[i])
+            continue;
+        rc = core__extent_pread(c, &x->e, x->bcrc, x->nb, (uint32_t)(s - x->foff),
+                                buf + (s - off), (size_t)(e - s), epoch);
+    }
+    if (rc) {
+        srv_log(ERROR, STORE, "read ino=%llu off=%llu len=%llu: %s", (unsigned long long)ino,
+                (unsigned long long)off, (unsigned long long)(end - off), srv_strerror(rc));
+        memset(buf, 0, end - off); /* never hand out bytes that failed a check */
+        goto out;
+    }
+    /* holes (and O_DIRECT padding that ran into them) read as zeros */
+    uint64_t pos = off;
+    for (size_t i = 0; i < l->n; i++) {
+        struct core__fext *x = &l->v[i];
+        uint64_t s = x->foff > off ? x->foff : off;
+        uint64_t e = x->foff + x->vlen < end ? x->foff + x->vlen : end;
+        if (s > pos)
+            memset(buf + (pos - off), 0, s - pos);
+        if (e > pos)
+            pos = e;
+    }
+    if (end > pos)
+        memset(buf + (pos - off), 0, end - pos);
+out:
+    if (rq != stack)
+        free(rq);
+    if (direct && direct != dstack)
+        free(direct);
+    return rc;
+}
 
 int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
               void *buf, size_t len, size_t *n, bool *eof)
 {
     MDB_txn *t = NULL;
     struct meta_inode r;
-    struct fext_list l = {0};
+    struct core__fext_list l = {0};
+    struct core__pend_snap ps;
     uint64_t token = store_read_begin(c->store);
     uint64_t epoch = core__cache_epoch(c);
-    uint64_t end;
+    uint64_t end, size;
     int rc;
 
     *n = 0;
     *eof = false;
-    rc = meta_rtxn_begin(c->meta, &t);
+    /* pending snapshot before the read txn (see core_pend.c) */
+    struct core__pend *pp = core__pend_get(c, ino, false);
+    memset(&ps, 0, sizeof(ps));
+    for (int tries = 0;; tries++) {
+        core__pend_snap_free(&ps);
+        core__pend_snap(pp, off, len > UINT64_MAX - off ? UINT64_MAX : off + len, true, &ps);
+        if (pp && !ps.exists) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = meta_rtxn_begin(c->meta, &t);
+        if (rc || tries == 100 || core__pend_snap_valid(pp, &ps))
+            break;
+        meta_rtxn_end(t);
+        t = NULL;
+    }
+    core__pend_put(c, pp);
     if (rc)
         goto out;
     rc = core__ino_get_p(c, t, p, ino, 0, &r);
@@ -294,50 +597,46 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
     }
     if (p->uid != r.uid && (rc = core__perm(p, &r, CORE_MAY_R)) != 0)
         goto out;
-    if (off >= r.size) {
+    size = ps.data && ps.size > r.size ? ps.size : r.size;
+    if (off >= size) {
         *eof = true;
         goto out;
     }
     if (len == 0)
         goto out;
-    end = r.size - off < len ? r.size : off + len;
-    memset(buf, 0, end - off);
-    if (r.flags & META_I_INLINE) {
-        MDB_val v;
-        rc = inline_get(c, t, ino, &v);
-        if (rc)
-            goto out;
+    end = size - off < len ? size : off + len;
+    bool inl = ps.inl || ((r.flags & META_I_INLINE) && !ps.has_ext);
+    if (inl) {
+        MDB_val v = {.mv_size = ps.inl_len, .mv_data = ps.inl};
+        memset(buf, 0, end - off);
+        if (!ps.inl) {
+            rc = inline_get(c, t, ino, &v);
+            if (rc)
+                goto out;
+        }
         if (off < v.mv_size) {
             size_t m = (end < v.mv_size ? end : v.mv_size) - off;
             memcpy(buf, (const char *)v.mv_data + off, m);
         }
     } else {
-        rc = overlaps(c, t, ino, off, end, &l, true);
+        rc = eff_overlaps(c, t, ino, &r, &ps.ext, off, end, true, &l);
         if (rc)
             goto out;
     }
     meta_rtxn_end(t);
     t = NULL;
-    for (size_t i = 0; i < l.n; i++) {
-        struct fext *x = &l.v[i];
-        uint64_t s = x->foff > off ? x->foff : off;
-        uint64_t e = x->foff + x->vlen < end ? x->foff + x->vlen : end;
-        if (e <= s)
-            continue;
-        rc = core__extent_pread(c, &x->e, x->bcrc, x->nb, (uint32_t)(s - x->foff),
-                                (char *)buf + (s - off), (size_t)(e - s), epoch);
-        if (rc) {
-            srv_log(ERROR, STORE, "read ino=%llu off=%llu: %s", (unsigned long long)ino,
-                    (unsigned long long)s, srv_strerror(rc));
+    if (!inl) {
+        rc = read_extents(c, ino, &l, off, end, (char *)buf, len, epoch);
+        if (rc)
             goto out;
-        }
     }
     *n = (size_t)(end - off);
-    *eof = end >= r.size;
+    *eof = end >= size;
     atomic_fetch_add(&c->bytes_read, *n);
 out:
     meta_rtxn_end(t);
     store_read_end(c->store, token);
+    core__pend_snap_free(&ps);
     free(l.v);
     return rc;
 }
@@ -346,147 +645,55 @@ out:
 
 enum wmode { W_INLINE, W_CONVERT, W_EXTENTS };
 
-struct write_op {
+struct wplan {
     struct core *c;
-    const struct core_principal *p;
-    uint64_t ino;
-    uint64_t off;
+    uint64_t ino, off;
     const void *buf;
     size_t len;
     enum wmode mode;
-    uint64_t exp_change;
-    uint64_t lo, hi;          /* range the new extents cover */
-    uint64_t epoch;           /* cache epoch before the extent map was read */
-    struct fext_list olds;    /* extents replaced */
-    struct fext_list news;    /* extents written */
-    struct core_attr *pre, *post;
+    uint64_t lo, hi;               /* range the new extents cover */
+    uint64_t epoch;                /* cache epoch before the extent map was read */
+    uint64_t change, csize;        /* committed change counter and size at the plan */
+    bool need_flush;               /* retry after committing the pending inline bytes */
+    char *base;                    /* inline content the write patches (heap) */
+    size_t blen;
+    struct core__fext_list olds;   /* effective extents the write replaces */
+    struct core__fext_list news;   /* extents written */
 };
-
-static int write_fn(MDB_txn *t, void *arg)
-{
-    struct write_op *a = arg;
-    struct core *c = a->c;
-    struct meta_inode r;
-    int64_t delta = 0;
-    uint64_t end = a->off + a->len;
-    int rc = core__ino_get_p(c, t, a->p, a->ino, 0, &r);
-    if (rc)
-        return rc;
-    if (r.type != CORE_REG)
-        return r.type == CORE_DIR ? -EISDIR : -EINVAL;
-    if (a->pre)
-        core__attr_fill(&r, a->ino, a->pre);
-    if (a->mode == W_INLINE) {
-        MDB_val v;
-        if (!(r.flags & META_I_INLINE))
-            return -EAGAIN;
-        rc = inline_get(c, t, a->ino, &v);
-        if (rc)
-            return rc;
-        size_t nl = end > v.mv_size ? (size_t)end : v.mv_size;
-        char *nb = calloc(1, nl ? nl : 1);
-        if (!nb)
-            return -ENOMEM;
-        if (v.mv_size)
-            memcpy(nb, v.mv_data, v.mv_size);
-        memcpy(nb + a->off, a->buf, a->len);
-        delta = (int64_t)nl - (int64_t)v.mv_size;
-        rc = inline_put(c, t, a->ino, nb, nl);
-        free(nb);
-        if (rc)
-            return rc;
-    } else {
-        if (a->mode == W_CONVERT) {
-            MDB_val v;
-            if (!(r.flags & META_I_INLINE) || r.change != a->exp_change)
-                return -EAGAIN;
-            rc = inline_get(c, t, a->ino, &v);
-            if (rc)
-                return rc;
-            delta -= (int64_t)v.mv_size;
-            rc = inline_put(c, t, a->ino, NULL, 0);
-            if (rc)
-                return rc;
-            r.flags &= (uint16_t)~META_I_INLINE;
-        } else {
-            struct fext_list cur = {0};
-            if (r.flags & META_I_INLINE)
-                return -EAGAIN;
-            rc = overlaps(c, t, a->ino, a->lo, a->hi, &cur, false);
-            if (rc == 0 && cur.n != a->olds.n)
-                rc = -EAGAIN;
-            for (size_t i = 0; rc == 0 && i < cur.n; i++) {
-                const struct fext *x = &cur.v[i], *y = &a->olds.v[i];
-                if (x->foff != y->foff || x->vlen != y->vlen || x->e.dev != y->e.dev ||
-                    x->e.off != y->e.off)
-                    rc = -EAGAIN;
-            }
-            free(cur.v);
-            if (rc)
-                return rc;
-            for (size_t i = 0; i < a->olds.n; i++) {
-                struct fext *x = &a->olds.v[i];
-                rc = core__extent_free(c, t, &x->e);
-                if (rc == 0)
-                    rc = extent_del(c, t, a->ino, x->foff);
-                if (rc)
-                    return rc;
-                delta -= x->e.len;
-            }
-        }
-        for (size_t i = 0; i < a->news.n; i++) {
-            struct fext *x = &a->news.v[i];
-            rc = core__extent_use(c, t, &x->e, x->bcrc, x->nb);
-            if (rc == 0)
-                rc = extent_put(c, t, a->ino, x);
-            if (rc)
-                return rc;
-            delta += x->e.len;
-        }
-    }
-    rc = core__usage_charge(c, t, r.tenant, r.parent, delta, 0, delta > 0);
-    if (rc)
-        return rc;
-    r.used = (uint64_t)((int64_t)r.used + delta);
-    if (end > r.size)
-        r.size = end;
-    core__touch(&r, true, true);
-    rc = core__ino_put(c, t, a->ino, &r);
-    if (rc == 0)
-        rc = etag_forget(c, t, a->ino);
-    if (rc == 0 && a->post)
-        core__attr_fill(&r, a->ino, a->post);
-    return rc;
-}
 
 /* Add new extents covering [s, e) (split on the 1 MiB grid) with content
  * from @p base (bytes of [bs, bs + blen)) overlaid by the write. */
-static int add_new(struct core *c, struct write_op *a, uint64_t s, uint64_t e, const void *base,
+static int add_new(struct core *c, struct wplan *a, uint64_t s, uint64_t e, const void *base,
                    uint64_t bs, size_t blen, char *tmp)
 {
     while (s < e) {
         uint64_t g = (s / STORE_EXTENT_MAX + 1) * STORE_EXTENT_MAX;
         uint64_t pe = e < g ? e : g;
         uint32_t n = (uint32_t)(pe - s);
-        struct fext x = {.foff = s, .vlen = n};
-        memset(tmp, 0, n);
-        if (base) {
-            uint64_t os = s > bs ? s : bs, oe = pe < bs + blen ? pe : bs + blen;
-            if (oe > os)
-                memcpy(tmp + (os - s), (const char *)base + (os - bs), oe - os);
-        }
+        struct core__fext x = {.foff = s, .vlen = n};
         uint64_t ws = s > a->off ? s : a->off, we = pe < a->off + a->len ? pe : a->off + a->len;
-        if (we > ws)
-            memcpy(tmp + (ws - s), (const char *)a->buf + (ws - a->off), we - ws);
+        const char *src = tmp;
+        if (!base && ws == s && we == pe) {
+            src = (const char *)a->buf + (s - a->off); /* the caller's bytes as they are */
+        } else {
+            memset(tmp, 0, n);
+            if (base) {
+                uint64_t os = s > bs ? s : bs, oe = pe < bs + blen ? pe : bs + blen;
+                if (oe > os)
+                    memcpy(tmp + (os - s), (const char *)base + (os - bs), oe - os);
+            }
+            if (we > ws)
+                memcpy(tmp + (ws - s), (const char *)a->buf + (ws - a->off), we - ws);
+        }
         int rc = store_alloc_near(c->store, a->news.n ? &a->news.v[a->news.n - 1].e : NULL, n,
                                   &x.e);
         if (rc)
             return rc;
         core__cache_invalidate(c, &x.e); /* space reused: no stale cached bytes */
-        rc = store_write(c->store, &x.e, tmp, n);
+        rc = store_write(c->store, &x.e, src, n);
         if (rc == 0) {
-            x.nb = core__bcrc_compute(tmp, n, x.bcrc);
-            rc = fext_push(&a->news, &x);
+            x.nb = core__bcrc_compute(src, n, x.bcrc);
+            rc = core__fext_push(&a->news, &x);
         }
         if (rc) {
             store_unreserve(c->store, &x.e);
@@ -497,48 +704,72 @@ static int add_new(struct core *c, struct write_op *a, uint64_t s, uint64_t e, c
     return 0;
 }
 
-static void news_release(struct core *c, struct write_op *a)
+/* Written extents never seen by anyone: give their space back. */
+static void news_unreserve(struct core *c, struct wplan *a)
 {
     for (size_t i = 0; i < a->news.n; i++)
         store_unreserve(c->store, &a->news.v[i].e);
     a->news.n = 0;
 }
 
-/* Plan and write the new extents (caller thread). */
-static int write_prepare(struct core *c, struct write_op *a, MDB_txn *t, struct meta_inode *r,
-                         char *tmp)
+/* Plan the write from snapshot @p ps and inode @p r (read txn @p t). */
+static int write_plan(struct core *c, struct wplan *a, MDB_txn *t, const struct meta_inode *r,
+                      const struct core__pend_snap *ps)
 {
     uint64_t end = a->off + a->len;
-    int rc;
-    a->news.n = 0;
+    bool eff_inline = (r->flags & META_I_INLINE) && !ps->has_ext;
     a->olds.n = 0;
-    if (r->flags & META_I_INLINE) {
-        if (end <= c->cfg.inline_max) {
-            a->mode = W_INLINE;
-            return 0;
+    a->change = r->change;
+    a->csize = r->size;
+    free(a->base);
+    a->base = NULL;
+    a->blen = 0;
+    if (eff_inline) {
+        if (ps->inl && end > c->cfg.inline_max) {
+            a->mode = W_CONVERT;
+            a->need_flush = true; /* pending inline bytes are committed before a conversion */
+            return -EAGAIN;
         }
-        MDB_val v;
-        rc = inline_get(c, t, a->ino, &v);
-        if (rc)
-            return rc;
-        a->mode = W_CONVERT;
-        a->exp_change = r->change;
-        uint64_t L = v.mv_size;
+        a->mode = end <= c->cfg.inline_max ? W_INLINE : W_CONVERT;
+        MDB_val v = {.mv_size = ps->inl_len, .mv_data = ps->inl};
+        if (!ps->inl) {
+            int rc = inline_get(c, t, a->ino, &v);
+            if (rc)
+                return rc;
+        }
+        a->blen = v.mv_size;
+        a->base = malloc(v.mv_size ? v.mv_size : 1);
+        if (!a->base)
+            return -ENOMEM;
+        if (v.mv_size)
+            memcpy(a->base, v.mv_data, v.mv_size);
+        return 0;
+    }
+    a->mode = W_EXTENTS;
+    return eff_overlaps(c, t, a->ino, r, &ps->ext, a->off, end, true, &a->olds);
+}
+
+/* Write the new extents of a planned write (no lock held). */
+static int write_data(struct core *c, struct wplan *a, char *tmp)
+{
+    uint64_t end = a->off + a->len;
+    int rc = 0;
+    a->news.n = 0;
+    if (a->mode == W_INLINE)
+        return 0;
+    if (a->mode == W_CONVERT) {
+        uint64_t L = a->blen;
         a->lo = L ? 0 : a->off;
         a->hi = end;
         if (L && L < a->off) {
-            rc = add_new(c, a, 0, L, v.mv_data, 0, L, tmp);
+            rc = add_new(c, a, 0, L, a->base, 0, L, tmp);
             if (rc == 0)
                 rc = add_new(c, a, a->off, end, NULL, 0, 0, tmp);
         } else {
-            rc = add_new(c, a, a->lo, end > L ? end : L, v.mv_data, 0, L, tmp);
+            rc = add_new(c, a, a->lo, end > L ? end : L, a->base, 0, L, tmp);
         }
         return rc;
     }
-    a->mode = W_EXTENTS;
-    rc = overlaps(c, t, a->ino, a->off, end, &a->olds, true);
-    if (rc)
-        return rc;
     a->lo = a->off;
     a->hi = end;
     uint64_t pos = a->off;
@@ -552,7 +783,7 @@ static int write_prepare(struct core *c, struct write_op *a, MDB_txn *t, struct 
         }
         if (i == a->olds.n)
             break;
-        struct fext *o = &a->olds.v[i];
+        struct core__fext *o = &a->olds.v[i];
         uint64_t oe = o->foff + o->vlen;
         if (o->foff < a->lo)
             a->lo = o->foff;
@@ -560,7 +791,8 @@ static int write_prepare(struct core *c, struct write_op *a, MDB_txn *t, struct 
             a->hi = oe;
         bool covered = o->foff >= a->off && oe <= end;
         if (!covered) {
-            if (!old && !(old = malloc(STORE_EXTENT_MAX))) {
+            if (!old && posix_memalign((void **)&old, STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
+                old = NULL;
                 rc = -ENOMEM;
                 break;
             }
@@ -575,19 +807,169 @@ static int write_prepare(struct core *c, struct write_op *a, MDB_txn *t, struct 
         rc = add_new(c, a, o->foff, oe, covered ? NULL : old, o->foff, o->vlen, tmp);
         if (rc)
             break;
-        pos = oe;
+        pos = oe > pos ? oe : pos;
     }
     free(old);
     return rc;
+}
+
+static bool fext_same(const struct core__fext_list *x, const struct core__fext_list *y)
+{
+    if (x->n != y->n)
+        return false;
+    for (size_t i = 0; i < x->n; i++) {
+        const struct core__fext *a = &x->v[i], *b = &y->v[i];
+        if (a->foff != b->foff || a->vlen != b->vlen || a->e.dev != b->e.dev ||
+            a->e.off != b->e.off || a->e.len != b->e.len)
+            return false;
+    }
+    return true;
+}
+
+/* Under p->mu, versions moved since the plan: is it still valid? */
+static int write_revalidate(struct core *c, struct core__pend *p, struct wplan *a)
+{
+    uint64_t end = a->off + a->len;
+    struct core__fext_list pend = {0}, cur = {0};
+    struct meta_inode r;
+    MDB_txn *t;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get(c, t, a->ino, &r);
+    if (rc == -ENOENT)
+        rc = SRV_ESTALE;
+    if (rc)
+        goto out;
+    bool eff_inline = (r.flags & META_I_INLINE) && !p->ext.n;
+    if (a->mode != W_EXTENTS) {
+        /* based on the committed inline bytes or the pending ones */
+        if (!eff_inline || r.change != a->change || (a->mode == W_CONVERT && p->inl))
+            rc = -EAGAIN;
+        goto out;
+    }
+    if (eff_inline) {
+        rc = -EAGAIN;
+        goto out;
+    }
+    for (size_t i = 0; i < p->ext.n && rc == 0; i++) {
+        const struct core__fext *x = &p->ext.v[i];
+        if (x->foff < end && x->foff + x->vlen > a->off)
+            rc = core__fext_push(&pend, x);
+    }
+    if (rc == 0)
+        rc = eff_overlaps(c, t, a->ino, &r, &pend, a->off, end, false, &cur);
+    if (rc == 0 && !fext_same(&cur, &a->olds))
+        rc = -EAGAIN;
+out:
+    meta_rtxn_end(t);
+    free(pend.v);
+    free(cur.v);
+    return rc;
+}
+
+/* Under p->mu: running MD5 of a file written sequentially from offset 0. */
+static void md5_feed(struct core__pend *p, struct wplan *a, uint64_t cursize)
+{
+    if (p->md5_bad)
+        return;
+    if (!p->md5ctx) {
+        if (a->off != 0 || cursize != 0)
+            goto bad;
+        p->md5ctx = EVP_MD_CTX_new();
+        if (!p->md5ctx || EVP_DigestInit_ex(p->md5ctx, EVP_md5(), NULL) != 1)
+            goto bad;
+        p->md5_end = 0;
+    }
+    if (a->off != p->md5_end || p->md5_end + a->len > CORE_MD5_INLINE_MAX)
+        goto bad;
+    if (EVP_DigestUpdate(p->md5ctx, a->buf, a->len) != 1)
+        goto bad;
+    p->md5_end += a->len;
+    return;
+bad:
+    p->md5_bad = true;
+    if (p->md5ctx)
+        EVP_MD_CTX_free(p->md5ctx);
+    p->md5ctx = NULL;
+}
+
+/* Under p->mu: make the planned write pending. */
+static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
+{
+    uint64_t end = a->off + a->len;
+    uint64_t cursize = a->csize > p->size ? a->csize : p->size;
+    struct timespec now;
+    if (a->mode == W_INLINE) {
+        size_t base = p->inl ? p->inl_len : a->blen;
+        size_t nl = end > base ? (size_t)end : base;
+        char *nb = calloc(1, nl ? nl : 1);
+        if (!nb)
+            return -ENOMEM;
+        if (p->inl)
+            memcpy(nb, p->inl, p->inl_len);
+        else if (a->blen)
+            memcpy(nb, a->base, a->blen);
+        memcpy(nb + a->off, a->buf, a->len);
+        free(p->inl);
+        p->inl = nb;
+        p->inl_len = nl;
+        p->inl_ver++;
+    } else {
+        struct core__fext_list nv = {0};
+        int rc = 0;
+        size_t i = 0;
+        for (; i < p->ext.n && p->ext.v[i].foff < a->lo && rc == 0; i++)
+            rc = core__fext_push(&nv, &p->ext.v[i]);
+        for (size_t j = 0; j < a->news.n && rc == 0; j++)
+            rc = core__fext_push(&nv, &a->news.v[j]);
+        size_t k = i;
+        while (k < p->ext.n && p->ext.v[k].foff < a->hi)
+            k++;
+        for (size_t j = k; j < p->ext.n && rc == 0; j++)
+            rc = core__fext_push(&nv, &p->ext.v[j]);
+        if (rc) {
+            free(nv.v);
+            return rc;
+        }
+        for (size_t j = i; j < k; j++) {
+            struct core__fext *x = &p->ext.v[j];
+            p->bytes -= x->e.len;
+            if (!(x->flags & CORE_FX_FLUSHING)) {
+                /* a flush carrying it commits it, shadowed by the new one */
+                p->unfl -= x->e.len;
+                atomic_fetch_sub(&c->pend_total, x->e.len);
+                core__pend_release(c, x);
+            }
+        }
+        for (size_t j = 0; j < a->news.n; j++) {
+            p->bytes += a->news.v[j].e.len;
+            p->unfl += a->news.v[j].e.len;
+            atomic_fetch_add(&c->pend_total, a->news.v[j].e.len);
+        }
+        free(p->ext.v);
+        p->ext = nv;
+        a->news.n = 0; /* owned by the record now */
+    }
+    p->ver++;
+    md5_feed(p, a, cursize);
+    if (end > p->size)
+        p->size = end;
+    core__now(&now);
+    p->mtime = now;
+    p->change = (p->change > a->change ? p->change : a->change) + 1;
+    return 0;
 }
 
 int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
                const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
                struct core_attr *pre, struct core_attr *post)
 {
-    struct write_op a = {.c = c, .p = p, .ino = ino, .off = off, .buf = buf, .len = len,
-                         .pre = pre, .post = post};
+    struct wplan a = {.c = c, .ino = ino, .off = off, .buf = buf, .len = len};
+    struct core__pend *pd = NULL;
+    struct meta_inode r;
     char *tmp = NULL;
+    bool flush = stable != CORE_UNSTABLE, flush_all = false;
     int rc = 0;
     if (committed)
         *committed = stable == CORE_UNSTABLE ? CORE_UNSTABLE : CORE_FILE_SYNC;
@@ -595,62 +977,114 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         return -EROFS;
     if (off > CORE_FILE_MAX || len > CORE_FILE_MAX - off)
         return -EFBIG;
-    pthread_mutex_t *wl = &c->wlock[ino % CORE_WLOCKS];
-    for (int attempt = 0; attempt < WRITE_RETRIES; attempt++) {
+    pd = core__pend_get(c, ino, true);
+    if (!pd)
+        return -ENOMEM;
+    for (int attempt = 0;; attempt++) {
         MDB_txn *t = NULL;
-        struct meta_inode r;
+        struct core__pend_snap ps;
+        if (attempt == WRITE_RETRIES) {
+            srv_log(WARN, META, "write ino=%llu: gave up after %d conflicting retries",
+                    (unsigned long long)ino, WRITE_RETRIES);
+            rc = -EIO;
+            break;
+        }
         /* after losing a race twice, serialize with the other losers of this inode */
         bool locked = attempt >= 2;
         if (locked)
-            pthread_mutex_lock(wl);
+            pthread_mutex_lock(&c->wlock[ino % CORE_WLOCKS]);
         uint64_t token = store_read_begin(c->store);
         a.epoch = core__cache_epoch(c);
-        rc = meta_rtxn_begin(c->meta, &t);
+        core__pend_snap(pd, off, off + len, true, &ps);
+        rc = ps.exists ? meta_rtxn_begin(c->meta, &t) : -ENOMEM;
         if (rc == 0)
             rc = core__ino_get_p(c, t, p, ino, 0, &r);
         if (rc == 0 && r.type != CORE_REG)
             rc = r.type == CORE_DIR ? -EISDIR : -EINVAL;
         if (rc == 0 && p->uid != r.uid)
             rc = core__perm(p, &r, CORE_MAY_W);
+        if (rc == 0 && pre) {
+            core__attr_fill(&r, ino, pre);
+            core__attr_pend(c, pre);
+        }
         if (rc == 0 && len == 0) {
             /* a zero-length write only reports attributes */
-            if (pre)
-                core__attr_fill(&r, ino, pre);
-            if (post)
+            if (post) {
                 core__attr_fill(&r, ino, post);
+                core__attr_pend(c, post);
+            }
+            flush = false;
             meta_rtxn_end(t);
             store_read_end(c->store, token);
+            core__pend_snap_free(&ps);
             if (locked)
-                pthread_mutex_unlock(wl);
+                pthread_mutex_unlock(&c->wlock[ino % CORE_WLOCKS]);
             break;
         }
-        if (rc == 0 && !tmp && !(tmp = malloc(STORE_EXTENT_MAX)))
-            rc = -ENOMEM;
         if (rc == 0)
-            rc = write_prepare(c, &a, t, &r, tmp);
+            rc = write_plan(c, &a, t, &r, &ps);
         meta_rtxn_end(t);
-        /* sync the data on this thread (concurrent syncs coalesce in the store)
-         * so the writer's commit never waits for a data flush */
-        if (rc == 0 && a.mode != W_INLINE)
-            rc = store_sync(c->store);
+        uint64_t cursize = r.size > ps.size ? r.size : ps.size;
+        if (rc == 0 && off + len > cursize)
+            rc = core_quota_admit(c, p, r.parent, off + len - cursize, 0);
+        if (rc == 0 && a.mode != W_INLINE && !tmp &&
+            posix_memalign((void **)&tmp, STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
+            tmp = NULL;
+            rc = -ENOMEM;
+        }
         if (rc == 0)
-            rc = meta_submit(c->meta, write_fn, &a, stable == CORE_UNSTABLE ? META_OP_EARLY : 0);
+            rc = write_data(c, &a, tmp);
+        if (rc == 0) {
+            pthread_mutex_lock(&pd->mu);
+            while (pd->excl)
+                pthread_cond_wait(&pd->cv, &pd->mu);
+            if (pd->dead)
+                rc = SRV_ESTALE;
+            else if (pd->ver != ps.ver || pd->cver != ps.cver)
+                rc = write_revalidate(c, pd, &a);
+            if (rc == 0)
+                rc = write_insert(c, pd, &a);
+            if (rc == 0 && post) {
+                core__attr_fill(&r, ino, post);
+                if (pd->size > post->size)
+                    post->size = pd->size;
+                post->mtime = post->ctime = pd->mtime;
+                post->change = pd->change > post->change ? pd->change : post->change;
+            }
+            if (rc == 0 && pd->unfl > CORE_PEND_INO_MAX && !pd->flushing)
+                flush = true;
+            pthread_mutex_unlock(&pd->mu);
+        }
         store_read_end(c->store, token);
+        core__pend_snap_free(&ps);
         if (locked)
-            pthread_mutex_unlock(wl);
+            pthread_mutex_unlock(&c->wlock[ino % CORE_WLOCKS]);
         if (rc)
-            news_release(c, &a);
+            news_unreserve(c, &a);
+        if (rc == -EAGAIN && a.need_flush) {
+            /* pending inline bytes must be committed before the file converts */
+            a.need_flush = false;
+            int frc = core__pend_flush(c, pd);
+            if (frc) {
+                rc = frc;
+                break;
+            }
+        }
         if (rc != -EAGAIN)
             break;
     }
-    if (rc == -EAGAIN) {
-        srv_log(WARN, META, "write ino=%llu: gave up after %d conflicting retries",
-                (unsigned long long)ino, WRITE_RETRIES);
-        rc = -EIO;
-    }
-    if (rc == 0)
+    if (rc == 0) {
         atomic_fetch_add(&c->bytes_written, len);
+        if (atomic_load(&c->pend_total) > CORE_PEND_TOTAL_MAX)
+            flush_all = true;
+    }
+    if (rc == 0 && flush)
+        rc = core__pend_flush(c, pd);
+    if (rc == 0 && flush_all && (rc = core__pend_flush_all(c)) != 0 && stable == CORE_UNSTABLE)
+        rc = 0; /* the write itself is pending; its own commit reports the error */
+    core__pend_put(c, pd);
     free(tmp);
+    free(a.base);
     free(a.olds.v);
     free(a.news.v);
     return rc;
@@ -667,6 +1101,10 @@ int core_commit(struct core *c, const struct core_principal *p, uint64_t ino)
     meta_rtxn_end(t);
     if (rc)
         return rc;
-    /* UNSTABLE writes are committed already: wait until they are durable */
-    return core_sync(c);
+    struct core__pend *pd = core__pend_get(c, ino, false);
+    if (!pd)
+        return 0; /* nothing pending: every acknowledged write is durable */
+    rc = core__pend_flush(c, pd);
+    core__pend_put(c, pd);
+    return rc;
 }

@@ -194,6 +194,7 @@ int core__data_drop(struct core *c, MDB_txn *t, uint64_t ino, uint64_t from)
 
     meta_be64_put(k, ino);
     if (from == 0) {
+        core__pend_dead(c, ino); /* pending writes go once this op committed */
         rc = meta_del(t, core__dbi(c, META_DBI_INLINE), k, 8);
         if (rc && rc != -ENOENT)
             return rc;

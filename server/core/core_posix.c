@@ -16,20 +16,44 @@
 #include "srv_log.h"
 
 int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
-                     uint64_t newsize);
+                     uint64_t newsize, struct core__cut *cut);
 
 int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
                  struct core_attr *out)
 {
-    MDB_txn *t;
+    MDB_txn *t = NULL;
     struct meta_inode r;
-    int rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    rc = core__ino_get_p(c, t, p, ino, gen, &r);
-    meta_rtxn_end(t);
+    struct core__pend_snap ps;
+    int rc;
+    /* pending state before the read txn, as core_read (see core_pend.c) */
+    struct core__pend *pp = core__pend_get(c, ino, false);
+    memset(&ps, 0, sizeof(ps));
+    for (int tries = 0;; tries++) {
+        core__pend_snap_free(&ps);
+        core__pend_snap(pp, 0, 0, true, &ps);
+        rc = meta_rtxn_begin(c->meta, &t);
+        if (rc || tries == 100 || core__pend_snap_valid(pp, &ps))
+            break;
+        meta_rtxn_end(t);
+        t = NULL;
+    }
+    core__pend_put(c, pp);
     if (rc == 0)
+        rc = core__ino_get_p(c, t, p, ino, gen, &r);
+    meta_rtxn_end(t);
+    if (rc == 0) {
         core__attr_fill(&r, ino, out);
+        if (ps.data && r.type == CORE_REG) {
+            if (ps.size > out->size)
+                out->size = ps.size;
+            if (ps.mtime.tv_sec > out->mtime.tv_sec ||
+                (ps.mtime.tv_sec == out->mtime.tv_sec && ps.mtime.tv_nsec > out->mtime.tv_nsec))
+                out->mtime = out->ctime = ps.mtime;
+            if (ps.change > out->change)
+                out->change = ps.change;
+        }
+    }
+    core__pend_snap_free(&ps);
     return rc;
 }
 
@@ -78,8 +102,10 @@ int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, co
     rc = core__ino_get(c, t, ino, &r);
     if (rc == -ENOENT)
         rc = SRV_ECORRUPT;
-    if (rc == 0)
+    if (rc == 0) {
         core__attr_fill(&r, ino, out);
+        core__attr_pend(c, out);
+    }
 out:
     meta_rtxn_end(t);
     return rc;
@@ -115,6 +141,8 @@ struct setattr_op {
     uint64_t ino;
     const struct core_setattr *sa;
     struct core_attr *pre, *post;
+    const struct core__pend_batch *pend; /* pending writes committed first, or NULL */
+    struct core__cut *cut;               /* boundary extent copy of a shrinking truncate */
 };
 
 static int setattr_fn(MDB_txn *t, void *arg)
@@ -128,8 +156,15 @@ static int setattr_fn(MDB_txn *t, void *arg)
     int rc = core__ino_get_p(c, t, p, a->ino, 0, &r);
     if (rc)
         return rc;
-    if (a->pre)
+    if (a->pre) {
         core__attr_fill(&r, a->ino, a->pre);
+        core__attr_pend(c, a->pre);
+    }
+    if (a->pend && r.type == CORE_REG) {
+        rc = core__pend_apply_t(c, t, a->ino, &r, a->pend);
+        if (rc)
+            return rc;
+    }
     if (sa->guard && (r.ctime_s != sa->guard_ctime.tv_sec ||
                       r.ctime_ns != (uint32_t)sa->guard_ctime.tv_nsec))
         return SRV_EPRECOND;
@@ -198,7 +233,7 @@ static int setattr_fn(MDB_txn *t, void *arg)
         r.mtime_ns = (uint32_t)sa->mtime.tv_nsec;
     }
     if ((sa->mask & CORE_SET_SIZE) && sa->size != r.size) {
-        rc = core__truncate_t(c, t, a->ino, &r, sa->size);
+        rc = core__truncate_t(c, t, a->ino, &r, sa->size, a->cut);
         if (rc)
             return rc;
         if (!(sa->mask & (CORE_SET_MTIME | CORE_SET_MTIME_NOW))) {
@@ -218,10 +253,31 @@ static int setattr_fn(MDB_txn *t, void *arg)
 int core_setattr(struct core *c, const struct core_principal *p, uint64_t ino,
                  const struct core_setattr *sa, struct core_attr *pre, struct core_attr *post)
 {
-    struct setattr_op a = {c, p, ino, sa, pre, post};
+    struct setattr_op a = {c, p, ino, sa, pre, post, NULL, NULL};
+    struct core__cut cut = {0};
+    struct core__pend_batch b;
+    struct core__pend *pd = NULL;
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
-    return meta_submit(c->meta, setattr_fn, &a, 0);
+    if (sa->mask & (CORE_SET_SIZE | CORE_SET_MTIME | CORE_SET_MTIME_NOW)) {
+        /* size and mtime are also kept by pending writes: commit those in this
+         * op, and let no write become pending until it is done */
+        int rc = core__pend_excl_begin(c, ino, &b, &pd);
+        if (rc)
+            return rc;
+        a.pend = &b;
+        /* a shrinking truncate frees the space past the new end: the extent
+         * holding it is copied cut (no pending write can move it meanwhile) */
+        if ((sa->mask & CORE_SET_SIZE) && core__truncate_plan(c, ino, sa->size, &b, &cut) == 0 &&
+            cut.made)
+            a.cut = &cut;
+    }
+    int rc = meta_submit(c->meta, setattr_fn, &a, 0);
+    if (cut.made && !(rc == 0 && cut.used))
+        store_unreserve(c->store, &cut.cut.e);
+    if (pd)
+        core__pend_excl_end(c, pd, &b, rc, sa->mask & CORE_SET_SIZE, sa->size);
+    return rc;
 }
 
 /* ---- create / mkdir / symlink ---- */
@@ -458,7 +514,9 @@ int core_remove(struct core *c, const struct core_principal *p, uint64_t dir, co
         return -EROFS;
     if (namelen == 0)
         return -ENOENT;
-    return meta_submit(c->meta, unlink_fn, &a, 0);
+    int rc = meta_submit(c->meta, unlink_fn, &a, 0);
+    core__pend_reap(c);
+    return rc;
 }
 
 int core_rmdir(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
@@ -748,7 +806,9 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
         return -EROFS;
     if (fromlen == 0)
         return -ENOENT;
-    return meta_submit(c->meta, rename_fn, &a, 0);
+    int rc = meta_submit(c->meta, rename_fn, &a, 0);
+    core__pend_reap(c);
+    return rc;
 }
 
 /* ---- readdir ---- */
@@ -843,6 +903,7 @@ int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, u
             if (core__ino_get(c, t, e.ino, &r) != 0)
                 continue;
             core__attr_fill(&r, e.ino, &attr);
+            core__attr_pend(c, &attr);
             e.attr = &attr;
         }
         if (cb(arg, &e)) {

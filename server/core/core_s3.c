@@ -232,7 +232,7 @@ int core_bucket_lookup(struct core *c, const struct core_principal *p, const cha
 /* ---- key lookup / delete / metadata ---- */
 
 static int etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                        uint64_t change, char *etag);
+                        uint64_t change, bool store, char *etag);
 
 int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, struct core_objinfo *out)
@@ -263,18 +263,24 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->attr);
+    core__attr_pend(c, &out->attr);
+    /* with writes pending the stored ETag (of the committed bytes) does not
+     * fit what a GET returns: compute it, but store none (they may be lost) */
+    bool pending = r.type == CORE_REG && core__pend_has_data(c, ino);
     rc = core__objmeta_get(c, t, ino, out->etag, &out->meta, &out->metalen);
     if (rc == -ENOENT)
         rc = 0;
-    bool compute = rc == 0 && out->etag[0] == '\0' && r.type == CORE_REG && r.size > 0 &&
-                   r.size <= CORE_ETAG_MD5_MAX;
+    if (pending)
+        out->etag[0] = '\0';
+    bool compute = rc == 0 && out->etag[0] == '\0' && r.type == CORE_REG &&
+                   out->attr.size > 0 && out->attr.size <= CORE_ETAG_MD5_MAX;
     if (rc == 0 && out->etag[0] == '\0')
         etag_synth(&r, ino, out->etag);
 out:
     meta_rtxn_end(t);
     if (rc == 0 && compute) {
         char md5[CORE_ETAG_MAX + 1];
-        if (etag_compute(c, r.tenant, ino, r.size, r.change, md5) == 0)
+        if (etag_compute(c, r.tenant, ino, out->attr.size, r.change, !pending, md5) == 0)
             memcpy(out->etag, md5, sizeof(md5));
     }
     if (rc) {
@@ -313,7 +319,7 @@ static int etag_set_fn(MDB_txn *t, void *arg)
 
 /* MD5 of a file's content, stored as its ETag if the file did not change. */
 static int etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                        uint64_t change, char *etag)
+                        uint64_t change, bool store, char *etag)
 {
     struct core_principal sp;
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -344,7 +350,8 @@ static int etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t 
         for (unsigned int i = 0; i < mdlen; i++)
             snprintf(etag + 2 * i, 3, "%02x", md[i]);
         struct etag_op a = {c, ino, change, etag};
-        rc = meta_submit(c->meta, etag_set_fn, &a, 0);
+        if (store)
+            rc = meta_submit(c->meta, etag_set_fn, &a, 0);
     }
 out:
     EVP_MD_CTX_free(ctx);
@@ -457,7 +464,9 @@ int core_key_delete(struct core *c, const struct core_principal *p, uint64_t buc
         return rc;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
-    return meta_submit(c->meta, key_delete_fn, &a, 0);
+    rc = meta_submit(c->meta, key_delete_fn, &a, 0);
+    core__pend_reap(c);
+    return rc;
 }
 
 static int key_meta_fn(MDB_txn *t, void *arg)
@@ -606,8 +615,16 @@ static int list_entry(struct lstate *s, const char *kb, size_t kl, const struct 
     struct core_objinfo info;
     memset(&info, 0, sizeof(info));
     core__attr_fill(&r, kv->ino, &info.attr);
-    if (core__objmeta_get(s->c, s->t, kv->ino, info.etag, NULL, NULL) != 0 || !info.etag[0])
-        etag_synth(&r, kv->ino, info.etag);
+    core__attr_pend(s->c, &info.attr);
+    bool pending = r.type == CORE_REG && core__pend_has_data(s->c, kv->ino);
+    if (pending || core__objmeta_get(s->c, s->t, kv->ino, info.etag, NULL, NULL) != 0 ||
+        !info.etag[0]) {
+        /* unknown (or pending writes changed it): the placeholder of what a GET returns */
+        struct meta_inode cur = r;
+        cur.size = info.attr.size;
+        cur.change = info.attr.change;
+        etag_synth(&cur, kv->ino, info.etag);
+    }
     struct core_listent e = {.key = kb, .keylen = kl, .is_prefix = false, .info = &info};
     if (s->cb(s->arg, &e))
         return LST_STOP;

@@ -432,6 +432,7 @@ int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, co
         rc = store_sync(c->store);
     if (rc == 0)
         rc = meta_submit(c->meta, commit_fn, &a, 0);
+    core__pend_reap(c);
 out:
     free(xv);
     up_free(u, rc != 0);
@@ -1001,7 +1002,9 @@ int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t b
         return -EINVAL;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
-    return meta_submit(c->meta, mpu_done_fn, &a, 0);
+    rc = meta_submit(c->meta, mpu_done_fn, &a, 0);
+    core__pend_reap(c);
+    return rc;
 }
 
 int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t bucket,

@@ -96,9 +96,6 @@ def test_etag_after_nfs_writes(s3, nfs, bucket):
     assert head(s3, bucket, "empty")["ETag"] == f'"{md5(b"")}"'
 
 
-@pytest.mark.xfail(strict=True, reason="core: an NFS-written file lists with the placeholder ETag "
-                   "'<ino><change>-1' until a HEAD/GET computes its MD5 (core_s3.c etag_synth); "
-                   "the MD5 should be kept while a file is written sequentially")
 def test_list_etag_of_nfs_file_before_any_head(s3, nfs, bucket):
     """ListObjects right after a sequential NFS write, before any HEAD/GET of the
     key, should show the MD5 of the content (design rule), as HEAD does."""

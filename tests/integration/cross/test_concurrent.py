@@ -230,9 +230,6 @@ def check_consistent(d, s3, bucket, selfcheck=True):
     assert tu["bytes"] == total and tu["inodes"] == len(walk) + 1  # + the bucket itself
 
 
-@pytest.mark.xfail(strict=True, reason="core: SETATTR size shrinking a file to a non-zero size "
-                   "keeps its whole last extent: attr used and the usage counters keep the old "
-                   "size (truncate to 0 frees everything)")
 def test_usage_follows_truncate(s3nfsd):
     """Shrinking a file over NFS gives its space back to the usage counters."""
     s3 = s3nfsd.boto3()

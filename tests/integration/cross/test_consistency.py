@@ -28,12 +28,14 @@ def test_nfs_write_visible_to_s3_after_commit(s3, nfs, bucket):
 
 
 def test_acknowledged_nfs_write_is_visible_before_commit(s3, nfs, bucket):
-    """Stronger than the rule: the core stores every WRITE durably before replying
-    (committed = FILE_SYNC), so S3 sees a write as soon as NFS acknowledged it."""
+    """Stronger than the rule: an UNSTABLE WRITE is answered UNSTABLE (its
+    mappings stay pending in memory until COMMIT), yet S3 GET and HEAD see it as
+    soon as NFS acknowledged it."""
     st, fh = nfs.create(nfs.fh(bucket), "u")
     st, r = nfs.write(fh, 0, b"unstable", stable=0)
-    assert st == 0 and r["committed"] == 2  # FILE_SYNC
+    assert st == 0 and r["committed"] == 0  # UNSTABLE
     assert s3.get_object(Bucket=bucket, Key="u")["Body"].read() == b"unstable"
+    assert s3.head_object(Bucket=bucket, Key="u")["ContentLength"] == 8
 
 
 def test_s3_put_visible_to_nfs_at_once(s3, nfs, bucket):

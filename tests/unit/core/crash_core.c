@@ -9,6 +9,11 @@
  *   - every acknowledged change is there; the one in-flight change is either
  *     fully there or fully absent (each object/file equals the model, or the
  *     model with the pending op applied);
+ *   - NFS writes: an acknowledged UNSTABLE write is durable once a COMMIT of
+ *     its file (or a stable write or truncate of it, which commit it too) is
+ *     acknowledged; before that a crash may lose it, but only in order: the
+ *     file equals its durable model with some prefix of the later writes
+ *     applied (a flush commits every pending write of the file at once);
  *   - the free map is consistent: no two extents overlap, no extent overlaps
  *     free space, and free + used == capacity (nothing reserved or leaked).
  * The child is a fresh exec of this program (io_uring rings must not be
@@ -49,9 +54,16 @@ struct obj {
     uint32_t size;
 };
 
+struct fop {
+    char op;        /* 'W' or 'T' */
+    uint64_t a, b, c;
+};
+
 struct nfile {
-    uint8_t *data; /* model bytes */
+    uint8_t *data;  /* model bytes, durable */
     uint64_t size;
+    struct fop *ops; /* acknowledged UNSTABLE writes since (not yet durable) */
+    size_t nops, cap;
 };
 
 static struct obj objs[NKEYS];
@@ -151,7 +163,7 @@ static void child(uint64_t round)
     srand((unsigned)(round * 7919 + (uint64_t)getpid()));
     for (uint64_t n = 0;; n++) {
         uint64_t ver = round * 1000000 + n + 1;
-        int op = rand() % 11;
+        int op = rand() % 12;
         int rc;
         if (op < 4) {
             int k = rand() % NKEYS;
@@ -199,16 +211,23 @@ static void child(uint64_t round)
             rc = core_rename(e.c, &e.p, da.ino, n1, strlen(n1), db.ino, n2, strlen(n2));
             if (rc)
                 die("rename", rc);
+        } else if (op == 11) {
+            int f = rand() % NFILES;
+            logline(fd, "I C %d\n", f);
+            rc = core_commit(e.c, &e.p, e.fino[f]);
+            if (rc)
+                die("commit", rc);
         } else if (op < 9) {
             int f = rand() % NFILES;
             uint32_t len = (uint32_t)(rand() % 3 == 0 ? rand() % 8192 + 1
                                                       : rand() % (int)WRITE_MAX + 1);
             uint64_t off = (uint64_t)rand() % (FILE_MAX - len);
+            int st = rand() % 3;
             gen(buf, len, ver);
-            logline(fd, "I W %d %llu %u %llu\n", f, (unsigned long long)off, len,
-                    (unsigned long long)ver);
-            rc = core_write(e.c, &e.p, e.fino[f], off, buf, len,
-                            (enum core_stable)(rand() % 3), NULL, NULL, NULL);
+            logline(fd, "I W %d %llu %u %llu %d\n", f, (unsigned long long)off, len,
+                    (unsigned long long)ver, st);
+            rc = core_write(e.c, &e.p, e.fino[f], off, buf, len, (enum core_stable)st, NULL, NULL,
+                            NULL);
             if (rc)
                 die("write", rc);
         } else {
@@ -232,7 +251,7 @@ static void child(uint64_t round)
 struct pending {
     char op;
     int idx;
-    uint64_t a, b, c;
+    uint64_t a, b, c, d;
 };
 
 static void apply(const struct pending *pd, struct obj *o, struct nfile *f)
@@ -262,6 +281,31 @@ static void apply(const struct pending *pd, struct obj *o, struct nfile *f)
         f->size = pd->a;
         break;
     }
+}
+
+static void fop_apply(const struct fop *o, struct nfile *f)
+{
+    struct pending pd = {.op = o->op, .a = o->a, .b = o->b, .c = o->c};
+    apply(&pd, NULL, f);
+}
+
+/* An acknowledged file op: UNSTABLE writes wait; anything else makes the
+ * file's earlier writes durable with it. */
+static void file_ack(struct nfile *f, const struct pending *pd)
+{
+    if (pd->op == 'W' && pd->d == CORE_UNSTABLE) {
+        if (f->nops == f->cap) {
+            f->cap = f->cap ? f->cap * 2 : 16;
+            f->ops = realloc(f->ops, f->cap * sizeof(*f->ops));
+        }
+        f->ops[f->nops++] = (struct fop){'W', pd->a, pd->b, pd->c};
+        return;
+    }
+    for (size_t i = 0; i < f->nops; i++)
+        fop_apply(&f->ops[i], f);
+    f->nops = 0;
+    if (pd->op != 'C')
+        apply(pd, NULL, f);
 }
 
 static bool obj_matches(struct env *e, int k, const struct obj *o, uint8_t *tmp)
@@ -412,19 +456,22 @@ static bool read_log(long *pos, struct pending *pd)
             if (have && pd->op == 'R') {
                 objs[pd->a % NKEYS] = objs[pd->idx % NKEYS];
                 objs[pd->idx % NKEYS].exists = false;
+            } else if (have && (pd->op == 'W' || pd->op == 'T' || pd->op == 'C')) {
+                file_ack(&files[pd->idx % NFILES], pd);
             } else if (have) {
                 apply(pd, &objs[pd->idx % NKEYS], &files[pd->idx % NFILES]);
             }
             have = false;
             continue;
         }
-        unsigned long long a = 0, b = 0, c2 = 0;
+        unsigned long long a = 0, b = 0, c2 = 0, d = 0;
         memset(pd, 0, sizeof(*pd));
-        if (sscanf(line, "I %c %d %llu %llu %llu", &pd->op, &pd->idx, &a, &b, &c2) < 2)
+        if (sscanf(line, "I %c %d %llu %llu %llu %llu", &pd->op, &pd->idx, &a, &b, &c2, &d) < 2)
             continue;
         pd->a = a;
         pd->b = b;
         pd->c = c2;
+        pd->d = d;
         have = true;
     }
     fclose(fp);
@@ -462,21 +509,30 @@ static int verify(struct pending *pd, bool pending, uint8_t *tmp)
         bad++;
     }
     for (int i = 0; i < NFILES; i++) {
-        if (file_matches(&e, i, &files[i], tmp))
-            continue;
-        if (pending && (pd->op == 'W' || pd->op == 'T') && pd->idx == i) {
-            struct nfile alt = {malloc(FILE_MAX + WRITE_MAX), files[i].size};
-            memcpy(alt.data, files[i].data, FILE_MAX + WRITE_MAX);
-            apply(pd, NULL, &alt);
-            if (file_matches(&e, i, &alt, tmp)) {
-                free(files[i].data);
-                files[i] = alt;
-                continue;
-            }
-            free(alt.data);
+        /* the durable model, then each later acknowledged UNSTABLE write, then
+         * the op in flight: the file must be one of these states */
+        struct nfile alt = {malloc(FILE_MAX + WRITE_MAX), files[i].size, NULL, 0, 0};
+        memcpy(alt.data, files[i].data, FILE_MAX + WRITE_MAX);
+        bool ok = file_matches(&e, i, &alt, tmp);
+        for (size_t j = 0; !ok && j < files[i].nops; j++) {
+            fop_apply(&files[i].ops[j], &alt);
+            ok = file_matches(&e, i, &alt, tmp);
         }
-        fprintf(stderr, "crash_core: file f%d lost or wrong (pending=%d op=%c)\n", i, pending,
-                pending ? pd->op : '-');
+        if (!ok && pending && (pd->op == 'W' || pd->op == 'T') && pd->idx == i) {
+            apply(pd, NULL, &alt);
+            ok = file_matches(&e, i, &alt, tmp);
+        }
+        if (ok) {
+            /* after the restart nothing is pending: that state is durable */
+            free(files[i].data);
+            files[i].data = alt.data;
+            files[i].size = alt.size;
+            files[i].nops = 0;
+            continue;
+        }
+        free(alt.data);
+        fprintf(stderr, "crash_core: file f%d lost or wrong (pending=%d op=%c, %zu unstable)\n",
+                i, pending, pending ? pd->op : '-', files[i].nops);
         bad++;
     }
     if (!space_consistent(&e))
@@ -566,8 +622,10 @@ int main(int argc, char **argv)
     }
     printf("crash_core: %u kill/verify rounds passed (%u with an op in flight)\n", rounds,
            pendings);
-    for (int i = 0; i < NFILES; i++)
+    for (int i = 0; i < NFILES; i++) {
         free(files[i].data);
+        free(files[i].ops);
+    }
     free(tmp);
     return 0;
 }
