@@ -90,7 +90,7 @@ if [ "${S3NFS_SKIP_FUZZ:-0}" != 1 ] && command -v clang >/dev/null; then
     if "$top/scripts/build.sh" "$top/build-fuzz" CC=clang --enable-fuzz >/dev/null; then
         for f in "$top"/build-fuzz/tests/fuzz/fuzz_*; do
             [ -x "$f" ] || continue
-            n=$(basename "$f"); corpus="$top/tests/fuzz/corpus/$n"
+            n=$(basename "$f"); corpus="$top/tests/fuzz/corpus/${n#fuzz_}"
             mkdir -p "$logdir/fuzz-$n"
             if "$f" -max_total_time="${S3NFS_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 \
                 -artifact_prefix="$logdir/fuzz-$n/" "$logdir/fuzz-$n" \
