@@ -31,20 +31,27 @@ static const char *token;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--token TOKEN] COMMAND ...\n"
+            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--token TOKEN] [--json] COMMAND ...\n"
             "Environment: S3NFS_ADMIN (default 127.0.0.1:9001), S3NFS_ADMIN_TOKEN.\n"
+            "Answers print as tables (lists) or field/value lines; --json prints the API's JSON.\n"
             "\n"
-            "  health | metrics\n"
-            "  tenant list | create NAME | get T | delete T\n"
+            "  health | metrics | whoami\n"
+            "  tenant list | create NAME | get T | rename T NAME | delete T\n"
             "  user list T | get T UID | delete T UID\n"
             "  user create T NAME [--uid N] [--gid N] [--gids N,N] [--tenant-admin]\n"
             "  user update T UID [--uid N] [--gid N] [--gids N,N] [--disable|--enable]\n"
-            "  key create T UID | list T | get AKEY | disable AKEY | enable AKEY | delete AKEY\n"
+            "  key create T UID | list T [--user UID] | get AKEY | disable AKEY | enable AKEY\n"
+            "      | delete AKEY          (rotate: create a new key, then disable/delete the old)\n"
             "  export list T | get ID | delete ID\n"
-            "  export create T PATH --clients NET[,NET] [--ro] [--root-squash] [--all-squash]\n"
+            "  export create T PATH --clients NET[,NET] [--source BUCKET[/DIR]] [--ro]\n"
+            "                [--root-squash] [--all-squash] [--anon-uid N] [--anon-gid N]\n"
+            "  export update ID [--path PATH] [--clients NET[,NET]] [--ro|--rw]\n"
+            "                [--root-squash|--no-root-squash] [--all-squash|--no-all-squash]\n"
             "                [--anon-uid N] [--anon-gid N]\n"
-            "  usage T [BUCKET]\n"
-            "  quota get T [BUCKET] | set T [BUCKET] [--bytes SIZE] [--inodes N]\n"
+            "  bucket list T                 buckets with usage and quotas\n"
+            "  usage T [BUCKET [--dir PATH]]\n"
+            "  quota get|delete T [BUCKET [--dir PATH]]\n"
+            "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"
             "  qos get T [--user UID] | delete T [--user UID]\n"
             "  qos set T [--user UID] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
             "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
@@ -101,6 +108,30 @@ static int set_admin(const char *s)
     if (!*host)
         strcpy(host, "127.0.0.1");
     return 0;
+}
+
+static bool json_out;         /* --json: print the API's JSON instead of tables */
+static char next_marker[256]; /* X-Next-Marker of the last answer ("" if none) */
+
+/* Copy header @p name of the raw answer head @p head (ends at @p end) into @p out. */
+static void find_header(const char *head, const char *end, const char *name, char *out,
+                        size_t outlen)
+{
+    size_t nl = strlen(name);
+    out[0] = '\0';
+    for (const char *l = strstr(head, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n")) {
+        if (strncasecmp(l + 2, name, nl) == 0 && l[2 + nl] == ':') {
+            const char *v = l + 3 + nl;
+            while (*v == ' ')
+                v++;
+            size_t vl = strcspn(v, "\r\n");
+            if (vl >= outlen)
+                vl = outlen - 1;
+            memcpy(out, v, vl);
+            out[vl] = '\0';
+            return;
+        }
+    }
 }
 
 /* One request; returns the status, the body in *body (heap). */
@@ -160,9 +191,158 @@ static int http(const char *method, const char *path, const char *json, char **b
     if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
         die(1, "not an HTTP answer from %s:%s", host, port);
     char *b = strstr(buf, "\r\n\r\n");
+    find_header(buf, b ? b : buf + len, "X-Next-Marker", next_marker, sizeof(next_marker));
     *body = strdup(b ? b + 4 : "");
     free(buf);
     return status;
+}
+
+/* ---- output: tables (default) or --json ---- */
+
+static void cell(json_t *v, char *buf, size_t len)
+{
+    if (json_is_string(v)) {
+        snprintf(buf, len, "%s", json_string_value(v));
+    } else if (json_is_integer(v)) {
+        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    } else if (json_is_boolean(v)) {
+        snprintf(buf, len, "%s", json_is_true(v) ? "yes" : "no");
+    } else if (json_is_array(v)) {
+        size_t i, off = 0;
+        json_t *x;
+        buf[0] = '\0';
+        if (json_array_size(v) == 0)
+            snprintf(buf, len, "-");
+        json_array_foreach(v, i, x)
+        {
+            char c[128];
+            cell(x, c, sizeof(c));
+            int n = snprintf(buf + off, len - off, "%s%s", i ? "," : "", c);
+            if (n < 0 || (size_t)n >= len - off)
+                break;
+            off += (size_t)n;
+        }
+    } else if (json_is_null(v) || !v) {
+        snprintf(buf, len, "-");
+    } else {
+        char *d = json_dumps(v, JSON_COMPACT);
+        snprintf(buf, len, "%s", d ? d : "?");
+        free(d);
+    }
+}
+
+/* An object with its nested objects' fields lifted to the top (bucket usage). */
+static json_t *flat(json_t *o)
+{
+    json_t *f = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        if (json_is_object(v)) {
+            const char *k2;
+            json_t *v2;
+            json_object_foreach(v, k2, v2) json_object_set(f, k2, v2);
+        } else {
+            json_object_set(f, k, v);
+        }
+    }
+    return f;
+}
+
+#define COLS_MAX 24
+#define CELL_MAX 256
+
+static void table(json_t *arr)
+{
+    size_t n = json_array_size(arr), ncol = 0, i;
+    const char *cols[COLS_MAX];
+    size_t w[COLS_MAX];
+    if (n == 0) {
+        printf("(none)\n");
+        return;
+    }
+    json_t **rows = calloc(n, sizeof(*rows));
+    if (!rows)
+        die(1, "out of memory");
+    for (i = 0; i < n; i++)
+        rows[i] = flat(json_array_get(arr, i));
+    const char *k;
+    json_t *v;
+    json_object_foreach(rows[0], k, v)
+    {
+        if (ncol == COLS_MAX)
+            break;
+        cols[ncol] = k;
+        w[ncol++] = strlen(k);
+    }
+    char c[CELL_MAX];
+    for (i = 0; i < n; i++)
+        for (size_t j = 0; j < ncol; j++) {
+            cell(json_object_get(rows[i], cols[j]), c, sizeof(c));
+            if (strlen(c) > w[j])
+                w[j] = strlen(c);
+        }
+    for (size_t j = 0; j < ncol; j++) {
+        for (const char *p = cols[j]; *p; p++)
+            putchar(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        printf("%*s", j + 1 < ncol ? (int)(w[j] - strlen(cols[j]) + 2) : 0, "");
+    }
+    putchar('\n');
+    for (i = 0; i < n; i++) {
+        for (size_t j = 0; j < ncol; j++) {
+            cell(json_object_get(rows[i], cols[j]), c, sizeof(c));
+            if (j + 1 < ncol)
+                printf("%-*s  ", (int)w[j], c);
+            else
+                printf("%s", c);
+        }
+        putchar('\n');
+    }
+    for (i = 0; i < n; i++)
+        json_decref(rows[i]);
+    free(rows);
+}
+
+/* Print an answer: --json as is (indented); else a table for a list, and
+ * "field  value" lines for one object. */
+static void show(json_t *j, int status)
+{
+    if (!j) {
+        if (!json_out && status == 204)
+            printf("done\n");
+        return;
+    }
+    if (json_out) {
+        char *pretty = json_dumps(j, JSON_INDENT(2));
+        printf("%s\n", pretty ? pretty : "");
+        free(pretty);
+        return;
+    }
+    if (json_is_array(j)) {
+        table(j);
+        return;
+    }
+    if (!json_is_object(j)) {
+        char c[CELL_MAX];
+        cell(j, c, sizeof(c));
+        printf("%s\n", c);
+        return;
+    }
+    json_t *f = flat(j);
+    const char *k;
+    json_t *v;
+    size_t w = 0;
+    json_object_foreach(f, k, v) if (strlen(k) > w) w = strlen(k);
+    json_object_foreach(f, k, v)
+    {
+        char c[CELL_MAX];
+        cell(v, c, sizeof(c));
+        printf("%-*s  %s\n", (int)w, k, c);
+    }
+    if (json_object_get(f, "secret_key"))
+        printf("(the secret key is shown only now: store it)\n");
+    json_decref(f);
 }
 
 /* Print the answer; on an error status print its message and exit 1. */
@@ -184,13 +364,31 @@ static json_t *call(const char *method, const char *path, json_t *body, bool pri
                 code ? code : "Error", msg ? msg : out);
         exit(1);
     }
-    if (print && j) {
-        char *pretty = json_dumps(j, JSON_INDENT(2));
-        printf("%s\n", pretty);
-        free(pretty);
-    }
+    if (print)
+        show(j, status);
     free(out);
     return j;
+}
+
+/* Every page of a list (follows X-Next-Marker). */
+static json_t *call_list(const char *path, bool print)
+{
+    json_t *all = json_array();
+    char p[1024], marker[256] = "";
+    for (;;) {
+        snprintf(p, sizeof(p), "%s%slimit=1000%s%s", path, strchr(path, '?') ? "&" : "?",
+                 *marker ? "&marker=" : "", marker);
+        json_t *page = call("GET", p, NULL, false);
+        if (json_is_array(page))
+            json_array_extend(all, page);
+        json_decref(page);
+        if (!*next_marker || strcmp(next_marker, marker) == 0)
+            break;
+        snprintf(marker, sizeof(marker), "%s", next_marker);
+    }
+    if (print)
+        show(all, 200);
+    return all;
 }
 
 static uint64_t parse_num(const char *s, bool sizes)
@@ -238,7 +436,7 @@ static uint64_t tenant_id(const char *t)
 {
     if (t && *t && strspn(t, "0123456789") == strlen(t))
         return parse_num(t, false);
-    json_t *arr = call("GET", "/tenants", NULL, false);
+    json_t *arr = call_list("/tenants", false);
     size_t i;
     json_t *v;
     json_array_foreach(arr, i, v)
@@ -328,7 +526,7 @@ static int cmd_tenant(int argc, char **argv)
     char p[512];
     NEED(1);
     if (strcmp(argv[0], "list") == 0)
-        json_decref(call("GET", "/tenants", NULL, true));
+        json_decref(call_list("/tenants", true));
     else if (strcmp(argv[0], "create") == 0 && argc == 2)
         json_decref(call("POST", "/tenants", json_pack("{s:s}", "name", argv[1]), true));
     else if (strcmp(argv[0], "get") == 0 && argc == 2) {
@@ -337,6 +535,9 @@ static int cmd_tenant(int argc, char **argv)
     } else if (strcmp(argv[0], "delete") == 0 && argc == 2) {
         snprintf(p, sizeof(p), "/tenants/%" PRIu64, tenant_id(argv[1]));
         json_decref(call("DELETE", p, NULL, true));
+    } else if (strcmp(argv[0], "rename") == 0 && argc == 3) {
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64, tenant_id(argv[1]));
+        json_decref(call("PATCH", p, json_pack("{s:s}", "name", argv[2]), true));
     } else {
         usage(stderr);
         return 2;
@@ -353,7 +554,7 @@ static int cmd_user(int argc, char **argv)
     uint64_t t = tenant_id(argv[1]);
     if (strcmp(argv[0], "list") == 0 && argc == 2) {
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
-        json_decref(call("GET", p, NULL, true));
+        json_decref(call_list(p, true));
         return 0;
     }
     NEED(3);
@@ -407,9 +608,16 @@ static int cmd_key(int argc, char **argv)
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys",
                  tenant_id(argv[1]), parse_num(argv[2], false));
         json_decref(call("POST", p, NULL, true));
-    } else if (strcmp(argv[0], "list") == 0 && argc == 2) {
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/keys", tenant_id(argv[1]));
-        json_decref(call("GET", p, NULL, true));
+    } else if (strcmp(argv[0], "list") == 0 && (argc == 2 || argc == 4)) {
+        static const char *const known[] = {"--user=", NULL};
+        check_flags(argc, argv, 2, known);
+        const char *user = flag(argc, argv, 2, "--user", true);
+        if (user)
+            snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys",
+                     tenant_id(argv[1]), parse_num(user, false));
+        else
+            snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/keys", tenant_id(argv[1]));
+        json_decref(call_list(p, true));
     } else if (argc == 2 && strspn(argv[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                             "0123456789._-") == strlen(argv[1])) {
         snprintf(p, sizeof(p), "/keys/%s", argv[1]);
@@ -435,12 +643,40 @@ static int cmd_key(int argc, char **argv)
 static int cmd_export(int argc, char **argv)
 {
     char p[512];
-    static const char *const known[] = {"--clients=", "--ro", "--root-squash", "--all-squash",
-                                        "--anon-uid=", "--anon-gid=", NULL};
+    static const char *const known[] = {
+        "--clients=", "--ro",          "--rw",           "--root-squash", "--no-root-squash",
+        "--all-squash", "--no-all-squash", "--anon-uid=", "--anon-gid=",  "--source=",
+        "--path=",    NULL};
     NEED(2);
     if (strcmp(argv[0], "list") == 0 && argc == 2) {
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
-        json_decref(call("GET", p, NULL, true));
+        json_decref(call_list(p, true));
+    } else if (strcmp(argv[0], "update") == 0) {
+        check_flags(argc, argv, 2, known);
+        if (flag(argc, argv, 2, "--source", true))
+            die(2, "an export's directory cannot change (create a new export)");
+        json_t *o = json_object();
+        const char *v;
+        if ((v = flag(argc, argv, 2, "--clients", true)))
+            json_object_set_new(o, "clients", nets_array(v));
+        if ((v = flag(argc, argv, 2, "--path", true)))
+            json_object_set_new(o, "path", json_string(v));
+        if (flag(argc, argv, 2, "--ro", false))
+            json_object_set_new(o, "read_only", json_true());
+        if (flag(argc, argv, 2, "--rw", false))
+            json_object_set_new(o, "read_only", json_false());
+        if (flag(argc, argv, 2, "--root-squash", false))
+            json_object_set_new(o, "root_squash", json_true());
+        if (flag(argc, argv, 2, "--no-root-squash", false))
+            json_object_set_new(o, "root_squash", json_false());
+        if (flag(argc, argv, 2, "--all-squash", false))
+            json_object_set_new(o, "all_squash", json_true());
+        if (flag(argc, argv, 2, "--no-all-squash", false))
+            json_object_set_new(o, "all_squash", json_false());
+        set_uint(o, "anon_uid", flag(argc, argv, 2, "--anon-uid", true), false);
+        set_uint(o, "anon_gid", flag(argc, argv, 2, "--anon-gid", true), false);
+        snprintf(p, sizeof(p), "/exports/%" PRIu64, parse_num(argv[1], false));
+        json_decref(call("PATCH", p, o, true));
     } else if ((strcmp(argv[0], "get") == 0 || strcmp(argv[0], "delete") == 0) && argc == 2) {
         snprintf(p, sizeof(p), "/exports/%" PRIu64, parse_num(argv[1], false));
         json_decref(call(argv[0][0] == 'g' ? "GET" : "DELETE", p, NULL, true));
@@ -458,6 +694,9 @@ static int cmd_export(int argc, char **argv)
             json_object_set_new(o, "all_squash", json_true());
         set_uint(o, "anon_uid", flag(argc, argv, 3, "--anon-uid", true), false);
         set_uint(o, "anon_gid", flag(argc, argv, 3, "--anon-gid", true), false);
+        const char *src = flag(argc, argv, 3, "--source", true);
+        if (src)
+            json_object_set_new(o, "source", json_string(src));
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
         json_decref(call("POST", p, o, true));
     } else {
@@ -467,10 +706,17 @@ static int cmd_export(int argc, char **argv)
     return 0;
 }
 
-static void usage_path(char *p, size_t len, uint64_t t, const char *bucket, const char *what)
+static void usage_path(char *p, size_t len, uint64_t t, const char *bucket, const char *what,
+                       const char *dir)
 {
+    if (dir && !bucket)
+        die(2, "--dir needs a bucket: quota set T BUCKET --dir PATH");
+    if (dir && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") !=
+                   strlen(dir))
+        die(2, "--dir: use letters, digits, '.', '_', '-' and '/' (or the api command)");
     if (bucket)
-        snprintf(p, len, "/tenants/%" PRIu64 "/buckets/%s/%s", t, bucket, what);
+        snprintf(p, len, "/tenants/%" PRIu64 "/buckets/%s/%s%s%s", t, bucket, what,
+                 dir ? "?dir=" : "", dir ? dir : "");
     else
         snprintf(p, len, "/tenants/%" PRIu64 "/%s", t, what);
 }
@@ -478,16 +724,18 @@ static void usage_path(char *p, size_t len, uint64_t t, const char *bucket, cons
 static int cmd_quota(int argc, char **argv)
 {
     char p[512];
-    static const char *const known[] = {"--bytes=", "--inodes=", NULL};
+    static const char *const known[] = {"--bytes=", "--inodes=", "--dir=", NULL};
     NEED(2);
     uint64_t t = tenant_id(argv[1]);
     const char *bucket = argc >= 3 && strncmp(argv[2], "--", 2) != 0 ? argv[2] : NULL;
     int from = bucket ? 3 : 2;
-    usage_path(p, sizeof(p), t, bucket, "quota");
-    if (strcmp(argv[0], "get") == 0 && argc == from) {
+    check_flags(argc, argv, from, known);
+    usage_path(p, sizeof(p), t, bucket, "quota", flag(argc, argv, from, "--dir", true));
+    if (strcmp(argv[0], "get") == 0) {
         json_decref(call("GET", p, NULL, true));
+    } else if (strcmp(argv[0], "delete") == 0) {
+        json_decref(call("DELETE", p, NULL, true));
     } else if (strcmp(argv[0], "set") == 0) {
-        check_flags(argc, argv, from, known);
         json_t *o = json_object();
         set_uint(o, "bytes_limit", flag(argc, argv, from, "--bytes", true), true);
         set_uint(o, "inodes_limit", flag(argc, argv, from, "--inodes", true), false);
@@ -549,6 +797,15 @@ static int plain_get(const char *path)
 
 int main(int argc, char **argv)
 {
+    /* --json may stand anywhere: take it out first. */
+    int kept = 1;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--json") == 0)
+            json_out = true;
+        else
+            argv[kept++] = argv[a];
+    }
+    argc = kept;
     const char *env = getenv("S3NFS_ADMIN");
     token = getenv("S3NFS_ADMIN_TOKEN");
     if (token && !*token)
@@ -597,10 +854,25 @@ int main(int argc, char **argv)
         return cmd_export(argc, argv);
     if (strcmp(cmd, "quota") == 0)
         return cmd_quota(argc, argv);
-    if (strcmp(cmd, "usage") == 0 && argc >= 1 && argc <= 2) {
+    if (strcmp(cmd, "usage") == 0 && argc >= 1) {
+        static const char *const known[] = {"--dir=", NULL};
         char p[512];
-        usage_path(p, sizeof(p), tenant_id(argv[0]), argc == 2 ? argv[1] : NULL, "usage");
+        const char *bucket = argc >= 2 && strncmp(argv[1], "--", 2) != 0 ? argv[1] : NULL;
+        int from = bucket ? 2 : 1;
+        check_flags(argc, argv, from, known);
+        usage_path(p, sizeof(p), tenant_id(argv[0]), bucket, "usage",
+                   flag(argc, argv, from, "--dir", true));
         json_decref(call("GET", p, NULL, true));
+        return 0;
+    }
+    if (strcmp(cmd, "bucket") == 0 && argc == 2 && strcmp(argv[0], "list") == 0) {
+        char p[512];
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets", tenant_id(argv[1]));
+        json_decref(call_list(p, true));
+        return 0;
+    }
+    if (strcmp(cmd, "whoami") == 0 && argc == 0) {
+        json_decref(call("GET", "/whoami", NULL, true));
         return 0;
     }
     if (strcmp(cmd, "qos") == 0)
