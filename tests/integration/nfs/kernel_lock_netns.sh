@@ -17,7 +17,7 @@ PORT=25049
 S3NFS_ACCESS_KEY=AKIALOCKTEST01 S3NFS_SECRET_KEY=lock-test-secret-key "$BIN" --foreground \
     --data-dir "$W/data" --s3-listen 127.0.0.1:25000 --nfs-listen 127.0.0.1:$PORT \
     --admin-listen 127.0.0.1:25001 --set nfs_register_rpcbind=true \
-    --log-level info,nfs=debug > "$W/log" 2>&1 & DP=$!
+    --log-level info,nfs=debug --set data_file_size=256MiB > "$W/log" 2>&1 & DP=$!
 for _ in $(seq 100); do grep -q "registered NFS v3" "$W/log" 2>/dev/null && break; sleep 0.1; done
 rpcinfo -p 127.0.0.1
 "$RUN" --lock -p $PORT -m $PORT -e / --timeout 600 "$HERE/kernel/lock.py"

@@ -105,7 +105,8 @@ def main():
     log = open(os.path.join(WORK, "log"), "wb")
     d = subprocess.Popen([BIN, "--foreground", "--data-dir", os.path.join(WORK, "data"),
                           "--s3-listen", "127.0.0.1:26000", "--nfs-listen", f"0.0.0.0:{port}",
-                          "--admin-listen", "127.0.0.1:26001", "--log-level", "info,nfs=debug"],
+                          "--admin-listen", "127.0.0.1:26001", "--log-level", "info,nfs=debug",
+                          "--set", "data_file_size=256MiB"],
                          stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         for _ in range(200):

@@ -15,7 +15,8 @@ for _ in $(seq 50); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1;
 PORT=23049
 S3NFS_ACCESS_KEY=AKIARPCBINDTEST S3NFS_SECRET_KEY=rpcbind-secret-key "$BIN" --foreground \
     --data-dir "$W/data" --s3-listen 127.0.0.1:23000 --nfs-listen 127.0.0.1:$PORT \
-    --admin-listen 127.0.0.1:23001 --set nfs_register_rpcbind=true > "$W/log" 2>&1 & DP=$!
+    --admin-listen 127.0.0.1:23001 --set nfs_register_rpcbind=true --set data_file_size=256MiB \
+    > "$W/log" 2>&1 & DP=$!
 for _ in $(seq 100); do grep -q "registered NFS v3" "$W/log" 2>/dev/null && break; sleep 0.1; done
 rpcinfo -p 127.0.0.1 | tee "$W/rpcinfo-up"
 grep -Eq "100003 +3 +tcp +$PORT" "$W/rpcinfo-up"

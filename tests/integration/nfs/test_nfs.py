@@ -23,6 +23,17 @@ from rpc3 import NFS_PROG, MNT_PROG, Packer, RpcConn  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+@pytest.fixture
+def s3nfsd(daemon_factory):
+    """The shared daemon fixture, with a small data file, and its data removed
+    afterwards: a module of many tests must not hold a 2 GiB preallocated
+    store per test until the session ends."""
+    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB"]).start()
+    yield d
+    d.stop()
+    shutil.rmtree(d.data_dir, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def nfs3_client(tmp_path_factory):
     """Build the libnfs test client once per session."""
@@ -533,6 +544,7 @@ def test_rpcbind_registration(tmp_path):
     p = subprocess.run(["unshare", "--net", "--mount", os.path.join(HERE, "rpcbind_check.sh"),
                         BIN, str(tmp_path)], capture_output=True, text=True, timeout=120)
     log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)
     assert p.returncode == 0 and "RPCBIND OK" in p.stdout, p.stdout + p.stderr + log
 
 
@@ -544,13 +556,15 @@ def test_no_rpcbind_is_only_logged(tmp_path):
     script = (f'ip link set lo up; S3NFS_ACCESS_KEY=AKIANORPCBIND S3NFS_SECRET_KEY=norpcbind-key '
               f'"{BIN}" --foreground --data-dir "{tmp_path}/data" --s3-listen 127.0.0.1:24000 '
               f'--nfs-listen 127.0.0.1:24049 --admin-listen 127.0.0.1:24001 '
-              f'--set nfs_register_rpcbind=true > "{tmp_path}/log" 2>&1 & D=$!; '
+              f'--set nfs_register_rpcbind=true --set data_file_size=256MiB '
+              f'> "{tmp_path}/log" 2>&1 & D=$!; '
               f'for i in $(seq 100); do grep -q "ready" "{tmp_path}/log" && break; '
               f'sleep 0.1; done; '
               f'kill -0 $D && kill $D; wait $D')
     p = subprocess.run(["unshare", "--net", "bash", "-c", script], capture_output=True,
                        text=True, timeout=120)
     log = (tmp_path / "log").read_text()
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)
     assert "no rpcbind" in log and "listening on" in log, log
 
 
@@ -643,7 +657,8 @@ def test_nlm_byte_range_locks(s3nfsd):
 
 
 def test_qos_throttle_answers_jukebox(daemon_factory):
-    d = daemon_factory(extra_args=["--set", "qos_queue_max=1"]).start()
+    d = daemon_factory(extra_args=["--set", "qos_queue_max=1", "--set",
+                                   "data_file_size=512MiB"]).start()
     st, _ = admin(d, "PUT", "/api/v1/tenants/1/qos", {"meta_iops": 1})
     if st in (None, 404, 405, 501):
         pytest.skip(f"QoS admin API not available ({st})")
@@ -885,5 +900,6 @@ def test_nlm_granted_callbacks(tmp_path):
                         os.path.join(HERE, "nlm_callback_check.py"), BIN, str(tmp_path)],
                        capture_output=True, text=True, timeout=180)
     log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)
     assert p.returncode == 0 and "NLM CALLBACK OK" in p.stdout, \
         p.stdout + p.stderr + log[-3000:]

@@ -10,6 +10,17 @@ import subprocess
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture
+def s3nfsd(daemon_factory):
+    """The shared daemon fixture, with a small data file, and its data removed
+    afterwards: a module of many tests must not hold a 2 GiB preallocated
+    store per test until the session ends."""
+    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB"]).start()
+    yield d
+    d.stop()
+    shutil.rmtree(d.data_dir, ignore_errors=True)
 NFSVM = os.environ.get("NFSVM_DIR", "/work/shared/nfsvm")
 CACHE = os.environ.get("NFSVM_CACHE",
                        os.path.join(os.environ.get("XDG_CACHE_HOME",
@@ -88,6 +99,7 @@ def test_kernel_nlm_locks(tmp_path):
                         BIN, os.path.join(NFSVM, "run"), str(tmp_path)], capture_output=True,
                        text=True, timeout=900, env=env)
     log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)
     assert p.returncode == 0 and "LOCK OK" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:] + \
         log[-3000:]
     assert "NLM_LOCK from" in log and "NLM_UNLOCK from" in log
