@@ -4,8 +4,9 @@
  *   GET /healthz   200 "ok" once the daemon is ready (503 "starting" before)
  *   GET /metrics   Prometheus text (srv_metrics_render)
  *   /api/v1/...    JSON REST API (admin_api.c); needs "Authorization: Bearer
- *                  TOKEN" where SHA-256(TOKEN) equals the configured hash
- *                  (401 otherwise)
+ *                  TOKEN" where SHA-256(TOKEN) equals the configured hash, or
+ *                  SigV4 with an admin user's key (admin_sigv4.c); 401
+ *                  without credentials, 403 with wrong ones
  * The admin thread calls tenants/ and the core directly: admin requests are
  * rare and may block on disk without holding up any front-end loop.
  * Thread: admin_start/admin_stop from the main thread; admin_set_ready any. */
