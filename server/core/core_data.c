@@ -654,6 +654,8 @@ struct wplan {
     uint64_t lo, hi;               /* range the new extents cover */
     uint64_t epoch;                /* cache epoch before the extent map was read */
     uint64_t change, csize;        /* committed change counter and size at the plan */
+    uint32_t tenant;
+    uint64_t bucket;
     bool need_flush;               /* retry after committing the pending inline bytes */
     char *base;                    /* inline content the write patches (heap) */
     size_t blen;
@@ -721,6 +723,8 @@ static int write_plan(struct core *c, struct wplan *a, MDB_txn *t, const struct 
     a->olds.n = 0;
     a->change = r->change;
     a->csize = r->size;
+    a->tenant = r->tenant;
+    a->bucket = r->bucket;
     free(a->base);
     a->base = NULL;
     a->blen = 0;
@@ -900,9 +904,12 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
     uint64_t end = a->off + a->len;
     uint64_t cursize = a->csize > p->size ? a->csize : p->size;
     struct timespec now;
+    p->tenant = a->tenant;
+    p->bucket = a->bucket;
     if (a->mode == W_INLINE) {
         size_t base = p->inl ? p->inl_len : a->blen;
         size_t nl = end > base ? (size_t)end : base;
+        p->udelta += (int64_t)nl - (int64_t)base;
         char *nb = calloc(1, nl ? nl : 1);
         if (!nb)
             return -ENOMEM;
@@ -932,6 +939,14 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
             free(nv.v);
             return rc;
         }
+        /* usage: the new extents replace every old one (pending ones now,
+         * committed ones when this commits), and inline bytes they shadow */
+        for (size_t j = 0; j < a->news.n; j++)
+            p->udelta += a->news.v[j].e.len;
+        for (size_t j = 0; j < a->olds.n; j++)
+            p->udelta -= a->olds.v[j].e.len;
+        if (a->mode == W_CONVERT)
+            p->udelta -= (int64_t)a->blen;
         for (size_t j = i; j < k; j++) {
             struct core__fext *x = &p->ext.v[j];
             p->bytes -= x->e.len;

@@ -233,6 +233,7 @@ struct core__pend_snap {
     size_t inl_len;
     struct core__fext_list ext;    /* pending extents overlapping the range asked */
     bool data;                     /* pending data (extents or inline bytes) existed */
+    int64_t udelta;                /* usage change it will make when committed */
     uint64_t ver, cver, tver;      /* versions at the snapshot */
 };
 void core__pend_init(struct core *c);
@@ -248,6 +249,10 @@ void core__pend_snap_free(struct core__pend_snap *s);
 /** After the read txn began: no setattr committed since the snapshot (else
  * the snapshot and the txn may not fit together: take both again). */
 bool core__pend_snap_valid(struct core__pend *p, const struct core__pend_snap *s);
+/** Usage the pending data of @p tenant (bucket @p bucket, 0 = whole tenant) adds. */
+int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket);
+/** Under p->mu: recompute p->udelta against the committed state. */
+void core__pend_udelta(struct core *c, struct core__pend *p);
 /** Whether @p ino has pending data (extents or inline bytes). */
 bool core__pend_has_data(struct core *c, uint64_t ino);
 /** Merge pending size/mtime/change of ino out->ino into @p out. */
@@ -306,6 +311,9 @@ struct core__pend {
     struct timespec mtime;
     uint64_t change;
     uint64_t bytes;                /* store bytes of ext */
+    int64_t udelta;                /* usage change committing the pending data will make */
+    uint32_t tenant;               /* of the inode (usage attribution) */
+    uint64_t bucket;
     uint64_t unfl;                 /* ... of entries no flush carries */
     /* incremental MD5 while the file is written sequentially from offset 0 */
     void *md5ctx;                  /* EVP_MD_CTX or NULL */

@@ -42,7 +42,8 @@
 #include "srv_err.h"
 #include "srv_log.h"
 
-#define MD5_KEEP_MAX 1024 /* records kept only for their running MD5 */
+#define MD5_KEEP_MAX 1024          /* records kept only for their running MD5 */
+#define MD5_KEEP_MIN (1ull << 20)  /* ... of files at least this large */
 
 static atomic_uint md5_kept; /* records kept only for their MD5 (approximate bound) */
 
@@ -146,7 +147,9 @@ void core__pend_put(struct core *c, struct core__pend *p)
         pthread_mutex_lock(&p->mu);
         bool idle = pend_idle(p);
         bool md5_only = !idle && !p->ext.n && !p->inl && !p->flushing && !p->excl;
-        if (md5_only && !p->md5_kept) {
+        if (md5_only && p->size < MD5_KEEP_MIN)
+            idle = true; /* small files are written whole before their commit */
+        if (md5_only && !idle && !p->md5_kept) {
             if (atomic_load(&md5_kept) >= MD5_KEEP_MAX) {
                 idle = true;
             } else {
@@ -192,6 +195,7 @@ void core__pend_snap(struct core__pend *p, uint64_t lo, uint64_t hi, bool wait_e
     s->cver = p->cver;
     s->tver = p->tver;
     s->data = p->ext.n || p->inl;
+    s->udelta = s->data ? p->udelta : 0;
     if (p->inl && (s->inl = malloc(p->inl_len ? p->inl_len : 1)) != NULL) {
         memcpy(s->inl, p->inl, p->inl_len);
         s->inl_len = p->inl_len;
@@ -255,9 +259,116 @@ void core__attr_pend(struct core *c, struct core_attr *out)
         }
         if (p->change > out->change)
             out->change = p->change;
+        int64_t u = (int64_t)out->used + p->udelta;
+        out->used = u > 0 ? (uint64_t)u : 0;
     }
     pthread_mutex_unlock(&p->mu);
     core__pend_put(c, p);
+}
+
+void core__pend_udelta(struct core *c, struct core__pend *p)
+{
+    MDB_txn *t;
+    struct meta_inode r;
+    struct core__fext_list com = {0};
+    struct store_extent *seen = NULL;
+    size_t nseen = 0;
+    int64_t d = 0;
+    if (!p->ext.n && !p->inl) {
+        p->udelta = 0;
+        return;
+    }
+    if (meta_rtxn_begin(c->meta, &t) != 0)
+        return;
+    if (core__ino_get(c, t, p->ino, &r) != 0) {
+        meta_rtxn_end(t);
+        p->udelta = 0;
+        return;
+    }
+    uint64_t inl = 0;
+    if (r.flags & META_I_INLINE) {
+        MDB_val v;
+        uint8_t k[8];
+        meta_be64_put(k, p->ino);
+        if (meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, &v) == 0)
+            inl = v.mv_size;
+    }
+    if (p->inl)
+        d += (int64_t)p->inl_len - (int64_t)inl;
+    if (p->ext.n) {
+        if (r.flags & META_I_INLINE)
+            d -= (int64_t)inl;
+        seen = calloc(p->ext.n * 4 + 8, sizeof(*seen));
+        size_t capseen = p->ext.n * 4 + 8;
+        for (size_t i = 0; i < p->ext.n; i++) {
+            const struct core__fext *x = &p->ext.v[i];
+            d += x->e.len;
+            if (r.flags & META_I_INLINE)
+                continue;
+            if (core__overlaps(c, t, p->ino, x->foff, x->foff + x->vlen, &com, false) != 0)
+                continue;
+            for (size_t j = 0; j < com.n; j++) {
+                bool dup = false;
+                for (size_t k = 0; k < nseen && !dup; k++)
+                    dup = seen[k].dev == com.v[j].e.dev && seen[k].off == com.v[j].e.off;
+                if (dup)
+                    continue;
+                d -= com.v[j].e.len; /* shadowed: freed when this commits */
+                if (seen && nseen < capseen)
+                    seen[nseen++] = com.v[j].e;
+            }
+        }
+    }
+    meta_rtxn_end(t);
+    free(com.v);
+    free(seen);
+    p->udelta = d;
+}
+
+int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket)
+{
+    struct cand {
+        uint64_t ino;
+        int64_t d;
+    } *v = NULL;
+    size_t n = 0, cap = 0;
+    int64_t sum = 0;
+    if (atomic_load(&c->pend_count) == 0)
+        return 0;
+    for (int i = 0; i < CORE_PEND_SHARDS; i++) {
+        struct core__pshard *s = &c->pend[i];
+        pthread_mutex_lock(&s->mu);
+        for (struct core__pend *p = s->head; p; p = p->next) {
+            pthread_mutex_lock(&p->mu);
+            if (!p->dead && (p->ext.n || p->inl) && p->udelta && p->tenant == tenant &&
+                (bucket == 0 || p->bucket == bucket)) {
+                if (n == cap) {
+                    size_t nc = cap ? cap * 2 : 16;
+                    struct cand *nv = realloc(v, nc * sizeof(*nv));
+                    if (nv) {
+                        v = nv;
+                        cap = nc;
+                    }
+                }
+                if (n < cap)
+                    v[n++] = (struct cand){p->ino, p->udelta};
+            }
+            pthread_mutex_unlock(&p->mu);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    /* only live files count: an unlinked one was credited when it went */
+    MDB_txn *t;
+    if (n && meta_rtxn_begin(c->meta, &t) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            struct meta_inode r;
+            if (core__ino_get(c, t, v[i].ino, &r) == 0 && r.nlink > 0)
+                sum += v[i].d;
+        }
+        meta_rtxn_end(t);
+    }
+    free(v);
+    return sum;
 }
 
 bool core__pend_has_data(struct core *c, uint64_t ino)
@@ -342,6 +453,7 @@ static void drop_all(struct core *c, struct core__pend *p, const struct core__pe
     atomic_fetch_sub(&c->pend_total, p->unfl);
     p->ext.n = 0;
     p->bytes = p->unfl = 0;
+    p->udelta = 0;
     free(p->inl);
     p->inl = NULL;
     p->inl_len = 0;
@@ -418,6 +530,7 @@ int core__pend_flush(struct core *c, struct core__pend *p)
             p->inl = NULL;
             p->inl_len = 0;
         }
+        core__pend_udelta(c, p);
     } else if (rc == SRV_ESTALE) {
         drop_all(c, p, &b);
     } else {
@@ -603,6 +716,7 @@ void core__pend_excl_end(struct core *c, struct core__pend *p, struct core__pend
             p->inl = NULL;
             p->inl_len = 0;
         }
+        core__pend_udelta(c, p);
         if (!p->ext.n && !p->inl) {
             /* the inode record is authoritative again */
             p->size = 0;

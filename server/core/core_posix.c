@@ -51,6 +51,8 @@ int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, u
                 out->mtime = out->ctime = ps.mtime;
             if (ps.change > out->change)
                 out->change = ps.change;
+            int64_t u = (int64_t)out->used + ps.udelta;
+            out->used = u > 0 ? (uint64_t)u : 0;
         }
     }
     core__pend_snap_free(&ps);

@@ -190,7 +190,10 @@ int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_us
     }
     meta_rtxn_end(t);
     if (rc == 0) {
-        out->bytes = u.bytes;
+        /* acknowledged writes not committed yet count too (tenant and bucket
+         * totals; a directory's limit counts committed data only) */
+        int64_t pend = core__pend_usage(c, tenant, ino);
+        out->bytes = (int64_t)u.bytes + pend > 0 ? (uint64_t)((int64_t)u.bytes + pend) : 0;
         out->inodes = u.inodes;
         out->bytes_limit = u.bytes_limit;
         out->inodes_limit = u.inodes_limit;

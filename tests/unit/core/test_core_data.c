@@ -162,6 +162,23 @@ static void test_truncate(void **state)
     check(f, g, model, 2 * MB);
     assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
     assert_int_equal(u.bytes, 2 + MB + 100);
+    /* acknowledged UNSTABLE writes count in used and usage before their commit */
+    uint64_t h = mkfile(f, "h");
+    wr(f, h, 0, model, 1000);
+    assert_int_equal(core_getattr(f->c, &f->p, h, 0, &post), 0);
+    assert_int_equal(post.used, 1000);
+    wr(f, h, 0, model, 300000); /* converts: the inline bytes are replaced */
+    assert_int_equal(core_getattr(f->c, &f->p, h, 0, &post), 0);
+    assert_int_equal(post.used, 300000);
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes, 2 + MB + 100 + 300000);
+    assert_int_equal(core_usage_get(f->c, 1, 0, &u), 0);
+    assert_int_equal(u.bytes, 2 + MB + 100 + 300000);
+    assert_int_equal(core_commit(f->c, &f->p, h), 0);
+    assert_int_equal(core_getattr(f->c, &f->p, h, 0, &post), 0);
+    assert_int_equal(post.used, 300000);
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes, 2 + MB + 100 + 300000);
     free(model);
 }
 
