@@ -13,7 +13,7 @@
  *           MiB carries its offset in its first 8 bytes and is checked.
  *           (seq_read_qd<T>, MB/s)
  *   create  --files (50000) files of 4 KiB in one directory from --file-threads
- *           (16) threads: core_create (GUARDED) + core_write 4 KiB + core_commit
+ *           (64) threads: core_create (GUARDED) + core_write 4 KiB + core_commit
  *           (UNSTABLE + commit, as an NFS client does), or one FILE_SYNC write
  *           with --sync. Each file is durable before its thread starts the next,
  *           so the rate depends on group commit batching the threads' commits.
@@ -37,7 +37,7 @@
 #include "srv_err.h"
 
 #define MIB (1024u * 1024u)
-#define MAX_THREADS 64
+#define MAX_THREADS 256
 
 struct bench {
     struct core *core;
@@ -264,7 +264,7 @@ static bool want(const char *only, const char *phase)
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_core --dir DIR [--only write,read,create] [--size-mib 2048]\n"
-                    "  [--threads 1] [--files 50000] [--file-threads 16] [--sync]\n");
+                    "  [--threads 1] [--files 50000] [--file-threads 64] [--sync]\n");
 }
 
 int main(int argc, char **argv)
@@ -274,7 +274,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *only = NULL;
     b.size = 2048ull * MIB;
     b.threads = 1;
-    b.file_threads = 16;
+    b.file_threads = 64;
     b.files = 50000;
     static const struct option lo[] = {
         { "dir", 1, 0, 'd' },     { "only", 1, 0, 'o' },         { "size-mib", 1, 0, 's' },

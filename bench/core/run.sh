@@ -8,8 +8,8 @@
 #   seq_read_qd1   fio: 1 MiB reads, O_DIRECT, psync   core: 1 MiB core_read, 1 thread
 #   seq_write_qd8  fio: io_uring, iodepth 8            core: 8 threads
 #   seq_read_qd8   fio: io_uring, iodepth 8            core: 8 threads
-#   create_4k      fio: per file open(O_CREAT) + 4 KiB write + fsync + close, 16 jobs
-#                  core: core_create + 4 KiB core_write + core_commit, 16 threads
+#   create_4k      fio: per file open(O_CREAT) + 4 KiB write + fsync + close, 64 jobs (--create-threads)
+#                  core: core_create + 4 KiB core_write + core_commit, 64 threads
 # Sequential rows use a 2 GiB file (--size-mib); create rows --files files.
 # Targets (docs/benchmarks.md): sequential >= 0.8 of fio, create_4k >= 20,000/s.
 # Usage: bench/core/run.sh [--size-mib 2048] [--files 50000] [--fio-files 20000]
@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
 . "$here/../lib.sh"
 
-size=2048 files=50000 fio_files=20000 cthreads=16
+size=2048 files=50000 fio_files=20000 cthreads=64
 core_bin=${BENCH_CORE_BIN:-$BENCH_TOP/build/bench/core/bench_core}
 while [ $# -gt 0 ]; do
     case $1 in
