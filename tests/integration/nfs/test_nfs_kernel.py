@@ -5,6 +5,7 @@ host's loopback and runs a workload script). Skipped with a clear message when
 nfsvm or its image is absent. Slow under TCG emulation (about a minute each).
 """
 import os
+import shutil
 import subprocess
 
 import pytest
