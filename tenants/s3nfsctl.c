@@ -10,6 +10,9 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <netdb.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef S3NFS_VERSION
@@ -27,12 +31,16 @@
 static char host[256] = "127.0.0.1";
 static char port[8] = "9001";
 static const char *token;
+static const char *akey, *skey; /* SigV4 instead of the token (an admin user's key) */
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--token TOKEN] [--json] COMMAND ...\n"
-            "Environment: S3NFS_ADMIN (default 127.0.0.1:9001), S3NFS_ADMIN_TOKEN.\n"
+            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--token TOKEN | --access-key AKEY\n"
+            "                --secret-key SECRET] [--json] COMMAND ...\n"
+            "Environment: S3NFS_ADMIN (default 127.0.0.1:9001), S3NFS_ADMIN_TOKEN,\n"
+            "             S3NFS_ADMIN_ACCESS_KEY, S3NFS_ADMIN_SECRET_KEY (SigV4, for admin users;\n"
+            "             a key takes precedence over the token).\n"
             "Answers print as tables (lists) or field/value lines; --json prints the API's JSON.\n"
             "\n"
             "  health | metrics | whoami\n"
@@ -110,6 +118,116 @@ static int set_admin(const char *s)
     return 0;
 }
 
+/* ---- SigV4 (header form, signed payload) for --access-key/--secret-key ---- */
+
+static void hexs(const unsigned char *d, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+static void hmac256(const void *key, size_t klen, const char *msg, unsigned char out[32])
+{
+    unsigned int olen = 32;
+    HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &olen);
+}
+
+static int qcmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* SigV4-encode @p s (unreserved characters kept) onto @p out. */
+static size_t enc(char *out, const char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~')
+            out[o++] = (char)c;
+        else
+            o += (size_t)sprintf(out + o, "%%%02X", c);
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* The Authorization, x-amz-date and x-amz-content-sha256 header lines for a
+ * request (our queries hold no '%', so they need no decoding first). */
+static char *sigv4_headers(const char *method, const char *path, const char *hosthdr,
+                           const char *body, size_t blen)
+{
+    char date[17], day[9], bh[65], crh[65], sig[65];
+    unsigned char d[32], k[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm);
+    memcpy(day, date, 8);
+    day[8] = '\0';
+    SHA256((const unsigned char *)(body ? body : ""), blen, d);
+    hexs(d, 32, bh);
+
+    const char *q = strchr(path, '?');
+    size_t plen = q ? (size_t)(q - path) : strlen(path);
+    char *pairs[16], cq[2048] = "";
+    int np = 0;
+    char *qs = q ? strdup(q + 1) : NULL, *save = NULL;
+    for (char *t = qs ? strtok_r(qs, "&", &save) : NULL; t && np < 16;
+         t = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(t, '=');
+        char *e = malloc(3 * strlen(t) + 4);
+        if (!e)
+            die(1, "out of memory");
+        size_t o = enc(e, t, eq ? (size_t)(eq - t) : strlen(t));
+        e[o++] = '=';
+        enc(e + o, eq ? eq + 1 : "", eq ? strlen(eq + 1) : 0);
+        pairs[np++] = e;
+    }
+    qsort(pairs, (size_t)np, sizeof(pairs[0]), qcmp);
+    for (int i = 0; i < np; i++) {
+        if (strlen(cq) + strlen(pairs[i]) + 2 < sizeof(cq)) {
+            if (i)
+                strcat(cq, "&");
+            strcat(cq, pairs[i]);
+        }
+        free(pairs[i]);
+    }
+    free(qs);
+    char *creq = NULL, *sts = NULL, *out = NULL;
+    if (asprintf(&creq,
+                 "%s\n%.*s\n%s\nhost:%s\nx-amz-content-sha256:%s\nx-amz-date:%s\n\n"
+                 "host;x-amz-content-sha256;x-amz-date\n%s",
+                 method, (int)plen, path, cq, hosthdr, bh, date, bh) < 0)
+        die(1, "out of memory");
+    SHA256((const unsigned char *)creq, strlen(creq), d);
+    hexs(d, 32, crh);
+    if (asprintf(&sts, "AWS4-HMAC-SHA256\n%s\n%s/us-east-1/s3nfs-admin/aws4_request\n%s", date,
+                 day, crh) < 0)
+        die(1, "out of memory");
+    char *k0 = NULL;
+    if (asprintf(&k0, "AWS4%s", skey) < 0)
+        die(1, "out of memory");
+    hmac256(k0, strlen(k0), day, k);
+    hmac256(k, 32, "us-east-1", k);
+    hmac256(k, 32, "s3nfs-admin", k);
+    hmac256(k, 32, "aws4_request", k);
+    hmac256(k, 32, sts, d);
+    hexs(d, 32, sig);
+    if (asprintf(&out,
+                 "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s/us-east-1/s3nfs-admin/"
+                 "aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+                 "Signature=%s\r\nx-amz-date: %s\r\nx-amz-content-sha256: %s\r\n",
+                 akey, day, sig, date, bh) < 0)
+        die(1, "out of memory");
+    memset(k0, 0, strlen(k0));
+    free(k0);
+    free(creq);
+    free(sts);
+    return out;
+}
+
 static bool json_out;         /* --json: print the API's JSON instead of tables */
 static char next_marker[256]; /* X-Next-Marker of the last answer ("" if none) */
 
@@ -158,13 +276,18 @@ static int http(const char *method, const char *path, const char *json, char **b
         die(1, "cannot connect to the admin listener at %s:%s: %s", host, port, strerror(errno));
 
     size_t blen = json ? strlen(json) : 0;
-    char *req = NULL;
+    char *req = NULL, *auth = NULL, hosthdr[300];
+    snprintf(hosthdr, sizeof(hosthdr), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+    if (akey && strncmp(path, "/api/", 5) == 0)
+        auth = sigv4_headers(method, path, hosthdr, json, blen);
+    else if (token && asprintf(&auth, "Authorization: Bearer %s\r\n", token) < 0)
+        die(1, "out of memory");
     int n = asprintf(&req,
                      "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
-                     "User-Agent: s3nfsctl/%s\r\n%s%s%s"
+                     "User-Agent: s3nfsctl/%s\r\n%s"
                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     method, path, host, S3NFS_VERSION, token ? "Authorization: Bearer " : "",
-                     token ? token : "", token ? "\r\n" : "", blen);
+                     method, path, hosthdr, S3NFS_VERSION, auth ? auth : "", blen);
+    free(auth);
     if (n < 0)
         die(1, "out of memory");
     if (write(fd, req, (size_t)n) != n || (blen && write(fd, json, blen) != (ssize_t)blen))
@@ -808,6 +931,8 @@ int main(int argc, char **argv)
     argc = kept;
     const char *env = getenv("S3NFS_ADMIN");
     token = getenv("S3NFS_ADMIN_TOKEN");
+    akey = getenv("S3NFS_ADMIN_ACCESS_KEY");
+    skey = getenv("S3NFS_ADMIN_SECRET_KEY");
     if (token && !*token)
         token = NULL;
     if (env && *env && set_admin(env) < 0)
@@ -825,6 +950,10 @@ int main(int argc, char **argv)
                 die(2, "--admin must be HOST:PORT or http://HOST:PORT, got '%s'", argv[i]);
         } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
             token = argv[++i];
+        } else if (strcmp(argv[i], "--access-key") == 0 && i + 1 < argc) {
+            akey = argv[++i];
+        } else if (strcmp(argv[i], "--secret-key") == 0 && i + 1 < argc) {
+            skey = argv[++i];
         } else {
             die(2, "unknown option '%s' (see --help)", argv[i]);
         }
@@ -842,8 +971,13 @@ int main(int argc, char **argv)
         return plain_get("/healthz");
     if (strcmp(cmd, "metrics") == 0)
         return plain_get("/metrics");
-    if (!token)
-        die(2, "the admin API needs a token: --token TOKEN or S3NFS_ADMIN_TOKEN");
+    if (akey && !*akey)
+        akey = NULL;
+    if (akey && (!skey || !*skey))
+        die(2, "--access-key needs --secret-key (or S3NFS_ADMIN_SECRET_KEY)");
+    if (!token && !akey)
+        die(2, "the admin API needs a token (--token TOKEN or S3NFS_ADMIN_TOKEN), or an admin "
+               "user's key (--access-key AKEY --secret-key SECRET)");
     if (strcmp(cmd, "tenant") == 0)
         return cmd_tenant(argc, argv);
     if (strcmp(cmd, "user") == 0)
