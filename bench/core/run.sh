@@ -8,18 +8,21 @@
 #   seq_read_qd1   fio: 1 MiB reads, O_DIRECT, psync   core: 1 MiB core_read, 1 thread
 #   seq_write_qd8  fio: io_uring, iodepth 8            core: 8 threads
 #   seq_read_qd8   fio: io_uring, iodepth 8            core: 8 threads
-#   create_4k      fio: per file open(O_CREAT) + 4 KiB write + fsync + close, 64 jobs (--create-threads)
-#                  core: core_create + 4 KiB core_write + core_commit, 64 threads
+#   create_4k      fio: per file open(O_CREAT) + 4 KiB write + fsync + close, 64 jobs (--fio-jobs)
+#                  core: core_create + 4 KiB core_write + core_commit, 256 threads
+#                  (--create-threads: each thread has one op in flight, so this
+#                  is how many operations a group commit can batch)
 # Sequential rows use a 2 GiB file (--size-mib); create rows --files files.
 # Targets (docs/benchmarks.md): sequential >= 0.8 of fio, create_4k >= 20,000/s.
 # Usage: bench/core/run.sh [--size-mib 2048] [--files 50000] [--fio-files 20000]
+#                          [--create-threads 256] [--fio-jobs 64]
 #                          [--bench-core PATH]   (default: build/bench/core/bench_core)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
 . "$here/../lib.sh"
 
-size=2048 files=50000 fio_files=20000 cthreads=64
+size=2048 files=50000 fio_files=20000 cthreads=256 fjobs=64
 core_bin=${BENCH_CORE_BIN:-$BENCH_TOP/build/bench/core/bench_core}
 while [ $# -gt 0 ]; do
     case $1 in
@@ -27,6 +30,7 @@ while [ $# -gt 0 ]; do
     --files) files=$2; shift 2 ;;
     --fio-files) fio_files=$2; shift 2 ;;
     --create-threads) cthreads=$2; shift 2 ;;
+    --fio-jobs) fjobs=$2; shift 2 ;;
     --bench-core) core_bin=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -111,11 +115,11 @@ for qd in 1 8; do
     fi
 done
 
-bench_log "core: create_4k: fio ($fio_files files, $cthreads jobs) ..."
+bench_log "core: create_4k: fio ($fio_files files, $fjobs jobs) ..."
 mkdir -p "$W/fio-files"
-per_job=$((fio_files / cthreads))
+per_job=$((fio_files / fjobs))
 fio_row create_4k write files/s --name=create --directory="$W/fio-files" --rw=write --bs=4k \
-    --filesize=4k --nrfiles="$per_job" --numjobs="$cthreads" --openfiles=1 --create_on_open=1 \
+    --filesize=4k --nrfiles="$per_job" --numjobs="$fjobs" --openfiles=1 --create_on_open=1 \
     --file_service_type=sequential --fsync=1 --fallocate=none --ioengine=psync \
     --group_reporting=1
 rm -rf "$W/fio-files"

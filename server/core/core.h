@@ -58,7 +58,7 @@ struct core_attr {
     uint32_t nlink;
     uint32_t uid, gid;
     uint64_t size;
-    uint64_t used;   /* bytes of store space held (committed data) */
+    uint64_t used;   /* bytes of store space held (pending UNSTABLE writes included) */
     struct timespec atime, mtime, ctime, btime;
     uint64_t change; /* bumped on every change of data or attributes */
     uint64_t parent; /* first parent directory (0 for tenant roots) */
@@ -223,8 +223,8 @@ enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
  * writes of an inode since its last such point (in order: never a later one
  * without the earlier ones) and their space is free again after the restart;
  * the write verifier changes, so NFS clients resend them (*committed =
- * CORE_UNSTABLE). Usage and @c used count committed data only; the quota is
- * checked against each write that grows the file before it is accepted.
+ * CORE_UNSTABLE). @c used and tenant/bucket usage include pending writes; the
+ * quota is checked against each write that grows the file before it is accepted.
  * DATA_SYNC/FILE_SYNC: the write and every pending write of the inode before
  * it are durable on return (*committed = CORE_FILE_SYNC).
  * A file written in order from offset 0 (up to 16 MiB) keeps a running MD5,
@@ -386,7 +386,9 @@ struct core_usage {
     uint64_t bytes, inodes;
     uint64_t bytes_limit, inodes_limit; /* 0 = unlimited */
 };
-/** Usage and limits of a tenant (ino 0) or of a bucket/directory inode. */
+/** Usage and limits of a tenant (ino 0) or of a bucket/directory inode. Tenant
+ * and bucket bytes include acknowledged UNSTABLE writes not committed yet; a
+ * directory's count (and every limit check in a commit) has committed data only. */
 int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_usage *out);
 /** Set hard limits (0 = none) for a tenant (ino 0), a bucket or a directory.
  * A limit below current usage blocks new writes; it never deletes data. */
