@@ -24,6 +24,14 @@ cd "$B"
 mkdir dir
 for i in $(seq 1 50); do echo "$i" > "dir/f$i"; done
 
+# nfsops OP...: how many of each NFS operation this mount has sent so far
+nfsops() {
+    local op out=
+    for op in "$@"; do
+        out+="$op=$(awk -v o="$op:" '$1 == o {print $2; exit}' /proc/self/mountstats) "
+    done
+    echo "$out"
+}
 for kind in term kill; do
     step "before $kind restart: committed, open and unsynced files"
     head -c $((4 * 1024 * 1024 + 11)) /dev/urandom > /tmp/committed.$kind
@@ -32,8 +40,18 @@ for kind in term kill; do
     exec 5< committed.$kind
     head -c $((6 * 1024 * 1024 + 5)) /dev/urandom > /tmp/unsynced.$kind
     exec 6> unsynced.$kind
-    cat /tmp/unsynced.$kind >&6    # no fsync: dirty/unstable in the client
+    ops0=$(nfsops WRITE COMMIT)
+    cat /tmp/unsynced.$kind >&6    # no fsync
     ls dir > /dev/null
+    # send the dirty pages as UNSTABLE WRITEs and wait for the replies without an
+    # fsync (the client may still COMMIT on its own; the counts show what it did)
+    python3 -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+# SYNC_FILE_RANGE_WRITE (2) | SYNC_FILE_RANGE_WAIT_AFTER (4)
+if libc.sync_file_range(fd, ctypes.c_longlong(0), ctypes.c_longlong(0), 6) != 0:
+    sys.exit("sync_file_range: " + os.strerror(ctypes.get_errno()))' unsynced.$kind
+    echo "WRITE/COMMIT RPCs before the unsynced write: $ops0, now: $(nfsops WRITE COMMIT)"
 
     step "server restart ($kind)"
     host_request restart-$kind
