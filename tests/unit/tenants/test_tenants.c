@@ -389,6 +389,71 @@ static void test_crud(void **state)
     tenants_close(t);
 }
 
+/* Renaming a tenant and changing an export persist and show at once. */
+static void test_rename_and_export_update(void **state)
+{
+    struct tenants *t;
+    struct tenant_info a, b, got;
+    struct tenant_export e, out, fe;
+    struct sockaddr_in c1 = {.sin_family = AF_INET}, c2 = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "10.1.2.3", &c1.sin_addr);
+    inet_pton(AF_INET, "192.168.7.7", &c2.sin_addr);
+
+    assert_int_equal(tenants_open(&t, FAKE, "AKIAREN", "rename-secret", NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_tenant_create(t, "old", &a), 0);
+    assert_int_equal(tenants_tenant_create(t, "other", &b), 0);
+    assert_int_equal(tenants_tenant_rename(t, a.id, "new"), 0);
+    assert_int_equal(tenants_tenant_find(t, "new", &got), 0);
+    assert_int_equal(got.id, a.id);
+    assert_int_equal(got.root, a.root);
+    assert_int_equal(tenants_tenant_find(t, "old", &got), -ENOENT);
+    assert_int_equal(tenants_tenant_rename(t, a.id, "other"), -EEXIST);
+    assert_int_equal(tenants_tenant_rename(t, a.id, "new"), 0); /* its own name */
+    assert_int_equal(tenants_tenant_rename(t, a.id, "bad name"), SRV_EBADNAME);
+    assert_int_equal(tenants_tenant_rename(t, 99, "x"), -ENOENT);
+
+    memset(&e, 0, sizeof(e));
+    e.tenant = a.id;
+    snprintf(e.path, sizeof(e.path), "/new");
+    assert_int_equal(tenants_net_parse("10.0.0.0/8", &e.nets[0]), 0);
+    e.nnets = 1;
+    assert_int_equal(tenants_export_create(t, &e, &out), 0);
+    assert_int_equal(tenants_export_find(t, "/new", (struct sockaddr *)&c1, &fe), 0);
+    struct tenant_export upd = out;
+    snprintf(upd.path, sizeof(upd.path), "/renamed//");
+    assert_int_equal(tenants_net_parse("192.168.0.0/16", &upd.nets[0]), 0);
+    upd.flags = TENANT_EXPORT_RO;
+    upd.dir = 12345;  /* ignored: the directory never changes */
+    upd.tenant = b.id; /* ignored: nor the tenant */
+    assert_int_equal(tenants_export_update(t, &upd, &fe), 0);
+    assert_string_equal(fe.path, "/renamed");
+    assert_int_equal(fe.dir, out.dir);
+    assert_int_equal(fe.tenant, a.id);
+    assert_int_equal(tenants_export_find(t, "/new", (struct sockaddr *)&c1, &fe), -ENOENT);
+    assert_int_equal(tenants_export_find(t, "/renamed", (struct sockaddr *)&c1, &fe), -EACCES);
+    assert_int_equal(tenants_export_find(t, "/renamed", (struct sockaddr *)&c2, &fe), 0);
+    assert_int_equal(fe.flags, TENANT_EXPORT_RO);
+    upd.nnets = 0;
+    assert_int_equal(tenants_export_update(t, &upd, NULL), -EINVAL);
+    upd.nnets = 1;
+    snprintf(upd.path, sizeof(upd.path), "/a/../b");
+    assert_int_equal(tenants_export_update(t, &upd, NULL), -EINVAL);
+    snprintf(upd.path, sizeof(upd.path), "/ok");
+    upd.flags = 0x80;
+    assert_int_equal(tenants_export_update(t, &upd, NULL), -EINVAL);
+    upd.flags = 0;
+    upd.id = 999;
+    assert_int_equal(tenants_export_update(t, &upd, NULL), -ENOENT);
+
+    /* Both survive a reopen. */
+    tenants_close(t);
+    assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_tenant_find(t, "new", &got), 0);
+    assert_int_equal(tenants_export_find(t, "/renamed", (struct sockaddr *)&c2, &fe), 0);
+    assert_int_equal(fe.flags, TENANT_EXPORT_RO);
+    tenants_close(t);
+}
+
 static void test_keyfile(void **state)
 {
     char dir[] = "/tmp/test_tenants.XXXXXX";
@@ -444,6 +509,7 @@ int main(void)
         cmocka_unit_test_setup(test_bootstrap_generated, setup),
         cmocka_unit_test_setup(test_env_key_on_restart, setup),
         cmocka_unit_test_setup(test_crud, setup),
+        cmocka_unit_test_setup(test_rename_and_export_update, setup),
         cmocka_unit_test_setup(test_keyfile, setup),
         cmocka_unit_test_setup(test_tamper, setup),
     };
