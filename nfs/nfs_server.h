@@ -35,7 +35,8 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
                      struct tenants *t);
 
 /** Close the listener and every connection; waits for in-flight procedures
- * to finish and unregisters from rpcbind. Safe on NULL. */
+ * (and lock callbacks) to finish and unregisters from rpcbind. Calls waiting
+ * for QoS admission are withdrawn, so call it before qos_drain(). Safe on NULL. */
 void nfs_server_stop(struct nfs_server *s);
 
 #endif
