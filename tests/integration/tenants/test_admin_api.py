@@ -16,7 +16,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tenutil import MNT3ERR_ACCES, MNT3ERR_NOENT, Admin, Nfs, make_tenant, s3_code, s3_for  # noqa: E402,E501
+from tenutil import (MNT3ERR_ACCES, MNT3ERR_NOENT, Admin, Nfs, make_tenant, s3_code,  # noqa: E402
+                     s3_for)
 
 
 @pytest.fixture(scope="module")
