@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
- * nfs_server: the NFSv3 + MOUNTv3 front end (ONC RPC over TCP).
+ * nfs_server: the NFSv3 front end (ONC RPC over TCP).
  *
- * One TCP listener serves MOUNT (100005 v3) and NFS (100003 v3) on the same
- * port, so a client needs only port= and mountport= set to it. The transport
+ * One TCP listener serves MOUNT (100005 v3), NFS (100003 v3), NLM (100021 v4)
+ * and NSM (100024 v1) on the same port, so a client needs only port= and
+ * mountport= set to it (docs/nfs.md). The transport
  * (record marking, RPC call header, replies) runs on the srv_loop event
  * loops; every procedure runs on the worker pool through the namespace core
  * (core.h), and replies may leave out of order. Exports, squash rules and the
