@@ -500,6 +500,55 @@ static void test_rewrite_vs_read(void **state)
     assert_int_equal(atomic_load(&w.torn), 0);
 }
 
+/* Pending (uncommitted) writes of a file that goes away are dropped and their
+ * space is free again: unlink, rename over it, S3 replace. */
+static void test_pending_dropped(void **state)
+{
+    struct fx *f = *state;
+    uint8_t *buf = malloc(2 * MB);
+    struct core_stats s0, s1;
+    fx_fill(buf, 2 * MB, 31);
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s0);
+    uint64_t a = mkfile(f, "pa");
+    wr(f, a, 0, buf, 2 * MB);
+    core_stats_get(f->c, &s1);
+    assert_true(s1.store_free < s0.store_free);
+    assert_int_equal(core_remove(f->c, &f->p, f->bucket, "pa", 2), 0);
+    assert_int_equal(core_sync(f->c), 0);
+    core_stats_get(f->c, &s1);
+    assert_int_equal(s1.store_free, s0.store_free);
+    /* rename over a file with pending writes */
+    uint64_t b = mkfile(f, "pb");
+    wr(f, b, 0, buf, MB);
+    uint64_t c2 = mkfile(f, "pc");
+    wr(f, c2, 0, "new", 3);
+    assert_int_equal(core_rename(f->c, &f->p, f->bucket, "pc", 2, f->bucket, "pb", 2), 0);
+    void *d = NULL;
+    size_t n;
+    assert_int_equal(fx_get(f, "pb", &d, &n), 0);
+    assert_int_equal(n, 3);
+    assert_memory_equal(d, "new", 3);
+    free(d);
+    /* S3 replace of a file with pending writes */
+    uint64_t e = mkfile(f, "pe");
+    wr(f, e, 0, buf, MB + 7);
+    assert_int_equal(fx_put(f, "pe", "s3", 2), 0);
+    assert_int_equal(fx_get(f, "pe", &d, &n), 0);
+    assert_int_equal(n, 2);
+    free(d);
+    struct core_attr at;
+    assert_int_equal(core_getattr(f->c, &f->p, e, 0, &at), SRV_ESTALE);
+    assert_int_equal(core_write(f->c, &f->p, e, 0, "x", 1, CORE_UNSTABLE, NULL, NULL, NULL),
+                     SRV_ESTALE);
+    assert_int_equal(core_sync(f->c), 0);
+    /* only the 3 + 2 bytes left, both inline */
+    core_stats_get(f->c, &s1);
+    assert_int_equal(s1.store_free, s0.store_free);
+    (void)b;
+    free(buf);
+}
+
 static void test_unlink_open(void **state)
 {
     struct fx *f = *state;
@@ -691,6 +740,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crc_blocks, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_direct_read, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_vs_read, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_dropped, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota_rename, fx_setup, fx_teardown),
