@@ -5,7 +5,7 @@
  *   0  magic "S3" (2), version (1), reserved 0 (1)
  *   4  export id (be32)     8  tenant id (be32)
  *   12 inode (be64)         20 generation (be32)
- *   24 first 8 bytes of HMAC-SHA256(key, bytes 0..23)
+ *   24 SipHash-2-4(key, bytes 0..23), 8 bytes little-endian
  * The key is per store (kept in the core's config table), so handles stay
  * valid across restarts while a client cannot forge one for another
  * export, tenant or inode: any change to bytes 0..23 breaks the MAC.
@@ -18,7 +18,7 @@
 
 #define NFS_FH_LEN 32
 #define NFS_FH_KEYLEN 32
-#define NFS_FH_VERSION 1
+#define NFS_FH_VERSION 2 /* 1: HMAC-SHA256 MAC (before any release) */
 
 struct nfs_fh {
     uint32_t export_id;
@@ -27,6 +27,8 @@ struct nfs_fh {
     uint32_t gen;
 };
 
+/** SipHash-2-4 of @p msg under the 128-bit @p key (exposed for its test vectors). */
+uint64_t nfs_fh_siphash(const uint8_t key[16], const void *msg, size_t len);
 /** Encode @p fh into @p out (NFS_FH_LEN bytes), signed with @p key. */
 void nfs_fh_encode(const uint8_t key[NFS_FH_KEYLEN], const struct nfs_fh *fh,
                    uint8_t out[NFS_FH_LEN]);

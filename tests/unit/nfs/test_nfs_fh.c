@@ -78,9 +78,30 @@ static void test_malformed(void **state)
     assert_int_equal(nfs_fh_decode(key1, buf, NFS_FH_LEN, &back), -EBADMSG);
 }
 
+/* The reference vector of the SipHash paper (appendix A): key 00..0f,
+ * message 00..0e, SipHash-2-4 = a129ca6149be45e5. */
+static void test_siphash_vector(void **state)
+{
+    uint8_t key[16], msg[64];
+    for (int i = 0; i < 16; i++)
+        key[i] = (uint8_t)i;
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    assert_true(nfs_fh_siphash(key, msg, 15) == 0xa129ca6149be45e5ULL);
+    /* Every length from 0 to 63 gives a distinct value (all paths of the tail). */
+    uint64_t seen[64];
+    for (size_t n = 0; n < 64; n++) {
+        seen[n] = nfs_fh_siphash(key, msg, n);
+        for (size_t j = 0; j < n; j++)
+            assert_true(seen[j] != seen[n]);
+    }
+    assert_true(nfs_fh_siphash(key, msg, 0) == 0x726fdb47dd0e0e31ULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_siphash_vector),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_stable),
         cmocka_unit_test(test_forged),
