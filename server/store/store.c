@@ -333,6 +333,12 @@ static int extent_check(struct store *s, const struct store_extent *e, uint64_t 
 
 int store_write(struct store *s, struct store_extent *e, const void *buf, size_t len)
 {
+    return store_write_crc(s, e, buf, len, store_crc32c(0, buf, len));
+}
+
+int store_write_crc(struct store *s, struct store_extent *e, const void *buf, size_t len,
+                    uint32_t crc)
+{
     if (!s || !e || (len && !buf) || len > STORE_EXTENT_MAX || e->len > STORE_EXTENT_MAX)
         return -EINVAL;
     uint64_t size = store__round_up(len ? len : 1);
@@ -351,7 +357,6 @@ int store_write(struct store *s, struct store_extent *e, const void *buf, size_t
     if (rc < 0)
         return rc;
     struct store_dev *d = &s->devs[e->dev];
-    uint32_t crc = store_crc32c(0, buf, len);
     void *bounce = NULL; /* owned only when not the thread's scratch buffer */
     if (len) {
         const void *src = buf;

@@ -107,6 +107,10 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok);
  * be rewritten in place only with the same rounded size.
  * @return 0, -EIO, -EINVAL (does not fit), -ENOMEM. */
 int store_write(struct store *s, struct store_extent *e, const void *buf, size_t len);
+/** store_write with the CRC32C of the @p len bytes already known (e.g. combined
+ * from block CRCs the caller computed): the data is not read again. */
+int store_write_crc(struct store *s, struct store_extent *e, const void *buf, size_t len,
+                    uint32_t crc);
 /** Flush data files to stable storage (fdatasync each dirty one). @return 0, -EIO. */
 int store_sync(struct store *s);
 /** Read extent bytes [from, from+len) into @p buf, verifying the whole
@@ -149,5 +153,8 @@ void store_stats_get(struct store *s, struct store_stats *out);
 
 /** CRC32C (Castagnoli) of @p buf, continuing from @p crc (0 to start). */
 uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len);
+/** CRC32C of A || B from @p crc1 = CRC of A, @p crc2 = CRC of B and B's length
+ * (fast for 16 KiB, a few µs for other lengths). */
+uint32_t store_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2);
 
 #endif

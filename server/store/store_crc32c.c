@@ -116,3 +116,82 @@ uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len)
 #endif
     return ~crc_sw(c, buf, len);
 }
+
+/* ---- combining: crc(A || B) from crc(A), crc(B) and len(B) ----
+ * The CRC register is linear over GF(2): appending n zero bytes is a 32x32
+ * matrix, built by repeated squaring of the one-zero-bit operator (as zlib's
+ * crc32_combine). The 16 KiB operator (block CRCs of the core) is kept. */
+
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
+{
+    uint32_t sum = 0;
+    while (vec) {
+        if (vec & 1)
+            sum ^= *mat;
+        vec >>= 1;
+        mat++;
+    }
+    return sum;
+}
+
+static void gf2_square(uint32_t *sq, const uint32_t *mat)
+{
+    for (int n = 0; n < 32; n++)
+        sq[n] = gf2_times(mat, mat[n]);
+}
+
+/* The operator appending @p len zero bytes into @p op. */
+static void zeros_op(uint32_t *op, size_t len)
+{
+    uint32_t odd[32], even[32], acc[32], tmp[32];
+    odd[0] = 0x82F63B78u; /* one zero bit */
+    for (int n = 1; n < 32; n++)
+        odd[n] = 1u << (n - 1);
+    gf2_square(even, odd); /* 2 bits */
+    gf2_square(odd, even); /* 4 bits */
+    for (int n = 0; n < 32; n++)
+        acc[n] = 1u << n; /* identity */
+    int have_odd = 1;
+    while (len) {
+        /* odd holds the operator of 4 * 2^k bits = 2^k bytes / 2 ... advance one square */
+        if (have_odd) {
+            gf2_square(even, odd);
+            if (len & 1) {
+                for (int n = 0; n < 32; n++)
+                    tmp[n] = gf2_times(even, acc[n]);
+                memcpy(acc, tmp, sizeof(acc));
+            }
+        } else {
+            gf2_square(odd, even);
+            if (len & 1) {
+                for (int n = 0; n < 32; n++)
+                    tmp[n] = gf2_times(odd, acc[n]);
+                memcpy(acc, tmp, sizeof(acc));
+            }
+        }
+        have_odd = !have_odd;
+        len >>= 1;
+    }
+    memcpy(op, acc, sizeof(acc));
+}
+
+static uint32_t op16k[32];
+static pthread_once_t op16k_once = PTHREAD_ONCE_INIT;
+
+static void op16k_setup(void)
+{
+    zeros_op(op16k, 16384);
+}
+
+uint32_t store_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2)
+{
+    uint32_t op[32];
+    if (len2 == 0)
+        return crc1;
+    if (len2 == 16384) {
+        pthread_once(&op16k_once, op16k_setup);
+        return gf2_times(op16k, crc1) ^ crc2;
+    }
+    zeros_op(op, len2);
+    return gf2_times(op, crc1) ^ crc2;
+}

@@ -80,6 +80,25 @@ static void test_hw_matches_sw(void **state)
     free(buf);
 }
 
+/* crc(A || B) from crc(A), crc(B) and len(B), for the 16 KiB fast path and
+ * other lengths (0, 1, odd, large). */
+static void test_combine(void **state)
+{
+    (void)state;
+    static unsigned char buf[3 * 16384 + 777];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (unsigned char)(i * 2654435761u >> 13);
+    const size_t splits[][2] = {{0, 5},     {5, 0},         {1, 1},         {100, 16384},
+                                {16384, 16384}, {3, 40000}, {16384, 777},   {49152, 777},
+                                {777, 3 * 16384}};
+    for (size_t k = 0; k < sizeof(splits) / sizeof(splits[0]); k++) {
+        size_t la = splits[k][0], lb = splits[k][1];
+        uint32_t whole = store_crc32c(0, buf, la + lb);
+        uint32_t a = store_crc32c(0, buf, la), b = store_crc32c(0, buf + la, lb);
+        assert_int_equal(store_crc32c_combine(a, b, lb), whole);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -87,6 +106,7 @@ int main(void)
         cmocka_unit_test(test_vectors_software),
         cmocka_unit_test(test_incremental),
         cmocka_unit_test(test_hw_matches_sw),
+        cmocka_unit_test(test_combine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
