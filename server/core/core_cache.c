@@ -224,6 +224,17 @@ int core__extent_read(struct core *c, const struct store_extent *x, uint32_t fro
     return 0;
 }
 
+uint32_t core__bcrc_whole(const uint32_t *bcrc, uint32_t nb, uint32_t len)
+{
+    uint32_t crc = nb ? bcrc[0] : 0;
+    for (uint32_t b = 1; b < nb; b++) {
+        uint32_t bl = len - b * META_BCRC_BLOCK < META_BCRC_BLOCK ? len - b * META_BCRC_BLOCK
+                                                                   : META_BCRC_BLOCK;
+        crc = store_crc32c_combine(crc, bcrc[b], bl);
+    }
+    return crc;
+}
+
 int core__bcrc_verify(struct core *c, const struct store_extent *e, const uint32_t *bcrc,
                       uint32_t b0, uint32_t b1, const void *data)
 {

@@ -692,11 +692,11 @@ static int add_new(struct core *c, struct wplan *a, uint64_t s, uint64_t e, cons
         if (rc)
             return rc;
         core__cache_invalidate(c, &x.e); /* space reused: no stale cached bytes */
-        rc = store_write(c->store, &x.e, src, n);
-        if (rc == 0) {
-            x.nb = core__bcrc_compute(src, n, x.bcrc);
+        /* one pass over the data: block CRCs, the extent's CRC combined from them */
+        x.nb = core__bcrc_compute(src, n, x.bcrc);
+        rc = store_write_crc(c->store, &x.e, src, n, core__bcrc_whole(x.bcrc, x.nb, n));
+        if (rc == 0)
             rc = core__fext_push(&a->news, &x);
-        }
         if (rc) {
             store_unreserve(c->store, &x.e);
             return rc;
@@ -984,7 +984,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
     struct core__pend *pd = NULL;
     struct meta_inode r;
     char *tmp = NULL;
-    bool flush = stable != CORE_UNSTABLE, flush_all = false;
+    bool flush = stable != CORE_UNSTABLE, flush_all = false, bg = false;
     int rc = 0;
     if (committed)
         *committed = stable == CORE_UNSTABLE ? CORE_UNSTABLE : CORE_FILE_SYNC;
@@ -1066,8 +1066,14 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
                 post->mtime = post->ctime = pd->mtime;
                 post->change = pd->change > post->change ? pd->change : post->change;
             }
-            if (rc == 0 && pd->unfl > CORE_PEND_INO_MAX && !pd->flushing)
-                flush = true;
+            if (rc == 0 && pd->unfl > CORE_PEND_INO_MAX) {
+                /* past the bound: the flusher thread commits it while writes go
+                 * on; far past it (the flusher cannot keep up), this one waits */
+                if (pd->unfl > 4 * CORE_PEND_INO_MAX)
+                    flush = true;
+                else if (!pd->flushing)
+                    bg = true;
+            }
             pthread_mutex_unlock(&pd->mu);
         }
         store_read_end(c->store, token);
@@ -1095,6 +1101,8 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
     }
     if (rc == 0 && flush)
         rc = core__pend_flush(c, pd);
+    else if (rc == 0 && bg)
+        core__pend_flush_async(c, ino);
     if (rc == 0 && flush_all && (rc = core__pend_flush_all(c)) != 0 && stable == CORE_UNSTABLE)
         rc = 0; /* the write itself is pending; its own commit reports the error */
     core__pend_put(c, pd);

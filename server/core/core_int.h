@@ -81,6 +81,13 @@ struct core {
     pthread_mutex_t dead_mu;
     uint64_t *dead;                    /* inodes whose data was dropped (see core__pend_dead) */
     size_t ndead, capdead;
+    /* background flusher (inodes past CORE_PEND_INO_MAX) */
+    pthread_mutex_t fl_mu;
+    pthread_cond_t fl_cv;
+    uint64_t fl_q[64];
+    unsigned fl_n;
+    bool fl_stop, fl_running;
+    pthread_t fl_thread;
 };
 
 static inline MDB_dbi core__dbi(struct core *c, enum meta_dbi d)
@@ -207,6 +214,8 @@ int core__extent_use(struct core *c, MDB_txn *t, const struct store_extent *e,
                      const uint32_t *bcrc, uint32_t nb);
 /** CRC32C of each META_BCRC_BLOCK of @p buf into @p out. @return block count. */
 uint32_t core__bcrc_compute(const void *buf, uint32_t len, uint32_t *out);
+/** CRC32C of the @p len bytes whose @p nb block CRCs are @p bcrc. */
+uint32_t core__bcrc_whole(const uint32_t *bcrc, uint32_t nb, uint32_t len);
 /** Block CRCs of @p e into @p out (META_BCRC_MAX). @return count, 0 when none. */
 uint32_t core__bcrc_get(struct core *c, MDB_txn *t, const struct store_extent *e, uint32_t *out);
 /** Check blocks @p b0..@p b1 of @p e, whose bytes start at @p data (block b0).
@@ -260,6 +269,11 @@ void core__attr_pend(struct core *c, struct core_attr *out);
 /** Write all pending data of @p p and commit it in one op; durable on return.
  * @return 0, SRV_ESTALE (inode gone: pending data dropped), -EIO, -ENOSPC. */
 int core__pend_flush(struct core *c, struct core__pend *p);
+/** Queue @p ino for the background flusher (no-op when queued or the queue is full). */
+void core__pend_flush_async(struct core *c, uint64_t ino);
+/** Start / stop (after draining its queue) the background flusher. */
+int core__pend_flusher_start(struct core *c);
+void core__pend_flusher_stop(struct core *c);
 /** Flush every inode's pending data. @return first error. */
 int core__pend_flush_all(struct core *c);
 /** Inside a writer op: the data of @p ino is being dropped (inode released). */

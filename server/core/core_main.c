@@ -220,6 +220,9 @@ int core_open(struct core **out, const struct core_config *cfg)
     rc = core__quota_load(c);
     if (rc)
         goto out;
+    rc = core__pend_flusher_start(c);
+    if (rc)
+        goto out;
     *out = c;
     c = NULL;
 out:
@@ -246,6 +249,7 @@ void core_close(struct core *c)
 {
     if (!c)
         return;
+    core__pend_flusher_stop(c);
     if (c->meta && c->store)
         core_sync(c);
     meta_env_close(c->meta);

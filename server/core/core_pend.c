@@ -68,6 +68,8 @@ void core__pend_init(struct core *c)
         c->pend[i].head = NULL;
     }
     pthread_mutex_init(&c->dead_mu, NULL);
+    pthread_mutex_init(&c->fl_mu, NULL);
+    pthread_cond_init(&c->fl_cv, NULL);
 }
 
 static void pend_destroy(struct core__pend *p)
@@ -96,6 +98,8 @@ void core__pend_fini(struct core *c)
         pthread_mutex_destroy(&c->pend[i].mu);
     }
     pthread_mutex_destroy(&c->dead_mu);
+    pthread_mutex_destroy(&c->fl_mu);
+    pthread_cond_destroy(&c->fl_cv);
     free(c->dead);
     c->dead = NULL;
 }
@@ -740,4 +744,69 @@ void core__pend_excl_end(struct core *c, struct core__pend *p, struct core__pend
     pthread_mutex_unlock(&p->mu);
     core__pend_batch_free(b);
     core__pend_put(c, p);
+}
+
+/* ---- background flusher ---- */
+
+static void *flusher_main(void *arg)
+{
+    struct core *c = arg;
+    pthread_mutex_lock(&c->fl_mu);
+    for (;;) {
+        while (!c->fl_n && !c->fl_stop)
+            pthread_cond_wait(&c->fl_cv, &c->fl_mu);
+        if (!c->fl_n)
+            break;
+        uint64_t ino = c->fl_q[0];
+        memmove(c->fl_q, c->fl_q + 1, (c->fl_n - 1) * sizeof(c->fl_q[0]));
+        c->fl_n--;
+        pthread_mutex_unlock(&c->fl_mu);
+        struct core__pend *p = core__pend_get(c, ino, false);
+        if (p) {
+            int rc = core__pend_flush(c, p);
+            if (rc && rc != SRV_ESTALE)
+                srv_log(WARN, META, "background flush of ino=%llu: %s (its commit retries)",
+                        (unsigned long long)ino, srv_strerror(rc));
+            core__pend_put(c, p);
+        }
+        pthread_mutex_lock(&c->fl_mu);
+    }
+    pthread_mutex_unlock(&c->fl_mu);
+    return NULL;
+}
+
+void core__pend_flush_async(struct core *c, uint64_t ino)
+{
+    pthread_mutex_lock(&c->fl_mu);
+    bool queued = false;
+    for (unsigned i = 0; i < c->fl_n && !queued; i++)
+        queued = c->fl_q[i] == ino;
+    if (c->fl_running && !queued && c->fl_n < sizeof(c->fl_q) / sizeof(c->fl_q[0])) {
+        c->fl_q[c->fl_n++] = ino;
+        pthread_cond_signal(&c->fl_cv);
+    }
+    pthread_mutex_unlock(&c->fl_mu);
+}
+
+int core__pend_flusher_start(struct core *c)
+{
+    int rc = pthread_create(&c->fl_thread, NULL, flusher_main, c);
+    if (rc)
+        return -rc;
+    pthread_mutex_lock(&c->fl_mu);
+    c->fl_running = true;
+    pthread_mutex_unlock(&c->fl_mu);
+    return 0;
+}
+
+void core__pend_flusher_stop(struct core *c)
+{
+    pthread_mutex_lock(&c->fl_mu);
+    bool running = c->fl_running;
+    c->fl_running = false;
+    c->fl_stop = true;
+    pthread_cond_signal(&c->fl_cv);
+    pthread_mutex_unlock(&c->fl_mu);
+    if (running)
+        pthread_join(c->fl_thread, NULL);
 }
