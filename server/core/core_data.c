@@ -475,20 +475,36 @@ int core__pend_apply_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_ino
  * holds @p cap bytes from @p off), and zero the holes. Block-aligned ranges
  * into aligned memory are read with O_DIRECT, all in one io_uring batch, and
  * checked with their block CRCs; the rest go through core__extent_pread. */
+/* Pieces of a direct read, each verified by rd_done as it arrives. */
+struct rd_batch {
+    struct core *c;
+    struct store_rreq *rq;
+    const struct core__fext **x;
+};
+
+static int rd_done(void *arg, size_t i)
+{
+    struct rd_batch *b = arg;
+    const struct store_rreq *q = &b->rq[i];
+    const struct core__fext *x = b->x[i];
+    uint32_t last = q->from + q->len < x->e.len ? q->from + q->len : x->e.len;
+    return core__bcrc_verify(b->c, &x->e, x->bcrc, q->from / META_BCRC_BLOCK,
+                             (last - 1) / META_BCRC_BLOCK, q->buf);
+}
+
+#define DIRECT_PIECE (256u * 1024) /* checked while the rest of the batch is in flight */
+
 static int read_extents(struct core *c, uint64_t ino, struct core__fext_list *l, uint64_t off,
                         uint64_t end, char *buf, size_t cap, uint64_t epoch)
 {
-    struct store_rreq stack[16], *rq = stack;
+    struct store_rreq *rq = NULL;
+    const struct core__fext **rx = NULL;
     bool *direct = NULL, dstack[64];
-    size_t nrq = 0;
+    size_t nrq = 0, maxrq = 0;
     int rc = 0;
-    if (l->n > 16 && !(rq = calloc(l->n, sizeof(*rq))))
-        return -ENOMEM;
     direct = l->n <= 64 ? dstack : calloc(l->n, sizeof(*direct));
-    if (!direct) {
-        rc = -ENOMEM;
-        goto out;
-    }
+    if (!direct)
+        return -ENOMEM;
     for (size_t i = 0; i < l->n; i++) {
         struct core__fext *x = &l->v[i];
         uint64_t s = x->foff > off ? x->foff : off;
@@ -501,19 +517,31 @@ static int read_extents(struct core *c, uint64_t ino, struct core__fext_list *l,
                     ((from + n) % META_BCRC_BLOCK == 0 || from + n == x->e.len) &&
                     (uint64_t)(dst - buf) + rl <= cap && (from + n - 1) / META_BCRC_BLOCK < x->nb;
         if (direct[i])
-            rq[nrq++] = (struct store_rreq){&x->e, from, rl, dst};
+            maxrq += (rl + DIRECT_PIECE - 1) / DIRECT_PIECE;
     }
-    if (nrq) {
-        rc = store_read_direct(c->store, rq, nrq);
-        for (size_t i = 0, k = 0; rc == 0 && i < l->n; i++) {
+    if (maxrq) {
+        rq = calloc(maxrq, sizeof(*rq));
+        rx = calloc(maxrq, sizeof(*rx));
+        if (!rq || !rx) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        for (size_t i = 0; i < l->n; i++) {
             if (!direct[i])
                 continue;
             struct core__fext *x = &l->v[i];
-            const struct store_rreq *q = &rq[k++];
-            uint32_t b0 = q->from / META_BCRC_BLOCK;
-            uint32_t last = q->from + q->len < x->e.len ? q->from + q->len : x->e.len;
-            rc = core__bcrc_verify(c, &x->e, x->bcrc, b0, (last - 1) / META_BCRC_BLOCK, q->buf);
+            uint64_t s = x->foff > off ? x->foff : off;
+            uint64_t e = x->foff + x->vlen < end ? x->foff + x->vlen : end;
+            uint32_t from = (uint32_t)(s - x->foff);
+            uint32_t rl = ((uint32_t)(e - s) + STORE_ALIGN - 1) & ~(STORE_ALIGN - 1);
+            for (uint32_t p = 0; p < rl; p += DIRECT_PIECE) {
+                uint32_t pl = rl - p < DIRECT_PIECE ? rl - p : DIRECT_PIECE;
+                rx[nrq] = x;
+                rq[nrq++] = (struct store_rreq){&x->e, from + p, pl, buf + (s - off) + p};
+            }
         }
+        struct rd_batch b = {c, rq, rx};
+        rc = store_read_direct(c->store, rq, nrq, rd_done, &b);
     }
     for (size_t i = 0; rc == 0 && i < l->n; i++) {
         struct core__fext *x = &l->v[i];
@@ -544,9 +572,9 @@ static int read_extents(struct core *c, uint64_t ino, struct core__fext_list *l,
     if (end > pos)
         memset(buf + (pos - off), 0, end - pos);
 out:
-    if (rq != stack)
-        free(rq);
-    if (direct && direct != dstack)
+    free(rq);
+    free(rx);
+    if (direct != dstack)
         free(direct);
     return rc;
 }

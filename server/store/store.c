@@ -461,7 +461,8 @@ out:
     return rc;
 }
 
-int store_read_direct(struct store *s, const struct store_rreq *r, size_t n)
+int store_read_direct(struct store *s, const struct store_rreq *r, size_t n, store_rdone_fn done,
+                      void *arg)
 {
     struct store__io stack[16], *v = n <= 16 ? stack : calloc(n, sizeof(*v));
     int rc = 0;
@@ -481,7 +482,7 @@ int store_read_direct(struct store *s, const struct store_rreq *r, size_t n)
         v[i] = (struct store__io){s->devs[e->dev].fd, r[i].buf, r[i].len, e->off + r[i].from};
     }
     if (rc == 0)
-        rc = store__io_read_batch(v, n);
+        rc = store__io_read_batch(v, n, done, arg);
     if (rc == 0)
         for (size_t i = 0; i < n; i++)
             __atomic_add_fetch(&s->bytes_read, r[i].len, __ATOMIC_RELAXED);

@@ -131,8 +131,13 @@ struct store_rreq {
 };
 /** Read @p n ranges with O_DIRECT (buffered on devices that refused it), all
  * submitted in one io_uring batch; no CRC check: the caller verifies (e.g.
- * with block CRCs). @return 0, -EINVAL (unaligned, outside the extent), -EIO, -ENOMEM. */
-int store_read_direct(struct store *s, const struct store_rreq *r, size_t n);
+ * with block CRCs), best in @p done (may be NULL), called with the range's
+ * index as each one has arrived while the others are still in flight; the
+ * batch still waits for every range. @return 0, the first nonzero result of
+ * @p done, -EINVAL (unaligned, outside the extent), -EIO, -ENOMEM. */
+typedef int (*store_rdone_fn)(void *arg, size_t idx);
+int store_read_direct(struct store *s, const struct store_rreq *r, size_t n, store_rdone_fn done,
+                      void *arg);
 
 /** Epoch-based reader protection (see header). Call before opening the
  * read txn whose extent map will be read. @return a token for store_read_end. */

@@ -124,8 +124,10 @@ struct store__io {
     uint64_t off;
 };
 /* Reads @p n requests, up to the ring's depth in one submission, and waits for
- * all of them (short reads are finished one by one). @return 0, -EIO. */
-int store__io_read_batch(struct store__io *v, size_t n);
+ * all of them (short reads are finished one by one); @p done (may be NULL) is
+ * called for each as it completes. @return 0, -EIO, done's first nonzero. */
+int store__io_read_batch(struct store__io *v, size_t n, int (*done)(void *arg, size_t idx),
+                         void *arg);
 /* This thread's STORE_EXTENT_MAX-byte aligned scratch buffer, or NULL (then allocate). */
 void *store__bounce_get(void);
 /* Tests: 1 forces the pread/pwrite path, 0 allows io_uring again. */

@@ -185,13 +185,17 @@ static int io_rest(struct store__io *r, size_t done)
     return io_full(0, r->fd, (unsigned char *)r->buf + done, r->len - done, r->off + done);
 }
 
-int store__io_read_batch(struct store__io *v, size_t n)
+int store__io_read_batch(struct store__io *v, size_t n, int (*done)(void *arg, size_t idx),
+                         void *arg)
 {
     struct io_uring *ring = ring_get();
     int rc = 0;
     if (!ring) {
-        for (size_t i = 0; i < n && rc == 0; i++)
+        for (size_t i = 0; i < n && rc == 0; i++) {
             rc = io_rest(&v[i], 0);
+            if (rc == 0 && done)
+                rc = done(arg, i);
+        }
         return rc;
     }
     for (size_t base = 0; base < n;) {
@@ -226,8 +230,11 @@ int store__io_read_batch(struct store__io *v, size_t n)
                 io_uring_cqe_seen(ring, cqe);
             }
             ring_drop();
-            for (size_t i = base; i < n && rc == 0; i++)
+            for (size_t i = base; i < n && rc == 0; i++) {
                 rc = io_rest(&v[i], 0);
+                if (rc == 0 && done)
+                    rc = done(arg, i);
+            }
             return rc;
         }
         for (size_t got = 0; got < queued; got++) {
@@ -255,6 +262,8 @@ int store__io_read_batch(struct store__io *v, size_t n)
                 continue;
             }
             rc = io_rest(&v[idx], (size_t)res);
+            if (rc == 0 && done)
+                rc = done(arg, idx);
         }
         if (rc)
             return rc;
