@@ -691,6 +691,19 @@ struct wplan {
     struct core__fext_list news;   /* extents written */
 };
 
+struct crc_job {
+    const void *src;
+    uint32_t n;
+    struct core__fext *x;
+};
+
+static uint32_t crc_job_fn(void *arg)
+{
+    struct crc_job *j = arg;
+    j->x->nb = core__bcrc_compute(j->src, j->n, j->x->bcrc);
+    return core__bcrc_whole(j->x->bcrc, j->x->nb, j->n);
+}
+
 /* Add new extents covering [s, e) (split on the 1 MiB grid) with content
  * from @p base (bytes of [bs, bs + blen)) overlaid by the write. */
 static int add_new(struct core *c, struct wplan *a, uint64_t s, uint64_t e, const void *base,
@@ -720,9 +733,10 @@ static int add_new(struct core *c, struct wplan *a, uint64_t s, uint64_t e, cons
         if (rc)
             return rc;
         core__cache_invalidate(c, &x.e); /* space reused: no stale cached bytes */
-        /* one pass over the data: block CRCs, the extent's CRC combined from them */
-        x.nb = core__bcrc_compute(src, n, x.bcrc);
-        rc = store_write_crc(c->store, &x.e, src, n, core__bcrc_whole(x.bcrc, x.nb, n));
+        /* one pass over the data, while it is being written: block CRCs, and
+         * the extent's CRC combined from them */
+        struct crc_job j = {src, n, &x};
+        rc = store_write_cb(c->store, &x.e, src, n, crc_job_fn, &j);
         if (rc == 0)
             rc = core__fext_push(&a->news, &x);
         if (rc) {

@@ -336,9 +336,26 @@ int store_write(struct store *s, struct store_extent *e, const void *buf, size_t
     return store_write_crc(s, e, buf, len, store_crc32c(0, buf, len));
 }
 
+struct crc_fixed {
+    uint32_t crc;
+};
+
+static uint32_t crc_fixed_fn(void *arg)
+{
+    return ((struct crc_fixed *)arg)->crc;
+}
+
 int store_write_crc(struct store *s, struct store_extent *e, const void *buf, size_t len,
                     uint32_t crc)
 {
+    struct crc_fixed f = {crc};
+    return store_write_cb(s, e, buf, len, crc_fixed_fn, &f);
+}
+
+int store_write_cb(struct store *s, struct store_extent *e, const void *buf, size_t len,
+                   uint32_t (*crc_fn)(void *arg), void *arg)
+{
+    uint32_t crc = 0;
     if (!s || !e || (len && !buf) || len > STORE_EXTENT_MAX || e->len > STORE_EXTENT_MAX)
         return -EINVAL;
     uint64_t size = store__round_up(len ? len : 1);
@@ -373,12 +390,15 @@ int store_write_crc(struct store *s, struct store_extent *e, const void *buf, si
             src = tmp;
             wlen = size;
         }
-        rc = store__io_write(d->fd, src, wlen, e->off);
+        /* the CRC is computed while the write is in flight (the bytes do not change) */
+        rc = store__io_write_during(d->fd, src, wlen, e->off, crc_fn, arg, &crc);
         if (rc < 0)
             goto out;
         __atomic_add_fetch(&d->wgen, 1, __ATOMIC_RELEASE);
         __atomic_add_fetch(&s->bytes_written, len, __ATOMIC_RELAXED);
     }
+    else
+        crc = crc_fn(arg);
     if (reserved && size < have)
         (void)store__alloc_shrink(s, e, size);
     e->len = (uint32_t)len;

@@ -111,6 +111,11 @@ int store_write(struct store *s, struct store_extent *e, const void *buf, size_t
  * from block CRCs the caller computed): the data is not read again. */
 int store_write_crc(struct store *s, struct store_extent *e, const void *buf, size_t len,
                     uint32_t crc);
+/** store_write whose CRC32C is returned by @p crc_fn(@p arg), called once
+ * while the write is in flight (so checksumming overlaps the I/O); @p buf
+ * must not change until the call returns. */
+int store_write_cb(struct store *s, struct store_extent *e, const void *buf, size_t len,
+                   uint32_t (*crc_fn)(void *arg), void *arg);
 /** Flush data files to stable storage (fdatasync each dirty one). @return 0, -EIO. */
 int store_sync(struct store *s);
 /** Read extent bytes [from, from+len) into @p buf, verifying the whole

@@ -116,6 +116,10 @@ uint64_t store__get_be64(const unsigned char *p);
  * @return 0, -EIO (or -errno). */
 int store__io_read(int fd, void *buf, size_t len, uint64_t off);
 int store__io_write(int fd, const void *buf, size_t len, uint64_t off);
+/* store__io_write that calls @p fn(@p arg) into *@p out after submitting (before
+ * waiting), or first when io_uring is not used. */
+int store__io_write_during(int fd, const void *buf, size_t len, uint64_t off,
+                           uint32_t (*fn)(void *arg), void *arg, uint32_t *out);
 /* One read of a batch. */
 struct store__io {
     int fd;

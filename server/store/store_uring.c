@@ -271,3 +271,47 @@ int store__io_read_batch(struct store__io *v, size_t n, int (*done)(void *arg, s
     }
     return 0;
 }
+
+int store__io_write_during(int fd, const void *buf, size_t len, uint64_t off,
+                           uint32_t (*fn)(void *arg), void *arg, uint32_t *out)
+{
+    struct io_uring *ring = ring_get();
+    struct io_uring_sqe *sqe = ring ? io_uring_get_sqe(ring) : NULL;
+    if (!sqe) {
+        *out = fn(arg);
+        return io_full(1, fd, (void *)buf, len, off);
+    }
+    io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
+    int sub;
+    do {
+        sub = io_uring_submit(ring);
+    } while (sub == -EINTR || sub == -EAGAIN || sub == -EBUSY);
+    if (sub <= 0) {
+        /* not taken: this ring's state is unknown from here on */
+        ring_drop();
+        *out = fn(arg);
+        return io_full(1, fd, (void *)buf, len, off);
+    }
+    *out = fn(arg);
+    struct io_uring_cqe *cqe;
+    int rc;
+    do {
+        rc = io_uring_wait_cqe(ring, &cqe);
+    } while (rc == -EINTR);
+    if (rc < 0) {
+        srv_log(ERROR, STORE, "io_uring wait failed: %d", rc);
+        return -EIO;
+    }
+    int res = cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+    if (res == -EINTR || res == -EAGAIN)
+        res = 0;
+    if (res < 0) {
+        srv_log(ERROR, STORE, "write fd=%d off=%llu len=%zu failed: %d", fd,
+                (unsigned long long)off, len, res);
+        return -EIO;
+    }
+    if ((size_t)res < len)
+        return io_full(1, fd, (unsigned char *)buf + res, len - (size_t)res, off + (uint64_t)res);
+    return 0;
+}
