@@ -586,15 +586,62 @@ int s3__http_date_parse(const char *s, time_t *out)
     return 0;
 }
 
+static void put2(char *o, int v)
+{
+    o[0] = (char)('0' + v / 10 % 10);
+    o[1] = (char)('0' + v % 10);
+}
+
+/* Two dates per response (Date, Last-Modified) that rarely change from one
+ * request to the next: each thread remembers the last two it formatted. */
+static _Thread_local struct {
+    time_t t;
+    char s[30];
+} date_memo[2] = {{-1, ""}, {-1, ""}};
+static _Thread_local unsigned date_next;
+
 void s3__http_date_fmt(time_t t, char *out)
 {
+    for (int i = 0; i < 2; i++)
+        if (date_memo[i].t == t) {
+            memcpy(out, date_memo[i].s, 30);
+            return;
+        }
     struct tm tm;
     gmtime_r(&t, &tm);
-    char tmp[96];
-    snprintf(tmp, sizeof(tmp), "%s, %02d %s %04d %02d:%02d:%02d GMT", WDAY[tm.tm_wday % 7],
-             tm.tm_mday, MON[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    memcpy(out, tmp, 29);
-    out[29] = '\0';
+    int y = tm.tm_year + 1900;
+    memcpy(out, WDAY[tm.tm_wday % 7], 3);
+    memcpy(out + 3, ", ", 2);
+    put2(out + 5, tm.tm_mday);
+    out[7] = ' ';
+    memcpy(out + 8, MON[tm.tm_mon % 12], 3);
+    out[11] = ' ';
+    put2(out + 12, y / 100);
+    put2(out + 14, y);
+    out[16] = ' ';
+    put2(out + 17, tm.tm_hour);
+    out[19] = ':';
+    put2(out + 20, tm.tm_min);
+    out[22] = ':';
+    put2(out + 23, tm.tm_sec);
+    memcpy(out + 25, " GMT", 5); /* with the NUL */
+    unsigned i = date_next++ % 2;
+    date_memo[i].t = t;
+    memcpy(date_memo[i].s, out, 30);
+}
+
+size_t s3__u64_dec(char *out, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
 }
 
 int s3__amz_date_parse(const char *s, time_t *out)

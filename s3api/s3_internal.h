@@ -148,6 +148,8 @@ long s3__b64_decode(const char *in, size_t len, unsigned char *out);
 int s3__http_date_parse(const char *s, time_t *out);
 /** Format an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"); out: 30 bytes. */
 void s3__http_date_fmt(time_t t, char *out);
+/** Decimal digits of @p v, NUL-terminated; out: 21 bytes. @return the digit count. */
+size_t s3__u64_dec(char *out, uint64_t v);
 /** Parse ISO 8601 basic "20130524T000000Z". @return 0, -EINVAL. */
 int s3__amz_date_parse(const char *s, time_t *out);
 /** Format ISO 8601 with milliseconds "2009-10-12T17:50:30.000Z"; out: 25 bytes. */
@@ -192,6 +194,9 @@ char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const stru
 /** Derive the signing key HMAC chain for (secret, date, region, service). */
 void s3__sigv4_key(const char *secret, const char *date, const char *region, const char *service,
                    unsigned char key[32]);
+/** s3__sigv4_key through a small per-thread cache (the key changes once a day per secret). */
+void s3__sigv4_key_cached(const char *secret, const char *date, const char *region,
+                          const char *service, unsigned char key[32]);
 /** hex HMAC-SHA256(key, "AWS4-HMAC-SHA256\n" amz_date "\n" scope "\n" hex(sha256(canon))). */
 void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
                     char out[65]);
@@ -373,7 +378,10 @@ struct s3_server;
 struct s3_conn;
 struct srv_loop;
 
-#define S3_READS_INFLIGHT 2 /* parallel worker reads of one streamed GET */
+#define S3_READS_INFLIGHT 2     /* parallel worker reads of one streamed GET */
+#define S3_ZC_INFLIGHT 2        /* zero-copy windows of one streamed GET being prepared */
+#define S3_PEEK_MAX (16u << 10) /* inline objects served on the loop thread up to this */
+struct s3_zwin;
 
 struct s3_ctx {
     struct s3_server *srv;
@@ -436,12 +444,18 @@ struct s3_ctx {
         bool done;
     } rs[S3_READS_INFLIGHT]; /* reads in flight, appended in offset order */
     int rs_head, rs_count;
+    bool need_data; /* GET: headers are ready, the body needs a data step (worker) */
+    bool zc;        /* streamed from file segments (sendfile), not core_read copies */
+    struct s3_zwin *zw[S3_ZC_INFLIGHT]; /* windows prepared or being prepared, in order */
+    int zw_head, zw_count;
     uint64_t bytes_in, bytes_out;
     bool qos_waiting; /* queued in qos_admit; cancel if the connection goes */
     void (*qos_next)(struct s3_ctx *x);
     void *opdata; /* op-private */
 };
 
+/** Add a response header with a plain value (no formatting). */
+void s3__resp_hdr(struct s3_ctx *x, const char *name, const char *val);
 /** Add a response header (value printf-formatted). */
 void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -460,6 +474,17 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_put_tagging, s3_op_delete_tagging, s3_op_object_acl, s3_op_mpu_create,
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
     s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+
+/* GET/HEAD of an object on the loop thread (core_key_peek). */
+enum s3_fast {
+    S3_FAST_NO = 0, /* nothing done: run the op on a worker */
+    S3_FAST_DONE,   /* the response (success or error) is ready */
+    S3_FAST_DATA,   /* headers are ready: run s3__get_data_work on a worker */
+};
+enum s3_fast s3__get_fast(struct s3_ctx *x);
+/** Worker: the data step after S3_FAST_DATA (looks the key up again if the
+ * object went away meanwhile). */
+void s3__get_data_work(struct s3_ctx *x);
 
 /* shared by the ops (s3_op_object.c) */
 /** Look up the request's bucket (sets x->bucket_ino). @return 0 or responds and returns < 0. */

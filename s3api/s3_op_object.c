@@ -27,6 +27,7 @@
 #define USER_META_MAX 2048
 #define TAGS_MAX 10
 #define COPY_CHUNK (1u << 20)
+#define GET_RETRIES 8 /* lookups of a GET whose object kept being replaced */
 
 /* Stored response headers, in the case they are sent back. */
 static const char *const STORED_HDRS[] = {
@@ -214,11 +215,19 @@ static bool etag_match(const char *list, const char *etag)
 static int cond_eval(struct s3_ctx *x, const char *pfx, const char *etag,
                      const struct timespec *mtime, bool allow_304)
 {
-    char n1[64], n2[64], n3[64], n4[64];
-    snprintf(n1, sizeof(n1), "%sif-match", pfx);
-    snprintf(n2, sizeof(n2), "%sif-none-match", pfx);
-    snprintf(n3, sizeof(n3), "%sif-unmodified-since", pfx);
-    snprintf(n4, sizeof(n4), "%sif-modified-since", pfx);
+    char b1[64], b2[64], b3[64], b4[64];
+    const char *n1 = "if-match", *n2 = "if-none-match", *n3 = "if-unmodified-since",
+               *n4 = "if-modified-since";
+    if (*pfx) {
+        snprintf(b1, sizeof(b1), "%s%s", pfx, n1);
+        snprintf(b2, sizeof(b2), "%s%s", pfx, n2);
+        snprintf(b3, sizeof(b3), "%s%s", pfx, n3);
+        snprintf(b4, sizeof(b4), "%s%s", pfx, n4);
+        n1 = b1;
+        n2 = b2;
+        n3 = b3;
+        n4 = b4;
+    }
     const char *im = s3__req_header(x->req, n1), *inm = s3__req_header(x->req, n2);
     const char *ius = s3__req_header(x->req, n3), *ims = s3__req_header(x->req, n4);
     time_t t;
@@ -261,12 +270,12 @@ struct obj {
     bool dir;
 };
 
-/* @return 0, or responds (NoSuchKey, ...) and returns < 0. */
-static int obj_lookup(struct s3_ctx *x, uint64_t bucket, const char *key, size_t keylen,
-                      struct obj *o, bool is_source)
+/* The result @p rc of a key lookup whose info is in o->info: decode the
+ * metadata, apply the directory rules. @return 0, or responds (NoSuchKey,
+ * ...) and returns < 0. */
+static int obj_found(struct s3_ctx *x, const char *key, size_t keylen, struct obj *o, int rc,
+                     bool is_source)
 {
-    memset(o, 0, sizeof(*o));
-    int rc = core_key_lookup(x->core, &x->p, bucket, key, keylen, &o->info);
     if (rc == 0) {
         o->dir = o->info.attr.type == CORE_DIR;
         if (o->dir && (keylen == 0 || key[keylen - 1] != '/'))
@@ -292,6 +301,15 @@ static int obj_lookup(struct s3_ctx *x, uint64_t bucket, const char *key, size_t
     if (o->dir)
         o->info.attr.size = 0;
     return 0;
+}
+
+/* @return 0, or responds (NoSuchKey, ...) and returns < 0. */
+static int obj_lookup(struct s3_ctx *x, uint64_t bucket, const char *key, size_t keylen,
+                      struct obj *o, bool is_source)
+{
+    memset(o, 0, sizeof(*o));
+    int rc = core_key_lookup(x->core, &x->p, bucket, key, keylen, &o->info);
+    return obj_found(x, key, keylen, o, rc, is_source);
 }
 
 /* ---------------------------------------------------------------- GET / HEAD */
@@ -331,19 +349,30 @@ static int range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *en
     return 1;
 }
 
-static void get_or_head(struct s3_ctx *x)
+/* Forget a half-built GET/HEAD response (before looking the key up again). */
+static void get_reset(struct s3_ctx *x)
 {
-    struct obj o;
-    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
-        return;
-    const struct core_attr *at = &o.info.attr;
-    int st = cond_eval(x, "", o.etag, &at->mtime, true);
+    evbuffer_drain(x->rhdrs, evbuffer_get_length(x->rhdrs));
+    evbuffer_drain(x->rbody, evbuffer_get_length(x->rbody));
+    x->status = 0;
+    x->err = 0;
+    x->stream = false;
+    x->need_data = false;
+}
+
+/* Headers of a GET/HEAD of @p o and the plan for its body: from @p data
+ * (the whole content, when the lookup brought it) or, with x->need_data
+ * set, from a data step (get_data). Errors and 304/412 are responded. */
+static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
+{
+    const struct core_attr *at = &o->info.attr;
+    int st = cond_eval(x, "", o->etag, &at->mtime, true);
     if (st) {
-        cond_fail(x, st, o.etag, &at->mtime);
+        cond_fail(x, st, o->etag, &at->mtime);
         return;
     }
     const char *pn = s3__req_param(x->req, "partNumber");
-    const struct s3_meta_ent *mparts = s3__meta_find(&o.meta, S3_M_PARTS, "count");
+    const struct s3_meta_ent *mparts = s3__meta_find(&o->meta, S3_M_PARTS, "count");
     if (pn && (strcmp(pn, "1") != 0 || (mparts && strcmp(mparts->val, "1") != 0))) {
         s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
                        "GET/HEAD by partNumber is implemented only for part 1 of a single-part "
@@ -360,7 +389,7 @@ static void get_or_head(struct s3_ctx *x)
     char d[32];
     s3__http_date_fmt(at->mtime.tv_sec, d);
     x->status = rr ? 206 : 200;
-    s3__resp_header(x, "ETag", "\"%s\"", o.etag);
+    s3__resp_header(x, "ETag", "\"%s\"", o->etag);
     s3__resp_header(x, "Last-Modified", "%s", d);
     s3__resp_header(x, "Accept-Ranges", "bytes");
     if (rr)
@@ -378,8 +407,8 @@ static void get_or_head(struct s3_ctx *x)
         {"response-content-encoding", "Content-Encoding"},
     };
     bool have_ct = false;
-    for (size_t i = 0; i < o.meta.n; i++) {
-        const struct s3_meta_ent *e = &o.meta.ents[i];
+    for (size_t i = 0; i < o->meta.n; i++) {
+        const struct s3_meta_ent *e = &o->meta.ents[i];
         if (e->type != S3_M_HDR)
             continue;
         bool overridden = false;
@@ -401,28 +430,28 @@ static void get_or_head(struct s3_ctx *x)
     }
     if (!have_ct)
         s3__resp_header(x, "Content-Type", "%s",
-                        o.dir ? "application/x-directory" : "binary/octet-stream");
-    for (size_t i = 0; i < o.meta.n; i++)
-        if (o.meta.ents[i].type == S3_M_USER)
-            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", o.meta.ents[i].key,
-                                o.meta.ents[i].val);
-    size_t ntags = s3__meta_count(&o.meta, S3_M_TAG);
+                        o->dir ? "application/x-directory" : "binary/octet-stream");
+    for (size_t i = 0; i < o->meta.n; i++)
+        if (o->meta.ents[i].type == S3_M_USER)
+            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", o->meta.ents[i].key,
+                                o->meta.ents[i].val);
+    size_t ntags = s3__meta_count(&o->meta, S3_M_TAG);
     if (ntags)
         s3__resp_header(x, "x-amz-tagging-count", "%zu", ntags);
     const char *cm = s3__req_header(x->req, "x-amz-checksum-mode");
     /* a checksum belongs to the content it was computed over: after an NFS
      * rewrite (new ETag) it is stale and not sent */
-    const struct s3_meta_ent *ck_etag = s3__meta_find(&o.meta, S3_M_CKSUM, "etag");
-    bool ck_valid = !ck_etag || strcmp(ck_etag->val, o.etag) == 0;
+    const struct s3_meta_ent *ck_etag = s3__meta_find(&o->meta, S3_M_CKSUM, "etag");
+    bool ck_valid = !ck_etag || strcmp(ck_etag->val, o->etag) == 0;
     if (cm && strcasecmp(cm, "ENABLED") == 0 && !rr && ck_valid)
-        for (size_t i = 0; i < o.meta.n; i++)
-            if (o.meta.ents[i].type == S3_M_CKSUM) {
-                enum s3_ck_algo al = s3__ck_from_name(o.meta.ents[i].key);
+        for (size_t i = 0; i < o->meta.n; i++)
+            if (o->meta.ents[i].type == S3_M_CKSUM) {
+                enum s3_ck_algo al = s3__ck_from_name(o->meta.ents[i].key);
                 if (al)
-                    s3__resp_header(x, s3__ck_header(al), "%s", o.meta.ents[i].val);
+                    s3__resp_header(x, s3__ck_header(al), "%s", o->meta.ents[i].val);
             }
-    const struct s3_meta_ent *parts = s3__meta_find(&o.meta, S3_M_PARTS, "count");
-    if (parts && strchr(o.etag, '-'))
+    const struct s3_meta_ent *parts = s3__meta_find(&o->meta, S3_M_PARTS, "count");
+    if (parts && strchr(o->etag, '-'))
         s3__resp_header(x, "x-amz-mp-parts-count", "%s", parts->val);
     x->stream = true;
     x->ino = at->ino;
@@ -431,6 +460,21 @@ static void get_or_head(struct s3_ctx *x)
     x->rend = end;
     if (x->head || end == off)
         return;
+    if (data) {
+        evbuffer_add(x->rbody, data + off, (size_t)(end - off));
+        x->stream = false;
+        return;
+    }
+    x->need_data = true;
+}
+
+/* The data step of a GET: a small body is read here, a large one is held
+ * (core_ref) for streaming. @return 0 (done, or an error was responded),
+ * SRV_ESTALE: the object went away since its lookup (look it up again). */
+static int get_data(struct s3_ctx *x)
+{
+    uint64_t off = x->roff, end = x->rend;
+    x->need_data = false;
     if (end - off <= COPY_CHUNK) {
         /* small: one read here, no inode hold needed */
         size_t n = (size_t)(end - off), got = 0;
@@ -438,24 +482,79 @@ static void get_or_head(struct s3_ctx *x)
         struct evbuffer_iovec v;
         if (evbuffer_reserve_space(x->rbody, (ssize_t)n, &v, 1) < 1) {
             s3__resp_err(x, -ENOMEM, NULL);
-            return;
+            return 0;
         }
-        int rc = core_read(x->core, &x->p, at->ino, off, v.iov_base, n, &got, &eof);
-        if (rc || got != n) {
-            s3__resp_err(x, rc ? rc : -EIO, rc ? NULL : "object changed while it was read");
-            return;
+        int rc = core_read(x->core, &x->p, x->ino, off, v.iov_base, n, &got, &eof);
+        if (rc == SRV_ESTALE || rc == -ENOENT || (rc == 0 && got != n))
+            return SRV_ESTALE; /* replaced, removed or cut meanwhile */
+        if (rc) {
+            s3__resp_err(x, rc, NULL);
+            return 0;
         }
         v.iov_len = n;
         evbuffer_commit_space(x->rbody, &v, 1);
         x->stream = false;
-        return;
+        return 0;
     }
-    int rc = core_ref(x->core, at->ino);
+    int rc = core_ref(x->core, x->ino);
+    if (rc == SRV_ESTALE || rc == -ENOENT)
+        return SRV_ESTALE;
     if (rc) {
-        s3__resp_err(x, rc == SRV_ESTALE ? -ENOENT : rc, NULL);
-        return;
+        s3__resp_err(x, rc, NULL);
+        return 0;
     }
     x->ref_held = true;
+    return 0;
+}
+
+/* Worker: the whole GET/HEAD. An object replaced between its lookup and the
+ * read of its data (an NFS rename over it, a PUT) is looked up again, so the
+ * client always gets one whole version. */
+static void get_or_head(struct s3_ctx *x)
+{
+    for (int tries = 0; tries < GET_RETRIES; tries++) {
+        struct obj o;
+        if (tries)
+            get_reset(x);
+        if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+            return;
+        get_respond(x, &o, NULL);
+        if (!x->need_data || get_data(x) != SRV_ESTALE)
+            return;
+    }
+    get_reset(x);
+    s3__resp_error(x, -EAGAIN, "ServiceUnavailable", 503,
+                   "the object kept changing while it was read; please retry");
+}
+
+void s3__get_data_work(struct s3_ctx *x)
+{
+    if (get_data(x) == SRV_ESTALE) {
+        get_reset(x);
+        get_or_head(x);
+    }
+}
+
+enum s3_fast s3__get_fast(struct s3_ctx *x)
+{
+    char buf[S3_PEEK_MAX];
+    struct core_peek pk;
+    struct obj o;
+    memset(&o, 0, sizeof(o));
+    int rc = core_key_peek(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
+                           buf, x->head ? 0 : sizeof(buf), &pk);
+    if (rc == -EAGAIN)
+        return S3_FAST_NO;
+    if (rc == SRV_ENOBUCKET) {
+        s3__resp_error(x, rc, "NoSuchBucket", 0, "the specified bucket does not exist");
+        return S3_FAST_DONE;
+    }
+    x->bucket_ino = pk.bucket;
+    o.info = pk.info;
+    if (obj_found(x, x->rt.key, x->rt.keylen, &o, rc, false))
+        return S3_FAST_DONE;
+    get_respond(x, &o, pk.data ? buf : NULL);
+    return x->need_data ? S3_FAST_DATA : S3_FAST_DONE;
 }
 
 /* ---------------------------------------------------------------- uploads (PutObject, UploadPart)
@@ -846,16 +945,17 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     return 0;
 }
 
-/* Stream [off, off+len) of @p ino into a fresh upload; @return 0 or -errno. */
-static int copy_data(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t len,
-                     struct core_upload **upp, char etag[33])
+/* Stream [off, off+len) of @p ino into a fresh upload.
+ * @return 0, SRV_ESTALE (the inode went away: look the source up again), -errno. */
+static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t len,
+                       struct core_upload **upp, char etag[33])
 {
     int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, len, upp);
     if (rc)
         return rc;
     rc = core_ref(x->core, ino);
     if (rc)
-        return rc == SRV_ESTALE ? -ENOENT : rc;
+        return rc == -ENOENT ? SRV_ESTALE : rc;
     EVP_MD_CTX *md5 = EVP_MD_CTX_new();
     char *buf = malloc(COPY_CHUNK);
     if (!md5 || !buf) {
@@ -892,6 +992,46 @@ out:
     return rc;
 }
 
+/* The source's bytes (all, or x-amz-copy-source-range @p range) into a fresh
+ * upload. A source replaced between its lookup and its read (an NFS rename
+ * over it, a PUT) is looked up again (conditions included), so the copy is
+ * always one whole version; @p s then describes that version.
+ * @return 0 (*upp holds the data, @p etag its MD5), or responds and returns
+ * < 0 with *upp NULL. */
+static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
+                     struct core_upload **upp, char etag[33])
+{
+    uint64_t in0 = x->bytes_in;
+    for (int tries = 0;; tries++) {
+        if (tries && copy_source(x, s))
+            return -1;
+        uint64_t size = s->o.info.attr.size, off = 0, end = size;
+        if (range) {
+            int rr = range_parse(range, size, &off, &end);
+            if (rr <= 0 || strncmp(range, "bytes=-", 7) == 0 || !strchr(range, '-')[1]) {
+                s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                               "the x-amz-copy-source-range value must be of the form "
+                               "bytes=first-last within the source object");
+                return -1;
+            }
+        }
+        x->bytes_in = in0;
+        int rc = copy_stream(x, s->o.info.attr.ino, off, end - off, upp, etag);
+        if (rc == 0)
+            return 0;
+        core_upload_abort(*upp);
+        *upp = NULL;
+        if (rc == SRV_ESTALE && tries + 1 < GET_RETRIES)
+            continue;
+        if (rc == SRV_ESTALE)
+            s3__resp_error(x, -EAGAIN, "ServiceUnavailable", 503,
+                           "the copy source kept changing while it was read; please retry");
+        else
+            s3__resp_err(x, rc, NULL);
+        return -1;
+    }
+}
+
 static void copy_object(struct s3_ctx *x)
 {
     struct copy_src s;
@@ -913,6 +1053,20 @@ static void copy_object(struct s3_ctx *x)
     struct s3_meta req_meta, meta;
     if (s3__op_meta_from_req(x, &req_meta))
         return;
+    bool same = s.bucket_ino == x->bucket_ino && s.keylen == x->rt.keylen &&
+                memcmp(s.key, x->rt.key, s.keylen) == 0;
+    if (same && !replace && !treplace) {
+        s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+                       "this copy request is illegal because it is trying to copy an object "
+                       "to itself without changing the object's metadata");
+        return;
+    }
+    char etag[33];
+    struct core_upload *up = NULL;
+    /* the data first: a source replaced meanwhile is looked up again, and the
+     * metadata copied below is then that version's */
+    if (!same && copy_data(x, &s, NULL, &up, etag))
+        return;
     memset(&meta, 0, sizeof(meta));
     const struct s3_meta *from = replace ? &req_meta : &s.o.meta;
     for (size_t i = 0; i < from->n; i++)
@@ -924,40 +1078,25 @@ static void copy_object(struct s3_ctx *x)
         if (tfrom->ents[i].type == S3_M_TAG)
             s3__meta_add(&meta, x->a, S3_M_TAG, tfrom->ents[i].key, tfrom->ents[i].klen,
                          tfrom->ents[i].val, tfrom->ents[i].vlen);
-    bool same = s.bucket_ino == x->bucket_ino && s.keylen == x->rt.keylen &&
-                memcmp(s.key, x->rt.key, s.keylen) == 0;
     void *blob = NULL;
     size_t bloblen = 0;
     int rc = s3__meta_encode(&meta, &blob, &bloblen);
     if (rc) {
+        core_upload_abort(up);
         s3__resp_err(x, rc, NULL);
         return;
     }
-    char etag[33];
     struct core_attr attr;
     memset(&attr, 0, sizeof(attr));
     if (same) {
-        if (!replace && !treplace) {
-            free(blob);
-            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
-                           "this copy request is illegal because it is trying to copy an object "
-                           "to itself without changing the object's metadata");
-            return;
-        }
         rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob,
                                bloblen);
         snprintf(etag, sizeof(etag), "%s", s.o.etag);
         clock_gettime(CLOCK_REALTIME, &attr.mtime);
     } else {
-        struct core_upload *up = NULL;
-        rc = copy_data(x, s.o.info.attr.ino, 0, s.o.info.attr.size, &up, etag);
-        if (rc) {
-            core_upload_abort(up);
-        } else {
-            const char *inm = s3__req_header(x->req, "if-none-match");
-            rc = core_upload_commit(up, x->rt.key, x->rt.keylen, etag, blob, bloblen, NULL,
-                                    inm && strcmp(inm, "*") == 0, &attr);
-        }
+        const char *inm = s3__req_header(x->req, "if-none-match");
+        rc = core_upload_commit(up, x->rt.key, x->rt.keylen, etag, blob, bloblen, NULL,
+                                inm && strcmp(inm, "*") == 0, &attr);
     }
     free(blob);
     if (rc == SRV_EPRECOND) {
@@ -984,26 +1123,11 @@ static void part_copy(struct s3_ctx *x)
     struct copy_src s;
     if (parse_partno(x, &partno) || s3__op_bucket(x) || copy_source(x, &s))
         return;
-    uint64_t size = s.o.info.attr.size, off = 0, end = size;
-    const char *rg = s3__req_header(x->req, "x-amz-copy-source-range");
-    if (rg) {
-        int rr = range_parse(rg, size, &off, &end);
-        if (rr <= 0 || strncmp(rg, "bytes=-", 7) == 0 || !strchr(rg, '-')[1]) {
-            s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                           "the x-amz-copy-source-range value must be of the form bytes=first-last "
-                           "within the source object");
-            return;
-        }
-    }
     char etag[33];
     struct core_upload *up = NULL;
-    int rc = copy_data(x, s.o.info.attr.ino, off, end - off, &up, etag);
-    if (rc) {
-        core_upload_abort(up);
-        s3__resp_err(x, rc, NULL);
+    if (copy_data(x, &s, s3__req_header(x->req, "x-amz-copy-source-range"), &up, etag))
         return;
-    }
-    rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag);
+    int rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag);
     if (rc) {
         part_result(x, rc, etag);
         return;

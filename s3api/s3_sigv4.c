@@ -12,15 +12,14 @@
  * Thread: reentrant. */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <event2/buffer.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "s3_internal.h"
 #include "srv_err.h"
@@ -32,18 +31,59 @@ bool s3__ct_equal(const char *a, const char *b, size_t n)
     return CRYPTO_memcmp(a, b, n) == 0;
 }
 
+/* SHA-256 through a provider implementation fetched once: EVP_sha256() makes
+ * OpenSSL 3 look the algorithm up again on every init (about half the cost
+ * of a short digest), and HMAC() additionally builds and frees an EVP_MAC
+ * context per call. Every request signature costs a handful of digests, so
+ * these are hand-rolled on the fetched digest (RFC 2104 HMAC). */
+static EVP_MD *sha256_fetched;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+    sha256_fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *sha256_md(void)
+{
+    pthread_once(&sha256_once, sha256_fetch);
+    return sha256_fetched ? sha256_fetched : EVP_sha256();
+}
+
+/* SHA-256 of a[0..al) || b[0..bl) (b may be NULL). */
+static void sha256_2(const void *a, size_t al, const void *b, size_t bl, unsigned char out[32])
+{
+    unsigned int n = 32;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || !EVP_DigestInit_ex(ctx, sha256_md(), NULL) || !EVP_DigestUpdate(ctx, a, al) ||
+        (bl && !EVP_DigestUpdate(ctx, b, bl)) || !EVP_DigestFinal_ex(ctx, out, &n))
+        abort(); /* only on OOM or a broken libcrypto: never answer with a wrong digest */
+    EVP_MD_CTX_free(ctx);
+}
+
 void s3__sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];
-    unsigned int mdlen = 0;
-    EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+    sha256_2(data, len, NULL, 0, md);
     s3__hex(md, 32, out);
 }
 
 static void hmac(const void *key, size_t klen, const void *data, size_t dlen, unsigned char out[32])
 {
-    unsigned int n = 32;
-    HMAC(EVP_sha256(), key, (int)klen, data, dlen, out, &n);
+    unsigned char k[64], pad[64], inner[32];
+    memset(k, 0, sizeof(k));
+    if (klen > sizeof(k))
+        sha256_2(key, klen, NULL, 0, k);
+    else
+        memcpy(k, key, klen);
+    for (int i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x36;
+    sha256_2(pad, 64, data, dlen, inner);
+    for (int i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x5c;
+    sha256_2(pad, 64, inner, 32, out);
+    OPENSSL_cleanse(k, sizeof(k));
+    OPENSSL_cleanse(pad, sizeof(pad));
 }
 
 void s3__sigv4_key(const char *secret, const char *date, const char *region, const char *service,
@@ -59,6 +99,56 @@ void s3__sigv4_key(const char *secret, const char *date, const char *region, con
     hmac(b, 32, service, strlen(service), c);
     hmac(c, 32, "aws4_request", 12, key);
     OPENSSL_cleanse(k0, sizeof(k0));
+    OPENSSL_cleanse(a, sizeof(a));
+    OPENSSL_cleanse(b, sizeof(b));
+    OPENSSL_cleanse(c, sizeof(c));
+}
+
+/* The signing key depends only on (secret, date, region, service) and changes
+ * once a day, so each thread keeps the keys it derived in a small
+ * direct-mapped table (no lock: every loop thread has its own). An entry
+ * matches only on all four inputs, so a rotated secret derives a new key. */
+#define KEY_CACHE 16
+struct key_entry {
+    bool used;
+    char secret[257];
+    char date[9];
+    char region[64];
+    char service[32];
+    unsigned char key[32];
+};
+static _Thread_local struct key_entry key_cache[KEY_CACHE];
+
+static bool fits(const char *s, size_t cap)
+{
+    return strnlen(s, cap) < cap;
+}
+
+void s3__sigv4_key_cached(const char *secret, const char *date, const char *region,
+                          const char *service, unsigned char key[32])
+{
+    uint32_t h = 2166136261u;
+    for (const char *s = secret; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    for (const char *s = date; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    struct key_entry *e = &key_cache[h % KEY_CACHE];
+    if (e->used && strcmp(e->secret, secret) == 0 && strcmp(e->date, date) == 0 &&
+        strcmp(e->region, region) == 0 && strcmp(e->service, service) == 0) {
+        memcpy(key, e->key, 32);
+        return;
+    }
+    s3__sigv4_key(secret, date, region, service, key);
+    if (!fits(secret, sizeof(e->secret)) || !fits(date, sizeof(e->date)) ||
+        !fits(region, sizeof(e->region)) || !fits(service, sizeof(e->service)))
+        return;
+    OPENSSL_cleanse(e, sizeof(*e));
+    strcpy(e->secret, secret);
+    strcpy(e->date, date);
+    strcpy(e->region, region);
+    strcpy(e->service, service);
+    memcpy(e->key, key, 32);
+    e->used = true;
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -225,7 +315,27 @@ static int qent_cmp(const void *a, const void *b)
     return c ? c : strcmp(x->v, y->v);
 }
 
-static void canon_value(struct evbuffer *o, const char *v, size_t n)
+/* A bounded output string: the canonical request is sized first, then filled
+ * without reallocation or printf. */
+struct sbuf {
+    char *p;
+    size_t n, cap;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (n > b->cap - b->n) /* cannot happen: the size was computed first */
+        abort();
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+static void canon_value(struct sbuf *o, const char *v, size_t n)
 {
     bool space = false;
     while (n && (*v == ' ' || *v == '\t')) {
@@ -240,69 +350,75 @@ static void canon_value(struct evbuffer *o, const char *v, size_t n)
             continue;
         }
         if (space)
-            evbuffer_add(o, " ", 1);
+            sb_add(o, " ", 1);
         space = false;
-        evbuffer_add(o, &v[i], 1);
+        sb_add(o, &v[i], 1);
     }
 }
 
 char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig)
 {
-    struct evbuffer *o = evbuffer_new();
-    char *res = NULL;
-    if (!o)
-        return NULL;
-    evbuffer_add_printf(o, "%s\n", r->method);
-    /* URI */
     size_t plen = 0;
     const char *raw = r->raw_path ? r->raw_path : "/";
     char *path = s3__url_decode(a, raw, strlen(raw), &plen);
     if (!path)
-        goto out;
-    if (plen == 0)
-        evbuffer_add(o, "/", 1);
-    else
-        s3__url_encode_buf(o, path, plen, true);
-    evbuffer_add(o, "\n", 1);
-    /* query */
+        return NULL;
+    const char *epath = plen ? s3__url_encode(a, path, plen, true) : "/";
     struct qent *q = s3__arena_alloc(a, (r->nparams + 1) * sizeof(*q));
-    size_t nq = 0;
+    size_t nq = 0, cap = strlen(r->method) + strlen(epath) + 8;
     for (size_t i = 0; i < r->nparams; i++) {
         if (sig->presigned && strcmp(r->params[i].name, "X-Amz-Signature") == 0)
             continue;
         q[nq].k = s3__url_encode(a, r->params[i].name, strlen(r->params[i].name), false);
         q[nq].v = s3__url_encode(a, r->params[i].val, r->params[i].vlen, false);
+        cap += strlen(q[nq].k) + strlen(q[nq].v) + 2;
         nq++;
     }
-    qsort(q, nq, sizeof(*q), qent_cmp);
-    for (size_t i = 0; i < nq; i++)
-        evbuffer_add_printf(o, "%s%s=%s", i ? "&" : "", q[i].k, q[i].v);
-    evbuffer_add(o, "\n", 1);
-    /* headers */
+    if (nq > 1)
+        qsort(q, nq, sizeof(*q), qent_cmp);
+    for (size_t i = 0; i < sig->nsigned; i++) {
+        cap += strlen(sig->signed_list[i]) + 2;
+        for (size_t j = 0; j < r->nhdrs; j++)
+            if (strcmp(r->hdrs[j].name, sig->signed_list[i]) == 0)
+                cap += r->hdrs[j].vlen + 1;
+    }
+    cap += strlen(sig->signed_headers) + strlen(sig->payload_hash) + 2;
+    struct sbuf o = {s3__arena_alloc(a, cap + 1), 0, cap};
+    sb_str(&o, r->method);
+    sb_add(&o, "\n", 1);
+    sb_str(&o, epath);
+    sb_add(&o, "\n", 1);
+    for (size_t i = 0; i < nq; i++) {
+        if (i)
+            sb_add(&o, "&", 1);
+        sb_str(&o, q[i].k);
+        sb_add(&o, "=", 1);
+        sb_str(&o, q[i].v);
+    }
+    sb_add(&o, "\n", 1);
     for (size_t i = 0; i < sig->nsigned; i++) {
         const char *name = sig->signed_list[i];
         bool found = false;
-        evbuffer_add_printf(o, "%s:", name);
+        sb_str(&o, name);
+        sb_add(&o, ":", 1);
         for (size_t j = 0; j < r->nhdrs; j++) {
             if (strcmp(r->hdrs[j].name, name) != 0)
                 continue;
             if (found)
-                evbuffer_add(o, ",", 1);
-            canon_value(o, r->hdrs[j].val, r->hdrs[j].vlen);
+                sb_add(&o, ",", 1);
+            canon_value(&o, r->hdrs[j].val, r->hdrs[j].vlen);
             found = true;
         }
         if (!found)
-            goto out;
-        evbuffer_add(o, "\n", 1);
+            return NULL;
+        sb_add(&o, "\n", 1);
     }
-    evbuffer_add_printf(o, "\n%s\n%s", sig->signed_headers, sig->payload_hash);
-    size_t n = evbuffer_get_length(o);
-    res = s3__arena_alloc(a, n + 1);
-    evbuffer_remove(o, res, n);
-    res[n] = '\0';
-out:
-    evbuffer_free(o);
-    return res;
+    sb_add(&o, "\n", 1);
+    sb_str(&o, sig->signed_headers);
+    sb_add(&o, "\n", 1);
+    sb_str(&o, sig->payload_hash);
+    o.p[o.n] = '\0';
+    return o.p;
 }
 
 static void scope_of(const struct s3_sigv4 *sig, char *out, size_t cap)
@@ -416,7 +532,7 @@ int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4
         *why = "a signed header is missing from the request";
         return -EINVAL;
     }
-    s3__sigv4_key(secret, sig->date, sig->region, sig->service, key_out);
+    s3__sigv4_key_cached(secret, sig->date, sig->region, sig->service, key_out);
     s3__sigv4_sign(key_out, sig, canon, mine);
     if (!s3__ct_equal(mine, sig->signature, 64)) {
         *why = "the request signature we calculated does not match the signature you provided";

@@ -436,4 +436,72 @@ struct core_stats {
 };
 void core_stats_get(struct core *c, struct core_stats *out);
 
+
+/* ==== fast S3 read paths (core_zc.c) ==================================== */
+
+/** What core_key_peek found. */
+struct core_peek {
+    struct core_objinfo info; /* as core_key_lookup fills it (free info.meta) */
+    uint64_t bucket;          /* the bucket's inode */
+    bool data;                /* the whole content is known: n bytes in the caller's
+                               * buffer (0 for directories, empty or non-regular files) */
+    size_t n;
+};
+
+/** core_bucket_lookup + core_key_lookup (+ the content when it is inline in
+ * LMDB and fits @p bufsize) in one read transaction. It never touches the
+ * extent store, never waits for the metadata writer and never computes an
+ * ETag, so it may be called on an event-loop thread (it reads the LMDB map,
+ * which can page-fault; accepted for this path, see docs/architecture.md).
+ * When the content is in extents or larger than @p bufsize, it returns 0
+ * with out->data false: read it with core_read / core_read_pieces.
+ * @return 0, SRV_ENOBUCKET, SRV_EBADNAME, -ENOENT, -EACCES, SRV_ECORRUPT,
+ *         -EAGAIN (pending UNSTABLE writes or an ETag to compute: use
+ *         core_bucket_lookup + core_key_lookup on a worker instead). */
+int core_key_peek(struct core *c, const struct core_principal *p, const char *bucket,
+                  size_t bucketlen, const char *key, size_t keylen, void *buf, size_t bufsize,
+                  struct core_peek *out);
+
+/* A byte range of a file as pieces to send without a user-space copy. */
+struct core_piece {
+    int fd;          /* >= 0: bytes [off, off + len) of this fd (the store's; never close it,
+                      * it stays open until core_close) */
+    uint64_t off;
+    uint64_t len;
+    const void *mem; /* fd < 0: the bytes, or NULL for len zero bytes (a hole) */
+};
+struct core_pieces {
+    struct core_piece *v;
+    size_t n;
+    uint64_t len;    /* bytes described (the range, cut at end of file) */
+    bool eof;        /* the range reached end of file */
+    uint64_t copied; /* bytes handed out from memory because they had to be verified */
+    /* private */
+    size_t cap;
+    struct core *c;
+    uint64_t token;
+    bool has_token;
+    void **bufs;
+    size_t nbufs, capbufs;
+};
+
+/** Describe [off, off + len) of @p ino (as core_read would return it) as pieces:
+ * holes and inline bytes as memory, extents as (fd, offset, length) of the
+ * store's buffered fd when their bytes were verified against their CRC32C and
+ * are resident in the page cache, else read and verified now and handed out
+ * as memory. Exact guarantee: bytes sent from an fd piece were verified when
+ * they entered the page cache, unless the kernel evicted and re-read them
+ * between this call and the send (then they go unchecked; such pages are
+ * re-verified at most 10 s later). Until core_pieces_release the pieces hold a
+ * store read token: extents freed meanwhile are not reused (hold the window
+ * short: a token held long delays the reuse of freed space). Needs read
+ * permission as core_read. On error nothing is held.
+ * @return 0, -EACCES, -EISDIR, -EINVAL (not a regular file), SRV_ESTALE,
+ *         -EIO, SRV_ECORRUPT (CRC mismatch; logged, counted), -ENOMEM. */
+int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+                     uint64_t len, struct core_pieces *out);
+/** Free the pieces and drop their store read token. Never blocks on I/O (may
+ * run on a loop thread). Safe on released or zeroed pieces. */
+void core_pieces_release(struct core_pieces *ps);
+
 #endif

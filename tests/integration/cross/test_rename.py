@@ -121,9 +121,6 @@ def ckpt_check(data):
     return version, hashlib.sha256(data[40:]).digest() == data[8:40]
 
 
-@pytest.mark.xfail(reason="s3api: a GET whose key is replaced (rename over, PUT) between its key "
-                   "lookup and its read or core_ref gets SRV_ESTALE and answers NoSuchKey; it "
-                   "should look the key up again (the key never stopped existing)", strict=False)
 @pytest.mark.parametrize("n", [64 << 10, 6 << 20], ids=["64KiB", "6MiB"])
 def test_checkpoint_pattern_never_partial(s3, nfs, d, bucket, n):
     """Small checkpoints are read in one piece, large ones streamed in chunks:
