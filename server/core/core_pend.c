@@ -29,7 +29,9 @@
  *  - an inode whose data is dropped (unlink, replace) has its pending data
  *    released once the dropping op committed (core__pend_reap); a flush that
  *    finds the inode gone releases it too.
- * One flush runs at a time per inode; new writes go on meanwhile.
+ * One flush runs at a time per inode; new writes go on meanwhile. An inode
+ * past CORE_PEND_INO_MAX is handed to a background flusher thread; a writer
+ * flushes it itself only past four times that (the flusher cannot keep up).
  * Thread: all functions are thread-safe; none holds a lock across a
  * meta_submit, so ops may read pending records on the writer thread. */
 #include "core_int.h"
