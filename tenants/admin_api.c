@@ -2,7 +2,9 @@
  * admin_api: the JSON REST API under /api/v1 (authenticated by admin.c).
  *
  * Dispatch is data: routes[] below lists every path pattern, the methods it
- * answers, the methods only a system admin may use, and its handler.
+ * answers, the methods only a system admin may use, what it needs (the store,
+ * QoS, or an existing tenant, user, key or export: checked and answered for
+ * before the handler runs), and its handler.
  * docs/openapi.yaml describes the same routes (a test compares the two).
  *
  * Scopes: a system admin (the bearer token, or an admin user of the bootstrap
@@ -271,15 +273,27 @@ struct api_req {
     enum evhttp_cmd_type cmd;
     const struct admin_caller *who;
     struct evkeyvalq query;
-    uint32_t tenant;    /* {tenant} */
-    uint64_t user;      /* {user} */
-    uint32_t export;    /* {export} */
-    const char *bucket; /* {bucket} */
-    const char *akey;   /* {akey} */
-    bool is_quota;      /* the route ends in /quota (not /usage) */
+    uint32_t tenant;        /* {tenant} */
+    uint64_t user;          /* {user} */
+    uint32_t export;        /* {export} */
+    const char *bucket;     /* {bucket} */
+    const char *akey;       /* {akey} */
+    struct tenant_info ti;  /* {tenant}, when the route has NEED_TENANT */
+    struct tenant_user u;   /* {user}, when the route has NEED_USER */
+    struct tenant_key k;    /* {akey}, when the route has NEED_KEY */
+    struct tenant_export e; /* {export}, when the route has NEED_EXPORT */
 };
 
 #define PAGE_MAX 1000
+
+/* The text key of an item without a numeric "id": a key's access key, a bucket's name. */
+static const char *item_text_key(json_t *it)
+{
+    json_t *k = json_object_get(it, "access_key");
+    if (!k)
+        k = json_object_get(it, "name");
+    return json_string_value(k) ?: "";
+}
 
 static int item_cmp(const void *x, const void *y)
 {
@@ -289,8 +303,7 @@ static int item_cmp(const void *x, const void *y)
         json_int_t va = json_integer_value(ia), vb = json_integer_value(ib);
         return va < vb ? -1 : va > vb;
     }
-    return strcmp(json_string_value(json_object_get(a, "access_key")) ?: "",
-                  json_string_value(json_object_get(b, "access_key")) ?: "");
+    return strcmp(item_text_key(a), item_text_key(b));
 }
 
 /* The key an item sorts by, as text (for markers). */
@@ -300,7 +313,7 @@ static void item_marker(json_t *it, char *buf, size_t len)
     if (id)
         snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
     else
-        snprintf(buf, len, "%s", json_string_value(json_object_get(it, "access_key")) ?: "");
+        snprintf(buf, len, "%s", item_text_key(it));
 }
 
 /* Is @p it after @p marker (numeric ids compare as numbers)? */
@@ -313,10 +326,11 @@ static bool item_after(json_t *it, const char *marker)
             return true;
         return (uint64_t)json_integer_value(id) > m;
     }
-    return strcmp(json_string_value(json_object_get(it, "access_key")) ?: "", marker) > 0;
+    return strcmp(item_text_key(it), marker) > 0;
 }
 
-/* Sort @p all, keep the page ?marker/?limit asks for, send it (consumes @p all). */
+/* Sort @p all (by "id", else by access key or name), keep the page
+ * ?marker/?limit asks for, send it (consumes @p all). */
 static void reply_page(struct api_req *x, json_t *all)
 {
     const char *ls = evhttp_find_header(&x->query, "limit");
@@ -353,11 +367,31 @@ static void reply_page(struct api_req *x, json_t *all)
     free(v);
     json_decref(all);
     if (more) {
-        char m[TENANT_AKEY_MAX + 32];
+        char m[CORE_NAME_MAX + TENANT_AKEY_MAX + 32];
         item_marker(json_array_get(out, json_array_size(out) - 1), m, sizeof(m));
         evhttp_add_header(evhttp_request_get_output_headers(x->req), "X-Next-Marker", m);
     }
     reply_json(x->req, 200, out);
+}
+
+/* Answer a list call that returned @p rc: the page, or the error (consumes @p arr). */
+static void reply_list(struct api_req *x, int rc, json_t *arr, const char *what)
+{
+    if (rc < 0) {
+        json_decref(arr);
+        reply_err(x->req, rc, what);
+        return;
+    }
+    reply_page(x, arr);
+}
+
+/* Answer a delete call that returned @p rc: 204, or the error. */
+static void reply_deleted(struct api_req *x, int rc, const char *what)
+{
+    if (rc < 0)
+        reply_err(x->req, rc, what);
+    else
+        reply_empty(x->req, 204);
 }
 
 static bool is_system(const struct api_req *x)
@@ -503,12 +537,7 @@ static void tenants_collection(struct api_req *x)
             if (rc == 0)
                 rc = append_tenant(arr, &ti);
         }
-        if (rc < 0) {
-            json_decref(arr);
-            reply_err(x->req, rc, "list tenants");
-            return;
-        }
-        reply_page(x, arr);
+        reply_list(x, rc, arr, "list tenants");
         return;
     }
     json_t *j = body_json(x->req);
@@ -533,14 +562,9 @@ static void tenants_collection(struct api_req *x)
 
 static void tenant_item(struct api_req *x)
 {
-    struct tenant_info ti;
-    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
-    if (rc < 0) {
-        reply_err(x->req, rc, "tenant");
-        return;
-    }
+    int rc;
     if (x->cmd == EVHTTP_REQ_GET) {
-        reply_json(x->req, 200, tenant_json(&ti));
+        reply_json(x->req, 200, tenant_json(&x->ti));
         return;
     }
     if (x->cmd == EVHTTP_REQ_DELETE) {
@@ -549,14 +573,13 @@ static void tenant_item(struct api_req *x)
             return;
         }
         rc = tenants_tenant_delete(x->a->tenants, x->tenant);
-        if (rc < 0) {
-            reply_err(x->req, rc, "delete tenant");
-            return;
+        if (rc == 0) {
+            if (x->a->qos)
+                drop_tenant_qos(x->a->qos, x->tenant);
+            srv_log(INFO, ADMIN, "tenant=%u deleted through the API by %s", x->tenant,
+                    x->who->name);
         }
-        if (x->a->qos)
-            drop_tenant_qos(x->a->qos, x->tenant);
-        srv_log(INFO, ADMIN, "tenant=%u deleted through the API by %s", x->tenant, x->who->name);
-        reply_empty(x->req, 204);
+        reply_deleted(x, rc, "delete tenant");
         return;
     }
     json_t *j = body_json(x->req); /* PATCH */
@@ -576,27 +599,17 @@ static void tenant_item(struct api_req *x)
         return;
     }
     json_decref(j);
-    tenants_tenant_get(x->a->tenants, x->tenant, &ti);
-    reply_json(x->req, 200, tenant_json(&ti));
+    tenants_tenant_get(x->a->tenants, x->tenant, &x->ti);
+    reply_json(x->req, 200, tenant_json(&x->ti));
 }
 
 static void users_collection(struct api_req *x)
 {
-    struct tenant_info ti;
-    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
-    if (rc < 0) {
-        reply_err(x->req, rc, "tenant");
-        return;
-    }
+    int rc;
     if (x->cmd == EVHTTP_REQ_GET) {
         json_t *arr = json_array();
         rc = tenants_user_list(x->a->tenants, x->tenant, append_user, arr);
-        if (rc < 0) {
-            json_decref(arr);
-            reply_err(x->req, rc, "list users");
-            return;
-        }
-        reply_page(x, arr);
+        reply_list(x, rc, arr, "list users");
         return;
     }
     json_t *j = body_json(x->req);
@@ -626,41 +639,32 @@ static void users_collection(struct api_req *x)
 
 static void user_item(struct api_req *x)
 {
-    struct tenant_user u;
-    int rc = tenants_user_get(x->a->tenants, x->tenant, x->user, &u);
-    if (rc < 0) {
-        reply_err(x->req, rc, "user");
-        return;
-    }
+    int rc;
     if (x->cmd == EVHTTP_REQ_GET) {
-        reply_json(x->req, 200, user_json(&u));
+        reply_json(x->req, 200, user_json(&x->u));
         return;
     }
     if (x->cmd == EVHTTP_REQ_DELETE) {
         rc = tenants_user_delete(x->a->tenants, x->tenant, x->user);
-        if (rc < 0) {
-            reply_err(x->req, rc, "delete user");
-        } else {
-            if (x->a->qos)
-                qos_policy_delete_user(x->a->qos, x->tenant, x->user); /* -ENOENT: none */
-            reply_empty(x->req, 204);
-        }
+        if (rc == 0 && x->a->qos)
+            qos_policy_delete_user(x->a->qos, x->tenant, x->user); /* -ENOENT: none */
+        reply_deleted(x, rc, "delete user");
         return;
     }
     json_t *j = body_json(x->req); /* PATCH, PUT */
     if (!j)
         return;
     int b;
-    user_fields(x->req, j, &u, &b);
+    user_fields(x->req, j, &x->u, &b);
     json_decref(j);
     if (b)
         return;
-    rc = tenants_user_update(x->a->tenants, &u);
+    rc = tenants_user_update(x->a->tenants, &x->u);
     if (rc < 0) {
         reply_err(x->req, rc, "update user");
         return;
     }
-    reply_json(x->req, 200, user_json(&u));
+    reply_json(x->req, 200, user_json(&x->u));
 }
 
 struct key_filter {
@@ -680,28 +684,17 @@ static void list_keys(struct api_req *x, uint64_t user)
 {
     struct key_filter f = {.arr = json_array(), .user = user};
     int rc = tenants_key_list(x->a->tenants, x->tenant, append_key_of, &f);
-    if (rc < 0) {
-        json_decref(f.arr);
-        reply_err(x->req, rc, "list keys");
-        return;
-    }
-    reply_page(x, f.arr);
+    reply_list(x, rc, f.arr, "list keys");
 }
 
 static void user_keys(struct api_req *x)
 {
-    struct tenant_user u;
-    int rc = tenants_user_get(x->a->tenants, x->tenant, x->user, &u);
-    if (rc < 0) {
-        reply_err(x->req, rc, "user");
-        return;
-    }
     if (x->cmd == EVHTTP_REQ_GET) {
         list_keys(x, x->user);
         return;
     }
     char ak[TENANT_AKEY_MAX + 1], sk[TENANT_SECRET_MAX + 1];
-    rc = tenants_key_create(x->a->tenants, x->tenant, x->user, ak, sk);
+    int rc = tenants_key_create(x->a->tenants, x->tenant, x->user, ak, sk);
     if (rc < 0) {
         reply_err(x->req, rc, "create key");
         return;
@@ -714,39 +707,24 @@ static void user_keys(struct api_req *x)
 
 static void keys_collection(struct api_req *x)
 {
-    struct tenant_info ti;
-    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
-    if (rc < 0) {
-        reply_err(x->req, rc, "tenant");
-        return;
-    }
     list_keys(x, 0);
 }
 
 static void key_item(struct api_req *x)
 {
-    struct tenant_key k;
-    int rc = tenants_key_get(x->a->tenants, x->akey, &k);
-    if (rc < 0) {
-        reply_err(x->req, rc, "key");
-        return;
-    }
+    int rc;
     if (x->cmd == EVHTTP_REQ_GET) {
-        reply_json(x->req, 200, key_json(&k));
+        reply_json(x->req, 200, key_json(&x->k));
         return;
     }
     if (x->cmd == EVHTTP_REQ_DELETE) {
-        rc = tenants_key_delete(x->a->tenants, x->akey);
-        if (rc < 0)
-            reply_err(x->req, rc, "delete key");
-        else
-            reply_empty(x->req, 204);
+        reply_deleted(x, tenants_key_delete(x->a->tenants, x->akey), "delete key");
         return;
     }
     json_t *j = body_json(x->req); /* PATCH, PUT */
     if (!j)
         return;
-    bool dis = k.disabled;
+    bool dis = x->k.disabled;
     int b = get_bool(x->req, j, "disabled", &dis);
     json_decref(j);
     if (b < 0)
@@ -756,10 +734,9 @@ static void key_item(struct api_req *x)
         reply_err(x->req, rc, "update key");
         return;
     }
-    k.disabled = dis;
-    reply_json(x->req, 200, key_json(&k));
+    x->k.disabled = dis;
+    reply_json(x->req, 200, key_json(&x->k));
 }
-
 /* Fill the settable fields of an export from @p j (absent fields untouched).
  * @return 0, -1 (400 sent). */
 static int export_fields(struct evhttp_request *req, json_t *j, struct tenant_export *e,
@@ -806,23 +783,14 @@ static int export_fields(struct evhttp_request *req, json_t *j, struct tenant_ex
     return 0;
 }
 
+
 static void exports_collection(struct api_req *x)
 {
-    struct tenant_info ti;
-    int rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti);
-    if (rc < 0) {
-        reply_err(x->req, rc, "tenant");
-        return;
-    }
+    int rc;
     if (x->cmd == EVHTTP_REQ_GET) {
         json_t *arr = json_array();
         rc = tenants_export_list_tenant(x->a->tenants, x->tenant, append_export, arr);
-        if (rc < 0) {
-            json_decref(arr);
-            reply_err(x->req, rc, "list exports");
-            return;
-        }
-        reply_page(x, arr);
+        reply_list(x, rc, arr, "list exports");
         return;
     }
     json_t *j = body_json(x->req);
@@ -850,7 +818,7 @@ static void exports_collection(struct api_req *x)
         return;
     }
     if (src) {
-        rc = resolve_dir(x->a, x->tenant, ti.root, json_string_value(src), &dir);
+        rc = resolve_dir(x->a, x->tenant, x->ti.root, json_string_value(src), &dir);
         if (rc < 0) {
             json_decref(j);
             reply_err(x->req, rc, "export source");
@@ -879,22 +847,13 @@ static void exports_collection(struct api_req *x)
 
 static void export_item(struct api_req *x)
 {
-    struct tenant_export e;
-    int rc = tenants_export_get_admin(x->a->tenants, x->export, &e);
-    if (rc < 0) {
-        reply_err(x->req, rc, "export");
-        return;
-    }
+    int rc;
     if (x->cmd == EVHTTP_REQ_GET) {
-        reply_json(x->req, 200, export_json(&e));
+        reply_json(x->req, 200, export_json(&x->e));
         return;
     }
     if (x->cmd == EVHTTP_REQ_DELETE) {
-        rc = tenants_export_delete(x->a->tenants, x->export);
-        if (rc < 0)
-            reply_err(x->req, rc, "delete export");
-        else
-            reply_empty(x->req, 204);
+        reply_deleted(x, tenants_export_delete(x->a->tenants, x->export), "delete export");
         return;
     }
     json_t *j = body_json(x->req); /* PATCH, PUT */
@@ -906,12 +865,12 @@ static void export_item(struct api_req *x)
         bad(x->req, "an export's tenant and directory cannot change (create a new export)");
         return;
     }
-    rc = export_fields(x->req, j, &e, false);
+    rc = export_fields(x->req, j, &x->e, false);
     json_decref(j);
     if (rc < 0)
         return;
     struct tenant_export out;
-    rc = tenants_export_update(x->a->tenants, &e, &out);
+    rc = tenants_export_update(x->a->tenants, &x->e, &out);
     if (rc < 0) {
         reply_err(x->req, rc, "update export");
         return;
@@ -939,71 +898,18 @@ static int append_bucket(void *arg, const char *name, size_t namelen,
 
 static void buckets_collection(struct api_req *x)
 {
-    struct tenant_info ti;
-    int rc;
-    if (!x->a->core) {
-        admin__error(x->req, 503, "Unavailable", "the store is not open");
-        return;
-    }
-    if ((rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti)) < 0) {
-        reply_err(x->req, rc, "tenant");
-        return;
-    }
     struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
     struct bucket_ctx b = {.a = x->a, .tenant = x->tenant, .arr = json_array()};
-    rc = core_bucket_list(x->a->core, &p, append_bucket, &b);
-    if (rc < 0) {
-        json_decref(b.arr);
-        reply_err(x->req, rc, "list buckets");
-        return;
-    }
-    /* Buckets page by name. */
-    const char *ls = evhttp_find_header(&x->query, "limit");
-    const char *marker = evhttp_find_header(&x->query, "marker");
-    uint64_t limit = PAGE_MAX;
-    if (ls && (!parse_u64(ls, &limit) || limit == 0 || limit > PAGE_MAX)) {
-        json_decref(b.arr);
-        bad(x->req, "'limit' must be an integer from 1 to 1000");
-        return;
-    }
-    json_t *out = json_array();
-    size_t i;
-    json_t *it;
-    bool more = false;
-    json_array_foreach(b.arr, i, it)
-    {
-        const char *nm = json_string_value(json_object_get(it, "name"));
-        if (marker && *marker && strcmp(nm, marker) <= 0)
-            continue;
-        if (json_array_size(out) == limit) {
-            more = true;
-            break;
-        }
-        json_array_append(out, it);
-    }
-    if (more)
-        evhttp_add_header(
-            evhttp_request_get_output_headers(x->req), "X-Next-Marker",
-            json_string_value(json_object_get(json_array_get(out, limit - 1), "name")));
-    json_decref(b.arr);
-    reply_json(x->req, 200, out);
+    int rc = core_bucket_list(x->a->core, &p, append_bucket, &b);
+    reply_list(x, rc, b.arr, "list buckets");
 }
 
 /* Usage/quota of the tenant ({bucket} absent), of a bucket, or of a directory
  * in it (?dir=a/b). GET answers usage; PUT sets limits; DELETE removes them. */
 static void usage_quota(struct api_req *x)
 {
-    struct tenant_info ti;
     uint64_t ino = 0;
     int rc;
-    if (!x->a->core) {
-        admin__error(x->req, 503, "Unavailable", "the store is not open");
-        return;
-    }
-    if ((rc = tenants_tenant_get(x->a->tenants, x->tenant, &ti)) < 0) {
-        reply_err(x->req, rc, "tenant");
-        return;
-    }
     const char *dir = evhttp_find_header(&x->query, "dir");
     if (x->bucket) {
         struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
@@ -1060,25 +966,9 @@ static void usage_quota(struct api_req *x)
 /* QoS policy of a tenant ({user} absent) or of one of its users. */
 static void qos_item(struct api_req *x)
 {
-    struct tenant_info ti;
     uint32_t tid = x->tenant;
     uint64_t uid = x->user;
     int rc;
-    if (!x->a->qos) {
-        admin__error(x->req, 503, "Unavailable", "QoS is not running");
-        return;
-    }
-    if ((rc = tenants_tenant_get(x->a->tenants, tid, &ti)) < 0) {
-        reply_err(x->req, rc, "tenant");
-        return;
-    }
-    if (uid) {
-        struct tenant_user u;
-        if ((rc = tenants_user_get(x->a->tenants, tid, uid, &u)) < 0) {
-            reply_err(x->req, rc, "user");
-            return;
-        }
-    }
     struct qos_policy p = {.tenant = tid, .user = uid};
     if (x->cmd == EVHTTP_REQ_GET) {
         rc = qos_policy_get_user(x->a->qos, tid, uid, &p);
@@ -1094,10 +984,7 @@ static void qos_item(struct api_req *x)
     }
     if (x->cmd == EVHTTP_REQ_DELETE) {
         rc = qos_policy_delete_user(x->a->qos, tid, uid);
-        if (rc < 0 && rc != -ENOENT)
-            reply_err(x->req, rc, "delete qos");
-        else
-            reply_empty(x->req, 204);
+        reply_deleted(x, rc == -ENOENT ? 0 : rc, "delete qos");
         return;
     }
     if (x->cmd == EVHTTP_REQ_PATCH && qos_policy_get_user(x->a->qos, tid, uid, &p) < 0)
@@ -1138,34 +1025,52 @@ static void qos_item(struct api_req *x)
 #define M_PATCH EVHTTP_REQ_PATCH
 #define M_DELETE EVHTTP_REQ_DELETE
 
+/* What a route's handler may take for granted; the router checks these in
+ * this order, after the method and the caller's scope, and answers for it. */
+#define NEED_CORE 0x1    /* the store is open (else 503) */
+#define NEED_QOS 0x2     /* QoS is running (else 503) */
+#define NEED_TENANT 0x4  /* {tenant} exists, in x->ti (else 404 "tenant: ...") */
+#define NEED_USER 0x8    /* {user} of {tenant} exists, in x->u (else 404 "user: ...") */
+#define NEED_KEY 0x10    /* {akey} exists, in x->k (else 404 "key: ...") */
+#define NEED_EXPORT 0x20 /* {export} exists, in x->e (else 404 "export: ...") */
+
 struct route {
     unsigned methods;     /* methods answered */
     unsigned system_only; /* of those, the ones only a system admin may use */
     const char *pattern;  /* segments; {tenant} {user} {export} {bucket} {akey} are parameters */
+    unsigned needs;       /* NEED_* */
     void (*fn)(struct api_req *x);
 };
 
 /* Every route of the API; docs/openapi.yaml lists the same (a test checks). */
-#define ROUTE(methods, system_only, pattern, fn) {(methods), (system_only), (pattern), (fn)}
+#define ROUTE(methods, system_only, pattern, needs, fn)                                            \
+    {(methods), (system_only), (pattern), (needs), (fn)}
 static const struct route routes[] = {
-    ROUTE(M_GET, 0, "/whoami", whoami),
-    ROUTE(M_GET | M_POST, M_POST, "/tenants", tenants_collection),
-    ROUTE(M_GET | M_PATCH | M_DELETE, M_PATCH | M_DELETE, "/tenants/{tenant}", tenant_item),
-    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/users", users_collection),
-    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/tenants/{tenant}/users/{user}", user_item),
-    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/users/{user}/keys", user_keys),
-    ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, 0, "/tenants/{tenant}/users/{user}/qos", qos_item),
-    ROUTE(M_GET, 0, "/tenants/{tenant}/keys", keys_collection),
-    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/keys/{akey}", key_item),
-    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/exports", exports_collection),
-    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/exports/{export}", export_item),
-    ROUTE(M_GET, 0, "/tenants/{tenant}/usage", usage_quota),
-    ROUTE(M_GET | M_PUT | M_DELETE, M_PUT | M_DELETE, "/tenants/{tenant}/quota", usage_quota),
-    ROUTE(M_GET, 0, "/tenants/{tenant}/buckets", buckets_collection),
-    ROUTE(M_GET, 0, "/tenants/{tenant}/buckets/{bucket}/usage", usage_quota),
-    ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/quota", usage_quota),
+    ROUTE(M_GET, 0, "/whoami", 0, whoami),
+    ROUTE(M_GET | M_POST, M_POST, "/tenants", 0, tenants_collection),
+    ROUTE(M_GET | M_PATCH | M_DELETE, M_PATCH | M_DELETE, "/tenants/{tenant}", NEED_TENANT,
+          tenant_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/users", NEED_TENANT, users_collection),
+    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/tenants/{tenant}/users/{user}", NEED_USER,
+          user_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/users/{user}/keys", NEED_USER, user_keys),
+    ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, 0, "/tenants/{tenant}/users/{user}/qos",
+          NEED_QOS | NEED_TENANT | NEED_USER, qos_item),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/keys", NEED_TENANT, keys_collection),
+    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/keys/{akey}", NEED_KEY, key_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/exports", NEED_TENANT, exports_collection),
+    ROUTE(M_GET | M_PATCH | M_PUT | M_DELETE, 0, "/exports/{export}", NEED_EXPORT,
+          export_item),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/usage", NEED_CORE | NEED_TENANT, usage_quota),
+    ROUTE(M_GET | M_PUT | M_DELETE, M_PUT | M_DELETE, "/tenants/{tenant}/quota",
+          NEED_CORE | NEED_TENANT, usage_quota),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/buckets", NEED_CORE | NEED_TENANT, buckets_collection),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/buckets/{bucket}/usage", NEED_CORE | NEED_TENANT,
+          usage_quota),
+    ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/quota",
+          NEED_CORE | NEED_TENANT, usage_quota),
     ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, M_PUT | M_PATCH | M_DELETE, "/tenants/{tenant}/qos",
-          qos_item),
+          NEED_QOS | NEED_TENANT, qos_item),
 };
 
 /* Split "/a/b/c" into at most SEG_MAX decoded segments. @return count or -1. */
@@ -1235,9 +1140,42 @@ static int route_match(const struct route *r, char seg[SEG_MAX][256], int n, str
             x->akey = seg[i];
         }
     }
-    const char *last = strrchr(r->pattern, '/');
-    x->is_quota = last && strcmp(last, "/quota") == 0;
     return 1;
+}
+
+/* Check what @p r needs (NEED_*), filling x->ti and x->u.
+ * @return true, or false (the error sent). */
+static bool needs_met(struct api_req *x, const struct route *r)
+{
+    int rc;
+    if ((r->needs & NEED_CORE) && !x->a->core) {
+        admin__error(x->req, 503, "Unavailable", "the store is not open");
+        return false;
+    }
+    if ((r->needs & NEED_QOS) && !x->a->qos) {
+        admin__error(x->req, 503, "Unavailable", "QoS is not running");
+        return false;
+    }
+    if ((r->needs & NEED_TENANT) &&
+        (rc = tenants_tenant_get(x->a->tenants, x->tenant, &x->ti)) < 0) {
+        reply_err(x->req, rc, "tenant");
+        return false;
+    }
+    if ((r->needs & NEED_USER) &&
+        (rc = tenants_user_get(x->a->tenants, x->tenant, x->user, &x->u)) < 0) {
+        reply_err(x->req, rc, "user");
+        return false;
+    }
+    if ((r->needs & NEED_KEY) && (rc = tenants_key_get(x->a->tenants, x->akey, &x->k)) < 0) {
+        reply_err(x->req, rc, "key");
+        return false;
+    }
+    if ((r->needs & NEED_EXPORT) &&
+        (rc = tenants_export_get_admin(x->a->tenants, x->export, &x->e)) < 0) {
+        reply_err(x->req, rc, "export");
+        return false;
+    }
+    return true;
 }
 
 /* May a tenant admin reach what @p x names? @return true, or false (403 sent). */
@@ -1309,7 +1247,7 @@ void admin__api(struct admin *a, struct evhttp_request *req, const char *path,
             no_method(req);
             goto out;
         }
-        if (!in_scope(&x, r))
+        if (!in_scope(&x, r) || !needs_met(&x, r))
             goto out;
         r->fn(&x);
         goto out;
