@@ -1,13 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0
- * MOUNTPROC3_MNT (RFC 1813 5.2.1): the root handle of an export.
- * The export is found by path among those that admit the client's address
- * (tenants_export_find); trailing slashes are ignored. The handle names the
- * export's directory; AUTH_SYS is the one flavor offered. The mount is
- * recorded for DUMP.
- * Status: MNT3_OK; MNT3ERR_NOENT (no such export, or its directory is
- * gone); MNT3ERR_ACCES (export does not admit this client);
- * MNT3ERR_NAMETOOLONG; MNT3ERR_SERVERFAULT (out of memory, core error). */
+ * MOUNTPROC3_MNT (RFC 1813 5.2.1): the handle of an exported directory or
+ * of a directory below one.
+ * The path is normalised (repeated slashes and "." dropped; ".." refused).
+ * Its export is the one, among those that admit the client's address, whose
+ * path is the longest whole-component prefix of it (tenants_export_find on
+ * each prefix); the rest of the path is walked down from the export's
+ * directory with core_lookup as the call's principal (search permission
+ * checked, symbolic links not followed), as knfsd and Ganesha serve
+ * "mount host:/bucket" under an export "/". The handle belongs to that
+ * export (its confinement rules apply); AUTH_SYS is the one flavor offered.
+ * The mount is recorded for DUMP under the normalised path.
+ * Status: MNT3_OK; MNT3ERR_NOENT (no such export or directory, or the
+ * export's directory is gone); MNT3ERR_ACCES (no export admits this client,
+ * or no search permission on the way); MNT3ERR_NOTDIR (a component or the
+ * end is not a directory, symbolic links included); MNT3ERR_INVAL (".." or
+ * a relative path); MNT3ERR_NAMETOOLONG; MNT3ERR_SERVERFAULT (out of
+ * memory, core error). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +82,108 @@ void mnt_list_free(struct nfs_server *s)
     s->mounts = NULL;
 }
 
+int mnt_path_norm(const char *in, char *out, size_t outlen)
+{
+    size_t j = 0;
+    if (in[0] != '/')
+        return -EINVAL;
+    for (const char *p = in; *p;) {
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0 || (n == 1 && p[0] == '.')) {
+            p += n;
+            continue;
+        }
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return -EINVAL;
+        if (j + 1 + n + 1 > outlen)
+            return -ENAMETOOLONG;
+        out[j++] = '/';
+        memcpy(out + j, p, n);
+        j += n;
+        p += n;
+    }
+    if (j == 0)
+        out[j++] = '/';
+    out[j] = '\0';
+    return 0;
+}
+
+/* The export whose path is the longest prefix of @p path (whole components)
+ * that admits the client; @p rest points at the rest of @p path ("" or "a/b").
+ * @return 0, -ENOENT, -EACCES (only exports that do not admit the client). */
+static int mnt_export_resolve(struct nfs_req *r, const char *path, struct tenant_export *e,
+                              const char **rest)
+{
+    char pre[MNTPATHLEN + 1];
+    size_t len = strlen(path);
+    bool refused = false;
+    memcpy(pre, path, len + 1);
+    for (;;) {
+        int rc = tenants_export_find(r->srv->tenants, pre, (struct sockaddr *)&r->peer, e);
+        if (rc == 0) {
+            *rest = path + len;
+            while (**rest == '/')
+                (*rest)++;
+            return 0;
+        }
+        if (rc == -EACCES)
+            refused = true;
+        else if (rc != -ENOENT)
+            return rc;
+        if (len <= 1)
+            break;
+        while (len > 0 && pre[len - 1] != '/')
+            len--;
+        len = len > 1 ? len - 1 : 1;
+        pre[len] = '\0';
+    }
+    return refused ? -EACCES : -ENOENT;
+}
+
+/* Walk @p rest ("a/b") down from @p cur as the call's principal: search
+ * permission checked at each step, symbolic links not followed, and the end
+ * must be a directory. @return 0 (@p cur is the directory), or the error. */
+static int mnt_walk(struct nfs_req *r, const char *rest, struct core_attr *cur)
+{
+    const char *p = rest;
+    while (*p) {
+        size_t n = strcspn(p, "/");
+        struct core_attr next;
+        if (cur->type != CORE_DIR)
+            return -ENOTDIR;
+        int rc = core_lookup(r->srv->core, &r->p, cur->ino, p, n, &next);
+        if (rc < 0)
+            return rc;
+        *cur = next;
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    return cur->type == CORE_DIR ? 0 : -ENOTDIR;
+}
+
+static mountstat3 mnt_status(int err)
+{
+    switch (err) {
+    case -ENOENT:
+    case SRV_ESTALE:
+        return MNT3ERR_NOENT;
+    case -EACCES:
+    case -EPERM:
+        return MNT3ERR_ACCES;
+    case -ENOTDIR:
+        return MNT3ERR_NOTDIR;
+    case -ENAMETOOLONG:
+        return MNT3ERR_NAMETOOLONG;
+    case -EINVAL:
+        return MNT3ERR_INVAL;
+    default:
+        return MNT3ERR_SERVERFAULT;
+    }
+}
+
 int mnt_mnt(struct nfs_req *r, void *args, void *res)
 {
     dirpath *argp = args;
@@ -79,27 +191,22 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
     struct tenant_export e;
     struct core_attr root;
     char path[MNTPATHLEN + 1], host[64];
+    const char *rest = "";
     int rc;
 
     const char *in = *argp ? *argp : "";
-    size_t len = strlen(in);
-    if (len > MNTPATHLEN) {
+    nfs_req_peer_host(r, host, sizeof(host));
+    if (strlen(in) > MNTPATHLEN) {
         o->fhs_status = MNT3ERR_NAMETOOLONG;
         return NFS_REQ_OK;
     }
-    memcpy(path, in, len + 1);
-    while (len > 1 && path[len - 1] == '/')
-        path[--len] = '\0';
-    if (len == 0)
-        strcpy(path, "/");
-    nfs_req_peer_host(r, host, sizeof(host));
-
-    rc = tenants_export_find(r->srv->tenants, path, (struct sockaddr *)&r->peer, &e);
+    rc = mnt_path_norm(in[0] ? in : "/", path, sizeof(path));
+    if (rc == 0)
+        rc = mnt_export_resolve(r, path, &e, &rest);
     if (rc < 0) {
         r->err = rc;
-        o->fhs_status = rc == -ENOENT ? MNT3ERR_NOENT : rc == -EACCES ? MNT3ERR_ACCES
-                                                                       : MNT3ERR_SERVERFAULT;
-        srv_log(INFO, NFS, "req=%08x tenant=- MNT %s by %s refused: %s", r->call.xid, path, host,
+        o->fhs_status = mnt_status(rc);
+        srv_log(INFO, NFS, "req=%08x tenant=- MNT %s by %s refused: %s", r->call.xid, in, host,
                 srv_strerror(rc));
         return NFS_REQ_OK;
     }
@@ -112,6 +219,15 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
         o->fhs_status = rc == -ENOENT || rc == SRV_ESTALE ? MNT3ERR_NOENT : MNT3ERR_SERVERFAULT;
         srv_log(WARN, NFS, "req=%08x tenant=%u MNT %s: export %u directory %llu unusable: %s",
                 r->call.xid, e.tenant, path, e.id, (unsigned long long)e.dir, srv_strerror(rc));
+        return NFS_REQ_OK;
+    }
+    /* Below the export's directory the client's own rights apply. */
+    rc = mnt_walk(r, rest, &root);
+    if (rc < 0) {
+        r->err = rc;
+        o->fhs_status = mnt_status(rc);
+        srv_log(INFO, NFS, "req=%08x tenant=%u MNT %s by %s (export %u, then '%s') refused: %s",
+                r->call.xid, e.tenant, path, host, e.id, rest, srv_strerror(rc));
         return NFS_REQ_OK;
     }
     mountres3_ok *ok = &o->mountres3_u.mountinfo;
@@ -130,7 +246,7 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
     ok->auth_flavors.auth_flavors_len = 1;
     ok->auth_flavors.auth_flavors_val = flavors;
     mnt_list_add(r->srv, host, path);
-    srv_log(INFO, NFS, "req=%08x tenant=%u MNT %s by %s (export %u)", r->call.xid, e.tenant, path,
-            host, e.id);
+    srv_log(INFO, NFS, "req=%08x tenant=%u MNT %s by %s (export %u %s)", r->call.xid, e.tenant,
+            path, host, e.id, e.path);
     return NFS_REQ_OK;
 }

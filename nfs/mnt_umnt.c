@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * MOUNTPROC3_UMNT (RFC 1813 5.2.3): forget the client's mount of a path.
- * No results; unknown mounts are ignored. */
+ * MOUNTPROC3_UMNT (RFC 1813 5.2.3): forget the client's mount of a path
+ * (normalised as MNT records it). No results; unknown mounts and paths MNT
+ * would refuse are ignored. */
 #include <string.h>
 
 #include "nfs_int.h"
@@ -10,13 +11,9 @@ int mnt_umnt(struct nfs_req *r, void *args, void *res)
     dirpath *argp = args;
     char host[64], path[MNTPATHLEN + 1];
     const char *in = *argp ? *argp : "";
-    size_t len = strlen(in);
-    if (len > MNTPATHLEN)
+    if (strlen(in) > MNTPATHLEN || mnt_path_norm(in[0] ? in : "/", path, sizeof(path)) < 0)
         return NFS_REQ_OK;
-    memcpy(path, in, len + 1);
-    while (len > 1 && path[len - 1] == '/')
-        path[--len] = '\0';
     nfs_req_peer_host(r, host, sizeof(host));
-    mnt_list_remove(r->srv, host, len ? path : "/");
+    mnt_list_remove(r->srv, host, path);
     return NFS_REQ_OK;
 }

@@ -233,6 +233,10 @@ void nfs_req_peer_host(const struct nfs_req *r, char *buf, size_t len);
 void mnt_list_remove(struct nfs_server *s, const char *host, const char *path);
 /** Forget every mount of the server (nfs_server_stop). */
 void mnt_list_free(struct nfs_server *s);
+/** Normalise a MOUNT path into @p out: repeated slashes and "." components
+ * dropped, no trailing slash, "/" for an empty path.
+ * @return 0, -EINVAL (a ".." component, or a relative path), -ENAMETOOLONG. */
+int mnt_path_norm(const char *in, char *out, size_t outlen);
 
 /* ---- NLM v4 / NSM v1 (nlm4_<proc>.c, nsm_<proc>.c) ---- */
 int nlm4_op_test(struct nfs_req *r, void *args, void *res);

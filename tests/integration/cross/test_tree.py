@@ -260,10 +260,6 @@ def test_symlinks_are_hidden_from_s3(s3, nfs, bucket):
     assert nfs.stat(f"{bucket}/dangling")["type"] == NF_LNK
 
 
-@pytest.mark.xfail(strict=True, reason="nfs: MNT of a path below an export (a bucket, or a "
-                   "folder in it) answers MNT3ERR_NOENT; knfsd and Ganesha serve it as that "
-                   "directory of the export, and `mount host:/bucket` or libnfs URLs "
-                   "(nfs-cat nfs://host/bucket/file) need it")
 def test_mount_a_bucket_directly(s3, nfs, d, bucket):
     s3.put_object(Bucket=bucket, Key="sub/obj", Body=b"mounted")
     for path, rel in ((f"/{bucket}", "sub/obj"), (f"/{bucket}/sub", "obj")):

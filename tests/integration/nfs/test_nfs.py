@@ -903,3 +903,107 @@ def test_nlm_granted_callbacks(tmp_path):
     shutil.rmtree(tmp_path / "data", ignore_errors=True)
     assert p.returncode == 0 and "NLM CALLBACK OK" in p.stdout, \
         p.stdout + p.stderr + log[-3000:]
+
+
+# ---------------------------------------------------------------- MNT below an export
+
+def symlink(c, dfh, name, target):
+    args = Packer().opaque(dfh).string(name).raw(rpc3.sattr3()).string(target).bytes()
+    return c.nfs(rpc3.SYMLINK, args)[0]
+
+
+def test_mount_below_an_export(s3nfsd):
+    """MNT of a bucket or a directory in it, under the export "/": the export
+    with the longest prefix, then a permission-checked walk; files, symbolic
+    links and ".." are refused with their own status."""
+    c = RpcConn(s3nfsd.nfs_port)  # AUTH_SYS uid 0
+    root = root_fh(c, "/")
+    b = bucket_name()
+    st, bfh = c.mkdir(root, b)
+    assert st == 0
+    st, sub = c.mkdir(bfh, "sub")
+    assert st == 0
+    st, f = c.create(sub, "f")
+    assert st == 0 and c.write(f, 0, b"below")[0] == 0
+    assert symlink(c, bfh, "ln", "sub") == 0
+    st, priv = c.mkdir(bfh, "private", mode=0o700)
+    assert st == 0 and c.mkdir(priv, "in")[0] == 0
+
+    assert root_fh(c, f"/{b}") == bfh
+    assert root_fh(c, f"//{b}/./sub/") == sub, "repeated slashes, '.' and a trailing / ignored"
+    st, fh = c.lookup(root_fh(c, f"/{b}/sub"), "f")
+    assert st == 0 and c.read(fh, 0, 100)[1][0] == b"below"
+    # ".." of a mounted directory leads up, but never out of the export.
+    assert c.lookup(sub, "..")[1] == bfh and c.lookup(bfh, "..")[1] == root
+    assert c.mnt(f"/{b}/sub/f")[0] == 20, "a file: MNT3ERR_NOTDIR"
+    assert c.mnt(f"/{b}/ln")[0] == 20, "a symbolic link is not followed: MNT3ERR_NOTDIR"
+    assert c.mnt(f"/{b}/ln/f")[0] == 20
+    assert c.mnt(f"/{b}/nosuch")[0] == 2
+    assert c.mnt(f"/{b}/sub/../sub")[0] == 22, "'..' refused: MNT3ERR_INVAL"
+    assert c.mnt(f"/{b}/" + "n" * 300)[0] == 63, "MNT3ERR_NAMETOOLONG"
+    # The walk runs as the caller: uid 1000 may not search the 0700 directory.
+    u = RpcConn(s3nfsd.nfs_port, cred=rpc3.auth_sys(uid=1000, gid=1000))
+    assert u.mnt(f"/{b}/private/in")[0] == 13, "MNT3ERR_ACCES"
+    assert u.mnt(f"/{b}/sub")[0] == 0
+    u.close()
+    assert c.mnt(f"/{b}/private/in")[0] == 0
+    # DUMP lists the normalised path; UMNT of any spelling of it removes it.
+    assert ("127.0.0.1", f"/{b}/sub") in c.mnt_list(rpc3.MNT_DUMP)
+    c.call(MNT_PROG, 3, rpc3.MNT_UMNT, Packer().string(f"/{b}//sub/").bytes())
+    assert ("127.0.0.1", f"/{b}/sub") not in c.mnt_list(rpc3.MNT_DUMP)
+    c.close()
+
+
+def test_mount_below_a_tenant_export_picks_the_longest_prefix(s3nfsd):
+    _, e = make_tenant_export(s3nfsd, "tenant-pre", "/tpre")
+    c = RpcConn(s3nfsd.nfs_port)
+    troot = root_fh(c, "/tpre")
+    b = bucket_name()
+    st, bfh = c.mkdir(troot, b)
+    assert st == 0
+    fh = root_fh(c, f"/tpre/{b}")
+    assert fh == bfh and fh[4:12] == troot[4:12], "the handle is of the tenant's export"
+    # The default tenant's "/" export holds no "tpre": the prefix "/tpre" was used.
+    assert c.lookup(root_fh(c, "/"), "tpre")[0] == rpc3.NFS3ERR_NOENT
+    assert c.mnt(f"/tpre/{b}/nosuch")[0] == 2
+    # A path under an export that does not admit the client, with "/" not
+    # holding it either: never a handle.
+    make_tenant_export(s3nfsd, "tenant-far2", "/far2", nets=("10.98.0.0/16",))
+    assert c.mnt("/far2/x")[0] in (2, 13)
+    c.close()
+
+
+def test_libnfs_urls_into_a_bucket_directory(s3nfsd, tmp_path):
+    """nfs-ls, nfs-cat and nfs-cp with URLs naming a bucket's subdirectory
+    (libnfs mounts the URL's directory, or the file's parent)."""
+    for tool in ("nfs-ls", "nfs-cat", "nfs-cp"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} not installed (libnfs-utils)")
+    port = s3nfsd.nfs_port
+    q = f"?version=3&nfsport={port}&mountport={port}"
+    s3 = s3nfsd.boto3()
+    b = bucket_name()
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="sub/dir/hello.txt", Body=b"hello from s3\n")
+    base = f"nfs://127.0.0.1/{b}/sub/dir"
+
+    def run(*args):
+        p = subprocess.run(list(args), capture_output=True, timeout=60)
+        assert p.returncode == 0, f"{args}: {p.stdout!r} {p.stderr!r}\n{s3nfsd.tail()}"
+        return p.stdout
+
+    assert b"hello.txt" in run("nfs-ls", base + q)
+    assert b"dir" in run("nfs-ls", f"nfs://127.0.0.1/{b}/sub" + q)
+    assert run("nfs-cat", f"{base}/hello.txt" + q) == b"hello from s3\n"
+    src = tmp_path / "up.bin"
+    data = os.urandom(300 * 1024 + 7)
+    src.write_bytes(data)
+    run("nfs-cp", str(src), f"{base}/up.bin" + q)
+    assert s3.get_object(Bucket=b, Key="sub/dir/up.bin")["Body"].read() == data
+    dst = tmp_path / "down.bin"
+    run("nfs-cp", f"{base}/up.bin" + q, str(dst))
+    assert dst.read_bytes() == data
+    # A URL into a directory that does not exist fails cleanly.
+    p = subprocess.run(["nfs-cat", f"nfs://127.0.0.1/{b}/nosuch/hello.txt" + q],
+                       capture_output=True, timeout=60)
+    assert p.returncode != 0
