@@ -48,6 +48,7 @@ int nfs3_write(struct nfs_req *r, void *args, void *res)
     uint64_t ino;
     int rc = 0;
 
+    r->payload_in = a->data.data_len; /* received, whatever becomes of it (metrics) */
     o->status = nfs_req_fh(r, &a->file, &ino, &at);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;

@@ -138,6 +138,11 @@ struct nfs_req {
     struct tenant_export exp;
     struct core_principal p;
     int err; /* internal error of the call, for metrics (0 = success) */
+    /* Payload bytes for the metrics (file data only, as docs/admin-api.md
+     * defines them): WRITE data received (set by the procedure); READ data
+     * sent (the bulk bytes, counted by the transport). RPC/XDR framing and the
+     * arguments and results of other procedures are not counted. */
+    uint64_t payload_in;
 };
 
 /* ---- nfs_rpc.c ---- */

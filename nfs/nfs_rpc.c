@@ -398,7 +398,7 @@ static void req_done(void *arg)
     struct nfs_server *s = r->srv;
 
     bool sent = r->reply != NULL;
-    size_t out = r->replylen + r->bulklen;
+    uint64_t out = sent ? r->bulklen : 0; /* READ data: the payload sent */
     if (r->drc) /* a JUKEBOX answer is not remembered: the retry must run */
         nfs_drc_finish(s->drc, &r->drc_key, r->throttled ? NULL : r->reply, r->replylen);
     if (r->reply) {
@@ -412,7 +412,7 @@ static void req_done(void *arg)
                 conn_send(cn, zeros, 4 - (r->bulklen & 3));
         }
     }
-    srv_metrics_op(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->reclen, out,
+    srv_metrics_op(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->payload_in, out,
                    srv_now_us() - r->start_us, r->err);
     srv_log(DEBUG, NFS, "req=%08x tenant=%u %s from %s: %s", r->call.xid, r->p.tenant,
             r->desc->name, cn->peer_str, sent ? srv_strerror(r->err) : "dropped");

@@ -138,10 +138,13 @@ def test_counters_move_with_s3_and_nfs_traffic(d):
     w, r = find_op(nfsops, "write"), find_op(nfsops, "read")
     lk = find_op(nfsops, "lookup")
     assert delta("s3nfs_ops", proto="nfs", op=w, **tl) >= 1
-    # NFS counts whole WRITE calls (payload plus a little RPC/XDR framing)
-    nw = delta("s3nfs_ops", proto="nfs", op=w, **tl)
-    assert 64 << 10 <= delta("s3nfs_bytes_in", proto="nfs", op=w, **tl) <= (64 << 10) + 512 * nw
-    assert delta("s3nfs_bytes_out", proto="nfs", op=r, **tl) >= 64 << 10
+    # NFS counts payload only: WRITE data in, READ data out (no RPC/XDR framing)
+    assert delta("s3nfs_bytes_in", proto="nfs", op=w, **tl) == 64 << 10
+    assert delta("s3nfs_bytes_out", proto="nfs", op=w, **tl) == 0
+    assert delta("s3nfs_bytes_out", proto="nfs", op=r, **tl) == 64 << 10
+    assert delta("s3nfs_bytes_in", proto="nfs", op=r, **tl) == 0
+    assert delta("s3nfs_bytes_in", proto="nfs", op=lk, **tl) == 0
+    assert delta("s3nfs_bytes_out", proto="nfs", op=lk, **tl) == 0
     assert delta("s3nfs_op_errors", proto="nfs", op=lk, **tl) >= 1
     check_histogram(after, proto="nfs", op=w, **tl)
     # usage and quota gauges of the tenant match the API
