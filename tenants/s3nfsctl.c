@@ -575,22 +575,16 @@ static uint64_t tenant_id(const char *t)
     return 0;
 }
 
-static json_t *gids_array(const char *s)
+/* "a,b,c" as a JSON array of strings, or of integers with @p numbers. */
+static json_t *list_array(const char *s, bool numbers)
 {
     json_t *a = json_array();
     char *copy = strdup(s), *save = NULL;
+    if (!a || !copy)
+        die(1, "out of memory");
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, json_integer((json_int_t)parse_num(tok, false)));
-    free(copy);
-    return a;
-}
-
-static json_t *nets_array(const char *s)
-{
-    json_t *a = json_array();
-    char *copy = strdup(s), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, json_string(tok));
+        json_array_append_new(a, numbers ? json_integer((json_int_t)parse_num(tok, false))
+                                         : json_string(tok));
     free(copy);
     return a;
 }
@@ -602,6 +596,36 @@ static json_t *nets_array(const char *s)
             exit(2);                                                                               \
         }                                                                                          \
     } while (0)
+
+/* A flag after the positional arguments, and the body field it sets. */
+enum opt_kind {
+    OPT_NUM,   /* --flag N: integer field */
+    OPT_SIZE,  /* --flag SIZE: integer field, K/M/G/T suffixes allowed */
+    OPT_TRUE,  /* --flag: the field is true */
+    OPT_FALSE, /* --flag: the field is false */
+    OPT_STR,   /* --flag TEXT: string field */
+    OPT_NETS,  /* --flag NET[,NET]: array of strings */
+    OPT_GIDS,  /* --flag N[,N]: array of integers */
+    OPT_ARG,   /* --flag VALUE: no field, the command reads it itself */
+};
+
+#define FOR_CREATE 0x1 /* the flag sets its field in a create */
+#define FOR_UPDATE 0x2 /* the flag sets its field in an update (or a set) */
+#define FOR_ALL (FOR_CREATE | FOR_UPDATE)
+
+/* One table per resource: every flag its commands accept (each accepts all of
+ * them), and which of them sets the field. */
+struct opt {
+    const char *name;  /* "--uid" */
+    const char *field; /* "uid" (NULL for OPT_ARG) */
+    enum opt_kind kind;
+    unsigned used;     /* FOR_* */
+};
+
+static bool opt_has_value(const struct opt *o)
+{
+    return o->kind != OPT_TRUE && o->kind != OPT_FALSE;
+}
 
 /* Flags after the positional arguments: --name VALUE or --switch. */
 static const char *flag(int argc, char **argv, int from, const char *name, bool has_value)
@@ -618,104 +642,137 @@ static const char *flag(int argc, char **argv, int from, const char *name, bool 
     return NULL;
 }
 
-static void check_flags(int argc, char **argv, int from, const char *const *known)
+/* Exit 2 on an argument from @p from on that is not a flag of @p opts. */
+static void check_flags(int argc, char **argv, int from, const struct opt *opts)
 {
     for (int i = from; i < argc; i++) {
-        bool ok = false;
-        for (const char *const *k = known; *k; k++) {
-            size_t kl = strlen(*k);
-            bool val = (*k)[kl - 1] == '=';
-            if (strncmp(argv[i], *k, val ? kl - 1 : kl) == 0 &&
-                argv[i][val ? kl - 1 : kl] == '\0') {
-                ok = true;
-                if (val)
-                    i++;
-                break;
-            }
-        }
-        if (!ok)
+        const struct opt *found = NULL;
+        for (const struct opt *o = opts; o->name && !found; o++)
+            if (strcmp(argv[i], o->name) == 0)
+                found = o;
+        if (!found)
             die(2, "unexpected argument '%s' (see --help)", argv[i]);
+        if (opt_has_value(found))
+            i++;
     }
 }
 
-static void set_uint(json_t *o, const char *key, const char *v, bool sizes)
+/* Set in @p body the field of every flag of @p opts used @p what (FOR_CREATE,
+ * FOR_UPDATE) that is given from argv[from] on. */
+static void set_fields(json_t *body, int argc, char **argv, int from, const struct opt *opts,
+                       unsigned what)
 {
-    if (v)
-        json_object_set_new(o, key, json_integer((json_int_t)parse_num(v, sizes)));
+    for (const struct opt *o = opts; o->name; o++) {
+        bool use = o->field && (o->used & what);
+        const char *v = use ? flag(argc, argv, from, o->name, opt_has_value(o)) : NULL;
+        if (!v)
+            continue;
+        json_t *j = NULL;
+        switch (o->kind) {
+        case OPT_NUM:
+        case OPT_SIZE:
+            j = json_integer((json_int_t)parse_num(v, o->kind == OPT_SIZE));
+            break;
+        case OPT_TRUE:
+        case OPT_FALSE:
+            j = json_boolean(o->kind == OPT_TRUE);
+            break;
+        case OPT_STR:
+            j = json_string(v);
+            break;
+        case OPT_NETS:
+        case OPT_GIDS:
+            j = list_array(v, o->kind == OPT_GIDS);
+            break;
+        case OPT_ARG:
+            break;
+        }
+        json_object_set_new(body, o->field, j);
+    }
+}
+
+/* One request to the API path formatted from @p fmt; the answer is printed. */
+static void api(const char *method, json_t *body, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void api(const char *method, json_t *body, const char *fmt, ...)
+{
+    char p[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof(p), fmt, ap);
+    va_end(ap);
+    json_decref(call(method, p, body, true));
+}
+
+/* Every page of the list at the path formatted from @p fmt, printed. */
+static void api_list(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void api_list(const char *fmt, ...)
+{
+    char p[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof(p), fmt, ap);
+    va_end(ap);
+    json_decref(call_list(p, true));
 }
 
 static int cmd_tenant(int argc, char **argv)
 {
-    char p[512];
     NEED(1);
     if (strcmp(argv[0], "list") == 0)
-        json_decref(call_list("/tenants", true));
+        api_list("/tenants");
     else if (strcmp(argv[0], "create") == 0 && argc == 2)
-        json_decref(call("POST", "/tenants", json_pack("{s:s}", "name", argv[1]), true));
-    else if (strcmp(argv[0], "get") == 0 && argc == 2) {
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64, tenant_id(argv[1]));
-        json_decref(call("GET", p, NULL, true));
-    } else if (strcmp(argv[0], "delete") == 0 && argc == 2) {
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64, tenant_id(argv[1]));
-        json_decref(call("DELETE", p, NULL, true));
-    } else if (strcmp(argv[0], "rename") == 0 && argc == 3) {
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64, tenant_id(argv[1]));
-        json_decref(call("PATCH", p, json_pack("{s:s}", "name", argv[2]), true));
-    } else {
+        api("POST", json_pack("{s:s}", "name", argv[1]), "/tenants");
+    else if (strcmp(argv[0], "get") == 0 && argc == 2)
+        api("GET", NULL, "/tenants/%" PRIu64, tenant_id(argv[1]));
+    else if (strcmp(argv[0], "delete") == 0 && argc == 2)
+        api("DELETE", NULL, "/tenants/%" PRIu64, tenant_id(argv[1]));
+    else if (strcmp(argv[0], "rename") == 0 && argc == 3)
+        api("PATCH", json_pack("{s:s}", "name", argv[2]), "/tenants/%" PRIu64,
+            tenant_id(argv[1]));
+    else {
         usage(stderr);
         return 2;
     }
     return 0;
 }
 
+static const struct opt user_opts[] = {
+    {"--uid", "uid", OPT_NUM, FOR_ALL},
+    {"--gid", "gid", OPT_NUM, FOR_ALL},
+    {"--gids", "gids", OPT_GIDS, FOR_ALL},
+    {"--disable", "disabled", OPT_TRUE, FOR_UPDATE},
+    {"--enable", "disabled", OPT_FALSE, FOR_UPDATE},
+    {"--tenant-admin", "tenant_admin", OPT_TRUE, FOR_ALL},
+    {NULL, NULL, OPT_ARG, 0},
+};
+
 static int cmd_user(int argc, char **argv)
 {
-    char p[512];
-    static const char *const known[] = {"--uid=", "--gid=", "--gids=", "--tenant-admin",
-                                        "--disable", "--enable", NULL};
     NEED(2);
     uint64_t t = tenant_id(argv[1]);
     if (strcmp(argv[0], "list") == 0 && argc == 2) {
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
-        json_decref(call_list(p, true));
+        api_list("/tenants/%" PRIu64 "/users", t);
         return 0;
     }
     NEED(3);
     if (strcmp(argv[0], "create") == 0) {
-        check_flags(argc, argv, 3, known);
+        check_flags(argc, argv, 3, user_opts);
         json_t *o = json_pack("{s:s}", "name", argv[2]);
-        set_uint(o, "uid", flag(argc, argv, 3, "--uid", true), false);
-        set_uint(o, "gid", flag(argc, argv, 3, "--gid", true), false);
-        const char *g = flag(argc, argv, 3, "--gids", true);
-        if (g)
-            json_object_set_new(o, "gids", gids_array(g));
-        if (flag(argc, argv, 3, "--tenant-admin", false))
-            json_object_set_new(o, "tenant_admin", json_true());
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
-        json_decref(call("POST", p, o, true));
+        set_fields(o, argc, argv, 3, user_opts, FOR_CREATE);
+        api("POST", o, "/tenants/%" PRIu64 "/users", t);
         return 0;
     }
     uint64_t uid = parse_num(argv[2], false);
-    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
     if (strcmp(argv[0], "get") == 0 && argc == 3) {
-        json_decref(call("GET", p, NULL, true));
+        api("GET", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
     } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
-        json_decref(call("DELETE", p, NULL, true));
+        api("DELETE", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
     } else if (strcmp(argv[0], "update") == 0) {
-        check_flags(argc, argv, 3, known);
+        check_flags(argc, argv, 3, user_opts);
         json_t *o = json_object();
-        set_uint(o, "uid", flag(argc, argv, 3, "--uid", true), false);
-        set_uint(o, "gid", flag(argc, argv, 3, "--gid", true), false);
-        const char *g = flag(argc, argv, 3, "--gids", true);
-        if (g)
-            json_object_set_new(o, "gids", gids_array(g));
-        if (flag(argc, argv, 3, "--disable", false))
-            json_object_set_new(o, "disabled", json_true());
-        if (flag(argc, argv, 3, "--enable", false))
-            json_object_set_new(o, "disabled", json_false());
-        if (flag(argc, argv, 3, "--tenant-admin", false))
-            json_object_set_new(o, "tenant_admin", json_true());
-        json_decref(call("PATCH", p, o, true));
+        set_fields(o, argc, argv, 3, user_opts, FOR_UPDATE);
+        api("PATCH", o, "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
     } else {
         usage(stderr);
         return 2;
@@ -725,33 +782,29 @@ static int cmd_user(int argc, char **argv)
 
 static int cmd_key(int argc, char **argv)
 {
-    char p[512];
+    static const struct opt list_opts[] = {{"--user", NULL, OPT_ARG, 0}, {NULL, NULL, OPT_ARG, 0}};
     NEED(2);
     if (strcmp(argv[0], "create") == 0 && argc == 3) {
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys",
-                 tenant_id(argv[1]), parse_num(argv[2], false));
-        json_decref(call("POST", p, NULL, true));
+        api("POST", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", tenant_id(argv[1]),
+            parse_num(argv[2], false));
     } else if (strcmp(argv[0], "list") == 0 && (argc == 2 || argc == 4)) {
-        static const char *const known[] = {"--user=", NULL};
-        check_flags(argc, argv, 2, known);
+        check_flags(argc, argv, 2, list_opts);
         const char *user = flag(argc, argv, 2, "--user", true);
         if (user)
-            snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys",
-                     tenant_id(argv[1]), parse_num(user, false));
+            api_list("/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", tenant_id(argv[1]),
+                     parse_num(user, false));
         else
-            snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/keys", tenant_id(argv[1]));
-        json_decref(call_list(p, true));
+            api_list("/tenants/%" PRIu64 "/keys", tenant_id(argv[1]));
     } else if (argc == 2 && strspn(argv[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                             "0123456789._-") == strlen(argv[1])) {
-        snprintf(p, sizeof(p), "/keys/%s", argv[1]);
         if (strcmp(argv[0], "get") == 0)
-            json_decref(call("GET", p, NULL, true));
+            api("GET", NULL, "/keys/%s", argv[1]);
         else if (strcmp(argv[0], "disable") == 0)
-            json_decref(call("PATCH", p, json_pack("{s:b}", "disabled", 1), true));
+            api("PATCH", json_pack("{s:b}", "disabled", 1), "/keys/%s", argv[1]);
         else if (strcmp(argv[0], "enable") == 0)
-            json_decref(call("PATCH", p, json_pack("{s:b}", "disabled", 0), true));
+            api("PATCH", json_pack("{s:b}", "disabled", 0), "/keys/%s", argv[1]);
         else if (strcmp(argv[0], "delete") == 0)
-            json_decref(call("DELETE", p, NULL, true));
+            api("DELETE", NULL, "/keys/%s", argv[1]);
         else {
             usage(stderr);
             return 2;
@@ -763,65 +816,43 @@ static int cmd_key(int argc, char **argv)
     return 0;
 }
 
+static const struct opt export_opts[] = {
+    {"--clients", "clients", OPT_NETS, FOR_ALL},
+    {"--path", "path", OPT_STR, FOR_UPDATE},
+    {"--ro", "read_only", OPT_TRUE, FOR_ALL},
+    {"--rw", "read_only", OPT_FALSE, FOR_UPDATE},
+    {"--root-squash", "root_squash", OPT_TRUE, FOR_ALL},
+    {"--no-root-squash", "root_squash", OPT_FALSE, FOR_UPDATE},
+    {"--all-squash", "all_squash", OPT_TRUE, FOR_ALL},
+    {"--no-all-squash", "all_squash", OPT_FALSE, FOR_UPDATE},
+    {"--anon-uid", "anon_uid", OPT_NUM, FOR_ALL},
+    {"--anon-gid", "anon_gid", OPT_NUM, FOR_ALL},
+    {"--source", "source", OPT_STR, FOR_CREATE},
+    {NULL, NULL, OPT_ARG, 0},
+};
+
 static int cmd_export(int argc, char **argv)
 {
-    char p[512];
-    static const char *const known[] = {
-        "--clients=", "--ro",          "--rw",           "--root-squash", "--no-root-squash",
-        "--all-squash", "--no-all-squash", "--anon-uid=", "--anon-gid=",  "--source=",
-        "--path=",    NULL};
     NEED(2);
     if (strcmp(argv[0], "list") == 0 && argc == 2) {
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
-        json_decref(call_list(p, true));
+        api_list("/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
     } else if (strcmp(argv[0], "update") == 0) {
-        check_flags(argc, argv, 2, known);
+        check_flags(argc, argv, 2, export_opts);
         if (flag(argc, argv, 2, "--source", true))
             die(2, "an export's directory cannot change (create a new export)");
         json_t *o = json_object();
-        const char *v;
-        if ((v = flag(argc, argv, 2, "--clients", true)))
-            json_object_set_new(o, "clients", nets_array(v));
-        if ((v = flag(argc, argv, 2, "--path", true)))
-            json_object_set_new(o, "path", json_string(v));
-        if (flag(argc, argv, 2, "--ro", false))
-            json_object_set_new(o, "read_only", json_true());
-        if (flag(argc, argv, 2, "--rw", false))
-            json_object_set_new(o, "read_only", json_false());
-        if (flag(argc, argv, 2, "--root-squash", false))
-            json_object_set_new(o, "root_squash", json_true());
-        if (flag(argc, argv, 2, "--no-root-squash", false))
-            json_object_set_new(o, "root_squash", json_false());
-        if (flag(argc, argv, 2, "--all-squash", false))
-            json_object_set_new(o, "all_squash", json_true());
-        if (flag(argc, argv, 2, "--no-all-squash", false))
-            json_object_set_new(o, "all_squash", json_false());
-        set_uint(o, "anon_uid", flag(argc, argv, 2, "--anon-uid", true), false);
-        set_uint(o, "anon_gid", flag(argc, argv, 2, "--anon-gid", true), false);
-        snprintf(p, sizeof(p), "/exports/%" PRIu64, parse_num(argv[1], false));
-        json_decref(call("PATCH", p, o, true));
+        set_fields(o, argc, argv, 2, export_opts, FOR_UPDATE);
+        api("PATCH", o, "/exports/%" PRIu64, parse_num(argv[1], false));
     } else if ((strcmp(argv[0], "get") == 0 || strcmp(argv[0], "delete") == 0) && argc == 2) {
-        snprintf(p, sizeof(p), "/exports/%" PRIu64, parse_num(argv[1], false));
-        json_decref(call(argv[0][0] == 'g' ? "GET" : "DELETE", p, NULL, true));
+        api(argv[0][0] == 'g' ? "GET" : "DELETE", NULL, "/exports/%" PRIu64,
+            parse_num(argv[1], false));
     } else if (strcmp(argv[0], "create") == 0 && argc >= 3) {
-        check_flags(argc, argv, 3, known);
-        const char *clients = flag(argc, argv, 3, "--clients", true);
-        if (!clients)
+        check_flags(argc, argv, 3, export_opts);
+        if (!flag(argc, argv, 3, "--clients", true))
             die(2, "export create needs --clients NET[,NET]");
-        json_t *o = json_pack("{s:s,s:o}", "path", argv[2], "clients", nets_array(clients));
-        if (flag(argc, argv, 3, "--ro", false))
-            json_object_set_new(o, "read_only", json_true());
-        if (flag(argc, argv, 3, "--root-squash", false))
-            json_object_set_new(o, "root_squash", json_true());
-        if (flag(argc, argv, 3, "--all-squash", false))
-            json_object_set_new(o, "all_squash", json_true());
-        set_uint(o, "anon_uid", flag(argc, argv, 3, "--anon-uid", true), false);
-        set_uint(o, "anon_gid", flag(argc, argv, 3, "--anon-gid", true), false);
-        const char *src = flag(argc, argv, 3, "--source", true);
-        if (src)
-            json_object_set_new(o, "source", json_string(src));
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
-        json_decref(call("POST", p, o, true));
+        json_t *o = json_pack("{s:s}", "path", argv[2]);
+        set_fields(o, argc, argv, 3, export_opts, FOR_CREATE);
+        api("POST", o, "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
     } else {
         usage(stderr);
         return 2;
@@ -829,14 +860,21 @@ static int cmd_export(int argc, char **argv)
     return 0;
 }
 
-static void usage_path(char *p, size_t len, uint64_t t, const char *bucket, const char *what,
-                       const char *dir)
+/* The usage or quota path of argv[0] = T [BUCKET [--dir PATH]] (@p what: "usage",
+ * "quota"); flags (@p opts, with --dir) start at *from. */
+static void usage_path(char *p, size_t len, int argc, char **argv, const char *what,
+                       const struct opt *opts, int *from)
 {
+    const char *bucket = argc >= 2 && strncmp(argv[1], "--", 2) != 0 ? argv[1] : NULL;
+    *from = bucket ? 2 : 1;
+    check_flags(argc, argv, *from, opts);
+    const char *dir = flag(argc, argv, *from, "--dir", true);
     if (dir && !bucket)
         die(2, "--dir needs a bucket: quota set T BUCKET --dir PATH");
     if (dir && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") !=
                    strlen(dir))
         die(2, "--dir: use letters, digits, '.', '_', '-' and '/' (or the api command)");
+    uint64_t t = tenant_id(argv[0]);
     if (bucket)
         snprintf(p, len, "/tenants/%" PRIu64 "/buckets/%s/%s%s%s", t, bucket, what,
                  dir ? "?dir=" : "", dir ? dir : "");
@@ -846,23 +884,24 @@ static void usage_path(char *p, size_t len, uint64_t t, const char *bucket, cons
 
 static int cmd_quota(int argc, char **argv)
 {
+    static const struct opt set_opts[] = {
+        {"--bytes", "bytes_limit", OPT_SIZE, FOR_UPDATE},
+        {"--inodes", "inodes_limit", OPT_NUM, FOR_UPDATE},
+        {"--dir", NULL, OPT_ARG, 0},
+        {NULL, NULL, OPT_ARG, 0},
+    };
     char p[512];
-    static const char *const known[] = {"--bytes=", "--inodes=", "--dir=", NULL};
+    int from;
     NEED(2);
-    uint64_t t = tenant_id(argv[1]);
-    const char *bucket = argc >= 3 && strncmp(argv[2], "--", 2) != 0 ? argv[2] : NULL;
-    int from = bucket ? 3 : 2;
-    check_flags(argc, argv, from, known);
-    usage_path(p, sizeof(p), t, bucket, "quota", flag(argc, argv, from, "--dir", true));
+    usage_path(p, sizeof(p), argc - 1, argv + 1, "quota", set_opts, &from);
     if (strcmp(argv[0], "get") == 0) {
-        json_decref(call("GET", p, NULL, true));
+        api("GET", NULL, "%s", p);
     } else if (strcmp(argv[0], "delete") == 0) {
-        json_decref(call("DELETE", p, NULL, true));
+        api("DELETE", NULL, "%s", p);
     } else if (strcmp(argv[0], "set") == 0) {
         json_t *o = json_object();
-        set_uint(o, "bytes_limit", flag(argc, argv, from, "--bytes", true), true);
-        set_uint(o, "inodes_limit", flag(argc, argv, from, "--inodes", true), false);
-        json_decref(call("PUT", p, o, true));
+        set_fields(o, argc - 1, argv + 1, from, set_opts, FOR_UPDATE);
+        api("PUT", o, "%s", p);
     } else {
         usage(stderr);
         return 2;
@@ -870,16 +909,36 @@ static int cmd_quota(int argc, char **argv)
     return 0;
 }
 
-static int cmd_qos(int argc, char **argv)
+static int cmd_usage(int argc, char **argv)
 {
     char p[512];
-    static const char *const known[] = {"--user=",         "--read-bps=",      "--write-bps=",
-                                        "--read-iops=",    "--write-iops=",    "--meta-iops=",
-                                        "--burst-ms=",     "--min-read-bps=",  "--min-write-bps=",
-                                        "--min-iops=",     NULL};
+    int from;
+    NEED(1);
+    static const struct opt dir_opts[] = {{"--dir", NULL, OPT_ARG, 0}, {NULL, NULL, OPT_ARG, 0}};
+    usage_path(p, sizeof(p), argc, argv, "usage", dir_opts, &from);
+    api("GET", NULL, "%s", p);
+    return 0;
+}
+
+static int cmd_qos(int argc, char **argv)
+{
+    static const struct opt set_opts[] = {
+        {"--user", NULL, OPT_ARG, 0},
+        {"--read-bps", "read_bps", OPT_SIZE, FOR_UPDATE},
+        {"--write-bps", "write_bps", OPT_SIZE, FOR_UPDATE},
+        {"--read-iops", "read_iops", OPT_NUM, FOR_UPDATE},
+        {"--write-iops", "write_iops", OPT_NUM, FOR_UPDATE},
+        {"--meta-iops", "meta_iops", OPT_NUM, FOR_UPDATE},
+        {"--burst-ms", "burst_ms", OPT_NUM, FOR_UPDATE},
+        {"--min-read-bps", "min_read_bps", OPT_SIZE, FOR_UPDATE},
+        {"--min-write-bps", "min_write_bps", OPT_SIZE, FOR_UPDATE},
+        {"--min-iops", "min_iops", OPT_NUM, FOR_UPDATE},
+        {NULL, NULL, OPT_ARG, 0},
+    };
+    char p[512];
     NEED(2);
     uint64_t t = tenant_id(argv[1]);
-    check_flags(argc, argv, 2, known);
+    check_flags(argc, argv, 2, set_opts);
     const char *user = flag(argc, argv, 2, "--user", true);
     if (user)
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/qos", t,
@@ -887,21 +946,13 @@ static int cmd_qos(int argc, char **argv)
     else
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/qos", t);
     if (strcmp(argv[0], "get") == 0) {
-        json_decref(call("GET", p, NULL, true));
+        api("GET", NULL, "%s", p);
     } else if (strcmp(argv[0], "delete") == 0) {
-        json_decref(call("DELETE", p, NULL, true));
+        api("DELETE", NULL, "%s", p);
     } else if (strcmp(argv[0], "set") == 0) {
         json_t *o = json_object();
-        set_uint(o, "read_bps", flag(argc, argv, 2, "--read-bps", true), true);
-        set_uint(o, "write_bps", flag(argc, argv, 2, "--write-bps", true), true);
-        set_uint(o, "read_iops", flag(argc, argv, 2, "--read-iops", true), false);
-        set_uint(o, "write_iops", flag(argc, argv, 2, "--write-iops", true), false);
-        set_uint(o, "meta_iops", flag(argc, argv, 2, "--meta-iops", true), false);
-        set_uint(o, "burst_ms", flag(argc, argv, 2, "--burst-ms", true), false);
-        set_uint(o, "min_read_bps", flag(argc, argv, 2, "--min-read-bps", true), true);
-        set_uint(o, "min_write_bps", flag(argc, argv, 2, "--min-write-bps", true), true);
-        set_uint(o, "min_iops", flag(argc, argv, 2, "--min-iops", true), false);
-        json_decref(call("PATCH", p, o, true));
+        set_fields(o, argc, argv, 2, set_opts, FOR_UPDATE);
+        api("PATCH", o, "%s", p);
     } else {
         usage(stderr);
         return 2;
@@ -988,25 +1039,14 @@ int main(int argc, char **argv)
         return cmd_export(argc, argv);
     if (strcmp(cmd, "quota") == 0)
         return cmd_quota(argc, argv);
-    if (strcmp(cmd, "usage") == 0 && argc >= 1) {
-        static const char *const known[] = {"--dir=", NULL};
-        char p[512];
-        const char *bucket = argc >= 2 && strncmp(argv[1], "--", 2) != 0 ? argv[1] : NULL;
-        int from = bucket ? 2 : 1;
-        check_flags(argc, argv, from, known);
-        usage_path(p, sizeof(p), tenant_id(argv[0]), bucket, "usage",
-                   flag(argc, argv, from, "--dir", true));
-        json_decref(call("GET", p, NULL, true));
-        return 0;
-    }
+    if (strcmp(cmd, "usage") == 0)
+        return cmd_usage(argc, argv);
     if (strcmp(cmd, "bucket") == 0 && argc == 2 && strcmp(argv[0], "list") == 0) {
-        char p[512];
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets", tenant_id(argv[1]));
-        json_decref(call_list(p, true));
+        api_list("/tenants/%" PRIu64 "/buckets", tenant_id(argv[1]));
         return 0;
     }
     if (strcmp(cmd, "whoami") == 0 && argc == 0) {
-        json_decref(call("GET", "/whoami", NULL, true));
+        api("GET", NULL, "/whoami");
         return 0;
     }
     if (strcmp(cmd, "qos") == 0)
