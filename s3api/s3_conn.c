@@ -113,7 +113,8 @@ struct s3_conn {
     bool dead;         /* socket gone, free when no work is in flight */
     int work_inflight; /* worker jobs whose done callback has not run */
     bool in_pump;
-    int nest; /* callbacks on the stack: free only when it drops to 0 */
+    int nest;                /* callbacks on the stack: free only when it drops to 0 */
+    struct evbuffer *direct; /* a small response being built (send_direct) */
 };
 
 static void conn_pump(struct s3_conn *c);
@@ -227,9 +228,9 @@ static char *put_str(char *o, const char *s)
     return o + n;
 }
 
-static void write_head(struct s3_ctx *x, uint64_t clen)
+/* The status line and headers of x's response, onto @p out. */
+static void write_head(struct s3_ctx *x, uint64_t clen, struct evbuffer *out)
 {
-    struct evbuffer *out = bufferevent_get_output(x->conn->bev);
     char head[512], *o = head;
     char date[32], num[24];
     s3__http_date_fmt(time(NULL), date);
@@ -469,6 +470,8 @@ static void conn_free(struct s3_conn *c)
         event_free(c->hdr_timer);
     if (c->bev)
         bufferevent_free(c->bev);
+    if (c->direct)
+        evbuffer_free(c->direct);
     pthread_mutex_lock(&srv->lock);
     if (c->prev)
         c->prev->next = c->next;
@@ -794,14 +797,33 @@ static void zc_pump(struct s3_ctx *x)
     }
 }
 
+/* Send the response built in c->direct: straight to the socket when nothing
+ * else is queued (the common small response then costs one write and no
+ * change of the connection's epoll interest), the rest through the output. */
+static void send_direct(struct s3_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (!c->srv->ssl && evbuffer_get_length(out) == 0) {
+        evutil_socket_t fd = bufferevent_getfd(c->bev);
+        while (evbuffer_get_length(c->direct) > 0)
+            if (evbuffer_write(c->direct, fd) <= 0)
+                break; /* full or failed: the bufferevent retries and reports */
+    }
+    if (evbuffer_get_length(c->direct) > 0)
+        evbuffer_add_buffer(out, c->direct);
+}
+
 static void send_response(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
     if (x->status == 0)
         x->status = 200;
     if (x->stream && x->status < 300) {
-        write_head(x, x->rend - x->roff);
-        if (!x->head && x->rend > x->roff) {
+        bool body = !x->head && x->rend > x->roff;
+        write_head(x, x->rend - x->roff, body ? bufferevent_get_output(c->bev) : c->direct);
+        if (!body)
+            send_direct(c);
+        if (body) {
             c->state = CS_STREAM;
             x->zc = !x->srv->ssl; /* TLS encrypts in user space: it keeps the copy path */
             stream_pump(x);
@@ -816,11 +838,12 @@ static void send_response(struct s3_ctx *x)
         return;
     }
     size_t n = evbuffer_get_length(x->rbody);
-    write_head(x, x->head ? 0 : n);
+    write_head(x, x->head ? 0 : n, c->direct);
     if (!x->head) {
         x->bytes_out += n;
-        evbuffer_add_buffer(bufferevent_get_output(c->bev), x->rbody);
+        evbuffer_add_buffer(c->direct, x->rbody);
     }
+    send_direct(c);
     if (x->ref_held) {
         c->state = CS_WAIT;
         ctx_submit(x, stream_end_work, stream_end_done);
@@ -1578,7 +1601,8 @@ static void conn_start(void *arg)
     free(a);
     s3__http_init(&c->http, srv->max_header_bytes, http_body_cb, c);
     c->hdr_timer = evtimer_new(base, on_hdr_timeout, c);
-    if (!c->bev || !c->hdr_timer) {
+    c->direct = evbuffer_new();
+    if (!c->bev || !c->hdr_timer || !c->direct) {
         srv_log(ERROR, S3, "req=- tenant=0 cannot set up a connection from %s", c->peer);
         if (!c->bev)
             evutil_closesocket(fd);

@@ -123,9 +123,14 @@ static int hexbin(const char *h, unsigned char out[16])
     return 0;
 }
 
-/* Remember the part count in the object's metadata (x-amz-mp-parts-count).
- * Best effort: the object is complete whether or not this sticks. */
-static void record_parts(struct s3_ctx *x, size_t np)
+/* Remember the part count (x-amz-mp-parts-count) and the part sizes (GET by
+ * partNumber) in the object's metadata, tied to the ETag they describe: an
+ * NFS rewrite changes the ETag and so retires them. Sizes are run-length
+ * coded, "size*count,size*count,...", so the usual "equal parts, shorter
+ * last one" is two entries. Best effort: the object is complete whether or
+ * not this sticks. */
+static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const size_t *idx,
+                         size_t np, const char *final)
 {
     struct core_objinfo oi;
     struct s3_meta m;
@@ -134,10 +139,24 @@ static void record_parts(struct s3_ctx *x, size_t np)
     if (s3__meta_decode(&m, x->a, oi.meta, oi.metalen) == 0) {
         char n[24];
         int l = snprintf(n, sizeof(n), "%zu", np);
+        size_t cap = np * 44 + 1, sl = 0;
+        char *sizes = s3__arena_alloc(x->a, cap);
+        for (size_t i = 0; i < np;) {
+            size_t run = 1;
+            while (i + run < np && v[idx[i + run]].size == v[idx[i]].size)
+                run++;
+            sl +=
+                (size_t)snprintf(sizes + sl, cap - sl, "%s%" PRIu64, sl ? "," : "", v[idx[i]].size);
+            if (run > 1)
+                sl += (size_t)snprintf(sizes + sl, cap - sl, "*%zu", run);
+            i += run;
+        }
         void *blob = NULL;
         size_t len = 0;
         s3__meta_drop(&m, S3_M_PARTS);
         s3__meta_add(&m, x->a, S3_M_PARTS, "count", 5, n, (size_t)l);
+        s3__meta_add(&m, x->a, S3_M_PARTS, "sizes", 5, sizes, sl);
+        s3__meta_add(&m, x->a, S3_M_PARTS, "etag", 4, final, strlen(final));
         if (s3__meta_encode(&m, &blob, &len) == 0)
             core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
         free(blob);
@@ -259,7 +278,7 @@ static void mpu_complete(struct s3_ctx *x)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    record_parts(x, np);
+    record_parts(x, ps.v, idx, np, final);
     s3__resp_xml(x);
     struct evbuffer *b = x->rbody;
     evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);

@@ -349,6 +349,84 @@ static int range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *en
     return 1;
 }
 
+/* Offset and end of part @p n in run-length coded sizes "size*count,size,...".
+ * @return 0, -ERANGE (no such part, or the sizes do not add up to @p total). */
+static int part_bounds(const char *sizes, uint32_t n, uint64_t total, uint64_t *off, uint64_t *end)
+{
+    uint64_t pos = 0;
+    uint32_t part = 1;
+    const char *p = sizes;
+    while (*p) {
+        char *e = NULL;
+        unsigned long long sz = strtoull(p, &e, 10), run = 1;
+        if (e == p)
+            return -ERANGE;
+        if (*e == '*') {
+            p = e + 1;
+            run = strtoull(p, &e, 10);
+            if (e == p || run == 0)
+                return -ERANGE;
+        }
+        if (*e != ',' && *e != '\0')
+            return -ERANGE;
+        if (n < part + run) {
+            *off = pos + (uint64_t)(n - part) * sz;
+            *end = *off + sz;
+            return *end <= total && *end > *off ? 0 : -ERANGE;
+        }
+        pos += run * sz;
+        part += (uint32_t)run;
+        p = *e ? e + 1 : e;
+    }
+    return -ERANGE;
+}
+
+/* GET/HEAD with ?partNumber: the byte range of that part of a multipart
+ * object (its sizes are recorded at completion, tied to its ETag), or the
+ * whole object as its only part. @return 1 (range set), 0 (whole object),
+ * or responds and returns -1. */
+static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uint64_t *off,
+                      uint64_t *end)
+{
+    char *e = NULL;
+    long n = strtol(pn, &e, 10);
+    if (!*pn || *e || n < 1 || n > 10000) {
+        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
+                       "part number must be an integer between 1 and 10000, inclusive");
+        return -1;
+    }
+    if (s3__req_header(x->req, "range")) {
+        s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+                       "cannot specify both Range header and partNumber query parameter");
+        return -1;
+    }
+    const struct s3_meta_ent *cnt = s3__meta_find(&o->meta, S3_M_PARTS, "count");
+    const struct s3_meta_ent *sizes = s3__meta_find(&o->meta, S3_M_PARTS, "sizes");
+    const struct s3_meta_ent *petag = s3__meta_find(&o->meta, S3_M_PARTS, "etag");
+    /* parts recorded for another ETag: the content was rewritten (NFS) since */
+    bool multipart = cnt && strchr(o->etag, '-') && (!petag || strcmp(petag->val, o->etag) == 0);
+    if (!multipart) {
+        if (n == 1)
+            return 0;
+        s3__resp_error(x, -ERANGE, "InvalidPartNumber", 416,
+                       "the requested partnumber is not satisfiable");
+        return -1;
+    }
+    if (!sizes || !petag) {
+        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
+                       "this multipart object was completed before part sizes were recorded; "
+                       "GET by partNumber is not available for it");
+        return -1;
+    }
+    if (n > strtol(cnt->val, NULL, 10) ||
+        part_bounds(sizes->val, (uint32_t)n, o->info.attr.size, off, end) != 0) {
+        s3__resp_error(x, -ERANGE, "InvalidPartNumber", 416,
+                       "the requested partnumber is not satisfiable");
+        return -1;
+    }
+    return 1;
+}
+
 /* Forget a half-built GET/HEAD response (before looking the key up again). */
 static void get_reset(struct s3_ctx *x)
 {
@@ -371,16 +449,16 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
         cond_fail(x, st, o->etag, &at->mtime);
         return;
     }
-    const char *pn = s3__req_param(x->req, "partNumber");
-    const struct s3_meta_ent *mparts = s3__meta_find(&o->meta, S3_M_PARTS, "count");
-    if (pn && (strcmp(pn, "1") != 0 || (mparts && strcmp(mparts->val, "1") != 0))) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "GET/HEAD by partNumber is implemented only for part 1 of a single-part "
-                       "object");
-        return;
-    }
     uint64_t size = at->size, off = 0, end = size;
-    int rr = range_parse(s3__req_header(x->req, "range"), size, &off, &end);
+    int rr;
+    const char *pn = s3__req_param(x->req, "partNumber");
+    if (pn) {
+        rr = part_range(x, o, pn, &off, &end);
+        if (rr < 0)
+            return;
+    } else {
+        rr = range_parse(s3__req_header(x->req, "range"), size, &off, &end);
+    }
     if (rr < 0) {
         s3__resp_error(x, -ERANGE, "InvalidRange", 416, "the requested range is not satisfiable");
         s3__resp_header(x, "Content-Range", "bytes */%" PRIu64, size);

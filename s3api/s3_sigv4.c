@@ -298,7 +298,11 @@ int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out)
         return -EINVAL;
     out->expires = e;
     const char *ph = s3__req_param(r, "X-Amz-Content-Sha256");
-    snprintf(out->payload_hash, sizeof(out->payload_hash), "%s", ph ? ph : S3_UNSIGNED_PAYLOAD);
+    if (!ph)
+        ph = S3_UNSIGNED_PAYLOAD;
+    size_t phl = strnlen(ph, sizeof(out->payload_hash) - 1);
+    memcpy(out->payload_hash, ph, phl);
+    out->payload_hash[phl] = '\0';
     return split_signed(out);
 }
 
@@ -429,12 +433,23 @@ static void scope_of(const struct s3_sigv4 *sig, char *out, size_t cap)
 void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
                     char out[65])
 {
-    char ch[65], scope[160], sts[400];
+    char ch[65], sts[400];
     unsigned char mac[32];
     s3__sha256_hex(canon, strlen(canon), ch);
-    scope_of(sig, scope, sizeof(scope));
-    int n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s\n%s", sig->amz_date, scope, ch);
-    hmac(key, 32, sts, (size_t)n, mac);
+    /* "AWS4-HMAC-SHA256\n" amz_date "\n" date/region/service/aws4_request "\n" hash; every
+     * field is bounded by its array in struct s3_sigv4, so this fits in sts */
+    struct sbuf b = {sts, 0, sizeof(sts) - 1};
+    sb_str(&b, "AWS4-HMAC-SHA256\n");
+    sb_str(&b, sig->amz_date);
+    sb_add(&b, "\n", 1);
+    sb_str(&b, sig->date);
+    sb_add(&b, "/", 1);
+    sb_str(&b, sig->region);
+    sb_add(&b, "/", 1);
+    sb_str(&b, sig->service);
+    sb_str(&b, "/aws4_request\n");
+    sb_add(&b, ch, 64);
+    hmac(key, 32, sts, b.n, mac);
     s3__hex(mac, 32, out);
 }
 

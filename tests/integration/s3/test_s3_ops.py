@@ -383,6 +383,29 @@ def test_multipart(s3, bucket):
     assert g["ContentType"] == "app/x" and g["Metadata"] == {"k": "v"}
     assert g["PartsCount"] == 3
     assert g["Body"].read() == p1 + p2 + p3
+    # GET and HEAD by part number: that part's bytes, 206 with its range
+    off, total = 0, 2 * part + 4
+    for n, body in ((1, p1), (2, p2), (3, p3)):
+        g = s3.get_object(Bucket=bucket, Key="mp", PartNumber=n)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert g["ContentRange"] == f"bytes {off}-{off + len(body) - 1}/{total}"
+        assert g["PartsCount"] == 3 and g["ETag"] == r["ETag"]
+        assert g["Body"].read() == body
+        h = s3.head_object(Bucket=bucket, Key="mp", PartNumber=n)
+        assert h["ContentLength"] == len(body)
+        off += len(body)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="mp", PartNumber=4)
+    assert code(e) == "InvalidPartNumber" and status(e) == 416
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="mp", PartNumber=1, Range="bytes=0-1")
+    assert status(e) == 400
+    # a single-part object is its own part 1
+    s3.put_object(Bucket=bucket, Key="single", Body=b"whole")
+    assert s3.get_object(Bucket=bucket, Key="single", PartNumber=1)["Body"].read() == b"whole"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="single", PartNumber=2)
+    assert code(e) == "InvalidPartNumber"
     with pytest.raises(ClientError) as e:
         s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"x")
     assert code(e) == "NoSuchUpload"
