@@ -8,12 +8,12 @@
  * struct srv_config.
  * Thread: main thread only. */
 #include "srv_config.h"
+#include "srv_size.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -71,72 +71,6 @@ static int parse_int(const char *v, int64_t *out)
     return 0;
 }
 
-/* "4096", "64k", "64KiB", "4 GiB", "5T" -> bytes (1024-based). */
-static int parse_size(const char *v, uint64_t *out)
-{
-    char *end;
-    if (!isdigit((unsigned char)*v))
-        return -EINVAL;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno)
-        return -EINVAL;
-    while (*end == ' ')
-        end++;
-    unsigned shift = 0;
-    switch (*end) {
-    case '\0':
-        break;
-    case 'k':
-    case 'K':
-        shift = 10;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        break;
-    case 'b':
-    case 'B':
-        if (end[1])
-            return -EINVAL;
-        break;
-    default:
-        return -EINVAL;
-    }
-    if (shift) {
-        end++;
-        if (strcmp(end, "") != 0 && strcasecmp(end, "iB") != 0 && strcasecmp(end, "B") != 0)
-            return -EINVAL;
-        if (x > (ULLONG_MAX >> shift))
-            return -EINVAL;
-        x <<= shift;
-    }
-    *out = x;
-    return 0;
-}
-
-static void format_size(uint64_t v, char *buf, size_t len)
-{
-    static const char *const units[] = {"TiB", "GiB", "MiB", "KiB"};
-    static const unsigned shifts[] = {40, 30, 20, 10};
-    for (size_t i = 0; i < 4; i++) {
-        uint64_t m = (uint64_t)1 << shifts[i];
-        if (v && v % m == 0) {
-            snprintf(buf, len, "%" PRIu64 "%s", v / m, units[i]);
-            return;
-        }
-    }
-    snprintf(buf, len, "%" PRIu64, v);
-}
-
 int srv_config_set(struct srv_config *c, const char *name, const char *value, char *err,
                    size_t errlen)
 {
@@ -190,7 +124,7 @@ int srv_config_set(struct srv_config *c, const char *name, const char *value, ch
     }
     case SRV_CFG_SIZE: {
         uint64_t x;
-        if (parse_size(value, &x) < 0) {
+        if (srv_size_parse(value, &x) < 0) {
             snprintf(err, errlen,
                      "bad value '%s' for %s: expected a size such as 4096, 64KiB, 16MiB, 4GiB",
                      value, o->name);
@@ -198,8 +132,8 @@ int srv_config_set(struct srv_config *c, const char *name, const char *value, ch
         }
         if (x < (uint64_t)o->min || x > (uint64_t)o->max) {
             char lo[32], hi[32];
-            format_size((uint64_t)o->min, lo, sizeof(lo));
-            format_size((uint64_t)o->max, hi, sizeof(hi));
+            srv_size_format((uint64_t)o->min, lo, sizeof(lo));
+            srv_size_format((uint64_t)o->max, hi, sizeof(hi));
             snprintf(err, errlen, "bad value '%s' for %s: must be between %s and %s", value,
                      o->name, lo, hi);
             return -EINVAL;
@@ -228,7 +162,7 @@ void srv_config_format(const struct srv_config *c, const struct srv_config_opt *
         snprintf(buf, buflen, "%" PRId64, *(const int64_t *)CFIELD(c, o));
         break;
     case SRV_CFG_SIZE:
-        format_size(*(const uint64_t *)CFIELD(c, o), buf, buflen);
+        srv_size_format(*(const uint64_t *)CFIELD(c, o), buf, buflen);
         break;
     }
 }
@@ -730,8 +664,8 @@ void srv_config_doc_markdown(FILE *f)
             snprintf(range, sizeof(range), "%" PRId64 "..%" PRId64, o->min, o->max);
         } else if (o->type == SRV_CFG_SIZE) {
             char lo[32], hi[32];
-            format_size((uint64_t)o->min, lo, sizeof(lo));
-            format_size((uint64_t)o->max, hi, sizeof(hi));
+            srv_size_format((uint64_t)o->min, lo, sizeof(lo));
+            srv_size_format((uint64_t)o->max, hi, sizeof(hi));
             snprintf(range, sizeof(range), "%s..%s", lo, hi);
         }
         fprintf(f, "| `%s` | %s | `%s` | %s | %s | %s |\n", o->name, type_name(o->type),

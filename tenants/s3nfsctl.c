@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "srv_size.h"
+
 #ifndef S3NFS_VERSION
 #define S3NFS_VERSION "dev"
 #endif
@@ -514,44 +516,28 @@ static json_t *call_list(const char *path, bool print)
     return all;
 }
 
+/* A number argument; with @p sizes, a SIZE (srv_size_parse: K, M, G, T suffixes). */
 static uint64_t parse_num(const char *s, bool sizes)
 {
     char *end;
-    errno = 0;
     if (!s || !*s || *s == '-')
         die(2, "expected a number, got '%s'", s ? s : "");
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    if (sizes && *end) {
-        switch (*end) {
-        case 'k':
-        case 'K':
-            shift = 10;
-            break;
-        case 'm':
-        case 'M':
-            shift = 20;
-            break;
-        case 'g':
-        case 'G':
-            shift = 30;
-            break;
-        case 't':
-        case 'T':
-            shift = 40;
-            break;
-        default:
+    if (sizes) {
+        uint64_t v;
+        int rc = srv_size_parse(s, &v);
+        if (rc == -ERANGE)
+            die(2, "number out of range: '%s'", s);
+        if (rc < 0)
             die(2, "bad size '%s'", s);
-        }
-        end++;
-        if (*end && strcasecmp(end, "iB") != 0 && strcasecmp(end, "B") != 0)
-            die(2, "bad size '%s'", s);
-    } else if (*end) {
-        die(2, "expected a number, got '%s'", s);
+        return v;
     }
-    if (errno || (shift && v > (~0ULL >> shift)))
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end)
+        die(2, "expected a number, got '%s'", s);
+    if (errno)
         die(2, "number out of range: '%s'", s);
-    return (uint64_t)v << shift;
+    return (uint64_t)v;
 }
 
 /* Tenant id from an id or a name. */
