@@ -641,7 +641,9 @@ static void stream_pump(struct s3_ctx *x)
  * in offset order while the output holds less than S3_ZC_OUT. A window keeps
  * its pieces (and their store read token) until libevent has sent or dropped
  * its last byte: the cleanup callbacks of its segments and references count
- * it down, on the loop thread. */
+ * it down, on the loop thread. Data read cold (verified now, so sent from
+ * memory) goes in windows of S3_RCHUNK with the output below S3_OUT_LOW, as
+ * the copy path does, so a cold GET holds no more memory than it did. */
 #define S3_ZC_WIN (4u << 20)
 #define S3_ZC_GRID (1u << 20) /* extents are cut on this grid of file offsets */
 #define S3_ZC_OUT (12u << 20)
@@ -764,11 +766,23 @@ static void zc_pump(struct s3_ctx *x)
         if (w->rc || w->ps.len != w->len) {
             int rc = w->rc;
             zwin_drop(w);
+            if (!x->zc_head) {
+                /* nothing sent yet (and nothing else in flight): a proper error answer */
+                s3__resp_err(x, rc ? rc : -EIO, rc ? NULL : "the object changed while it was read");
+                c->state = CS_WAIT;
+                send_response(x);
+                return;
+            }
             stream_cut(x, x->roff, rc);
             return;
         }
+        if (!x->zc_head) {
+            write_head(x, x->rend - x->roff, out);
+            x->zc_head = true;
+        }
         x->roff += w->len;
         x->bytes_out += w->len;
+        x->zc_hot = w->ps.copied == 0;
         if (zwin_append(w, out) != 0) {
             stream_cut(x, x->roff, -ENOMEM);
             return;
@@ -779,13 +793,16 @@ static void zc_pump(struct s3_ctx *x)
         return;
     }
     /* the write callback calls again once the output drained below S3_OUT_LOW */
-    while (x->zw_count < S3_ZC_INFLIGHT && x->rnext < x->rend &&
-           evbuffer_get_length(out) + (size_t)x->zw_count * S3_ZC_WIN < S3_ZC_OUT) {
+    size_t win = x->zc_hot ? S3_ZC_WIN : S3_RCHUNK;
+    size_t limit = x->zc_hot ? S3_ZC_OUT : S3_OUT_LOW;
+    /* one window until the head is out: its failure can still be a clean error */
+    while (x->zw_count < (x->zc_head ? S3_ZC_INFLIGHT : 1) && x->rnext < x->rend &&
+           evbuffer_get_length(out) + (size_t)x->zw_count * win < limit) {
         struct s3_zwin *w = calloc(1, sizeof(*w));
         if (!w)
             abort();
         /* windows end on the 1 MiB grid extents are cut on: no extent is verified twice */
-        uint64_t len = S3_ZC_WIN - x->rnext % S3_ZC_GRID;
+        uint64_t len = win - x->rnext % S3_ZC_GRID;
         if (len > x->rend - x->rnext)
             len = x->rend - x->rnext;
         w->off = x->rnext;
@@ -820,12 +837,15 @@ static void send_response(struct s3_ctx *x)
         x->status = 200;
     if (x->stream && x->status < 300) {
         bool body = !x->head && x->rend > x->roff;
-        write_head(x, x->rend - x->roff, body ? bufferevent_get_output(c->bev) : c->direct);
+        /* TLS encrypts in user space: it keeps the copy path. Zero-copy writes
+         * the head with its first window (zc_pump). */
+        x->zc = body && !x->srv->ssl;
+        if (!x->zc)
+            write_head(x, x->rend - x->roff, body ? bufferevent_get_output(c->bev) : c->direct);
         if (!body)
             send_direct(c);
         if (body) {
             c->state = CS_STREAM;
-            x->zc = !x->srv->ssl; /* TLS encrypts in user space: it keeps the copy path */
             stream_pump(x);
             return;
         }

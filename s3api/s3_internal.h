@@ -446,6 +446,8 @@ struct s3_ctx {
     int rs_head, rs_count;
     bool need_data; /* GET: headers are ready, the body needs a data step (worker) */
     bool zc;        /* streamed from file segments (sendfile), not core_read copies */
+    bool zc_hot;    /* the last window came from the page cache (no copy): larger windows */
+    bool zc_head;   /* the response head is in the output (written with the first window) */
     struct s3_zwin *zw[S3_ZC_INFLIGHT]; /* windows prepared or being prepared, in order */
     int zw_head, zw_count;
     uint64_t bytes_in, bytes_out;
