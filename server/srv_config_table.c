@@ -27,40 +27,20 @@ static int check_listen_or_auto(const char *v, char *err, size_t errlen)
 /* "info", "warn,s3=debug", ... (the syntax of srv_log_apply_spec). */
 static int check_log_level(const char *v, char *err, size_t errlen)
 {
-    char item[64];
-    const char *p = v;
-
-    if (!*v)
-        goto bad;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof(item))
-            goto bad;
-        memcpy(item, p, n);
-        item[n] = '\0';
-        p += n;
-        if (*p == ',')
-            p++;
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            if (srv_log_parse_level(item) < 0)
-                goto bad;
-            continue;
-        }
-        *eq = '\0';
-        if (srv_log_parse_subsys(item) < 0) {
-            snprintf(err, errlen, "unknown subsystem '%s' (srv, store, tier, s3, nfs, meta, "
-                     "tenant, qos, admin)", item);
-            return -EINVAL;
-        }
-        if (srv_log_parse_level(eq + 1) < 0)
-            goto bad;
+    int levels[SRV_SUB__COUNT] = {0};
+    char sub[64];
+    int rc = srv_log_parse_spec(v, levels, sub, sizeof(sub));
+    if (rc == -ENOENT) {
+        snprintf(err, errlen, "unknown subsystem '%s' (srv, store, tier, s3, nfs, meta, "
+                 "tenant, qos, admin)", sub);
+        return -EINVAL;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "expected a level (crit, error, warn, info, debug) optionally "
+                 "followed by ,subsystem=level items");
+        return -EINVAL;
     }
     return 0;
-bad:
-    snprintf(err, errlen, "expected a level (crit, error, warn, info, debug) optionally "
-             "followed by ,subsystem=level items");
-    return -EINVAL;
 }
 
 static int check_region(const char *v, char *err, size_t errlen)

@@ -94,16 +94,13 @@ void srv_log_set_subsys_level(enum srv_subsys sub, enum srv_log_level lvl)
     __atomic_store_n(&srv_log_levels[sub], (int)lvl, __ATOMIC_RELAXED);
 }
 
-int srv_log_apply_spec(const char *spec)
+int srv_log_parse_spec(const char *spec, int levels[SRV_SUB__COUNT], char *bad, size_t badlen)
 {
-    int levels[SRV_SUB__COUNT];
     char item[64];
     const char *p = spec;
 
     if (!spec || !*spec)
         return -EINVAL;
-    for (int i = 0; i < SRV_SUB__COUNT; i++)
-        levels[i] = __atomic_load_n(&srv_log_levels[i], __ATOMIC_RELAXED);
     while (*p) {
         size_t n = strcspn(p, ",");
         if (n == 0 || n >= sizeof(item))
@@ -124,11 +121,27 @@ int srv_log_apply_spec(const char *spec)
         }
         *eq = '\0';
         int sub = srv_log_parse_subsys(item);
+        if (sub < 0) {
+            if (bad)
+                snprintf(bad, badlen, "%s", item);
+            return -ENOENT;
+        }
         int lvl = srv_log_parse_level(eq + 1);
-        if (sub < 0 || lvl < 0)
+        if (lvl < 0)
             return -EINVAL;
         levels[sub] = lvl;
     }
+    return 0;
+}
+
+int srv_log_apply_spec(const char *spec)
+{
+    int levels[SRV_SUB__COUNT];
+
+    for (int i = 0; i < SRV_SUB__COUNT; i++)
+        levels[i] = __atomic_load_n(&srv_log_levels[i], __ATOMIC_RELAXED);
+    if (srv_log_parse_spec(spec, levels, NULL, 0) < 0)
+        return -EINVAL;
     for (int i = 0; i < SRV_SUB__COUNT; i++)
         __atomic_store_n(&srv_log_levels[i], levels[i], __ATOMIC_RELAXED);
     return 0;

@@ -7,6 +7,8 @@
 #ifndef SRV_LOG_H
 #define SRV_LOG_H
 
+#include <stddef.h>
+
 enum srv_log_level { SRV_LOG_CRIT = 0, SRV_LOG_ERROR, SRV_LOG_WARN, SRV_LOG_INFO, SRV_LOG_DEBUG };
 enum srv_subsys {
     SRV_SUB_SRV = 0,
@@ -59,6 +61,13 @@ int srv_log_parse_subsys(const char *s);
  * commas, e.g. "info,s3=debug,meta=warn". Nothing changes unless the whole spec parses.
  * @return 0, -EINVAL. */
 int srv_log_apply_spec(const char *spec);
+/** Parse a level spec (the syntax of srv_log_apply_spec) into @p levels without
+ * applying it; subsystems the spec does not name keep their entry. @p levels may
+ * be partly written on error.
+ * @param[out] bad on -ENOENT, the unknown subsystem's name (may be NULL).
+ * @return 0, -EINVAL (empty, malformed, or an unknown level), -ENOENT (an unknown
+ * subsystem). */
+int srv_log_parse_spec(const char *spec, int levels[SRV_SUB__COUNT], char *bad, size_t badlen);
 /** @return "crit", "error", "warn", "info" or "debug" ("?" when out of range). */
 const char *srv_log_level_name(int lvl);
 /** @return "SRV", "S3", ... ("?" when out of range). */

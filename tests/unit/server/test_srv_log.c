@@ -59,6 +59,44 @@ static void test_apply_spec(void **state)
     assert_int_equal(srv_log_levels[SRV_SUB_S3], SRV_LOG_INFO);
 }
 
+/* Parsing alone: nothing applied, unnamed subsystems kept, the unknown one named. */
+static void test_parse_spec(void **state)
+{
+    (void)state;
+    int lv[SRV_SUB__COUNT];
+    char bad[16] = "";
+    for (int i = 0; i < SRV_SUB__COUNT; i++)
+        lv[i] = -7;
+    assert_int_equal(srv_log_parse_spec("s3=debug,meta=error", lv, bad, sizeof(bad)), 0);
+    assert_int_equal(lv[SRV_SUB_S3], SRV_LOG_DEBUG);
+    assert_int_equal(lv[SRV_SUB_META], SRV_LOG_ERROR);
+    assert_int_equal(lv[SRV_SUB_NFS], -7);
+    assert_int_equal(srv_log_parse_spec("warn,nfs=crit", lv, NULL, 0), 0);
+    assert_int_equal(lv[SRV_SUB_S3], SRV_LOG_WARN);
+    assert_int_equal(lv[SRV_SUB_NFS], SRV_LOG_CRIT);
+    assert_int_equal(srv_log_levels[SRV_SUB_NFS], SRV_LOG_INFO); /* not applied */
+    assert_int_equal(srv_log_parse_spec("info,zz=debug", lv, bad, sizeof(bad)), -ENOENT);
+    assert_string_equal(bad, "zz");
+    assert_int_equal(srv_log_parse_spec("zz=loud", lv, NULL, 0), -ENOENT);
+    assert_int_equal(srv_log_parse_spec("loud,zz=debug", lv, bad, sizeof(bad)), -EINVAL);
+    assert_int_equal(srv_log_parse_spec("s3=loud", lv, bad, sizeof(bad)), -EINVAL);
+    assert_int_equal(srv_log_parse_spec("", lv, bad, sizeof(bad)), -EINVAL);
+    assert_int_equal(srv_log_parse_spec(NULL, lv, bad, sizeof(bad)), -EINVAL);
+    assert_int_equal(srv_log_parse_spec("info,", lv, bad, sizeof(bad)), 0);
+    assert_int_equal(srv_log_parse_spec(",info", lv, bad, sizeof(bad)), -EINVAL);
+}
+
+/* Point the log at a new temporary file; its name goes to @p path. */
+static void log_to_temp(char path[32])
+{
+    snprintf(path, 32, "/tmp/test_srv_log.XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(srv_log_open(path), 0);
+}
+
+/* The whole file (at most 64 KiB), which is then removed. */
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -67,6 +105,7 @@ static char *slurp(const char *path)
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     buf[n] = '\0';
     fclose(f);
+    unlink(path);
     return buf;
 }
 
@@ -80,11 +119,8 @@ static const char *side_effect(void)
 static void test_line_format_and_filter(void **state)
 {
     (void)state;
-    char path[] = "/tmp/test_srv_log.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(srv_log_open(path), 0);
+    char path[32];
+    log_to_temp(path);
     srv_log_set_level(SRV_LOG_INFO);
     srv_log_set_subsys_level(SRV_SUB_NFS, SRV_LOG_WARN);
 
@@ -96,7 +132,6 @@ static void test_line_format_and_filter(void **state)
     assert_int_equal(srv_log_open(NULL), 0);
 
     char *text = slurp(path);
-    unlink(path);
     /* Exactly two lines. */
     char *nl1 = strchr(text, '\n');
     assert_non_null(nl1);
@@ -114,11 +149,8 @@ static void test_line_format_and_filter(void **state)
 static void test_long_line_cut(void **state)
 {
     (void)state;
-    char path[] = "/tmp/test_srv_log.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(srv_log_open(path), 0);
+    char path[32];
+    log_to_temp(path);
     char *big = malloc(10000);
     memset(big, 'a', 9999);
     big[9999] = '\0';
@@ -128,7 +160,6 @@ static void test_long_line_cut(void **state)
     srv_log(ERROR, SRV, "after reopen");
     assert_int_equal(srv_log_open(NULL), 0);
     char *text = slurp(path);
-    unlink(path);
     char *nl = strchr(text, '\n');
     assert_non_null(nl);
     assert_true(nl - text < 4096);
@@ -153,12 +184,9 @@ static void *writer(void *arg)
 static void test_no_interleaving(void **state)
 {
     (void)state;
-    char path[] = "/tmp/test_srv_log.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    char path[32];
     srv_log_set_level(SRV_LOG_INFO);
-    assert_int_equal(srv_log_open(path), 0);
+    log_to_temp(path);
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)
         assert_int_equal(pthread_create(&th[i], NULL, writer, (void *)(intptr_t)i), 0);
@@ -195,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_parse_level),
         cmocka_unit_test(test_parse_subsys),
         cmocka_unit_test(test_apply_spec),
+        cmocka_unit_test(test_parse_spec),
         cmocka_unit_test(test_line_format_and_filter),
         cmocka_unit_test(test_long_line_cut),
         cmocka_unit_test(test_no_interleaving),
