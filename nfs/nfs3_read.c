@@ -4,55 +4,73 @@
  * Status: NFS3_OK; NFS3ERR_ACCES; NFS3ERR_ISDIR / NFS3ERR_INVAL (not a
  * regular file); NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO (including a
  * failed extent checksum, logged by the core).
- * The bytes read are not copied into the encoded reply: they travel as the
- * call's bulk data (see struct nfs_req), since data<> is the reply's last field. */
+ * The data is never copied into the encoded reply: it travels as the call's
+ * bulk data after the reply header (data<> is the reply's last field; see
+ * struct nfs_req). A READ of NFS_READ_PIECES_MIN bytes or more is described
+ * by core_read_pieces: extents whose bytes were verified and are resident in
+ * the page cache go out as ranges of the store's fd (sendfile, no copy in
+ * this process), the rest as verified memory or holes. A smaller READ uses
+ * core_read, which verifies only the CRC blocks it touches, where
+ * core_read_pieces would read and verify whole extents (up to 1 MiB or more)
+ * for a few KiB the first time a cold extent is touched. */
 #include <stdlib.h>
 
 #include "nfs_int.h"
+
+#define NFS_READ_PIECES_MIN ((uint32_t)256 * 1024)
 
 int nfs3_read(struct nfs_req *r, void *args, void *res)
 {
     READ3args *a = args;
     READ3res *o = res;
     struct core_attr at;
+    struct nfs_bulk *b = NULL;
     uint64_t ino;
-    size_t n = 0;
     bool eof = false;
-    int rc;
+    int rc = 0;
 
     o->status = nfs_req_fh(r, &a->file, &ino, &at);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
     uint32_t count = a->count < NFS_IO_MAX ? a->count : NFS_IO_MAX;
-    char *buf = malloc(count ? count : 1);
-    rc = buf ? 0 : -ENOMEM;
-    if (rc == 0 && at.type == CORE_DIR)
+    if (at.type == CORE_DIR)
         rc = -EISDIR;
-    else if (rc == 0 && at.type != CORE_REG)
+    else if (at.type != CORE_REG)
         rc = -EINVAL;
-    if (rc == 0 && count > 0)
-        rc = core_read(r->srv->core, &r->p, ino, a->offset, buf, count, &n, &eof);
-    else if (rc == 0)
-        eof = a->offset >= at.size;
+    else if (!(b = calloc(1, sizeof(*b))))
+        rc = -ENOMEM;
+    if (rc == 0 && count >= NFS_READ_PIECES_MIN) {
+        rc = core_read_pieces(r->srv->core, &r->p, ino, a->offset, count, &b->ps);
+        b->len = b->ps.len;
+        eof = b->ps.eof;
+    } else if (rc == 0) {
+        size_t n = 0;
+        b->mem = malloc(count ? count : 1);
+        rc = b->mem ? core_read(r->srv->core, &r->p, ino, a->offset, b->mem, count, &n, &eof)
+                    : -ENOMEM;
+        b->len = n;
+    }
     o->status = nfs_req_status(r, rc);
     if (o->status != NFS3_OK) {
-        free(buf);
+        if (b)
+            free(b->mem);
+        free(b);
         nfs_attr_post(r, &at, &o->READ3res_u.resfail.file_attributes);
         return NFS_REQ_OK;
     }
-    if (a->offset + n >= at.size)
-        eof = true;
     READ3resok *ok = &o->READ3res_u.resok;
-    ok->count = (count3)n;
-    ok->eof = eof;
-    /* The data goes out by reference after the encoded result (no copy). */
+    ok->count = (count3)b->len;
+    ok->eof = eof || a->offset + b->len >= at.size;
     ok->data.data_len = 0;
     ok->data.data_val = NULL;
-    if (n > 0) {
-        r->bulk = buf;
-        r->bulklen = n;
+    if (b->len > 0) {
+        r->bulk = b;
+        r->bulklen = b->len;
     } else {
-        free(buf);
+        if (!b->mem)
+            core_pieces_release(&b->ps);
+        free(b->mem);
+        free(b);
     }
     nfs_attr_post(r, &at, &ok->file_attributes);
     return NFS_REQ_OK;

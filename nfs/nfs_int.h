@@ -121,11 +121,13 @@ struct nfs_req {
     bool args_decoded;
     void *reply; /* encoded reply record (heap) */
     size_t replylen;
-    /* Bulk data sent after the encoded reply without copying it (READ): the
-     * procedure encodes its opaque<> as empty, leaves the bytes here (heap),
-     * and the transport patches the length and appends them. */
-    void *bulk;
-    size_t bulklen;
+    /* Bulk data sent after the encoded reply without a user-space copy
+     * (READ): the procedure encodes its opaque<> as empty and leaves the data
+     * here as core pieces (heap); the transport patches the opaque length and
+     * the record mark, then queues the pieces behind the reply: extents as
+     * file segments (sendfile), memory by reference, holes as zeros. */
+    struct nfs_bulk *bulk;
+    uint64_t bulklen; /* bulk->ps.len */
     bool drc;
     struct nfs_drc_key drc_key;
     bool throttled;                 /* QoS refused it: answered NFS3ERR_JUKEBOX */
@@ -143,6 +145,17 @@ struct nfs_req {
      * sent (the bulk bytes, counted by the transport). RPC/XDR framing and the
      * arguments and results of other procedures are not counted. */
     uint64_t payload_in;
+};
+
+/* READ data on its way to the socket: either core pieces, held (store read
+ * token, verified copies) until the last evbuffer reference to them is sent
+ * or dropped (loop thread), or, when @c mem is set, @c len bytes of one heap
+ * buffer (a small READ done with core_read). */
+struct nfs_bulk {
+    struct core_pieces ps;
+    void *mem;
+    uint64_t len; /* bytes of data (ps.len, or of mem) */
+    unsigned refs;
 };
 
 /* ---- nfs_rpc.c ---- */

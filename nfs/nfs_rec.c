@@ -186,31 +186,24 @@ static void mark_put(uint8_t *p, size_t len)
     memcpy(p, &m, 4);
 }
 
-int nfs_rpc_reply_accepted(uint32_t xid, enum accept_stat stat, xdrproc_t res_fn, void *res,
-                           uint32_t lo, uint32_t hi, void **out, size_t *outlen)
+/* Encode the reply into a buffer of @p cap bytes (mark included).
+ * @return 0, -ENOMEM, -EOVERFLOW (does not fit or cannot encode). */
+static int reply_encode(uint32_t xid, enum accept_stat stat, xdrproc_t res_fn, void *res,
+                        uint32_t lo, uint32_t hi, size_t cap, void **out, size_t *outlen)
 {
-    size_t body = 24;
-    if (stat == SUCCESS && res_fn) {
-        /* 0 means "cannot encode" or an empty (void) result; encoding tells. */
-        body += xdr_sizeof(res_fn, res);
-    } else if (stat == PROG_MISMATCH) {
-        body += 8;
-    }
-    if (body > REC_LEN_MASK)
-        return -EOVERFLOW;
-    uint8_t *buf = malloc(body + 4);
+    uint8_t *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;
     XDR x;
     int rc = -EOVERFLOW;
-    xdrmem_create(&x, (char *)buf + 4, (u_int)body, XDR_ENCODE);
+    xdrmem_create(&x, (char *)buf + 4, (u_int)(cap - 4), XDR_ENCODE);
     if (!reply_head(&x, xid, stat))
         goto out;
     if (stat == SUCCESS && res_fn && !res_fn(&x, res, 0))
         goto out;
     if (stat == PROG_MISMATCH && (!xdr_u_int32_t(&x, &lo) || !xdr_u_int32_t(&x, &hi)))
         goto out;
-    body = xdr_getpos(&x);
+    size_t body = xdr_getpos(&x);
     mark_put(buf, body);
     *out = buf;
     *outlen = body + 4;
@@ -220,6 +213,32 @@ out:
     xdr_destroy(&x);
     free(buf);
     return rc;
+}
+
+/* Most replies (attributes, handles, wcc data, a READ header) fit this; the
+ * rest (READDIR pages, long paths) are sized first. */
+#define REPLY_GUESS 1024
+
+int nfs_rpc_reply_accepted(uint32_t xid, enum accept_stat stat, xdrproc_t res_fn, void *res,
+                           uint32_t lo, uint32_t hi, void **out, size_t *outlen)
+{
+    /* One encoding pass into a buffer of the usual size; only a reply that
+     * does not fit is measured (xdr_sizeof is a second encoding pass). */
+    int rc = reply_encode(xid, stat, res_fn, res, lo, hi, REPLY_GUESS, out, outlen);
+    if (rc != -EOVERFLOW)
+        return rc;
+    size_t body = 24;
+    if (stat == SUCCESS && res_fn) {
+        /* 0 means "cannot encode" or an empty (void) result; encoding tells. */
+        body += xdr_sizeof(res_fn, res);
+    } else if (stat == PROG_MISMATCH) {
+        body += 8;
+    }
+    if (body > REC_LEN_MASK)
+        return -EOVERFLOW;
+    if (body + 4 <= REPLY_GUESS)
+        return -EOVERFLOW; /* it did not encode in that much room */
+    return reply_encode(xid, stat, res_fn, res, lo, hi, body + 4, out, outlen);
 }
 
 int nfs_rpc_reply_denied(uint32_t xid, enum nfs_call_verdict verdict, void **out, size_t *outlen)

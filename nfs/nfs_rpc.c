@@ -285,6 +285,107 @@ static void conn_send_owned(struct nfs_conn *cn, void *buf, size_t len)
     }
 }
 
+/* ---- READ data (struct nfs_bulk) ---- */
+
+static void bulk_free(struct nfs_bulk *b)
+{
+    if (!b)
+        return;
+    if (b->mem)
+        free(b->mem);
+    else
+        core_pieces_release(&b->ps);
+    free(b);
+}
+
+static void bulk_unref(struct nfs_bulk *b)
+{
+    if (--b->refs == 0)
+        bulk_free(b);
+}
+
+static void bulk_mem_done(const void *data, size_t len, void *arg)
+{
+    bulk_unref(arg);
+}
+
+static void bulk_seg_done(struct evbuffer_file_segment const *seg, int flags, void *arg)
+{
+    bulk_unref(arg);
+}
+
+/* Zeros for holes and XDR padding, added by reference. */
+static const uint8_t nfs_zeros[64 * 1024];
+
+static int evbuf_add_zeros(struct evbuffer *out, uint64_t n)
+{
+    while (n > 0) {
+        size_t k = n < sizeof(nfs_zeros) ? (size_t)n : sizeof(nfs_zeros);
+        if (evbuffer_add_reference(out, nfs_zeros, k, NULL, NULL) < 0)
+            return -ENOMEM;
+        n -= k;
+    }
+    return 0;
+}
+
+/* Queue the pieces of @p b, then the XDR padding, on @p out (which takes
+ * ownership of @p b: it is released once the last piece left or was
+ * dropped). Extents become file segments (sent with sendfile, no user-space
+ * copy), memory goes by reference. @return 0, -ENOMEM (the caller closes). */
+static int bulk_queue(struct evbuffer *out, struct nfs_bulk *b)
+{
+    int rc = 0;
+    b->refs = 1; /* ours, while queueing */
+    if (b->mem) {
+        b->refs++;
+        if (evbuffer_add_reference(out, b->mem, (size_t)b->len, bulk_mem_done, b) < 0) {
+            b->refs--;
+            rc = -ENOMEM;
+        }
+    }
+    for (size_t i = 0; rc == 0 && !b->mem && i < b->ps.n; i++) {
+        const struct core_piece *p = &b->ps.v[i];
+        if (p->fd >= 0) {
+            struct evbuffer_file_segment *seg = evbuffer_file_segment_new(
+                p->fd, (ev_off_t)p->off, (ev_off_t)p->len, EVBUF_FS_DISABLE_LOCKING);
+            if (!seg) {
+                rc = -ENOMEM;
+                break;
+            }
+            b->refs++;
+            evbuffer_file_segment_add_cleanup_cb(seg, bulk_seg_done, b);
+            if (evbuffer_add_file_segment(out, seg, 0, (ev_off_t)p->len) < 0)
+                rc = -ENOMEM;
+            evbuffer_file_segment_free(seg); /* the evbuffer holds its own reference */
+        } else if (p->mem) {
+            b->refs++;
+            if (evbuffer_add_reference(out, p->mem, (size_t)p->len, bulk_mem_done, b) < 0) {
+                b->refs--;
+                rc = -ENOMEM;
+            }
+        } else {
+            rc = evbuf_add_zeros(out, p->len);
+        }
+    }
+    if (rc == 0 && (b->len & 3))
+        rc = evbuf_add_zeros(out, 4 - (b->len & 3));
+    bulk_unref(b);
+    return rc;
+}
+
+/* Queue the READ data of a call after its reply (see bulk_queue). */
+static void conn_send_bulk(struct nfs_conn *cn, struct nfs_bulk *b)
+{
+    if (cn->closed) {
+        bulk_free(b);
+        return;
+    }
+    if (bulk_queue(bufferevent_get_output(cn->bev), b) < 0) {
+        srv_log(WARN, NFS, "req=- tenant=- cannot queue READ data to %s: closing", cn->peer_str);
+        conn_close(cn);
+    }
+}
+
 static bool conn_may_read(struct nfs_conn *cn)
 {
     return !cn->closed && cn->outstanding < NFS_CONN_MAX_CALLS &&
@@ -309,13 +410,13 @@ static void req_free(struct nfs_req *r)
     free(r->res);
     free(r->rec);
     free(r->reply);
-    free(r->bulk);
+    bulk_free(r->bulk);
     free(r);
 }
 
 /* Append the bulk bytes to an encoded reply whose last field is an empty
  * opaque<>: patch that length and the record mark. The bytes themselves are
- * sent by reference (conn_send_owned), never copied. */
+ * queued by bulk_queue, never copied. */
 static void reply_patch_bulk(struct nfs_req *r)
 {
     uint8_t *p = r->reply;
@@ -357,7 +458,7 @@ static void req_work(void *arg)
     }
     if (d->fn(r, r->args, r->res) == NFS_REQ_DROP) {
         xdr_free(d->xdr_res, r->res);
-        free(r->bulk);
+        bulk_free(r->bulk);
         r->bulk = NULL;
         goto out;
     }
@@ -368,7 +469,7 @@ reply:
         srv_log(ERROR, NFS, "req=%08x tenant=%u cannot encode the %s reply (%s): SYSTEM_ERR",
                 r->call.xid, r->p.tenant, d->name, srv_strerror(rc));
         r->err = -EIO;
-        free(r->bulk);
+        bulk_free(r->bulk);
         r->bulk = NULL;
         nfs_rpc_reply_accepted(r->call.xid, SYSTEM_ERR, NULL, NULL, 0, 0, &r->reply,
                                &r->replylen);
@@ -398,18 +499,15 @@ static void req_done(void *arg)
     struct nfs_server *s = r->srv;
 
     bool sent = r->reply != NULL;
-    uint64_t out = sent ? r->bulklen : 0; /* READ data: the payload sent */
+    uint64_t out = sent && r->bulk ? r->bulklen : 0; /* READ data: the payload sent */
     if (r->drc) /* a JUKEBOX answer is not remembered: the retry must run */
         nfs_drc_finish(s->drc, &r->drc_key, r->throttled ? NULL : r->reply, r->replylen);
     if (r->reply) {
         conn_send_owned(cn, r->reply, r->replylen);
         r->reply = NULL;
         if (r->bulk) {
-            static const uint8_t zeros[4];
-            conn_send_owned(cn, r->bulk, r->bulklen);
+            conn_send_bulk(cn, r->bulk);
             r->bulk = NULL;
-            if (r->bulklen & 3)
-                conn_send(cn, zeros, 4 - (r->bulklen & 3));
         }
     }
     srv_metrics_op(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->payload_in, out,

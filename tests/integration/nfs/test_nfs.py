@@ -1007,3 +1007,67 @@ def test_libnfs_urls_into_a_bucket_directory(s3nfsd, tmp_path):
     p = subprocess.run(["nfs-cat", f"nfs://127.0.0.1/{b}/nosuch/hello.txt" + q],
                        capture_output=True, timeout=60)
     assert p.returncode != 0
+
+
+# ---------------------------------------------------------------- READ data paths
+
+def test_read_data_paths(s3nfsd):
+    """READ data leaves as core pieces: verified memory on a first read, page-
+    cache ranges of the store (sendfile) on a re-read, holes as zeros, XDR
+    padding for odd counts. Every path returns the file's bytes, also right
+    after an overwrite (pending, then committed) of part of a cached extent."""
+    c = RpcConn(s3nfsd.nfs_port)
+    st, bfh = c.mkdir(root_fh(c), bucket_name())
+    st, fh = c.create(bfh, "f")
+    assert st == 0
+    data = bytearray(os.urandom(3 * (1 << 20) + 5))
+    for off in range(0, len(data), 1 << 20):
+        assert c.write(fh, off, bytes(data[off:off + (1 << 20)]), stable=2)[0] == 0
+
+    def check(off, count):
+        st, (got, eof, n) = c.read(fh, off, count)
+        want = bytes(data[off:off + count])
+        assert st == 0 and n == len(want) and got == want, (off, count, n)
+        assert eof == (off + count >= len(data))
+
+    spans = [(0, 1 << 20), (1 << 20, 1 << 20), (7, 1000003), (3 << 20, 1 << 20),
+             ((3 << 20) + 1, 3), (5, 1), (len(data) - 2, 100)]
+    for _ in range(3):  # first read verifies; later ones come from the page cache
+        for off, count in spans:
+            check(off, count)
+    # Overwrite 4 KiB inside the second extent: UNSTABLE (pending), then committed.
+    patch = os.urandom(4096)
+    data[(1 << 20) + 100:(1 << 20) + 100 + 4096] = patch
+    assert c.write(fh, (1 << 20) + 100, patch, stable=0)[0] == 0
+    for off, count in spans:
+        check(off, count)
+    assert c.nfs(rpc3.COMMIT, Packer().opaque(fh).u64(0).u32(0).bytes())[0] == 0
+    for _ in range(2):
+        for off, count in spans:
+            check(off, count)
+    # Grow the file by SETATTR: a hole reads as zeros.
+    args = Packer().opaque(fh).raw(rpc3.sattr3(size=8 << 20)).u32(0).bytes()
+    assert c.nfs(rpc3.SETATTR, args)[0] == 0
+    data.extend(bytes((8 << 20) - len(data)))
+    for off, count in [(6 << 20, 1 << 20), ((7 << 20) + (1 << 19), 1 << 20),
+                       ((3 << 20) - 10, 1 << 20), (len(data) - 1, 7)]:
+        check(off, count)
+    st, (got, eof, n) = c.read(fh, 9 << 20, 4096)
+    assert st == 0 and got == b"" and n == 0 and eof, "past the end: nothing, eof"
+    st, (got, eof, n) = c.read(fh, 0, 0)
+    assert st == 0 and got == b"" and n == 0 and not eof
+    # Pipelined READs of one connection are answered whole, each with its own data.
+    xids = {}
+    for i, (off, count) in enumerate(spans * 4):
+        xid, msg = c.call_bytes(NFS_PROG, 3, rpc3.READ,
+                                Packer().opaque(fh).u64(off).u32(count).bytes())
+        xids[xid] = (off, count)
+        c.send_raw(c.record(msg))
+    for _ in range(len(xids)):
+        r = c.recv_reply()
+        off, count = xids.pop(r.xid)
+        assert r.body.u32() == 0
+        r.body.post_op_attr()
+        n, _ = r.body.u32(), r.body.u32()
+        assert r.body.opaque() == bytes(data[off:off + count])[:n]
+    c.close()

@@ -322,6 +322,51 @@ static void test_replies(void **state)
     free(out);
 }
 
+/* A result of n bytes of opaque<> (n, bytes, padding). */
+struct blob {
+    char *p;
+    u_int n;
+};
+static bool_t xdr_blob(XDR *x, struct blob *b)
+{
+    return xdr_bytes(x, &b->p, &b->n, 1u << 20);
+}
+static bool_t xdr_fail(XDR *x, void *p)
+{
+    return FALSE;
+}
+
+/* Replies are encoded once into a buffer of the usual size, and measured
+ * first only when they do not fit: sizes on both sides of that, and a result
+ * that cannot be encoded at all. */
+static void test_reply_sizes(void **state)
+{
+    static char data[70000];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (char)(i * 7 + 1);
+    const u_int sizes[] = {0, 1, 900, 987, 988, 989, 992, 993, 1000, 4097, 65536, 70000};
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        struct blob b = {data, sizes[k]};
+        void *out;
+        size_t len;
+        assert_int_equal(nfs_rpc_reply_accepted(11, SUCCESS, NFS_XDRPROC(xdr_blob), &b, 0, 0,
+                                                &out, &len), 0);
+        size_t pad = (4 - (b.n & 3)) & 3;
+        assert_int_equal(len, 4 + 24 + 4 + b.n + pad);
+        assert_int_equal(r32(out, 0), 0x80000000u | (uint32_t)(len - 4));
+        assert_int_equal(r32(out, 1), 11);
+        assert_int_equal(r32(out, 7), b.n);
+        assert_memory_equal((uint8_t *)out + 32, data, b.n);
+        for (size_t i = 0; i < pad; i++)
+            assert_int_equal(((uint8_t *)out)[32 + b.n + i], 0);
+        free(out);
+    }
+    void *out = NULL;
+    size_t len = 0;
+    assert_int_equal(nfs_rpc_reply_accepted(12, SUCCESS, NFS_XDRPROC(xdr_fail), NULL, 0, 0, &out,
+                                            &len), -EOVERFLOW);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_call_auth_none_and_verdicts),
         cmocka_unit_test(test_call_garbage),
         cmocka_unit_test(test_replies),
+        cmocka_unit_test(test_reply_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
