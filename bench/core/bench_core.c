@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../bench_util.h"
 #include "core.h"
 #include "srv_err.h"
 
@@ -50,13 +51,6 @@ struct bench {
     atomic_int failed;
     double t0;                /* start of the running phase */
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void report_err(struct bench *b, const char *call, uint64_t arg, int rc)
 {
@@ -150,14 +144,14 @@ static int phase_write(struct bench *b)
     }
     b->seq_ino = a.ino;
     atomic_store(&b->next, 0);
-    double t0 = now();
+    double t0 = bench_now();
     if (run_threads(b, b->threads, write_thread))
         return -1;
     if (!b->sync && (rc = core_commit(b->core, &b->p, b->seq_ino)) != 0) {
         report_err(b, "core_commit", b->seq_ino, rc);
         return -1;
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     printf("RESULT seq_write_qd%d %.1f MB/s\n", b->threads, (double)b->size / dt / 1e6);
     fflush(stdout);
     return 0;
@@ -166,10 +160,10 @@ static int phase_write(struct bench *b)
 static int phase_read(struct bench *b)
 {
     atomic_store(&b->next, 0);
-    double t0 = now();
+    double t0 = bench_now();
     if (run_threads(b, b->threads, read_thread))
         return -1;
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     printf("RESULT seq_read_qd%d %.1f MB/s\n", b->threads, (double)b->size / dt / 1e6);
     fflush(stdout);
     return 0;
@@ -210,7 +204,7 @@ static void *create_thread(void *arg)
         uint64_t step = b->files >= 10 ? (uint64_t)b->files / 10 : 1;
         if ((i + 1) % step == 0)
             fprintf(stderr, "bench_core: create: ~%llu files at %.2f s\n",
-                    (unsigned long long)(i + 1), now() - b->t0);
+                    (unsigned long long)(i + 1), bench_now() - b->t0);
     }
     return NULL;
 }
@@ -227,11 +221,11 @@ static int phase_create(struct bench *b)
     atomic_store(&b->next, 0);
     struct core_stats s0, s1;
     core_stats_get(b->core, &s0);
-    double t0 = now();
+    double t0 = bench_now();
     b->t0 = t0;
     if (run_threads(b, b->file_threads, create_thread))
         return -1;
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     core_stats_get(b->core, &s1);
     printf("RESULT create_4k %.0f files/s\n", (double)b->files / dt);
     uint64_t commits = s1.commits - s0.commits;
@@ -243,23 +237,6 @@ static int phase_create(struct bench *b)
 }
 
 /* ---- main ---- */
-
-static bool want(const char *only, const char *phase)
-{
-    if (!only)
-        return true;
-    size_t n = strlen(phase);
-    for (const char *p = only; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && !strncmp(p, phase, n))
-            return true;
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return false;
-}
 
 static void usage(void)
 {
@@ -299,7 +276,7 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    if (want(only, "read") && !want(only, "write")) {
+    if (bench_want(only, "read") && !bench_want(only, "write")) {
         fprintf(stderr, "bench_core: read needs write (it reads the file write made)\n");
         return 2;
     }
@@ -329,11 +306,11 @@ int main(int argc, char **argv)
         goto out;
     }
     b.bucket = a.ino;
-    if (want(only, "write") && phase_write(&b))
+    if (bench_want(only, "write") && phase_write(&b))
         goto out;
-    if (want(only, "read") && phase_read(&b))
+    if (bench_want(only, "read") && phase_read(&b))
         goto out;
-    if (want(only, "create") && phase_create(&b))
+    if (bench_want(only, "create") && phase_create(&b))
         goto out;
     ret = 0;
 out:

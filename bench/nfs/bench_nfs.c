@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@
 #include <nfsc/libnfs-raw.h>
 #include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-nfs.h>
+
+#include "../bench_util.h"
 
 #define MIB (1024u * 1024u)
 #define MAX_QD 256
@@ -75,13 +78,6 @@ struct bench {
     uint64_t next_off, completed;
     char *buf;        /* write payload (chunk bytes) */
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* CPU microseconds used so far by process @p pid (all threads), or -1. */
 static double cpu_us(int pid)
@@ -146,37 +142,80 @@ static void fail_nfs(struct bench *b, const char *what, int nfsstat)
     fail(b, what, RPC_STATUS_SUCCESS, msg);
 }
 
+/* Every NFSv3 result (GETATTR3res, WRITE3res, ...) starts with its nfsstat3. */
+_Static_assert(offsetof(WRITE3res, status) == 0 && offsetof(READDIRPLUS3res, status) == 0,
+               "an NFSv3 result starts with its status");
+
+/* Did the call succeed with NFS3_OK? If not, @p what failed (the RPC error
+ * text in @p data, or the nfsstat3 of the result @p data points to). */
+static bool reply_ok(struct bench *b, const char *what, int status, void *data)
+{
+    if (status != RPC_STATUS_SUCCESS) {
+        fail(b, what, status, data);
+        return false;
+    }
+    nfsstat3 st = *(const nfsstat3 *)data;
+    if (st != NFS3_OK) {
+        fail_nfs(b, what, st);
+        return false;
+    }
+    return true;
+}
+
+/* Copy the new object's handle of a CREATE or MKDIR reply into @p out. */
+static bool take_handle(struct bench *b, const char *what, post_op_fh3 *obj, struct fh *out)
+{
+    if (!obj->handle_follows) {
+        fail(b, what, RPC_STATUS_SUCCESS, "no handle in reply");
+        return false;
+    }
+    fh_set(out, &obj->post_op_fh3_u.handle);
+    return true;
+}
+
+/* Count a call just queued; @p rc is what its rpc_nfs3_*_async returned. */
+static bool sent(struct bench *b, const char *what, int rc)
+{
+    if (rc != 0) {
+        fail(b, what, RPC_STATUS_ERROR, rpc_get_error(b->rpc));
+        return false;
+    }
+    b->inflight++;
+    return true;
+}
+
+/* One round of the event loop (waits up to 1 s). @return 0, -1 (poll or RPC error). */
+static int pump(struct bench *b)
+{
+    struct pollfd pfd = { .fd = rpc_get_fd(b->rpc), .events = rpc_which_events(b->rpc) };
+    if (poll(&pfd, 1, 1000) < 0) {
+        if (errno == EINTR)
+            return 0;
+        perror("poll");
+        return -1;
+    }
+    if (rpc_service(b->rpc, pfd.revents) < 0) {
+        fprintf(stderr, "bench_nfs: rpc_service: %s\n", rpc_get_error(b->rpc));
+        return -1;
+    }
+    return 0;
+}
+
 /* Run the event loop until *flag becomes nonzero or a call fails. */
 static int loop_until(struct bench *b, int *flag)
 {
-    while (!*flag && !b->failed) {
-        struct pollfd pfd = { .fd = rpc_get_fd(b->rpc), .events = rpc_which_events(b->rpc) };
-        if (poll(&pfd, 1, 1000) < 0) {
-            if (errno == EINTR)
-                continue;
-            perror("poll");
+    while (!*flag && !b->failed)
+        if (pump(b) < 0)
             return -1;
-        }
-        if (rpc_service(b->rpc, pfd.revents) < 0) {
-            fprintf(stderr, "bench_nfs: rpc_service: %s\n", rpc_get_error(b->rpc));
-            return -1;
-        }
-    }
     return b->failed ? -1 : 0;
 }
 
 /* Run the event loop until no call is in flight. */
 static int drain(struct bench *b)
 {
-    int flag = 0;
-    while (b->inflight > 0 && !b->failed) {
-        struct pollfd pfd = { .fd = rpc_get_fd(b->rpc), .events = rpc_which_events(b->rpc) };
-        if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+    while (b->inflight > 0 && !b->failed)
+        if (pump(b) < 0)
             return -1;
-        if (rpc_service(b->rpc, pfd.revents) < 0)
-            return -1;
-    }
-    (void)flag;
     return b->failed ? -1 : 0;
 }
 
@@ -264,11 +303,7 @@ static void fsinfo_cb(struct rpc_context *rpc, int status, void *data, void *pri
     struct sync_ctx *s = priv;
     FSINFO3res *res = data;
     s->done = 1;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(s->b, "FSINFO", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(s->b, "FSINFO", res->status);
-    else {
+    if (reply_ok(s->b, "FSINFO", status, data)) {
         s->rtmax = res->FSINFO3res_u.resok.rtmax;
         s->wtmax = res->FSINFO3res_u.resok.wtmax;
     }
@@ -296,14 +331,8 @@ static void mkdir_cb(struct rpc_context *rpc, int status, void *data, void *priv
     struct sync_ctx *s = priv;
     MKDIR3res *res = data;
     s->done = 1;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(s->b, "MKDIR", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(s->b, "MKDIR", res->status);
-    else if (!res->MKDIR3res_u.resok.obj.handle_follows)
-        fail(s->b, "MKDIR", RPC_STATUS_SUCCESS, "no handle in reply");
-    else
-        fh_set(&s->fh, &res->MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
+    if (reply_ok(s->b, "MKDIR", status, data))
+        take_handle(s->b, "MKDIR", &res->MKDIR3res_u.resok.obj, &s->fh);
 }
 
 static int do_mkdir(struct bench *b, struct fh *parent, const char *name, struct fh *out)
@@ -326,14 +355,8 @@ static void create1_cb(struct rpc_context *rpc, int status, void *data, void *pr
     struct sync_ctx *s = priv;
     CREATE3res *res = data;
     s->done = 1;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(s->b, "CREATE", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(s->b, "CREATE", res->status);
-    else if (!res->CREATE3res_u.resok.obj.handle_follows)
-        fail(s->b, "CREATE", RPC_STATUS_SUCCESS, "no handle in reply");
-    else
-        fh_set(&s->fh, &res->CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+    if (reply_ok(s->b, "CREATE", status, data))
+        take_handle(s->b, "CREATE", &res->CREATE3res_u.resok.obj, &s->fh);
 }
 
 static void create_args(CREATE3args *a, struct fh *dir, const char *name, createmode3 how)
@@ -364,13 +387,9 @@ static void seqw_issue(struct bench *b);
 static void commit_done_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
     struct bench *b = priv;
-    COMMIT3res *res = data;
     b->inflight--;
     b->done = 1;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(b, "COMMIT", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(b, "COMMIT", res->status);
+    reply_ok(b, "COMMIT", status, data);
 }
 
 static void seqw_cb(struct rpc_context *rpc, int status, void *data, void *priv)
@@ -378,14 +397,8 @@ static void seqw_cb(struct rpc_context *rpc, int status, void *data, void *priv)
     struct bench *b = priv;
     WRITE3res *res = data;
     b->inflight--;
-    if (status != RPC_STATUS_SUCCESS) {
-        fail(b, "WRITE", status, data);
+    if (!reply_ok(b, "WRITE", status, data))
         return;
-    }
-    if (res->status != NFS3_OK) {
-        fail_nfs(b, "WRITE", res->status);
-        return;
-    }
     if (res->WRITE3res_u.resok.count != b->o.chunk) {
         fail(b, "WRITE", RPC_STATUS_SUCCESS, "short write");
         return;
@@ -405,22 +418,15 @@ static void seqw_issue(struct bench *b)
         a.stable = UNSTABLE;
         a.data.data_len = b->o.chunk;
         a.data.data_val = b->buf;
-        if (rpc_nfs3_write_async(b->rpc, seqw_cb, &a, b) != 0) {
-            fail(b, "WRITE", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
+        if (!sent(b, "WRITE", rpc_nfs3_write_async(b->rpc, seqw_cb, &a, b)))
             return;
-        }
-        b->inflight++;
         b->next_off += b->o.chunk;
     }
     if (!b->failed && b->inflight == 0 && b->next_off >= b->o.size) {
         COMMIT3args c;
         memset(&c, 0, sizeof(c));
         c.file = fh_arg(&b->file);
-        if (rpc_nfs3_commit_async(b->rpc, commit_done_cb, &c, b) != 0) {
-            fail(b, "COMMIT", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
-            return;
-        }
-        b->inflight++;
+        sent(b, "COMMIT", rpc_nfs3_commit_async(b->rpc, commit_done_cb, &c, b));
     }
 }
 
@@ -430,11 +436,11 @@ static int phase_seq_write(struct bench *b)
     b->completed = 0;
     b->done = 0;
     double c0 = cpu_us(b->o.server_pid);
-    double t0 = now();
+    double t0 = bench_now();
     seqw_issue(b);
     if (loop_until(b, &b->done))
         return -1;
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     printf("RESULT seq_write %.1f MB/s\n", (double)b->o.size / dt / 1e6);
     report_cpu(b, "seq_write", c0, (double)b->o.size / MIB, "us/MiB");
     fflush(stdout);
@@ -450,14 +456,8 @@ static void seqr_cb(struct rpc_context *rpc, int status, void *data, void *priv)
     struct bench *b = priv;
     READ3res *res = data;
     b->inflight--;
-    if (status != RPC_STATUS_SUCCESS) {
-        fail(b, "READ", status, data);
+    if (!reply_ok(b, "READ", status, data))
         return;
-    }
-    if (res->status != NFS3_OK) {
-        fail_nfs(b, "READ", res->status);
-        return;
-    }
     if (res->READ3res_u.resok.count != b->o.chunk) {
         fail(b, "READ", RPC_STATUS_SUCCESS, "short read");
         return;
@@ -474,11 +474,8 @@ static void seqr_issue(struct bench *b)
         a.file = fh_arg(&b->file);
         a.offset = b->next_off;
         a.count = b->o.chunk;
-        if (rpc_nfs3_read_async(b->rpc, seqr_cb, &a, b) != 0) {
-            fail(b, "READ", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
+        if (!sent(b, "READ", rpc_nfs3_read_async(b->rpc, seqr_cb, &a, b)))
             return;
-        }
-        b->inflight++;
         b->next_off += b->o.chunk;
     }
     if (b->inflight == 0 && b->next_off >= b->o.size)
@@ -491,11 +488,11 @@ static int phase_seq_read(struct bench *b)
     b->completed = 0;
     b->done = 0;
     double c0 = cpu_us(b->o.server_pid);
-    double t0 = now();
+    double t0 = bench_now();
     seqr_issue(b);
     if (loop_until(b, &b->done))
         return -1;
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     if (b->completed != b->o.size) {
         fprintf(stderr, "bench_nfs: read %llu of %llu bytes\n", (unsigned long long)b->completed,
                 (unsigned long long)b->o.size);
@@ -511,39 +508,28 @@ static int phase_seq_read(struct bench *b)
 
 static void meta_issue(struct bench *b, bool lookup);
 
+static void meta_done(struct bench *b, bool lookup, int status, void *data)
+{
+    b->inflight--;
+    if (reply_ok(b, lookup ? "LOOKUP" : "GETATTR", status, data)) {
+        b->completed++;
+        meta_issue(b, lookup);
+    }
+}
+
 static void getattr_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
-    struct bench *b = priv;
-    GETATTR3res *res = data;
-    b->inflight--;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(b, "GETATTR", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(b, "GETATTR", res->status);
-    else {
-        b->completed++;
-        meta_issue(b, false);
-    }
+    meta_done(priv, false, status, data);
 }
 
 static void lookup_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
-    struct bench *b = priv;
-    LOOKUP3res *res = data;
-    b->inflight--;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(b, "LOOKUP", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(b, "LOOKUP", res->status);
-    else {
-        b->completed++;
-        meta_issue(b, true);
-    }
+    meta_done(priv, true, status, data);
 }
 
 static void meta_issue(struct bench *b, bool lookup)
 {
-    bool stop = now() >= b->t_end;
+    bool stop = bench_now() >= b->t_end;
     while (!b->failed && !stop && b->inflight < b->o.qd) {
         int rc;
         if (lookup) {
@@ -555,11 +541,8 @@ static void meta_issue(struct bench *b, bool lookup)
             GETATTR3args a = { .object = fh_arg(&b->file) };
             rc = rpc_nfs3_getattr_async(b->rpc, getattr_cb, &a, b);
         }
-        if (rc != 0) {
-            fail(b, lookup ? "LOOKUP" : "GETATTR", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
+        if (!sent(b, lookup ? "LOOKUP" : "GETATTR", rc))
             return;
-        }
-        b->inflight++;
     }
     if (stop && b->inflight == 0)
         b->done = 1;
@@ -570,12 +553,12 @@ static int phase_meta(struct bench *b, bool lookup)
     b->completed = 0;
     b->done = 0;
     double c0 = cpu_us(b->o.server_pid);
-    double t0 = now();
+    double t0 = bench_now();
     b->t_end = t0 + b->o.secs;
     meta_issue(b, lookup);
     if (loop_until(b, &b->done))
         return -1;
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     printf("RESULT %s %.0f ops/s\n", lookup ? "lookup" : "getattr", (double)b->completed / dt);
     report_cpu(b, lookup ? "lookup" : "getattr", c0, (double)b->completed, "us/op");
     fflush(stdout);
@@ -597,25 +580,18 @@ static int create_started, create_target;
 static void chain_next(struct bench *b, struct chain *ch)
 {
     b->completed++;
-    if (now() < b->t_end && create_started < create_target) {
-        if (chain_start(b, ch) != 0)
-            fail(b, "CREATE", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
-    } else if (b->inflight == 0) {
+    if (bench_now() < b->t_end && create_started < create_target)
+        chain_start(b, ch);
+    else if (b->inflight == 0)
         b->done = 1;
-    }
 }
 
 static void chain_commit_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
     struct chain *ch = priv;
     struct bench *b = ch->b;
-    COMMIT3res *res = data;
     b->inflight--;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(b, "COMMIT", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(b, "COMMIT", res->status);
-    else
+    if (reply_ok(b, "COMMIT", status, data))
         chain_next(b, ch);
 }
 
@@ -625,14 +601,8 @@ static void chain_write_cb(struct rpc_context *rpc, int status, void *data, void
     struct bench *b = ch->b;
     WRITE3res *res = data;
     b->inflight--;
-    if (status != RPC_STATUS_SUCCESS) {
-        fail(b, "WRITE", status, data);
+    if (!reply_ok(b, "WRITE", status, data))
         return;
-    }
-    if (res->status != NFS3_OK) {
-        fail_nfs(b, "WRITE", res->status);
-        return;
-    }
     if (res->WRITE3res_u.resok.committed != UNSTABLE) {
         /* Already durable: COMMIT would be a no-op, but a client sends it anyway
          * only when the reply said UNSTABLE. Mirror that. */
@@ -642,11 +612,7 @@ static void chain_write_cb(struct rpc_context *rpc, int status, void *data, void
     COMMIT3args c;
     memset(&c, 0, sizeof(c));
     c.file = fh_arg(&ch->fh);
-    if (rpc_nfs3_commit_async(b->rpc, chain_commit_cb, &c, ch) != 0) {
-        fail(b, "COMMIT", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
-        return;
-    }
-    b->inflight++;
+    sent(b, "COMMIT", rpc_nfs3_commit_async(b->rpc, chain_commit_cb, &c, ch));
 }
 
 static void chain_create_cb(struct rpc_context *rpc, int status, void *data, void *priv)
@@ -655,19 +621,9 @@ static void chain_create_cb(struct rpc_context *rpc, int status, void *data, voi
     struct bench *b = ch->b;
     CREATE3res *res = data;
     b->inflight--;
-    if (status != RPC_STATUS_SUCCESS) {
-        fail(b, "CREATE", status, data);
+    if (!reply_ok(b, "CREATE", status, data) ||
+        !take_handle(b, "CREATE", &res->CREATE3res_u.resok.obj, &ch->fh))
         return;
-    }
-    if (res->status != NFS3_OK) {
-        fail_nfs(b, "CREATE", res->status);
-        return;
-    }
-    if (!res->CREATE3res_u.resok.obj.handle_follows) {
-        fail(b, "CREATE", RPC_STATUS_SUCCESS, "no handle in reply");
-        return;
-    }
-    fh_set(&ch->fh, &res->CREATE3res_u.resok.obj.post_op_fh3_u.handle);
     WRITE3args a;
     memset(&a, 0, sizeof(a));
     a.file = fh_arg(&ch->fh);
@@ -675,11 +631,7 @@ static void chain_create_cb(struct rpc_context *rpc, int status, void *data, voi
     a.stable = UNSTABLE;
     a.data.data_len = 4096;
     a.data.data_val = b->buf;
-    if (rpc_nfs3_write_async(b->rpc, chain_write_cb, &a, ch) != 0) {
-        fail(b, "WRITE", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
-        return;
-    }
-    b->inflight++;
+    sent(b, "WRITE", rpc_nfs3_write_async(b->rpc, chain_write_cb, &a, ch));
 }
 
 static int chain_start(struct bench *b, struct chain *ch)
@@ -687,10 +639,7 @@ static int chain_start(struct bench *b, struct chain *ch)
     snprintf(ch->name, sizeof(ch->name), "f%07d", create_started++);
     CREATE3args a;
     create_args(&a, &create_dir, ch->name, GUARDED);
-    if (rpc_nfs3_create_async(b->rpc, chain_create_cb, &a, ch) != 0)
-        return -1;
-    b->inflight++;
-    return 0;
+    return sent(b, "CREATE", rpc_nfs3_create_async(b->rpc, chain_create_cb, &a, ch)) ? 0 : -1;
 }
 
 static int phase_create(struct bench *b)
@@ -703,7 +652,7 @@ static int phase_create(struct bench *b)
     create_started = 0;
     create_target = b->o.files;
     double c0 = cpu_us(b->o.server_pid);
-    double t0 = now();
+    double t0 = bench_now();
     b->t_end = t0 + b->o.secs;
     for (int i = 0; i < b->o.files_qd && create_started < create_target; i++) {
         chains[i].b = b;
@@ -712,7 +661,7 @@ static int phase_create(struct bench *b)
     }
     if (loop_until(b, &b->done))
         return -1;
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     printf("RESULT create_4k %.0f files/s\n", (double)b->completed / dt);
     report_cpu(b, "create_4k", c0, (double)b->completed, "us/file");
     fflush(stdout);
@@ -730,13 +679,8 @@ static void fill_issue(struct bench *b);
 static void fill_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
     struct bench *b = priv;
-    CREATE3res *res = data;
     b->inflight--;
-    if (status != RPC_STATUS_SUCCESS)
-        fail(b, "CREATE", status, data);
-    else if (res->status != NFS3_OK)
-        fail_nfs(b, "CREATE", res->status);
-    else
+    if (reply_ok(b, "CREATE", status, data))
         fill_issue(b);
 }
 
@@ -748,11 +692,8 @@ static void fill_issue(struct bench *b)
         snprintf(name, 32, "entry-%06d", fill_started);
         CREATE3args a;
         create_args(&a, &fill_dir, name, UNCHECKED);
-        if (rpc_nfs3_create_async(b->rpc, fill_cb, &a, b) != 0) {
-            fail(b, "CREATE", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
+        if (!sent(b, "CREATE", rpc_nfs3_create_async(b->rpc, fill_cb, &a, b)))
             return;
-        }
-        b->inflight++;
         fill_started++;
     }
     if (b->inflight == 0 && fill_started >= fill_target)
@@ -776,14 +717,8 @@ static void rdp_cb(struct rpc_context *rpc, int status, void *data, void *priv)
     struct bench *b = r->b;
     READDIRPLUS3res *res = data;
     b->inflight--;
-    if (status != RPC_STATUS_SUCCESS) {
-        fail(b, "READDIRPLUS", status, data);
+    if (!reply_ok(b, "READDIRPLUS", status, data))
         return;
-    }
-    if (res->status != NFS3_OK) {
-        fail_nfs(b, "READDIRPLUS", res->status);
-        return;
-    }
     READDIRPLUS3resok *ok = &res->READDIRPLUS3res_u.resok;
     memcpy(r->verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
     int n = 0;
@@ -801,8 +736,7 @@ static void rdp_cb(struct rpc_context *rpc, int status, void *data, void *priv)
         fail(b, "READDIRPLUS", RPC_STATUS_SUCCESS, "no entries and no eof");
         return;
     }
-    if (rdp_issue(r) != 0)
-        fail(b, "READDIRPLUS", RPC_STATUS_ERROR, rpc_get_error(b->rpc));
+    rdp_issue(r);
 }
 
 static int rdp_issue(struct rdp *r)
@@ -814,9 +748,8 @@ static int rdp_issue(struct rdp *r)
     memcpy(a.cookieverf, r->verf, NFS3_COOKIEVERFSIZE);
     a.dircount = r->b->o.rdp_max;
     a.maxcount = r->b->o.rdp_max;
-    if (rpc_nfs3_readdirplus_async(r->b->rpc, rdp_cb, &a, r) != 0)
+    if (!sent(r->b, "READDIRPLUS", rpc_nfs3_readdirplus_async(r->b->rpc, rdp_cb, &a, r)))
         return -1;
-    r->b->inflight++;
     r->calls++;
     return 0;
 }
@@ -834,11 +767,11 @@ static int phase_readdirplus(struct bench *b)
     fill_started = 0;
     fill_target = b->o.dir_entries;
     b->done = 0;
-    double f0 = now();
+    double f0 = bench_now();
     fill_issue(b);
     if (loop_until(b, &b->done))
         return -1;
-    fprintf(stderr, "bench_nfs: made %d entries in %.2f s\n", fill_target, now() - f0);
+    fprintf(stderr, "bench_nfs: made %d entries in %.2f s\n", fill_target, bench_now() - f0);
     double ms[3];
     double c0 = cpu_us(b->o.server_pid);
     int calls = 0;
@@ -846,10 +779,10 @@ static int phase_readdirplus(struct bench *b)
         struct rdp r;
         memset(&r, 0, sizeof(r));
         r.b = b;
-        double t0 = now();
+        double t0 = bench_now();
         if (rdp_issue(&r) != 0 || loop_until(b, &r.eof))
             return -1;
-        ms[i] = (now() - t0) * 1e3;
+        ms[i] = (bench_now() - t0) * 1e3;
         calls = r.calls;
         if (r.entries != fill_target) {
             fprintf(stderr, "bench_nfs: READDIRPLUS saw %d entries, expected %d\n", r.entries,
@@ -867,23 +800,6 @@ static int phase_readdirplus(struct bench *b)
 }
 
 /* ---- main ---- */
-
-static bool want(const struct opts *o, const char *phase)
-{
-    if (!o->only)
-        return true;
-    size_t n = strlen(phase);
-    for (const char *p = o->only; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && !strncmp(p, phase, n))
-            return true;
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return false;
-}
 
 static void usage(void)
 {
@@ -964,18 +880,18 @@ int main(int argc, char **argv)
     snprintf(dname, sizeof(dname), "bench-%d-%ld", (int)getpid(), (long)time(NULL));
     if (do_mkdir(&b, &b.root, dname, &b.dir) || do_create(&b, &b.dir, "seq", &b.file))
         goto out;
-    bool need_file = want(o, "seq_read") || want(o, "getattr") || want(o, "lookup");
-    if ((want(o, "seq_write") || need_file) && phase_seq_write(&b))
+    bool need_file = bench_want(o->only, "seq_read") || bench_want(o->only, "getattr") || bench_want(o->only, "lookup");
+    if ((bench_want(o->only, "seq_write") || need_file) && phase_seq_write(&b))
         goto out;
-    if (want(o, "seq_read") && phase_seq_read(&b))
+    if (bench_want(o->only, "seq_read") && phase_seq_read(&b))
         goto out;
-    if (want(o, "getattr") && phase_meta(&b, false))
+    if (bench_want(o->only, "getattr") && phase_meta(&b, false))
         goto out;
-    if (want(o, "lookup") && phase_meta(&b, true))
+    if (bench_want(o->only, "lookup") && phase_meta(&b, true))
         goto out;
-    if (want(o, "create") && phase_create(&b))
+    if (bench_want(o->only, "create") && phase_create(&b))
         goto out;
-    if (want(o, "readdirplus") && phase_readdirplus(&b))
+    if (bench_want(o->only, "readdirplus") && phase_readdirplus(&b))
         goto out;
     rc = 0;
 out:
