@@ -110,15 +110,17 @@ int mnt_path_norm(const char *in, char *out, size_t outlen)
     return 0;
 }
 
-/* The export whose path is the longest prefix of @p path (whole components)
- * that admits the client; @p rest points at the rest of @p path ("" or "a/b").
- * @return 0, -ENOENT, -EACCES (only exports that do not admit the client). */
+/* The export whose path is the longest prefix of @p path (whole components);
+ * @p rest points at the rest of @p path ("" or "a/b"). The longest exported
+ * prefix decides: when its exports do not admit the client the answer is
+ * -EACCES, never a fallback to a shorter export (which could belong to another
+ * tenant whose range happens to cover the client).
+ * @return 0, -ENOENT (no export is a prefix), -EACCES. */
 static int mnt_export_resolve(struct nfs_req *r, const char *path, struct tenant_export *e,
                               const char **rest)
 {
     char pre[MNTPATHLEN + 1];
     size_t len = strlen(path);
-    bool refused = false;
     memcpy(pre, path, len + 1);
     for (;;) {
         int rc = tenants_export_find(r->srv->tenants, pre, (struct sockaddr *)&r->peer, e);
@@ -128,9 +130,7 @@ static int mnt_export_resolve(struct nfs_req *r, const char *path, struct tenant
                 (*rest)++;
             return 0;
         }
-        if (rc == -EACCES)
-            refused = true;
-        else if (rc != -ENOENT)
+        if (rc != -ENOENT)
             return rc;
         if (len <= 1)
             break;
@@ -139,7 +139,7 @@ static int mnt_export_resolve(struct nfs_req *r, const char *path, struct tenant
         len = len > 1 ? len - 1 : 1;
         pre[len] = '\0';
     }
-    return refused ? -EACCES : -ENOENT;
+    return -ENOENT;
 }
 
 /* Walk @p rest ("a/b") down from @p cur as the call's principal: search
