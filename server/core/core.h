@@ -223,8 +223,13 @@ enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
  * writes of an inode since its last such point (in order: never a later one
  * without the earlier ones) and their space is free again after the restart;
  * the write verifier changes, so NFS clients resend them (*committed =
- * CORE_UNSTABLE). @c used and tenant/bucket usage include pending writes; the
- * quota is checked against each write that grows the file before it is accepted.
+ * CORE_UNSTABLE). @c used and tenant/bucket usage include pending writes.
+ * Quotas: a write reserves the bytes it adds (new space less what it replaces)
+ * against every byte limit of its tenant, bucket and directories before any
+ * data is written, counting committed usage and the reservations of all
+ * writes admitted and not committed yet (pending ones keep theirs until
+ * committed or dropped); past a limit it fails with -EDQUOT and changes
+ * nothing. Concurrent writers never pass a limit together.
  * DATA_SYNC/FILE_SYNC: the write and every pending write of the inode before
  * it are durable on return (*committed = CORE_FILE_SYNC).
  * A file written in order from offset 0 (up to 16 MiB) keeps a running MD5,
@@ -388,14 +393,17 @@ struct core_usage {
 };
 /** Usage and limits of a tenant (ino 0) or of a bucket/directory inode. Tenant
  * and bucket bytes include acknowledged UNSTABLE writes not committed yet; a
- * directory's count (and every limit check in a commit) has committed data only. */
+ * directory's count has committed data only. Every byte limit check (here, in
+ * core_write and in commits) counts committed usage plus the bytes reserved by
+ * writes admitted and not committed yet. */
 int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_usage *out);
 /** Set hard limits (0 = none) for a tenant (ino 0), a bucket or a directory.
  * A limit below current usage blocks new writes; it never deletes data. */
 int core_quota_set(struct core *c, uint32_t tenant, uint64_t ino, uint64_t bytes_limit,
                    uint64_t inodes_limit);
 /** Admission check before data is dispatched: would adding @p bytes and
- * @p inodes under directory @p dir exceed a tenant, bucket or directory quota?
+ * @p inodes under directory @p dir exceed a tenant, bucket or directory quota
+ * (bytes: with what pending and in-flight writes reserved)? Reserves nothing.
  * @return 0, -EDQUOT. The authoritative check repeats inside the commit txn. */
 int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t bytes,
                      uint64_t inodes);

@@ -689,6 +689,7 @@ struct wplan {
     size_t blen;
     struct core__fext_list olds;   /* effective extents the write replaces */
     struct core__fext_list news;   /* extents written */
+    struct core__resv resv;        /* bytes it adds, reserved against the limits */
 };
 
 struct crc_job {
@@ -793,6 +794,40 @@ static int write_plan(struct core *c, struct wplan *a, MDB_txn *t, const struct 
     }
     a->mode = W_EXTENTS;
     return eff_overlaps(c, t, a->ino, r, &ps->ext, a->off, end, true, &a->olds);
+}
+
+/* Usage a planned write adds when committed (0 when it adds none): the
+ * bytes of the extents write_data makes (or of the inline content), less
+ * those of what they replace. Mirrors write_data's cuts. */
+static uint64_t plan_growth(const struct wplan *a)
+{
+    uint64_t end = a->off + a->len;
+    uint64_t add = 0, sub = 0;
+    if (a->mode == W_INLINE) {
+        add = end > a->blen ? end : a->blen;
+        sub = a->blen;
+    } else if (a->mode == W_CONVERT) {
+        uint64_t L = a->blen;
+        if (L && L < a->off)
+            add = L + (end - a->off);
+        else
+            add = (end > L ? end : L) - (L ? 0 : a->off);
+        sub = L;
+    } else {
+        uint64_t pos = a->off;
+        for (size_t i = 0; i < a->olds.n; i++) {
+            const struct core__fext *o = &a->olds.v[i];
+            uint64_t oe = o->foff + o->vlen;
+            if (o->foff > pos)
+                add += o->foff - pos;
+            add += o->vlen;
+            sub += o->e.len;
+            pos = oe > pos ? oe : pos;
+        }
+        if (end > pos)
+            add += end - pos;
+    }
+    return add > sub ? add - sub : 0;
 }
 
 /* Write the new extents of a planned write (no lock held). */
@@ -1008,6 +1043,9 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
         p->ext = nv;
         a->news.n = 0; /* owned by the record now */
     }
+    /* the record holds what committing it adds; the write's reservation
+     * (at least its own share of that) goes over to it */
+    core__resv_move(c, &p->resv, &a->resv, p->udelta > 0 ? (uint64_t)p->udelta : 0);
     p->ver++;
     md5_feed(p, a, cursize);
     if (end > p->size)
@@ -1081,9 +1119,10 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         if (rc == 0)
             rc = write_plan(c, &a, t, &r, &ps);
         meta_rtxn_end(t);
-        uint64_t cursize = r.size > ps.size ? r.size : ps.size;
-        if (rc == 0 && off + len > cursize)
-            rc = core_quota_admit(c, p, r.parent, off + len - cursize, 0);
+        /* reserve what it adds before anything is written (-EDQUOT past a
+         * limit, counting every write admitted and not committed yet) */
+        if (rc == 0)
+            rc = core__resv_admit(c, r.tenant, r.parent, plan_growth(&a), &a.resv);
         if (rc == 0 && a.mode != W_INLINE && !tmp &&
             posix_memalign((void **)&tmp, STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
             tmp = NULL;
@@ -1124,6 +1163,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
             pthread_mutex_unlock(&c->wlock[ino % CORE_WLOCKS]);
         if (rc)
             news_unreserve(c, &a);
+        core__resv_set(c, &a.resv, 0); /* not inserted (or moved to the record) */
         if (rc == -EAGAIN && a.need_flush) {
             /* pending inline bytes must be committed before the file converts */
             a.need_flush = false;

@@ -53,6 +53,26 @@ struct core__fext_list {
 };
 int core__fext_push(struct core__fext_list *l, const struct core__fext *x);
 
+/* A holder's byte reservation (core_quota.c): the usage records with a byte
+ * limit it counts against (key 0 = the tenant, else a bucket or directory
+ * inode; each key pinned in the table while held) and the bytes it holds. */
+#define CORE_RESV_KEYS 16
+struct core__resv {
+    uint32_t tenant;
+    uint32_t n;
+    uint64_t key[CORE_RESV_KEYS];
+    uint64_t bytes;
+};
+/* One usage record's reservations, in the table (resv_mu). */
+struct core__rent {
+    uint32_t tenant;
+    uint32_t holders;
+    uint64_t ino;
+    uint64_t bytes;
+    struct core__rent *next;
+};
+#define CORE_RESV_BUCKETS 256
+
 struct core__pend;
 struct core__pshard {
     pthread_mutex_t mu;
@@ -73,6 +93,8 @@ struct core {
     pthread_mutex_t wlock[CORE_WLOCKS]; /* writers that lost a race retry under these */
     atomic_uint_fast64_t bytes_written, bytes_read, crc_errors;
     atomic_uint ndirquota; /* directory quota records (0: skip the parent walk) */
+    pthread_mutex_t resv_mu; /* byte reservations (core_quota.c); a leaf lock */
+    struct core__rent *resv[CORE_RESV_BUCKETS];
 
     /* pending (uncommitted UNSTABLE) writes, core_pend.c */
     struct core__pshard pend[CORE_PEND_SHARDS];
@@ -151,9 +173,44 @@ int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir
                        int64_t dbytes, int64_t dinodes, bool enforce);
 int core__usage_move(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket, uint64_t from,
                      uint64_t to, int64_t bytes, int64_t inodes);
+/** core__usage_charge whose enforcement also counts the bytes other holders
+ * reserved on each limited record (all but @p own's, which may be NULL). */
+int core__usage_charge_own(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+                           int64_t dbytes, int64_t dinodes, bool enforce,
+                           const struct core__resv *own);
 int core__usage_create(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino);
 int core__usage_delete(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino);
 int core__quota_load(struct core *c);
+
+/* Byte reservations. A write admitted against a byte limit reserves the bytes
+ * it would add, in memory, on every limited record it counts against, and
+ * keeps them until its data is committed (then usage has them) or dropped:
+ * committed usage plus all reservations never passes a limit. Holders: an
+ * NFS write in flight, a pending record (core__pend), an S3 upload being
+ * linked. A holder with n == 0 holds nothing. */
+void core__resv_init(struct core *c);
+void core__resv_fini(struct core *c);
+/** Reserve @p bytes for a write into directory @p dir of @p tenant: the
+ * limited records on its chain (tenant, bucket, quota'd directories) must fit
+ * committed usage + every reservation + @p bytes (checked and taken under one
+ * lock, so concurrent writers never pass a limit together). No limit: @p h
+ * holds nothing. @return 0, -EDQUOT, -ENOMEM, -EIO. */
+int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t bytes,
+                     struct core__resv *h);
+/** Reserve @p bytes, without a limit check, on the limited records an object
+ * at @p key of @p bucket counts against (its op enforces the limits itself,
+ * counting others' reservations). @return 0, -ENOMEM, -EIO. */
+int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
+                        size_t klen, uint64_t bytes, struct core__resv *h);
+/** @p dst gives back what it held and takes @p src's records with @p bytes
+ * (never more than the two held together); @p src then holds nothing. */
+void core__resv_move(struct core *c, struct core__resv *dst, struct core__resv *src,
+                     uint64_t bytes);
+/** Change what @p h holds to @p bytes on its records (0 releases them). */
+void core__resv_set(struct core *c, struct core__resv *h, uint64_t bytes);
+/** Bytes reserved on record (@p tenant, @p ino) by holders other than @p own. */
+uint64_t core__resv_other(struct core *c, uint32_t tenant, uint64_t ino,
+                          const struct core__resv *own);
 
 /* ---- core_ns.c: tree changes shared by NFS and S3 ---- */
 /** Create a node @p name in @p dir (checks perms, quotas, names; updates
@@ -334,6 +391,7 @@ struct core__pend {
     uint64_t md5_end;              /* bytes hashed */
     bool md5_bad;                  /* written out of order: no MD5 */
     bool md5_kept;                 /* counted among the records kept for their MD5 */
+    struct core__resv resv;        /* max(0, udelta), reserved against the byte limits */
 };
 /** Release a pending extent nobody will commit (through the store limbo). */
 void core__pend_release(struct core *c, struct core__fext *x);

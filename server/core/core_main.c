@@ -166,6 +166,7 @@ int core_open(struct core **out, const struct core_config *cfg)
         c->cfg.commit_max_batch = 256;
     c->cfg.data_dir = c->data_dir;
     pthread_mutex_init(&c->ref_mu, NULL);
+    core__resv_init(c);
     core__pend_init(c);
     for (int i = 0; i < CORE_WLOCKS; i++)
         pthread_mutex_init(&c->wlock[i], NULL);
@@ -254,6 +255,7 @@ void core_close(struct core *c)
         core_sync(c);
     meta_env_close(c->meta);
     core__pend_fini(c); /* what a failed flush left: lost, its space free at the next open */
+    core__resv_fini(c);
     store_close(c->store);
     pthread_mutex_lock(&c->ref_mu);
     for (int i = 0; i < CORE_REF_BUCKETS; i++) {

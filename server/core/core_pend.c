@@ -93,6 +93,7 @@ void core__pend_fini(struct core *c)
             struct core__pend *n = p->next;
             for (size_t j = 0; j < p->ext.n; j++)
                 store_unreserve(c->store, &p->ext.v[j].e);
+            core__resv_set(c, &p->resv, 0);
             pend_destroy(p);
             p = n;
         }
@@ -172,6 +173,7 @@ void core__pend_put(struct core *c, struct core__pend *p)
             atomic_fetch_sub(&c->pend_count, 1);
             if (p->md5_kept)
                 atomic_fetch_sub(&md5_kept, 1);
+            core__resv_set(c, &p->resv, 0);
             pend_destroy(p);
         }
     }
@@ -272,7 +274,16 @@ void core__attr_pend(struct core *c, struct core_attr *out)
     core__pend_put(c, p);
 }
 
+static void pend_udelta_calc(struct core *c, struct core__pend *p);
+
 void core__pend_udelta(struct core *c, struct core__pend *p)
+{
+    pend_udelta_calc(c, p);
+    /* what is left pending keeps its reservation; the rest is committed */
+    core__resv_set(c, &p->resv, p->udelta > 0 ? (uint64_t)p->udelta : 0);
+}
+
+static void pend_udelta_calc(struct core *c, struct core__pend *p)
 {
     MDB_txn *t;
     struct meta_inode r;
@@ -460,6 +471,7 @@ static void drop_all(struct core *c, struct core__pend *p, const struct core__pe
     p->ext.n = 0;
     p->bytes = p->unfl = 0;
     p->udelta = 0;
+    core__resv_set(c, &p->resv, 0);
     free(p->inl);
     p->inl = NULL;
     p->inl_len = 0;

@@ -7,6 +7,21 @@
  * own txn, so usage is exact after any crash. The parent walk is skipped
  * while no directory quota exists. A hard link is charged where its inode
  * was created; its bytes are credited where its last link goes.
+ *
+ * Byte reservations close the gap between admitting a write and committing
+ * it. Data is written before its op commits (NFS UNSTABLE writes stay pending
+ * in memory until COMMIT), so admission checks committed usage plus the bytes
+ * reserved by every write admitted and not committed yet, and reserves its
+ * own under the same lock (resv_mu). A write keeps its reservation until the
+ * op that charges its bytes committed (visible to any read txn begun after
+ * the release), so admission never misses bytes: they are either committed
+ * or still reserved. Only records with a byte limit are tracked (a limit set
+ * while writes are pending counts them from their next write on). S3 uploads
+ * hold their size unchecked while their op runs; the op enforces the limit on
+ * committed usage plus everyone else's reservations (an object that replaces
+ * another is charged net). At most CORE_RESV_KEYS - 2 quota'd directories of
+ * one chain are reserved on (the innermost); outer ones count committed
+ * usage only.
  * Thread: txn helpers inside writer ops; the public calls from any thread. */
 #include "core_int.h"
 
@@ -52,9 +67,10 @@ static uint64_t add_clamped(uint64_t v, int64_t d)
     return v + (uint64_t)d;
 }
 
-/* Apply a delta to one record; @p create makes a missing record. */
+/* Apply a delta to one record; @p create makes a missing record. Enforcing
+ * counts the bytes reserved on the record by holders other than @p own. */
 static int usage_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino, int64_t db,
-                       int64_t di, bool enforce, bool create)
+                       int64_t di, bool enforce, bool create, const struct core__resv *own)
 {
     struct meta_usage u;
     int rc = usage_read(c, t, tenant, ino, &u);
@@ -67,15 +83,18 @@ static int usage_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino
     }
     u.bytes = add_clamped(u.bytes, db);
     u.inodes = add_clamped(u.inodes, di);
-    if (enforce && ((db > 0 && u.bytes_limit && u.bytes > u.bytes_limit) ||
-                    (di > 0 && u.inodes_limit && u.inodes > u.inodes_limit)))
+    if (enforce && db > 0 && u.bytes_limit &&
+        (u.bytes > u.bytes_limit ||
+         core__resv_other(c, tenant, ino, own) > u.bytes_limit - u.bytes))
+        return -EDQUOT;
+    if (enforce && di > 0 && u.inodes_limit && u.inodes > u.inodes_limit)
         return -EDQUOT;
     return usage_write(c, t, tenant, ino, &u);
 }
 
 /* Quota'd directories strictly below the bucket on the chain from @p dir. */
 static int dirs_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir, uint64_t bucket,
-                      int64_t db, int64_t di, bool enforce)
+                      int64_t db, int64_t di, bool enforce, const struct core__resv *own)
 {
     uint64_t cur = dir;
     int depth = 0;
@@ -83,7 +102,7 @@ static int dirs_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
         return 0;
     while (cur && cur != bucket && depth++ < 1024) {
         struct meta_inode r;
-        int rc = usage_apply(c, t, tenant, cur, db, di, enforce, false);
+        int rc = usage_apply(c, t, tenant, cur, db, di, enforce, false, own);
         if (rc)
             return rc;
         rc = core__ino_get(c, t, cur, &r);
@@ -94,14 +113,15 @@ static int dirs_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
     return 0;
 }
 
-int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
-                       int64_t dbytes, int64_t dinodes, bool enforce)
+int core__usage_charge_own(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+                           int64_t dbytes, int64_t dinodes, bool enforce,
+                           const struct core__resv *own)
 {
     struct meta_inode d;
     int rc;
     if (dbytes == 0 && dinodes == 0)
         return 0;
-    rc = usage_apply(c, t, tenant, 0, dbytes, dinodes, enforce, true);
+    rc = usage_apply(c, t, tenant, 0, dbytes, dinodes, enforce, true, own);
     if (rc || dir == 0)
         return rc;
     rc = core__ino_get(c, t, dir, &d);
@@ -109,10 +129,16 @@ int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir
         return rc;
     if (d.flags & CORE_A_TROOT)
         return 0;
-    rc = dirs_apply(c, t, tenant, dir, d.bucket, dbytes, dinodes, enforce);
+    rc = dirs_apply(c, t, tenant, dir, d.bucket, dbytes, dinodes, enforce, own);
     if (rc)
         return rc;
-    return usage_apply(c, t, tenant, d.bucket, dbytes, dinodes, enforce, true);
+    return usage_apply(c, t, tenant, d.bucket, dbytes, dinodes, enforce, true, own);
+}
+
+int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+                       int64_t dbytes, int64_t dinodes, bool enforce)
+{
+    return core__usage_charge_own(c, t, tenant, dir, dbytes, dinodes, enforce, NULL);
 }
 
 /* Charge a move of (bytes, inodes) from directory chain @p from to @p to, only on the
@@ -120,10 +146,10 @@ int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir
 int core__usage_move(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket, uint64_t from,
                      uint64_t to, int64_t bytes, int64_t inodes)
 {
-    int rc = dirs_apply(c, t, tenant, from, bucket, -bytes, -inodes, false);
+    int rc = dirs_apply(c, t, tenant, from, bucket, -bytes, -inodes, false, NULL);
     if (rc)
         return rc;
-    return dirs_apply(c, t, tenant, to, bucket, bytes, inodes, true);
+    return dirs_apply(c, t, tenant, to, bucket, bytes, inodes, true, NULL);
 }
 
 int core__usage_create(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino)
@@ -314,7 +340,8 @@ static int admit_one(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino, 
         return 0;
     if (rc)
         return rc;
-    if ((bytes && u.bytes_limit && u.bytes + bytes > u.bytes_limit) ||
+    if ((bytes && u.bytes_limit &&
+         u.bytes + core__resv_other(c, tenant, ino, NULL) + bytes > u.bytes_limit) ||
         (inodes && u.inodes_limit && u.inodes + inodes > u.inodes_limit))
         return -EDQUOT;
     return 0;
@@ -346,4 +373,273 @@ int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t di
 out:
     meta_rtxn_end(t);
     return rc;
+}
+
+/* ---- byte reservations ---- */
+
+void core__resv_init(struct core *c)
+{
+    pthread_mutex_init(&c->resv_mu, NULL);
+    memset(c->resv, 0, sizeof(c->resv));
+}
+
+void core__resv_fini(struct core *c)
+{
+    for (int i = 0; i < CORE_RESV_BUCKETS; i++) {
+        while (c->resv[i]) {
+            struct core__rent *e = c->resv[i];
+            c->resv[i] = e->next;
+            free(e);
+        }
+    }
+    pthread_mutex_destroy(&c->resv_mu);
+}
+
+/* Under resv_mu: the table slot of record (tenant, ino). */
+static struct core__rent **rent_slot(struct core *c, uint32_t tenant, uint64_t ino)
+{
+    uint64_t h = (ino ^ ((uint64_t)tenant << 40)) * 0x9e3779b97f4a7c15ull;
+    struct core__rent **pp = &c->resv[h >> 56];
+    while (*pp && ((*pp)->tenant != tenant || (*pp)->ino != ino))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* Under resv_mu: give back what @p h holds and unpin its records. */
+static void resv_unpin(struct core *c, struct core__resv *h)
+{
+    for (uint32_t i = 0; i < h->n; i++) {
+        struct core__rent **pp = rent_slot(c, h->tenant, h->key[i]);
+        struct core__rent *e = *pp;
+        if (!e)
+            continue;
+        e->bytes = e->bytes > h->bytes ? e->bytes - h->bytes : 0;
+        if (--e->holders == 0) {
+            *pp = e->next;
+            free(e);
+        }
+    }
+    h->n = 0;
+    h->bytes = 0;
+}
+
+/* Under resv_mu: pin @p h's records (holding nothing yet). @return 0, -ENOMEM. */
+static int resv_pin(struct core *c, struct core__resv *h)
+{
+    h->bytes = 0;
+    for (uint32_t i = 0; i < h->n; i++) {
+        struct core__rent **pp = rent_slot(c, h->tenant, h->key[i]);
+        if (!*pp) {
+            struct core__rent *e = calloc(1, sizeof(*e));
+            if (!e) {
+                h->n = i;
+                resv_unpin(c, h);
+                return -ENOMEM;
+            }
+            e->tenant = h->tenant;
+            e->ino = h->key[i];
+            *pp = e;
+        }
+        (*pp)->holders++;
+    }
+    return 0;
+}
+
+/* Add record (h->tenant, @p ino) to @p h when it has a byte limit. */
+static int keys_add(struct core *c, MDB_txn *t, struct core__resv *h, uint64_t ino)
+{
+    struct meta_usage u;
+    int rc = usage_read(c, t, h->tenant, ino, &u);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < h->n; i++)
+        if (h->key[i] == ino)
+            return 0;
+    if (u.bytes_limit && h->n < CORE_RESV_KEYS)
+        h->key[h->n++] = ino;
+    return 0;
+}
+
+/* Limited records a write into directory @p dir counts against. */
+static int keys_dir(struct core *c, MDB_txn *t, uint64_t dir, struct core__resv *h)
+{
+    struct meta_inode d;
+    int depth = 0;
+    int rc = keys_add(c, t, h, 0);
+    if (rc || dir == 0)
+        return rc;
+    rc = core__ino_get(c, t, dir, &d);
+    if (rc == -ENOENT)
+        return 0; /* gone: the write's own checks fail it */
+    if (rc || (d.flags & CORE_A_TROOT))
+        return rc;
+    rc = keys_add(c, t, h, d.bucket);
+    if (rc || atomic_load(&c->ndirquota) == 0)
+        return rc;
+    for (uint64_t cur = dir; cur && cur != d.bucket && rc == 0 && depth++ < 1024;) {
+        struct meta_inode r;
+        rc = keys_add(c, t, h, cur);
+        if (rc == 0 && (rc = core__ino_get(c, t, cur, &r)) == 0)
+            cur = r.parent;
+    }
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* Limited records an object at @p key of @p bucket counts against (its
+ * existing ancestor directories; missing ones are created without limits). */
+static int keys_key(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
+                    struct core__resv *h)
+{
+    int rc = keys_add(c, t, h, 0);
+    if (rc == 0)
+        rc = keys_add(c, t, h, bucket);
+    if (rc || atomic_load(&c->ndirquota) == 0)
+        return rc;
+    for (size_t s = 0; s + 1 < klen && rc == 0; s++) {
+        uint64_t ino;
+        uint32_t type;
+        if (key[s] != '/')
+            continue;
+        rc = core__kidx_get(c, t, bucket, key, s + 1, &ino, &type);
+        if (rc == -ENOENT)
+            return 0;
+        if (rc == 0)
+            rc = keys_add(c, t, h, ino);
+    }
+    return rc;
+}
+
+int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t bytes,
+                     struct core__resv *h)
+{
+    MDB_txn *t;
+    memset(h, 0, sizeof(*h));
+    h->tenant = tenant;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = keys_dir(c, t, dir, h);
+    meta_rtxn_end(t);
+    if (rc || h->n == 0) {
+        h->n = 0;
+        return rc;
+    }
+    pthread_mutex_lock(&c->resv_mu);
+    rc = resv_pin(c, h);
+    if (rc == 0 && bytes) {
+        /* committed usage read after taking the lock: a reservation given
+         * back before is committed and visible to this txn */
+        rc = meta_rtxn_begin(c->meta, &t);
+        bool open = rc == 0;
+        for (uint32_t i = 0; i < h->n && rc == 0; i++) {
+            struct meta_usage u;
+            int r = usage_read(c, t, tenant, h->key[i], &u);
+            if (r == -ENOENT || (r == 0 && !u.bytes_limit))
+                continue;
+            if (r) {
+                rc = r;
+                break;
+            }
+            uint64_t held = (*rent_slot(c, tenant, h->key[i]))->bytes;
+            if (u.bytes > u.bytes_limit || held > u.bytes_limit - u.bytes ||
+                bytes > u.bytes_limit - u.bytes - held)
+                rc = -EDQUOT;
+        }
+        if (open)
+            meta_rtxn_end(t);
+        if (rc == 0) {
+            for (uint32_t i = 0; i < h->n; i++)
+                (*rent_slot(c, tenant, h->key[i]))->bytes += bytes;
+            h->bytes = bytes;
+        } else {
+            resv_unpin(c, h);
+        }
+    }
+    pthread_mutex_unlock(&c->resv_mu);
+    return rc;
+}
+
+int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
+                        size_t klen, uint64_t bytes, struct core__resv *h)
+{
+    MDB_txn *t;
+    memset(h, 0, sizeof(*h));
+    h->tenant = tenant;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = keys_key(c, t, bucket, key, klen, h);
+    meta_rtxn_end(t);
+    if (rc || h->n == 0 || bytes == 0) {
+        h->n = 0;
+        return rc;
+    }
+    pthread_mutex_lock(&c->resv_mu);
+    rc = resv_pin(c, h);
+    if (rc == 0) {
+        for (uint32_t i = 0; i < h->n; i++)
+            (*rent_slot(c, tenant, h->key[i]))->bytes += bytes;
+        h->bytes = bytes;
+    }
+    pthread_mutex_unlock(&c->resv_mu);
+    return rc;
+}
+
+void core__resv_move(struct core *c, struct core__resv *dst, struct core__resv *src,
+                     uint64_t bytes)
+{
+    if (!dst->n && !src->n)
+        return;
+    pthread_mutex_lock(&c->resv_mu);
+    resv_unpin(c, dst);
+    if (src->n && bytes) {
+        for (uint32_t i = 0; i < src->n; i++) {
+            struct core__rent *e = *rent_slot(c, src->tenant, src->key[i]);
+            if (e)
+                e->bytes = (e->bytes > src->bytes ? e->bytes - src->bytes : 0) + bytes;
+        }
+        *dst = *src;
+        dst->bytes = bytes;
+        src->n = 0;
+        src->bytes = 0;
+    } else {
+        resv_unpin(c, src);
+    }
+    pthread_mutex_unlock(&c->resv_mu);
+}
+
+void core__resv_set(struct core *c, struct core__resv *h, uint64_t bytes)
+{
+    if (!h->n)
+        return;
+    pthread_mutex_lock(&c->resv_mu);
+    if (bytes == 0) {
+        resv_unpin(c, h);
+    } else {
+        for (uint32_t i = 0; i < h->n; i++) {
+            struct core__rent *e = *rent_slot(c, h->tenant, h->key[i]);
+            if (e)
+                e->bytes = (e->bytes > h->bytes ? e->bytes - h->bytes : 0) + bytes;
+        }
+        h->bytes = bytes;
+    }
+    pthread_mutex_unlock(&c->resv_mu);
+}
+
+uint64_t core__resv_other(struct core *c, uint32_t tenant, uint64_t ino,
+                          const struct core__resv *own)
+{
+    uint64_t v = 0;
+    pthread_mutex_lock(&c->resv_mu);
+    struct core__rent *e = *rent_slot(c, tenant, ino);
+    if (e)
+        v = e->bytes;
+    pthread_mutex_unlock(&c->resv_mu);
+    if (own && own->tenant == tenant)
+        for (uint32_t i = 0; i < own->n; i++)
+            if (own->key[i] == ino)
+                return v > own->bytes ? v - own->bytes : 0;
+    return v;
 }

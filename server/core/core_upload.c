@@ -250,6 +250,7 @@ struct link_args {
     const char *if_etag;
     bool if_none_match;
     struct core_attr *out;
+    const struct core__resv *own;  /* the caller's reservation of these bytes, or NULL */
 };
 
 static int link_object(MDB_txn *t, const struct link_args *a, const struct link_src *src)
@@ -367,7 +368,7 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
             used += e->len;
         }
     }
-    rc = core__usage_charge(c, t, a->p->tenant, dir, (int64_t)used, 0, true);
+    rc = core__usage_charge_own(c, t, a->p->tenant, dir, (int64_t)used, 0, true, a->own);
     if (rc)
         return rc;
     r.size = src->size;
@@ -397,6 +398,7 @@ int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, co
 {
     struct core *c = u->c;
     struct commit_op a;
+    struct core__resv hold = {0};
     struct fextv *xv = NULL;
     bool isdir;
     int rc = core__key_check(key, keylen, &isdir);
@@ -404,7 +406,7 @@ int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, co
         goto out;
     memset(&a, 0, sizeof(a));
     a.la = (struct link_args){c, &u->p, u->bucket, key, keylen, etag, meta, metalen,
-                              if_etag, if_none_match, out};
+                              if_etag, if_none_match, out, &hold};
     a.src.size = u->size;
     if (u->n == 0 && u->blen <= c->cfg.inline_max) {
         a.src.inl = u->buf;
@@ -430,8 +432,12 @@ int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, co
     /* data durable before the metadata; syncing here keeps the writer free */
     if (a.src.n)
         rc = store_sync(c->store);
+    /* admissions of other writes count these bytes until the op committed */
+    if (rc == 0)
+        rc = core__resv_hold_key(c, u->p.tenant, u->bucket, key, keylen, u->size, &hold);
     if (rc == 0)
         rc = meta_submit(c->meta, commit_fn, &a, 0);
+    core__resv_set(c, &hold, 0);
     core__pend_reap(c);
 out:
     free(xv);
@@ -601,6 +607,7 @@ struct part_op {
     uint64_t id;
     uint32_t partno;
     const char *etag;
+    struct core__resv hold;        /* the part's bytes, reserved while the op runs */
 };
 
 static int part_commit_fn(MDB_txn *t, void *arg)
@@ -654,14 +661,14 @@ static int part_commit_fn(MDB_txn *t, void *arg)
     free(v);
     if (rc)
         return rc;
-    return core__usage_charge(c, t, u->p.tenant, u->bucket, (int64_t)bytes - (int64_t)freed, 0,
-                              bytes > freed);
+    return core__usage_charge_own(c, t, u->p.tenant, u->bucket, (int64_t)bytes - (int64_t)freed,
+                                  0, bytes > freed, &a->hold);
 }
 
 int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t partno,
                          const char *etag)
 {
-    struct part_op a = {u->c, u, 0, partno, etag};
+    struct part_op a = {u->c, u, 0, partno, etag, {0}};
     int rc = mpu_id_parse(upload_id, &a.id);
     if (rc == 0 && (partno < 1 || partno > 10000))
         rc = -EINVAL;
@@ -669,8 +676,11 @@ int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t 
         rc = up_flush(u);
     if (rc == 0)
         rc = u->n ? store_sync(u->c->store) : 0;
+    if (rc == 0) /* parts count on the tenant and the bucket */
+        rc = core__resv_hold_key(u->c, u->p.tenant, u->bucket, "", 0, u->size, &a.hold);
     if (rc == 0)
         rc = meta_submit(u->c->meta, part_commit_fn, &a, 0);
+    core__resv_set(u->c, &a.hold, 0);
     up_free(u, rc != 0);
     return rc;
 }
@@ -979,7 +989,7 @@ static int mpu_done_fn(MDB_txn *t, void *arg)
     if (rc || a->abort)
         goto out;
     struct link_args la = {c, a->p, a->bucket, keyc, m.keylen, a->final_etag,
-                           keyc + m.keylen, m.metalen, NULL, false, a->out};
+                           keyc + m.keylen, m.metalen, NULL, false, a->out, NULL};
     struct link_src src = {.ext = xv, .n = nx, .use = false, .size = size};
     if (nx == 0)
         src.inl = "";

@@ -291,19 +291,12 @@ def test_concurrent_s3_writers_never_pass_limit(t):
     assert u["bytes"] <= MiB and u["bytes"] == sum(len(b) for _, _, b in acked)
 
 
-@pytest.mark.xfail(strict=False, reason="server/core: an NFS WRITE is admitted against committed "
-                   "usage without a reservation, and acknowledged data is charged without "
-                   "enforcement (core_data.c), so concurrent NFS writers can pass the limit by "
-                   "up to (writers - 1) x write size")
 def test_concurrent_nfs_writers_never_pass_limit(t):
     acked, errors, u = race(t, 2, 6)
     assert not errors, errors[:5]
     assert u["bytes"] <= MiB, u
 
 
-@pytest.mark.xfail(strict=False, reason="server/core: UNSTABLE NFS writes are admitted against "
-                   "usage that leaves out other pending (uncommitted) writes, so one client "
-                   "writing UNSTABLE passes a byte quota without limit")
 def test_unstable_nfs_writes_respect_quota(t):
     """One client, one file after another, UNSTABLE writes (the kernel client's
     default): the quota must stop them like FILE_SYNC ones."""

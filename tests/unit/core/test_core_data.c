@@ -678,6 +678,131 @@ static void test_quota_rename(void **state)
     assert_int_equal(core_quota_admit(f->c, &f->p, a.ino, 0, 1), 0);
 }
 
+/* UNSTABLE writes hold their bytes until committed: a byte limit stops them,
+ * overwrites (adding nothing) still go, S3 uploads count them, and removing
+ * a file with pending data gives its reservation back. */
+static void test_quota_pending(void **state)
+{
+    struct fx *f = *state;
+    struct core_usage u;
+    uint8_t *buf = malloc(256 * 1024);
+    fx_fill(buf, 256 * 1024, 5);
+    assert_int_equal(core_quota_set(f->c, 1, f->bucket, MB, 0), 0);
+    uint64_t ino[5];
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "u%d", i);
+        ino[i] = mkfile(f, name);
+        wr(f, ino[i], 0, buf, 256 * 1024);
+    }
+    ino[4] = mkfile(f, "u4");
+    assert_int_equal(core_write(f->c, &f->p, ino[4], 0, buf, 4096, CORE_UNSTABLE, NULL, NULL,
+                                NULL),
+                     -EDQUOT);
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes, MB);
+    /* an overwrite of pending data adds nothing: admitted at the limit */
+    wr(f, ino[1], 1000, buf, 5000);
+    /* S3 counts the pending bytes too (at admission and at commit) */
+    assert_int_equal(fx_put(f, "s3", buf, 5000), -EDQUOT);
+    assert_int_equal(core_quota_admit(f->c, &f->p, f->bucket, 1, 0), -EDQUOT);
+    /* committed, the same bytes are charged once */
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(core_commit(f->c, &f->p, ino[i]), 0);
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    assert_int_equal(u.bytes, MB);
+    assert_int_equal(core_write(f->c, &f->p, ino[4], 0, buf, 4096, CORE_FILE_SYNC, NULL, NULL,
+                                NULL),
+                     -EDQUOT);
+    /* pending data of a removed file gives its reservation back */
+    assert_int_equal(core_remove(f->c, &f->p, f->bucket, "u0", 2), 0);
+    assert_int_equal(core_remove(f->c, &f->p, f->bucket, "u1", 2), 0);
+    wr(f, ino[4], 0, buf, 256 * 1024);
+    assert_int_equal(core_remove(f->c, &f->p, f->bucket, "u4", 2), 0);
+    uint64_t x = mkfile(f, "x");
+    wr(f, x, 0, buf, 256 * 1024);
+    wr(f, x, 256 * 1024, buf, 256 * 1024);
+    assert_int_equal(core_write(f->c, &f->p, x, 512 * 1024, buf, 1, CORE_UNSTABLE, NULL, NULL,
+                                NULL),
+                     -EDQUOT);
+    /* a limit on a directory counts pending writes below it */
+    assert_int_equal(core_quota_set(f->c, 1, f->bucket, 0, 0), 0);
+    struct core_attr dir, a;
+    assert_int_equal(core_mkdir(f->c, &f->p, f->bucket, "qd", 2, 0755, &dir), 0);
+    assert_int_equal(core_quota_set(f->c, 1, dir.ino, 300 * 1024, 0), 0);
+    assert_int_equal(core_create(f->c, &f->p, dir.ino, "a", 1, 0644, 0, 0, &a), 0);
+    wr(f, a.ino, 0, buf, 256 * 1024);
+    assert_int_equal(core_create(f->c, &f->p, dir.ino, "b", 1, 0644, 0, 0, &a), 0);
+    assert_int_equal(core_write(f->c, &f->p, a.ino, 0, buf, 64 * 1024, CORE_UNSTABLE, NULL, NULL,
+                                NULL),
+                     -EDQUOT);
+    assert_int_equal(fx_put(f, "qd/s3", buf, 64 * 1024), -EDQUOT);
+    wr(f, a.ino, 0, buf, 40 * 1024);
+    assert_int_equal(core_sync(f->c), 0);
+    assert_int_equal(core_usage_get(f->c, 1, dir.ino, &u), 0);
+    assert_int_equal(u.bytes, 296 * 1024);
+    free(buf);
+}
+
+struct qrace {
+    struct fx *f;
+    int id;
+    enum core_stable stable;
+    atomic_uint_fast64_t *acked;
+};
+
+static void *qrace_main(void *arg)
+{
+    struct qrace *q = arg;
+    struct fx *f = q->f;
+    uint8_t buf[40 * 1024];
+    fx_fill(buf, sizeof(buf), (uint32_t)q->id);
+    for (int i = 0; i < 40; i++) {
+        char name[32];
+        struct core_attr a;
+        snprintf(name, sizeof(name), "r%d-%d", q->id, i);
+        int rc = core_create(f->c, &f->p, f->bucket, name, strlen(name), 0644, 0, 0, &a);
+        assert_int_equal(rc, 0);
+        rc = core_write(f->c, &f->p, a.ino, 0, buf, sizeof(buf), q->stable, NULL, NULL, NULL);
+        assert_true(rc == 0 || rc == -EDQUOT);
+        if (rc == 0)
+            atomic_fetch_add(q->acked, sizeof(buf));
+    }
+    return NULL;
+}
+
+/* Writers racing for the last bytes of a limit never pass it together. */
+static void test_quota_race(void **state)
+{
+    struct fx *f = *state;
+    struct core_usage u;
+    for (int round = 0; round < 2; round++) {
+        atomic_uint_fast64_t acked = 0;
+        pthread_t th[8];
+        struct qrace q[8];
+        struct core_attr b;
+        char bname[16];
+        snprintf(bname, sizeof(bname), "race%d", round);
+        assert_int_equal(core_bucket_create(f->c, &f->p, bname, strlen(bname), &b), 0);
+        struct fx g = *f;
+        g.bucket = b.ino;
+        assert_int_equal(core_quota_set(f->c, 1, b.ino, MB, 0), 0);
+        for (int i = 0; i < 8; i++) {
+            q[i] = (struct qrace){&g, i, i % 2 ? CORE_FILE_SYNC : CORE_UNSTABLE, &acked};
+            assert_int_equal(pthread_create(&th[i], NULL, qrace_main, &q[i]), 0);
+        }
+        for (int i = 0; i < 8; i++)
+            pthread_join(th[i], NULL);
+        assert_true(atomic_load(&acked) <= MB);
+        assert_true(atomic_load(&acked) >= MB / 2); /* the limit did fill up */
+        assert_int_equal(core_usage_get(f->c, 1, b.ino, &u), 0);
+        assert_int_equal(u.bytes, atomic_load(&acked));
+        assert_int_equal(core_sync(f->c), 0);
+        assert_int_equal(core_usage_get(f->c, 1, b.ino, &u), 0);
+        assert_int_equal(u.bytes, atomic_load(&acked));
+    }
+}
+
 static void test_verifier(void **state)
 {
     struct fx *f = *state;
@@ -744,6 +869,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota_rename, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_quota_pending, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_quota_race, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nfs_etag, fx_setup, fx_teardown),
     };
