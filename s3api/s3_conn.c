@@ -644,7 +644,7 @@ static void stream_pump(struct s3_ctx *x)
  * it down, on the loop thread. Data read cold (verified now, so sent from
  * memory) goes in windows of S3_RCHUNK with the output below S3_OUT_LOW, as
  * the copy path does, so a cold GET holds no more memory than it did. */
-#define S3_ZC_WIN (4u << 20)
+#define S3_ZC_WIN S3_ZC_ONE
 #define S3_ZC_GRID (1u << 20) /* extents are cut on this grid of file offsets */
 #define S3_ZC_OUT (12u << 20)
 
@@ -766,6 +766,14 @@ static void zc_pump(struct s3_ctx *x)
         if (w->rc || w->ps.len != w->len) {
             int rc = w->rc;
             zwin_drop(w);
+            bool gone = rc == SRV_ESTALE || rc == -ENOENT || rc == 0;
+            if (!x->zc_head && !x->ref_held && gone && x->get_again++ < 8) {
+                /* replaced or removed since the lookup, nothing sent yet (and nothing
+                 * else in flight): look the key up again, as the worker path does */
+                c->state = CS_WAIT;
+                ctx_submit(x, s3__get_again_work, send_response);
+                return;
+            }
             if (!x->zc_head) {
                 /* nothing sent yet (and nothing else in flight): a proper error answer */
                 s3__resp_err(x, rc ? rc : -EIO, rc ? NULL : "the object changed while it was read");
@@ -803,6 +811,8 @@ static void zc_pump(struct s3_ctx *x)
             abort();
         /* windows end on the 1 MiB grid extents are cut on: no extent is verified twice */
         uint64_t len = win - x->rnext % S3_ZC_GRID;
+        if (!x->ref_held) /* a body of at most S3_ZC_ONE: one window holds it all */
+            len = x->rend - x->rnext;
         if (len > x->rend - x->rnext)
             len = x->rend - x->rnext;
         w->off = x->rnext;
@@ -1331,6 +1341,7 @@ static void on_headers(struct s3_conn *c)
         abort();
     reqid_make(srv, x->reqid);
     x->head = strcmp(x->req->method, "HEAD") == 0;
+    x->tls = srv->ssl != NULL;
     c->x = x;
     c->state = CS_WAIT;
 

@@ -381,6 +381,8 @@ struct srv_loop;
 #define S3_READS_INFLIGHT 2     /* parallel worker reads of one streamed GET */
 #define S3_ZC_INFLIGHT 2        /* zero-copy windows of one streamed GET being prepared */
 #define S3_PEEK_MAX (16u << 10) /* inline objects served on the loop thread up to this */
+#define S3_ZC_MIN (64u << 10)   /* bodies larger than this go zero-copy (without TLS) */
+#define S3_ZC_ONE (4u << 20)    /* ... in one window, without core_ref, up to this */
 struct s3_zwin;
 
 struct s3_ctx {
@@ -448,6 +450,8 @@ struct s3_ctx {
     bool zc;        /* streamed from file segments (sendfile), not core_read copies */
     bool zc_hot;    /* the last window came from the page cache (no copy): larger windows */
     bool zc_head;   /* the response head is in the output (written with the first window) */
+    bool tls;       /* the connection is TLS (no zero-copy) */
+    int get_again;  /* GETs redone because the object went away before its first window */
     struct s3_zwin *zw[S3_ZC_INFLIGHT]; /* windows prepared or being prepared, in order */
     int zw_head, zw_count;
     uint64_t bytes_in, bytes_out;
@@ -487,6 +491,8 @@ enum s3_fast s3__get_fast(struct s3_ctx *x);
 /** Worker: the data step after S3_FAST_DATA (looks the key up again if the
  * object went away meanwhile). */
 void s3__get_data_work(struct s3_ctx *x);
+/** Worker: the whole GET again (its object went away before any byte was sent). */
+void s3__get_again_work(struct s3_ctx *x);
 
 /* shared by the ops (s3_op_object.c) */
 /** Look up the request's bucket (sets x->bucket_ino). @return 0 or responds and returns < 0. */

@@ -546,13 +546,17 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     x->need_data = true;
 }
 
-/* The data step of a GET: a small body is read here, a large one is held
- * (core_ref) for streaming. @return 0 (done, or an error was responded),
+/* The data step of a GET: a small body is read here; a larger one streams,
+ * zero-copy (no TLS) in one window when it fits, which needs no hold (the
+ * window's store read token keeps its extents), else held with core_ref
+ * across its windows or reads. @return 0 (done, or an error was responded),
  * SRV_ESTALE: the object went away since its lookup (look it up again). */
 static int get_data(struct s3_ctx *x)
 {
     uint64_t off = x->roff, end = x->rend;
     x->need_data = false;
+    if (!x->tls && end - off > S3_ZC_MIN && end - off <= S3_ZC_ONE)
+        return 0; /* streamed in one zero-copy window (s3_conn.c) */
     if (end - off <= COPY_CHUNK) {
         /* small: one read here, no inode hold needed */
         size_t n = (size_t)(end - off), got = 0;
@@ -603,6 +607,12 @@ static void get_or_head(struct s3_ctx *x)
     get_reset(x);
     s3__resp_error(x, -EAGAIN, "ServiceUnavailable", 503,
                    "the object kept changing while it was read; please retry");
+}
+
+void s3__get_again_work(struct s3_ctx *x)
+{
+    get_reset(x);
+    get_or_head(x);
 }
 
 void s3__get_data_work(struct s3_ctx *x)

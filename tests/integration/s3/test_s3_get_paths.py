@@ -11,6 +11,9 @@ import hashlib
 import http.client
 import mmap
 import os
+import struct
+import threading
+import time
 
 import pytest
 
@@ -154,3 +157,55 @@ def test_corrupt_extent_is_never_sent(s3nfsd_module, s3):
         pytest.skip("no O_DIRECT on this filesystem")
     check_refused(d, s3, "rot2", data)
     assert get(s3, "rot2", Range=f"bytes=0-{MiB - 1}") == data[:MiB]
+
+
+def versioned(version, n):
+    body = hashlib.sha256(b"%d" % version).digest() * (n // 32)
+    body = body[:n - 40]
+    return struct.pack(">Q", version) + hashlib.sha256(body).digest() + body
+
+
+@pytest.mark.parametrize("n", [40 << 10, 2 * MiB, 6 * MiB], ids=["copy", "zc-one", "zc-ref"])
+def test_replaced_while_read_is_whole(s3nfsd_module, s3, n):
+    """PUTs keep replacing a key while readers GET it: every answer is one
+    whole version (never 404, never a mix), whichever GET path serves it:
+    a worker read, one zero-copy window without a hold, or held windows."""
+    key = f"churn-{n}"
+    s3.put_object(Bucket="paths", Key=key, Body=versioned(0, n))
+    stop = threading.Event()
+    errors, seen = [], set()
+
+    def writer():
+        c = s3nfsd_module.boto3()
+        v = 1
+        while not stop.is_set():
+            try:
+                c.put_object(Bucket="paths", Key=key, Body=versioned(v, n))
+                v += 1
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"put: {e}")
+                return
+
+    def reader():
+        c = s3nfsd_module.boto3()
+        while not stop.is_set():
+            try:
+                data = c.get_object(Bucket="paths", Key=key)["Body"].read()
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"get: {e}")
+                return
+            version = struct.unpack(">Q", data[:8])[0]
+            if len(data) != n or hashlib.sha256(data[40:]).digest() != data[8:40]:
+                errors.append(f"partial or mixed version {version}")
+                return
+            seen.add(version)
+
+    threads = [threading.Thread(target=f) for f in (writer, reader, reader)]
+    for t in threads:
+        t.start()
+    time.sleep(6)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:3]
+    assert len(seen) > 1, seen
