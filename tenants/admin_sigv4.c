@@ -4,9 +4,10 @@
  * tenant_admin set: in the bootstrap tenant (id 1) that user is a system
  * admin; elsewhere it may manage only its own tenant.
  *
- * The s3api's SigV4 code cannot be called from here (libadmin links after
- * libs3api), so this file checks the header form only: no presigned URLs, no
- * aws-chunked bodies. The canonical URI is the path exactly as sent (S3 style,
+ * The service-neutral pieces (canonical request, signing key, signature,
+ * x-amz-date) come from server/srv_sigv4.c; the s3api's checker cannot be
+ * called from here (libadmin links after libs3api). This file checks the
+ * header form only: no presigned URLs, no aws-chunked bodies. The canonical URI is the path exactly as sent (S3 style,
  * not encoded twice); any region and service in the scope are accepted; the
  * payload hash is always checked against the body (admin bodies are at most
  * 1 MiB and are buffered); x-amz-date must be within 15 minutes of our clock.
@@ -17,161 +18,59 @@
 #include <sys/queue.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "admin_int.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_sigv4.h"
 #include "tenants.h"
 
 #define SKEW_MAX_S (15 * 60)
 #define HDRS_MAX 32
+#define QUERY_MAX 64
 
-static void hex(const uint8_t *d, size_t n, char *out)
+/* Decode @p n bytes of a query name or value ('+' stays '+') into a heap string.
+ * @return it (@p len its length, NULs included), or NULL (malformed, over 1 KiB, no memory). */
+static char *query_decode(const char *s, size_t n, size_t *len)
 {
-    static const char h[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = h[d[i] >> 4];
-        out[2 * i + 1] = h[d[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-static void hmac(const uint8_t *key, size_t klen, const char *msg, size_t mlen, uint8_t out[32])
-{
-    unsigned int olen = 32;
-    HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, mlen, out, &olen);
-}
-
-/* Append @p s to @p b percent-encoded as SigV4 wants (unreserved kept). */
-static void add_encoded(struct evbuffer *b, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '_' || ch == '.' || ch == '~')
-            evbuffer_add(b, &s[i], 1);
-        else
-            evbuffer_add_printf(b, "%%%02X", ch);
-    }
-}
-
-struct qpair {
-    char *k, *v; /* encoded */
-};
-
-static int qpair_cmp(const void *x, const void *y)
-{
-    const struct qpair *a = x, *b = y;
-    int c = strcmp(a->k, b->k);
-    return c ? c : strcmp(a->v, b->v);
-}
-
-static char *encoded_dup(const char *s, size_t n)
-{
-    struct evbuffer *b = evbuffer_new();
-    char *out = NULL;
-    if (!b)
-        return NULL;
-    size_t raw_len = 0;
     char raw[1024];
     if (n >= sizeof(raw))
-        goto out;
+        return NULL;
     memcpy(raw, s, n);
     raw[n] = '\0';
-    /* Decode first ('+' stays '+'), then encode the SigV4 way. */
-    char *dec = evhttp_uridecode(raw, 0, &raw_len);
-    if (!dec)
-        goto out;
-    add_encoded(b, dec, raw_len);
-    free(dec);
-    size_t len = evbuffer_get_length(b);
-    out = malloc(len + 1);
-    if (out) {
-        evbuffer_remove(b, out, len);
-        out[len] = '\0';
-    }
-out:
-    evbuffer_free(b);
-    return out;
+    return evhttp_uridecode(raw, 0, len);
 }
 
-/* The canonical query string of the raw query @p q. @return 0, -EINVAL, -ENOMEM. */
-static int canon_query(struct evbuffer *out, const char *q)
+/* The parameters of the raw query @p q, decoded into @p kv (at most QUERY_MAX).
+ * @param[out] n how many entries of @p kv hold heap names and values (free
+ * them, also on error). @return 0, -EINVAL (too many, too long, malformed or
+ * no memory). */
+static int query_pairs(const char *q, struct srv_sigv4_kv kv[QUERY_MAX], int *n)
 {
-    struct qpair pairs[64];
-    size_t n = 0;
-    int rc = 0;
+    *n = 0;
     while (q && *q) {
         size_t len = strcspn(q, "&");
         if (len > 0) {
-            if (n == sizeof(pairs) / sizeof(pairs[0])) {
-                rc = -EINVAL;
-                goto out;
-            }
+            if (*n == QUERY_MAX)
+                return -EINVAL;
+            struct srv_sigv4_kv *e = &kv[(*n)++];
             const char *eq = memchr(q, '=', len);
             size_t kl = eq ? (size_t)(eq - q) : len;
-            pairs[n].k = encoded_dup(q, kl);
-            pairs[n].v = eq ? encoded_dup(eq + 1, len - kl - 1) : strdup("");
-            n++;
-            if (!pairs[n - 1].k || !pairs[n - 1].v) {
-                rc = -EINVAL;
-                goto out;
-            }
+            e->vlen = 0;
+            e->name = query_decode(q, kl, &e->nlen);
+            e->value = eq ? query_decode(eq + 1, len - kl - 1, &e->vlen) : strdup("");
+            if (!e->name || !e->value)
+                return -EINVAL;
         }
         q += len;
         if (*q == '&')
             q++;
     }
-    qsort(pairs, n, sizeof(pairs[0]), qpair_cmp);
-    for (size_t i = 0; i < n; i++)
-        evbuffer_add_printf(out, "%s%s=%s", i ? "&" : "", pairs[i].k, pairs[i].v);
-out:
-    for (size_t i = 0; i < n; i++) {
-        free(pairs[i].k);
-        free(pairs[i].v);
-    }
-    return rc;
-}
-
-/* Append "name:value\n" with the value trimmed and inner blank runs squeezed;
- * repeated headers are joined with ','. @return 0, -ENOENT (not sent). */
-static int canon_header(struct evbuffer *out, struct evkeyvalq *hdrs, const char *name)
-{
-    bool found = false;
-    struct evkeyval *h;
-    evbuffer_add_printf(out, "%s:", name);
-    TAILQ_FOREACH(h, hdrs, next)
-    {
-        if (strcasecmp(h->key, name) != 0)
-            continue;
-        if (found)
-            evbuffer_add(out, ",", 1);
-        found = true;
-        const char *v = h->value;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        bool space = false;
-        for (; *v; v++) {
-            if (*v == ' ' || *v == '\t') {
-                space = true;
-                continue;
-            }
-            if (space)
-                evbuffer_add(out, " ", 1);
-            space = false;
-            evbuffer_add(out, v, 1);
-        }
-    }
-    evbuffer_add(out, "\n", 1);
-    return found ? 0 : -ENOENT;
+    return 0;
 }
 
 /* Copy "field=VALUE" (up to ',' or end) out of the Authorization header. */
@@ -195,33 +94,81 @@ static bool auth_field(const char *auth, const char *field, char *out, size_t ou
     return false;
 }
 
-static bool parse_amz_date(const char *s, time_t *out)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
-        return false;
-    const char *end = strptime(s, "%Y%m%dT%H%M%SZ", &tm);
-    if (!end || *end)
-        return false;
-    *out = timegm(&tm);
-    return true;
-}
-
 static int fail(const char **why, const char *msg)
 {
     *why = msg;
     return -EACCES;
 }
 
+/* The request's headers as name/value pairs (@p n of them; free() the array).
+ * @return it, or NULL (no memory). */
+static struct srv_sigv4_kv *header_pairs(struct evkeyvalq *hdrs, size_t *n)
+{
+    struct evkeyval *h;
+    size_t cnt = 0;
+    TAILQ_FOREACH(h, hdrs, next)
+        cnt++;
+    struct srv_sigv4_kv *kv = calloc(cnt ? cnt : 1, sizeof(*kv));
+    if (!kv)
+        return NULL;
+    *n = 0;
+    TAILQ_FOREACH(h, hdrs, next)
+    {
+        kv[*n] = (struct srv_sigv4_kv){h->key, strlen(h->key), h->value, strlen(h->value)};
+        (*n)++;
+    }
+    return kv;
+}
+
+/* Check the SignedHeaders list: at most HDRS_MAX names, lower case, host among them.
+ * @return NULL, or what is wrong. */
+static const char *signed_list_error(const char *list)
+{
+    bool has_host = false;
+    int nh = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ";");
+        if (n > 0) {
+            if (++nh > HDRS_MAX)
+                return "a signed header is missing from the request";
+            for (size_t i = 0; i < n; i++)
+                if (p[i] >= 'A' && p[i] <= 'Z')
+                    return "SignedHeaders must be lower case";
+            if (n == 4 && strncmp(p, "host", 4) == 0)
+                has_host = true;
+        }
+        p += n;
+        if (*p == ';')
+            p++;
+    }
+    return has_host ? NULL : "the host header must be signed";
+}
+
+static const char *method_name(enum evhttp_cmd_type cmd)
+{
+    switch (cmd) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    default: return "OTHER";
+    }
+}
+
 int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *auth,
                        struct admin_caller *who, const char **why)
 {
-    char cred[300], signed_hdrs[1024], sig[80], date[32];
+    char cred[300], signed_hdrs[1024], sig[80];
     char secret[TENANT_SECRET_MAX + 1];
     struct core_principal p;
     struct tenant_user u;
-    struct evbuffer *cr = NULL;
+    struct srv_sigv4_kv query[QUERY_MAX];
+    struct srv_sigv4_kv *hkv = NULL;
+    size_t nhkv = 0;
+    int nq = 0;
+    char *canon = NULL;
     int rc;
 
     *why = "malformed AWS4-HMAC-SHA256 authorization";
@@ -243,12 +190,11 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
     struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
     const char *amzdate = evhttp_find_header(hdrs, "x-amz-date");
     time_t t;
-    if (!amzdate || !parse_amz_date(amzdate, &t) || strncmp(amzdate, parts[1], 8) != 0)
+    if (!amzdate || srv_sigv4_date_parse(amzdate, &t) < 0 || strncmp(amzdate, parts[1], 8) != 0)
         return fail(why, "x-amz-date missing, malformed or not the credential's date");
     time_t now = time(NULL);
     if (t > now + SKEW_MAX_S || t < now - SKEW_MAX_S)
         return fail(why, "x-amz-date is more than 15 minutes from the server's clock");
-    snprintf(date, sizeof(date), "%s", amzdate);
 
     rc = tenants_key_lookup(a->tenants, akey, secret, &p);
     if (rc == -ENOENT)
@@ -259,10 +205,9 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
     /* Payload hash: the body's, and x-amz-content-sha256 must agree when sent. */
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t blen = evbuffer_get_length(in);
-    uint8_t d[32];
     char body_hash[65];
-    SHA256(blen ? evbuffer_pullup(in, -1) : (const unsigned char *)"", blen, d);
-    hex(d, 32, body_hash);
+    srv_sigv4_sha256_hex(blen ? evbuffer_pullup(in, -1) : (const unsigned char *)"", blen,
+                         body_hash);
     const char *ch = evhttp_find_header(hdrs, "x-amz-content-sha256");
     if (ch && strcmp(ch, body_hash) != 0) {
         rc = fail(why, "x-amz-content-sha256 does not match the body (the admin API needs a "
@@ -272,74 +217,45 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
 
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-    const char *method;
-    switch (evhttp_request_get_command(req)) {
-    case EVHTTP_REQ_GET: method = "GET"; break;
-    case EVHTTP_REQ_HEAD: method = "HEAD"; break;
-    case EVHTTP_REQ_POST: method = "POST"; break;
-    case EVHTTP_REQ_PUT: method = "PUT"; break;
-    case EVHTTP_REQ_DELETE: method = "DELETE"; break;
-    case EVHTTP_REQ_PATCH: method = "PATCH"; break;
-    default: method = "OTHER"; break;
-    }
-    cr = evbuffer_new();
-    if (!cr) {
-        rc = fail(why, "out of memory");
-        goto out;
-    }
-    evbuffer_add_printf(cr, "%s\n%s\n", method, path && *path ? path : "/");
-    rc = canon_query(cr, uri ? evhttp_uri_get_query(uri) : NULL);
-    if (rc < 0) {
+    if (query_pairs(uri ? evhttp_uri_get_query(uri) : NULL, query, &nq) < 0) {
         rc = fail(why, "query string too long or malformed");
         goto out;
     }
-    evbuffer_add(cr, "\n", 1);
-    bool has_host = false;
-    char sh[sizeof(signed_hdrs)];
-    snprintf(sh, sizeof(sh), "%s", signed_hdrs);
-    int nh = 0;
-    for (char *s = sh, *save = NULL, *h; (h = strtok_r(s, ";", &save)); s = NULL) {
-        if (++nh > HDRS_MAX || canon_header(cr, hdrs, h) < 0) {
-            rc = fail(why, "a signed header is missing from the request");
-            goto out;
-        }
-        for (char *c = h; *c; c++)
-            if (*c >= 'A' && *c <= 'Z') {
-                rc = fail(why, "SignedHeaders must be lower case");
-                goto out;
-            }
-        if (strcmp(h, "host") == 0)
-            has_host = true;
-    }
-    if (!has_host) {
-        rc = fail(why, "the host header must be signed");
+    const char *bad = signed_list_error(signed_hdrs);
+    if (bad) {
+        rc = fail(why, bad);
         goto out;
     }
-    evbuffer_add_printf(cr, "\n%s\n%s", signed_hdrs, ch ? ch : body_hash);
-
-    size_t crlen = evbuffer_get_length(cr);
-    SHA256(evbuffer_pullup(cr, -1), crlen, d);
-    char cr_hash[65];
-    hex(d, 32, cr_hash);
-    char sts[512];
-    int stslen = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/%s/aws4_request\n%s",
-                          date, parts[1], parts[2], parts[3], cr_hash);
-    if (stslen < 0 || (size_t)stslen >= sizeof(sts)) {
+    if (!(hkv = header_pairs(hdrs, &nhkv))) {
+        rc = fail(why, "out of memory");
+        goto out;
+    }
+    struct srv_sigv4_req cr = {
+        .method = method_name(evhttp_request_get_command(req)),
+        .uri = path && *path ? path : "/", /* as sent: S3 style, not encoded twice */
+        .query = query,
+        .nquery = (size_t)nq,
+        .hdrs = hkv,
+        .nhdrs = nhkv,
+        .signed_headers = signed_hdrs,
+        .payload_hash = ch ? ch : body_hash,
+    };
+    rc = srv_sigv4_canonical(&cr, &canon);
+    if (rc < 0) {
+        rc = fail(why, rc == -ENOENT ? "a signed header is missing from the request"
+                                     : "out of memory");
+        goto out;
+    }
+    char scope[sizeof(cred) + 16], want[65];
+    uint8_t k[32];
+    snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", parts[1], parts[2], parts[3]);
+    srv_sigv4_key(secret, parts[1], parts[2], parts[3], k);
+    rc = srv_sigv4_sign(k, amzdate, scope, canon, want);
+    OPENSSL_cleanse(k, sizeof(k));
+    if (rc < 0) {
         rc = fail(why, "credential scope too long");
         goto out;
     }
-    char k0[TENANT_SECRET_MAX + 8];
-    int k0len = snprintf(k0, sizeof(k0), "AWS4%s", secret);
-    uint8_t k[32];
-    hmac((const uint8_t *)k0, (size_t)k0len, parts[1], strlen(parts[1]), k);
-    hmac(k, 32, parts[2], strlen(parts[2]), k);
-    hmac(k, 32, parts[3], strlen(parts[3]), k);
-    hmac(k, 32, "aws4_request", 12, k);
-    hmac(k, 32, sts, (size_t)stslen, d);
-    OPENSSL_cleanse(k0, sizeof(k0));
-    OPENSSL_cleanse(k, sizeof(k));
-    char want[65];
-    hex(d, 32, want);
     if (CRYPTO_memcmp(want, sig, 64) != 0) {
         rc = fail(why, "signature does not match");
         goto out;
@@ -354,7 +270,11 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
     rc = 0;
 out:
     OPENSSL_cleanse(secret, sizeof(secret));
-    if (cr)
-        evbuffer_free(cr);
+    for (int i = 0; i < nq; i++) {
+        free((char *)query[i].name);
+        free((char *)query[i].value);
+    }
+    free(hkv);
+    free(canon);
     return rc;
 }

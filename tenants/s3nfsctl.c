@@ -10,9 +10,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <netdb.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "srv_sigv4.h"
 #include "srv_size.h"
 
 #ifndef S3NFS_VERSION
@@ -122,111 +120,63 @@ static int set_admin(const char *s)
 
 /* ---- SigV4 (header form, signed payload) for --access-key/--secret-key ---- */
 
-static void hexs(const unsigned char *d, size_t n, char *out)
-{
-    for (size_t i = 0; i < n; i++)
-        sprintf(out + 2 * i, "%02x", d[i]);
-}
-
-static void hmac256(const void *key, size_t klen, const char *msg, unsigned char out[32])
-{
-    unsigned int olen = 32;
-    HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &olen);
-}
-
-static int qcmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* SigV4-encode @p s (unreserved characters kept) onto @p out. */
-static size_t enc(char *out, const char *s, size_t n)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~')
-            out[o++] = (char)c;
-        else
-            o += (size_t)sprintf(out + o, "%%%02X", c);
-    }
-    out[o] = '\0';
-    return o;
-}
+#define ADMIN_REGION "us-east-1"
+#define ADMIN_SERVICE "s3nfs-admin"
 
 /* The Authorization, x-amz-date and x-amz-content-sha256 header lines for a
  * request (our queries hold no '%', so they need no decoding first). */
 static char *sigv4_headers(const char *method, const char *path, const char *hosthdr,
                            const char *body, size_t blen)
 {
-    char date[17], day[9], bh[65], crh[65], sig[65];
-    unsigned char d[32], k[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm);
+    char date[17], day[9], bh[65], sig[65], scope[64];
+    uint8_t k[32];
+    srv_sigv4_date_format(time(NULL), date);
     memcpy(day, date, 8);
     day[8] = '\0';
-    SHA256((const unsigned char *)(body ? body : ""), blen, d);
-    hexs(d, 32, bh);
+    srv_sigv4_sha256_hex(body ? body : "", blen, bh);
 
     const char *q = strchr(path, '?');
-    size_t plen = q ? (size_t)(q - path) : strlen(path);
-    char *pairs[16], cq[2048] = "";
-    int np = 0;
-    char *qs = q ? strdup(q + 1) : NULL, *save = NULL;
-    for (char *t = qs ? strtok_r(qs, "&", &save) : NULL; t && np < 16;
-         t = strtok_r(NULL, "&", &save)) {
-        char *eq = strchr(t, '=');
-        char *e = malloc(3 * strlen(t) + 4);
-        if (!e)
-            die(1, "out of memory");
-        size_t o = enc(e, t, eq ? (size_t)(eq - t) : strlen(t));
-        e[o++] = '=';
-        enc(e + o, eq ? eq + 1 : "", eq ? strlen(eq + 1) : 0);
-        pairs[np++] = e;
+    struct srv_sigv4_kv query[16];
+    size_t nq = 0;
+    for (const char *t = q ? q + 1 : NULL; t && *t && nq < 16;) {
+        size_t len = strcspn(t, "&");
+        const char *eq = memchr(t, '=', len);
+        size_t kl = eq ? (size_t)(eq - t) : len;
+        if (len)
+            query[nq++] = (struct srv_sigv4_kv){t, kl, eq ? eq + 1 : "", eq ? len - kl - 1 : 0};
+        t += len + (t[len] == '&');
     }
-    qsort(pairs, (size_t)np, sizeof(pairs[0]), qcmp);
-    for (int i = 0; i < np; i++) {
-        if (strlen(cq) + strlen(pairs[i]) + 2 < sizeof(cq)) {
-            if (i)
-                strcat(cq, "&");
-            strcat(cq, pairs[i]);
-        }
-        free(pairs[i]);
-    }
-    free(qs);
-    char *creq = NULL, *sts = NULL, *out = NULL;
-    if (asprintf(&creq,
-                 "%s\n%.*s\n%s\nhost:%s\nx-amz-content-sha256:%s\nx-amz-date:%s\n\n"
-                 "host;x-amz-content-sha256;x-amz-date\n%s",
-                 method, (int)plen, path, cq, hosthdr, bh, date, bh) < 0)
+    char *uri = strndup(path, q ? (size_t)(q - path) : strlen(path));
+    const struct srv_sigv4_kv hdrs[] = {
+        {"host", 4, hosthdr, strlen(hosthdr)},
+        {"x-amz-content-sha256", 20, bh, 64},
+        {"x-amz-date", 10, date, 16},
+    };
+    struct srv_sigv4_req r = {
+        .method = method,
+        .uri = uri,
+        .query = query,
+        .nquery = nq,
+        .hdrs = hdrs,
+        .nhdrs = 3,
+        .signed_headers = "host;x-amz-content-sha256;x-amz-date",
+        .payload_hash = bh,
+    };
+    char *creq = NULL, *out = NULL;
+    if (!uri || srv_sigv4_canonical(&r, &creq) < 0)
         die(1, "out of memory");
-    SHA256((const unsigned char *)creq, strlen(creq), d);
-    hexs(d, 32, crh);
-    if (asprintf(&sts, "AWS4-HMAC-SHA256\n%s\n%s/us-east-1/s3nfs-admin/aws4_request\n%s", date,
-                 day, crh) < 0)
-        die(1, "out of memory");
-    char *k0 = NULL;
-    if (asprintf(&k0, "AWS4%s", skey) < 0)
-        die(1, "out of memory");
-    hmac256(k0, strlen(k0), day, k);
-    hmac256(k, 32, "us-east-1", k);
-    hmac256(k, 32, "s3nfs-admin", k);
-    hmac256(k, 32, "aws4_request", k);
-    hmac256(k, 32, sts, d);
-    hexs(d, 32, sig);
+    snprintf(scope, sizeof(scope), "%s/" ADMIN_REGION "/" ADMIN_SERVICE "/aws4_request", day);
+    srv_sigv4_key(skey, day, ADMIN_REGION, ADMIN_SERVICE, k);
+    srv_sigv4_sign(k, date, scope, creq, sig);
+    memset(k, 0, sizeof(k));
     if (asprintf(&out,
-                 "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s/us-east-1/s3nfs-admin/"
-                 "aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
-                 "Signature=%s\r\nx-amz-date: %s\r\nx-amz-content-sha256: %s\r\n",
-                 akey, day, sig, date, bh) < 0)
+                 "Authorization: " SRV_SIGV4_ALGORITHM " Credential=%s/%s, "
+                 "SignedHeaders=%s, Signature=%s\r\nx-amz-date: %s\r\n"
+                 "x-amz-content-sha256: %s\r\n",
+                 akey, scope, r.signed_headers, sig, date, bh) < 0)
         die(1, "out of memory");
-    memset(k0, 0, strlen(k0));
-    free(k0);
+    free(uri);
     free(creq);
-    free(sts);
     return out;
 }
 
