@@ -68,6 +68,13 @@ static void usage(FILE *f)
             "T is a tenant id or name; SIZE takes K, M, G, T suffixes (1024-based).\n");
 }
 
+/* Print the usage on stderr. @return 2, the exit status of bad usage. */
+static int bad_usage(void)
+{
+    usage(stderr);
+    return 2;
+}
+
 static void die(int code, const char *fmt, ...)
 {
     va_list ap;
@@ -527,10 +534,8 @@ static json_t *list_array(const char *s, bool numbers)
 
 #define NEED(n)                                                                                    \
     do {                                                                                           \
-        if (argc < (n)) {                                                                          \
-            usage(stderr);                                                                         \
-            exit(2);                                                                               \
-        }                                                                                          \
+        if (argc < (n))                                                                            \
+            exit(bad_usage());                                                                     \
     } while (0)
 
 /* A flag after the positional arguments, and the body field it sets. */
@@ -666,10 +671,8 @@ static int cmd_tenant(int argc, char **argv)
     else if (strcmp(argv[0], "rename") == 0 && argc == 3)
         api("PATCH", json_pack("{s:s}", "name", argv[2]), "/tenants/%" PRIu64,
             tenant_id(argv[1]));
-    else {
-        usage(stderr);
-        return 2;
-    }
+    else
+        return bad_usage();
     return 0;
 }
 
@@ -710,8 +713,7 @@ static int cmd_user(int argc, char **argv)
         set_fields(o, argc, argv, 3, user_opts, FOR_UPDATE);
         api("PATCH", o, "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
     } else {
-        usage(stderr);
-        return 2;
+        return bad_usage();
     }
     return 0;
 }
@@ -741,13 +743,10 @@ static int cmd_key(int argc, char **argv)
             api("PATCH", json_pack("{s:b}", "disabled", 0), "/keys/%s", argv[1]);
         else if (strcmp(argv[0], "delete") == 0)
             api("DELETE", NULL, "/keys/%s", argv[1]);
-        else {
-            usage(stderr);
-            return 2;
-        }
+        else
+            return bad_usage();
     } else {
-        usage(stderr);
-        return 2;
+        return bad_usage();
     }
     return 0;
 }
@@ -790,8 +789,7 @@ static int cmd_export(int argc, char **argv)
         set_fields(o, argc, argv, 3, export_opts, FOR_CREATE);
         api("POST", o, "/tenants/%" PRIu64 "/exports", tenant_id(argv[1]));
     } else {
-        usage(stderr);
-        return 2;
+        return bad_usage();
     }
     return 0;
 }
@@ -839,8 +837,7 @@ static int cmd_quota(int argc, char **argv)
         set_fields(o, argc - 1, argv + 1, from, set_opts, FOR_UPDATE);
         api("PUT", o, "%s", p);
     } else {
-        usage(stderr);
-        return 2;
+        return bad_usage();
     }
     return 0;
 }
@@ -890,8 +887,7 @@ static int cmd_qos(int argc, char **argv)
         set_fields(o, argc, argv, 2, set_opts, FOR_UPDATE);
         api("PATCH", o, "%s", p);
     } else {
-        usage(stderr);
-        return 2;
+        return bad_usage();
     }
     return 0;
 }
@@ -948,8 +944,7 @@ int main(int argc, char **argv)
     argc -= i;
     argv += i;
     if (argc < 1) {
-        usage(stderr);
-        return 2;
+        return bad_usage();
     }
     const char *cmd = argv[0];
     argc--;
@@ -998,6 +993,5 @@ int main(int argc, char **argv)
         json_decref(call(argv[0], argv[1], body, true));
         return 0;
     }
-    usage(stderr);
-    return 2;
+    return bad_usage();
 }
