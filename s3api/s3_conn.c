@@ -291,8 +291,10 @@ static void ctx_free_now(struct s3_ctx *x)
     if (x->sha256)
         EVP_MD_CTX_free(x->sha256);
     s3__ck_free(&x->cks);
-    if (x->aws_chunked)
-        s3__chunked_fini(&x->ck);
+    if (x->ck) {
+        s3__chunked_fini(x->ck);
+        free(x->ck);
+    }
     for (int i = 0; i < S3_READS_INFLIGHT; i++)
         free(x->rs[i].buf);
     for (int i = 0; i < S3_ZC_INFLIGHT; i++)
@@ -1001,15 +1003,15 @@ static int http_body_cb(void *arg, const char *data, size_t len)
     x->bytes_in += len;
     if (!x->aws_chunked)
         return payload_cb(x, data, len);
-    int rc = s3__chunked_feed(&x->ck, data, len);
+    int rc = s3__chunked_feed(x->ck, data, len);
     if (rc == 0)
         return 0;
     if (x->body_err)
         return -1;
     if (rc == SRV_EAUTH)
-        return body_fail(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, x->ck.err);
+        return body_fail(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, x->ck->err);
     return body_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
-                     x->ck.err ? x->ck.err : "malformed aws-chunked body");
+                     x->ck->err ? x->ck->err : "malformed aws-chunked body");
 }
 
 /* A chunk goes to two workers at once: one hashes (MD5, signed SHA-256,
@@ -1078,7 +1080,7 @@ static void body_pump(struct s3_ctx *x)
     if (!x->body_complete)
         return;
     x->conn->state = CS_WAIT;
-    if (x->aws_chunked && !x->ck.done) {
+    if (x->aws_chunked && !x->ck->done) {
         stream_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
                     "the aws-chunked body ended before its final chunk");
         return;
@@ -1163,7 +1165,7 @@ static void on_message_done(struct s3_conn *c)
         send_response(x);
         return;
     }
-    if (x->aws_chunked && !x->ck.done) {
+    if (x->aws_chunked && !x->ck->done) {
         s3__resp_error(x, SRV_EBADREQ, "IncompleteBody", 400, "aws-chunked body incomplete");
         send_response(x);
         return;
@@ -1287,7 +1289,10 @@ static int ctx_auth(struct s3_ctx *x)
                                : strcmp(ph, S3_STREAMING_SIGNED_TRAILER) == 0
                                    ? S3_CHUNK_SIGNED_TRAILER
                                    : S3_CHUNK_UNSIGNED_TRAILER;
-        s3__chunked_init(&x->ck, m, x->skey, &x->sig, payload_cb, x);
+        x->ck = malloc(sizeof(*x->ck)); /* only these requests carry the decoder */
+        if (!x->ck)
+            abort();
+        s3__chunked_init(x->ck, m, x->skey, &x->sig, payload_cb, x);
         x->aws_chunked = true;
         const char *dl = s3__req_header(r, "x-amz-decoded-content-length");
         if (dl) {
@@ -1334,10 +1339,9 @@ static void on_headers(struct s3_conn *c)
     x->t_start = srv_now_us();
     x->decoded_len = -1;
     x->body = evbuffer_new();
-    x->wbuf = evbuffer_new();
     x->rhdrs = evbuffer_new();
     x->rbody = evbuffer_new();
-    if (!x->body || !x->wbuf || !x->rhdrs || !x->rbody)
+    if (!x->body || !x->rhdrs || !x->rbody)
         abort();
     reqid_make(srv, x->reqid);
     x->head = strcmp(x->req->method, "HEAD") == 0;
@@ -1374,7 +1378,8 @@ static void on_headers(struct s3_conn *c)
     x->body_limit = S3_XML_BODY_MAX;
     if (x->body_mode == S3_BODY_STREAM) {
         x->md5 = EVP_MD_CTX_new();
-        if (!x->md5)
+        x->wbuf = evbuffer_new(); /* chunks in flight to the workers */
+        if (!x->md5 || !x->wbuf)
             abort();
         EVP_DigestInit_ex(x->md5, EVP_md5(), NULL);
         ctx_admit(x, QOS_WRITE, declared, stream_start);

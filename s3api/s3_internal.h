@@ -408,8 +408,8 @@ struct s3_ctx {
     uint64_t body_limit;   /* XML bodies */
     bool body_complete;    /* the HTTP message is complete */
     bool aws_chunked;
-    struct s3_chunked ck;
-    int64_t decoded_len; /* x-amz-decoded-content-length, -1 if absent */
+    struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
+    int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
     int body_err;
     const char *body_errcode;
     const char *body_errmsg;

@@ -766,8 +766,8 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
     ckval[0] = '\0';
     if (st->ck) {
         s3__ck_final(&x->cks, ckval);
-        const char *want = st->ck_trailer ? x->ck.ck_value : x->cks_expect;
-        if (st->ck_trailer && strcasecmp(x->ck.ck_name, s3__ck_header(st->ck)) != 0) {
+        const char *want = st->ck_trailer ? x->ck->ck_value : x->cks_expect;
+        if (st->ck_trailer && strcasecmp(x->ck->ck_name, s3__ck_header(st->ck)) != 0) {
             s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
                            "the trailer did not carry the announced checksum");
             return -1;
