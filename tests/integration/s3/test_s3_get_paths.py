@@ -209,3 +209,37 @@ def test_replaced_while_read_is_whole(s3nfsd_module, s3, n):
         t.join(60)
     assert not errors, errors[:3]
     assert len(seen) > 1, seen
+
+
+def test_copy_source_replaced_while_copied(s3nfsd_module, s3):
+    """CopyObject of a source that PUTs keep replacing copies one whole version
+    (never NoSuchKey, never a mix)."""
+    n = 2 * MiB
+    s3.put_object(Bucket="paths", Key="csrc", Body=versioned(0, n))
+    stop = threading.Event()
+    errors = []
+
+    def writer():
+        c = s3nfsd_module.boto3()
+        v = 1
+        while not stop.is_set():
+            c.put_object(Bucket="paths", Key="csrc", Body=versioned(v, n))
+            v += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for i in range(25):
+            try:
+                s3.copy_object(Bucket="paths", Key=f"cdst{i % 3}",
+                               CopySource={"Bucket": "paths", "Key": "csrc"})
+            except Exception as e:  # noqa: BLE001
+                errors.append(str(e))
+                continue
+            data = get(s3, f"cdst{i % 3}")
+            if len(data) != n or hashlib.sha256(data[40:]).digest() != data[8:40]:
+                errors.append("copy is not one whole version")
+    finally:
+        stop.set()
+        t.join(60)
+    assert not errors, errors[:3]

@@ -178,6 +178,31 @@ static void test_helpers(void **state)
     char ds[30];
     s3__http_date_fmt(784111777, ds);
     assert_string_equal(ds, "Sun, 06 Nov 1994 08:49:37 GMT");
+    /* the per-thread memo of recent dates gives each time its own string */
+    static const struct {
+        time_t t;
+        const char *s;
+    } dates[] = {
+        {0, "Thu, 01 Jan 1970 00:00:00 GMT"},
+        {1795253400, "Sat, 21 Nov 2026 09:30:00 GMT"},
+        {784111777, "Sun, 06 Nov 1994 08:49:37 GMT"},
+        {951782400, "Tue, 29 Feb 2000 00:00:00 GMT"},
+        {1795253401, "Sat, 21 Nov 2026 09:30:01 GMT"},
+    };
+    for (int round = 0; round < 3; round++)
+        for (size_t i = 0; i < sizeof(dates) / sizeof(dates[0]); i++) {
+            s3__http_date_fmt(dates[i].t, ds);
+            assert_string_equal(ds, dates[i].s);
+            s3__http_date_fmt(dates[i].t, ds);
+            assert_string_equal(ds, dates[i].s);
+        }
+    char num[24];
+    assert_int_equal(s3__u64_dec(num, 0), 1);
+    assert_string_equal(num, "0");
+    assert_int_equal(s3__u64_dec(num, 4096), 4);
+    assert_string_equal(num, "4096");
+    assert_int_equal(s3__u64_dec(num, UINT64_MAX), 20);
+    assert_string_equal(num, "18446744073709551615");
     struct timespec ts = {784111777, 123456789};
     char iso[25];
     s3__iso_date_fmt(&ts, iso);
