@@ -470,7 +470,7 @@ static int start_all(struct daemon *d)
         nloops = cpu_count() < 8 ? cpu_count() : 8;
     int nworkers = (int)d->cfg.worker_threads;
     if (nworkers == 0)
-        nworkers = 4 * cpu_count() < 8 ? 8 : 4 * cpu_count();
+        nworkers = 32 * cpu_count() < 64 ? 64 : 32 * cpu_count();
     srv_loops_set_drain_timeout((int)d->cfg.shutdown_timeout_s * 1000);
     if ((rc = srv_loops_start(nloops, nworkers)) < 0)
         return rc;

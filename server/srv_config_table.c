@@ -75,8 +75,8 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(loop_threads, SRV_CFG_INT, "0", 0, 256, SRV_CFG_IMMUTABLE, NULL,
         "Event-loop (network) threads. 0: one per CPU, at most 8."),
     OPT(worker_threads, SRV_CFG_INT, "0", 0, 1024, SRV_CFG_IMMUTABLE, NULL,
-        "Worker threads running namespace-core calls (disk, metadata). 0: four per CPU, at "
-        "least 8."),
+        "Worker threads running namespace-core calls (disk, metadata). Most of them wait on "
+        "group commits, so there are many. 0: 32 per CPU, at least 64."),
     OPT(shutdown_timeout_s, SRV_CFG_INT, "10", 0, 3600, SRV_CFG_RELOADABLE, NULL,
         "On SIGTERM/SIGINT, how long in-flight requests may take to finish before the daemon "
         "closes anyway."),
