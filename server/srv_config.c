@@ -364,31 +364,33 @@ out:
 
 enum {
     OPT_CONFIG = 256,
-    OPT_DATA_DIR,
-    OPT_S3_LISTEN,
-    OPT_NFS_LISTEN,
-    OPT_ADMIN_LISTEN,
-    OPT_LOG_LEVEL,
-    OPT_LOG_FILE,
-    OPT_FOREGROUND,
-    OPT_DAEMON,
-    OPT_PIDFILE,
     OPT_CHECK,
     OPT_SET,
     OPT_DUMP_DOC,
+    OPT_SHORTCUT, /* OPT_SHORTCUT + i: cli_shortcuts[i] */
 };
 
-static const struct option long_opts[] = {
+/* Dedicated flags that stand for one table option: "--data-dir DIR" is
+ * "--set data_dir=DIR"; a flag with a fixed value takes no argument. */
+static const struct cli_shortcut {
+    const char *flag;   /* long option name */
+    const char *option; /* srv_config_table name */
+    const char *fixed;  /* the value set by a flag without argument, else NULL */
+} cli_shortcuts[] = {
+    {"data-dir", "data_dir", NULL},
+    {"s3-listen", "s3_listen", NULL},
+    {"nfs-listen", "nfs_listen", NULL},
+    {"admin-listen", "admin_listen", NULL},
+    {"log-level", "log_level", NULL},
+    {"log-file", "log_file", NULL},
+    {"foreground", "daemonize", "false"},
+    {"daemon", "daemonize", "true"},
+    {"pidfile", "pidfile", NULL},
+};
+#define NSHORTCUTS (sizeof(cli_shortcuts) / sizeof(cli_shortcuts[0]))
+
+static const struct option other_opts[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
-    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
-    {"s3-listen", required_argument, NULL, OPT_S3_LISTEN},
-    {"nfs-listen", required_argument, NULL, OPT_NFS_LISTEN},
-    {"admin-listen", required_argument, NULL, OPT_ADMIN_LISTEN},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"log-file", required_argument, NULL, OPT_LOG_FILE},
-    {"foreground", no_argument, NULL, OPT_FOREGROUND},
-    {"daemon", no_argument, NULL, OPT_DAEMON},
-    {"pidfile", required_argument, NULL, OPT_PIDFILE},
     {"check-config", no_argument, NULL, OPT_CHECK},
     {"set", required_argument, NULL, OPT_SET},
     {"dump-config-doc", no_argument, NULL, OPT_DUMP_DOC},
@@ -396,6 +398,16 @@ static const struct option long_opts[] = {
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
 };
+
+/* getopt's table: the shortcuts, then the other flags (with the terminator). */
+static void long_opts_fill(struct option *o)
+{
+    for (size_t i = 0; i < NSHORTCUTS; i++)
+        o[i] = (struct option){cli_shortcuts[i].flag,
+                               cli_shortcuts[i].fixed ? no_argument : required_argument, NULL,
+                               OPT_SHORTCUT + (int)i};
+    memcpy(o + NSHORTCUTS, other_opts, sizeof(other_opts));
+}
 
 static int cli_add(struct srv_cli *cli, const char *name, const char *value, char *err,
                    size_t errlen)
@@ -416,41 +428,23 @@ int srv_cli_parse(struct srv_cli *cli, int argc, char **argv, char *err, size_t 
     memset(cli, 0, sizeof(*cli));
     optind = 1;
     opterr = 0;
+    struct option long_opts[NSHORTCUTS + sizeof(other_opts) / sizeof(other_opts[0])];
+    long_opts_fill(long_opts);
     for (;;) {
         int prev = optind;
         int ch = getopt_long(argc, argv, ":hV", long_opts, NULL);
         if (ch == -1)
             break;
+        if (ch >= OPT_SHORTCUT && ch < OPT_SHORTCUT + (int)NSHORTCUTS) {
+            const struct cli_shortcut *f = &cli_shortcuts[ch - OPT_SHORTCUT];
+            rc = cli_add(cli, f->option, f->fixed ? f->fixed : optarg, err, errlen);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
         switch (ch) {
         case OPT_CONFIG:
             cli->config_path = optarg;
-            break;
-        case OPT_DATA_DIR:
-            rc = cli_add(cli, "data_dir", optarg, err, errlen);
-            break;
-        case OPT_S3_LISTEN:
-            rc = cli_add(cli, "s3_listen", optarg, err, errlen);
-            break;
-        case OPT_NFS_LISTEN:
-            rc = cli_add(cli, "nfs_listen", optarg, err, errlen);
-            break;
-        case OPT_ADMIN_LISTEN:
-            rc = cli_add(cli, "admin_listen", optarg, err, errlen);
-            break;
-        case OPT_LOG_LEVEL:
-            rc = cli_add(cli, "log_level", optarg, err, errlen);
-            break;
-        case OPT_LOG_FILE:
-            rc = cli_add(cli, "log_file", optarg, err, errlen);
-            break;
-        case OPT_FOREGROUND:
-            rc = cli_add(cli, "daemonize", "false", err, errlen);
-            break;
-        case OPT_DAEMON:
-            rc = cli_add(cli, "daemonize", "true", err, errlen);
-            break;
-        case OPT_PIDFILE:
-            rc = cli_add(cli, "pidfile", optarg, err, errlen);
             break;
         case OPT_CHECK:
             cli->check_config = true;
