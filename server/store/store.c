@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <linux/fs.h>
 #include <lmdb.h>
 #include <stdio.h>
@@ -405,6 +406,99 @@ int store_write_cb(struct store *s, struct store_extent *e, const void *buf, siz
     e->crc = crc;
 out:
     free(bounce);
+    return rc;
+}
+
+struct wbatch {
+    struct store_wreq *v;
+    struct store__io io[STORE_WBATCH_MAX];
+    bool copy[STORE_WBATCH_MAX];     /* bounced through io[i].buf */
+    uint32_t crc[STORE_WBATCH_MAX];
+    uint32_t (*crc_fn)(void *arg, size_t i);
+    void *arg;
+};
+
+static void wbatch_prep(void *arg, size_t i)
+{
+    struct wbatch *w = arg;
+    if (w->copy[i]) {
+        memcpy(w->io[i].buf, w->v[i].buf, w->v[i].len);
+        memset((char *)w->io[i].buf + w->v[i].len, 0, w->io[i].len - w->v[i].len);
+    }
+}
+
+static void wbatch_during(void *arg, size_t i)
+{
+    struct wbatch *w = arg;
+    w->crc[i] = w->crc_fn(w->arg, i);
+}
+
+int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
+                      uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
+{
+    struct wbatch w;
+    void *own[STORE_WBATCH_MAX] = {0}; /* staging allocated here (no thread buffer) */
+    uint64_t have[STORE_WBATCH_MAX];
+    int rc = 0;
+    if (!s || !v || !crc_fn || n == 0 || n > STORE_WBATCH_MAX)
+        return -EINVAL;
+    memset(&w, 0, sizeof(w));
+    w.v = v;
+    w.crc_fn = crc_fn;
+    w.arg = arg;
+    for (size_t i = 0; i < n; i++) {
+        struct store_wreq *r = &v[i];
+        if (!r->e || !r->buf || r->len == 0 || r->len > STORE_EXTENT_MAX) {
+            rc = -EINVAL;
+            goto out;
+        }
+        uint64_t size = store__round_up(r->len);
+        if (!store__alloc_is_reserved(s, r->e->dev, r->e->off, &have[i]) || size > have[i]) {
+            srv_log(ERROR, STORE,
+                    "batched write of %zu bytes does not fit reservation dev=%u off=%" PRIu64,
+                    r->len, r->e->dev, r->e->off);
+            rc = -EINVAL;
+            goto out;
+        }
+        rc = extent_check(s, r->e, size);
+        if (rc < 0)
+            goto out;
+        struct store_dev *d = &s->devs[r->e->dev];
+        w.io[i].fd = d->fd;
+        w.io[i].off = r->e->off;
+        w.io[i].buf = (void *)r->buf;
+        w.io[i].len = r->len;
+        if (d->direct && (((uintptr_t)r->buf % STORE_ALIGN) != 0 || r->len % STORE_ALIGN != 0)) {
+            void *st = store__stage_get(i);
+            if (!st) {
+                if (posix_memalign(&own[i], STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
+                    own[i] = NULL;
+                    rc = -ENOMEM;
+                    goto out;
+                }
+                st = own[i];
+            }
+            w.io[i].buf = st;
+            w.io[i].len = size;
+            w.copy[i] = true;
+        }
+    }
+    rc = store__io_write_batch(w.io, n, wbatch_prep, wbatch_during, &w);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        struct store_wreq *r = &v[i];
+        struct store_dev *d = &s->devs[r->e->dev];
+        __atomic_add_fetch(&d->wgen, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&s->bytes_written, r->len, __ATOMIC_RELAXED);
+        if (store__round_up(r->len) < have[i])
+            (void)store__alloc_shrink(s, r->e, store__round_up(r->len));
+        r->e->len = (uint32_t)r->len;
+        r->e->crc = w.crc[i];
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        free(own[i]);
     return rc;
 }
 

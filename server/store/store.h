@@ -116,6 +116,23 @@ int store_write_crc(struct store *s, struct store_extent *e, const void *buf, si
  * must not change until the call returns. */
 int store_write_cb(struct store *s, struct store_extent *e, const void *buf, size_t len,
                    uint32_t (*crc_fn)(void *arg), void *arg);
+/* One write of store_write_batch. */
+struct store_wreq {
+    struct store_extent *e;  /* reserved by store_alloc*; e->len and e->crc set on success */
+    const void *buf;         /* must not change until the call returns */
+    size_t len;              /* 1 .. STORE_EXTENT_MAX */
+};
+#define STORE_WBATCH_MAX 4
+/** Write @p n (1 .. STORE_WBATCH_MAX) reserved extents back to back with all of
+ * them in flight at once: each is submitted as soon as its bytes are ready
+ * (copied first into one of the calling thread's aligned staging buffers when
+ * O_DIRECT needs it), then @p crc_fn(@p arg, i) is called for each while the
+ * writes are in flight and returns the CRC32C of request i's bytes. Not
+ * durable until store_sync(). On error the extents' contents are undefined
+ * (the caller gives them back with store_unreserve).
+ * @return 0, -EINVAL (not a reservation, too long), -EIO, -ENOMEM. */
+int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
+                      uint32_t (*crc_fn)(void *arg, size_t i), void *arg);
 /** Flush data files to stable storage (fdatasync each dirty one). @return 0, -EIO. */
 int store_sync(struct store *s);
 /** Read extent bytes [from, from+len) into @p buf, verifying the whole

@@ -3,6 +3,11 @@
  * checksum every extent carries. Uses the SSE4.2 crc32 instruction when the
  * CPU has it (checked once at run time), else a table-driven software loop
  * (slicing by 8). Both give the same results; crc32c("123456789") = 0xE3069283.
+ * The instruction's latency is three times its issue interval, so the hardware
+ * path runs three independent lanes at once and joins them with the "append a
+ * lane of zero bytes" operator (a 4 x 256 table per lane size): about three
+ * times the speed of one chain. Lanes of LANE_BIG bytes (three fill a 16 KiB
+ * block but 64 bytes, the core's block size), then of LANE_SMALL for the rest.
  * Thread: any; the tables are built once under pthread_once. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,9 +24,17 @@
 #define STORE_CRC_HAVE_SSE42 1
 #endif
 
+#define LANE_BIG 5440  /* bytes per lane of the three-lane hardware loop (3 x 5440 = 16320) */
+#define LANE_SMALL 128 /* ... for what is left */
+
 static uint32_t crc_table[8][256];
+static uint32_t lane_big[4][256];   /* register byte k = b, shifted over LANE_BIG zeros */
+static uint32_t lane_small[4][256]; /* ... over LANE_SMALL zeros */
 static int crc_use_hw;
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void zeros_op(uint32_t *op, size_t len);
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec);
 
 static void crc_setup(void)
 {
@@ -34,10 +47,25 @@ static void crc_setup(void)
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+    uint32_t op[32], ops[32];
+    zeros_op(op, LANE_BIG);
+    zeros_op(ops, LANE_SMALL);
+    for (uint32_t k = 0; k < 4; k++) {
+        for (uint32_t b = 0; b < 256; b++) {
+            lane_big[k][b] = gf2_times(op, b << (8 * k));
+            lane_small[k][b] = gf2_times(ops, b << (8 * k));
+        }
+    }
 #ifdef STORE_CRC_HAVE_SSE42
     __builtin_cpu_init();
     crc_use_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
 #endif
+}
+
+/* Register @p c after one more lane of zero bytes (@p t: that lane size's table). */
+static inline uint32_t lane_shift(const uint32_t (*t)[256], uint32_t c)
+{
+    return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
 }
 
 /* Software path on the inverted state; slicing by 8 over aligned words. */
@@ -58,6 +86,37 @@ static uint32_t crc_sw(uint32_t c, const unsigned char *p, size_t len)
 }
 
 #ifdef STORE_CRC_HAVE_SSE42
+#if defined(__x86_64__)
+/* Rounds of three lanes of @p lane bytes in flight while 3 x @p lane remain:
+ * lane 0 continues @p c, lanes 1 and 2 start at 0; the register is linear, so
+ * c(A B) = shift_B(c(A)) ^ c0(B). Advances *p and *len. */
+__attribute__((target("sse4.2"))) static inline uint32_t
+crc_hw_lanes(uint32_t c, const unsigned char **pp, size_t *lenp, size_t lane,
+             const uint32_t (*t)[256])
+{
+    const unsigned char *p = *pp;
+    size_t len = *lenp;
+    while (len >= 3 * lane) {
+        uint64_t c0 = c, c1 = 0, c2 = 0;
+        for (size_t i = 0; i < lane; i += 8) {
+            uint64_t w0, w1, w2;
+            memcpy(&w0, p + i, 8);
+            memcpy(&w1, p + lane + i, 8);
+            memcpy(&w2, p + 2 * lane + i, 8);
+            c0 = _mm_crc32_u64(c0, w0);
+            c1 = _mm_crc32_u64(c1, w1);
+            c2 = _mm_crc32_u64(c2, w2);
+        }
+        c = lane_shift(t, lane_shift(t, (uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;
+        p += 3 * lane;
+        len -= 3 * lane;
+    }
+    *pp = p;
+    *lenp = len;
+    return c;
+}
+#endif
+
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const unsigned char *p,
                                                          size_t len)
 {
@@ -66,6 +125,8 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const unsig
         len--;
     }
 #if defined(__x86_64__)
+    c = crc_hw_lanes(c, &p, &len, LANE_BIG, lane_big);
+    c = crc_hw_lanes(c, &p, &len, LANE_SMALL, lane_small);
     uint64_t c64 = c;
     while (len >= 8) {
         uint64_t w;

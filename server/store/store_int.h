@@ -132,8 +132,19 @@ struct store__io {
  * called for each as it completes. @return 0, -EIO, done's first nonzero. */
 int store__io_read_batch(struct store__io *v, size_t n, int (*done)(void *arg, size_t idx),
                          void *arg);
+/* Writes @p n requests with all of them in flight: @p prep(@p arg, i) (may be
+ * NULL) runs just before request i is submitted (e.g. to fill its buffer),
+ * then @p during(@p arg, i) (may be NULL) for every request while they are in
+ * flight, then all are waited for (short writes are finished one by one).
+ * Without io_uring (or past the ring's depth): during for all, then prep and
+ * a pwrite for each. @return 0, -EIO. */
+int store__io_write_batch(struct store__io *v, size_t n, void (*prep)(void *arg, size_t i),
+                          void (*during)(void *arg, size_t i), void *arg);
 /* This thread's STORE_EXTENT_MAX-byte aligned scratch buffer, or NULL (then allocate). */
 void *store__bounce_get(void);
+/* This thread's @p i-th (< STORE_WBATCH_MAX) aligned STORE_EXTENT_MAX-byte staging
+ * buffer for batched writes, or NULL (then allocate). */
+void *store__stage_get(size_t i);
 /* Tests: 1 forces the pread/pwrite path, 0 allows io_uring again. */
 void store__uring_disable(int disable);
 

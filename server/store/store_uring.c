@@ -29,6 +29,7 @@ struct tls_slot {
     struct io_uring ring;
     int ring_state; /* 0: not tried, 1: ready, -1: failed */
     void *bounce;   /* STORE_EXTENT_MAX bytes, STORE_ALIGN-aligned, or NULL */
+    void *stage[STORE_WBATCH_MAX]; /* the same, for batched writes */
 };
 
 static pthread_key_t tls_key;
@@ -42,6 +43,8 @@ static void tls_destroy(void *p)
     if (t->ring_state == 1)
         io_uring_queue_exit(&t->ring);
     free(t->bounce);
+    for (size_t i = 0; i < STORE_WBATCH_MAX; i++)
+        free(t->stage[i]);
     free(t);
 }
 
@@ -112,6 +115,16 @@ void *store__bounce_get(void)
     if (!t->bounce && posix_memalign(&t->bounce, STORE_ALIGN, STORE_EXTENT_MAX) != 0)
         t->bounce = NULL;
     return t->bounce;
+}
+
+void *store__stage_get(size_t i)
+{
+    struct tls_slot *t = tls_get();
+    if (!t || i >= STORE_WBATCH_MAX)
+        return NULL;
+    if (!t->stage[i] && posix_memalign(&t->stage[i], STORE_ALIGN, STORE_EXTENT_MAX) != 0)
+        t->stage[i] = NULL;
+    return t->stage[i];
 }
 
 /* One transfer; @return bytes moved (may be short) or -errno. */
@@ -314,4 +327,73 @@ int store__io_write_during(int fd, const void *buf, size_t len, uint64_t off,
     if ((size_t)res < len)
         return io_full(1, fd, (unsigned char *)buf + res, len - (size_t)res, off + (uint64_t)res);
     return 0;
+}
+
+int store__io_write_batch(struct store__io *v, size_t n, void (*prep)(void *arg, size_t i),
+                          void (*during)(void *arg, size_t i), void *arg)
+{
+    struct io_uring *ring = n <= RING_DEPTH ? ring_get() : NULL;
+    size_t prepped = 0, sent = 0;
+    int rc = 0;
+    if (ring) {
+        for (; sent < n; sent++) {
+            if (prep)
+                prep(arg, sent);
+            prepped = sent + 1;
+            struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+            if (!sqe)
+                break; /* cannot happen: the ring is this thread's and idle */
+            io_uring_prep_write(sqe, v[sent].fd, v[sent].buf, (unsigned)v[sent].len,
+                                v[sent].off);
+            io_uring_sqe_set_data64(sqe, sent);
+            int sub;
+            do {
+                sub = io_uring_submit(ring);
+            } while (sub == -EINTR || sub == -EAGAIN || sub == -EBUSY);
+            if (sub <= 0) {
+                /* not taken: finish the rest with pwrite, then drop the ring */
+                srv_log(WARN, STORE, "io_uring submit failed (%d), using pwrite", sub);
+                break;
+            }
+        }
+    }
+    /* checksums while the writes are in flight */
+    for (size_t i = 0; during && i < n; i++)
+        during(arg, i);
+    for (size_t got = 0; got < sent; got++) {
+        struct io_uring_cqe *cqe;
+        int w;
+        do {
+            w = io_uring_wait_cqe(ring, &cqe);
+        } while (w == -EINTR);
+        if (w < 0) {
+            srv_log(ERROR, STORE, "io_uring wait failed: %d", w);
+            ring_drop();
+            return -EIO;
+        }
+        size_t idx = (size_t)io_uring_cqe_get_data64(cqe);
+        int res = cqe->res;
+        io_uring_cqe_seen(ring, cqe);
+        if (idx >= n)
+            continue;
+        if (res == -EINTR || res == -EAGAIN)
+            res = 0; /* redo it synchronously */
+        if (res < 0) {
+            srv_log(ERROR, STORE, "write fd=%d off=%llu len=%zu failed: %d", v[idx].fd,
+                    (unsigned long long)v[idx].off, v[idx].len, res);
+            rc = -EIO;
+            continue;
+        }
+        if (rc == 0 && (size_t)res < v[idx].len)
+            rc = io_full(1, v[idx].fd, (unsigned char *)v[idx].buf + res, v[idx].len - (size_t)res,
+                         v[idx].off + (uint64_t)res);
+    }
+    if (ring && sent < n)
+        ring_drop();
+    for (size_t i = sent; i < n && rc == 0; i++) {
+        if (prep && i >= prepped)
+            prep(arg, i);
+        rc = io_full(1, v[i].fd, v[i].buf, v[i].len, v[i].off);
+    }
+    return rc;
 }

@@ -80,6 +80,33 @@ static void test_hw_matches_sw(void **state)
     free(buf);
 }
 
+/* The three-lane hardware loops (rounds of 3 x 5440 and 3 x 128 bytes) around their edges and on large
+ * buffers, continuing a non-zero CRC, equals the software path. */
+static void test_hw_lanes(void **state)
+{
+    (void)state;
+    size_t max = (1u << 20) + 64;
+    unsigned char *buf = malloc(max);
+    assert_non_null(buf);
+    uint32_t x = 777;
+    for (size_t i = 0; i < max; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (unsigned char)(x >> 16);
+    }
+    static const size_t lens[] = {383,   384,   385,   3 * 5440 - 1, 3 * 5440, 3 * 5440 + 1,
+                                  16384, 16384 + 385, 65536 + 3,    1u << 20};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        for (size_t mis = 0; mis < 8; mis += 3) {
+            store__crc32c_hw(0);
+            uint32_t sw = store_crc32c(0xdeadbeef, buf + mis, lens[i]);
+            store__crc32c_hw(1);
+            uint32_t hw = store_crc32c(0xdeadbeef, buf + mis, lens[i]);
+            assert_int_equal(sw, hw);
+        }
+    }
+    free(buf);
+}
+
 /* crc(A || B) from crc(A), crc(B) and len(B), for the 16 KiB fast path and
  * other lengths (0, 1, odd, large). */
 static void test_combine(void **state)
@@ -106,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_vectors_software),
         cmocka_unit_test(test_incremental),
         cmocka_unit_test(test_hw_matches_sw),
+        cmocka_unit_test(test_hw_lanes),
         cmocka_unit_test(test_combine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
