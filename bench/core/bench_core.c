@@ -18,10 +18,18 @@
  *           with --sync. Each file is durable before its thread starts the next,
  *           so the rate depends on group commit batching the threads' commits.
  *           (create_4k, files/s)
+ *   upload  --up-objects (--up-threads) objects of --up-mib (256) MiB as S3 PutObject feeds
+ *           them: core_upload_begin (size hint), core_upload_write in 4 MiB chunks from a
+ *           buffer that is not 4 KiB aligned (as a request body is; --up-aligned: one that
+ *           is), core_upload_commit;
+ *           --up-threads (1) threads each take the next object. Timed up to the last
+ *           commit's return; also prints the process CPU time per MiB.
+ *           (put_<N>m_t<T>, MB/s; put_<N>m_t<T>_cpu, us/MiB)
  * A failed core call stops the run with the call, its arguments and the error
  * (srv_strerror), exit status 1; no RESULT line is printed for that phase.
- * Usage: bench_core --dir DIR [--only write,read,create] [--size-mib N]
- *                   [--threads T] [--files N] [--file-threads T] [--sync] */
+ * Usage: bench_core --dir DIR [--only write,read,create,upload] [--size-mib N]
+ *                   [--threads T] [--files N] [--file-threads T] [--sync]
+ *                   [--up-mib N] [--up-threads T] [--up-objects N] [--up-aligned] */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -31,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "../bench_util.h"
@@ -46,7 +55,9 @@ struct bench {
     uint64_t bucket, seq_ino, files_dir;
     uint64_t size;
     int threads, file_threads, files;
-    bool sync;
+    int up_threads, up_objects;
+    uint64_t up_size;
+    bool sync, up_aligned;
     atomic_uint_fast64_t next;
     atomic_int failed;
     double t0;                /* start of the running phase */
@@ -236,12 +247,86 @@ static int phase_create(struct bench *b)
     return 0;
 }
 
+/* ---- uploads (S3 PutObject's core calls) ---- */
+
+#define UP_CHUNK (4u * MIB)
+
+static void *upload_thread(void *arg)
+{
+    struct bench *b = arg;
+    char *mem = aligned_alloc(4096, UP_CHUNK + 4096);
+    if (!mem) {
+        report_err(b, "aligned_alloc", UP_CHUNK, -ENOMEM);
+        return NULL;
+    }
+    char *buf = b->up_aligned ? mem : mem + 16; /* a request body's bytes are not aligned */
+    for (uint32_t i = 0; i < UP_CHUNK; i++)
+        buf[i] = (char)(i * 131 + 7);
+    while (!atomic_load(&b->failed)) {
+        uint64_t i = atomic_fetch_add(&b->next, 1);
+        if (i >= (uint64_t)b->up_objects)
+            break;
+        struct core_upload *u;
+        int rc = core_upload_begin(b->core, &b->p, b->bucket, b->up_size, &u);
+        if (rc) {
+            report_err(b, "core_upload_begin", i, rc);
+            break;
+        }
+        for (uint64_t off = 0; off < b->up_size && rc == 0; off += UP_CHUNK) {
+            size_t n = b->up_size - off < UP_CHUNK ? (size_t)(b->up_size - off) : UP_CHUNK;
+            memcpy(buf, &off, sizeof(off));
+            rc = core_upload_write(u, buf, n);
+        }
+        if (rc) {
+            report_err(b, "core_upload_write", i, rc);
+            core_upload_abort(u);
+            break;
+        }
+        char key[32];
+        int kl = snprintf(key, sizeof(key), "obj%llu", (unsigned long long)i);
+        rc = core_upload_commit(u, key, (size_t)kl, "00000000000000000000000000000000", NULL, 0,
+                                NULL, false, NULL);
+        if (rc) {
+            report_err(b, "core_upload_commit", i, rc);
+            break;
+        }
+    }
+    free(mem);
+    return NULL;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static int phase_upload(struct bench *b)
+{
+    atomic_store(&b->next, 0);
+    double c0 = cpu_seconds();
+    double t0 = bench_now();
+    if (run_threads(b, b->up_threads, upload_thread))
+        return -1;
+    double dt = bench_now() - t0;
+    double cpu = cpu_seconds() - c0;
+    double mib = (double)b->up_size * b->up_objects / MIB;
+    unsigned long long m = (unsigned long long)(b->up_size / MIB);
+    printf("RESULT put_%llum_t%d %.1f MB/s\n", m, b->up_threads, mib * MIB / dt / 1e6);
+    printf("RESULT put_%llum_t%d_cpu %.0f us/MiB\n", m, b->up_threads, cpu / mib * 1e6);
+    fflush(stdout);
+    return 0;
+}
+
 /* ---- main ---- */
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_core --dir DIR [--only write,read,create] [--size-mib 2048]\n"
-                    "  [--threads 1] [--files 50000] [--file-threads 64] [--sync]\n");
+    fprintf(stderr, "usage: bench_core --dir DIR [--only write,read,create,upload]\n"
+                    "  [--size-mib 2048] [--threads 1] [--files 50000] [--file-threads 64]\n"
+                    "  [--sync] [--up-mib 256] [--up-threads 1] [--up-objects T] [--up-aligned]\n");
 }
 
 int main(int argc, char **argv)
@@ -253,10 +338,13 @@ int main(int argc, char **argv)
     b.threads = 1;
     b.file_threads = 64;
     b.files = 50000;
+    b.up_size = 256ull * MIB;
+    b.up_threads = 1;
     static const struct option lo[] = {
-        { "dir", 1, 0, 'd' },     { "only", 1, 0, 'o' },         { "size-mib", 1, 0, 's' },
-        { "threads", 1, 0, 't' }, { "file-threads", 1, 0, 'T' }, { "files", 1, 0, 'f' },
-        { "sync", 0, 0, 'S' },    { 0, 0, 0, 0 },
+        { "dir", 1, 0, 'd' },        { "only", 1, 0, 'o' },         { "size-mib", 1, 0, 's' },
+        { "threads", 1, 0, 't' },    { "file-threads", 1, 0, 'T' }, { "files", 1, 0, 'f' },
+        { "sync", 0, 0, 'S' },       { "up-mib", 1, 0, 'u' },       { "up-threads", 1, 0, 'U' },
+        { "up-objects", 1, 0, 'O' }, { "up-aligned", 0, 0, 'A' },   { 0, 0, 0, 0 },
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -268,14 +356,21 @@ int main(int argc, char **argv)
         case 'T': b.file_threads = atoi(optarg); break;
         case 'f': b.files = atoi(optarg); break;
         case 'S': b.sync = true; break;
+        case 'u': b.up_size = strtoull(optarg, NULL, 10) * MIB; break;
+        case 'U': b.up_threads = atoi(optarg); break;
+        case 'O': b.up_objects = atoi(optarg); break;
+        case 'A': b.up_aligned = true; break;
         default: usage(); return 2;
         }
     }
     if (!dir || b.threads < 1 || b.threads > MAX_THREADS || b.file_threads < 1 ||
-        b.file_threads > MAX_THREADS || b.size == 0 || b.files < 1) {
+        b.file_threads > MAX_THREADS || b.size == 0 || b.files < 1 || b.up_threads < 1 ||
+        b.up_threads > MAX_THREADS || b.up_size == 0 || b.up_objects < 0) {
         usage();
         return 2;
     }
+    if (!b.up_objects)
+        b.up_objects = b.up_threads;
     if (bench_want(only, "read") && !bench_want(only, "write")) {
         fprintf(stderr, "bench_core: read needs write (it reads the file write made)\n");
         return 2;
@@ -286,6 +381,8 @@ int main(int argc, char **argv)
     cfg.data_dir = dir;
     /* Room for the sequential file plus slack; preallocated, not timed. */
     cfg.data_file_size = b.size + (1ull << 30);
+    if (bench_want(only, "upload") && cfg.data_file_size < b.up_size * b.up_objects + (1ull << 30))
+        cfg.data_file_size = b.up_size * b.up_objects + (1ull << 30);
     if (cfg.data_file_size < (4ull << 30))
         cfg.data_file_size = 4ull << 30;
     int rc = core_open(&b.core, &cfg);
@@ -311,6 +408,8 @@ int main(int argc, char **argv)
     if (bench_want(only, "read") && phase_read(&b))
         goto out;
     if (bench_want(only, "create") && phase_create(&b))
+        goto out;
+    if (bench_want(only, "upload") && phase_upload(&b))
         goto out;
     ret = 0;
 out:

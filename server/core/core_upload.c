@@ -2,7 +2,13 @@
  * core_upload: whole-object uploads and multipart uploads.
  *
  * An upload streams into fresh 1 MiB extents as data arrives (nothing is
- * visible and the space is only reserved); commit links the data at a key in
+ * visible and the space is only reserved). Whole extents of a large write go
+ * out back to back, up to STORE_WBATCH_MAX in flight (O_DIRECT, staged through
+ * the thread's aligned buffers when the caller's bytes are not aligned), and
+ * their block CRCs (the extent CRC is combined from them: one pass) are
+ * computed while they are in flight; a partial extent collects in an aligned
+ * buffer. Nothing is synced before the commit, which syncs the data once and
+ * then links it at a key in
  * one writer op that replaces the old object (a new inode; the old one's
  * extents go through the store limbo, so readers that already hold them
  * finish reading the old bytes). Objects up to inline_max bytes are stored
@@ -42,34 +48,74 @@ struct core_upload {
     size_t n, cap;
 };
 
-static int up_flush(struct core_upload *u)
+/* A batch of new extents being written: their bytes and where they go. */
+struct up_batch {
+    struct core_upload *u;
+    const char *src[STORE_WBATCH_MAX];
+    uint32_t len[STORE_WBATCH_MAX];
+};
+
+/* While extent i is in flight: its block CRCs, and its CRC combined from them. */
+static uint32_t up_crc_fn(void *arg, size_t i)
 {
-    struct store_extent e;
-    if (u->blen == 0)
-        return 0;
-    if (u->n == u->cap) {
+    struct up_batch *b = arg;
+    struct upext *x = &b->u->ext[b->u->n + i];
+    x->nb = core__bcrc_compute(b->src[i], b->len[i], x->bcrc);
+    return core__bcrc_whole(x->bcrc, x->nb, b->len[i]);
+}
+
+/* Write @p k (<= STORE_WBATCH_MAX) new extents of lengths @p len from @p src
+ * (contiguous, in file order), appended to the upload's extents. */
+static int up_write(struct core_upload *u, const char *src, const uint32_t *len, size_t k)
+{
+    struct store_extent e[STORE_WBATCH_MAX];
+    struct store_wreq v[STORE_WBATCH_MAX];
+    struct up_batch b = {.u = u};
+    size_t got = 0;
+    int rc = 0;
+    if (u->n + k > u->cap) {
         size_t nc = u->cap ? u->cap * 2 : 8;
+        while (nc < u->n + k)
+            nc *= 2;
         struct upext *ne = realloc(u->ext, nc * sizeof(*ne));
         if (!ne)
             return -ENOMEM;
         u->ext = ne;
         u->cap = nc;
     }
-    int rc = store_alloc_near(u->c->store, u->n ? &u->ext[u->n - 1].e : NULL, (uint32_t)u->blen,
-                              &e);
-    if (rc)
-        return rc;
-    core__cache_invalidate(u->c, &e); /* space reused: no stale cached bytes */
-    rc = store_write(u->c->store, &e, u->buf, u->blen);
+    for (; got < k; got++) {
+        const struct store_extent *prev = got ? &e[got - 1] : u->n ? &u->ext[u->n - 1].e : NULL;
+        rc = store_alloc_near(u->c->store, prev, len[got], &e[got]);
+        if (rc)
+            break;
+        core__cache_invalidate(u->c, &e[got]); /* space reused: no stale cached bytes */
+        v[got] = (struct store_wreq){&e[got], src, len[got]};
+        b.src[got] = src;
+        b.len[got] = len[got];
+        src += len[got];
+    }
+    if (rc == 0)
+        rc = store_write_batch(u->c->store, v, k, up_crc_fn, &b);
     if (rc) {
-        store_unreserve(u->c->store, &e);
+        for (size_t i = 0; i < got; i++)
+            store_unreserve(u->c->store, &e[i]);
         return rc;
     }
-    u->ext[u->n].e = e;
-    u->ext[u->n].nb = core__bcrc_compute(u->buf, (uint32_t)u->blen, u->ext[u->n].bcrc);
-    u->n++;
-    u->blen = 0;
+    for (size_t i = 0; i < k; i++)
+        u->ext[u->n + i].e = e[i];
+    u->n += k;
     return 0;
+}
+
+static int up_flush(struct core_upload *u)
+{
+    if (u->blen == 0)
+        return 0;
+    uint32_t len = (uint32_t)u->blen;
+    int rc = up_write(u, u->buf, &len, 1);
+    if (rc == 0)
+        u->blen = 0;
+    return rc;
 }
 
 static void up_free(struct core_upload *u, bool unreserve)
@@ -111,8 +157,8 @@ int core_upload_begin(struct core *c, const struct core_principal *p, uint64_t b
     struct core_upload *u = calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;
-    u->buf = malloc(STORE_EXTENT_MAX);
-    if (!u->buf) {
+    /* aligned: a full buffer goes to O_DIRECT as it is */
+    if (posix_memalign((void **)&u->buf, STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
         free(u);
         return -ENOMEM;
     }
@@ -127,6 +173,22 @@ int core_upload_write(struct core_upload *u, const void *buf, size_t len)
 {
     const char *b = buf;
     while (len > 0) {
+        if (u->blen == 0 && len >= STORE_EXTENT_MAX) {
+            /* whole extents straight from the caller's bytes, several in flight */
+            uint32_t lens[STORE_WBATCH_MAX];
+            size_t k = len / STORE_EXTENT_MAX;
+            if (k > STORE_WBATCH_MAX)
+                k = STORE_WBATCH_MAX;
+            for (size_t i = 0; i < k; i++)
+                lens[i] = STORE_EXTENT_MAX;
+            int rc = up_write(u, b, lens, k);
+            if (rc)
+                return rc;
+            b += k * STORE_EXTENT_MAX;
+            len -= k * STORE_EXTENT_MAX;
+            u->size += k * STORE_EXTENT_MAX;
+            continue;
+        }
         size_t room = STORE_EXTENT_MAX - u->blen;
         size_t m = len < room ? len : room;
         memcpy(u->buf + u->blen, b, m);
