@@ -12,6 +12,10 @@
 #                  core: core_create + 4 KiB core_write + core_commit, 256 threads
 #                  (--create-threads: each thread has one op in flight, so this
 #                  is how many operations a group commit can batch)
+#   put_256m_t1    fio: 1 GiB in 1 MiB writes, O_DIRECT, io_uring iodepth 4, fsync at end
+#                  core: 4 objects of 256 MiB through core_upload_* from 1 thread (4 MiB
+#                  unaligned chunks, as S3 PutObject feeds it); put_256m_t1_cpu: the
+#                  core's CPU per MiB (no fio counterpart)
 # Sequential rows use a 2 GiB file (--size-mib); create rows --files files.
 # Targets (docs/benchmarks.md): sequential >= 0.8 of fio, create_4k >= 20,000/s.
 # Usage: bench/core/run.sh [--size-mib 2048] [--files 50000] [--fio-files 20000]
@@ -133,6 +137,23 @@ if [ -n "$have_core" ]; then
             >>"$W/core.txt"
     fi
     grep 'group commits' "$W/core-create.err" >&2
+    rm -rf "$W/core-data"
+fi
+
+bench_log "core: put_256m_t1: fio ..."
+rm -f "$W/fio-put.dat"
+fio_row put_256m_t1 write MB/s --name=put --filename="$W/fio-put.dat" --rw=write --bs=1M \
+    --size=1024M --direct=1 --end_fsync=1 --ioengine=io_uring --iodepth=4
+rm -f "$W/fio-put.dat"
+bench_settle
+if [ -n "$have_core" ]; then
+    bench_log "core: put_256m_t1: bench_core ..."
+    rm -rf "$W/core-data"
+    if ! "$core_bin" --dir "$W/core-data" --only upload --size-mib 1 --up-mib 256 --up-objects 4 \
+        --up-threads 1 >>"$W/core.txt" 2>"$W/core-upload.err"; then
+        echo "ERROR put_256m_t1 bench_core failed: $(grep bench_core "$W/core-upload.err" | head -2)" \
+            >>"$W/core.txt"
+    fi
     rm -rf "$W/core-data"
 fi
 
