@@ -516,7 +516,6 @@ static void drop_tenant_qos(struct qos *q, uint32_t tenant)
     } while (d.more);
 }
 
-
 static void whoami(struct api_req *x)
 {
     reply_json(x->req, 200,
@@ -782,7 +781,6 @@ static int export_fields(struct evhttp_request *req, json_t *j, struct tenant_ex
     e->anon_gid = (uint32_t)ag;
     return 0;
 }
-
 
 static void exports_collection(struct api_req *x)
 {
