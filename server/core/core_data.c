@@ -1044,8 +1044,13 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
         a->news.n = 0; /* owned by the record now */
     }
     /* the record holds what committing it adds; the write's reservation
-     * (at least its own share of that) goes over to it */
-    core__resv_move(c, &p->resv, &a->resv, p->udelta > 0 ? (uint64_t)p->udelta : 0);
+     * (at least its own share of that) goes over to it (a write that adds
+     * nothing reserved nothing: the record keeps its records) */
+    uint64_t hold = p->udelta > 0 ? (uint64_t)p->udelta : 0;
+    if (a->resv.n)
+        core__resv_move(c, &p->resv, &a->resv, hold);
+    else
+        core__resv_set(c, &p->resv, hold);
     p->ver++;
     md5_feed(p, a, cursize);
     if (end > p->size)
@@ -1121,8 +1126,9 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         meta_rtxn_end(t);
         /* reserve what it adds before anything is written (-EDQUOT past a
          * limit, counting every write admitted and not committed yet) */
-        if (rc == 0)
-            rc = core__resv_admit(c, r.tenant, r.parent, plan_growth(&a), &a.resv);
+        uint64_t growth = rc == 0 ? plan_growth(&a) : 0;
+        if (growth)
+            rc = core__resv_admit(c, r.tenant, r.parent, growth, &a.resv);
         if (rc == 0 && a.mode != W_INLINE && !tmp &&
             posix_memalign((void **)&tmp, STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
             tmp = NULL;
