@@ -551,11 +551,16 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
  * window's store read token keeps its extents), else held with core_ref
  * across its windows or reads. @return 0 (done, or an error was responded),
  * SRV_ESTALE: the object went away since its lookup (look it up again). */
+static bool zc_one(const struct s3_ctx *x)
+{
+    return !x->tls && x->rend - x->roff > S3_ZC_MIN && x->rend - x->roff <= S3_ZC_ONE;
+}
+
 static int get_data(struct s3_ctx *x)
 {
     uint64_t off = x->roff, end = x->rend;
     x->need_data = false;
-    if (!x->tls && end - off > S3_ZC_MIN && end - off <= S3_ZC_ONE)
+    if (zc_one(x))
         return 0; /* streamed in one zero-copy window (s3_conn.c) */
     if (end - off <= COPY_CHUNK) {
         /* small: one read here, no inode hold needed */
@@ -642,6 +647,8 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     if (obj_found(x, x->rt.key, x->rt.keylen, &o, rc, false))
         return S3_FAST_DONE;
     get_respond(x, &o, pk.data ? buf : NULL);
+    if (x->need_data && zc_one(x))
+        x->need_data = false; /* its one window is the only worker step */
     return x->need_data ? S3_FAST_DATA : S3_FAST_DONE;
 }
 
