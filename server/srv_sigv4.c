@@ -305,7 +305,7 @@ static int digits_at(const char *s, int n)
 
 int srv_sigv4_date_parse(const char *s, time_t *out)
 {
-    if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
+    if (!s || strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
         return -EINVAL;
     int y = digits_at(s, 4), mo = digits_at(s + 4, 2), d = digits_at(s + 6, 2);
     int h = digits_at(s + 9, 2), mi = digits_at(s + 11, 2), sec = digits_at(s + 13, 2);

@@ -80,7 +80,8 @@ int srv_sigv4_canonical(const struct srv_sigv4_req *r, char **out);
 int srv_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scope,
                    const char *canonical, char out[65]);
 
-/** Parse an x-amz-date value "YYYYMMDDTHHMMSSZ" (UTC). @return 0, -EINVAL. */
+/** Parse an x-amz-date value "YYYYMMDDTHHMMSSZ" (UTC, year 1970 or later).
+ * @return 0, -EINVAL (NULL, malformed or out of range). */
 int srv_sigv4_date_parse(const char *s, time_t *out);
 
 /** Format @p t as "YYYYMMDDTHHMMSSZ" (UTC) into @p out. */

@@ -173,6 +173,8 @@ static void test_amz_date(void **state)
     assert_int_equal(srv_sigv4_date_parse("20150830T246000Z", &t), -EINVAL);
     assert_int_equal(srv_sigv4_date_parse("2015083OT123600Z", &t), -EINVAL);
     assert_int_equal(srv_sigv4_date_parse("", &t), -EINVAL);
+    assert_int_equal(srv_sigv4_date_parse(NULL, &t), -EINVAL);
+    assert_int_equal(srv_sigv4_date_parse("19691231T235959Z", &t), -EINVAL);
 }
 
 int main(void)
