@@ -579,6 +579,42 @@ out:
     return rc;
 }
 
+int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+                    uint64_t len, struct core__pend_snap *ps, MDB_txn **t, struct meta_inode *r)
+{
+    /* pending snapshot before the read txn, retaken until it is still valid
+     * once the txn is open (see core_pend.c) */
+    struct core__pend *pp = core__pend_get(c, ino, false);
+    uint64_t hi = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+    int rc;
+    for (int tries = 0;; tries++) {
+        core__pend_snap_free(ps);
+        core__pend_snap(pp, off, hi, true, ps);
+        if (pp && !ps->exists) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = meta_rtxn_begin(c->meta, t);
+        if (rc || tries == 100 || core__pend_snap_valid(pp, ps))
+            break;
+        meta_rtxn_end(*t);
+        *t = NULL;
+    }
+    core__pend_put(c, pp);
+    if (rc)
+        return rc;
+    rc = core__ino_get_p(c, *t, p, ino, 0, r);
+    if (rc)
+        return rc;
+    if (r->type == CORE_DIR)
+        return -EISDIR;
+    if (r->type != CORE_REG)
+        return -EINVAL;
+    if (p->uid != r->uid && (rc = core__perm(p, r, CORE_MAY_R)) != 0)
+        return rc;
+    return 0;
+}
+
 int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
               void *buf, size_t len, size_t *n, bool *eof)
 {
@@ -593,37 +629,9 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
 
     *n = 0;
     *eof = false;
-    /* pending snapshot before the read txn (see core_pend.c) */
-    struct core__pend *pp = core__pend_get(c, ino, false);
     memset(&ps, 0, sizeof(ps));
-    for (int tries = 0;; tries++) {
-        core__pend_snap_free(&ps);
-        core__pend_snap(pp, off, len > UINT64_MAX - off ? UINT64_MAX : off + len, true, &ps);
-        if (pp && !ps.exists) {
-            rc = -ENOMEM;
-            break;
-        }
-        rc = meta_rtxn_begin(c->meta, &t);
-        if (rc || tries == 100 || core__pend_snap_valid(pp, &ps))
-            break;
-        meta_rtxn_end(t);
-        t = NULL;
-    }
-    core__pend_put(c, pp);
+    rc = core__read_view(c, p, ino, off, len, &ps, &t, &r);
     if (rc)
-        goto out;
-    rc = core__ino_get_p(c, t, p, ino, 0, &r);
-    if (rc)
-        goto out;
-    if (r.type == CORE_DIR) {
-        rc = -EISDIR;
-        goto out;
-    }
-    if (r.type != CORE_REG) {
-        rc = -EINVAL;
-        goto out;
-    }
-    if (p->uid != r.uid && (rc = core__perm(p, &r, CORE_MAY_R)) != 0)
         goto out;
     size = ps.data && ps.size > r.size ? ps.size : r.size;
     if (off >= size) {

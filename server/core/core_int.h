@@ -315,6 +315,16 @@ void core__pend_snap_free(struct core__pend_snap *s);
 /** After the read txn began: no setattr committed since the snapshot (else
  * the snapshot and the txn may not fit together: take both again). */
 bool core__pend_snap_valid(struct core__pend *p, const struct core__pend_snap *s);
+/* Open a consistent read view of regular file @p ino for [off, off+len): a
+ * snapshot of its pending (uncommitted UNSTABLE) bytes that is still valid
+ * once the read txn is open, the txn, and the inode, checked readable by @p p.
+ * @p ps must be zeroed first; whatever the result, the caller releases @p ps
+ * (core__pend_snap_free) and @p *t (meta_rtxn_end).
+ * @return 0, -ENOMEM, -EISDIR, -EINVAL (not a regular file), -EACCES,
+ *         SRV_ESTALE, LMDB errors mapped by meta. */
+int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+                    uint64_t len, struct core__pend_snap *ps, MDB_txn **t,
+                    struct meta_inode *r);
 /** Usage the pending data of @p tenant (bucket @p bucket, 0 = whole tenant) adds. */
 int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket);
 /** Under p->mu: recompute p->udelta against the committed state. */

@@ -341,37 +341,9 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
     out->token = store_read_begin(c->store);
     out->has_token = true;
     memset(&ps, 0, sizeof(ps));
-    /* the same order as core_read: token, pending snapshot, read txn */
-    struct core__pend *pp = core__pend_get(c, ino, false);
-    uint64_t hi = len > UINT64_MAX - off ? UINT64_MAX : off + len;
-    for (int tries = 0;; tries++) {
-        core__pend_snap_free(&ps);
-        core__pend_snap(pp, off, hi, true, &ps);
-        if (pp && !ps.exists) {
-            rc = -ENOMEM;
-            break;
-        }
-        rc = meta_rtxn_begin(c->meta, &t);
-        if (rc || tries == 100 || core__pend_snap_valid(pp, &ps))
-            break;
-        meta_rtxn_end(t);
-        t = NULL;
-    }
-    core__pend_put(c, pp);
+    /* the same order as core_read: token, then the read view */
+    rc = core__read_view(c, p, ino, off, len, &ps, &t, &r);
     if (rc)
-        goto out;
-    rc = core__ino_get_p(c, t, p, ino, 0, &r);
-    if (rc)
-        goto out;
-    if (r.type == CORE_DIR) {
-        rc = -EISDIR;
-        goto out;
-    }
-    if (r.type != CORE_REG) {
-        rc = -EINVAL;
-        goto out;
-    }
-    if (p->uid != r.uid && (rc = core__perm(p, &r, CORE_MAY_R)) != 0)
         goto out;
     uint64_t size = ps.data && ps.size > r.size ? ps.size : r.size;
     if (off >= size || len == 0) {
