@@ -635,10 +635,16 @@ static int bootstrap(struct tenants *t, const char *akey, const char *secret)
     return 0;
 }
 
+struct core *tenants__core(struct tenants *t)
+{
+    return t->core;
+}
+
 void tenants_close(struct tenants *t)
 {
     if (!t)
         return;
+    tenants__metrics_stop(t);
     OPENSSL_cleanse(t->mkey, sizeof(t->mkey));
     if (t->keys.v)
         OPENSSL_cleanse(t->keys.v, t->keys.cap * sizeof(*t->keys.v));
@@ -740,6 +746,7 @@ int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfi
     srv_log(INFO, TENANT, "loaded %zu tenants, %zu users, %zu keys, %zu exports%s",
             t->tenants.n, t->users.n, t->keys.n, t->exports.n,
             lc.bad ? " (some records skipped, see above)" : "");
+    tenants__metrics_start(t);
     *out = t;
     return 0;
 fail:

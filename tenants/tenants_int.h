@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * tenants_int: helpers shared inside tenants/ (secret sealing, random bytes).
+ * tenants_int: helpers shared inside tenants/ (secret sealing, random bytes,
+ * the /metrics publisher).
  * Not for other modules. Thread: any. */
 #ifndef TENANTS_INT_H
 #define TENANTS_INT_H
@@ -26,5 +27,15 @@ int tenants__unseal(const uint8_t key[TENANTS_MKEY_LEN], const char *aad, const 
 
 /** SHA-256 of @p len bytes into @p out. */
 void tenants__sha256(const void *data, size_t len, uint8_t out[32]);
+
+struct tenants;
+struct core;
+/** The core @p t keeps its records in. */
+struct core *tenants__core(struct tenants *t);
+/** Publish on /metrics (srv_metrics): the bucket namer (names the per-bucket
+ * operation series) and the per-bucket usage and quota gauges
+ * (tenants_metrics.c). Called by tenants_open / tenants_close. */
+void tenants__metrics_start(struct tenants *t);
+void tenants__metrics_stop(struct tenants *t);
 
 #endif

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """/metrics scraped and parsed with prometheus_client's text parser: per tenant,
 protocol and operation the ops, errors, payload bytes and latency histograms;
-store capacity; tenant usage and quota gauges. The counters move as S3 and NFS
-traffic of a fresh tenant flows, and nothing of it is counted for another
-tenant. (There are no per-bucket series: the daemon exports none.)"""
+the same per bucket (s3nfs_bucket_*, labelled with the bucket's name); store
+capacity; tenant and bucket usage and quota gauges. The counters move as S3 and
+NFS traffic of a fresh tenant flows, each bucket's series only with its own
+traffic, and nothing of it is counted for another tenant."""
 import math
 import os
 import sys
@@ -72,17 +73,17 @@ def test_families_and_types(d):
         assert set(s.labels) == {"proto", "op", "tenant"}
 
 
-def check_histogram(fams, **labels):
+def check_histogram(fams, family="s3nfs_op_latency_seconds", **labels):
     """Buckets cumulative, +Inf equal to _count, _sum positive."""
-    buckets = samples(fams, "s3nfs_op_latency_seconds", "_bucket", **labels)
+    buckets = samples(fams, family, "_bucket", **labels)
     assert buckets, labels
     les = sorted(buckets, key=lambda s: float(s.labels["le"]))
     vals = [s.value for s in les]
     assert vals == sorted(vals), vals
     assert math.isinf(float(les[-1].labels["le"]))
-    count = total(fams, "s3nfs_op_latency_seconds", "_count", **labels)
+    count = total(fams, family, "_count", **labels)
     assert les[-1].value == count > 0
-    assert total(fams, "s3nfs_op_latency_seconds", "_sum", **labels) > 0
+    assert total(fams, family, "_sum", **labels) > 0
     assert float(les[0].labels["le"]) <= 0.0001 and float(les[-2].labels["le"]) >= 10
 
 
@@ -171,3 +172,106 @@ def test_admin_api_counted(d):
     d_err = total(after, "s3nfs_op_errors", "_total", proto="admin") - \
         total(before, "s3nfs_op_errors", "_total", proto="admin")
     assert d_ops >= 2 and d_err >= 1
+
+
+def test_per_bucket_series_move_independently(d):
+    """S3 and NFS traffic to two buckets of one tenant: each bucket's operation
+    series (s3nfs_bucket_*{proto, op, tenant, bucket}) counts exactly its own
+    calls, bytes and errors; the tenant series count both; the per-bucket usage
+    and quota gauges follow each bucket."""
+    adm = Admin(d)
+    t = make_tenant(adm, "metrics-b", clients=["127.0.0.1/32"], export_path="/metrics-b")
+    s3 = s3_for(d, t)
+    s3.create_bucket(Bucket="pb-one")
+    s3.create_bucket(Bucket="pb-two")
+    before = scrape(d)
+    one = {"tenant": t.id, "bucket": "pb-one"}
+    two = {"tenant": t.id, "bucket": "pb-two"}
+
+    a, b = os.urandom(30 << 10), os.urandom(70 << 10)
+    for i in range(2):
+        s3.put_object(Bucket="pb-one", Key=f"o{i}", Body=a)
+    s3.put_object(Bucket="pb-two", Key="t0", Body=b)
+    assert s3.get_object(Bucket="pb-two", Key="t0")["Body"].read() == b
+    with pytest.raises(ClientError):
+        s3.get_object(Bucket="pb-two", Key="missing")
+    with Nfs(d) as c:
+        st, root = c.mount("/metrics-b")
+        assert st == 0
+        st, h1 = c.lookup(root, "pb-one")
+        assert st == 0
+        st, h2 = c.lookup(root, "pb-two")
+        assert st == 0
+        st, fh = c.create(h2, "nfsfile")
+        assert st == 0
+        st, _ = c.write_all(fh, b"w" * (48 << 10))
+        assert st == 0
+        assert c.read_all(fh) == b"w" * (48 << 10)
+        assert c.lookup(h1, "missing")[0] != 0
+        assert c.lookup(h1, "missing-too")[0] != 0
+    adm.put(f"/tenants/{t.id}/buckets/pb-two/quota", {"bytes_limit": 10 << 20,
+                                                     "inodes_limit": 100})
+    after = scrape(d)
+
+    def delta(family, suffix="_total", **labels):
+        return total(after, family, suffix, **labels) - total(before, family, suffix, **labels)
+
+    for f, typ in (("s3nfs_bucket_ops", "counter"), ("s3nfs_bucket_op_errors", "counter"),
+                   ("s3nfs_bucket_bytes_in", "counter"), ("s3nfs_bucket_bytes_out", "counter"),
+                   ("s3nfs_bucket_op_latency_seconds", "histogram"),
+                   ("s3nfs_bucket_bytes", "gauge"), ("s3nfs_bucket_inodes", "gauge"),
+                   ("s3nfs_bucket_bytes_limit", "gauge"), ("s3nfs_bucket_inodes_limit", "gauge")):
+        assert f in after and after[f].type == typ, f
+    for s in samples(after, "s3nfs_bucket_ops", "_total"):
+        assert set(s.labels) == {"proto", "op", "tenant", "bucket"}
+
+    s3ops = by_op(after, "s3nfs_bucket_ops", "_total", proto="s3", **one)
+    put = find_op(s3ops, "putobject")
+    get = find_op(by_op(after, "s3nfs_bucket_ops", "_total", proto="s3", **two), "getobject")
+    # S3, per bucket: its own PUTs, bytes, GETs and errors only
+    assert delta("s3nfs_bucket_ops", proto="s3", op=put, **one) == 2
+    assert delta("s3nfs_bucket_ops", proto="s3", op=put, **two) == 1
+    assert delta("s3nfs_bucket_bytes_in", proto="s3", op=put, **one) == 2 * len(a)
+    assert delta("s3nfs_bucket_bytes_in", proto="s3", op=put, **two) == len(b)
+    assert delta("s3nfs_bucket_ops", proto="s3", op=get, **two) == 2
+    assert delta("s3nfs_bucket_ops", proto="s3", op=get, **one) == 0
+    assert delta("s3nfs_bucket_op_errors", proto="s3", op=get, **two) == 1
+    assert delta("s3nfs_bucket_op_errors", proto="s3", op=put, **one) == 0
+    assert delta("s3nfs_bucket_bytes_out", proto="s3", op=get, **two) >= len(b)
+    assert delta("s3nfs_bucket_bytes_out", proto="s3", **one) == 0
+    check_histogram(after, "s3nfs_bucket_op_latency_seconds", proto="s3", op=put, **one)
+    assert delta("s3nfs_bucket_op_latency_seconds", "_count", proto="s3", op=put, **one) == 2
+    assert delta("s3nfs_bucket_op_latency_seconds", "_count", proto="s3", op=put, **two) == 1
+    # NFS, per bucket of the call's file handle
+    nfsops = by_op(after, "s3nfs_bucket_ops", "_total", proto="nfs", **two)
+    w, r = find_op(nfsops, "write"), find_op(nfsops, "read")
+    lk = find_op(by_op(after, "s3nfs_bucket_ops", "_total", proto="nfs", **one), "lookup")
+    assert delta("s3nfs_bucket_bytes_in", proto="nfs", op=w, **two) == 48 << 10
+    assert delta("s3nfs_bucket_bytes_out", proto="nfs", op=r, **two) == 48 << 10
+    assert delta("s3nfs_bucket_ops", proto="nfs", op=w, **one) == 0
+    assert delta("s3nfs_bucket_bytes_in", proto="nfs", **one) == 0
+    assert delta("s3nfs_bucket_op_errors", proto="nfs", op=lk, **one) == 2
+    assert delta("s3nfs_bucket_op_errors", proto="nfs", op=lk, **two) == 0
+    check_histogram(after, "s3nfs_bucket_op_latency_seconds", proto="nfs", op=w, **two)
+    # the tenant series count both buckets
+    tl = {"tenant": t.id}
+    assert delta("s3nfs_ops", proto="s3", op=put, **tl) == 3
+    assert delta("s3nfs_bytes_in", proto="s3", op=put, **tl) == 2 * len(a) + len(b)
+    # usage and quota gauges per bucket, as the API reports them
+    for name, lbl in (("pb-one", one), ("pb-two", two)):
+        u = adm.get(f"/tenants/{t.id}/buckets/{name}/quota")
+        assert total(after, "s3nfs_bucket_bytes", **lbl) == u["bytes"]
+        assert total(after, "s3nfs_bucket_inodes", **lbl) == u["inodes"]
+    assert total(after, "s3nfs_bucket_bytes", **one) == 2 * len(a)
+    assert total(after, "s3nfs_bucket_bytes", **two) == len(b) + (48 << 10)
+    assert total(after, "s3nfs_bucket_bytes_limit", **two) == 10 << 20
+    assert total(after, "s3nfs_bucket_inodes_limit", **two) == 100
+    assert total(after, "s3nfs_bucket_bytes_limit", **one) == 0
+    # a deleted bucket's series and gauges go
+    for i in range(2):
+        s3.delete_object(Bucket="pb-one", Key=f"o{i}")
+    s3.delete_bucket(Bucket="pb-one")
+    gone = scrape(d)
+    assert not samples(gone, "s3nfs_bucket_ops", "_total", **one)
+    assert not samples(gone, "s3nfs_bucket_bytes", **one)
+    assert samples(gone, "s3nfs_bucket_ops", "_total", **two)

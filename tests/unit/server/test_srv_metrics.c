@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for server/srv_metrics.c: counters and histogram buckets in the
- * Prometheus text rendering, label escaping, extra renderers. */
+ * Prometheus text rendering, label escaping, extra renderers, per-bucket
+ * series (named at render time, independent per bucket, the bucket cap). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -86,6 +88,108 @@ static void test_renderer(void **state)
     free(s);
 }
 
+/* Names buckets 100 and 200 of tenant 9 and bucket 100 of tenant 8. */
+static void namer9(void *arg, srv_metrics_name_fn add, void *ctx)
+{
+    (void)arg;
+    add(ctx, 9, 200, "beta");
+    add(ctx, 9, 100, "alpha");
+    add(ctx, 8, 100, "other-tenant");
+    add(ctx, 9, 300, ""); /* empty: ignored */
+}
+
+static void test_per_bucket(void **state)
+{
+    (void)state;
+    srv_metrics_set_bucket_namer(namer9, NULL);
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 9, 100, 1000, 0, 300, 0);
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 9, 100, 500, 0, 300, 0);
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 9, 200, 7, 0, 300, -5);
+    srv_metrics_op_bucket(SRV_PROTO_NFS, "WRITE", 9, 200, 4096, 0, 40, 0);
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 8, 100, 1, 0, 1, 0);
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 9, 0, 3, 0, 1, 0); /* no bucket */
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 9, 555, 3, 0, 1, 0); /* not named */
+    char *s = render();
+    /* the tenant families count every call */
+    assert_non_null(strstr(s, "s3nfs_ops_total{proto=\"s3\",op=\"PutObject\",tenant=\"9\"} 5\n"));
+    assert_non_null(
+        strstr(s, "s3nfs_bytes_in_total{proto=\"s3\",op=\"PutObject\",tenant=\"9\"} 1513\n"));
+    /* each bucket its own series, by name */
+    assert_non_null(strstr(s, "# TYPE s3nfs_bucket_ops_total counter\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_ops_total{proto=\"s3\",op=\"PutObject\",tenant=\"9\","
+                              "bucket=\"alpha\"} 2\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_bytes_in_total{proto=\"s3\",op=\"PutObject\","
+                              "tenant=\"9\",bucket=\"alpha\"} 1500\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_op_errors_total{proto=\"s3\",op=\"PutObject\","
+                              "tenant=\"9\",bucket=\"alpha\"} 0\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_ops_total{proto=\"s3\",op=\"PutObject\",tenant=\"9\","
+                              "bucket=\"beta\"} 1\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_op_errors_total{proto=\"s3\",op=\"PutObject\","
+                              "tenant=\"9\",bucket=\"beta\"} 1\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_bytes_in_total{proto=\"nfs\",op=\"WRITE\","
+                              "tenant=\"9\",bucket=\"beta\"} 4096\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_ops_total{proto=\"s3\",op=\"PutObject\",tenant=\"8\","
+                              "bucket=\"other-tenant\"} 1\n"));
+    assert_non_null(strstr(s, "# TYPE s3nfs_bucket_op_latency_seconds histogram\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_op_latency_seconds_bucket{proto=\"nfs\",op=\"WRITE\","
+                              "tenant=\"9\",bucket=\"beta\",le=\"0.0001\"} 1\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_op_latency_seconds_count{proto=\"s3\","
+                              "op=\"PutObject\",tenant=\"9\",bucket=\"alpha\"} 2\n"));
+    /* a bucket nobody names is left out; no series of bucket 0 */
+    assert_null(strstr(s, "bucket=\"555\""));
+    assert_null(strstr(s, "bucket=\"\""));
+    free(s);
+
+    /* without a namer no per-bucket series is rendered, but they keep counting */
+    srv_metrics_clear_bucket_namer(namer9, NULL);
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 9, 100, 1, 0, 1, 0);
+    s = render();
+    assert_null(strstr(s, "bucket=\"alpha\""));
+    free(s);
+    srv_metrics_set_bucket_namer(namer9, NULL);
+    s = render();
+    assert_non_null(strstr(s, "s3nfs_bucket_ops_total{proto=\"s3\",op=\"PutObject\",tenant=\"9\","
+                              "bucket=\"alpha\"} 3\n"));
+    free(s);
+    srv_metrics_clear_bucket_namer(namer9, NULL);
+}
+
+static unsigned long long sample(const char *s, const char *line)
+{
+    const char *p = strstr(s, line);
+    return p ? strtoull(p + strlen(line), NULL, 10) : 0;
+}
+
+/* Past the cap, new buckets fold into bucket="_other" of their tenant and op;
+ * buckets seen before keep their own series. */
+static void test_bucket_cap(void **state)
+{
+    (void)state;
+    srv_metrics_set_bucket_namer(namer9, NULL);
+    char *s = render();
+    unsigned long long folded0 = sample(s, "\ns3nfs_metrics_bucket_overflow_total ");
+    free(s);
+    /* tenant 50: 5000 distinct buckets; the cap (1024) minus the 4 seen above admit */
+    for (uint64_t b = 1; b <= 5000; b++)
+        srv_metrics_op_bucket(SRV_PROTO_NFS, "GETATTR", 50, 1000 + b, 0, 0, 1, 0);
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", 9, 100, 1, 0, 1, 0); /* seen: own series */
+    s = render();
+    unsigned long long folded = sample(s, "\ns3nfs_metrics_bucket_overflow_total ") - folded0;
+    /* buckets 100/200 of 9, 100 of 8 and 555 of 9 were admitted by the test before */
+    assert_int_equal(folded, 5000 - (1024 - 4));
+    assert_int_equal(sample(s, "s3nfs_bucket_ops_total{proto=\"nfs\",op=\"GETATTR\",tenant=\"50\","
+                               "bucket=\"_other\"} "),
+                     folded);
+    assert_non_null(strstr(s, "s3nfs_bucket_ops_total{proto=\"s3\",op=\"PutObject\",tenant=\"9\","
+                              "bucket=\"alpha\"} 4\n"));
+    /* the tenant series still counts all of them */
+    assert_non_null(
+        strstr(s, "s3nfs_ops_total{proto=\"nfs\",op=\"GETATTR\",tenant=\"50\"} 5000\n"));
+    assert_non_null(strstr(s, "# TYPE s3nfs_metrics_bucket_series_overflow_total counter\n"));
+    free(s);
+    srv_metrics_clear_bucket_namer(namer9, NULL);
+}
+
 static void test_now_monotonic(void **state)
 {
     (void)state;
@@ -99,6 +203,8 @@ int main(void)
         cmocka_unit_test(test_counters_and_histogram),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_renderer),
+        cmocka_unit_test(test_per_bucket),
+        cmocka_unit_test(test_bucket_cap),
         cmocka_unit_test(test_now_monotonic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

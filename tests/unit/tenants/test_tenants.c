@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for tenants/tenants.c: bootstrap, key lookup, CRUD of tenants,
  * users, keys and exports, persistence across reopen, secrets encrypted at
- * rest (never stored in clear), and the master key file.
+ * rest (never stored in clear), the master key file, and what tenants
+ * publishes on /metrics (bucket names of the per-bucket series, per-bucket
+ * usage and quota gauges).
  *
  * The core is replaced at its boundary by a small in-memory fake of the
  * core_table_* and core_tenant_* calls (this binary links only libtenants.a
@@ -19,7 +21,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <event2/buffer.h>
+
 #include "srv_err.h"
+#include "srv_metrics.h"
 #include "tenants.h"
 
 /* ---- fake core ---- */
@@ -137,8 +142,41 @@ int core_tenant_root(struct core *c, uint32_t id, uint64_t *root)
     return 0;
 }
 
+/* Buckets of the fake core (core_bucket_list, core_usage_get). */
+static struct {
+    uint32_t tenant;
+    uint64_t ino;
+    const char *name;
+    struct core_usage u;
+} fbuckets[8];
+static size_t nfbuckets;
+
+int core_bucket_list(struct core *c, const struct core_principal *p, core_bucket_cb cb, void *arg)
+{
+    for (size_t i = 0; i < nfbuckets; i++) {
+        if (fbuckets[i].tenant != p->tenant)
+            continue;
+        struct core_attr a = {.ino = fbuckets[i].ino, .tenant = p->tenant, .type = CORE_DIR};
+        if (cb(arg, fbuckets[i].name, strlen(fbuckets[i].name), &a))
+            break;
+    }
+    return 0;
+}
+
+int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_usage *out)
+{
+    for (size_t i = 0; i < nfbuckets; i++) {
+        if (fbuckets[i].tenant == tenant && fbuckets[i].ino == ino) {
+            *out = fbuckets[i].u;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
 static void fake_reset(void)
 {
+    nfbuckets = 0;
     for (int t = 0; t < CORE_T__COUNT; t++) {
         for (size_t i = 0; i < nrows[t]; i++) {
             free(rows[t][i].k);
@@ -502,6 +540,82 @@ static void test_tamper(void **state)
     assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, NULL), SRV_ECORRUPT);
 }
 
+static char *render(void)
+{
+    struct evbuffer *b = evbuffer_new();
+    srv_metrics_render(b);
+    size_t n = evbuffer_get_length(b);
+    char *s = malloc(n + 1);
+    evbuffer_remove(b, s, n);
+    s[n] = '\0';
+    evbuffer_free(b);
+    return s;
+}
+
+/* While open, tenants names the per-bucket operation series and renders the
+ * per-bucket usage and quota gauges of every tenant's buckets; after close,
+ * neither. */
+static void test_metrics(void **state)
+{
+    (void)state;
+    struct tenants *t;
+    struct tenant_info a;
+    assert_int_equal(tenants_open(&t, FAKE, "AKIABOOT", "boot-secret", NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_tenant_create(t, "acme", &a), 0);
+    fbuckets[0].tenant = 1;
+    fbuckets[0].ino = 500;
+    fbuckets[0].name = "boot-data";
+    fbuckets[0].u = (struct core_usage){.bytes = 10, .inodes = 2};
+    fbuckets[1].tenant = a.id;
+    fbuckets[1].ino = 600;
+    fbuckets[1].name = "acme-logs";
+    fbuckets[1].u = (struct core_usage){.bytes = 1234, .inodes = 7, .bytes_limit = 1 << 20,
+                                        .inodes_limit = 99};
+    nfbuckets = 2;
+    srv_metrics_op_bucket(SRV_PROTO_S3, "PutObject", a.id, 600, 100, 0, 5, 0);
+    srv_metrics_op_bucket(SRV_PROTO_NFS, "WRITE", 1, 500, 4096, 0, 5, 0);
+    srv_metrics_op_bucket(SRV_PROTO_NFS, "WRITE", 1, 777, 1, 0, 5, 0); /* no such bucket */
+
+    char *s = render();
+    char want[256];
+    snprintf(want, sizeof(want),
+             "s3nfs_bucket_ops_total{proto=\"s3\",op=\"PutObject\",tenant=\"%u\","
+             "bucket=\"acme-logs\"} 1\n", a.id);
+    assert_non_null(strstr(s, want));
+    assert_non_null(strstr(s, "s3nfs_bucket_bytes_in_total{proto=\"nfs\",op=\"WRITE\","
+                              "tenant=\"1\",bucket=\"boot-data\"} 4096\n"));
+    assert_null(strstr(s, "bucket=\"777\""));
+    assert_non_null(strstr(s, "# TYPE s3nfs_bucket_bytes gauge\n"));
+    snprintf(want, sizeof(want), "s3nfs_bucket_bytes{tenant=\"%u\",bucket=\"acme-logs\"} 1234\n",
+             a.id);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want), "s3nfs_bucket_inodes{tenant=\"%u\",bucket=\"acme-logs\"} 7\n",
+             a.id);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_bucket_bytes_limit{tenant=\"%u\",bucket=\"acme-logs\"} 1048576\n", a.id);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_bucket_inodes_limit{tenant=\"%u\",bucket=\"acme-logs\"} 99\n", a.id);
+    assert_non_null(strstr(s, want));
+    assert_non_null(strstr(s, "s3nfs_bucket_bytes{tenant=\"1\",bucket=\"boot-data\"} 10\n"));
+    assert_non_null(strstr(s, "s3nfs_bucket_bytes_limit{tenant=\"1\",bucket=\"boot-data\"} 0\n"));
+    free(s);
+
+    /* a deleted bucket: its series and gauges are gone */
+    nfbuckets = 1;
+    s = render();
+    assert_null(strstr(s, "acme-logs"));
+    assert_non_null(strstr(s, "bucket=\"boot-data\""));
+    free(s);
+
+    tenants_close(t);
+    s = render();
+    assert_null(strstr(s, "s3nfs_bucket_bytes{"));
+    assert_null(strstr(s, "bucket=\"boot-data\""));
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,6 +626,7 @@ int main(void)
         cmocka_unit_test_setup(test_rename_and_export_update, setup),
         cmocka_unit_test_setup(test_keyfile, setup),
         cmocka_unit_test_setup(test_tamper, setup),
+        cmocka_unit_test_setup(test_metrics, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
