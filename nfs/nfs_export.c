@@ -76,6 +76,8 @@ nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct 
     if (rc < 0)
         return nfs_req_status(r, rc);
     *ino = h.ino;
+    if (!r->bucket)
+        r->bucket = a.bucket;
     if (attr)
         *attr = a;
     return NFS3_OK;

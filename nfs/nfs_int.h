@@ -140,6 +140,7 @@ struct nfs_req {
     struct tenant_export exp;
     struct core_principal p;
     int err; /* internal error of the call, for metrics (0 = success) */
+    uint64_t bucket; /* bucket of the first handle's inode, for metrics (0 = none) */
     /* Payload bytes for the metrics (file data only, as docs/admin-api.md
      * defines them): WRITE data received (set by the procedure); READ data
      * sent (the bulk bytes, counted by the transport). RPC/XDR framing and the

@@ -510,8 +510,8 @@ static void req_done(void *arg)
             r->bulk = NULL;
         }
     }
-    srv_metrics_op(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->payload_in, out,
-                   srv_now_us() - r->start_us, r->err);
+    srv_metrics_op_bucket(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->bucket, r->payload_in,
+                          out, srv_now_us() - r->start_us, r->err);
     srv_log(DEBUG, NFS, "req=%08x tenant=%u %s from %s: %s", r->call.xid, r->p.tenant,
             r->desc->name, cn->peer_str, sent ? srv_strerror(r->err) : "dropped");
     cn->outstanding--;

@@ -63,6 +63,7 @@ struct core_attr {
     uint64_t change; /* bumped on every change of data or attributes */
     uint64_t parent; /* first parent directory (0 for tenant roots) */
     uint32_t flags;  /* CORE_A_* */
+    uint64_t bucket; /* inode of the bucket it lies in (a bucket's own; 0 for tenant roots) */
 };
 #define CORE_A_IMPLICIT 0x1 /* directory created implicitly by an S3 PUT of a deeper key */
 #define CORE_A_BUCKET 0x2   /* directory is a bucket (top level of a tenant root) */

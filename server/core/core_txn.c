@@ -80,6 +80,7 @@ void core__attr_fill(const struct meta_inode *r, uint64_t ino, struct core_attr 
     out->change = r->change;
     out->parent = r->parent;
     out->flags = r->flags & 0xff;
+    out->bucket = r->bucket;
 }
 
 void core__touch(struct meta_inode *r, bool mtime, bool ctime)
