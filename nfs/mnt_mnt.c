@@ -24,6 +24,7 @@
 #include "nfs_int.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_path.h"
 
 void nfs_req_peer_host(const struct nfs_req *r, char *buf, size_t len)
 {
@@ -84,30 +85,7 @@ void mnt_list_free(struct nfs_server *s)
 
 int mnt_path_norm(const char *in, char *out, size_t outlen)
 {
-    size_t j = 0;
-    if (in[0] != '/')
-        return -EINVAL;
-    for (const char *p = in; *p;) {
-        while (*p == '/')
-            p++;
-        size_t n = strcspn(p, "/");
-        if (n == 0 || (n == 1 && p[0] == '.')) {
-            p += n;
-            continue;
-        }
-        if (n == 2 && p[0] == '.' && p[1] == '.')
-            return -EINVAL;
-        if (j + 1 + n + 1 > outlen)
-            return -ENAMETOOLONG;
-        out[j++] = '/';
-        memcpy(out + j, p, n);
-        j += n;
-        p += n;
-    }
-    if (j == 0)
-        out[j++] = '/';
-    out[j] = '\0';
-    return 0;
+    return srv_path_norm(in, out, outlen, SRV_PATH_DOT_SKIP);
 }
 
 /* The export whose path is the longest prefix of @p path (whole components);

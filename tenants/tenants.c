@@ -34,6 +34,7 @@
 
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_path.h"
 #include "tenants.h"
 #include "tenants_int.h"
 
@@ -151,33 +152,6 @@ static bool valid_secret(const char *s)
         if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
             return false;
     return true;
-}
-
-/* Normalise an export path: leading '/', no empty components, no trailing '/'. */
-static int norm_path(const char *in, char *out, size_t outlen)
-{
-    size_t j = 0;
-    if (!in || in[0] != '/')
-        return -EINVAL;
-    for (const char *p = in; *p;) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        size_t n = strcspn(p, "/");
-        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-            return -EINVAL;
-        if (j + 1 + n + 1 > outlen)
-            return -ENAMETOOLONG;
-        out[j++] = '/';
-        memcpy(out + j, p, n);
-        j += n;
-        p += n;
-    }
-    if (j == 0)
-        out[j++] = '/';
-    out[j] = '\0';
-    return 0;
 }
 
 /* ---- counters ---- */
@@ -814,7 +788,7 @@ int tenants_export_find(struct tenants *t, const char *path, const struct sockad
                         struct tenant_export *out)
 {
     char norm[sizeof(out->path)];
-    if (norm_path(path, norm, sizeof(norm)) < 0)
+    if (srv_path_norm(path, norm, sizeof(norm), 0) < 0)
         return -ENOENT;
     int rc = -ENOENT;
     pthread_rwlock_rdlock(&t->lock);
@@ -1290,7 +1264,7 @@ int tenants_export_create(struct tenants *t, const struct tenant_export *e,
     if (ne.flags & ~(uint32_t)(TENANT_EXPORT_RO | TENANT_EXPORT_ROOT_SQUASH |
                                TENANT_EXPORT_ALL_SQUASH))
         return -EINVAL;
-    if ((rc = norm_path(e->path, ne.path, sizeof(ne.path))) < 0)
+    if ((rc = srv_path_norm(e->path, ne.path, sizeof(ne.path), 0)) < 0)
         return -EINVAL;
     pthread_mutex_lock(&t->mgmt);
     struct tenant_info *ti = find_tenant(t, ne.tenant);
@@ -1382,7 +1356,7 @@ int tenants_export_update(struct tenants *t, const struct tenant_export *e,
     if (e->flags & ~(uint32_t)(TENANT_EXPORT_RO | TENANT_EXPORT_ROOT_SQUASH |
                                TENANT_EXPORT_ALL_SQUASH))
         return -EINVAL;
-    if (norm_path(e->path, path, sizeof(path)) < 0)
+    if (srv_path_norm(e->path, path, sizeof(path), 0) < 0)
         return -EINVAL;
     pthread_mutex_lock(&t->mgmt);
     struct tenant_export *cur = find_export(t, e->id);
