@@ -7,6 +7,7 @@
 # read-back (after dropping caches), partial overwrite and append, rename,
 # rename-over (checkpoint pattern, with a reader holding the old file open),
 # hard link, symlink/readlink, chmod/chown, truncate up/down, mkdir/rmdir,
+# special files (mkfifo, mknod) refused,
 # remove of an open file (silly rename), ls -la sizes, a directory with many
 # entries, df. Leaves payload.bin, hello.txt and patch.bin for the host to GET.
 # Inputs: /host/payload.bin (random bytes from the host), optional env
@@ -150,6 +151,11 @@ must_fail_with "not empty" rmdir x/y
 must_fail_with "exists" mkdir x
 rm -rf x
 [ ! -e x ] || fail "x still there after rm -rf"
+
+step "special files are refused (MKNOD)"
+must_fail_with "mkfifo" mkfifo fifo
+must_fail_with "mknod" mknod cdev c 1 3
+[ ! -e fifo ] && [ ! -e cdev ] || fail "a refused MKNOD left a name behind"
 
 step "directory rename over an empty and a non-empty directory"
 mkdir e1 e2 e3
