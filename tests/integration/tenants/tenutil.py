@@ -119,8 +119,9 @@ def s3_code(exc):
 class Nfs(rpc3.RpcConn):
     """rpc3.RpcConn plus REMOVE and a few path helpers; source = client address."""
 
-    def __init__(self, d, source="127.0.0.1", uid=0, gid=0):
-        super().__init__(d.nfs_port, source=source, cred=rpc3.auth_sys(uid, gid))
+    def __init__(self, d, source="127.0.0.1", uid=0, gid=0, timeout=20):
+        super().__init__(d.nfs_port, source=source, cred=rpc3.auth_sys(uid, gid),
+                         timeout=timeout)
 
     def __enter__(self):
         return self
