@@ -484,7 +484,7 @@ struct core_pieces {
     size_t n;
     uint64_t len;    /* bytes described (the range, cut at end of file) */
     bool eof;        /* the range reached end of file */
-    uint64_t copied; /* bytes handed out from memory because they had to be verified */
+    uint64_t copied; /* bytes that had to be read and verified by this call (cold) */
     /* private */
     size_t cap;
     struct core *c;
@@ -497,14 +497,15 @@ struct core_pieces {
 /** Describe [off, off + len) of @p ino (as core_read would return it) as pieces:
  * holes and inline bytes as memory, extents as (fd, offset, length) of the
  * store's buffered fd when their bytes were verified against their CRC32C and
- * are resident in the page cache, else read and verified now and handed out
- * as memory. Exact guarantee: bytes sent from an fd piece were verified when
- * they entered the page cache, unless the kernel evicted and re-read them
- * between this call and the send (then they go unchecked; such pages are
- * re-verified at most 10 s later). Until core_pieces_release the pieces hold a
- * store read token: extents freed meanwhile are not reused (hold the window
- * short: a token held long delays the reuse of freed space). Needs read
- * permission as core_read. On error nothing is held.
+ * are resident in the page cache, else read (into the page cache) and
+ * verified first, then handed out the same way. Exact guarantee: bytes sent
+ * from an fd piece were verified when they entered the page cache, unless the
+ * kernel evicted and re-read them between this call and the send (then they
+ * go unchecked; such pages are re-verified at most 10 s later). Until
+ * core_pieces_release the pieces hold a store read token: extents freed
+ * meanwhile are not reused (hold the window short: a token held long delays
+ * the reuse of freed space). Needs read permission as core_read. On error
+ * nothing is held.
  * @return 0, -EACCES, -EISDIR, -EINVAL (not a regular file), SRV_ESTALE,
  *         -EIO, SRV_ECORRUPT (CRC mismatch; logged, counted), -ENOMEM. */
 int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,

@@ -10,12 +10,14 @@
  *
  * core_read_pieces describes a byte range of a file as pieces to send
  * without a user-space copy: (fd, device offset, length) of extents whose
- * bytes are verified and in the page cache, memory for inline data, holes
- * and extents that had to be read to be verified. The CRC rule ("every
- * extent is checked on read, never silent wrong bytes") is kept this way:
+ * bytes are verified and in the page cache, memory for inline data, and
+ * holes. The CRC rule ("every extent is checked on read, never silent wrong
+ * bytes") is kept this way:
  *  - an extent is verified by reading it whole through the store's buffered
  *    fd (store_extent_fd) and checking its CRC32C; that read fills the page
- *    cache, and those verified bytes are what this call hands out (memory);
+ *    cache, and the range is then handed out from the fd like a remembered
+ *    one (the bytes are read once, checked in a small buffer, never copied
+ *    out whole: ps->copied counts them);
  *  - a verified extent is remembered in a table keyed by (device, offset,
  *    length, CRC) and the core's write verifier. Space is never rewritten
  *    in place with the same CRC while mapped (writes are copy-on-write and a
@@ -26,12 +28,13 @@
  *  - a later read sends a remembered extent from the fd only if all its
  *    pages are resident (cachestat(2), mincore(2) where cachestat is
  *    missing) and the entry is younger than ZC_TTL_S seconds; otherwise it
- *    verifies again (and again hands out the verified copy).
+ *    verifies again first.
  * The guarantee is therefore: bytes sent from the fd are bytes this process
  * verified when they entered the page cache, unless the kernel evicted and
- * re-read them between the residency check and the send, in which case the
- * re-read bytes are sent unchecked; such pages can be served unchecked for at
- * most ZC_TTL_S seconds before the entry expires and they are verified again.
+ * re-read them between the verification or residency check and the send, in
+ * which case the re-read bytes are sent unchecked; such pages can be served
+ * unchecked for at most ZC_TTL_S seconds before the entry expires and they
+ * are verified again.
  * The pieces hold a store read token until core_pieces_release, so extents
  * freed meanwhile (an NFS overwrite, a delete) are not reused before the
  * bytes left.
@@ -42,6 +45,7 @@
 #include "core_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +65,7 @@
 #define ZC_ETAG_MD5_MAX (256ull << 20) /* as core_s3.c: ETags computed up to this size */
 #define ZC_EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 #define ZC_PAGE 4096u
+#define ZC_VCHUNK ((size_t)64 * 1024) /* bytes read per step when verifying */
 
 /* core_s3.c */
 int core__key_check(const char *key, size_t len, bool *isdir);
@@ -240,35 +245,43 @@ static int keep_buf(struct core_pieces *ps, void *buf)
     return 0;
 }
 
-/* Read extent @p e whole through the buffered fd and check its CRC.
- * @param[out] out malloc'd bytes (e->len). @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
-static int verify_read(struct core *c, int fd, const struct store_extent *e, char **out)
+/* Read extent @p e whole through the buffered fd and check its CRC32C. The
+ * read brings it into the page cache (readahead of the whole extent first, so
+ * the disk sees large requests), in ZC_VCHUNK pieces through one small buffer
+ * that stays in the CPU cache: the bytes are checked, not kept; the caller
+ * sends them from the fd. @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
+static int verify_extent(struct core *c, int fd, const struct store_extent *e)
 {
-    char *buf = malloc(e->len ? e->len : 1);
+    char *buf = malloc(ZC_VCHUNK);
     if (!buf)
         return -ENOMEM;
+    if (e->len > ZC_VCHUNK)
+        (void)posix_fadvise(fd, (off_t)e->off, (off_t)e->len, POSIX_FADV_WILLNEED);
+    uint32_t crc = 0;
+    int rc = 0;
     for (size_t got = 0; got < e->len;) {
-        ssize_t r = pread(fd, buf + got, e->len - got, (off_t)(e->off + got));
+        size_t want = e->len - got < ZC_VCHUNK ? e->len - got : ZC_VCHUNK;
+        ssize_t r = pread(fd, buf, want, (off_t)(e->off + got));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
             srv_log(ERROR, STORE, "read dev=%u off=%" PRIu64 " len=%u: %s", e->dev, e->off, e->len,
                     r < 0 ? strerror(errno) : "EOF");
-            free(buf);
-            return -EIO;
+            rc = -EIO;
+            goto out;
         }
+        crc = store_crc32c(crc, buf, (size_t)r);
         got += (size_t)r;
     }
-    uint32_t crc = store_crc32c(0, buf, e->len);
     if (crc != e->crc) {
         atomic_fetch_add(&c->crc_errors, 1);
         srv_log(ERROR, STORE, "CRC mismatch dev=%u off=%" PRIu64 " len=%u: want %08x got %08x",
                 e->dev, e->off, e->len, e->crc, crc);
-        free(buf);
-        return SRV_ECORRUPT;
+        rc = SRV_ECORRUPT;
     }
-    *out = buf;
-    return 0;
+out:
+    free(buf);
+    return rc;
 }
 
 /* Pending extents (sorted) and the committed ones they do not shadow, in
@@ -301,8 +314,9 @@ static int merge(const struct core__fext_list *pend, const struct core__fext_lis
     return 0;
 }
 
-/* The bytes [s, e) of extent @p x as a piece: from the fd when verified and
- * resident, else verified now and handed out from memory. */
+/* The bytes [s, e) of extent @p x as a piece of the store's fd: at once when
+ * the extent was verified and is resident, else after verifying it now (which
+ * leaves it in the page cache). */
 static int extent_piece(struct core *c, struct core_pieces *ps, const struct core__fext *x,
                         uint64_t s, uint64_t e)
 {
@@ -310,20 +324,14 @@ static int extent_piece(struct core *c, struct core_pieces *ps, const struct cor
     int fd = store_extent_fd(c->store, &x->e);
     if (fd < 0)
         return -EIO;
-    if (zc_known(c, &x->e) && resident(fd, x->e.off + from, n))
-        return piece_push(ps, &(struct core_piece){fd, x->e.off + from, n, NULL});
-    char *buf = NULL;
-    int rc = verify_read(c, fd, &x->e, &buf);
-    if (rc)
-        return rc;
-    rc = keep_buf(ps, buf);
-    if (rc) {
-        free(buf);
-        return rc;
+    if (!zc_known(c, &x->e) || !resident(fd, x->e.off + from, n)) {
+        int rc = verify_extent(c, fd, &x->e);
+        if (rc)
+            return rc;
+        zc_remember(c, &x->e);
+        ps->copied += n;
     }
-    zc_remember(c, &x->e);
-    ps->copied += n;
-    return piece_push(ps, &(struct core_piece){-1, 0, n, buf + from});
+    return piece_push(ps, &(struct core_piece){fd, x->e.off + from, n, NULL});
 }
 
 int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,

@@ -172,12 +172,14 @@ static void test_pieces_extents(void **state)
     assert_int_equal(fx_put(f, "obj", data, size), 0);
     uint64_t ino = ino_of(f, "obj");
     struct core_pieces ps;
-    /* first read: every extent is verified now and handed out as that copy */
+    /* first read: every extent is verified now (counted in copied), then
+     * handed out from the fd like a remembered one */
     assert_int_equal(core_read_pieces(f->c, &f->p, ino, 0, size, &ps), 0);
     assert_int_equal(ps.len, size);
     assert_true(ps.eof);
     assert_int_equal(ps.copied, size);
-    assert_int_equal(fd_pieces(&ps), 0);
+    assert_true(fd_pieces(&ps) >= 1);
+    assert_true(ps.n <= 4);
     uint8_t *got = assemble(&ps);
     assert_memory_equal(got, data, size);
     free(got);
