@@ -180,7 +180,12 @@ int core_rmdir(struct core *c, const struct core_principal *p, uint64_t dir, con
  * over dir). Refuses moving a directory under itself (-EINVAL), across buckets
  * or tenants (-EXDEV), file over dir (-EISDIR) and dir over file (-ENOTDIR).
  * A directory rename updates the bucket's key index of its whole subtree in the
- * same transaction. @return 0 or the errors named. */
+ * same transaction. Quotas: the moved bytes and inodes count on the new
+ * path's directory limits (-EDQUOT past one). While directory quotas exist, a
+ * file moved to another directory with UNSTABLE writes pending has them
+ * committed first (for a directory: every file of its bucket with pending
+ * writes), so they count there too rather than on the old path.
+ * @return 0, -EDQUOT, -EIO (that commit failed) or the errors named. */
 int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir,
                 const char *fromname, size_t fromlen, uint64_t todir, const char *toname,
                 size_t tolen);
@@ -230,7 +235,12 @@ enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
  * data is written, counting committed usage and the reservations of all
  * writes admitted and not committed yet (pending ones keep theirs until
  * committed or dropped); past a limit it fails with -EDQUOT and changes
- * nothing. Concurrent writers never pass a limit together.
+ * nothing. Concurrent writers never pass a limit together. Every limited
+ * directory on the file's path counts, however deep. One gap remains: a write
+ * admitted while a rename moves its file (or a directory above it) to another
+ * directory reserves on the old path; if it is committed after the rename it
+ * is charged on the new path without that path's directory limits checked
+ * (tenant and bucket limits stay exact: a rename never leaves its bucket).
  * DATA_SYNC/FILE_SYNC: the write and every pending write of the inode before
  * it are durable on return (*committed = CORE_FILE_SYNC).
  * A file written in order from offset 0 (up to 16 MiB) keeps a running MD5,
@@ -378,6 +388,9 @@ int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucke
 /** Link the named parts, in order, into the object at the upload's key without
  * copying data. Each named part must exist with a matching ETag (SRV_EPRECOND
  * otherwise, -EINVAL for out-of-order part numbers). Parts not named are freed.
+ * Parts count on the tenant and bucket from their upload on; the object's
+ * bytes count on the limited directories of its key at completion (-EDQUOT
+ * past one), held there while the op runs so that writes racing it count them.
  * @return 0, -ENOENT (no such upload), SRV_EPRECOND, -EINVAL, -EDQUOT, SRV_ECLASH. */
 int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t bucket,
                       const char *upload_id, const uint32_t *partnos, const char *const *etags,

@@ -55,12 +55,15 @@ int core__fext_push(struct core__fext_list *l, const struct core__fext *x);
 
 /* A holder's byte reservation (core_quota.c): the usage records with a byte
  * limit it counts against (key 0 = the tenant, else a bucket or directory
- * inode; each key pinned in the table while held) and the bytes it holds. */
-#define CORE_RESV_KEYS 16
+ * inode; each key pinned in the table while held) and the bytes it holds.
+ * The first CORE_RESV_KEYS keys live inline, any more in @c more (heap, owned
+ * by the holder, freed when it holds nothing: n == 0 implies more == NULL). */
+#define CORE_RESV_KEYS 8
 struct core__resv {
     uint32_t tenant;
     uint32_t n;
     uint64_t key[CORE_RESV_KEYS];
+    uint64_t *more; /* keys n >= CORE_RESV_KEYS */
     uint64_t bytes;
 };
 /* One usage record's reservations, in the table (resv_mu). */
@@ -202,6 +205,20 @@ int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t byt
  * counting others' reservations). @return 0, -ENOMEM, -EIO. */
 int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
                         size_t klen, uint64_t bytes, struct core__resv *h);
+/** core__resv_hold_key on the limited directories of @p key only (not the
+ * tenant or the bucket): multipart completion, whose parts are charged to
+ * both already. Nothing while no directory quota exists. @return 0, -ENOMEM, -EIO. */
+int core__resv_hold_dirs(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
+                         size_t klen, uint64_t bytes, struct core__resv *h);
+/** Before renaming @p fromname of @p fromdir into another directory @p todir
+ * while directory quotas exist: commit the pending (UNSTABLE) writes it
+ * carries (a file's own; for a directory, every pending file of its bucket),
+ * so the rename's usage move counts their bytes on the new path and enforces
+ * its limits, instead of their reservations staying on the old path. A write
+ * admitted while the rename runs is not covered (see core_quota.c).
+ * @return 0, or the flush's error (-EIO, -ENOSPC). */
+int core__quota_rename_prep(struct core *c, uint32_t tenant, uint64_t fromdir,
+                            const char *fromname, size_t fromlen, uint64_t todir);
 /** @p dst gives back what it held and takes @p src's records with @p bytes
  * (never more than the two held together); @p src then holds nothing. */
 void core__resv_move(struct core *c, struct core__resv *dst, struct core__resv *src,

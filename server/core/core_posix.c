@@ -808,7 +808,10 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
         return -EROFS;
     if (fromlen == 0)
         return -ENOENT;
-    int rc = meta_submit(c->meta, rename_fn, &a, 0);
+    /* pending writes moving to other directories: committed first (quotas) */
+    int rc = core__quota_rename_prep(c, p->tenant, fromdir, fromname, fromlen, todir);
+    if (rc == 0)
+        rc = meta_submit(c->meta, rename_fn, &a, 0);
     core__pend_reap(c);
     return rc;
 }

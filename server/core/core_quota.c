@@ -19,9 +19,15 @@
  * while writes are pending counts them from their next write on). S3 uploads
  * hold their size unchecked while their op runs; the op enforces the limit on
  * committed usage plus everyone else's reservations (an object that replaces
- * another is charged net). At most CORE_RESV_KEYS - 2 quota'd directories of
- * one chain are reserved on (the innermost); outer ones count committed
- * usage only.
+ * another is charged net). Every limited record of a chain is reserved on,
+ * however deep (the first CORE_RESV_KEYS keys inline, the rest on the heap).
+ * A multipart completion holds its bytes on the limited directories of its
+ * key while its op runs (its parts are charged to the tenant and bucket
+ * already). A rename to another directory commits the pending writes it moves
+ * first (core__quota_rename_prep), so their bytes are moved, and checked, as
+ * committed usage. What stays open: a write admitted on the old path while
+ * such a rename runs and committed after it is charged to the new path's
+ * directories unchecked.
  * Thread: txn helpers inside writer ops; the public calls from any thread. */
 #include "core_int.h"
 
@@ -395,6 +401,20 @@ void core__resv_fini(struct core *c)
     pthread_mutex_destroy(&c->resv_mu);
 }
 
+/* Key @p i of @p h. */
+static uint64_t rkey(const struct core__resv *h, uint32_t i)
+{
+    return i < CORE_RESV_KEYS ? h->key[i] : h->more[i - CORE_RESV_KEYS];
+}
+
+/* Forget @p h's keys (it holds nothing on them). */
+static void keys_free(struct core__resv *h)
+{
+    free(h->more);
+    h->more = NULL;
+    h->n = 0;
+}
+
 /* Under resv_mu: the table slot of record (tenant, ino). */
 static struct core__rent **rent_slot(struct core *c, uint32_t tenant, uint64_t ino)
 {
@@ -409,7 +429,7 @@ static struct core__rent **rent_slot(struct core *c, uint32_t tenant, uint64_t i
 static void resv_unpin(struct core *c, struct core__resv *h)
 {
     for (uint32_t i = 0; i < h->n; i++) {
-        struct core__rent **pp = rent_slot(c, h->tenant, h->key[i]);
+        struct core__rent **pp = rent_slot(c, h->tenant, rkey(h, i));
         struct core__rent *e = *pp;
         if (!e)
             continue;
@@ -419,7 +439,7 @@ static void resv_unpin(struct core *c, struct core__resv *h)
             free(e);
         }
     }
-    h->n = 0;
+    keys_free(h);
     h->bytes = 0;
 }
 
@@ -428,7 +448,7 @@ static int resv_pin(struct core *c, struct core__resv *h)
 {
     h->bytes = 0;
     for (uint32_t i = 0; i < h->n; i++) {
-        struct core__rent **pp = rent_slot(c, h->tenant, h->key[i]);
+        struct core__rent **pp = rent_slot(c, h->tenant, rkey(h, i));
         if (!*pp) {
             struct core__rent *e = calloc(1, sizeof(*e));
             if (!e) {
@@ -437,7 +457,7 @@ static int resv_pin(struct core *c, struct core__resv *h)
                 return -ENOMEM;
             }
             e->tenant = h->tenant;
-            e->ino = h->key[i];
+            e->ino = rkey(h, i);
             *pp = e;
         }
         (*pp)->holders++;
@@ -445,7 +465,8 @@ static int resv_pin(struct core *c, struct core__resv *h)
     return 0;
 }
 
-/* Add record (h->tenant, @p ino) to @p h when it has a byte limit. */
+/* Add record (h->tenant, @p ino) to @p h when it has a byte limit (every
+ * limited record of a chain, however deep). @return 0, -ENOMEM, -EIO. */
 static int keys_add(struct core *c, MDB_txn *t, struct core__resv *h, uint64_t ino)
 {
     struct meta_usage u;
@@ -454,11 +475,21 @@ static int keys_add(struct core *c, MDB_txn *t, struct core__resv *h, uint64_t i
         return 0;
     if (rc)
         return rc;
+    if (!u.bytes_limit)
+        return 0;
     for (uint32_t i = 0; i < h->n; i++)
-        if (h->key[i] == ino)
+        if (rkey(h, i) == ino)
             return 0;
-    if (u.bytes_limit && h->n < CORE_RESV_KEYS)
-        h->key[h->n++] = ino;
+    if (h->n >= CORE_RESV_KEYS) {
+        uint64_t *nm = realloc(h->more, (h->n - CORE_RESV_KEYS + 1) * sizeof(*nm));
+        if (!nm)
+            return -ENOMEM;
+        h->more = nm;
+        h->more[h->n - CORE_RESV_KEYS] = ino;
+    } else {
+        h->key[h->n] = ino;
+    }
+    h->n++;
     return 0;
 }
 
@@ -487,16 +518,14 @@ static int keys_dir(struct core *c, MDB_txn *t, uint64_t dir, struct core__resv 
     return rc == -ENOENT ? 0 : rc;
 }
 
-/* Limited records an object at @p key of @p bucket counts against (its
- * existing ancestor directories; missing ones are created without limits). */
-static int keys_key(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
-                    struct core__resv *h)
+/* Limited directories an object at @p key of @p bucket counts against (its
+ * existing ancestors below the bucket; missing ones are created without limits). */
+static int keys_key_dirs(struct core *c, MDB_txn *t, uint64_t bucket, const char *key,
+                         size_t klen, struct core__resv *h)
 {
-    int rc = keys_add(c, t, h, 0);
-    if (rc == 0)
-        rc = keys_add(c, t, h, bucket);
-    if (rc || atomic_load(&c->ndirquota) == 0)
-        return rc;
+    int rc = 0;
+    if (atomic_load(&c->ndirquota) == 0)
+        return 0;
     for (size_t s = 0; s + 1 < klen && rc == 0; s++) {
         uint64_t ino;
         uint32_t type;
@@ -508,6 +537,19 @@ static int keys_key(struct core *c, MDB_txn *t, uint64_t bucket, const char *key
         if (rc == 0)
             rc = keys_add(c, t, h, ino);
     }
+    return rc;
+}
+
+/* Limited records an object at @p key of @p bucket counts against: the
+ * tenant, the bucket and its directories. */
+static int keys_key(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
+                    struct core__resv *h)
+{
+    int rc = keys_add(c, t, h, 0);
+    if (rc == 0)
+        rc = keys_add(c, t, h, bucket);
+    if (rc == 0)
+        rc = keys_key_dirs(c, t, bucket, key, klen, h);
     return rc;
 }
 
@@ -523,7 +565,7 @@ int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t byt
     rc = keys_dir(c, t, dir, h);
     meta_rtxn_end(t);
     if (rc || h->n == 0) {
-        h->n = 0;
+        keys_free(h);
         return rc;
     }
     pthread_mutex_lock(&c->resv_mu);
@@ -535,14 +577,14 @@ int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t byt
         bool open = rc == 0;
         for (uint32_t i = 0; i < h->n && rc == 0; i++) {
             struct meta_usage u;
-            int r = usage_read(c, t, tenant, h->key[i], &u);
+            int r = usage_read(c, t, tenant, rkey(h, i), &u);
             if (r == -ENOENT || (r == 0 && !u.bytes_limit))
                 continue;
             if (r) {
                 rc = r;
                 break;
             }
-            uint64_t held = (*rent_slot(c, tenant, h->key[i]))->bytes;
+            uint64_t held = (*rent_slot(c, tenant, rkey(h, i)))->bytes;
             if (u.bytes > u.bytes_limit || held > u.bytes_limit - u.bytes ||
                 bytes > u.bytes_limit - u.bytes - held)
                 rc = -EDQUOT;
@@ -551,7 +593,7 @@ int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t byt
             meta_rtxn_end(t);
         if (rc == 0) {
             for (uint32_t i = 0; i < h->n; i++)
-                (*rent_slot(c, tenant, h->key[i]))->bytes += bytes;
+                (*rent_slot(c, tenant, rkey(h, i)))->bytes += bytes;
             h->bytes = bytes;
         } else {
             resv_unpin(c, h);
@@ -573,14 +615,14 @@ int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const 
     rc = keys_key(c, t, bucket, key, klen, h);
     meta_rtxn_end(t);
     if (rc || h->n == 0 || bytes == 0) {
-        h->n = 0;
+        keys_free(h);
         return rc;
     }
     pthread_mutex_lock(&c->resv_mu);
     rc = resv_pin(c, h);
     if (rc == 0) {
         for (uint32_t i = 0; i < h->n; i++)
-            (*rent_slot(c, tenant, h->key[i]))->bytes += bytes;
+            (*rent_slot(c, tenant, rkey(h, i)))->bytes += bytes;
         h->bytes = bytes;
     }
     pthread_mutex_unlock(&c->resv_mu);
@@ -596,13 +638,14 @@ void core__resv_move(struct core *c, struct core__resv *dst, struct core__resv *
     resv_unpin(c, dst);
     if (src->n && bytes) {
         for (uint32_t i = 0; i < src->n; i++) {
-            struct core__rent *e = *rent_slot(c, src->tenant, src->key[i]);
+            struct core__rent *e = *rent_slot(c, src->tenant, rkey(src, i));
             if (e)
                 e->bytes = (e->bytes > src->bytes ? e->bytes - src->bytes : 0) + bytes;
         }
-        *dst = *src;
+        *dst = *src; /* dst's keys were freed by resv_unpin; it owns src's now */
         dst->bytes = bytes;
         src->n = 0;
+        src->more = NULL;
         src->bytes = 0;
     } else {
         resv_unpin(c, src);
@@ -619,7 +662,7 @@ void core__resv_set(struct core *c, struct core__resv *h, uint64_t bytes)
         resv_unpin(c, h);
     } else {
         for (uint32_t i = 0; i < h->n; i++) {
-            struct core__rent *e = *rent_slot(c, h->tenant, h->key[i]);
+            struct core__rent *e = *rent_slot(c, h->tenant, rkey(h, i));
             if (e)
                 e->bytes = (e->bytes > h->bytes ? e->bytes - h->bytes : 0) + bytes;
         }
@@ -639,7 +682,110 @@ uint64_t core__resv_other(struct core *c, uint32_t tenant, uint64_t ino,
     pthread_mutex_unlock(&c->resv_mu);
     if (own && own->tenant == tenant)
         for (uint32_t i = 0; i < own->n; i++)
-            if (own->key[i] == ino)
+            if (rkey(own, i) == ino)
                 return v > own->bytes ? v - own->bytes : 0;
     return v;
+}
+
+/* ---- renames with pending data ---- */
+
+/* Inodes of @p tenant's @p bucket with pending data (heap array; free it). */
+static size_t pend_inos(struct core *c, uint32_t tenant, uint64_t bucket, uint64_t **out)
+{
+    uint64_t *v = NULL;
+    size_t n = 0, cap = 0;
+    for (int i = 0; i < CORE_PEND_SHARDS; i++) {
+        struct core__pshard *s = &c->pend[i];
+        pthread_mutex_lock(&s->mu);
+        for (struct core__pend *p = s->head; p; p = p->next) {
+            pthread_mutex_lock(&p->mu);
+            bool take = !p->dead && (p->ext.n || p->inl) && p->tenant == tenant &&
+                        p->bucket == bucket;
+            pthread_mutex_unlock(&p->mu);
+            if (!take)
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                uint64_t *nv = realloc(v, nc * sizeof(*nv));
+                if (!nv)
+                    continue; /* the flush below then misses it; no worse than before */
+                v = nv;
+                cap = nc;
+            }
+            v[n++] = p->ino;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    *out = v;
+    return n;
+}
+
+static int flush_ino(struct core *c, uint64_t ino)
+{
+    struct core__pend *pd = core__pend_get(c, ino, false);
+    if (!pd)
+        return 0;
+    int rc = core__pend_flush(c, pd);
+    core__pend_put(c, pd);
+    return rc == SRV_ESTALE ? 0 : rc; /* gone meanwhile: nothing of it to move */
+}
+
+int core__quota_rename_prep(struct core *c, uint32_t tenant, uint64_t fromdir,
+                            const char *fromname, size_t fromlen, uint64_t todir)
+{
+    MDB_txn *t;
+    struct meta_dirent de;
+    struct meta_inode d;
+    if (fromdir == todir || atomic_load(&c->ndirquota) == 0 || atomic_load(&c->pend_count) == 0)
+        return 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__dirent_get(c, t, fromdir, fromname, fromlen, &de);
+    if (rc == 0)
+        rc = core__ino_get(c, t, fromdir, &d);
+    meta_rtxn_end(t);
+    if (rc)
+        return rc == -ENOENT ? 0 : rc; /* the rename itself answers */
+    if (de.type == CORE_REG)
+        return flush_ino(c, de.ino);
+    if (de.type != CORE_DIR || (d.flags & CORE_A_TROOT))
+        return 0;
+    /* a directory: whatever of its subtree is pending, found by its bucket */
+    uint64_t *v;
+    size_t n = pend_inos(c, tenant, d.bucket, &v);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = flush_ino(c, v[i]);
+    free(v);
+    return rc;
+}
+
+/* ---- multipart completion ---- */
+
+int core__resv_hold_dirs(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
+                         size_t klen, uint64_t bytes, struct core__resv *h)
+{
+    MDB_txn *t;
+    memset(h, 0, sizeof(*h));
+    h->tenant = tenant;
+    if (atomic_load(&c->ndirquota) == 0 || bytes == 0)
+        return 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = keys_key_dirs(c, t, bucket, key, klen, h);
+    meta_rtxn_end(t);
+    if (rc || h->n == 0) {
+        keys_free(h);
+        return rc;
+    }
+    pthread_mutex_lock(&c->resv_mu);
+    rc = resv_pin(c, h);
+    if (rc == 0) {
+        for (uint32_t i = 0; i < h->n; i++)
+            (*rent_slot(c, tenant, rkey(h, i)))->bytes += bytes;
+        h->bytes = bytes;
+    }
+    pthread_mutex_unlock(&c->resv_mu);
+    return rc;
 }

@@ -968,6 +968,7 @@ struct mpu_done_op {
     const char *final_etag;
     struct core_attr *out;
     bool abort;
+    const struct core__resv *hold; /* bytes held on the key's directories, or NULL */
 };
 
 static int mpu_done_fn(MDB_txn *t, void *arg)
@@ -1051,7 +1052,7 @@ static int mpu_done_fn(MDB_txn *t, void *arg)
     if (rc || a->abort)
         goto out;
     struct link_args la = {c, a->p, a->bucket, keyc, m.keylen, a->final_etag,
-                           keyc + m.keylen, m.metalen, NULL, false, a->out, NULL};
+                           keyc + m.keylen, m.metalen, NULL, false, a->out, a->hold};
     struct link_src src = {.ext = xv, .n = nx, .use = false, .size = size};
     if (nx == 0)
         src.inl = "";
@@ -1062,11 +1063,53 @@ out:
     return rc;
 }
 
+/* The key of upload @p id and the data bytes of its parts @p partnos (those
+ * that exist), read ahead of the completion op. @return 0, -ENOENT, -EIO. */
+static int mpu_peek(struct core *c, const struct core_principal *p, uint64_t bucket, uint64_t id,
+                    const uint32_t *partnos, size_t nparts, char *key, size_t *klen,
+                    uint64_t *bytes)
+{
+    MDB_txn *t;
+    struct meta_mpu m;
+    const char *k;
+    const void *meta;
+    *bytes = 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = mpu_get(c, t, p, bucket, id, &m, &k, &meta);
+    if (rc == 0 && m.keylen > CORE_KEY_MAX)
+        rc = SRV_ECORRUPT;
+    if (rc == 0) {
+        memcpy(key, k, m.keylen);
+        *klen = m.keylen;
+    }
+    for (size_t i = 0; i < nparts && rc == 0; i++) {
+        uint8_t pk[12];
+        MDB_val v;
+        struct meta_part pt;
+        const struct meta_extent *ex;
+        pkey(pk, id, partnos[i]);
+        if (meta_get(t, core__dbi(c, META_DBI_MPUPART), pk, 12, &v) != 0 ||
+            part_decode(&v, &pt, &ex) != 0)
+            continue; /* the op answers for a missing or bad part */
+        for (uint32_t j = 0; j < pt.nextents; j++) {
+            struct meta_extent me;
+            memcpy(&me, &ex[j], sizeof(me));
+            *bytes += me.len;
+        }
+    }
+    meta_rtxn_end(t);
+    return rc;
+}
+
 int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t bucket,
                       const char *upload_id, const uint32_t *partnos, const char *const *etags,
                       size_t nparts, const char *final_etag, struct core_attr *out)
 {
-    struct mpu_done_op a = {c, p, bucket, 0, partnos, etags, nparts, final_etag, out, false};
+    struct mpu_done_op a = {c, p, bucket, 0, partnos, etags, nparts, final_etag, out, false,
+                            NULL};
+    struct core__resv hold = {0};
     int rc = mpu_id_parse(upload_id, &a.id);
     if (rc)
         return rc;
@@ -1074,7 +1117,24 @@ int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t b
         return -EINVAL;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
+    if (atomic_load(&c->ndirquota)) {
+        /* the parts are charged to the tenant and bucket already; the key's
+         * directories get the object's bytes in the op: hold them there
+         * meanwhile, so writes admitted into those directories count them */
+        char key[CORE_KEY_MAX + 1];
+        size_t klen = 0;
+        uint64_t bytes = 0;
+        rc = mpu_peek(c, p, bucket, a.id, partnos, nparts, key, &klen, &bytes);
+        if (rc == 0)
+            rc = core__resv_hold_dirs(c, p->tenant, bucket, key, klen, bytes, &hold);
+        if (rc == -ENOENT)
+            rc = 0; /* the op answers */
+        if (rc)
+            return rc;
+        a.hold = &hold;
+    }
     rc = meta_submit(c->meta, mpu_done_fn, &a, 0);
+    core__resv_set(c, &hold, 0);
     core__pend_reap(c);
     return rc;
 }
@@ -1082,7 +1142,7 @@ int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t b
 int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t bucket,
                    const char *upload_id)
 {
-    struct mpu_done_op a = {c, p, bucket, 0, NULL, NULL, 0, NULL, NULL, true};
+    struct mpu_done_op a = {c, p, bucket, 0, NULL, NULL, 0, NULL, NULL, true, NULL};
     int rc = mpu_id_parse(upload_id, &a.id);
     if (rc)
         return rc;
