@@ -133,6 +133,12 @@ class Nfs(rpc3.RpcConn):
         st, _ = self.nfs(rpc3.REMOVE, Packer().opaque(dfh).string(name).bytes())
         return st
 
+    def rename(self, from_dfh, from_name, to_dfh, to_name):
+        """NFSv3 RENAME (procedure 14): its status."""
+        st, _ = self.nfs(14, Packer().opaque(from_dfh).string(from_name)
+                         .opaque(to_dfh).string(to_name).bytes())
+        return st
+
     def fileid(self, fh):
         st, a = self.getattr(fh)
         assert st == 0, st

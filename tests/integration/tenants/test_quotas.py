@@ -218,6 +218,42 @@ def test_fsstat_shows_quota(t):
         assert st == 0 and fs["tbytes"] == 2 * MiB and fs["fbytes"] == MiB
 
 
+def test_rename_of_pending_writes_into_limited_directory(t):
+    """A file with UNSTABLE writes not yet committed, renamed over NFS into a
+    directory with a byte quota: its bytes count there, so the rename is
+    refused past the limit (the file stays put, intact) and, once moved, the
+    directory's usage has them and later writes there see them."""
+    for k in ("A/", "B/"):
+        t.s3.put_object(Bucket="bkt", Key=k, Body=b"")
+    t.adm.put(f"/tenants/{t.id}/buckets/bkt/quota?dir=B", {"bytes_limit": 300 * KiB})
+    t.s3.put_object(Bucket="bkt", Key="B/old", Body=b"o" * (100 * KiB))
+    body = os.urandom(256 * KiB)
+    c, root, b = nfs_root(t)
+    with c:
+        st, a_fh = c.lookup(b, "A")
+        assert st == 0
+        st, b_fh = c.lookup(b, "B")
+        assert st == 0
+        st, fh = c.create(a_fh, "f")
+        assert st == 0
+        st, _ = c.write_all(fh, body, stable=0)  # UNSTABLE, no COMMIT
+        assert st == 0
+        assert c.rename(a_fh, "f", b_fh, "f") == NFS3ERR_DQUOT
+        assert t.s3.get_object(Bucket="bkt", Key="A/f")["Body"].read() == body
+        assert usage(t, "bkt", "B")["bytes"] == 100 * KiB
+        t.adm.put(f"/tenants/{t.id}/buckets/bkt/quota?dir=B", {"bytes_limit": 400 * KiB})
+        st, _ = c.write_all(fh, body[:1000], stable=0)  # pending again
+        assert st == 0
+        assert c.rename(a_fh, "f", b_fh, "f") == 0
+        assert usage(t, "bkt", "B")["bytes"] == 356 * KiB
+        st, g = c.create(b_fh, "g")
+        assert st == 0
+        assert c.write(g, 0, b"g" * (50 * KiB), 0)[0] == NFS3ERR_DQUOT
+    quota_exceeded(lambda: t.s3.put_object(Bucket="bkt", Key="B/s3", Body=b"s" * (50 * KiB)))
+    assert t.s3.get_object(Bucket="bkt", Key="B/f")["Body"].read() == body
+    assert usage(t, "bkt", "B")["bytes"] == 356 * KiB
+
+
 def s3_once(t):
     """An S3 client of @t that sends each request exactly once and waits long for
     its answer. botocore's default (and the harness's max_attempts=1, which is
