@@ -334,7 +334,9 @@ static void ctx_free(struct s3_ctx *x)
 }
 
 /* The request log line, one per request. Built with plain copies (no
- * printf) and only when INFO is on for S3; srv_log adds its prefix. */
+ * printf) and only when INFO is on for S3; srv_log adds its prefix. It goes
+ * through the loop thread's log buffer (srv_log_buffered: many lines per
+ * write(2), written out within SRV_LOG_FLUSH_MS). */
 static void ctx_log(struct s3_ctx *x)
 {
     uint64_t lat = srv_now_us() - x->t_start;
@@ -372,7 +374,7 @@ static void ctx_log(struct s3_ctx *x)
         s3__u64_dec(num, lat);
         o = put_str(o, num);
         *o = '\0';
-        srv_log(INFO, S3, "%s", line);
+        srv_log_buffered(INFO, S3, "%s", line);
     }
     srv_metrics_op_bucket(SRV_PROTO_S3, op, x->p.tenant, x->bucket_ino, x->bytes_in, x->bytes_out,
                           lat, x->status >= 400 ? (x->err ? x->err : -EIO) : 0);
@@ -1104,7 +1106,7 @@ static int small_body_check(struct s3_ctx *x)
         p = (const unsigned char *)"";
     if (x->sha256) {
         char hex[65];
-        s3__sha256_hex(p, n, hex);
+        srv_sigv4_sha256_hex(p, n, hex);
         if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
             s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
                            "the provided x-amz-content-sha256 does not match what was computed");

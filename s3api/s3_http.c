@@ -48,7 +48,8 @@ void s3__arena_fini(struct s3_arena *a)
     a->head = NULL;
 }
 
-void *s3__arena_alloc(struct s3_arena *a, size_t n)
+/* @p n bytes from @p a, not zeroed (for text about to be written over). */
+static void *arena_raw(struct s3_arena *a, size_t n)
 {
     size_t al = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
     struct s3_arena_blk *b = a->head;
@@ -64,13 +65,19 @@ void *s3__arena_alloc(struct s3_arena *a, size_t n)
     }
     void *p = (char *)b->data + b->used;
     b->used += al;
+    return p;
+}
+
+void *s3__arena_alloc(struct s3_arena *a, size_t n)
+{
+    void *p = arena_raw(a, n);
     memset(p, 0, n);
     return p;
 }
 
 char *s3__arena_strndup(struct s3_arena *a, const char *s, size_t n)
 {
-    char *p = s3__arena_alloc(a, n + 1);
+    char *p = arena_raw(a, n + 1);
     if (n)
         memcpy(p, s, n);
     p[n] = '\0';
@@ -92,10 +99,13 @@ char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- request accessors */
 
+/* Lookups compare the first byte before calling strcmp: a request's handful
+ * of names mostly differ there (X-Amz-* parameters against the lower-case
+ * subresource names the router asks about, dozens per request). */
 const char *s3__req_header(const struct s3_req *r, const char *name)
 {
     for (size_t i = 0; i < r->nhdrs; i++)
-        if (strcmp(r->hdrs[i].name, name) == 0)
+        if (r->hdrs[i].name[0] == name[0] && strcmp(r->hdrs[i].name, name) == 0)
             return r->hdrs[i].val;
     return NULL;
 }
@@ -103,7 +113,7 @@ const char *s3__req_header(const struct s3_req *r, const char *name)
 const char *s3__req_param(const struct s3_req *r, const char *name)
 {
     for (size_t i = 0; i < r->nparams; i++)
-        if (strcmp(r->params[i].name, name) == 0)
+        if (r->params[i].name[0] == name[0] && strcmp(r->params[i].name, name) == 0)
             return r->params[i].val;
     return NULL;
 }
@@ -378,20 +388,23 @@ static int hexval(int c)
 
 char *s3__url_decode(struct s3_arena *a, const char *s, size_t n, size_t *outlen)
 {
-    char *o = s3__arena_alloc(a, n + 1);
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%') {
-            if (i + 2 >= n)
-                return NULL;
-            int h1 = hexval((unsigned char)s[i + 1]), h2 = hexval((unsigned char)s[i + 2]);
-            if (h1 < 0 || h2 < 0)
-                return NULL;
-            o[j++] = (char)(h1 * 16 + h2);
-            i += 2;
-        } else {
-            o[j++] = s[i];
-        }
+    char *o = arena_raw(a, n + 1);
+    size_t i = 0, j = 0;
+    while (i < n) {
+        const char *pct = memchr(s + i, '%', n - i);
+        size_t run = pct ? (size_t)(pct - (s + i)) : n - i;
+        memcpy(o + j, s + i, run); /* the bytes up to the next escape, as they are */
+        i += run;
+        j += run;
+        if (i == n)
+            break;
+        if (i + 2 >= n)
+            return NULL;
+        int h1 = hexval((unsigned char)s[i + 1]), h2 = hexval((unsigned char)s[i + 2]);
+        if (h1 < 0 || h2 < 0)
+            return NULL;
+        o[j++] = (char)(h1 * 16 + h2);
+        i += 3;
     }
     o[j] = '\0';
     if (outlen)
@@ -399,34 +412,10 @@ char *s3__url_decode(struct s3_arena *a, const char *s, size_t n, size_t *outlen
     return o;
 }
 
-static bool unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
-}
-
-static size_t url_encode_to(char *o, const char *s, size_t n, bool keep_slash)
-{
-    static const char hx[] = "0123456789ABCDEF";
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (unreserved(c) || (keep_slash && c == '/')) {
-            o[j++] = (char)c;
-        } else {
-            o[j++] = '%';
-            o[j++] = hx[c >> 4];
-            o[j++] = hx[c & 15];
-        }
-    }
-    o[j] = '\0';
-    return j;
-}
-
 char *s3__url_encode(struct s3_arena *a, const char *s, size_t n, bool keep_slash)
 {
     char *o = s3__arena_alloc(a, 3 * n + 1);
-    url_encode_to(o, s, n, keep_slash);
+    srv_sigv4_encode(s, n, keep_slash, o);
     return o;
 }
 
@@ -435,7 +424,7 @@ void s3__url_encode_buf(struct evbuffer *out, const char *s, size_t n, bool keep
     char tmp[3 * 256 + 1];
     while (n) {
         size_t k = n > 256 ? 256 : n;
-        size_t m = url_encode_to(tmp, s, k, keep_slash);
+        size_t m = srv_sigv4_encode(s, k, keep_slash, tmp);
         evbuffer_add(out, tmp, m);
         s += k;
         n -= k;
@@ -476,16 +465,6 @@ int s3__req_parse_query(struct s3_req *r)
         s = amp + 1;
     }
     return 0;
-}
-
-void s3__hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char hx[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hx[in[i] >> 4];
-        out[2 * i + 1] = hx[in[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -642,28 +621,6 @@ size_t s3__u64_dec(char *out, uint64_t v)
         out[i] = tmp[n - 1 - i];
     out[n] = '\0';
     return n;
-}
-
-int s3__amz_date_parse(const char *s, time_t *out)
-{
-    struct tm tm;
-    if (!s || strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
-        return -EINVAL;
-    for (int i = 0; i < 15; i++)
-        if (i != 8 && !isdigit((unsigned char)s[i]))
-            return -EINVAL;
-    memset(&tm, 0, sizeof(tm));
-    tm.tm_year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0') - 1900;
-    tm.tm_mon = (s[4] - '0') * 10 + (s[5] - '0') - 1;
-    tm.tm_mday = (s[6] - '0') * 10 + (s[7] - '0');
-    tm.tm_hour = (s[9] - '0') * 10 + (s[10] - '0');
-    tm.tm_min = (s[11] - '0') * 10 + (s[12] - '0');
-    tm.tm_sec = (s[13] - '0') * 10 + (s[14] - '0');
-    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-        tm.tm_min > 59 || tm.tm_sec > 60)
-        return -EINVAL;
-    *out = timegm(&tm);
-    return 0;
 }
 
 void s3__iso_date_fmt(const struct timespec *ts, char *out)

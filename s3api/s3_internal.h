@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "core.h"
+#include "srv_sigv4.h"
 
 struct evbuffer;
 
@@ -138,7 +139,6 @@ void s3__url_encode_buf(struct evbuffer *out, const char *s, size_t n, bool keep
 char *s3__url_encode(struct s3_arena *a, const char *s, size_t n, bool keep_slash);
 /** Split and decode the query string into r->params. @return 0, -EINVAL. */
 int s3__req_parse_query(struct s3_req *r);
-void s3__hex(const unsigned char *in, size_t n, char *out); /* out: 2n+1 bytes */
 /** Base64 encode (standard alphabet, padded). out: 4*ceil(n/3)+1 bytes. */
 void s3__b64_encode(const unsigned char *in, size_t n, char *out);
 /** @return decoded length, or -1 on malformed input. out: at least 3*len/4 bytes. */
@@ -150,8 +150,6 @@ int s3__http_date_parse(const char *s, time_t *out);
 void s3__http_date_fmt(time_t t, char *out);
 /** Decimal digits of @p v, NUL-terminated; out: 21 bytes. @return the digit count. */
 size_t s3__u64_dec(char *out, uint64_t v);
-/** Parse ISO 8601 basic "20130524T000000Z". @return 0, -EINVAL. */
-int s3__amz_date_parse(const char *s, time_t *out);
 /** Format ISO 8601 with milliseconds "2009-10-12T17:50:30.000Z"; out: 25 bytes. */
 void s3__iso_date_fmt(const struct timespec *ts, char *out);
 
@@ -187,16 +185,11 @@ int s3__sigv4_parse_header(const char *authz, struct s3_sigv4 *out);
 /** Parse presigned query parameters (X-Amz-Algorithm ...) of @p r.
  * @return 0, -ENOENT (not presigned), -EINVAL (malformed). */
 int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out);
-/** Build the canonical request (newline-separated, AWS SigV4 rules) into a new
- * arena string. For presigned requests X-Amz-Signature is left out.
+/** Build the canonical request (newline-separated, AWS SigV4 rules; the text
+ * is srv_sigv4_canonical's) into a new arena string. For presigned requests
+ * X-Amz-Signature is left out.
  * @return NULL if a signed header is missing. */
 char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig);
-/** Derive the signing key HMAC chain for (secret, date, region, service). */
-void s3__sigv4_key(const char *secret, const char *date, const char *region, const char *service,
-                   unsigned char key[32]);
-/** s3__sigv4_key through a small per-thread cache (the key changes once a day per secret). */
-void s3__sigv4_key_cached(const char *secret, const char *date, const char *region,
-                          const char *service, unsigned char key[32]);
 /** hex HMAC-SHA256(key, "AWS4-HMAC-SHA256\n" amz_date "\n" scope "\n" hex(sha256(canon))). */
 void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
                     char out[65]);
@@ -211,7 +204,6 @@ void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *si
 /** Signature of the trailer of a signed streaming upload. */
 void s3__sigv4_trailer_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
                             const char *prev_sig, const char *trailer, size_t len, char out[65]);
-void s3__sha256_hex(const void *data, size_t len, char out[65]);
 bool s3__ct_equal(const char *a, const char *b, size_t n);
 
 /* aws-chunked decoder: "hex;chunk-signature=sig\r\n data \r\n" ... "0;...\r\n"

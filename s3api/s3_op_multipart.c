@@ -261,7 +261,7 @@ static void mpu_complete(struct s3_ctx *x)
     EVP_DigestFinal_ex(md, d, &dl);
     EVP_MD_CTX_free(md);
     char hex[33], final[CORE_ETAG_MAX + 1];
-    s3__hex(d, 16, hex);
+    srv_sigv4_hex(d, 16, hex);
     snprintf(final, sizeof(final), "%s-%zu", hex, np);
     struct core_attr attr;
     rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &attr);

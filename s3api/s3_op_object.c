@@ -679,7 +679,7 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
                            "the Content-MD5 you specified was invalid");
             return -1;
         }
-        s3__hex(raw, 16, st->md5_expect);
+        srv_sigv4_hex(raw, 16, st->md5_expect);
     }
     for (size_t i = 0; i < r->nhdrs; i++) {
         enum s3_ck_algo a = s3__ck_from_header(r->hdrs[i].name);
@@ -753,11 +753,11 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
     EVP_DigestFinal_ex(x->md5, md, &n);
-    s3__hex(md, 16, etag);
+    srv_sigv4_hex(md, 16, etag);
     if (x->sha256) {
         char hex[65];
         EVP_DigestFinal_ex(x->sha256, md, &n);
-        s3__hex(md, 32, hex);
+        srv_sigv4_hex(md, 32, hex);
         if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
             s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
                            "the provided x-amz-content-sha256 header does not match what was "
@@ -1079,7 +1079,7 @@ static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t le
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdl = 0;
     EVP_DigestFinal_ex(md5, md, &mdl);
-    s3__hex(md, 16, etag);
+    srv_sigv4_hex(md, 16, etag);
 out:
     core_unref(x->core, ino);
     EVP_MD_CTX_free(md5);

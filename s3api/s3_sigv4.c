@@ -6,7 +6,10 @@
  * Canonicalization follows the AWS SigV4 rules: the path is decoded and
  * re-encoded (unreserved bytes and '/' kept, everything else %XX), query
  * parameters are decoded, re-encoded and sorted, signed headers are trimmed with
- * inner blank runs collapsed and repeated headers joined with ','.
+ * inner blank runs collapsed and repeated headers joined with ','. The
+ * service-neutral pieces (digests, HMAC, the signing key and its per-thread
+ * cache, the canonical request text, the string to sign) are srv_sigv4's,
+ * shared with the admin API; this file maps S3 requests onto them.
  * Signatures are compared with CRYPTO_memcmp (constant time).
  * Every function works on byte buffers, so tests and the fuzz target use it directly.
  * Thread: reentrant. */
@@ -23,132 +26,13 @@
 
 #include "s3_internal.h"
 #include "srv_err.h"
+#include "srv_sigv4.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 bool s3__ct_equal(const char *a, const char *b, size_t n)
 {
     return CRYPTO_memcmp(a, b, n) == 0;
-}
-
-/* SHA-256 through a provider implementation fetched once: EVP_sha256() makes
- * OpenSSL 3 look the algorithm up again on every init (about half the cost
- * of a short digest), and HMAC() additionally builds and frees an EVP_MAC
- * context per call. Every request signature costs a handful of digests, so
- * these are hand-rolled on the fetched digest (RFC 2104 HMAC). */
-static EVP_MD *sha256_fetched;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-
-static void sha256_fetch(void)
-{
-    sha256_fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
-}
-
-static const EVP_MD *sha256_md(void)
-{
-    pthread_once(&sha256_once, sha256_fetch);
-    return sha256_fetched ? sha256_fetched : EVP_sha256();
-}
-
-/* SHA-256 of a[0..al) || b[0..bl) (b may be NULL). */
-static void sha256_2(const void *a, size_t al, const void *b, size_t bl, unsigned char out[32])
-{
-    unsigned int n = 32;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!ctx || !EVP_DigestInit_ex(ctx, sha256_md(), NULL) || !EVP_DigestUpdate(ctx, a, al) ||
-        (bl && !EVP_DigestUpdate(ctx, b, bl)) || !EVP_DigestFinal_ex(ctx, out, &n))
-        abort(); /* only on OOM or a broken libcrypto: never answer with a wrong digest */
-    EVP_MD_CTX_free(ctx);
-}
-
-void s3__sha256_hex(const void *data, size_t len, char out[65])
-{
-    unsigned char md[32];
-    sha256_2(data, len, NULL, 0, md);
-    s3__hex(md, 32, out);
-}
-
-static void hmac(const void *key, size_t klen, const void *data, size_t dlen, unsigned char out[32])
-{
-    unsigned char k[64], pad[64], inner[32];
-    memset(k, 0, sizeof(k));
-    if (klen > sizeof(k))
-        sha256_2(key, klen, NULL, 0, k);
-    else
-        memcpy(k, key, klen);
-    for (int i = 0; i < 64; i++)
-        pad[i] = k[i] ^ 0x36;
-    sha256_2(pad, 64, data, dlen, inner);
-    for (int i = 0; i < 64; i++)
-        pad[i] = k[i] ^ 0x5c;
-    sha256_2(pad, 64, inner, 32, out);
-    OPENSSL_cleanse(k, sizeof(k));
-    OPENSSL_cleanse(pad, sizeof(pad));
-}
-
-void s3__sigv4_key(const char *secret, const char *date, const char *region, const char *service,
-                   unsigned char key[32])
-{
-    char k0[8 + 256];
-    unsigned char a[32], b[32], c[32];
-    int n = snprintf(k0, sizeof(k0), "AWS4%s", secret);
-    if (n < 0 || (size_t)n >= sizeof(k0))
-        n = (int)sizeof(k0) - 1;
-    hmac(k0, (size_t)n, date, strlen(date), a);
-    hmac(a, 32, region, strlen(region), b);
-    hmac(b, 32, service, strlen(service), c);
-    hmac(c, 32, "aws4_request", 12, key);
-    OPENSSL_cleanse(k0, sizeof(k0));
-    OPENSSL_cleanse(a, sizeof(a));
-    OPENSSL_cleanse(b, sizeof(b));
-    OPENSSL_cleanse(c, sizeof(c));
-}
-
-/* The signing key depends only on (secret, date, region, service) and changes
- * once a day, so each thread keeps the keys it derived in a small
- * direct-mapped table (no lock: every loop thread has its own). An entry
- * matches only on all four inputs, so a rotated secret derives a new key. */
-#define KEY_CACHE 16
-struct key_entry {
-    bool used;
-    char secret[257];
-    char date[9];
-    char region[64];
-    char service[32];
-    unsigned char key[32];
-};
-static _Thread_local struct key_entry key_cache[KEY_CACHE];
-
-static bool fits(const char *s, size_t cap)
-{
-    return strnlen(s, cap) < cap;
-}
-
-void s3__sigv4_key_cached(const char *secret, const char *date, const char *region,
-                          const char *service, unsigned char key[32])
-{
-    uint32_t h = 2166136261u;
-    for (const char *s = secret; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    for (const char *s = date; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    struct key_entry *e = &key_cache[h % KEY_CACHE];
-    if (e->used && strcmp(e->secret, secret) == 0 && strcmp(e->date, date) == 0 &&
-        strcmp(e->region, region) == 0 && strcmp(e->service, service) == 0) {
-        memcpy(key, e->key, 32);
-        return;
-    }
-    s3__sigv4_key(secret, date, region, service, key);
-    if (!fits(secret, sizeof(e->secret)) || !fits(date, sizeof(e->date)) ||
-        !fits(region, sizeof(e->region)) || !fits(service, sizeof(e->service)))
-        return;
-    OPENSSL_cleanse(e, sizeof(*e));
-    strcpy(e->secret, secret);
-    strcpy(e->date, date);
-    strcpy(e->region, region);
-    strcpy(e->service, service);
-    memcpy(e->key, key, 32);
-    e->used = true;
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -289,7 +173,7 @@ int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out)
     if (copy_field(out->signed_headers, sizeof(out->signed_headers), sh, strlen(sh)))
         return -EINVAL;
     if (copy_field(out->amz_date, sizeof(out->amz_date), date, strlen(date)) ||
-        s3__amz_date_parse(out->amz_date, &out->when))
+        srv_sigv4_date_parse(out->amz_date, &out->when))
         return -EINVAL;
     char *end = NULL;
     errno = 0;
@@ -308,149 +192,89 @@ int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out)
 
 /* ---------------------------------------------------------------- canonical request */
 
-struct qent {
-    char *k, *v;
-};
+/* Canonical requests of ordinary size are built on the stack. */
+#define CANON_STACK 2048
+#define KV_STACK 32
 
-static int qent_cmp(const void *a, const void *b)
+/* Build @p r's canonical request into @p buf (cap bytes) or, when it does not
+ * fit, into a new arena string. @return the text, or NULL (a signed header is
+ * missing). */
+static char *canonical_to(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig,
+                          char *buf, size_t cap)
 {
-    const struct qent *x = a, *y = b;
-    int c = strcmp(x->k, y->k);
-    return c ? c : strcmp(x->v, y->v);
-}
-
-/* A bounded output string: the canonical request is sized first, then filled
- * without reallocation or printf. */
-struct sbuf {
-    char *p;
-    size_t n, cap;
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (n > b->cap - b->n) /* cannot happen: the size was computed first */
-        abort();
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
-static void sb_str(struct sbuf *b, const char *s)
-{
-    sb_add(b, s, strlen(s));
-}
-
-static void canon_value(struct sbuf *o, const char *v, size_t n)
-{
-    bool space = false;
-    while (n && (*v == ' ' || *v == '\t')) {
-        v++;
-        n--;
-    }
-    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] == ' ' || v[i] == '\t') {
-            space = true;
-            continue;
-        }
-        if (space)
-            sb_add(o, " ", 1);
-        space = false;
-        sb_add(o, &v[i], 1);
-    }
-}
-
-char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig)
-{
-    size_t plen = 0;
+    size_t plen = 0, len = 0;
     const char *raw = r->raw_path ? r->raw_path : "/";
     char *path = s3__url_decode(a, raw, strlen(raw), &plen);
     if (!path)
         return NULL;
-    const char *epath = plen ? s3__url_encode(a, path, plen, true) : "/";
-    struct qent *q = s3__arena_alloc(a, (r->nparams + 1) * sizeof(*q));
-    size_t nq = 0, cap = strlen(r->method) + strlen(epath) + 8;
+    char *epath = "/";
+    if (plen) {
+        epath = s3__arena_alloc(a, 3 * plen + 1);
+        srv_sigv4_encode(path, plen, true, epath);
+    }
+    struct srv_sigv4_kv qs[KV_STACK], hs[KV_STACK];
+    struct srv_sigv4_kv *q = r->nparams <= KV_STACK ? qs
+                                                    : s3__arena_alloc(a, r->nparams * sizeof(*q));
+    struct srv_sigv4_kv *h = r->nhdrs <= KV_STACK ? hs : s3__arena_alloc(a, r->nhdrs * sizeof(*h));
+    size_t nq = 0;
     for (size_t i = 0; i < r->nparams; i++) {
-        if (sig->presigned && strcmp(r->params[i].name, "X-Amz-Signature") == 0)
+        const struct s3_param *pr = &r->params[i];
+        if (sig->presigned && strcmp(pr->name, "X-Amz-Signature") == 0)
             continue;
-        q[nq].k = s3__url_encode(a, r->params[i].name, strlen(r->params[i].name), false);
-        q[nq].v = s3__url_encode(a, r->params[i].val, r->params[i].vlen, false);
-        cap += strlen(q[nq].k) + strlen(q[nq].v) + 2;
-        nq++;
+        q[nq++] = (struct srv_sigv4_kv){pr->name, strlen(pr->name), pr->val, pr->vlen};
     }
-    if (nq > 1)
-        qsort(q, nq, sizeof(*q), qent_cmp);
-    for (size_t i = 0; i < sig->nsigned; i++) {
-        cap += strlen(sig->signed_list[i]) + 2;
-        for (size_t j = 0; j < r->nhdrs; j++)
-            if (strcmp(r->hdrs[j].name, sig->signed_list[i]) == 0)
-                cap += r->hdrs[j].vlen + 1;
+    for (size_t i = 0; i < r->nhdrs; i++)
+        h[i] = (struct srv_sigv4_kv){r->hdrs[i].name, strlen(r->hdrs[i].name), r->hdrs[i].val,
+                                     r->hdrs[i].vlen};
+    struct srv_sigv4_req cr = {
+        .method = r->method,
+        .uri = epath,
+        .query = q,
+        .nquery = nq,
+        .hdrs = h,
+        .nhdrs = r->nhdrs,
+        .signed_headers = sig->signed_headers,
+        .payload_hash = sig->payload_hash,
+    };
+    int rc = srv_sigv4_canonical_into(&cr, buf, cap, &len);
+    if (rc == -ENOSPC) {
+        buf = s3__arena_alloc(a, len + 1);
+        rc = srv_sigv4_canonical_into(&cr, buf, len + 1, &len);
     }
-    cap += strlen(sig->signed_headers) + strlen(sig->payload_hash) + 2;
-    struct sbuf o = {s3__arena_alloc(a, cap + 1), 0, cap};
-    sb_str(&o, r->method);
-    sb_add(&o, "\n", 1);
-    sb_str(&o, epath);
-    sb_add(&o, "\n", 1);
-    for (size_t i = 0; i < nq; i++) {
-        if (i)
-            sb_add(&o, "&", 1);
-        sb_str(&o, q[i].k);
-        sb_add(&o, "=", 1);
-        sb_str(&o, q[i].v);
-    }
-    sb_add(&o, "\n", 1);
-    for (size_t i = 0; i < sig->nsigned; i++) {
-        const char *name = sig->signed_list[i];
-        bool found = false;
-        sb_str(&o, name);
-        sb_add(&o, ":", 1);
-        for (size_t j = 0; j < r->nhdrs; j++) {
-            if (strcmp(r->hdrs[j].name, name) != 0)
-                continue;
-            if (found)
-                sb_add(&o, ",", 1);
-            canon_value(&o, r->hdrs[j].val, r->hdrs[j].vlen);
-            found = true;
-        }
-        if (!found)
-            return NULL;
-        sb_add(&o, "\n", 1);
-    }
-    sb_add(&o, "\n", 1);
-    sb_str(&o, sig->signed_headers);
-    sb_add(&o, "\n", 1);
-    sb_str(&o, sig->payload_hash);
-    o.p[o.n] = '\0';
-    return o.p;
+    return rc == 0 ? buf : NULL;
 }
 
-static void scope_of(const struct s3_sigv4 *sig, char *out, size_t cap)
+char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig)
 {
-    snprintf(out, cap, "%s/%s/%s/aws4_request", sig->date, sig->region, sig->service);
+    return canonical_to(a, r, sig, NULL, 0);
+}
+
+/* "DATE/REGION/SERVICE/aws4_request": every field is bounded by its array in
+ * struct s3_sigv4 (9 + 64 + 32 bytes), so @p out needs 160 bytes at most. */
+static void scope_of(const struct s3_sigv4 *sig, char out[160])
+{
+    size_t dl = strnlen(sig->date, sizeof(sig->date) - 1);
+    size_t rl = strnlen(sig->region, sizeof(sig->region) - 1);
+    size_t sl = strnlen(sig->service, sizeof(sig->service) - 1);
+    char *o = out;
+    memcpy(o, sig->date, dl);
+    o += dl;
+    *o++ = '/';
+    memcpy(o, sig->region, rl);
+    o += rl;
+    *o++ = '/';
+    memcpy(o, sig->service, sl);
+    o += sl;
+    memcpy(o, "/aws4_request", 14); /* with the NUL */
 }
 
 void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
                     char out[65])
 {
-    char ch[65], sts[400];
-    unsigned char mac[32];
-    s3__sha256_hex(canon, strlen(canon), ch);
-    /* "AWS4-HMAC-SHA256\n" amz_date "\n" date/region/service/aws4_request "\n" hash; every
-     * field is bounded by its array in struct s3_sigv4, so this fits in sts */
-    struct sbuf b = {sts, 0, sizeof(sts) - 1};
-    sb_str(&b, "AWS4-HMAC-SHA256\n");
-    sb_str(&b, sig->amz_date);
-    sb_add(&b, "\n", 1);
-    sb_str(&b, sig->date);
-    sb_add(&b, "/", 1);
-    sb_str(&b, sig->region);
-    sb_add(&b, "/", 1);
-    sb_str(&b, sig->service);
-    sb_str(&b, "/aws4_request\n");
-    sb_add(&b, ch, 64);
-    hmac(key, 32, sts, b.n, mac);
-    s3__hex(mac, 32, out);
+    char scope[160];
+    scope_of(sig, scope);
+    if (srv_sigv4_sign(key, sig->amz_date, scope, canon, out) != 0)
+        memset(out, 0, 65); /* cannot happen: the fields are bounded; never matches */
 }
 
 void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
@@ -458,12 +282,12 @@ void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *si
 {
     char dh[65], scope[160], sts[512];
     unsigned char mac[32];
-    s3__hex(data_sha256, 32, dh);
-    scope_of(sig, scope, sizeof(scope));
+    srv_sigv4_hex(data_sha256, 32, dh);
+    scope_of(sig, scope);
     int n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n%s\n%s",
                      sig->amz_date, scope, prev_sig, EMPTY_SHA256, dh);
-    hmac(key, 32, sts, (size_t)n, mac);
-    s3__hex(mac, 32, out);
+    srv_sigv4_mac(key, sts, (size_t)n, mac);
+    srv_sigv4_hex(mac, 32, out);
 }
 
 void s3__sigv4_trailer_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
@@ -471,12 +295,12 @@ void s3__sigv4_trailer_sign(const unsigned char key[32], const struct s3_sigv4 *
 {
     char th[65], scope[160], sts[512];
     unsigned char mac[32];
-    s3__sha256_hex(trailer, len, th);
-    scope_of(sig, scope, sizeof(scope));
+    srv_sigv4_sha256_hex(trailer, len, th);
+    scope_of(sig, scope);
     int n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s", sig->amz_date,
                      scope, prev_sig, th);
-    hmac(key, 32, sts, (size_t)n, mac);
-    s3__hex(mac, 32, out);
+    srv_sigv4_mac(key, sts, (size_t)n, mac);
+    srv_sigv4_hex(mac, 32, out);
 }
 
 int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4 *sig,
@@ -492,19 +316,17 @@ int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4
         const char *d = s3__req_header(r, "x-amz-date");
         if (d) {
             if (copy_field(sig->amz_date, sizeof(sig->amz_date), d, strlen(d)) ||
-                s3__amz_date_parse(sig->amz_date, &sig->when)) {
+                srv_sigv4_date_parse(sig->amz_date, &sig->when)) {
                 *why = "X-Amz-Date is malformed";
                 return -EINVAL;
             }
         } else {
             time_t t;
-            struct tm tm;
             if (s3__http_date_parse(s3__req_header(r, "date"), &t)) {
                 *why = "missing or malformed X-Amz-Date / Date header";
                 return -EINVAL;
             }
-            gmtime_r(&t, &tm);
-            strftime(sig->amz_date, sizeof(sig->amz_date), "%Y%m%dT%H%M%SZ", &tm);
+            srv_sigv4_date_format(t, sig->amz_date);
             sig->when = t;
         }
         const char *ph = s3__req_header(r, "x-amz-content-sha256");
@@ -542,12 +364,13 @@ int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4
         *why = "the difference between the request time and the server's time is too large";
         return -ETIMEDOUT;
     }
-    char *canon = s3__sigv4_canonical(a, r, sig);
+    char cbuf[CANON_STACK];
+    char *canon = canonical_to(a, r, sig, cbuf, sizeof(cbuf));
     if (!canon) {
         *why = "a signed header is missing from the request";
         return -EINVAL;
     }
-    s3__sigv4_key_cached(secret, sig->date, sig->region, sig->service, key_out);
+    srv_sigv4_key_cached(secret, sig->date, sig->region, sig->service, key_out);
     s3__sigv4_sign(key_out, sig, canon, mine);
     if (!s3__ct_equal(mine, sig->signature, 64)) {
         *why = "the request signature we calculated does not match the signature you provided";

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * srv_log: leveled logging, one line per event, each line one write(2).
+ * srv_log: leveled logging, one line per event, each line one write(2) -
+ * or, for srv_log_buffered() lines (the per-request access log), many lines
+ * per write(2) from a per-thread buffer (see "per-thread buffers" below).
  *
  * A line is "<ISO-8601 UTC with ms> <LEVEL> <SUBSYS> <message>\n" (CRIT and
  * DEBUG lines also carry "(file:line)"). The whole line is formatted into a
@@ -21,6 +23,7 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -174,6 +177,7 @@ int srv_log_open(const char *path)
 {
     int rc = 0;
 
+    srv_log_flush(); /* buffered lines belong to the old destination */
     pthread_mutex_lock(&log_path_lock);
     if (!path) {
         free(log_path);
@@ -204,6 +208,7 @@ int srv_log_reopen(void)
 {
     int rc = 0;
 
+    srv_log_flush();
     pthread_mutex_lock(&log_path_lock);
     if (log_path) {
         int fd = open_log_file(log_path);
@@ -230,35 +235,81 @@ static const char *base_name(const char *file)
     return slash ? slash + 1 : file;
 }
 
-void srv_log_write(enum srv_log_level lvl, enum srv_subsys sub, const char *file, int line,
-                   const char *fmt, ...)
+static void put2(char *o, int v)
 {
-    char buf[LOG_LINE_MAX];
+    o[0] = (char)('0' + v / 10 % 10);
+    o[1] = (char)('0' + v % 10);
+}
+
+/* "YYYY-MM-DDTHH:MM:SS." of the last second this thread formatted: most lines
+ * of a busy thread fall in the same second as the previous one. */
+static _Thread_local struct {
+    time_t sec;
+    char text[20];
+} ts_memo = {-1, ""};
+
+/* "<timestamp> <LEVEL> <SUBSYS> " into @p buf (room for at least 64 bytes). */
+static size_t put_prefix(char *buf, enum srv_log_level lvl, enum srv_subsys sub)
+{
     struct timespec ts;
-    struct tm tm;
-    size_t len;
-    int n;
-    int saved_errno = errno;
-
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    n = snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 ts.tv_nsec / 1000000, ((int)lvl >= 0 && lvl <= SRV_LOG_DEBUG) ? level_tags[lvl]
-                                                                              : "?",
-                 srv_log_subsys_name((int)sub));
-    len = (size_t)n;
+    if (ts.tv_sec != ts_memo.sec) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        char *o = ts_memo.text;
+        int y = tm.tm_year + 1900;
+        put2(o, y / 100 % 100);
+        put2(o + 2, y % 100);
+        o[4] = '-';
+        put2(o + 5, tm.tm_mon + 1);
+        o[7] = '-';
+        put2(o + 8, tm.tm_mday);
+        o[10] = 'T';
+        put2(o + 11, tm.tm_hour);
+        o[13] = ':';
+        put2(o + 14, tm.tm_min);
+        o[16] = ':';
+        put2(o + 17, tm.tm_sec);
+        o[19] = '.';
+        ts_memo.sec = ts.tv_sec;
+    }
+    memcpy(buf, ts_memo.text, 20);
+    int ms = (int)(ts.tv_nsec / 1000000);
+    buf[20] = (char)('0' + ms / 100);
+    put2(buf + 21, ms % 100);
+    buf[23] = 'Z';
+    buf[24] = ' ';
+    size_t len = 25;
+    const char *tag = ((int)lvl >= 0 && lvl <= SRV_LOG_DEBUG) ? level_tags[lvl] : "?";
+    const char *sn = srv_log_subsys_name((int)sub);
+    size_t tl = strlen(tag), sl = strlen(sn);
+    memcpy(buf + len, tag, tl);
+    len += tl;
+    buf[len++] = ' ';
+    memcpy(buf + len, sn, sl);
+    len += sl;
+    buf[len++] = ' ';
+    return len;
+}
 
+/* Format one whole line (newline included) into @p buf (LOG_LINE_MAX bytes).
+ * A format of exactly "%s" is copied without printf. @return its length. */
+static size_t format_line(char *buf, enum srv_log_level lvl, enum srv_subsys sub,
+                          const char *file, int line, const char *fmt, va_list ap)
+{
+    size_t len = put_prefix(buf, lvl, sub);
     /* Keep room for the "(file:line)" suffix, the ellipsis and the newline. */
     const size_t reserve = 96;
-    va_list ap;
-    va_start(ap, fmt);
-    n = vsnprintf(buf + len, sizeof(buf) - len - reserve, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        n = 0;
-    size_t room = sizeof(buf) - len - reserve - 1;
-    size_t mlen = (size_t)n;
+    size_t room = LOG_LINE_MAX - len - reserve - 1;
+    size_t mlen;
+    if (fmt[0] == '%' && fmt[1] == 's' && fmt[2] == '\0') {
+        const char *msg = va_arg(ap, const char *);
+        mlen = strlen(msg ? msg : "(null)");
+        memcpy(buf + len, msg ? msg : "(null)", mlen < room ? mlen : room);
+    } else {
+        int n = vsnprintf(buf + len, LOG_LINE_MAX - len - reserve, fmt, ap);
+        mlen = n < 0 ? 0 : (size_t)n;
+    }
     bool cut = mlen > room;
     if (cut)
         mlen = room;
@@ -269,16 +320,234 @@ void srv_log_write(enum srv_log_level lvl, enum srv_subsys sub, const char *file
         len += 3;
     }
     if (lvl == SRV_LOG_CRIT || lvl == SRV_LOG_DEBUG) {
-        n = snprintf(buf + len, sizeof(buf) - len - 1, " (%.60s:%d)", base_name(file), line);
+        int n = snprintf(buf + len, LOG_LINE_MAX - len - 1, " (%.60s:%d)", base_name(file), line);
         if (n > 0)
-            len += (size_t)n < sizeof(buf) - len - 1 ? (size_t)n : sizeof(buf) - len - 2;
+            len += (size_t)n < LOG_LINE_MAX - len - 1 ? (size_t)n : LOG_LINE_MAX - len - 2;
     }
     buf[len++] = '\n';
+    return len;
+}
 
+static void write_all(const char *p, size_t len)
+{
     int fd = __atomic_load_n(&log_fd, __ATOMIC_ACQUIRE);
-    ssize_t w;
-    do {
-        w = write(fd, buf, len);
-    } while (w < 0 && errno == EINTR);
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return; /* nowhere to report a failing log */
+        p += w;
+        len -= (size_t)w;
+    }
+}
+
+/* ---- per-thread buffers (srv_log_write_buffered) ----
+ *
+ * Each thread that logs buffered lines owns one buffer, registered in a
+ * global list. The owner appends under the buffer's lock; the buffer is
+ * written out (one write(2) of whole lines) when the next line would not fit,
+ * when the owner logs an unbuffered line (so its lines stay in order), by the
+ * flusher thread every SRV_LOG_FLUSH_MS, at thread exit, at exit() (atexit),
+ * before fork() and before the destination changes. */
+
+#define LOG_BUF_SIZE (32u << 10)
+
+struct log_tbuf {
+    pthread_mutex_t lock;
+    struct log_tbuf *prev, *next; /* bufs_lock */
+    size_t len;
+    char data[LOG_BUF_SIZE];
+};
+
+static pthread_mutex_t bufs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct log_tbuf *bufs;
+static bool flusher_running; /* bufs_lock */
+static pthread_once_t bufs_once = PTHREAD_ONCE_INIT;
+static pthread_key_t buf_key;
+static _Thread_local struct log_tbuf *my_buf;
+
+/* Caller holds b->lock. */
+static void tbuf_flush(struct log_tbuf *b)
+{
+    if (b->len) {
+        write_all(b->data, b->len);
+        b->len = 0;
+    }
+}
+
+static void flush_all_locked(bool try_only)
+{
+    for (struct log_tbuf *b = bufs; b; b = b->next) {
+        if (try_only) {
+            if (pthread_mutex_trylock(&b->lock) != 0)
+                continue;
+        } else {
+            pthread_mutex_lock(&b->lock);
+        }
+        tbuf_flush(b);
+        pthread_mutex_unlock(&b->lock);
+    }
+}
+
+void srv_log_flush(void)
+{
+    pthread_mutex_lock(&bufs_lock);
+    flush_all_locked(false);
+    pthread_mutex_unlock(&bufs_lock);
+}
+
+static void *flusher_main(void *arg)
+{
+    (void)arg;
+    const struct timespec tick = {0, SRV_LOG_FLUSH_MS * 1000000L};
+    for (;;) {
+        nanosleep(&tick, NULL);
+        srv_log_flush();
+    }
+    return NULL;
+}
+
+/* A thread that ends writes out and releases its buffer. */
+static void tbuf_release(void *arg)
+{
+    struct log_tbuf *b = arg;
+    pthread_mutex_lock(&bufs_lock);
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        bufs = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    pthread_mutex_unlock(&bufs_lock);
+    pthread_mutex_lock(&b->lock);
+    tbuf_flush(b);
+    pthread_mutex_unlock(&b->lock);
+    pthread_mutex_destroy(&b->lock);
+    if (my_buf == b)
+        my_buf = NULL;
+    free(b);
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&bufs_lock);
+    flush_all_locked(false); /* the child must not write the parent's lines again */
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&bufs_lock);
+}
+
+static void fork_child(void)
+{
+    flusher_running = false; /* threads do not survive fork(): start it again when needed */
+    pthread_mutex_unlock(&bufs_lock);
+}
+
+static void bufs_init(void)
+{
+    pthread_key_create(&buf_key, tbuf_release);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atexit(srv_log_flush);
+}
+
+/* This thread's buffer (made on first use), or NULL when out of memory. */
+static struct log_tbuf *tbuf_get(void)
+{
+    if (my_buf)
+        return my_buf;
+    pthread_once(&bufs_once, bufs_init);
+    struct log_tbuf *b = malloc(sizeof(*b));
+    if (!b)
+        return NULL;
+    pthread_mutex_init(&b->lock, NULL);
+    b->len = 0;
+    b->prev = NULL;
+    pthread_mutex_lock(&bufs_lock);
+    b->next = bufs;
+    if (bufs)
+        bufs->prev = b;
+    bufs = b;
+    if (!flusher_running) {
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        flusher_running = pthread_create(&t, &at, flusher_main, NULL) == 0;
+        pthread_attr_destroy(&at);
+    }
+    pthread_mutex_unlock(&bufs_lock);
+    pthread_setspecific(buf_key, b);
+    my_buf = b;
+    return b;
+}
+
+/* Write @p len bytes of whole lines now, after this thread's buffered lines. */
+static void write_now(const char *line, size_t len)
+{
+    struct log_tbuf *b = my_buf;
+    if (b) {
+        pthread_mutex_lock(&b->lock);
+        if (b->len && b->len + len <= LOG_BUF_SIZE) {
+            memcpy(b->data + b->len, line, len); /* one write for both */
+            b->len += len;
+            tbuf_flush(b);
+            pthread_mutex_unlock(&b->lock);
+            return;
+        }
+        tbuf_flush(b);
+        pthread_mutex_unlock(&b->lock);
+    }
+    write_all(line, len);
+}
+
+void srv_log_write(enum srv_log_level lvl, enum srv_subsys sub, const char *file, int line,
+                   const char *fmt, ...)
+{
+    char buf[LOG_LINE_MAX];
+    int saved_errno = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = format_line(buf, lvl, sub, file, line, fmt, ap);
+    va_end(ap);
+    if (lvl == SRV_LOG_CRIT) {
+        /* usually followed by abort(): get everyone's buffered lines out first
+         * (trylock: never wait on a thread that may be stuck holding its lock) */
+        pthread_mutex_lock(&bufs_lock);
+        flush_all_locked(true);
+        pthread_mutex_unlock(&bufs_lock);
+    }
+    write_now(buf, len);
+    errno = saved_errno;
+}
+
+void srv_log_write_buffered(enum srv_log_level lvl, enum srv_subsys sub, const char *file,
+                            int line, const char *fmt, ...)
+{
+    char buf[LOG_LINE_MAX];
+    int saved_errno = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = format_line(buf, lvl, sub, file, line, fmt, ap);
+    va_end(ap);
+    struct log_tbuf *b = lvl > SRV_LOG_WARN ? tbuf_get() : NULL;
+    if (!b) {
+        if (lvl == SRV_LOG_CRIT) {
+            pthread_mutex_lock(&bufs_lock);
+            flush_all_locked(true);
+            pthread_mutex_unlock(&bufs_lock);
+        }
+        write_now(buf, len);
+        errno = saved_errno;
+        return;
+    }
+    pthread_mutex_lock(&b->lock);
+    if (b->len + len > LOG_BUF_SIZE)
+        tbuf_flush(b);
+    memcpy(b->data + b->len, buf, len);
+    b->len += len;
+    pthread_mutex_unlock(&b->lock);
     errno = saved_errno;
 }

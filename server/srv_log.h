@@ -75,4 +75,29 @@ const char *srv_log_subsys_name(int sub);
 /** Reopen the current log file (after rotation); no-op on stderr. @return 0, -errno. */
 int srv_log_reopen(void);
 
+/* ---- buffered lines (backward compatible extension) ----
+ * High-volume lines (the access log: one line per request) can go through a
+ * per-thread buffer instead of one write(2) each. Same format and levels;
+ * lines of one thread stay in order (an unbuffered line from that thread
+ * first writes out its buffered ones); lines of different threads are ordered
+ * by their timestamps, not by their place in the file. A buffer is written
+ * out when full (32 KiB), every SRV_LOG_FLUSH_MS by a flusher thread, when its
+ * thread ends, at exit() and before fork(). WARN and more severe lines are
+ * never buffered, and a CRIT line first writes out every thread's buffer.
+ * What a crash (SIGKILL, SIGSEGV) can lose: the buffered lines of the last
+ * SRV_LOG_FLUSH_MS (at most 32 KiB per thread). */
+#define SRV_LOG_FLUSH_MS 100
+
+void srv_log_write_buffered(enum srv_log_level lvl, enum srv_subsys sub, const char *file,
+                            int line, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define srv_log_buffered(LVL, SUB, ...)                                                            \
+    do {                                                                                           \
+        if ((int)(SRV_LOG_##LVL) <= srv_log_levels[SRV_SUB_##SUB])                                 \
+            srv_log_write_buffered(SRV_LOG_##LVL, SRV_SUB_##SUB, __FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+
+/** Write out every thread's buffered lines now (also registered with atexit()). */
+void srv_log_flush(void);
+
 #endif

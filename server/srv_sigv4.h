@@ -5,12 +5,14 @@
  * (an evhttp request, an S3 request, a client about to send) stays with the
  * caller, which hands over plain byte strings.
  *
- * Used by the admin API's SigV4 check (tenants/admin_sigv4.c) and by
- * s3nfsctl's signing; it lives in libsrv.a because libadmin.a may not use
- * libs3api.a (link order). Digests go through one SHA-256 implementation
- * fetched once, and HMAC is computed on it (RFC 2104) rather than with
- * OpenSSL's one-shot HMAC(), which looks the digest up on every call.
- * Thread: any (no shared mutable state besides the fetched digest, set once). */
+ * Used by the S3 front end (s3api/s3_sigv4.c), the admin API's SigV4 check
+ * (tenants/admin_sigv4.c) and s3nfsctl's signing; it lives in libsrv.a
+ * because libadmin.a may not use libs3api.a (link order). Digests are
+ * OpenSSL's SHA-256 block code called directly (no EVP context per digest),
+ * HMAC is built on it (RFC 2104), and the pad states of recently used signing
+ * keys and the derived keys themselves are kept per thread, so verifying a
+ * request costs the canonical request's digest plus the string to sign's.
+ * Thread: any (the caches are per thread). */
 #ifndef SRV_SIGV4_H
 #define SRV_SIGV4_H
 
@@ -33,10 +35,22 @@ void srv_sigv4_sha256_hex(const void *data, size_t len, char out[65]);
 /** HMAC-SHA256 (RFC 2104) of @p msg under @p key. */
 void srv_sigv4_hmac(const void *key, size_t klen, const void *msg, size_t mlen, uint8_t out[32]);
 
+/** HMAC-SHA256 of @p msg under a 32-byte signing key; the key's pad states
+ * are kept for the next call (a few keys per thread, wiped when replaced).
+ * Same result as srv_sigv4_hmac(key, 32, ...). */
+void srv_sigv4_mac(const uint8_t key[32], const void *msg, size_t mlen, uint8_t out[32]);
+
 /** The signing key: HMAC chain over "AWS4" + @p secret, @p date (YYYYMMDD),
  * @p region, @p service and "aws4_request". Intermediate keys are wiped. */
 void srv_sigv4_key(const char *secret, const char *date, const char *region, const char *service,
                    uint8_t key[32]);
+
+/** srv_sigv4_key through a small per-thread cache keyed on all four inputs
+ * (a key changes once a day per secret; a rotated secret misses). Inputs
+ * longer than the cache's fields (secret 256, region 63, service 31 bytes)
+ * are derived every time. */
+void srv_sigv4_key_cached(const char *secret, const char *date, const char *region,
+                          const char *service, uint8_t key[32]);
 
 /** Percent-encode @p n bytes of @p s the SigV4 way: A-Z a-z 0-9 '-' '_' '.'
  * '~' are kept (and '/' with @p keep_slash), every other byte becomes %XX
@@ -67,11 +81,19 @@ struct srv_sigv4_req {
  * and values encoded (srv_sigv4_encode) and sorted by name then value, each
  * signed header as "name:value" (every header of that name, compared without
  * case, values trimmed, inner blank runs made one space, joined with ','),
- * the signed header list and the payload hash.
+ * the signed header list and the payload hash. Header names are written in
+ * lower case.
  * @param[out] out the text, NUL-terminated (free() it).
  * @return 0, -ENOENT (a signed header is not in r->hdrs, or the list has an
  * empty name), -ENOMEM. */
 int srv_sigv4_canonical(const struct srv_sigv4_req *r, char **out);
+
+/** srv_sigv4_canonical into the caller's @p buf of @p cap bytes (NUL-terminated).
+ * @param[out] len the text's length, or on -ENOSPC the length it needs
+ * (@p cap must be at least len + 1).
+ * @return 0, -ENOSPC, -ENOENT (as srv_sigv4_canonical), -ENOMEM (only for
+ * very large queries, whose scratch space is allocated). */
+int srv_sigv4_canonical_into(const struct srv_sigv4_req *r, char *buf, size_t cap, size_t *len);
 
 /** Sign: hex HMAC under @p key of the string to sign "AWS4-HMAC-SHA256\n"
  * @p amz_date "\n" @p scope "\n" hex(SHA-256(@p canonical)), where @p scope is

@@ -19,13 +19,14 @@
 # the table keeps each side's best rate and lowest CPU cost.
 # Usage: bench/s3/run.sh [--secs N (default 5)] [--keys N (default 100000)]
 #                        [--rounds N (default 1)] [--only nginx|s3nfsd] [--no-list]
+#                        [--rows get_4k,put_64m,... (default: all four)]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
 . "$here/../lib.sh"
 export BENCH_S3_DIR=$here
 
-secs=5 keys=100000 only="" do_list=1 rounds=1
+secs=5 keys=100000 only="" do_list=1 rounds=1 rows=""
 while [ $# -gt 0 ]; do
     case $1 in
     --secs) secs=$2; shift 2 ;;
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --no-list) do_list=""; shift ;;
     --rounds) rounds=$2; shift 2 ;;
+    --rows) rows=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -166,6 +168,7 @@ for row in "GET 4k" "GET 64m" "PUT 4k" "PUT 64m"; do
     set -- $row
     op=$1 size=$2
     lop=$(echo "$op" | tr A-Z a-z)
+    case ",${rows:-${lop}_$size}," in *",${lop}_$size,"*) ;; *) continue ;; esac
     for c in 1 16; do
         m="${lop}_${size}_c$c"
         for r in $(seq "$rounds"); do

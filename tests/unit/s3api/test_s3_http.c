@@ -207,9 +207,9 @@ static void test_helpers(void **state)
     char iso[25];
     s3__iso_date_fmt(&ts, iso);
     assert_string_equal(iso, "1994-11-06T08:49:37.123Z");
-    assert_int_equal(s3__amz_date_parse("19941106T084937Z", &t), 0);
+    assert_int_equal(srv_sigv4_date_parse("19941106T084937Z", &t), 0);
     assert_int_equal((long long)t, 784111777LL);
-    assert_int_equal(s3__amz_date_parse("19941306T084937Z", &t), -EINVAL);
+    assert_int_equal(srv_sigv4_date_parse("19941306T084937Z", &t), -EINVAL);
     char *p = s3__arena_printf(&a, "%d-%s", 42, "x");
     assert_string_equal(p, "42-x");
     void *big = s3__arena_alloc(&a, 100000);

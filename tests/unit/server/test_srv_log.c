@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for server/srv_log.c: level and spec parsing, the line format
- * (ISO-8601 UTC, level, subsystem, message on one line), level filtering. */
+ * (ISO-8601 UTC, level, subsystem, message on one line), level filtering,
+ * buffered lines (written out by srv_log_flush, by the flusher thread, by a
+ * WARN line of the same thread in order, at thread exit; whole lines from
+ * concurrent threads). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -217,6 +220,115 @@ static void test_no_interleaving(void **state)
         assert_int_equal(count[i], NLINES);
 }
 
+/* Bytes in @p path (0 if absent). */
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* Buffered lines: same format; written out by srv_log_flush; an unbuffered
+ * line of the same thread comes after the buffered ones; a WARN through the
+ * buffered call is written at once. */
+static void test_buffered_order_and_flush(void **state)
+{
+    (void)state;
+    char path[32];
+    srv_log_set_level(SRV_LOG_INFO);
+    log_to_temp(path);
+    srv_log_buffered(INFO, S3, "req=%s first", "A1");
+    srv_log_buffered(INFO, S3, "%s", "req=A2 second\nline");
+    srv_log(INFO, SRV, "direct third");
+    srv_log_buffered(INFO, S3, "req=A3 fourth");
+    srv_log_buffered(WARN, S3, "req=A4 fifth (warn)");
+    srv_log_buffered(INFO, S3, "req=A5 sixth");
+    srv_log_flush();
+    srv_log_buffered(DEBUG, S3, "filtered out");
+    assert_int_equal(srv_log_open(NULL), 0);
+    char *text = slurp(path);
+    const char *want[] = {"INFO S3 req=A1 first\n", "INFO S3 req=A2 second line\n",
+                          "INFO SRV direct third\n", "INFO S3 req=A3 fourth\n",
+                          "WARN S3 req=A4 fifth (warn)\n", "INFO S3 req=A5 sixth\n"};
+    char *p = text;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        assert_true(p[4] == '-' && p[10] == 'T' && p[19] == '.' && p[23] == 'Z' && p[24] == ' ');
+        assert_memory_equal(p + 25, want[i], strlen(want[i]));
+        p = nl + 1;
+    }
+    assert_string_equal(p, "");
+}
+
+/* Nobody calls srv_log_flush: the flusher thread writes the lines out. */
+static void test_buffered_flusher(void **state)
+{
+    (void)state;
+    char path[32];
+    srv_log_set_level(SRV_LOG_INFO);
+    log_to_temp(path);
+    srv_log_buffered(INFO, S3, "req=T1 by the timer");
+    /* liveness only: the flusher runs every SRV_LOG_FLUSH_MS; allow far more */
+    for (int i = 0; i < 3000 && file_size(path) == 0; i++)
+        usleep(10000);
+    assert_true(file_size(path) > 0);
+    assert_int_equal(srv_log_open(NULL), 0);
+    char *text = slurp(path);
+    assert_non_null(strstr(text, "INFO S3 req=T1 by the timer\n"));
+}
+
+enum { BLINES = 3000 };
+
+static void *buffered_writer(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < BLINES; i++)
+        srv_log_buffered(INFO, S3, "req=b%d-%05d %0*d", id, i, 100 + id * 50, i);
+    return NULL; /* the thread's exit writes out what is left */
+}
+
+/* Several threads, each more than a buffer's worth: every line whole, once,
+ * and each thread's lines in order. */
+static void test_buffered_threads(void **state)
+{
+    (void)state;
+    char path[32];
+    srv_log_set_level(SRV_LOG_INFO);
+    log_to_temp(path);
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, buffered_writer, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    /* no srv_log_flush: thread exit must have written everything */
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[1024];
+    int next[NTHREADS] = {0};
+    while (fgets(line, sizeof(line), f)) {
+        int id = -1, i = -1, pad = -1;
+        char *p = strstr(line, " INFO S3 req=b");
+        assert_non_null(p);
+        assert_int_equal(sscanf(p, " INFO S3 req=b%d-%d %d", &id, &i, &pad), 3);
+        assert_true(id >= 0 && id < NTHREADS);
+        assert_int_equal(i, next[id]);
+        assert_int_equal(pad, i);
+        char *num = strrchr(p, ' ') + 1;
+        assert_int_equal(strlen(num), (size_t)(100 + id * 50) + 1); /* + newline */
+        next[id]++;
+    }
+    fclose(f);
+    assert_int_equal(srv_log_open(NULL), 0);
+    unlink(path);
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(next[i], BLINES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +339,9 @@ int main(void)
         cmocka_unit_test(test_line_format_and_filter),
         cmocka_unit_test(test_long_line_cut),
         cmocka_unit_test(test_no_interleaving),
+        cmocka_unit_test(test_buffered_order_and_flush),
+        cmocka_unit_test(test_buffered_flusher),
+        cmocka_unit_test(test_buffered_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

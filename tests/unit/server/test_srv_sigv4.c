@@ -3,14 +3,17 @@
  * (RFC 4231), the signing key example of the AWS documentation, and cases of
  * the AWS Signature Version 4 test suite (credentials AKIDEXAMPLE, 2015-08-30,
  * us-east-1, service "service"); plus encoding, canonical-request edge cases
- * and the x-amz-date format. */
+ * (and the caller-buffer form), the x-amz-date format, the per-thread
+ * signing-key cache and the MAC under a remembered key. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "srv_sigv4.h"
@@ -175,6 +178,113 @@ static void test_amz_date(void **state)
     assert_int_equal(srv_sigv4_date_parse("", &t), -EINVAL);
     assert_int_equal(srv_sigv4_date_parse(NULL, &t), -EINVAL);
     assert_int_equal(srv_sigv4_date_parse("19691231T235959Z", &t), -EINVAL);
+    /* the arithmetic agrees with timegm() over leap years, month ends (and
+     * day 31 of short months rolling over, as timegm does), and far years */
+    static const int years[] = {1970, 1999, 2000, 2024, 2026, 2100, 2400, 9999};
+    for (size_t yi = 0; yi < sizeof(years) / sizeof(years[0]); yi++)
+        for (int mo = 1; mo <= 12; mo++)
+            for (int d = 1; d <= 31; d += 3) {
+                char in[32];
+                snprintf(in, sizeof(in), "%04d%02d%02dT%02d%02d%02dZ", years[yi], mo,
+                         d == 31 ? 31 : d, (d * 7) % 24, (mo * 11) % 60, (d + mo) % 60);
+                struct tm tm = {.tm_year = years[yi] - 1900, .tm_mon = mo - 1, .tm_mday = d,
+                                .tm_hour = (d * 7) % 24, .tm_min = (mo * 11) % 60,
+                                .tm_sec = (d + mo) % 60};
+                assert_int_equal(srv_sigv4_date_parse(in, &t), 0);
+                assert_int_equal((long long)t, (long long)timegm(&tm));
+            }
+}
+
+/* The per-thread signing-key cache gives what the derivation gives, and a
+ * different secret, date or region never gets another's key. */
+static void test_key_cache(void **state)
+{
+    (void)state;
+    static const char *const secrets[] = {SUITE_SECRET, "another/secret",
+                                          "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEZ"};
+    static const char *const dates[] = {"20261121", "20261122"};
+    static const char *const regions[] = {"us-east-1", "eu-west-3"};
+    for (int round = 0; round < 3; round++)
+        for (size_t s = 0; s < 3; s++)
+            for (size_t d = 0; d < 2; d++)
+                for (size_t r = 0; r < 2; r++) {
+                    uint8_t want[32], got[32];
+                    srv_sigv4_key(secrets[s], dates[d], regions[r], "s3", want);
+                    srv_sigv4_key_cached(secrets[s], dates[d], regions[r], "s3", got);
+                    assert_memory_equal(got, want, 32);
+                }
+    /* the AWS documentation's example key, through the cache */
+    uint8_t k[32];
+    char hex[65];
+    srv_sigv4_key_cached(SUITE_SECRET, "20120215", "us-east-1", "iam", k);
+    srv_sigv4_hex(k, 32, hex);
+    assert_string_equal(hex, "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d");
+    /* a secret longer than the cache keeps works (derived each time) */
+    char longsecret[400];
+    memset(longsecret, 'k', sizeof(longsecret) - 1);
+    longsecret[sizeof(longsecret) - 1] = '\0';
+    uint8_t a[32], b[32];
+    srv_sigv4_key(longsecret, "20261121", "us-east-1", "s3", a);
+    srv_sigv4_key_cached(longsecret, "20261121", "us-east-1", "s3", b);
+    assert_memory_equal(a, b, 32);
+}
+
+/* srv_sigv4_mac equals the plain HMAC, for more keys than it remembers, in
+ * an order that makes it both hit and replace. */
+static void test_mac_memo(void **state)
+{
+    (void)state;
+    uint8_t keys[7][32];
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < 32; j++)
+            keys[i][j] = (uint8_t)(i * 37 + j);
+    static const char *const msgs[] = {"", "a", "AWS4-HMAC-SHA256\n20261121T093000Z\n",
+                                       "a message longer than one block of sixty-four bytes, "
+                                       "so the inner digest takes two blocks and more"};
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 7; i++)
+            for (size_t m = 0; m < 4; m++) {
+                int k = (i * (round + 1)) % 7;
+                uint8_t want[32], got[32];
+                srv_sigv4_hmac(keys[k], 32, msgs[m], strlen(msgs[m]), want);
+                srv_sigv4_mac(keys[k], msgs[m], strlen(msgs[m]), got);
+                assert_memory_equal(got, want, 32);
+            }
+}
+
+/* The caller-buffer form: -ENOSPC with the needed length, then the same text
+ * as the allocating form; header names are written in lower case. */
+static void test_canonical_into(void **state)
+{
+    (void)state;
+    struct srv_sigv4_kv q[] = {{"b", 1, "2 3", 3}, {"a", 1, "x/y", 3}};
+    struct srv_sigv4_kv h[] = {{"Host", 4, "example.com", 11}, {"X-Amz-Date", 10, SUITE_DATE, 16}};
+    struct srv_sigv4_req r = {
+        .method = "GET",
+        .uri = "/k",
+        .query = q,
+        .nquery = 2,
+        .hdrs = h,
+        .nhdrs = 2,
+        .signed_headers = "Host;x-amz-date",
+        .payload_hash = EMPTY_SHA,
+    };
+    const char *want = "GET\n/k\na=x%2Fy&b=2%203\nhost:example.com\nx-amz-date:" SUITE_DATE
+                       "\n\nHost;x-amz-date\n" EMPTY_SHA;
+    char small[16], big[512];
+    size_t len = 0;
+    assert_int_equal(srv_sigv4_canonical_into(&r, small, sizeof(small), &len), -ENOSPC);
+    assert_int_equal(len, strlen(want));
+    assert_int_equal(srv_sigv4_canonical_into(&r, big, len, &len), -ENOSPC); /* no room for NUL */
+    assert_int_equal(srv_sigv4_canonical_into(&r, big, len + 1, &len), 0);
+    assert_string_equal(big, want);
+    assert_int_equal(len, strlen(want));
+    char *text = NULL;
+    assert_int_equal(srv_sigv4_canonical(&r, &text), 0);
+    assert_string_equal(text, want);
+    free(text);
+    r.signed_headers = "host;x-amz-content-sha256";
+    assert_int_equal(srv_sigv4_canonical_into(&r, big, sizeof(big), &len), -ENOENT);
 }
 
 int main(void)
@@ -187,6 +297,9 @@ int main(void)
         cmocka_unit_test(test_suite_header_values),
         cmocka_unit_test(test_canonical_errors_and_encoding),
         cmocka_unit_test(test_amz_date),
+        cmocka_unit_test(test_key_cache),
+        cmocka_unit_test(test_mac_memo),
+        cmocka_unit_test(test_canonical_into),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
