@@ -48,6 +48,29 @@ void nfs_attr_fattr(const struct nfs_req *r, const struct core_attr *a, fattr3 *
     out->ctime = ts3(&a->ctime);
 }
 
+uint8_t *nfs_attr_encode(const struct nfs_req *r, const struct core_attr *a, uint8_t *p)
+{
+    fattr3 f;
+    nfs_attr_fattr(r, a, &f);
+    p = nfs_xdr_put32(p, (uint32_t)f.type);
+    p = nfs_xdr_put32(p, f.mode);
+    p = nfs_xdr_put32(p, f.nlink);
+    p = nfs_xdr_put32(p, f.uid);
+    p = nfs_xdr_put32(p, f.gid);
+    p = nfs_xdr_put64(p, f.size);
+    p = nfs_xdr_put64(p, f.used);
+    p = nfs_xdr_put32(p, f.rdev.specdata1);
+    p = nfs_xdr_put32(p, f.rdev.specdata2);
+    p = nfs_xdr_put64(p, f.fsid);
+    p = nfs_xdr_put64(p, f.fileid);
+    const nfstime3 *t[3] = {&f.atime, &f.mtime, &f.ctime};
+    for (int i = 0; i < 3; i++) {
+        p = nfs_xdr_put32(p, t[i]->seconds);
+        p = nfs_xdr_put32(p, t[i]->nseconds);
+    }
+    return p;
+}
+
 void nfs_attr_post(const struct nfs_req *r, const struct core_attr *a, post_op_attr *out)
 {
     if (!a) {

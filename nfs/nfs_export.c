@@ -83,16 +83,21 @@ nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct 
     return NFS3_OK;
 }
 
-int nfs_req_mkfh(struct nfs_req *r, const struct core_attr *a, nfs_fh3 *out)
+void nfs_req_fh_put(const struct nfs_req *r, const struct core_attr *a, uint8_t *out)
 {
     struct nfs_fh h = {.export_id = r->exp.id, .tenant = r->exp.tenant, .ino = a->ino,
                        .gen = a->gen};
+    nfs_fh_encode(r->srv->fh_key, &h, out);
+}
+
+int nfs_req_mkfh(struct nfs_req *r, const struct core_attr *a, nfs_fh3 *out)
+{
     out->data.data_val = malloc(NFS_FH_LEN);
     if (!out->data.data_val) {
         out->data.data_len = 0;
         return -ENOMEM;
     }
-    nfs_fh_encode(r->srv->fh_key, &h, (uint8_t *)out->data.data_val);
+    nfs_req_fh_put(r, a, (uint8_t *)out->data.data_val);
     out->data.data_len = NFS_FH_LEN;
     return 0;
 }

@@ -182,11 +182,53 @@ void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e);
 nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct core_attr *attr);
 /** Fill @p out with a handle for @p a in the call's export (out->data heap). @return 0, -ENOMEM. */
 int nfs_req_mkfh(struct nfs_req *r, const struct core_attr *a, nfs_fh3 *out);
+/** Write the handle of @p a in the call's export into @p out (NFS_FH_LEN bytes). */
+void nfs_req_fh_put(const struct nfs_req *r, const struct core_attr *a, uint8_t *out);
 /** nfsstat3 of an internal error, logging the odd ones with the procedure name. */
 nfsstat3 nfs_req_status(struct nfs_req *r, int err);
 
+/* ---- XDR written by hand (READDIR/READDIRPLUS pages, nfs_dir.c) ---- */
+static inline uint8_t *nfs_xdr_put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+    return p + 4;
+}
+static inline uint8_t *nfs_xdr_put64(uint8_t *p, uint64_t v)
+{
+    return nfs_xdr_put32(nfs_xdr_put32(p, (uint32_t)(v >> 32)), (uint32_t)v);
+}
+#define NFS_FATTR3_XDR 84 /* bytes of an encoded fattr3 */
+
+/* ---- nfs_dir.c: READDIR / READDIRPLUS pages ---- */
+/** The result of READDIR and READDIRPLUS: READDIR3res / READDIRPLUS3res as
+ * XDR bytes (the status first, as every NFSv3 result; a zeroed one with only
+ * its status set encodes that status and no attributes). */
+struct nfs_dirres {
+    nfsstat3 status;
+    uint8_t *buf; /* the encoded result: heap, or fail */
+    size_t len;
+    uint8_t fail[4 + 4 + NFS_FATTR3_XDR]; /* a failure: status + directory attributes */
+};
+/** Encode an nfs_dirres (XDR_ENCODE: its bytes; XDR_FREE: free them). */
+bool_t xdr_nfs_dirres(XDR *x, struct nfs_dirres *r);
+/** One page of directory @p dirfh from @p cookie, encoded into @p out: entries
+ * only (READDIR) or with attributes and handles (@p plus), as many as fit
+ * @p count bytes of reply (capped at NFS_IO_MAX) and, for READDIRPLUS,
+ * @p dircount bytes of fileid + name + cookie. @return NFS_REQ_OK (the
+ * status is in @p out: NFS3_OK, NOTDIR, ACCES, BAD_COOKIE, TOOSMALL, STALE,
+ * BADHANDLE, IO). */
+int nfs_dir_page(struct nfs_req *r, const nfs_fh3 *dirfh, uint64_t cookie,
+                 const char cookieverf[NFS3_COOKIEVERFSIZE], uint32_t count, uint32_t dircount,
+                 bool plus, struct nfs_dirres *out);
+
 /* ---- nfs_attr.c: attribute conversions ---- */
 void nfs_attr_fattr(const struct nfs_req *r, const struct core_attr *a, fattr3 *out);
+/** Write @p a as an XDR fattr3 (NFS_FATTR3_XDR bytes, what xdr_fattr3 writes
+ * for nfs_attr_fattr's result) at @p p. @return p + NFS_FATTR3_XDR. */
+uint8_t *nfs_attr_encode(const struct nfs_req *r, const struct core_attr *a, uint8_t *p);
 void nfs_attr_post(const struct nfs_req *r, const struct core_attr *a, post_op_attr *out);
 void nfs_attr_pre(const struct core_attr *a, pre_op_attr *out);
 /** wcc_data from @p pre (may be NULL: then no attributes at all) and a fresh

@@ -12,7 +12,7 @@
  *   create      CREATE + 4 KiB UNSTABLE WRITE + COMMIT per file, --files-qd
  *               chains in flight, for --secs or --files files (files/s)
  *   readdirplus a full READDIRPLUS walk of a directory of --dir-entries files
- *               (setup not timed), median of 3 walks (ms)
+ *               (setup not timed), median of --rdp-walks walks (3) (ms)
  * With --server-pid, each phase also reports the server process's CPU time
  * (user + system, all threads, from /proc) per operation as <phase>_cpu: far
  * less disturbed by a shared machine than the rates are.
@@ -57,6 +57,7 @@ struct opts {
     int files;          /* most files in the create phase */
     int dir_entries;    /* entries of the READDIRPLUS directory */
     uint32_t rdp_max;   /* READDIRPLUS maxcount */
+    int rdp_walks;      /* READDIRPLUS walks (the median is reported) */
     const char *only;   /* comma list of phases to run, NULL = all */
     int uid, gid;
     int server_pid;     /* nonzero: also report the server's CPU per operation */
@@ -789,29 +790,36 @@ static int phase_readdirplus(struct bench *b)
     if (loop_until(b, &b->done))
         return -1;
     fprintf(stderr, "bench_nfs: made %d entries in %.2f s\n", fill_target, bench_now() - f0);
-    double ms[3];
+    int walks = b->o.rdp_walks;
+    double *ms = calloc((size_t)walks, sizeof(*ms));
+    if (!ms)
+        return -1;
     double c0 = cpu_us(b->o.server_pid);
     int calls = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < walks; i++) {
         struct rdp r;
         memset(&r, 0, sizeof(r));
         r.b = b;
         double t0 = bench_now();
-        if (rdp_issue(&r) != 0 || loop_until(b, &r.eof))
+        if (rdp_issue(&r) != 0 || loop_until(b, &r.eof)) {
+            free(ms);
             return -1;
+        }
         ms[i] = (bench_now() - t0) * 1e3;
         calls = r.calls;
         if (r.entries != fill_target) {
             fprintf(stderr, "bench_nfs: READDIRPLUS saw %d entries, expected %d\n", r.entries,
                     fill_target);
+            free(ms);
             return -1;
         }
     }
-    qsort(ms, 3, sizeof(ms[0]), cmp_double);
-    printf("RESULT readdirplus_%d %.1f ms\n", fill_target, ms[1]);
+    qsort(ms, (size_t)walks, sizeof(ms[0]), cmp_double);
+    printf("RESULT readdirplus_%d %.1f ms\n", fill_target, ms[walks / 2]);
+    free(ms);
     fprintf(stderr, "bench_nfs: READDIRPLUS walk of %d entries took %d calls\n", fill_target,
             calls);
-    report_cpu(b, "readdirplus", c0, 3.0, "us/walk");
+    report_cpu(b, "readdirplus", c0, (double)walks, "us/walk");
     fflush(stdout);
     return 0;
 }
@@ -823,7 +831,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_nfs --host H --nfs-port P --mount-port P --export PATH\n"
             "  [--size-mib 1024] [--chunk-kib 1024] [--qd 16] [--files-qd 64] [--secs 3]\n"
-            "  [--files 50000] [--dir-entries 10000] [--rdp-max 65536] [--uid 0 --gid 0]\n"
+            "  [--files 50000] [--dir-entries 10000] [--rdp-max 65536] [--rdp-walks 3]\n"
+            "  [--uid 0 --gid 0]\n"
             "  [--server-pid PID]\n"
             "  [--only seq_write,seq_read,getattr,lookup,create,readdirplus]\n");
 }
@@ -842,6 +851,7 @@ int main(int argc, char **argv)
     o->files = 50000;
     o->dir_entries = 10000;
     o->rdp_max = 65536;
+    o->rdp_walks = 3;
     o->uid = (int)getuid();
     o->gid = (int)getgid();
     static const struct option lo[] = {
@@ -850,7 +860,7 @@ int main(int argc, char **argv)
         { "qd", 1, 0, 'q' },         { "files-qd", 1, 0, 'Q' },    { "secs", 1, 0, 't' },
         { "files", 1, 0, 'f' },      { "dir-entries", 1, 0, 'd' }, { "rdp-max", 1, 0, 'r' },
         { "only", 1, 0, 'o' },       { "uid", 1, 0, 'u' },         { "gid", 1, 0, 'g' },
-        { "server-pid", 1, 0, 'p' },
+        { "server-pid", 1, 0, 'p' },  { "rdp-walks", 1, 0, 'w' },
         { 0, 0, 0, 0 },
     };
     int ch;
@@ -872,11 +882,12 @@ int main(int argc, char **argv)
         case 'u': o->uid = atoi(optarg); break;
         case 'g': o->gid = atoi(optarg); break;
         case 'p': o->server_pid = atoi(optarg); break;
+        case 'w': o->rdp_walks = atoi(optarg); break;
         default: usage(); return 2;
         }
     }
     if (!o->nfs_port || !o->export_path || o->qd < 1 || o->qd > MAX_QD || o->files_qd < 1 ||
-        o->files_qd > MAX_QD || o->chunk == 0 || o->size == 0) {
+        o->files_qd > MAX_QD || o->chunk == 0 || o->size == 0 || o->rdp_walks < 1) {
         usage();
         return 2;
     }

@@ -14,8 +14,11 @@
 # Needs root (unshare, ganesha), nfs-ganesha, nfs-ganesha-vfs, rpcbind, libnfs-dev.
 # With --rounds N both halves run N times, alternating; the table keeps each
 # side's best rate and lowest CPU cost.
-# Usage: bench/nfs/run.sh [--quick] [--rounds N] [--only ganesha|s3nfsd] [bench_nfs options...]
-#   --quick  256 MiB file, 1 s rate phases, 2,000-entry directory (a smoke run)
+# Usage: bench/nfs/run.sh [--quick] [--rounds N] [--only ganesha|s3nfsd] [--phases LIST]
+#                         [bench_nfs options...]
+#   --quick   256 MiB file, 1 s rate phases, 2,000-entry directory (a smoke run)
+#   --phases  bench_nfs's --only: a comma list of seq_write, seq_read, getattr,
+#             lookup, create, readdirplus (default: all)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --quick) args+=(--size-mib 256 --secs 1 --dir-entries 2000); shift ;;
     --only) only=$2; shift 2 ;;
+    --phases) args+=(--only "$2"); shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --ganesha-inner) shift; inner=1; break ;;
     *) args+=("$1"); shift ;;

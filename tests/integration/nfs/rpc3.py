@@ -300,6 +300,24 @@ class RpcConn:
             ents.append((u.u64(), u.string(), u.u64()))
         return st, (ents, bool(u.u32()), verf)
 
+    def readdirplus(self, dfh, cookie=0, verf=b"\0" * 8, dircount=4096, maxcount=8192):
+        """(status, (entries, eof, verf, dir_attr)); an entry is a dict of
+        fileid, name, cookie, attr (or None) and fh (or None). On failure the
+        second item is the directory's post_op_attr."""
+        st, u = self.nfs(READDIRPLUS, Packer().opaque(dfh).u64(cookie).fopaque(verf)
+                         .u32(dircount).u32(maxcount).bytes())
+        dattr = u.post_op_attr()
+        if st != 0:
+            return st, dattr
+        verf = u.fopaque(8)
+        ents = []
+        while u.u32():
+            ents.append({"fileid": u.u64(), "name": u.string(), "cookie": u.u64(),
+                         "attr": u.post_op_attr(), "fh": u.post_op_fh()})
+        eof = bool(u.u32())
+        assert u.pos == len(u.data), "nothing after the eof flag"
+        return st, (ents, eof, verf, dattr)
+
     def fsinfo(self, fh):
         st, u = self.nfs(FSINFO, Packer().opaque(fh).bytes())
         if st != 0:
