@@ -603,18 +603,24 @@ int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t byt
     return rc;
 }
 
-int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
-                        size_t klen, uint64_t bytes, struct core__resv *h)
+typedef int (*keys_fn)(struct core *c, MDB_txn *t, uint64_t bucket, const char *key,
+                       size_t klen, struct core__resv *h);
+
+/* Hold @p bytes, unchecked, on the records @p keys names for @p key. */
+static int hold(struct core *c, uint32_t tenant, uint64_t bucket, const char *key, size_t klen,
+                uint64_t bytes, struct core__resv *h, keys_fn keys)
 {
     MDB_txn *t;
     memset(h, 0, sizeof(*h));
     h->tenant = tenant;
+    if (bytes == 0)
+        return 0;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = keys_key(c, t, bucket, key, klen, h);
+    rc = keys(c, t, bucket, key, klen, h);
     meta_rtxn_end(t);
-    if (rc || h->n == 0 || bytes == 0) {
+    if (rc || h->n == 0) {
         keys_free(h);
         return rc;
     }
@@ -627,6 +633,18 @@ int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const 
     }
     pthread_mutex_unlock(&c->resv_mu);
     return rc;
+}
+
+int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
+                        size_t klen, uint64_t bytes, struct core__resv *h)
+{
+    return hold(c, tenant, bucket, key, klen, bytes, h, keys_key);
+}
+
+int core__resv_hold_dirs(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
+                         size_t klen, uint64_t bytes, struct core__resv *h)
+{
+    return hold(c, tenant, bucket, key, klen, bytes, h, keys_key_dirs);
 }
 
 void core__resv_move(struct core *c, struct core__resv *dst, struct core__resv *src,
@@ -757,35 +775,5 @@ int core__quota_rename_prep(struct core *c, uint32_t tenant, uint64_t fromdir,
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = flush_ino(c, v[i]);
     free(v);
-    return rc;
-}
-
-/* ---- multipart completion ---- */
-
-int core__resv_hold_dirs(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
-                         size_t klen, uint64_t bytes, struct core__resv *h)
-{
-    MDB_txn *t;
-    memset(h, 0, sizeof(*h));
-    h->tenant = tenant;
-    if (atomic_load(&c->ndirquota) == 0 || bytes == 0)
-        return 0;
-    int rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    rc = keys_key_dirs(c, t, bucket, key, klen, h);
-    meta_rtxn_end(t);
-    if (rc || h->n == 0) {
-        keys_free(h);
-        return rc;
-    }
-    pthread_mutex_lock(&c->resv_mu);
-    rc = resv_pin(c, h);
-    if (rc == 0) {
-        for (uint32_t i = 0; i < h->n; i++)
-            (*rent_slot(c, tenant, rkey(h, i)))->bytes += bytes;
-        h->bytes = bytes;
-    }
-    pthread_mutex_unlock(&c->resv_mu);
     return rc;
 }
