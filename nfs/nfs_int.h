@@ -28,6 +28,7 @@
 #include "nfs_lock.h"
 #include "nfs_rec.h"
 #include "nfs_server.h"
+#include "nlm_host.h"
 #include "tenants.h"
 #include "xdr/mount_prot.h"
 #include "xdr/nfs3_prot.h"
@@ -104,6 +105,7 @@ struct nfs_server {
     struct nfs_locks *locks; /* NLM byte-range locks */
     struct nlm_grants *grants; /* blocked NLM requests (nlm_grant.c) */
     struct nlm_cb *cbs;        /* GRANTED callbacks in flight, under lock */
+    struct nlm_hosts *hosts;   /* remembered NLM client hosts, grace period (nlm_host.c) */
     int32_t nsm_state;       /* NSM status number of this incarnation (odd) */
 };
 

@@ -308,6 +308,19 @@ size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t calle
     return n;
 }
 
+size_t nfs_locks_host_count(struct nfs_locks *t, const char *caller, size_t callerlen)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&t->mu);
+    for (size_t i = 0; i < NBUCKETS; i++)
+        for (const struct lk_file *f = t->b[i]; f; f = f->next)
+            for (const struct lk *l = f->locks; l; l = l->next)
+                if (l->callerlen == callerlen && memcmp(l->caller, caller, callerlen) == 0)
+                    n++;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
 size_t nfs_locks_count(struct nfs_locks *t)
 {
     pthread_mutex_lock(&t->mu);

@@ -9,7 +9,8 @@
  * any other owner's lock on an overlapping range. An owner's new lock
  * replaces its own locks on the range (upgrading, downgrading, splitting),
  * and unlocking part of a lock splits it, as fcntl(2) does.
- * The table lives in memory: it does not survive a restart.
+ * The table lives in memory: it does not survive a restart (clients reclaim
+ * their locks in the grace period that follows one: nlm_host.h).
  * Thread: any (one mutex). */
 #ifndef NFS_LOCK_H
 #define NFS_LOCK_H
@@ -60,6 +61,8 @@ int nfs_locks_unlock(struct nfs_locks *t, uint32_t tenant, uint64_t ino,
 /** Release every lock of client host @p caller (NLM FREE_ALL, NSM SM_NOTIFY).
  * @return the number of locks released. */
 size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t callerlen);
+/** Number of locks held by client host @p caller (is it still to be remembered?). */
+size_t nfs_locks_host_count(struct nfs_locks *t, const char *caller, size_t callerlen);
 /** Number of locks held (tests, metrics). */
 size_t nfs_locks_count(struct nfs_locks *t);
 

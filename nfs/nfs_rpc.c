@@ -1127,6 +1127,7 @@ static void server_free(struct nfs_server *s)
     mnt_list_free(s);
     nfs_drc_free(s->drc);
     nlm_grants_free(s->grants);
+    nlm_hosts_free(s->hosts);
     nfs_locks_free(s->locks);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
@@ -1161,7 +1162,8 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
         s->cfg.max_record = NFS_IO_MAX + 4096;
     }
     if ((rc = nfs_drc_new(&s->drc, NFS_DRC_CAPACITY)) < 0 ||
-        (rc = nfs_locks_new(&s->locks)) < 0 || (rc = nlm_grants_new(&s->grants)) < 0)
+        (rc = nfs_locks_new(&s->locks)) < 0 || (rc = nlm_grants_new(&s->grants)) < 0 ||
+        (rc = nlm_hosts_new(&s->hosts, cfg->nlm_grace_s)) < 0)
         goto fail;
     if ((rc = fh_key_load(s)) < 0) {
         srv_log(ERROR, NFS, "req=- tenant=- cannot load the file handle key: %s",
@@ -1170,6 +1172,8 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
     }
     s->verf = core_write_verifier(c);
     nsm_state_next(s);
+    if ((rc = nlm_hosts_load(s)) < 0)
+        goto fail;
     if (srv_loops_count() < 1) {
         srv_log(ERROR, NFS, "req=- tenant=- no event loop running");
         rc = -EINVAL;
@@ -1187,6 +1191,7 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
         rpcbind_register(s);
     srv_log(INFO, NFS, "req=- tenant=- NFSv3 + MOUNTv3 + NLMv4 + NSMv1 listening on %s (port %u, "
             "max record %zu)", s->listen, s->port, s->cfg.max_record);
+    nlm_hosts_start(s);
     *out = s;
     return 0;
 fail:

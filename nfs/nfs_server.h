@@ -23,6 +23,7 @@ struct nfs_server_config {
     const char *listen;    /* "HOST:PORT" ("127.0.0.1:2049", "[::1]:2049", ":2049" = any) */
     int register_rpcbind;  /* nonzero: register with a running rpcbind (failure only logged) */
     size_t max_record;     /* largest RPC record accepted; 0 = default (4 MiB + 64 KiB) */
+    int nlm_grace_s;       /* NLM grace period after a restart, seconds (0: none) */
 };
 
 /** Bind the listener and start serving.

@@ -2,7 +2,8 @@
  * NLM4_CANCEL: cancel a blocked lock request: it is forgotten, and
  * NLM4_GRANTED ("no longer pending") answered, also when nothing was pending
  * (it may have been granted already: the client then refuses our GRANTED
- * callback, which releases the lock). NLM4_STALE_FH for a bad handle. */
+ * callback, which releases the lock). NLM4_STALE_FH for a bad handle. A host
+ * left holding nothing is forgotten (nlm_host.h). */
 #include "nfs_int.h"
 
 int nlm4_op_cancel(struct nfs_req *r, void *args, void *res)
@@ -18,6 +19,7 @@ int nlm4_op_cancel(struct nfs_req *r, void *args, void *res)
         struct nfs_lock_owner own;
         nlm_owner(&a->alock, &own);
         nlm_block_cancel(r->srv, tenant, ino, &own, a->alock.l_offset, a->alock.l_len);
+        nlm_host_check(r->srv, own.caller);
     }
     return NFS_REQ_OK;
 }

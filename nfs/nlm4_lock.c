@@ -5,10 +5,18 @@
  * NLM4_BLOCKED (conflict, blocking request: remembered, and granted with a
  * GRANTED callback once possible, see nlm_grant.c); NLM4_STALE_FH (handle does not
  * resolve for this client); NLM4_ROFS (exclusive lock on a read-only
- * export); NLM4_DENIED_NOLOCKS (out of memory); NLM4_FAILED (owner handle too
- * long). There is no grace period: locks live in memory only and a restart
- * drops them (docs/nfs.md). This file also holds the helpers the other NLM
- * procedures share. */
+ * export); NLM4_DENIED_NOLOCKS (out of memory, or the client host could not
+ * be remembered in the store); NLM4_DENIED_GRACE_PERIOD (a plain lock during
+ * the grace period after a restart, or a reclaim outside it); NLM4_FAILED
+ * (owner handle or caller_name too long).
+ * Locks live in memory; what survives a restart is the list of client hosts
+ * that held them (nlm_host.h): LOCK remembers its caller_name durably before
+ * granting (NM_LOCK, the unmonitored form, does not), and after a restart the
+ * server sends those hosts SM_NOTIFY and, for nlm_grace_period seconds,
+ * grants only reclaims (reclaim=true), so clients get their locks back before
+ * anyone else can take them (docs/nfs.md). A conflicting reclaim answers
+ * NLM4_DENIED, never NLM4_BLOCKED. This file also holds the helpers the other
+ * NLM procedures share. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,15 +73,30 @@ int nlm4_op_lock(struct nfs_req *r, void *args, void *res)
         return NFS_REQ_OK;
     }
     nlm_owner(&a->alock, &own);
-    int rc = nfs_locks_lock(r->srv->locks, tenant, ino, &own, a->exclusive, a->alock.l_offset,
-                            a->alock.l_len, NULL);
+    if (nlm_grace_refuses(nlm_grace_active(r->srv), a->reclaim)) {
+        o->stat.stat = NLM4_DENIED_GRACE_PERIOD;
+        srv_log(DEBUG, NFS, "req=%08x tenant=%u NLM LOCK%s by %s/%d: %s", r->call.xid, tenant,
+                a->reclaim ? " reclaim" : "", own.caller, own.svid,
+                a->reclaim ? "no grace period now" : "grace period: reclaims only");
+        return NFS_REQ_OK;
+    }
+    /* NM_LOCK is the unmonitored form: its host is not remembered. */
+    bool monitor = r->call.proc != NLMPROC4_NM_LOCK;
+    int rc = monitor ? nlm_host_hold(r, own.caller) : 0;
+    if (rc < 0) {
+        o->stat.stat = rc == -ENAMETOOLONG || rc == -EINVAL ? NLM4_FAILED : NLM4_DENIED_NOLOCKS;
+        return NFS_REQ_OK;
+    }
+    rc = nfs_locks_lock(r->srv->locks, tenant, ino, &own, a->exclusive, a->alock.l_offset,
+                        a->alock.l_len, NULL);
     switch (rc) {
     case 0:
         o->stat.stat = NLM4_GRANTED;
         break;
     case -EAGAIN:
-        o->stat.stat = a->block ? NLM4_BLOCKED : NLM4_DENIED;
-        if (a->block)
+        /* A reclaim that conflicts (with another reclaim) is refused, not queued. */
+        o->stat.stat = a->block && !a->reclaim ? NLM4_BLOCKED : NLM4_DENIED;
+        if (o->stat.stat == NLM4_BLOCKED)
             nlm_block_add(r, a, tenant, ino);
         break;
     case -ENOMEM:
@@ -83,8 +106,10 @@ int nlm4_op_lock(struct nfs_req *r, void *args, void *res)
         o->stat.stat = NLM4_FAILED;
         break;
     }
-    srv_log(DEBUG, NFS, "req=%08x tenant=%u NLM LOCK %s ino=%llu [%llu+%llu] %s by %s/%d: %d",
-            r->call.xid, tenant, a->exclusive ? "excl" : "shared", (unsigned long long)ino,
+    if (monitor)
+        nlm_host_unhold(r->srv, own.caller, rc != 0);
+    srv_log(DEBUG, NFS, "req=%08x tenant=%u NLM LOCK%s %s ino=%llu [%llu+%llu] %s by %s/%d: %d",
+            r->call.xid, tenant, a->reclaim ? " reclaim" : "", a->exclusive ? "excl" : "shared", (unsigned long long)ino,
             (unsigned long long)a->alock.l_offset, (unsigned long long)a->alock.l_len,
             a->block ? "blocking" : "try", own.caller, own.svid, o->stat.stat);
     return NFS_REQ_OK;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * NLM4_TEST: would this lock be granted? Nothing changes.
  * Status: NLM4_GRANTED; NLM4_DENIED with the conflicting holder (its
- * exclusivity, svid, owner handle and range); NLM4_STALE_FH. */
+ * exclusivity, svid, owner handle and range); NLM4_STALE_FH;
+ * NLM4_DENIED_GRACE_PERIOD during the grace period after a restart (the
+ * answer could change once the clients have reclaimed: nlm_host.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,10 @@ int nlm4_op_test(struct nfs_req *r, void *args, void *res)
     o->stat.stat = nlm_req_file(r, &a->alock, &tenant, &ino);
     if (o->stat.stat != NLM4_GRANTED)
         return NFS_REQ_OK;
+    if (nlm_grace_active(r->srv)) {
+        o->stat.stat = NLM4_DENIED_GRACE_PERIOD;
+        return NFS_REQ_OK;
+    }
     h = malloc(sizeof(*h));
     if (!h) {
         o->stat.stat = NLM4_DENIED_NOLOCKS;

@@ -2,6 +2,8 @@
  * NLM4_UNLOCK: release the owner's locks on a range (splitting them).
  * Releasing what is not held succeeds, as the protocol requires. Blocked
  * requests that can now be granted are granted (with a GRANTED callback).
+ * A host left holding nothing is forgotten (nlm_host.h). Allowed during the
+ * grace period (it only releases the caller's own, reclaimed, locks).
  * Status: NLM4_GRANTED; NLM4_STALE_FH; NLM4_DENIED_NOLOCKS (a split needed
  * memory that was not there; nothing released). */
 #include "nfs_int.h"
@@ -23,5 +25,6 @@ int nlm4_op_unlock(struct nfs_req *r, void *args, void *res)
         o->stat.stat = NLM4_DENIED_NOLOCKS;
     else
         nlm_block_retry(r->srv); /* blocked requests may go now */
+    nlm_host_check(r->srv, own.caller);
     return NFS_REQ_OK;
 }

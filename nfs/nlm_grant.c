@@ -15,6 +15,9 @@
  * re-polls every 30 s) is then answered NLM4_GRANTED since it already owns it.
  * CANCEL forgets a remembered request; FREE_ALL and SM_NOTIFY forget the
  * host's requests too.
+ * The same asynchronous client (portmapper GETPORT, then one call) sends
+ * SM_NOTIFY to a client host's status monitor after a restart (nlm_notify_send,
+ * used by nlm_host.c).
  * Thread: nlm_block_* from workers; callbacks run on a loop thread. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,15 +56,22 @@ struct nlm_grants {
     unsigned count;
 };
 
-/* One GRANTED callback in flight (loop thread only). */
+/* One call to a client in flight (loop thread only): a GRANTED callback
+ * (w set) or an SM_NOTIFY (w NULL, done set). */
 struct nlm_cb {
     struct nfs_server *srv;
     struct nlm_waiter *w;
+    struct sockaddr_storage peer; /* the client host (port replaced) */
+    uint32_t prog, vers;          /* the program asked from the portmapper */
+    int32_t state;                /* SM_NOTIFY: our NSM state */
+    nlm_notify_done_fn done;
+    void *arg;
+    char mon_name[INET6_ADDRSTRLEN];
     struct srv_loop *loop;
     struct bufferevent *bev;
     struct nfs_rec rec;
     uint32_t xid;
-    int stage; /* 0: portmapper GETPORT, 1: NLM GRANTED */
+    int stage; /* 0: portmapper GETPORT, 1: NLM GRANTED or SM_NOTIFY */
     struct nlm_cb *prev, *next; /* s->cbs, under s->lock */
 };
 
@@ -226,7 +236,9 @@ void nlm_block_forget_host(struct nfs_server *s, const char *caller)
 static void cb_finish(struct nlm_cb *cb, const char *why)
 {
     struct nfs_server *s = cb->srv;
-    if (why)
+    if (!cb->w)
+        cb->done(s, cb->arg, why, cb->mon_name);
+    else if (why)
         srv_log(INFO, NFS, "req=- tenant=%u NLM GRANTED callback to %s for svid %d not "
                 "delivered (%s); the client's next LOCK retry finds the lock granted",
                 cb->w->tenant, cb->w->caller, cb->w->svid, why);
@@ -294,7 +306,7 @@ static void cb_read(struct bufferevent *bev, void *arg);
 
 static int cb_connect(struct nlm_cb *cb, uint16_t port)
 {
-    struct sockaddr_storage ss = cb->w->peer;
+    struct sockaddr_storage ss = cb->peer;
     socklen_t sl;
     if (ss.ss_family == AF_INET) {
         ((struct sockaddr_in *)&ss)->sin_port = htons(port);
@@ -325,9 +337,22 @@ static void cb_request(struct nlm_cb *cb)
     int rc;
     cb->xid = __atomic_add_fetch(&cb_xid, 1, __ATOMIC_RELAXED) ^ 0x4e4c4d00u;
     if (cb->stage == 0) {
-        uint32_t args[4] = {NLM_PROG_NUM, NLM_VERS, IPPROTO_TCP, 0};
+        uint32_t args[4] = {cb->prog, cb->vers, IPPROTO_TCP, 0};
         rc = cb_send(cb, NLM_PMAP_PROG, NLM_PMAP_VERS, NLM_PMAP_GETPORT, NFS_XDRPROC(xdr_nlm_pmap),
                      args);
+    } else if (!w) {
+        /* mon_name: our address as this client reaches it (the source of this
+         * connection), which is the name a Linux client's lock manager gave its
+         * status monitor for us (the server's address) when it first locked. */
+        struct sockaddr_storage me;
+        socklen_t ml = sizeof(me);
+        if (getsockname(bufferevent_getfd(cb->bev), (struct sockaddr *)&me, &ml) < 0) {
+            cb_finish(cb, "no local address");
+            return;
+        }
+        nlm_addr_text(&me, cb->mon_name, sizeof(cb->mon_name));
+        stat_chge sc = {.mon_name = cb->mon_name, .state = cb->state};
+        rc = cb_send(cb, NSM_PROG_NUM, NSM_VERS, SM_NOTIFY, NFS_XDRPROC(xdr_stat_chge), &sc);
     } else {
         nlm4_testargs ta = {.cookie = w->cookie, .exclusive = w->exclusive};
         ta.alock.caller_name = w->caller;
@@ -379,12 +404,19 @@ static void cb_read(struct bufferevent *bev, void *arg)
         xdr_destroy(&x);
         free(rec);
         if (!ok || port == 0 || port > 65535) {
-            cb_finish(cb, "no NLM v4 over TCP registered on the client");
+            cb_finish(cb, cb->w ? "no NLM v4 over TCP registered on the client"
+                                : "no NSM v1 over TCP registered on the client");
             return;
         }
         cb->stage = 1;
         if (cb_connect(cb, (uint16_t)port) < 0)
             cb_finish(cb, "cannot connect");
+        return;
+    }
+    if (!cb->w) {
+        xdr_destroy(&x);
+        free(rec);
+        cb_finish(cb, NULL); /* SM_NOTIFY has no result: delivered */
         return;
     }
     nlm4_res res;
@@ -438,6 +470,7 @@ static void cb_start(void *arg)
 void nlm_cbs_close_here(struct nfs_server *s)
 {
     struct srv_loop *me = srv_loop_current();
+    nlm_hosts_close_here(s);
     for (;;) {
         struct nlm_cb *victim = NULL;
         pthread_mutex_lock(&s->lock);
@@ -486,6 +519,9 @@ void nlm_block_retry(struct nfs_server *s)
         }
         cb->srv = s;
         cb->w = w;
+        cb->peer = w->peer;
+        cb->prog = NLM_PROG_NUM;
+        cb->vers = NLM_VERS;
         nfs__inflight_add(s, 1);
         if (srv_loop_call(srv_loop_next(), cb_start, cb) < 0) {
             waiter_free(w);
@@ -493,4 +529,38 @@ void nlm_block_retry(struct nfs_server *s)
             nfs__inflight_add(s, -1);
         }
     }
+}
+
+int nlm_notify_send(struct nfs_server *s, const struct sockaddr_storage *host, int32_t state,
+                    nlm_notify_done_fn done, void *arg)
+{
+    struct nlm_cb *cb = calloc(1, sizeof(*cb));
+    if (!cb)
+        return -ENOMEM;
+    cb->srv = s;
+    cb->peer = *host;
+    cb->prog = NSM_PROG_NUM;
+    cb->vers = NSM_VERS;
+    cb->state = state;
+    cb->done = done;
+    cb->arg = arg;
+    nfs__inflight_add(s, 1);
+    if (srv_loop_call(srv_loop_next(), cb_start, cb) < 0) {
+        free(cb);
+        nfs__inflight_add(s, -1);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+size_t nlm_block_host_count(struct nfs_server *s, const char *caller)
+{
+    struct nlm_grants *g = s->grants;
+    size_t n = 0;
+    pthread_mutex_lock(&g->mu);
+    for (const struct nlm_waiter *w = g->head; w; w = w->next)
+        if (strcmp(w->caller, caller) == 0)
+            n++;
+    pthread_mutex_unlock(&g->mu);
+    return n;
 }

@@ -505,6 +505,7 @@ static int start_all(struct daemon *d)
         .listen = d->nfs_listen,
         .register_rpcbind = d->cfg.nfs_register_rpcbind,
         .max_record = (size_t)d->cfg.nfs_max_record,
+        .nlm_grace_s = (int)d->cfg.nlm_grace_period,
     };
     rc = nfs_server_start(&d->nfs, &nc, d->core, d->tenants);
     if (rc < 0) {

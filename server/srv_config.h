@@ -68,6 +68,7 @@ struct srv_config {
     /* NFS */
     bool nfs_register_rpcbind;
     uint64_t nfs_max_record;
+    int64_t nlm_grace_period;
     /* store */
     uint64_t data_file_size;
     int64_t data_files;

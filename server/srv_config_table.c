@@ -116,6 +116,11 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(nfs_max_record, SRV_CFG_SIZE, "4160KiB", 64 * 1024, 64LL * 1024 * 1024,
         SRV_CFG_IMMUTABLE, NULL,
         "Largest RPC record accepted (bounds READ/WRITE sizes plus headers)."),
+    OPT(nlm_grace_period, SRV_CFG_INT, "90", 0, 3600, SRV_CFG_IMMUTABLE, NULL,
+        "Seconds after a start during which NLM grants only lock reclaims (clients that held "
+        "locks before the restart are sent SM_NOTIFY and take them back); other LOCK and TEST "
+        "calls answer NLM4_DENIED_GRACE_PERIOD. Only when some client held locks; 0: no grace "
+        "period (their locks are lost)."),
     /* store */
     OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE,
         NULL, "Size of each preallocated data file (when no devices are given)."),

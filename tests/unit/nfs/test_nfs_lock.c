@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for nfs_lock: conflicts between owners, shared vs exclusive,
- * replacement and splitting within one owner, to-EOF ranges, FREE_ALL. */
+ * replacement and splitting within one owner, to-EOF ranges, FREE_ALL,
+ * per-host counts; and the pure helpers of nlm_host (remembered hosts: store
+ * key and record, address comparison, the grace-period rule). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,9 +11,12 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 
 #include "nfs_lock.h"
+#include "nlm_host.h"
 
 static struct nfs_lock_owner own(const char *host, int32_t svid)
 {
@@ -98,12 +103,130 @@ static void test_free_host(void **state)
     nfs_locks_free(t);
 }
 
+static void test_host_count(void **state)
+{
+    struct nfs_locks *t;
+    struct nfs_lock_owner a1 = own("hostA", 1), a2 = own("hostA", 2), b = own("hostB", 3);
+    assert_int_equal(nfs_locks_new(&t), 0);
+    assert_int_equal(nfs_locks_host_count(t, "hostA", 5), 0);
+    assert_int_equal(nfs_locks_lock(t, 1, 1, &a1, true, 0, 10, NULL), 0);
+    assert_int_equal(nfs_locks_lock(t, 1, 2, &a2, false, 0, 10, NULL), 0);
+    assert_int_equal(nfs_locks_lock(t, 1, 3, &b, false, 0, 10, NULL), 0);
+    assert_int_equal(nfs_locks_host_count(t, "hostA", 5), 2);
+    assert_int_equal(nfs_locks_host_count(t, "hostB", 5), 1);
+    assert_int_equal(nfs_locks_host_count(t, "host", 4), 0); /* a prefix is another host */
+    /* a split makes two locks of the host; unlocking both pieces leaves none */
+    assert_int_equal(nfs_locks_unlock(t, 1, 1, &a1, 4, 2), 0);
+    assert_int_equal(nfs_locks_host_count(t, "hostA", 5), 3);
+    assert_int_equal(nfs_locks_unlock(t, 1, 1, &a1, 0, 0), 0);
+    assert_int_equal(nfs_locks_unlock(t, 1, 2, &a2, 0, 10), 0);
+    assert_int_equal(nfs_locks_host_count(t, "hostA", 5), 0);
+    assert_int_equal(nfs_locks_host_count(t, "hostB", 5), 1);
+    nfs_locks_free(t);
+}
+
+static void test_host_key(void **state)
+{
+    char key[sizeof(NLM_HOST_KEY_PREFIX) + NLM_HOST_NAME_MAX], name[NLM_HOST_NAME_MAX + 2];
+    int kl = nlm_host_key("client1.example", key, sizeof(key));
+    assert_int_equal(kl, strlen("nlm.host.client1.example"));
+    assert_memory_equal(key, "nlm.host.client1.example", (size_t)kl);
+    assert_int_equal(nlm_host_key("", key, sizeof(key)), -EINVAL);
+    memset(name, 'h', NLM_HOST_NAME_MAX);
+    name[NLM_HOST_NAME_MAX] = '\0';
+    assert_int_equal(nlm_host_key(name, key, sizeof(key)),
+                     (int)(sizeof(NLM_HOST_KEY_PREFIX) - 1 + NLM_HOST_NAME_MAX));
+    name[NLM_HOST_NAME_MAX] = 'h';
+    name[NLM_HOST_NAME_MAX + 1] = '\0';
+    assert_int_equal(nlm_host_key(name, key, sizeof(key)), -ENAMETOOLONG);
+    assert_int_equal(nlm_host_key("abc", key, 10), -ENAMETOOLONG); /* buffer too small */
+}
+
+static struct sockaddr_storage v4(const char *a, uint16_t port)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(port);
+    assert_int_equal(inet_pton(AF_INET, a, &s4->sin_addr), 1);
+    return ss;
+}
+
+static struct sockaddr_storage v6(const char *a, uint16_t port)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(port);
+    assert_int_equal(inet_pton(AF_INET6, a, &s6->sin6_addr), 1);
+    return ss;
+}
+
+static void test_host_record(void **state)
+{
+    uint8_t rec[NLM_HOST_REC_LEN];
+    struct sockaddr_storage a = v4("10.1.2.3", 871), back;
+    char txt[64];
+    assert_int_equal(nlm_host_rec_encode(&a, rec), NLM_HOST_REC_LEN);
+    const uint8_t want[NLM_HOST_REC_LEN] = {1, 4, 0, 0, 10, 1, 2, 3};
+    assert_memory_equal(rec, want, sizeof(want));
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), 0);
+    assert_true(nlm_addr_same(&a, &back)); /* the port is not kept */
+    nlm_addr_text(&back, txt, sizeof(txt));
+    assert_string_equal(txt, "10.1.2.3");
+
+    /* an IPv4-mapped IPv6 peer is the same host as its IPv4 address */
+    struct sockaddr_storage m = v6("::ffff:10.1.2.3", 2);
+    assert_int_equal(nlm_host_rec_encode(&m, rec), NLM_HOST_REC_LEN);
+    assert_memory_equal(rec, want, sizeof(want));
+    assert_true(nlm_addr_same(&a, &m));
+    nlm_addr_text(&m, txt, sizeof(txt));
+    assert_string_equal(txt, "10.1.2.3");
+
+    struct sockaddr_storage six = v6("fd00::7", 0);
+    assert_int_equal(nlm_host_rec_encode(&six, rec), NLM_HOST_REC_LEN);
+    assert_int_equal(rec[1], 6);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), 0);
+    assert_true(nlm_addr_same(&six, &back));
+    assert_false(nlm_addr_same(&six, &a));
+    assert_false(nlm_addr_same(&a, &(struct sockaddr_storage){0}));
+    nlm_addr_text(&back, txt, sizeof(txt));
+    assert_string_equal(txt, "fd00::7");
+
+    /* malformed records are refused */
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec) - 1, &back), -EINVAL);
+    rec[0] = 2;
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), -EINVAL);
+    rec[0] = 1;
+    rec[1] = 5;
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), -EINVAL);
+    assert_int_equal(nlm_host_rec_encode(&a, rec), NLM_HOST_REC_LEN);
+    rec[12] = 1; /* garbage after an IPv4 address */
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), -EINVAL);
+    struct sockaddr_storage unix_addr = {.ss_family = AF_UNIX};
+    assert_int_equal(nlm_host_rec_encode(&unix_addr, rec), -EAFNOSUPPORT);
+}
+
+static void test_grace_rule(void **state)
+{
+    assert_true(nlm_grace_refuses(true, false));   /* plain lock during grace */
+    assert_false(nlm_grace_refuses(true, true));   /* reclaim during grace */
+    assert_false(nlm_grace_refuses(false, false)); /* plain lock after */
+    assert_true(nlm_grace_refuses(false, true));   /* reclaim too late */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exclusive_and_shared),
         cmocka_unit_test(test_to_eof_and_split),
         cmocka_unit_test(test_free_host),
+        cmocka_unit_test(test_host_count),
+        cmocka_unit_test(test_host_key),
+        cmocka_unit_test(test_host_record),
+        cmocka_unit_test(test_grace_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * nlm_host: remembered NLM client hosts, SM_NOTIFY after a restart and the
+ * grace period (see nlm_host.h).
+ * Hosts hash by name into a small table under one mutex, which is also held
+ * across the store writes that add or drop a host, so that a host is never
+ * dropped from the store while a LOCK of it is being granted (the LOCK pins
+ * the host first). Those writes happen once per host's first lock and last
+ * release, not per lock. */
+#include "nlm_host.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "nfs_int.h"
+#include "srv_err.h"
+#include "srv_log.h"
+#include "srv_loop.h"
+
+#define NBUCKETS 64
+
+enum nlm_host_notify {
+    NLM_HN_NONE = 0,   /* came in this run (or notified and since locked again) */
+    NLM_HN_PENDING,    /* remembered from before the restart, SM_NOTIFY in flight */
+    NLM_HN_DELIVERED,  /* notified: may reclaim during the grace period */
+    NLM_HN_UNREACHED,  /* could not be notified: kept for the next start */
+};
+
+struct nlm_host {
+    struct nlm_host *next;
+    char *name;
+    struct sockaddr_storage addr;
+    unsigned refs; /* LOCK calls in progress (nlm_host_hold) */
+    enum nlm_host_notify notify;
+};
+
+struct nlm_hosts {
+    pthread_mutex_t mu;
+    struct nlm_host *b[NBUCKETS];
+    size_t count;
+    int grace_s;
+    uint64_t grace_end_us; /* CLOCK_MONOTONIC; 0: no grace period */
+    unsigned notifying;    /* SM_NOTIFY calls in flight */
+    struct event *timer;   /* end of the grace period (on timer_loop) */
+    struct srv_loop *timer_loop;
+};
+
+/* ---- pure helpers ---- */
+
+int nlm_host_key(const char *caller, char *key, size_t keylen)
+{
+    size_t pl = sizeof(NLM_HOST_KEY_PREFIX) - 1, nl = strlen(caller);
+    if (nl == 0)
+        return -EINVAL;
+    if (nl > NLM_HOST_NAME_MAX || pl + nl > keylen)
+        return -ENAMETOOLONG;
+    memcpy(key, NLM_HOST_KEY_PREFIX, pl);
+    memcpy(key + pl, caller, nl);
+    return (int)(pl + nl);
+}
+
+/* Unwrap an IPv4-mapped IPv6 address. */
+static void addr_norm(const struct sockaddr_storage *in, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (in->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)in;
+        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+            struct sockaddr_in *o4 = (struct sockaddr_in *)out;
+            o4->sin_family = AF_INET;
+            memcpy(&o4->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+            return;
+        }
+        struct sockaddr_in6 *o6 = (struct sockaddr_in6 *)out;
+        o6->sin6_family = AF_INET6;
+        o6->sin6_addr = s6->sin6_addr;
+        o6->sin6_scope_id = s6->sin6_scope_id;
+    } else if (in->ss_family == AF_INET) {
+        struct sockaddr_in *o4 = (struct sockaddr_in *)out;
+        o4->sin_family = AF_INET;
+        o4->sin_addr = ((const struct sockaddr_in *)in)->sin_addr;
+    }
+}
+
+int nlm_host_rec_encode(const struct sockaddr_storage *addr, uint8_t out[NLM_HOST_REC_LEN])
+{
+    struct sockaddr_storage a;
+    addr_norm(addr, &a);
+    memset(out, 0, NLM_HOST_REC_LEN);
+    out[0] = NLM_HOST_REC_VERSION;
+    if (a.ss_family == AF_INET) {
+        out[1] = 4;
+        memcpy(out + 4, &((struct sockaddr_in *)&a)->sin_addr, 4);
+    } else if (a.ss_family == AF_INET6) {
+        out[1] = 6;
+        memcpy(out + 4, &((struct sockaddr_in6 *)&a)->sin6_addr, 16);
+    } else {
+        return -EAFNOSUPPORT;
+    }
+    return NLM_HOST_REC_LEN;
+}
+
+int nlm_host_rec_decode(const void *val, size_t len, struct sockaddr_storage *addr)
+{
+    const uint8_t *v = val;
+    if (len != NLM_HOST_REC_LEN || v[0] != NLM_HOST_REC_VERSION || v[2] || v[3])
+        return -EINVAL;
+    memset(addr, 0, sizeof(*addr));
+    if (v[1] == 4) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)addr;
+        for (int i = 8; i < NLM_HOST_REC_LEN; i++)
+            if (v[i])
+                return -EINVAL;
+        s4->sin_family = AF_INET;
+        memcpy(&s4->sin_addr, v + 4, 4);
+    } else if (v[1] == 6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)addr;
+        s6->sin6_family = AF_INET6;
+        memcpy(&s6->sin6_addr, v + 4, 16);
+    } else {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+bool nlm_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    uint8_t ra[NLM_HOST_REC_LEN], rb[NLM_HOST_REC_LEN];
+    if (nlm_host_rec_encode(a, ra) < 0 || nlm_host_rec_encode(b, rb) < 0)
+        return false;
+    return memcmp(ra, rb, sizeof(ra)) == 0;
+}
+
+void nlm_addr_text(const struct sockaddr_storage *in, char *buf, size_t len)
+{
+    struct sockaddr_storage a;
+    addr_norm(in, &a);
+    const void *src = a.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&a)->sin_addr
+                                             : (const void *)&((struct sockaddr_in6 *)&a)->sin6_addr;
+    if (a.ss_family == 0 || !inet_ntop(a.ss_family, src, buf, (socklen_t)len))
+        snprintf(buf, len, "?");
+}
+
+/* ---- the table ---- */
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static size_t name_bucket(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return (size_t)(h % NBUCKETS);
+}
+
+/* Slot of host @p name (where it is, or where it would go). Under mu. */
+static struct nlm_host **host_slot(struct nlm_hosts *h, const char *name)
+{
+    struct nlm_host **pp = &h->b[name_bucket(name)];
+    while (*pp && strcmp((*pp)->name, name) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void host_free(struct nlm_host *x)
+{
+    if (x) {
+        free(x->name);
+        free(x);
+    }
+}
+
+int nlm_hosts_new(struct nlm_hosts **out, int grace_s)
+{
+    struct nlm_hosts *h = calloc(1, sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    pthread_mutex_init(&h->mu, NULL);
+    h->grace_s = grace_s < 0 ? 0 : grace_s;
+    *out = h;
+    return 0;
+}
+
+void nlm_hosts_free(struct nlm_hosts *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; i < NBUCKETS; i++) {
+        struct nlm_host *x = h->b[i];
+        while (x) {
+            struct nlm_host *n = x->next;
+            host_free(x);
+            x = n;
+        }
+    }
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+/* Add host @p name to memory (under mu). @return the host or NULL (ENOMEM). */
+static struct nlm_host *host_add(struct nlm_hosts *h, struct nlm_host **slot, const char *name,
+                                 const struct sockaddr_storage *addr, enum nlm_host_notify st)
+{
+    struct nlm_host *x = calloc(1, sizeof(*x));
+    if (!x || !(x->name = strdup(name))) {
+        free(x);
+        return NULL;
+    }
+    addr_norm(addr, &x->addr);
+    x->notify = st;
+    *slot = x;
+    h->count++;
+    return x;
+}
+
+struct load_ctx {
+    struct nfs_server *s;
+    size_t loaded, bad;
+};
+
+static int load_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct load_ctx *c = arg;
+    struct nlm_hosts *h = c->s->hosts;
+    size_t pl = sizeof(NLM_HOST_KEY_PREFIX) - 1;
+    if (klen < pl || memcmp(key, NLM_HOST_KEY_PREFIX, pl) != 0)
+        return 1; /* past our prefix: done */
+    char name[NLM_HOST_NAME_MAX + 1];
+    struct sockaddr_storage a;
+    size_t nl = klen - pl;
+    if (nl == 0 || nl > NLM_HOST_NAME_MAX || memchr((const char *)key + pl, '\0', nl) ||
+        nlm_host_rec_decode(val, vlen, &a) < 0) {
+        srv_log(WARN, NFS, "req=- tenant=- malformed remembered NLM host record (key %zu bytes, "
+                "value %zu bytes): skipped", klen, vlen);
+        c->bad++;
+        return 0;
+    }
+    memcpy(name, (const char *)key + pl, nl);
+    name[nl] = '\0';
+    struct nlm_host **slot = host_slot(h, name);
+    if (!*slot && !host_add(h, slot, name, &a, NLM_HN_PENDING))
+        return -ENOMEM;
+    c->loaded++;
+    return 0;
+}
+
+int nlm_hosts_load(struct nfs_server *s)
+{
+    struct load_ctx c = {.s = s};
+    pthread_mutex_lock(&s->hosts->mu);
+    int rc = core_table_scan(s->core, CORE_T_CONFIG, NLM_HOST_KEY_PREFIX,
+                             sizeof(NLM_HOST_KEY_PREFIX) - 1, load_one, &c);
+    pthread_mutex_unlock(&s->hosts->mu);
+    if (rc < 0) {
+        srv_log(ERROR, NFS, "req=- tenant=- cannot read the remembered NLM hosts: %s",
+                srv_strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+size_t nlm_hosts_count(struct nfs_server *s)
+{
+    pthread_mutex_lock(&s->hosts->mu);
+    size_t n = s->hosts->count;
+    pthread_mutex_unlock(&s->hosts->mu);
+    return n;
+}
+
+bool nlm_grace_active(struct nfs_server *s)
+{
+    uint64_t end = __atomic_load_n(&s->hosts->grace_end_us, __ATOMIC_ACQUIRE);
+    return end != 0 && now_us() < end;
+}
+
+/* Drop host @p x from the store and memory (under mu). */
+static void host_drop(struct nfs_server *s, struct nlm_host **slot, const char *why)
+{
+    struct nlm_hosts *h = s->hosts;
+    struct nlm_host *x = *slot;
+    char key[sizeof(NLM_HOST_KEY_PREFIX) + NLM_HOST_NAME_MAX];
+    int kl = nlm_host_key(x->name, key, sizeof(key));
+    int rc = kl < 0 ? 0 : core_table_del(s->core, CORE_T_CONFIG, key, (size_t)kl);
+    if (rc < 0 && rc != -ENOENT) {
+        srv_log(WARN, NFS, "req=- tenant=- cannot forget NLM host %s: %s (kept)", x->name,
+                srv_strerror(rc));
+        return;
+    }
+    srv_log(INFO, NFS, "req=- tenant=- NLM host %s forgotten (%s)", x->name, why);
+    *slot = x->next;
+    h->count--;
+    host_free(x);
+}
+
+/* Does host @p x hold nothing (no pin, no waiter, no lock)? Waiters are
+ * counted before locks: a waiter becomes a lock (nlm_block_retry) before it
+ * stops being a waiter, so the pair is never missed in between. */
+static bool host_idle(struct nfs_server *s, const struct nlm_host *x)
+{
+    return x->refs == 0 && nlm_block_host_count(s, x->name) == 0 &&
+           nfs_locks_host_count(s->locks, x->name, strlen(x->name)) == 0;
+}
+
+/* Forget @p caller if idle (and, unless @p force, not owed or awaiting a notification). */
+static void host_maybe_drop(struct nfs_server *s, const char *caller, bool force, const char *why)
+{
+    struct nlm_hosts *h = s->hosts;
+    pthread_mutex_lock(&h->mu);
+    struct nlm_host **slot = host_slot(h, caller);
+    struct nlm_host *x = *slot;
+    if (x && (force || (x->notify != NLM_HN_PENDING && x->notify != NLM_HN_UNREACHED)) &&
+        host_idle(s, x))
+        host_drop(s, slot, why);
+    pthread_mutex_unlock(&h->mu);
+}
+
+int nlm_host_hold(struct nfs_req *r, const char *caller)
+{
+    struct nfs_server *s = r->srv;
+    struct nlm_hosts *h = s->hosts;
+    char key[sizeof(NLM_HOST_KEY_PREFIX) + NLM_HOST_NAME_MAX];
+    uint8_t rec[NLM_HOST_REC_LEN];
+    int kl = nlm_host_key(caller, key, sizeof(key));
+    if (kl < 0)
+        return kl;
+    int rl = nlm_host_rec_encode(&r->peer, rec);
+    if (rl < 0)
+        return rl;
+    int rc = 0;
+    pthread_mutex_lock(&h->mu);
+    struct nlm_host **slot = host_slot(h, caller);
+    struct nlm_host *x = *slot;
+    if (x && nlm_addr_same(&x->addr, &r->peer)) {
+        x->refs++;
+        goto out;
+    }
+    /* New host, or one that moved: write its record before any lock is granted. */
+    rc = core_table_put(s->core, CORE_T_CONFIG, key, (size_t)kl, rec, (size_t)rl, 0);
+    if (rc < 0) {
+        srv_log(WARN, NFS, "req=%08x tenant=- cannot remember NLM host %s: %s", r->call.xid,
+                caller, srv_strerror(rc));
+        goto out;
+    }
+    if (x) {
+        addr_norm(&r->peer, &x->addr);
+    } else if (!(x = host_add(h, slot, caller, &r->peer, NLM_HN_NONE))) {
+        core_table_del(s->core, CORE_T_CONFIG, key, (size_t)kl);
+        rc = -ENOMEM;
+        goto out;
+    }
+    x->refs++;
+    srv_log(INFO, NFS, "req=%08x tenant=- NLM host %s (%s) remembered", r->call.xid, caller,
+            r->conn_peer);
+out:
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+void nlm_host_unhold(struct nfs_server *s, const char *caller, bool check)
+{
+    struct nlm_hosts *h = s->hosts;
+    pthread_mutex_lock(&h->mu);
+    struct nlm_host *x = *host_slot(h, caller);
+    if (x && x->refs > 0)
+        x->refs--;
+    pthread_mutex_unlock(&h->mu);
+    if (check)
+        host_maybe_drop(s, caller, false, "holds no lock");
+}
+
+void nlm_host_check(struct nfs_server *s, const char *caller)
+{
+    host_maybe_drop(s, caller, false, "holds no lock");
+}
+
+void nlm_host_forget(struct nfs_server *s, const char *caller)
+{
+    host_maybe_drop(s, caller, true, "its locks were freed");
+}
+
+/* ---- grace period and SM_NOTIFY ---- */
+
+/* Worker: forget the hosts that hold nothing and are owed nothing. */
+static void sweep_work(void *arg)
+{
+    struct nfs_server *s = arg;
+    struct nlm_hosts *h = s->hosts;
+    size_t n = 0, cap = 0;
+    char **names = NULL;
+    pthread_mutex_lock(&h->mu);
+    cap = h->count;
+    names = cap ? calloc(cap, sizeof(*names)) : NULL;
+    for (size_t i = 0; names && i < NBUCKETS; i++)
+        for (struct nlm_host *x = h->b[i]; x && n < cap; x = x->next)
+            if (x->notify == NLM_HN_DELIVERED && (names[n] = strdup(x->name)))
+                n++;
+    pthread_mutex_unlock(&h->mu);
+    for (size_t i = 0; i < n; i++) {
+        host_maybe_drop(s, names[i], false, "notified, reclaimed nothing");
+        free(names[i]);
+    }
+    free(names);
+}
+
+static void sweep_done(void *arg)
+{
+    nfs__inflight_add(arg, -1);
+}
+
+/* Loop thread: run sweep_work on a worker (counted in flight). */
+static void sweep_submit(struct nfs_server *s)
+{
+    nfs__inflight_add(s, 1);
+    srv_work_submit(srv_loop_current(), sweep_work, sweep_done, s);
+}
+
+static void grace_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct nfs_server *s = arg;
+    struct nlm_hosts *h = s->hosts;
+    (void)fd;
+    (void)what;
+    event_free(h->timer);
+    h->timer = NULL;
+    srv_log(INFO, NFS, "req=- tenant=- NLM grace period over: normal locking resumes (%zu hosts "
+            "remembered)", nlm_hosts_count(s));
+    sweep_submit(s); /* takes over the in-flight count of the timer */
+    nfs__inflight_add(s, -1);
+}
+
+/* Loop: arm the end-of-grace timer (in flight from nlm_hosts_start). */
+static void grace_timer_arm(void *arg)
+{
+    struct nfs_server *s = arg;
+    struct nlm_hosts *h = s->hosts;
+    pthread_mutex_lock(&s->lock);
+    bool stopping = s->stopping;
+    pthread_mutex_unlock(&s->lock);
+    struct timeval tv = {h->grace_s, 0};
+    if (!stopping)
+        h->timer = evtimer_new(srv_loop_base(srv_loop_current()), grace_timer_cb, s);
+    if (!h->timer || evtimer_add(h->timer, &tv) < 0) {
+        if (h->timer)
+            event_free(h->timer);
+        h->timer = NULL;
+        nfs__inflight_add(s, -1);
+        return;
+    }
+    h->timer_loop = srv_loop_current();
+}
+
+void nlm_hosts_close_here(struct nfs_server *s)
+{
+    struct nlm_hosts *h = s->hosts;
+    if (h && h->timer && h->timer_loop == srv_loop_current()) {
+        event_free(h->timer);
+        h->timer = NULL;
+        nfs__inflight_add(s, -1);
+    }
+}
+
+/* Loop: one SM_NOTIFY done. */
+static void notify_done(struct nfs_server *s, void *arg, const char *why, const char *mon_name)
+{
+    struct nlm_hosts *h = s->hosts;
+    char *name = arg, addr[INET6_ADDRSTRLEN];
+    bool sweep = false;
+    pthread_mutex_lock(&h->mu);
+    struct nlm_host *x = *host_slot(h, name);
+    if (x && x->notify == NLM_HN_PENDING)
+        x->notify = why ? NLM_HN_UNREACHED : NLM_HN_DELIVERED;
+    if (x)
+        nlm_addr_text(&x->addr, addr, sizeof(addr));
+    else
+        snprintf(addr, sizeof(addr), "-");
+    h->notifying--;
+    sweep = !why && !nlm_grace_active(s);
+    pthread_mutex_unlock(&h->mu);
+    if (why)
+        srv_log(WARN, NFS, "req=- tenant=- SM_NOTIFY to NLM host %s at %s not delivered (%s): "
+                "its locks are lost unless it reclaims them on its own; kept for the next start",
+                name, addr, why);
+    else
+        srv_log(INFO, NFS, "req=- tenant=- SM_NOTIFY delivered to NLM host %s at %s (mon_name "
+                "%s, state %d): it may reclaim its locks", name, addr, mon_name, s->nsm_state);
+    free(name);
+    if (sweep) {
+        pthread_mutex_lock(&s->lock);
+        bool stopping = s->stopping;
+        pthread_mutex_unlock(&s->lock);
+        if (!stopping)
+            sweep_submit(s); /* grace already over: forget it now if it holds nothing */
+    }
+}
+
+void nlm_hosts_start(struct nfs_server *s)
+{
+    struct nlm_hosts *h = s->hosts;
+    struct target {
+        char *name;
+        struct sockaddr_storage addr;
+    } *t = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&h->mu);
+    if (h->count == 0) {
+        pthread_mutex_unlock(&h->mu);
+        srv_log(INFO, NFS, "req=- tenant=- NLM: no client held locks before this start: no "
+                "grace period, NSM state %d", s->nsm_state);
+        return;
+    }
+    t = calloc(h->count, sizeof(*t));
+    for (size_t i = 0; t && i < NBUCKETS; i++)
+        for (struct nlm_host *x = h->b[i]; x; x = x->next)
+            if ((t[n].name = strdup(x->name))) {
+                t[n].addr = x->addr;
+                n++;
+            }
+    if (h->grace_s > 0)
+        __atomic_store_n(&h->grace_end_us, now_us() + (uint64_t)h->grace_s * 1000000u,
+                         __ATOMIC_RELEASE);
+    h->notifying = (unsigned)n;
+    size_t count = h->count;
+    pthread_mutex_unlock(&h->mu);
+    srv_log(INFO, NFS, "req=- tenant=- NLM: %zu client hosts held locks before this start: grace "
+            "period of %d s (only reclaims are granted), SM_NOTIFY with NSM state %d sent to each",
+            count, h->grace_s, s->nsm_state);
+    if (h->grace_s > 0) {
+        nfs__inflight_add(s, 1);
+        if (srv_loop_call(srv_loop_get(0), grace_timer_arm, s) < 0)
+            nfs__inflight_add(s, -1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (nlm_notify_send(s, &t[i].addr, s->nsm_state, notify_done, t[i].name) < 0) {
+            srv_log(WARN, NFS, "req=- tenant=- SM_NOTIFY to NLM host %s not sent (out of "
+                    "memory): kept for the next start", t[i].name);
+            pthread_mutex_lock(&h->mu);
+            struct nlm_host *x = *host_slot(h, t[i].name);
+            if (x && x->notify == NLM_HN_PENDING)
+                x->notify = NLM_HN_UNREACHED;
+            h->notifying--;
+            pthread_mutex_unlock(&h->mu);
+            free(t[i].name);
+        }
+    }
+    free(t);
+}
