@@ -169,6 +169,29 @@ def test_multipart_parts_count(t):
     t.s3.put_object(Bucket="bkt", Key="o", Body=b"o" * (1536 * KiB))
 
 
+def test_multipart_completion_into_limited_directory(t):
+    """Parts count on the bucket as they upload; the object counts on its key's
+    limited directory when the upload completes: refused past that limit (the
+    upload stays, and completes once the limit allows it)."""
+    t.s3.put_object(Bucket="bkt", Key="mpd/", Body=b"")
+    t.adm.put(f"/tenants/{t.id}/buckets/bkt/quota?dir=mpd", {"bytes_limit": 150 * KiB})
+    up = t.s3.create_multipart_upload(Bucket="bkt", Key="mpd/obj")["UploadId"]
+    body = os.urandom(200 * KiB)
+    p1 = t.s3.upload_part(Bucket="bkt", Key="mpd/obj", UploadId=up, PartNumber=1, Body=body)
+    parts = {"Parts": [{"PartNumber": 1, "ETag": p1["ETag"]}]}
+    quota_exceeded(lambda: t.s3.complete_multipart_upload(Bucket="bkt", Key="mpd/obj",
+                                                          UploadId=up, MultipartUpload=parts))
+    assert usage(t, "bkt", "mpd")["bytes"] == 0
+    assert usage(t, "bkt")["bytes"] == len(body)  # the part
+    t.adm.put(f"/tenants/{t.id}/buckets/bkt/quota?dir=mpd", {"bytes_limit": 250 * KiB})
+    t.s3.complete_multipart_upload(Bucket="bkt", Key="mpd/obj", UploadId=up,
+                                   MultipartUpload=parts)
+    assert t.s3.get_object(Bucket="bkt", Key="mpd/obj")["Body"].read() == body
+    assert usage(t, "bkt", "mpd")["bytes"] == len(body)
+    assert usage(t, "bkt")["bytes"] == len(body)
+    quota_exceeded(lambda: t.s3.put_object(Bucket="bkt", Key="mpd/more", Body=b"m" * (60 * KiB)))
+
+
 def test_lowering_quota_below_usage(t):
     for i in range(4):
         t.s3.put_object(Bucket="bkt", Key=f"k{i}", Body=bytes([65 + i]) * (100 * KiB))
