@@ -160,6 +160,10 @@ void s3__resp_hdr(struct s3_ctx *x, const char *name, const char *val)
 void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
 {
     va_list ap;
+    if (!strchr(fmt, '%')) { /* a constant value */
+        s3__resp_hdr(x, name, fmt);
+        return;
+    }
     va_start(ap, fmt);
     if (fmt[0] == '%' && fmt[1] == 's' && fmt[2] == '\0') {
         s3__resp_hdr(x, name, va_arg(ap, const char *));

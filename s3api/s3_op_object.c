@@ -467,7 +467,12 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     char d[32];
     s3__http_date_fmt(at->mtime.tv_sec, d);
     x->status = rr ? 206 : 200;
-    s3__resp_header(x, "ETag", "\"%s\"", o->etag);
+    char qetag[CORE_ETAG_MAX + 3];
+    size_t el = strnlen(o->etag, CORE_ETAG_MAX);
+    qetag[0] = '"';
+    memcpy(qetag + 1, o->etag, el);
+    memcpy(qetag + 1 + el, "\"", 2);
+    s3__resp_hdr(x, "ETag", qetag);
     s3__resp_header(x, "Last-Modified", "%s", d);
     s3__resp_header(x, "Accept-Ranges", "bytes");
     if (rr)

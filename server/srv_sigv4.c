@@ -193,14 +193,30 @@ void srv_sigv4_key_cached(const char *secret, const char *date, const char *regi
 
 /* ---- canonical request ---- */
 
+/* Bytes SigV4 keeps as they are: A-Z a-z 0-9 - _ . ~ (1), and '/' (2: kept
+ * only on request). */
+static const uint8_t keep_tab[256] = {
+    ['-'] = 1, ['_'] = 1, ['.'] = 1, ['~'] = 1, ['/'] = 2,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
+
 size_t srv_sigv4_encode(const char *s, size_t n, bool keep_slash, char *out)
 {
     static const char digits[] = "0123456789ABCDEF";
+    uint8_t keep = keep_slash ? 3 : 1;
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+        if (keep_tab[c] & keep) {
             out[o++] = (char)c;
         } else {
             out[o++] = '%';
@@ -344,8 +360,17 @@ int srv_sigv4_canonical_into(const struct srv_sigv4_req *r, char *buf, size_t ca
         sp += q[i].vl + 1;
         need += q[i].kl + q[i].vl + 2;
     }
-    if (r->nquery > 1)
+    if (r->nquery > QSTACK) {
         qsort(q, r->nquery, sizeof(*q), qenc_cmp);
+    } else {
+        for (size_t i = 1; i < r->nquery; i++) { /* a few pairs: insertion sort */
+            struct qenc t = q[i];
+            size_t j = i;
+            for (; j > 0 && qenc_cmp(&q[j - 1], &t) > 0; j--)
+                q[j] = q[j - 1];
+            q[j] = t;
+        }
+    }
     if (r->nquery)
         need--; /* n pairs take n '=' and n - 1 '&' */
     *len = need;
