@@ -92,6 +92,8 @@ int nlm4_op_lock(struct nfs_req *r, void *args, void *res)
     switch (rc) {
     case 0:
         o->stat.stat = NLM4_GRANTED;
+        if (a->reclaim)
+            nlm_host_reclaimed(r->srv);
         break;
     case -EAGAIN:
         /* A reclaim that conflicts (with another reclaim) is refused, not queued. */

@@ -45,6 +45,9 @@ struct nlm_hosts {
     int grace_s;
     uint64_t grace_end_us; /* CLOCK_MONOTONIC; 0: no grace period */
     unsigned notifying;    /* SM_NOTIFY calls in flight */
+    unsigned delivered;    /* SM_NOTIFY calls delivered (this start) */
+    unsigned long reclaims; /* reclaims granted (this start) */
+    bool ended_early;      /* nobody could be told to reclaim: grace period closed */
     struct event *timer;   /* end of the grace period (on timer_loop) */
     struct srv_loop *timer_loop;
 };
@@ -382,6 +385,13 @@ void nlm_host_check(struct nfs_server *s, const char *caller)
     host_maybe_drop(s, caller, false, "holds no lock");
 }
 
+void nlm_host_reclaimed(struct nfs_server *s)
+{
+    pthread_mutex_lock(&s->hosts->mu);
+    s->hosts->reclaims++;
+    pthread_mutex_unlock(&s->hosts->mu);
+}
+
 void nlm_host_forget(struct nfs_server *s, const char *caller)
 {
     host_maybe_drop(s, caller, true, "its locks were freed");
@@ -431,8 +441,12 @@ static void grace_timer_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     event_free(h->timer);
     h->timer = NULL;
-    srv_log(INFO, NFS, "req=- tenant=- NLM grace period over: normal locking resumes (%zu hosts "
-            "remembered)", nlm_hosts_count(s));
+    pthread_mutex_lock(&h->mu);
+    bool early = h->ended_early;
+    pthread_mutex_unlock(&h->mu);
+    if (!early)
+        srv_log(INFO, NFS, "req=- tenant=- NLM grace period over: normal locking resumes (%zu "
+                "hosts remembered)", nlm_hosts_count(s));
     sweep_submit(s); /* takes over the in-flight count of the timer */
     nfs__inflight_add(s, -1);
 }
@@ -483,7 +497,18 @@ static void notify_done(struct nfs_server *s, void *arg, const char *why, const 
     else
         snprintf(addr, sizeof(addr), "-");
     h->notifying--;
+    if (!why)
+        h->delivered++;
     sweep = !why && !nlm_grace_active(s);
+    /* Every notification failed and nobody reclaimed: no client knows of the
+     * restart, so none will reclaim; waiting out the grace period would only
+     * delay the others. */
+    bool early = h->notifying == 0 && h->delivered == 0 && h->reclaims == 0 &&
+                 !h->ended_early && nlm_grace_active(s);
+    if (early) {
+        h->ended_early = true;
+        __atomic_store_n(&h->grace_end_us, 1, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&h->mu);
     if (why)
         srv_log(WARN, NFS, "req=- tenant=- SM_NOTIFY to NLM host %s at %s not delivered (%s): "
@@ -492,6 +517,9 @@ static void notify_done(struct nfs_server *s, void *arg, const char *why, const 
     else
         srv_log(INFO, NFS, "req=- tenant=- SM_NOTIFY delivered to NLM host %s at %s (mon_name "
                 "%s, state %d): it may reclaim its locks", name, addr, mon_name, s->nsm_state);
+    if (early)
+        srv_log(INFO, NFS, "req=- tenant=- NLM grace period ended early: no remembered host "
+                "could be notified, so none will reclaim; normal locking resumes");
     free(name);
     if (sweep) {
         pthread_mutex_lock(&s->lock);

@@ -18,7 +18,8 @@
  * (nlm_notify_send in nlm_grant.c). A host that cannot be reached is logged
  * and kept for the next start; a notified host that holds nothing when the
  * grace period ends is forgotten. With no host remembered there is no grace
- * period. A reclaim outside the grace period answers NLM4_DENIED_GRACE_PERIOD
+ * period, and when every notification failed and nothing was reclaimed it
+ * ends at once (no client knows of the restart, so none will reclaim). A reclaim outside the grace period answers NLM4_DENIED_GRACE_PERIOD
  * (the lock may have been taken by another client meanwhile), as Linux's
  * lockd does.
  *
@@ -90,6 +91,8 @@ void nlm_host_unhold(struct nfs_server *s, const char *caller, bool check);
 /** Forget host @p caller if it holds no lock and waits for none (and is not
  * waiting to be notified). */
 void nlm_host_check(struct nfs_server *s, const char *caller);
+/** A reclaim was granted (keeps the grace period from ending early). */
+void nlm_host_reclaimed(struct nfs_server *s);
 /** Forget host @p caller whatever it held (FREE_ALL, SM_NOTIFY from it). */
 void nlm_host_forget(struct nfs_server *s, const char *caller);
 /** Number of remembered hosts (tests, logs). */

@@ -13,8 +13,9 @@ calls. Host C (127.0.0.3) locks and unlocks (must be forgotten); host D
   B's reclaim is granted and a conflicting reclaim denied; afterwards plain
   locking resumes and a late reclaim is refused;
 - the remembered hosts survive restarts, a notified host that reclaims
-  nothing is forgotten after the grace period, FREE_ALL forgets a host, and a
-  start with no host remembered has no grace period.
+  nothing is forgotten after the grace period, FREE_ALL and SM_NOTIFY from a
+  host forget it, the grace period ends at once when no host could be
+  notified, and a start with no host remembered has no grace period.
 Usage: nlm_restart_check.py S3NFSD WORKDIR"""
 import os
 import re
@@ -249,11 +250,29 @@ def main():
         assert "NLM host hostD forgotten" in log_text()
         assert lock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED, "B's old lock is gone"
         assert nlm_unlock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
+        assert lock(dd, "hostD", fh, 4, 300, 10) == NLM4_GRANTED
         close(a, b, cc, dd)
         d.stop(signal.SIGTERM)
         print("ok run 3: SM_NOTIFY after kill -9; unreclaimed and FREE_ALL hosts forgotten")
 
-        # ---- run 4: nothing remembered: no grace period, nobody notified.
+        # ---- run 4: only unreachable D remembered: the grace period (60 s) ends as soon as
+        # its notification fails; D is kept until it says it rebooted.
+        d.start(60)
+        a, b, cc, dd = conns()
+        wait_for(lambda: "NLM grace period ended early" in run_log(),
+                 "grace period not ended when nobody could be notified", secs=40)
+        assert lock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
+        assert nlm_unlock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
+        assert "NLM host hostD forgotten" not in run_log()
+        nsm = Packer().string("hostD").u32(11).bytes()
+        dd.call(100024, 1, 6, nsm)  # SM_NOTIFY from D: it rebooted
+        wait_for(lambda: "NLM host hostD forgotten" in run_log(), "SM_NOTIFY did not forget D")
+        assert len(notifies) == 2
+        close(a, b, cc, dd)
+        d.stop(signal.SIGTERM)
+        print("ok run 4: grace period ended early when no host could be notified")
+
+        # ---- run 5: nothing remembered: no grace period, nobody notified.
         d.start(60)
         a, b, cc, dd = conns()
         wait_for(lambda: "no grace period" in run_log(), "grace period with no host remembered")
@@ -263,7 +282,7 @@ def main():
         assert len(notifies) == 2
         close(a, b, cc, dd)
         d.stop(signal.SIGTERM)
-        print("ok run 4: no host remembered, no grace period")
+        print("ok run 5: no host remembered, no grace period")
         print("NLM RESTART OK")
     finally:
         if d.p and d.p.poll() is None:

@@ -649,11 +649,18 @@ def test_nlm_byte_range_locks(s3nfsd):
     assert r.accept_stat == rpc3.SUCCESS
     assert r.body.u32() == 1 and r.body.u32() % 2 == 1
     c.close()
-    # Locks are kept in memory, the hosts that hold them in the store: after a
-    # restart only reclaims are granted for a grace period (test_nlm_restart.py).
+    # Locks are kept in memory, the hosts that hold them in the store; a restart
+    # opens a grace period for reclaims (test_nlm_restart.py), here none
+    # (nlm_grace_period = 0): the locks are gone and a reclaim is refused.
+    s3nfsd.extra_args += ["--set", "nlm_grace_period=0"]
     s3nfsd.restart()
     c = RpcConn(s3nfsd.nfs_port)
-    assert nlm_lock(c, "hostZ", fh, 99, 0, 100) == 4  # NLM4_DENIED_GRACE_PERIOD
+    assert nlm_lock(c, "hostZ", fh, 99, 0, 100) == NLM4_GRANTED
+    args = (Packer().opaque(b"r").u32(0).u32(1).raw(nlm_lock_obj("hostB", fh, 22, 0, 100))
+            .u32(1).u32(1).bytes())  # reclaim = true
+    u = nlm_call(c, 2, args)
+    u.opaque()
+    assert u.u32() == 4  # NLM4_DENIED_GRACE_PERIOD: no grace period now
     c.close()
 
 
