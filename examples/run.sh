@@ -3,7 +3,7 @@
 # Run both cross-protocol examples against a private s3nfsd on loopback ports.
 #
 #   examples/run.sh                                  full scale: 20,000 files, 3 x 4 GiB checkpoints
-#   FILES=500 CKPT_SIZE=64MiB VERSIONS=3 examples/run.sh        reduced scale (a few seconds)
+#   FILES=500 CKPT_SIZE=64MiB VERSIONS=3 examples/run.sh        reduced scale (about 30 s)
 #
 # Env: S3NFSD (binary, default build/s3nfsd), FILES, CKPT_SIZE, VERSIONS, WORKDIR (kept if set),
 #      NFS_MOUNT (a kernel NFS mount of the daemon's "/" to use instead of the user-space
