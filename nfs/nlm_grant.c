@@ -434,6 +434,7 @@ static void cb_read(struct bufferevent *bev, void *arg)
         nfs_locks_unlock(cb->srv->locks, w->tenant, w->ino, &own, w->off, w->len);
         srv_log(INFO, NFS, "req=- tenant=%u NLM GRANTED refused by %s (svid %d, status %d): "
                 "lock released", w->tenant, w->caller, w->svid, st);
+        nlm_host_idle_mark(cb->srv, w->caller);
         struct nfs_server *s = cb->srv;
         cb_finish(cb, NULL);
         nlm_block_retry(s);

@@ -4,8 +4,10 @@
  * Hosts hash by name into a small table under one mutex, which is also held
  * across the store writes that add or drop a host, so that a host is never
  * dropped from the store while a LOCK of it is being granted (the LOCK pins
- * the host first). Those writes happen once per host's first lock and last
- * release, not per lock. */
+ * the host first). A host that has released everything lingers for
+ * NLM_HOST_LINGER_S before it is dropped, so that a client locking and
+ * unlocking in a loop does not cost two store writes per lock; a periodic
+ * tick on loop 0 drops lingering hosts and ends the grace period. */
 #include "nlm_host.h"
 
 #include <arpa/inet.h>
@@ -22,6 +24,8 @@
 #include "srv_loop.h"
 
 #define NBUCKETS 64
+#define NLM_HOST_LINGER_S 10 /* an idle host is dropped after this long */
+#define NLM_TICK_S 1
 
 enum nlm_host_notify {
     NLM_HN_NONE = 0,   /* came in this run (or notified and since locked again) */
@@ -36,6 +40,7 @@ struct nlm_host {
     struct sockaddr_storage addr;
     unsigned refs; /* LOCK calls in progress (nlm_host_hold) */
     enum nlm_host_notify notify;
+    uint64_t idle_since_us; /* holds nothing since (CLOCK_MONOTONIC); 0: not known idle */
 };
 
 struct nlm_hosts {
@@ -48,8 +53,10 @@ struct nlm_hosts {
     unsigned delivered;    /* SM_NOTIFY calls delivered (this start) */
     unsigned long reclaims; /* reclaims granted (this start) */
     bool ended_early;      /* nobody could be told to reclaim: grace period closed */
-    struct event *timer;   /* end of the grace period (on timer_loop) */
-    struct srv_loop *timer_loop;
+    bool grace_over;       /* the end of the grace period was handled (tick) */
+    bool sweeping;         /* a sweep is queued or running */
+    struct event *tick;    /* periodic: lingering hosts, end of grace (on tick_loop) */
+    struct srv_loop *tick_loop;
 };
 
 /* ---- pure helpers ---- */
@@ -313,16 +320,37 @@ static bool host_idle(struct nfs_server *s, const struct nlm_host *x)
            nfs_locks_host_count(s->locks, x->name, strlen(x->name)) == 0;
 }
 
-/* Forget @p caller if idle (and, unless @p force, not owed or awaiting a notification). */
-static void host_maybe_drop(struct nfs_server *s, const char *caller, bool force, const char *why)
+enum drop_how {
+    DROP_LINGER, /* idle: drop once it has been idle NLM_HOST_LINGER_S (else note since when) */
+    DROP_NOW,    /* idle: drop now */
+    DROP_FORCE,  /* idle: drop now, even a host still owed a notification */
+    DROP_MARK,   /* idle: only note since when (no store write: any thread) */
+};
+
+/* Forget @p caller if it holds nothing, as @p how says. Hosts waiting for
+ * or refused their notification are kept unless forced. */
+static void host_maybe_drop(struct nfs_server *s, const char *caller, enum drop_how how,
+                            const char *why)
 {
     struct nlm_hosts *h = s->hosts;
     pthread_mutex_lock(&h->mu);
     struct nlm_host **slot = host_slot(h, caller);
     struct nlm_host *x = *slot;
-    if (x && (force || (x->notify != NLM_HN_PENDING && x->notify != NLM_HN_UNREACHED)) &&
-        host_idle(s, x))
+    if (!x)
+        goto out;
+    if (!host_idle(s, x)) {
+        x->idle_since_us = 0;
+        goto out;
+    }
+    if (how != DROP_FORCE && (x->notify == NLM_HN_PENDING || x->notify == NLM_HN_UNREACHED))
+        goto out;
+    uint64_t now = now_us();
+    if (!x->idle_since_us)
+        x->idle_since_us = now;
+    if (how == DROP_NOW || how == DROP_FORCE ||
+        (how == DROP_LINGER && now - x->idle_since_us >= NLM_HOST_LINGER_S * 1000000ull))
         host_drop(s, slot, why);
+out:
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -344,6 +372,7 @@ int nlm_host_hold(struct nfs_req *r, const char *caller)
     struct nlm_host *x = *slot;
     if (x && nlm_addr_same(&x->addr, &r->peer)) {
         x->refs++;
+        x->idle_since_us = 0;
         goto out;
     }
     /* New host, or one that moved: write its record before any lock is granted. */
@@ -361,6 +390,7 @@ int nlm_host_hold(struct nfs_req *r, const char *caller)
         goto out;
     }
     x->refs++;
+    x->idle_since_us = 0;
     srv_log(INFO, NFS, "req=%08x tenant=- NLM host %s (%s) remembered", r->call.xid, caller,
             r->conn_peer);
 out:
@@ -377,12 +407,17 @@ void nlm_host_unhold(struct nfs_server *s, const char *caller, bool check)
         x->refs--;
     pthread_mutex_unlock(&h->mu);
     if (check)
-        host_maybe_drop(s, caller, false, "holds no lock");
+        host_maybe_drop(s, caller, DROP_LINGER, "holds no lock");
 }
 
 void nlm_host_check(struct nfs_server *s, const char *caller)
 {
-    host_maybe_drop(s, caller, false, "holds no lock");
+    host_maybe_drop(s, caller, DROP_LINGER, "holds no lock");
+}
+
+void nlm_host_idle_mark(struct nfs_server *s, const char *caller)
+{
+    host_maybe_drop(s, caller, DROP_MARK, NULL);
 }
 
 void nlm_host_reclaimed(struct nfs_server *s)
@@ -394,28 +429,50 @@ void nlm_host_reclaimed(struct nfs_server *s)
 
 void nlm_host_forget(struct nfs_server *s, const char *caller)
 {
-    host_maybe_drop(s, caller, true, "its locks were freed");
+    host_maybe_drop(s, caller, DROP_FORCE, "its locks were freed");
 }
 
-/* ---- grace period and SM_NOTIFY ---- */
+/* ---- the tick: lingering hosts, end of the grace period ---- */
 
-/* Worker: forget the hosts that hold nothing and are owed nothing. */
+/* Names of the hosts to look at (under mu): notified ones once the grace
+ * period is over (@p grace_over), and those idle for the linger time. */
+static char **sweep_names(struct nlm_hosts *h, bool grace_over, uint64_t now, size_t *n)
+{
+    char **names = h->count ? calloc(h->count, sizeof(*names)) : NULL;
+    *n = 0;
+    for (size_t i = 0; names && i < NBUCKETS; i++)
+        for (struct nlm_host *x = h->b[i]; x && *n < h->count; x = x->next) {
+            bool due = (grace_over && x->notify == NLM_HN_DELIVERED) ||
+                       (x->idle_since_us &&
+                        now - x->idle_since_us >= NLM_HOST_LINGER_S * 1000000ull);
+            if (due && (names[*n] = strdup(x->name)))
+                (*n)++;
+        }
+    return names;
+}
+
+/* Worker: drop the notified hosts that reclaimed nothing (after the grace
+ * period) and the hosts idle for the linger time. */
 static void sweep_work(void *arg)
 {
     struct nfs_server *s = arg;
     struct nlm_hosts *h = s->hosts;
-    size_t n = 0, cap = 0;
-    char **names = NULL;
+    size_t n;
     pthread_mutex_lock(&h->mu);
-    cap = h->count;
-    names = cap ? calloc(cap, sizeof(*names)) : NULL;
-    for (size_t i = 0; names && i < NBUCKETS; i++)
-        for (struct nlm_host *x = h->b[i]; x && n < cap; x = x->next)
-            if (x->notify == NLM_HN_DELIVERED && (names[n] = strdup(x->name)))
-                n++;
+    bool grace_over = h->grace_over;
+    char **names = sweep_names(h, grace_over, now_us(), &n);
     pthread_mutex_unlock(&h->mu);
     for (size_t i = 0; i < n; i++) {
-        host_maybe_drop(s, names[i], false, "notified, reclaimed nothing");
+        pthread_mutex_lock(&h->mu);
+        struct nlm_host *x = *host_slot(h, names[i]);
+        bool delivered = x && x->notify == NLM_HN_DELIVERED && grace_over;
+        if (delivered)
+            x->notify = NLM_HN_NONE; /* from now on an ordinary host */
+        pthread_mutex_unlock(&h->mu);
+        if (delivered)
+            host_maybe_drop(s, names[i], DROP_NOW, "notified, reclaimed nothing");
+        else
+            host_maybe_drop(s, names[i], DROP_LINGER, "holds no lock");
         free(names[i]);
     }
     free(names);
@@ -423,71 +480,89 @@ static void sweep_work(void *arg)
 
 static void sweep_done(void *arg)
 {
-    nfs__inflight_add(arg, -1);
+    struct nfs_server *s = arg;
+    pthread_mutex_lock(&s->hosts->mu);
+    s->hosts->sweeping = false;
+    pthread_mutex_unlock(&s->hosts->mu);
+    nfs__inflight_add(s, -1);
 }
 
-/* Loop thread: run sweep_work on a worker (counted in flight). */
-static void sweep_submit(struct nfs_server *s)
-{
-    nfs__inflight_add(s, 1);
-    srv_work_submit(srv_loop_current(), sweep_work, sweep_done, s);
-}
-
-static void grace_timer_cb(evutil_socket_t fd, short what, void *arg)
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct nfs_server *s = arg;
     struct nlm_hosts *h = s->hosts;
     (void)fd;
     (void)what;
-    event_free(h->timer);
-    h->timer = NULL;
+    bool log_end = false, sweep = false;
+    size_t count;
     pthread_mutex_lock(&h->mu);
-    bool early = h->ended_early;
+    if (h->grace_end_us && !h->grace_over && !nlm_grace_active(s)) {
+        h->grace_over = true;
+        log_end = !h->ended_early;
+        sweep = true;
+    }
+    uint64_t now = now_us();
+    for (size_t i = 0; !sweep && i < NBUCKETS; i++)
+        for (struct nlm_host *x = h->b[i]; x && !sweep; x = x->next)
+            sweep = (x->idle_since_us &&
+                     now - x->idle_since_us >= NLM_HOST_LINGER_S * 1000000ull) ||
+                    (h->grace_over && x->notify == NLM_HN_DELIVERED);
+    sweep = sweep && !h->sweeping;
+    if (sweep)
+        h->sweeping = true;
+    count = h->count;
     pthread_mutex_unlock(&h->mu);
-    if (!early)
+    if (log_end)
         srv_log(INFO, NFS, "req=- tenant=- NLM grace period over: normal locking resumes (%zu "
-                "hosts remembered)", nlm_hosts_count(s));
-    sweep_submit(s); /* takes over the in-flight count of the timer */
-    nfs__inflight_add(s, -1);
+                "hosts remembered)", count);
+    if (sweep) {
+        nfs__inflight_add(s, 1);
+        srv_work_submit(srv_loop_current(), sweep_work, sweep_done, s);
+    }
 }
 
-/* Loop: arm the end-of-grace timer (in flight from nlm_hosts_start). */
-static void grace_timer_arm(void *arg)
+/* Loop 0: start the periodic tick (counted in flight from nlm_hosts_start
+ * until nlm_hosts_close_here). */
+static void tick_arm(void *arg)
 {
     struct nfs_server *s = arg;
     struct nlm_hosts *h = s->hosts;
     pthread_mutex_lock(&s->lock);
     bool stopping = s->stopping;
     pthread_mutex_unlock(&s->lock);
-    struct timeval tv = {h->grace_s, 0};
+    struct timeval tv = {NLM_TICK_S, 0};
     if (!stopping)
-        h->timer = evtimer_new(srv_loop_base(srv_loop_current()), grace_timer_cb, s);
-    if (!h->timer || evtimer_add(h->timer, &tv) < 0) {
-        if (h->timer)
-            event_free(h->timer);
-        h->timer = NULL;
+        h->tick = event_new(srv_loop_base(srv_loop_current()), -1, EV_PERSIST, tick_cb, s);
+    if (!h->tick || evtimer_add(h->tick, &tv) < 0) {
+        if (h->tick)
+            event_free(h->tick);
+        h->tick = NULL;
+        if (!stopping)
+            srv_log(WARN, NFS, "req=- tenant=- NLM: no timer: idle hosts stay remembered and "
+                    "the grace period ends without a log line");
         nfs__inflight_add(s, -1);
         return;
     }
-    h->timer_loop = srv_loop_current();
+    h->tick_loop = srv_loop_current();
 }
 
 void nlm_hosts_close_here(struct nfs_server *s)
 {
     struct nlm_hosts *h = s->hosts;
-    if (h && h->timer && h->timer_loop == srv_loop_current()) {
-        event_free(h->timer);
-        h->timer = NULL;
+    if (h && h->tick && h->tick_loop == srv_loop_current()) {
+        event_free(h->tick);
+        h->tick = NULL;
         nfs__inflight_add(s, -1);
     }
 }
+
+/* ---- SM_NOTIFY ---- */
 
 /* Loop: one SM_NOTIFY done. */
 static void notify_done(struct nfs_server *s, void *arg, const char *why, const char *mon_name)
 {
     struct nlm_hosts *h = s->hosts;
     char *name = arg, addr[INET6_ADDRSTRLEN];
-    bool sweep = false;
     pthread_mutex_lock(&h->mu);
     struct nlm_host *x = *host_slot(h, name);
     if (x && x->notify == NLM_HN_PENDING)
@@ -499,7 +574,6 @@ static void notify_done(struct nfs_server *s, void *arg, const char *why, const 
     h->notifying--;
     if (!why)
         h->delivered++;
-    sweep = !why && !nlm_grace_active(s);
     /* Every notification failed and nobody reclaimed: no client knows of the
      * restart, so none will reclaim; waiting out the grace period would only
      * delay the others. */
@@ -521,13 +595,6 @@ static void notify_done(struct nfs_server *s, void *arg, const char *why, const 
         srv_log(INFO, NFS, "req=- tenant=- NLM grace period ended early: no remembered host "
                 "could be notified, so none will reclaim; normal locking resumes");
     free(name);
-    if (sweep) {
-        pthread_mutex_lock(&s->lock);
-        bool stopping = s->stopping;
-        pthread_mutex_unlock(&s->lock);
-        if (!stopping)
-            sweep_submit(s); /* grace already over: forget it now if it holds nothing */
-    }
 }
 
 void nlm_hosts_start(struct nfs_server *s)
@@ -538,6 +605,9 @@ void nlm_hosts_start(struct nfs_server *s)
         struct sockaddr_storage addr;
     } *t = NULL;
     size_t n = 0;
+    nfs__inflight_add(s, 1);
+    if (srv_loop_call(srv_loop_get(0), tick_arm, s) < 0)
+        nfs__inflight_add(s, -1);
     pthread_mutex_lock(&h->mu);
     if (h->count == 0) {
         pthread_mutex_unlock(&h->mu);
@@ -555,17 +625,14 @@ void nlm_hosts_start(struct nfs_server *s)
     if (h->grace_s > 0)
         __atomic_store_n(&h->grace_end_us, now_us() + (uint64_t)h->grace_s * 1000000u,
                          __ATOMIC_RELEASE);
+    else
+        h->grace_over = true; /* notified hosts that hold nothing go at once */
     h->notifying = (unsigned)n;
     size_t count = h->count;
     pthread_mutex_unlock(&h->mu);
     srv_log(INFO, NFS, "req=- tenant=- NLM: %zu client hosts held locks before this start: grace "
             "period of %d s (only reclaims are granted), SM_NOTIFY with NSM state %d sent to each",
             count, h->grace_s, s->nsm_state);
-    if (h->grace_s > 0) {
-        nfs__inflight_add(s, 1);
-        if (srv_loop_call(srv_loop_get(0), grace_timer_arm, s) < 0)
-            nfs__inflight_add(s, -1);
-    }
     for (size_t i = 0; i < n; i++) {
         if (nlm_notify_send(s, &t[i].addr, s->nsm_state, notify_done, t[i].name) < 0) {
             srv_log(WARN, NFS, "req=- tenant=- SM_NOTIFY to NLM host %s not sent (out of "

@@ -5,9 +5,11 @@
  *
  * A host (its NLM caller_name) is remembered, durably, before its first lock
  * is granted (or its first blocking request is queued), together with the
- * address it called from; it is forgotten once it holds no lock and waits for
- * none (after UNLOCK, CANCEL, a refused GRANTED callback), and at once on
- * FREE_ALL or an SM_NOTIFY from it (it rebooted: its locks are void).
+ * address it called from; it is forgotten once it has held no lock and waited
+ * for none for 10 s (after UNLOCK, CANCEL, a refused GRANTED callback: the
+ * delay spares a client that locks and unlocks in a loop two store writes per
+ * lock), and at once on FREE_ALL or an SM_NOTIFY from it (it rebooted: its
+ * locks are void).
  *
  * At start, when hosts are remembered, the server (1) opens a grace period of
  * nlm_grace_period seconds in which LOCK with reclaim=true is granted (when it
@@ -26,7 +28,9 @@
  * Store: the core's config table (t_config), key "nlm.host." + caller_name,
  * value NLM_HOST_REC_LEN bytes (docs/on-disk-format.md).
  * Thread: nlm_hosts_new/free/load/start on the main thread; hold, unhold,
- * check and forget on workers (they write to the store); the rest any. */
+ * check and forget on workers (they write to the store); the rest any. A
+ * periodic tick (1 s, loop 0) drops lingering hosts and ends the grace
+ * period. */
 #ifndef NLM_HOST_H
 #define NLM_HOST_H
 
@@ -91,6 +95,9 @@ void nlm_host_unhold(struct nfs_server *s, const char *caller, bool check);
 /** Forget host @p caller if it holds no lock and waits for none (and is not
  * waiting to be notified). */
 void nlm_host_check(struct nfs_server *s, const char *caller);
+/** Note that host @p caller may hold nothing now (a refused GRANTED
+ * callback, on a loop thread): no store write; the tick drops it later. */
+void nlm_host_idle_mark(struct nfs_server *s, const char *caller);
 /** A reclaim was granted (keeps the grace period from ending early). */
 void nlm_host_reclaimed(struct nfs_server *s);
 /** Forget host @p caller whatever it held (FREE_ALL, SM_NOTIFY from it). */

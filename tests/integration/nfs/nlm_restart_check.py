@@ -153,6 +153,10 @@ def test(c, host, fh, svid, off, length):
     return u.u32()
 
 
+def free_all(c, host):
+    nlm_call(c, 23, Packer().string(host).u32(9).bytes())
+
+
 def nsm_state(c):
     r = c.call(100024, 1, 1, Packer().string("probe").bytes())  # SM_STAT
     r.body.u32()
@@ -195,7 +199,9 @@ def main():
         assert lock(dd, "hostD", fh, 4, 300, 10, excl=False) == NLM4_GRANTED
         log = log_text()
         assert "NLM host hostB" in log and "NLM host hostC" in log and "hostD" in log
-        assert re.search(r"NLM host hostC forgotten", log), "hostC released everything"
+        wait_for(lambda: "NLM host hostC forgotten (holds no lock)" in log_text(),
+                 "hostC released everything but is still remembered")
+        assert "NLM host hostB forgotten" not in log_text()
         close(a, b, cc, dd)
         d.stop(signal.SIGTERM)
         assert not notifies
@@ -229,7 +235,10 @@ def main():
         assert lock(cc, "hostC", fh, 3, 700, 10, reclaim=True) == NLM4_DENIED_GRACE_PERIOD, \
             "a reclaim after the grace period is refused"
         assert nlm_unlock(a, "hostA", fh, 1, 500, 10) == NLM4_GRANTED
-        assert "NLM grace period over" in log_text()
+        wait_for(lambda: "NLM grace period over" in run_log(), "no end of grace logged")
+        free_all(a, "hostA")
+        wait_for(lambda: "NLM host hostA forgotten (its locks were freed)" in run_log(),
+                 "FREE_ALL did not forget hostA")
         close(a, b, cc, dd)
         # ---- crash while B holds its lock.
         d.stop(signal.SIGKILL)
@@ -244,12 +253,13 @@ def main():
         assert notifies[1][1] == st3, (notifies, st3)
         assert re.search(r"NLM: 2 client hosts held locks", run_log()), run_log()
         # D rebooted: FREE_ALL forgets it; B does not reclaim: forgotten after grace
-        nlm_call(dd, 23, Packer().string("hostD").u32(9).bytes())
+        free_all(dd, "hostD")
         wait_for(lambda: "NLM host hostB forgotten (notified, reclaimed nothing)" in log_text(),
                  "B not forgotten after a grace period without reclaims")
         assert "NLM host hostD forgotten" in log_text()
         assert lock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED, "B's old lock is gone"
         assert nlm_unlock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
+        free_all(a, "hostA")
         assert lock(dd, "hostD", fh, 4, 300, 10) == NLM4_GRANTED
         close(a, b, cc, dd)
         d.stop(signal.SIGTERM)
@@ -263,6 +273,7 @@ def main():
                  "grace period not ended when nobody could be notified", secs=40)
         assert lock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
         assert nlm_unlock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
+        free_all(a, "hostA")
         assert "NLM host hostD forgotten" not in run_log()
         nsm = Packer().string("hostD").u32(11).bytes()
         dd.call(100024, 1, 6, nsm)  # SM_NOTIFY from D: it rebooted
