@@ -10,10 +10,14 @@
  * Per request: headers parsed (bounded, 431) -> authenticated (SigV4, on the
  * loop thread: the key lookup is an in-memory cache) -> routed -> admitted by
  * QoS -> the op's work runs on a worker (srv_work_submit). Upload bodies
- * stream: payload bytes (after HTTP chunked and aws-chunked decoding) collect
- * in x->body and go to workers 4 MiB at a time (one hashes, one calls
- * core_upload_write); while a chunk is in flight and the buffer is over its
- * watermark the socket is not read (TCP back-pressure). Large GETs stream the
+ * stream: payload bytes (after HTTP chunked and aws-chunked decoding) fill a
+ * page-aligned 4 MiB chunk buffer, which goes to two workers (one hashes, one
+ * calls core_upload_write) while the connection fills a second one; while
+ * both are taken the socket is not read (TCP back-pressure: at most two
+ * chunks per connection). A plain-TCP body with a Content-Length is read
+ * straight into the chunk with recv() (no bufferevent, no copy; aws-chunked
+ * framing is decoded in place), the others go through the bufferevent and
+ * are copied in. Large GETs stream the
  * same way backwards: 1 MiB core_reads, two in flight on workers, appended to
  * the output in offset order while it holds less than 4 MiB (read-ahead keeps
  * the socket busy during a read). Nothing is visible until the op commits
@@ -63,7 +67,6 @@
  * (measured ~1.4x the throughput of 1 MiB writes). */
 #define S3_WCHUNK (4u << 20)
 #define S3_RCHUNK (1u << 20)       /* GET bytes per worker read */
-#define S3_BODY_HIGH (8u << 20)    /* stop reading the socket above this much payload */
 #define S3_FEED_SLICE (256u << 10) /* parser input per step while streaming a body */
 #define S3_IN_HIGH (1u << 20)      /* libevent stops reading when input exceeds this */
 #define S3_OUT_LOW (4u << 20)      /* next GET read while output is below this (read-ahead) */
@@ -115,6 +118,8 @@ struct s3_conn {
     bool in_pump;
     int nest;                /* callbacks on the stack: free only when it drops to 0 */
     struct evbuffer *direct; /* a small response being built (send_direct) */
+    struct event *body_ev;   /* the socket readable while an upload body is read directly */
+    bool body_direct;        /* ... which it is now (the bufferevent does not read) */
 };
 
 static void conn_pump(struct s3_conn *c);
@@ -124,6 +129,7 @@ static void ctx_finish(struct s3_ctx *x);
 static void send_response(struct s3_ctx *x);
 static void stream_pump(struct s3_ctx *x);
 static void body_pump(struct s3_ctx *x);
+static void body_ev_sync(struct s3_conn *c);
 
 /* Request id: 8 hex digits of the server instance, 12 of a sequence number. */
 static void reqid_make(struct s3_server *srv, char out[24])
@@ -284,8 +290,8 @@ static void ctx_free_now(struct s3_ctx *x)
 {
     if (x->body)
         evbuffer_free(x->body);
-    if (x->wbuf)
-        evbuffer_free(x->wbuf);
+    free(x->cbuf[0]);
+    free(x->cbuf[1]);
     if (x->rhdrs)
         evbuffer_free(x->rhdrs);
     if (x->rbody)
@@ -480,6 +486,8 @@ static void conn_free(struct s3_conn *c)
         bufferevent_free(c->bev);
     if (c->direct)
         evbuffer_free(c->direct);
+    if (c->body_ev)
+        event_free(c->body_ev);
     pthread_mutex_lock(&srv->lock);
     if (c->prev)
         c->prev->next = c->next;
@@ -498,6 +506,9 @@ static void conn_close(struct s3_conn *c)
     if (c->dead)
         return;
     c->dead = true;
+    if (c->body_ev)
+        event_del(c->body_ev);
+    c->body_direct = false;
     if (c->bev) {
         bufferevent_free(c->bev);
         c->bev = NULL;
@@ -543,6 +554,7 @@ static void ctx_finish(struct s3_ctx *x)
     c->x = NULL;
     ctx_free(x);
     c->state = CS_HEADERS;
+    body_ev_sync(c);
     if (c->closing) {
         c->state = CS_WAIT;
         bufferevent_disable(c->bev, EV_READ);
@@ -982,20 +994,104 @@ static int body_fail(struct s3_ctx *x, int err, const char *code, int status, co
     return -1;
 }
 
-/* Decoded payload bytes. */
+/* ---- upload chunks (STREAM ops) ---- */
+
+/* The payload size the request announced (0 if it did not). */
+static uint64_t upload_declared(const struct s3_ctx *x)
+{
+    if (x->aws_chunked)
+        return x->decoded_len > 0 ? (uint64_t)x->decoded_len : 0;
+    return x->req->has_clen ? x->req->content_length : 0;
+}
+
+/* Make the chunk being filled at least @p cap bytes (page-aligned, so the
+ * store can write it with O_DIRECT as it is); its bytes are kept. */
+static void chunk_grow(struct s3_ctx *x, size_t cap)
+{
+    int i = x->ccur;
+    void *p = NULL;
+    cap = (cap + 4095) & ~(size_t)4095;
+    if (posix_memalign(&p, 4096, cap) != 0)
+        abort();
+    if (x->cfill)
+        memcpy(p, x->cbuf[i], x->cfill);
+    free(x->cbuf[i]);
+    x->cbuf[i] = p;
+    x->ccap[i] = cap;
+}
+
+/* Free bytes in the chunk being filled, making or growing it as needed (0:
+ * it holds S3_WCHUNK bytes and must go to the workers first). The first
+ * chunk of a small upload is only as large as the upload. */
+static size_t chunk_space(struct s3_ctx *x)
+{
+    int i = x->ccur;
+    if (x->cfill == x->ccap[i] && x->ccap[i] < S3_WCHUNK) {
+        size_t want = S3_WCHUNK;
+        uint64_t d = upload_declared(x);
+        if (!x->cbuf[i] && !x->cbuf[i ^ 1] && d > 0 && d < S3_WCHUNK)
+            want = (size_t)d;
+        chunk_grow(x, want);
+    }
+    return x->ccap[i] - x->cfill;
+}
+
+/* Payload bytes the connection may take now without a third chunk. */
+static size_t body_room(const struct s3_ctx *x)
+{
+    size_t cur = S3_WCHUNK - x->cfill;
+    return x->writing ? cur : cur + S3_WCHUNK;
+}
+
+static void stream_hash_work(struct s3_ctx *x);
+static void stream_write_work(struct s3_ctx *x);
+static void stream_write_done(struct s3_ctx *x);
+
+/* The filled chunk goes to two workers (hash, write); the other one fills next. */
+static void chunk_ship(struct s3_ctx *x)
+{
+    x->wptr = x->cbuf[x->ccur];
+    x->wlen = x->cfill;
+    x->writing = true;
+    x->chunk_jobs = 2;
+    x->ccur ^= 1;
+    x->cfill = 0;
+    ctx_submit(x, stream_hash_work, stream_write_done);
+    ctx_submit(x, stream_write_work, stream_write_done);
+}
+
+/* Decoded payload bytes. An upload's bytes may already be where they belong
+ * (read straight into the chunk) or earlier in it (aws-chunked decoded in
+ * place): then they are not copied, or moved down. */
 static int payload_cb(void *arg, const char *data, size_t len)
 {
     struct s3_ctx *x = arg;
-    uint64_t have = evbuffer_get_length(x->body) + len;
     if (x->body_mode != S3_BODY_STREAM) {
-        if (have > x->body_limit)
+        if (evbuffer_get_length(x->body) + len > x->body_limit)
             return body_fail(x, SRV_ETOOBIG, "MalformedXML", 400,
                              "the request body is larger than this operation accepts");
-    } else if (x->written + (x->writing ? x->wlen : 0) + have > x->srv->max_object_size) {
+        evbuffer_add(x->body, data, len);
+        return 0;
+    }
+    if (x->written + (x->writing ? x->wlen : 0) + x->cfill + len > x->srv->max_object_size)
         return body_fail(x, SRV_ETOOBIG, "EntityTooLarge", 413,
                          "your proposed upload exceeds the maximum allowed object size");
+    while (len > 0) {
+        size_t space = chunk_space(x);
+        if (space == 0) {
+            if (x->writing) /* cannot happen: every feed is bounded by body_room() */
+                return body_fail(x, -EIO, "InternalError", 500, "upload buffer overrun");
+            chunk_ship(x);
+            continue;
+        }
+        size_t n = len < space ? len : space;
+        unsigned char *dst = x->cbuf[x->ccur] + x->cfill;
+        if ((const unsigned char *)data != dst)
+            memmove(dst, data, n);
+        x->cfill += n;
+        data += n;
+        len -= n;
     }
-    evbuffer_add(x->body, data, len);
     return 0;
 }
 
@@ -1049,7 +1145,6 @@ static void stream_write_done(struct s3_ctx *x)
     struct s3_conn *c = x->conn;
     if (--x->chunk_jobs > 0)
         return;
-    evbuffer_drain(x->wbuf, x->wlen);
     x->written += x->wlen;
     x->wptr = NULL;
     x->writing = false;
@@ -1072,15 +1167,8 @@ static void body_pump(struct s3_ctx *x)
         stream_fail(x, x->body_err, x->body_errcode, x->status, x->body_errmsg);
         return;
     }
-    size_t len = evbuffer_get_length(x->body);
-    if (len >= S3_WCHUNK || (x->body_complete && len > 0)) {
-        evbuffer_remove_buffer(x->body, x->wbuf, len > S3_WCHUNK ? S3_WCHUNK : len);
-        x->wlen = evbuffer_get_length(x->wbuf);
-        x->wptr = evbuffer_pullup(x->wbuf, (ssize_t)x->wlen);
-        x->writing = true;
-        x->chunk_jobs = 2;
-        ctx_submit(x, stream_hash_work, stream_write_done);
-        ctx_submit(x, stream_write_work, stream_write_done);
+    if (x->cfill >= S3_WCHUNK || (x->body_complete && x->cfill > 0)) {
+        chunk_ship(x);
         return;
     }
     if (!x->body_complete)
@@ -1384,8 +1472,7 @@ static void on_headers(struct s3_conn *c)
     x->body_limit = S3_XML_BODY_MAX;
     if (x->body_mode == S3_BODY_STREAM) {
         x->md5 = EVP_MD_CTX_new();
-        x->wbuf = evbuffer_new(); /* chunks in flight to the workers */
-        if (!x->md5 || !x->wbuf)
+        if (!x->md5)
             abort();
         EVP_DigestInit_ex(x->md5, EVP_md5(), NULL);
         ctx_admit(x, QOS_WRITE, declared, stream_start);
@@ -1399,6 +1486,169 @@ static void on_headers(struct s3_conn *c)
 
 /* ---------------------------------------------------------------- input pump */
 
+/* Act on what the parser reported after a feed that started in state
+ * @p before. @return true to keep feeding. */
+static bool conn_event(struct s3_conn *c, int ev, enum conn_state before)
+{
+    if (ev == S3_HTTP_HEADERS) {
+        on_headers(c);
+        return true;
+    }
+    if (ev == S3_HTTP_DONE) {
+        if (before == CS_BODY && c->x)
+            on_message_done(c);
+        else
+            conn_fatal(c, 400, "BadRequest", "unexpected message state");
+        return true;
+    }
+    if (ev == S3_HTTP_ETOOBIG) {
+        if (c->x)
+            conn_close(c);
+        else
+            conn_fatal(c, 431, "RequestHeaderSectionTooLarge",
+                       "request line and headers exceed the configured limit");
+        return false;
+    }
+    if (ev == S3_HTTP_EBODY && c->x) {
+        struct s3_ctx *x = c->x;
+        c->state = CS_WAIT;
+        s3__resp_error(x, x->body_err ? x->body_err : SRV_EBADREQ, x->body_errcode, x->status,
+                       x->body_errmsg);
+        if (!x->writing) /* else stream_write_done reports it */
+            send_response(x);
+        return false;
+    }
+    if (ev < 0) {
+        if (c->x) {
+            struct s3_ctx *x = c->x;
+            c->state = CS_WAIT;
+            s3__resp_error(x, SRV_EBADREQ, "BadRequest", 400, "malformed HTTP request body");
+            if (!x->writing)
+                send_response(x);
+        } else {
+            conn_fatal(c, 400, "BadRequest", "malformed HTTP request");
+        }
+        return false;
+    }
+    return true;
+}
+
+/* Upload body bytes still to come on the socket when the request has a
+ * Content-Length; 0 otherwise. */
+static uint64_t body_left(const struct s3_conn *c)
+{
+    const struct s3_req *r = c->x->req;
+    if (r->chunked || !r->has_clen || c->http.body_bytes >= r->content_length)
+        return 0;
+    return r->content_length - c->http.body_bytes;
+}
+
+/* Whether this upload's body can be read straight from the socket into its
+ * chunk: plain TCP, a Content-Length (the read never takes bytes of the next
+ * request), bytes still to come. */
+static bool body_direct_ok(const struct s3_conn *c)
+{
+    const struct s3_ctx *x = c->x;
+    return !c->srv->ssl && x && x->body_mode == S3_BODY_STREAM && !x->body_err &&
+           body_left(c) > 0;
+}
+
+/* Leave direct body reading once the body is over (or the connection is):
+ * the bufferevent reads the next request again. */
+static void body_ev_sync(struct s3_conn *c)
+{
+    if (!c->body_direct || (!c->dead && c->state == CS_BODY))
+        return;
+    c->body_direct = false;
+    if (c->body_ev)
+        event_del(c->body_ev);
+    if (!c->dead && !c->closing && c->bev)
+        bufferevent_enable(c->bev, EV_READ);
+}
+
+static void on_body_readable(evutil_socket_t fd, short what, void *arg);
+
+/* From now on the body comes from the socket by recv() (the bufferevent stops
+ * reading; what it already holds is fed first). */
+static void body_direct_begin(struct s3_conn *c)
+{
+    if (!c->body_ev)
+        c->body_ev = event_new(srv_loop_base(c->loop), bufferevent_getfd(c->bev),
+                               EV_READ | EV_PERSIST, on_body_readable, c);
+    if (!c->body_ev)
+        abort();
+    bufferevent_disable(c->bev, EV_READ);
+    c->body_direct = true;
+}
+
+/* Read the upload body straight into its chunk buffer and feed it to the
+ * parser in place, until the socket is drained, the body is complete, or
+ * both chunks are taken (then the read event is dropped: stream_write_done
+ * comes back through conn_pump). */
+static void body_read(struct s3_conn *c)
+{
+    struct s3_ctx *x = c->x;
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    struct timeval tv = {c->srv->idle_timeout_s, 0};
+    if (!c->body_direct)
+        body_direct_begin(c);
+    while (!c->dead && c->state == CS_BODY && c->x == x && !x->body_err) {
+        uint64_t left = body_left(c);
+        if (left == 0)
+            break;
+        if (body_room(x) == 0) {
+            event_del(c->body_ev); /* back-pressure: both chunks are taken */
+            return;
+        }
+        size_t space = chunk_space(x);
+        if (space == 0) { /* full, and the other chunk is free (body_room) */
+            chunk_ship(x);
+            continue;
+        }
+        size_t want = left < space ? (size_t)left : space;
+        ssize_t n = recv(fd, x->cbuf[x->ccur] + x->cfill, want, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            event_add(c->body_ev, &tv);
+            return;
+        }
+        if (n <= 0) {
+            if (n == 0)
+                srv_log(INFO, S3,
+                        "req=%s tenant=%u peer=%s client closed the connection mid-request",
+                        x->reqid, x->p.tenant, c->peer);
+            else
+                srv_log(INFO, S3, "req=%s tenant=%u peer=%s read failed mid-request: %s",
+                        x->reqid, x->p.tenant, c->peer, strerror(errno));
+            conn_close(c);
+            return;
+        }
+        size_t used = 0;
+        int ev = s3__http_feed(&c->http, (const char *)x->cbuf[x->ccur] + x->cfill, (size_t)n,
+                               &used);
+        if (!conn_event(c, ev, CS_BODY))
+            break;
+    }
+    body_ev_sync(c);
+}
+
+static void on_body_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct s3_conn *c = arg;
+    c->nest++;
+    if (!c->dead && c->body_direct && c->state == CS_BODY && c->x) {
+        if (!(what & EV_TIMEOUT)) {
+            body_read(c);
+        } else if (!c->x->writing) { /* a write in flight is our turn, not the client's */
+            srv_log(INFO, S3, "req=%s tenant=%u peer=%s connection timed out (read)", c->x->reqid,
+                    c->x->p.tenant, c->peer);
+            conn_close(c);
+        }
+    }
+    conn_leave(c);
+}
+
 static void conn_pump(struct s3_conn *c)
 {
     if (c->dead || c->in_pump)
@@ -1409,6 +1659,7 @@ static void conn_pump(struct s3_conn *c)
             break;
         struct evbuffer *in = bufferevent_get_input(c->bev);
         size_t avail = evbuffer_get_length(in);
+        size_t room = SIZE_MAX;
         if (c->state == CS_HEADERS) {
             /* a client that pipelines without reading gets no more answers
              * queued than the GET read-ahead allows; on_write resumes */
@@ -1416,8 +1667,19 @@ static void conn_pump(struct s3_conn *c)
                 break;
         } else if (c->state == CS_BODY) {
             struct s3_ctx *x = c->x;
-            if (x->body_mode == S3_BODY_STREAM && evbuffer_get_length(x->body) >= S3_BODY_HIGH)
-                break;
+            if (x->body_mode == S3_BODY_STREAM) {
+                room = body_room(x);
+                if (room == 0)
+                    break; /* both chunks taken: stream_write_done calls again */
+                if (body_direct_ok(c)) {
+                    if (!c->body_direct)
+                        body_direct_begin(c);
+                    if (avail == 0) {
+                        body_read(c);
+                        break;
+                    }
+                }
+            }
         } else {
             break;
         }
@@ -1430,57 +1692,25 @@ static void conn_pump(struct s3_conn *c)
         }
         if (c->state == CS_BODY && n > S3_FEED_SLICE)
             n = S3_FEED_SLICE;
+        if (n > room)
+            n = room; /* decoded payload is never more than its input */
         size_t used = 0;
         enum conn_state before = c->state;
         int ev = s3__http_feed(&c->http, data, n, &used);
         if (used)
             evbuffer_drain(in, used);
-        if (ev == S3_HTTP_HEADERS) {
-            on_headers(c);
+        if (!conn_event(c, ev, before))
+            break;
+        if (ev == S3_HTTP_HEADERS || ev == S3_HTTP_DONE)
             continue;
-        }
-        if (ev == S3_HTTP_DONE) {
-            if (before == CS_BODY && c->x)
-                on_message_done(c);
-            else
-                conn_fatal(c, 400, "BadRequest", "unexpected message state");
-            continue;
-        }
-        if (ev == S3_HTTP_ETOOBIG) {
-            if (c->x)
-                conn_close(c);
-            else
-                conn_fatal(c, 431, "RequestHeaderSectionTooLarge",
-                           "request line and headers exceed the configured limit");
-            break;
-        }
-        if (ev == S3_HTTP_EBODY && c->x) {
-            struct s3_ctx *x = c->x;
-            c->state = CS_WAIT;
-            s3__resp_error(x, x->body_err ? x->body_err : SRV_EBADREQ, x->body_errcode, x->status,
-                           x->body_errmsg);
-            if (x->writing)
-                break; /* stream_write_done reports it */
-            send_response(x);
-            break;
-        }
-        if (ev < 0) {
-            if (c->x) {
-                struct s3_ctx *x = c->x;
-                c->state = CS_WAIT;
-                s3__resp_error(x, SRV_EBADREQ, "BadRequest", 400, "malformed HTTP request body");
-                if (!x->writing)
-                    send_response(x);
-            } else {
-                conn_fatal(c, 400, "BadRequest", "malformed HTTP request");
-            }
-            break;
-        }
+        if (avail > 0 && used == avail && c->body_direct && c->state == CS_BODY)
+            continue; /* the rest comes from the socket (body_read) */
         if (n == 0 || used == avail)
             break; /* need more input */
     }
     if (!c->dead && c->state == CS_BODY && c->x && c->x->body_mode == S3_BODY_STREAM)
         body_pump(c->x);
+    body_ev_sync(c);
     c->in_pump = false;
 }
 

@@ -405,10 +405,15 @@ struct s3_ctx {
     int body_err;
     const char *body_errcode;
     const char *body_errmsg;
-    /* upload stream (STREAM ops) */
+    /* upload stream (STREAM ops): payload fills cbuf[ccur] (the socket is read
+     * straight into it when it can be); a full one goes to the workers while
+     * the other fills, so at most two chunks per connection exist */
     struct core_upload *up;
-    struct evbuffer *wbuf;     /* chunk in flight to the workers */
-    const unsigned char *wptr; /* its bytes (pulled up), wlen long */
+    unsigned char *cbuf[2]; /* page-aligned chunk buffers, made on first use */
+    size_t ccap[2];         /* their sizes (the first is the declared size if smaller) */
+    int ccur;               /* the one being filled */
+    size_t cfill;           /* payload bytes in it */
+    const unsigned char *wptr; /* the chunk in flight to the workers, wlen long */
     size_t wlen;
     int chunk_jobs; /* hash + write jobs of the chunk still running */
     bool writing;

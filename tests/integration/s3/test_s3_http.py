@@ -245,6 +245,52 @@ def test_body_longer_than_content_length(d):
     assert d.boto3().get_object(Bucket="raw-bucket", Key="long")["Body"].read() == b"hello"
 
 
+def test_large_bodies_every_read_path(d):
+    """Upload bodies larger than two 4 MiB chunks on each way in: read straight
+    from the socket (plain body; aws-chunked decoded in place, its chunks
+    across chunk boundaries), sent in slow pieces, HTTP chunked (through the
+    bufferevent), and followed by a pipelined GET in the same send."""
+    size = 9 * 1024 * 1024 + 123
+    data = os.urandom(size)
+    md5 = '"%s"' % hashlib.md5(data).hexdigest()
+    # plain, signed payload hash, then a GET pipelined right behind the body
+    put = signed_request(d, "PUT", "/raw-bucket/big-plain", body=data)[0]
+    s = connect(d, timeout=60)
+    s.sendall(put + signed_request(d, "GET", "/raw-bucket/big-plain")[0])
+    rs = read_responses(s, 2)
+    s.close()
+    assert rs[0][0] == 200 and rs[0][1]["etag"] == md5
+    assert rs[1][0] == 200 and rs[1][2] == data
+    # the same body in slow pieces (the reader waits for the socket again and again)
+    put = signed_request(d, "PUT", "/raw-bucket/big-slow", body=data,
+                         payload_hash="UNSIGNED-PAYLOAD")[0]
+    head, body = put[:len(put) - size], put[len(put) - size:]
+    s = connect(d, timeout=60)
+    s.sendall(head)
+    for i, cut in enumerate((1000, 5 * 1024 * 1024, size)):
+        time.sleep(0.2)
+        s.sendall(body[(0, 1000, 5 * 1024 * 1024)[i]:cut])
+    st, h, _ = read_response(s)
+    s.close()
+    assert st == 200 and h["etag"] == md5
+    # aws-chunked, 1 MiB + 7 byte chunks: framing decoded in place across chunks
+    chunks = [data[i:i + (1 << 20) + 7] for i in range(0, size, (1 << 20) + 7)]
+    st, h, body = chunked_put(d, "big-chunked", chunks)
+    assert st == 200 and h["etag"] == md5, body
+    # HTTP chunked transfer coding
+    te = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
+    raw = signed_request(d, "PUT", "/raw-bucket/big-te", headers={"transfer-encoding": "chunked"},
+                         body=te, payload_hash="UNSIGNED-PAYLOAD")[0]
+    s = connect(d, timeout=60)
+    s.sendall(raw)
+    st, h, _ = read_response(s)
+    s.close()
+    assert st == 200 and h["etag"] == md5
+    for key in ("big-plain", "big-slow", "big-chunked", "big-te"):
+        got = d.boto3().get_object(Bucket="raw-bucket", Key=key)["Body"].read()
+        assert got == data, key
+
+
 def test_disconnect_mid_upload(d):
     total = 50 * 1024 * 1024
     raw = signed_request(d, "PUT", "/raw-bucket/cut", body=b"", payload_hash="UNSIGNED-PAYLOAD",
