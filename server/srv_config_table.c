@@ -85,8 +85,8 @@ const struct srv_config_opt srv_config_table[] = {
         srv_config_check_listen,
         "S3 listener: HOST:PORT, [V6ADDR]:PORT or :PORT (every address)."),
     OPT(nfs_listen, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, check_listen_or_auto,
-        "NFSv3 + MOUNT listener (one port serves both). Empty: 127.0.0.1:2049 when running as "
-        "root, else 127.0.0.1:20490."),
+        "NFSv3 listener; MOUNT, NLM (locks) and NSM are served on the same port. Empty: "
+        "127.0.0.1:2049 when running as root, else 127.0.0.1:20490."),
     OPT(admin_listen, SRV_CFG_STRING, "127.0.0.1:9001", 0, 0, SRV_CFG_IMMUTABLE,
         srv_config_check_listen,
         "Admin listener: /healthz, /metrics and the REST API under /api/v1/."),
@@ -104,7 +104,7 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(s3_idle_timeout_s, SRV_CFG_INT, "60", 1, 86400, SRV_CFG_IMMUTABLE, NULL,
         "Seconds an idle keep-alive connection or a stalled client may hold a connection."),
     OPT(s3_max_conns, SRV_CFG_INT, "10000", 1, 1000000, SRV_CFG_IMMUTABLE, NULL,
-        "Concurrent S3 connections; more are accepted and closed at once."),
+        "Concurrent S3 connections; more are accepted, answered 503 and closed at once."),
     OPT(s3_tls_cert, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "PEM certificate chain for HTTPS on s3_listen. Empty: plain HTTP."),
     OPT(s3_tls_key, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
