@@ -40,6 +40,7 @@ struct nlm_host {
     struct sockaddr_storage addr;
     unsigned refs; /* LOCK calls in progress (nlm_host_hold) */
     enum nlm_host_notify notify;
+    unsigned tries; /* starts in a row at which SM_NOTIFY to it failed (as stored) */
     uint64_t idle_since_us; /* holds nothing since (CLOCK_MONOTONIC); 0: not known idle */
 };
 
@@ -96,12 +97,16 @@ static void addr_norm(const struct sockaddr_storage *in, struct sockaddr_storage
     }
 }
 
-int nlm_host_rec_encode(const struct sockaddr_storage *addr, uint8_t out[NLM_HOST_REC_LEN])
+int nlm_host_rec_encode(const struct sockaddr_storage *addr, unsigned tries,
+                        uint8_t out[NLM_HOST_REC_LEN])
 {
     struct sockaddr_storage a;
+    if (tries > 255)
+        return -ERANGE;
     addr_norm(addr, &a);
     memset(out, 0, NLM_HOST_REC_LEN);
     out[0] = NLM_HOST_REC_VERSION;
+    out[2] = (uint8_t)tries;
     if (a.ss_family == AF_INET) {
         out[1] = 4;
         memcpy(out + 4, &((struct sockaddr_in *)&a)->sin_addr, 4);
@@ -114,11 +119,13 @@ int nlm_host_rec_encode(const struct sockaddr_storage *addr, uint8_t out[NLM_HOS
     return NLM_HOST_REC_LEN;
 }
 
-int nlm_host_rec_decode(const void *val, size_t len, struct sockaddr_storage *addr)
+int nlm_host_rec_decode(const void *val, size_t len, struct sockaddr_storage *addr,
+                        unsigned *tries)
 {
     const uint8_t *v = val;
-    if (len != NLM_HOST_REC_LEN || v[0] != NLM_HOST_REC_VERSION || v[2] || v[3])
+    if (len != NLM_HOST_REC_LEN || v[0] != NLM_HOST_REC_VERSION || v[3])
         return -EINVAL;
+    *tries = v[2];
     memset(addr, 0, sizeof(*addr));
     if (v[1] == 4) {
         struct sockaddr_in *s4 = (struct sockaddr_in *)addr;
@@ -140,7 +147,7 @@ int nlm_host_rec_decode(const void *val, size_t len, struct sockaddr_storage *ad
 bool nlm_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
     uint8_t ra[NLM_HOST_REC_LEN], rb[NLM_HOST_REC_LEN];
-    if (nlm_host_rec_encode(a, ra) < 0 || nlm_host_rec_encode(b, rb) < 0)
+    if (nlm_host_rec_encode(a, 0, ra) < 0 || nlm_host_rec_encode(b, 0, rb) < 0)
         return false;
     return memcmp(ra, rb, sizeof(ra)) == 0;
 }
@@ -246,9 +253,10 @@ static int load_one(void *arg, const void *key, size_t klen, const void *val, si
         return 1; /* past our prefix: done */
     char name[NLM_HOST_NAME_MAX + 1];
     struct sockaddr_storage a;
+    unsigned tries;
     size_t nl = klen - pl;
     if (nl == 0 || nl > NLM_HOST_NAME_MAX || memchr((const char *)key + pl, '\0', nl) ||
-        nlm_host_rec_decode(val, vlen, &a) < 0) {
+        nlm_host_rec_decode(val, vlen, &a, &tries) < 0) {
         srv_log(WARN, NFS, "req=- tenant=- malformed remembered NLM host record (key %zu bytes, "
                 "value %zu bytes): skipped", klen, vlen);
         c->bad++;
@@ -259,6 +267,7 @@ static int load_one(void *arg, const void *key, size_t klen, const void *val, si
     struct nlm_host **slot = host_slot(h, name);
     if (!*slot && !host_add(h, slot, name, &a, NLM_HN_PENDING))
         return -ENOMEM;
+    (*slot)->tries = tries;
     c->loaded++;
     return 0;
 }
@@ -363,19 +372,22 @@ int nlm_host_hold(struct nfs_req *r, const char *caller)
     int kl = nlm_host_key(caller, key, sizeof(key));
     if (kl < 0)
         return kl;
-    int rl = nlm_host_rec_encode(&r->peer, rec);
+    int rl = nlm_host_rec_encode(&r->peer, 0, rec);
     if (rl < 0)
         return rl;
     int rc = 0;
     pthread_mutex_lock(&h->mu);
     struct nlm_host **slot = host_slot(h, caller);
     struct nlm_host *x = *slot;
-    if (x && nlm_addr_same(&x->addr, &r->peer)) {
+    if (x && nlm_addr_same(&x->addr, &r->peer) && x->tries == 0 &&
+        x->notify != NLM_HN_UNREACHED) {
         x->refs++;
         x->idle_since_us = 0;
         goto out;
     }
-    /* New host, or one that moved: write its record before any lock is granted. */
+    /* New host, one that moved, or one we could not notify that calls again
+     * (an ordinary host from now on): write its record before any lock is
+     * granted. */
     rc = core_table_put(s->core, CORE_T_CONFIG, key, (size_t)kl, rec, (size_t)rl, 0);
     if (rc < 0) {
         srv_log(WARN, NFS, "req=%08x tenant=- cannot remember NLM host %s: %s", r->call.xid,
@@ -384,6 +396,9 @@ int nlm_host_hold(struct nfs_req *r, const char *caller)
     }
     if (x) {
         addr_norm(&r->peer, &x->addr);
+        x->tries = 0;
+        if (x->notify == NLM_HN_UNREACHED)
+            x->notify = NLM_HN_NONE;
     } else if (!(x = host_add(h, slot, caller, &r->peer, NLM_HN_NONE))) {
         core_table_del(s->core, CORE_T_CONFIG, key, (size_t)kl);
         rc = -ENOMEM;
@@ -558,6 +573,54 @@ void nlm_hosts_close_here(struct nfs_server *s)
 
 /* ---- SM_NOTIFY ---- */
 
+struct notify_fail {
+    struct nfs_server *s;
+    char *name;
+};
+
+/* Worker: one more start at which host f->name could not be notified: store
+ * the count, or give the host up after NLM_NOTIFY_TRIES. */
+static void notify_fail_work(void *arg)
+{
+    struct notify_fail *f = arg;
+    struct nfs_server *s = f->s;
+    struct nlm_hosts *h = s->hosts;
+    char key[sizeof(NLM_HOST_KEY_PREFIX) + NLM_HOST_NAME_MAX];
+    uint8_t rec[NLM_HOST_REC_LEN];
+    pthread_mutex_lock(&h->mu);
+    struct nlm_host **slot = host_slot(h, f->name);
+    struct nlm_host *x = *slot;
+    if (x && x->notify == NLM_HN_UNREACHED && host_idle(s, x)) {
+        unsigned tries = x->tries + 1;
+        int kl = nlm_host_key(x->name, key, sizeof(key));
+        int rc;
+        if (tries >= NLM_NOTIFY_TRIES) {
+            srv_log(WARN, NFS, "req=- tenant=- NLM host %s could not be notified at %u starts in "
+                    "a row: given up", x->name, tries);
+            host_drop(s, slot, "unreachable");
+        } else if (kl > 0 && nlm_host_rec_encode(&x->addr, tries, rec) > 0 &&
+                   (rc = core_table_put(s->core, CORE_T_CONFIG, key, (size_t)kl, rec, sizeof(rec),
+                                        0)) < 0) {
+            srv_log(WARN, NFS, "req=- tenant=- cannot record the failed notification of NLM "
+                    "host %s: %s", x->name, srv_strerror(rc));
+        } else {
+            x->tries = tries;
+            srv_log(INFO, NFS, "req=- tenant=- NLM host %s kept for the next start (not "
+                    "notified at %u of at most %d starts)", x->name, tries, NLM_NOTIFY_TRIES);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void notify_fail_done(void *arg)
+{
+    struct notify_fail *f = arg;
+    struct nfs_server *s = f->s;
+    free(f->name);
+    free(f);
+    nfs__inflight_add(s, -1);
+}
+
 /* Loop: one SM_NOTIFY done. */
 static void notify_done(struct nfs_server *s, void *arg, const char *why, const char *mon_name)
 {
@@ -586,14 +649,21 @@ static void notify_done(struct nfs_server *s, void *arg, const char *why, const 
     pthread_mutex_unlock(&h->mu);
     if (why)
         srv_log(WARN, NFS, "req=- tenant=- SM_NOTIFY to NLM host %s at %s not delivered (%s): "
-                "its locks are lost unless it reclaims them on its own; kept for the next start",
-                name, addr, why);
+                "its locks are lost unless it reclaims them on its own", name, addr, why);
     else
         srv_log(INFO, NFS, "req=- tenant=- SM_NOTIFY delivered to NLM host %s at %s (mon_name "
                 "%s, state %d): it may reclaim its locks", name, addr, mon_name, s->nsm_state);
     if (early)
         srv_log(INFO, NFS, "req=- tenant=- NLM grace period ended early: no remembered host "
                 "could be notified, so none will reclaim; normal locking resumes");
+    struct notify_fail *f = why ? malloc(sizeof(*f)) : NULL;
+    if (f) {
+        f->s = s;
+        f->name = name;
+        nfs__inflight_add(s, 1);
+        srv_work_submit(srv_loop_current(), notify_fail_work, notify_fail_done, f);
+        return;
+    }
     free(name);
 }
 

@@ -18,7 +18,8 @@
  * monitor an SM_NOTIFY (mon_name: our address as that host reaches us; state:
  * our new NSM state), found through the host's portmapper, asynchronously
  * (nlm_notify_send in nlm_grant.c). A host that cannot be reached is logged
- * and kept for the next start; a notified host that holds nothing when the
+ * and kept for the next start (given up after NLM_NOTIFY_TRIES starts in a
+ * row, or as soon as it calls again); a notified host that holds nothing when the
  * grace period ends is forgotten. With no host remembered there is no grace
  * period, and when every notification failed and nothing was reclaimed it
  * ends at once (no client knows of the restart, so none will reclaim). A reclaim outside the grace period answers NLM4_DENIED_GRACE_PERIOD
@@ -47,6 +48,7 @@ struct nlm_hosts;
 #define NLM_HOST_NAME_MAX 255 /* longest caller_name remembered (a host name) */
 #define NLM_HOST_REC_LEN 20
 #define NLM_HOST_REC_VERSION 1
+#define NLM_NOTIFY_TRIES 3 /* starts in a row a host may be unreachable before it is given up */
 
 /* ---- pure helpers (unit-tested) ---- */
 
@@ -55,13 +57,16 @@ struct nlm_hosts;
  *         or @p keylen too small), -EINVAL (empty name). */
 int nlm_host_key(const char *caller, char *key, size_t keylen);
 /** Encode the record of a host reached at @p addr (port ignored; an IPv4
- * address mapped in IPv6 is stored as IPv4): byte 0 version (1), byte 1 the
- * family (4 or 6), bytes 2-3 zero, bytes 4-19 the address (IPv4 in 4-7).
- * @return NLM_HOST_REC_LEN, -EAFNOSUPPORT (not IPv4/IPv6). */
-int nlm_host_rec_encode(const struct sockaddr_storage *addr, uint8_t out[NLM_HOST_REC_LEN]);
-/** Decode a record into @p addr (port 0). @return 0, -EINVAL (bad length,
- * version or family). */
-int nlm_host_rec_decode(const void *val, size_t len, struct sockaddr_storage *addr);
+ * address mapped in IPv6 is stored as IPv4) whose SM_NOTIFY failed at the
+ * last @p tries starts: byte 0 version (1), byte 1 the family (4 or 6),
+ * byte 2 tries, byte 3 zero, bytes 4-19 the address (IPv4 in 4-7).
+ * @return NLM_HOST_REC_LEN, -EAFNOSUPPORT (not IPv4/IPv6), -ERANGE (tries > 255). */
+int nlm_host_rec_encode(const struct sockaddr_storage *addr, unsigned tries,
+                        uint8_t out[NLM_HOST_REC_LEN]);
+/** Decode a record into @p addr (port 0) and @p tries. @return 0, -EINVAL
+ * (bad length, version, family or padding). */
+int nlm_host_rec_decode(const void *val, size_t len, struct sockaddr_storage *addr,
+                        unsigned *tries);
 /** Same host address (family and address; ports and IPv4-in-IPv6 mapping ignored)? */
 bool nlm_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 /** @p a as text, without port, an IPv4-mapped IPv6 address as IPv4 ("?" if unknown). */

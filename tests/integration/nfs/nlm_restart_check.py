@@ -15,7 +15,8 @@ calls. Host C (127.0.0.3) locks and unlocks (must be forgotten); host D
 - the remembered hosts survive restarts, a notified host that reclaims
   nothing is forgotten after the grace period, FREE_ALL and SM_NOTIFY from a
   host forget it, the grace period ends at once when no host could be
-  notified, and a start with no host remembered has no grace period.
+  notified, an unreachable host is kept for 3 starts, and a start with no
+  host remembered has no grace period.
 Usage: nlm_restart_check.py S3NFSD WORKDIR"""
 import os
 import re
@@ -252,38 +253,42 @@ def main():
         wait_for(lambda: len(notifies) == 2, "B's statd got no SM_NOTIFY after kill -9")
         assert notifies[1][1] == st3, (notifies, st3)
         assert re.search(r"NLM: 2 client hosts held locks", run_log()), run_log()
-        # D rebooted: FREE_ALL forgets it; B does not reclaim: forgotten after grace
-        free_all(dd, "hostD")
+        # D rebooted: its SM_NOTIFY forgets it; B does not reclaim: forgotten after grace
+        dd.call(100024, 1, 6, Packer().string("hostD").u32(11).bytes())
         wait_for(lambda: "NLM host hostB forgotten (notified, reclaimed nothing)" in log_text(),
                  "B not forgotten after a grace period without reclaims")
-        assert "NLM host hostD forgotten" in log_text()
+        assert "NLM host hostD forgotten (its locks were freed)" in run_log()
         assert lock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED, "B's old lock is gone"
         assert nlm_unlock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
         free_all(a, "hostA")
         assert lock(dd, "hostD", fh, 4, 300, 10) == NLM4_GRANTED
         close(a, b, cc, dd)
         d.stop(signal.SIGTERM)
-        print("ok run 3: SM_NOTIFY after kill -9; unreclaimed and FREE_ALL hosts forgotten")
+        print("ok run 3: SM_NOTIFY after kill -9; unreclaimed host and rebooted host forgotten")
 
-        # ---- run 4: only unreachable D remembered: the grace period (60 s) ends as soon as
-        # its notification fails; D is kept until it says it rebooted.
-        d.start(60)
-        a, b, cc, dd = conns()
-        wait_for(lambda: "NLM grace period ended early" in run_log(),
-                 "grace period not ended when nobody could be notified", secs=40)
-        assert lock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
-        assert nlm_unlock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
-        free_all(a, "hostA")
-        assert "NLM host hostD forgotten" not in run_log()
-        nsm = Packer().string("hostD").u32(11).bytes()
-        dd.call(100024, 1, 6, nsm)  # SM_NOTIFY from D: it rebooted
-        wait_for(lambda: "NLM host hostD forgotten" in run_log(), "SM_NOTIFY did not forget D")
-        assert len(notifies) == 2
-        close(a, b, cc, dd)
-        d.stop(signal.SIGTERM)
-        print("ok run 4: grace period ended early when no host could be notified")
+        # ---- runs 4-6: only unreachable D remembered: the grace period (60 s) ends as soon
+        # as its notification fails; D is kept for the next start, and given up after 3.
+        for run in (4, 5, 6):
+            d.start(60)
+            a, b, cc, dd = conns()
+            wait_for(lambda: "NLM grace period ended early" in run_log(),
+                     "grace period not ended when nobody could be notified", secs=40)
+            assert lock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
+            assert nlm_unlock(a, "hostA", fh, 1, 0, 100) == NLM4_GRANTED
+            free_all(a, "hostA")
+            if run < 6:
+                time.sleep(0.2)
+                assert "NLM host hostD forgotten" not in run_log()
+            else:
+                wait_for(lambda: "NLM host hostD could not be notified at 3 starts in a row: "
+                         "given up" in run_log(), "unreachable D not given up")
+            assert len(notifies) == 2
+            close(a, b, cc, dd)
+            d.stop(signal.SIGTERM)
+        print("ok runs 4-6: grace period ended early when no host could be notified; "
+              "unreachable host given up after 3 starts")
 
-        # ---- run 5: nothing remembered: no grace period, nobody notified.
+        # ---- run 7: nothing remembered: no grace period, nobody notified.
         d.start(60)
         a, b, cc, dd = conns()
         wait_for(lambda: "no grace period" in run_log(), "grace period with no host remembered")
@@ -293,7 +298,7 @@ def main():
         assert len(notifies) == 2
         close(a, b, cc, dd)
         d.stop(signal.SIGTERM)
-        print("ok run 5: no host remembered, no grace period")
+        print("ok run 7: no host remembered, no grace period")
         print("NLM RESTART OK")
     finally:
         if d.p and d.p.poll() is None:

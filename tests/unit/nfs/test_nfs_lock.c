@@ -168,27 +168,36 @@ static void test_host_record(void **state)
 {
     uint8_t rec[NLM_HOST_REC_LEN];
     struct sockaddr_storage a = v4("10.1.2.3", 871), back;
+    unsigned tries = 99;
     char txt[64];
-    assert_int_equal(nlm_host_rec_encode(&a, rec), NLM_HOST_REC_LEN);
+    assert_int_equal(nlm_host_rec_encode(&a, 0, rec), NLM_HOST_REC_LEN);
     const uint8_t want[NLM_HOST_REC_LEN] = {1, 4, 0, 0, 10, 1, 2, 3};
     assert_memory_equal(rec, want, sizeof(want));
-    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), 0);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back, &tries), 0);
+    assert_int_equal(tries, 0);
     assert_true(nlm_addr_same(&a, &back)); /* the port is not kept */
+    /* the count of failed notifications is byte 2 */
+    assert_int_equal(nlm_host_rec_encode(&a, 2, rec), NLM_HOST_REC_LEN);
+    assert_int_equal(rec[2], 2);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back, &tries), 0);
+    assert_int_equal(tries, 2);
+    assert_int_equal(nlm_host_rec_encode(&a, 256, rec), -ERANGE);
     nlm_addr_text(&back, txt, sizeof(txt));
     assert_string_equal(txt, "10.1.2.3");
 
     /* an IPv4-mapped IPv6 peer is the same host as its IPv4 address */
     struct sockaddr_storage m = v6("::ffff:10.1.2.3", 2);
-    assert_int_equal(nlm_host_rec_encode(&m, rec), NLM_HOST_REC_LEN);
+    assert_int_equal(nlm_host_rec_encode(&m, 0, rec), NLM_HOST_REC_LEN);
     assert_memory_equal(rec, want, sizeof(want));
     assert_true(nlm_addr_same(&a, &m));
     nlm_addr_text(&m, txt, sizeof(txt));
     assert_string_equal(txt, "10.1.2.3");
 
     struct sockaddr_storage six = v6("fd00::7", 0);
-    assert_int_equal(nlm_host_rec_encode(&six, rec), NLM_HOST_REC_LEN);
+    assert_int_equal(nlm_host_rec_encode(&six, 1, rec), NLM_HOST_REC_LEN);
     assert_int_equal(rec[1], 6);
-    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), 0);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back, &tries), 0);
+    assert_int_equal(tries, 1);
     assert_true(nlm_addr_same(&six, &back));
     assert_false(nlm_addr_same(&six, &a));
     assert_false(nlm_addr_same(&a, &(struct sockaddr_storage){0}));
@@ -196,17 +205,20 @@ static void test_host_record(void **state)
     assert_string_equal(txt, "fd00::7");
 
     /* malformed records are refused */
-    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec) - 1, &back), -EINVAL);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec) - 1, &back, &tries), -EINVAL);
     rec[0] = 2;
-    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), -EINVAL);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back, &tries), -EINVAL);
     rec[0] = 1;
     rec[1] = 5;
-    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), -EINVAL);
-    assert_int_equal(nlm_host_rec_encode(&a, rec), NLM_HOST_REC_LEN);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back, &tries), -EINVAL);
+    assert_int_equal(nlm_host_rec_encode(&a, 0, rec), NLM_HOST_REC_LEN);
     rec[12] = 1; /* garbage after an IPv4 address */
-    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back), -EINVAL);
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back, &tries), -EINVAL);
+    assert_int_equal(nlm_host_rec_encode(&a, 0, rec), NLM_HOST_REC_LEN);
+    rec[3] = 1; /* padding */
+    assert_int_equal(nlm_host_rec_decode(rec, sizeof(rec), &back, &tries), -EINVAL);
     struct sockaddr_storage unix_addr = {.ss_family = AF_UNIX};
-    assert_int_equal(nlm_host_rec_encode(&unix_addr, rec), -EAFNOSUPPORT);
+    assert_int_equal(nlm_host_rec_encode(&unix_addr, 0, rec), -EAFNOSUPPORT);
 }
 
 static void test_grace_rule(void **state)
