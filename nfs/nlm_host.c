@@ -242,6 +242,7 @@ static struct nlm_host *host_add(struct nlm_hosts *h, struct nlm_host **slot, co
 struct load_ctx {
     struct nfs_server *s;
     size_t loaded, bad;
+    int err; /* core_table_scan does not pass the callback's result on */
 };
 
 static int load_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
@@ -265,8 +266,10 @@ static int load_one(void *arg, const void *key, size_t klen, const void *val, si
     memcpy(name, (const char *)key + pl, nl);
     name[nl] = '\0';
     struct nlm_host **slot = host_slot(h, name);
-    if (!*slot && !host_add(h, slot, name, &a, NLM_HN_PENDING))
-        return -ENOMEM;
+    if (!*slot && !host_add(h, slot, name, &a, NLM_HN_PENDING)) {
+        c->err = -ENOMEM;
+        return 1;
+    }
     (*slot)->tries = tries;
     c->loaded++;
     return 0;
@@ -279,6 +282,8 @@ int nlm_hosts_load(struct nfs_server *s)
     int rc = core_table_scan(s->core, CORE_T_CONFIG, NLM_HOST_KEY_PREFIX,
                              sizeof(NLM_HOST_KEY_PREFIX) - 1, load_one, &c);
     pthread_mutex_unlock(&s->hosts->mu);
+    if (rc == 0)
+        rc = c.err;
     if (rc < 0) {
         srv_log(ERROR, NFS, "req=- tenant=- cannot read the remembered NLM hosts: %s",
                 srv_strerror(rc));
