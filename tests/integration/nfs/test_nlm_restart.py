@@ -2,8 +2,10 @@
 """NLM locks across s3nfsd restarts: remembered client hosts, SM_NOTIFY to
 their status monitors, the grace period for reclaims (nlm_restart_check.py,
 run in a private network namespace so that its fake portmapper can use port
-111 on 127.0.0.2)."""
+111 on 127.0.0.2); and the Linux kernel client in the grace period (nfsvm
+guest, marked slow/kvm)."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,8 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "kernel"))
+from knfs import nfsvm  # noqa: E402,F401 - session fixture: finds nfsvm, builds its image
 
 
 def test_nlm_locks_recovered_after_restart(tmp_path):
@@ -26,3 +30,31 @@ def test_nlm_locks_recovered_after_restart(tmp_path):
     shutil.rmtree(tmp_path / "data", ignore_errors=True)
     assert p.returncode == 0 and "NLM RESTART OK" in p.stdout, \
         p.stdout + p.stderr + log[-4000:]
+
+
+@pytest.mark.slow
+@pytest.mark.kvm
+def test_kernel_client_waits_out_the_grace_period(nfsvm, tmp_path):  # noqa: F811
+    """The Linux kernel client's lock manager, mounting with locking, meets
+    NLM4_DENIED_GRACE_PERIOD after a restart and retries until the grace
+    period ends, then locks normally (kernel_lock_grace_netns.sh: rpcbind,
+    s3nfsd and the nfsvm guest in a private network namespace)."""
+    from s3nfsd_harness import BIN
+    if os.geteuid() != 0 or not shutil.which("rpcbind") or not shutil.which("unshare"):
+        pytest.skip("needs root, rpcbind and unshare (a private network namespace)")
+    env = dict(os.environ, NFSVM_NET="slirp", NFSVM_CACHE=nfsvm.cache)
+    p = subprocess.run(["unshare", "--net", "--mount",
+                        os.path.join(HERE, "kernel_lock_grace_netns.sh"), BIN, nfsvm.run_script,
+                        str(tmp_path)], capture_output=True, text=True, timeout=900, env=env)
+    log = (tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)
+    assert p.returncode == 0 and "GRACE LOCK OK" in p.stdout, p.stdout[-3000:] + \
+        p.stderr[-3000:] + log[-3000:]
+    run2 = log.split("==== start")[-1]
+    denied = run2.find("grace period: reclaims only")
+    over = run2.find("NLM grace period over")
+    granted = [m.start() for m in re.finditer(r"NLM LOCK excl ino=\d+ \[0\+100\] \S+ by \S+: 0 ",
+                                              run2)]
+    assert denied >= 0, "the guest's lock was not refused during the grace period"
+    assert over > denied and granted and granted[0] > over, \
+        "the guest's lock was granted only after the grace period"
