@@ -118,6 +118,7 @@ struct s3_conn {
     bool in_pump;
     int nest;                /* callbacks on the stack: free only when it drops to 0 */
     struct evbuffer *direct; /* a small response being built (send_direct) */
+    struct timeval idle;     /* idle timeout as a common timeout of the loop's base */
     struct event *body_ev;   /* the socket readable while an upload body is read directly */
     bool body_direct;        /* ... which it is now (the bufferevent does not read) */
 };
@@ -470,8 +471,7 @@ static void ctx_submit_arg(struct s3_ctx *x, void (*work)(struct s3_ctx *, void 
 
 static void hdr_timer_arm(struct s3_conn *c)
 {
-    struct timeval tv = {c->srv->idle_timeout_s, 0};
-    evtimer_add(c->hdr_timer, &tv);
+    evtimer_add(c->hdr_timer, &c->idle);
 }
 
 static void conn_free(struct s3_conn *c)
@@ -1589,7 +1589,6 @@ static void body_read(struct s3_conn *c)
 {
     struct s3_ctx *x = c->x;
     evutil_socket_t fd = bufferevent_getfd(c->bev);
-    struct timeval tv = {c->srv->idle_timeout_s, 0};
     if (!c->body_direct)
         body_direct_begin(c);
     while (!c->dead && c->state == CS_BODY && c->x == x && !x->body_err) {
@@ -1610,7 +1609,7 @@ static void body_read(struct s3_conn *c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            event_add(c->body_ev, &tv);
+            event_add(c->body_ev, &c->idle);
             return;
         }
         if (n <= 0) {
@@ -1882,8 +1881,13 @@ static void conn_start(void *arg)
         conn_free(c);
         return;
     }
+    /* Every connection of a loop has the same idle timeout: as a common
+     * timeout, re-arming it (after each read, per request) is a queue append
+     * rather than a timer-heap update. */
     struct timeval tv = {srv->idle_timeout_s, 0};
-    bufferevent_set_timeouts(c->bev, &tv, &tv);
+    const struct timeval *common = event_base_init_common_timeout(base, &tv);
+    c->idle = common ? *common : tv;
+    bufferevent_set_timeouts(c->bev, &c->idle, &c->idle);
     bufferevent_setwatermark(c->bev, EV_READ, 0, S3_IN_HIGH);
     bufferevent_setwatermark(c->bev, EV_WRITE, S3_OUT_LOW, 0);
     /* libevent's default moves 16 KiB per callback: one epoll round per 16 KiB */

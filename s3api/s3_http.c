@@ -437,15 +437,16 @@ int s3__req_parse_query(struct s3_req *r)
     r->params = NULL;
     if (!r->raw_query || !*r->raw_query)
         return 0;
-    size_t cnt = 1;
-    for (const char *c = r->raw_query; *c; c++)
-        if (*c == '&')
-            cnt++;
+    const char *q = r->raw_query;
+    size_t qlen = strlen(q), cnt = 1;
+    const char *end = q + qlen;
+    for (const char *c = memchr(q, '&', qlen); c; c = memchr(c + 1, '&', (size_t)(end - c - 1)))
+        cnt++;
     r->params = s3__arena_alloc(&r->arena, cnt * sizeof(*r->params));
-    const char *s = r->raw_query;
-    while (*s) {
-        const char *amp = strchr(s, '&');
-        size_t len = amp ? (size_t)(amp - s) : strlen(s);
+    const char *s = q;
+    while (s < end) {
+        const char *amp = memchr(s, '&', (size_t)(end - s));
+        size_t len = amp ? (size_t)(amp - s) : (size_t)(end - s);
         if (len) {
             const char *eq = memchr(s, '=', len);
             size_t nlen = eq ? (size_t)(eq - s) : len;

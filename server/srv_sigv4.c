@@ -213,16 +213,20 @@ size_t srv_sigv4_encode(const char *s, size_t n, bool keep_slash, char *out)
 {
     static const char digits[] = "0123456789ABCDEF";
     uint8_t keep = keep_slash ? 3 : 1;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (keep_tab[c] & keep) {
-            out[o++] = (char)c;
-        } else {
-            out[o++] = '%';
-            out[o++] = digits[c >> 4];
-            out[o++] = digits[c & 15];
-        }
+    size_t o = 0, i = 0;
+    while (i < n) {
+        size_t j = i;
+        while (j < n && (keep_tab[(unsigned char)s[j]] & keep))
+            j++;
+        memcpy(out + o, s + i, j - i); /* a run of bytes kept as they are */
+        o += j - i;
+        if (j == n)
+            break;
+        unsigned char c = (unsigned char)s[j];
+        out[o++] = '%';
+        out[o++] = digits[c >> 4];
+        out[o++] = digits[c & 15];
+        i = j + 1;
     }
     out[o] = '\0';
     return o;
