@@ -1449,7 +1449,9 @@ static void on_headers(struct s3_conn *c)
         return;
     }
     if (x->rt.err) {
-        s3__resp_error(x, x->rt.err, NULL, x->rt.err == -EPERM ? 405 : 0, x->rt.errmsg);
+        bool bad_method = x->rt.err == -EPERM;
+        s3__resp_error(x, x->rt.err, bad_method ? "MethodNotAllowed" : NULL,
+                       bad_method ? 405 : 0, x->rt.errmsg);
         send_response(x);
         return;
     }

@@ -333,7 +333,9 @@ def test_head_and_not_implemented(d):
                                              query=[("torrent", "")])[0])
     assert st == 501 and b"NotImplemented" in body and b"torrent" in body
     st, h, body = send_one(d, signed_request(d, "PATCH", "/raw-bucket/huge")[0])
-    assert st in (400, 405)
+    assert st == 405 and b"<Code>MethodNotAllowed</Code>" in body, (st, body)
+    st, h, body = send_one(d, signed_request(d, "PATCH", "/raw-bucket")[0])
+    assert st == 405 and b"<Code>MethodNotAllowed</Code>" in body, (st, body)
 
 
 def raise_nofile(n):
