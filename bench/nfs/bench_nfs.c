@@ -506,11 +506,14 @@ static int seq_read_once(struct bench *b)
  * it with O_DIRECT and verifies each extent's CRC on its first read). */
 static int phase_seq_read(struct bench *b)
 {
-    double w0 = bench_now();
+    double w0 = bench_now(), wc = cpu_us(b->o.server_pid);
     if (seq_read_once(b))
         return -1;
-    fprintf(stderr, "bench_nfs: warm-up read %.1f MB/s (not timed)\n",
-            (double)b->o.size / (bench_now() - w0) / 1e6);
+    double wdt = bench_now() - w0, wc1 = cpu_us(b->o.server_pid);
+    fprintf(stderr, "bench_nfs: warm-up read %.1f MB/s", (double)b->o.size / wdt / 1e6);
+    if (wc >= 0 && wc1 >= 0)
+        fprintf(stderr, ", server CPU %.1f us/MiB", (wc1 - wc) / ((double)b->o.size / MIB));
+    fprintf(stderr, " (not timed)\n");
     double c0 = cpu_us(b->o.server_pid);
     double t0 = bench_now();
     if (seq_read_once(b))
