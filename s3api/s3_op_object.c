@@ -126,11 +126,39 @@ static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
     return n ? out : NULL;
 }
 
+/* Request headers that ask for a protection this server does not give (ACL
+ * grants beyond the owner, encryption at rest, retention): accepting and
+ * dropping them would tell the client its data is protected when it is not,
+ * so they are refused with 501. Returns 0 or -1 with the response set. */
+static int refuse_unbuilt(struct s3_ctx *x)
+{
+    const struct s3_req *r = x->req;
+    const char *acl = s3__req_header(r, "x-amz-acl");
+    const char *why = NULL;
+    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "bucket-owner-full-control") != 0)
+        why = "only the canned ACLs 'private' and 'bucket-owner-full-control' are supported";
+    for (size_t i = 0; !why && i < r->nhdrs; i++) {
+        const char *n = r->hdrs[i].name;
+        if (strncmp(n, "x-amz-grant-", 12) == 0)
+            why = "ACL grants (x-amz-grant-*) are not implemented";
+        else if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
+            why = "server-side encryption is not implemented (data is stored unencrypted)";
+        else if (strncmp(n, "x-amz-object-lock-", 18) == 0)
+            why = "object lock is not implemented";
+    }
+    if (!why)
+        return 0;
+    s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501, why);
+    return -1;
+}
+
 int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
 {
     const struct s3_req *r = x->req;
     size_t user = 0;
     memset(m, 0, sizeof(*m));
+    if (refuse_unbuilt(x))
+        return -ENOTSUP;
     for (size_t i = 0; STORED_HDRS[i]; i++) {
         const char *v = s3__req_header(r, lower_of(x->a, STORED_HDRS[i]));
         if (v && strcmp(STORED_HDRS[i], "Content-Encoding") == 0)

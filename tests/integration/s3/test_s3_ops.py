@@ -504,6 +504,38 @@ def test_subresource_defaults(s3, bucket):
     assert s3.get_object_acl(Bucket=bucket, Key="o")["Grants"][0]["Permission"] == "FULL_CONTROL"
 
 
+def test_unbuilt_protections_refused(s3, bucket):
+    """ACL grants, encryption at rest and object lock are not built: asking
+    for them on a write is refused (501), never silently dropped."""
+    import datetime
+    asks = [dict(ACL="public-read"), dict(GrantRead='id="someone"'),
+            dict(ServerSideEncryption="AES256"),
+            dict(SSECustomerAlgorithm="AES256", SSECustomerKey="k" * 32),
+            dict(ObjectLockMode="GOVERNANCE",
+                 ObjectLockRetainUntilDate=datetime.datetime(2030, 1, 1)),
+            dict(ObjectLockLegalHoldStatus="ON")]
+    for kw in asks:
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket=bucket, Key="protected", Body=b"x", **kw)
+        assert code(e) == "NotImplemented" and status(e) == 501, kw
+        with pytest.raises(ClientError) as e:
+            s3.create_multipart_upload(Bucket=bucket, Key="protected", **kw)
+        assert code(e) == "NotImplemented" and status(e) == 501, kw
+    s3.put_object(Bucket=bucket, Key="src", Body=b"y")
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="protected", CopySource={"Bucket": bucket, "Key": "src"},
+                       ServerSideEncryption="AES256")
+    assert code(e) == "NotImplemented" and status(e) == 501
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="protected")
+    assert status(e) == 404, "a refused write stored something"
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    # the owner-only canned ACLs are what every object has: accepted
+    for acl in ("private", "bucket-owner-full-control"):
+        s3.put_object(Bucket=bucket, Key="protected", Body=b"z", ACL=acl)
+    assert s3.get_object(Bucket=bucket, Key="protected")["Body"].read() == b"z"
+
+
 def test_directory_keys(s3, bucket):
     s3.put_object(Bucket=bucket, Key="folder/", Body=b"")
     r = s3.list_objects_v2(Bucket=bucket)
