@@ -301,6 +301,32 @@ out:
     return off;
 }
 
+/* Would a connection to the client's address on our port reach this
+ * server? Yes when we listen on that very address; with a wildcard listener,
+ * when it is a loopback address or this connection's own local address. */
+static bool cb_peer_is_us(struct nlm_cb *cb)
+{
+    const struct sockaddr_storage *p = &cb->peer, *l = &cb->srv->laddr;
+    struct sockaddr_storage me;
+    socklen_t ml = sizeof(me);
+    bool wild = (l->ss_family == AF_INET &&
+                 ((const struct sockaddr_in *)l)->sin_addr.s_addr == htonl(INADDR_ANY)) ||
+                (l->ss_family == AF_INET6 &&
+                 IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)l)->sin6_addr));
+    if (!wild)
+        return nlm_addr_same(p, l);
+    if (p->ss_family == AF_INET &&
+        (ntohl(((const struct sockaddr_in *)p)->sin_addr.s_addr) >> 24) == 127)
+        return true;
+    if (p->ss_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)p)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127))
+            return true;
+    }
+    return getsockname(bufferevent_getfd(cb->bev), (struct sockaddr *)&me, &ml) == 0 &&
+           nlm_addr_same(&me, p);
+}
+
 static void cb_event(struct bufferevent *bev, short what, void *arg);
 static void cb_read(struct bufferevent *bev, void *arg);
 
@@ -406,6 +432,14 @@ static void cb_read(struct bufferevent *bev, void *arg)
         if (!ok || port == 0 || port > 65535) {
             cb_finish(cb, cb->w ? "no NLM v4 over TCP registered on the client"
                                 : "no NSM v1 over TCP registered on the client");
+            return;
+        }
+        if (!cb->w && port == cb->srv->port && cb_peer_is_us(cb)) {
+            /* The host's portmapper is ours (a client behind NAT, or on this
+             * host): its NSM is this server, and telling ourselves would keep
+             * the grace period running for nobody. */
+            cb_finish(cb, "the client's portmapper names this server's own NSM (client "
+                      "behind NAT or on this host)");
             return;
         }
         cb->stage = 1;

@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Kernel client during the NLM grace period, run inside `unshare --net --mount`
-# (private rpcbind on port 111): a raw-RPC client host (hostB, 127.0.0.1)
-# takes a lock, s3nfsd is restarted (it remembers hostB and notifies it:
-# hostB's "status monitor" is found through rpcbind, which here points at
-# s3nfsd's own NSM, so the notification is delivered and the grace period
-# runs in full), then an nfsvm guest mounting with locking runs
-# kernel/lock_grace.py while the grace period is on.
+# (private rpcbind on port 111): a fake client host (nlm_grace_holder.py:
+# hostB on 127.0.0.2 with its own "status monitor") takes a
+# lock, s3nfsd is restarted (it remembers hostB and notifies it, so the grace
+# period runs in full), then an nfsvm guest mounting with locking runs
+# kernel/lock_grace.py while the grace period is on. A third start checks that
+# the guest (behind NAT) is not "notified" through our own NSM.
 # Usage: kernel_lock_grace_netns.sh S3NFSD NFSVM_RUN WORKDIR
 set -euo pipefail
 BIN=$1 RUN=$2 W=$3
@@ -31,15 +31,18 @@ start() {
     echo "s3nfsd did not register"; exit 1
 }
 start 1
-PYTHONPATH="$HERE" /usr/bin/python3 - "$PORT" <<'PY'
-import sys
-from rpc3 import RpcConn
-from test_nfs import NLM4_GRANTED, nlm_lock, root_fh
-c = RpcConn(int(sys.argv[1]))
-assert nlm_lock(c, "hostB", root_fh(c), 7, 0, 1) == NLM4_GRANTED
-print("hostB holds a lock")
-PY
+/usr/bin/python3 "$HERE/nlm_grace_holder.py" $PORT "$W" > "$W/holder" 2>&1 & HP=$!
+trap 'kill $RP ${DP:-} $HP 2>/dev/null; wait' EXIT
+for _ in $(seq 100); do grep -q HOLDING "$W/holder" && break; sleep 0.1; done
+grep -q HOLDING "$W/holder"
 kill -TERM $DP; wait $DP || true
 start 2
 for _ in $(seq 100); do grep -q "SM_NOTIFY delivered to NLM host hostB" "$W/log" && break; sleep 0.1; done
+grep -q "SM_NOTIFY delivered to NLM host hostB" "$W/log"
 "$RUN" --lock -p $PORT -m $PORT -e / --timeout 600 "$HERE/kernel/lock_grace.py"
+# The guest is remembered too (it locked), but behind NAT: its address is
+# 127.0.0.1, whose portmapper names our own NSM. At the next start that
+# notification counts as not delivered and the grace period ends at once.
+kill -TERM $DP; wait $DP || true
+start 3
+for _ in $(seq 100); do grep -q "NLM grace period ended early" "$W/log" && break; sleep 0.1; done
