@@ -35,6 +35,7 @@ struct s3_arena_blk {
 void s3__arena_init(struct s3_arena *a)
 {
     a->head = NULL;
+    a->own = NULL;
 }
 
 void s3__arena_fini(struct s3_arena *a)
@@ -42,7 +43,8 @@ void s3__arena_fini(struct s3_arena *a)
     struct s3_arena_blk *b = a->head;
     while (b) {
         struct s3_arena_blk *n = b->next;
-        free(b);
+        if (b != a->own)
+            free(b);
         b = n;
     }
     a->head = NULL;
@@ -131,13 +133,28 @@ void s3__req_free(struct s3_req *r)
     free(r);
 }
 
+/* A request and the first block of its arena in one allocation: most
+ * requests (a presigned GET included) never need a second block. */
+#define REQ_INLINE_ARENA 4096
+
+struct req_alloc {
+    struct s3_req req;
+    struct s3_arena_blk blk; /* followed by REQ_INLINE_ARENA bytes */
+};
+
 static struct s3_req *req_new(void)
 {
-    struct s3_req *r = calloc(1, sizeof(*r));
-    if (!r)
+    struct req_alloc *ra = malloc(sizeof(*ra) + REQ_INLINE_ARENA);
+    if (!ra)
         abort();
-    s3__arena_init(&r->arena);
-    return r;
+    memset(&ra->req, 0, sizeof(ra->req));
+    ra->blk.next = NULL;
+    ra->blk.used = 0;
+    ra->blk.cap = REQ_INLINE_ARENA;
+    s3__arena_init(&ra->req.arena);
+    ra->req.arena.head = &ra->blk;
+    ra->req.arena.own = &ra->blk;
+    return &ra->req;
 }
 
 /* ---------------------------------------------------------------- llhttp glue */

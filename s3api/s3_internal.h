@@ -31,6 +31,7 @@ struct evbuffer;
 struct s3_arena_blk;
 struct s3_arena {
     struct s3_arena_blk *head;
+    struct s3_arena_blk *own; /* a first block owned by the arena's holder: not freed */
 };
 void s3__arena_init(struct s3_arena *a);
 void s3__arena_fini(struct s3_arena *a);
