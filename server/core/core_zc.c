@@ -45,6 +45,7 @@
 #include "core_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,15 +248,22 @@ static int keep_buf(struct core_pieces *ps, void *buf)
 /* Read extent @p e whole through the buffered fd and check its CRC32C. The
  * read brings it into the page cache, in ZC_VCHUNK pieces through one small
  * buffer that stays in the CPU cache: the bytes are checked, not kept; the
- * caller sends them from the fd. The kernel's own readahead sizes the disk
- * reads (an explicit POSIX_FADV_WILLNEED fills the cache with 4 KiB folios,
- * which made every later sendfile of the range cost about 1.6x more).
- * @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
+ * caller sends them from the fd. POSIX_FADV_WILLNEED first reads exactly the
+ * extent (large disk requests) and, unlike the kernel's own readahead, sets
+ * off no readahead past its end: pages of the space after it (free, or
+ * another extent) are not cached by this read. Cached pages of space that an
+ * O_DIRECT write later fills are not always dropped by the kernel (large
+ * folios straddling the written range), and a read of that new extent would
+ * then see the old bytes and fail its CRC. (The kernel's readahead would give
+ * large folios, which make later sendfiles ~1.6x cheaper, but reads past the
+ * extent.) @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
 static int verify_extent(struct core *c, int fd, const struct store_extent *e)
 {
     char *buf = malloc(ZC_VCHUNK);
     if (!buf)
         return -ENOMEM;
+    if (e->len > ZC_VCHUNK)
+        (void)posix_fadvise(fd, (off_t)e->off, (off_t)e->len, POSIX_FADV_WILLNEED);
     uint32_t crc = 0;
     int rc = 0;
     for (size_t got = 0; got < e->len;) {
