@@ -184,7 +184,9 @@ int core_rmdir(struct core *c, const struct core_principal *p, uint64_t dir, con
  * path's directory limits (-EDQUOT past one). While directory quotas exist, a
  * file moved to another directory with UNSTABLE writes pending has them
  * committed first (for a directory: every file of its bucket with pending
- * writes), so they count there too rather than on the old path.
+ * writes), so they count there too rather than on the old path; writes into
+ * the bucket that would become pending meanwhile wait until the rename is
+ * over (see core_write).
  * @return 0, -EDQUOT, -EIO (that commit failed) or the errors named. */
 int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir,
                 const char *fromname, size_t fromlen, uint64_t todir, const char *toname,
@@ -236,11 +238,11 @@ enum core_stable { CORE_UNSTABLE = 0, CORE_DATA_SYNC = 1, CORE_FILE_SYNC = 2 };
  * writes admitted and not committed yet (pending ones keep theirs until
  * committed or dropped); past a limit it fails with -EDQUOT and changes
  * nothing. Concurrent writers never pass a limit together. Every limited
- * directory on the file's path counts, however deep. One gap remains: a write
- * admitted while a rename moves its file (or a directory above it) to another
- * directory reserves on the old path; if it is committed after the rename it
- * is charged on the new path without that path's directory limits checked
- * (tenant and bucket limits stay exact: a rename never leaves its bucket).
+ * directory on the file's path counts, however deep. A write admitted while a
+ * rename moves its file (or a directory above it) to another directory waits
+ * for that rename before it becomes pending, then reserves on the new path
+ * (-EDQUOT past a limit there, nothing written kept), so no interleaving
+ * passes a limit.
  * DATA_SYNC/FILE_SYNC: the write and every pending write of the inode before
  * it are durable on return (*committed = CORE_FILE_SYNC).
  * A file written in order from offset 0 (up to 16 MiB) keeps a running MD5,

@@ -698,6 +698,7 @@ struct wplan {
     struct core__fext_list olds;   /* effective extents the write replaces */
     struct core__fext_list news;   /* extents written */
     struct core__resv resv;        /* bytes it adds, reserved against the limits */
+    struct core__mvtok mv;         /* renames seen before the plan read the file's chain */
 };
 
 struct crc_job {
@@ -1101,6 +1102,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         bool locked = attempt >= 2;
         if (locked)
             pthread_mutex_lock(&c->wlock[ino % CORE_WLOCKS]);
+        core__mv_begin(c, &a.mv);
         uint64_t token = store_read_begin(c->store);
         a.epoch = core__cache_epoch(c);
         core__pend_snap(pd, off, off + len, true, &ps);
@@ -1144,7 +1146,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         }
         if (rc == 0)
             rc = write_data(c, &a, tmp);
-        if (rc == 0) {
+        while (rc == 0) {
             pthread_mutex_lock(&pd->mu);
             while (pd->excl)
                 pthread_cond_wait(&pd->cv, &pd->mu);
@@ -1152,6 +1154,14 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
                 rc = SRV_ESTALE;
             else if (pd->ver != ps.ver || pd->cver != ps.cver)
                 rc = write_revalidate(c, pd, &a);
+            if (rc == 0 && !core__mv_same(c, &a.mv, a.bucket)) {
+                /* a rename may have moved the file (or a directory above it)
+                 * since the plan read its chain: reserve on the chain it has
+                 * once that rename committed (-EDQUOT past a limit there) */
+                pthread_mutex_unlock(&pd->mu);
+                rc = core__resv_follow(c, ino, a.bucket, growth, &a.resv, &a.mv);
+                continue;
+            }
             if (rc == 0)
                 rc = write_insert(c, pd, &a);
             if (rc == 0 && post) {
@@ -1170,6 +1180,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
                     bg = true;
             }
             pthread_mutex_unlock(&pd->mu);
+            break;
         }
         store_read_end(c->store, token);
         core__pend_snap_free(&ps);

@@ -76,6 +76,29 @@ struct core__rent {
 };
 #define CORE_RESV_BUCKETS 256
 
+/* Cross-directory renames while directory quotas exist (core_quota.c): a
+ * rename marks its bucket's slot busy from before it commits the pending
+ * writes it moves until its op committed; a write admitted meanwhile on its
+ * file's old chain re-reserves on the new one before it becomes pending. */
+#define CORE_MV_SLOTS 64
+struct core__mvslot {
+    uint32_t busy;                 /* renames of buckets of this slot in progress */
+    uint64_t gen;                  /* bumped as each starts and ends */
+};
+/* What a write saw of those renames before it read its file's chain. */
+struct core__mvtok {
+    uint64_t gen;                  /* c->mv_gen */
+    bool slot;                     /* sgen is set (the write followed a rename) */
+    uint64_t sgen;                 /* its bucket's slot gen */
+};
+/* A rename's mark (core__quota_rename_begin / _end). */
+struct core__mv {
+    bool on;
+    uint32_t slot;
+    uint32_t tenant;
+    uint64_t bucket;
+};
+
 struct core__pend;
 struct core__pshard {
     pthread_mutex_t mu;
@@ -98,6 +121,12 @@ struct core {
     atomic_uint ndirquota; /* directory quota records (0: skip the parent walk) */
     pthread_mutex_t resv_mu; /* byte reservations (core_quota.c); a leaf lock */
     struct core__rent *resv[CORE_RESV_BUCKETS];
+    /* cross-directory renames in progress (core_quota.c) */
+    atomic_uint_fast64_t mv_gen; /* bumped as one starts and as one ends */
+    atomic_uint mv_busy;         /* how many */
+    pthread_mutex_t mv_mu;       /* mv_slot; may be taken under a pend record's mu */
+    pthread_cond_t mv_cv;        /* a slot went idle */
+    struct core__mvslot mv_slot[CORE_MV_SLOTS];
 
     /* pending (uncommitted UNSTABLE) writes, core_pend.c */
     struct core__pshard pend[CORE_PEND_SHARDS];
@@ -210,15 +239,51 @@ int core__resv_hold_key(struct core *c, uint32_t tenant, uint64_t bucket, const 
  * both already. Nothing while no directory quota exists. @return 0, -ENOMEM, -EIO. */
 int core__resv_hold_dirs(struct core *c, uint32_t tenant, uint64_t bucket, const char *key,
                          size_t klen, uint64_t bytes, struct core__resv *h);
-/** Before renaming @p fromname of @p fromdir into another directory @p todir
- * while directory quotas exist: commit the pending (UNSTABLE) writes it
- * carries (a file's own; for a directory, every pending file of its bucket),
- * so the rename's usage move counts their bytes on the new path and enforces
- * its limits, instead of their reservations staying on the old path. A write
- * admitted while the rename runs is not covered (see core_quota.c).
- * @return 0, or the flush's error (-EIO, -ENOSPC). */
-int core__quota_rename_prep(struct core *c, uint32_t tenant, uint64_t fromdir,
-                            const char *fromname, size_t fromlen, uint64_t todir);
+/** Start renaming @p fromname of @p fromdir to @p todir while directory
+ * quotas exist, when that changes the chain of what it moves (another
+ * directory, or a hard link made elsewhere): mark its bucket (@p mv; a write
+ * into it that would become pending while the mark is on waits, then
+ * re-reserves on its file's chain as it is then: core__resv_follow), then
+ * commit the pending (UNSTABLE) writes it carries (a file's own; for a
+ * directory, every pending file of its bucket), so the rename's usage move
+ * counts their bytes on the new path and enforces its limits. Whatever the
+ * result, end with core__quota_rename_end. @return 0, or the flush's error
+ * (-EIO, -ENOSPC). */
+int core__quota_rename_begin(struct core *c, uint32_t tenant, uint64_t fromdir,
+                             const char *fromname, size_t fromlen, uint64_t todir,
+                             struct core__mv *mv);
+/** Inside the rename's op, before it changes anything: @p ino (a directory
+ * when @p isdir) is what it moves, to another parent when @p moves.
+ * @return 0, or -EAGAIN when it would move pending writes or was not marked
+ * (the entry changed since core__quota_rename_begin looked, or the first
+ * directory quota appeared: end and begin again). */
+int core__quota_rename_check(struct core *c, const struct core__mv *mv, uint64_t ino,
+                             bool isdir, bool moves);
+/** The rename's op is over (committed or not): lift @p mv's mark. */
+void core__quota_rename_end(struct core *c, struct core__mv *mv);
+/** Before a write reads its file's chain: what it saw of the renames. */
+static inline void core__mv_begin(struct core *c, struct core__mvtok *k)
+{
+    k->gen = atomic_load(&c->mv_gen);
+    k->slot = false;
+}
+bool core__mv_same_slow(struct core *c, const struct core__mvtok *k, uint64_t bucket);
+/** Under the write's pend record mu, just before it becomes pending: no
+ * rename that may have moved a file of @p bucket started or ended since @p k
+ * (else the write calls core__resv_follow first). Two loads when none ran. */
+static inline bool core__mv_same(struct core *c, const struct core__mvtok *k, uint64_t bucket)
+{
+    if (atomic_load(&c->mv_busy) == 0 && atomic_load(&c->mv_gen) == k->gen)
+        return true;
+    return core__mv_same_slow(c, k, bucket);
+}
+/** A write of @p bytes into file @p ino of @p bucket, reserved by @p h on its
+ * chain as it was, followed a rename: wait until no rename of the bucket
+ * runs, note it in @p k, then hold @p bytes on the file's chain as it is now
+ * (records new to it checked as core__resv_admit does; on failure @p h is
+ * unchanged). @return 0, -EDQUOT, SRV_ESTALE (file gone), -ENOMEM, -EIO. */
+int core__resv_follow(struct core *c, uint64_t ino, uint64_t bucket, uint64_t bytes,
+                      struct core__resv *h, struct core__mvtok *k);
 /** @p dst gives back what it held and takes @p src's records with @p bytes
  * (never more than the two held together); @p src then holds nothing. */
 void core__resv_move(struct core *c, struct core__resv *dst, struct core__resv *src,

@@ -547,6 +547,7 @@ struct rename_op {
     uint64_t tdir;
     const char *tname;
     size_t tlen;
+    const struct core__mv *mv; /* quota mark (core__quota_rename_begin) */
 };
 
 struct kmove {
@@ -711,6 +712,9 @@ static int rename_fn(MDB_txn *t, void *arg)
             cur = r.parent;
         }
     }
+    rc = core__quota_rename_check(c, a->mv, sde.ino, isdir, sr.parent != a->tdir);
+    if (rc)
+        return rc;
     rc = core__dirent_get(c, t, a->tdir, a->tname, a->tlen, &dde);
     dst_exists = rc == 0;
     if (rc && rc != -ENOENT)
@@ -803,15 +807,23 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
                 const char *fromname, size_t fromlen, uint64_t todir, const char *toname,
                 size_t tolen)
 {
-    struct rename_op a = {c, p, fromdir, fromname, fromlen, todir, toname, tolen};
+    struct core__mv mv;
+    struct rename_op a = {c, p, fromdir, fromname, fromlen, todir, toname, tolen, &mv};
+    int rc = -EAGAIN;
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
     if (fromlen == 0)
         return -ENOENT;
-    /* pending writes moving to other directories: committed first (quotas) */
-    int rc = core__quota_rename_prep(c, p->tenant, fromdir, fromname, fromlen, todir);
-    if (rc == 0)
-        rc = meta_submit(c->meta, rename_fn, &a, 0);
+    /* pending writes moving to other directories: committed first, and held
+     * back until the move committed (quotas; -EAGAIN: the entry changed) */
+    for (int i = 0; i < 8 && rc == -EAGAIN; i++) {
+        rc = core__quota_rename_begin(c, p->tenant, fromdir, fromname, fromlen, todir, &mv);
+        if (rc == 0)
+            rc = meta_submit(c->meta, rename_fn, &a, 0);
+        core__quota_rename_end(c, &mv);
+    }
+    if (rc == -EAGAIN)
+        rc = -EIO;
     core__pend_reap(c);
     return rc;
 }

@@ -23,11 +23,21 @@
  * however deep (the first CORE_RESV_KEYS keys inline, the rest on the heap).
  * A multipart completion holds its bytes on the limited directories of its
  * key while its op runs (its parts are charged to the tenant and bucket
- * already). A rename to another directory commits the pending writes it moves
- * first (core__quota_rename_prep), so their bytes are moved, and checked, as
- * committed usage. What stays open: a write admitted on the old path while
- * such a rename runs and committed after it is charged to the new path's
- * directories unchecked.
+ * already).
+ *
+ * Renames change chains. One that does (to another directory, or of a hard
+ * link made elsewhere), while directory quotas exist, first marks its bucket
+ * (a slot of mv_slot, and the global mv_busy / mv_gen), then commits the
+ * pending writes it moves, so its op moves their bytes, and checks them, as
+ * committed usage; the op refuses to run (-EAGAIN, begun again) if it would
+ * still move pending data. A write notes mv_gen before it reads its file's
+ * chain and, under its pend record's mu just before it becomes pending,
+ * checks that no rename started or ended since (two loads); else it waits
+ * until its bucket is unmarked (every such rename committed or failed) and
+ * moves its reservation to the chain the file has then, checking the records
+ * new to it (-EDQUOT). A write that became pending before the mark is
+ * committed by the rename; one after it re-reserved: the chain a pending
+ * byte's reservation names is always the one its commit charges.
  * Thread: txn helpers inside writer ops; the public calls from any thread. */
 #include "core_int.h"
 
@@ -387,6 +397,11 @@ void core__resv_init(struct core *c)
 {
     pthread_mutex_init(&c->resv_mu, NULL);
     memset(c->resv, 0, sizeof(c->resv));
+    pthread_mutex_init(&c->mv_mu, NULL);
+    pthread_cond_init(&c->mv_cv, NULL);
+    memset(c->mv_slot, 0, sizeof(c->mv_slot));
+    atomic_store(&c->mv_gen, 0);
+    atomic_store(&c->mv_busy, 0);
 }
 
 void core__resv_fini(struct core *c)
@@ -399,6 +414,8 @@ void core__resv_fini(struct core *c)
         }
     }
     pthread_mutex_destroy(&c->resv_mu);
+    pthread_mutex_destroy(&c->mv_mu);
+    pthread_cond_destroy(&c->mv_cv);
 }
 
 /* Key @p i of @p h. */
@@ -553,6 +570,51 @@ static int keys_key(struct core *c, MDB_txn *t, uint64_t bucket, const char *key
     return rc;
 }
 
+/* Whether @p h holds record @p ino. */
+static bool resv_has(const struct core__resv *h, uint64_t ino)
+{
+    for (uint32_t i = 0; i < h->n; i++)
+        if (rkey(h, i) == ino)
+            return true;
+    return false;
+}
+
+/* Under resv_mu, @p h pinned: do @p bytes more fit on each of its records
+ * (committed usage read now, so a reservation given back before is committed
+ * and visible) but those @p skip holds already (may be NULL)? Then take them.
+ * @return 0, -EDQUOT, -EIO. */
+static int resv_take(struct core *c, struct core__resv *h, uint64_t bytes,
+                     const struct core__resv *skip)
+{
+    MDB_txn *t;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < h->n && rc == 0; i++) {
+        struct meta_usage u;
+        if (skip && resv_has(skip, rkey(h, i)))
+            continue;
+        int r = usage_read(c, t, h->tenant, rkey(h, i), &u);
+        if (r == -ENOENT || (r == 0 && !u.bytes_limit))
+            continue;
+        if (r) {
+            rc = r;
+            break;
+        }
+        uint64_t held = (*rent_slot(c, h->tenant, rkey(h, i)))->bytes;
+        if (u.bytes > u.bytes_limit || held > u.bytes_limit - u.bytes ||
+            bytes > u.bytes_limit - u.bytes - held)
+            rc = -EDQUOT;
+    }
+    meta_rtxn_end(t);
+    if (rc == 0) {
+        for (uint32_t i = 0; i < h->n; i++)
+            (*rent_slot(c, h->tenant, rkey(h, i)))->bytes += bytes;
+        h->bytes = h->n ? bytes : 0;
+    }
+    return rc;
+}
+
 int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t bytes,
                      struct core__resv *h)
 {
@@ -570,35 +632,8 @@ int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t byt
     }
     pthread_mutex_lock(&c->resv_mu);
     rc = resv_pin(c, h);
-    if (rc == 0 && bytes) {
-        /* committed usage read after taking the lock: a reservation given
-         * back before is committed and visible to this txn */
-        rc = meta_rtxn_begin(c->meta, &t);
-        bool open = rc == 0;
-        for (uint32_t i = 0; i < h->n && rc == 0; i++) {
-            struct meta_usage u;
-            int r = usage_read(c, t, tenant, rkey(h, i), &u);
-            if (r == -ENOENT || (r == 0 && !u.bytes_limit))
-                continue;
-            if (r) {
-                rc = r;
-                break;
-            }
-            uint64_t held = (*rent_slot(c, tenant, rkey(h, i)))->bytes;
-            if (u.bytes > u.bytes_limit || held > u.bytes_limit - u.bytes ||
-                bytes > u.bytes_limit - u.bytes - held)
-                rc = -EDQUOT;
-        }
-        if (open)
-            meta_rtxn_end(t);
-        if (rc == 0) {
-            for (uint32_t i = 0; i < h->n; i++)
-                (*rent_slot(c, tenant, rkey(h, i)))->bytes += bytes;
-            h->bytes = bytes;
-        } else {
-            resv_unpin(c, h);
-        }
-    }
+    if (rc == 0 && bytes && (rc = resv_take(c, h, bytes, NULL)) != 0)
+        resv_unpin(c, h);
     pthread_mutex_unlock(&c->resv_mu);
     return rc;
 }
@@ -748,26 +783,58 @@ static int flush_ino(struct core *c, uint64_t ino)
     return rc == SRV_ESTALE ? 0 : rc; /* gone meanwhile: nothing of it to move */
 }
 
-int core__quota_rename_prep(struct core *c, uint32_t tenant, uint64_t fromdir,
-                            const char *fromname, size_t fromlen, uint64_t todir)
+static struct core__mvslot *mv_slot(struct core *c, uint64_t bucket)
+{
+    return &c->mv_slot[(bucket * 0x9e3779b97f4a7c15ull) >> 58];
+}
+
+int core__quota_rename_begin(struct core *c, uint32_t tenant, uint64_t fromdir,
+                             const char *fromname, size_t fromlen, uint64_t todir,
+                             struct core__mv *mv)
 {
     MDB_txn *t;
     struct meta_dirent de;
-    struct meta_inode d;
-    if (fromdir == todir || atomic_load(&c->ndirquota) == 0 || atomic_load(&c->pend_count) == 0)
+    struct meta_inode d, r;
+    memset(mv, 0, sizeof(*mv));
+    if (atomic_load(&c->ndirquota) == 0)
         return 0;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
+    rc = core__ino_get(c, t, fromdir, &d);
+    if (rc == 0 && fromdir == todir) {
+        /* within one directory only a hard link made elsewhere changes chain */
+        rc = core__dirent_get(c, t, fromdir, fromname, fromlen, &de);
+        if (rc == 0)
+            rc = core__ino_get(c, t, de.ino, &r);
+        if (rc == 0 && r.parent == fromdir)
+            rc = -ENOENT;
+    }
+    meta_rtxn_end(t);
+    if (rc || (d.flags & CORE_A_TROOT) || d.type != CORE_DIR)
+        return rc == -ENOENT ? 0 : rc; /* the rename itself answers; buckets move no chain */
+    /* mark first: a write that would become pending after this waits for the end */
+    mv->on = true;
+    mv->tenant = tenant;
+    mv->bucket = d.bucket;
+    pthread_mutex_lock(&c->mv_mu);
+    mv_slot(c, d.bucket)->busy++;
+    mv_slot(c, d.bucket)->gen++;
+    atomic_fetch_add(&c->mv_busy, 1);
+    atomic_fetch_add(&c->mv_gen, 1);
+    pthread_mutex_unlock(&c->mv_mu);
+    if (atomic_load(&c->pend_count) == 0)
+        return 0;
+    rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
     rc = core__dirent_get(c, t, fromdir, fromname, fromlen, &de);
-    if (rc == 0)
-        rc = core__ino_get(c, t, fromdir, &d);
     meta_rtxn_end(t);
     if (rc)
         return rc == -ENOENT ? 0 : rc; /* the rename itself answers */
     if (de.type == CORE_REG)
         return flush_ino(c, de.ino);
-    if (de.type != CORE_DIR || (d.flags & CORE_A_TROOT))
+    if (de.type != CORE_DIR)
         return 0;
     /* a directory: whatever of its subtree is pending, found by its bucket */
     uint64_t *v;
@@ -775,5 +842,102 @@ int core__quota_rename_prep(struct core *c, uint32_t tenant, uint64_t fromdir,
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = flush_ino(c, v[i]);
     free(v);
+    return rc;
+}
+
+int core__quota_rename_check(struct core *c, const struct core__mv *mv, uint64_t ino,
+                             bool isdir, bool moves)
+{
+    if (!moves)
+        return 0;
+    if (!mv->on)
+        return atomic_load(&c->ndirquota) ? -EAGAIN : 0; /* begin saw another entry or none */
+    if (atomic_load(&c->pend_count) == 0)
+        return 0;
+    if (isdir) {
+        /* nothing of the bucket may be pending (what begin flushed stays so:
+         * the mark holds new pending writes back) */
+        uint64_t *v;
+        size_t n = pend_inos(c, mv->tenant, mv->bucket, &v);
+        free(v);
+        return n ? -EAGAIN : 0;
+    }
+    return core__pend_has_data(c, ino) ? -EAGAIN : 0;
+}
+
+void core__quota_rename_end(struct core *c, struct core__mv *mv)
+{
+    if (!mv->on)
+        return;
+    pthread_mutex_lock(&c->mv_mu);
+    struct core__mvslot *s = mv_slot(c, mv->bucket);
+    s->busy--;
+    s->gen++;
+    atomic_fetch_sub(&c->mv_busy, 1);
+    atomic_fetch_add(&c->mv_gen, 1);
+    if (s->busy == 0)
+        pthread_cond_broadcast(&c->mv_cv);
+    pthread_mutex_unlock(&c->mv_mu);
+    mv->on = false;
+}
+
+bool core__mv_same_slow(struct core *c, const struct core__mvtok *k, uint64_t bucket)
+{
+    if (!k->slot)
+        return false;
+    pthread_mutex_lock(&c->mv_mu);
+    struct core__mvslot *s = mv_slot(c, bucket);
+    bool same = s->busy == 0 && s->gen == k->sgen;
+    pthread_mutex_unlock(&c->mv_mu);
+    return same;
+}
+
+int core__resv_follow(struct core *c, uint64_t ino, uint64_t bucket, uint64_t bytes,
+                      struct core__resv *h, struct core__mvtok *k)
+{
+    MDB_txn *t;
+    struct meta_inode r;
+    struct core__resv nh;
+    pthread_mutex_lock(&c->mv_mu);
+    struct core__mvslot *s = mv_slot(c, bucket);
+    while (s->busy)
+        pthread_cond_wait(&c->mv_cv, &c->mv_mu);
+    /* every rename of the bucket begun before is committed (or failed) */
+    k->sgen = s->gen;
+    k->gen = atomic_load(&c->mv_gen);
+    k->slot = true;
+    pthread_mutex_unlock(&c->mv_mu);
+    if (bytes == 0)
+        return 0;
+    memset(&nh, 0, sizeof(nh));
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = core__ino_get(c, t, ino, &r);
+    if (rc == 0) {
+        nh.tenant = r.tenant;
+        rc = keys_dir(c, t, r.parent, &nh);
+    }
+    meta_rtxn_end(t);
+    if (rc) {
+        keys_free(&nh);
+        return rc == -ENOENT ? SRV_ESTALE : rc;
+    }
+    bool same = nh.n == h->n && (h->n == 0 || nh.tenant == h->tenant);
+    for (uint32_t i = 0; i < nh.n && same; i++)
+        same = resv_has(h, rkey(&nh, i));
+    if (same) {
+        keys_free(&nh); /* the chain's limited records did not change */
+        return 0;
+    }
+    pthread_mutex_lock(&c->resv_mu);
+    rc = resv_pin(c, &nh);
+    if (rc == 0 && (rc = resv_take(c, &nh, bytes, nh.tenant == h->tenant ? h : NULL)) != 0)
+        resv_unpin(c, &nh);
+    if (rc == 0) {
+        resv_unpin(c, h); /* its bytes leave the old records (those kept: taken again) */
+        *h = nh;
+    }
+    pthread_mutex_unlock(&c->resv_mu);
     return rc;
 }

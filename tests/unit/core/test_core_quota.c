@@ -5,9 +5,13 @@
  * directories renamed into a limited directory while their writes are
  * pending (the rename commits them first and is refused past the limit), and
  * multipart completions into a limited directory racing NFS writers there
- * (the completion holds its bytes on the directory while its op runs).
+ * (the completion holds its bytes on the directory while its op runs), and
+ * writes racing a rename of their file or of a directory above it (they
+ * reserve on the new path before they become pending).
  * Basic quotas, pending writes and writer races are in test_core_data.c. */
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <stdatomic.h>
 
 #include "core_test_util.h"
@@ -284,6 +288,124 @@ static void test_mpu_complete_race(void **state)
     free(part);
 }
 
+/* ---- writes racing a rename of their file (or of a directory above it) ---- */
+
+#define BIG (4 * MB)
+
+struct mv_race {
+    struct fx *f;
+    uint64_t ino;
+    enum core_stable st;
+    const uint8_t *buf;
+    atomic_bool go;
+    int rc;
+};
+
+/* One large write: a long time between its admission and its insert. */
+static void *mv_writer(void *arg)
+{
+    struct mv_race *q = arg;
+    while (!atomic_load(&q->go))
+        sched_yield();
+    q->rc = core_write(q->f->c, &q->f->p, q->ino, 0, q->buf, BIG, q->st, NULL, NULL, NULL);
+    return NULL;
+}
+
+static void spin_us(long us)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
+
+/* One round: a 4 MiB write into a file of A (or of A/sub when @p subdir)
+ * races a rename of the file (of sub) into B, which has 1 MiB used and a
+ * limit of @p limit, started @p delay_us after the write. Whatever the
+ * interleaving, B never passes its limit, an acknowledged write is all there,
+ * a refused one left nothing, and no reservation is left behind (B takes
+ * exactly what its limit leaves). */
+static void mv_round(struct fx *f, int round, bool subdir, enum core_stable st, uint64_t limit,
+                     long delay_us, const uint8_t *buf)
+{
+    struct core_attr A, B, S, x;
+    char an[16], bn[16], key[32];
+    snprintf(an, sizeof(an), "A%d", round);
+    snprintf(bn, sizeof(bn), "B%d", round);
+    assert_int_equal(core_mkdir(f->c, &f->p, f->bucket, an, strlen(an), 0755, &A), 0);
+    assert_int_equal(core_mkdir(f->c, &f->p, f->bucket, bn, strlen(bn), 0755, &B), 0);
+    assert_int_equal(core_quota_set(f->c, 1, B.ino, limit, 0), 0);
+    snprintf(key, sizeof(key), "%s/fill", bn);
+    assert_int_equal(fx_put(f, key, buf, MB), 0);
+    uint64_t dir = A.ino;
+    if (subdir) {
+        assert_int_equal(core_mkdir(f->c, &f->p, A.ino, "sub", 3, 0755, &S), 0);
+        dir = S.ino;
+    }
+    struct mv_race q = {.f = f, .ino = mkfile_in(f, dir, "f"), .st = st, .buf = buf};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, mv_writer, &q), 0);
+    atomic_store(&q.go, true);
+    spin_us(delay_us);
+    int rrc = subdir ? core_rename(f->c, &f->p, A.ino, "sub", 3, B.ino, "sub", 3)
+                     : core_rename(f->c, &f->p, A.ino, "f", 1, B.ino, "f", 1);
+    pthread_join(th, NULL);
+    if ((rrc != 0 && rrc != -EDQUOT) || (q.rc != 0 && q.rc != -EDQUOT))
+        print_error("round %d: rename %d, write %d\n", round, rrc, q.rc);
+    assert_true(rrc == 0 || rrc == -EDQUOT);
+    assert_true(q.rc == 0 || q.rc == -EDQUOT);
+    assert_int_equal(core_sync(f->c), 0);
+    uint64_t used = usage_bytes(f, B.ino);
+    if (used > limit)
+        print_error("round %d (%s, %s, %ld us): B holds %llu bytes, limit %llu\n", round,
+                    subdir ? "directory" : "file", st == CORE_UNSTABLE ? "unstable" : "stable",
+                    delay_us, (unsigned long long)used, (unsigned long long)limit);
+    assert_true(used <= limit);
+    /* an acknowledged write is whole, a refused one stored nothing */
+    uint64_t in = rrc ? dir : subdir ? S.ino : B.ino;
+    assert_int_equal(core_lookup(f->c, &f->p, in, "f", 1, &x), 0);
+    assert_int_equal(x.size, q.rc == 0 ? BIG : 0);
+    assert_int_equal(used, MB + (rrc == 0 ? x.size : 0));
+    if (q.rc == 0) {
+        uint8_t *back = malloc(BIG);
+        size_t n = 0;
+        bool eof;
+        assert_int_equal(core_read(f->c, &f->p, q.ino, 0, back, BIG, &n, &eof), 0);
+        assert_int_equal(n, BIG);
+        assert_memory_equal(back, buf, BIG);
+        free(back);
+    }
+    /* nothing is still reserved on B: what its limit leaves fits, not a byte more */
+    uint64_t g = mkfile_in(f, B.ino, "g");
+    assert_int_equal(wr_in(f, g, buf, limit - used, CORE_UNSTABLE), 0);
+    assert_int_equal(core_write(f->c, &f->p, g, limit - used, buf, 1, CORE_UNSTABLE, NULL, NULL,
+                                NULL),
+                     -EDQUOT);
+    assert_int_equal(core_remove(f->c, &f->p, B.ino, "g", 1), 0);
+    assert_int_equal(core_remove(f->c, &f->p, in, "f", 1), 0);
+    assert_int_equal(core_remove(f->c, &f->p, B.ino, "fill", 4), 0);
+}
+
+/* A write admitted against the old path while a rename moves its file (or a
+ * directory above it) into a limited directory, and inserted after the
+ * rename, is checked against the new path's limit (it used to be charged
+ * there unchecked) and counts there when it fits. By repetition over a range
+ * of start offsets: UNSTABLE and FILE_SYNC, file and directory renames, a
+ * limit the write passes (2 MiB) and one it fits (8 MiB). */
+static void test_rename_write_race(void **state)
+{
+    struct fx *f = *state;
+    uint8_t *buf = malloc(BIG);
+    fx_fill(buf, BIG, 21);
+    int round = 0;
+    for (long delay = 0; delay <= 3000; delay += 200)
+        for (int v = 0; v < 8; v++, round++)
+            mv_round(f, round, v % 2, v % 4 < 2 ? CORE_UNSTABLE : CORE_FILE_SYNC,
+                     v < 4 ? 2 * MB : 8 * MB, delay, buf);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +413,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deep_chain_race, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_rename_pending, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_mpu_complete_race, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_rename_write_race, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
