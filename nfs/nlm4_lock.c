@@ -111,7 +111,8 @@ int nlm4_op_lock(struct nfs_req *r, void *args, void *res)
     if (monitor)
         nlm_host_unhold(r->srv, own.caller, rc != 0);
     srv_log(DEBUG, NFS, "req=%08x tenant=%u NLM LOCK%s %s ino=%llu [%llu+%llu] %s by %s/%d: %d",
-            r->call.xid, tenant, a->reclaim ? " reclaim" : "", a->exclusive ? "excl" : "shared", (unsigned long long)ino,
+            r->call.xid, tenant, a->reclaim ? " reclaim" : "", a->exclusive ? "excl" : "shared",
+            (unsigned long long)ino,
             (unsigned long long)a->alock.l_offset, (unsigned long long)a->alock.l_len,
             a->block ? "blocking" : "try", own.caller, own.svid, o->stat.stat);
     return NFS_REQ_OK;

@@ -156,8 +156,9 @@ void nlm_addr_text(const struct sockaddr_storage *in, char *buf, size_t len)
 {
     struct sockaddr_storage a;
     addr_norm(in, &a);
-    const void *src = a.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&a)->sin_addr
-                                             : (const void *)&((struct sockaddr_in6 *)&a)->sin6_addr;
+    const void *src = &((struct sockaddr_in6 *)&a)->sin6_addr;
+    if (a.ss_family == AF_INET)
+        src = &((struct sockaddr_in *)&a)->sin_addr;
     if (a.ss_family == 0 || !inet_ntop(a.ss_family, src, buf, (socklen_t)len))
         snprintf(buf, len, "?");
 }

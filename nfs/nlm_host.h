@@ -18,13 +18,13 @@
  * monitor an SM_NOTIFY (mon_name: our address as that host reaches us; state:
  * our new NSM state), found through the host's portmapper, asynchronously
  * (nlm_notify_send in nlm_grant.c). A host that cannot be reached is logged
- * and kept for the next start (given up after NLM_NOTIFY_TRIES starts in a
- * row, or as soon as it calls again); a notified host that holds nothing when the
- * grace period ends is forgotten. With no host remembered there is no grace
- * period, and when every notification failed and nothing was reclaimed it
- * ends at once (no client knows of the restart, so none will reclaim). A reclaim outside the grace period answers NLM4_DENIED_GRACE_PERIOD
- * (the lock may have been taken by another client meanwhile), as Linux's
- * lockd does.
+ * and kept for the next start, until it calls again or for at most
+ * NLM_NOTIFY_TRIES starts in a row; a notified host that holds nothing when
+ * the grace period ends is forgotten. With no host remembered there is no
+ * grace period, and when every notification failed and nothing was reclaimed
+ * it ends at once (no client knows of the restart, so none will reclaim). A
+ * reclaim outside the grace period answers NLM4_DENIED_GRACE_PERIOD (the lock
+ * may have been taken by another client meanwhile), as Linux's lockd does.
  *
  * Store: the core's config table (t_config), key "nlm.host." + caller_name,
  * value NLM_HOST_REC_LEN bytes (docs/on-disk-format.md).

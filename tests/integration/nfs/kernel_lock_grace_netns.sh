@@ -37,7 +37,9 @@ for _ in $(seq 100); do grep -q HOLDING "$W/holder" && break; sleep 0.1; done
 grep -q HOLDING "$W/holder"
 kill -TERM $DP; wait $DP || true
 start 2
-for _ in $(seq 100); do grep -q "SM_NOTIFY delivered to NLM host hostB" "$W/log" && break; sleep 0.1; done
+for _ in $(seq 100); do
+    grep -q "SM_NOTIFY delivered to NLM host hostB" "$W/log" && break; sleep 0.1
+done
 grep -q "SM_NOTIFY delivered to NLM host hostB" "$W/log"
 "$RUN" --lock -p $PORT -m $PORT -e / --timeout 600 "$HERE/kernel/lock_grace.py"
 # The guest is remembered too (it locked), but behind NAT: its address is
