@@ -119,6 +119,7 @@ struct s3_conn {
     int nest;                /* callbacks on the stack: free only when it drops to 0 */
     struct evbuffer *direct; /* a small response being built (send_direct) */
     struct timeval idle;     /* idle timeout as a common timeout of the loop's base */
+    struct evbuffer *spare[3]; /* emptied buffers of the last request, for the next one */
     struct event *body_ev;   /* the socket readable while an upload body is read directly */
     bool body_direct;        /* ... which it is now (the bufferevent does not read) */
 };
@@ -488,6 +489,9 @@ static void conn_free(struct s3_conn *c)
         evbuffer_free(c->direct);
     if (c->body_ev)
         event_free(c->body_ev);
+    for (int i = 0; i < 3; i++)
+        if (c->spare[i])
+            evbuffer_free(c->spare[i]);
     pthread_mutex_lock(&srv->lock);
     if (c->prev)
         c->prev->next = c->next;
@@ -552,6 +556,14 @@ static void ctx_finish(struct s3_ctx *x)
     if (!x->body_complete)
         c->closing = true; /* unread body bytes would be parsed as the next request */
     c->x = NULL;
+    /* the next request on this connection reuses the three buffers, emptied */
+    struct evbuffer **keep[3] = {&x->body, &x->rhdrs, &x->rbody};
+    for (int i = 0; i < 3; i++)
+        if (!c->spare[i] && *keep[i]) {
+            evbuffer_drain(*keep[i], evbuffer_get_length(*keep[i]));
+            c->spare[i] = *keep[i];
+            *keep[i] = NULL;
+        }
     ctx_free(x);
     c->state = CS_HEADERS;
     body_ev_sync(c);
@@ -1432,11 +1444,13 @@ static void on_headers(struct s3_conn *c)
     x->a = &x->req->arena;
     x->t_start = srv_now_us();
     x->decoded_len = -1;
-    x->body = evbuffer_new();
-    x->rhdrs = evbuffer_new();
-    x->rbody = evbuffer_new();
-    if (!x->body || !x->rhdrs || !x->rbody)
-        abort();
+    struct evbuffer **take[3] = {&x->body, &x->rhdrs, &x->rbody};
+    for (int i = 0; i < 3; i++) {
+        *take[i] = c->spare[i] ? c->spare[i] : evbuffer_new();
+        c->spare[i] = NULL;
+        if (!*take[i])
+            abort();
+    }
     reqid_make(srv, x->reqid);
     x->head = strcmp(x->req->method, "HEAD") == 0;
     x->tls = srv->ssl != NULL;
