@@ -7,23 +7,12 @@ and errors, and check that the two procedures agree with each other and with
 GETATTR/LOOKUP.
 """
 import os
-import shutil
 import sys
 import uuid
-
-import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import rpc3  # noqa: E402
 from rpc3 import RpcConn  # noqa: E402
-
-
-@pytest.fixture
-def s3nfsd(daemon_factory):
-    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB"]).start()
-    yield d
-    d.stop()
-    shutil.rmtree(d.data_dir, ignore_errors=True)
 
 
 def root_fh(conn):
@@ -58,8 +47,8 @@ def walk_plus(c, dfh, dircount, maxcount):
         cookie = ents[-1]["cookie"]
 
 
-def test_readdirplus_pages_attributes_and_handles(s3nfsd):
-    c = RpcConn(s3nfsd.nfs_port)
+def test_readdirplus_pages_attributes_and_handles(nfsd):
+    c = RpcConn(nfsd.nfs_port)
     bfh, names = make_dir(c, 150)
     st, battr = c.getattr(bfh)
     assert st == 0
@@ -103,8 +92,8 @@ def test_readdirplus_pages_attributes_and_handles(s3nfsd):
     c.close()
 
 
-def test_readdirplus_errors_carry_directory_attributes(s3nfsd):
-    c = RpcConn(s3nfsd.nfs_port)
+def test_readdirplus_errors_carry_directory_attributes(nfsd):
+    c = RpcConn(nfsd.nfs_port)
     bfh, _ = make_dir(c, 3)
     st, battr = c.getattr(bfh)
     st, (ents, _, verf, _) = c.readdirplus(bfh)
@@ -141,9 +130,9 @@ def test_readdirplus_errors_carry_directory_attributes(s3nfsd):
     c.close()
 
 
-def test_readdirplus_large_page_of_long_names(s3nfsd):
+def test_readdirplus_large_page_of_long_names(nfsd):
     """One call returns the whole directory when maxcount allows (1 MiB cap)."""
-    c = RpcConn(s3nfsd.nfs_port)
+    c = RpcConn(nfsd.nfs_port)
     bfh, names = make_dir(c, 200)
     st, (ents, eof, _, _) = c.readdirplus(bfh, 0, b"\0" * 8, 1 << 20, 1 << 24)
     assert st == 0 and eof and sorted(e["name"] for e in ents[2:]) == sorted(names)

@@ -4,11 +4,8 @@ gives an empty file all its content, 4 KiB at most, is made durable at once
 and answered FILE_SYNC, so the client sends no COMMIT; every other UNSTABLE
 write stays UNSTABLE. Checked through kill -9."""
 import os
-import shutil
 import sys
 import uuid
-
-import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from rpc3 import RpcConn  # noqa: E402
@@ -16,16 +13,8 @@ from rpc3 import RpcConn  # noqa: E402
 UNSTABLE, FILE_SYNC = 0, 2
 
 
-@pytest.fixture
-def s3nfsd(daemon_factory):
-    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB"]).start()
-    yield d
-    d.stop()
-    shutil.rmtree(d.data_dir, ignore_errors=True)
-
-
-def test_whole_small_file_write_is_durable_without_commit(s3nfsd):
-    c = RpcConn(s3nfsd.nfs_port)
+def test_whole_small_file_write_is_durable_without_commit(nfsd):
+    c = RpcConn(nfsd.nfs_port)
     st, root = c.mnt("/")
     assert st == 0
     st, bfh = c.mkdir(root[0], "t" + uuid.uuid4().hex[:12])
@@ -46,9 +35,9 @@ def test_whole_small_file_write_is_durable_without_commit(s3nfsd):
     assert c.write(fhs[1], 0, b"z", stable=UNSTABLE)[1]["committed"] == UNSTABLE
     c.close()
     # No COMMIT was sent: the FILE_SYNC ones survive kill -9.
-    s3nfsd.kill()
-    s3nfsd.start()
-    c = RpcConn(s3nfsd.nfs_port)
+    nfsd.kill()
+    nfsd.start()
+    c = RpcConn(nfsd.nfs_port)
     for n in (3000, 4096):
         st, (data, eof, got) = c.read(fhs[n], 0, 1 << 16)
         assert st == 0 and eof and data == body[n], n
