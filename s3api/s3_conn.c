@@ -122,7 +122,15 @@ struct s3_conn {
     struct evbuffer *spare[3]; /* emptied buffers of the last request, for the next one */
     struct event *body_ev;   /* the socket readable while an upload body is read directly */
     bool body_direct;        /* ... which it is now (the bufferevent does not read) */
+    bool linger;             /* the client may still be sending: drain before closing */
+    bool lingering;          /* answer sent, our side shut down, input read and dropped */
+    uint64_t linger_until;   /* srv_now_us() when lingering gives up */
 };
+
+/* Lingering close (conn_done): at most this long in all, and this long
+ * without input, reading and dropping what a refused client still sends. */
+#define S3_LINGER_S 30
+#define S3_LINGER_READ_S 5
 
 static void conn_pump(struct s3_conn *c);
 static void conn_close(struct s3_conn *c);
@@ -543,8 +551,50 @@ static void conn_fatal(struct s3_conn *c, int status, const char *code, const ch
             msg);
     srv_metrics_op(SRV_PROTO_S3, "BadRequest", 0, 0, 0, 0, SRV_EBADREQ);
     c->closing = true;
+    c->linger = true;
     c->state = CS_WAIT;
     bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Close a connection whose answer is flushed. When the client may still be
+ * sending (a request answered before its body was read: an error found at
+ * the headers or mid-body, a malformed request), only our direction is shut
+ * down and the client's input is read and dropped until it closes, for at
+ * most S3_LINGER_S seconds (S3_LINGER_READ_S without input): closing a
+ * socket with unread input makes the kernel send a reset, which can destroy
+ * the answer before the client has read it (clients that send the whole
+ * body before reading, like botocore, would see a dropped connection
+ * instead of the error). TLS connections close at once. */
+static void conn_done(struct s3_conn *c)
+{
+    if (c->lingering)
+        return;
+    if (!c->linger || c->srv->ssl || !c->bev || c->dead ||
+        shutdown(bufferevent_getfd(c->bev), SHUT_WR) != 0) {
+        conn_close(c);
+        return;
+    }
+    c->lingering = true;
+    c->linger_until = srv_now_us() + (uint64_t)S3_LINGER_S * 1000000;
+    if (c->body_ev)
+        event_del(c->body_ev);
+    c->body_direct = false;
+    if (c->hdr_timer)
+        evtimer_del(c->hdr_timer);
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+    struct timeval tv = {S3_LINGER_READ_S, 0};
+    bufferevent_set_timeouts(c->bev, &tv, NULL);
+    bufferevent_enable(c->bev, EV_READ);
+}
+
+/* Input while lingering: dropped; past the deadline the connection closes. */
+static void conn_linger_read(struct s3_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+    if (srv_now_us() > c->linger_until)
+        conn_close(c);
 }
 
 /* ---------------------------------------------------------------- request completion */
@@ -553,8 +603,10 @@ static void ctx_finish(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
     ctx_log(x);
-    if (!x->body_complete)
+    if (!x->body_complete) {
         c->closing = true; /* unread body bytes would be parsed as the next request */
+        c->linger = true;
+    }
     c->x = NULL;
     /* the next request on this connection reuses the three buffers, emptied */
     struct evbuffer **keep[3] = {&x->body, &x->rhdrs, &x->rbody};
@@ -571,7 +623,7 @@ static void ctx_finish(struct s3_ctx *x)
         c->state = CS_WAIT;
         bufferevent_disable(c->bev, EV_READ);
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-            conn_close(c);
+            conn_done(c);
         return;
     }
     hdr_timer_arm(c);
@@ -1735,7 +1787,10 @@ static void on_read(struct bufferevent *bev, void *arg)
 {
     struct s3_conn *c = arg;
     c->nest++;
-    conn_pump(c);
+    if (c->lingering)
+        conn_linger_read(c);
+    else
+        conn_pump(c);
     conn_leave(c);
 }
 
@@ -1747,7 +1802,7 @@ static void on_write(struct bufferevent *bev, void *arg)
         stream_pump(c->x);
     else if (c->closing && !c->work_inflight &&
              evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-        conn_close(c);
+        conn_done(c);
     else if (c->state == CS_HEADERS && !c->closing &&
              evbuffer_get_length(bufferevent_get_input(bev)) > 0)
         conn_pump(c); /* pipelined requests held back while the output was full */
@@ -1766,6 +1821,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
 {
+    if (c->lingering) { /* end of input, an error or the linger timeout: done */
+        conn_close(c);
+        return;
+    }
     if (what & BEV_EVENT_TIMEOUT) {
         struct s3_ctx *x = c->x;
         bool busy = x && (c->state == CS_WAIT || c->state == CS_STREAM || x->writing);

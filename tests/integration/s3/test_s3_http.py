@@ -319,6 +319,37 @@ def test_large_get_streams_and_client_stops_reading(d):
     assert hashlib.md5(got).digest() == hashlib.md5(data).digest()
 
 
+def test_refused_upload_answer_survives_the_rest_of_the_body(d):
+    """A client that sends the whole body before reading (no Expect:
+    100-continue) to a request refused at its headers still reads the error:
+    the server drains the body instead of resetting the connection."""
+    body = os.urandom(24 << 20)
+    raw = signed_request(d, "PUT", "/no-such-bucket-here/k", body=body,
+                         payload_hash="UNSIGNED-PAYLOAD")[0]
+    for _ in range(3):
+        s = connect(d, timeout=30)
+        s.sendall(raw)  # a reset would fail this or the read below
+        st, h, rbody = read_response(s)
+        assert st == 404 and b"NoSuchBucket" in rbody, (st, rbody[:200])
+        assert s.recv(1) == b"", "the connection should close after the refused upload"
+        s.close()
+    assert send_one(d, signed_request(d, "GET", "/raw-bucket")[0])[0] == 200
+
+
+def test_store_full_mid_upload_is_answered(daemon_factory):
+    """The store fills up in the middle of a body: boto3 (which sends the body
+    before reading the answer) gets the 503, and nothing is stored."""
+    dd = daemon_factory(extra_args=["--set", "data_file_size=64MiB"]).start()
+    s3 = dd.boto3()
+    s3.create_bucket(Bucket="full")
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket="full", Key="big", Body=os.urandom(80 << 20))
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+    assert not exists(dd, "big", bucket="full")
+    s3.put_object(Bucket="full", Key="small", Body=b"still serving")
+    assert s3.get_object(Bucket="full", Key="small")["Body"].read() == b"still serving"
+
+
 def test_head_and_not_implemented(d):
     d.boto3().put_object(Bucket="raw-bucket", Key="headme", Body=b"z" * 4321)
     s = connect(d)
