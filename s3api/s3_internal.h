@@ -495,7 +495,9 @@ void s3__get_again_work(struct s3_ctx *x);
 /* shared by the ops (s3_op_object.c) */
 /** Look up the request's bucket (sets x->bucket_ino). @return 0 or responds and returns < 0. */
 int s3__op_bucket(struct s3_ctx *x);
-/** Parse x-amz-meta-* / stored headers / tagging of the request into @p m. @return 0, -EINVAL. */
+/** Parse x-amz-meta-* / stored headers / tagging of the request into @p m. @return 0, -EINVAL
+ * (bad metadata or tags), -ENOTSUP (a protection that is not built: ACL grants, SSE, object
+ * lock); on error the response is set. */
 int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m);
 /** Emit stored headers and user metadata of @p m as response headers. */
 void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m);
