@@ -13,28 +13,40 @@
  * bytes are verified and in the page cache, memory for inline data, and
  * holes. The CRC rule ("every extent is checked on read, never silent wrong
  * bytes") is kept this way:
- *  - an extent is verified by reading it whole through the store's buffered
- *    fd (store_extent_fd) and checking its CRC32C; that read fills the page
- *    cache, and the range is then handed out from the fd like a remembered
- *    one (the bytes are read once, checked in a small buffer, never copied
- *    out whole: ps->copied counts them);
- *  - a verified extent is remembered in a table keyed by (device, offset,
- *    length, CRC) and the core's write verifier. Space is never rewritten
- *    in place with the same CRC while mapped (writes are copy-on-write and a
- *    freed extent is reused only after every reader that could see it has
- *    finished, store limbo), so an entry can only be matched by the extent
- *    it was made for, or by a new extent at the same place with identical
- *    length and CRC (the CRC's own blind spot);
- *  - a later read sends a remembered extent from the fd only if all its
- *    pages are resident (cachestat(2), mincore(2) where cachestat is
- *    missing) and the entry is younger than ZC_TTL_S seconds; otherwise it
- *    verifies again first.
+ *  - an extent is verified by mapping it (a fresh read-only MAP_SHARED
+ *    mapping of the store's buffered fd, store_extent_fd), populating that
+ *    mapping's page tables (MADV_POPULATE_READ: the pages are read into the
+ *    page cache and mapped, an I/O error is an error, never a SIGBUS), then
+ *    reading the extent whole through the fd in ZC_VCHUNK pieces into one
+ *    small buffer and checking its CRC32C. The bytes are checked, not kept:
+ *    the range is handed out from the fd (ps->copied counts them);
+ *  - the mapping is kept with the extent in a table keyed by (device,
+ *    offset, length, CRC) and the core's write verifier. Nothing ever touches
+ *    the mapping's memory, so its page-table entries are exactly the pages
+ *    that were in the page cache when the extent was verified: a page leaves
+ *    the page cache only after the kernel unmapped it from every mapping
+ *    (reclaim, an O_DIRECT write's invalidation, truncation; migration puts a
+ *    copy back), and a page read in again later (readahead for a neighbouring
+ *    read, another process reading the file) is not mapped here, since only a
+ *    fault in this mapping would map it;
+ *  - a later read sends a remembered extent from the fd only if every page
+ *    of the range still has its page-table entry in the extent's mapping
+ *    (/proc/self/pagemap, checked under the table's lock) and the entry is
+ *    younger than ZC_TTL_S seconds; otherwise it verifies again, with a new
+ *    mapping. Residency alone (cachestat, mincore) proves nothing: a page
+ *    dropped and read in again from a disk that changed is resident and was
+ *    never checked (that is how corrupt bytes were once sent whole).
+ * Space is never rewritten in place with the same CRC while mapped (writes
+ * are copy-on-write and a freed extent is reused only after every reader that
+ * could see it has finished, store limbo), so an entry can only be matched by
+ * the extent it was made for, or by a new extent at the same place with
+ * identical length and CRC (the CRC's own blind spot). Without pagemap or
+ * MADV_POPULATE_READ (old kernels, no /proc) nothing is remembered and every
+ * read verifies.
  * The guarantee is therefore: bytes sent from the fd are bytes this process
- * verified when they entered the page cache, unless the kernel evicted and
- * re-read them between the verification or residency check and the send, in
- * which case the re-read bytes are sent unchecked; such pages can be served
- * unchecked for at most ZC_TTL_S seconds before the entry expires and they
- * are verified again.
+ * verified, unless the kernel dropped a page and read it in again between the
+ * check (or the verification) and the send itself, microseconds later; the
+ * bytes of such a page are sent unchecked that once.
  * The pieces hold a store read token until core_pieces_release, so extents
  * freed meanwhile (an NFS overwrite, a delete) are not reused before the
  * bytes left.
@@ -51,7 +63,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,6 +88,7 @@ struct zc_ent {
     uint64_t off;
     uint32_t dev, len, crc;
     uint32_t when; /* coarse monotonic seconds at verification; 0 = empty */
+    void *map;     /* the extent's mapping (len rounded up to ZC_PAGE), never read */
 };
 
 struct zc_shard {
@@ -87,11 +99,17 @@ struct zc_shard {
 
 static struct zc_shard zc_tab[ZC_SHARDS];
 static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
+static int zc_pagemap = -1; /* /proc/self/pagemap, or -1: nothing is remembered */
+static atomic_int zc_no_populate;
 
 static void zc_init(void)
 {
     for (int i = 0; i < ZC_SHARDS; i++)
         pthread_mutex_init(&zc_tab[i].mu, NULL);
+    zc_pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (zc_pagemap < 0)
+        srv_log(WARN, STORE, "/proc/self/pagemap: %s: every read of an extent verifies it",
+                strerror(errno));
 }
 
 static uint32_t now_s(void)
@@ -99,6 +117,11 @@ static uint32_t now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint32_t)ts.tv_sec + 1; /* never 0 */
+}
+
+static size_t map_len(const struct store_extent *e)
+{
+    return ((size_t)e->len + ZC_PAGE - 1) & ~(size_t)(ZC_PAGE - 1);
 }
 
 static uint64_t zc_hash(const struct store_extent *e)
@@ -122,29 +145,71 @@ static bool zc_same(const struct zc_ent *z, uint64_t verf, const struct store_ex
            z->crc == e->crc;
 }
 
-static bool zc_known(struct core *c, const struct store_extent *e)
+/* Empty slot @p z; its mapping goes to *@p unmap (unmapped after the lock). */
+static void zc_clear(struct zc_ent *z, void **unmap, size_t *unmap_len)
+{
+    *unmap = z->map;
+    *unmap_len = map_len(&(struct store_extent){.len = z->len});
+    memset(z, 0, sizeof(*z));
+}
+
+static void zc_unmap(void *map, size_t len)
+{
+    if (map)
+        munmap(map, len);
+}
+
+/* Does every page of [map + from, map + from + n) still have its page-table
+ * entry? (Present bit 63 of each 8-byte /proc/self/pagemap entry.) */
+static bool mapped(void *map, uint64_t from, uint64_t n)
+{
+    uint64_t first = ((uintptr_t)map + from) / ZC_PAGE;
+    uint64_t last = ((uintptr_t)map + from + n - 1) / ZC_PAGE;
+    uint64_t v[64];
+    for (uint64_t p = first; p <= last;) {
+        uint64_t k = last - p + 1 < 64 ? last - p + 1 : 64;
+        ssize_t r = pread(zc_pagemap, v, k * sizeof(v[0]), (off_t)(p * sizeof(v[0])));
+        if (r != (ssize_t)(k * sizeof(v[0])))
+            return false;
+        for (uint64_t i = 0; i < k; i++)
+            if (!(v[i] >> 63))
+                return false;
+        p += k;
+    }
+    return true;
+}
+
+/* Was extent @p e verified less than ZC_TTL_S seconds ago, with every page of
+ * its bytes [from, from + n) mapped since? */
+static bool zc_known(struct core *c, const struct store_extent *e, uint64_t from, uint64_t n)
 {
     struct zc_shard *s;
     struct zc_ent *set = zc_set(&s, e);
     uint32_t now = now_s();
+    void *unmap = NULL;
+    size_t unmap_len = 0;
     bool ok = false;
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < ZC_WAYS; i++)
         if (zc_same(&set[i], c->verifier, e)) {
             if (now - set[i].when <= ZC_TTL_S)
-                ok = true;
+                ok = mapped(set[i].map, from, n);
             else
-                set[i].when = 0; /* expired: verify again */
+                zc_clear(&set[i], &unmap, &unmap_len); /* expired: verify again */
             break;
         }
     pthread_mutex_unlock(&s->mu);
+    zc_unmap(unmap, unmap_len);
     return ok;
 }
 
-static void zc_remember(struct core *c, const struct store_extent *e)
+/* Remember extent @p e, verified through mapping @p map (the table owns it). */
+static void zc_remember(struct core *c, const struct store_extent *e, void *map)
 {
     struct zc_shard *s;
     struct zc_ent *set = zc_set(&s, e);
+    void *unmap = NULL;
+    size_t unmap_len = 0;
     pthread_mutex_lock(&s->mu);
     struct zc_ent *slot = NULL;
     for (int i = 0; i < ZC_WAYS && !slot; i++)
@@ -153,48 +218,40 @@ static void zc_remember(struct core *c, const struct store_extent *e)
             slot = &set[i];
     if (!slot)
         slot = &set[s->next++ % ZC_WAYS];
-    *slot = (struct zc_ent){c->verifier, e->off, e->dev, e->len, e->crc, now_s()};
+    if (slot->when)
+        zc_clear(slot, &unmap, &unmap_len);
+    *slot = (struct zc_ent){c->verifier, e->off, e->dev, e->len, e->crc, now_s(), map};
     pthread_mutex_unlock(&s->mu);
+    zc_unmap(unmap, unmap_len);
 }
 
-/* ---- page-cache residency ---- */
-
-#ifndef __NR_cachestat
-#define __NR_cachestat 451 /* same number on every architecture (Linux 6.5) */
-#endif
-struct zc_cachestat_range {
-    uint64_t off, len;
-};
-struct zc_cachestat {
-    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-static atomic_int zc_no_cachestat;
-
-/* Are all pages of [off, off + len) of @p fd in the page cache? */
-static bool resident(int fd, uint64_t off, uint64_t len)
+/* A new mapping of extent @p e with its page tables populated (the pages read
+ * into the page cache and mapped), or NULL: no pagemap, no
+ * MADV_POPULATE_READ (Linux < 5.14), an I/O error (the verification's read
+ * reports it), no address space. */
+static void *map_extent(int fd, const struct store_extent *e)
 {
-    uint64_t a = off & ~(uint64_t)(ZC_PAGE - 1);
-    uint64_t end = (off + len + ZC_PAGE - 1) & ~(uint64_t)(ZC_PAGE - 1);
-    uint64_t pages = (end - a) / ZC_PAGE;
-    if (!atomic_load_explicit(&zc_no_cachestat, memory_order_relaxed)) {
-        struct zc_cachestat_range r = {a, end - a};
-        struct zc_cachestat st;
-        memset(&st, 0, sizeof(st));
-        if (syscall(__NR_cachestat, fd, &r, &st, 0) == 0)
-            return st.nr_cache >= pages;
-        if (errno != ENOSYS && errno != EPERM)
-            return false;
-        atomic_store(&zc_no_cachestat, 1);
-    }
-    void *m = mmap(NULL, end - a, PROT_READ, MAP_SHARED, fd, (off_t)a);
+#ifdef MADV_POPULATE_READ
+    if (zc_pagemap < 0 || atomic_load_explicit(&zc_no_populate, memory_order_relaxed))
+        return NULL;
+    void *m = mmap(NULL, map_len(e), PROT_READ, MAP_SHARED, fd, (off_t)e->off);
     if (m == MAP_FAILED)
-        return false;
-    unsigned char vec[256];
-    bool ok = pages <= sizeof(vec) && mincore(m, end - a, vec) == 0;
-    for (uint64_t i = 0; ok && i < pages; i++)
-        ok = vec[i] & 1;
-    munmap(m, end - a);
-    return ok;
+        return NULL;
+    if (madvise(m, map_len(e), MADV_POPULATE_READ) != 0) {
+        if (errno == EINVAL) {
+            atomic_store(&zc_no_populate, 1);
+            srv_log(WARN, STORE, "MADV_POPULATE_READ: %s: every read of an extent verifies it",
+                    strerror(errno));
+        }
+        munmap(m, map_len(e));
+        return NULL;
+    }
+    return m;
+#else
+    (void)fd;
+    (void)e;
+    return NULL;
+#endif
 }
 
 /* ---- pieces ---- */
@@ -245,25 +302,24 @@ static int keep_buf(struct core_pieces *ps, void *buf)
     return 0;
 }
 
-/* Read extent @p e whole through the buffered fd and check its CRC32C. The
- * read brings it into the page cache, in ZC_VCHUNK pieces through one small
- * buffer that stays in the CPU cache: the bytes are checked, not kept; the
- * caller sends them from the fd. POSIX_FADV_WILLNEED first reads exactly the
- * extent (large disk requests) and, unlike the kernel's own readahead, sets
- * off no readahead past its end: pages of the space after it (free, or
- * another extent) are not cached by this read. Cached pages of space that an
- * O_DIRECT write later fills are not always dropped by the kernel (large
- * folios straddling the written range), and a read of that new extent would
- * then see the old bytes and fail its CRC. (The kernel's readahead would give
- * large folios, which make later sendfiles ~1.6x cheaper, but reads past the
- * extent.) @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
-static int verify_extent(struct core *c, int fd, const struct store_extent *e)
+/* Verify extent @p e: map it (map_extent), then read it whole through the
+ * buffered fd, in ZC_VCHUNK pieces through one small buffer that stays in the
+ * CPU cache, and check its CRC32C. The pages the mapping holds were in the
+ * page cache before the read, so the read saw them, unless one was dropped
+ * meanwhile, which unmapped it (the next read verifies again). On success
+ * *@p map is the mapping (the caller owns it), or NULL when none could be
+ * made (nothing to remember). The kernel's own readahead sizes the disk reads
+ * and its large folios make later sendfiles cheaper (POSIX_FADV_WILLNEED gave
+ * 4 KiB folios, ~1.6x the cost per byte sent); that it may read past the
+ * extent is harmless: pages it caches are verified by their own extent's read.
+ * @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
+static int verify_extent(struct core *c, int fd, const struct store_extent *e, void **map)
 {
+    *map = NULL;
     char *buf = malloc(ZC_VCHUNK);
     if (!buf)
         return -ENOMEM;
-    if (e->len > ZC_VCHUNK)
-        (void)posix_fadvise(fd, (off_t)e->off, (off_t)e->len, POSIX_FADV_WILLNEED);
+    void *m = map_extent(fd, e);
     uint32_t crc = 0;
     int rc = 0;
     for (size_t got = 0; got < e->len;) {
@@ -288,6 +344,10 @@ static int verify_extent(struct core *c, int fd, const struct store_extent *e)
     }
 out:
     free(buf);
+    if (rc == 0)
+        *map = m;
+    else if (m)
+        munmap(m, map_len(e));
     return rc;
 }
 
@@ -322,8 +382,8 @@ static int merge(const struct core__fext_list *pend, const struct core__fext_lis
 }
 
 /* The bytes [s, e) of extent @p x as a piece of the store's fd: at once when
- * the extent was verified and is resident, else after verifying it now (which
- * leaves it in the page cache). */
+ * the extent was verified and those pages stayed mapped, else after verifying
+ * it now (which leaves it in the page cache). */
 static int extent_piece(struct core *c, struct core_pieces *ps, const struct core__fext *x,
                         uint64_t s, uint64_t e)
 {
@@ -331,11 +391,13 @@ static int extent_piece(struct core *c, struct core_pieces *ps, const struct cor
     int fd = store_extent_fd(c->store, &x->e);
     if (fd < 0)
         return -EIO;
-    if (!zc_known(c, &x->e) || !resident(fd, x->e.off + from, n)) {
-        int rc = verify_extent(c, fd, &x->e);
+    if (!zc_known(c, &x->e, from, n)) {
+        void *map;
+        int rc = verify_extent(c, fd, &x->e, &map);
         if (rc)
             return rc;
-        zc_remember(c, &x->e);
+        if (map)
+            zc_remember(c, &x->e, map);
         ps->copied += n;
     }
     return piece_push(ps, &(struct core_piece){fd, x->e.off + from, n, NULL});
