@@ -189,6 +189,16 @@ int core__kidx_put(struct core *c, MDB_txn *t, uint64_t bucket, const char *key,
 int core__kidx_del(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen);
 /** Decode a keyidx entry into the full key (buf >= CORE_KEY_MAX + 1). @return key length. */
 size_t core__kidx_decode(const MDB_val *k, const MDB_val *v, char *buf, struct meta_keyval *kv);
+/** One keyidx entry for core__kidx_scan(): @p key (full, @p klen bytes) is valid during the
+ * call only. @return 0 to go on; anything else stops the scan and is its result. */
+typedef int (*core__kidx_cb)(void *arg, const char *key, size_t klen,
+                             const struct meta_keyval *kv);
+/** Call @p cb on each keyidx entry of @p bucket whose key starts with @p prefix (@p plen
+ * bytes), in index order (exact on key heads; keys sharing a head come in hash order).
+ * The cursor is closed before it returns, so the caller may write @p t afterwards.
+ * @return 0, the first nonzero return of @p cb, or an LMDB error via meta_err() (-EIO...). */
+int core__kidx_scan(struct core *c, MDB_txn *t, uint64_t bucket, const char *prefix,
+                    size_t plen, core__kidx_cb cb, void *arg);
 
 /* objmeta */
 int core__objmeta_put(struct core *c, MDB_txn *t, uint64_t ino, const char *etag,

@@ -557,70 +557,48 @@ struct kmove {
     uint32_t type;
 };
 
+/* What subtree_rekey collects before it changes the index. */
+struct kmove_list {
+    struct kmove *mv;
+    size_t n, cap;
+    size_t flen, tlen;
+};
+
+static int kmove_collect(void *arg, const char *key, size_t klen, const struct meta_keyval *kv)
+{
+    struct kmove_list *l = arg;
+    if (klen - l->flen + l->tlen > CORE_KEY_MAX)
+        return -ENAMETOOLONG;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct kmove *nm = realloc(l->mv, cap * sizeof(*nm));
+        if (!nm)
+            return -ENOMEM;
+        l->mv = nm;
+        l->cap = cap;
+    }
+    struct kmove *m = &l->mv[l->n];
+    m->key = malloc(klen ? klen : 1);
+    if (!m->key)
+        return -ENOMEM;
+    memcpy(m->key, key, klen);
+    m->klen = klen;
+    m->ino = kv->ino;
+    m->type = kv->type;
+    l->n++;
+    return 0;
+}
+
 /* Move every key index entry under @p from (a "dir/" key) to @p to. */
 static int subtree_rekey(struct core *c, MDB_txn *t, uint64_t bucket, const char *from,
                          size_t flen, const char *to, size_t tlen, uint64_t *bytes,
                          uint64_t *inodes)
 {
-    uint8_t sk[8 + META_KEYENC_MAX];
     char kb[CORE_KEY_MAX + 1];
-    MDB_cursor *cur;
-    MDB_val k, v;
-    struct kmove *mv = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
-
-    meta_be64_put(sk, bucket);
-    size_t hl = flen < META_KEY_HEAD ? flen : META_KEY_HEAD;
-    memcpy(sk + 8, from, hl);
-    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_KEYIDX), &cur);
-    if (rc)
-        return meta_err(rc);
-    k.mv_data = sk;
-    k.mv_size = 8 + hl;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        struct meta_keyval kv;
-        if (k.mv_size < 8 || meta_be64_get(k.mv_data) != bucket)
-            break;
-        size_t kl = core__kidx_decode(&k, &v, kb, &kv);
-        if (kl < flen || memcmp(kb, from, flen) != 0) {
-            size_t h = flen < META_KEY_HEAD ? flen : META_KEY_HEAD;
-            if (memcmp(kb, from, kl < h ? kl : h) > 0)
-                break; /* index order is exact on key heads */
-            continue;
-        }
-        if (kl - flen + tlen > CORE_KEY_MAX) {
-            rc = -ENAMETOOLONG;
-            goto out;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct kmove *nm = realloc(mv, cap * sizeof(*nm));
-            if (!nm) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            mv = nm;
-        }
-        mv[n].key = malloc(kl ? kl : 1);
-        if (!mv[n].key) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        memcpy(mv[n].key, kb, kl);
-        mv[n].klen = kl;
-        mv[n].ino = kv.ino;
-        mv[n].type = kv.type;
-        n++;
-    }
-    if (rc != MDB_NOTFOUND && rc != 0) {
-        rc = meta_err(rc);
-        goto out;
-    }
-    mdb_cursor_close(cur);
-    cur = NULL;
-    rc = 0;
+    struct kmove_list l = {.flen = flen, .tlen = tlen};
+    int rc = core__kidx_scan(c, t, bucket, from, flen, kmove_collect, &l);
+    struct kmove *mv = l.mv;
+    size_t n = l.n;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = core__kidx_del(c, t, bucket, mv[i].key, mv[i].klen);
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -639,9 +617,6 @@ static int subtree_rekey(struct core *c, MDB_txn *t, uint64_t bucket, const char
             }
         }
     }
-out:
-    if (cur)
-        mdb_cursor_close(cur);
     for (size_t i = 0; i < n; i++)
         free(mv[i].key);
     free(mv);

@@ -252,49 +252,37 @@ struct quota_set_op {
 };
 
 /* Sum the usage of a directory's subtree from the key index. */
+struct usage_sum {
+    struct core *c;
+    MDB_txn *t;
+    size_t plen;
+    struct meta_usage *u;
+};
+
+static int usage_add(void *arg, const char *key, size_t klen, const struct meta_keyval *kv)
+{
+    struct usage_sum *s = arg;
+    struct meta_inode r;
+    (void)key;
+    if (klen == s->plen)
+        return 0; /* the directory itself */
+    if (core__ino_get(s->c, s->t, kv->ino, &r) != 0)
+        return 0;
+    s->u->inodes++;
+    if (r.type != CORE_DIR)
+        s->u->bytes += r.used;
+    return 0;
+}
+
 static int subtree_usage(struct core *c, MDB_txn *t, uint64_t bucket, uint64_t dir,
                          struct meta_usage *u)
 {
     char path[CORE_KEY_MAX + 1];
-    char kb[CORE_KEY_MAX + 1];
-    size_t plen;
-    uint8_t sk[8 + META_KEYENC_MAX];
-    MDB_cursor *cur;
-    MDB_val k, v;
-    int rc = core__dirpath_get(c, t, dir, path, &plen);
+    struct usage_sum s = {.c = c, .t = t, .u = u};
+    int rc = core__dirpath_get(c, t, dir, path, &s.plen);
     if (rc)
         return rc;
-    meta_be64_put(sk, bucket);
-    size_t hl = plen < META_KEY_HEAD ? plen : META_KEY_HEAD;
-    memcpy(sk + 8, path, hl);
-    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_KEYIDX), &cur);
-    if (rc)
-        return meta_err(rc);
-    k.mv_data = sk;
-    k.mv_size = 8 + hl;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        struct meta_keyval kv;
-        if (k.mv_size < 8 || meta_be64_get(k.mv_data) != bucket)
-            break;
-        size_t kl = core__kidx_decode(&k, &v, kb, &kv);
-        if (kl < plen || memcmp(kb, path, plen) != 0) {
-            size_t h = plen < META_KEY_HEAD ? plen : META_KEY_HEAD;
-            if (memcmp(kb, path, kl < h ? kl : h) > 0)
-                break; /* index order is exact on key heads */
-            continue;
-        }
-        if (kl == plen)
-            continue; /* the directory itself */
-        struct meta_inode r;
-        if (core__ino_get(c, t, kv.ino, &r) != 0)
-            continue;
-        u->inodes++;
-        if (r.type != CORE_DIR)
-            u->bytes += r.used;
-    }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND || rc == 0 ? 0 : meta_err(rc);
+    return core__kidx_scan(c, t, bucket, path, s.plen, usage_add, &s);
 }
 
 static int quota_set_fn(MDB_txn *t, void *arg)

@@ -388,6 +388,44 @@ size_t core__kidx_decode(const MDB_val *k, const MDB_val *v, char *buf, struct m
     return META_KEY_HEAD + kv->taillen;
 }
 
+int core__kidx_scan(struct core *c, MDB_txn *t, uint64_t bucket, const char *prefix,
+                    size_t plen, core__kidx_cb cb, void *arg)
+{
+    uint8_t sk[8 + META_KEYENC_MAX];
+    char kb[CORE_KEY_MAX + 1];
+    size_t hl = plen < META_KEY_HEAD ? plen : META_KEY_HEAD;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+
+    meta_be64_put(sk, bucket);
+    memcpy(sk + 8, prefix, hl);
+    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_KEYIDX), &cur);
+    if (rc)
+        return meta_err(rc);
+    k.mv_data = sk;
+    k.mv_size = 8 + hl;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        struct meta_keyval kv;
+        if (k.mv_size < 8 || meta_be64_get(k.mv_data) != bucket)
+            break;
+        size_t kl = core__kidx_decode(&k, &v, kb, &kv);
+        if (kl < plen || memcmp(kb, prefix, plen) != 0) {
+            if (memcmp(kb, prefix, kl < hl ? kl : hl) > 0)
+                break; /* index order is exact on key heads */
+            continue;
+        }
+        int res = cb(arg, kb, kl, &kv);
+        if (res) {
+            mdb_cursor_close(cur);
+            return res;
+        }
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND || rc == 0 ? 0 : meta_err(rc);
+}
+
 /* ---- object metadata ---- */
 
 int core__objmeta_put(struct core *c, MDB_txn *t, uint64_t ino, const char *etag,
