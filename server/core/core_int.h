@@ -156,6 +156,11 @@ int core__ino_put(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_in
 /** Inode for principal access: SRV_ESTALE when missing or another tenant's or wrong gen. */
 int core__ino_get_p(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t ino,
                     uint32_t gen, struct meta_inode *out);
+/** Directory @p dir for principal access (core__ino_get_p with gen 0), checked to be a
+ * directory and, when @p want (CORE_MAY_*) is not 0, to grant @p want to @p p.
+ * @return 0, SRV_ESTALE, -ENOTDIR, -EACCES, or an LMDB error of core__ino_get(). */
+int core__dir_get_p(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t dir,
+                    uint32_t want, struct meta_inode *out);
 void core__attr_fill(const struct meta_inode *r, uint64_t ino, struct core_attr *out);
 void core__touch(struct meta_inode *r, bool mtime, bool ctime);
 int core__ino_alloc(struct core *c, MDB_txn *t, uint64_t *ino);

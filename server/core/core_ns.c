@@ -38,11 +38,9 @@ int core__node_create(struct core *c, MDB_txn *t, const struct core_principal *p
 
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
-    rc = core__ino_get_p(c, t, p, dir, 0, &d);
+    rc = core__dir_get_p(c, t, p, dir, 0, &d);
     if (rc)
         return rc;
-    if (d.type != CORE_DIR)
-        return -ENOTDIR;
     if (d.nlink == 0)
         return -ENOENT; /* directory being removed */
     troot = d.flags & CORE_A_TROOT;
@@ -323,11 +321,9 @@ int core__node_unlink(struct core *c, MDB_txn *t, const struct core_principal *p
 
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
-    rc = core__ino_get_p(c, t, p, dir, 0, &d);
+    rc = core__dir_get_p(c, t, p, dir, 0, &d);
     if (rc)
         return rc;
-    if (d.type != CORE_DIR)
-        return -ENOTDIR;
     if (len > CORE_NAME_MAX)
         return -ENAMETOOLONG;
     rc = core__perm(p, &d, CORE_MAY_W | CORE_MAY_X);

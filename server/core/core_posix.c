@@ -75,14 +75,7 @@ int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, co
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, p, dir, 0, &d);
-    if (rc)
-        goto out;
-    if (d.type != CORE_DIR) {
-        rc = -ENOTDIR;
-        goto out;
-    }
-    rc = core__perm(p, &d, CORE_MAY_X);
+    rc = core__dir_get_p(c, t, p, dir, CORE_MAY_X, &d);
     if (rc)
         goto out;
     if (namelen == 1 && name[0] == '.') {
@@ -436,11 +429,9 @@ static int link_fn(MDB_txn *t, void *arg)
     int rc = core__ino_get_p(c, t, a->p, a->ino, 0, &r);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, a->p, a->dir, 0, &d);
+    rc = core__dir_get_p(c, t, a->p, a->dir, 0, &d);
     if (rc)
         return rc;
-    if (d.type != CORE_DIR)
-        return -ENOTDIR;
     if (r.type == CORE_DIR)
         return -EPERM;
     if (r.nlink == 0)
@@ -823,14 +814,7 @@ int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, u
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, p, dir, 0, &d);
-    if (rc)
-        goto out;
-    if (d.type != CORE_DIR) {
-        rc = -ENOTDIR;
-        goto out;
-    }
-    rc = core__perm(p, &d, CORE_MAY_R);
+    rc = core__dir_get_p(c, t, p, dir, CORE_MAY_R, &d);
     if (rc)
         goto out;
     if (verf)

@@ -56,6 +56,17 @@ int core__ino_get_p(struct core *c, MDB_txn *t, const struct core_principal *p, 
     return 0;
 }
 
+int core__dir_get_p(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t dir,
+                    uint32_t want, struct meta_inode *out)
+{
+    int rc = core__ino_get_p(c, t, p, dir, 0, out);
+    if (rc)
+        return rc;
+    if (out->type != CORE_DIR)
+        return -ENOTDIR;
+    return want ? core__perm(p, out, want) : 0;
+}
+
 void core__attr_fill(const struct meta_inode *r, uint64_t ino, struct core_attr *out)
 {
     memset(out, 0, sizeof(*out));
