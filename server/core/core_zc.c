@@ -13,13 +13,13 @@
  * bytes are verified and in the page cache, memory for inline data, and
  * holes. The CRC rule ("every extent is checked on read, never silent wrong
  * bytes") is kept this way:
- *  - an extent is verified by mapping it (a fresh read-only MAP_SHARED
- *    mapping of the store's buffered fd, store_extent_fd), populating that
- *    mapping's page tables (MADV_POPULATE_READ: the pages are read into the
- *    page cache and mapped, an I/O error is an error, never a SIGBUS), then
- *    reading the extent whole through the fd in ZC_VCHUNK pieces into one
- *    small buffer and checking its CRC32C. The bytes are checked, not kept:
- *    the range is handed out from the fd (ps->copied counts them);
+ *  - an extent is verified by reading it into the page cache through the
+ *    store's buffered fd (store_extent_fd), mapping it (a fresh read-only
+ *    MAP_SHARED mapping whose page tables MADV_POPULATE_READ fills: an I/O
+ *    error is an error, never a SIGBUS), then reading it again whole through
+ *    the fd in ZC_VCHUNK pieces into one small buffer and checking its
+ *    CRC32C. The bytes are checked, not kept: the range is handed out from
+ *    the fd (ps->copied counts them);
  *  - the mapping is kept with the extent in a table keyed by (device,
  *    offset, length, CRC) and the core's write verifier. Nothing ever touches
  *    the mapping's memory, so its page-table entries are exactly the pages
@@ -31,7 +31,8 @@
  *    fault in this mapping would map it;
  *  - a later read sends a remembered extent from the fd only if every page
  *    of the range still has its page-table entry in the extent's mapping
- *    (/proc/self/pagemap, checked under the table's lock) and the entry is
+ *    (/proc/self/pagemap: its PAGEMAP_SCAN ioctl, else its present bits;
+ *    checked under the table's lock) and the entry is
  *    younger than ZC_TTL_S seconds; otherwise it verifies again, with a new
  *    mapping. Residency alone (cachestat, mincore) proves nothing: a page
  *    dropped and read in again from a disk that changed is resident and was
@@ -62,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,15 +161,48 @@ static void zc_unmap(void *map, size_t len)
         munmap(map, len);
 }
 
+/* PAGEMAP_SCAN (Linux 6.7), declared here as the system headers may predate it. */
+#define ZC_PAGE_IS_PRESENT (1ull << 3)
+struct zc_page_region {
+    uint64_t start, end, categories;
+};
+struct zc_pm_scan_arg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+    uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define ZC_PAGEMAP_SCAN _IOWR('f', 16, struct zc_pm_scan_arg)
+static atomic_int zc_no_scan;
+
 /* Does every page of [map + from, map + from + n) still have its page-table
- * entry? (Present bit 63 of each 8-byte /proc/self/pagemap entry.) */
+ * entry? PAGEMAP_SCAN looks for the first page without one; where it is
+ * missing, the present bit (63) of each 8-byte /proc/self/pagemap entry. */
 static bool mapped(void *map, uint64_t from, uint64_t n)
 {
-    uint64_t first = ((uintptr_t)map + from) / ZC_PAGE;
-    uint64_t last = ((uintptr_t)map + from + n - 1) / ZC_PAGE;
+    uintptr_t a = ((uintptr_t)map + from) & ~(uintptr_t)(ZC_PAGE - 1);
+    uintptr_t end = ((uintptr_t)map + from + n + ZC_PAGE - 1) & ~(uintptr_t)(ZC_PAGE - 1);
+    if (!atomic_load_explicit(&zc_no_scan, memory_order_relaxed)) {
+        struct zc_page_region reg;
+        struct zc_pm_scan_arg arg = {
+            .size = sizeof(arg),
+            .start = a,
+            .end = end,
+            .vec = (uintptr_t)&reg,
+            .vec_len = 1,
+            .max_pages = 1,
+            .category_inverted = ZC_PAGE_IS_PRESENT, /* match pages NOT present */
+            .category_mask = ZC_PAGE_IS_PRESENT,
+            .return_mask = ZC_PAGE_IS_PRESENT,
+        };
+        int r = ioctl(zc_pagemap, ZC_PAGEMAP_SCAN, &arg);
+        if (r >= 0)
+            return r == 0 && arg.walk_end == end;
+        if (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP)
+            return false;
+        atomic_store(&zc_no_scan, 1);
+    }
     uint64_t v[64];
-    for (uint64_t p = first; p <= last;) {
-        uint64_t k = last - p + 1 < 64 ? last - p + 1 : 64;
+    for (uint64_t p = a / ZC_PAGE; p < end / ZC_PAGE;) {
+        uint64_t k = end / ZC_PAGE - p < 64 ? end / ZC_PAGE - p : 64;
         ssize_t r = pread(zc_pagemap, v, k * sizeof(v[0]), (off_t)(p * sizeof(v[0])));
         if (r != (ssize_t)(k * sizeof(v[0])))
             return false;
@@ -225,10 +260,10 @@ static void zc_remember(struct core *c, const struct store_extent *e, void *map)
     zc_unmap(unmap, unmap_len);
 }
 
-/* A new mapping of extent @p e with its page tables populated (the pages read
- * into the page cache and mapped), or NULL: no pagemap, no
- * MADV_POPULATE_READ (Linux < 5.14), an I/O error (the verification's read
- * reports it), no address space. */
+/* A new mapping of extent @p e with its page tables populated (its pages,
+ * read into the page cache if they are not there, mapped), or NULL: no
+ * pagemap, no MADV_POPULATE_READ (Linux < 5.14), an I/O error (the
+ * verification's read reports it), no address space. */
 static void *map_extent(int fd, const struct store_extent *e)
 {
 #ifdef MADV_POPULATE_READ
@@ -302,26 +337,11 @@ static int keep_buf(struct core_pieces *ps, void *buf)
     return 0;
 }
 
-/* Verify extent @p e: map it (map_extent), then read it whole through the
- * buffered fd, in ZC_VCHUNK pieces through one small buffer that stays in the
- * CPU cache, and check its CRC32C. The pages the mapping holds were in the
- * page cache before the read, so the read saw them, unless one was dropped
- * meanwhile, which unmapped it (the next read verifies again). On success
- * *@p map is the mapping (the caller owns it), or NULL when none could be
- * made (nothing to remember). The kernel's own readahead sizes the disk reads
- * and its large folios make later sendfiles cheaper (POSIX_FADV_WILLNEED gave
- * 4 KiB folios, ~1.6x the cost per byte sent); that it may read past the
- * extent is harmless: pages it caches are verified by their own extent's read.
- * @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
-static int verify_extent(struct core *c, int fd, const struct store_extent *e, void **map)
+/* Read extent @p e whole through the buffered fd, in ZC_VCHUNK pieces into
+ * @p buf (which stays in the CPU cache), and, with @p crc, its CRC32C into
+ * *@p crc. @return 0, -EIO. */
+static int read_extent(int fd, const struct store_extent *e, char *buf, uint32_t *crc)
 {
-    *map = NULL;
-    char *buf = malloc(ZC_VCHUNK);
-    if (!buf)
-        return -ENOMEM;
-    void *m = map_extent(fd, e);
-    uint32_t crc = 0;
-    int rc = 0;
     for (size_t got = 0; got < e->len;) {
         size_t want = e->len - got < ZC_VCHUNK ? e->len - got : ZC_VCHUNK;
         ssize_t r = pread(fd, buf, want, (off_t)(e->off + got));
@@ -330,12 +350,44 @@ static int verify_extent(struct core *c, int fd, const struct store_extent *e, v
         if (r <= 0) {
             srv_log(ERROR, STORE, "read dev=%u off=%" PRIu64 " len=%u: %s", e->dev, e->off, e->len,
                     r < 0 ? strerror(errno) : "EOF");
-            rc = -EIO;
-            goto out;
+            return -EIO;
         }
-        crc = store_crc32c(crc, buf, (size_t)r);
+        if (crc)
+            *crc = store_crc32c(*crc, buf, (size_t)r);
         got += (size_t)r;
     }
+    return 0;
+}
+
+/* Verify extent @p e: read it into the page cache (the kernel's readahead
+ * sizes the disk reads; its large folios make later sendfiles ~1.6x cheaper
+ * than POSIX_FADV_WILLNEED's 4 KiB ones, and pages it caches past the extent
+ * are checked by their own extent's verification), map it (map_extent:
+ * cached now, so cheap), then read it again through the fd and check its
+ * CRC32C. The pages the mapping holds were in the page cache before that
+ * read, so the read saw them, unless one was dropped meanwhile, which
+ * unmapped it (the next read verifies again). The bytes are checked, not
+ * kept. On success *@p map is the mapping (the caller owns it), or NULL when
+ * none could be made (nothing to remember; then the extent is read once).
+ * @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
+static int verify_extent(struct core *c, int fd, const struct store_extent *e, void **map)
+{
+    void *m = NULL;
+    uint32_t crc = 0;
+    int rc = 0;
+    *map = NULL;
+    char *buf = malloc(ZC_VCHUNK);
+    if (!buf)
+        return -ENOMEM;
+    if (zc_pagemap >= 0 && !atomic_load_explicit(&zc_no_populate, memory_order_relaxed)) {
+        rc = read_extent(fd, e, buf, NULL);
+        if (rc)
+            goto out;
+        m = map_extent(fd, e);
+    }
+    rc = read_extent(fd, e, buf, &crc);
+    if (rc)
+        goto out;
     if (crc != e->crc) {
         atomic_fetch_add(&c->crc_errors, 1);
         srv_log(ERROR, STORE, "CRC mismatch dev=%u off=%" PRIu64 " len=%u: want %08x got %08x",
