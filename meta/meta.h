@@ -17,13 +17,16 @@
  * batch commits, store_sync() runs if any operation carried META_OP_DATA (data
  * is durable before the metadata that points at it); after it, store_txn_done().
  *
- * Durability: the environment runs with MDB_NOMETASYNC, so a commit costs one
- * data sync and its meta page becomes durable with the next sync. A committed
- * batch is acknowledged (its submitters woken) only after that: when the next
- * batch commits, or at once with an explicit sync when no work is queued.
- * Until then the space it freed stays in the store's limbo (a read token), so
- * a power cut can never bring back metadata pointing at reused space. Readers
- * may see a committed batch shortly before it is acknowledged.
+ * Durability: the environment runs with MDB_NOMETASYNC, so a commit syncs its
+ * pages once and writes its meta page unsynced. A committed batch is
+ * acknowledged (its submitters woken) only once an fdatasync that began after
+ * its commit returned has ended: a syncer thread starts one at once while the
+ * writer goes on with the next batch, and the next commit's own sync counts
+ * too, whichever ends first. Until then the space it freed stays in the
+ * store's limbo (a read token), so a power cut can never bring back metadata
+ * pointing at reused space. Readers may see a committed batch shortly before
+ * it is acknowledged. After a failed metadata sync every later op fails with
+ * -EIO (or -ENOSPC) until restart.
  *
  * Reads: read-only transactions on the calling thread (meta_rtxn_begin).
  *
@@ -80,7 +83,8 @@ void meta_rtxn_end(MDB_txn *txn);
 
 /** Run @p fn(txn, arg) on the writer thread and wait until it is durable
  * (a failed op returns as soon as its batch is done).
- * @return the op's own result, or the batch's commit error (-EIO, -ENOSPC). */
+ * @return the op's own result, or the batch's commit error (-EIO, -ENOSPC),
+ * or the sticky error of a failed metadata sync (-EIO, -ENOSPC). */
 int meta_submit(struct meta_env *m, meta_op_fn fn, void *arg, unsigned flags);
 
 /** From inside an op: extent @p e (reserved with store_alloc) becomes used

@@ -188,8 +188,9 @@ int meta_env_open(struct meta_env **out, const char *dir, uint64_t map_size, uin
         rc = meta_err(rc);
         goto out;
     }
-    /* MDB_NOMETASYNC: one sync per commit; the writer acknowledges a batch
-     * only once a later sync made its meta page durable (meta_writer.c) */
+    /* MDB_NOMETASYNC: one sync per commit; a batch is acknowledged only once
+     * a later sync (the syncer's or the next commit's) made its meta page
+     * durable (meta_writer.c) */
     rc = mdb_env_open(m->env, dir, MDB_NOTLS | MDB_NORDAHEAD | MDB_NOMETASYNC, 0640);
     if (rc) {
         srv_log(ERROR, META, "cannot open LMDB environment %s: %s", dir, mdb_strerror(rc));

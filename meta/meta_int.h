@@ -33,7 +33,7 @@ struct meta_env {
     struct store *store;
     uint32_t max_batch;
 
-    pthread_mutex_t lock;      /* guards the queue, stop, stats */
+    pthread_mutex_t lock;      /* guards the queue, stop, stats, the pending batch */
     pthread_cond_t work_cv;    /* writer waits for ops */
     pthread_cond_t done_cv;    /* unused (each op has its own cv) */
     struct meta__op *head, *tail;
@@ -45,9 +45,19 @@ struct meta_env {
     struct meta__op *cur_op;
     MDB_txn *cur_child;
     uint64_t seq;                 /* commit_seq record */
-    struct meta__op *pend_ops;    /* committed, not yet known durable */
-    uint64_t pend_tok;            /* store read token keeping their frees in limbo */
+    int fd;                       /* the syncer's own fd of the LMDB data file */
+
+    /* the last committed batch not yet known durable (lock): its meta page
+     * is durable once a sync that began after its commit returned has ended */
+    pthread_cond_t sync_cv;       /* the syncer waits for a pending batch */
+    struct meta__op *pend_ops;    /* its submitters still waiting */
+    uint64_t pend_seq;            /* its commit_seq; 0: nothing pending */
+    uint64_t pend_tok;            /* store read token keeping its frees in limbo */
     bool pend_tok_held;
+    int sync_err;                 /* first failed LMDB sync: every later ack fails */
+    bool sync_stop;
+    bool syncer_running;
+    pthread_t syncer;
 
     struct meta_stats stats;
 

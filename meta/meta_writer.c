@@ -1,19 +1,35 @@
 /* SPDX-License-Identifier: Apache-2.0
- * meta_writer: the single LMDB writer thread and its group commit.
+ * meta_writer: the single LMDB writer thread, its group commit and the syncer.
  *
  * Submitters queue an operation and sleep on its own condition variable (a
  * finished op wakes only its submitter). The writer takes up to
  * max_batch operations, opens one batch txn, runs each op in a child txn
  * (committed into the batch on success, aborted on failure), applies the
  * store-space changes each successful op recorded, syncs data files if an op
- * carried data, commits the batch (LMDB syncs it), tells the store, and wakes
- * every submitter of the batch with its own result.
- * Thread: the writer thread runs ops; meta_submit from any other thread. */
+ * carried data, commits the batch and tells the store. Failed and
+ * META_OP_EARLY ops are answered then; the others once the batch is durable.
+ *
+ * Durability (MDB_NOMETASYNC): a commit writes its pages, fdatasyncs them,
+ * then writes its meta page without a sync. That meta page is durable once an
+ * fdatasync of the file that began after the commit returned has ended: the
+ * next commit's own sync, or the syncer's. The committed batch stays pending
+ * until then: the writer hands it to the syncer thread, which fdatasyncs at
+ * once and acknowledges it, while the writer already runs the next batch; if
+ * the writer's next commit returns first, it acknowledges it. At most one
+ * batch is pending (each commit covers the one before). A failed sync (or a
+ * commit failing with EIO) makes every later acknowledgement fail: the kernel
+ * reports a lost write only once, so a later sync proves nothing.
+ * Thread: the writer thread runs ops; the syncer only syncs and wakes
+ * submitters; meta_submit from any other thread. */
 #include "meta_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "srv_err.h"
 #include "srv_log.h"
@@ -97,35 +113,65 @@ static void ops_finish(struct meta_env *m, struct meta__op *list)
     (void)m;
 }
 
-/* Everything committed so far is durable now: acknowledge the pending batch
- * and let the store reuse the space it freed. Writer thread only. */
-static void pending_ack(struct meta_env *m)
+/* Detach the pending batch if a sync covering commit_seq @p upto has ended
+ * (m->lock held): @return its ops (each failing with the sticky sync error if
+ * one happened), *tok and *held its read token. */
+static struct meta__op *pending_take(struct meta_env *m, uint64_t upto, uint64_t *tok,
+                                     bool *held)
 {
-    if (!m->pend_ops && !m->pend_tok_held)
-        return;
-    if (m->pend_tok_held && m->store)
-        store_read_end(m->store, m->pend_tok);
-    m->pend_tok_held = false;
-    pthread_mutex_lock(&m->lock);
-    ops_finish(m, m->pend_ops);
+    *held = false;
+    if (m->pend_seq == 0 || m->pend_seq > upto)
+        return NULL;
+    struct meta__op *ops = m->pend_ops;
+    *tok = m->pend_tok;
+    *held = m->pend_tok_held;
     m->pend_ops = NULL;
-    pthread_mutex_unlock(&m->lock);
+    m->pend_seq = 0;
+    m->pend_tok_held = false;
+    if (m->sync_err)
+        for (struct meta__op *op = ops; op; op = op->next)
+            if (op->rc == 0)
+                op->rc = m->sync_err;
+    return ops;
 }
 
-/* Make the last commit durable with an explicit sync, then acknowledge it. */
-static void pending_sync(struct meta_env *m)
+/* The syncer: makes the last committed batch durable with one fdatasync that
+ * begins after its commit returned, then acknowledges it, while the writer
+ * goes on with the next batch. If the writer commits again first, that
+ * commit's own sync covered the batch and the writer acknowledges it. */
+static void *syncer_main(void *arg)
 {
-    if (!m->pend_ops && !m->pend_tok_held)
-        return;
-    int rc = mdb_env_sync(m->env, 1);
-    if (rc) {
-        rc = meta_err(rc);
-        srv_log(CRIT, META, "metadata sync failed: %s", srv_strerror(rc));
-        for (struct meta__op *op = m->pend_ops; op; op = op->next)
-            if (op->rc == 0)
-                op->rc = rc;
+    struct meta_env *m = arg;
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        while (m->pend_seq == 0 && !m->sync_stop)
+            pthread_cond_wait(&m->sync_cv, &m->lock);
+        if (m->pend_seq == 0)
+            break;
+        uint64_t upto = m->pend_seq, tok;
+        bool held;
+        pthread_mutex_unlock(&m->lock);
+        int rc = fdatasync(m->fd) == 0 ? 0 : -errno;
+        pthread_mutex_lock(&m->lock);
+        if (rc && !m->sync_err) {
+            /* the kernel reports a lost write once: whatever it was, nothing
+             * committed from now on can be called durable */
+            m->sync_err = rc == -ENOSPC ? -ENOSPC : -EIO;
+            srv_log(CRIT, META, "metadata sync failed: %s; every further metadata change "
+                    "fails until restart", srv_strerror(rc));
+        }
+        struct meta__op *ops = pending_take(m, upto, &tok, &held);
+        struct store *st = m->store;
+        if (held && st) {
+            /* the space it freed is free again when its submitters wake */
+            pthread_mutex_unlock(&m->lock);
+            store_read_end(st, tok);
+            pthread_mutex_lock(&m->lock);
+        }
+        ops_finish(m, ops);
     }
-    pending_ack(m);
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
 }
 
 static int bump_seq(struct meta_env *m, MDB_txn *parent)
@@ -146,6 +192,11 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
     int brc;
     uint64_t nops = 0;
 
+    pthread_mutex_lock(&m->lock);
+    brc = m->sync_err;
+    pthread_mutex_unlock(&m->lock);
+    if (brc)
+        goto finish;
     brc = mdb_txn_begin(m->env, NULL, 0, &parent);
     if (brc) {
         parent = NULL;
@@ -208,6 +259,16 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
     }
     brc = mdb_txn_commit(parent);
     parent = NULL;
+    if (brc == EIO) {
+        /* its sync may have failed: the kernel reports a lost write once, so
+         * the syncer's next sync would succeed without making it durable */
+        pthread_mutex_lock(&m->lock);
+        if (!m->sync_err)
+            srv_log(CRIT, META, "metadata commit failed with an I/O error; every further "
+                    "metadata change fails until restart");
+        m->sync_err = -EIO;
+        pthread_mutex_unlock(&m->lock);
+    }
     if (brc)
         brc = meta_err(brc);
 finish:
@@ -215,11 +276,7 @@ finish:
         mdb_txn_abort(parent);
     if (m->store && touched)
         store_txn_done(m->store, batch_id, brc == 0);
-    if (brc == 0) {
-        /* this commit's data sync (MDB_NOMETASYNC) made the previous batch's
-         * meta page durable: acknowledge that batch now */
-        pending_ack(m);
-    } else {
+    if (brc != 0) {
         if (tok_held)
             store_read_end(m->store, tok);
         tok_held = false;
@@ -255,11 +312,13 @@ finish:
                 m->tail = last;
             m->head = again;
         }
-            pthread_mutex_unlock(&m->lock);
+        pthread_mutex_unlock(&m->lock);
         return;
     }
     /* failed and META_OP_EARLY ops answer now; committed ones wait until durable */
-    struct meta__op *ok = NULL, *fail = NULL;
+    struct meta__op *ok = NULL, *fail = NULL, *old = NULL;
+    uint64_t old_tok = 0;
+    bool old_held = false;
     for (struct meta__op *op = batch, *next; op; op = next) {
         next = op->next;
         if (brc != 0 && (op->rc == 0 || op->rc == 1))
@@ -272,13 +331,26 @@ finish:
             fail = op;
         }
     }
-    ops_finish(m, fail);
-    pthread_mutex_unlock(&m->lock);
     if (brc == 0) {
+        /* this commit's data sync (MDB_NOMETASYNC) began after the pending
+         * batch's commit returned, so it made that batch's meta page durable:
+         * acknowledge it; this batch is pending now and the syncer starts on it */
+        old = pending_take(m, UINT64_MAX, &old_tok, &old_held);
         m->pend_ops = ok;
+        m->pend_seq = m->seq;
         m->pend_tok = tok;
         m->pend_tok_held = tok_held;
+        pthread_cond_signal(&m->sync_cv);
     }
+    ops_finish(m, fail);
+    if (old_held && m->store) {
+        /* the space it freed is free again when its submitters wake */
+        pthread_mutex_unlock(&m->lock);
+        store_read_end(m->store, old_tok);
+        pthread_mutex_lock(&m->lock);
+    }
+    ops_finish(m, old);
+    pthread_mutex_unlock(&m->lock);
 }
 
 static void *writer_main(void *arg)
@@ -286,13 +358,6 @@ static void *writer_main(void *arg)
     struct meta_env *m = arg;
     pthread_mutex_lock(&m->lock);
     for (;;) {
-        if (!m->head && (m->pend_ops || m->pend_tok_held)) {
-            /* idle: make the last batch durable now instead of waiting */
-            pthread_mutex_unlock(&m->lock);
-            pending_sync(m);
-            pthread_mutex_lock(&m->lock);
-            continue;
-        }
         while (!m->head && !m->stop)
             pthread_cond_wait(&m->work_cv, &m->lock);
         if (!m->head && m->stop)
@@ -317,9 +382,42 @@ static void *writer_main(void *arg)
 
 int meta__writer_start(struct meta_env *m)
 {
-    int rc = pthread_create(&m->writer, NULL, writer_main, m);
+    const char *dir = NULL;
+    char path[4096];
+    int rc = mdb_env_get_path(m->env, &dir);
     if (rc)
+        return meta_err(rc);
+    /* the syncer's own open file: the kernel reports a failed write-back to
+     * every open file once, so an error the syncer consumes is still seen by
+     * the sync inside the writer's next commit (and the other way round) */
+    if ((size_t)snprintf(path, sizeof(path), "%s/data.mdb", dir) >= sizeof(path))
+        return -ENAMETOOLONG;
+    m->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (m->fd < 0) {
+        rc = -errno;
+        srv_log(ERROR, META, "cannot open %s for syncing: %s", path, strerror(errno));
+        return rc;
+    }
+    pthread_cond_init(&m->sync_cv, NULL);
+    rc = pthread_create(&m->syncer, NULL, syncer_main, m);
+    if (rc) {
+        pthread_cond_destroy(&m->sync_cv);
+        close(m->fd);
         return -rc;
+    }
+    m->syncer_running = true;
+    rc = pthread_create(&m->writer, NULL, writer_main, m);
+    if (rc) {
+        pthread_mutex_lock(&m->lock);
+        m->sync_stop = true;
+        pthread_cond_signal(&m->sync_cv);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->syncer, NULL);
+        m->syncer_running = false;
+        pthread_cond_destroy(&m->sync_cv);
+        close(m->fd);
+        return -rc;
+    }
     m->writer_running = true;
     return 0;
 }
@@ -334,6 +432,15 @@ void meta__writer_stop(struct meta_env *m)
     pthread_mutex_unlock(&m->lock);
     pthread_join(m->writer, NULL);
     m->writer_running = false;
+    /* the syncer acknowledges the last batch before it ends */
+    pthread_mutex_lock(&m->lock);
+    m->sync_stop = true;
+    pthread_cond_signal(&m->sync_cv);
+    pthread_mutex_unlock(&m->lock);
+    pthread_join(m->syncer, NULL);
+    m->syncer_running = false;
+    pthread_cond_destroy(&m->sync_cv);
+    close(m->fd);
 }
 
 int meta_submit(struct meta_env *m, meta_op_fn fn, void *arg, unsigned flags)

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for meta/meta_writer.c: group commit from many threads, nested
  * txn isolation (a failing op drops only its own changes, even inside a
- * batch), error results, MAP_FULL -> -ENOSPC, and extent records refused
- * without a store. */
+ * batch), error results, MAP_FULL -> -ENOSPC, extent records refused
+ * without a store, and "acknowledged => durable" against a model of the disk
+ * (pwrite and fdatasync of the LMDB file are interposed). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "meta.h"
 #include "srv_err.h"
@@ -208,6 +218,126 @@ static void test_early_ack(void **state)
     assert_false(exists("early-bad"));
 }
 
+/* ---- the disk model ----
+ * liblmdb writes pages with pwrite/writev and syncs with fdatasync through the
+ * PLT, so these definitions see its calls on the LMDB file. With
+ * MDB_NOMETASYNC a commit writes its data pages, syncs them and then writes
+ * its meta page (a pwrite below the first two pages) without a sync: that meta
+ * page is durable (would survive a power cut) only once an fdatasync of the
+ * file (through any fd) that began after the write has returned. */
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static int (*real_fdatasync)(int);
+static atomic_bool model_on;
+static dev_t model_dev;
+static ino_t model_ino;
+static off_t model_psize;
+static atomic_ulong meta_writes;  /* meta page writes that returned */
+static atomic_ulong meta_durable; /* meta writes a returned fdatasync covers */
+static atomic_ulong model_syncs, model_bad;
+
+__attribute__((constructor)) static void model_init(void)
+{
+    real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+    if (!real_pwrite || !real_fdatasync)
+        abort();
+}
+
+static bool model_file(int fd)
+{
+    struct stat sb;
+    return atomic_load(&model_on) && fstat(fd, &sb) == 0 && sb.st_dev == model_dev &&
+           sb.st_ino == model_ino;
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    ssize_t r = real_pwrite(fd, buf, n, off);
+    if (off < 2 * model_psize && model_file(fd))
+        atomic_fetch_add(&meta_writes, 1);
+    return r;
+}
+
+int fdatasync(int fd)
+{
+    unsigned long covered = atomic_load(&meta_writes);
+    int r = real_fdatasync(fd);
+    if (r == 0 && model_file(fd)) {
+        unsigned long d = atomic_load(&meta_durable);
+        while (d < covered && !atomic_compare_exchange_weak(&meta_durable, &d, covered))
+            ;
+        atomic_fetch_add(&model_syncs, 1);
+    }
+    return r;
+}
+
+static int model_setup(void **state)
+{
+    MDB_stat st;
+    struct stat sb;
+    int fd;
+    if (setup(state))
+        return -1;
+    if (mdb_env_stat(meta_env_mdb(m), &st) || mdb_env_get_fd(meta_env_mdb(m), &fd) ||
+        fstat(fd, &sb))
+        return -1;
+    model_psize = st.ms_psize;
+    model_dev = sb.st_dev;
+    model_ino = sb.st_ino;
+    atomic_store(&model_on, true);
+    return 0;
+}
+
+static int model_teardown(void **state)
+{
+    atomic_store(&model_on, false);
+    return teardown(state);
+}
+
+struct model_op {
+    struct kv_op kv;
+    unsigned long seen; /* meta writes when the op ran: its batch's is the next */
+};
+
+static int model_fn(MDB_txn *txn, void *arg)
+{
+    struct model_op *o = arg;
+    o->seen = atomic_load(&meta_writes);
+    return kv_fn(txn, &o->kv);
+}
+
+static void *model_thr(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    int n = id == 0 ? 300 : 150; /* thread 0 runs alone at the end */
+    for (int i = 0; i < n; i++) {
+        struct model_op o = {.kv = {.fail = 0}};
+        snprintf(o.kv.key, sizeof(o.kv.key), "m%d-%d", id, i);
+        if (meta_submit(m, model_fn, &o, 0) != 0)
+            abort();
+        if (atomic_load(&meta_durable) < o.seen + 1)
+            atomic_fetch_add(&model_bad, 1);
+    }
+    return NULL;
+}
+
+/* Every acknowledged op's batch is durable at the ack, with many submitters
+ * (the syncer and the next commit race to cover a batch) and with one. */
+static void test_ack_durable(void **state)
+{
+    pthread_t th[NTHR];
+    (void)state;
+    for (int i = 0; i < NTHR; i++)
+        pthread_create(&th[i], NULL, model_thr, (void *)(intptr_t)i);
+    for (int i = 0; i < NTHR; i++)
+        pthread_join(th[i], NULL);
+    assert_true(atomic_load(&meta_writes) > 0);
+    assert_true(atomic_load(&model_syncs) > 0);
+    assert_int_equal(atomic_load(&model_bad), 0);
+    for (int id = 0; id < NTHR; id++)
+        assert_true(exists(id == 0 ? "m0-299" : "m1-149"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +347,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extent_without_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_early_ack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ack_durable, model_setup, model_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
