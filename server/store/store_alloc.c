@@ -220,10 +220,12 @@ static void range_unlink(struct store__alloc *a, struct store__range *r)
     a->root_size = t_remove(a->root_size, &r->by_size, cmp_size);
 }
 
-static struct store__range *range_find_off(struct store__alloc *a, uint32_t dev, uint64_t off)
+/* The range at exactly (dev, off) in @p root, a (dev, off)-ordered treap (a->root_off or
+ * a->resv), or NULL. */
+static struct store__range *range_find_off(struct store__tnode *root, uint32_t dev, uint64_t off)
 {
     struct store__range key = {.dev = dev, .off = off};
-    struct store__tnode *n = t_ceil(a->root_off, &key.by_off, cmp_off);
+    struct store__tnode *n = t_ceil(root, &key.by_off, cmp_off);
     if (!n)
         return NULL;
     struct store__range *r = RANGE_OF_OFF(n);
@@ -295,6 +297,18 @@ static void range_take_front(struct store__alloc *a, struct store__range *r, uin
     range_link(a, r);
 }
 
+/* Queue @p l (its tag set) at the limbo's tail. */
+static void limbo_append(struct store__alloc *a, struct store__limbo *l)
+{
+    l->next = NULL;
+    if (a->limbo_tail)
+        a->limbo_tail->next = l;
+    else
+        a->limbo_head = l;
+    a->limbo_tail = l;
+    a->limbo_bytes += l->len;
+}
+
 /* Move limbo entries no active reader can still see back to the free ranges. */
 static void limbo_release(struct store__alloc *a)
 {
@@ -322,12 +336,14 @@ static void limbo_release(struct store__alloc *a)
 
 static struct store__range *resv_find(struct store__alloc *a, uint32_t dev, uint64_t off)
 {
-    struct store__range key = {.dev = dev, .off = off};
-    struct store__tnode *n = t_ceil(a->resv, &key.by_off, cmp_off);
-    if (!n)
-        return NULL;
-    struct store__range *r = RANGE_OF_OFF(n);
-    return r->dev == dev && r->off == off ? r : NULL;
+    return range_find_off(a->resv, dev, off);
+}
+
+/* Take reservation @p r out of the reservations (the caller frees it). */
+static void resv_drop(struct store__alloc *a, struct store__range *r)
+{
+    a->resv = t_remove(a->resv, &r->by_off, cmp_off);
+    a->reserved_bytes -= r->len;
 }
 
 /* ---- lifecycle ---- */
@@ -402,12 +418,13 @@ static int alloc_do(struct store *s, const struct store_extent *prev, uint32_t l
     limbo_release(a);
     struct store__range *r = NULL;
     if (prev && prev->dev < s->ndev && prev->off % STORE_ALIGN == 0) {
-        r = range_find_off(a, prev->dev, prev->off + store__round_up(prev->len ? prev->len : 1));
+        uint64_t next = prev->off + store__round_up(prev->len ? prev->len : 1);
+        r = range_find_off(a->root_off, prev->dev, next);
         if (r && r->len < size)
             r = NULL;
     }
     if (!r && alloc_cursor.s == s) {
-        r = range_find_off(a, alloc_cursor.dev, alloc_cursor.end);
+        r = range_find_off(a->root_off, alloc_cursor.dev, alloc_cursor.end);
         if (r && r->len < size)
             r = NULL;
     }
@@ -464,8 +481,7 @@ void store_unreserve(struct store *s, const struct store_extent *e)
                 (unsigned long long)e->off);
         goto out;
     }
-    a->resv = t_remove(a->resv, &r->by_off, cmp_off);
-    a->reserved_bytes -= r->len;
+    resv_drop(a, r);
     if (range_add(a, r->dev, r->off, r->len) < 0)
         srv_log(ERROR, STORE, "unreserve dev=%u off=%llu: space lost until restart", r->dev,
                 (unsigned long long)r->off);
@@ -493,18 +509,12 @@ void store_release(struct store *s, const struct store_extent *e)
                 r->dev, (unsigned long long)r->off);
         goto out;
     }
-    a->resv = t_remove(a->resv, &r->by_off, cmp_off);
-    a->reserved_bytes -= r->len;
+    resv_drop(a, r);
     l->dev = r->dev;
     l->off = r->off;
     l->len = r->len;
     l->tag = a->epoch++;
-    if (a->limbo_tail)
-        a->limbo_tail->next = l;
-    else
-        a->limbo_head = l;
-    a->limbo_tail = l;
-    a->limbo_bytes += l->len;
+    limbo_append(a, l);
     free(r);
     limbo_release(a);
 out:
@@ -715,6 +725,24 @@ static struct store__pend *pend_get(struct store__alloc *a, const MDB_txn *txn)
     return p;
 }
 
+/* Note in @p p what store_txn_done must do at the end of the txn: tag 1 a use of
+ * [off, off+len) (its reservation becomes used space), tag 0 a free (to the limbo).
+ * @return 0, -ENOMEM. */
+static int pend_note(struct store__pend *p, uint32_t dev, uint64_t off, uint64_t len,
+                     uint64_t tag)
+{
+    struct store__limbo *l = calloc(1, sizeof(*l));
+    if (!l)
+        return -ENOMEM;
+    l->dev = dev;
+    l->off = off;
+    l->len = len;
+    l->tag = tag;
+    l->next = p->frees;
+    p->frees = l;
+    return 0;
+}
+
 /* Check an extent against the devices. @return its rounded size, or 0 when invalid. */
 static uint64_t extent_size(struct store *s, const struct store_extent *e)
 {
@@ -769,17 +797,7 @@ int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_exte
             s->a.reserved_bytes -= rv->len - size;
             rv->len = size;
         }
-        struct store__limbo *u = calloc(1, sizeof(*u));
-        if (u) {
-            u->dev = e->dev;
-            u->off = e->off;
-            u->len = size;
-            u->tag = 1; /* marks a use */
-            u->next = p->frees;
-            p->frees = u;
-        } else {
-            rc = -ENOMEM;
-        }
+        rc = pend_note(p, e->dev, e->off, size, 1);
     } else {
         rc = -ENOMEM;
     }
@@ -821,17 +839,7 @@ int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_ext
         return rc;
     pthread_mutex_lock(&s->a.mu);
     struct store__pend *p = pend_get(&s->a, wtxn);
-    struct store__limbo *l = p ? calloc(1, sizeof(*l)) : NULL;
-    if (l) {
-        l->dev = e->dev;
-        l->off = e->off;
-        l->len = size;
-        l->tag = 0; /* marks a free */
-        l->next = p->frees;
-        p->frees = l;
-    } else {
-        rc = -ENOMEM;
-    }
+    rc = p ? pend_note(p, e->dev, e->off, size, 0) : -ENOMEM;
     pthread_mutex_unlock(&s->a.mu);
     return rc;
 }
@@ -850,7 +858,7 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
     if (!ok && p->init) {
         /* An aborted store_txn_init: the new devices are not in the map after all. */
         for (uint32_t d = p->init_from; d < s->ndev; d++) {
-            struct store__range *r = range_find_off(a, d, 0);
+            struct store__range *r = range_find_off(a->root_off, d, 0);
             if (r && r->len == s->devs[d].size) {
                 range_unlink(a, r);
                 a->free_bytes -= r->len;
@@ -870,8 +878,7 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
                 /* A committed use: the reservation becomes used space. */
                 struct store__range *rv = resv_find(a, l->dev, l->off);
                 if (rv) {
-                    a->resv = t_remove(a->resv, &rv->by_off, cmp_off);
-                    a->reserved_bytes -= rv->len;
+                    resv_drop(a, rv);
                     free(rv);
                 }
             }
@@ -879,13 +886,7 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
             continue;
         }
         l->tag = a->epoch;
-        l->next = NULL;
-        if (a->limbo_tail)
-            a->limbo_tail->next = l;
-        else
-            a->limbo_head = l;
-        a->limbo_tail = l;
-        a->limbo_bytes += l->len;
+        limbo_append(a, l);
         freed = 1;
     }
     if (freed)
