@@ -190,6 +190,52 @@ int store__io_write(int fd, const void *buf, size_t len, uint64_t off)
     return io_full(1, fd, (void *)buf, len, off);
 }
 
+/* Submit what is queued, retrying while the kernel is busy or interrupted.
+ * @return the number of requests taken, 0 or -errno when none was. */
+static int ring_submit(struct io_uring *ring)
+{
+    int sub;
+    do {
+        sub = io_uring_submit(ring);
+    } while (sub == -EINTR || sub == -EAGAIN || sub == -EBUSY);
+    return sub;
+}
+
+/* Wait for one completion (retrying on EINTR) and consume it: @p data is its request's
+ * user data, @p res its result. @return 0, or the wait's -errno (logged: the ring's state
+ * is then unknown). */
+static int ring_reap(struct io_uring *ring, uint64_t *data, int *res)
+{
+    struct io_uring_cqe *cqe;
+    int w;
+    do {
+        w = io_uring_wait_cqe(ring, &cqe);
+    } while (w == -EINTR);
+    if (w < 0) {
+        srv_log(ERROR, STORE, "io_uring wait failed: %d", w);
+        return w;
+    }
+    *data = io_uring_cqe_get_data64(cqe);
+    *res = cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+    return 0;
+}
+
+/* Check the result @p res of a ring read/write of [off, off+len) on @p fd.
+ * @return the bytes it moved (0 when it is to be redone: EINTR, EAGAIN), or -EIO for a
+ * failure (logged). */
+static int res_check(int wr, int fd, size_t len, uint64_t off, int res)
+{
+    if (res == -EINTR || res == -EAGAIN)
+        return 0;
+    if (res < 0) {
+        srv_log(ERROR, STORE, "%s fd=%d off=%llu len=%zu failed: %d", wr ? "write" : "read", fd,
+                (unsigned long long)off, len, res);
+        return -EIO;
+    }
+    return res;
+}
+
 /* Finish one request synchronously from where it stopped. */
 static int io_rest(struct store__io *r, size_t done)
 {
@@ -224,9 +270,7 @@ int store__io_read_batch(struct store__io *v, size_t n, int (*done)(void *arg, s
         }
         size_t sent = 0;
         while (sent < queued) {
-            int sub = io_uring_submit(ring);
-            if (sub == -EINTR || sub == -EAGAIN || sub == -EBUSY)
-                continue;
+            int sub = ring_submit(ring);
             if (sub <= 0) {
                 /* the kernel took none of the rest: give this thread's ring up
                  * (after reaping what it took) and read synchronously */
@@ -251,30 +295,18 @@ int store__io_read_batch(struct store__io *v, size_t n, int (*done)(void *arg, s
             return rc;
         }
         for (size_t got = 0; got < queued; got++) {
-            struct io_uring_cqe *cqe;
-            int w;
-            do {
-                w = io_uring_wait_cqe(ring, &cqe);
-            } while (w == -EINTR);
-            if (w < 0) {
-                /* cannot reap: the ring state is unknown, fail the read */
-                srv_log(ERROR, STORE, "io_uring wait failed: %d", w);
-                return -EIO;
-            }
-            size_t idx = (size_t)io_uring_cqe_get_data64(cqe);
-            int res = cqe->res;
-            io_uring_cqe_seen(ring, cqe);
+            uint64_t idx;
+            int res;
+            if (ring_reap(ring, &idx, &res) < 0)
+                return -EIO; /* cannot reap: the ring state is unknown, fail the read */
             if (rc)
                 continue;
-            if (res == -EINTR || res == -EAGAIN)
-                res = 0; /* redo it below */
+            res = res_check(0, v[idx].fd, v[idx].len, v[idx].off, res);
             if (res < 0) {
-                srv_log(ERROR, STORE, "read fd=%d off=%llu len=%zu failed: %d", v[idx].fd,
-                        (unsigned long long)v[idx].off, v[idx].len, res);
-                rc = -EIO;
+                rc = res;
                 continue;
             }
-            rc = io_rest(&v[idx], (size_t)res);
+            rc = io_rest(&v[idx], (size_t)res); /* redo or finish it */
             if (rc == 0 && done)
                 rc = done(arg, idx);
         }
@@ -295,35 +327,20 @@ int store__io_write_during(int fd, const void *buf, size_t len, uint64_t off,
         return io_full(1, fd, (void *)buf, len, off);
     }
     io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
-    int sub;
-    do {
-        sub = io_uring_submit(ring);
-    } while (sub == -EINTR || sub == -EAGAIN || sub == -EBUSY);
-    if (sub <= 0) {
+    if (ring_submit(ring) <= 0) {
         /* not taken: this ring's state is unknown from here on */
         ring_drop();
         *out = fn(arg);
         return io_full(1, fd, (void *)buf, len, off);
     }
     *out = fn(arg);
-    struct io_uring_cqe *cqe;
-    int rc;
-    do {
-        rc = io_uring_wait_cqe(ring, &cqe);
-    } while (rc == -EINTR);
-    if (rc < 0) {
-        srv_log(ERROR, STORE, "io_uring wait failed: %d", rc);
+    uint64_t data;
+    int res;
+    if (ring_reap(ring, &data, &res) < 0)
         return -EIO;
-    }
-    int res = cqe->res;
-    io_uring_cqe_seen(ring, cqe);
-    if (res == -EINTR || res == -EAGAIN)
-        res = 0;
-    if (res < 0) {
-        srv_log(ERROR, STORE, "write fd=%d off=%llu len=%zu failed: %d", fd,
-                (unsigned long long)off, len, res);
-        return -EIO;
-    }
+    res = res_check(1, fd, len, off, res);
+    if (res < 0)
+        return res;
     if ((size_t)res < len)
         return io_full(1, fd, (unsigned char *)buf + res, len - (size_t)res, off + (uint64_t)res);
     return 0;
@@ -346,10 +363,7 @@ int store__io_write_batch(struct store__io *v, size_t n, void (*prep)(void *arg,
             io_uring_prep_write(sqe, v[sent].fd, v[sent].buf, (unsigned)v[sent].len,
                                 v[sent].off);
             io_uring_sqe_set_data64(sqe, sent);
-            int sub;
-            do {
-                sub = io_uring_submit(ring);
-            } while (sub == -EINTR || sub == -EAGAIN || sub == -EBUSY);
+            int sub = ring_submit(ring);
             if (sub <= 0) {
                 /* not taken: finish the rest with pwrite, then drop the ring */
                 srv_log(WARN, STORE, "io_uring submit failed (%d), using pwrite", sub);
@@ -361,29 +375,20 @@ int store__io_write_batch(struct store__io *v, size_t n, void (*prep)(void *arg,
     for (size_t i = 0; during && i < n; i++)
         during(arg, i);
     for (size_t got = 0; got < sent; got++) {
-        struct io_uring_cqe *cqe;
-        int w;
-        do {
-            w = io_uring_wait_cqe(ring, &cqe);
-        } while (w == -EINTR);
-        if (w < 0) {
-            srv_log(ERROR, STORE, "io_uring wait failed: %d", w);
+        uint64_t idx;
+        int res;
+        if (ring_reap(ring, &idx, &res) < 0) {
             ring_drop();
             return -EIO;
         }
-        size_t idx = (size_t)io_uring_cqe_get_data64(cqe);
-        int res = cqe->res;
-        io_uring_cqe_seen(ring, cqe);
         if (idx >= n)
             continue;
-        if (res == -EINTR || res == -EAGAIN)
-            res = 0; /* redo it synchronously */
+        res = res_check(1, v[idx].fd, v[idx].len, v[idx].off, res);
         if (res < 0) {
-            srv_log(ERROR, STORE, "write fd=%d off=%llu len=%zu failed: %d", v[idx].fd,
-                    (unsigned long long)v[idx].off, v[idx].len, res);
-            rc = -EIO;
+            rc = res;
             continue;
         }
+        /* a redo (0) or a short write is finished synchronously */
         if (rc == 0 && (size_t)res < v[idx].len)
             rc = io_full(1, v[idx].fd, (unsigned char *)v[idx].buf + res, v[idx].len - (size_t)res,
                          v[idx].off + (uint64_t)res);
