@@ -24,10 +24,16 @@
 #define MPU_MIN_PART (5ull << 20)
 #define MPU_MAX_PARTS 10000
 
-static void no_such_upload(struct s3_ctx *x)
+/* Answer a failed call on an upload: NoSuchUpload for -ENOENT (no such upload id), else as
+ * mapped. @return whether @p rc is an error (then the response is set). */
+static bool upload_failed(struct s3_ctx *x, int rc)
 {
-    s3__resp_error(x, -ENOENT, "NoSuchUpload", 404,
-                   "the specified multipart upload does not exist");
+    if (rc == -ENOENT)
+        s3__resp_error(x, -ENOENT, "NoSuchUpload", 404,
+                       "the specified multipart upload does not exist");
+    else if (rc)
+        s3__resp_err(x, rc, NULL);
+    return rc != 0;
 }
 
 static void owner_xml(struct s3_ctx *x, struct evbuffer *b, const char *tag)
@@ -211,14 +217,8 @@ static void mpu_complete(struct s3_ctx *x)
         return;
     struct parts ps = {.a = x->a};
     int rc = core_mpu_list_parts(x->core, &x->p, x->bucket_ino, id, 0, part_cb, &ps);
-    if (rc == -ENOENT) {
-        no_such_upload(x);
+    if (upload_failed(x, rc))
         return;
-    }
-    if (rc) {
-        s3__resp_err(x, rc, NULL);
-        return;
-    }
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md)
         abort();
@@ -265,19 +265,13 @@ static void mpu_complete(struct s3_ctx *x)
     snprintf(final, sizeof(final), "%s-%zu", hex, np);
     struct core_attr attr;
     rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &attr);
-    if (rc == -ENOENT) {
-        no_such_upload(x);
-        return;
-    }
     if (rc == SRV_EPRECOND || rc == -EINVAL) {
         s3__resp_error(x, rc, "InvalidPart", 400,
                        "one or more of the specified parts could not be found");
         return;
     }
-    if (rc) {
-        s3__resp_err(x, rc, NULL);
+    if (upload_failed(x, rc))
         return;
-    }
     record_parts(x, ps.v, idx, np, final);
     s3__resp_xml(x);
     struct evbuffer *b = x->rbody;
@@ -296,14 +290,8 @@ static void mpu_abort(struct s3_ctx *x)
     if (s3__op_bucket(x))
         return;
     int rc = core_mpu_abort(x->core, &x->p, x->bucket_ino, s3__req_param(x->req, "uploadId"));
-    if (rc == -ENOENT) {
-        no_such_upload(x);
+    if (upload_failed(x, rc))
         return;
-    }
-    if (rc) {
-        s3__resp_err(x, rc, NULL);
-        return;
-    }
     x->status = 204;
 }
 
@@ -333,14 +321,8 @@ static void mpu_list_parts(struct s3_ctx *x)
         return;
     struct parts ps = {.a = x->a, .max = (size_t)max + 1};
     int rc = core_mpu_list_parts(x->core, &x->p, x->bucket_ino, id, marker, part_cb, &ps);
-    if (rc == -ENOENT) {
-        no_such_upload(x);
+    if (upload_failed(x, rc))
         return;
-    }
-    if (rc) {
-        s3__resp_err(x, rc, NULL);
-        return;
-    }
     bool truncated = ps.n > max;
     size_t shown = truncated ? max : ps.n;
     s3__resp_xml(x);
