@@ -9,15 +9,13 @@ the lock again when B's lock manager refuses the grant.
 Usage: nlm_callback_check.py S3NFSD WORKDIR"""
 import os
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rpc3  # noqa: E402
-from rpc3 import Packer, RpcConn, Unpacker  # noqa: E402
+from rpc3 import Packer, RpcConn, rpc_listener, serve_rpc  # noqa: E402
 from test_nfs import (NLM4_BLOCKED, NLM4_DENIED, NLM4_GRANTED, bucket_name, nlm_call,  # noqa
                       nlm_lock, nlm_lock_obj, nlm_test, nlm_unlock, root_fh)
 
@@ -27,52 +25,13 @@ granted_calls = []
 lockd_answer = [NLM4_GRANTED]
 
 
-def recv_record(conn):
-    data = b""
-    while True:
-        hdr = b""
-        while len(hdr) < 4:
-            chunk = conn.recv(4 - len(hdr))
-            if not chunk:
-                return None
-            hdr += chunk
-        mark, = struct.unpack(">I", hdr)
-        n = mark & 0x7fffffff
-        while n:
-            chunk = conn.recv(n)
-            if not chunk:
-                return None
-            data += chunk
-            n -= len(chunk)
-        if mark & 0x80000000:
-            return data
 
 
-def serve(sock, handler):
-    while True:
-        conn, _ = sock.accept()
-        while True:
-            rec = recv_record(conn)
-            if rec is None:
-                break
-            u = Unpacker(rec)
-            xid, _, _, prog, vers, proc = (u.u32() for _ in range(6))
-            u.u32(), u.opaque(), u.u32(), u.opaque()  # cred, verf
-            body = handler(prog, vers, proc, u)
-            msg = Packer().u32(xid).u32(1).u32(0).u32(0).u32(0).u32(0).raw(body).bytes()
-            conn.sendall(struct.pack(">I", 0x80000000 | len(msg)) + msg)
-        conn.close()
 
 
-def listener(port):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((B_ADDR, port))
-    s.listen(8)
-    return s
 
 
-def lockd_handler(prog, vers, proc, u):
+def lockd_handler(prog, vers, proc, u, peer):
     assert (prog, vers, proc) == (100021, 4, 5), (prog, vers, proc)
     cookie, excl = u.opaque(), u.u32()
     caller, fh, oh, svid = u.string(), u.opaque(), u.opaque(), u.u32()
@@ -92,13 +51,13 @@ def wait_for(cond, what, secs=20):
 
 def main():
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    lockd = listener(0)
+    lockd = rpc_listener(B_ADDR, 0)
     lockd_port = lockd.getsockname()[1]
-    pmap = listener(111)
-    threading.Thread(target=serve, args=(pmap, lambda prog, vers, proc, u: Packer().u32(
+    pmap = rpc_listener(B_ADDR, 111)
+    threading.Thread(target=serve_rpc, args=(pmap, lambda prog, vers, proc, u, peer: Packer().u32(
         lockd_port if (prog, vers, proc) == (100000, 2, 3) and u.u32() == 100021 else 0)
         .bytes()), daemon=True).start()
-    threading.Thread(target=serve, args=(lockd, lockd_handler), daemon=True).start()
+    threading.Thread(target=serve_rpc, args=(lockd, lockd_handler), daemon=True).start()
 
     port = 26049
     env = dict(os.environ, S3NFS_ACCESS_KEY="AKIANLMCALLBACK", S3NFS_SECRET_KEY="nlm-cb-secret")

@@ -9,66 +9,25 @@ answers on 127.0.0.2:111) names PORT for NSM, since s3nfsd registered its own
 NSM there.
 Usage: nlm_grace_holder.py PORT WORKDIR"""
 import os
-import socket
-import struct
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rpc3 import Packer, RpcConn, Unpacker  # noqa: E402
+from rpc3 import RpcConn, rpc_listener, serve_rpc  # noqa: E402
 from test_nfs import NLM4_GRANTED, nlm_lock, root_fh  # noqa: E402
 
 PORT, WORK = int(sys.argv[1]), sys.argv[2]
 ADDR = "127.0.0.2"
 
 
-def recv_record(conn):
-    data = b""
-    while True:
-        hdr = b""
-        while len(hdr) < 4:
-            chunk = conn.recv(4 - len(hdr))
-            if not chunk:
-                return None
-            hdr += chunk
-        mark, = struct.unpack(">I", hdr)
-        n = mark & 0x7fffffff
-        while n:
-            chunk = conn.recv(n)
-            if not chunk:
-                return None
-            data += chunk
-            n -= len(chunk)
-        if mark & 0x80000000:
-            return data
 
 
-def serve(sock, handler):
-    while True:
-        conn, _ = sock.accept()
-        while True:
-            rec = recv_record(conn)
-            if rec is None:
-                break
-            u = Unpacker(rec)
-            xid, _, _, prog, vers, proc = (u.u32() for _ in range(6))
-            u.u32(), u.opaque(), u.u32(), u.opaque()  # cred, verf
-            body = handler(prog, vers, proc, u)
-            msg = Packer().u32(xid).u32(1).u32(0).u32(0).u32(0).u32(0).raw(body).bytes()
-            conn.sendall(struct.pack(">I", 0x80000000 | len(msg)) + msg)
-        conn.close()
 
 
-def listener(port):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((ADDR, port))
-    s.listen(8)
-    return s
 
 
-def statd(prog, vers, proc, u):
+def statd(prog, vers, proc, u, peer):
     if (prog, vers, proc) == (100024, 1, 6):
         mon, state = u.string(), u.u32()
         with open(os.path.join(WORK, "notifies"), "a") as f:
@@ -77,8 +36,8 @@ def statd(prog, vers, proc, u):
 
 
 def main():
-    sd = listener(PORT)
-    threading.Thread(target=serve, args=(sd, statd), daemon=True).start()
+    sd = rpc_listener(ADDR, PORT)
+    threading.Thread(target=serve_rpc, args=(sd, statd), daemon=True).start()
     c = RpcConn(PORT, source=ADDR)
     assert nlm_lock(c, "hostB", root_fh(c), 7, 0, 1) == NLM4_GRANTED
     c.close()

@@ -22,14 +22,13 @@ import os
 import re
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rpc3 import Packer, RpcConn, Unpacker  # noqa: E402
+from rpc3 import Packer, RpcConn, rpc_listener, serve_rpc  # noqa: E402
 from test_nfs import (NLM4_DENIED, NLM4_GRANTED, bucket_name, nlm_call,  # noqa: E402
                       nlm_lock_obj, nlm_unlock, root_fh)
 
@@ -40,49 +39,10 @@ PORT = 27049
 notifies = []  # (mon_name, state, source address) received by B's statd
 
 
-def recv_record(conn):
-    data = b""
-    while True:
-        hdr = b""
-        while len(hdr) < 4:
-            chunk = conn.recv(4 - len(hdr))
-            if not chunk:
-                return None
-            hdr += chunk
-        mark, = struct.unpack(">I", hdr)
-        n = mark & 0x7fffffff
-        while n:
-            chunk = conn.recv(n)
-            if not chunk:
-                return None
-            data += chunk
-            n -= len(chunk)
-        if mark & 0x80000000:
-            return data
 
 
-def serve(sock, handler):
-    while True:
-        conn, peer = sock.accept()
-        while True:
-            rec = recv_record(conn)
-            if rec is None:
-                break
-            u = Unpacker(rec)
-            xid, _, _, prog, vers, proc = (u.u32() for _ in range(6))
-            u.u32(), u.opaque(), u.u32(), u.opaque()  # cred, verf
-            body = handler(prog, vers, proc, u, peer)
-            msg = Packer().u32(xid).u32(1).u32(0).u32(0).u32(0).u32(0).raw(body).bytes()
-            conn.sendall(struct.pack(">I", 0x80000000 | len(msg)) + msg)
-        conn.close()
 
 
-def listener(port):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((B_ADDR, port))
-    s.listen(8)
-    return s
 
 
 def statd_handler(prog, vers, proc, u, peer):
@@ -176,13 +136,13 @@ def close(*cs):
 
 def main():
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    statd = listener(0)
+    statd = rpc_listener(B_ADDR, 0)
     statd_port = statd.getsockname()[1]
-    pmap = listener(111)
-    threading.Thread(target=serve, args=(pmap, lambda prog, vers, proc, u, peer: Packer().u32(
+    pmap = rpc_listener(B_ADDR, 111)
+    threading.Thread(target=serve_rpc, args=(pmap, lambda prog, vers, proc, u, peer: Packer().u32(
         statd_port if (prog, vers, proc) == (100000, 2, 3) and u.u32() == 100024 else 0)
         .bytes()), daemon=True).start()
-    threading.Thread(target=serve, args=(statd, statd_handler), daemon=True).start()
+    threading.Thread(target=serve_rpc, args=(statd, statd_handler), daemon=True).start()
     d = Daemon()
     try:
         # ---- run 1: nothing remembered yet: no grace period, nobody notified.

@@ -348,3 +348,56 @@ class RpcConn:
         d = {k: u.u64() for k in keys}
         d["invarsec"] = u.u32()
         return st, d
+
+
+# ---- a minimal ONC RPC server over TCP: the fake client-side daemons
+# (portmapper, lock manager, status monitor) of the NLM tests
+
+def read_record(sock):
+    """One record-marked RPC message from @p sock; None when the peer closes."""
+    data = b""
+    while True:
+        hdr = b""
+        while len(hdr) < 4:
+            chunk = sock.recv(4 - len(hdr))
+            if not chunk:
+                return None
+            hdr += chunk
+        mark, = struct.unpack(">I", hdr)
+        n = mark & 0x7fffffff
+        while n:
+            chunk = sock.recv(n)
+            if not chunk:
+                return None
+            data += chunk
+            n -= len(chunk)
+        if mark & 0x80000000:
+            return data
+
+
+def serve_rpc(sock, handler):
+    """Answer every call on listening socket @p sock, forever (run it in a
+    thread): handler(prog, vers, proc, unpacker_at_args, peer) returns the
+    reply body; the reply is MSG_ACCEPTED/SUCCESS with AUTH_NONE."""
+    while True:
+        conn, peer = sock.accept()
+        while True:
+            rec = read_record(conn)
+            if rec is None:
+                break
+            u = Unpacker(rec)
+            xid, _, _, prog, vers, proc = (u.u32() for _ in range(6))
+            u.u32(), u.opaque(), u.u32(), u.opaque()  # cred, verf
+            body = handler(prog, vers, proc, u, peer)
+            msg = Packer().u32(xid).u32(1).u32(0).u32(0).u32(0).u32(0).raw(body).bytes()
+            conn.sendall(struct.pack(">I", 0x80000000 | len(msg)) + msg)
+        conn.close()
+
+
+def rpc_listener(addr, port):
+    """A listening TCP socket on addr:port (0: any free port)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(8)
+    return s
