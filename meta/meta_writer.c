@@ -380,6 +380,20 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* Stop the sync thread (it acknowledges a pending batch first) and release
+ * what it uses: its condition variable and its own fd of the LMDB file. */
+static void syncer_stop(struct meta_env *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->sync_stop = true;
+    pthread_cond_signal(&m->sync_cv);
+    pthread_mutex_unlock(&m->lock);
+    pthread_join(m->syncer, NULL);
+    m->syncer_running = false;
+    pthread_cond_destroy(&m->sync_cv);
+    close(m->fd);
+}
+
 int meta__writer_start(struct meta_env *m)
 {
     const char *dir = NULL;
@@ -408,14 +422,7 @@ int meta__writer_start(struct meta_env *m)
     m->syncer_running = true;
     rc = pthread_create(&m->writer, NULL, writer_main, m);
     if (rc) {
-        pthread_mutex_lock(&m->lock);
-        m->sync_stop = true;
-        pthread_cond_signal(&m->sync_cv);
-        pthread_mutex_unlock(&m->lock);
-        pthread_join(m->syncer, NULL);
-        m->syncer_running = false;
-        pthread_cond_destroy(&m->sync_cv);
-        close(m->fd);
+        syncer_stop(m);
         return -rc;
     }
     m->writer_running = true;
@@ -432,15 +439,7 @@ void meta__writer_stop(struct meta_env *m)
     pthread_mutex_unlock(&m->lock);
     pthread_join(m->writer, NULL);
     m->writer_running = false;
-    /* the syncer acknowledges the last batch before it ends */
-    pthread_mutex_lock(&m->lock);
-    m->sync_stop = true;
-    pthread_cond_signal(&m->sync_cv);
-    pthread_mutex_unlock(&m->lock);
-    pthread_join(m->syncer, NULL);
-    m->syncer_running = false;
-    pthread_cond_destroy(&m->sync_cv);
-    close(m->fd);
+    syncer_stop(m); /* it acknowledges the last batch before it ends */
 }
 
 int meta_submit(struct meta_env *m, meta_op_fn fn, void *arg, unsigned flags)
