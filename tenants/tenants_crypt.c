@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "srv_err.h"
+#include "srv_sigv4.h"
 #include "tenants_int.h"
 
 #define NONCE_LEN 12
@@ -39,16 +40,6 @@ int tenants__random_string(char *out, size_t n, const char *alphabet)
     }
     out[n] = '\0';
     return 0;
-}
-
-static void to_hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 static int hexval(char c)
@@ -107,7 +98,7 @@ int tenants__seal(const uint8_t key[TENANTS_MKEY_LEN], const char *aad, const ch
     if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_LEN,
                             buf + NONCE_LEN + outl + finl) != 1)
         goto out;
-    to_hex(buf, NONCE_LEN + (size_t)(outl + finl) + TAG_LEN, hex);
+    srv_sigv4_hex(buf, NONCE_LEN + (size_t)(outl + finl) + TAG_LEN, hex);
     rc = 0;
 out:
     EVP_CIPHER_CTX_free(ctx);
