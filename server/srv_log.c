@@ -503,6 +503,19 @@ static void write_now(const char *line, size_t len)
     write_all(line, len);
 }
 
+/* Write the formatted line @p buf of level @p lvl unbuffered. A CRIT line is usually
+ * followed by abort(): everyone's buffered lines go out first (trylock: never wait on a
+ * thread that may be stuck holding its lock). */
+static void write_line(enum srv_log_level lvl, const char *buf, size_t len)
+{
+    if (lvl == SRV_LOG_CRIT) {
+        pthread_mutex_lock(&bufs_lock);
+        flush_all_locked(true);
+        pthread_mutex_unlock(&bufs_lock);
+    }
+    write_now(buf, len);
+}
+
 void srv_log_write(enum srv_log_level lvl, enum srv_subsys sub, const char *file, int line,
                    const char *fmt, ...)
 {
@@ -512,14 +525,7 @@ void srv_log_write(enum srv_log_level lvl, enum srv_subsys sub, const char *file
     va_start(ap, fmt);
     size_t len = format_line(buf, lvl, sub, file, line, fmt, ap);
     va_end(ap);
-    if (lvl == SRV_LOG_CRIT) {
-        /* usually followed by abort(): get everyone's buffered lines out first
-         * (trylock: never wait on a thread that may be stuck holding its lock) */
-        pthread_mutex_lock(&bufs_lock);
-        flush_all_locked(true);
-        pthread_mutex_unlock(&bufs_lock);
-    }
-    write_now(buf, len);
+    write_line(lvl, buf, len);
     errno = saved_errno;
 }
 
@@ -534,12 +540,7 @@ void srv_log_write_buffered(enum srv_log_level lvl, enum srv_subsys sub, const c
     va_end(ap);
     struct log_tbuf *b = lvl > SRV_LOG_WARN ? tbuf_get() : NULL;
     if (!b) {
-        if (lvl == SRV_LOG_CRIT) {
-            pthread_mutex_lock(&bufs_lock);
-            flush_all_locked(true);
-            pthread_mutex_unlock(&bufs_lock);
-        }
-        write_now(buf, len);
+        write_line(lvl, buf, len);
         errno = saved_errno;
         return;
     }
