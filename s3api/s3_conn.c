@@ -254,7 +254,11 @@ static void write_head(struct s3_ctx *x, uint64_t clen, struct evbuffer *out)
     char head[512], *o = head;
     char date[32], num[24];
     s3__http_date_fmt(time(NULL), date);
-    bool close = x->close_after || x->conn->closing || !x->req || !x->req->keep_alive;
+    /* an answer before the whole request body arrived closes the connection
+     * (ctx_finish): say so, or the client would send its next request into
+     * the lingering close, where it is dropped */
+    bool close = x->close_after || x->conn->closing || !x->req || !x->req->keep_alive ||
+                 !x->body_complete;
     /* status text <= 40, date 29, request id 20 (twice): well under the buffer */
     o = put_str(o, "HTTP/1.1 ");
     s3__u64_dec(num, (uint64_t)(x->status > 0 && x->status < 1000 ? x->status : 500));

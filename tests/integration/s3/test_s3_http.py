@@ -331,6 +331,8 @@ def test_refused_upload_answer_survives_the_rest_of_the_body(d):
         s.sendall(raw)  # a reset would fail this or the read below
         st, h, rbody = read_response(s)
         assert st == 404 and b"NoSuchBucket" in rbody, (st, rbody[:200])
+        # the client must not send another request into the lingering close
+        assert h.get("connection") == "close", h
         assert s.recv(1) == b"", "the connection should close after the refused upload"
         s.close()
     assert send_one(d, signed_request(d, "GET", "/raw-bucket")[0])[0] == 200
