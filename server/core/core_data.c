@@ -336,9 +336,7 @@ static bool overlaps_any(const struct core__fext_list *l, uint64_t s, uint64_t e
     return false;
 }
 
-/* Pending extents @p pend (sorted) and the committed extents @p com they do
- * not shadow, in file order, into @p out. */
-static int eff_merge(const struct core__fext_list *pend, const struct core__fext_list *com,
+int core__fext_merge(const struct core__fext_list *pend, const struct core__fext_list *com,
                      struct core__fext_list *out)
 {
     size_t i = 0, j = 0;
@@ -373,7 +371,7 @@ static int eff_overlaps(struct core *c, MDB_txn *t, uint64_t ino, const struct m
     if (!(r->flags & META_I_INLINE))
         rc = core__overlaps(c, t, ino, lo, hi, &com, want_crc);
     if (rc == 0)
-        rc = eff_merge(pend, &com, out);
+        rc = core__fext_merge(pend, &com, out);
     free(com.v);
     return rc;
 }

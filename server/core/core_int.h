@@ -52,6 +52,11 @@ struct core__fext_list {
     size_t n, cap;
 };
 int core__fext_push(struct core__fext_list *l, const struct core__fext *x);
+/** Pending extents @p pend (sorted) and the committed extents @p com they do not
+ * shadow (the overlay rule of core_pend.c), in file order, into @p out.
+ * @return 0, -ENOMEM. */
+int core__fext_merge(const struct core__fext_list *pend, const struct core__fext_list *com,
+                     struct core__fext_list *out);
 
 /* A holder's byte reservation (core_quota.c): the usage records with a byte
  * limit it counts against (key 0 = the tenant, else a bucket or directory

@@ -403,36 +403,6 @@ out:
     return rc;
 }
 
-/* Pending extents (sorted) and the committed ones they do not shadow, in
- * file order (the overlay rule of core_pend.c). */
-static int merge(const struct core__fext_list *pend, const struct core__fext_list *com,
-                 struct core__fext_list *out)
-{
-    size_t i = 0, j = 0;
-    out->n = 0;
-    while (i < pend->n || j < com->n) {
-        if (j < com->n) {
-            bool shadowed = false;
-            for (size_t k = 0; k < pend->n && !shadowed; k++)
-                shadowed = pend->v[k].foff < com->v[j].foff + com->v[j].vlen &&
-                           pend->v[k].foff + pend->v[k].vlen > com->v[j].foff;
-            if (shadowed) {
-                j++;
-                continue;
-            }
-        }
-        const struct core__fext *x;
-        if (j >= com->n || (i < pend->n && pend->v[i].foff < com->v[j].foff))
-            x = &pend->v[i++];
-        else
-            x = &com->v[j++];
-        int rc = core__fext_push(out, x);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 /* The bytes [s, e) of extent @p x as a piece of the store's fd: at once when
  * the extent was verified and those pages stayed mapped, else after verifying
  * it now (which leaves it in the page cache). */
@@ -512,7 +482,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
     if (!(r.flags & META_I_INLINE))
         rc = core__overlaps(c, t, ino, off, end, &com, false);
     if (rc == 0)
-        rc = merge(&ps.ext, &com, &l);
+        rc = core__fext_merge(&ps.ext, &com, &l);
     if (rc)
         goto out;
     meta_rtxn_end(t);

@@ -339,6 +339,18 @@ static struct store__range *resv_find(struct store__alloc *a, uint32_t dev, uint
     return range_find_off(a->resv, dev, off);
 }
 
+/* The reservation of extent @p e, which the caller (@p what: "release",
+ * "unreserve") must own; NULL, logged, when it is not reserved. */
+static struct store__range *resv_owned(struct store__alloc *a, const struct store_extent *e,
+                                       const char *what)
+{
+    struct store__range *r = resv_find(a, e->dev, e->off);
+    if (!r)
+        srv_log(ERROR, STORE, "%s of dev=%u off=%llu: not reserved", what, e->dev,
+                (unsigned long long)e->off);
+    return r;
+}
+
 /* Take reservation @p r out of the reservations (the caller frees it). */
 static void resv_drop(struct store__alloc *a, struct store__range *r)
 {
@@ -475,12 +487,9 @@ void store_unreserve(struct store *s, const struct store_extent *e)
         return;
     struct store__alloc *a = &s->a;
     pthread_mutex_lock(&a->mu);
-    struct store__range *r = resv_find(a, e->dev, e->off);
-    if (!r) {
-        srv_log(ERROR, STORE, "unreserve of dev=%u off=%llu: not reserved", e->dev,
-                (unsigned long long)e->off);
+    struct store__range *r = resv_owned(a, e, "unreserve");
+    if (!r)
         goto out;
-    }
     resv_drop(a, r);
     if (range_add(a, r->dev, r->off, r->len) < 0)
         srv_log(ERROR, STORE, "unreserve dev=%u off=%llu: space lost until restart", r->dev,
@@ -496,12 +505,9 @@ void store_release(struct store *s, const struct store_extent *e)
         return;
     struct store__alloc *a = &s->a;
     pthread_mutex_lock(&a->mu);
-    struct store__range *r = resv_find(a, e->dev, e->off);
-    if (!r) {
-        srv_log(ERROR, STORE, "release of dev=%u off=%llu: not reserved", e->dev,
-                (unsigned long long)e->off);
+    struct store__range *r = resv_owned(a, e, "release");
+    if (!r)
         goto out;
-    }
     struct store__limbo *l = calloc(1, sizeof(*l));
     if (!l) {
         /* keep it reserved: lost until restart rather than handed to a reader's view */
