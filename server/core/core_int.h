@@ -194,6 +194,14 @@ int core__key_of(struct core *c, MDB_txn *t, uint64_t dir, const char *name, siz
 
 int core__kidx_get(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
                    uint64_t *ino, uint32_t *type);
+/** The inode of @p key in @p bucket, which @p p may read. @return 0, -ENOENT,
+ * SRV_ECORRUPT (index names a missing inode), -EACCES, or an LMDB error. */
+int core__kidx_readable(struct core *c, MDB_txn *t, const struct core_principal *p,
+                        uint64_t bucket, const char *key, size_t klen, uint64_t *ino,
+                        struct meta_inode *r);
+/** The inline bytes of @p ino into @p v (size 0 when it has none). @return 0 or an
+ * LMDB error. */
+int core__inline_get(struct core *c, MDB_txn *t, uint64_t ino, MDB_val *v);
 int core__kidx_put(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
                    uint64_t ino, uint32_t type);
 int core__kidx_del(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen);

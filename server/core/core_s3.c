@@ -251,15 +251,7 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     rc = bucket_get(c, t, p, bucket, &b);
     if (rc)
         goto out;
-    rc = core__kidx_get(c, t, bucket, key, keylen, &ino, NULL);
-    if (rc)
-        goto out;
-    rc = core__ino_get(c, t, ino, &r);
-    if (rc) {
-        rc = rc == -ENOENT ? SRV_ECORRUPT : rc;
-        goto out;
-    }
-    rc = core__perm(p, &r, CORE_MAY_R);
+    rc = core__kidx_readable(c, t, p, bucket, key, keylen, &ino, &r);
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->attr);

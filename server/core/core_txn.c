@@ -348,6 +348,31 @@ int core__kidx_get(struct core *c, MDB_txn *t, uint64_t bucket, const char *key,
     return 0;
 }
 
+int core__kidx_readable(struct core *c, MDB_txn *t, const struct core_principal *p,
+                        uint64_t bucket, const char *key, size_t klen, uint64_t *ino,
+                        struct meta_inode *r)
+{
+    int rc = core__kidx_get(c, t, bucket, key, klen, ino, NULL);
+    if (rc)
+        return rc;
+    rc = core__ino_get(c, t, *ino, r);
+    if (rc)
+        return rc == -ENOENT ? SRV_ECORRUPT : rc;
+    return core__perm(p, r, CORE_MAY_R);
+}
+
+int core__inline_get(struct core *c, MDB_txn *t, uint64_t ino, MDB_val *v)
+{
+    uint8_t k[8];
+    meta_be64_put(k, ino);
+    int rc = meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, v);
+    if (rc == -ENOENT) {
+        v->mv_size = 0;
+        rc = 0;
+    }
+    return rc;
+}
+
 int core__kidx_put(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
                    uint64_t ino, uint32_t type)
 {

@@ -454,13 +454,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
     if (inl) {
         MDB_val v = {.mv_size = ps.inl_len, .mv_data = ps.inl};
         if (!ps.inl) {
-            uint8_t k[8];
-            meta_be64_put(k, ino);
-            rc = meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, &v);
-            if (rc == -ENOENT) {
-                v.mv_size = 0;
-                rc = 0;
-            }
+            rc = core__inline_get(c, t, ino, &v);
             if (rc)
                 goto out;
         }
@@ -575,15 +569,7 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
         goto out;
     out->bucket = de.ino;
     uint64_t ino;
-    rc = core__kidx_get(c, t, de.ino, key, keylen, &ino, NULL);
-    if (rc)
-        goto out;
-    rc = core__ino_get(c, t, ino, &r);
-    if (rc) {
-        rc = rc == -ENOENT ? SRV_ECORRUPT : rc;
-        goto out;
-    }
-    rc = core__perm(p, &r, CORE_MAY_R);
+    rc = core__kidx_readable(c, t, p, de.ino, key, keylen, &ino, &r);
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->info.attr);
@@ -619,12 +605,7 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
     }
     if (!(r.flags & META_I_INLINE) || r.size > bufsize)
         goto out;
-    meta_be64_put(k, ino);
-    rc = meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, &v);
-    if (rc == -ENOENT) {
-        v.mv_size = 0;
-        rc = 0;
-    }
+    rc = core__inline_get(c, t, ino, &v);
     if (rc)
         goto out;
     size_t have = v.mv_size < r.size ? v.mv_size : (size_t)r.size;
