@@ -32,7 +32,7 @@
  *             overlap; bytes covered by no extent read as zeros. (Pending
  *             UNSTABLE writes are not here until committed: core_pend.c.)
  *   inline    be64 ino -> file bytes (files stored inline) or symlink target
- *   free      the store's free-space map (layout owned by server/store)
+ *   free      the store's free-space map (layout owned by store)
  *   roots     be32 tenant -> be64 root directory inode
  *   usage     be32 tenant + be64 ino (0 = the tenant) -> struct meta_usage.
  *             Tenants and buckets always have one; directories only when a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3_error: S3 error documents and the mapping from internal errors
- * (server/srv_err.h) to S3 codes and HTTP statuses, refined by context
+ * (common/srv_err.h) to S3 codes and HTTP statuses, refined by context
  * (a missing key vs. a missing bucket, a precondition vs. a quota ...).
  * Thread: reentrant. */
 #include <errno.h>

@@ -36,6 +36,10 @@ if ! "$top/scripts/build.sh" "$top/build" --enable-werror; then
     echo "build failed"; echo "0 passed, 1 failed"; exit 1
 fi
 
+note "layers (#include points down the stack)"
+if "$top/scripts/check-layers.sh"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); failures+=("scripts/check-layers.sh"); fi
+
 note "unit tests (release)"
 before=$failed
 (cd "$top/build" && make -j"$(nproc)" check >"$logdir/check.out" 2>&1)

@@ -34,6 +34,7 @@
 #include "nfs_server.h"
 #include "qos_admit.h"
 #include "s3_server.h"
+#include "srv_addr.h"
 #include "srv_config.h"
 #include "srv_daemon.h"
 #include "srv_err.h"
@@ -230,7 +231,7 @@ static void render_tenants(void *arg, struct evbuffer *out)
 static void dial_host(const char *listen, char *host, size_t len, int *port)
 {
     char h[256];
-    if (srv_config_split_listen(listen, h, sizeof(h), port) < 0) {
+    if (srv_addr_split_listen(listen, h, sizeof(h), port) < 0) {
         snprintf(host, len, "127.0.0.1");
         return;
     }

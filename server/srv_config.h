@@ -155,10 +155,4 @@ void srv_config_dump(const struct srv_config *c, FILE *f);
 /** Print the option reference in Markdown (docs/configuration.md's table). */
 void srv_config_doc_markdown(FILE *f);
 
-/** Validate "HOST:PORT", "[V6]:PORT" or ":PORT" (port 1..65535). */
-int srv_config_check_listen(const char *value, char *err, size_t errlen);
-/** Split a listen address. @param[out] host "" for any; @param[out] port.
- * @return 0, -EINVAL. */
-int srv_config_split_listen(const char *value, char *host, size_t hostlen, int *port);
-
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "srv_addr.h"
 #include "srv_config.h"
 #include "srv_log.h"
 
@@ -21,7 +22,7 @@ static int check_listen_or_auto(const char *v, char *err, size_t errlen)
 {
     if (!*v)
         return 0;
-    return srv_config_check_listen(v, err, errlen);
+    return srv_addr_check_listen(v, err, errlen);
 }
 
 /* "info", "warn,s3=debug", ... (the syntax of srv_log_apply_spec). */
@@ -82,13 +83,13 @@ const struct srv_config_opt srv_config_table[] = {
         "closes anyway."),
     /* listeners */
     OPT(s3_listen, SRV_CFG_STRING, "127.0.0.1:9000", 0, 0, SRV_CFG_IMMUTABLE,
-        srv_config_check_listen,
+        srv_addr_check_listen,
         "S3 listener: HOST:PORT, [V6ADDR]:PORT or :PORT (every address)."),
     OPT(nfs_listen, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, check_listen_or_auto,
         "NFSv3 listener; MOUNT, NLM (locks) and NSM are served on the same port. Empty: "
         "127.0.0.1:2049 when running as root, else 127.0.0.1:20490."),
     OPT(admin_listen, SRV_CFG_STRING, "127.0.0.1:9001", 0, 0, SRV_CFG_IMMUTABLE,
-        srv_config_check_listen,
+        srv_addr_check_listen,
         "Admin listener: /healthz, /metrics and the REST API under /api/v1/."),
     /* S3 */
     OPT(s3_domain, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,

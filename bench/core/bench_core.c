@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * bench_core: the namespace core (server/core/core.h) under load, no network.
+ * bench_core: the namespace core (core/core.h) under load, no network.
  *
  * Opens a fresh core in --dir, creates tenant 1 and bucket "bench", then runs
  * the phases asked for (all by default), each printing one line

@@ -96,9 +96,9 @@ if [ ! -x "$core_bin" ] && [ -f "$BENCH_TOP/build/libcore.a" ]; then
     # Not built by make (bench/Makefile.inc not included?): link it here against
     # the build folder's libraries.
     b=$BENCH_TOP/build
-    if cc -std=c11 -O2 -D_GNU_SOURCE -I"$BENCH_TOP/server" -I"$BENCH_TOP/server/core" \
+    if cc -std=c11 -O2 -D_GNU_SOURCE -I"$BENCH_TOP/common" -I"$BENCH_TOP/core" -I"$BENCH_TOP/meta" -I"$BENCH_TOP/store" \
         -o "$W/bench_core" "$here/bench_core.c" "$b/libcore.a" "$b/libmeta.a" "$b/libstore.a" \
-        "$b/libsrv.a" $(pkg-config --libs lmdb liburing libcrypto libevent libevent_pthreads \
+        "$b/libcommon.a" $(pkg-config --libs lmdb liburing libcrypto libevent libevent_pthreads \
         jansson) -lpthread -lm; then
         core_bin=$W/bench_core
         bench_log "core: linked $core_bin against $b"

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""docs/openapi.yaml and routes[] in tenants/admin_api.c describe the same API:
+"""docs/openapi.yaml and routes[] in admin/admin_api.c describe the same API:
 the same paths, the same methods, the same system-admin-only methods; every
 $ref resolves; and a live daemon answers every documented operation (no 405,
 no "no such resource")."""
@@ -19,7 +19,7 @@ METHODS = {"M_GET": "get", "M_POST": "post", "M_PUT": "put", "M_PATCH": "patch",
 
 
 def code_routes():
-    src = open(os.path.join(TOP, "tenants", "admin_api.c")).read()
+    src = open(os.path.join(TOP, "admin", "admin_api.c")).read()
     table = src[src.index("static const struct route routes[]"):]
     table = table[:table.index("};")]
     out = {}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/core/core_data.c (and refs/quotas of core_main.c and
+ * Unit tests for core/core_data.c (and refs/quotas of core_main.c and
  * core_quota.c): inline files and their conversion to extents, partial
  * overwrites (copy-on-write), holes, writes across chunk boundaries,
  * truncation, concurrent writers, CRC corruption surfacing as SRV_ECORRUPT,

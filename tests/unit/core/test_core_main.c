@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/core/core_main.c: tenants and their roots, the
+ * Unit tests for core/core_main.c: tenants and their roots, the
  * core_table_* view, refusing a store of a newer schema at core_open,
  * core_sync and statistics, core_ref against a concurrent unlink. */
 #include <lmdb.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/core/core_posix.c: lookup, create modes, mkdir,
+ * Unit tests for core/core_posix.c: lookup, create modes, mkdir,
  * symlink/readlink, link, remove/rmdir, rename cases, readdir cookies,
  * setattr, permissions (owner/group/other, supplementary gids, sticky bit,
  * super, read-only), and the S3 view of NFS-made changes. */

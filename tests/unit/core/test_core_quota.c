@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/core/core_quota.c's byte reservations where a write's
+ * Unit tests for core/core_quota.c's byte reservations where a write's
  * bytes and the records it counts against part ways: chains of more limited
  * directories than a reservation keeps inline (every one counts), files and
  * directories renamed into a limited directory while their writes are

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/core/core_s3.c and core_upload.c: buckets, key rules,
+ * Unit tests for core/core_s3.c and core_upload.c: buckets, key rules,
  * uploads (inline and extents), overwrite, delete with implicit parents,
  * file/dir clashes, listing order/prefix/delimiter, multipart. */
 #include "core_test_util.h"

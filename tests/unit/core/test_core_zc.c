@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/core/core_zc.c: core_key_peek (inline content, every
+ * Unit tests for core/core_zc.c: core_key_peek (inline content, every
  * error, -EAGAIN for pending writes and ETags to compute) and
  * core_read_pieces (pieces reassemble to exactly what core_read returns, for
  * inline files, holes, pending writes and ranges across extents; the first

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "srv_addr.h"
 #include "srv_config.h"
 
 static void test_defaults(void **state)
@@ -80,15 +81,15 @@ static void test_split_listen(void **state)
     (void)state;
     char host[64];
     int port;
-    assert_int_equal(srv_config_split_listen("127.0.0.1:20490", host, sizeof(host), &port), 0);
+    assert_int_equal(srv_addr_split_listen("127.0.0.1:20490", host, sizeof(host), &port), 0);
     assert_string_equal(host, "127.0.0.1");
     assert_int_equal(port, 20490);
-    assert_int_equal(srv_config_split_listen("[::1]:2049", host, sizeof(host), &port), 0);
+    assert_int_equal(srv_addr_split_listen("[::1]:2049", host, sizeof(host), &port), 0);
     assert_string_equal(host, "::1");
-    assert_int_equal(srv_config_split_listen(":80", host, sizeof(host), &port), 0);
+    assert_int_equal(srv_addr_split_listen(":80", host, sizeof(host), &port), 0);
     assert_string_equal(host, "");
-    assert_int_equal(srv_config_split_listen("[]:80", host, sizeof(host), &port), -EINVAL);
-    assert_int_equal(srv_config_split_listen("a:-1", host, sizeof(host), &port), -EINVAL);
+    assert_int_equal(srv_addr_split_listen("[]:80", host, sizeof(host), &port), -EINVAL);
+    assert_int_equal(srv_addr_split_listen("a:-1", host, sizeof(host), &port), -EINVAL);
 }
 
 static void test_parse_text(void **state)

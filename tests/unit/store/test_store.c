@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/store/store.c and store_uring.c: opening and
+ * Unit tests for store/store.c and store_uring.c: opening and
  * preallocating data files, write/read round trips (aligned, unaligned,
  * partial), CRC32C corruption detection, sync, the sendfile fd, and
  * concurrent I/O from several threads (one io_uring per thread). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/store/store_alloc.c: allocation, reuse, coalescing
+ * Unit tests for store/store_alloc.c: allocation, reuse, coalescing
  * (in memory and in the LMDB free map), fragmentation, full disk, restart
  * forgetting uncommitted reservations, the epoch limbo and aborted txns. */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/store/store_crc32c.c: standard vectors (RFC 3720
+ * Unit tests for store/store_crc32c.c: standard vectors (RFC 3720
  * B.4), incremental use, and hardware/software paths agreeing. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -7,7 +7,7 @@
  *
  * The core is replaced at its boundary by a small in-memory fake of the
  * core_table_* and core_tenant_* calls (this binary links only libtenants.a
- * and libsrv.a), so the tests are independent of the metadata engine. */
+ * and libcommon.a), so the tests are independent of the metadata engine. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>

@@ -5,7 +5,7 @@
  * admin; elsewhere it may manage only its own tenant.
  *
  * The service-neutral pieces (canonical request, signing key, signature,
- * x-amz-date) come from server/srv_sigv4.c; the s3api's checker cannot be
+ * x-amz-date) come from sigv4/srv_sigv4.c; the s3api's checker cannot be
  * called from here (libadmin links after libs3api). This file checks the
  * header form only: no presigned URLs, no aws-chunked bodies. The canonical URI is the path exactly as sent (S3 style,
  * not encoded twice); any region and service in the scope are accepted; the

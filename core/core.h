@@ -3,7 +3,7 @@
  * both front ends (S3, NFS) and the admin API share.
  *
  * The core owns the LMDB environment (through meta/) and the extent store
- * (through server/store). Front ends never touch either directly.
+ * (through store). Front ends never touch either directly.
  *
  * Threads: every call is synchronous and may be made from any thread
  * concurrently. Calls may block on disk (io_uring completions, the group
@@ -12,7 +12,7 @@
  * Metadata changes of one call commit in one LMDB transaction (tree, key
  * index, usage), batched with other calls' changes by the writer thread.
  *
- * Errors: 0 or a negative code from server/srv_err.h. Every call documents
+ * Errors: 0 or a negative code from common/srv_err.h. Every call documents
  * the errors it can produce; -EIO / SRV_ECORRUPT may come from any call that
  * touches disk and are logged where they arise.
  *

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/srv_loop.c: srv_loop_call runs on the loop thread,
+ * Unit tests for common/srv_loop.c: srv_loop_call runs on the loop thread,
  * work runs on a worker and its done callback on the submitting loop, exactly
  * once, and srv_loops_stop drains in-flight work. No timing assertions:
  * completion is awaited with a condition variable. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/srv_err.c: the three mappings agree with the map. */
+ * Unit tests for common/srv_err.c: the three mappings agree with the map. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/srv_metrics.c: counters and histogram buckets in the
+ * Unit tests for common/srv_metrics.c: counters and histogram buckets in the
  * Prometheus text rendering, label escaping, extra renderers, per-bucket
  * series (named at render time, independent per bucket, the bucket cap). */
 #include <setjmp.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * store_int: declarations shared by the store's own files (store.c,
  * store_alloc.c, store_uring.c, store_crc32c.c). Nothing outside
- * server/store/ may include this header.
+ * store/ may include this header.
  *
  * Layout of the persistent free map (DBI "free"):
  *   key   = be32 dev | be64 off   (12 bytes)

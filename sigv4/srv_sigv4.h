@@ -6,7 +6,7 @@
  * caller, which hands over plain byte strings.
  *
  * Used by the S3 front end (s3api/s3_sigv4.c), the admin API's SigV4 check
- * (tenants/admin_sigv4.c) and s3nfsctl's signing; it lives in libsrv.a
+ * (admin/admin_sigv4.c) and s3nfsctl's signing; it lives in libsigv4.a
  * because libadmin.a may not use libs3api.a (link order). Digests are
  * OpenSSL's SHA-256 block code called directly (no EVP context per digest),
  * HMAC is built on it (RFC 2104), and the pad states of recently used signing

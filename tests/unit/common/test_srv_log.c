@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/srv_log.c: level and spec parsing, the line format
+ * Unit tests for common/srv_log.c: level and spec parsing, the line format
  * (ISO-8601 UTC, level, subsystem, message on one line), level filtering,
  * buffered lines (written out by srv_log_flush, by the flusher thread, by a
  * WARN line of the same thread in order, at thread exit; whole lines from

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/srv_path.c: path normalisation as export records
+ * Unit tests for common/srv_path.c: path normalisation as export records
  * (no flags: "." refused) and MOUNT (SRV_PATH_DOT_SKIP) use it. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for tenants/admin.c and admin_api.c: a real admin listener on a
+ * Unit tests for admin/admin.c and admin_api.c: a real admin listener on a
  * loopback port over a real core in a temp dir, driven by raw HTTP/1.1
  * requests: /healthz before and after ready, /metrics, bearer-token checks,
  * and the REST resources with their status codes. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/srv_size.c: the SIZE syntax of the config file and
+ * Unit tests for common/srv_size.c: the SIZE syntax of the config file and
  * s3nfsctl, its errors, and that formatting reads back. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for server/srv_sigv4.c against published vectors: HMAC-SHA256
+ * Unit tests for sigv4/srv_sigv4.c against published vectors: HMAC-SHA256
  * (RFC 4231), the signing key example of the AWS documentation, and cases of
  * the AWS Signature Version 4 test suite (credentials AKIDEXAMPLE, 2015-08-30,
  * us-east-1, service "service"); plus encoding, canonical-request edge cases

@@ -20,7 +20,7 @@
 #include <strings.h>
 
 #include "admin_int.h"
-#include "srv_config.h"
+#include "srv_addr.h"
 #include "srv_err.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
@@ -176,7 +176,7 @@ int admin_start(struct admin **out, const struct admin_config *cfg, struct core 
     int port;
     struct admin *a;
 
-    if (!cfg->listen || srv_config_split_listen(cfg->listen, host, sizeof(host), &port) < 0)
+    if (!cfg->listen || srv_addr_split_listen(cfg->listen, host, sizeof(host), &port) < 0)
         return -EINVAL;
     a = calloc(1, sizeof(*a));
     if (!a)

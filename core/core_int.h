@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * core_int: private declarations shared by the core's files. Nothing outside
- * server/core/ may include this header.
+ * core/ may include this header.
  *
  * Helpers named core__*_t take the caller's LMDB txn (read or write) and
  * never commit; write helpers run only inside writer ops (meta_submit).
