@@ -260,7 +260,9 @@ static void print_banner(struct daemon *d, const char *akey, const char *secret,
     printf("  NFSv3:       %s port %d, MOUNT on the same port (listening on %s)\n", nfsh, nfsp,
            d->nfs_listen);
     if (d->cfg.admin_enabled)
-        printf("  admin:       http://%s:%d  (/healthz, /metrics, /api/v1/)\n", admh, admp);
+        printf("  admin:       %s://%s:%d  (/healthz, /metrics%s, /api/v1/)\n",
+               *d->cfg.admin_tls_cert ? "https" : "http", admh, admp,
+               d->cfg.admin_metrics_auth ? " with credentials" : "");
     if (akey && secret) {
         printf("  access key:  %s\n", akey);
         printf("  secret key:  %s\n", secret);
@@ -450,7 +452,11 @@ static int start_all(struct daemon *d)
         show_sk = secret;
     }
 
-    struct admin_config ac = {.listen = d->cfg.admin_listen, .have_token = true};
+    struct admin_config ac = {.listen = d->cfg.admin_listen,
+                              .have_token = true,
+                              .tls_cert = d->cfg.admin_tls_cert,
+                              .tls_key = d->cfg.admin_tls_key,
+                              .metrics_auth = d->cfg.admin_metrics_auth};
     rc = admin_token_setup(d->core, ac.token_sha256, token, sizeof(token));
     if (rc < 0) {
         srv_log(ERROR, SRV, "cannot set up the admin token: %s", err_text(rc));

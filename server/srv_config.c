@@ -534,10 +534,17 @@ int srv_config_build(struct srv_config *c, const struct srv_cli *cli, char *err,
     rc = srv_cli_apply(cli, c, err, errlen);
     if (rc < 0)
         goto fail;
-    if (*c->s3_tls_cert && !*c->s3_tls_key) {
-        snprintf(err, errlen, "s3_tls_cert is set but s3_tls_key is not");
-        rc = -EINVAL;
-        goto fail;
+    static const char *const pairs[][2] = {{"s3_tls_cert", "s3_tls_key"},
+                                           {"admin_tls_cert", "admin_tls_key"}};
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        const char *cert = *(char **)((char *)c + srv_config_find(pairs[i][0])->offset);
+        const char *key = *(char **)((char *)c + srv_config_find(pairs[i][1])->offset);
+        if (!*cert != !*key) {
+            snprintf(err, errlen, "%s is set but %s is not", *cert ? pairs[i][0] : pairs[i][1],
+                     *cert ? pairs[i][1] : pairs[i][0]);
+            rc = -EINVAL;
+            goto fail;
+        }
     }
     return 0;
 fail:

@@ -78,6 +78,9 @@ struct srv_config {
     int64_t commit_max_batch;
     /* admin */
     bool admin_enabled;
+    char *admin_tls_cert;
+    char *admin_tls_key;
+    bool admin_metrics_auth;
     /* QoS */
     bool qos_enabled;
     int64_t qos_max_wait_ms;

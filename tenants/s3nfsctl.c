@@ -1,25 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3nfsctl: a thin command-line client of the admin REST API (docs/admin-api.md).
  *
- * Every command is one HTTP/1.1 request to the admin listener with the
- * bearer token; the JSON answer is printed indented on stdout. Tenants may be
- * named by id or by name. Exit status: 0 success, 1 the server refused (its
- * error printed on stderr) or could not be reached, 2 bad usage.
+ * Every command is one HTTP/1.1 request (libcurl: http or https, certificate
+ * checks, proxies from the environment, timeouts) to the admin listener with
+ * the bearer token or a SigV4 signature; the JSON answer is printed as a table
+ * or field lines (indented JSON with --json). Tenants may be named by id or by
+ * name. Exit status: 0 success, 1 the server refused (its error printed on
+ * stderr) or could not be reached, 2 bad usage.
  * Thread: single-threaded program. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "srv_sigv4.h"
 #include "srv_size.h"
@@ -30,17 +29,24 @@
 
 static char host[256] = "127.0.0.1";
 static char port[8] = "9001";
+static bool https;           /* --admin https://...: TLS to the admin listener */
+static const char *ca_file;  /* --ca / S3NFS_ADMIN_CA: trust this CA bundle */
+static bool insecure;        /* --insecure: do not check the listener's certificate */
 static const char *token;
 static const char *akey, *skey; /* SigV4 instead of the token (an admin user's key) */
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--token TOKEN | --access-key AKEY\n"
-            "                --secret-key SECRET] [--json] COMMAND ...\n"
-            "Environment: S3NFS_ADMIN (default 127.0.0.1:9001), S3NFS_ADMIN_TOKEN,\n"
-            "             S3NFS_ADMIN_ACCESS_KEY, S3NFS_ADMIN_SECRET_KEY (SigV4, for admin users;\n"
-            "             a key takes precedence over the token).\n"
+            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--ca FILE] [--insecure]\n"
+            "                [--token TOKEN | --access-key AKEY --secret-key SECRET]\n"
+            "                [--json] COMMAND ...\n"
+            "Environment: S3NFS_ADMIN (default 127.0.0.1:9001; https://HOST:PORT for TLS),\n"
+            "             S3NFS_ADMIN_CA (CA file that signed the listener's certificate),\n"
+            "             S3NFS_ADMIN_TOKEN, S3NFS_ADMIN_ACCESS_KEY, S3NFS_ADMIN_SECRET_KEY\n"
+            "             (SigV4, for admin users; a key takes precedence over the token).\n"
+            "HTTPS certificates are checked against the system CAs or --ca; --insecure skips\n"
+            "the check (test setups only).\n"
             "Answers print as tables (lists) or field/value lines; --json prints the API's JSON.\n"
             "\n"
             "  health | metrics | whoami\n"
@@ -89,10 +95,15 @@ static void die(int code, const char *fmt, ...)
 static int set_admin(const char *s)
 {
     const char *p = s;
-    if (strncmp(p, "http://", 7) == 0)
+    https = false;
+    if (strncmp(p, "http://", 7) == 0) {
         p += 7;
-    else if (strstr(p, "://"))
+    } else if (strncmp(p, "https://", 8) == 0) {
+        p += 8;
+        https = true;
+    } else if (strstr(p, "://")) {
         return -1;
+    }
     const char *colon;
     size_t hl;
     if (*p == '[') {
@@ -130,10 +141,29 @@ static int set_admin(const char *s)
 #define ADMIN_REGION "us-east-1"
 #define ADMIN_SERVICE "s3nfs-admin"
 
-/* The Authorization, x-amz-date and x-amz-content-sha256 header lines for a
- * request (our queries hold no '%', so they need no decoding first). */
-static char *sigv4_headers(const char *method, const char *path, const char *hosthdr,
-                           const char *body, size_t blen)
+/* Append one formatted header line to @p h. */
+static struct curl_slist *add_header(struct curl_slist *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static struct curl_slist *add_header(struct curl_slist *h, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        die(1, "header too long");
+    struct curl_slist *nh = curl_slist_append(h, line);
+    if (!nh)
+        die(1, "out of memory");
+    return nh;
+}
+
+/* Add the Authorization, x-amz-date and x-amz-content-sha256 headers for a
+ * request to @p h (our queries hold no '%', so they need no decoding first). */
+static struct curl_slist *sigv4_headers(struct curl_slist *h, const char *method,
+                                        const char *path, const char *hosthdr, const char *body,
+                                        size_t blen)
 {
     char date[17], day[9], bh[65], sig[65], scope[64];
     uint8_t k[32];
@@ -178,105 +208,163 @@ static char *sigv4_headers(const char *method, const char *path, const char *hos
     memset(k, 0, sizeof(k));
     if (asprintf(&out,
                  "Authorization: " SRV_SIGV4_ALGORITHM " Credential=%s/%s, "
-                 "SignedHeaders=%s, Signature=%s\r\nx-amz-date: %s\r\n"
-                 "x-amz-content-sha256: %s\r\n",
-                 akey, scope, r.signed_headers, sig, date, bh) < 0)
+                 "SignedHeaders=%s, Signature=%s",
+                 akey, scope, r.signed_headers, sig) < 0)
         die(1, "out of memory");
+    h = add_header(h, "%s", out);
+    h = add_header(h, "x-amz-date: %s", date);
+    h = add_header(h, "x-amz-content-sha256: %s", bh);
+    free(out);
     free(uri);
     free(creq);
-    return out;
+    return h;
 }
 
 static bool json_out;         /* --json: print the API's JSON instead of tables */
 static char next_marker[256]; /* X-Next-Marker of the last answer ("" if none) */
 
-/* Copy header @p name of the raw answer head @p head (ends at @p end) into @p out. */
-static void find_header(const char *head, const char *end, const char *name, char *out,
-                        size_t outlen)
+/* An answer body growing as libcurl hands it over. */
+struct answer {
+    char *buf;
+    size_t len, cap;
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
-    size_t nl = strlen(name);
-    out[0] = '\0';
-    for (const char *l = strstr(head, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n")) {
-        if (strncasecmp(l + 2, name, nl) == 0 && l[2 + nl] == ':') {
-            const char *v = l + 3 + nl;
-            while (*v == ' ')
-                v++;
-            size_t vl = strcspn(v, "\r\n");
-            if (vl >= outlen)
-                vl = outlen - 1;
-            memcpy(out, v, vl);
-            out[vl] = '\0';
-            return;
-        }
+    struct answer *a = arg;
+    size_t len = size * n;
+    if (a->len + len + 1 > a->cap) {
+        size_t cap = a->cap ? a->cap : 65536;
+        while (cap < a->len + len + 1)
+            cap *= 2;
+        char *nb = realloc(a->buf, cap);
+        if (!nb)
+            return 0; /* libcurl fails the transfer: CURLE_WRITE_ERROR */
+        a->buf = nb;
+        a->cap = cap;
+    }
+    memcpy(a->buf + a->len, data, len);
+    a->len += len;
+    a->buf[a->len] = '\0';
+    return len;
+}
+
+/* Keep the X-Next-Marker header (list pages) of the answer. */
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+    static const char name[] = "X-Next-Marker:";
+    size_t len = size * n;
+    if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+        const char *v = data + sizeof(name) - 1;
+        size_t vl = len - (sizeof(name) - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        if (vl >= sizeof(next_marker))
+            vl = sizeof(next_marker) - 1;
+        memcpy(next_marker, v, vl);
+        next_marker[vl] = '\0';
+    }
+    return len;
+}
+
+/* Exit 1 with words for a transfer that failed (@p rc, libcurl's @p detail). */
+static void transfer_failed(CURLcode rc, const char *url, const char *detail)
+{
+    const char *d = *detail ? detail : curl_easy_strerror(rc);
+    switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+        die(1, "cannot resolve %s: %s", host, d);
+        break;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+        die(1, "cannot connect to the admin listener at %s: %s", url, d);
+        break;
+    case CURLE_PEER_FAILED_VERIFICATION:
+#if LIBCURL_VERSION_NUM < 0x073e00
+    case CURLE_SSL_CACERT:
+#endif
+    case CURLE_SSL_CACERT_BADFILE:
+        die(1, "cannot verify the TLS certificate of %s: %s\n"
+               "  give the CA that signed it with --ca FILE (or S3NFS_ADMIN_CA), or --insecure "
+               "to skip the check (test setups only)",
+            url, d);
+        break;
+    case CURLE_SSL_CONNECT_ERROR:
+        die(1, "TLS handshake with %s failed: %s (is the listener plain HTTP? then use "
+               "http://)",
+            url, d);
+        break;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_WEIRD_SERVER_REPLY:
+        die(1, "no HTTP answer from %s: %s%s", url, d,
+            https ? "" : " (is the admin listener HTTPS? then use --admin https://HOST:PORT)");
+        break;
+    default:
+        die(1, "request to %s failed: %s", url, d);
     }
 }
 
-/* One request; returns the status, the body in *body (heap). */
+/* One request; returns the status, the body in *body (heap, NUL-terminated). */
 static int http(const char *method, const char *path, const char *json, char **body)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0)
-        die(1, "cannot resolve %s: %s", host, gai_strerror(rc));
-    int fd = -1;
-    for (struct addrinfo *a = ai; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        struct timeval tv = {60, 0};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-            break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(ai);
-    if (fd < 0)
-        die(1, "cannot connect to the admin listener at %s:%s: %s", host, port, strerror(errno));
-
+    static CURL *curl;
+    char url[600], hosthdr[300], detail[CURL_ERROR_SIZE] = "";
+    struct answer ans = {NULL, 0, 0};
+    struct curl_slist *h = NULL;
     size_t blen = json ? strlen(json) : 0;
-    char *req = NULL, *auth = NULL, hosthdr[300];
-    snprintf(hosthdr, sizeof(hosthdr), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
-    if (akey && strncmp(path, "/api/", 5) == 0)
-        auth = sigv4_headers(method, path, hosthdr, json, blen);
-    else if (token && asprintf(&auth, "Authorization: Bearer %s\r\n", token) < 0)
-        die(1, "out of memory");
-    int n = asprintf(&req,
-                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
-                     "User-Agent: s3nfsctl/%s\r\n%s"
-                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     method, path, hosthdr, S3NFS_VERSION, auth ? auth : "", blen);
-    free(auth);
-    if (n < 0)
-        die(1, "out of memory");
-    if (write(fd, req, (size_t)n) != n || (blen && write(fd, json, blen) != (ssize_t)blen))
-        die(1, "write to the admin listener failed: %s", strerror(errno));
-    free(req);
 
-    size_t cap = 65536, len = 0;
-    char *buf = malloc(cap);
-    ssize_t r;
-    while (buf && (r = read(fd, buf + len, cap - len - 1)) > 0) {
-        len += (size_t)r;
-        if (cap - len < 4096) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb)
-                free(buf);
-            buf = nb;
-        }
+    if (!curl && !(curl = curl_easy_init()))
+        die(1, "cannot initialise libcurl");
+    curl_easy_reset(curl);
+    snprintf(hosthdr, sizeof(hosthdr), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+    snprintf(url, sizeof(url), "%s://%s%s", https ? "https" : "http", hosthdr, path);
+    next_marker[0] = '\0';
+
+    /* The Host header is given, not derived, so it is the one SigV4 signed. */
+    h = add_header(h, "Host: %s", hosthdr);
+    h = add_header(h, "Content-Type: application/json");
+    h = add_header(h, "Expect:");
+    if (akey && strcmp(path, "/healthz") != 0)
+        h = sigv4_headers(h, method, path, hosthdr, json, blen);
+    else if (token)
+        h = add_header(h, "Authorization: Bearer %s", token);
+
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json ? json : "");
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
     }
-    close(fd);
-    if (!buf)
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, "s3nfsctl/" S3NFS_VERSION);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ans);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 120L);
+    if (ca_file)
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
+    if (insecure) {
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    CURLcode rc = curl_easy_perform(curl);
+    curl_slist_free_all(h);
+    if (rc != CURLE_OK) {
+        free(ans.buf);
+        transfer_failed(rc, url, detail);
+    }
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    *body = ans.buf ? ans.buf : strdup("");
+    if (!*body)
         die(1, "out of memory");
-    buf[len] = '\0';
-    int status = 0;
-    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
-        die(1, "not an HTTP answer from %s:%s", host, port);
-    char *b = strstr(buf, "\r\n\r\n");
-    find_header(buf, b ? b : buf + len, "X-Next-Marker", next_marker, sizeof(next_marker));
-    *body = strdup(b ? b + 4 : "");
-    free(buf);
-    return status;
+    return (int)status;
 }
 
 /* ---- output: tables (default) or --json ---- */
@@ -892,10 +980,23 @@ static int cmd_qos(int argc, char **argv)
     return 0;
 }
 
+/* GET a plain-text path (/healthz, /metrics): the body on stdout, or the
+ * error on stderr and exit 1. */
 static int plain_get(const char *path)
 {
     char *out = NULL;
     int status = http("GET", path, NULL, &out);
+    if (status != 200 && status != 503) {
+        json_error_t e;
+        json_t *j = json_loads(out, 0, &e);
+        const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
+        const char *code = j ? json_string_value(json_object_get(j, "error")) : NULL;
+        fprintf(stderr, "s3nfsctl: GET %s: %d %s: %s\n", path, status, code ? code : "Error",
+                msg ? msg : out);
+        json_decref(j);
+        free(out);
+        return 1;
+    }
     fputs(out, stdout);
     free(out);
     return status == 200 ? 0 : 1;
@@ -913,13 +1014,17 @@ int main(int argc, char **argv)
     }
     argc = kept;
     const char *env = getenv("S3NFS_ADMIN");
+    ca_file = getenv("S3NFS_ADMIN_CA");
+    if (ca_file && !*ca_file)
+        ca_file = NULL;
     token = getenv("S3NFS_ADMIN_TOKEN");
     akey = getenv("S3NFS_ADMIN_ACCESS_KEY");
     skey = getenv("S3NFS_ADMIN_SECRET_KEY");
     if (token && !*token)
         token = NULL;
     if (env && *env && set_admin(env) < 0)
-        die(2, "S3NFS_ADMIN must be HOST:PORT or http://HOST:PORT, got '%s'", env);
+        die(2, "S3NFS_ADMIN must be HOST:PORT, http://HOST:PORT or https://HOST:PORT, got '%s'",
+            env);
     int i = 1;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
         if (strcmp(argv[i], "--help") == 0) {
@@ -930,7 +1035,13 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--admin") == 0 && i + 1 < argc) {
             if (set_admin(argv[++i]) < 0)
-                die(2, "--admin must be HOST:PORT or http://HOST:PORT, got '%s'", argv[i]);
+                die(2, "--admin must be HOST:PORT, http://HOST:PORT or https://HOST:PORT, got "
+                       "'%s'",
+                    argv[i]);
+        } else if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc) {
+            ca_file = argv[++i];
+        } else if (strcmp(argv[i], "--insecure") == 0) {
+            insecure = true;
         } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
             token = argv[++i];
         } else if (strcmp(argv[i], "--access-key") == 0 && i + 1 < argc) {
@@ -949,14 +1060,19 @@ int main(int argc, char **argv)
     const char *cmd = argv[0];
     argc--;
     argv++;
-    if (strcmp(cmd, "health") == 0)
-        return plain_get("/healthz");
-    if (strcmp(cmd, "metrics") == 0)
-        return plain_get("/metrics");
+    if (insecure && https)
+        fprintf(stderr, "s3nfsctl: --insecure: the admin listener's certificate is not "
+                        "checked\n");
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        die(1, "cannot initialise libcurl");
     if (akey && !*akey)
         akey = NULL;
     if (akey && (!skey || !*skey))
         die(2, "--access-key needs --secret-key (or S3NFS_ADMIN_SECRET_KEY)");
+    if (strcmp(cmd, "health") == 0)
+        return plain_get("/healthz");
+    if (strcmp(cmd, "metrics") == 0)
+        return plain_get("/metrics");
     if (!token && !akey)
         die(2, "the admin API needs a token (--token TOKEN or S3NFS_ADMIN_TOKEN), or an admin "
                "user's key (--access-key AKEY --secret-key SECRET)");
