@@ -367,6 +367,7 @@ enum {
     OPT_CHECK,
     OPT_SET,
     OPT_DUMP_DOC,
+    OPT_RESET_ADMIN,
     OPT_SHORTCUT, /* OPT_SHORTCUT + i: cli_shortcuts[i] */
 };
 
@@ -394,6 +395,7 @@ static const struct option other_opts[] = {
     {"check-config", no_argument, NULL, OPT_CHECK},
     {"set", required_argument, NULL, OPT_SET},
     {"dump-config-doc", no_argument, NULL, OPT_DUMP_DOC},
+    {"reset-admin", no_argument, NULL, OPT_RESET_ADMIN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -451,6 +453,9 @@ int srv_cli_parse(struct srv_cli *cli, int argc, char **argv, char *err, size_t 
             break;
         case OPT_DUMP_DOC:
             cli->dump_doc = true;
+            break;
+        case OPT_RESET_ADMIN:
+            cli->reset_admin = true;
             break;
         case OPT_SET: {
             const char *eq = strchr(optarg, '=');
@@ -572,6 +577,8 @@ void srv_cli_usage(FILE *f, const char *argv0)
             "  --pidfile FILE        pidfile\n"
             "  --set NAME=VALUE      set any option below\n"
             "  --check-config        validate the configuration, print it, and exit\n"
+            "  --reset-admin         with the daemon stopped: make a new admin token and a\n"
+            "                        new access key for the bootstrap admin, print them, exit\n"
             "  --help, --version\n"
             "\n"
             "Environment: S3NFS_ACCESS_KEY, S3NFS_SECRET_KEY (bootstrap S3 credentials),\n"
