@@ -388,3 +388,40 @@ def test_sd_notify(daemon_factory, tmp_path, abstract):
         assert d.stop() == 0
     finally:
         sock.close()
+
+
+def test_make_install_and_unit(tmp_path):
+    """make install DESTDIR=... puts both programs, the systemd unit (Type=notify,
+    the pidfile, SIGHUP reload, restart on failure), a first configuration that
+    the daemon accepts, and the docs where they belong."""
+    build = os.environ.get("S3NFS_BUILD", os.path.join(TOP, "build"))
+    if not os.path.exists(os.path.join(build, "Makefile")):
+        pytest.skip(f"no configured build tree at {build}")
+    dest = tmp_path / "root"
+    r = subprocess.run(["make", "-C", build, "install", f"DESTDIR={dest}"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    prefix = re.search(r"^prefix = (.*)$", open(os.path.join(build, "Makefile")).read(),
+                       re.M).group(1)
+    root = str(dest) + prefix
+    for f in ("bin/s3nfsd", "bin/s3nfsctl"):
+        assert os.access(os.path.join(root, f), os.X_OK), f
+    unit = open(os.path.join(root, "lib/systemd/system/s3nfsd.service")).read()
+    for line in ("Type=notify", f"ExecStart={prefix}/bin/s3nfsd --foreground --config "
+                 f"{prefix}/etc/s3nfs/s3nfsd.conf --pidfile /run/s3nfsd/s3nfsd.pid",
+                 "PIDFile=/run/s3nfsd/s3nfsd.pid", "ExecReload=/bin/kill -HUP $MAINPID",
+                 "Restart=on-failure", "NoNewPrivileges=yes", "WantedBy=multi-user.target"):
+        assert "\n" + line in unit, line
+    assert "@" + "bindir@" not in unit and "@" + "sysconfdir@" not in unit
+    conf = os.path.join(root, "etc/s3nfs/s3nfsd.conf")
+    r = subprocess.run([BIN, "--config", conf, "--check-config"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "data_dir = /var/lib/s3nfs" in r.stdout, r.stderr
+    for doc in ("README.md", "operations.md", "configuration.md", "admin-api.md"):
+        assert os.path.exists(os.path.join(root, "share/doc/s3nfs", doc)), doc
+    # a second install keeps an edited configuration
+    with open(conf, "a") as f:
+        f.write("log_level = debug\n")
+    r = subprocess.run(["make", "-C", build, "install", f"DESTDIR={dest}"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "log_level = debug" in open(conf).read()
