@@ -35,6 +35,50 @@ static bool insecure;        /* --insecure: do not check the listener's certific
 static const char *token;
 static const char *akey, *skey; /* SigV4 instead of the token (an admin user's key) */
 
+/* Every command: its subcommands (space-separated; "" = none) and its lines of
+ * the usage. A mistyped word is answered with the closest name and only its
+ * command's lines. */
+static const struct cmd_doc {
+    const char *name;
+    const char *subs;
+    const char *lines;
+} cmd_docs[] = {
+    {"health", "", "  health                      GET /healthz (no credentials)\n"},
+    {"metrics", "", "  metrics                     GET /metrics (Prometheus text)\n"},
+    {"whoami", "", "  whoami                      who the credentials are\n"},
+    {"tenant", "list create get rename delete",
+     "  tenant list | create NAME | get T | rename T NAME | delete T\n"},
+    {"user", "list get delete create update",
+     "  user list T | get T USER | delete T USER\n"
+     "  user create T NAME [--uid N] [--gid N] [--gids N,N] [--tenant-admin]\n"
+     "  user update T USER [--uid N] [--gid N] [--gids N,N] [--disable|--enable]\n"},
+    {"key", "create list get disable enable delete",
+     "  key create T USER | list T [--user USER] | get AKEY | disable AKEY | enable AKEY\n"
+     "      | delete AKEY          (rotate: create a new key, then disable/delete the old)\n"},
+    {"export", "list get delete create update",
+     "  export list T | get ID | delete ID\n"
+     "  export create T PATH --clients NET[,NET] [--source BUCKET[/DIR]] [--ro]\n"
+     "                [--root-squash] [--all-squash] [--anon-uid N] [--anon-gid N]\n"
+     "  export update ID [--path PATH] [--clients NET[,NET]] [--ro|--rw]\n"
+     "                [--root-squash|--no-root-squash] [--all-squash|--no-all-squash]\n"
+     "                [--anon-uid N] [--anon-gid N]\n"},
+    {"bucket", "list", "  bucket list T                 buckets with usage and quotas\n"},
+    {"usage", "", "  usage T [BUCKET [--dir PATH]]\n"},
+    {"quota", "get delete set",
+     "  quota get|delete T [BUCKET [--dir PATH]]\n"
+     "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"},
+    {"qos", "get delete set",
+     "  qos get T [--user USER] | delete T [--user USER]\n"
+     "  qos set T [--user USER] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
+     "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
+     "            [--min-read-bps SIZE] [--min-write-bps SIZE] [--min-iops N]\n"},
+    {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
+};
+#define NCMDS (sizeof(cmd_docs) / sizeof(cmd_docs[0]))
+#define WORDS_HELP                                                                                 \
+    "T is a tenant id or name; USER is a user's id (the ID column of `user list`, not its\n"       \
+    "POSIX --uid) or name; SIZE takes K, M, G, T suffixes (1024-based).\n"
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -48,36 +92,119 @@ static void usage(FILE *f)
             "HTTPS certificates are checked against the system CAs or --ca; --insecure skips\n"
             "the check (test setups only).\n"
             "Answers print as tables (lists) or field/value lines; --json prints the API's JSON.\n"
-            "\n"
-            "  health | metrics | whoami\n"
-            "  tenant list | create NAME | get T | rename T NAME | delete T\n"
-            "  user list T | get T UID | delete T UID\n"
-            "  user create T NAME [--uid N] [--gid N] [--gids N,N] [--tenant-admin]\n"
-            "  user update T UID [--uid N] [--gid N] [--gids N,N] [--disable|--enable]\n"
-            "  key create T UID | list T [--user UID] | get AKEY | disable AKEY | enable AKEY\n"
-            "      | delete AKEY          (rotate: create a new key, then disable/delete the old)\n"
-            "  export list T | get ID | delete ID\n"
-            "  export create T PATH --clients NET[,NET] [--source BUCKET[/DIR]] [--ro]\n"
-            "                [--root-squash] [--all-squash] [--anon-uid N] [--anon-gid N]\n"
-            "  export update ID [--path PATH] [--clients NET[,NET]] [--ro|--rw]\n"
-            "                [--root-squash|--no-root-squash] [--all-squash|--no-all-squash]\n"
-            "                [--anon-uid N] [--anon-gid N]\n"
-            "  bucket list T                 buckets with usage and quotas\n"
-            "  usage T [BUCKET [--dir PATH]]\n"
-            "  quota get|delete T [BUCKET [--dir PATH]]\n"
-            "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"
-            "  qos get T [--user UID] | delete T [--user UID]\n"
-            "  qos set T [--user UID] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
-            "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
-            "            [--min-read-bps SIZE] [--min-write-bps SIZE] [--min-iops N]\n"
-            "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"
-            "T is a tenant id or name; SIZE takes K, M, G, T suffixes (1024-based).\n");
+            "\n");
+    for (size_t i = 0; i < NCMDS; i++)
+        fputs(cmd_docs[i].lines, f);
+    fputs(WORDS_HELP, f);
 }
 
-/* Print the usage on stderr. @return 2, the exit status of bad usage. */
+static const struct cmd_doc *cmd_doc_find(const char *name)
+{
+    for (size_t i = 0; name && i < NCMDS; i++)
+        if (strcmp(cmd_docs[i].name, name) == 0)
+            return &cmd_docs[i];
+    return NULL;
+}
+
+/* Edit distance (insertions, deletions, substitutions) of two short words. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+    if (la > 64 || lb > 64)
+        return 64;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Print " (did you mean 'X'?)" for the word of @p words ("a b c", or every
+ * command name when NULL) closest to @p typo, if one is close enough. */
+static void suggest(FILE *f, const char *words, const char *typo)
+{
+    char best[32] = "";
+    size_t bestd = 3 + strlen(typo) / 4;
+    for (size_t i = 0; words ? *words : i < NCMDS; i++) {
+        char w[32];
+        if (words) {
+            size_t l = strcspn(words, " ");
+            snprintf(w, sizeof(w), "%.*s", (int)l, words);
+            words += l + (words[l] == ' ');
+        } else {
+            snprintf(w, sizeof(w), "%s", cmd_docs[i].name);
+        }
+        size_t dist = edit_distance(typo, w);
+        if (dist < bestd) {
+            bestd = dist;
+            snprintf(best, sizeof(best), "%s", w);
+        }
+    }
+    if (*best)
+        fprintf(f, " (did you mean '%s'?)", best);
+}
+
+static bool word_in(const char *words, const char *w)
+{
+    size_t l = strlen(w);
+    for (const char *p = words; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n == l && strncmp(p, w, l) == 0)
+            return true;
+        p += n + (p[n] == ' ');
+    }
+    return false;
+}
+
+static const char *cur_cmd; /* the command being run, and its first argument */
+static const char *cur_sub;
+
+/* Say what was wrong with the command line (naming a mistyped subcommand and
+ * the closest one) and print that command's usage on stderr.
+ * @return 2, the exit status of bad usage. */
 static int bad_usage(void)
 {
-    usage(stderr);
+    const struct cmd_doc *c = cmd_doc_find(cur_cmd);
+    if (!c) {
+        usage(stderr);
+        return 2;
+    }
+    if (*c->subs && !cur_sub) {
+        fprintf(stderr, "s3nfsctl: %s needs a subcommand: %s\n", c->name, c->subs);
+    } else if (*c->subs && !word_in(c->subs, cur_sub)) {
+        fprintf(stderr, "s3nfsctl: %s has no subcommand '%s'", c->name, cur_sub);
+        suggest(stderr, c->subs, cur_sub);
+        fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "s3nfsctl: wrong arguments for '%s%s%s'\n", c->name,
+                *c->subs ? " " : "", *c->subs ? cur_sub : "");
+    }
+    fprintf(stderr, "Usage:\n%s" WORDS_HELP "(s3nfsctl --help shows every command.)\n",
+            c->lines);
+    return 2;
+}
+
+/* An unknown command: name it, suggest the closest, list the commands. */
+static int unknown_command(const char *cmd)
+{
+    fprintf(stderr, "s3nfsctl: unknown command '%s'", cmd);
+    suggest(stderr, NULL, cmd);
+    fprintf(stderr, "\nUsage: s3nfsctl [OPTIONS] COMMAND ...   commands:");
+    for (size_t i = 0; i < NCMDS; i++)
+        fprintf(stderr, " %s", cmd_docs[i].name);
+    fprintf(stderr, "\n(s3nfsctl --help shows every command and option.)\n");
     return 2;
 }
 
@@ -606,6 +733,29 @@ static uint64_t tenant_id(const char *t)
     return 0;
 }
 
+/* User id from an id or a name, within tenant @p t. */
+static uint64_t user_id(uint64_t t, const char *u)
+{
+    if (u && *u && strspn(u, "0123456789") == strlen(u))
+        return parse_num(u, false);
+    char p[64];
+    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
+    json_t *arr = call_list(p, false);
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        if (name && strcmp(name, u) == 0) {
+            uint64_t id = (uint64_t)json_integer_value(json_object_get(v, "id"));
+            json_decref(arr);
+            return id;
+        }
+    }
+    die(1, "no user named '%s' in tenant %" PRIu64, u, t);
+    return 0;
+}
+
 /* "a,b,c" as a JSON array of strings, or of integers with @p numbers. */
 static json_t *list_array(const char *s, bool numbers)
 {
@@ -790,7 +940,10 @@ static int cmd_user(int argc, char **argv)
         api("POST", o, "/tenants/%" PRIu64 "/users", t);
         return 0;
     }
-    uint64_t uid = parse_num(argv[2], false);
+    if (strcmp(argv[0], "get") != 0 && strcmp(argv[0], "delete") != 0 &&
+        strcmp(argv[0], "update") != 0)
+        return bad_usage();
+    uint64_t uid = user_id(t, argv[2]);
     if (strcmp(argv[0], "get") == 0 && argc == 3) {
         api("GET", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
     } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
@@ -811,16 +964,16 @@ static int cmd_key(int argc, char **argv)
     static const struct opt list_opts[] = {{"--user", NULL, OPT_ARG, 0}, {NULL, NULL, OPT_ARG, 0}};
     NEED(2);
     if (strcmp(argv[0], "create") == 0 && argc == 3) {
-        api("POST", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", tenant_id(argv[1]),
-            parse_num(argv[2], false));
+        uint64_t t = tenant_id(argv[1]);
+        api("POST", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", t, user_id(t, argv[2]));
     } else if (strcmp(argv[0], "list") == 0 && (argc == 2 || argc == 4)) {
         check_flags(argc, argv, 2, list_opts);
         const char *user = flag(argc, argv, 2, "--user", true);
+        uint64_t t = tenant_id(argv[1]);
         if (user)
-            api_list("/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", tenant_id(argv[1]),
-                     parse_num(user, false));
+            api_list("/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", t, user_id(t, user));
         else
-            api_list("/tenants/%" PRIu64 "/keys", tenant_id(argv[1]));
+            api_list("/tenants/%" PRIu64 "/keys", t);
     } else if (argc == 2 && strspn(argv[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                             "0123456789._-") == strlen(argv[1])) {
         if (strcmp(argv[0], "get") == 0)
@@ -963,7 +1116,7 @@ static int cmd_qos(int argc, char **argv)
     const char *user = flag(argc, argv, 2, "--user", true);
     if (user)
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/qos", t,
-                 parse_num(user, false));
+                 user_id(t, user));
     else
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/qos", t);
     if (strcmp(argv[0], "get") == 0) {
@@ -1055,11 +1208,19 @@ int main(int argc, char **argv)
     argc -= i;
     argv += i;
     if (argc < 1) {
-        return bad_usage();
+        usage(stderr);
+        return 2;
     }
     const char *cmd = argv[0];
     argc--;
     argv++;
+    if (!cmd_doc_find(cmd))
+        return unknown_command(cmd);
+    cur_cmd = cmd;
+    cur_sub = argc > 0 ? argv[0] : NULL;
+    const struct cmd_doc *doc = cmd_doc_find(cmd);
+    if (*doc->subs && (!cur_sub || !word_in(doc->subs, cur_sub)))
+        return bad_usage();
     if (insecure && https)
         fprintf(stderr, "s3nfsctl: --insecure: the admin listener's certificate is not "
                         "checked\n");

@@ -303,3 +303,44 @@ def test_https_admin_listener_and_metrics_auth(daemon_factory, tmp_path):
                                  headers={"Authorization": "Bearer " + d.admin_token})
     with urllib.request.urlopen(req, context=tls, timeout=10) as resp:
         assert b"s3nfs_store_capacity_bytes" in resp.read()
+
+
+def test_words_for_mistakes(d):
+    """A mistyped command or subcommand is named, with the closest one and only
+    its command's usage; a missing user or tenant is named as such; USER may
+    be a user's id or name, and the help says which id it means."""
+    r = ctl(d, "tenat", "list")
+    assert r.returncode == 2
+    assert "unknown command 'tenat' (did you mean 'tenant'?)" in r.stderr
+    assert "qos set" not in r.stderr  # not the whole usage
+    r = ctl(d, "user", "gte", "default", "1")
+    assert r.returncode == 2
+    assert "user has no subcommand 'gte' (did you mean 'get'?)" in r.stderr
+    assert "user list T | get T USER" in r.stderr and "export create" not in r.stderr
+    r = ctl(d, "quota", "st", "default", token="")  # named before credentials are asked for
+    assert r.returncode == 2 and "did you mean 'set'?" in r.stderr
+    help_ = ok(d, "--help")
+    assert " UID" not in help_ and "get T USER" in help_ and "not its\nPOSIX --uid" in help_
+
+    ok(d, "tenant", "create", "cli-words")
+    u = js(d, "user", "create", "cli-words", "dora", "--uid", "4242")
+    assert js(d, "user", "get", "cli-words", "dora")["id"] == u["id"]  # by name
+    assert js(d, "user", "get", "cli-words", str(u["id"]))["uid"] == 4242  # by id
+    k = js(d, "key", "create", "cli-words", "dora")
+    assert [x["access_key"] for x in js(d, "key", "list", "cli-words", "--user", "dora")] == \
+        [k["access_key"]]
+    r = ctl(d, "user", "get", "cli-words", "4242")  # the POSIX uid is not the user's id
+    assert r.returncode == 1
+    assert "404 NotFound: no such user 4242 in tenant 'cli-words'" in r.stderr, r.stderr
+    assert "no such file" not in r.stderr
+    r = ctl(d, "user", "get", "cli-words", "nobody")
+    assert r.returncode == 1 and "no user named 'nobody' in tenant" in r.stderr
+    r = ctl(d, "user", "get", "999999", "1")
+    assert r.returncode == 1 and "no such tenant 999999" in r.stderr
+    r = ctl(d, "key", "get", "NOSUCHKEY123")
+    assert r.returncode == 1 and "no such access key 'NOSUCHKEY123'" in r.stderr
+    r = ctl(d, "export", "get", "999999")
+    assert r.returncode == 1 and "no such export 999999" in r.stderr
+    r = ctl(d, "usage", "cli-words", "no-such-bucket")
+    assert r.returncode == 1 and "no such bucket 'no-such-bucket' in tenant 'cli-words'" \
+        in r.stderr
