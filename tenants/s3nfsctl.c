@@ -712,48 +712,40 @@ static uint64_t parse_num(const char *s, bool sizes)
     return (uint64_t)v;
 }
 
-/* Tenant id from an id or a name. */
-static uint64_t tenant_id(const char *t)
+/* The id of @p s, a number or the name of an item of the list at @p path;
+ * exits 1 naming what was not found (@p what, "tenant" / "user"). */
+static uint64_t id_or_name(const char *s, const char *path, const char *what)
 {
-    if (t && *t && strspn(t, "0123456789") == strlen(t))
-        return parse_num(t, false);
-    json_t *arr = call_list("/tenants", false);
+    if (s && *s && strspn(s, "0123456789") == strlen(s))
+        return parse_num(s, false);
+    json_t *arr = call_list(path, false);
     size_t i;
     json_t *v;
     json_array_foreach(arr, i, v)
     {
         const char *name = json_string_value(json_object_get(v, "name"));
-        if (name && strcmp(name, t) == 0) {
+        if (name && strcmp(name, s) == 0) {
             uint64_t id = (uint64_t)json_integer_value(json_object_get(v, "id"));
             json_decref(arr);
             return id;
         }
     }
-    die(1, "no tenant named '%s'", t);
+    die(1, "no %s named '%s'%s", what, s, strcmp(what, "user") == 0 ? " in this tenant" : "");
     return 0;
+}
+
+/* Tenant id from an id or a name. */
+static uint64_t tenant_id(const char *t)
+{
+    return id_or_name(t, "/tenants", "tenant");
 }
 
 /* User id from an id or a name, within tenant @p t. */
 static uint64_t user_id(uint64_t t, const char *u)
 {
-    if (u && *u && strspn(u, "0123456789") == strlen(u))
-        return parse_num(u, false);
     char p[64];
     snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
-    json_t *arr = call_list(p, false);
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v)
-    {
-        const char *name = json_string_value(json_object_get(v, "name"));
-        if (name && strcmp(name, u) == 0) {
-            uint64_t id = (uint64_t)json_integer_value(json_object_get(v, "id"));
-            json_decref(arr);
-            return id;
-        }
-    }
-    die(1, "no user named '%s' in tenant %" PRIu64, u, t);
-    return 0;
+    return id_or_name(u, p, "user");
 }
 
 /* "a,b,c" as a JSON array of strings, or of integers with @p numbers. */

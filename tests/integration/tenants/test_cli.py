@@ -334,7 +334,7 @@ def test_words_for_mistakes(d):
     assert "404 NotFound: no such user 4242 in tenant 'cli-words'" in r.stderr, r.stderr
     assert "no such file" not in r.stderr
     r = ctl(d, "user", "get", "cli-words", "nobody")
-    assert r.returncode == 1 and "no user named 'nobody' in tenant" in r.stderr
+    assert r.returncode == 1 and "no user named 'nobody' in this tenant" in r.stderr
     r = ctl(d, "user", "get", "999999", "1")
     assert r.returncode == 1 and "no such tenant 999999" in r.stderr
     r = ctl(d, "key", "get", "NOSUCHKEY123")
