@@ -582,7 +582,8 @@ void srv_cli_usage(FILE *f, const char *argv0)
             "  --help, --version\n"
             "\n"
             "Environment: S3NFS_ACCESS_KEY, S3NFS_SECRET_KEY (bootstrap S3 credentials),\n"
-            "S3NFS_ADMIN_TOKEN (admin API bearer token); generated on first start if unset.\n"
+            "S3NFS_ADMIN_TOKEN (admin API bearer token); generated on first start if unset\n"
+            "and printed once (never when given here). NOTIFY_SOCKET (systemd Type=notify).\n"
             "\nOptions (name = default):\n",
             argv0);
     for (size_t i = 0; i < srv_config_table_len; i++) {
