@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0
  * admin: the admin listener (see admin.h): its own event_base and thread, an
- * evhttp server, /healthz, /metrics and bearer-token checks for /api/v1.
+ * evhttp server (over OpenSSL bufferevents when TLS is on), /healthz, /metrics
+ * and the credential checks for /api/v1 (and /metrics with metrics_auth).
  *
  * The token is never stored: the configuration carries its SHA-256, and a
  * request's token is hashed and compared in constant time.
  * Thread: the admin thread runs every handler; start/stop from main. */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,7 @@
 #include "srv_err.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
+#include "srv_tls.h"
 
 void admin__error(struct evhttp_request *req, int status, const char *code, const char *msg)
 {
@@ -77,6 +82,28 @@ static int authenticate(struct admin *a, struct evhttp_request *req, struct admi
     return 0;
 }
 
+/* Check the credentials of a request to @p path that needs them. @return true
+ * (who set), or false with 401 or 403 sent and *status set. */
+static bool admit(struct admin *a, struct evhttp_request *req, const char *path,
+                  struct admin_caller *who, int *status)
+{
+    const char *why;
+    *status = authenticate(a, req, who, &why);
+    if (*status == 401) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                          "Bearer realm=\"s3nfs-admin\"");
+        admin__error(req, *status, "Unauthorized", why);
+        srv_log(INFO, ADMIN, "401 %s from an unauthenticated client", path);
+        return false;
+    }
+    if (*status == 403) {
+        admin__error(req, *status, "Forbidden", why);
+        srv_log(INFO, ADMIN, "403 %s: %s", path, why);
+        return false;
+    }
+    return true;
+}
+
 static void send_text(struct evhttp_request *req, int status, const char *ctype,
                       struct evbuffer *body)
 {
@@ -118,6 +145,19 @@ static void handle(struct evhttp_request *req, void *arg)
             admin__error(req, status, "MethodNotAllowed", "use GET");
             goto out;
         }
+        struct admin_caller who;
+        if (a->cfg.metrics_auth) {
+            if (!admit(a, req, path, &who, &status))
+                goto out;
+            if (who.tenant != 0) {
+                status = 403;
+                admin__error(req, status, "Forbidden",
+                             "/metrics shows every tenant: it needs a system admin's "
+                             "credentials (the admin token or a bootstrap admin's key)");
+                srv_log(INFO, ADMIN, "403 %s: %s is not a system admin", path, who.name);
+                goto out;
+            }
+        }
         struct evbuffer *b = evbuffer_new();
         srv_metrics_render(b);
         send_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", b);
@@ -127,20 +167,8 @@ static void handle(struct evhttp_request *req, void *arg)
     if (strncmp(path, "/api/v1/", 8) == 0 || strcmp(path, "/api/v1") == 0) {
         op = "api";
         struct admin_caller who;
-        const char *why;
-        status = authenticate(a, req, &who, &why);
-        if (status == 401) {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
-                              "Bearer realm=\"s3nfs-admin\"");
-            admin__error(req, status, "Unauthorized", why);
-            srv_log(INFO, ADMIN, "401 %s from an unauthenticated client", path);
+        if (!admit(a, req, path, &who, &status))
             goto out;
-        }
-        if (status == 403) {
-            admin__error(req, status, "Forbidden", why);
-            srv_log(INFO, ADMIN, "403 %s: %s", path, why);
-            goto out;
-        }
         admin__api(a, req, path + 7, &who);
         status = 0; /* logged by the API */
         goto out;
@@ -159,10 +187,32 @@ static void *admin_main(void *arg)
     return NULL;
 }
 
+/* evhttp's connection factory under TLS: every accepted socket gets an
+ * OpenSSL bufferevent in the accepting state. It may not answer NULL (evhttp
+ * would fall back to plain HTTP), so running out of memory here is fatal. */
+static struct bufferevent *tls_bev(struct event_base *base, void *arg)
+{
+    struct admin *a = arg;
+    SSL *ssl = SSL_new(a->ssl);
+    struct bufferevent *bev =
+        ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                             BEV_OPT_CLOSE_ON_FREE)
+            : NULL;
+    if (!bev) {
+        srv_log(CRIT, ADMIN, "out of memory making a TLS connection");
+        abort();
+    }
+    /* Clients that close without close_notify are common; not an error. */
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
 static void free_admin(struct admin *a)
 {
     if (a->http)
         evhttp_free(a->http);
+    if (a->ssl)
+        SSL_CTX_free(a->ssl);
     if (a->base)
         event_base_free(a->base);
     free(a);
@@ -183,6 +233,15 @@ int admin_start(struct admin **out, const struct admin_config *cfg, struct core 
         return -ENOMEM;
     a->cfg = *cfg;
     a->cfg.listen = NULL;
+    a->cfg.tls_cert = a->cfg.tls_key = NULL;
+    if (cfg->tls_cert && *cfg->tls_cert) {
+        char err[512];
+        rc = srv_tls_server_ctx(cfg->tls_cert, cfg->tls_key, &a->ssl, err, sizeof(err));
+        if (rc < 0) {
+            srv_log(ERROR, ADMIN, "%s", err);
+            goto fail;
+        }
+    }
     a->core = c;
     a->tenants = t;
     a->qos = q;
@@ -205,6 +264,8 @@ int admin_start(struct admin **out, const struct admin_config *cfg, struct core 
     evhttp_set_max_body_size(a->http, 1024 * 1024);
     evhttp_set_timeout(a->http, 30);
     evhttp_set_gencb(a->http, handle, a);
+    if (a->ssl)
+        evhttp_set_bevcb(a->http, tls_bev, a);
     errno = 0;
     if (!evhttp_bind_socket_with_handle(a->http, *host ? host : "0.0.0.0", (uint16_t)port)) {
         rc = errno ? -errno : -EADDRINUSE;
@@ -215,7 +276,8 @@ int admin_start(struct admin **out, const struct admin_config *cfg, struct core 
     if (rc < 0)
         goto fail;
     a->started = true;
-    srv_log(INFO, ADMIN, "admin listener on %s", cfg->listen);
+    srv_log(INFO, ADMIN, "admin listener on %s%s%s", cfg->listen, a->ssl ? " with TLS" : "",
+            cfg->metrics_auth ? " (/metrics needs credentials)" : "");
     *out = a;
     return 0;
 fail:

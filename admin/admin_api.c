@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,26 @@ static void reply_err(struct evhttp_request *req, int err, const char *what)
     char msg[256];
     snprintf(msg, sizeof(msg), "%s: %s", what, srv_strerror(err));
     admin__error(req, status, code, msg);
+}
+
+/* Answer a failed lookup: -ENOENT (and "no such bucket") as 404 with the
+ * message formatted from @p fmt, which names the resource ("no such user 7 in
+ * tenant 'acme'"); anything else as reply_err(@p what). */
+static void lookup_failed(struct evhttp_request *req, int err, const char *what,
+                          const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void lookup_failed(struct evhttp_request *req, int err, const char *what,
+                          const char *fmt, ...)
+{
+    if (err != -ENOENT && err != SRV_ENOBUCKET) {
+        reply_err(req, err, what);
+        return;
+    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    admin__error(req, 404, "NotFound", msg);
 }
 
 static void bad(struct evhttp_request *req, const char *msg)
@@ -914,12 +935,14 @@ static void usage_quota(struct api_req *x)
         struct core_attr at;
         rc = core_bucket_lookup(x->a->core, &p, x->bucket, strlen(x->bucket), &at);
         if (rc < 0) {
-            reply_err(x->req, rc, "bucket");
+            lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
+                          x->ti.name);
             return;
         }
         ino = at.ino;
         if (dir && *dir && (rc = resolve_dir(x->a, x->tenant, ino, dir, &ino)) < 0) {
-            reply_err(x->req, rc, "directory");
+            lookup_failed(x->req, rc, "directory", "no such directory '%s' in bucket '%s'", dir,
+                          x->bucket);
             return;
         }
     } else if (dir) {
@@ -1027,10 +1050,11 @@ static void qos_item(struct api_req *x)
  * this order, after the method and the caller's scope, and answers for it. */
 #define NEED_CORE 0x1    /* the store is open (else 503) */
 #define NEED_QOS 0x2     /* QoS is running (else 503) */
-#define NEED_TENANT 0x4  /* {tenant} exists, in x->ti (else 404 "tenant: ...") */
-#define NEED_USER 0x8    /* {user} of {tenant} exists, in x->u (else 404 "user: ...") */
-#define NEED_KEY 0x10    /* {akey} exists, in x->k (else 404 "key: ...") */
-#define NEED_EXPORT 0x20 /* {export} exists, in x->e (else 404 "export: ...") */
+#define NEED_TENANT 0x4  /* {tenant} exists, in x->ti (else 404 "no such tenant N") */
+#define NEED_USER 0x8    /* {tenant} and its {user} exist, in x->ti and x->u (else 404
+                          * "no such user N in tenant 'NAME' (ID)") */
+#define NEED_KEY 0x10    /* {akey} exists, in x->k (else 404 "no such access key 'AKEY'") */
+#define NEED_EXPORT 0x20 /* {export} exists, in x->e (else 404 "no such export N") */
 
 struct route {
     unsigned methods;     /* methods answered */
@@ -1154,23 +1178,25 @@ static bool needs_met(struct api_req *x, const struct route *r)
         admin__error(x->req, 503, "Unavailable", "QoS is not running");
         return false;
     }
-    if ((r->needs & NEED_TENANT) &&
+    /* A user is looked up in its tenant: a missing tenant is named as such. */
+    if ((r->needs & (NEED_TENANT | NEED_USER)) &&
         (rc = tenants_tenant_get(x->a->tenants, x->tenant, &x->ti)) < 0) {
-        reply_err(x->req, rc, "tenant");
+        lookup_failed(x->req, rc, "tenant", "no such tenant %u", x->tenant);
         return false;
     }
     if ((r->needs & NEED_USER) &&
         (rc = tenants_user_get(x->a->tenants, x->tenant, x->user, &x->u)) < 0) {
-        reply_err(x->req, rc, "user");
+        lookup_failed(x->req, rc, "user", "no such user %llu in tenant '%s' (%u)",
+                      (unsigned long long)x->user, x->ti.name, x->tenant);
         return false;
     }
     if ((r->needs & NEED_KEY) && (rc = tenants_key_get(x->a->tenants, x->akey, &x->k)) < 0) {
-        reply_err(x->req, rc, "key");
+        lookup_failed(x->req, rc, "key", "no such access key '%s'", x->akey);
         return false;
     }
     if ((r->needs & NEED_EXPORT) &&
         (rc = tenants_export_get_admin(x->a->tenants, x->export, &x->e)) < 0) {
-        reply_err(x->req, rc, "export");
+        lookup_failed(x->req, rc, "export", "no such export %u", x->export);
         return false;
     }
     return true;

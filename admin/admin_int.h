@@ -21,6 +21,7 @@ struct admin {
     struct qos *qos;
     struct event_base *base;
     struct evhttp *http;
+    struct ssl_ctx_st *ssl; /* HTTPS; NULL = plain HTTP */
     pthread_t thread;
     bool started;
     int ready; /* atomic */

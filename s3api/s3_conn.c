@@ -58,6 +58,7 @@
 #include "s3_server.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_tls.h"
 #include "srv_loop.h"
 #include "srv_metrics.h"
 #include "qos_admit.h"
@@ -2090,19 +2091,11 @@ static void server_free(struct s3_server *srv)
 
 static int tls_setup(struct s3_server *srv)
 {
-    srv->ssl = SSL_CTX_new(TLS_server_method());
-    if (!srv->ssl)
-        return -ENOMEM;
-    SSL_CTX_set_min_proto_version(srv->ssl, TLS1_2_VERSION);
-    if (SSL_CTX_use_certificate_chain_file(srv->ssl, srv->tls_cert) != 1 ||
-        SSL_CTX_use_PrivateKey_file(srv->ssl, srv->tls_key, SSL_FILETYPE_PEM) != 1 ||
-        SSL_CTX_check_private_key(srv->ssl) != 1) {
-        unsigned long e = ERR_get_error();
-        srv_log(ERROR, S3, "req=- tenant=0 cannot load TLS certificate %s / key %s: %s",
-                srv->tls_cert, srv->tls_key, e ? ERR_reason_error_string(e) : "unknown error");
-        return -EIO;
-    }
-    return 0;
+    char err[512];
+    int rc = srv_tls_server_ctx(srv->tls_cert, srv->tls_key, &srv->ssl, err, sizeof(err));
+    if (rc < 0)
+        srv_log(ERROR, S3, "req=- tenant=0 %s", err);
+    return rc == -ENOMEM ? rc : rc < 0 ? -EIO : 0;
 }
 
 struct listen_setup {

@@ -28,10 +28,11 @@ count_trs() { # count automake .trs results of one build dir
     done < <(find "$dir/tests" -name '*.trs' 2>/dev/null | sort)
 }
 
+note "dependencies (scripts/deps.sh --test; apt-get when some are missing)"
 "$top/scripts/deps.sh" --test || { echo "deps: install failed"; echo "0 passed, 1 failed"; exit 1; }
 
 mkdir -p "$logdir"
-note "build (release, -Werror)"
+note "build (release, -Werror; logs in build/configure.out, build/make.out)"
 if ! "$top/scripts/build.sh" "$top/build" --enable-werror; then
     echo "build failed"; echo "0 passed, 1 failed"; exit 1
 fi
@@ -40,7 +41,7 @@ note "layers (#include points down the stack)"
 if "$top/scripts/check-layers.sh"; then passed=$((passed + 1)); else
     failed=$((failed + 1)); failures+=("scripts/check-layers.sh"); fi
 
-note "unit tests (release)"
+note "unit tests (release; log: $logdir/check.out)"
 before=$failed
 (cd "$top/build" && make -j"$(nproc)" check >"$logdir/check.out" 2>&1)
 rc=$?
@@ -68,7 +69,7 @@ if [ "${S3NFS_SKIP_ASAN:-0}" != 1 ]; then
     fi
 fi
 
-note "integration tests (pytest, real s3nfsd)"
+note "integration tests (pytest, real s3nfsd; log: $logdir/pytest.out)"
 export S3NFSD_BIN="$top/build/s3nfsd" S3NFSCTL_BIN="$top/build/s3nfsctl" S3NFS_BUILD="$top/build"
 ulimit -n 65536 2>/dev/null || true
 /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$logdir/pytest.xml" \

@@ -367,6 +367,7 @@ enum {
     OPT_CHECK,
     OPT_SET,
     OPT_DUMP_DOC,
+    OPT_RESET_ADMIN,
     OPT_SHORTCUT, /* OPT_SHORTCUT + i: cli_shortcuts[i] */
 };
 
@@ -394,6 +395,7 @@ static const struct option other_opts[] = {
     {"check-config", no_argument, NULL, OPT_CHECK},
     {"set", required_argument, NULL, OPT_SET},
     {"dump-config-doc", no_argument, NULL, OPT_DUMP_DOC},
+    {"reset-admin", no_argument, NULL, OPT_RESET_ADMIN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -451,6 +453,9 @@ int srv_cli_parse(struct srv_cli *cli, int argc, char **argv, char *err, size_t 
             break;
         case OPT_DUMP_DOC:
             cli->dump_doc = true;
+            break;
+        case OPT_RESET_ADMIN:
+            cli->reset_admin = true;
             break;
         case OPT_SET: {
             const char *eq = strchr(optarg, '=');
@@ -534,10 +539,17 @@ int srv_config_build(struct srv_config *c, const struct srv_cli *cli, char *err,
     rc = srv_cli_apply(cli, c, err, errlen);
     if (rc < 0)
         goto fail;
-    if (*c->s3_tls_cert && !*c->s3_tls_key) {
-        snprintf(err, errlen, "s3_tls_cert is set but s3_tls_key is not");
-        rc = -EINVAL;
-        goto fail;
+    static const char *const pairs[][2] = {{"s3_tls_cert", "s3_tls_key"},
+                                           {"admin_tls_cert", "admin_tls_key"}};
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        const char *cert = *(char **)((char *)c + srv_config_find(pairs[i][0])->offset);
+        const char *key = *(char **)((char *)c + srv_config_find(pairs[i][1])->offset);
+        if (!*cert != !*key) {
+            snprintf(err, errlen, "%s is set but %s is not", *cert ? pairs[i][0] : pairs[i][1],
+                     *cert ? pairs[i][1] : pairs[i][0]);
+            rc = -EINVAL;
+            goto fail;
+        }
     }
     return 0;
 fail:
@@ -565,10 +577,13 @@ void srv_cli_usage(FILE *f, const char *argv0)
             "  --pidfile FILE        pidfile\n"
             "  --set NAME=VALUE      set any option below\n"
             "  --check-config        validate the configuration, print it, and exit\n"
+            "  --reset-admin         with the daemon stopped: make a new admin token and a\n"
+            "                        new access key for the bootstrap admin, print them, exit\n"
             "  --help, --version\n"
             "\n"
             "Environment: S3NFS_ACCESS_KEY, S3NFS_SECRET_KEY (bootstrap S3 credentials),\n"
-            "S3NFS_ADMIN_TOKEN (admin API bearer token); generated on first start if unset.\n"
+            "S3NFS_ADMIN_TOKEN (admin API bearer token); generated on first start if unset\n"
+            "and printed once (never when given here). NOTIFY_SOCKET (systemd Type=notify).\n"
             "\nOptions (name = default):\n",
             argv0);
     for (size_t i = 0; i < srv_config_table_len; i++) {

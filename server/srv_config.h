@@ -78,6 +78,9 @@ struct srv_config {
     int64_t commit_max_batch;
     /* admin */
     bool admin_enabled;
+    char *admin_tls_cert;
+    char *admin_tls_key;
+    bool admin_metrics_auth;
     /* QoS */
     bool qos_enabled;
     int64_t qos_max_wait_ms;
@@ -124,6 +127,7 @@ int srv_config_load_file(struct srv_config *c, const char *path, char *err, size
 struct srv_cli {
     const char *config_path;
     bool check_config, help, version, dump_doc;
+    bool reset_admin; /* --reset-admin: new admin token and bootstrap key, offline */
     int nsets;
     const char *set_names[SRV_CLI_MAX_SETS];
     const char *set_values[SRV_CLI_MAX_SETS];

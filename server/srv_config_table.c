@@ -138,8 +138,17 @@ const struct srv_config_opt srv_config_table[] = {
         "Most metadata operations carried by one group commit."),
     /* admin */
     OPT(admin_enabled, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_IMMUTABLE, NULL,
-        "Serve the admin listener. /healthz and /metrics need no token; /api/v1/ needs the "
-        "admin token (S3NFS_ADMIN_TOKEN)."),
+        "Serve the admin listener. /healthz needs no credentials; /api/v1/ needs the admin "
+        "token (S3NFS_ADMIN_TOKEN) or an admin user's key; /metrics see admin_metrics_auth."),
+    OPT(admin_tls_cert, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "PEM certificate chain for HTTPS on admin_listen (may be the S3 one). Empty: plain "
+        "HTTP."),
+    OPT(admin_tls_key, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "PEM private key for admin_tls_cert (required with it)."),
+    OPT(admin_metrics_auth, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Require a system admin's credentials (the admin token as a bearer token, or SigV4 "
+        "with a bootstrap admin's key) for /metrics; 401 without, 403 with others. false: "
+        "/metrics is open to anyone who reaches admin_listen."),
     /* QoS */
     OPT(qos_enabled, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_RELOADABLE, NULL,
         "Apply the QoS policies stored through the admin API. false: admit everything."),

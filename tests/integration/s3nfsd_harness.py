@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -45,7 +46,10 @@ class Daemon:
         self.nfs_port = free_port()
         self.admin_port = free_port()
         self.s3_endpoint = f"http://127.0.0.1:{self.s3_port}"
-        self.admin_endpoint = f"http://127.0.0.1:{self.admin_port}"
+        # admin_tls_cert=... among the arguments: the admin listener speaks HTTPS.
+        self.admin_tls = any("admin_tls_cert=" in a for a in (extra_args or []))
+        self.admin_endpoint = (f"{'https' if self.admin_tls else 'http'}://127.0.0.1:"
+                               f"{self.admin_port}")
         self.access_key = ACCESS_KEY
         self.secret_key = SECRET_KEY
         self.admin_token = ADMIN_TOKEN
@@ -79,7 +83,9 @@ class Daemon:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"s3nfsd exited with {self.proc.returncode}:\n{self.tail()}")
             try:
-                with urllib.request.urlopen(self.admin_endpoint + "/healthz", timeout=1) as r:
+                ctx = ssl._create_unverified_context() if self.admin_tls else None
+                with urllib.request.urlopen(self.admin_endpoint + "/healthz", timeout=1,
+                                            context=ctx) as r:
                     if r.status == 200:
                         return self
             except OSError:

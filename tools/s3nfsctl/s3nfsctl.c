@@ -1,25 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3nfsctl: a thin command-line client of the admin REST API (docs/admin-api.md).
  *
- * Every command is one HTTP/1.1 request to the admin listener with the
- * bearer token; the JSON answer is printed indented on stdout. Tenants may be
- * named by id or by name. Exit status: 0 success, 1 the server refused (its
- * error printed on stderr) or could not be reached, 2 bad usage.
+ * Every command is one HTTP/1.1 request (libcurl: http or https, certificate
+ * checks, proxies from the environment, timeouts) to the admin listener with
+ * the bearer token or a SigV4 signature; the JSON answer is printed as a table
+ * or field lines (indented JSON with --json). Tenants may be named by id or by
+ * name. Exit status: 0 success, 1 the server refused (its error printed on
+ * stderr) or could not be reached, 2 bad usage.
  * Thread: single-threaded program. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "srv_sigv4.h"
 #include "srv_size.h"
@@ -30,48 +29,182 @@
 
 static char host[256] = "127.0.0.1";
 static char port[8] = "9001";
+static bool https;           /* --admin https://...: TLS to the admin listener */
+static const char *ca_file;  /* --ca / S3NFS_ADMIN_CA: trust this CA bundle */
+static bool insecure;        /* --insecure: do not check the listener's certificate */
 static const char *token;
 static const char *akey, *skey; /* SigV4 instead of the token (an admin user's key) */
+
+/* Every command: its subcommands (space-separated; "" = none) and its lines of
+ * the usage. A mistyped word is answered with the closest name and only its
+ * command's lines. */
+static const struct cmd_doc {
+    const char *name;
+    const char *subs;
+    const char *lines;
+} cmd_docs[] = {
+    {"health", "", "  health                      GET /healthz (no credentials)\n"},
+    {"metrics", "", "  metrics                     GET /metrics (Prometheus text)\n"},
+    {"whoami", "", "  whoami                      who the credentials are\n"},
+    {"tenant", "list create get rename delete",
+     "  tenant list | create NAME | get T | rename T NAME | delete T\n"},
+    {"user", "list get delete create update",
+     "  user list T | get T USER | delete T USER\n"
+     "  user create T NAME [--uid N] [--gid N] [--gids N,N] [--tenant-admin]\n"
+     "  user update T USER [--uid N] [--gid N] [--gids N,N] [--disable|--enable]\n"},
+    {"key", "create list get disable enable delete",
+     "  key create T USER | list T [--user USER] | get AKEY | disable AKEY | enable AKEY\n"
+     "      | delete AKEY          (rotate: create a new key, then disable/delete the old)\n"},
+    {"export", "list get delete create update",
+     "  export list T | get ID | delete ID\n"
+     "  export create T PATH --clients NET[,NET] [--source BUCKET[/DIR]] [--ro]\n"
+     "                [--root-squash] [--all-squash] [--anon-uid N] [--anon-gid N]\n"
+     "  export update ID [--path PATH] [--clients NET[,NET]] [--ro|--rw]\n"
+     "                [--root-squash|--no-root-squash] [--all-squash|--no-all-squash]\n"
+     "                [--anon-uid N] [--anon-gid N]\n"},
+    {"bucket", "list", "  bucket list T                 buckets with usage and quotas\n"},
+    {"usage", "", "  usage T [BUCKET [--dir PATH]]\n"},
+    {"quota", "get delete set",
+     "  quota get|delete T [BUCKET [--dir PATH]]\n"
+     "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"},
+    {"qos", "get delete set",
+     "  qos get T [--user USER] | delete T [--user USER]\n"
+     "  qos set T [--user USER] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
+     "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
+     "            [--min-read-bps SIZE] [--min-write-bps SIZE] [--min-iops N]\n"},
+    {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
+};
+#define NCMDS (sizeof(cmd_docs) / sizeof(cmd_docs[0]))
+#define WORDS_HELP                                                                                 \
+    "T is a tenant id or name; USER is a user's id (the ID column of `user list`, not its\n"       \
+    "POSIX --uid) or name; SIZE takes K, M, G, T suffixes (1024-based).\n"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--token TOKEN | --access-key AKEY\n"
-            "                --secret-key SECRET] [--json] COMMAND ...\n"
-            "Environment: S3NFS_ADMIN (default 127.0.0.1:9001), S3NFS_ADMIN_TOKEN,\n"
-            "             S3NFS_ADMIN_ACCESS_KEY, S3NFS_ADMIN_SECRET_KEY (SigV4, for admin users;\n"
-            "             a key takes precedence over the token).\n"
+            "Usage: s3nfsctl [--admin HOST:PORT|URL] [--ca FILE] [--insecure]\n"
+            "                [--token TOKEN | --access-key AKEY --secret-key SECRET]\n"
+            "                [--json] COMMAND ...\n"
+            "Environment: S3NFS_ADMIN (default 127.0.0.1:9001; https://HOST:PORT for TLS),\n"
+            "             S3NFS_ADMIN_CA (CA file that signed the listener's certificate),\n"
+            "             S3NFS_ADMIN_TOKEN, S3NFS_ADMIN_ACCESS_KEY, S3NFS_ADMIN_SECRET_KEY\n"
+            "             (SigV4, for admin users; a key takes precedence over the token).\n"
+            "HTTPS certificates are checked against the system CAs or --ca; --insecure skips\n"
+            "the check (test setups only).\n"
             "Answers print as tables (lists) or field/value lines; --json prints the API's JSON.\n"
-            "\n"
-            "  health | metrics | whoami\n"
-            "  tenant list | create NAME | get T | rename T NAME | delete T\n"
-            "  user list T | get T UID | delete T UID\n"
-            "  user create T NAME [--uid N] [--gid N] [--gids N,N] [--tenant-admin]\n"
-            "  user update T UID [--uid N] [--gid N] [--gids N,N] [--disable|--enable]\n"
-            "  key create T UID | list T [--user UID] | get AKEY | disable AKEY | enable AKEY\n"
-            "      | delete AKEY          (rotate: create a new key, then disable/delete the old)\n"
-            "  export list T | get ID | delete ID\n"
-            "  export create T PATH --clients NET[,NET] [--source BUCKET[/DIR]] [--ro]\n"
-            "                [--root-squash] [--all-squash] [--anon-uid N] [--anon-gid N]\n"
-            "  export update ID [--path PATH] [--clients NET[,NET]] [--ro|--rw]\n"
-            "                [--root-squash|--no-root-squash] [--all-squash|--no-all-squash]\n"
-            "                [--anon-uid N] [--anon-gid N]\n"
-            "  bucket list T                 buckets with usage and quotas\n"
-            "  usage T [BUCKET [--dir PATH]]\n"
-            "  quota get|delete T [BUCKET [--dir PATH]]\n"
-            "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"
-            "  qos get T [--user UID] | delete T [--user UID]\n"
-            "  qos set T [--user UID] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
-            "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
-            "            [--min-read-bps SIZE] [--min-write-bps SIZE] [--min-iops N]\n"
-            "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"
-            "T is a tenant id or name; SIZE takes K, M, G, T suffixes (1024-based).\n");
+            "\n");
+    for (size_t i = 0; i < NCMDS; i++)
+        fputs(cmd_docs[i].lines, f);
+    fputs(WORDS_HELP, f);
 }
 
-/* Print the usage on stderr. @return 2, the exit status of bad usage. */
+static const struct cmd_doc *cmd_doc_find(const char *name)
+{
+    for (size_t i = 0; name && i < NCMDS; i++)
+        if (strcmp(cmd_docs[i].name, name) == 0)
+            return &cmd_docs[i];
+    return NULL;
+}
+
+/* Edit distance (insertions, deletions, substitutions) of two short words. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+    if (la > 64 || lb > 64)
+        return 64;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Print " (did you mean 'X'?)" for the word of @p words ("a b c", or every
+ * command name when NULL) closest to @p typo, if one is close enough. */
+static void suggest(FILE *f, const char *words, const char *typo)
+{
+    char best[32] = "";
+    size_t bestd = 3 + strlen(typo) / 4;
+    for (size_t i = 0; words ? *words : i < NCMDS; i++) {
+        char w[32];
+        if (words) {
+            size_t l = strcspn(words, " ");
+            snprintf(w, sizeof(w), "%.*s", (int)l, words);
+            words += l + (words[l] == ' ');
+        } else {
+            snprintf(w, sizeof(w), "%s", cmd_docs[i].name);
+        }
+        size_t dist = edit_distance(typo, w);
+        if (dist < bestd) {
+            bestd = dist;
+            snprintf(best, sizeof(best), "%s", w);
+        }
+    }
+    if (*best)
+        fprintf(f, " (did you mean '%s'?)", best);
+}
+
+static bool word_in(const char *words, const char *w)
+{
+    size_t l = strlen(w);
+    for (const char *p = words; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n == l && strncmp(p, w, l) == 0)
+            return true;
+        p += n + (p[n] == ' ');
+    }
+    return false;
+}
+
+static const char *cur_cmd; /* the command being run, and its first argument */
+static const char *cur_sub;
+
+/* Say what was wrong with the command line (naming a mistyped subcommand and
+ * the closest one) and print that command's usage on stderr.
+ * @return 2, the exit status of bad usage. */
 static int bad_usage(void)
 {
-    usage(stderr);
+    const struct cmd_doc *c = cmd_doc_find(cur_cmd);
+    if (!c) {
+        usage(stderr);
+        return 2;
+    }
+    if (*c->subs && !cur_sub) {
+        fprintf(stderr, "s3nfsctl: %s needs a subcommand: %s\n", c->name, c->subs);
+    } else if (*c->subs && !word_in(c->subs, cur_sub)) {
+        fprintf(stderr, "s3nfsctl: %s has no subcommand '%s'", c->name, cur_sub);
+        suggest(stderr, c->subs, cur_sub);
+        fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "s3nfsctl: wrong arguments for '%s%s%s'\n", c->name,
+                *c->subs ? " " : "", *c->subs ? cur_sub : "");
+    }
+    fprintf(stderr, "Usage:\n%s" WORDS_HELP "(s3nfsctl --help shows every command.)\n",
+            c->lines);
+    return 2;
+}
+
+/* An unknown command: name it, suggest the closest, list the commands. */
+static int unknown_command(const char *cmd)
+{
+    fprintf(stderr, "s3nfsctl: unknown command '%s'", cmd);
+    suggest(stderr, NULL, cmd);
+    fprintf(stderr, "\nUsage: s3nfsctl [OPTIONS] COMMAND ...   commands:");
+    for (size_t i = 0; i < NCMDS; i++)
+        fprintf(stderr, " %s", cmd_docs[i].name);
+    fprintf(stderr, "\n(s3nfsctl --help shows every command and option.)\n");
     return 2;
 }
 
@@ -89,10 +222,15 @@ static void die(int code, const char *fmt, ...)
 static int set_admin(const char *s)
 {
     const char *p = s;
-    if (strncmp(p, "http://", 7) == 0)
+    https = false;
+    if (strncmp(p, "http://", 7) == 0) {
         p += 7;
-    else if (strstr(p, "://"))
+    } else if (strncmp(p, "https://", 8) == 0) {
+        p += 8;
+        https = true;
+    } else if (strstr(p, "://")) {
         return -1;
+    }
     const char *colon;
     size_t hl;
     if (*p == '[') {
@@ -130,10 +268,29 @@ static int set_admin(const char *s)
 #define ADMIN_REGION "us-east-1"
 #define ADMIN_SERVICE "s3nfs-admin"
 
-/* The Authorization, x-amz-date and x-amz-content-sha256 header lines for a
- * request (our queries hold no '%', so they need no decoding first). */
-static char *sigv4_headers(const char *method, const char *path, const char *hosthdr,
-                           const char *body, size_t blen)
+/* Append one formatted header line to @p h. */
+static struct curl_slist *add_header(struct curl_slist *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static struct curl_slist *add_header(struct curl_slist *h, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        die(1, "header too long");
+    struct curl_slist *nh = curl_slist_append(h, line);
+    if (!nh)
+        die(1, "out of memory");
+    return nh;
+}
+
+/* Add the Authorization, x-amz-date and x-amz-content-sha256 headers for a
+ * request to @p h (our queries hold no '%', so they need no decoding first). */
+static struct curl_slist *sigv4_headers(struct curl_slist *h, const char *method,
+                                        const char *path, const char *hosthdr, const char *body,
+                                        size_t blen)
 {
     char date[17], day[9], bh[65], sig[65], scope[64];
     uint8_t k[32];
@@ -178,105 +335,163 @@ static char *sigv4_headers(const char *method, const char *path, const char *hos
     memset(k, 0, sizeof(k));
     if (asprintf(&out,
                  "Authorization: " SRV_SIGV4_ALGORITHM " Credential=%s/%s, "
-                 "SignedHeaders=%s, Signature=%s\r\nx-amz-date: %s\r\n"
-                 "x-amz-content-sha256: %s\r\n",
-                 akey, scope, r.signed_headers, sig, date, bh) < 0)
+                 "SignedHeaders=%s, Signature=%s",
+                 akey, scope, r.signed_headers, sig) < 0)
         die(1, "out of memory");
+    h = add_header(h, "%s", out);
+    h = add_header(h, "x-amz-date: %s", date);
+    h = add_header(h, "x-amz-content-sha256: %s", bh);
+    free(out);
     free(uri);
     free(creq);
-    return out;
+    return h;
 }
 
 static bool json_out;         /* --json: print the API's JSON instead of tables */
 static char next_marker[256]; /* X-Next-Marker of the last answer ("" if none) */
 
-/* Copy header @p name of the raw answer head @p head (ends at @p end) into @p out. */
-static void find_header(const char *head, const char *end, const char *name, char *out,
-                        size_t outlen)
+/* An answer body growing as libcurl hands it over. */
+struct answer {
+    char *buf;
+    size_t len, cap;
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
-    size_t nl = strlen(name);
-    out[0] = '\0';
-    for (const char *l = strstr(head, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n")) {
-        if (strncasecmp(l + 2, name, nl) == 0 && l[2 + nl] == ':') {
-            const char *v = l + 3 + nl;
-            while (*v == ' ')
-                v++;
-            size_t vl = strcspn(v, "\r\n");
-            if (vl >= outlen)
-                vl = outlen - 1;
-            memcpy(out, v, vl);
-            out[vl] = '\0';
-            return;
-        }
+    struct answer *a = arg;
+    size_t len = size * n;
+    if (a->len + len + 1 > a->cap) {
+        size_t cap = a->cap ? a->cap : 65536;
+        while (cap < a->len + len + 1)
+            cap *= 2;
+        char *nb = realloc(a->buf, cap);
+        if (!nb)
+            return 0; /* libcurl fails the transfer: CURLE_WRITE_ERROR */
+        a->buf = nb;
+        a->cap = cap;
+    }
+    memcpy(a->buf + a->len, data, len);
+    a->len += len;
+    a->buf[a->len] = '\0';
+    return len;
+}
+
+/* Keep the X-Next-Marker header (list pages) of the answer. */
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+    static const char name[] = "X-Next-Marker:";
+    size_t len = size * n;
+    if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+        const char *v = data + sizeof(name) - 1;
+        size_t vl = len - (sizeof(name) - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        if (vl >= sizeof(next_marker))
+            vl = sizeof(next_marker) - 1;
+        memcpy(next_marker, v, vl);
+        next_marker[vl] = '\0';
+    }
+    return len;
+}
+
+/* Exit 1 with words for a transfer that failed (@p rc, libcurl's @p detail). */
+static void transfer_failed(CURLcode rc, const char *url, const char *detail)
+{
+    const char *d = *detail ? detail : curl_easy_strerror(rc);
+    switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+        die(1, "cannot resolve %s: %s", host, d);
+        break;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+        die(1, "cannot connect to the admin listener at %s: %s", url, d);
+        break;
+    case CURLE_PEER_FAILED_VERIFICATION:
+#if LIBCURL_VERSION_NUM < 0x073e00
+    case CURLE_SSL_CACERT:
+#endif
+    case CURLE_SSL_CACERT_BADFILE:
+        die(1, "cannot verify the TLS certificate of %s: %s\n"
+               "  give the CA that signed it with --ca FILE (or S3NFS_ADMIN_CA), or --insecure "
+               "to skip the check (test setups only)",
+            url, d);
+        break;
+    case CURLE_SSL_CONNECT_ERROR:
+        die(1, "TLS handshake with %s failed: %s (is the listener plain HTTP? then use "
+               "http://)",
+            url, d);
+        break;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_WEIRD_SERVER_REPLY:
+        die(1, "no HTTP answer from %s: %s%s", url, d,
+            https ? "" : " (is the admin listener HTTPS? then use --admin https://HOST:PORT)");
+        break;
+    default:
+        die(1, "request to %s failed: %s", url, d);
     }
 }
 
-/* One request; returns the status, the body in *body (heap). */
+/* One request; returns the status, the body in *body (heap, NUL-terminated). */
 static int http(const char *method, const char *path, const char *json, char **body)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0)
-        die(1, "cannot resolve %s: %s", host, gai_strerror(rc));
-    int fd = -1;
-    for (struct addrinfo *a = ai; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        struct timeval tv = {60, 0};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-            break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(ai);
-    if (fd < 0)
-        die(1, "cannot connect to the admin listener at %s:%s: %s", host, port, strerror(errno));
-
+    static CURL *curl;
+    char url[600], hosthdr[300], detail[CURL_ERROR_SIZE] = "";
+    struct answer ans = {NULL, 0, 0};
+    struct curl_slist *h = NULL;
     size_t blen = json ? strlen(json) : 0;
-    char *req = NULL, *auth = NULL, hosthdr[300];
-    snprintf(hosthdr, sizeof(hosthdr), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
-    if (akey && strncmp(path, "/api/", 5) == 0)
-        auth = sigv4_headers(method, path, hosthdr, json, blen);
-    else if (token && asprintf(&auth, "Authorization: Bearer %s\r\n", token) < 0)
-        die(1, "out of memory");
-    int n = asprintf(&req,
-                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
-                     "User-Agent: s3nfsctl/%s\r\n%s"
-                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     method, path, hosthdr, S3NFS_VERSION, auth ? auth : "", blen);
-    free(auth);
-    if (n < 0)
-        die(1, "out of memory");
-    if (write(fd, req, (size_t)n) != n || (blen && write(fd, json, blen) != (ssize_t)blen))
-        die(1, "write to the admin listener failed: %s", strerror(errno));
-    free(req);
 
-    size_t cap = 65536, len = 0;
-    char *buf = malloc(cap);
-    ssize_t r;
-    while (buf && (r = read(fd, buf + len, cap - len - 1)) > 0) {
-        len += (size_t)r;
-        if (cap - len < 4096) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb)
-                free(buf);
-            buf = nb;
-        }
+    if (!curl && !(curl = curl_easy_init()))
+        die(1, "cannot initialise libcurl");
+    curl_easy_reset(curl);
+    snprintf(hosthdr, sizeof(hosthdr), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+    snprintf(url, sizeof(url), "%s://%s%s", https ? "https" : "http", hosthdr, path);
+    next_marker[0] = '\0';
+
+    /* The Host header is given, not derived, so it is the one SigV4 signed. */
+    h = add_header(h, "Host: %s", hosthdr);
+    h = add_header(h, "Content-Type: application/json");
+    h = add_header(h, "Expect:");
+    if (akey && strcmp(path, "/healthz") != 0)
+        h = sigv4_headers(h, method, path, hosthdr, json, blen);
+    else if (token)
+        h = add_header(h, "Authorization: Bearer %s", token);
+
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json ? json : "");
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
     }
-    close(fd);
-    if (!buf)
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, "s3nfsctl/" S3NFS_VERSION);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ans);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 120L);
+    if (ca_file)
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
+    if (insecure) {
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    CURLcode rc = curl_easy_perform(curl);
+    curl_slist_free_all(h);
+    if (rc != CURLE_OK) {
+        free(ans.buf);
+        transfer_failed(rc, url, detail);
+    }
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    *body = ans.buf ? ans.buf : strdup("");
+    if (!*body)
         die(1, "out of memory");
-    buf[len] = '\0';
-    int status = 0;
-    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
-        die(1, "not an HTTP answer from %s:%s", host, port);
-    char *b = strstr(buf, "\r\n\r\n");
-    find_header(buf, b ? b : buf + len, "X-Next-Marker", next_marker, sizeof(next_marker));
-    *body = strdup(b ? b + 4 : "");
-    free(buf);
-    return status;
+    return (int)status;
 }
 
 /* ---- output: tables (default) or --json ---- */
@@ -497,25 +712,40 @@ static uint64_t parse_num(const char *s, bool sizes)
     return (uint64_t)v;
 }
 
-/* Tenant id from an id or a name. */
-static uint64_t tenant_id(const char *t)
+/* The id of @p s, a number or the name of an item of the list at @p path;
+ * exits 1 naming what was not found (@p what, "tenant" / "user"). */
+static uint64_t id_or_name(const char *s, const char *path, const char *what)
 {
-    if (t && *t && strspn(t, "0123456789") == strlen(t))
-        return parse_num(t, false);
-    json_t *arr = call_list("/tenants", false);
+    if (s && *s && strspn(s, "0123456789") == strlen(s))
+        return parse_num(s, false);
+    json_t *arr = call_list(path, false);
     size_t i;
     json_t *v;
     json_array_foreach(arr, i, v)
     {
         const char *name = json_string_value(json_object_get(v, "name"));
-        if (name && strcmp(name, t) == 0) {
+        if (name && strcmp(name, s) == 0) {
             uint64_t id = (uint64_t)json_integer_value(json_object_get(v, "id"));
             json_decref(arr);
             return id;
         }
     }
-    die(1, "no tenant named '%s'", t);
+    die(1, "no %s named '%s'%s", what, s, strcmp(what, "user") == 0 ? " in this tenant" : "");
     return 0;
+}
+
+/* Tenant id from an id or a name. */
+static uint64_t tenant_id(const char *t)
+{
+    return id_or_name(t, "/tenants", "tenant");
+}
+
+/* User id from an id or a name, within tenant @p t. */
+static uint64_t user_id(uint64_t t, const char *u)
+{
+    char p[64];
+    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users", t);
+    return id_or_name(u, p, "user");
 }
 
 /* "a,b,c" as a JSON array of strings, or of integers with @p numbers. */
@@ -702,7 +932,10 @@ static int cmd_user(int argc, char **argv)
         api("POST", o, "/tenants/%" PRIu64 "/users", t);
         return 0;
     }
-    uint64_t uid = parse_num(argv[2], false);
+    if (strcmp(argv[0], "get") != 0 && strcmp(argv[0], "delete") != 0 &&
+        strcmp(argv[0], "update") != 0)
+        return bad_usage();
+    uint64_t uid = user_id(t, argv[2]);
     if (strcmp(argv[0], "get") == 0 && argc == 3) {
         api("GET", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64, t, uid);
     } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
@@ -723,16 +956,16 @@ static int cmd_key(int argc, char **argv)
     static const struct opt list_opts[] = {{"--user", NULL, OPT_ARG, 0}, {NULL, NULL, OPT_ARG, 0}};
     NEED(2);
     if (strcmp(argv[0], "create") == 0 && argc == 3) {
-        api("POST", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", tenant_id(argv[1]),
-            parse_num(argv[2], false));
+        uint64_t t = tenant_id(argv[1]);
+        api("POST", NULL, "/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", t, user_id(t, argv[2]));
     } else if (strcmp(argv[0], "list") == 0 && (argc == 2 || argc == 4)) {
         check_flags(argc, argv, 2, list_opts);
         const char *user = flag(argc, argv, 2, "--user", true);
+        uint64_t t = tenant_id(argv[1]);
         if (user)
-            api_list("/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", tenant_id(argv[1]),
-                     parse_num(user, false));
+            api_list("/tenants/%" PRIu64 "/users/%" PRIu64 "/keys", t, user_id(t, user));
         else
-            api_list("/tenants/%" PRIu64 "/keys", tenant_id(argv[1]));
+            api_list("/tenants/%" PRIu64 "/keys", t);
     } else if (argc == 2 && strspn(argv[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                             "0123456789._-") == strlen(argv[1])) {
         if (strcmp(argv[0], "get") == 0)
@@ -875,7 +1108,7 @@ static int cmd_qos(int argc, char **argv)
     const char *user = flag(argc, argv, 2, "--user", true);
     if (user)
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/qos", t,
-                 parse_num(user, false));
+                 user_id(t, user));
     else
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/qos", t);
     if (strcmp(argv[0], "get") == 0) {
@@ -892,10 +1125,23 @@ static int cmd_qos(int argc, char **argv)
     return 0;
 }
 
+/* GET a plain-text path (/healthz, /metrics): the body on stdout, or the
+ * error on stderr and exit 1. */
 static int plain_get(const char *path)
 {
     char *out = NULL;
     int status = http("GET", path, NULL, &out);
+    if (status != 200 && status != 503) {
+        json_error_t e;
+        json_t *j = json_loads(out, 0, &e);
+        const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
+        const char *code = j ? json_string_value(json_object_get(j, "error")) : NULL;
+        fprintf(stderr, "s3nfsctl: GET %s: %d %s: %s\n", path, status, code ? code : "Error",
+                msg ? msg : out);
+        json_decref(j);
+        free(out);
+        return 1;
+    }
     fputs(out, stdout);
     free(out);
     return status == 200 ? 0 : 1;
@@ -913,13 +1159,17 @@ int main(int argc, char **argv)
     }
     argc = kept;
     const char *env = getenv("S3NFS_ADMIN");
+    ca_file = getenv("S3NFS_ADMIN_CA");
+    if (ca_file && !*ca_file)
+        ca_file = NULL;
     token = getenv("S3NFS_ADMIN_TOKEN");
     akey = getenv("S3NFS_ADMIN_ACCESS_KEY");
     skey = getenv("S3NFS_ADMIN_SECRET_KEY");
     if (token && !*token)
         token = NULL;
     if (env && *env && set_admin(env) < 0)
-        die(2, "S3NFS_ADMIN must be HOST:PORT or http://HOST:PORT, got '%s'", env);
+        die(2, "S3NFS_ADMIN must be HOST:PORT, http://HOST:PORT or https://HOST:PORT, got '%s'",
+            env);
     int i = 1;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
         if (strcmp(argv[i], "--help") == 0) {
@@ -930,7 +1180,13 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--admin") == 0 && i + 1 < argc) {
             if (set_admin(argv[++i]) < 0)
-                die(2, "--admin must be HOST:PORT or http://HOST:PORT, got '%s'", argv[i]);
+                die(2, "--admin must be HOST:PORT, http://HOST:PORT or https://HOST:PORT, got "
+                       "'%s'",
+                    argv[i]);
+        } else if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc) {
+            ca_file = argv[++i];
+        } else if (strcmp(argv[i], "--insecure") == 0) {
+            insecure = true;
         } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
             token = argv[++i];
         } else if (strcmp(argv[i], "--access-key") == 0 && i + 1 < argc) {
@@ -944,19 +1200,32 @@ int main(int argc, char **argv)
     argc -= i;
     argv += i;
     if (argc < 1) {
-        return bad_usage();
+        usage(stderr);
+        return 2;
     }
     const char *cmd = argv[0];
     argc--;
     argv++;
-    if (strcmp(cmd, "health") == 0)
-        return plain_get("/healthz");
-    if (strcmp(cmd, "metrics") == 0)
-        return plain_get("/metrics");
+    if (!cmd_doc_find(cmd))
+        return unknown_command(cmd);
+    cur_cmd = cmd;
+    cur_sub = argc > 0 ? argv[0] : NULL;
+    const struct cmd_doc *doc = cmd_doc_find(cmd);
+    if (*doc->subs && (!cur_sub || !word_in(doc->subs, cur_sub)))
+        return bad_usage();
+    if (insecure && https)
+        fprintf(stderr, "s3nfsctl: --insecure: the admin listener's certificate is not "
+                        "checked\n");
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        die(1, "cannot initialise libcurl");
     if (akey && !*akey)
         akey = NULL;
     if (akey && (!skey || !*skey))
         die(2, "--access-key needs --secret-key (or S3NFS_ADMIN_SECRET_KEY)");
+    if (strcmp(cmd, "health") == 0)
+        return plain_get("/healthz");
+    if (strcmp(cmd, "metrics") == 0)
+        return plain_get("/metrics");
     if (!token && !akey)
         die(2, "the admin API needs a token (--token TOKEN or S3NFS_ADMIN_TOKEN), or an admin "
                "user's key (--access-key AKEY --secret-key SECRET)");

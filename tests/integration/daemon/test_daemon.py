@@ -2,12 +2,16 @@
 """The daemon itself: banner and credentials, /healthz and /metrics, the admin
 REST API with its bearer token (a new tenant's key works over S3 and sees only
 its own buckets), SIGHUP reload, SIGTERM exit status, --check-config and
-config errors with line numbers, --daemon with a pidfile."""
+config errors with line numbers, --daemon with a pidfile; starts that fail
+(busy port, bad TLS file) before creating anything, --reset-admin, and the
+sd_notify readiness protocol."""
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -56,10 +60,15 @@ def test_banner_health_metrics(s3nfsd):
     assert f"access key:  {d.access_key}" in log
     assert f"aws --endpoint-url http://127.0.0.1:{d.s3_port} s3 ls" in log
     p = d.nfs_port
-    assert f"nfs://127.0.0.1/?version=3&nfsport={p}&mountport={p}" in log
+    # a runnable command (libnfs-utils), not a bare URL
+    assert f"  nfs-ls 'nfs://127.0.0.1/?version=3&nfsport={p}&mountport={p}'\n" in log
     assert f"mount -t nfs -o vers=3,proto=tcp,port={p},mountport={p},nolock 127.0.0.1:/ /mnt" \
         in log
-    assert "admin token:" not in log  # given through the environment: not printed
+    # secrets given through the environment are never echoed
+    assert d.secret_key not in log and d.admin_token not in log
+    assert "secret key:  (from the environment, S3NFS_SECRET_KEY)" in log
+    assert "admin token: (from the environment, S3NFS_ADMIN_TOKEN)" in log
+    assert 'AWS_SECRET_ACCESS_KEY="$S3NFS_SECRET_KEY"' in log
     assert get(d.admin_endpoint + "/healthz") == (200, "ok\n")
     d.boto3().list_buckets()
     status, text = get(d.admin_endpoint + "/metrics")
@@ -225,3 +234,194 @@ def test_s3nfsctl(s3nfsd):
     assert r.returncode == 1
     r = ctl(d, "user", "frobnicate")
     assert r.returncode == 2
+
+
+def bare_args(data_dir, s3, nfs, admin, *extra):
+    return [BIN, "--foreground", "--data-dir", str(data_dir), "--s3-listen", f"127.0.0.1:{s3}",
+            "--nfs-listen", f"127.0.0.1:{nfs}", "--admin-listen", f"127.0.0.1:{admin}",
+            "--set", "data_file_size=64MiB", *extra]
+
+
+NO_ENV_CREDS = {"S3NFS_ACCESS_KEY": "", "S3NFS_SECRET_KEY": "", "S3NFS_ADMIN_TOKEN": ""}
+
+
+@pytest.mark.parametrize("busy", ["s3", "nfs", "admin"])
+def test_busy_port_fails_before_creating_anything(tmp_path, busy):
+    """A listener that cannot bind fails the start with the address in the
+    message, before the data folder, store or credentials exist; once the port
+    is free, the first start prints the credentials it generates."""
+    sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+    from s3nfsd_harness import free_port
+    ports = {"s3": free_port(), "nfs": free_port(), "admin": free_port()}
+    data = tmp_path / "data"
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", ports[busy]))
+    holder.listen()
+    env = dict(os.environ, **NO_ENV_CREDS)
+    args = bare_args(data, ports["s3"], ports["nfs"], ports["admin"])
+    try:
+        r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        holder.close()
+    assert r.returncode == 1
+    assert (f"cannot start the {busy.upper() if busy != 'admin' else 'admin'} listener: "
+            f"127.0.0.1:{ports[busy]}: address already in use") in r.stderr, r.stderr
+    assert not data.exists()
+    assert "secret key" not in r.stdout
+    # the port is free again: this start is the first, and shows what it made
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    try:
+        out = ""
+        for line in p.stdout:
+            out += line
+            if line.startswith("Try:"):
+                break
+        assert re.search(r"secret key:  \S+   \(shown once\)", out), out
+        assert re.search(r"admin token: \S+   \(shown once", out), out
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def test_bad_tls_files_fail_before_creating_anything(tmp_path):
+    sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+    from s3nfsd_harness import free_port
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1"],
+                   check=True, capture_output=True)
+    bad = tmp_path / "bad-key.pem"
+    bad.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    data = tmp_path / "data"
+    env = dict(os.environ, **NO_ENV_CREDS)
+    cases = [
+        (["--set", f"s3_tls_cert={cert}", "--set", f"s3_tls_key={bad}"],
+         f"S3 listener: TLS key {bad} is not a usable PEM private key"),
+        (["--set", f"admin_tls_cert={tmp_path}/missing.pem", "--set", f"admin_tls_key={key}"],
+         f"admin listener: cannot read TLS certificate {tmp_path}/missing.pem: No such file"),
+    ]
+    for extra, msg in cases:
+        args = bare_args(data, free_port(), free_port(), free_port(), *extra)
+        r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and msg in r.stderr, r.stderr
+        assert not data.exists()
+    # a certificate without its key is a configuration error (exit 2)
+    r = subprocess.run(bare_args(data, 1, 2, 3, "--set", f"admin_tls_cert={cert}"), env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "admin_tls_cert is set but admin_tls_key is not" in r.stderr
+
+
+def test_reset_admin(daemon_factory, tmp_path):
+    """--reset-admin refuses while the daemon runs; stopped, it prints a new
+    admin token (the old one stops working) and a new key of the bootstrap
+    admin (the old key keeps working)."""
+    pidfile = tmp_path / "s3nfsd.pid"
+    d = daemon_factory(["--pidfile", str(pidfile)], env=NO_ENV_CREDS).start()
+    log = open(d.log_path).read()
+    old_ak = re.search(r"access key:  (\S+)", log).group(1)
+    old_sk = re.search(r"secret key:  (\S+)", log).group(1)
+    old_token = re.search(r"admin token: (\S+)", log).group(1)
+    reset = [BIN, "--data-dir", d.data_dir, "--pidfile", str(pidfile), "--reset-admin"]
+    env = dict(os.environ, **NO_ENV_CREDS)
+    r = subprocess.run(reset, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert f"the daemon is running (pidfile {pidfile} is locked by pid {d.proc.pid})" in r.stderr
+    # without the pidfile, the data folder's lock says the same
+    r = subprocess.run(reset[:3] + ["--reset-admin"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and f"is in use by another s3nfsd (pid {d.proc.pid})" in r.stderr
+    d.stop()
+
+    r = subprocess.run(reset, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    token = re.search(r"admin token: (\S+)", r.stdout).group(1)
+    ak = re.search(r"access key:  (\S+)", r.stdout).group(1)
+    sk = re.search(r"secret key:  (\S+)", r.stdout).group(1)
+    assert token != old_token and ak != old_ak
+    size = os.path.getsize(d.log_path)
+    d.start()
+    tail = open(d.log_path).read()[size:]
+    assert token not in tail and sk not in tail and "admin token:" not in tail
+    assert "lost? s3nfsd --reset-admin" in tail
+    assert api(d, "GET", "/tenants", token=old_token)[0] == 403
+    st, who = api(d, "GET", "/whoami", token=token)
+    assert st == 200 and who["system_admin"] is True
+    d.boto3(access_key=ak, secret_key=sk).list_buckets()
+    d.boto3(access_key=old_ak, secret_key=old_sk).list_buckets()
+    d.stop()
+    # nothing to reset where there is no store
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = subprocess.run([BIN, "--data-dir", str(empty), "--reset-admin"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "no store in" in r.stderr
+    assert os.listdir(empty) == []
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_sd_notify(daemon_factory, tmp_path, abstract):
+    """Type=notify: READY=1 once every listener serves, RELOADING=1 then
+    READY=1 around a SIGHUP reload, STOPPING=1 on SIGTERM; NOTIFY_SOCKET may
+    be a path or an abstract name ('@...')."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    if abstract:
+        name = f"@s3nfs-test-notify-{os.getpid()}-{time.time_ns()}"
+        sock.bind("\0" + name[1:])
+    else:
+        name = str(tmp_path / "notify.sock")
+        sock.bind(name)
+    sock.settimeout(30)
+    try:
+        d = daemon_factory(env={"NOTIFY_SOCKET": name}).start()
+
+        def next_msg():
+            return sock.recv(4096).decode()
+        m = next_msg()
+        assert m.startswith("READY=1\n") and f"MAINPID={d.proc.pid}" in m, m
+        d.proc.send_signal(signal.SIGHUP)
+        m = next_msg()
+        assert m.startswith("RELOADING=1\n") and re.search(r"MONOTONIC_USEC=\d+", m), m
+        assert next_msg().startswith("READY=1")
+        d.proc.send_signal(signal.SIGTERM)
+        assert next_msg().startswith("STOPPING=1")
+        assert d.stop() == 0
+    finally:
+        sock.close()
+
+
+def test_make_install_and_unit(tmp_path):
+    """make install DESTDIR=... puts both programs, the systemd unit (Type=notify,
+    the pidfile, SIGHUP reload, restart on failure), a first configuration that
+    the daemon accepts, and the docs where they belong."""
+    build = os.environ.get("S3NFS_BUILD", os.path.join(TOP, "build"))
+    if not os.path.exists(os.path.join(build, "Makefile")):
+        pytest.skip(f"no configured build tree at {build}")
+    dest = tmp_path / "root"
+    r = subprocess.run(["make", "-C", build, "install", f"DESTDIR={dest}"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    prefix = re.search(r"^prefix = (.*)$", open(os.path.join(build, "Makefile")).read(),
+                       re.M).group(1)
+    root = str(dest) + prefix
+    for f in ("bin/s3nfsd", "bin/s3nfsctl"):
+        assert os.access(os.path.join(root, f), os.X_OK), f
+    unit = open(os.path.join(root, "lib/systemd/system/s3nfsd.service")).read()
+    for line in ("Type=notify", f"ExecStart={prefix}/bin/s3nfsd --foreground --config "
+                 f"{prefix}/etc/s3nfs/s3nfsd.conf --pidfile /run/s3nfsd/s3nfsd.pid",
+                 "PIDFile=/run/s3nfsd/s3nfsd.pid", "ExecReload=/bin/kill -HUP $MAINPID",
+                 "Restart=on-failure", "NoNewPrivileges=yes", "WantedBy=multi-user.target"):
+        assert "\n" + line in unit, line
+    assert "@" + "bindir@" not in unit and "@" + "sysconfdir@" not in unit
+    conf = os.path.join(root, "etc/s3nfs/s3nfsd.conf")
+    r = subprocess.run([BIN, "--config", conf, "--check-config"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "data_dir = /var/lib/s3nfs" in r.stdout, r.stderr
+    for doc in ("README.md", "operations.md", "configuration.md", "admin-api.md"):
+        assert os.path.exists(os.path.join(root, "share/doc/s3nfs", doc)), doc
+    # a second install keeps an edited configuration
+    with open(conf, "a") as f:
+        f.write("log_level = debug\n")
+    r = subprocess.run(["make", "-C", build, "install", f"DESTDIR={dest}"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "log_level = debug" in open(conf).read()

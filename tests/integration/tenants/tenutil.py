@@ -6,6 +6,7 @@ chosen loopback source address, so one machine can play clients of different
 address ranges (127.0.0.2 vs 127.0.0.3)."""
 import json
 import os
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -49,7 +50,10 @@ class Admin:
             hdrs = sign(method, url, data or b"", hdrs, self.auth[1], self.auth[2])
         req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            # an HTTPS admin listener of a test has a self-signed certificate
+            ctx = ssl._create_unverified_context() if getattr(self.d, "admin_tls", False) \
+                else None
+            with urllib.request.urlopen(req, timeout=30, context=ctx) as r:
                 raw = r.read()
                 return r.status, (json.loads(raw) if raw else None), dict(r.headers)
         except urllib.error.HTTPError as e:

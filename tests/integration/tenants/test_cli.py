@@ -234,3 +234,113 @@ def test_tenant_admin_with_access_key(d):
     assert r.returncode == 1 and "not an admin" in r.stderr
     r = ctl(d, "whoami", token="", env={"S3NFS_ADMIN_ACCESS_KEY": a.akey})
     assert r.returncode == 2
+
+
+def make_cert(tmp_path, name="admin"):
+    """A self-signed certificate for 127.0.0.1 (its own CA) and its key."""
+    cert, key = tmp_path / f"{name}-cert.pem", tmp_path / f"{name}-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_https_admin_listener_and_metrics_auth(daemon_factory, tmp_path):
+    """admin_tls_cert/key make the admin listener HTTPS; s3nfsctl verifies its
+    certificate (system CAs, --ca or S3NFS_ADMIN_CA; --insecure skips it);
+    admin_metrics_auth closes /metrics to all but system admins, /healthz stays
+    open."""
+    import ssl
+    import urllib.error
+    import urllib.request
+    cert, key = make_cert(tmp_path)
+    d = daemon_factory(["--set", f"admin_tls_cert={cert}", "--set", f"admin_tls_key={key}",
+                        "--set", "admin_metrics_auth=true"]).start()
+    url = f"https://127.0.0.1:{d.admin_port}"
+    with open(d.log_path) as f:
+        assert f"admin:       {url}  (/healthz, /metrics with credentials" in f.read()
+    https = {"S3NFS_ADMIN": url}
+    # plain HTTP to a TLS listener: a clear error, not a hang
+    r = ctl(d, "tenant", "list")
+    assert r.returncode == 1 and "https://" in r.stderr, r.stderr
+    # the certificate is checked by default
+    r = ctl(d, "tenant", "list", env=https)
+    assert r.returncode == 1 and "cannot verify the TLS certificate" in r.stderr, r.stderr
+    assert "--ca FILE" in r.stderr
+    # ... against --ca or S3NFS_ADMIN_CA
+    assert "default" in [t["name"] for t in js(d, "--ca", str(cert), "tenant", "list",
+                                              env=https)]
+    assert ok(d, "health", env=dict(https, S3NFS_ADMIN_CA=str(cert))) == "ok\n"
+    # ... or not at all, when asked explicitly (and said so)
+    r = ctl(d, "--insecure", "whoami", env=https)
+    assert r.returncode == 0 and "not checked" in r.stderr
+    # a certificate for another name fails the check even with it as the CA
+    other, _ = make_cert(tmp_path, "other")
+    r = ctl(d, "--ca", str(other), "whoami", env=https)
+    assert r.returncode == 1 and "cannot verify" in r.stderr
+
+    # /metrics: 401 without credentials, 403 for a tenant admin, 200 for a system admin
+    ca = dict(https, S3NFS_ADMIN_CA=str(cert))
+    r = ctl(d, "metrics", token="", env=ca)
+    assert r.returncode == 1 and "401" in r.stderr
+    assert "s3nfs_ops_total" in ok(d, "metrics", env=ca)
+    from tenutil import make_tenant
+    a = make_tenant(Admin(d), "cli-tls-ta", tenant_admin=True)
+    r = ctl(d, "metrics", token="", env=dict(ca, S3NFS_ADMIN_ACCESS_KEY=a.akey,
+                                             S3NFS_ADMIN_SECRET_KEY=a.secret))
+    assert r.returncode == 1 and "403" in r.stderr and "system admin" in r.stderr
+    boot = dict(ca, S3NFS_ADMIN_ACCESS_KEY=d.access_key, S3NFS_ADMIN_SECRET_KEY=d.secret_key)
+    assert "s3nfs_ops_total" in ok(d, "metrics", token="", env=boot)
+    # the same with a stock client; /healthz needs nothing
+    tls = ssl.create_default_context(cafile=str(cert))
+    with urllib.request.urlopen(url + "/healthz", context=tls, timeout=10) as resp:
+        assert resp.status == 200
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url + "/metrics", context=tls, timeout=10)
+    assert e.value.code == 401 and "Bearer" in e.value.headers["WWW-Authenticate"]
+    req = urllib.request.Request(url + "/metrics",
+                                 headers={"Authorization": "Bearer " + d.admin_token})
+    with urllib.request.urlopen(req, context=tls, timeout=10) as resp:
+        assert b"s3nfs_store_capacity_bytes" in resp.read()
+
+
+def test_words_for_mistakes(d):
+    """A mistyped command or subcommand is named, with the closest one and only
+    its command's usage; a missing user or tenant is named as such; USER may
+    be a user's id or name, and the help says which id it means."""
+    r = ctl(d, "tenat", "list")
+    assert r.returncode == 2
+    assert "unknown command 'tenat' (did you mean 'tenant'?)" in r.stderr
+    assert "qos set" not in r.stderr  # not the whole usage
+    r = ctl(d, "user", "gte", "default", "1")
+    assert r.returncode == 2
+    assert "user has no subcommand 'gte' (did you mean 'get'?)" in r.stderr
+    assert "user list T | get T USER" in r.stderr and "export create" not in r.stderr
+    r = ctl(d, "quota", "st", "default", token="")  # named before credentials are asked for
+    assert r.returncode == 2 and "did you mean 'set'?" in r.stderr
+    help_ = ok(d, "--help")
+    assert " UID" not in help_ and "get T USER" in help_ and "not its\nPOSIX --uid" in help_
+
+    ok(d, "tenant", "create", "cli-words")
+    u = js(d, "user", "create", "cli-words", "dora", "--uid", "4242")
+    assert js(d, "user", "get", "cli-words", "dora")["id"] == u["id"]  # by name
+    assert js(d, "user", "get", "cli-words", str(u["id"]))["uid"] == 4242  # by id
+    k = js(d, "key", "create", "cli-words", "dora")
+    assert [x["access_key"] for x in js(d, "key", "list", "cli-words", "--user", "dora")] == \
+        [k["access_key"]]
+    r = ctl(d, "user", "get", "cli-words", "4242")  # the POSIX uid is not the user's id
+    assert r.returncode == 1
+    assert "404 NotFound: no such user 4242 in tenant 'cli-words'" in r.stderr, r.stderr
+    assert "no such file" not in r.stderr
+    r = ctl(d, "user", "get", "cli-words", "nobody")
+    assert r.returncode == 1 and "no user named 'nobody' in this tenant" in r.stderr
+    r = ctl(d, "user", "get", "999999", "1")
+    assert r.returncode == 1 and "no such tenant 999999" in r.stderr
+    r = ctl(d, "key", "get", "NOSUCHKEY123")
+    assert r.returncode == 1 and "no such access key 'NOSUCHKEY123'" in r.stderr
+    r = ctl(d, "export", "get", "999999")
+    assert r.returncode == 1 and "no such export 999999" in r.stderr
+    r = ctl(d, "usage", "cli-words", "no-such-bucket")
+    assert r.returncode == 1 and "no such bucket 'no-such-bucket' in tenant 'cli-words'" \
+        in r.stderr
