@@ -40,3 +40,15 @@ int srv_path_norm(const char *in, char *out, size_t outlen, unsigned flags)
     out[j] = '\0';
     return 0;
 }
+
+long srv_path_within(const char *path, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    if (pl == 1 && prefix[0] == '/')
+        return path[0] == '/' ? 1 : -1;
+    if (strncmp(path, prefix, pl) != 0)
+        return -1;
+    if (path[pl] == '\0')
+        return (long)pl;
+    return path[pl] == '/' ? (long)pl + 1 : -1;
+}

@@ -128,6 +128,9 @@ int tenants_export_delete(struct tenants *t, uint32_t id);
 /** Parse "10.0.0.0/8", "::1", "127.0.0.1/32". @return 0, -EINVAL. */
 int tenants_net_parse(const char *s, struct tenant_net *out);
 bool tenants_net_match(const struct tenant_net *n, const struct sockaddr *sa);
+/** Do ranges @p a and @p b share an address? An IPv4 range is compared as its
+ * IPv4-mapped IPv6 form, as tenants_net_match admits such clients. */
+bool tenants_net_overlap(const struct tenant_net *a, const struct tenant_net *b);
 
 /* ---- extensions (backward compatible) ---- */
 

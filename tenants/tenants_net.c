@@ -4,7 +4,9 @@
  * A range is an address and a prefix length; host bits are cleared when it
  * is parsed, so "10.1.2.3/8" and "10.0.0.0/8" are the same range. An
  * IPv4-mapped IPv6 client address (::ffff:a.b.c.d) matches IPv4 ranges, as a
- * dual-stack listener reports IPv4 clients that way.
+ * dual-stack listener reports IPv4 clients that way. For the same reason two
+ * ranges overlap when an IPv6 range holds the IPv4-mapped form of an IPv4
+ * range's addresses (::/0 overlaps 10.0.0.0/8).
  * Thread: any (pure functions). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -107,4 +109,28 @@ bool tenants_net_match(const struct tenant_net *n, const struct sockaddr *sa)
             return prefix_eq(n->addr, a + 12, n->prefix);
     }
     return false;
+}
+
+/* @p n as an IPv6 range: an IPv4 range becomes its IPv4-mapped form. */
+static void net_as_v6(const struct tenant_net *n, uint8_t addr[16], unsigned *prefix)
+{
+    if (n->family == AF_INET6) {
+        memcpy(addr, n->addr, 16);
+        *prefix = n->prefix;
+        return;
+    }
+    memset(addr, 0, 10);
+    addr[10] = addr[11] = 0xff;
+    memcpy(addr + 12, n->addr, 4);
+    *prefix = 96u + n->prefix;
+}
+
+bool tenants_net_overlap(const struct tenant_net *a, const struct tenant_net *b)
+{
+    uint8_t aa[16], ba[16];
+    unsigned ap, bp;
+    net_as_v6(a, aa, &ap);
+    net_as_v6(b, ba, &bp);
+    /* Two prefixes share an address exactly when one contains the other. */
+    return prefix_eq(aa, ba, ap < bp ? ap : bp);
 }

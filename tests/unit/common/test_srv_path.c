@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for common/srv_path.c: path normalisation as export records
- * (no flags: "." refused) and MOUNT (SRV_PATH_DOT_SKIP) use it. */
+ * (no flags: "." refused) and MOUNT (SRV_PATH_DOT_SKIP) use it, and the
+ * whole-component prefix test of export resolution. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,11 +75,30 @@ static void test_lengths(void **state)
     assert_int_equal(srv_path_norm("/./.", out, 1, SRV_PATH_DOT_SKIP), -ENAMETOOLONG);
 }
 
+static void test_within(void **state)
+{
+    (void)state;
+    assert_int_equal(srv_path_within("/", "/"), 1);
+    assert_int_equal(srv_path_within("/a", "/"), 1);
+    assert_int_equal(srv_path_within("/a/b", "/"), 1);
+    assert_int_equal(srv_path_within("/a", "/a"), 2);
+    assert_int_equal(srv_path_within("/a/b", "/a"), 3);
+    assert_string_equal("/a/b/c" + srv_path_within("/a/b/c", "/a"), "b/c");
+    /* whole components only, byte for byte (case matters) */
+    assert_int_equal(srv_path_within("/ab", "/a"), -1);
+    assert_int_equal(srv_path_within("/a", "/ab"), -1);
+    assert_int_equal(srv_path_within("/a", "/a/b"), -1);
+    assert_int_equal(srv_path_within("/A/b", "/a"), -1);
+    assert_int_equal(srv_path_within("/a-b", "/a"), -1);
+    assert_int_equal(srv_path_within("", "/"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_within),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,9 +105,43 @@ static void test_match(void **state)
     assert_false(tenants_net_match(&n, NULL));
 }
 
+static void test_overlap(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *a, *b;
+        bool overlap;
+    } cases[] = {
+        {"127.0.0.1", "127.0.0.1/32", true},
+        {"127.0.0.0/8", "127.0.0.2/32", true}, /* one contains the other */
+        {"127.0.0.2/32", "127.0.0.3/32", false},
+        {"10.0.0.0/8", "10.1.0.0/16", true},
+        {"10.0.0.0/16", "10.1.0.0/16", false},
+        {"0.0.0.0/0", "192.168.1.0/24", true},
+        {"192.168.1.0/25", "192.168.1.128/25", false},
+        {"::1", "::1/128", true},
+        {"::1", "127.0.0.1", false},
+        {"fd00::/8", "fd12:3456::/32", true},
+        {"::/0", "10.0.0.0/8", true},               /* holds the IPv4-mapped addresses */
+        {"::ffff:10.0.0.0/104", "10.2.0.0/16", true},
+        {"::ffff:10.0.0.0/104", "11.0.0.0/8", false},
+        {"fd00::/8", "10.0.0.0/8", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct tenant_net a, b;
+        assert_int_equal(tenants_net_parse(cases[i].a, &a), 0);
+        assert_int_equal(tenants_net_parse(cases[i].b, &b), 0);
+        if (tenants_net_overlap(&a, &b) != cases[i].overlap ||
+            tenants_net_overlap(&b, &a) != cases[i].overlap)
+            fail_msg("%s and %s: overlap expected %d", cases[i].a, cases[i].b,
+                     cases[i].overlap);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_overlap),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_match),
     };
