@@ -37,6 +37,7 @@
 #include "qos_admit.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_path.h"
 #include "tenants.h"
 
 #define SEG_MAX 8
@@ -86,6 +87,10 @@ static void reply_err(struct evhttp_request *req, int err, const char *what)
         status = 409;
         code = "NotEmpty";
         break;
+    case -EBUSY:
+        status = 409;
+        code = "Conflict";
+        break;
     case -EINVAL:
     case -ENOTDIR:
     case -ENAMETOOLONG:
@@ -111,7 +116,10 @@ static void reply_err(struct evhttp_request *req, int err, const char *what)
         break;
     }
     char msg[256];
-    snprintf(msg, sizeof(msg), "%s: %s", what, srv_strerror(err));
+    snprintf(msg, sizeof(msg), "%s: %s", what,
+             err == -EBUSY ? "exports would conflict (an export of \"/\" and an export in a "
+                             "tenant's prefix, for overlapping clients; see the log)"
+                           : srv_strerror(err));
     admin__error(req, status, code, msg);
 }
 
@@ -237,13 +245,18 @@ static json_t *export_json(const struct tenant_export *e)
         tenants_net_format(&e->nets[i], buf, sizeof(buf));
         json_array_append_new(nets, json_string(buf));
     }
-    return json_pack("{s:I,s:I,s:s,s:I,s:b,s:b,s:b,s:I,s:I,s:o}", "id", (json_int_t)e->id,
-                     "tenant", (json_int_t)e->tenant, "path", e->path, "dir", (json_int_t)e->dir,
-                     "read_only", (e->flags & TENANT_EXPORT_RO) != 0, "root_squash",
-                     (e->flags & TENANT_EXPORT_ROOT_SQUASH) != 0, "all_squash",
-                     (e->flags & TENANT_EXPORT_ALL_SQUASH) != 0, "anon_uid",
-                     (json_int_t)e->anon_uid, "anon_gid", (json_int_t)e->anon_gid, "clients",
-                     nets);
+    json_t *j = json_pack("{s:I,s:I,s:s,s:I,s:b,s:b,s:b,s:I,s:I,s:o}", "id",
+                          (json_int_t)e->id, "tenant", (json_int_t)e->tenant, "path", e->path,
+                          "dir", (json_int_t)e->dir, "read_only",
+                          (e->flags & TENANT_EXPORT_RO) != 0, "root_squash",
+                          (e->flags & TENANT_EXPORT_ROOT_SQUASH) != 0, "all_squash",
+                          (e->flags & TENANT_EXPORT_ALL_SQUASH) != 0, "anon_uid",
+                          (json_int_t)e->anon_uid, "anon_gid", (json_int_t)e->anon_gid,
+                          "clients", nets);
+    /* Suspended at start: not served while it conflicts with this older export. */
+    if (j && e->conflict)
+        json_object_set_new(j, "conflicts_with", json_integer(e->conflict));
+    return j;
 }
 
 static json_t *usage_json(const struct core_usage *u)
@@ -803,6 +816,49 @@ static int export_fields(struct evhttp_request *req, json_t *j, struct tenant_ex
     return 0;
 }
 
+/* May the caller place export @p e at its path? A tenant admin only in its
+ * tenant's own prefix ("/" + its name, and below). @return true, or false
+ * (403 sent). A path that does not normalise passes here and answers 400 later. */
+static bool export_path_allowed(struct api_req *x, const struct tenant_export *e)
+{
+    char norm[sizeof(e->path)], msg[160];
+    struct tenant_info ti;
+    if (is_system(x) || srv_path_norm(e->path, norm, sizeof(norm), 0) < 0 ||
+        tenants_path_is_own(x->a->tenants, e->tenant, norm))
+        return true;
+    if (tenants_tenant_get(x->a->tenants, e->tenant, &ti) < 0)
+        snprintf(ti.name, sizeof(ti.name), "NAME");
+    snprintf(msg, sizeof(msg), "a tenant admin may place exports only at /%s or below it "
+             "(another path needs a system admin)", ti.name);
+    forbidden(x->req, msg);
+    return false;
+}
+
+/* 409: export @p e would conflict with @p other. Another tenant's export is
+ * named only to a system admin. */
+static void export_conflict(struct api_req *x, const struct tenant_export *e,
+                            const struct tenant_export *other)
+{
+    char msg[4096];
+    if (is_system(x) || other->tenant == x->who->tenant) {
+        char nets[8 * 64] = "";
+        for (uint32_t i = 0; i < other->nnets && i < TENANT_EXPORT_MAX_NETS; i++) {
+            char one[64];
+            tenants_net_format(&other->nets[i], one, sizeof(one));
+            snprintf(nets + strlen(nets), sizeof(nets) - strlen(nets), "%s%s", i ? "," : "",
+                     one);
+        }
+        snprintf(msg, sizeof(msg), "export path %s for these clients would be ambiguous with "
+                 "export %u (%s, tenant %u, clients %s): one path, or across tenants one below "
+                 "the other, for overlapping client ranges", e->path, other->id, other->path,
+                 other->tenant, nets);
+    } else {
+        snprintf(msg, sizeof(msg), "export path %s for these clients would be ambiguous with an "
+                 "export of another tenant for overlapping client ranges", e->path);
+    }
+    admin__error(x->req, 409, "Conflict", msg);
+}
+
 static void exports_collection(struct api_req *x)
 {
     int rc;
@@ -822,7 +878,7 @@ static void exports_collection(struct api_req *x)
     uint64_t dir = 0;
     json_t *src = json_object_get(j, "source");
     if (export_fields(x->req, j, &e, true) < 0 ||
-        get_uint(x->req, j, "dir", UINT64_MAX >> 1, &dir) < 0) {
+        get_uint(x->req, j, "dir", UINT64_MAX >> 1, &dir) < 0 || !export_path_allowed(x, &e)) {
         json_decref(j);
         return;
     }
@@ -856,7 +912,12 @@ static void exports_collection(struct api_req *x)
     }
     json_decref(j);
     e.dir = dir;
+    memset(&out, 0, sizeof(out));
     rc = tenants_export_create(x->a->tenants, &e, &out);
+    if (rc == -EEXIST && out.id) {
+        export_conflict(x, &e, &out);
+        return;
+    }
     if (rc < 0) {
         reply_err(x->req, rc, "create export");
         return;
@@ -884,12 +945,20 @@ static void export_item(struct api_req *x)
         bad(x->req, "an export's tenant and directory cannot change (create a new export)");
         return;
     }
+    /* A tenant admin may change the flags of an export a system admin placed
+     * outside its prefix, but not move it or widen who reaches it. */
+    bool placing = json_object_get(j, "path") || json_object_get(j, "clients");
     rc = export_fields(x->req, j, &x->e, false);
     json_decref(j);
-    if (rc < 0)
+    if (rc < 0 || (placing && !export_path_allowed(x, &x->e)))
         return;
     struct tenant_export out;
+    memset(&out, 0, sizeof(out));
     rc = tenants_export_update(x->a->tenants, &x->e, &out);
+    if (rc == -EEXIST && out.id) {
+        export_conflict(x, &x->e, &out);
+        return;
+    }
     if (rc < 0) {
         reply_err(x->req, rc, "update export");
         return;

@@ -2,20 +2,26 @@
  * MOUNTPROC3_MNT (RFC 1813 5.2.1): the handle of an exported directory or
  * of a directory below one.
  * The path is normalised (repeated slashes and "." dropped; ".." refused).
- * Its export is the one, among those that admit the client's address, whose
- * path is the longest whole-component prefix of it (tenants_export_find on
- * each prefix); the rest of the path is walked down from the export's
- * directory with core_lookup as the call's principal (search permission
- * checked, symbolic links not followed), as knfsd and Ganesha serve
- * "mount host:/bucket" under an export "/". The handle belongs to that
- * export (its confinement rules apply); AUTH_SYS is the one flavor offered.
- * The mount is recorded for DUMP under the normalised path.
- * Status: MNT3_OK; MNT3ERR_NOENT (no such export or directory, or the
- * export's directory is gone); MNT3ERR_ACCES (no export admits this client,
- * or no search permission on the way); MNT3ERR_NOTDIR (a component or the
- * end is not a directory, symbolic links included); MNT3ERR_INVAL (".." or
- * a relative path); MNT3ERR_NAMETOOLONG; MNT3ERR_SERVERFAULT (out of
- * memory, core error). */
+ * Its export is the one, among the served exports that admit the client's
+ * address, whose path is the longest whole-component prefix of it
+ * (tenants_export_resolve: export paths are unambiguous by construction, and
+ * exports that do not admit the client play no part, so the answer never
+ * tells another tenant's export from a path that does not exist); the rest of
+ * the path is walked down from the export's directory with core_lookup as the
+ * call's principal (search permission checked, symbolic links not followed),
+ * as knfsd and Ganesha serve "mount host:/bucket" under an export "/". An
+ * export of "/" does not serve another tenant's own prefix ("/<tenant>/..."):
+ * there the walk stops at the first name, answered as a missing name is
+ * (NOENT, or ACCES without search permission), whether or not it exists. The
+ * handle belongs to the export (its confinement rules apply); AUTH_SYS is the
+ * one flavor offered. The mount is recorded for DUMP under the normalised
+ * path.
+ * Status: MNT3_OK; MNT3ERR_ACCES (no export admitting this client serves the
+ * path, or no search permission on the way); MNT3ERR_NOENT (no such
+ * directory below the export, or the export's directory is gone);
+ * MNT3ERR_NOTDIR (a component or the end is not a directory, symbolic links
+ * included); MNT3ERR_INVAL (".." or a relative path); MNT3ERR_NAMETOOLONG;
+ * MNT3ERR_SERVERFAULT (out of memory, core error). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -88,42 +94,12 @@ int mnt_path_norm(const char *in, char *out, size_t outlen)
     return srv_path_norm(in, out, outlen, SRV_PATH_DOT_SKIP);
 }
 
-/* The export whose path is the longest prefix of @p path (whole components);
- * @p rest points at the rest of @p path ("" or "a/b"). The longest exported
- * prefix decides: when its exports do not admit the client the answer is
- * -EACCES, never a fallback to a shorter export (which could belong to another
- * tenant whose range happens to cover the client).
- * @return 0, -ENOENT (no export is a prefix), -EACCES. */
-static int mnt_export_resolve(struct nfs_req *r, const char *path, struct tenant_export *e,
-                              const char **rest)
-{
-    char pre[MNTPATHLEN + 1];
-    size_t len = strlen(path);
-    memcpy(pre, path, len + 1);
-    for (;;) {
-        int rc = tenants_export_find(r->srv->tenants, pre, (struct sockaddr *)&r->peer, e);
-        if (rc == 0) {
-            *rest = path + len;
-            while (**rest == '/')
-                (*rest)++;
-            return 0;
-        }
-        if (rc != -ENOENT)
-            return rc;
-        if (len <= 1)
-            break;
-        while (len > 0 && pre[len - 1] != '/')
-            len--;
-        len = len > 1 ? len - 1 : 1;
-        pre[len] = '\0';
-    }
-    return -ENOENT;
-}
-
 /* Walk @p rest ("a/b") down from @p cur as the call's principal: search
  * permission checked at each step, symbolic links not followed, and the end
- * must be a directory. @return 0 (@p cur is the directory), or the error. */
-static int mnt_walk(struct nfs_req *r, const char *rest, struct core_attr *cur)
+ * must be a directory. When @p foreign (the first name is another tenant's
+ * prefix), the first name is looked up as any other, and found or not it
+ * answers as a missing one. @return 0 (@p cur is the directory), or the error. */
+static int mnt_walk(struct nfs_req *r, const char *rest, bool foreign, struct core_attr *cur)
 {
     const char *p = rest;
     while (*p) {
@@ -134,6 +110,8 @@ static int mnt_walk(struct nfs_req *r, const char *rest, struct core_attr *cur)
         int rc = core_lookup(r->srv->core, &r->p, cur->ino, p, n, &next);
         if (rc < 0)
             return rc;
+        if (foreign)
+            return -ENOENT;
         *cur = next;
         p += n;
         while (*p == '/')
@@ -170,6 +148,8 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
     struct core_attr root;
     char path[MNTPATHLEN + 1], host[64];
     const char *rest = "";
+    size_t off = 0;
+    bool foreign = false;
     int rc;
 
     const char *in = *argp ? *argp : "";
@@ -180,7 +160,8 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
     }
     rc = mnt_path_norm(in[0] ? in : "/", path, sizeof(path));
     if (rc == 0)
-        rc = mnt_export_resolve(r, path, &e, &rest);
+        rc = tenants_export_resolve(r->srv->tenants, path, (struct sockaddr *)&r->peer, &e, &off,
+                                    &foreign);
     if (rc < 0) {
         r->err = rc;
         o->fhs_status = mnt_status(rc);
@@ -188,6 +169,7 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
                 srv_strerror(rc));
         return NFS_REQ_OK;
     }
+    rest = path + off;
     nfs_req_bind_export(r, &e);
     /* The server resolves the export's own directory, whatever its modes. */
     struct core_principal sup = {.tenant = e.tenant, .flags = CORE_P_SUPER};
@@ -200,12 +182,13 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
         return NFS_REQ_OK;
     }
     /* Below the export's directory the client's own rights apply. */
-    rc = mnt_walk(r, rest, &root);
+    rc = mnt_walk(r, rest, foreign, &root);
     if (rc < 0) {
         r->err = rc;
         o->fhs_status = mnt_status(rc);
-        srv_log(INFO, NFS, "req=%08x tenant=%u MNT %s by %s (export %u, then '%s') refused: %s",
-                r->call.xid, e.tenant, path, host, e.id, rest, srv_strerror(rc));
+        srv_log(INFO, NFS, "req=%08x tenant=%u MNT %s by %s (export %u, then '%s') refused: %s%s",
+                r->call.xid, e.tenant, path, host, e.id, rest, srv_strerror(rc),
+                foreign ? " (another tenant's prefix)" : "");
         return NFS_REQ_OK;
     }
     mountres3_ok *ok = &o->mountres3_u.mountinfo;

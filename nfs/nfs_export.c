@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * nfs_export: from a client's file handle to (export, principal, inode).
  *
- * Every handle names its export; the export must still exist and admit the
- * client's address (tenants_export_get), and must belong to the tenant named
- * in the handle, or the handle is STALE: a handle of another tenant or of an
- * export this client may not use never resolves. The principal is built from
- * the AUTH_SYS credential and the export's rules: all_squash maps everyone,
+ * Every handle names its export; the export must still exist, be served (not
+ * suspended) and admit the client's address (tenants_export_get), and must
+ * belong to the tenant named in the handle, or the handle is STALE: a handle
+ * of another tenant or of an export this client may not use never resolves.
+ * The principal is built from the AUTH_SYS credential and the export's rules:
+ * all_squash maps everyone,
  * root_squash maps uid 0, to the export's anonymous uid/gid; AUTH_NONE is
  * anonymous; an unsquashed root acts as the tenant's superuser; a read-only
  * export marks the principal CORE_P_READONLY so the core answers -EROFS.
@@ -65,9 +66,10 @@ nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct 
         if (rc < 0 || e.tenant != h.tenant) {
             srv_log(INFO, NFS, "req=%08x tenant=%u %s from %s: export %u %s", r->call.xid,
                     h.tenant, r->desc->name, r->conn_peer, h.export_id,
-                    rc == -EACCES ? "does not admit this client"
-                    : rc < 0      ? "no longer exists"
-                                  : "belongs to another tenant");
+                    rc == -EACCES  ? "does not admit this client"
+                    : rc == -EBUSY ? "is suspended (it conflicts with an older export)"
+                    : rc < 0       ? "no longer exists"
+                                   : "belongs to another tenant");
             return NFS3ERR_STALE;
         }
         nfs_req_bind_export(r, &e);

@@ -389,6 +389,12 @@ static int load_export_cb(void *arg, const void *key, size_t klen, const void *v
     }
     e.id = (uint32_t)get_u64(j, "id");
     e.tenant = (uint32_t)get_u64(j, "tenant");
+    char norm[sizeof(e.path)];
+    if (srv_path_norm(e.path, norm, sizeof(norm), 0) == 0)
+        memcpy(e.path, norm, sizeof(norm));
+    else
+        srv_log(WARN, TENANT, "tenant=%u export %u: path '%s' is not a valid export path; "
+                "no MNT will find it", e.tenant, e.id, e.path);
     e.dir = get_u64(j, "dir");
     e.flags = (uint32_t)get_u64(j, "flags");
     e.anon_uid = (uint32_t)get_u64(j, "anon_uid");
@@ -541,6 +547,175 @@ static struct tenant_export *find_export(struct tenants *t, uint32_t id)
     return NULL;
 }
 
+/* ---- export paths: own prefixes, conflicts, suspension (rules: tenants.h) ----
+ * These read the cache; callers hold mgmt (the cache only changes under it)
+ * or the lock. */
+
+/* A change of tenant names the rules look at before it is made: tenant @id
+ * named @name, or gone when @name is NULL. */
+struct names_view {
+    uint32_t id;
+    const char *name;
+};
+
+/* The tenant whose name is the first component of normalised @p path (the
+ * path lies in its own prefix), 0 if none; as the names would be after @p v
+ * (NULL: as they are). */
+static uint32_t path_owner(const struct tenants *t, const char *path, const struct names_view *v)
+{
+    const char *c = path + 1;
+    size_t n = strcspn(c, "/");
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < t->tenants.n; i++) {
+        const struct tenant_info *ti = &t->tenants.v[i];
+        const char *name = ti->name;
+        if (v && v->id == ti->id && !(name = v->name))
+            continue;
+        if (strlen(name) == n && memcmp(name, c, n) == 0)
+            return ti->id;
+    }
+    return 0;
+}
+
+/* May export @p e serve normalised @p path, which lies within its path? An
+ * export of "/" never serves another tenant's own prefix. */
+static bool export_serves(const struct tenants *t, const struct tenant_export *e,
+                          const char *path, const struct names_view *v)
+{
+    if (strcmp(e->path, "/") != 0)
+        return true;
+    uint32_t owner = path_owner(t, path, v);
+    return owner == 0 || owner == e->tenant;
+}
+
+static bool clients_overlap(const struct tenant_export *a, const struct tenant_export *b)
+{
+    for (uint32_t i = 0; i < a->nnets; i++)
+        for (uint32_t j = 0; j < b->nnets; j++)
+            if (tenants_net_overlap(&a->nets[i], &b->nets[j]))
+                return true;
+    return false;
+}
+
+/* Could a client admitted by both @p a and @p b not tell which one a path
+ * names? The same path; or, across tenants, one path below the other (the
+ * longer would shadow what the shorter serves there), unless the shorter
+ * does not serve that prefix at all. */
+static bool exports_conflict(const struct tenants *t, const struct tenant_export *a,
+                             const struct tenant_export *b, const struct names_view *v)
+{
+    if (!clients_overlap(a, b))
+        return false;
+    if (strcmp(a->path, b->path) == 0)
+        return true;
+    if (a->tenant == b->tenant)
+        return false;
+    const struct tenant_export *shorter = a, *longer = b;
+    if (strlen(a->path) > strlen(b->path)) {
+        shorter = b;
+        longer = a;
+    }
+    return srv_path_within(longer->path, shorter->path) >= 0 &&
+           export_serves(t, shorter, longer->path, v);
+}
+
+/* The first export, in id order and other than @p e itself, that @p e would
+ * conflict with; NULL if none. */
+static const struct tenant_export *export_conflict_find(const struct tenants *t,
+                                                        const struct tenant_export *e)
+{
+    for (size_t i = 0; i < t->exports.n; i++) {
+        const struct tenant_export *o = &t->exports.v[i];
+        if (o->id != e->id && exports_conflict(t, e, o, NULL))
+            return o;
+    }
+    return NULL;
+}
+
+/* "ADDR/P, ADDR/P" of @p e's ranges. */
+static void nets_text(const struct tenant_export *e, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < e->nnets && used + 1 < len; i++) {
+        char one[INET6_ADDRSTRLEN + 8];
+        tenants_net_format(&e->nets[i], one, sizeof(one));
+        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", one);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+/* Would the name change @p v make two exports conflict that do not now?
+ * The exports of a tenant being deleted go with it. Logs the first such pair. */
+static bool names_change_conflicts(const struct tenants *t, const struct names_view *v)
+{
+    for (size_t i = 0; i < t->exports.n; i++) {
+        const struct tenant_export *a = &t->exports.v[i];
+        if (!v->name && a->tenant == v->id)
+            continue;
+        for (size_t j = i + 1; j < t->exports.n; j++) {
+            const struct tenant_export *b = &t->exports.v[j];
+            if (!v->name && b->tenant == v->id)
+                continue;
+            if (exports_conflict(t, a, b, v) && !exports_conflict(t, a, b, NULL)) {
+                srv_log(INFO, TENANT, "tenant=%u %s refused: exports %u '%s' (tenant %u) and "
+                        "%u '%s' (tenant %u) would conflict", v->id,
+                        v->name ? "rename" : "delete", a->id, a->path, a->tenant, b->id,
+                        b->path, b->tenant);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Decide which exports are served: in id order, an export that conflicts with
+ * an older served one is suspended. Logs every export that becomes suspended
+ * or served again. Caller holds mgmt and the write lock (or the cache is not
+ * shared yet). @return the number of suspended exports. */
+static size_t exports_settle(struct tenants *t)
+{
+    size_t suspended = 0;
+    for (size_t i = 0; i < t->exports.n; i++) {
+        struct tenant_export *e = &t->exports.v[i];
+        uint32_t was = e->conflict;
+        const struct tenant_export *o = NULL;
+        e->conflict = 0;
+        for (size_t j = 0; j < i && !o; j++)
+            if (!t->exports.v[j].conflict && exports_conflict(t, e, &t->exports.v[j], NULL))
+                o = &t->exports.v[j];
+        if (o) {
+            e->conflict = o->id;
+            suspended++;
+        }
+        if (o && was != o->id) {
+            char en[256], on[256];
+            nets_text(e, en, sizeof(en));
+            nets_text(o, on, sizeof(on));
+            srv_log(ERROR, TENANT, "tenant=%u export %u '%s' for %s conflicts with the older "
+                    "export %u '%s' for %s of tenant %u: a client in both ranges could not tell "
+                    "them apart, so export %u is not served until one of the two is changed or "
+                    "deleted (docs/nfs.md, Export paths)", e->tenant, e->id, e->path, en, o->id,
+                    o->path, on, o->tenant, e->id);
+        } else if (!o && was) {
+            srv_log(INFO, TENANT, "tenant=%u export %u '%s' no longer conflicts: served again",
+                    e->tenant, e->id, e->path);
+        }
+    }
+    return suspended;
+}
+
+bool tenants_path_is_own(struct tenants *t, uint32_t tenant, const char *path)
+{
+    pthread_rwlock_rdlock(&t->lock);
+    bool own = tenant != 0 && path && path[0] == '/' && path_owner(t, path, NULL) == tenant;
+    pthread_rwlock_unlock(&t->lock);
+    return own;
+}
+
 /* Insert a key for an existing user (persist, then cache). Caller holds mgmt. */
 static int key_add(struct tenants *t, uint32_t tenant, uint64_t user, const char *akey,
                    const char *secret)
@@ -672,6 +847,7 @@ int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfi
         (rc = lc.rc) < 0)
         goto fail;
 
+    size_t suspended = exports_settle(t);
     pthread_mutex_lock(&t->mgmt);
     if (t->tenants.n == 0) {
         if (!akey) {
@@ -717,9 +893,10 @@ int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfi
     OPENSSL_cleanse(skbuf, sizeof(skbuf));
     if (rc < 0)
         goto fail;
-    srv_log(INFO, TENANT, "loaded %zu tenants, %zu users, %zu keys, %zu exports%s",
+    srv_log(INFO, TENANT, "loaded %zu tenants, %zu users, %zu keys, %zu exports%s%s",
             t->tenants.n, t->users.n, t->keys.n, t->exports.n,
-            lc.bad ? " (some records skipped, see above)" : "");
+            lc.bad ? " (some records skipped, see above)" : "",
+            suspended ? " (some exports conflict and are not served, see above)" : "");
     tenants__metrics_start(t);
     *out = t;
     return 0;
@@ -794,7 +971,7 @@ int tenants_export_find(struct tenants *t, const char *path, const struct sockad
     pthread_rwlock_rdlock(&t->lock);
     for (size_t i = 0; i < t->exports.n; i++) {
         const struct tenant_export *e = &t->exports.v[i];
-        if (strcmp(e->path, norm) != 0)
+        if (e->conflict || strcmp(e->path, norm) != 0)
             continue;
         if (!export_admits(e, sa)) {
             rc = -EACCES;
@@ -815,9 +992,41 @@ int tenants_export_get(struct tenants *t, uint32_t id, const struct sockaddr *sa
     pthread_rwlock_rdlock(&t->lock);
     const struct tenant_export *e = find_export(t, id);
     if (e) {
-        rc = export_admits(e, sa) ? 0 : -EACCES;
+        rc = sa && e->conflict ? -EBUSY : export_admits(e, sa) ? 0 : -EACCES;
         if (rc == 0)
             *out = *e;
+    }
+    pthread_rwlock_unlock(&t->lock);
+    return rc;
+}
+
+int tenants_export_resolve(struct tenants *t, const char *path, const struct sockaddr *sa,
+                           struct tenant_export *out, size_t *rest, bool *foreign)
+{
+    const struct tenant_export *best = NULL;
+    long best_off = 0;
+    size_t best_len = 0;
+    int rc = -EACCES;
+    pthread_rwlock_rdlock(&t->lock);
+    for (size_t i = 0; i < t->exports.n; i++) {
+        const struct tenant_export *e = &t->exports.v[i];
+        if (e->conflict || !export_admits(e, sa))
+            continue;
+        long off = srv_path_within(path, e->path);
+        size_t len = strlen(e->path);
+        /* Served exports admitting one client never share a path (tenants.h),
+         * so the longest is the only one; ids break a tie that cannot happen. */
+        if (off >= 0 && (!best || len > best_len)) {
+            best = e;
+            best_len = len;
+            best_off = off;
+        }
+    }
+    if (best) {
+        *out = *best;
+        *rest = (size_t)best_off;
+        *foreign = !export_serves(t, best, path, NULL);
+        rc = 0;
     }
     pthread_rwlock_unlock(&t->lock);
     return rc;
@@ -855,7 +1064,8 @@ int tenants_export_get_admin(struct tenants *t, uint32_t id, struct tenant_expor
 int tenants_export_list(struct tenants *t, const struct sockaddr *sa, tenants_export_cb cb,
                         void *arg)
 {
-    SNAPSHOT(t, exports, struct tenant_export, export_admits(it, sa), cb, arg);
+    SNAPSHOT(t, exports, struct tenant_export, export_admits(it, sa) && (!sa || !it->conflict),
+             cb, arg);
 }
 
 int tenants_export_list_tenant(struct tenants *t, uint32_t tenant, tenants_export_cb cb,
@@ -899,6 +1109,8 @@ int tenants_tenant_create(struct tenants *t, const char *name, struct tenant_inf
     }
     pthread_rwlock_wrlock(&t->lock);
     rc = VEC_PUSH(t->tenants, ti);
+    if (rc == 0)
+        exports_settle(t); /* its prefix is no longer served by "/" */
     pthread_rwlock_unlock(&t->lock);
     if (rc == 0) {
         srv_log(INFO, TENANT, "tenant %u '%s' created", ti.id, ti.name);
@@ -966,6 +1178,11 @@ int tenants_tenant_delete(struct tenants *t, uint32_t id)
         rc = -ENOENT;
         goto out;
     }
+    struct names_view gone = {id, NULL};
+    if (names_change_conflicts(t, &gone)) {
+        rc = -EBUSY;
+        goto out;
+    }
     /* The core refuses while the tenant holds a bucket: nothing is lost. */
     rc = core_tenant_delete(t->core, id);
     if (rc < 0 && rc != -ENOENT)
@@ -996,6 +1213,7 @@ int tenants_tenant_delete(struct tenants *t, uint32_t id)
         }
     }
     del_row32(t, CORE_T_TENANTS, id);
+    exports_settle(t);
     pthread_rwlock_unlock(&t->lock);
     srv_log(INFO, TENANT, "tenant %u deleted", id);
     rc = 0;
@@ -1274,6 +1492,17 @@ int tenants_export_create(struct tenants *t, const struct tenant_export *e,
     }
     if (ne.dir == 0)
         ne.dir = ti->root;
+    ne.id = 0;
+    ne.conflict = 0;
+    const struct tenant_export *other = export_conflict_find(t, &ne);
+    if (other) {
+        srv_log(INFO, TENANT, "tenant=%u export '%s' refused: it would conflict with export %u "
+                "'%s' of tenant %u", ne.tenant, ne.path, other->id, other->path, other->tenant);
+        if (out)
+            *out = *other;
+        rc = -EEXIST;
+        goto out;
+    }
     if ((rc = next_id(t, "tenants.next_export", 1, &id)) < 0)
         goto out;
     if (id > UINT32_MAX) {
@@ -1305,6 +1534,7 @@ int tenants_export_delete(struct tenants *t, uint32_t id)
         if (t->exports.v[i].id == id) {
             del_row32(t, CORE_T_EXPORTS, id);
             VEC_DEL(t->exports, i);
+            exports_settle(t);
             rc = 0;
             break;
         }
@@ -1331,12 +1561,18 @@ int tenants_tenant_rename(struct tenants *t, uint32_t id, const char *name)
             goto out;
         }
     }
+    struct names_view renamed = {id, name};
+    if (names_change_conflicts(t, &renamed)) {
+        rc = -EBUSY;
+        goto out;
+    }
     struct tenant_info upd = *ti;
     snprintf(upd.name, sizeof(upd.name), "%s", name);
     if ((rc = save_tenant(t, &upd, 0)) < 0)
         goto out;
     pthread_rwlock_wrlock(&t->lock);
     *ti = upd;
+    exports_settle(t);
     pthread_rwlock_unlock(&t->lock);
     srv_log(INFO, TENANT, "tenant %u renamed '%s'", id, name);
 out:
@@ -1371,10 +1607,26 @@ int tenants_export_update(struct tenants *t, const struct tenant_export *e,
     ne.anon_gid = e->anon_gid;
     ne.nnets = e->nnets;
     memcpy(ne.nets, e->nets, sizeof(ne.nets));
+    /* Only a new path or new ranges can make a new conflict: a change of
+     * flags alone goes through even on an export suspended at start. */
+    const struct tenant_export *other = NULL;
+    if ((strcmp(ne.path, cur->path) != 0 || ne.nnets != cur->nnets ||
+         memcmp(ne.nets, cur->nets, ne.nnets * sizeof(ne.nets[0])) != 0) &&
+        (other = export_conflict_find(t, &ne))) {
+        srv_log(INFO, TENANT, "tenant=%u export %u update refused: '%s' would conflict with "
+                "export %u '%s' of tenant %u", ne.tenant, ne.id, ne.path, other->id, other->path,
+                other->tenant);
+        if (out)
+            *out = *other;
+        rc = -EEXIST;
+        goto out;
+    }
     if ((rc = save_export(t, &ne, 0)) < 0)
         goto out;
     pthread_rwlock_wrlock(&t->lock);
     *cur = ne;
+    exports_settle(t);
+    ne = *cur;
     pthread_rwlock_unlock(&t->lock);
     srv_log(INFO, TENANT, "tenant=%u export %u '%s' updated", ne.tenant, ne.id, ne.path);
     if (out)

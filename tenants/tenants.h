@@ -41,7 +41,26 @@ struct tenant_user {
     bool tenant_admin; /* may manage its own tenant through the admin API */
 };
 
-/* An NFS export: a directory of one tenant's namespace, for a set of client ranges. */
+/* An NFS export: a directory of one tenant's namespace, for a set of client ranges.
+ *
+ * Export paths are unambiguous across tenants (docs/nfs.md, "Export paths"):
+ * - Two exports whose client ranges overlap never have the same path, and,
+ *   when they belong to different tenants, neither path lies below the other,
+ *   with one exception: an export of "/" next to an export whose path lies in
+ *   another tenant's own prefix. A tenant's own prefix is "/" + its name
+ *   ("/acme" and everything below it), and an export of "/" never serves a
+ *   path whose first component names another tenant.
+ * - MNT of a path resolves, among the served exports that admit the client,
+ *   to the one whose path is the longest whole-component prefix of it
+ *   (tenants_export_resolve); by the rule above there is never a tie, and an
+ *   export of another tenant that does not admit the client plays no part.
+ * - tenants_export_create and tenants_export_update refuse a change that
+ *   would break the rule (-EEXIST); tenants_tenant_rename and
+ *   tenants_tenant_delete refuse one that would (-EBUSY). A store written
+ *   before the rule may hold conflicting exports: at open, in id order, an
+ *   export that conflicts with an older served one is suspended (not served:
+ *   no MNT, its handles answer STALE, MOUNT EXPORT omits it; logged) until
+ *   one of the two is changed or deleted. */
 #define TENANT_EXPORT_RO 0x1
 #define TENANT_EXPORT_ROOT_SQUASH 0x2
 #define TENANT_EXPORT_ALL_SQUASH 0x4
@@ -60,6 +79,8 @@ struct tenant_export {
     uint32_t anon_uid, anon_gid;
     uint32_t nnets;
     struct tenant_net nets[TENANT_EXPORT_MAX_NETS];
+    uint32_t conflict;      /* not stored: nonzero while suspended, the id of the older
+                             * export it conflicts with */
 };
 
 /** Load (and cache) every record. On a new store, create the bootstrap tenant
@@ -80,14 +101,31 @@ void tenants_close(struct tenants *t);
 int tenants_key_lookup(struct tenants *t, const char *akey, char *secret,
                        struct core_principal *p);
 
-/** NFS: the export mounted as @p path that admits client address @p sa.
- * @return 0, -ENOENT (no such export), -EACCES (address not admitted). */
+/** The served export whose path is exactly @p path and that admits client
+ * address @p sa. @return 0, -ENOENT (no such export), -EACCES (address not
+ * admitted). */
 int tenants_export_find(struct tenants *t, const char *path, const struct sockaddr *sa,
                         struct tenant_export *out);
-/** NFS: export @p id if it admits @p sa. @return 0, -ENOENT, -EACCES. */
+/** NFS MOUNT: the export that serves the normalised path @p path (srv_path_norm)
+ * to client @p sa: among the served exports that admit @p sa, the one whose
+ * path is the longest whole-component prefix of @p path. Exports that do not
+ * admit @p sa play no part, so the answer never tells whether they exist.
+ * @param[out] out the export (on 0).
+ * @param[out] rest offset in @p path of the part below the export's path
+ *             ("" when the path is the export's own).
+ * @param[out] foreign set when the export is one of "/" and the first
+ *             component of @p path names another tenant: that prefix is the
+ *             other tenant's, and the export does not serve it (the caller
+ *             answers as for a missing name in the export's directory).
+ * @return 0, -EACCES (no export admitting @p sa serves @p path). */
+int tenants_export_resolve(struct tenants *t, const char *path, const struct sockaddr *sa,
+                           struct tenant_export *out, size_t *rest, bool *foreign);
+/** NFS: export @p id if it admits @p sa (NULL: any address, and suspended
+ * exports too). @return 0, -ENOENT, -EACCES, -EBUSY (suspended). */
 int tenants_export_get(struct tenants *t, uint32_t id, const struct sockaddr *sa,
                        struct tenant_export *out);
-/** Visit exports admitting @p sa (NULL: all) — MOUNT EXPORT procedure. */
+/** Visit the served exports admitting @p sa (NULL: all, suspended ones too) —
+ * MOUNT EXPORT procedure. */
 typedef int (*tenants_export_cb)(void *arg, const struct tenant_export *e);
 int tenants_export_list(struct tenants *t, const struct sockaddr *sa, tenants_export_cb cb,
                         void *arg);
@@ -96,6 +134,9 @@ int tenants_export_list(struct tenants *t, const struct sockaddr *sa, tenants_ex
 int tenants_tenant_create(struct tenants *t, const char *name, struct tenant_info *out);
 int tenants_tenant_get(struct tenants *t, uint32_t id, struct tenant_info *out);
 int tenants_tenant_find(struct tenants *t, const char *name, struct tenant_info *out);
+/** Delete tenant @p id with its users, keys and exports. @return 0, -ENOENT,
+ * -ENOTEMPTY (it holds a bucket), -EBUSY (exports of other tenants in its
+ * prefix would then conflict with an export of "/"). */
 int tenants_tenant_delete(struct tenants *t, uint32_t id);
 typedef int (*tenants_tenant_cb)(void *arg, const struct tenant_info *ti);
 int tenants_tenant_list(struct tenants *t, tenants_tenant_cb cb, void *arg);
@@ -121,9 +162,18 @@ struct tenant_key {
 typedef int (*tenants_key_cb)(void *arg, const struct tenant_key *k);
 int tenants_key_list(struct tenants *t, uint32_t tenant, tenants_key_cb cb, void *arg);
 
+/** New export (path normalised; dir 0: the tenant's root).
+ * @param[out] out the export made; on -EEXIST, the existing export it
+ *             conflicts with (may be NULL).
+ * @return 0, -EINVAL (bad path, flags or ranges), -ENOENT (no such tenant),
+ *         -EEXIST (it would conflict with an existing export: see the rule
+ *         above), -ENOSPC (ids exhausted), or the store's error. */
 int tenants_export_create(struct tenants *t, const struct tenant_export *e,
                           struct tenant_export *out);
 int tenants_export_delete(struct tenants *t, uint32_t id);
+/** Does normalised @p path lie in the own prefix of tenant @p tenant ("/" +
+ * its name, and below)? @return true, or false (also for an unknown tenant). */
+bool tenants_path_is_own(struct tenants *t, uint32_t tenant, const char *path);
 
 /** Parse "10.0.0.0/8", "::1", "127.0.0.1/32". @return 0, -EINVAL. */
 int tenants_net_parse(const char *s, struct tenant_net *out);
@@ -155,11 +205,15 @@ int tenants_export_get_admin(struct tenants *t, uint32_t id, struct tenant_expor
 int tenants_export_list_tenant(struct tenants *t, uint32_t tenant, tenants_export_cb cb,
                                void *arg);
 
-/** Rename tenant @p id. @return 0, -ENOENT, SRV_EBADNAME, -EEXIST (name taken). */
+/** Rename tenant @p id. @return 0, -ENOENT, SRV_EBADNAME, -EEXIST (name taken),
+ * -EBUSY (exports would conflict: the old prefix would be free, or the new one
+ * taken, under an export of "/" that overlaps an export in it). */
 int tenants_tenant_rename(struct tenants *t, uint32_t id, const char *name);
 /** Replace export @p e->id's path, flags, anonymous ids and client ranges (its
  * tenant and directory stay). Takes effect for the next MNT and the next call
- * with a handle. @return 0, -ENOENT, -EINVAL (bad path, flags or ranges). */
+ * with a handle. A new path or new ranges are checked as tenants_export_create
+ * checks them. @param[out] out as for tenants_export_create.
+ * @return 0, -ENOENT, -EINVAL (bad path, flags or ranges), -EEXIST (conflict). */
 int tenants_export_update(struct tenants *t, const struct tenant_export *e,
                           struct tenant_export *out);
 

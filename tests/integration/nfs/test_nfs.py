@@ -450,10 +450,10 @@ def make_tenant_export(daemon, name, path, nets=("127.0.0.0/8",), **flags):
 
 
 def test_two_tenants_cannot_reach_each_other(s3nfsd, nfs3_client):
-    make_tenant_export(s3nfsd, "tenant-b", "/tb")
+    make_tenant_export(s3nfsd, "tenant-b", "/tenant-b")
     c = RpcConn(s3nfsd.nfs_port)
     a_root = root_fh(c, "/")
-    b_root = root_fh(c, "/tb")
+    b_root = root_fh(c, "/tenant-b")
     assert a_root != b_root
     b_bucket = bucket_name()
     st, b_bfh = c.mkdir(b_root, b_bucket)
@@ -484,11 +484,11 @@ def test_export_not_admitting_client_is_refused(s3nfsd):
 
 
 def test_readonly_and_root_squash_exports(s3nfsd):
-    make_tenant_export(s3nfsd, "tenant-ro", "/ro", read_only=True)
-    make_tenant_export(s3nfsd, "tenant-sq", "/sq", root_squash=True, anon_uid=4321,
+    make_tenant_export(s3nfsd, "tenant-ro", "/tenant-ro", read_only=True)
+    make_tenant_export(s3nfsd, "tenant-sq", "/tenant-sq", root_squash=True, anon_uid=4321,
                        anon_gid=4322)
     c = RpcConn(s3nfsd.nfs_port)  # AUTH_SYS uid 0
-    ro = root_fh(c, "/ro")
+    ro = root_fh(c, "/tenant-ro")
     assert c.mkdir(ro, bucket_name())[0] == rpc3.NFS3ERR_ROFS
     setattr_args = Packer().opaque(ro).raw(rpc3.sattr3(mode=0o700)).u32(0).bytes()
     assert c.nfs(rpc3.SETATTR, setattr_args)[0] == rpc3.NFS3ERR_ROFS
@@ -498,7 +498,7 @@ def test_readonly_and_root_squash_exports(s3nfsd):
     granted = u.u32()
     assert granted & (0x04 | 0x08 | 0x10) == 0, "read-only: no MODIFY/EXTEND/DELETE"
     assert granted & 0x02, "LOOKUP still allowed"
-    sq = root_fh(c, "/sq")
+    sq = root_fh(c, "/tenant-sq")
     st, bfh = c.mkdir(sq, bucket_name())
     if st == 0:
         assert c.getattr(bfh)[1]["uid"] == 4321, "root is squashed to the anonymous uid"
@@ -508,14 +508,14 @@ def test_readonly_and_root_squash_exports(s3nfsd):
 
 
 def test_fsstat_reports_quota_and_dquot(s3nfsd):
-    tid, _ = make_tenant_export(s3nfsd, "tenant-q", "/q")
+    tid, _ = make_tenant_export(s3nfsd, "tenant-q", "/tenant-q")
     st, _ = admin(s3nfsd, "PUT", f"/api/v1/tenants/{tid}/quota",
                   {"bytes_limit": 4 << 20, "inodes_limit": 50})
     if st in (404, 405, 501):
         pytest.skip(f"quota API not available ({st})")
     assert st in (200, 204), st
     c = RpcConn(s3nfsd.nfs_port)
-    q = root_fh(c, "/q")
+    q = root_fh(c, "/tenant-q")
     st, fs = c.fsstat(q)
     assert st == 0 and fs["tbytes"] == 4 << 20 and fs["tfiles"] == 50
     assert fs["fbytes"] <= 4 << 20 and fs["ffiles"] <= 50
@@ -862,9 +862,9 @@ def test_mutated_calls_never_crash_the_server(s3nfsd):
 
 
 def test_export_of_a_bucket_is_confined(s3nfsd):
-    tid, _ = make_tenant_export(s3nfsd, "tenant-sub", "/tsub")
+    tid, _ = make_tenant_export(s3nfsd, "tenant-sub", "/tenant-sub")
     c = RpcConn(s3nfsd.nfs_port)
-    troot = root_fh(c, "/tsub")
+    troot = root_fh(c, "/tenant-sub")
     b = bucket_name()
     st, bfh = c.mkdir(troot, b)
     assert st == 0
@@ -872,9 +872,9 @@ def test_export_of_a_bucket_is_confined(s3nfsd):
     assert st == 0
     ino = c.getattr(bfh)[1]["fileid"]
     st, e = admin(s3nfsd, "POST", f"/api/v1/tenants/{tid}/exports",
-                  {"path": "/only-bucket", "clients": ["127.0.0.0/8"], "dir": ino})
+                  {"path": "/tenant-sub/only-bucket", "clients": ["127.0.0.0/8"], "dir": ino})
     assert st in (200, 201), st
-    st, (efh, _) = c.mnt("/only-bucket")
+    st, (efh, _) = c.mnt("/tenant-sub/only-bucket")
     assert st == 0
     attr = c.getattr(efh)[1]
     assert attr["fileid"] == ino and attr["type"] == 2
@@ -963,17 +963,17 @@ def test_mount_below_an_export(s3nfsd):
 
 
 def test_mount_below_a_tenant_export_picks_the_longest_prefix(s3nfsd):
-    _, e = make_tenant_export(s3nfsd, "tenant-pre", "/tpre")
+    _, e = make_tenant_export(s3nfsd, "tenant-pre", "/tenant-pre")
     c = RpcConn(s3nfsd.nfs_port)
-    troot = root_fh(c, "/tpre")
+    troot = root_fh(c, "/tenant-pre")
     b = bucket_name()
     st, bfh = c.mkdir(troot, b)
     assert st == 0
-    fh = root_fh(c, f"/tpre/{b}")
+    fh = root_fh(c, f"/tenant-pre/{b}")
     assert fh == bfh and fh[4:12] == troot[4:12], "the handle is of the tenant's export"
-    # The default tenant's "/" export holds no "tpre": the prefix "/tpre" was used.
-    assert c.lookup(root_fh(c, "/"), "tpre")[0] == rpc3.NFS3ERR_NOENT
-    assert c.mnt(f"/tpre/{b}/nosuch")[0] == 2
+    # The default tenant's "/" export holds no "tenant-pre": the prefix "/tenant-pre" was used.
+    assert c.lookup(root_fh(c, "/"), "tenant-pre")[0] == rpc3.NFS3ERR_NOENT
+    assert c.mnt(f"/tenant-pre/{b}/nosuch")[0] == 2
     # A path under an export that does not admit the client, with "/" not
     # holding it either: never a handle.
     make_tenant_export(s3nfsd, "tenant-far2", "/far2", nets=("10.98.0.0/16",))

@@ -139,21 +139,21 @@ def test_exports(d):
     e = js(d, "export", "create", "cli-e", "/cli-e", "--clients", "127.0.0.1/32,::1",
            "--root-squash")
     assert e["clients"] == ["127.0.0.1/32", "::1/128"] and e["root_squash"] is True
-    eb = js(d, "export", "create", "cli-e", "/cli-e-b", "--clients", "127.0.0.1",
+    eb = js(d, "export", "create", "cli-e", "/cli-e/b", "--clients", "127.0.0.1",
             "--source", "ebkt", "--ro")
     assert eb["read_only"] is True and eb["dir"] != e["dir"]
     rows = table(ok(d, "export", "list", "cli-e"))
-    assert sorted(r["PATH"] for r in rows) == ["/cli-e", "/cli-e-b"]
+    assert sorted(r["PATH"] for r in rows) == ["/cli-e", "/cli-e/b"]
     assert fields(ok(d, "export", "get", str(e["id"])))["path"] == "/cli-e"
     with Nfs(d) as c:
         assert c.mount("/cli-e")[0] == 0
         out = js(d, "export", "update", str(e["id"]), "--clients", "127.0.0.7/32", "--rw",
-                 "--no-root-squash", "--path", "/cli-e2")
-        assert out["clients"] == ["127.0.0.7/32"] and out["path"] == "/cli-e2"
+                 "--no-root-squash", "--path", "/cli-e/2")
+        assert out["clients"] == ["127.0.0.7/32"] and out["path"] == "/cli-e/2"
         assert out["root_squash"] is False
-        assert c.mount("/cli-e2")[0] != 0  # 127.0.0.1 no longer admitted
+        assert c.mount("/cli-e/2")[0] != 0  # 127.0.0.1 no longer admitted
     with Nfs(d, source="127.0.0.7") as c:
-        assert c.mount("/cli-e2")[0] == 0
+        assert c.mount("/cli-e/2")[0] == 0
     r = ctl(d, "export", "update", str(e["id"]), "--source", "ebkt")
     assert r.returncode == 2
     r = ctl(d, "export", "create", "cli-e", "/bad", "--clients", "not-a-net")

@@ -232,10 +232,10 @@ def test_fsstat_shows_quota(t):
         assert fs["ffiles"] == 1000 - u["inodes"]
     # An export of the bucket shows the tighter of the bucket's and the tenant's quota.
     t.adm.put(f"/tenants/{t.id}/buckets/bkt/quota", {"bytes_limit": 2 * MiB})
-    t.adm.post(f"/tenants/{t.id}/exports", {"path": f"/{t.name}-b", "source": "bkt",
+    t.adm.post(f"/tenants/{t.id}/exports", {"path": f"/{t.name}/b", "source": "bkt",
                                             "clients": ["127.0.0.1/32"]})
     with Nfs(t.d) as c:
-        st, broot = c.mount(f"/{t.name}-b")
+        st, broot = c.mount(f"/{t.name}/b")
         assert st == 0
         st, fs = c.fsstat(broot)
         assert st == 0 and fs["tbytes"] == 2 * MiB and fs["fbytes"] == MiB

@@ -492,6 +492,187 @@ static void test_rename_and_export_update(void **state)
     tenants_close(t);
 }
 
+/* An export of tenant @p tenant at @p path for the ranges @p nets ("a,b"). */
+static int mkexport(struct tenants *t, uint32_t tenant, const char *path, const char *nets,
+                    struct tenant_export *out)
+{
+    struct tenant_export e;
+    char buf[256], *save = NULL;
+    memset(&e, 0, sizeof(e));
+    e.tenant = tenant;
+    snprintf(e.path, sizeof(e.path), "%s", path);
+    snprintf(buf, sizeof(buf), "%s", nets);
+    for (char *n = strtok_r(buf, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+        assert_int_equal(tenants_net_parse(n, &e.nets[e.nnets]), 0);
+        e.nnets++;
+    }
+    if (out)
+        memset(out, 0, sizeof(*out));
+    return tenants_export_create(t, &e, out);
+}
+
+/* Which export (its id; 0: none, -EACCES) serves @p path to @p addr. */
+static long served_by(struct tenants *t, const char *path, const char *addr, const char **rest,
+                      bool *foreign)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (strchr(addr, ':')) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        inet_pton(AF_INET6, addr, &s6->sin6_addr);
+    } else {
+        *(struct sockaddr_in *)&ss = v4(addr);
+    }
+    struct tenant_export e;
+    size_t off = 0;
+    bool f = false;
+    int rc = tenants_export_resolve(t, path, (struct sockaddr *)&ss, &e, &off, &f);
+    if (rc < 0)
+        return rc;
+    if (rest)
+        *rest = path + off;
+    if (foreign)
+        *foreign = f;
+    return e.id;
+}
+
+/* Export paths are unambiguous across tenants (tenants.h): same path or, across
+ * tenants, nested paths for overlapping ranges are refused, except "/" next to
+ * an export in another tenant's own prefix, which "/" does not serve. */
+static void test_export_rules(void **state)
+{
+    struct tenants *t;
+    struct tenant_info acme, beta;
+    struct tenant_export ea, eas, eb, eb2, other, got;
+    const char *rest;
+    bool foreign;
+
+    assert_int_equal(tenants_open(&t, FAKE, "AKIARULES", "rules-secret", NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_tenant_create(t, "acme", &acme), 0);
+    assert_int_equal(tenants_tenant_create(t, "beta", &beta), 0);
+    assert_true(tenants_path_is_own(t, acme.id, "/acme"));
+    assert_true(tenants_path_is_own(t, acme.id, "/acme/x/y"));
+    assert_false(tenants_path_is_own(t, acme.id, "/acme2"));
+    assert_false(tenants_path_is_own(t, acme.id, "/ACME"));
+    assert_false(tenants_path_is_own(t, acme.id, "/"));
+    assert_false(tenants_path_is_own(t, beta.id, "/acme"));
+    assert_false(tenants_path_is_own(t, 99, "/acme"));
+
+    /* In its own prefix a tenant's export sits next to the bootstrap "/" (127/8). */
+    assert_int_equal(mkexport(t, acme.id, "/acme", "127.0.0.2/32", &ea), 0);
+    assert_int_equal(mkexport(t, acme.id, "/acme/sub", "127.0.0.2", &eas), 0); /* same tenant */
+    /* Another tenant: the same path, or one below or above it, for overlapping ranges. */
+    assert_int_equal(mkexport(t, beta.id, "/acme", "127.0.0.0/24", &other), -EEXIST);
+    assert_int_equal(other.id, ea.id);
+    assert_int_equal(mkexport(t, beta.id, "//acme//sub/", "127.0.0.2", &other), -EEXIST);
+    assert_int_equal(other.id, ea.id); /* the older, shorter one comes first */
+    assert_int_equal(mkexport(t, beta.id, "/acme/sub/deeper", "::ffff:127.0.0.0/120", &other),
+                     -EEXIST);
+    /* Outside any tenant's prefix, below the bootstrap "/" for loopback: refused. */
+    assert_int_equal(mkexport(t, beta.id, "/data", "127.0.0.9", &other), -EEXIST);
+    assert_int_equal(other.id, 1);
+    assert_int_equal(mkexport(t, beta.id, "/ACME", "127.0.0.9", &other), -EEXIST); /* case */
+    assert_int_equal(mkexport(t, beta.id, "/x", "::/0", &other), -EEXIST);       /* holds ::1 */
+    assert_int_equal(other.id, 1);
+    assert_int_equal(mkexport(t, beta.id, "/", "127.0.0.7", &other), -EEXIST);
+    /* The same path twice, even of one tenant, for overlapping ranges. */
+    assert_int_equal(mkexport(t, 1, "/", "127.0.0.5", &other), -EEXIST);
+    assert_int_equal(mkexport(t, acme.id, "/acme", "127.0.0.0/30", &other), -EEXIST);
+    /* Disjoint ranges never conflict. */
+    assert_int_equal(mkexport(t, beta.id, "/", "10.0.0.0/8", &eb), 0);
+    assert_int_equal(mkexport(t, beta.id, "/acme", "127.0.0.3", &eb2), 0);
+    assert_int_equal(mkexport(t, acme.id, "/beta", "10.1.0.0/16", &other), -EEXIST);
+
+    /* MNT resolution: the longest prefix among the exports admitting the client. */
+    assert_int_equal(served_by(t, "/acme/sub/x", "127.0.0.2", &rest, &foreign), eas.id);
+    assert_string_equal(rest, "x");
+    assert_false(foreign);
+    assert_int_equal(served_by(t, "/acme/y", "127.0.0.2", &rest, NULL), ea.id);
+    assert_string_equal(rest, "y");
+    assert_int_equal(served_by(t, "/acme", "127.0.0.3", &rest, NULL), eb2.id);
+    assert_string_equal(rest, "");
+    /* "/" of the bootstrap tenant does not serve acme's prefix to other clients. */
+    assert_int_equal(served_by(t, "/acme/y", "127.0.0.7", &rest, &foreign), 1);
+    assert_true(foreign);
+    assert_string_equal(rest, "acme/y");
+    assert_int_equal(served_by(t, "/bucket/y", "127.0.0.7", &rest, &foreign), 1);
+    assert_false(foreign);
+    assert_int_equal(served_by(t, "/acme", "10.1.2.3", NULL, &foreign), eb.id);
+    assert_true(foreign);
+    assert_int_equal(served_by(t, "/beta/q", "10.1.2.3", &rest, &foreign), eb.id);
+    assert_false(foreign);
+    assert_int_equal(served_by(t, "/acme", "192.168.1.1", NULL, NULL), -EACCES);
+    assert_int_equal(served_by(t, "/", "::1", NULL, NULL), 1);
+
+    /* Updates are checked as creations; a change of flags alone is not. */
+    struct tenant_export upd = eb2;
+    snprintf(upd.path, sizeof(upd.path), "/acme/sub");
+    assert_int_equal(tenants_export_update(t, &upd, &other), 0); /* 127.0.0.3: disjoint */
+    assert_int_equal(tenants_net_parse("127.0.0.0/24", &upd.nets[0]), 0);
+    assert_int_equal(tenants_export_update(t, &upd, &other), -EEXIST);
+    assert_int_equal(other.id, ea.id);
+    snprintf(upd.path, sizeof(upd.path), "/beta");
+    assert_int_equal(tenants_export_update(t, &upd, &got), 0);
+    assert_string_equal(got.path, "/beta");
+
+    /* Renaming acme would leave its "/acme" exports, and renaming beta its
+     * "/beta" one, in nobody's prefix under the bootstrap "/" for loopback. */
+    assert_int_equal(tenants_tenant_rename(t, acme.id, "acme2"), -EBUSY);
+    assert_int_equal(tenants_tenant_rename(t, beta.id, "gamma"), -EBUSY);
+    assert_int_equal(tenants_tenant_find(t, "beta", &beta), 0);
+    assert_int_equal(tenants_tenant_rename(t, acme.id, "acme"), 0); /* its own name */
+    /* Tenant acme gone: beta's export in its prefix would conflict with "/". */
+    struct tenant_export ebx;
+    assert_int_equal(tenants_export_delete(t, got.id), 0);
+    assert_int_equal(mkexport(t, beta.id, "/acme/b", "127.0.0.4", &ebx), 0);
+    assert_int_equal(tenants_tenant_delete(t, acme.id), -EBUSY);
+    assert_int_equal(tenants_export_delete(t, ebx.id), 0);
+    assert_int_equal(tenants_tenant_delete(t, acme.id), 0);
+    tenants_close(t);
+}
+
+/* A store written before the rules may hold conflicting exports: at open the
+ * newer of each conflicting pair is suspended (not served) until fixed. */
+static void test_export_conflicts_at_open(void **state)
+{
+    struct tenants *t;
+    struct tenant_info a, b;
+    struct tenant_export ea, e;
+    assert_int_equal(tenants_open(&t, FAKE, "AKIAOLD", "old-secret-1", NULL, NULL, NULL), 0);
+    assert_int_equal(tenants_tenant_create(t, "a", &a), 0);
+    assert_int_equal(tenants_tenant_create(t, "b", &b), 0);
+    assert_int_equal(mkexport(t, a.id, "/a", "127.0.0.2", &ea), 0);
+    tenants_close(t);
+    /* What the old code accepted: tenant b at a's path for a's client, id 9. */
+    const char *rec = "{\"v\":1,\"id\":9,\"tenant\":3,\"path\":\"/a/\",\"dir\":1003,"
+                      "\"flags\":0,\"anon_uid\":65534,\"anon_gid\":65534,"
+                      "\"nets\":[\"127.0.0.2/32\"]}";
+    uint8_t k[4] = {0, 0, 0, 9};
+    assert_int_equal(b.id, 3);
+    assert_int_equal(core_table_put(FAKE, CORE_T_EXPORTS, k, 4, rec, strlen(rec), 0), 0);
+    assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, NULL), 0);
+    struct sockaddr_in c = v4("127.0.0.2");
+    assert_int_equal(served_by(t, "/a/x", "127.0.0.2", NULL, NULL), ea.id);
+    assert_int_equal(tenants_export_get(t, 9, (struct sockaddr *)&c, &e), -EBUSY);
+    assert_int_equal(tenants_export_get_admin(t, 9, &e), 0);
+    assert_int_equal(e.conflict, ea.id);
+    assert_string_equal(e.path, "/a"); /* normalised at load */
+    int n = 0;
+    assert_int_equal(tenants_export_list(t, (struct sockaddr *)&c, (tenants_export_cb)count_cb,
+                                         &n), 0);
+    assert_int_equal(n, 2); /* "/" and a's */
+    /* A change of flags alone keeps it suspended; deleting the older one serves it. */
+    e.flags = TENANT_EXPORT_RO;
+    assert_int_equal(tenants_export_update(t, &e, &e), 0);
+    assert_int_equal(e.conflict, ea.id);
+    assert_int_equal(tenants_export_delete(t, ea.id), 0);
+    assert_int_equal(tenants_export_get(t, 9, (struct sockaddr *)&c, &e), 0);
+    assert_int_equal(e.conflict, 0);
+    assert_int_equal(served_by(t, "/a/x", "127.0.0.2", NULL, NULL), 9);
+    tenants_close(t);
+}
+
 static void test_keyfile(void **state)
 {
     char dir[] = "/tmp/test_tenants.XXXXXX";
@@ -624,6 +805,8 @@ int main(void)
         cmocka_unit_test_setup(test_env_key_on_restart, setup),
         cmocka_unit_test_setup(test_crud, setup),
         cmocka_unit_test_setup(test_rename_and_export_update, setup),
+        cmocka_unit_test_setup(test_export_rules, setup),
+        cmocka_unit_test_setup(test_export_conflicts_at_open, setup),
         cmocka_unit_test_setup(test_keyfile, setup),
         cmocka_unit_test_setup(test_tamper, setup),
         cmocka_unit_test_setup(test_metrics, setup),
