@@ -15,7 +15,7 @@
  * (NOENT, or ACCES without search permission), whether or not it exists. The
  * handle belongs to the export (its confinement rules apply); AUTH_SYS is the
  * one flavor offered. The mount is recorded for DUMP under the normalised
- * path.
+ * path, with its export.
  * Status: MNT3_OK; MNT3ERR_ACCES (no export admitting this client serves the
  * path, or no search permission on the way); MNT3ERR_NOENT (no such
  * directory below the export, or the export's directory is gone);
@@ -42,18 +42,23 @@ void nfs_req_peer_host(const struct nfs_req *r, char *buf, size_t len)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, buf, (socklen_t)len);
 }
 
-static void mnt_list_add(struct nfs_server *s, const char *host, const char *path)
+static void mnt_list_add(struct nfs_server *s, const char *host, const char *path,
+                         uint32_t export_id)
 {
     pthread_mutex_lock(&s->lock);
-    for (struct nfs_mount_ent *m = s->mounts; m; m = m->next)
-        if (strcmp(m->host, host) == 0 && strcmp(m->path, path) == 0)
+    for (struct nfs_mount_ent *m = s->mounts; m; m = m->next) {
+        if (strcmp(m->host, host) == 0 && strcmp(m->path, path) == 0) {
+            m->export_id = export_id;
             goto out;
+        }
+    }
     struct nfs_mount_ent *m = calloc(1, sizeof(*m));
     if (!m || !(m->path = strdup(path))) {
         free(m);
         goto out;
     }
     snprintf(m->host, sizeof(m->host), "%s", host);
+    m->export_id = export_id;
     m->next = s->mounts;
     s->mounts = m;
 out:
@@ -206,7 +211,7 @@ int mnt_mnt(struct nfs_req *r, void *args, void *res)
     ok->fhandle.fhandle3_val = fh.data.data_val;
     ok->auth_flavors.auth_flavors_len = 1;
     ok->auth_flavors.auth_flavors_val = flavors;
-    mnt_list_add(r->srv, host, path);
+    mnt_list_add(r->srv, host, path, e.id);
     srv_log(INFO, NFS, "req=%08x tenant=%u MNT %s by %s (export %u %s)", r->call.xid, e.tenant,
             path, host, e.id, e.path);
     return NFS_REQ_OK;

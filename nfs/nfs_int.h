@@ -288,6 +288,7 @@ int mnt_export(struct nfs_req *r, void *args, void *res);
 struct nfs_mount_ent {
     char host[64];
     char *path;
+    uint32_t export_id; /* the export it was mounted through (DUMP shows it only to its clients) */
     struct nfs_mount_ent *next;
 };
 /** Client address of the call as text, without port. */

@@ -3,8 +3,8 @@
 tried as a hostile tenant admin of tenant A against tenant B: nothing A's admin
 creates changes what B's NFS clients reach. A tenant admin places exports only
 in its tenant's own prefix (/<name>), a path/range pair that would be
-ambiguous with another export answers 409 even for a system admin, and MNT
-tells a client nothing about exports it may not use.
+ambiguous with another export answers 409 even for a system admin, and MOUNT
+(MNT, DUMP, EXPORT) tells a client nothing about exports it may not use.
 
 Client addresses (all loopback; the default tenant's "/" admits 127.0.0.0/8):
 B's client 127.0.0.12 (B's export /hj-b admits only it), a bystander 127.0.0.14."""
@@ -111,6 +111,19 @@ def test_ambiguous_pairs_answer_409_even_for_a_system_admin(w):
     assert adm.get(f"/tenants/{b.id}")["name"] == "hj-b"
 
 
+def test_mount_dump_and_export_show_only_usable_exports(w):
+    with Nfs(w["d"], source=B_CLIENT) as c:
+        assert c.mount("/hj-b")[0] == 0
+        assert (B_CLIENT, "/hj-b") in c.mnt_list(rpc3.MNT_DUMP)
+        assert "/hj-b" in [p for p, _ in c.mnt_list(rpc3.MNT_EXPORT)]
+    with Nfs(w["d"], source=BYSTANDER) as c:
+        assert c.mount("/")[0] == 0
+        dump = c.mnt_list(rpc3.MNT_DUMP)
+        assert (BYSTANDER, "/") in dump
+        assert all(p != "/hj-b" and h != B_CLIENT for h, p in dump), dump
+        assert "/hj-b" not in [p for p, _ in c.mnt_list(rpc3.MNT_EXPORT)]
+
+
 def test_mnt_answers_another_tenants_path_as_a_missing_one(w):
     with Nfs(w["d"], source=BYSTANDER) as c:
         missing = c.mount("/hj-nothing-here")[0]
@@ -142,6 +155,7 @@ def test_mnt_without_any_export_for_the_client(s3nfsd):
         for path in ("/oc", "/oc/x", "/nothing", "/"):
             assert c.mount(path)[0] == MNT3ERR_ACCES, path
         assert c.mnt_list(rpc3.MNT_EXPORT) == []
+        assert c.mnt_list(rpc3.MNT_DUMP) == []
 
 
 def test_s3_untouched_by_refused_exports(w):
