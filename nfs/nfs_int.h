@@ -326,8 +326,11 @@ void nlm_block_add(struct nfs_req *r, const nlm4_lockargs *a, uint32_t tenant, u
 /** Forget a remembered request (CANCEL). @return true if there was one. */
 bool nlm_block_cancel(struct nfs_server *s, uint32_t tenant, uint64_t ino,
                       const struct nfs_lock_owner *o, uint64_t off, uint64_t len);
-/** Forget every remembered request of client host @p caller (FREE_ALL, SM_NOTIFY). */
-void nlm_block_forget_host(struct nfs_server *s, const char *caller);
+/** Forget the remembered requests of client host @p caller made from address
+ * @p from (NULL: all of them) (FREE_ALL, SM_NOTIFY).
+ * @return the number of its requests from other addresses, kept. */
+size_t nlm_block_forget_host(struct nfs_server *s, const char *caller,
+                             const struct sockaddr_storage *from);
 /** After locks were released: grant what now can be, and call the clients back. */
 void nlm_block_retry(struct nfs_server *s);
 /** Drop the callbacks running on the calling loop (nfs_server_stop). */

@@ -15,6 +15,8 @@
 struct lk {
     struct lk *next;
     bool exclusive;
+    bool has_from;
+    uint8_t from[NFS_LOCK_FROM_LEN]; /* the client address of the LOCK that made it */
     int32_t svid;
     uint64_t start, end;
     char *caller;
@@ -122,6 +124,10 @@ static struct lk *lk_new(const struct nfs_lock_owner *o, bool excl, uint64_t s, 
     l->svid = o->svid;
     l->ohlen = o->ohlen;
     memcpy(l->oh, o->oh, o->ohlen);
+    if (o->from) {
+        memcpy(l->from, o->from, NFS_LOCK_FROM_LEN);
+        l->has_from = true;
+    }
     l->exclusive = excl;
     l->start = s;
     l->end = e;
@@ -167,6 +173,8 @@ static void carve(struct nfs_locks *t, struct lk_file *f, const struct nfs_lock_
             struct lk *tail = *spare;
             *spare = NULL;
             tail->exclusive = l->exclusive;
+            tail->has_from = l->has_from;
+            memcpy(tail->from, l->from, NFS_LOCK_FROM_LEN);
             tail->start = e;
             tail->end = l->end;
             l->end = s;
@@ -279,9 +287,10 @@ int nfs_locks_unlock(struct nfs_locks *t, uint32_t tenant, uint64_t ino,
     return 0;
 }
 
-size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t callerlen)
+size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t callerlen,
+                           const uint8_t *from, size_t *kept)
 {
-    size_t n = 0;
+    size_t n = 0, other = 0;
     pthread_mutex_lock(&t->mu);
     for (size_t i = 0; i < NBUCKETS; i++) {
         struct lk_file **fp = &t->b[i];
@@ -289,12 +298,16 @@ size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t calle
             struct lk **pp = &(*fp)->locks;
             while (*pp) {
                 struct lk *l = *pp;
-                if (l->callerlen == callerlen && memcmp(l->caller, caller, callerlen) == 0) {
+                bool host = l->callerlen == callerlen && memcmp(l->caller, caller, callerlen) == 0;
+                bool same_from = !from || (l->has_from &&
+                                           memcmp(l->from, from, NFS_LOCK_FROM_LEN) == 0);
+                if (host && same_from) {
                     *pp = l->next;
                     lk_free(l);
                     t->count--;
                     n++;
                 } else {
+                    other += host;
                     pp = &l->next;
                 }
             }
@@ -305,6 +318,8 @@ size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t calle
         }
     }
     pthread_mutex_unlock(&t->mu);
+    if (kept)
+        *kept = other;
     return n;
 }
 

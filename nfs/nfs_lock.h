@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #define NFS_LOCK_OH_MAX 1024
+#define NFS_LOCK_FROM_LEN 16 /* a client address: IPv6, an IPv4 one in its IPv4-mapped form */
 
 struct nfs_locks;
 
@@ -29,6 +30,10 @@ struct nfs_lock_owner {
     int32_t svid;       /* client process id */
     const void *oh;     /* owner handle */
     size_t ohlen;
+    /* The address the LOCK came from (NFS_LOCK_FROM_LEN bytes), kept with the
+     * lock so that only that address may free it by host (nfs_locks_free_host);
+     * NULL: none. Not part of the owner's identity. */
+    const uint8_t *from;
 };
 
 /* A conflicting lock, as NLM4_TEST reports it. */
@@ -58,9 +63,15 @@ int nfs_locks_test(struct nfs_locks *t, uint32_t tenant, uint64_t ino,
  * needed memory; nothing was released). */
 int nfs_locks_unlock(struct nfs_locks *t, uint32_t tenant, uint64_t ino,
                      const struct nfs_lock_owner *o, uint64_t offset, uint64_t len);
-/** Release every lock of client host @p caller (NLM FREE_ALL, NSM SM_NOTIFY).
+/** Release the locks of client host @p caller (NLM FREE_ALL, NSM SM_NOTIFY)
+ * that were taken from address @p from (NFS_LOCK_FROM_LEN bytes; NULL: all of
+ * them). A lock keeps the address of the LOCK that made it; the parts left of
+ * a split keep the address of the lock they were part of.
+ * @param[out] kept the number of @p caller's locks from other addresses, left
+ *             in place (may be NULL).
  * @return the number of locks released. */
-size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t callerlen);
+size_t nfs_locks_free_host(struct nfs_locks *t, const char *caller, size_t callerlen,
+                           const uint8_t *from, size_t *kept);
 /** Number of locks held by client host @p caller (is it still to be remembered?). */
 size_t nfs_locks_host_count(struct nfs_locks *t, const char *caller, size_t callerlen);
 /** Number of locks held (tests, metrics). */

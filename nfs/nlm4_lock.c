@@ -40,6 +40,7 @@ void nlm_owner(const nlm4_lock *l, struct nfs_lock_owner *o)
     o->svid = l->svid;
     o->oh = l->oh.nlm4_netobj_val;
     o->ohlen = l->oh.nlm4_netobj_len;
+    o->from = NULL;
 }
 
 int nlm_cookie_copy(const nlm4_netobj *in, nlm4_netobj *out)
@@ -87,6 +88,9 @@ int nlm4_op_lock(struct nfs_req *r, void *args, void *res)
         o->stat.stat = rc == -ENAMETOOLONG || rc == -EINVAL ? NLM4_FAILED : NLM4_DENIED_NOLOCKS;
         return NFS_REQ_OK;
     }
+    uint8_t from[NFS_LOCK_FROM_LEN];
+    nlm_addr_key(&r->peer, from);
+    own.from = from; /* only this address may free the lock by host (nlm_host_release) */
     rc = nfs_locks_lock(r->srv->locks, tenant, ino, &own, a->exclusive, a->alock.l_offset,
                         a->alock.l_len, NULL);
     switch (rc) {

@@ -14,7 +14,7 @@
  * reached, the lock stays granted: the client's own retry of the LOCK (Linux
  * re-polls every 30 s) is then answered NLM4_GRANTED since it already owns it.
  * CANCEL forgets a remembered request; FREE_ALL and SM_NOTIFY forget the
- * host's requests too.
+ * host's requests made from their own address too.
  * The same asynchronous client (portmapper GETPORT, then one call) sends
  * SM_NOTIFY to a client host's status monitor after a restart (nlm_notify_send,
  * used by nlm_host.c).
@@ -48,6 +48,7 @@ struct nlm_waiter {
     char *caller;
     nlm4_netobj oh, fh, cookie;
     struct sockaddr_storage peer;
+    uint8_t from[NFS_LOCK_FROM_LEN]; /* peer as a lock keeps it (nlm_addr_key) */
 };
 
 struct nlm_grants {
@@ -138,6 +139,7 @@ static void waiter_owner(const struct nlm_waiter *w, struct nfs_lock_owner *o)
     o->svid = w->svid;
     o->oh = w->oh.nlm4_netobj_val;
     o->ohlen = w->oh.nlm4_netobj_len;
+    o->from = w->from;
 }
 
 static bool waiter_same(const struct nlm_waiter *w, uint32_t tenant, uint64_t ino,
@@ -167,6 +169,7 @@ void nlm_block_add(struct nfs_req *r, const nlm4_lockargs *a, uint32_t tenant, u
     w->off = a->alock.l_offset;
     w->len = a->alock.l_len;
     w->peer = r->peer;
+    nlm_addr_key(&r->peer, w->from);
     pthread_mutex_lock(&g->mu);
     struct nlm_waiter **pp = &g->head;
     for (; *pp; pp = &(*pp)->next) {
@@ -206,15 +209,21 @@ bool nlm_block_cancel(struct nfs_server *s, uint32_t tenant, uint64_t ino,
     return gone != NULL;
 }
 
-void nlm_block_forget_host(struct nfs_server *s, const char *caller)
+size_t nlm_block_forget_host(struct nfs_server *s, const char *caller,
+                             const struct sockaddr_storage *from)
 {
     struct nlm_grants *g = s->grants;
     struct nlm_waiter *gone = NULL;
+    size_t kept = 0;
     pthread_mutex_lock(&g->mu);
     struct nlm_waiter **pp = &g->head;
     while (*pp) {
         struct nlm_waiter *w = *pp;
-        if (strcmp(w->caller, caller) == 0) {
+        bool host = strcmp(w->caller, caller) == 0;
+        if (host && from && !nlm_addr_same(&w->peer, from)) {
+            kept++;
+            pp = &w->next;
+        } else if (host) {
             *pp = w->next;
             w->next = gone;
             gone = w;
@@ -229,6 +238,7 @@ void nlm_block_forget_host(struct nfs_server *s, const char *caller)
         waiter_free(gone);
         gone = n;
     }
+    return kept;
 }
 
 /* ---- the callback (loop thread) ---- */

@@ -152,6 +152,19 @@ bool nlm_addr_same(const struct sockaddr_storage *a, const struct sockaddr_stora
     return memcmp(ra, rb, sizeof(ra)) == 0;
 }
 
+void nlm_addr_key(const struct sockaddr_storage *in, uint8_t out[16])
+{
+    struct sockaddr_storage a;
+    addr_norm(in, &a);
+    memset(out, 0, 16);
+    if (a.ss_family == AF_INET) {
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, &((struct sockaddr_in *)&a)->sin_addr, 4);
+    } else if (a.ss_family == AF_INET6) {
+        memcpy(out, &((struct sockaddr_in6 *)&a)->sin6_addr, 16);
+    }
+}
+
 void nlm_addr_text(const struct sockaddr_storage *in, char *buf, size_t len)
 {
     struct sockaddr_storage a;
@@ -343,16 +356,26 @@ enum drop_how {
 };
 
 /* Forget @p caller if it holds nothing, as @p how says. Hosts waiting for
- * or refused their notification are kept unless forced. */
-static void host_maybe_drop(struct nfs_server *s, const char *caller, enum drop_how how,
-                            const char *why)
+ * or refused their notification are kept unless forced. With @p from, only
+ * a host remembered from that address is looked at.
+ * @return 0, or -EPERM (remembered from another address, written to
+ *         @p where, when @p from is given). */
+static int host_maybe_drop(struct nfs_server *s, const char *caller, enum drop_how how,
+                           const char *why, const struct sockaddr_storage *from, char *where,
+                           size_t wlen)
 {
     struct nlm_hosts *h = s->hosts;
+    int rc = 0;
     pthread_mutex_lock(&h->mu);
     struct nlm_host **slot = host_slot(h, caller);
     struct nlm_host *x = *slot;
     if (!x)
         goto out;
+    if (from && !nlm_addr_same(&x->addr, from)) {
+        nlm_addr_text(&x->addr, where, wlen);
+        rc = -EPERM;
+        goto out;
+    }
     if (!host_idle(s, x)) {
         x->idle_since_us = 0;
         goto out;
@@ -367,6 +390,7 @@ static void host_maybe_drop(struct nfs_server *s, const char *caller, enum drop_
         host_drop(s, slot, why);
 out:
     pthread_mutex_unlock(&h->mu);
+    return rc;
 }
 
 int nlm_host_hold(struct nfs_req *r, const char *caller)
@@ -428,17 +452,17 @@ void nlm_host_unhold(struct nfs_server *s, const char *caller, bool check)
         x->refs--;
     pthread_mutex_unlock(&h->mu);
     if (check)
-        host_maybe_drop(s, caller, DROP_LINGER, "holds no lock");
+        host_maybe_drop(s, caller, DROP_LINGER, "holds no lock", NULL, NULL, 0);
 }
 
 void nlm_host_check(struct nfs_server *s, const char *caller)
 {
-    host_maybe_drop(s, caller, DROP_LINGER, "holds no lock");
+    host_maybe_drop(s, caller, DROP_LINGER, "holds no lock", NULL, NULL, 0);
 }
 
 void nlm_host_idle_mark(struct nfs_server *s, const char *caller)
 {
-    host_maybe_drop(s, caller, DROP_MARK, NULL);
+    host_maybe_drop(s, caller, DROP_MARK, NULL, NULL, NULL, 0);
 }
 
 void nlm_host_reclaimed(struct nfs_server *s)
@@ -448,9 +472,28 @@ void nlm_host_reclaimed(struct nfs_server *s)
     pthread_mutex_unlock(&s->hosts->mu);
 }
 
-void nlm_host_forget(struct nfs_server *s, const char *caller)
+void nlm_host_release(struct nfs_req *r, const char *caller, const char *proc)
 {
-    host_maybe_drop(s, caller, DROP_FORCE, "its locks were freed");
+    struct nfs_server *s = r->srv;
+    uint8_t from[NFS_LOCK_FROM_LEN];
+    char where[INET6_ADDRSTRLEN + 1] = "", peer[INET6_ADDRSTRLEN + 1];
+    size_t kept = 0;
+    nlm_addr_key(&r->peer, from);
+    nlm_addr_text(&r->peer, peer, sizeof(peer));
+    size_t n = nfs_locks_free_host(s->locks, caller, strlen(caller), from, &kept);
+    size_t waiting = nlm_block_forget_host(s, caller, &r->peer);
+    nlm_block_retry(s);
+    int rc = host_maybe_drop(s, caller, DROP_FORCE, "its locks were freed", &r->peer, where,
+                             sizeof(where));
+    if (kept || waiting || rc < 0)
+        srv_log(WARN, NFS, "req=%08x tenant=- NLM %s for %s from %s refused for what that host "
+                "holds from other addresses (only the address a host locked from may free its "
+                "locks): %zu locks released; %zu locks and %zu blocked requests kept%s%s",
+                r->call.xid, proc, caller, peer, n, kept, waiting,
+                rc < 0 ? "; host remembered from " : "", rc < 0 ? where : "");
+    else
+        srv_log(INFO, NFS, "req=%08x tenant=- NLM %s for %s from %s: %zu locks released",
+                r->call.xid, proc, caller, peer, n);
 }
 
 /* ---- the tick: lingering hosts, end of the grace period ---- */
@@ -491,9 +534,10 @@ static void sweep_work(void *arg)
             x->notify = NLM_HN_NONE; /* from now on an ordinary host */
         pthread_mutex_unlock(&h->mu);
         if (delivered)
-            host_maybe_drop(s, names[i], DROP_NOW, "notified, reclaimed nothing");
+            host_maybe_drop(s, names[i], DROP_NOW, "notified, reclaimed nothing", NULL, NULL,
+                            0);
         else
-            host_maybe_drop(s, names[i], DROP_LINGER, "holds no lock");
+            host_maybe_drop(s, names[i], DROP_LINGER, "holds no lock", NULL, NULL, 0);
         free(names[i]);
     }
     free(names);

@@ -9,7 +9,7 @@
  * for none for 10 s (after UNLOCK, CANCEL, a refused GRANTED callback: the
  * delay spares a client that locks and unlocks in a loop two store writes per
  * lock), and at once on FREE_ALL or an SM_NOTIFY from it (it rebooted: its
- * locks are void).
+ * locks are void), when that comes from the address it was remembered with.
  *
  * At start, when hosts are remembered, the server (1) opens a grace period of
  * nlm_grace_period seconds in which LOCK with reclaim=true is granted (when it
@@ -71,6 +71,11 @@ int nlm_host_rec_decode(const void *val, size_t len, struct sockaddr_storage *ad
 bool nlm_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 /** @p a as text, without port, an IPv4-mapped IPv6 address as IPv4 ("?" if unknown). */
 void nlm_addr_text(const struct sockaddr_storage *a, char *buf, size_t len);
+/** @p a (port ignored) as the 16 bytes a lock keeps of the address it came
+ * from (nfs_lock.h NFS_LOCK_FROM_LEN): IPv6, an IPv4 address in its
+ * IPv4-mapped form, so both spellings of one IPv4 client are one key; zero
+ * for another family. */
+void nlm_addr_key(const struct sockaddr_storage *a, uint8_t out[16]);
 /** Must a LOCK be refused with NLM4_DENIED_GRACE_PERIOD? A plain lock in the
  * grace period, or a reclaim outside it. */
 static inline bool nlm_grace_refuses(bool in_grace, bool reclaim)
@@ -105,8 +110,15 @@ void nlm_host_check(struct nfs_server *s, const char *caller);
 void nlm_host_idle_mark(struct nfs_server *s, const char *caller);
 /** A reclaim was granted (keeps the grace period from ending early). */
 void nlm_host_reclaimed(struct nfs_server *s);
-/** Forget host @p caller whatever it held (FREE_ALL, SM_NOTIFY from it). */
-void nlm_host_forget(struct nfs_server *s, const char *caller);
+/** FREE_ALL or SM_NOTIFY (@p proc, for the log) of the call @p r, naming host
+ * @p caller: its previous incarnation's locks are void. Only what the host
+ * did from the call's own address goes: its locks and blocked requests from
+ * that address are released and forgotten, and the host is forgotten (its
+ * record dropped from the store) when it was remembered from that address.
+ * Whatever it holds from other addresses stays, and the call is logged as
+ * refused for it (WARN), so a client cannot release another host's locks by
+ * naming it (docs/nfs.md). Then the blocked requests are tried again. */
+void nlm_host_release(struct nfs_req *r, const char *caller, const char *proc);
 /** Number of remembered hosts (tests, logs). */
 size_t nlm_hosts_count(struct nfs_server *s);
 /** Drop the grace timer if it runs on the calling loop (nfs_server_stop). */

@@ -664,6 +664,52 @@ def test_nlm_byte_range_locks(s3nfsd):
     c.close()
 
 
+def test_nlm_free_all_and_notify_only_from_the_lock_holder(s3nfsd):
+    """FREE_ALL and SM_NOTIFY name a host; only the address its locks were
+    taken from may release them. A spoofed one from another loopback address
+    (127.0.0.3 for hostV, which locked from 127.0.0.2) releases nothing, even
+    after the spoofer took a lock in hostV's name itself, and is logged."""
+    victim = RpcConn(s3nfsd.nfs_port, source="127.0.0.2")
+    spoof = RpcConn(s3nfsd.nfs_port, source="127.0.0.3")
+    st, bfh = victim.mkdir(root_fh(victim), bucket_name())
+    st, fh = victim.create(bfh, "held")
+    st, fh2 = victim.create(bfh, "other")
+    assert st == 0
+    assert nlm_lock(victim, "hostV", fh, 7, 0, 100) == NLM4_GRANTED
+    # NM_LOCK (unmonitored: the host is not remembered) from the victim too
+    nm = (Packer().opaque(b"nm").u32(0).u32(1).raw(nlm_lock_obj("hostW", fh, 8, 200, 10))
+          .u32(0).u32(1).bytes())
+    u = nlm_call(victim, 22, nm)
+    u.opaque()
+    assert u.u32() == NLM4_GRANTED
+
+    def held(off):  # is the range still locked? (hostX's try would conflict)
+        return nlm_lock(spoof, "hostX", fh, 9, off, 10) == NLM4_DENIED
+
+    nlm_call(spoof, 23, Packer().string("hostV").u32(3).bytes())  # FREE_ALL
+    r = spoof.call(NSM_PROG, 1, 6, Packer().string("hostV").u32(5).bytes())  # SM_NOTIFY
+    assert r.accept_stat == rpc3.SUCCESS
+    nlm_call(spoof, 23, Packer().string("hostW").u32(3).bytes())
+    assert held(0) and held(200), "a spoofed FREE_ALL/SM_NOTIFY released locks"
+    # The spoofer locks in hostV's name (the host record now names its address):
+    # its own FREE_ALL then releases only that lock, never the victim's.
+    assert nlm_lock(spoof, "hostV", fh2, 70, 0, 10) == NLM4_GRANTED
+    nlm_call(spoof, 23, Packer().string("hostV").u32(3).bytes())
+    assert held(0)
+    assert nlm_lock(victim, "hostY", fh2, 71, 0, 10) == NLM4_GRANTED, "the spoofer's own went"
+    log = open(s3nfsd.log_path, errors="replace").read()
+    assert "NLM FREE_ALL for hostV from 127.0.0.3" in log and "refused" in log, s3nfsd.tail()
+    assert "NLM SM_NOTIFY (state 5) for hostV from 127.0.0.3 refused" in log, s3nfsd.tail()
+    # From the address they came from, FREE_ALL and SM_NOTIFY do release them.
+    r = victim.call(NSM_PROG, 1, 6, Packer().string("hostV").u32(7).bytes())
+    assert r.accept_stat == rpc3.SUCCESS
+    nlm_call(victim, 23, Packer().string("hostW").u32(3).bytes())
+    assert nlm_lock(spoof, "hostX", fh, 9, 0, 10) == NLM4_GRANTED
+    assert nlm_lock(spoof, "hostX", fh, 9, 200, 10) == NLM4_GRANTED
+    victim.close()
+    spoof.close()
+
+
 def test_qos_throttle_answers_jukebox(daemon_factory):
     d = daemon_factory(extra_args=["--set", "qos_queue_max=1", "--set",
                                    "data_file_size=512MiB"]).start()

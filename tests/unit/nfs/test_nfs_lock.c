@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for nfs_lock: conflicts between owners, shared vs exclusive,
- * replacement and splitting within one owner, to-EOF ranges, FREE_ALL,
- * per-host counts; and the pure helpers of nlm_host (remembered hosts: store
- * key and record, address comparison, the grace-period rule). */
+ * replacement and splitting within one owner, to-EOF ranges, FREE_ALL (by
+ * host, and by host and the address its locks came from), per-host counts;
+ * and the pure helpers of nlm_host (remembered hosts: store key and record,
+ * address comparison, the grace-period rule). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,7 +21,7 @@
 
 static struct nfs_lock_owner own(const char *host, int32_t svid)
 {
-    struct nfs_lock_owner o = {host, strlen(host), svid, &svid, 0};
+    struct nfs_lock_owner o = {host, strlen(host), svid, &svid, 0, NULL};
     o.oh = host; /* any bytes: the owner handle */
     o.ohlen = strlen(host);
     return o;
@@ -96,10 +97,61 @@ static void test_free_host(void **state)
         assert_int_equal(nfs_locks_lock(t, 1, ino, &b, true, 20, 10, NULL), 0);
     }
     assert_int_equal(nfs_locks_count(t), 150);
-    assert_int_equal(nfs_locks_free_host(t, "hostA", 5), 100);
+    assert_int_equal(nfs_locks_free_host(t, "hostA", 5, NULL, NULL), 100);
     assert_int_equal(nfs_locks_count(t), 50);
     assert_int_equal(nfs_locks_lock(t, 1, 7, &b, true, 0, 20, NULL), 0);
-    assert_int_equal(nfs_locks_free_host(t, "hostC", 5), 0);
+    assert_int_equal(nfs_locks_free_host(t, "hostC", 5, NULL, NULL), 0);
+    nfs_locks_free(t);
+}
+
+/* FREE_ALL / SM_NOTIFY from an address release only the host's locks taken
+ * from that address; a split keeps the address of its lock, a replacement
+ * takes the address of the new LOCK. */
+static void test_free_host_from(void **state)
+{
+    struct nfs_locks *t;
+    struct sockaddr_storage sx, sy;
+    uint8_t x[NFS_LOCK_FROM_LEN], y[NFS_LOCK_FROM_LEN];
+    struct sockaddr_in *x4 = (struct sockaddr_in *)&sx;
+    struct sockaddr_in6 *y6 = (struct sockaddr_in6 *)&sy;
+    memset(&sx, 0, sizeof(sx));
+    memset(&sy, 0, sizeof(sy));
+    x4->sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.2", &x4->sin_addr);
+    y6->sin6_family = AF_INET6;
+    inet_pton(AF_INET6, "::ffff:127.0.0.3", &y6->sin6_addr);
+    nlm_addr_key(&sx, x);
+    nlm_addr_key(&sy, y);
+    assert_memory_not_equal(x, y, NFS_LOCK_FROM_LEN);
+    /* an IPv4 address and its IPv4-mapped form are one address */
+    inet_pton(AF_INET6, "::ffff:127.0.0.2", &y6->sin6_addr);
+    uint8_t x6[NFS_LOCK_FROM_LEN];
+    nlm_addr_key(&sy, x6);
+    assert_memory_equal(x, x6, NFS_LOCK_FROM_LEN);
+
+    struct nfs_lock_owner ax = own("hostA", 1), ay = own("hostA", 2), b = own("hostB", 3);
+    ax.from = x;
+    ay.from = y;
+    b.from = y;
+    size_t kept = 99;
+    assert_int_equal(nfs_locks_new(&t), 0);
+    assert_int_equal(nfs_locks_lock(t, 1, 1, &ax, true, 0, 100, NULL), 0);
+    assert_int_equal(nfs_locks_unlock(t, 1, 1, &ax, 40, 10), 0); /* split: both from x */
+    assert_int_equal(nfs_locks_lock(t, 1, 2, &ay, true, 0, 10, NULL), 0);
+    assert_int_equal(nfs_locks_lock(t, 1, 3, &b, true, 0, 10, NULL), 0);
+    assert_int_equal(nfs_locks_count(t), 4);
+    /* from y: only hostA's lock taken from y */
+    assert_int_equal(nfs_locks_free_host(t, "hostA", 5, y, &kept), 1);
+    assert_int_equal(kept, 2);
+    assert_int_equal(nfs_locks_count(t), 3);
+    /* svid 1 of hostA relocks part of its range from y: that part is y's now */
+    ax.from = y;
+    assert_int_equal(nfs_locks_lock(t, 1, 1, &ax, true, 0, 10, NULL), 0);
+    assert_int_equal(nfs_locks_free_host(t, "hostA", 5, x, &kept), 2);
+    assert_int_equal(kept, 1);
+    assert_int_equal(nfs_locks_free_host(t, "hostA", 5, y, &kept), 1);
+    assert_int_equal(kept, 0);
+    assert_int_equal(nfs_locks_count(t), 1); /* hostB's */
     nfs_locks_free(t);
 }
 
@@ -235,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_exclusive_and_shared),
         cmocka_unit_test(test_to_eof_and_split),
         cmocka_unit_test(test_free_host),
+        cmocka_unit_test(test_free_host_from),
         cmocka_unit_test(test_host_count),
         cmocka_unit_test(test_host_key),
         cmocka_unit_test(test_host_record),
