@@ -12,6 +12,7 @@
  * Thread: a parser belongs to one connection; all functions are reentrant. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -625,52 +626,39 @@ int s3__req_parse_query(struct s3_req *r)
     return 0;
 }
 
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
+/* Base64 is OpenSSL's (EVP_EncodeBlock / EVP_DecodeBlock). The decoder is
+ * lenient where S3 inputs (Content-MD5, continuation tokens) must not be:
+ * it skips surrounding blanks, takes '=' anywhere as zero bits, and counts
+ * padding as decoded bytes. So input is checked first: a multiple of four
+ * characters of the standard alphabet, '=' only as the last one or two. */
 void s3__b64_encode(const unsigned char *in, size_t n, char *out)
 {
-    size_t j = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[j++] = B64[(v >> 18) & 63];
-        out[j++] = B64[(v >> 12) & 63];
-        out[j++] = i + 1 < n ? B64[(v >> 6) & 63] : '=';
-        out[j++] = i + 2 < n ? B64[v & 63] : '=';
-    }
-    out[j] = '\0';
+    /* callers encode digests and keys: far below INT_MAX */
+    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+static bool b64_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '/';
 }
 
 long s3__b64_decode(const char *in, size_t len, unsigned char *out)
 {
-    if (len % 4)
+    if (len % 4 || len > (size_t)INT_MAX)
         return -1;
-    long j = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        uint32_t v = 0;
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            char c = in[i + k];
-            const char *p = c ? strchr(B64, c) : NULL;
-            if (c == '=' && i + 4 == len && k >= 2) {
-                pad++;
-                v <<= 6;
-                continue;
-            }
-            if (!p || pad)
-                return -1;
-            v = (v << 6) | (uint32_t)(p - B64);
-        }
-        out[j++] = (unsigned char)(v >> 16);
-        if (pad < 2)
-            out[j++] = (unsigned char)(v >> 8);
-        if (pad < 1)
-            out[j++] = (unsigned char)v;
-    }
-    return j;
+    size_t pad = 0;
+    while (pad < 2 && pad < len && in[len - 1 - pad] == '=')
+        pad++;
+    for (size_t i = 0; i < len - pad; i++)
+        if (!b64_char(in[i]))
+            return -1;
+    if (len == 0)
+        return 0;
+    int n = EVP_DecodeBlock(out, (const unsigned char *)in, (int)len);
+    if (n < 0 || (size_t)n < pad)
+        return -1;
+    return (long)((size_t)n - pad);
 }
 
 /* ---------------------------------------------------------------- dates */

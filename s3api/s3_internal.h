@@ -168,9 +168,11 @@ void s3__url_encode_buf(struct evbuffer *out, const char *s, size_t n, bool keep
 char *s3__url_encode(struct s3_arena *a, const char *s, size_t n, bool keep_slash);
 /** Split and decode the query string into r->params. @return 0, -EINVAL. */
 int s3__req_parse_query(struct s3_req *r);
-/** Base64 encode (standard alphabet, padded). out: 4*ceil(n/3)+1 bytes. */
+/** Base64 encode (standard alphabet, padded; OpenSSL). out: 4*ceil(n/3)+1 bytes, NUL-terminated. */
 void s3__b64_encode(const unsigned char *in, size_t n, char *out);
-/** @return decoded length, or -1 on malformed input. out: at least 3*len/4 bytes. */
+/** Strict base64 decode: @p len a multiple of 4, only the standard alphabet, '=' only as
+ * the last one or two characters, no blanks. @return the decoded length, or -1 on
+ * malformed input. out: at least 3*len/4 bytes (the padding's bytes are written too). */
 long s3__b64_decode(const char *in, size_t len, unsigned char *out);
 
 /** Parse an RFC 7231 IMF-fixdate, RFC 850 or asctime date. @return 0, -EINVAL. */

@@ -341,6 +341,96 @@ static void test_trailers_after_handoff(void **state)
     assert_string_equal(ev, "HD");
 }
 
+/* Reference for the decoder's contract, character by character: quartets of
+ * the standard alphabet, '=' only in the last quartet's last two places. */
+static long ref_b64_decode(const char *in, size_t len, unsigned char *out)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (len % 4)
+        return -1;
+    long j = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int k = 0; k < 4; k++) {
+            char c = in[i + k];
+            const char *p = c ? strchr(A, c) : NULL;
+            if (c == '=' && i + 4 == len && k >= 2) {
+                pad++;
+                v <<= 6;
+                continue;
+            }
+            if (!p || pad)
+                return -1;
+            v = (v << 6) | (uint32_t)(p - A);
+        }
+        out[j++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            out[j++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            out[j++] = (unsigned char)v;
+    }
+    return j;
+}
+
+static void test_base64(void **state)
+{
+    (void)state;
+    static const char *const rfc[][2] = {
+        {"", ""},          {"f", "Zg=="},         {"fo", "Zm8="},     {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+    };
+    char enc[64];
+    unsigned char dec[64];
+    for (size_t i = 0; i < sizeof(rfc) / sizeof(rfc[0]); i++) {
+        size_t n = strlen(rfc[i][0]);
+        s3__b64_encode((const unsigned char *)rfc[i][0], n, enc);
+        assert_string_equal(enc, rfc[i][1]);
+        assert_int_equal(s3__b64_decode(enc, strlen(enc), dec), n);
+        assert_memory_equal(dec, rfc[i][0], n);
+    }
+    s3__b64_encode((const unsigned char *)"\xfb\xff", 2, enc);
+    assert_string_equal(enc, "+/8=");
+    /* non-canonical trailing bits are accepted, as before */
+    assert_int_equal(s3__b64_decode("Zh==", 4, dec), 1);
+    assert_int_equal(dec[0], 'f');
+    static const char *const bad[] = {"Zg=",  "Zg",   "Z===", "====",     "Zm=v", "Zm9v=",
+                                      " Zm9v", "Zm9v ", "Zm9\n", "Zg==Zg==", "Zm9-", "Zm9_",
+                                      "Zm9v====", "=Zm9", "Zm9v\r\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(s3__b64_decode(bad[i], strlen(bad[i]), dec), -1);
+    assert_int_equal(s3__b64_decode("Zm\0v", 4, dec), -1);
+    /* random strings over the alphabet, '=' and a few strangers, against the reference */
+    static const char pool[] = "ABYZabyz0189+/====  -_.";
+    uint64_t r = 88172645463325252ull;
+    for (int it = 0; it < 200000; it++) {
+        char in[16];
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        size_t len = (size_t)(r % 13);
+        for (size_t k = 0; k < len; k++)
+            in[k] = pool[(r >> (4 + 4 * (k % 14))) % (sizeof(pool) - 1)];
+        unsigned char a[16], b[16];
+        long want = ref_b64_decode(in, len, b);
+        long got = s3__b64_decode(in, len, a);
+        assert_int_equal(got, want);
+        if (want > 0)
+            assert_memory_equal(a, b, (size_t)want);
+    }
+    /* round trips of every length up to 200 */
+    unsigned char raw[200], back[200];
+    char text[300];
+    for (size_t n = 0; n <= sizeof(raw); n++) {
+        for (size_t k = 0; k < n; k++)
+            raw[k] = (unsigned char)(k * 37 + n);
+        s3__b64_encode(raw, n, text);
+        assert_int_equal(strlen(text), 4 * ((n + 2) / 3));
+        assert_int_equal(s3__b64_decode(text, strlen(text), back), n);
+        assert_memory_equal(back, raw, n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_helpers),
         cmocka_unit_test(test_trailers_after_handoff),
+        cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
