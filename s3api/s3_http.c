@@ -51,6 +51,14 @@ void s3__arena_fini(struct s3_arena *a)
     a->head = NULL;
 }
 
+size_t s3__arena_bytes(const struct s3_arena *a)
+{
+    size_t n = 0;
+    for (const struct s3_arena_blk *b = a->head; b; b = b->next)
+        n += b->cap;
+    return n;
+}
+
 /* @p n bytes from @p a, not zeroed (for text about to be written over). */
 static void *arena_raw(struct s3_arena *a, size_t n)
 {

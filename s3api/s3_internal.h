@@ -41,6 +41,8 @@ void *s3__arena_alloc(struct s3_arena *a, size_t n);
 char *s3__arena_strndup(struct s3_arena *a, const char *s, size_t n);
 char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/** Bytes the arena holds (its blocks' sizes), for bounds checks in tests. */
+size_t s3__arena_bytes(const struct s3_arena *a);
 
 /* ---------------------------------------------------------------- HTTP request */
 
@@ -365,8 +367,9 @@ void s3__xml_elem_u64(struct evbuffer *out, const char *tag, uint64_t v);
 
 struct s3_xnode {
     char *name; /* local name (namespace prefix removed) */
-    char *text; /* concatenated, unescaped character data */
+    char *text; /* concatenated, unescaped character data, NUL-terminated */
     size_t textlen;
+    size_t textcap; /* parser-private: bytes allocated for text (grows by doubling) */
     struct s3_xnode *child, *next, *parent;
 };
 /** Parse a small XML document into arena nodes. @return 0, -EINVAL (malformed). */
