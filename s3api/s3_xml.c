@@ -96,10 +96,13 @@ static int skip_past(struct xp *x, const char *s)
     return -EINVAL;
 }
 
+/* Any byte of a name but blanks, markup and control characters (NUL
+ * included: a name is used as a C string). */
 static bool name_char(char c)
 {
-    return c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '>' && c != '/' && c != '=' &&
-           c != '<' && c != '"' && c != '\'';
+    unsigned char u = (unsigned char)c;
+    return u > ' ' && u != 0x7F && c != '>' && c != '/' && c != '=' && c != '<' && c != '"' &&
+           c != '\'';
 }
 
 /* Text arrives in many pieces (every entity reference, CDATA section or run

@@ -71,6 +71,8 @@ static void test_parse_refuses(void **state)
         "<:a/>",
         "<a><b:  /></a>",
         "<a><:b></:b></a>",
+        "<\x01/>",
+        "<a\x7f/>",
     };
     struct s3_arena a;
     s3__arena_init(&a);
@@ -78,6 +80,9 @@ static void test_parse_refuses(void **state)
         struct s3_xnode *root;
         assert_int_equal(s3__xml_parse(&a, bad[i], strlen(bad[i]), &root), -EINVAL);
     }
+    struct s3_xnode *r0;
+    assert_int_equal(s3__xml_parse(&a, "<\0/>", 4, &r0), -EINVAL);
+    assert_int_equal(s3__xml_parse(&a, "<a\0b/>", 6, &r0), -EINVAL);
     char deep[2048] = "";
     for (int i = 0; i < 100; i++)
         strcat(deep, "<a>");
