@@ -10,17 +10,15 @@ protocol allows it and on a new one."""
 import base64
 import hashlib
 import hmac
-import json
 import os
 import sys
-import urllib.request
 import zlib
 
 import pytest
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from s3util import chunk_signature, connect, read_response, signed_request  # noqa: E402
+from s3util import admin, chunk_signature, connect, read_response, signed_request  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -227,16 +225,6 @@ def test_aws_chunked_signed_trailer_in_http_framing(d, tamper):
 
 
 # ---------------------------------------------------------------- after an error answer
-
-
-def admin(d, method, path, body=None):
-    req = urllib.request.Request(d.admin_endpoint + "/api/v1" + path, method=method,
-                                 data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Authorization": f"Bearer {d.admin_token}",
-                                          "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        data = r.read()
-        return json.loads(data) if data else None
 
 
 def refused(d, raw, status, code, closes=True):
