@@ -1,66 +1,73 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3_cksum: the additional S3 checksums (x-amz-checksum-crc32, -crc32c,
- * -sha1, -sha256): streaming state, and their base64 wire form.
- * CRC32 is the IEEE/zlib polynomial, CRC32C the Castagnoli one, both reflected,
- * sent as the base64 of the 4 big-endian bytes (as AWS does).
- * Thread: reentrant; tables are built once (pthread_once). */
+ * -crc64nvme, -sha1, -sha256): streaming state, and their base64 wire form.
+ * New SDKs send a CRC with every upload, so the CRCs run at memory speed:
+ * CRC32 (IEEE, zlib's polynomial) is zlib's crc32; CRC32C (Castagnoli) is the
+ * store's (SSE4.2, three lanes, store_crc32c); CRC-64/NVME has no library,
+ * so it is computed here eight bytes per step from eight tables ("slicing by
+ * 8"). All are reflected with init and xorout ~0, continue from the value
+ * returned for the bytes before (so a body's checksum is the same however it
+ * is split), and go on the wire as the base64 of their big-endian bytes.
+ * Thread: reentrant; the CRC-64 tables are built once (pthread_once). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "s3_internal.h"
+#include <zlib.h>
 
-static uint32_t tab32[256], tab32c[256];
-static uint64_t tab64[256];
+#include "s3_internal.h"
+#include "store.h"
+
+#define CRC64NVME_POLY 0x9A6C9329AC4BC9B5ull /* reflected */
+
+static uint64_t tab64[8][256]; /* tab64[k][b]: byte b followed by k zero bytes */
 static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
 
 static void tab_build(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
-        uint32_t a = i, b = i;
-        for (int k = 0; k < 8; k++) {
-            a = (a & 1) ? (a >> 1) ^ 0xEDB88320u : a >> 1;
-            b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
-        }
-        tab32[i] = a;
-        tab32c[i] = b;
         uint64_t c = i;
         for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ 0x9A6C9329AC4BC9B5ull : c >> 1;
-        tab64[i] = c;
+            c = (c & 1) ? (c >> 1) ^ CRC64NVME_POLY : c >> 1;
+        tab64[0][i] = c;
     }
-}
-
-static uint32_t crc_run(const uint32_t *t, uint32_t crc, const void *buf, size_t len)
-{
-    const unsigned char *p = buf;
-    crc = ~crc;
-    while (len--)
-        crc = t[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-    return ~crc;
+    for (int k = 1; k < 8; k++)
+        for (uint32_t i = 0; i < 256; i++)
+            tab64[k][i] = (tab64[k - 1][i] >> 8) ^ tab64[0][tab64[k - 1][i] & 0xff];
 }
 
 uint32_t s3__crc32(uint32_t crc, const void *buf, size_t len)
 {
-    pthread_once(&tab_once, tab_build);
-    return crc_run(tab32, crc, buf, len);
+    return (uint32_t)crc32_z(crc, buf, len);
 }
 
 uint32_t s3__crc32c(uint32_t crc, const void *buf, size_t len)
 {
-    pthread_once(&tab_once, tab_build);
-    return crc_run(tab32c, crc, buf, len);
+    return store_crc32c(crc, buf, len);
 }
 
 uint64_t s3__crc64nvme(uint64_t crc, const void *buf, size_t len)
 {
     const unsigned char *p = buf;
     pthread_once(&tab_once, tab_build);
-    crc = ~crc;
+    uint64_t c = ~crc;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8); /* any alignment */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+#endif
+        w ^= c;
+        c = tab64[7][w & 0xff] ^ tab64[6][(w >> 8) & 0xff] ^ tab64[5][(w >> 16) & 0xff] ^
+            tab64[4][(w >> 24) & 0xff] ^ tab64[3][(w >> 32) & 0xff] ^
+            tab64[2][(w >> 40) & 0xff] ^ tab64[1][(w >> 48) & 0xff] ^ tab64[0][w >> 56];
+        p += 8;
+        len -= 8;
+    }
     while (len--)
-        crc = tab64[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-    return ~crc;
+        c = tab64[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return ~c;
 }
 
 static const struct {

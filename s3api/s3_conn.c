@@ -1164,6 +1164,19 @@ static int payload_cb(void *arg, const char *data, size_t len)
     return 0;
 }
 
+/* The aws-chunked decoder's verdict on what it was fed. */
+static int ck_result(struct s3_ctx *x, int rc)
+{
+    if (rc == 0)
+        return 0;
+    if (x->body_err)
+        return -1;
+    if (rc == SRV_EAUTH)
+        return body_fail(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, x->ck->err);
+    return body_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
+                     x->ck->err ? x->ck->err : "malformed aws-chunked body");
+}
+
 /* Body bytes after HTTP framing (llhttp). */
 static int http_body_cb(void *arg, const char *data, size_t len)
 {
@@ -1174,15 +1187,23 @@ static int http_body_cb(void *arg, const char *data, size_t len)
     x->bytes_in += len;
     if (!x->aws_chunked)
         return payload_cb(x, data, len);
-    int rc = s3__chunked_feed(x->ck, data, len);
-    if (rc == 0)
+    if (x->req->chunked)
+        return ck_result(x, s3__chunked_http_data(x->ck, data, len));
+    return ck_result(x, s3__chunked_feed(x->ck, data, len));
+}
+
+/* HTTP chunk boundaries and trailer fields. An aws-chunked upload may carry
+ * its framing in them (s3__chunked_http_frame); for every other body they
+ * mean nothing and are dropped. No request, or one already answered: the
+ * parser only runs for the request the connection is reading, but nothing
+ * here may assume it. */
+static int http_frame_cb(void *arg, const struct s3_http_frame *f)
+{
+    struct s3_conn *c = arg;
+    struct s3_ctx *x = c->x;
+    if (!x || !x->aws_chunked || !x->req->chunked)
         return 0;
-    if (x->body_err)
-        return -1;
-    if (rc == SRV_EAUTH)
-        return body_fail(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, x->ck->err);
-    return body_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
-                     x->ck->err ? x->ck->err : "malformed aws-chunked body");
+    return ck_result(x, s3__chunked_http_frame(x->ck, f));
 }
 
 /* A chunk goes to two workers at once: one hashes (MD5, signed SHA-256,
@@ -1574,33 +1595,28 @@ static bool conn_event(struct s3_conn *c, int ev, enum conn_state before)
             conn_fatal(c, 400, "BadRequest", "unexpected message state");
         return true;
     }
-    if (ev == S3_HTTP_ETOOBIG) {
-        if (c->x)
-            conn_close(c);
-        else
+    if (ev < 0 && !c->x) {
+        if (ev == S3_HTTP_ETOOBIG)
             conn_fatal(c, 431, "RequestHeaderSectionTooLarge",
                        "request line and headers exceed the configured limit");
-        return false;
-    }
-    if (ev == S3_HTTP_EBODY && c->x) {
-        struct s3_ctx *x = c->x;
-        c->state = CS_WAIT;
-        s3__resp_error(x, x->body_err ? x->body_err : SRV_EBADREQ, x->body_errcode, x->status,
-                       x->body_errmsg);
-        if (!x->writing) /* else stream_write_done reports it */
-            send_response(x);
+        else
+            conn_fatal(c, 400, "BadRequest", "malformed HTTP request");
         return false;
     }
     if (ev < 0) {
-        if (c->x) {
-            struct s3_ctx *x = c->x;
-            c->state = CS_WAIT;
-            s3__resp_error(x, SRV_EBADREQ, "BadRequest", 400, "malformed HTTP request body");
-            if (!x->writing)
-                send_response(x);
-        } else {
-            conn_fatal(c, 400, "BadRequest", "malformed HTTP request");
-        }
+        /* the body went wrong: refused by its sink (EBODY, the reason is
+         * already recorded), malformed framing, or trailer fields over the
+         * header limit */
+        struct s3_ctx *x = c->x;
+        c->state = CS_WAIT;
+        if (ev == S3_HTTP_ETOOBIG)
+            body_fail(x, SRV_EBADREQ, "RequestHeaderSectionTooLarge", 431,
+                      "the trailer fields exceed the configured header limit");
+        else
+            body_fail(x, SRV_EBADREQ, "BadRequest", 400, "malformed HTTP request body");
+        s3__resp_error(x, x->body_err, x->body_errcode, x->status, x->body_errmsg);
+        if (!x->writing) /* else stream_write_done reports it (body_err) */
+            send_response(x);
         return false;
     }
     return true;
@@ -1951,6 +1967,7 @@ static void conn_start(void *arg)
     }
     free(a);
     s3__http_init(&c->http, srv->max_header_bytes, http_body_cb, c);
+    s3__http_set_frame_cb(&c->http, http_frame_cb);
     c->hdr_timer = evtimer_new(base, on_hdr_timeout, c);
     c->direct = evbuffer_new();
     if (!c->bev || !c->hdr_timer || !c->direct) {

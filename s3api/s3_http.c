@@ -12,6 +12,7 @@
  * Thread: a parser belongs to one connection; all functions are reentrant. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,14 @@ void s3__arena_fini(struct s3_arena *a)
         b = n;
     }
     a->head = NULL;
+}
+
+size_t s3__arena_bytes(const struct s3_arena *a)
+{
+    size_t n = 0;
+    for (const struct s3_arena_blk *b = a->head; b; b = b->next)
+        n += b->cap;
+    return n;
 }
 
 /* @p n bytes from @p a, not zeroed (for text about to be written over). */
@@ -196,6 +205,9 @@ static int on_message_begin(llhttp_t *p)
     h->acclen = 0;
     h->headers_done = false;
     h->body_bytes = 0;
+    h->tname_len = 0;
+    h->extlen = 0;
+    h->ext_name = h->ext_value = false;
     return 0;
 }
 
@@ -208,15 +220,67 @@ static int on_url_complete(llhttp_t *p)
 {
     struct s3_http *h = H(p);
     struct s3_req *r = h->req;
+    if (!r)
+        return -1;
     r->url = s3__arena_strndup(&r->arena, h->acc ? h->acc : "", h->acclen);
     h->acclen = 0;
+    return 0;
+}
+
+/* Trailer fields (after the last chunk of a chunked body) arrive when the
+ * request already belongs to the connection (s3__http_take_req at the
+ * headers) or has been answered and freed: they must never touch h->req.
+ * Name and value accumulate in acc, split by a NUL, and go to the frame
+ * callback (or nowhere). They are bounded by max_header_bytes on their own
+ * (on_headers_complete starts the count again). */
+static bool trailing(const llhttp_t *p)
+{
+    return (p->flags & F_TRAILING) != 0;
+}
+
+static int trailer_name_done(struct s3_http *h)
+{
+    if (acc_add(h, "", 1) < 0) /* the NUL between name and value */
+        return -1;
+    h->tname_len = h->acclen - 1;
+    for (size_t i = 0; i < h->tname_len; i++)
+        h->acc[i] = (char)tolower((unsigned char)h->acc[i]);
+    return 0;
+}
+
+static int trailer_value_done(struct s3_http *h)
+{
+    char *v = h->acc + h->tname_len + 1;
+    size_t n = h->acclen - h->tname_len - 1;
+    while (n && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    v[n] = '\0';
+    int rc = 0;
+    if (h->frame_cb) {
+        struct s3_http_frame f = {.kind = S3_FRAME_TRAILER, .name = h->acc, .value = v};
+        rc = h->frame_cb(h->body_arg, &f);
+    }
+    h->acclen = 0;
+    h->tname_len = 0;
+    if (rc != 0) {
+        h->body_failed = true;
+        return -1;
+    }
     return 0;
 }
 
 static int on_field_complete(llhttp_t *p)
 {
     struct s3_http *h = H(p);
+    if (trailing(p))
+        return trailer_name_done(h);
     struct s3_req *r = h->req;
+    if (!r)
+        return -1;
     if (r->nhdrs == r->hdrcap) {
         size_t cap = r->hdrcap ? r->hdrcap * 2 : 32;
         struct s3_hdr *n = s3__arena_alloc(&r->arena, cap * sizeof(*n));
@@ -239,8 +303,10 @@ static int on_field_complete(llhttp_t *p)
 static int on_value_complete(llhttp_t *p)
 {
     struct s3_http *h = H(p);
+    if (trailing(p))
+        return trailer_value_done(h);
     struct s3_req *r = h->req;
-    if (r->nhdrs == 0)
+    if (!r || r->nhdrs == 0)
         return -1;
     const char *v = h->acc ? h->acc : "";
     size_t n = h->acclen;
@@ -260,7 +326,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     struct s3_http *h = H(p);
     struct s3_req *r = h->req;
-    if (p->upgrade || llhttp_get_method(p) == HTTP_CONNECT)
+    if (!r || p->upgrade || llhttp_get_method(p) == HTTP_CONNECT)
         return -1;
     r->method_id = llhttp_get_method(p);
     r->method = llhttp_method_name((llhttp_method_t)r->method_id);
@@ -284,7 +350,79 @@ static int on_headers_complete(llhttp_t *p)
     if (s3__req_parse_query(r) < 0)
         return -1;
     h->headers_done = true;
+    h->hdr_bytes = 0; /* trailer fields get a budget of their own */
     return HPE_PAUSED;
+}
+
+/* Chunk extensions (";name=value" after a chunk's size) are kept only for a
+ * frame callback, and then bounded by S3_HTTP_EXT_MAX. */
+static int ext_add(struct s3_http *h, const char *lead, const char *at, size_t len)
+{
+    if (!h->frame_cb)
+        return 0;
+    size_t ll = lead ? 1 : 0;
+    if (h->extlen + ll + len + 1 > sizeof(h->ext))
+        return -1;
+    if (lead)
+        h->ext[h->extlen++] = *lead;
+    memcpy(h->ext + h->extlen, at, len);
+    h->extlen += len;
+    h->ext[h->extlen] = '\0';
+    return 0;
+}
+
+static int on_ext_name(llhttp_t *p, const char *at, size_t len)
+{
+    struct s3_http *h = H(p);
+    bool first = !h->ext_name;
+    h->ext_name = true;
+    return ext_add(h, first ? ";" : NULL, at, len);
+}
+
+static int on_ext_value(llhttp_t *p, const char *at, size_t len)
+{
+    struct s3_http *h = H(p);
+    bool first = !h->ext_value;
+    h->ext_value = true;
+    return ext_add(h, first ? "=" : NULL, at, len);
+}
+
+static int on_ext_name_complete(llhttp_t *p)
+{
+    H(p)->ext_name = false;
+    return 0;
+}
+
+static int on_ext_value_complete(llhttp_t *p)
+{
+    H(p)->ext_value = false;
+    return 0;
+}
+
+static int frame(struct s3_http *h, const struct s3_http_frame *f)
+{
+    if (h->frame_cb && h->frame_cb(h->body_arg, f) != 0) {
+        h->body_failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_chunk_header(llhttp_t *p)
+{
+    struct s3_http *h = H(p);
+    h->ext[h->extlen] = '\0';
+    struct s3_http_frame f = {.kind = S3_FRAME_CHUNK, .size = p->content_length, .ext = h->ext};
+    int rc = frame(h, &f);
+    h->extlen = 0;
+    h->ext[0] = '\0';
+    return rc;
+}
+
+static int on_chunk_complete(llhttp_t *p)
+{
+    struct s3_http_frame f = {.kind = S3_FRAME_CHUNK_END};
+    return frame(H(p), &f);
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len)
@@ -318,11 +456,22 @@ void s3__http_init(struct s3_http *h, size_t max_header_bytes, s3_http_body_cb b
     h->settings.on_headers_complete = on_headers_complete;
     h->settings.on_body = on_body;
     h->settings.on_message_complete = on_message_complete;
+    h->settings.on_chunk_extension_name = on_ext_name;
+    h->settings.on_chunk_extension_value = on_ext_value;
+    h->settings.on_chunk_extension_name_complete = on_ext_name_complete;
+    h->settings.on_chunk_extension_value_complete = on_ext_value_complete;
+    h->settings.on_chunk_header = on_chunk_header;
+    h->settings.on_chunk_complete = on_chunk_complete;
     llhttp_init(&h->parser, HTTP_REQUEST, &h->settings);
     h->parser.data = h;
     h->max_header_bytes = max_header_bytes ? max_header_bytes : 64 * 1024;
     h->body_cb = body_cb;
     h->body_arg = body_arg;
+}
+
+void s3__http_set_frame_cb(struct s3_http *h, s3_http_frame_cb cb)
+{
+    h->frame_cb = cb;
 }
 
 void s3__http_fini(struct s3_http *h)
@@ -485,52 +634,39 @@ int s3__req_parse_query(struct s3_req *r)
     return 0;
 }
 
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
+/* Base64 is OpenSSL's (EVP_EncodeBlock / EVP_DecodeBlock). The decoder is
+ * lenient where S3 inputs (Content-MD5, continuation tokens) must not be:
+ * it skips surrounding blanks, takes '=' anywhere as zero bits, and counts
+ * padding as decoded bytes. So input is checked first: a multiple of four
+ * characters of the standard alphabet, '=' only as the last one or two. */
 void s3__b64_encode(const unsigned char *in, size_t n, char *out)
 {
-    size_t j = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[j++] = B64[(v >> 18) & 63];
-        out[j++] = B64[(v >> 12) & 63];
-        out[j++] = i + 1 < n ? B64[(v >> 6) & 63] : '=';
-        out[j++] = i + 2 < n ? B64[v & 63] : '=';
-    }
-    out[j] = '\0';
+    /* callers encode digests and keys: far below INT_MAX */
+    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+static bool b64_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '/';
 }
 
 long s3__b64_decode(const char *in, size_t len, unsigned char *out)
 {
-    if (len % 4)
+    if (len % 4 || len > (size_t)INT_MAX)
         return -1;
-    long j = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        uint32_t v = 0;
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            char c = in[i + k];
-            const char *p = c ? strchr(B64, c) : NULL;
-            if (c == '=' && i + 4 == len && k >= 2) {
-                pad++;
-                v <<= 6;
-                continue;
-            }
-            if (!p || pad)
-                return -1;
-            v = (v << 6) | (uint32_t)(p - B64);
-        }
-        out[j++] = (unsigned char)(v >> 16);
-        if (pad < 2)
-            out[j++] = (unsigned char)(v >> 8);
-        if (pad < 1)
-            out[j++] = (unsigned char)v;
-    }
-    return j;
+    size_t pad = 0;
+    while (pad < 2 && pad < len && in[len - 1 - pad] == '=')
+        pad++;
+    for (size_t i = 0; i < len - pad; i++)
+        if (!b64_char(in[i]))
+            return -1;
+    if (len == 0)
+        return 0;
+    int n = EVP_DecodeBlock(out, (const unsigned char *)in, (int)len);
+    if (n < 0 || (size_t)n < pad)
+        return -1;
+    return (long)((size_t)n - pad);
 }
 
 /* ---------------------------------------------------------------- dates */

@@ -41,6 +41,8 @@ void *s3__arena_alloc(struct s3_arena *a, size_t n);
 char *s3__arena_strndup(struct s3_arena *a, const char *s, size_t n);
 char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/** Bytes the arena holds (its blocks' sizes), for bounds checks in tests. */
+size_t s3__arena_bytes(const struct s3_arena *a);
 
 /* ---------------------------------------------------------------- HTTP request */
 
@@ -94,6 +96,26 @@ enum s3_http_event {
 /** Called with body bytes (after HTTP chunked decoding). @return 0 or nonzero to stop. */
 typedef int (*s3_http_body_cb)(void *arg, const char *data, size_t len);
 
+/* The framing of a chunked body, for a caller that needs more than its bytes
+ * (aws-chunked uploads whose aws chunks are the HTTP chunks, s3_sigv4.c).
+ * Trailer fields are never added to the request: by the time they arrive the
+ * request belongs to the connection (s3__http_take_req). */
+enum s3_http_frame_kind {
+    S3_FRAME_CHUNK = 1, /* a chunk begins: size, ext */
+    S3_FRAME_CHUNK_END, /* its data is over (after the last chunk: its trailer fields too) */
+    S3_FRAME_TRAILER,   /* one trailer field: name, value */
+};
+#define S3_HTTP_EXT_MAX 256 /* longest chunk extension text accepted with a frame callback */
+struct s3_http_frame {
+    enum s3_http_frame_kind kind;
+    uint64_t size;     /* CHUNK: data bytes (0: the last chunk) */
+    const char *ext;   /* CHUNK: its extensions as received, ";name=value...", or "" */
+    const char *name;  /* TRAILER: field name, lower-cased */
+    const char *value; /* TRAILER: value, leading/trailing blanks removed */
+};
+/** @return 0, or nonzero to stop parsing (S3_HTTP_EBODY, as a refused body). */
+typedef int (*s3_http_frame_cb)(void *arg, const struct s3_http_frame *f);
+
 struct s3_http {
     llhttp_t parser;
     llhttp_settings_t settings;
@@ -109,11 +131,19 @@ struct s3_http {
     s3_http_body_cb body_cb;
     void *body_arg;
     uint64_t body_bytes; /* body bytes delivered for this request */
+    s3_http_frame_cb frame_cb; /* called with body_arg; NULL: trailers are dropped */
+    size_t tname_len;          /* trailer field: its name's length in acc (a NUL follows) */
+    char ext[S3_HTTP_EXT_MAX]; /* extensions of the chunk being parsed */
+    size_t extlen;
+    bool ext_name, ext_value; /* inside an extension's name / value */
 };
 
 void s3__http_init(struct s3_http *h, size_t max_header_bytes, s3_http_body_cb body_cb,
                    void *body_arg);
 void s3__http_fini(struct s3_http *h);
+/** Report the framing of chunked bodies to @p cb (with the body callback's argument).
+ * Without one, chunk extensions and trailer fields are parsed and dropped. */
+void s3__http_set_frame_cb(struct s3_http *h, s3_http_frame_cb cb);
 /** Parse @p len bytes. @param[out] used bytes consumed (the caller drains them).
  * @return an s3_http_event. After S3_HTTP_HEADERS call s3__http_resume() and feed
  * again (even zero bytes: a bodyless message then completes); after
@@ -140,9 +170,11 @@ void s3__url_encode_buf(struct evbuffer *out, const char *s, size_t n, bool keep
 char *s3__url_encode(struct s3_arena *a, const char *s, size_t n, bool keep_slash);
 /** Split and decode the query string into r->params. @return 0, -EINVAL. */
 int s3__req_parse_query(struct s3_req *r);
-/** Base64 encode (standard alphabet, padded). out: 4*ceil(n/3)+1 bytes. */
+/** Base64 encode (standard alphabet, padded; OpenSSL). out: 4*ceil(n/3)+1 bytes, NUL-terminated. */
 void s3__b64_encode(const unsigned char *in, size_t n, char *out);
-/** @return decoded length, or -1 on malformed input. out: at least 3*len/4 bytes. */
+/** Strict base64 decode: @p len a multiple of 4, only the standard alphabet, '=' only as
+ * the last one or two characters, no blanks. @return the decoded length, or -1 on
+ * malformed input. out: at least 3*len/4 bytes (the padding's bytes are written too). */
 long s3__b64_decode(const char *in, size_t len, unsigned char *out);
 
 /** Parse an RFC 7231 IMF-fixdate, RFC 850 or asctime date. @return 0, -EINVAL. */
@@ -237,6 +269,12 @@ struct s3_chunked {
     /* trailing checksum header seen, e.g. "x-amz-checksum-crc32" and its value */
     char ck_name[40];
     char ck_value[100];
+    /* carried by HTTP chunked transfer coding (s3__chunked_http_*) */
+    int framing;             /* how: not known yet, the same chunks, or nested */
+    uint64_t first_size;     /* while not known: the first HTTP chunk, held back */
+    char first_ext[S3_HTTP_EXT_MAX];
+    char peek[18];           /* ... and the first bytes of its data */
+    size_t peeklen;
 };
 void s3__chunked_init(struct s3_chunked *d, enum s3_chunk_mode mode, const unsigned char key[32],
                       const struct s3_sigv4 *sig, s3_chunk_data_cb cb, void *arg);
@@ -244,6 +282,20 @@ void s3__chunked_fini(struct s3_chunked *d);
 /** @return 0, SRV_EAUTH (chunk signature mismatch), -EINVAL (framing), or the
  * callback's error. After d->done, further bytes are -EINVAL. */
 int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
+/* An aws-chunked body sent with Transfer-Encoding: chunked comes one of two
+ * ways: its aws chunks are the HTTP chunks (each chunk-signature a chunk
+ * extension, the trailing checksum and trailer signature HTTP trailer fields:
+ * what botocore and aws-cli send), or the whole aws-chunked stream travels
+ * inside HTTP chunks of any size (an HTTP client chunking an SDK's encoded
+ * stream). The decoder tells them apart at the first chunk: signed modes by
+ * its chunk-signature extension, the unsigned-trailer mode by whether the
+ * chunk's data begins with an aws chunk-size line (1-16 hex digits, CRLF);
+ * a zero-length first chunk is the first way. The framing events and the
+ * HTTP-decoded bytes then feed the decoder as s3__chunked_feed would be fed
+ * with the aws-chunked stream itself; in the nested way the HTTP framing and
+ * trailer fields are ignored. Both return as s3__chunked_feed. */
+int s3__chunked_http_frame(struct s3_chunked *d, const struct s3_http_frame *f);
+int s3__chunked_http_data(struct s3_chunked *d, const char *buf, size_t len);
 
 /* ---------------------------------------------------------------- checksums */
 
@@ -315,8 +367,9 @@ void s3__xml_elem_u64(struct evbuffer *out, const char *tag, uint64_t v);
 
 struct s3_xnode {
     char *name; /* local name (namespace prefix removed) */
-    char *text; /* concatenated, unescaped character data */
+    char *text; /* concatenated, unescaped character data, NUL-terminated */
     size_t textlen;
+    size_t textcap; /* parser-private: bytes allocated for text (grows by doubling) */
     struct s3_xnode *child, *next, *parent;
 };
 /** Parse a small XML document into arena nodes. @return 0, -EINVAL (malformed). */

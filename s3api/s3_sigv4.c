@@ -15,6 +15,7 @@
  * Thread: reentrant. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -579,4 +580,98 @@ int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len)
         }
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- aws-chunked in HTTP chunks */
+
+enum { CKF_UNKNOWN = 0, CKF_SAME, CKF_NESTED };
+
+/* Feed the decoder a line of the aws-chunked stream rebuilt from HTTP framing. */
+static int feed_text(struct s3_chunked *d, const char *a, const char *b, const char *c)
+{
+    char line[sizeof(d->line) + 8];
+    int n = snprintf(line, sizeof(line), "%s%s%s\r\n", a, b, c);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return fail(d, -EINVAL, "chunk header or trailer line too long");
+    return s3__chunked_feed(d, line, (size_t)n);
+}
+
+static int feed_chunk_line(struct s3_chunked *d, uint64_t size, const char *ext)
+{
+    char hex[24];
+    snprintf(hex, sizeof(hex), "%" PRIx64, size);
+    return feed_text(d, hex, ext, "");
+}
+
+/* An aws chunk-size line without extension at the start of @p p[0..n)? */
+static bool size_line_at(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && i < 16 && isxdigit((unsigned char)p[i]))
+        i++;
+    return i > 0 && i + 2 <= n && p[i] == '\r' && p[i + 1] == '\n';
+}
+
+/* The first chunk's data (held back in peek) decides how the stream travels;
+ * then what was held back goes to the decoder. */
+static int framing_decide(struct s3_chunked *d, bool chunk_ended)
+{
+    int rc;
+    if (size_line_at(d->peek, d->peeklen)) {
+        d->framing = CKF_NESTED;
+        return s3__chunked_feed(d, d->peek, d->peeklen);
+    }
+    d->framing = CKF_SAME;
+    if ((rc = feed_chunk_line(d, d->first_size, d->first_ext)) != 0 ||
+        (rc = s3__chunked_feed(d, d->peek, d->peeklen)) != 0)
+        return rc;
+    return chunk_ended ? s3__chunked_feed(d, "\r\n", 2) : 0;
+}
+
+int s3__chunked_http_frame(struct s3_chunked *d, const struct s3_http_frame *f)
+{
+    if (d->framing == CKF_NESTED)
+        return 0;
+    if (d->framing == CKF_UNKNOWN) {
+        if (f->kind == S3_FRAME_CHUNK_END)
+            return framing_decide(d, true);
+        if (f->kind != S3_FRAME_CHUNK)
+            return fail(d, -EINVAL, "trailer before the final chunk");
+        if (signed_mode(d)) {
+            d->framing = strstr(f->ext, "chunk-signature=") ? CKF_SAME : CKF_NESTED;
+        } else if (f->size == 0) {
+            d->framing = CKF_SAME;
+        } else {
+            d->first_size = f->size;
+            snprintf(d->first_ext, sizeof(d->first_ext), "%s", f->ext);
+            d->peeklen = 0;
+            return 0;
+        }
+        if (d->framing == CKF_NESTED)
+            return 0;
+    }
+    switch (f->kind) {
+    case S3_FRAME_CHUNK: return feed_chunk_line(d, f->size, f->ext);
+    case S3_FRAME_CHUNK_END: return s3__chunked_feed(d, "\r\n", 2);
+    default: return feed_text(d, f->name, ":", f->value);
+    }
+}
+
+int s3__chunked_http_data(struct s3_chunked *d, const char *buf, size_t len)
+{
+    if (d->framing == CKF_UNKNOWN) {
+        size_t k = sizeof(d->peek) - d->peeklen;
+        if (k > len)
+            k = len;
+        memcpy(d->peek + d->peeklen, buf, k);
+        d->peeklen += k;
+        buf += k;
+        len -= k;
+        if (d->peeklen < sizeof(d->peek))
+            return 0;
+        int rc = framing_decide(d, false);
+        if (rc)
+            return rc;
+    }
+    return len ? s3__chunked_feed(d, buf, len) : 0;
 }

@@ -96,21 +96,33 @@ static int skip_past(struct xp *x, const char *s)
     return -EINVAL;
 }
 
+/* Any byte of a name but blanks, markup and control characters (NUL
+ * included: a name is used as a C string). */
 static bool name_char(char c)
 {
-    return c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '>' && c != '/' && c != '=' &&
-           c != '<' && c != '"' && c != '\'';
+    unsigned char u = (unsigned char)c;
+    return u > ' ' && u != 0x7F && c != '>' && c != '/' && c != '=' && c != '<' && c != '"' &&
+           c != '\'';
 }
 
+/* Text arrives in many pieces (every entity reference, CDATA section or run
+ * between comments is one): the buffer doubles when full, so a document of
+ * n bytes costs O(n) time and arena memory, not O(n^2). */
 static void append_text(struct xp *x, struct s3_xnode *n, const char *s, size_t len)
 {
-    char *t = s3__arena_alloc(x->a, n->textlen + len + 1);
-    if (n->textlen)
-        memcpy(t, n->text, n->textlen);
-    memcpy(t + n->textlen, s, len);
+    if (n->textlen + len + 1 > n->textcap) {
+        size_t cap = n->textcap ? n->textcap : 32;
+        while (cap < n->textlen + len + 1)
+            cap *= 2;
+        char *t = s3__arena_alloc(x->a, cap);
+        if (n->textlen)
+            memcpy(t, n->text, n->textlen);
+        n->text = t;
+        n->textcap = cap;
+    }
+    memcpy(n->text + n->textlen, s, len);
     n->textlen += len;
-    t[n->textlen] = '\0';
-    n->text = t;
+    n->text[n->textlen] = '\0';
 }
 
 static int put_utf8(char *o, unsigned long cp)
@@ -218,8 +230,12 @@ static int parse_elem(struct xp *x, struct s3_xnode *parent, struct s3_xnode **o
     const char *full = ns;
     size_t fulllen = (size_t)(x->p - ns);
     const char *colon = memchr(ns, ':', fulllen);
-    if (colon)
+    if (colon) {
+        /* prefix:local, both non-empty ("<a:>" and "<:a>" are not names) */
+        if (colon == ns || colon + 1 == x->p)
+            return -EINVAL;
         ns = colon + 1;
+    }
     struct s3_xnode *n = s3__arena_alloc(x->a, sizeof(*n));
     n->name = s3__arena_strndup(x->a, ns, (size_t)(x->p - ns));
     n->text = (char *)"";

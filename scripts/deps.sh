@@ -7,7 +7,7 @@ set -euo pipefail
 
 BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libssl-dev
 liblmdb-dev libtirpc-dev liburing-dev node-llhttp libjansson-dev libcmocka-dev rpcsvc-proto
-libcurl4-openssl-dev"
+libcurl4-openssl-dev zlib1g-dev"
 TEST_PKGS="python3 python3-pytest python3-boto3 python3-prometheus-client awscli s3cmd rclone
 python3-yaml libnfs-dev libnfs-utils fio nginx-light clang libclang-rt-14-dev curl procps rpcbind
 qemu-system-x86 mmdebstrap passt e2fsprogs xz-utils"

@@ -96,8 +96,10 @@ if [ "${S3NFS_SKIP_FUZZ:-0}" != 1 ] && command -v clang >/dev/null; then
         for f in "$top"/build-fuzz/tests/fuzz/fuzz_*; do
             [ -x "$f" ] || continue
             n=$(basename "$f"); corpus="$top/tests/fuzz/corpus/${n#fuzz_}"
+            dict="$top/tests/fuzz/${n#fuzz_}.dict"
             mkdir -p "$logdir/fuzz-$n"
             if "$f" -max_total_time="${S3NFS_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 \
+                $( [ -f "$dict" ] && echo "-dict=$dict") \
                 -artifact_prefix="$logdir/fuzz-$n/" "$logdir/fuzz-$n" \
                 $( [ -d "$corpus" ] && echo "$corpus") >"$logdir/fuzz-$n.out" 2>&1; then
                 passed=$((passed + 1)); echo "   PASS: $n"

@@ -4,8 +4,10 @@ aws-chunked streaming) for hand-made requests, and raw HTTP over sockets."""
 import datetime
 import hashlib
 import hmac
+import json
 import socket
 import urllib.parse
+import urllib.request
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
@@ -148,3 +150,14 @@ def read_responses(s, count):
         out.append((status, headers, rest[:n]))
         data = rest[n:]
     return out
+
+
+def admin(d, method, path, body=None):
+    """A call of the admin API (/api/v1 + @path) with the bootstrap admin token."""
+    req = urllib.request.Request(d.admin_endpoint + "/api/v1" + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Bearer {d.admin_token}",
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        data = r.read()
+        return json.loads(data) if data else None

@@ -2,21 +2,14 @@
 """Tenant isolation as S3 sees it: a second tenant made through the admin API
 has its own bucket namespace; nothing of the first tenant is visible or
 reachable with its keys; a disabled key stops working at once."""
-import json
-import urllib.request
+import os
+import sys
 
 import pytest
 from botocore.exceptions import ClientError
 
-
-def admin(d, method, path, body=None):
-    req = urllib.request.Request(d.admin_endpoint + "/api/v1" + path, method=method,
-                                 data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Authorization": f"Bearer {d.admin_token}",
-                                          "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        data = r.read()
-        return json.loads(data) if data else None
+sys.path.insert(0, os.path.dirname(__file__))
+from s3util import admin  # noqa: E402
 
 
 def test_tenant_isolation_over_s3(s3nfsd):

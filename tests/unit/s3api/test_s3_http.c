@@ -217,6 +217,220 @@ static void test_helpers(void **state)
     s3__arena_fini(&a);
 }
 
+/* Framing events as text: "C<size><ext>|", "E|", "T<name>=<value>|". */
+struct frames {
+    char log[512];
+    size_t n;
+    int refuse_trailer;
+};
+
+static int frame_log(void *arg, const struct s3_http_frame *f)
+{
+    struct frames *fr = arg;
+    size_t room = sizeof(fr->log) - fr->n;
+    int k = 0;
+    if (f->kind == S3_FRAME_CHUNK)
+        k = snprintf(fr->log + fr->n, room, "C%llu%s|", (unsigned long long)f->size, f->ext);
+    else if (f->kind == S3_FRAME_CHUNK_END)
+        k = snprintf(fr->log + fr->n, room, "E|");
+    else
+        k = snprintf(fr->log + fr->n, room, "T%s=%s|", f->name, f->value);
+    fr->n += (size_t)k;
+    return f->kind == S3_FRAME_TRAILER && fr->refuse_trailer;
+}
+
+static int frame_body(void *arg, const char *d, size_t len)
+{
+    (void)arg;
+    (void)d;
+    (void)len;
+    return 0;
+}
+
+/* Drive @p raw as the connection does: the request is taken away from the
+ * parser at its headers, so body, extensions and trailers are parsed with no
+ * request in the parser. @return the events as letters. */
+static void drive_taken(const char *raw, size_t step, struct frames *fr, bool with_cb, char *ev,
+                        size_t maxhdr)
+{
+    struct s3_http h;
+    s3__http_init(&h, maxhdr, frame_body, fr);
+    if (with_cb)
+        s3__http_set_frame_cb(&h, frame_log);
+    size_t off = 0, len = strlen(raw), ne = 0;
+    struct s3_req *taken = NULL;
+    bool again = false;
+    while (off < len || again) {
+        again = false;
+        size_t n = len - off < step ? len - off : step, used = 0;
+        int e = s3__http_feed(&h, raw + off, n, &used);
+        off += used;
+        if (e == S3_HTTP_HEADERS) {
+            ev[ne++] = 'H';
+            taken = s3__http_take_req(&h);
+            assert_non_null(taken);
+            assert_null(h.req);
+            s3__http_resume(&h);
+            again = true;
+        } else if (e == S3_HTTP_DONE) {
+            ev[ne++] = 'D';
+            s3__req_free(taken);
+            taken = NULL;
+            s3__http_next(&h);
+            again = true;
+        } else if (e < 0) {
+            ev[ne++] = e == S3_HTTP_ETOOBIG ? 'T' : e == S3_HTTP_EBODY ? 'B' : 'E';
+            break;
+        }
+    }
+    ev[ne] = '\0';
+    s3__req_free(taken);
+    s3__http_fini(&h);
+}
+
+static void test_trailers_after_handoff(void **state)
+{
+    (void)state;
+    static const char raw[] = "PUT /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "5;x;chunk-signature=abc\r\nhello\r\n0;last=\"q\"\r\n"
+                              "X-Trailer:  v \r\nX-Empty:\r\nx-amz-checksum-crc32:NhCmhg==\r\n\r\n"
+                              "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+    size_t steps[] = {1, 2, 7, sizeof(raw)};
+    for (size_t i = 0; i < 4; i++) {
+        char ev[16];
+        struct frames fr = {0};
+        drive_taken(raw, steps[i], &fr, true, ev, 0);
+        assert_string_equal(ev, "HDHD");
+        assert_string_equal(fr.log, "C5;x;chunk-signature=abc|E|C0;last=\"q\"|Tx-trailer=v|"
+                                    "Tx-empty=|Tx-amz-checksum-crc32=NhCmhg==|E|");
+        /* without a frame callback the trailers are parsed and dropped */
+        struct frames none = {0};
+        drive_taken(raw, steps[i], &none, false, ev, 0);
+        assert_string_equal(ev, "HDHD");
+        assert_int_equal(none.n, 0);
+    }
+    /* a refused trailer stops the body like a refused body byte */
+    char ev[16];
+    struct frames fr = {.refuse_trailer = 1};
+    drive_taken(raw, 5, &fr, true, ev, 0);
+    assert_string_equal(ev, "HB");
+    /* trailers have a budget of their own, as large as the headers' */
+    char big[2048];
+    int n = snprintf(big, sizeof(big),
+                     "PUT /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                     "X-Pad: %0400d\r\n\r\n1\r\na\r\n0\r\nX-T: %0400d\r\n\r\n",
+                     0, 0);
+    assert_true(n > 0 && (size_t)n < sizeof(big));
+    drive_taken(big, 64, &fr, false, ev, 512);
+    assert_string_equal(ev, "HD");
+    snprintf(big, sizeof(big),
+             "PUT /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "1\r\na\r\n0\r\nX-T: %0600d\r\n\r\n",
+             0);
+    drive_taken(big, 64, &fr, false, ev, 512);
+    assert_string_equal(ev, "HT");
+    /* chunk extensions longer than a frame callback takes */
+    snprintf(big, sizeof(big),
+             "PUT /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "1;e=%0300d\r\na\r\n0\r\n\r\n",
+             0);
+    struct frames fe = {0};
+    drive_taken(big, 64, &fe, true, ev, 0);
+    assert_string_equal(ev, "HE");
+    drive_taken(big, 64, &fe, false, ev, 0);
+    assert_string_equal(ev, "HD");
+}
+
+/* Reference for the decoder's contract, character by character: quartets of
+ * the standard alphabet, '=' only in the last quartet's last two places. */
+static long ref_b64_decode(const char *in, size_t len, unsigned char *out)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (len % 4)
+        return -1;
+    long j = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int k = 0; k < 4; k++) {
+            char c = in[i + k];
+            const char *p = c ? strchr(A, c) : NULL;
+            if (c == '=' && i + 4 == len && k >= 2) {
+                pad++;
+                v <<= 6;
+                continue;
+            }
+            if (!p || pad)
+                return -1;
+            v = (v << 6) | (uint32_t)(p - A);
+        }
+        out[j++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            out[j++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            out[j++] = (unsigned char)v;
+    }
+    return j;
+}
+
+static void test_base64(void **state)
+{
+    (void)state;
+    static const char *const rfc[][2] = {
+        {"", ""},          {"f", "Zg=="},         {"fo", "Zm8="},     {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+    };
+    char enc[64];
+    unsigned char dec[64];
+    for (size_t i = 0; i < sizeof(rfc) / sizeof(rfc[0]); i++) {
+        size_t n = strlen(rfc[i][0]);
+        s3__b64_encode((const unsigned char *)rfc[i][0], n, enc);
+        assert_string_equal(enc, rfc[i][1]);
+        assert_int_equal(s3__b64_decode(enc, strlen(enc), dec), n);
+        assert_memory_equal(dec, rfc[i][0], n);
+    }
+    s3__b64_encode((const unsigned char *)"\xfb\xff", 2, enc);
+    assert_string_equal(enc, "+/8=");
+    /* non-canonical trailing bits are accepted, as before */
+    assert_int_equal(s3__b64_decode("Zh==", 4, dec), 1);
+    assert_int_equal(dec[0], 'f');
+    static const char *const bad[] = {"Zg=",  "Zg",   "Z===", "====",     "Zm=v", "Zm9v=",
+                                      " Zm9v", "Zm9v ", "Zm9\n", "Zg==Zg==", "Zm9-", "Zm9_",
+                                      "Zm9v====", "=Zm9", "Zm9v\r\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(s3__b64_decode(bad[i], strlen(bad[i]), dec), -1);
+    assert_int_equal(s3__b64_decode("Zm\0v", 4, dec), -1);
+    /* random strings over the alphabet, '=' and a few strangers, against the reference */
+    static const char pool[] = "ABYZabyz0189+/====  -_.";
+    uint64_t r = 88172645463325252ull;
+    for (int it = 0; it < 200000; it++) {
+        char in[16];
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        size_t len = (size_t)(r % 13);
+        for (size_t k = 0; k < len; k++)
+            in[k] = pool[(r >> (4 + 4 * (k % 14))) % (sizeof(pool) - 1)];
+        unsigned char a[16], b[16];
+        long want = ref_b64_decode(in, len, b);
+        long got = s3__b64_decode(in, len, a);
+        assert_int_equal(got, want);
+        if (want > 0)
+            assert_memory_equal(a, b, (size_t)want);
+    }
+    /* round trips of every length up to 200 */
+    unsigned char raw[200], back[200];
+    char text[300];
+    for (size_t n = 0; n <= sizeof(raw); n++) {
+        for (size_t k = 0; k < n; k++)
+            raw[k] = (unsigned char)(k * 37 + n);
+        s3__b64_encode(raw, n, text);
+        assert_int_equal(strlen(text), 4 * ((n + 2) / 3));
+        assert_int_equal(s3__b64_decode(text, strlen(text), back), n);
+        assert_memory_equal(back, raw, n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +439,8 @@ int main(void)
         cmocka_unit_test(test_limits_and_garbage),
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_helpers),
+        cmocka_unit_test(test_trailers_after_handoff),
+        cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

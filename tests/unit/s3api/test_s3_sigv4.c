@@ -227,17 +227,25 @@ static char *chunk_body(size_t *len, int tamper)
     return b;
 }
 
-static void run_chunked(int tamper, size_t step, int want_rc)
+/* The example request's signature and signing key (h holds the request). */
+static void example_key(struct s3_http *h, struct s3_sigv4 *sig, unsigned char key[32])
 {
-    struct s3_http h;
-    struct s3_req *r = parse(&h, CHUNK_REQ);
-    struct s3_sigv4 sig = {.arena = &r->arena};
-    assert_int_equal(s3__sigv4_parse_header(s3__req_header(r, "authorization"), &sig), 0);
-    unsigned char key[32];
+    struct s3_req *r = parse(h, CHUNK_REQ);
+    memset(sig, 0, sizeof(*sig));
+    sig->arena = &r->arena;
+    assert_int_equal(s3__sigv4_parse_header(s3__req_header(r, "authorization"), sig), 0);
     const char *why = NULL;
     time_t t;
     srv_sigv4_date_parse("20130524T000000Z", &t);
-    assert_int_equal(s3__sigv4_verify(&r->arena, r, &sig, EX_SECRET, t, key, &why), 0);
+    assert_int_equal(s3__sigv4_verify(&r->arena, r, sig, EX_SECRET, t, key, &why), 0);
+}
+
+static void run_chunked(int tamper, size_t step, int want_rc)
+{
+    struct s3_http h;
+    struct s3_sigv4 sig;
+    unsigned char key[32];
+    example_key(&h, &sig, key);
     size_t len;
     char *body = chunk_body(&len, tamper);
     assert_int_equal(len, 66824);
@@ -305,6 +313,165 @@ static void test_chunked_framing(void **state)
     s3__chunked_fini(&d);
 }
 
+/* aws-chunked behind Transfer-Encoding: chunked, driven as the connection
+ * does: the request leaves the parser at its headers, then body bytes and
+ * framing events go to s3__chunked_http_*. */
+struct framed {
+    struct s3_chunked *d;
+    int rc;
+};
+
+static int framed_body(void *arg, const char *data, size_t len)
+{
+    struct framed *f = arg;
+    if (f->rc == 0)
+        f->rc = s3__chunked_http_data(f->d, data, len);
+    return f->rc != 0;
+}
+
+static int framed_frame(void *arg, const struct s3_http_frame *fr)
+{
+    struct framed *f = arg;
+    if (f->rc == 0)
+        f->rc = s3__chunked_http_frame(f->d, fr);
+    return f->rc != 0;
+}
+
+/* @return the decoder's error, 0 once the message completed. */
+static int run_framed(struct s3_chunked *d, const char *body, size_t len, size_t step)
+{
+    static const char head[] = "PUT /b/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    struct framed f = {.d = d};
+    struct s3_http h;
+    size_t used = 0;
+    s3__http_init(&h, 0, framed_body, &f);
+    s3__http_set_frame_cb(&h, framed_frame);
+    assert_int_equal(s3__http_feed(&h, head, strlen(head), &used), S3_HTTP_HEADERS);
+    struct s3_req *r = s3__http_take_req(&h);
+    s3__http_resume(&h);
+    int ev = S3_HTTP_MORE;
+    for (size_t off = 0; off < len && ev == S3_HTTP_MORE; off += used) {
+        size_t n = len - off < step ? len - off : step;
+        ev = s3__http_feed(&h, body + off, n, &used);
+    }
+    if (f.rc == 0)
+        assert_int_equal(ev, S3_HTTP_DONE);
+    else
+        assert_int_equal(ev, S3_HTTP_EBODY);
+    s3__req_free(r);
+    s3__http_fini(&h);
+    return f.rc;
+}
+
+/* @p inner wrapped in HTTP chunks of @p size bytes (the nested way). */
+static char *nest(const char *inner, size_t len, size_t size, size_t *outlen)
+{
+    char *b = malloc(len * 2 + 64), *p = b;
+    for (size_t off = 0; off < len; off += size) {
+        size_t n = len - off < size ? len - off : size;
+        p += sprintf(p, "%zx\r\n", n);
+        memcpy(p, inner + off, n);
+        p += n;
+        p += sprintf(p, "\r\n");
+    }
+    p += sprintf(p, "0\r\nx-proxy: 1\r\n\r\n");
+    *outlen = (size_t)(p - b);
+    return b;
+}
+
+static void test_chunked_in_http_signed(void **state)
+{
+    (void)state;
+    struct s3_http h;
+    struct s3_sigv4 sig;
+    unsigned char key[32];
+    example_key(&h, &sig, key);
+    size_t steps[] = {1, 4097, 1 << 20};
+    for (int tamper = 0; tamper < 2; tamper++) {
+        size_t len, nlen;
+        char *body = chunk_body(&len, tamper);
+        /* the example's aws chunks are valid HTTP chunks: sent as they are, the
+         * chunk signatures arrive as chunk extensions */
+        for (size_t i = 0; i < 3; i++) {
+            struct s3_chunked d;
+            struct sink s = {0};
+            s3__chunked_init(&d, S3_CHUNK_SIGNED, key, &sig, sink_cb, &s);
+            assert_int_equal(run_framed(&d, body, len, steps[i]), tamper ? SRV_EAUTH : 0);
+            assert_int_equal(d.done, !tamper);
+            if (!tamper) {
+                assert_int_equal(s.bad, 0);
+                assert_int_equal(s.n, 66560);
+            }
+            s3__chunked_fini(&d);
+        }
+        /* ... or inside HTTP chunks of their own */
+        char *nested = nest(body, len, 1000, &nlen);
+        struct s3_chunked d;
+        struct sink s = {0};
+        s3__chunked_init(&d, S3_CHUNK_SIGNED, key, &sig, sink_cb, &s);
+        assert_int_equal(run_framed(&d, nested, nlen, 333), tamper ? SRV_EAUTH : 0);
+        assert_int_equal(d.done, !tamper);
+        s3__chunked_fini(&d);
+        free(nested);
+        free(body);
+    }
+    s3__http_fini(&h);
+}
+
+static void test_chunked_in_http_unsigned(void **state)
+{
+    (void)state;
+    static const char same[] = "5\r\naaaaa\r\n3\r\naaa\r\n0\r\nX-Amz-Checksum-Crc32:  sOO8/Q== \r\n"
+                               "X-Other: 1\r\n\r\n";
+    static const char empty[] = "0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n";
+    static const char inner[] = "8\r\naaaaaaaa\r\n0\r\nx-amz-checksum-crc32:sOO8/Q==\r\n\r\n";
+    size_t steps[] = {1, 3, 100};
+    for (size_t i = 0; i < 3; i++) {
+        struct s3_chunked d;
+        struct sink s = {0};
+        /* the HTTP chunks are the aws chunks, the checksum an HTTP trailer field */
+        s3__chunked_init(&d, S3_CHUNK_UNSIGNED_TRAILER, NULL, NULL, sink_cb, &s);
+        assert_int_equal(run_framed(&d, same, strlen(same), steps[i]), 0);
+        assert_true(d.done);
+        assert_int_equal(s.n, 8);
+        assert_string_equal(d.ck_name, "x-amz-checksum-crc32");
+        assert_string_equal(d.ck_value, "sOO8/Q==");
+        s3__chunked_fini(&d);
+        /* an empty payload: the first chunk is the last */
+        s3__chunked_init(&d, S3_CHUNK_UNSIGNED_TRAILER, NULL, NULL, sink_cb, &s);
+        assert_int_equal(run_framed(&d, empty, strlen(empty), steps[i]), 0);
+        assert_true(d.done);
+        assert_string_equal(d.ck_value, "AAAAAA==");
+        s3__chunked_fini(&d);
+        /* nested in HTTP chunks of 4 bytes: the first begins with a size line */
+        size_t nlen;
+        char *nested = nest(inner, strlen(inner), 4, &nlen);
+        s.n = 0;
+        s3__chunked_init(&d, S3_CHUNK_UNSIGNED_TRAILER, NULL, NULL, sink_cb, &s);
+        assert_int_equal(run_framed(&d, nested, nlen, steps[i]), 0);
+        assert_true(d.done);
+        assert_int_equal(s.n, 8);
+        assert_string_equal(d.ck_value, "sOO8/Q==");
+        s3__chunked_fini(&d);
+        free(nested);
+    }
+    /* a payload shorter than a size line, in chunks that end early */
+    static const char tiny[] = "1\r\na\r\n2\r\naa\r\n0\r\n\r\n";
+    struct s3_chunked d;
+    struct sink s = {0};
+    s3__chunked_init(&d, S3_CHUNK_UNSIGNED_TRAILER, NULL, NULL, sink_cb, &s);
+    assert_int_equal(run_framed(&d, tiny, strlen(tiny), 1), 0);
+    assert_true(d.done);
+    assert_int_equal(s.n, 3);
+    s3__chunked_fini(&d);
+    /* signed, same chunks, but a chunk without its signature */
+    static const char nosig[] = "1;chunk-signature=00\r\na\r\n2\r\naa\r\n0\r\n\r\n";
+    s3__chunked_init(&d, S3_CHUNK_SIGNED, (const unsigned char *)"0123456789abcdef0123456789abcdef",
+                     NULL, sink_cb, &s);
+    assert_int_equal(run_framed(&d, nosig, strlen(nosig), 64), -EINVAL);
+    s3__chunked_fini(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +480,8 @@ int main(void)
         cmocka_unit_test(test_presigned),          cmocka_unit_test(test_presigned_tampered_query),
         cmocka_unit_test(test_malformed_authz),    cmocka_unit_test(test_chunked_example),
         cmocka_unit_test(test_chunked_tampered),   cmocka_unit_test(test_chunked_framing),
+        cmocka_unit_test(test_chunked_in_http_signed),
+        cmocka_unit_test(test_chunked_in_http_unsigned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -66,6 +67,12 @@ static void test_parse_refuses(void **state)
         "<a x=1></a>",
         "<a></a><b></b>",
         "<a></a>trailing",
+        "<a:/>",
+        "<:a/>",
+        "<a><b:  /></a>",
+        "<a><:b></:b></a>",
+        "<\x01/>",
+        "<a\x7f/>",
     };
     struct s3_arena a;
     s3__arena_init(&a);
@@ -73,6 +80,9 @@ static void test_parse_refuses(void **state)
         struct s3_xnode *root;
         assert_int_equal(s3__xml_parse(&a, bad[i], strlen(bad[i]), &root), -EINVAL);
     }
+    struct s3_xnode *r0;
+    assert_int_equal(s3__xml_parse(&a, "<\0/>", 4, &r0), -EINVAL);
+    assert_int_equal(s3__xml_parse(&a, "<a\0b/>", 6, &r0), -EINVAL);
     char deep[2048] = "";
     for (int i = 0; i < 100; i++)
         strcat(deep, "<a>");
@@ -88,12 +98,48 @@ static void test_parse_refuses(void **state)
     s3__arena_fini(&a);
 }
 
+/* Text in many pieces (entities, CDATA sections, runs between comments)
+ * costs arena memory in proportion to the text, not to its square: a 4 MiB
+ * DeleteObjects of "&amp;" once asked for hundreds of GB. */
+static void test_parse_many_pieces(void **state)
+{
+    (void)state;
+    enum { ENT = 8000, RUNS = 2000, CDATA = 2000 };
+    size_t cap = 64 + ENT * 5 + RUNS * 8 + CDATA * 13, n = 0;
+    char *doc = malloc(cap);
+    assert_non_null(doc);
+    n += (size_t)sprintf(doc + n, "<Delete><Object><Key>");
+    for (int i = 0; i < ENT; i++)
+        n += (size_t)sprintf(doc + n, "&amp;");
+    for (int i = 0; i < RUNS; i++)
+        n += (size_t)sprintf(doc + n, "a<!---->");
+    for (int i = 0; i < CDATA; i++)
+        n += (size_t)sprintf(doc + n, "<![CDATA[x]]>");
+    n += (size_t)sprintf(doc + n, "</Key></Object></Delete>");
+    assert_true(n < cap);
+    struct s3_arena a;
+    s3__arena_init(&a);
+    struct s3_xnode *root;
+    assert_int_equal(s3__xml_parse(&a, doc, n, &root), 0);
+    struct s3_xnode *k = s3__xml_child(s3__xml_child(root, "Object"), "Key");
+    assert_non_null(k);
+    assert_int_equal(k->textlen, ENT + RUNS + CDATA);
+    assert_int_equal(strlen(k->text), k->textlen);
+    assert_int_equal(k->text[0], '&');
+    assert_int_equal(k->text[ENT], 'a');
+    assert_int_equal(k->text[k->textlen - 1], 'x');
+    assert_true(s3__arena_bytes(&a) < (512u << 10));
+    s3__arena_fini(&a);
+    free(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_parse_complete),
         cmocka_unit_test(test_parse_refuses),
+        cmocka_unit_test(test_parse_many_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
