@@ -187,7 +187,8 @@ enum tier_s3_opcode {
     TIER_S3_DELETE_OBJECT,   /* key (a missing key is success, as S3 answers) */
     TIER_S3_MPU_CREATE,      /* key; content_type, meta -> res->upload_id */
     TIER_S3_MPU_PART,        /* key, upload_id, part_number; body -> res->obj.etag */
-    TIER_S3_MPU_COMPLETE,    /* key, upload_id, parts -> res->obj.etag */
+    TIER_S3_MPU_COMPLETE,    /* key, upload_id, parts -> res->obj.etag (empty when the
+                              * remote leaves it out, as Ceph RGW 16 does: HEAD for it) */
     TIER_S3_MPU_ABORT,       /* key, upload_id */
     TIER_S3_MPU_LIST,        /* prefix; key_marker, upload_marker; max */
     TIER_S3_LIST_OBJECTS,    /* ListObjectsV2: prefix, delimiter, token, start_after; max */
