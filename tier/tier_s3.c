@@ -1399,19 +1399,6 @@ static int on_hvalue(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
-static void etag_set(char *dst, const char *v)
-{
-    size_t n = strlen(v);
-    if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
-        v++;
-        n -= 2;
-    }
-    if (n >= TIER_S3_ETAG_MAX)
-        n = TIER_S3_ETAG_MAX - 1;
-    memcpy(dst, v, n);
-    dst[n] = '\0';
-}
-
 /* One complete header line of the answer. */
 static int on_hvalue_done(llhttp_t *p)
 {
@@ -1423,7 +1410,7 @@ static int on_hvalue_done(llhttp_t *p)
     if (r->head_bytes > HEAD_MAX || r->hbad)
         return -1;
     if (!strcasecmp(n, "etag")) {
-        etag_set(res->obj.etag, v);
+        tier__etag_copy(v, res->obj.etag, sizeof(res->obj.etag));
     } else if (!strcasecmp(n, "last-modified")) {
         res->obj.last_modified = tier__s3_date_parse(v);
     } else if (!strcasecmp(n, "x-amz-version-id")) {
@@ -1555,6 +1542,19 @@ static int req_feed(struct tier_s3_req *r, struct evbuffer *in)
     return err;
 }
 
+/* After a caller's callback returned @p rc: false if the request ended (the
+ * callback cancelled it, or returned an error, which ends it now). */
+static bool cb_ok(struct tier_s3_req *r, int rc, const char *which)
+{
+    if (r->ended)
+        return false;
+    if (rc < 0) {
+        req_end(r, rc, "the %s callback ended the request: %s", which, srv_strerror(rc));
+        return false;
+    }
+    return true;
+}
+
 /* The answer's headers are in: decide how its body is used. @return false if ended. */
 static bool req_headers_in(struct tier_s3_req *r)
 {
@@ -1579,16 +1579,7 @@ static bool req_headers_in(struct tier_s3_req *r)
         }
     }
     r->stream = r->op.on_data != NULL;
-    if (r->op.on_head) {
-        int rc = r->op.on_head(r->op.arg, res);
-        if (r->ended)
-            return false;
-        if (rc < 0) {
-            req_end(r, rc, "the head callback ended the request: %s", srv_strerror(rc));
-            return false;
-        }
-    }
-    return true;
+    return !r->op.on_head || cb_ok(r, r->op.on_head(r->op.arg, res), "head");
 }
 
 /* New body bytes sit in r->in. @return false if the request ended or paused. */
@@ -1608,18 +1599,12 @@ static bool req_deliver(struct tier_s3_req *r)
     r->res.bytes += n;
     int rc = r->op.on_data(r->op.arg, r->in);
     evbuffer_drain(r->in, evbuffer_get_length(r->in));
-    if (r->ended)
-        return false;
-    if (rc == TIER_S3_PAUSE) {
+    if (!r->ended && rc == TIER_S3_PAUSE) {
         r->paused = true;
         bufferevent_disable(r->c->bev, EV_READ);
         return false;
     }
-    if (rc < 0) {
-        req_end(r, rc, "the data callback ended the request: %s", srv_strerror(rc));
-        return false;
-    }
-    return true;
+    return cb_ok(r, rc, "data");
 }
 
 /* Whether every byte of the request went to the socket (or TLS). */
@@ -1660,6 +1645,7 @@ static void req_answered(struct tier_s3_req *r)
         strcmp(res->code, "NoSuchKey") == 0)
         err = 0; /* already gone */
     if (err) {
+        memset(&res->obj, 0, sizeof(res->obj)); /* those headers described the error */
         const char *what = res->message[0] ? res->message : "";
         char msg[sizeof(res->message)];
         switch (err) {
@@ -1722,7 +1708,7 @@ static void req_answered(struct tier_s3_req *r)
         size_t el;
         if (tier__xml_find(in, in + il, "ETag", &e, &el, NULL)) {
             tier__xml_text(e, el, tag, sizeof(tag));
-            etag_set(res->obj.etag, tag);
+            tier__etag_copy(tag, res->obj.etag, sizeof(res->obj.etag));
         }
         break;
     }

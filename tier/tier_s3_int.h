@@ -19,12 +19,17 @@
 bool tier__xml_find(const char *p, const char *end, const char *name, const char **in,
                     size_t *inlen, const char **after);
 
-/** Decode XML text (the five entities and &#N; / &#xN;) of @p n bytes into
+/** Decode XML text (the five entities, and &#N; / &#xN; of ASCII characters;
+ * other references stay as written) of @p n bytes into
  * @p out (@p cap bytes, NUL-terminated, cut to fit). @return bytes written. */
 size_t tier__xml_text(const char *s, size_t n, char *out, size_t cap);
 
 /** tier__xml_text into a new string (free()). NULL on ENOMEM. */
 char *tier__xml_strdup(const char *s, size_t n);
+
+/** Copy an ETag without its surrounding quotes into @p out (@p cap bytes,
+ * NUL-terminated, cut to fit). */
+void tier__etag_copy(const char *s, char *out, size_t cap);
 
 /** Decode %XX escapes of a NUL-terminated string in place (encoding-type=url). */
 void tier__url_decode(char *s);

@@ -74,31 +74,6 @@ static int hexval(int c)
     return -1;
 }
 
-/* UTF-8 of code point @p cp into @p o (room for 4). @return bytes. */
-static size_t utf8_put(unsigned long cp, char *o)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xc0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 size_t tier__xml_text(const char *s, size_t n, char *out, size_t cap)
 {
     static const struct {
@@ -131,14 +106,17 @@ size_t tier__xml_text(const char *s, size_t n, char *out, size_t cap)
             for (size_t k = i + (hex ? 3 : 2); k < i + el - 1; k++) {
                 int v = hex ? hexval((unsigned char)s[k]) : (isdigit((unsigned char)s[k])
                                                                  ? s[k] - '0' : -1);
-                if (v < 0 || cp > 0x10ffff) {
+                if (v < 0 || cp >= 0x80) {
                     ok = false;
                     break;
                 }
                 cp = cp * (hex ? 16 : 10) + (unsigned long)v;
             }
-            if (ok && cp > 0 && cp <= 0x10ffff && o + 5 < cap) {
-                o += utf8_put(cp, out + o);
+            /* Servers write non-ASCII as UTF-8 and use references only for
+             * control characters and markup: decode the ASCII ones, keep the
+             * rest as written. */
+            if (ok && cp > 0 && cp < 0x80) {
+                out[o++] = (char)cp;
                 i += el;
                 done = true;
             }
@@ -213,8 +191,7 @@ static void strip_prefix(char *key, const char *strip)
         memmove(key, key + sl, strlen(key + sl) + 1);
 }
 
-/* Strip quotes around an ETag into @p out. */
-static void etag_copy(const char *s, char *out, size_t cap)
+void tier__etag_copy(const char *s, char *out, size_t cap)
 {
     size_t n = strlen(s);
     if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
@@ -436,7 +413,7 @@ int tier__s3_list_parse(const char *xml, size_t n, const char *strip,
         xml_get(in, in + il, "Size", num, sizeof(num));
         e->size = strtoull(num, NULL, 10);
         if (xml_get(in, in + il, "ETag", tag, sizeof(tag)))
-            etag_copy(tag, e->etag, sizeof(e->etag));
+            tier__etag_copy(tag, e->etag, sizeof(e->etag));
         if (xml_get(in, in + il, "LastModified", date, sizeof(date)))
             e->time = tier__s3_date_parse(date);
     }

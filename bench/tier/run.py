@@ -41,11 +41,8 @@ def size_arg(s):
 
 
 def sha(path):
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def timed(cmd, env):

@@ -24,12 +24,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 import uuid
+
+from s3nfsd_harness import free_port
 
 PACKAGES = ["ceph-mon", "ceph-osd", "radosgw", "ceph-common"]
 BINARIES = ["ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph", "monmaptool",
@@ -38,12 +39,6 @@ BINARIES = ["ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph", "monmapt
 ACCESS_KEY = "RGWTESTACCESSKEY0001"
 SECRET_KEY = "rgw/test/secret/key/0123456789abcdefghijk"
 USER = "s3nfs-test"
-
-
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def available():
@@ -80,8 +75,8 @@ class Rgw:
 
     def __init__(self, workdir, memstore_bytes=4 << 30, start_timeout=300, rgw_conf=None):
         self.dir = os.path.abspath(workdir)
-        self.mon_port = _free_port()
-        self.port = _free_port()
+        self.mon_port = free_port()
+        self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.access_key = ACCESS_KEY
         self.secret_key = SECRET_KEY

@@ -230,29 +230,29 @@ def test_first_byte_timeout_is_retryable():
         srv.close()
 
 
-def test_remote_killed_mid_get_fails_retryable(own_s3nfsd, tmp_path):
-    r = own_s3nfsd
-    r.s3.put_object(Bucket=r.bucket, Key="big", Body=os.urandom(64 * MiB))
-    p = r.popen("get", "big", "--hold")
+def kill_mid_transfer(r, args, marker):
+    """Run the tool with --hold, kill the remote once it says it is mid-way
+    (marker line), let it go on: @return its last result line."""
+    p = r.popen(*args, "--hold")
     first = p.stdout.readline()
-    assert first.startswith('{"first":'), first + p.stderr.read()
+    assert first.startswith(marker), first + p.stderr.read()
     r.daemon.kill()
     out, err = p.communicate("go\n", timeout=120)
-    res = [x for x in out.splitlines() if '"op"' in x][-1]
-    assert p.returncode == 1
+    assert p.returncode == 1, out + err
+    return [x for x in out.splitlines() if '"op"' in x][-1]
+
+
+def test_remote_killed_mid_get_fails_retryable(own_s3nfsd):
+    r = own_s3nfsd
+    r.s3.put_object(Bucket=r.bucket, Key="big", Body=os.urandom(64 * MiB))
+    res = kill_mid_transfer(r, ["get", "big"], '{"first":')
     assert '"errname":"ECONNRESET"' in res and '"retryable":true' in res, res
 
 
 def test_remote_killed_mid_put_fails_retryable(own_s3nfsd, tmp_path):
     r = own_s3nfsd
     f = write_file(tmp_path / "in", os.urandom(64 * MiB))
-    p = r.popen("put", "big", f, "--stream", "--hold")
-    first = p.stdout.readline()
-    assert first.startswith('{"sent_first":'), first + p.stderr.read()
-    r.daemon.kill()
-    out, err = p.communicate("go\n", timeout=120)
-    res = [x for x in out.splitlines() if '"op"' in x][-1]
-    assert p.returncode == 1
+    res = kill_mid_transfer(r, ["put", "big", f, "--stream"], '{"sent_first":')
     assert re.search(r'"errname":"(ECONNRESET|EPIPE)"', res) and '"retryable":true' in res, res
 
 
