@@ -1738,7 +1738,7 @@ static void req_read(struct tier_s3_req *r)
             r->got_bytes = true;
             bufferevent_set_timeouts(r->c->bev, &r->s3->t_idle, r->sent ? NULL : &r->s3->t_idle);
         }
-        if (r->st == R_SEND) {
+        if (r->st == R_SEND || r->st == R_BODY_PARSE) { /* headers, or a body llhttp frames */
             bool had = r->hdr_done;
             int err = req_feed(r, in);
             if (err) {
@@ -1747,47 +1747,24 @@ static void req_read(struct tier_s3_req *r)
             }
             if (!had && r->hdr_done && !req_headers_in(r))
                 return;
-            if (r->msg_done) { /* bodiless answer */
-                req_answered(r);
+            if (r->st == R_BODY_PARSE && !req_deliver(r) && r->ended)
                 return;
-            }
-            if (r->st == R_BODY_LEN && r->remaining == 0) {
-                req_answered(r);
-                return;
-            }
-            if (r->st == R_BODY_PARSE && !req_deliver(r))
-                return;
-            continue;
-        }
-        if (r->st == R_BODY_LEN) {
+        } else if (r->st == R_BODY_LEN) { /* a Content-Length body, moved without a copy */
             size_t n = evbuffer_get_length(in);
             if (n > r->remaining)
                 n = (size_t)r->remaining;
             evbuffer_remove_buffer(in, r->in, n);
             r->remaining -= n;
-            if (!req_deliver(r))
+            if (!req_deliver(r) && r->ended)
                 return;
-            if (r->remaining == 0) {
-                req_answered(r);
-                return;
-            }
-            continue;
+        } else {
+            break;
         }
-        if (r->st == R_BODY_PARSE) {
-            int err = req_feed(r, in);
-            if (err) {
-                req_end(r, err, NULL);
-                return;
-            }
-            if (!req_deliver(r))
-                return;
-            if (r->msg_done) {
-                req_answered(r);
-                return;
-            }
-            continue;
+        /* Complete even if the last delivery paused: nothing is left to read. */
+        if (r->msg_done || (r->st == R_BODY_LEN && r->remaining == 0)) {
+            req_answered(r);
+            return;
         }
-        break;
     }
 }
 

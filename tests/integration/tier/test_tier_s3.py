@@ -94,6 +94,19 @@ def test_ranged_get_streams_first_bytes_before_the_range_is_in(remote, tmp_path)
     assert open(tmp_path / "big.out", "rb").read() == data[off:off + length]
 
 
+def test_flow_control_pause_and_resume(remote, tmp_path):
+    """A GET whose data callback pauses every time (a timer resumes it) and a
+    PUT whose source has nothing ready every other call: same bytes."""
+    data = os.urandom(9 * MiB + 5)
+    f = write_file(tmp_path / "in", data)
+    put = remote.run("put", "fc/obj", f, "--stream", "--pause").res
+    assert put["err"] == 0 and put["bytes"] == len(data)
+    assert remote.s3.get_object(Bucket=remote.bucket, Key="fc/obj")["Body"].read() == data
+    g = remote.run("get", "fc/obj", "--pause", "--out", tmp_path / "out").res
+    assert g["err"] == 0 and g["calls"] > 1
+    assert open(tmp_path / "out", "rb").read() == data
+
+
 def test_multipart_parallel_parts(remote, tmp_path):
     part = 5 * MiB
     data = os.urandom(3 * part + 123_457)  # 4 parts

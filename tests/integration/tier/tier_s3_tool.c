@@ -14,17 +14,20 @@
  *
  *   check                         list one key: reachability, TLS, keys, bucket
  *   head KEY [--if-match ETAG]
- *   get KEY [--out FILE] [--range OFF:LEN] [--hold]
+ *   get KEY [--out FILE] [--range OFF:LEN] [--hold] [--pause]
  *                                 --hold: after the first body bytes print
  *                                 {"first":N,...}, stop reading and wait for a
  *                                 line on stdin before going on (the tests use
  *                                 it to prove streaming and to kill the remote
- *                                 mid-transfer)
+ *                                 mid-transfer); --pause: the data callback
+ *                                 pauses the request every time, and a timer
+ *                                 resumes it (flow control)
  *   sync-get KEY [--out FILE]     the same through tier_s3_run() from a thread
  *   put KEY FILE [--content-type T] [--meta NAME=VALUE]... [--stream [--hold]]
  *                                 --stream: the body from a source callback
  *                                 (--hold: after the first MiB, wait for a line
- *                                 on stdin)
+ *                                 on stdin; --pause: the source has no bytes
+ *                                 ready every other call, a timer resumes)
  *   mpu-put KEY FILE [--part-size N] [--parallel N] [--content-type T] [--meta ...]
  *   mpu-leave KEY FILE [--part-size N]   upload the parts, do not complete
  *   mpu-abort KEY UPLOADID
@@ -199,7 +202,7 @@ static struct {
     size_t nmeta;
     uint64_t part_size;
     int parallel, max;
-    bool all, stream, hold;
+    bool all, stream, hold, pause;
 } o = {.part_size = 8 << 20, .parallel = 4};
 
 static uint64_t parse_size(const char *s)
@@ -224,6 +227,21 @@ static void hold_wait(void)
         return;
 }
 
+/* --pause: resume @p req from a timer, not from inside its callback. */
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tier_s3_req **req = arg;
+    tier_s3_resume(*req);
+}
+
+/* (A pointer to the handle: a source may first run inside tier_s3_start,
+ * before the handle is known.) */
+static void resume_soon(struct tier_s3_req **req)
+{
+    struct timeval tv = {0, 1000};
+    event_base_once(base, -1, EV_TIMEOUT, resume_cb, req, &tv);
+}
+
 /* ---------------------------------------------------------------- simple ops */
 
 static void simple_done(void *arg, struct tier_s3_result *res)
@@ -232,7 +250,7 @@ static void simple_done(void *arg, struct tier_s3_result *res)
     op_done();
 }
 
-static void start(struct tier_s3_op *op)
+static struct tier_s3_req *start(struct tier_s3_op *op)
 {
     struct tier_s3_req *req;
     int rc = tier_s3_start(s3, op, &req);
@@ -240,9 +258,10 @@ static void start(struct tier_s3_op *op)
         struct tier_s3_result res = {.err = rc};
         snprintf(res.message, sizeof(res.message), "tier_s3_start: %s", srv_strerror(rc));
         print_result(tier_s3_op_name(op->code), &res, NULL);
-        return;
+        return NULL;
     }
     pending++;
+    return req;
 }
 
 /* ---------------------------------------------------------------- get */
@@ -251,7 +270,6 @@ struct get_ctx {
     int fd;
     uint64_t got, calls, first;
     struct tier_s3_req *req;
-    struct event *later;
 };
 
 static int get_data(void *arg, struct evbuffer *data)
@@ -275,6 +293,10 @@ static int get_data(void *arg, struct evbuffer *data)
         } else {
             evbuffer_drain(data, evbuffer_get_length(data));
         }
+    }
+    if (o.pause) {
+        resume_soon(&g->req);
+        return TIER_S3_PAUSE;
     }
     return 0;
 }
@@ -307,7 +329,7 @@ static void cmd_get(const char *key)
         if (*colon == ':')
             op.len = strtoull(colon + 1, NULL, 10);
     }
-    start(&op);
+    g.req = start(&op);
 }
 
 /* ---------------------------------------------------------------- sync-get */
@@ -362,8 +384,9 @@ static void *read_file(const char *path, uint64_t *len)
 
 struct src_ctx {
     int fd;
-    uint64_t given;
+    uint64_t given, calls;
     bool held;
+    struct tier_s3_req *req;
 };
 
 static ssize_t src_read(void *arg, struct evbuffer *dst, size_t max)
@@ -374,6 +397,10 @@ static ssize_t src_read(void *arg, struct evbuffer *dst, size_t max)
         printf("{\"sent_first\":%" PRIu64 "}\n", sc->given);
         fflush(stdout);
         hold_wait();
+    }
+    if (o.pause && sc->calls++ % 2 == 0) {
+        resume_soon(&sc->req);
+        return 0;
     }
     if (max > 256 * 1024)
         max = 256 * 1024;
@@ -420,7 +447,7 @@ static void cmd_put(const char *key, const char *path)
     } else {
         op.data = read_file(path, &op.size);
     }
-    start(&op);
+    sc.req = start(&op);
 }
 
 /* ---------------------------------------------------------------- multipart */
@@ -817,6 +844,8 @@ int main(int argc, char **argv)
             o.stream = true;
         else if (strcmp(a, "--hold") == 0)
             o.hold = true;
+        else if (strcmp(a, "--pause") == 0)
+            o.pause = true;
         else if (a[0] == '-' && a[1] == '-')
             usage();
         else if (nargs < 8)
