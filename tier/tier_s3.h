@@ -20,10 +20,11 @@
  * new connection when that is safe (its body can be sent again and it is not
  * a POST). HTTP/1.1 only, one request at a time per connection (no pipelining).
  *
- * Timeouts (each 0 = the default): connect_timeout_ms covers TCP connect plus
- * the TLS handshake; first_byte_timeout_ms runs from the last request byte
- * written to the first answer byte (a CompleteMultipartUpload of many parts
- * can take long on some stores); idle_timeout_ms is the longest pause allowed
+ * Timeouts (each 0 = the default): connect_timeout_ms bounds the TCP connect,
+ * and then the TLS handshake (each); first_byte_timeout_ms runs from the
+ * last request byte written to the first answer byte (a CompleteMultipart-
+ * Upload of many parts can take long on some stores); idle_timeout_ms is the
+ * longest pause allowed
  * while sending the request or receiving the answer. Each ends the request
  * with -ETIMEDOUT (retryable) and closes its connection.
  *
@@ -276,9 +277,10 @@ struct tier_s3_stats {
 int tier_s3_new(const struct tier_s3_config *cfg, struct event_base *base, struct tier_s3 **out,
                 char *why, size_t whylen);
 
-/** Cancel every request (each done runs with -ECANCELED before this returns),
- * close every connection, wipe the secret and free the client. Loop thread.
- * NULL is a no-op. */
+/** Cancel every request (each done runs before this returns: with -ECANCELED,
+ * or with its outcome if it had just ended), close every connection, wipe
+ * the secret and free the client. Loop thread. Requests started from those
+ * done callbacks are refused with -ECANCELED. NULL is a no-op. */
 void tier_s3_free(struct tier_s3 *s3);
 
 /** Start @p op. On 0, op->done runs exactly once, later, on the loop thread
@@ -286,7 +288,8 @@ void tier_s3_free(struct tier_s3 *s3);
  * callback runs.
  * @param[out] reqp the request's handle, for tier_s3_resume()/tier_s3_cancel();
  * valid until done returns (may be NULL).
- * @return 0, -EINVAL (op malformed: see the file comment), -ENOMEM. */
+ * @return 0, -EINVAL (op malformed: see the file comment), -ENOMEM, -ECANCELED
+ * (the client is being freed). */
 int tier_s3_start(struct tier_s3 *s3, const struct tier_s3_op *op, struct tier_s3_req **reqp);
 
 /** Resume a GET paused by its data callback, or a PUT whose source returned 0.
@@ -302,7 +305,9 @@ void tier_s3_cancel(struct tier_s3_req *req);
  * (evthread_use_pthreads() before the base was made). op->done and op->arg
  * are ignored; on_head, on_data and source run on the loop thread.
  * @param[out] res the outcome (free with tier_s3_result_fini()).
- * @return res->err, or -EDEADLK when called on the loop thread. */
+ * Never call it on the loop's own thread: it would wait for itself forever.
+ * @return res->err (a refused op: its tier_s3_start() error, in res too;
+ * -ENOMEM when the request cannot be posted to the loop). */
 int tier_s3_run(struct tier_s3 *s3, const struct tier_s3_op *op, struct tier_s3_result *res);
 
 /** Copy the counters of @p s3. Loop thread. */
