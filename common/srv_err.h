@@ -24,6 +24,7 @@
 #define SRV_EBADCOOKIE (-20011) /* readdir cookie/verifier no longer valid */
 #define SRV_ETOOBIG    (-20012) /* entity larger than the configured maximum */
 #define SRV_EBADVERSION (-20013) /* store written by an unknown or newer schema version */
+#define SRV_ETLS       (-20020) /* tier: TLS handshake or certificate verification failed */
 
 /* X(name, value, s3 code, http status, nfsstat3 number, message)
  * nfsstat3 numbers are RFC 1813's; 10008 = NFS3ERR_JUKEBOX, 70 = STALE. */
@@ -62,7 +63,8 @@
     X(ESRV_NOBUCKET, SRV_ENOBUCKET, "NoSuchBucket", 404, 2, "no such bucket")                     \
     X(ESRV_BADCOOKIE, SRV_EBADCOOKIE, "InvalidArgument", 400, 10003, "bad readdir cookie")        \
     X(ESRV_TOOBIG, SRV_ETOOBIG, "EntityTooLarge", 400, 27, "entity too large")                    \
-    X(ESRV_BADVERSION, SRV_EBADVERSION, "InternalError", 500, 5, "unknown store version")
+    X(ESRV_BADVERSION, SRV_EBADVERSION, "InternalError", 500, 5, "unknown store version")        \
+    X(ESRV_TLS, SRV_ETLS, "InternalError", 500, 5, "TLS handshake or certificate check failed")
 
 /** @return a static message for @p err (0 or negative); never NULL. */
 const char *srv_strerror(int err);

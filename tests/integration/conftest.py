@@ -36,3 +36,31 @@ def daemon_factory(tmp_path):
     yield make
     for d in made:
         d.cleanup()
+
+
+@pytest.fixture(scope="session")
+def rgw(tmp_path_factory):
+    """A real Ceph RADOS Gateway on loopback for the whole session (rgw.py):
+    yields the running Rgw (endpoint, access_key, secret_key, region, boto3()).
+    Skips when the ceph packages are missing and cannot be installed."""
+    import rgw as rgwmod
+    why = rgwmod.ensure_installed()
+    if why:
+        pytest.skip(f"no Ceph RGW for the remote-tier tests: {why}")
+    r = rgwmod.Rgw(str(tmp_path_factory.mktemp("rgw")))
+    try:
+        r.start()
+    except rgwmod.RgwError as e:
+        pytest.fail(str(e), pytrace=False)
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def s3nfsd_remote(tmp_path_factory):
+    """A second s3nfsd used as a remote object store (the tier's other test
+    remote): started with a small data file and INFO request logs, one module."""
+    d = Daemon(str(tmp_path_factory.mktemp("s3nfsd-remote")),
+               ["--set", "data_file_size=1GiB"]).start()
+    yield d
+    d.cleanup()
