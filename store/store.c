@@ -506,7 +506,6 @@ int store_sync(struct store *s)
 {
     if (!s)
         return -EINVAL;
-    int rc = 0;
     for (uint32_t i = 0; i < s->ndev; i++) {
         struct store_dev *d = &s->devs[i];
         uint64_t need = __atomic_load_n(&d->wgen, __ATOMIC_ACQUIRE);
@@ -514,16 +513,17 @@ int store_sync(struct store *s)
         if (d->sgen < need) {
             /* Everything written before this load is covered by the fdatasync below. */
             uint64_t now = __atomic_load_n(&d->wgen, __ATOMIC_ACQUIRE);
-            if (fdatasync(d->fd) != 0) {
-                srv_log(ERROR, STORE, "fdatasync %s: %s", d->path, strerror(errno));
-                rc = -EIO;
-            } else {
-                d->sgen = now;
-            }
+            /* a failed fdatasync may have dropped pages (the kernel reports it
+             * once; a retry would succeed without them): never go on */
+            if (fdatasync(d->fd) != 0)
+                SRV_FATAL(STORE, "fdatasync %s: %s; data written since the last sync may be "
+                          "lost, exiting so that a restart recovers from the last durable "
+                          "state", d->path, strerror(errno));
+            d->sgen = now;
         }
         pthread_mutex_unlock(&d->sync_mu);
     }
-    return rc;
+    return 0;
 }
 
 int store_read(struct store *s, const struct store_extent *e, uint32_t from, void *buf, size_t len)

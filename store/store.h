@@ -133,7 +133,9 @@ struct store_wreq {
  * @return 0, -EINVAL (not a reservation, too long), -EIO, -ENOMEM. */
 int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
                       uint32_t (*crc_fn)(void *arg, size_t i), void *arg);
-/** Flush data files to stable storage (fdatasync each dirty one). @return 0, -EIO. */
+/** Flush data files to stable storage (fdatasync each dirty one). A failed
+ * fdatasync ends the process (SRV_FATAL): the kernel may have dropped the
+ * pages it could not write and reports that only once. @return 0, -EINVAL. */
 int store_sync(struct store *s);
 /** Read extent bytes [from, from+len) into @p buf, verifying the whole
  * extent's CRC (reads the whole extent). @return 0, -EIO, SRV_ECORRUPT (logged,
