@@ -361,3 +361,28 @@ def test_host_fs_full_recovers(tmpfs):
         assert d.stop() == 0
     finally:
         d.stop()
+
+
+def test_start_without_room_names_the_option(tmpfs):
+    """A file system too small for data_file_initial: the start fails (non-zero
+    exit, no half-made data file) with a log line naming the option to lower;
+    one that cannot hold data_file_size gets a warning line in the banner."""
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from s3nfsd_harness import Daemon
+    d = Daemon(tmpfs, ["--set", "data_file_initial=512MiB"])
+    d.log_path = os.path.join(os.path.dirname(tmpfs), "s3nfsd-noroom.log")
+    with pytest.raises(RuntimeError):
+        d.start()
+    d.stop()
+    log = open(d.log_path).read()
+    assert "lower data_file_initial" in log, log
+    assert not os.path.exists(data_file(d))
+    d = Daemon(tmpfs, ["--set", "data_file_initial=16MiB", "--set", "data_file_size=1GiB"])
+    d.log_path = os.path.join(os.path.dirname(tmpfs), "s3nfsd-warn.log")
+    d.start()
+    try:
+        log = open(d.log_path).read()
+        assert re.search(r"warning: +the data files may grow 1008\.0 MiB more but the file "
+                         r"system has \S+ \S+ free: .*lower data_file_size", log), log
+    finally:
+        assert d.stop() == 0
