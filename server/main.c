@@ -527,7 +527,7 @@ static int open_store(struct daemon *d, bool create)
         srv_size_human(d->cfg.data_file_initial, ini, sizeof(ini));
         srv_size_human(d->cfg.data_file_size, lim, sizeof(lim));
         srv_log(ERROR, SRV, "the file system holding %s has no room for the data files: free "
-                "space there, or lower data_file_initial (now %s%s) or map_size", d->data_dir_abs,
+                "space there, or lower data_file_initial (now %s%s)", d->data_dir_abs,
                 d->cfg.data_file_initial ? ini : "0 = data_file_size, ",
                 d->cfg.data_file_initial ? "" : lim);
     }
