@@ -48,11 +48,6 @@ static void dev_close(struct store_dev *d)
     d->path = NULL;
 }
 
-static uint64_t dev_size(const struct store_dev *d)
-{
-    return __atomic_load_n(&d->size, __ATOMIC_ACQUIRE);
-}
-
 /* Free bytes of the file system holding @p fd (0 when unknown). */
 static uint64_t fs_free_of(int fd)
 {
@@ -441,10 +436,10 @@ static int grow_pick(struct store *s, uint64_t need)
     int best = -1;
     for (uint32_t i = 0; i < s->ndev; i++) {
         struct store_dev *d = &s->devs[i];
-        uint64_t size = dev_size(d);
+        uint64_t size = store__dev_size(d);
         if (d->is_blk || size >= d->limit || d->limit - size < need)
             continue;
-        if (best < 0 || size < dev_size(&s->devs[best]))
+        if (best < 0 || size < store__dev_size(&s->devs[best]))
             best = (int)i;
     }
     return best;
@@ -464,7 +459,7 @@ int store__grow(struct store *s, uint64_t need, uint64_t gen)
     }
     for (int i; (i = grow_pick(s, need)) >= 0;) {
         struct store_dev *d = &s->devs[i];
-        uint64_t size = dev_size(d);
+        uint64_t size = store__dev_size(d);
         uint64_t step = size / 8 > store__grow_min ? size / 8 : store__grow_min;
         step = (step + STORE_EXTENT_MAX - 1) & ~(uint64_t)(STORE_EXTENT_MAX - 1);
         uint64_t to = d->limit - size < step ? d->limit : size + step;
@@ -518,8 +513,8 @@ void store_close(struct store *s)
 /* Validate an extent's place. @return 0 or -EINVAL. */
 static int extent_check(struct store *s, const struct store_extent *e, uint64_t size)
 {
-    if (e->dev >= s->ndev || e->off % STORE_ALIGN != 0 || e->off > dev_size(&s->devs[e->dev]) ||
-        size > dev_size(&s->devs[e->dev]) - e->off) {
+    if (e->dev >= s->ndev || e->off % STORE_ALIGN != 0 || e->off > store__dev_size(&s->devs[e->dev]) ||
+        size > store__dev_size(&s->devs[e->dev]) - e->off) {
         srv_log(ERROR, STORE, "bad extent dev=%u off=%" PRIu64 " len=%u", e->dev, e->off, e->len);
         return -EINVAL;
     }
@@ -812,7 +807,7 @@ void store_stats_get(struct store *s, struct store_stats *out)
     if (!s)
         return;
     for (uint32_t i = 0; i < s->ndev; i++) {
-        uint64_t size = dev_size(&s->devs[i]);
+        uint64_t size = store__dev_size(&s->devs[i]);
         out->capacity += size;
         out->limit += s->devs[i].limit > size ? s->devs[i].limit : size;
     }

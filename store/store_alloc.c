@@ -776,18 +776,13 @@ static int pend_note(struct store__pend *p, uint32_t dev, uint64_t off, uint64_t
     return 0;
 }
 
-static uint64_t dev_size(const struct store_dev *d)
-{
-    return __atomic_load_n(&d->size, __ATOMIC_ACQUIRE);
-}
-
 /* Check an extent against the devices. @return its rounded size, or 0 when invalid. */
 static uint64_t extent_size(struct store *s, const struct store_extent *e)
 {
     if (!e || e->dev >= s->ndev || e->len > STORE_EXTENT_MAX || (e->off % STORE_ALIGN) != 0)
         return 0;
     uint64_t size = store__round_up(e->len ? e->len : 1);
-    if (e->off + size > dev_size(&s->devs[e->dev]))
+    if (e->off + size > store__dev_size(&s->devs[e->dev]))
         return 0;
     return size;
 }
@@ -831,7 +826,7 @@ static int map_behind(struct store *s)
     if (s->map_ver != STORE_MAP_VERSION || s->map_ndev != s->ndev)
         return 1;
     for (uint32_t d = 0; d < s->ndev; d++)
-        if (dev_size(&s->devs[d]) > s->devs[d].rec_size)
+        if (store__dev_size(&s->devs[d]) > s->devs[d].rec_size)
             return 1;
     return 0;
 }
@@ -861,7 +856,7 @@ static int map_catch_up(struct store *s, MDB_txn *txn)
         pthread_mutex_lock(&a->mu);
         uint64_t from = s->devs[d].rec_size > p->grow[d] ? s->devs[d].rec_size : p->grow[d];
         pthread_mutex_unlock(&a->mu);
-        uint64_t to = dev_size(&s->devs[d]);
+        uint64_t to = store__dev_size(&s->devs[d]);
         if (to <= from) {
             if (upgrade)
                 rc = map_put(s, txn, STORE_MARKER_DEV, 1 + (uint64_t)d, from);

@@ -184,6 +184,12 @@ int store__alloc_grown(struct store *s, uint32_t dev, uint64_t from, uint64_t to
  * @return whether the hardware path is now used. */
 int store__crc32c_hw(int enable);
 
+/* A device's usable size now (it only grows, from any thread). */
+static inline uint64_t store__dev_size(const struct store_dev *d)
+{
+    return __atomic_load_n(&d->size, __ATOMIC_ACQUIRE);
+}
+
 static inline uint64_t store__round_up(uint64_t v)
 {
     return (v + STORE_ALIGN - 1) & ~(uint64_t)(STORE_ALIGN - 1);
