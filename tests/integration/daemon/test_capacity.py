@@ -112,6 +112,13 @@ def test_fresh_store_starts_small_and_grows(daemon_factory):
     assert metric(d, "s3nfs_store_capacity_bytes") == 8 * MiB
     assert metric(d, "s3nfs_store_limit_bytes") == 256 * MiB
     assert metric(d, "s3nfs_store_fs_free_bytes") > 0
+    with Nfs(d) as c:  # df over NFS: what may still be written, not the file's size now
+        st, root = c.mount("/")
+        st, fs = c.fsstat(root)
+        assert st == 0
+        room = min(256 * MiB, 8 * MiB + metric(d, "s3nfs_store_fs_free_bytes"))
+        assert abs(fs["tbytes"] - room) <= 64 * MiB and fs["fbytes"] <= fs["tbytes"]
+        assert fs["tbytes"] > 8 * MiB
     s3 = d.boto3()
     s3.create_bucket(Bucket="grow")
     bodies = {f"o{i}": os.urandom(3 * MiB) for i in range(10)}
