@@ -41,6 +41,15 @@ def metric(d, name):
     return int(m.group(1))
 
 
+def bucket_fh(c, bucket, export="/"):
+    """MNT @p export and LOOKUP @p bucket in it: the bucket's handle."""
+    st, root = c.mount(export)
+    assert st == 0
+    st, bfh = c.lookup(root, bucket)
+    assert st == 0
+    return bfh
+
+
 def commit(c, fh):
     st, _ = c.nfs(COMMIT, Packer().opaque(fh).u64(0).u32(0).bytes())
     return st
@@ -214,10 +223,7 @@ def test_full_store_nfs_nospc(small):
     d = small
     d.boto3().put_object(Bucket="full", Key="ballast", Body=b"\0" * (52 * MiB))
     with Nfs(d) as c:
-        st, root = c.mount("/")
-        assert st == 0
-        st, bfh = c.lookup(root, "full")
-        assert st == 0
+        bfh = bucket_fh(c, "full")
         st, fh = c.create(bfh, "unstable")
         assert st == 0
         acked, refused = write_until_refused(c, fh, 100 * MiB, UNSTABLE)
@@ -244,10 +250,7 @@ def test_partial_file_quota(daemon_factory):
     adm.put(f"/tenants/{t.id}/quota", {"bytes_limit": 10 * MiB})
     d.boto3(access_key=t.akey, secret_key=t.secret).create_bucket(Bucket="pquota")
     with Nfs(d) as c:
-        st, root = c.mount("/partial")
-        assert st == 0
-        st, bfh = c.lookup(root, "pquota")
-        assert st == 0
+        bfh = bucket_fh(c, "pquota", "/partial")
         for stable in (UNSTABLE, FILE_SYNC):
             name = f"f{stable}"
             st, fh = c.create(bfh, name)
@@ -314,8 +317,7 @@ def test_host_fs_full_recovers(tmpfs):
             kept[f"pre{i}"] = os.urandom(2 * MiB)
             s3.put_object(Bucket="disk", Key=f"pre{i}", Body=kept[f"pre{i}"])
         with Nfs(d) as c:
-            st, root = c.mount("/")
-            st, bfh = c.lookup(root, "disk")
+            bfh = bucket_fh(c, "disk")
             st, fh = c.create(bfh, "nfsfile")
             assert st == 0
             nfs_bytes = os.urandom(3 * MiB)
