@@ -299,10 +299,68 @@ def fill_fs(path):
             break
 
 
+class Writers:
+    """An S3 and an NFS client writing in threads until stopped: what each had
+    acknowledged, and the errors they saw (after the first error, each keeps
+    going until it has seen a few, so the full file system is hit for sure)."""
+
+    def __init__(self, d, bfh):
+        import threading
+        self.d, self.bfh = d, bfh
+        self.s3_acked, self.nfs_acked = {}, {}
+        self.s3_errors, self.nfs_errors = set(), set()
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self.s3_loop),
+                        threading.Thread(target=self.nfs_loop)]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join()
+
+    def more(self, n):
+        return not self.stopping.is_set() or n < 4
+
+    def s3_loop(self):
+        s3, n = self.d.boto3(), 0
+        for i in range(10000):
+            if not self.more(n):
+                return
+            body = os.urandom(MiB if i % 3 else 200)
+            err = put_codes(s3, "disk", f"bg{i}", body)
+            if err is None:
+                self.s3_acked[f"bg{i}"] = body
+            else:
+                self.s3_errors.add(err)
+                n += 1
+
+    def nfs_loop(self):
+        with Nfs(self.d) as c:
+            n = 0
+            for i in range(10000):
+                if not self.more(n):
+                    return
+                st, fh = c.create(self.bfh, f"bgf{i}")
+                if st != 0:
+                    self.nfs_errors.add(st)
+                    n += 1
+                    continue
+                data = os.urandom(MiB)
+                st, pos = c.write_all(fh, data, chunk=256 << 10)
+                self.nfs_acked[f"bgf{i}"] = data[:pos]
+                if st != 0:
+                    self.nfs_errors.add(st)
+                    n += 1
+
+
 def test_host_fs_full_recovers(tmpfs):
     """The data dir's file system filled from outside while S3 and NFS clients
-    write: S3 gets 507, NFS gets NFS3ERR_NOSPC (WRITE, CREATE, SETATTR growing
-    a file), the daemon stays up; once the filler is gone writes succeed again
+    write (in threads, during the fill, then one by one): S3 gets 507, NFS gets
+    NFS3ERR_NOSPC (WRITE, CREATE, SETATTR growing a file), the daemon stays up; once the filler is gone writes succeed again
     without a restart, and everything acknowledged reads back intact."""
     sys.path.insert(0, os.path.join(HERE, ".."))
     from s3nfsd_harness import Daemon
@@ -322,7 +380,14 @@ def test_host_fs_full_recovers(tmpfs):
             assert st == 0
             nfs_bytes = os.urandom(3 * MiB)
             assert c.write_all(fh, nfs_bytes, chunk=MiB)[0] == 0
+            # clients keep writing while the file system fills from outside
+            writers = Writers(d, bfh)
+            writers.start()
             fill_fs(os.path.join(tmpfs, "filler"))
+            writers.stop()
+            assert writers.s3_errors <= {(507, "InsufficientStorage")}, writers.s3_errors
+            assert writers.nfs_errors <= {NFS3ERR_NOSPC}, writers.nfs_errors
+            assert writers.s3_errors and writers.nfs_errors, "the writers never saw it full"
             # S3: small (inline, metadata only) and large (data) objects
             codes = set()
             for i in range(12):
@@ -363,8 +428,13 @@ def test_host_fs_full_recovers(tmpfs):
             assert st == 0
             got = c.read_all(fh, chunk=MiB)
             assert got[:len(nfs_bytes)] == nfs_bytes
-        for k, v in kept.items():
+        for k, v in list(kept.items()) + list(writers.s3_acked.items()):
             assert s3.get_object(Bucket="disk", Key=k)["Body"].read() == v, k
+        with Nfs(d) as c:
+            for name, data in writers.nfs_acked.items():
+                st, fh = c.lookup(bfh, name)
+                assert st == 0, name
+                assert c.read_all(fh, chunk=MiB)[:len(data)] == data, name
         log = open(d.log_path).read()
         assert " CRIT " not in log
         assert d.stop() == 0
