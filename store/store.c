@@ -98,10 +98,15 @@ static int dev_open(struct store_dev *d, const char *path, int create, uint64_t 
     d->path = strdup(path);
     if (!d->path)
         return -ENOMEM;
-    if (create)
-        d->fd_buf = open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0600);
-    else
+    if (create) {
+        d->fd_buf = open(path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0600);
+        if (d->fd_buf >= 0)
+            d->created = 1;
+        else if (errno == EEXIST)
+            d->fd_buf = open(path, O_RDWR | O_CLOEXEC);
+    } else {
         d->fd_buf = open(path, O_RDWR | O_CLOEXEC);
+    }
     if (d->fd_buf < 0) {
         rc = -errno;
         srv_log(ERROR, STORE, "open %s: %s", path, strerror(errno));
@@ -389,7 +394,6 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
         free(s);
         return rc;
     }
-    int created = 0;
     for (uint32_t i = 0; i < ndev && rc == 0; i++) {
         if (cfg->devices) {
             rc = dev_open(&s->devs[i], cfg->devices[i], 0, 0);
@@ -399,10 +403,7 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
             if (n < 0 || (size_t)n >= sizeof(path)) {
                 rc = -ENAMETOOLONG;
             } else {
-                int had = access(path, F_OK) == 0;
                 rc = dev_open(&s->devs[i], path, 1, cfg->file_size);
-                if (!had && rc == 0)
-                    created |= 1 << (i < 31 ? i : 31);
             }
         }
     }
@@ -412,8 +413,8 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
         rc = dev_size_at_open(s, i, cfg->devices ? 0 : cfg->file_initial);
     if (rc < 0) {
         /* do not leave a data file this open created and could not size */
-        for (uint32_t i = 0; i < ndev && i < 31; i++)
-            if ((created >> i & 1) && s->devs[i].path)
+        for (uint32_t i = 0; i < ndev; i++)
+            if (s->devs[i].created)
                 unlink(s->devs[i].path);
         store_close(s);
         return rc;

@@ -98,6 +98,7 @@ struct store_dev {
     uint64_t rec_size;  /* bytes the persistent map covers (a.mu) */
     uint64_t file_len;  /* length found at open (aligned down) */
     int grow_failed;    /* the last growth failed (logged once; grow_mu) */
+    int created;        /* store_open created the file (removed if the open fails) */
     char *path;
     pthread_mutex_t sync_mu;
     uint64_t wgen; /* bumped by each write (atomic) */
