@@ -168,10 +168,9 @@ static int dev_size_at_open(struct store *s, uint32_t i, uint64_t initial)
         }
         target = d->file_len;
     } else {
-        uint64_t want = initial ? initial : d->limit;
+        uint64_t want = initial ? store__round_up(initial) : d->limit;
         if (want > d->limit)
             want = d->limit;
-        want &= ~(uint64_t)(STORE_ALIGN - 1);
         if (target < want)
             target = want;
         if (d->rec_size > d->limit)
