@@ -48,12 +48,15 @@ static void dev_close(struct store_dev *d)
     d->path = NULL;
 }
 
-/* Free bytes of the file system holding @p fd (0 when unknown). */
-static uint64_t fs_free_of(int fd)
+/* Free bytes (and, when @p size is given, the size) of the file system holding
+ * @p fd; 0 when unknown. */
+static uint64_t fs_free_of(int fd, uint64_t *size)
 {
     struct statvfs v;
     if (fstatvfs(fd, &v) != 0)
         return 0;
+    if (size)
+        *size = (uint64_t)v.f_blocks * v.f_frsize;
     return (uint64_t)v.f_bavail * v.f_frsize;
 }
 
@@ -195,7 +198,7 @@ static int dev_size_at_open(struct store *s, uint32_t i, uint64_t initial)
             if (rc == -ENOSPC)
                 srv_log(ERROR, STORE, "cannot preallocate %s to %s: the file system has %s free",
                         d->path, srv_size_human(target, a, sizeof(a)),
-                        srv_size_human(fs_free_of(d->fd_buf), c, sizeof(c)));
+                        srv_size_human(fs_free_of(d->fd_buf, NULL), c, sizeof(c)));
             if (rc < 0)
                 return rc;
         }
@@ -477,7 +480,7 @@ int store__grow(struct store *s, uint64_t need, uint64_t gen)
                         "file system; writes that need new space fail with ENOSPC until space "
                         "is freed", d->path, srv_size_human(size, a, sizeof(a)),
                         srv_size_human(d->limit, b, sizeof(b)), strerror(-rc),
-                        srv_size_human(fs_free_of(d->fd_buf), c, sizeof(c)));
+                        srv_size_human(fs_free_of(d->fd_buf, NULL), c, sizeof(c)));
             d->grow_failed = 1;
             break; /* another file is on the same file system: no better luck there */
         }
@@ -811,14 +814,9 @@ void store_stats_get(struct store *s, struct store_stats *out)
         out->capacity += size;
         out->limit += s->devs[i].limit > size ? s->devs[i].limit : size;
     }
-    for (uint32_t i = 0; i < s->ndev; i++) {
-        struct statvfs v;
-        if (!s->devs[i].is_blk && fstatvfs(s->devs[i].fd_buf, &v) == 0) {
-            out->fs_size = (uint64_t)v.f_blocks * v.f_frsize;
-            out->fs_free = (uint64_t)v.f_bavail * v.f_frsize;
-            break;
-        }
-    }
+    for (uint32_t i = 0; i < s->ndev && !out->fs_size; i++)
+        if (!s->devs[i].is_blk)
+            out->fs_free = fs_free_of(s->devs[i].fd_buf, &out->fs_size);
     pthread_mutex_lock(&s->a.mu);
     out->free = s->a.free_bytes;
     out->reserved = s->a.reserved_bytes;
