@@ -40,7 +40,9 @@
     X(EISDIR, -EISDIR, "InvalidRequest", 400, 21, "is a directory")                                \
     X(EINVAL, -EINVAL, "InvalidArgument", 400, 22, "invalid argument")                             \
     X(EFBIG, -EFBIG, "EntityTooLarge", 400, 27, "file too large")                                  \
-    X(ENOSPC, -ENOSPC, "ServiceUnavailable", 503, 28, "no space left on the store")                \
+    /* the store or the file system under it is full (not a quota): 507, which SDKs do not \
+     * retry (a 503 made them send the whole body again up to 5 times) */                        \
+    X(ENOSPC, -ENOSPC, "InsufficientStorage", 507, 28, "no space left on the store")               \
     X(EROFS, -EROFS, "AccessDenied", 403, 30, "read-only export")                                  \
     X(EMLINK, -EMLINK, "InvalidRequest", 400, 31, "too many links")                                \
     X(ENAMETOOLONG, -ENAMETOOLONG, "KeyTooLongError", 400, 63, "name too long")                    \

@@ -552,3 +552,15 @@ void srv_log_write_buffered(enum srv_log_level lvl, enum srv_subsys sub, const c
     pthread_mutex_unlock(&b->lock);
     errno = saved_errno;
 }
+
+void srv_log_fatal(enum srv_subsys sub, const char *file, int line, const char *fmt, ...)
+{
+    char buf[LOG_LINE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = format_line(buf, SRV_LOG_CRIT, sub, file, line, fmt, ap);
+    va_end(ap);
+    write_line(SRV_LOG_CRIT, buf, len);
+    /* no atexit handlers, no orderly shutdown: nothing more may reach the disk */
+    _exit(SRV_EXIT_FATAL);
+}

@@ -100,4 +100,17 @@ void srv_log_write_buffered(enum srv_log_level lvl, enum srv_subsys sub, const c
 /** Write out every thread's buffered lines now (also registered with atexit()). */
 void srv_log_flush(void);
 
+/* ---- fatal errors ----
+ * SRV_FATAL logs a CRIT line (every thread's buffered lines first) and ends the
+ * process at once with SRV_EXIT_FATAL, running no atexit handler and no
+ * shutdown. For states the daemon cannot safely go on from, e.g. an fsync or
+ * fdatasync that failed: the kernel may have dropped the dirty pages it could
+ * not write and reports that only once, so a later sync would succeed without
+ * the lost bytes. A service manager (Restart=on-failure) starts it again, and
+ * the start recovers from the last durable state. */
+#define SRV_EXIT_FATAL 74 /* EX_IOERR */
+void srv_log_fatal(enum srv_subsys sub, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), noreturn));
+#define SRV_FATAL(SUB, ...) srv_log_fatal(SRV_SUB_##SUB, __FILE__, __LINE__, __VA_ARGS__)
+
 #endif

@@ -76,3 +76,16 @@ void srv_size_format(uint64_t v, char *buf, size_t len)
     }
     snprintf(buf, len, "%" PRIu64, v);
 }
+
+const char *srv_size_human(uint64_t v, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double x = (double)v;
+    int u = 0;
+    while (x >= 1024 && u < 5) {
+        x /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", x, units[u]);
+    return buf;
+}

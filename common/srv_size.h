@@ -20,5 +20,9 @@ int srv_size_parse(const char *v, uint64_t *out);
 /** Format @p v in the largest unit that divides it exactly ("4GiB", "64KiB",
  * "4097"; 0 is "0"), a form srv_size_parse reads back. */
 void srv_size_format(uint64_t v, char *buf, size_t len);
+/** Format @p v for people, rounded to one decimal in the largest unit below it
+ * ("1.5 GiB", "64.0 MiB", "512 B"); for log lines and the banner, not parsed back.
+ * @return @p buf. */
+const char *srv_size_human(uint64_t v, char *buf, size_t len);
 
 #endif

@@ -93,7 +93,8 @@ enum core_createhow { CORE_CREATE_UNCHECKED = 0, CORE_CREATE_GUARDED = 1, CORE_C
 
 struct core_config {
     const char *data_dir;     /* created if missing; holds meta/ and data files */
-    uint64_t data_file_size;  /* bytes per preallocated data file (default 4 GiB) */
+    uint64_t data_file_size;  /* most bytes per data file: files grow up to it (default 4 GiB) */
+    uint64_t data_file_initial; /* bytes a data file has from the start (0: data_file_size) */
     uint32_t data_files;      /* number of data files (default 1) */
     const char *const *devices; /* NULL-terminated list of block devices, or NULL */
     uint64_t map_size;        /* LMDB map size (default 16 GiB) */
@@ -104,7 +105,8 @@ struct core_config {
 /** Open (creating if new) the store under cfg->data_dir; recovers after a crash
  * (space of uncommitted writes is free again, orphaned inodes are reclaimed).
  * @return 0, SRV_EBADVERSION (store of unknown/newer schema; logged with both
- *         versions), -ENOSPC (cannot preallocate), -errno from the filesystem. */
+ *         versions), -ENOSPC (cannot preallocate data_file_initial), -errno from
+ *         the filesystem. */
 int core_open(struct core **out, const struct core_config *cfg);
 /** Drain in-flight writes, commit every pending UNSTABLE write, sync and close.
  * Safe on NULL. */
@@ -457,6 +459,8 @@ struct core_stats {
     uint64_t crc_errors;
     uint64_t bytes_written, bytes_read;
     uint64_t store_capacity, store_free;
+    uint64_t store_limit;            /* bytes the data files may grow to */
+    uint64_t fs_size, fs_free;       /* the file system holding the data files (0: devices) */
 };
 void core_stats_get(struct core *c, struct core_stats *out);
 

@@ -194,6 +194,7 @@ int core_open(struct core **out, const struct core_config *cfg)
     struct store_config sc = {
         .dir = c->data_dir,
         .file_size = c->cfg.data_file_size,
+        .file_initial = c->cfg.data_file_initial,
         .nfiles = c->cfg.data_files,
         .devices = c->cfg.devices,
     };
@@ -618,6 +619,9 @@ void core_stats_get(struct core *c, struct core_stats *out)
         store_stats_get(c->store, &ss);
         out->store_capacity = ss.capacity;
         out->store_free = ss.free;
+        out->store_limit = ss.limit;
+        out->fs_size = ss.fs_size;
+        out->fs_free = ss.fs_free;
         out->crc_errors = ss.crc_errors;
     }
     out->crc_errors += atomic_load(&c->crc_errors);

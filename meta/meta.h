@@ -25,8 +25,11 @@
  * too, whichever ends first. Until then the space it freed stays in the
  * store's limbo (a read token), so a power cut can never bring back metadata
  * pointing at reused space. Readers may see a committed batch shortly before
- * it is acknowledged. After a failed metadata sync every later op fails with
- * -EIO (or -ENOSPC) until restart.
+ * it is acknowledged. A commit that finds the file system full fails its ops
+ * with -ENOSPC and leaves everything as it was (the next batch tries again);
+ * a failed sync of the metadata or data files ends the process (SRV_FATAL:
+ * CRIT log line, exit SRV_EXIT_FATAL), since the kernel reports lost pages
+ * only once.
  *
  * Reads: read-only transactions on the calling thread (meta_rtxn_begin).
  *
@@ -83,8 +86,8 @@ void meta_rtxn_end(MDB_txn *txn);
 
 /** Run @p fn(txn, arg) on the writer thread and wait until it is durable
  * (a failed op returns as soon as its batch is done).
- * @return the op's own result, or the batch's commit error (-EIO, -ENOSPC),
- * or the sticky error of a failed metadata sync (-EIO, -ENOSPC). */
+ * @return the op's own result, or the batch's commit error (-ENOSPC: the LMDB
+ * map or the file system is full; -EIO). */
 int meta_submit(struct meta_env *m, meta_op_fn fn, void *arg, unsigned flags);
 
 /** From inside an op: extent @p e (reserved with store_alloc) becomes used

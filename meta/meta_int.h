@@ -54,7 +54,6 @@ struct meta_env {
     uint64_t pend_seq;            /* its commit_seq; 0: nothing pending */
     uint64_t pend_tok;            /* store read token keeping its frees in limbo */
     bool pend_tok_held;
-    int sync_err;                 /* first failed LMDB sync: every later ack fails */
     bool sync_stop;
     bool syncer_running;
     pthread_t syncer;

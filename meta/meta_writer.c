@@ -16,9 +16,18 @@
  * until then: the writer hands it to the syncer thread, which fdatasyncs at
  * once and acknowledges it, while the writer already runs the next batch; if
  * the writer's next commit returns first, it acknowledges it. At most one
- * batch is pending (each commit covers the one before). A failed sync (or a
- * commit failing with EIO) makes every later acknowledgement fail: the kernel
- * reports a lost write only once, so a later sync proves nothing.
+ * batch is pending (each commit covers the one before).
+ *
+ * Failures: a commit that could not write its pages because the file system
+ * is full (LMDB reports ENOSPC, or EIO for the short write of a full disk)
+ * leaves the environment as it was: its ops fail with -ENOSPC and the next
+ * batch tries again, so writes work again as soon as space is freed. A sync
+ * that failed (the syncer's, or the one inside a commit) is fatal: the kernel
+ * may have dropped the pages it could not write and reports that only once,
+ * so a later sync would succeed without them; the process logs CRIT and exits
+ * (SRV_FATAL) instead of lingering half alive. Which of the two a failed
+ * commit was is told by an fdatasync of the writer's own fd, which sees a
+ * write-back error of the file that happened since its last sync.
  * Thread: the writer thread runs ops; the syncer only syncs and wakes
  * submitters; meta_submit from any other thread. */
 #include "meta_int.h"
@@ -114,8 +123,7 @@ static void ops_finish(struct meta_env *m, struct meta__op *list)
 }
 
 /* Detach the pending batch if a sync covering commit_seq @p upto has ended
- * (m->lock held): @return its ops (each failing with the sticky sync error if
- * one happened), *tok and *held its read token. */
+ * (m->lock held): @return its ops, *tok and *held its read token. */
 static struct meta__op *pending_take(struct meta_env *m, uint64_t upto, uint64_t *tok,
                                      bool *held)
 {
@@ -128,11 +136,45 @@ static struct meta__op *pending_take(struct meta_env *m, uint64_t upto, uint64_t
     m->pend_ops = NULL;
     m->pend_seq = 0;
     m->pend_tok_held = false;
-    if (m->sync_err)
-        for (struct meta__op *op = ops; op; op = op->next)
-            if (op->rc == 0)
-                op->rc = m->sync_err;
     return ops;
+}
+
+/* A sync of the LMDB file failed with @p err: what the kernel could not write
+ * is lost and will not be reported again, so no later commit can be called
+ * durable. Ends the process. */
+static void sync_fatal(struct meta_env *m, int err)
+{
+    const char *dir = NULL;
+    mdb_env_get_path(m->env, &dir);
+    SRV_FATAL(META, "metadata sync of %s/data.mdb failed: %s; its state on disk is unknown, "
+              "exiting so that a restart recovers from the last durable commit",
+              dir ? dir : "?", strerror(err));
+}
+
+/* mdb_txn_commit failed with @p mdb_rc (nonzero). @return the ops' error:
+ * -ENOSPC when the file system was full (the environment is unchanged and the
+ * next batch tries again), else meta_err's mapping. A failed sync inside the
+ * commit, or a poisoned environment (LMDB could not write its meta page), ends
+ * the process. */
+static int commit_failed(struct meta_env *m, int mdb_rc)
+{
+    if (mdb_rc != ENOSPC && mdb_rc != EIO && mdb_rc != EDQUOT && mdb_rc != EFBIG)
+        return meta_err(mdb_rc);
+    /* our own fd sees a write-back error since the last sync once, even when
+     * the commit's sync consumed it on LMDB's fd: then pages were lost */
+    if (fdatasync(m->fd) != 0)
+        sync_fatal(m, errno);
+    MDB_txn *probe = NULL;
+    int rc = mdb_txn_begin(m->env, NULL, 0, &probe);
+    if (rc == MDB_PANIC)
+        SRV_FATAL(META, "metadata commit failed (%s) and left the LMDB environment unusable; "
+                  "exiting so that a restart recovers from the last durable commit",
+                  mdb_strerror(mdb_rc));
+    if (rc == 0)
+        mdb_txn_abort(probe);
+    srv_log(ERROR, META, "metadata commit failed: %s (the file system holding the metadata is "
+            "full?); changes fail with ENOSPC until space is freed", mdb_strerror(mdb_rc));
+    return -ENOSPC;
 }
 
 /* The syncer: makes the last committed batch durable with one fdatasync that
@@ -151,15 +193,9 @@ static void *syncer_main(void *arg)
         uint64_t upto = m->pend_seq, tok;
         bool held;
         pthread_mutex_unlock(&m->lock);
-        int rc = fdatasync(m->fd) == 0 ? 0 : -errno;
+        if (fdatasync(m->fd) != 0)
+            sync_fatal(m, errno);
         pthread_mutex_lock(&m->lock);
-        if (rc && !m->sync_err) {
-            /* the kernel reports a lost write once: whatever it was, nothing
-             * committed from now on can be called durable */
-            m->sync_err = rc == -ENOSPC ? -ENOSPC : -EIO;
-            srv_log(CRIT, META, "metadata sync failed: %s; every further metadata change "
-                    "fails until restart", srv_strerror(rc));
-        }
         struct meta__op *ops = pending_take(m, upto, &tok, &held);
         struct store *st = m->store;
         if (held && st) {
@@ -192,12 +228,9 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
     int brc;
     uint64_t nops = 0;
 
-    pthread_mutex_lock(&m->lock);
-    brc = m->sync_err;
-    pthread_mutex_unlock(&m->lock);
-    if (brc)
-        goto finish;
     brc = mdb_txn_begin(m->env, NULL, 0, &parent);
+    if (brc == MDB_PANIC)
+        SRV_FATAL(META, "the LMDB environment is unusable after an earlier failure; exiting");
     if (brc) {
         parent = NULL;
         brc = meta_err(brc);
@@ -259,18 +292,8 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
     }
     brc = mdb_txn_commit(parent);
     parent = NULL;
-    if (brc == EIO) {
-        /* its sync may have failed: the kernel reports a lost write once, so
-         * the syncer's next sync would succeed without making it durable */
-        pthread_mutex_lock(&m->lock);
-        if (!m->sync_err)
-            srv_log(CRIT, META, "metadata commit failed with an I/O error; every further "
-                    "metadata change fails until restart");
-        m->sync_err = -EIO;
-        pthread_mutex_unlock(&m->lock);
-    }
     if (brc)
-        brc = meta_err(brc);
+        brc = commit_failed(m, brc);
 finish:
     if (parent)
         mdb_txn_abort(parent);

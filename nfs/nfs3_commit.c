@@ -2,7 +2,12 @@
  * NFSPROC3_COMMIT (RFC 1813 3.3.21): make the file's UNSTABLE writes
  * durable. The whole file is committed whatever offset/count say (allowed by
  * the RFC). The verifier matches WRITE's until the daemon restarts.
- * Status: NFS3_OK; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
+ * Status: NFS3_OK; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_NOSPC (the
+ * metadata could not be written: the file system under the store or the
+ * LMDB map is full; the writes stay pending, a later COMMIT retries them; RFC
+ * 1813 lists no NOSPC for COMMIT, but clients map it, Linux nfsd answers it
+ * for a failed fsync too, and it tells the truth where IO would not);
+ * NFS3ERR_IO.
  * Both arms carry the file's wcc data. */
 #include <string.h>
 

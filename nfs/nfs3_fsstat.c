@@ -2,8 +2,10 @@
  * NFSPROC3_FSSTAT (RFC 1813 3.3.18): space and inode figures, taken from the
  * quotas, not the disk: the tighter of the tenant's quota and the exported
  * directory's quota (core_usage_get). Where no limit is set, the store's
- * capacity and free space stand in for bytes, and free inodes are estimated
- * as one per 4 KiB of free store space. invarsec is 0 (figures change).
+ * figures stand in for bytes: its free space plus what the data files may
+ * still grow (as far as their file system has room), so a store that starts
+ * small does not look nearly full; free inodes are estimated as one per 4 KiB
+ * of that free space. invarsec is 0 (figures change).
  * Status: NFS3_OK; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO. */
 #include "nfs_int.h"
 
@@ -53,12 +55,15 @@ int nfs3_fsstat(struct nfs_req *r, void *args, void *res)
     tighten(&b, eu.bytes, eu.bytes_limit);
     tighten(&f, tu.inodes, tu.inodes_limit);
     tighten(&f, eu.inodes, eu.inodes_limit);
+    uint64_t grow = cs.store_limit > cs.store_capacity ? cs.store_limit - cs.store_capacity : 0;
+    if (cs.fs_size && grow > cs.fs_free)
+        grow = cs.fs_free;
     if (!b.limited) {
-        b.total = cs.store_capacity;
-        b.free = cs.store_free;
+        b.total = cs.store_capacity + grow;
+        b.free = cs.store_free + grow;
     }
     if (!f.limited) {
-        f.free = cs.store_free / 4096;
+        f.free = (cs.store_free + grow) / 4096;
         f.total = tu.inodes + f.free;
     }
     FSSTAT3resok *ok = &o->FSSTAT3res_u.resok;

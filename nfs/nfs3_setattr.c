@@ -4,7 +4,9 @@
  * Status: NFS3_OK; NFS3ERR_PERM (chmod/chown not allowed); NFS3ERR_ACCES;
  * NFS3ERR_ROFS (read-only export); NFS3ERR_NOT_SYNC (guard mismatch);
  * NFS3ERR_DQUOT (extending over quota); NFS3ERR_INVAL (bad time, size on a
- * directory); NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
+ * directory); NFS3ERR_NOSPC (the metadata could not be written: the file
+ * system under the store or the LMDB map is full); NFS3ERR_STALE,
+ * NFS3ERR_BADHANDLE; NFS3ERR_IO.
  * Both arms carry wcc data of the object. */
 #include "nfs_int.h"
 

@@ -45,6 +45,7 @@
 #include "srv_log.h"
 #include "srv_loop.h"
 #include "srv_metrics.h"
+#include "srv_size.h"
 #include "srv_tls.h"
 #include "tenants.h"
 
@@ -130,6 +131,17 @@ static void render_core(void *arg, struct evbuffer *out)
                         "# HELP s3nfs_store_free_bytes Bytes of data space free.\n"
                         "# TYPE s3nfs_store_free_bytes gauge\n"
                         "s3nfs_store_free_bytes %llu\n"
+                        "# HELP s3nfs_store_limit_bytes Bytes the data files may grow to.\n"
+                        "# TYPE s3nfs_store_limit_bytes gauge\n"
+                        "s3nfs_store_limit_bytes %llu\n"
+                        "# HELP s3nfs_store_fs_size_bytes Size of the file system holding the data "
+                        "files (0: block devices).\n"
+                        "# TYPE s3nfs_store_fs_size_bytes gauge\n"
+                        "s3nfs_store_fs_size_bytes %llu\n"
+                        "# HELP s3nfs_store_fs_free_bytes Free bytes of the file system holding "
+                        "the data files (0: block devices).\n"
+                        "# TYPE s3nfs_store_fs_free_bytes gauge\n"
+                        "s3nfs_store_fs_free_bytes %llu\n"
                         "# HELP s3nfs_meta_commits_total Metadata group commits.\n"
                         "# TYPE s3nfs_meta_commits_total counter\n"
                         "s3nfs_meta_commits_total %llu\n"
@@ -146,7 +158,8 @@ static void render_core(void *arg, struct evbuffer *out)
                         "# TYPE s3nfs_store_read_bytes_total counter\n"
                         "s3nfs_store_read_bytes_total %llu\n",
                         (unsigned long long)st.store_capacity, (unsigned long long)st.store_free,
-                        (unsigned long long)st.commits, (unsigned long long)st.commit_ops,
+                        (unsigned long long)st.store_limit, (unsigned long long)st.fs_size,
+                        (unsigned long long)st.fs_free, (unsigned long long)st.commits, (unsigned long long)st.commit_ops,
                         (unsigned long long)st.crc_errors, (unsigned long long)st.bytes_written,
                         (unsigned long long)st.bytes_read);
 }
@@ -215,6 +228,35 @@ static bool from_env(const char *name)
     return v && *v;
 }
 
+/* The banner's capacity lines: used / current / limit of the data space, the
+ * file system's free space, and which option to change when the file system
+ * cannot hold what the data files may grow to. */
+static void print_capacity(struct daemon *d)
+{
+    struct core_stats st;
+    char used[32], cap[32], lim[32], fsf[32], grow[32];
+    core_stats_get(d->core, &st);
+    srv_size_human(st.store_capacity - st.store_free, used, sizeof(used));
+    srv_size_human(st.store_capacity, cap, sizeof(cap));
+    srv_size_human(st.store_limit, lim, sizeof(lim));
+    srv_size_human(st.fs_free, fsf, sizeof(fsf));
+    if (d->devices) {
+        printf("  capacity:    %s used of %s (block devices)\n", used, cap);
+        return;
+    }
+    printf("  capacity:    %s used of %s; data files grow up to %s (data_file_size x "
+           "data_files); %s free on the file system\n", used, cap, lim, fsf);
+    uint64_t more = st.store_limit - st.store_capacity;
+    if (st.fs_size && more > st.fs_free) {
+        srv_size_human(more, grow, sizeof(grow));
+        printf("  warning:     the data files may grow %s more but the file system has %s "
+               "free: writes fail with NOSPC / 507 when it is full; free space or lower "
+               "data_file_size\n", grow, fsf);
+        srv_log(WARN, SRV, "the data files in %s may grow %s more, but the file system has only "
+                "%s free: lower data_file_size or free space", d->data_dir_abs, grow, fsf);
+    }
+}
+
 static void print_banner(struct daemon *d, const char *akey, const char *secret,
                          const char *token)
 {
@@ -234,6 +276,7 @@ static void print_banner(struct daemon *d, const char *akey, const char *secret,
         printf("  admin:       %s://%s:%d  (/healthz, /metrics%s, /api/v1/)\n",
                *d->cfg.admin_tls_cert ? "https" : "http", admh, admp,
                d->cfg.admin_metrics_auth ? " with credentials" : "");
+    print_capacity(d);
     /* Secrets given through the environment are never echoed: the operator has them. */
     bool env_sk = from_env("S3NFS_SECRET_KEY");
     if (akey) {
@@ -471,6 +514,7 @@ static int open_store(struct daemon *d, bool create)
     struct core_config cc = {
         .data_dir = d->data_dir_abs,
         .data_file_size = d->cfg.data_file_size,
+        .data_file_initial = d->cfg.data_file_initial,
         .data_files = (uint32_t)d->cfg.data_files,
         .devices = d->devices,
         .map_size = d->cfg.map_size,
@@ -478,6 +522,15 @@ static int open_store(struct daemon *d, bool create)
         .commit_max_batch = (uint32_t)d->cfg.commit_max_batch,
     };
     rc = core_open(&d->core, &cc);
+    if (rc == -ENOSPC && !d->devices) {
+        char ini[32], lim[32];
+        srv_size_human(d->cfg.data_file_initial, ini, sizeof(ini));
+        srv_size_human(d->cfg.data_file_size, lim, sizeof(lim));
+        srv_log(ERROR, SRV, "the file system holding %s has no room for the data files: free "
+                "space there, or lower data_file_initial (now %s%s)", d->data_dir_abs,
+                d->cfg.data_file_initial ? ini : "0 = data_file_size, ",
+                d->cfg.data_file_initial ? "" : lim);
+    }
     if (rc < 0)
         srv_log(ERROR, SRV, "cannot open the store in %s: %s", d->data_dir_abs,
                 err_text(rc));

@@ -71,6 +71,7 @@ struct srv_config {
     int64_t nlm_grace_period;
     /* store */
     uint64_t data_file_size;
+    uint64_t data_file_initial;
     int64_t data_files;
     char *devices;
     uint64_t map_size;

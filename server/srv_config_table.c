@@ -124,9 +124,13 @@ const struct srv_config_opt srv_config_table[] = {
         "period (their locks are lost)."),
     /* store */
     OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE,
-        NULL, "Size of each preallocated data file (when no devices are given)."),
+        NULL, "Most bytes each data file grows to (when no devices are given). Raising it adds "
+        "space to an existing store; a file already larger keeps its size."),
+    OPT(data_file_initial, SRV_CFG_SIZE, "64MiB", 0, 64 * TiB, SRV_CFG_IMMUTABLE, NULL,
+        "Bytes each data file starts with, preallocated; it then grows on demand (steps of "
+        "64 MiB or 1/8 of its size) up to data_file_size. 0: preallocate data_file_size whole."),
     OPT(data_files, SRV_CFG_INT, "1", 1, 1024, SRV_CFG_IMMUTABLE, NULL,
-        "Number of preallocated data files under data_dir."),
+        "Number of data files under data_dir."),
     OPT(devices, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "Comma-separated block devices the store takes whole instead of data files. Empty: "
         "use data files."),

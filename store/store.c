@@ -26,13 +26,16 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_size.h"
 #include "store_int.h"
 
 int store__no_direct;
+uint64_t store__grow_min = STORE_GROW_MIN;
 
 static void dev_close(struct store_dev *d)
 {
@@ -45,39 +48,63 @@ static void dev_close(struct store_dev *d)
     d->path = NULL;
 }
 
-/* Make a data file at least @p want bytes, preallocated. @return 0, -ENOSPC, -errno. */
-static int file_prealloc(struct store_dev *d, uint64_t want)
+/* Free bytes (and, when @p size is given, the size) of the file system holding
+ * @p fd; 0 when unknown. */
+static uint64_t fs_free_of(int fd, uint64_t *size)
 {
-    if (fallocate(d->fd_buf, 0, 0, (off_t)want) == 0)
+    struct statvfs v;
+    if (fstatvfs(fd, &v) != 0)
         return 0;
-    int err = errno;
-    if (err == EOPNOTSUPP || err == ENOSYS || err == EINVAL) {
-        /* No native fallocate: size the file, then let glibc write the blocks. */
-        if (ftruncate(d->fd_buf, (off_t)want) != 0)
-            err = errno;
-        else
-            err = posix_fallocate(d->fd_buf, 0, (off_t)want);
-        if (err == EOPNOTSUPP || err == EINVAL)
-            err = 0; /* sparse but sized: the best this filesystem can do */
-    }
-    if (err == 0)
-        return 0;
-    srv_log(ERROR, STORE, "preallocate %s to %" PRIu64 " bytes: %s", d->path, want, strerror(err));
-    return err == ENOSPC || err == EDQUOT || err == EFBIG ? -ENOSPC : -err;
+    if (size)
+        *size = (uint64_t)v.f_blocks * v.f_frsize;
+    return (uint64_t)v.f_bavail * v.f_frsize;
 }
 
-static int dev_open(struct store_dev *d, const char *path, int create, uint64_t file_size)
+/* Extend data file @p d so that [from, to) is allocated, then make the new length
+ * durable (fsync), so the free map never covers bytes a crash could take away.
+ * @return 0, -ENOSPC (file system full; nothing logged), -EIO (fsync), -errno. */
+static int file_extend(struct store_dev *d, uint64_t from, uint64_t to)
+{
+    int err = 0;
+    if (fallocate(d->fd_buf, 0, (off_t)from, (off_t)(to - from)) != 0) {
+        err = errno;
+        if (err == EOPNOTSUPP || err == ENOSYS || err == EINVAL) {
+            /* No native fallocate: size the file, then let glibc write the blocks. */
+            struct stat st;
+            if (fstat(d->fd_buf, &st) == 0 && (uint64_t)st.st_size < to &&
+                ftruncate(d->fd_buf, (off_t)to) != 0)
+                err = errno;
+            else
+                err = posix_fallocate(d->fd_buf, (off_t)from, (off_t)(to - from));
+            if (err == EOPNOTSUPP || err == EINVAL)
+                err = 0; /* sparse but sized: the best this filesystem can do */
+        }
+    }
+    if (err == ENOSPC || err == EDQUOT || err == EFBIG)
+        return -ENOSPC;
+    if (err) {
+        srv_log(ERROR, STORE, "extend %s to %" PRIu64 " bytes: %s", d->path, to, strerror(err));
+        return -err;
+    }
+    if (fsync(d->fd_buf) != 0) {
+        srv_log(ERROR, STORE, "fsync %s after extending it: %s", d->path, strerror(errno));
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Open one data file or block device: its fds and length, nothing grown yet. */
+static int dev_open(struct store_dev *d, const char *path, int create, uint64_t limit)
 {
     int rc = 0;
     struct stat st;
     d->path = strdup(path);
     if (!d->path)
         return -ENOMEM;
-    int created = 0;
     if (create) {
         d->fd_buf = open(path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0600);
         if (d->fd_buf >= 0)
-            created = 1;
+            d->created = 1;
         else if (errno == EEXIST)
             d->fd_buf = open(path, O_RDWR | O_CLOEXEC);
     } else {
@@ -100,28 +127,18 @@ static int dev_open(struct store_dev *d, const char *path, int create, uint64_t 
             goto out;
         }
         d->is_blk = 1;
-        d->size = bytes & ~(uint64_t)(STORE_ALIGN - 1);
-    } else if (S_ISREG(st.st_mode)) {
-        uint64_t want = file_size & ~(uint64_t)(STORE_ALIGN - 1);
-        uint64_t have = (uint64_t)st.st_size;
-        if (have < want) {
-            rc = file_prealloc(d, want);
-            if (rc < 0) {
-                if (created)
-                    unlink(path); /* do not leave a half-allocated file holding space */
-                goto out;
-            }
-            have = want;
+        d->file_len = d->limit = bytes & ~(uint64_t)(STORE_ALIGN - 1);
+        if (d->limit == 0) {
+            srv_log(ERROR, STORE, "%s has no usable space", path);
+            rc = -ENOSPC;
+            goto out;
         }
-        d->size = have & ~(uint64_t)(STORE_ALIGN - 1);
+    } else if (S_ISREG(st.st_mode)) {
+        d->file_len = (uint64_t)st.st_size & ~(uint64_t)(STORE_ALIGN - 1);
+        d->limit = limit & ~(uint64_t)(STORE_ALIGN - 1);
     } else {
         srv_log(ERROR, STORE, "%s is neither a regular file nor a block device", path);
         rc = -EINVAL;
-        goto out;
-    }
-    if (d->size == 0) {
-        srv_log(ERROR, STORE, "%s has no usable space", path);
-        rc = -ENOSPC;
         goto out;
     }
     d->fd = store__no_direct ? -1 : open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
@@ -137,18 +154,134 @@ out:
     return rc;
 }
 
-/* Read the persistent free map into the allocator. @return 0, -EIO, SRV_ECORRUPT,
- * SRV_EBADVERSION, -EINVAL (device count changed), -ENOMEM. */
+/* After the map is loaded: bring device @p i to its size for this run (at least
+ * what the map covers, at least @p initial for a file) and make the space the
+ * map does not cover yet free in memory. @return 0, -ENOSPC, -EINVAL, -EIO, -ENOMEM. */
+static int dev_size_at_open(struct store *s, uint32_t i, uint64_t initial)
+{
+    struct store_dev *d = &s->devs[i];
+    char a[32], b[32], c[32];
+    uint64_t target = d->rec_size;
+    if (d->is_blk) {
+        if (d->file_len < d->rec_size) {
+            srv_log(ERROR, STORE, "%s has %s, less than the %s the store uses: a block device "
+                    "cannot shrink", d->path, srv_size_human(d->file_len, a, sizeof(a)),
+                    srv_size_human(d->rec_size, b, sizeof(b)));
+            return -EINVAL;
+        }
+        target = d->file_len;
+    } else {
+        uint64_t want = initial ? store__round_up(initial) : d->limit;
+        if (want > d->limit)
+            want = d->limit;
+        if (target < want)
+            target = want;
+        if (d->rec_size > d->limit)
+            srv_log(WARN, STORE, "%s holds %s, more than its limit %s: it keeps its size and "
+                    "does not grow", d->path, srv_size_human(d->rec_size, a, sizeof(a)),
+                    srv_size_human(d->limit, b, sizeof(b)));
+        if (d->file_len > target)
+            srv_log(INFO, STORE, "%s is %s long, the store uses %s of it (a growth not "
+                    "recorded before a crash): the rest is used again when it grows", d->path,
+                    srv_size_human(d->file_len, a, sizeof(a)), srv_size_human(target, b, sizeof(b)));
+        if (d->file_len < d->rec_size)
+            srv_log(WARN, STORE, "%s is %s long, shorter than the %s the store recorded: "
+                    "extending it again", d->path, srv_size_human(d->file_len, a, sizeof(a)),
+                    srv_size_human(d->rec_size, b, sizeof(b)));
+        if (target == 0) {
+            srv_log(ERROR, STORE, "%s: a data file needs at least %u bytes", d->path,
+                    STORE_ALIGN);
+            return -EINVAL;
+        }
+        if (d->file_len < target) {
+            int rc = file_extend(d, d->file_len, target);
+            if (rc == -ENOSPC)
+                srv_log(ERROR, STORE, "cannot preallocate %s to %s: the file system has %s free",
+                        d->path, srv_size_human(target, a, sizeof(a)),
+                        srv_size_human(fs_free_of(d->fd_buf, NULL), c, sizeof(c)));
+            if (rc < 0)
+                return rc;
+        }
+    }
+    d->size = target;
+    if (target > d->rec_size)
+        return store__alloc_grown(s, i, d->rec_size, target);
+    return 0;
+}
+
+/* Read the marker and size records (key dev STORE_MARKER_DEV, sorted last). */
+static int map_load_marker(struct store *s, MDB_cursor *c, int *marker, uint32_t *map_ndev,
+                           uint32_t *ver)
+{
+    unsigned char kb[STORE_KEY_LEN];
+    store__put_be32(kb, STORE_MARKER_DEV);
+    store__put_be64(kb + 4, 0);
+    MDB_val k = {STORE_KEY_LEN, kb}, v;
+    int rc;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != STORE_KEY_LEN || v.mv_size != 8) {
+            srv_log(ERROR, STORE, "free map: record with key %zu / value %zu bytes", k.mv_size,
+                    v.mv_size);
+            return SRV_ECORRUPT;
+        }
+        uint64_t off = store__get_be64((unsigned char *)k.mv_data + 4);
+        uint64_t val = store__get_be64(v.mv_data);
+        if (off == 0) {
+            *ver = (uint32_t)(val >> 32);
+            *map_ndev = (uint32_t)val;
+            *marker = 1;
+            if (*ver != 1 && *ver != STORE_MAP_VERSION) {
+                srv_log(ERROR, STORE, "free map version %u, this build knows 1..%u", *ver,
+                        STORE_MAP_VERSION);
+                return SRV_EBADVERSION;
+            }
+            if (*map_ndev > s->ndev) {
+                srv_log(ERROR, STORE,
+                        "free map covers %u devices, configuration has only %u: "
+                        "removing data files or devices is not supported",
+                        *map_ndev, s->ndev);
+                return -EINVAL;
+            }
+        } else if (off - 1 < s->ndev && val % STORE_ALIGN == 0) {
+            s->devs[off - 1].rec_size = val;
+        } else {
+            srv_log(ERROR, STORE, "free map: bad size record %" PRIu64 " = %" PRIu64, off, val);
+            return SRV_ECORRUPT;
+        }
+    }
+    if (rc != MDB_NOTFOUND) {
+        srv_log(ERROR, STORE, "free map scan: %s", mdb_strerror(rc));
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Read the persistent free map into the allocator and each device's recorded
+ * size. @return 0, -EIO, SRV_ECORRUPT, SRV_EBADVERSION, -EINVAL (device count
+ * changed), -ENOMEM. */
 static int map_load(struct store *s, MDB_txn *rtxn)
 {
     MDB_cursor *c = NULL;
     MDB_val k, v;
     int marker = 0, nrec = 0;
-    uint32_t map_ndev = 0, max_dev = 0;
+    uint32_t map_ndev = 0, max_dev = 0, ver = 0;
     int rc = mdb_cursor_open(rtxn, s->free_dbi, &c);
     if (rc != 0) {
         srv_log(ERROR, STORE, "free map cursor: %s", mdb_strerror(rc));
         return -EIO;
+    }
+    rc = map_load_marker(s, c, &marker, &map_ndev, &ver);
+    if (rc < 0)
+        goto out;
+    /* What each device's ranges must lie in: its size record (version 2), else
+     * (version 1, or no marker) the whole file as found, as those versions
+     * preallocated every file whole and put all of it in the map. */
+    for (uint32_t d = 0; d < s->ndev; d++) {
+        if (marker && d >= map_ndev)
+            s->devs[d].rec_size = 0;
+        else if (!marker || ver == 1)
+            s->devs[d].rec_size = s->devs[d].file_len;
     }
     for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -162,36 +295,21 @@ static int map_load(struct store *s, MDB_txn *rtxn)
         uint64_t off = store__get_be64((unsigned char *)k.mv_data + 4);
         uint64_t len = store__get_be64(v.mv_data);
         if (dev == STORE_MARKER_DEV) {
-            uint32_t ver = (uint32_t)(len >> 32), ndev = (uint32_t)len;
-            if (ver != STORE_MAP_VERSION) {
-                srv_log(ERROR, STORE, "free map version %u, this build knows %u", ver,
-                        STORE_MAP_VERSION);
-                rc = SRV_EBADVERSION;
-                goto out;
-            }
-            if (ndev > s->ndev) {
-                srv_log(ERROR, STORE,
-                        "free map covers %u devices, configuration has only %u: "
-                        "removing data files or devices is not supported",
-                        ndev, s->ndev);
-                rc = -EINVAL;
-                goto out;
-            }
-            map_ndev = ndev;
-            marker = 1;
-            continue;
+            rc = MDB_NOTFOUND; /* read above; nothing follows */
+            break;
         }
         if (dev >= s->ndev) {
-            /* Judged at the end: the marker (last key) says whether devices were removed. */
+            /* Judged at the end: the marker says whether devices were removed. */
             if (dev > max_dev)
                 max_dev = dev;
             nrec++;
             continue;
         }
-        if (len == 0 || off % STORE_ALIGN || len % STORE_ALIGN || off > s->devs[dev].size ||
-            len > s->devs[dev].size - off) {
-            srv_log(ERROR, STORE, "free map: bad range dev=%u off=%" PRIu64 " len=%" PRIu64, dev,
-                    off, len);
+        uint64_t cover = s->devs[dev].rec_size;
+        if (len == 0 || off % STORE_ALIGN || len % STORE_ALIGN || off > cover ||
+            len > cover - off) {
+            srv_log(ERROR, STORE, "free map: bad range dev=%u off=%" PRIu64 " len=%" PRIu64
+                    " (the map covers %" PRIu64 " bytes of it)", dev, off, len, cover);
             rc = SRV_ECORRUPT;
             goto out;
         }
@@ -209,24 +327,26 @@ static int map_load(struct store *s, MDB_txn *rtxn)
     }
     rc = 0;
     if (marker) {
-        /* Devices past the recorded count are new: store_txn_init adds them. */
         if (nrec && max_dev >= map_ndev) {
             srv_log(ERROR, STORE, "free map has ranges on device %u but covers %u devices", max_dev,
                     map_ndev);
             rc = SRV_ECORRUPT;
             goto out;
         }
-        s->init_from = map_ndev;
+        s->map_ver = ver;
+        s->map_ndev = map_ndev;
     } else if (nrec && max_dev >= s->ndev) {
         srv_log(ERROR, STORE, "free map has ranges on device %u; configuration has %u devices",
                 max_dev, s->ndev);
         rc = SRV_ECORRUPT;
         goto out;
     } else if (nrec == 0) {
-        s->init_from = 0; /* a new store */
+        for (uint32_t d = 0; d < s->ndev; d++)
+            s->devs[d].rec_size = 0; /* a new store */
     } else {
         srv_log(WARN, STORE, "free map has no marker record; assuming it covers all devices");
-        s->init_from = s->ndev;
+        s->map_ver = 1;
+        s->map_ndev = s->ndev;
     }
 out:
     mdb_cursor_close(c);
@@ -264,12 +384,14 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
         s->devs[i].fd = s->devs[i].fd_buf = -1;
         pthread_mutex_init(&s->devs[i].sync_mu, NULL);
     }
+    pthread_mutex_init(&s->grow_mu, NULL);
     s->ndev = ndev;
     s->free_dbi = free_dbi;
     rc = store__alloc_init(s);
     if (rc < 0) {
         for (uint32_t i = 0; i < ndev; i++)
             pthread_mutex_destroy(&s->devs[i].sync_mu);
+        pthread_mutex_destroy(&s->grow_mu);
         free(s->devs);
         free(s);
         return rc;
@@ -280,32 +402,101 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
         } else {
             char path[PATH_MAX];
             int n = snprintf(path, sizeof(path), "%s/data.%03u", cfg->dir, i);
-            if (n < 0 || (size_t)n >= sizeof(path))
+            if (n < 0 || (size_t)n >= sizeof(path)) {
                 rc = -ENAMETOOLONG;
-            else
+            } else {
                 rc = dev_open(&s->devs[i], path, 1, cfg->file_size);
+            }
         }
     }
     if (rc == 0)
         rc = map_load(s, rtxn);
+    for (uint32_t i = 0; i < ndev && rc == 0; i++)
+        rc = dev_size_at_open(s, i, cfg->devices ? 0 : cfg->file_initial);
     if (rc < 0) {
+        /* do not leave a data file this open created and could not size */
+        for (uint32_t i = 0; i < ndev; i++)
+            if (s->devs[i].created)
+                unlink(s->devs[i].path);
         store_close(s);
         return rc;
     }
     struct store_stats st;
     store_stats_get(s, &st);
-    srv_log(INFO, STORE, "opened %u device(s), capacity=%" PRIu64 " free=%" PRIu64 "%s", ndev,
-            st.capacity, st.free,
-            s->init_from == 0     ? " (new store)"
-            : s->init_from < ndev ? " (new devices)"
-                                  : "");
+    char a[32], b[32], c[32];
+    srv_log(INFO, STORE, "opened %u device(s): %s, may grow to %s, %s free%s", ndev,
+            srv_size_human(st.capacity, a, sizeof(a)), srv_size_human(st.limit, b, sizeof(b)),
+            srv_size_human(st.free, c, sizeof(c)),
+            s->map_ver == 0 ? " (new store)" : s->map_ndev < ndev ? " (new devices)" : "");
     *out = s;
     return 0;
 }
 
-int store_needs_init(struct store *s)
+/* Pick the data file to grow for @p need bytes: the smallest one below its
+ * limit (spreads data over the files), or -1. Caller holds grow_mu. */
+static int grow_pick(struct store *s, uint64_t need)
 {
-    return s ? s->init_from < s->ndev : 0;
+    int best = -1;
+    for (uint32_t i = 0; i < s->ndev; i++) {
+        struct store_dev *d = &s->devs[i];
+        uint64_t size = store__dev_size(d);
+        if (d->is_blk || size >= d->limit || d->limit - size < need)
+            continue;
+        if (best < 0 || size < store__dev_size(&s->devs[best]))
+            best = (int)i;
+    }
+    return best;
+}
+
+int store__grow(struct store *s, uint64_t need, uint64_t gen)
+{
+    char a[32], b[32], c[32];
+    int rc = -ENOSPC;
+    pthread_mutex_lock(&s->grow_mu);
+    pthread_mutex_lock(&s->a.mu);
+    int moved = s->a.grow_gen != gen;
+    pthread_mutex_unlock(&s->a.mu);
+    if (moved) {
+        rc = 0; /* another thread grew a file meanwhile: try that space first */
+        goto out;
+    }
+    for (int i; (i = grow_pick(s, need)) >= 0;) {
+        struct store_dev *d = &s->devs[i];
+        uint64_t size = store__dev_size(d);
+        uint64_t step = size / 8 > store__grow_min ? size / 8 : store__grow_min;
+        step = (step + STORE_EXTENT_MAX - 1) & ~(uint64_t)(STORE_EXTENT_MAX - 1);
+        uint64_t to = d->limit - size < step ? d->limit : size + step;
+        rc = file_extend(d, size, to);
+        if (rc == -ENOSPC && to - size > STORE_EXTENT_MAX) {
+            /* not a whole step left on the file system: take what this needs */
+            to = size + STORE_EXTENT_MAX > d->limit ? d->limit : size + STORE_EXTENT_MAX;
+            rc = file_extend(d, size, to);
+        }
+        if (rc == -EIO)
+            SRV_FATAL(STORE, "fsync of %s failed after extending it; exiting", d->path);
+        if (rc < 0) {
+            if (!d->grow_failed)
+                srv_log(ERROR, STORE, "cannot grow %s beyond %s (limit %s): %s, %s free on its "
+                        "file system; writes that need new space fail with ENOSPC until space "
+                        "is freed", d->path, srv_size_human(size, a, sizeof(a)),
+                        srv_size_human(d->limit, b, sizeof(b)), strerror(-rc),
+                        srv_size_human(fs_free_of(d->fd_buf, NULL), c, sizeof(c)));
+            d->grow_failed = 1;
+            break; /* another file is on the same file system: no better luck there */
+        }
+        if (d->grow_failed)
+            srv_log(INFO, STORE, "%s grows again: space is back", d->path);
+        d->grow_failed = 0;
+        __atomic_store_n(&d->size, to, __ATOMIC_RELEASE);
+        rc = store__alloc_grown(s, (uint32_t)i, size, to);
+        srv_log(INFO, STORE, "grew %s from %s to %s (limit %s)", d->path,
+                srv_size_human(size, a, sizeof(a)), srv_size_human(to, b, sizeof(b)),
+                srv_size_human(d->limit, c, sizeof(c)));
+        break;
+    }
+out:
+    pthread_mutex_unlock(&s->grow_mu);
+    return rc;
 }
 
 void store_close(struct store *s)
@@ -317,6 +508,7 @@ void store_close(struct store *s)
         pthread_mutex_destroy(&s->devs[i].sync_mu);
     }
     store__alloc_fini(s);
+    pthread_mutex_destroy(&s->grow_mu);
     free(s->devs);
     free(s);
 }
@@ -324,8 +516,8 @@ void store_close(struct store *s)
 /* Validate an extent's place. @return 0 or -EINVAL. */
 static int extent_check(struct store *s, const struct store_extent *e, uint64_t size)
 {
-    if (e->dev >= s->ndev || e->off % STORE_ALIGN != 0 || e->off > s->devs[e->dev].size ||
-        size > s->devs[e->dev].size - e->off) {
+    if (e->dev >= s->ndev || e->off % STORE_ALIGN != 0 || e->off > store__dev_size(&s->devs[e->dev]) ||
+        size > store__dev_size(&s->devs[e->dev]) - e->off) {
         srv_log(ERROR, STORE, "bad extent dev=%u off=%" PRIu64 " len=%u", e->dev, e->off, e->len);
         return -EINVAL;
     }
@@ -506,7 +698,6 @@ int store_sync(struct store *s)
 {
     if (!s)
         return -EINVAL;
-    int rc = 0;
     for (uint32_t i = 0; i < s->ndev; i++) {
         struct store_dev *d = &s->devs[i];
         uint64_t need = __atomic_load_n(&d->wgen, __ATOMIC_ACQUIRE);
@@ -514,16 +705,17 @@ int store_sync(struct store *s)
         if (d->sgen < need) {
             /* Everything written before this load is covered by the fdatasync below. */
             uint64_t now = __atomic_load_n(&d->wgen, __ATOMIC_ACQUIRE);
-            if (fdatasync(d->fd) != 0) {
-                srv_log(ERROR, STORE, "fdatasync %s: %s", d->path, strerror(errno));
-                rc = -EIO;
-            } else {
-                d->sgen = now;
-            }
+            /* a failed fdatasync may have dropped pages (the kernel reports it
+             * once; a retry would succeed without them): never go on */
+            if (fdatasync(d->fd) != 0)
+                SRV_FATAL(STORE, "fdatasync %s: %s; data written since the last sync may be "
+                          "lost, exiting so that a restart recovers from the last durable "
+                          "state", d->path, strerror(errno));
+            d->sgen = now;
         }
         pthread_mutex_unlock(&d->sync_mu);
     }
-    return rc;
+    return 0;
 }
 
 int store_read(struct store *s, const struct store_extent *e, uint32_t from, void *buf, size_t len)
@@ -617,8 +809,14 @@ void store_stats_get(struct store *s, struct store_stats *out)
     memset(out, 0, sizeof(*out));
     if (!s)
         return;
-    for (uint32_t i = 0; i < s->ndev; i++)
-        out->capacity += s->devs[i].size;
+    for (uint32_t i = 0; i < s->ndev; i++) {
+        uint64_t size = store__dev_size(&s->devs[i]);
+        out->capacity += size;
+        out->limit += s->devs[i].limit > size ? s->devs[i].limit : size;
+    }
+    for (uint32_t i = 0; i < s->ndev && !out->fs_size; i++)
+        if (!s->devs[i].is_blk)
+            out->fs_free = fs_free_of(s->devs[i].fd_buf, &out->fs_size);
     pthread_mutex_lock(&s->a.mu);
     out->free = s->a.free_bytes;
     out->reserved = s->a.reserved_bytes;

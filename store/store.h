@@ -41,38 +41,48 @@ struct store_extent {
 
 struct store_config {
     const char *dir;               /* data files are dir/data.NNN */
-    uint64_t file_size;            /* bytes per data file */
+    uint64_t file_size;            /* most bytes per data file (files grow up to it) */
+    uint64_t file_initial;         /* bytes a data file has at least from open (preallocated);
+                                    * 0: file_size (no growth while under it) */
     uint32_t nfiles;
     const char *const *devices;    /* NULL-terminated block devices instead of files, or
                                     * NULL; when set, dir/file_size/nfiles are ignored */
 };
 
-/** Open data files/devices, creating and preallocating missing files, and
- * rebuild the allocator from the free map read with @p rtxn (a read or write
- * txn of the meta env); a new store (no free map yet) is initialized with
- * every byte free via store_txn_init in a write txn the caller commits.
- * The map records the device count: devices added to the configuration since
- * are new (store_needs_init is true and store_txn_init adds them); fewer
- * devices than recorded is refused.
- * @return 0, -ENOSPC (cannot preallocate), -EINVAL (bad config, device count
- * changed, not a file/block device), SRV_ECORRUPT (malformed free map),
- * SRV_EBADVERSION, -ENOMEM, -errno from open(). */
+/** Open data files/devices, creating missing files, and rebuild the allocator
+ * from the free map read with @p rtxn (a read or write txn of the meta env).
+ * Data files start at cfg->file_initial bytes (preallocated) and grow on
+ * demand up to cfg->file_size in steps (max(STORE_GROW_MIN, 1/8 of the file),
+ * fallocate + fsync) when no free range fits an allocation; a file already
+ * larger than the limit keeps its size. Raising file_size or file_initial on an
+ * existing store adds the space (at once for file_initial, on demand for
+ * file_size). Space the map does not cover yet (a new store, new devices, a
+ * growth) is free at once in memory; store_txn_init, or the next store_txn_use,
+ * records it. The map records the device count: fewer devices than recorded
+ * is refused.
+ * @return 0, -ENOSPC (cannot preallocate file_initial; logged with the file
+ * system's free space), -EINVAL (bad config, device count changed or a block
+ * device shrank, not a file/block device), SRV_ECORRUPT (malformed free map),
+ * SRV_EBADVERSION, -ENOMEM, -EIO (fsync), -errno from open(). */
 int store_open(struct store **out, const struct store_config *cfg, struct MDB_txn *rtxn,
                unsigned int free_dbi);
-/** True when the free map in LMDB is empty, or lacks devices added to the
- * configuration, and store_txn_init must run. */
+/** True when the free map in LMDB lacks space the store has (a new store, new
+ * devices, files grown at open, a version 1 map) and store_txn_init should run. */
 int store_needs_init(struct store *s);
-/** Write the all-free ranges of new devices (every device, for a new store)
- * into @p wtxn (a no-op unless store_needs_init).
- * The allocator uses the space at once; store_txn_done(ok=0) on @p wtxn undoes
- * that. @return 0, -EINVAL, -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
+/** Record in @p wtxn what the map lacks: the free ranges of space added since
+ * it was written (new devices, growths), the size records and the marker. The
+ * allocator already uses that space; if @p wtxn aborts, a later txn records it.
+ * @return 0, -EINVAL, SRV_ECORRUPT (map overlaps the new space), -ENOSPC (LMDB
+ * map full), -EIO, -ENOMEM. */
 int store_txn_init(struct store *s, struct MDB_txn *wtxn);
 void store_close(struct store *s);
 
 /** Reserve @p len bytes (rounded up to STORE_ALIGN) as one extent of at most
  * STORE_EXTENT_MAX. Continues after this thread's previous extent when that
- * space is free, else takes the smallest free range that fits.
- * @return 0, -ENOSPC (no free range is large enough), -EINVAL (len 0 or
+ * space is free, else takes the smallest free range that fits, else grows a
+ * data file (see store_open) and takes space there.
+ * @return 0, -ENOSPC (no free range is large enough and no file can grow: all
+ * at their limit, or the file system is full), -EINVAL (len 0 or
  * > STORE_EXTENT_MAX), -ENOMEM. */
 int store_alloc(struct store *s, uint32_t len, struct store_extent *out);
 /** Like store_alloc, but first tries the space right after @p prev (the
@@ -87,8 +97,9 @@ void store_unreserve(struct store *s, const struct store_extent *e);
  * through the limbo like a committed free, so it is reused only after every
  * reader that started before this call has finished. */
 void store_release(struct store *s, const struct store_extent *e);
-/** In @p wtxn: mark reserved extent @p e used in the persistent map. If the
- * txn aborts, @p e stays reserved (store_unreserve it or use it again).
+/** In @p wtxn: mark reserved extent @p e used in the persistent map (after
+ * recording, as store_txn_init, space the map lacks). If the txn aborts, @p e
+ * stays reserved (store_unreserve it or use it again).
  * @return 0, -EINVAL (not a reservation), SRV_ECORRUPT (not free in the map),
  * -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
 int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e);
@@ -133,7 +144,9 @@ struct store_wreq {
  * @return 0, -EINVAL (not a reservation, too long), -EIO, -ENOMEM. */
 int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
                       uint32_t (*crc_fn)(void *arg, size_t i), void *arg);
-/** Flush data files to stable storage (fdatasync each dirty one). @return 0, -EIO. */
+/** Flush data files to stable storage (fdatasync each dirty one). A failed
+ * fdatasync ends the process (SRV_FATAL): the kernel may have dropped the
+ * pages it could not write and reports that only once. @return 0, -EINVAL. */
 int store_sync(struct store *s);
 /** Read extent bytes [from, from+len) into @p buf, verifying the whole
  * extent's CRC (reads the whole extent). @return 0, -EIO, SRV_ECORRUPT (logged,
@@ -173,7 +186,10 @@ void store_read_end(struct store *s, uint64_t token);
 int store_extent_fd(struct store *s, const struct store_extent *e);
 
 struct store_stats {
-    uint64_t capacity, free, reserved, limbo;
+    uint64_t capacity;        /* bytes the data files/devices have now */
+    uint64_t limit;           /* bytes they may grow to (>= capacity) */
+    uint64_t free, reserved, limbo;
+    uint64_t fs_size, fs_free; /* the file system holding the data files (0 for devices) */
     uint64_t crc_errors, bytes_read, bytes_written;
 };
 void store_stats_get(struct store *s, struct store_stats *out);

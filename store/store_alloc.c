@@ -16,8 +16,11 @@
  *
  * Allocation tries, per thread, to continue right after that thread's last
  * extent (a sequential writer gets contiguous space), else takes the smallest
- * free range that fits (best fit). It fails with -ENOSPC only when no free
- * range is large enough.
+ * free range that fits (best fit), else grows a data file (store__grow) and
+ * tries again. It fails with -ENOSPC only when no free range is large enough
+ * and no file can grow. Space a growth (or a new device) added is free in
+ * memory at once; map_catch_up records it in the next write txn that uses
+ * space, before that use, so a use never points past what the map covers.
  * Thread: everything under one mutex (a.mu); LMDB calls run in the caller's
  * txn, which LMDB already serializes. */
 #ifndef _GNU_SOURCE
@@ -389,6 +392,7 @@ void store__alloc_fini(struct store *s)
             p->frees = l->next;
             free(l);
         }
+        free(p->grow);
         free(p);
     }
     free(a->readers);
@@ -399,6 +403,15 @@ int store__alloc_add(struct store *s, uint32_t dev, uint64_t off, uint64_t len)
 {
     pthread_mutex_lock(&s->a.mu);
     int rc = range_add(&s->a, dev, off, len);
+    pthread_mutex_unlock(&s->a.mu);
+    return rc;
+}
+
+int store__alloc_grown(struct store *s, uint32_t dev, uint64_t from, uint64_t to)
+{
+    pthread_mutex_lock(&s->a.mu);
+    int rc = range_add(&s->a, dev, from, to - from);
+    s->a.grow_gen++;
     pthread_mutex_unlock(&s->a.mu);
     return rc;
 }
@@ -427,6 +440,7 @@ static int alloc_do(struct store *s, const struct store_extent *prev, uint32_t l
     if (!resv)
         return -ENOMEM;
     pthread_mutex_lock(&a->mu);
+again:
     limbo_release(a);
     struct store__range *r = NULL;
     if (prev && prev->dev < s->ndev && prev->off % STORE_ALIGN == 0) {
@@ -446,7 +460,14 @@ static int alloc_do(struct store *s, const struct store_extent *prev, uint32_t l
         r = n ? RANGE_OF_SIZE(n) : NULL;
     }
     if (!r) {
-        rc = -ENOSPC;
+        /* no free range fits: grow a data file (outside the lock: fallocate and
+         * fsync take time) unless another thread's growth came first */
+        uint64_t gen = a->grow_gen;
+        pthread_mutex_unlock(&a->mu);
+        rc = store__grow(s, size, gen);
+        pthread_mutex_lock(&a->mu);
+        if (rc == 0)
+            goto again;
         goto out;
     }
     resv->dev = r->dev;
@@ -717,14 +738,20 @@ out:
     return rc;
 }
 
-static struct store__pend *pend_get(struct store__alloc *a, const MDB_txn *txn)
+static struct store__pend *pend_get(struct store *s, const MDB_txn *txn)
 {
+    struct store__alloc *a = &s->a;
     for (struct store__pend *p = a->pend; p; p = p->next)
         if (p->txn == txn)
             return p;
     struct store__pend *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
+    p->grow = calloc(s->ndev, sizeof(*p->grow));
+    if (!p->grow) {
+        free(p);
+        return NULL;
+    }
     p->txn = txn;
     p->next = a->pend;
     a->pend = p;
@@ -755,9 +782,118 @@ static uint64_t extent_size(struct store *s, const struct store_extent *e)
     if (!e || e->dev >= s->ndev || e->len > STORE_EXTENT_MAX || (e->off % STORE_ALIGN) != 0)
         return 0;
     uint64_t size = store__round_up(e->len ? e->len : 1);
-    if (e->off + size > s->devs[e->dev].size)
+    if (e->off + size > store__dev_size(&s->devs[e->dev]))
         return 0;
     return size;
+}
+
+/* In @p txn: [off, off+len) of @p dev becomes free in the map, merged with the
+ * free ranges right below and above it. @return 0, -EIO, -ENOSPC, SRV_ECORRUPT (it
+ * overlaps a free range, logged as @p what). */
+static int map_insert_free(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off,
+                           uint64_t len, const char *what)
+{
+    struct map_rec below, above;
+    int rc = map_neighbours(s, txn, dev, off, &below, &above);
+    if (rc < 0)
+        return rc;
+    if (below.found && below.dev != dev)
+        below.found = 0;
+    if (above.found && above.dev != dev)
+        above.found = 0;
+    uint64_t start = off, total = len;
+    if ((below.found && below.off + below.len > off) || (above.found && off + len > above.off)) {
+        srv_log(ERROR, STORE, "%s dev=%u off=%llu size=%llu: already free in the map", what, dev,
+                (unsigned long long)off, (unsigned long long)len);
+        return SRV_ECORRUPT;
+    }
+    if (below.found && below.off + below.len == off) {
+        start = below.off;
+        total += below.len;
+    }
+    if (above.found && above.off == off + len) {
+        rc = map_del(s, txn, above.dev, above.off);
+        if (rc < 0)
+            return rc;
+        total += above.len;
+    }
+    return map_put(s, txn, dev, start, total);
+}
+
+/* Caller holds a->mu: whether the map lacks something this store has. */
+static int map_behind(struct store *s)
+{
+    if (s->map_ver != STORE_MAP_VERSION || s->map_ndev != s->ndev)
+        return 1;
+    for (uint32_t d = 0; d < s->ndev; d++)
+        if (store__dev_size(&s->devs[d]) > s->devs[d].rec_size)
+            return 1;
+    return 0;
+}
+
+/* In @p txn: record what the map lacks (free tails of grown or new devices,
+ * their size records, the marker). Runs on the txn's thread only, so what one
+ * txn recorded (p->grow) is not recorded twice. @return as store_txn_init. */
+static int map_catch_up(struct store *s, MDB_txn *txn)
+{
+    struct store__alloc *a = &s->a;
+    int rc = 0;
+    pthread_mutex_lock(&a->mu);
+    if (!map_behind(s)) {
+        pthread_mutex_unlock(&a->mu);
+        return 0;
+    }
+    struct store__pend *p = pend_get(s, txn);
+    pthread_mutex_unlock(&a->mu);
+    if (!p)
+        return -ENOMEM;
+    pthread_mutex_lock(&a->mu);
+    int marker = !p->marker && (s->map_ver != STORE_MAP_VERSION || s->map_ndev != s->ndev);
+    /* a map written by version 1 has no size records: write every device's */
+    int upgrade = marker && s->map_ver != STORE_MAP_VERSION;
+    pthread_mutex_unlock(&a->mu);
+    for (uint32_t d = 0; d < s->ndev && rc == 0; d++) {
+        pthread_mutex_lock(&a->mu);
+        uint64_t from = s->devs[d].rec_size > p->grow[d] ? s->devs[d].rec_size : p->grow[d];
+        pthread_mutex_unlock(&a->mu);
+        uint64_t to = store__dev_size(&s->devs[d]);
+        if (to <= from) {
+            if (upgrade)
+                rc = map_put(s, txn, STORE_MARKER_DEV, 1 + (uint64_t)d, from);
+            continue;
+        }
+        rc = map_insert_free(s, txn, d, from, to - from, "recording grown space");
+        if (rc == 0)
+            rc = map_put(s, txn, STORE_MARKER_DEV, 1 + (uint64_t)d, to);
+        if (rc == 0) {
+            pthread_mutex_lock(&a->mu);
+            p->grow[d] = to;
+            pthread_mutex_unlock(&a->mu);
+        }
+    }
+    if (rc == 0 && marker) {
+        rc = map_put(s, txn, STORE_MARKER_DEV, 0, (uint64_t)STORE_MAP_VERSION << 32 | s->ndev);
+        if (rc == 0)
+            p->marker = 1;
+    }
+    return rc;
+}
+
+int store_needs_init(struct store *s)
+{
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->a.mu);
+    int behind = map_behind(s);
+    pthread_mutex_unlock(&s->a.mu);
+    return behind;
+}
+
+int store_txn_init(struct store *s, struct MDB_txn *wtxn)
+{
+    if (!s || !wtxn)
+        return -EINVAL;
+    return map_catch_up(s, wtxn);
 }
 
 int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e)
@@ -771,8 +907,11 @@ int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_exte
                 (unsigned long long)e->off, e->len);
         return -EINVAL;
     }
+    int rc = map_catch_up(s, wtxn);
+    if (rc < 0)
+        return rc;
     struct map_rec below, above;
-    int rc = map_neighbours(s, wtxn, e->dev, e->off, &below, &above);
+    rc = map_neighbours(s, wtxn, e->dev, e->off, &below, &above);
     if (rc < 0)
         return rc;
     struct map_rec *r =
@@ -794,7 +933,7 @@ int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_exte
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&s->a.mu);
-    struct store__pend *p = pend_get(&s->a, wtxn);
+    struct store__pend *p = pend_get(s, wtxn);
     if (p) {
         /* The reservation may be larger than the data (store_write did not shrink it):
          * the tail goes back now, the rest leaves "reserved" at commit. */
@@ -816,35 +955,11 @@ int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_ext
     uint64_t size = extent_size(s, e);
     if (!size || !wtxn)
         return -EINVAL;
-    struct map_rec below, above;
-    int rc = map_neighbours(s, wtxn, e->dev, e->off, &below, &above);
-    if (rc < 0)
-        return rc;
-    if (below.found && below.dev != e->dev)
-        below.found = 0;
-    if (above.found && above.dev != e->dev)
-        above.found = 0;
-    uint64_t off = e->off, len = size;
-    if ((below.found && below.off + below.len > off) || (above.found && off + len > above.off)) {
-        srv_log(ERROR, STORE, "txn_free dev=%u off=%llu size=%llu: already free (double free)",
-                e->dev, (unsigned long long)e->off, (unsigned long long)size);
-        return SRV_ECORRUPT;
-    }
-    if (below.found && below.off + below.len == off) {
-        off = below.off;
-        len += below.len;
-    }
-    if (above.found && above.off == e->off + size) {
-        rc = map_del(s, wtxn, above.dev, above.off);
-        if (rc < 0)
-            return rc;
-        len += above.len;
-    }
-    rc = map_put(s, wtxn, e->dev, off, len);
+    int rc = map_insert_free(s, wtxn, e->dev, e->off, size, "txn_free (double free)");
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&s->a.mu);
-    struct store__pend *p = pend_get(&s->a, wtxn);
+    struct store__pend *p = pend_get(s, wtxn);
     rc = p ? pend_note(p, e->dev, e->off, size, 0) : -ENOMEM;
     pthread_mutex_unlock(&s->a.mu);
     return rc;
@@ -861,19 +976,19 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
         goto out;
     p = *pp;
     *pp = p->next;
-    if (!ok && p->init) {
-        /* An aborted store_txn_init: the new devices are not in the map after all. */
-        for (uint32_t d = p->init_from; d < s->ndev; d++) {
-            struct store__range *r = range_find_off(a->root_off, d, 0);
-            if (r && r->len == s->devs[d].size) {
-                range_unlink(a, r);
-                a->free_bytes -= r->len;
-                free(r);
-            } else {
-                srv_log(ERROR, STORE, "aborted init: device %u already in use; restart", d);
-            }
+    if (ok) {
+        /* what it recorded is in the map now; an aborted txn's growth stays
+         * free in memory and is recorded by a later txn */
+        for (uint32_t d = 0; d < s->ndev; d++)
+            if (p->grow[d] > s->devs[d].rec_size)
+                s->devs[d].rec_size = p->grow[d];
+        if (p->marker) {
+            if (s->map_ndev && s->map_ndev < s->ndev)
+                srv_log(INFO, STORE, "added device(s) %u..%u to the free map", s->map_ndev,
+                        s->ndev - 1);
+            s->map_ver = STORE_MAP_VERSION;
+            s->map_ndev = s->ndev;
         }
-        s->init_from = p->init_from;
     }
     int freed = 0;
     while (p->frees) {
@@ -897,42 +1012,9 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
     }
     if (freed)
         a->epoch++;
+    free(p->grow);
     free(p);
     limbo_release(a);
 out:
     pthread_mutex_unlock(&a->mu);
-}
-
-int store_txn_init(struct store *s, struct MDB_txn *wtxn)
-{
-    if (!s || !wtxn)
-        return -EINVAL;
-    if (s->init_from >= s->ndev)
-        return 0;
-    int rc = 0;
-    uint32_t from = s->init_from;
-    for (uint32_t d = from; d < s->ndev && rc == 0; d++)
-        rc = map_put(s, wtxn, d, 0, s->devs[d].size);
-    if (rc == 0)
-        rc = map_put(s, wtxn, STORE_MARKER_DEV, 0, (uint64_t)STORE_MAP_VERSION << 32 | s->ndev);
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&s->a.mu);
-    struct store__pend *p = pend_get(&s->a, wtxn);
-    if (!p) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    p->init = 1; /* undone by store_txn_done(ok=0) */
-    p->init_from = from;
-    for (uint32_t d = from; d < s->ndev && rc == 0; d++)
-        rc = range_add(&s->a, d, 0, s->devs[d].size);
-    if (rc == 0) {
-        s->init_from = s->ndev;
-        if (from > 0)
-            srv_log(INFO, STORE, "added device(s) %u..%u to the free map", from, s->ndev - 1);
-    }
-out:
-    pthread_mutex_unlock(&s->a.mu);
-    return rc;
 }

@@ -6,11 +6,22 @@
  * Layout of the persistent free map (DBI "free"):
  *   key   = be32 dev | be64 off   (12 bytes)
  *   value = be64 len              (8 bytes)
- * plus one marker record written by store_txn_init:
+ * plus one marker record:
  *   key   = be32 0xffffffff | be64 0, value = be64 (STORE_MAP_VERSION << 32 | ndev)
  * so a completely full store (no free range left) is not mistaken for a new
- * one, and devices added to the configuration later are recognized as new
- * (their whole space is added by store_txn_init). Thread: see each function. */
+ * one, and devices added to the configuration later are recognized as new,
+ * and (version 2) one size record per device:
+ *   key   = be32 0xffffffff | be64 (1 + dev), value = be64 bytes
+ * the part of the device the map covers (its "recorded size"). A data file
+ * grows on demand: the file is extended (fallocate, then fsync) first, its new
+ * tail is free space at once in memory, and the tail's free range and the new
+ * size record go into the next write txn that uses space (store_txn_use) or
+ * into store_txn_init, so the map never covers bytes the file lacks. At open a
+ * file longer than its recorded size (grown, not recorded: a crash between
+ * the two) is used only up to the recorded size and grows again over its own
+ * tail; a file shorter than it (truncated from outside) is extended back.
+ * A version 1 map (no size records) covers each file's whole length at open
+ * and is upgraded by store_txn_init. Thread: see each function. */
 #ifndef STORE_INT_H
 #define STORE_INT_H
 
@@ -22,7 +33,8 @@
 
 #define STORE_KEY_LEN 12
 #define STORE_MARKER_DEV 0xffffffffu
-#define STORE_MAP_VERSION 1u
+#define STORE_MAP_VERSION 2u
+#define STORE_GROW_MIN (64ull << 20) /* smallest growth step of a data file */
 
 /* Intrusive treap link. */
 struct store__tnode {
@@ -51,8 +63,8 @@ struct store__pend {
     struct store__pend *next;
     const struct MDB_txn *txn;
     struct store__limbo *frees; /* frees (tag 0) and uses (tag 1) of this txn */
-    int init;                   /* store_txn_init ran in this txn */
-    uint32_t init_from;         /* ... and added devices [init_from, ndev) */
+    uint64_t *grow;             /* per device: size this txn recorded (0: none) */
+    int marker;                 /* this txn wrote the current marker record */
 };
 
 /* Readers currently active with a given epoch token. */
@@ -73,6 +85,7 @@ struct store__alloc {
     struct store__epoch *readers; /* sorted by epoch, [rhead, rtail) */
     size_t rhead, rtail, rcap;
     uint64_t seq_gen; /* bumps per alloc; thread cursors compare it */
+    uint64_t grow_gen; /* bumps when a data file grew (store__grow) */
 };
 
 struct store_dev {
@@ -80,7 +93,12 @@ struct store_dev {
     int fd_buf; /* buffered fd for sendfile/page-cache readers */
     int direct;
     int is_blk;
-    uint64_t size; /* usable bytes, multiple of STORE_ALIGN */
+    uint64_t size;      /* usable bytes, multiple of STORE_ALIGN; only grows (atomic) */
+    uint64_t limit;     /* most it may grow to (block devices: their size) */
+    uint64_t rec_size;  /* bytes the persistent map covers (a.mu) */
+    uint64_t file_len;  /* length found at open (aligned down) */
+    int grow_failed;    /* the last growth failed (logged once; grow_mu) */
+    int created;        /* store_open created the file (removed if the open fails) */
     char *path;
     pthread_mutex_t sync_mu;
     uint64_t wgen; /* bumped by each write (atomic) */
@@ -91,7 +109,9 @@ struct store {
     struct store_dev *devs;
     uint32_t ndev;
     unsigned int free_dbi;
-    uint32_t init_from; /* devices [init_from, ndev) are not in the map yet */
+    uint32_t map_ndev;  /* device count of the marker record (a.mu) */
+    uint32_t map_ver;   /* version of the marker record, 0: none (a.mu) */
+    pthread_mutex_t grow_mu; /* one data file growth at a time */
     struct store__alloc a;
     uint64_t crc_errors, bytes_read, bytes_written; /* atomics */
 };
@@ -150,10 +170,26 @@ void store__uring_disable(int disable);
 
 /* store.c, tests: nonzero makes store_open skip O_DIRECT (the buffered path). */
 extern int store__no_direct;
+/* store.c, tests: the smallest growth step of a data file (default STORE_GROW_MIN). */
+extern uint64_t store__grow_min;
+/* store.c: grow a data file so that at least @p need more bytes are free, unless
+ * the allocator's grow_gen moved past @p gen (another thread grew one: retry).
+ * @return 0 (retry the allocation), -ENOSPC (every file at its limit, or the file
+ * system full; logged once per file until a growth succeeds). */
+int store__grow(struct store *s, uint64_t need, uint64_t gen);
+/* store_alloc.c: add the free tail [from, to) of device @p dev that the map does
+ * not cover yet (a growth). @return 0, -ENOMEM. */
+int store__alloc_grown(struct store *s, uint32_t dev, uint64_t from, uint64_t to);
 
 /* store_crc32c.c: 0 forces the software CRC (tests); 1 restores auto-detection.
  * @return whether the hardware path is now used. */
 int store__crc32c_hw(int enable);
+
+/* A device's usable size now (it only grows, from any thread). */
+static inline uint64_t store__dev_size(const struct store_dev *d)
+{
+    return __atomic_load_n(&d->size, __ATOMIC_ACQUIRE);
+}
 
 static inline uint64_t store__round_up(uint64_t v)
 {

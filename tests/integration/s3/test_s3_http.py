@@ -340,13 +340,15 @@ def test_refused_upload_answer_survives_the_rest_of_the_body(d):
 
 def test_store_full_mid_upload_is_answered(daemon_factory):
     """The store fills up in the middle of a body: boto3 (which sends the body
-    before reading the answer) gets the 503, and nothing is stored."""
+    before reading the answer) gets the 507 InsufficientStorage, and nothing is
+    stored."""
     dd = daemon_factory(extra_args=["--set", "data_file_size=64MiB"]).start()
     s3 = dd.boto3()
     s3.create_bucket(Bucket="full")
     with pytest.raises(ClientError) as e:
         s3.put_object(Bucket="full", Key="big", Body=os.urandom(80 << 20))
-    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 507
+    assert e.value.response["Error"]["Code"] == "InsufficientStorage"
     assert not exists(dd, "big", bucket="full")
     s3.put_object(Bucket="full", Key="small", Body=b"still serving")
     assert s3.get_object(Bucket="full", Key="small")["Body"].read() == b"still serving"

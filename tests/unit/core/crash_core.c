@@ -15,7 +15,10 @@
  *     file equals its durable model with some prefix of the later writes
  *     applied (a flush commits every pending write of the file at once);
  *   - the free map is consistent: no two extents overlap, no extent overlaps
- *     free space, and free + used == capacity (nothing reserved or leaked).
+ *     free space, and free + used == capacity (nothing reserved or leaked);
+ *   - the data file grows on demand (from 1 MiB in steps of 1 MiB or 1/8, so
+ *     crashes hit growths too) and is never shorter than the capacity the map
+ *     records.
  * The child is a fresh exec of this program (io_uring rings must not be
  * shared with a forked copy of the parent).
  * Usage: crash_core DIR [SECONDS]   (SECONDS also from CRASH_SECONDS; default 40)
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +42,7 @@
 #include "meta.h"
 #include "srv_err.h"
 #include "store.h"
+#include "store_int.h"
 
 #define NKEYS 8
 #define NFILES 4
@@ -92,6 +97,7 @@ static struct core_config config(void)
     memset(&cfg, 0, sizeof(cfg));
     cfg.data_dir = dir;
     cfg.data_file_size = 128ull << 20;
+    cfg.data_file_initial = 1ull << 20;
     cfg.data_files = 1;
     cfg.map_size = 512ull << 20;
     cfg.inline_max = 4096;
@@ -426,6 +432,14 @@ static bool space_consistent(struct env *e)
         }
     free(xs);
     store_stats_get(c->store, &ss);
+    char path[600];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/data.000", dir);
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ss.capacity) {
+        fprintf(stderr, "crash_core: data file is %lld bytes, capacity %llu\n",
+                (long long)st.st_size, (unsigned long long)ss.capacity);
+        ok = false;
+    }
     if (used + freeb != ss.capacity || ss.free != freeb || ss.reserved != 0) {
         fprintf(stderr,
                 "crash_core: space: used=%llu free(map)=%llu free(mem)=%llu reserved=%llu "
@@ -572,6 +586,7 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[1];
+    store__grow_min = 1ull << 20; /* many small growths for the crashes to hit */
     snprintf(ackpath, sizeof(ackpath), "%s/acks.log", dir);
     if (argc > 3 && strcmp(argv[2], "--child") == 0)
         child(strtoull(argv[3], NULL, 10));

@@ -19,12 +19,16 @@
 #include <cmocka.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "meta.h"
 #include "srv_err.h"
+#include "srv_log.h"
 #include "store.h"
 
 static char dir[64];
@@ -226,7 +230,11 @@ static void test_early_ack(void **state)
  * page is durable (would survive a power cut) only once an fdatasync of the
  * file (through any fd) that began after the write has returned. */
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static ssize_t (*real_writev)(int, const struct iovec *, int);
 static int (*real_fdatasync)(int);
+/* faults on the model file: data pages written short (a full disk; LMDB calls
+ * that EIO), or every fdatasync failing with EIO (a lost write-back) */
+static atomic_bool fault_short, fault_sync;
 static atomic_bool model_on;
 static dev_t model_dev;
 static ino_t model_ino;
@@ -238,8 +246,9 @@ static atomic_ulong model_syncs, model_bad;
 __attribute__((constructor)) static void model_init(void)
 {
     real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    real_writev = (ssize_t(*)(int, const struct iovec *, int))dlsym(RTLD_NEXT, "writev");
     real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    if (!real_pwrite || !real_fdatasync)
+    if (!real_pwrite || !real_writev || !real_fdatasync)
         abort();
 }
 
@@ -252,14 +261,29 @@ static bool model_file(int fd)
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
+    if (atomic_load(&fault_short) && off >= 2 * model_psize && n > 1 && model_file(fd))
+        return real_pwrite(fd, buf, n / 2, off);
     ssize_t r = real_pwrite(fd, buf, n, off);
     if (off < 2 * model_psize && model_file(fd))
         atomic_fetch_add(&meta_writes, 1);
     return r;
 }
 
+ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+    if (atomic_load(&fault_short) && n > 0 && model_file(fd)) {
+        struct iovec half = {iov[0].iov_base, iov[0].iov_len / 2};
+        return real_writev(fd, &half, 1);
+    }
+    return real_writev(fd, iov, n);
+}
+
 int fdatasync(int fd)
 {
+    if (atomic_load(&fault_sync) && model_file(fd)) {
+        errno = EIO;
+        return -1;
+    }
     unsigned long covered = atomic_load(&meta_writes);
     int r = real_fdatasync(fd);
     if (r == 0 && model_file(fd)) {
@@ -338,6 +362,64 @@ static void test_ack_durable(void **state)
         assert_true(exists(id == 0 ? "m0-299" : "m1-149"));
 }
 
+static int blob_fn(MDB_txn *txn, void *arg)
+{
+    static char val[256 << 10];
+    return meta_put(txn, meta_dbi(m, META_DBI_T_CONFIG), arg, strlen(arg), val, sizeof(val), 0);
+}
+
+/* A full file system (LMDB's page writes come back short, which it reports as
+ * EIO) fails the batch with -ENOSPC and poisons nothing: once space is back
+ * the next op commits, without a restart, and earlier changes are intact. */
+static void test_disk_full_recovers(void **state)
+{
+    (void)state;
+    assert_int_equal(meta_submit(m, kv_fn, &(struct kv_op){.key = "before"}, 0), 0);
+    atomic_store(&fault_short, true);
+    assert_int_equal(meta_submit(m, blob_fn, "blob", 0), -ENOSPC);
+    assert_int_equal(meta_submit(m, kv_fn, &(struct kv_op){.key = "small"}, 0), -ENOSPC);
+    atomic_store(&fault_short, false);
+    assert_int_equal(meta_submit(m, kv_fn, &(struct kv_op){.key = "after"}, 0), 0);
+    assert_int_equal(meta_submit(m, blob_fn, "blob2", 0), 0);
+    assert_true(exists("before"));
+    assert_true(exists("after"));
+    assert_true(exists("blob2"));
+    assert_false(exists("blob"));
+    assert_false(exists("small"));
+}
+
+/* A failed fdatasync of the LMDB file ends the process with SRV_EXIT_FATAL
+ * (run in a child: the daemon must not linger with lost pages). */
+static void test_sync_failure_fatal(void **state)
+{
+    (void)state;
+    char *shared = mmap(NULL, sizeof(dir), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+    assert_true(shared != MAP_FAILED);
+    shared[0] = '\0';
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (model_setup(NULL) != 0)
+            _exit(2);
+        memcpy(shared, dir, sizeof(dir));
+        assert_int_equal(meta_submit(m, kv_fn, &(struct kv_op){.key = "ok"}, 0), 0);
+        atomic_store(&fault_sync, true);
+        meta_submit(m, kv_fn, &(struct kv_op){.key = "lost"}, 0);
+        _exit(3); /* it must not return */
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), SRV_EXIT_FATAL);
+    if (shared[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", shared);
+        assert_int_equal(system(cmd), 0);
+    }
+    munmap(shared, sizeof(dir));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +430,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_early_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ack_durable, model_setup, model_teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full_recovers, model_setup, model_teardown),
+        cmocka_unit_test(test_sync_failure_fatal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

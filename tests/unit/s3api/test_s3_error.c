@@ -35,6 +35,11 @@ static void test_map(void **state)
     s3__error_map(SRV_ETHROTTLE, true, &code, &st);
     assert_string_equal(code, "SlowDown");
     assert_int_equal(st, 503);
+    /* a full store: 507, which SDKs do not retry (a 503 made them resend the body) */
+    s3__error_map(-ENOSPC, true, &code, &st);
+    assert_string_equal(code, "InsufficientStorage");
+    assert_int_equal(st, 507);
+    assert_string_equal(s3__status_text(507), "Insufficient Storage");
     s3__error_map(SRV_ENOTSUPP, true, &code, &st);
     assert_string_equal(code, "NotImplemented");
     assert_int_equal(st, 501);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for store/store.c and store_uring.c: opening and
  * preallocating data files, write/read round trips (aligned, unaligned,
- * partial), CRC32C corruption detection, sync, the sendfile fd, and
- * concurrent I/O from several threads (one io_uring per thread). */
+ * partial), CRC32C corruption detection, sync, the sendfile fd,
+ * concurrent I/O from several threads (one io_uring per thread), and data
+ * files that grow on demand (limits raised, crash states, version 1 maps). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -64,6 +65,7 @@ static void test_open_prealloc(void **state)
     snprintf(sub, sizeof(sub), "%s/big", t->dir);
     assert_int_equal(mkdir(sub, 0700), 0);
     cfg.dir = sub;
+    cfg.nfiles = 2; /* as the map records */
     cfg.file_size = 1ull << 60;
     assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -ENOSPC);
     snprintf(path, sizeof(path), "%s/data.000", sub);
@@ -522,6 +524,211 @@ static void test_lifecycle_threads(void **state)
     tenv_free(t);
 }
 
+#define MiB (1ull << 20)
+
+static off_t file_len(struct tenv *t, int i)
+{
+    char path[128];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/data.%03d", t->dir, i);
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_size;
+}
+
+/* Reserve and commit @p n extents of 1 MiB. @return how many were allocated. */
+static int take_mib(struct tenv *t, int n)
+{
+    int got = 0;
+    for (int i = 0; i < n; i++) {
+        struct store_extent e;
+        if (store_alloc(t->s, MiB, &e) != 0)
+            break;
+        assert_int_equal(tenv_use(t, &e, 1), 0);
+        got++;
+    }
+    return got;
+}
+
+static void stats(struct tenv *t, struct store_stats *st)
+{
+    store_stats_get(t->s, st);
+}
+
+/* A data file starts at file_initial and grows in steps (STORE_GROW_MIN, capped
+ * by the limit) as allocations need space; every growth is in the file and,
+ * after the txn that used it, in the map: a reopen sees the same capacity. */
+static void test_grow_on_demand(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, MiB);
+    tenv_store_close(t);
+    t->cfg.file_initial = MiB;
+    t->cfg.file_size = STORE_GROW_MIN * 2 + 16 * MiB; /* the limit */
+    assert_int_equal(tenv_store_open(t), 0);
+    struct store_stats st;
+    stats(t, &st);
+    assert_int_equal(st.capacity, MiB);
+    assert_int_equal(st.limit, STORE_GROW_MIN * 2 + 16 * MiB);
+    assert_true(st.fs_size > 0);
+    assert_int_equal(file_len(t, 0), MiB);
+    /* 1 MiB fits; the next one grows the file by one step */
+    assert_int_equal(take_mib(t, 2), 2);
+    stats(t, &st);
+    assert_int_equal(st.capacity, MiB + STORE_GROW_MIN);
+    assert_int_equal(file_len(t, 0), MiB + STORE_GROW_MIN);
+    assert_int_equal(st.free, STORE_GROW_MIN - MiB);
+    tenv_store_close(t);
+    assert_int_equal(tenv_store_open(t), 0);
+    assert_false(store_needs_init(t->s));
+    stats(t, &st);
+    assert_int_equal(st.capacity, MiB + STORE_GROW_MIN);
+    assert_int_equal(st.free, STORE_GROW_MIN - MiB);
+    /* up to the limit, and no further */
+    int n = take_mib(t, 1000);
+    assert_int_equal(n, (int)((st.limit - 2 * MiB) / MiB));
+    stats(t, &st);
+    assert_int_equal(st.capacity, st.limit);
+    assert_int_equal(st.free, 0);
+    assert_int_equal(file_len(t, 0), (off_t)st.limit);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, BLK, &e), -ENOSPC);
+    tenv_store_close(t);
+    assert_int_equal(tenv_store_open(t), 0);
+    stats(t, &st);
+    assert_int_equal(st.capacity, st.limit);
+    assert_int_equal(st.free, 0);
+    tenv_free(t);
+}
+
+/* Raising the limit of an existing store adds usable space: at once when the
+ * files are preallocated whole (file_initial 0), on demand otherwise; both are
+ * in the map after a reopen. The capacity never counts space it cannot use. */
+static void test_raise_limit(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 4 * MiB);
+    assert_int_equal(take_mib(t, 10), 4);
+    tenv_store_close(t);
+    t->cfg.file_size = 8 * MiB;
+    assert_int_equal(tenv_store_open(t), 0); /* grows, records it in the init txn */
+    struct store_stats st;
+    stats(t, &st);
+    assert_int_equal(st.capacity, 8 * MiB);
+    assert_int_equal(st.free, 4 * MiB);
+    assert_int_equal(file_len(t, 0), 8 * MiB);
+    tenv_store_close(t);
+    assert_int_equal(tenv_store_open(t), 0);
+    stats(t, &st);
+    assert_int_equal(st.free, 4 * MiB);
+    assert_int_equal(take_mib(t, 10), 4);
+    /* a higher limit with a small file_initial: no growth until space is needed */
+    tenv_store_close(t);
+    t->cfg.file_size = 16 * MiB;
+    t->cfg.file_initial = MiB;
+    assert_int_equal(tenv_store_open(t), 0);
+    stats(t, &st);
+    assert_int_equal(st.capacity, 8 * MiB);
+    assert_int_equal(st.limit, 16 * MiB);
+    assert_int_equal(take_mib(t, 10), 8);
+    stats(t, &st);
+    assert_int_equal(st.capacity, 16 * MiB);
+    tenv_store_close(t);
+    /* a lower limit than the file: it keeps its size and space */
+    t->cfg.file_size = 2 * MiB;
+    assert_int_equal(tenv_store_open(t), 0);
+    stats(t, &st);
+    assert_int_equal(st.capacity, 16 * MiB);
+    assert_int_equal(st.limit, 16 * MiB);
+    assert_int_equal(st.free, 0);
+    tenv_free(t);
+}
+
+/* The two states a crash can leave between growing a file and recording it:
+ * grown but not recorded (the tail is ignored, then grown over again), and
+ * recorded but shorter on disk (extended back at open). */
+static void test_grow_crash_states(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, MiB);
+    tenv_store_close(t);
+    t->cfg.file_initial = MiB;
+    t->cfg.file_size = 8 * MiB;
+    assert_int_equal(tenv_store_open(t), 0);
+    assert_int_equal(take_mib(t, 1), 1);
+    /* grown in memory and on disk; no txn used it: not recorded */
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, MiB, &e), 0);
+    assert_int_equal(file_len(t, 0), 8 * MiB);
+    tenv_store_close(t);
+    MDB_txn *rt;
+    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &rt), 0);
+    assert_int_equal(store_open(&t->s, &t->cfg, rt, t->dbi), 0);
+    mdb_txn_abort(rt);
+    struct store_stats st;
+    stats(t, &st);
+    assert_int_equal(st.capacity, MiB); /* as recorded, not as long as the file */
+    assert_int_equal(st.free, 0);
+    assert_false(store_needs_init(t->s));
+    assert_int_equal(take_mib(t, 10), 7); /* grows over its own tail */
+    stats(t, &st);
+    assert_int_equal(st.capacity, 8 * MiB);
+    tenv_store_close(t);
+    /* recorded, but the file lost its tail: extended back at open */
+    char path[128];
+    snprintf(path, sizeof(path), "%s/data.000", t->dir);
+    assert_int_equal(truncate(path, 2 * MiB), 0);
+    assert_int_equal(tenv_store_open(t), 0);
+    assert_int_equal(file_len(t, 0), 8 * MiB);
+    stats(t, &st);
+    assert_int_equal(st.capacity, 8 * MiB);
+    assert_int_equal(st.free, 0);
+    tenv_free(t);
+}
+
+/* A free map written by version 1 (no size records) covers each whole file; the
+ * first open records the sizes and the version 2 marker. */
+static void test_map_v1_upgrade(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(2, 2 * MiB);
+    assert_int_equal(take_mib(t, 1), 1);
+    tenv_store_close(t);
+    MDB_txn *txn;
+    unsigned char k[STORE_KEY_LEN], v[8];
+    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
+    for (uint64_t i = 0; i <= 2; i++) {
+        store__put_be32(k, STORE_MARKER_DEV);
+        store__put_be64(k + 4, i);
+        MDB_val key = {STORE_KEY_LEN, k}, val = {8, v};
+        if (i == 0) {
+            store__put_be64(v, 1ull << 32 | 2);
+            assert_int_equal(mdb_put(txn, t->dbi, &key, &val, 0), 0);
+        } else {
+            assert_int_equal(mdb_del(txn, t->dbi, &key, NULL), 0);
+        }
+    }
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(store_open(&t->s, &t->cfg, txn, t->dbi), 0);
+    mdb_txn_abort(txn);
+    assert_true(store_needs_init(t->s));
+    struct store_stats st;
+    stats(t, &st);
+    assert_int_equal(st.capacity, 4 * MiB);
+    assert_int_equal(st.free, 3 * MiB);
+    tenv_store_close(t);
+    assert_int_equal(tenv_store_open(t), 0); /* upgrades */
+    tenv_store_close(t);
+    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(store_open(&t->s, &t->cfg, txn, t->dbi), 0);
+    mdb_txn_abort(txn);
+    assert_false(store_needs_init(t->s));
+    stats(t, &st);
+    assert_int_equal(st.capacity, 4 * MiB);
+    assert_int_equal(st.free, 3 * MiB);
+    tenv_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -537,6 +744,10 @@ int main(void)
         cmocka_unit_test(test_pread_fallback),
         cmocka_unit_test(test_block_device),
         cmocka_unit_test(test_lifecycle_threads),
+        cmocka_unit_test(test_grow_on_demand),
+        cmocka_unit_test(test_raise_limit),
+        cmocka_unit_test(test_grow_crash_states),
+        cmocka_unit_test(test_map_v1_upgrade),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
