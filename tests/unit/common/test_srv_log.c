@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -329,6 +330,81 @@ static void test_buffered_threads(void **state)
         assert_int_equal(next[i], BLINES);
 }
 
+/* Count the lines of @p text that contain @p needle; sum the "[K similar
+ * lines suppressed]" counts of those lines into @p skipped. */
+static int count_lines(const char *text, const char *needle, unsigned long long *skipped)
+{
+    int n = 0;
+    *skipped = 0;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char line[4096];
+        snprintf(line, sizeof(line), "%.*s", (int)len, p);
+        if (strstr(line, needle)) {
+            n++;
+            const char *s = strstr(line, " [");
+            unsigned long long k;
+            if (s && sscanf(s, " [%llu similar lines suppressed]", &k) == 1)
+                *skipped += k;
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    return n;
+}
+
+/* One call site, whatever the caller. */
+static void burst_line(int i)
+{
+    srv_log_limited(WARN, NFS, "req=- tenant=- burst line %d", i);
+}
+
+/* A burst through one call site: at most SRV_LOG_RATE_PER_S lines per second
+ * pass; the next line that passes reports how many were suppressed, so every
+ * line is accounted for. Two call sites have separate limiters. */
+static void test_rate_limited(void **state)
+{
+    (void)state;
+    char path[32];
+    srv_log_set_level(SRV_LOG_INFO);
+    log_to_temp(path);
+    enum { BURST = 1000 };
+    for (int i = 0; i < BURST; i++)
+        burst_line(i);
+    srv_log_limited(WARN, NFS, "req=- tenant=- other site");
+    evaluated = 0;
+    srv_log_set_subsys_level(SRV_SUB_S3, SRV_LOG_ERROR);
+    srv_log_limited(INFO, S3, "filtered %s", side_effect());
+    assert_int_equal(evaluated, 0);
+    srv_log_set_level(SRV_LOG_INFO);
+    /* A new second: the same site passes again and reports the rest. */
+    struct timespec pause = {1, 100000000};
+    nanosleep(&pause, NULL);
+    for (int i = 0; i < 2; i++)
+        burst_line(BURST + i);
+    assert_int_equal(srv_log_open(NULL), 0);
+    char *text = slurp(path);
+    unsigned long long skipped;
+    int lines = count_lines(text, "burst line", &skipped);
+    /* the burst may straddle a second boundary: at most two windows' worth */
+    assert_true(lines >= SRV_LOG_RATE_PER_S + 1 && lines <= 2 * SRV_LOG_RATE_PER_S + 2);
+    assert_int_equal((unsigned long long)lines + skipped, BURST + 2);
+    assert_int_equal(count_lines(text, "other site", &skipped), 1);
+    assert_int_equal(skipped, 0);
+    assert_null(strstr(text, "filtered"));
+
+    /* A limiter in caller storage. */
+    struct srv_log_rate rl;
+    srv_log_rate_init(&rl);
+    log_to_temp(path);
+    for (int i = 0; i < 50; i++)
+        srv_log_limited_by(&rl, ERROR, SRV, "req=- tenant=- own limiter %d", i);
+    assert_int_equal(srv_log_open(NULL), 0);
+    srv_log_rate_fini(&rl);
+    lines = count_lines(slurp(path), "own limiter", &skipped);
+    assert_true(lines >= SRV_LOG_RATE_PER_S && lines <= 2 * SRV_LOG_RATE_PER_S);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_buffered_order_and_flush),
         cmocka_unit_test(test_buffered_flusher),
         cmocka_unit_test(test_buffered_threads),
+        cmocka_unit_test(test_rate_limited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
