@@ -96,6 +96,7 @@ struct nfs_server {
     pthread_mutex_t lock; /* conns, inflight, stopping, mounts */
     pthread_cond_t cond;
     struct nfs_conn *conns;
+    int nconns; /* connections accepted and not yet closed (atomic; not under lock) */
     unsigned long inflight;
     bool stopping;
     int pending_closes; /* loops still closing their connections at stop */
