@@ -94,6 +94,10 @@ static bool_t xdr_nothing(XDR *x, void *p)
 #define NFS3(proc, A, R, nm, fl)                                                                   \
     {.fn = nfs3_##proc, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R),                            \
      .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl}
+/* A procedure that takes names: decoded by nfs3_names_decode (NUL bytes). */
+#define NFS3N(proc, A, R, nm, fl)                                                                  \
+    {.fn = nfs3_##proc, .decode = nfs3_names_decode, .xdr_args = X(xdr_##A),                       \
+     .xdr_res = X(xdr_##R), .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl}
 #define VOIDPROC(f, nm)                                                                            \
     {.fn = f, .xdr_args = X(xdr_nothing), .xdr_res = X(xdr_nothing), .name = nm}
 
@@ -101,21 +105,21 @@ const struct nfs_proc_desc nfs3_procs[22] = {
     VOIDPROC(nfs3_null, "NULL"),
     NFS3(getattr, GETATTR3args, GETATTR3res, "GETATTR", 0),
     NFS3(setattr, SETATTR3args, SETATTR3res, "SETATTR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", 0),
+    NFS3N(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", 0),
     NFS3(access, ACCESS3args, ACCESS3res, "ACCESS", 0),
     NFS3(readlink, READLINK3args, READLINK3res, "READLINK", 0),
     NFS3(read, READ3args, READ3res, "READ", 0),
     {.fn = nfs3_write, .decode = nfs3_write_decode, .free_args = nfs3_write_args_free,
      .xdr_args = X(xdr_WRITE3args), .xdr_res = X(xdr_WRITE3res), .args_size = sizeof(WRITE3args),
      .res_size = sizeof(WRITE3res), .name = "WRITE", .flags = NFS_PF_MODIFY},
-    NFS3(create, CREATE3args, CREATE3res, "CREATE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(mkdir, MKDIR3args, MKDIR3res, "MKDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(symlink, SYMLINK3args, SYMLINK3res, "SYMLINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(mknod, MKNOD3args, MKNOD3res, "MKNOD", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(remove, REMOVE3args, REMOVE3res, "REMOVE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(rmdir, RMDIR3args, RMDIR3res, "RMDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(rename, RENAME3args, RENAME3res, "RENAME", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(link, LINK3args, LINK3res, "LINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(create, CREATE3args, CREATE3res, "CREATE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(mkdir, MKDIR3args, MKDIR3res, "MKDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(symlink, SYMLINK3args, SYMLINK3res, "SYMLINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(mknod, MKNOD3args, MKNOD3res, "MKNOD", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(remove, REMOVE3args, REMOVE3res, "REMOVE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(rmdir, RMDIR3args, RMDIR3res, "RMDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(rename, RENAME3args, RENAME3res, "RENAME", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(link, LINK3args, LINK3res, "LINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     /* results encoded by the procedure (nfs_dir.c) */
     {.fn = nfs3_readdir, .xdr_args = X(xdr_READDIR3args), .xdr_res = X(xdr_nfs_dirres),
      .args_size = sizeof(READDIR3args), .res_size = sizeof(struct nfs_dirres), .name = "READDIR"},
@@ -180,6 +184,7 @@ static const struct nfs_prog progs[] = {
     {NSM_PROG_NUM, NSM_VERS, nsm_procs, sizeof(nsm_procs) / sizeof(nsm_procs[0])},
 };
 #undef NFS3
+#undef NFS3N
 #undef X
 
 /* ---- helpers ---- */
