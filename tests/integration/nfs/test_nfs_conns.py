@@ -13,7 +13,6 @@ holding handles reconnects transparently.
 import os
 import resource
 import socket
-import subprocess
 import sys
 import time
 
@@ -23,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import rpc3  # noqa: E402
 from rpc3 import RpcConn  # noqa: E402
-from test_nfs import nfs3_client  # noqa: E402,F401 - session fixture: builds the libnfs client
+from test_nfs import nfs3_client, run_hold  # noqa: E402,F401 - nfs3_client: session fixture
 
 
 def log_lines(d, start=0):
@@ -173,23 +172,7 @@ def test_idle_timeout_closes_and_libnfs_reconnects(daemon_factory, nfs3_client):
     assert metric(d, "ConnIdleClosed") >= 1
     # A libnfs client holding handles: its connection is closed while it
     # waits; its next calls reconnect and the handles still work.
-    b = "t" + os.urandom(6).hex()
-    p = subprocess.Popen([nfs3_client, d.nfs_url, "hold", b], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        lines = []
-        for line in p.stdout:
-            lines.append(line)
-            if line.startswith("READY") or line.startswith("FAIL"):
-                break
-        assert lines and lines[-1].startswith("READY"), "".join(lines)
-        wait_until(lambda: established(d.nfs_port) == 0,
-                   "the server to close the idle libnfs connection")
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        rest = p.stdout.read()
-        assert p.wait(120) == 0, "".join(lines) + rest + d.tail()
-        assert "ok READ with a pre-restart handle" in rest
-    finally:
-        if p.poll() is None:
-            p.kill()
+    rest = run_hold(nfs3_client, d, lambda: wait_until(
+        lambda: established(d.nfs_port) == 0, "the server to close the idle libnfs connection"))
+    assert "ok READ with a pre-restart handle" in rest
+    assert "ok GETATTR directory with a pre-restart handle" in rest
