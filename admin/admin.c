@@ -22,10 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "admin_int.h"
 #include "srv_addr.h"
 #include "srv_err.h"
+#include "srv_listen.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
 #include "srv_tls.h"
@@ -209,6 +211,8 @@ static struct bufferevent *tls_bev(struct event_base *base, void *arg)
 
 static void free_admin(struct admin *a)
 {
+    if (a->bound)
+        srv_listen_unguard(evhttp_bound_socket_get_listener(a->bound));
     if (a->http)
         evhttp_free(a->http);
     if (a->ssl)
@@ -267,11 +271,18 @@ int admin_start(struct admin **out, const struct admin_config *cfg, struct core 
     if (a->ssl)
         evhttp_set_bevcb(a->http, tls_bev, a);
     errno = 0;
-    if (!evhttp_bind_socket_with_handle(a->http, *host ? host : "0.0.0.0", (uint16_t)port)) {
+    a->bound = evhttp_bind_socket_with_handle(a->http, *host ? host : "0.0.0.0", (uint16_t)port);
+    if (!a->bound) {
         rc = errno ? -errno : -EADDRINUSE;
         srv_log(ERROR, ADMIN, "cannot listen on %s: %s", cfg->listen, strerror(-rc));
         goto fail;
     }
+    /* evhttp listens with libevent's backlog of 128; listen(2) again sets ours. */
+    listen(evhttp_bound_socket_get_fd(a->bound), srv_listen_backlog());
+    rc = srv_listen_guard(evhttp_bound_socket_get_listener(a->bound), a->base, SRV_SUB_ADMIN,
+                          "admin");
+    if (rc < 0)
+        goto fail;
     rc = -pthread_create(&a->thread, NULL, admin_main, a);
     if (rc < 0)
         goto fail;

@@ -22,6 +22,7 @@ struct admin {
     struct event_base *base;
     struct evhttp *http;
     struct ssl_ctx_st *ssl; /* HTTPS; NULL = plain HTTP */
+    struct evhttp_bound_socket *bound; /* the listener (owned by http) */
     pthread_t thread;
     bool started;
     int ready; /* atomic */

@@ -564,3 +564,62 @@ void srv_log_fatal(enum srv_subsys sub, const char *file, int line, const char *
     /* no atexit handlers, no orderly shutdown: nothing more may reach the disk */
     _exit(SRV_EXIT_FATAL);
 }
+
+/* ---- rate-limited lines ---- */
+
+void srv_log_rate_init(struct srv_log_rate *rl)
+{
+    pthread_mutex_init(&rl->mu, NULL);
+    rl->sec = -1;
+    rl->n = 0;
+    rl->skipped = 0;
+}
+
+void srv_log_rate_fini(struct srv_log_rate *rl)
+{
+    pthread_mutex_destroy(&rl->mu);
+}
+
+/* Does @p rl let a line through now? On true, @p skipped is the number of
+ * lines it suppressed since the last one it let through. */
+static bool rate_take(struct srv_log_rate *rl, unsigned long long *skipped)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    bool pass;
+    pthread_mutex_lock(&rl->mu);
+    if (rl->sec != (long long)ts.tv_sec) {
+        rl->sec = (long long)ts.tv_sec;
+        rl->n = 0;
+    }
+    pass = rl->n < SRV_LOG_RATE_PER_S;
+    if (pass) {
+        rl->n++;
+        *skipped = rl->skipped;
+        rl->skipped = 0;
+    } else {
+        rl->skipped++;
+    }
+    pthread_mutex_unlock(&rl->mu);
+    return pass;
+}
+
+void srv_log_write_limited(struct srv_log_rate *rl, enum srv_log_level lvl, enum srv_subsys sub,
+                           const char *file, int line, const char *fmt, ...)
+{
+    unsigned long long skipped;
+    int saved_errno = errno;
+    if (!rate_take(rl, &skipped))
+        return;
+    /* Half a line: the suffix always fits after the message. */
+    char msg[LOG_LINE_MAX / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (skipped)
+        srv_log_write(lvl, sub, file, line, "%s [%llu similar lines suppressed]", msg, skipped);
+    else
+        srv_log_write(lvl, sub, file, line, "%s", msg);
+    errno = saved_errno;
+}

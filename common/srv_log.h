@@ -7,6 +7,7 @@
 #ifndef SRV_LOG_H
 #define SRV_LOG_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 enum srv_log_level { SRV_LOG_CRIT = 0, SRV_LOG_ERROR, SRV_LOG_WARN, SRV_LOG_INFO, SRV_LOG_DEBUG };
@@ -112,5 +113,47 @@ void srv_log_flush(void);
 void srv_log_fatal(enum srv_subsys sub, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), noreturn));
 #define SRV_FATAL(SUB, ...) srv_log_fatal(SRV_SUB_##SUB, __FILE__, __LINE__, __VA_ARGS__)
+
+/* ---- rate-limited lines (backward compatible extension) ----
+ * For lines that an outside event can repeat without bound (accept failures
+ * while out of file descriptors, refused connections): at most
+ * SRV_LOG_RATE_PER_S lines per second pass one limiter; the others are
+ * counted, and the next line that passes ends with "[K similar lines
+ * suppressed]". A burst that stops while lines are being suppressed is
+ * reported with the next line of that limiter, whenever it comes.
+ * srv_log_limited() keeps one limiter per call site (a static in the macro);
+ * srv_log_limited_by() takes the caller's (e.g. one per listener, so one
+ * listener's flood does not hide another's lines). */
+#define SRV_LOG_RATE_PER_S 5
+
+struct srv_log_rate {
+    pthread_mutex_t mu;
+    long long sec;            /* CLOCK_MONOTONIC second of the current window (-1: none) */
+    unsigned n;               /* lines passed in that second */
+    unsigned long long skipped; /* lines suppressed since the last one that passed */
+};
+#define SRV_LOG_RATE_INIT {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0}
+
+/** Prepare a limiter in caller storage (same as SRV_LOG_RATE_INIT). */
+void srv_log_rate_init(struct srv_log_rate *rl);
+/** Release what srv_log_rate_init() set up. */
+void srv_log_rate_fini(struct srv_log_rate *rl);
+/** Write a line (already past the level check) if limiter @p rl lets one through now. */
+void srv_log_write_limited(struct srv_log_rate *rl, enum srv_log_level lvl, enum srv_subsys sub,
+                           const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+#define srv_log_limited_by(RL, LVL, SUB, ...)                                                      \
+    do {                                                                                           \
+        if ((int)(SRV_LOG_##LVL) <= srv_log_levels[SRV_SUB_##SUB])                                 \
+            srv_log_write_limited((RL), SRV_LOG_##LVL, SRV_SUB_##SUB, __FILE__, __LINE__,          \
+                                  __VA_ARGS__);                                                    \
+    } while (0)
+
+#define srv_log_limited(LVL, SUB, ...)                                                             \
+    do {                                                                                           \
+        static struct srv_log_rate srv_log_rate_site_ = SRV_LOG_RATE_INIT;                         \
+        srv_log_limited_by(&srv_log_rate_site_, LVL, SUB, __VA_ARGS__);                            \
+    } while (0)
 
 #endif

@@ -197,7 +197,12 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
 /* readdir: cookies are stable across calls and restarts; a cookie names the
  * position after an entry (its name hash order), so entries created or removed
  * concurrently never make a listing repeat or skip the others.
- * cookie 0 starts; "." and ".." are reported first with cookies 1 and 2. */
+ * cookie 0 starts; "." and ".." are reported first with cookies 1 and 2; the
+ * other entries' cookies lie in [CORE_COOKIE_MIN, CORE_COOKIE_MAX] (entries
+ * made before CORE_COOKIE_MAX existed may have one of the 3 values above it).
+ * Front ends that need smaller cookies map them (nfs/nfs_dir.c). */
+#define CORE_COOKIE_MIN (1ull << 63)
+#define CORE_COOKIE_MAX (UINT64_MAX - 3)
 struct core_dirent {
     uint64_t ino;
     uint64_t cookie;

@@ -221,6 +221,9 @@ int core__dirent_get(struct core *c, MDB_txn *t, uint64_t dir, const char *name,
     return 0;
 }
 
+_Static_assert(CORE_COOKIE_MIN == META_COOKIE_BASE && CORE_COOKIE_MAX == META_COOKIE_MAX,
+               "core.h states the stored cookie range");
+
 int core__dirent_add(struct core *c, MDB_txn *t, uint64_t dir, const char *name, size_t len,
                      uint64_t ino, uint32_t type)
 {
@@ -229,6 +232,8 @@ int core__dirent_add(struct core *c, MDB_txn *t, uint64_t dir, const char *name,
     struct meta_dirent de = {.ino = ino, .type = type};
     MDB_val v;
     uint64_t cookie = META_COOKIE_BASE | (meta_hash64(name, len) >> 1);
+    if (cookie > META_COOKIE_MAX)
+        cookie = META_COOKIE_BASE;
     int rc;
 
     meta_be64_put(ck, dir);
@@ -239,7 +244,7 @@ int core__dirent_add(struct core *c, MDB_txn *t, uint64_t dir, const char *name,
             break;
         if (rc)
             return rc;
-        cookie = cookie == UINT64_MAX ? META_COOKIE_BASE : cookie + 1;
+        cookie = cookie >= META_COOKIE_MAX ? META_COOKIE_BASE : cookie + 1;
     }
     de.cookie = cookie;
     rc = meta_put(t, core__dbi(c, META_DBI_DIRENTS), k, dkey(k, dir, name, len), &de, sizeof(de),

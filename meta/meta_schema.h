@@ -15,7 +15,11 @@
  *   dirents   be64 dir + name bytes -> struct meta_dirent
  *   dircookie be64 dir + be64 cookie -> be64 ino + name bytes (readdir order:
  *             a cookie is 2^63 | hash63(name), probed +1 on collision, so it
- *             is stable for the entry's life and across restarts)
+ *             is stable for the entry's life and across restarts; at most
+ *             META_COOKIE_MAX: a value above wraps to 2^63, so that NFS can
+ *             map every cookie below 2^63 (nfs_dir.c). Stores made before
+ *             that rule may hold one of the 3 top values: NFS skips such an
+ *             entry, logged)
  *   dirpath   be64 dir -> key path of the directory relative to its bucket,
  *             ending in '/' ("" for the bucket itself); only for directories
  *             inside a bucket
@@ -126,6 +130,7 @@ struct meta_dirent {
     uint32_t pad;
 };
 #define META_COOKIE_BASE (1ull << 63)
+#define META_COOKIE_MAX (UINT64_MAX - 3) /* probing wraps to META_COOKIE_BASE past it */
 
 /* ---- key index ---- */
 #define META_KEY_VERBATIM 503u /* 8 + 503 = 511, LMDB's key limit */

@@ -27,7 +27,7 @@ int nfs3_create(struct nfs_req *r, void *args, void *res)
     o->status = nfs_req_fh(r, &a->where.dir, &dino, &dir);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
-    rc = nfs_name_check(a->where.name, &len);
+    rc = nfs_name_check(r, a->where.name, &len);
     const sattr3 *sa = NULL;
     switch (a->how.mode) {
     case UNCHECKED:

@@ -4,7 +4,7 @@
  * Status: NFS3_OK; NFS3ERR_EXIST; NFS3ERR_XDEV (other export, bucket or
  * tenant); NFS3ERR_PERM / NFS3ERR_ISDIR (directories cannot be linked);
  * NFS3ERR_MLINK; NFS3ERR_ACCES; NFS3ERR_NOTDIR; NFS3ERR_NAMETOOLONG;
- * NFS3ERR_ROFS; NFS3ERR_DQUOT; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
+ * NFS3ERR_INVAL (a name holding a NUL byte); NFS3ERR_ROFS; NFS3ERR_DQUOT; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
  * Both arms carry the file's attributes and the directory's wcc. */
 #include "nfs_int.h"
 
@@ -26,7 +26,7 @@ int nfs3_link(struct nfs_req *r, void *args, void *res)
         nfs_attr_post(r, &file, &o->LINK3res_u.resfail.file_attributes);
         return NFS_REQ_OK;
     }
-    rc = nfs_name_check(a->link.name, &len);
+    rc = nfs_name_check(r, a->link.name, &len);
     if (rc == 0)
         rc = core_link(r->srv->core, &r->p, ino, dino, a->link.name, len, &out);
     o->status = nfs_req_status(r, rc);

@@ -3,8 +3,8 @@
  * ".." of the export's root is the root itself, so a client can never
  * walk out of its export (the same rule a kernel server applies).
  * Status: NFS3_OK; NFS3ERR_NOENT; NFS3ERR_NOTDIR; NFS3ERR_ACCES (no search
- * permission); NFS3ERR_NAMETOOLONG; NFS3ERR_STALE, NFS3ERR_BADHANDLE;
- * NFS3ERR_IO. The directory's attributes come back in both arms. */
+ * permission); NFS3ERR_NAMETOOLONG; NFS3ERR_INVAL (a name holding a NUL
+ * byte, nfs3_names_decode); NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO. The directory's attributes come back in both arms. */
 #include <string.h>
 
 #include "nfs_int.h"
@@ -21,7 +21,7 @@ int nfs3_lookup(struct nfs_req *r, void *args, void *res)
     o->status = nfs_req_fh(r, &a->what.dir, &dino, &dir);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
-    rc = nfs_name_check(a->what.name, &len);
+    rc = nfs_name_check(r, a->what.name, &len);
     if (rc == -EINVAL)
         rc = -ENOENT;
     if (rc == 0) {

@@ -20,7 +20,7 @@ int nfs3_mkdir(struct nfs_req *r, void *args, void *res)
     o->status = nfs_req_fh(r, &a->where.dir, &dino, &dir);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
-    rc = nfs_name_check(a->where.name, &len);
+    rc = nfs_name_check(r, a->where.name, &len);
     if (a->attributes.mode.set_it)
         mode = a->attributes.mode.set_mode3_u.mode & 07777;
     if (rc == 0)

@@ -5,7 +5,8 @@
  * not supported"); sockets and FIFOs answer NFS3ERR_NOTSUPP; any other type
  * (REG, DIR, LNK: those have their own procedures) answers NFS3ERR_BADTYPE.
  * The handle and the directory are still checked first (STALE/BADHANDLE),
- * and the reply carries the directory's wcc data. */
+ * then the name (NFS3ERR_INVAL when it holds a NUL byte, NAMETOOLONG), and
+ * the reply carries the directory's wcc data. */
 #include "nfs_int.h"
 #include "srv_err.h"
 
@@ -20,7 +21,7 @@ int nfs3_mknod(struct nfs_req *r, void *args, void *res)
     o->status = nfs_req_fh(r, &a->where.dir, &dino, &dir);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
-    int rc = nfs_name_check(a->where.name, &len);
+    int rc = nfs_name_check(r, a->where.name, &len);
     if (rc < 0)
         o->status = nfs_req_status(r, rc);
     else if (dir.type != CORE_DIR)

@@ -3,7 +3,7 @@
  * unlinked file stays readable to holders of core references until they go.
  * Status: NFS3_OK; NFS3ERR_NOENT; NFS3ERR_ISDIR (use RMDIR); NFS3ERR_ACCES;
  * NFS3ERR_PERM (sticky directory); NFS3ERR_NOTDIR; NFS3ERR_NAMETOOLONG;
- * NFS3ERR_ROFS; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
+ * NFS3ERR_INVAL (a name holding a NUL byte); NFS3ERR_ROFS; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
  * Both arms carry dir wcc. */
 #include "nfs_int.h"
 
@@ -19,7 +19,7 @@ int nfs3_remove(struct nfs_req *r, void *args, void *res)
     o->status = nfs_req_fh(r, &a->object.dir, &dino, &dir);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
-    rc = nfs_name_check(a->object.name, &len);
+    rc = nfs_name_check(r, a->object.name, &len);
     if (rc == -EINVAL)
         rc = -ENOENT;
     if (rc == 0)

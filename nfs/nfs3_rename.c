@@ -6,7 +6,7 @@
  * Status: NFS3_OK; NFS3ERR_NOENT; NFS3ERR_EXIST / NFS3ERR_NOTEMPTY (target
  * directory not empty); NFS3ERR_ISDIR / NFS3ERR_NOTDIR (type mismatch);
  * NFS3ERR_XDEV (other export, bucket or tenant); NFS3ERR_INVAL (directory
- * into itself, "." or ".."); NFS3ERR_ACCES; NFS3ERR_NAMETOOLONG;
+ * into itself, "." or "..", a NUL byte in either name); NFS3ERR_ACCES; NFS3ERR_NAMETOOLONG;
  * NFS3ERR_ROFS; NFS3ERR_STALE, NFS3ERR_BADHANDLE; NFS3ERR_IO.
  * Both arms carry both directories' wcc. */
 #include <string.h>
@@ -38,9 +38,9 @@ int nfs3_rename(struct nfs_req *r, void *args, void *res)
         return NFS_REQ_OK;
     }
     have_to = true;
-    rc = nfs_name_check(a->from.name, &flen);
+    rc = nfs_name_check(r, a->from.name, &flen);
     if (rc == 0)
-        rc = nfs_name_check(a->to.name, &tlen);
+        rc = nfs_name_check(r, a->to.name, &tlen);
     if (rc == 0 && (dot_or_dotdot(a->from.name) || dot_or_dotdot(a->to.name)))
         rc = -EINVAL;
     if (rc == 0)

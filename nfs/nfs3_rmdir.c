@@ -20,7 +20,7 @@ int nfs3_rmdir(struct nfs_req *r, void *args, void *res)
     o->status = nfs_req_fh(r, &a->object.dir, &dino, &dir);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
-    rc = nfs_name_check(a->object.name, &len);
+    rc = nfs_name_check(r, a->object.name, &len);
     if (rc == 0 && (strcmp(a->object.name, ".") == 0 || strcmp(a->object.name, "..") == 0))
         rc = -EINVAL;
     if (rc == 0)

@@ -3,7 +3,7 @@
  * stored as given (1..4096 bytes); its mode is always 0777.
  * Status: NFS3_OK; NFS3ERR_EXIST; NFS3ERR_ACCES; NFS3ERR_NOTDIR;
  * NFS3ERR_NAMETOOLONG (name or target too long); NFS3ERR_INVAL (empty
- * target); NFS3ERR_ROFS; NFS3ERR_DQUOT; NFS3ERR_NOSPC; NFS3ERR_STALE,
+ * target, or a NUL byte in the name or the target); NFS3ERR_ROFS; NFS3ERR_DQUOT; NFS3ERR_NOSPC; NFS3ERR_STALE,
  * NFS3ERR_BADHANDLE; NFS3ERR_IO. Both arms carry dir wcc. */
 #include <string.h>
 
@@ -21,7 +21,7 @@ int nfs3_symlink(struct nfs_req *r, void *args, void *res)
     o->status = nfs_req_fh(r, &a->where.dir, &dino, &dir);
     if (o->status != NFS3_OK)
         return NFS_REQ_OK;
-    rc = nfs_name_check(a->where.name, &len);
+    rc = nfs_name_check(r, a->where.name, &len);
     const char *target = a->symlink.symlink_data;
     if (rc == 0) {
         tlen = target ? strlen(target) : 0;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * nfs_attr: conversions between the core's attributes and NFSv3's
- * (fattr3, wcc_data, sattr3), and name checks.
+ * (fattr3, wcc_data, sattr3), and names: the argument decoder of the
+ * procedures that take a name (which notes names holding a NUL byte) and
+ * the name check every one of them runs.
  *
  * fsid is the export id, so a client sees one file system per export and
  * never a mount point inside it; fileid is the core's inode number.
@@ -9,6 +11,8 @@
 #include <string.h>
 
 #include "nfs_int.h"
+#include "srv_err.h"
+#include "srv_log.h"
 
 static nfstime3 ts3(const struct timespec *t)
 {
@@ -162,8 +166,71 @@ int nfs_attr_sattr(const sattr3 *s, struct core_setattr *out)
     return 0;
 }
 
-int nfs_name_check(const char *name, size_t *len)
+/* Decode a filename3 or nfspath3 (@p fn) into @p s. libtirpc's xdr_string
+ * ends the C string at the first NUL byte, so "nul\0tail" would arrive as
+ * "nul": compare with the length on the wire and note the difference in the
+ * call, whose name check then refuses it. */
+static bool name_decode(struct nfs_req *r, XDR *x, char **s, bool_t (*fn)(XDR *, char **))
 {
+    u_int pos = xdr_getpos(x), len;
+    if (!xdr_u_int(x, &len) || !xdr_setpos(x, pos) || !fn(x, s))
+        return false;
+    if (strlen(*s) != len && !r->name_nul) {
+        r->name_nul = true;
+        srv_log_limited(INFO, NFS, "req=%08x tenant=- %s from %s: a name of %u bytes holds a NUL "
+                        "byte: NFS3ERR_INVAL", r->call.xid, r->desc->name, r->conn_peer, len);
+    }
+    return true;
+}
+
+static bool dirop_decode(struct nfs_req *r, XDR *x, diropargs3 *d)
+{
+    return xdr_nfs_fh3(x, &d->dir) && name_decode(r, x, &d->name, xdr_filename3);
+}
+
+bool nfs3_names_decode(struct nfs_req *r, XDR *x, void *args)
+{
+    switch (r->call.proc) {
+    case NFSPROC3_LOOKUP:
+        return dirop_decode(r, x, &((LOOKUP3args *)args)->what);
+    case NFSPROC3_CREATE: {
+        CREATE3args *a = args;
+        return dirop_decode(r, x, &a->where) && xdr_createhow3(x, &a->how);
+    }
+    case NFSPROC3_MKDIR: {
+        MKDIR3args *a = args;
+        return dirop_decode(r, x, &a->where) && xdr_sattr3(x, &a->attributes);
+    }
+    case NFSPROC3_SYMLINK: {
+        SYMLINK3args *a = args;
+        return dirop_decode(r, x, &a->where) && xdr_sattr3(x, &a->symlink.symlink_attributes) &&
+               name_decode(r, x, &a->symlink.symlink_data, xdr_nfspath3);
+    }
+    case NFSPROC3_MKNOD: {
+        MKNOD3args *a = args;
+        return dirop_decode(r, x, &a->where) && xdr_mknoddata3(x, &a->what);
+    }
+    case NFSPROC3_REMOVE:
+        return dirop_decode(r, x, &((REMOVE3args *)args)->object);
+    case NFSPROC3_RMDIR:
+        return dirop_decode(r, x, &((RMDIR3args *)args)->object);
+    case NFSPROC3_RENAME: {
+        RENAME3args *a = args;
+        return dirop_decode(r, x, &a->from) && dirop_decode(r, x, &a->to);
+    }
+    case NFSPROC3_LINK: {
+        LINK3args *a = args;
+        return xdr_nfs_fh3(x, &a->file) && dirop_decode(r, x, &a->link);
+    }
+    default:
+        return false;
+    }
+}
+
+int nfs_name_check(const struct nfs_req *r, const char *name, size_t *len)
+{
+    if (r->name_nul)
+        return SRV_EBADNAME;
     if (!name)
         return -EINVAL;
     size_t n = strlen(name);

@@ -15,7 +15,8 @@
  *  - the cookie verifier is the core's per-directory verifier: a nonzero
  *    verifier with a nonzero cookie that does not match answers BAD_COOKIE
  *    (zero is accepted, as many clients send it);
- *  - a failure carries the directory's attributes when it was resolved.
+ *  - a failure carries the directory's attributes when it was resolved;
+ *  - cookies on the wire are below 2^63 (see "cookies" below).
  * A page is bounded by count (READDIR) or maxcount (READDIRPLUS, with the
  * reply status counted too), and for READDIRPLUS also by dircount (bytes of
  * fileid + name + cookie). "." carries the directory's own handle; ".."
@@ -28,6 +29,7 @@
 
 #include "nfs_int.h"
 #include "srv_err.h"
+#include "srv_log.h"
 
 /* Fixed part of an encoded READDIR(PLUS)3resok: status, post_op_attr,
  * verifier (the head), then end-of-list marker and eof (the tail). */
@@ -42,6 +44,30 @@ struct dir_page {
     unsigned n;       /* entries encoded */
 };
 
+/* ---- cookies ----
+ * The core's entry cookies are 2^63 and above (CORE_COOKIE_MIN..MAX, core.h).
+ * A Linux client uses a cookie as the directory offset (telldir, seekdir,
+ * getdents' d_off), a signed value: with the top bit set, seekdir back into a
+ * directory fails with EINVAL. So on the wire every cookie is below 2^63:
+ * 0, 1 ("."), 2 ("..") as the core's, and an entry's core cookie c as
+ * c - CORE_COOKIE_MIN + WIRE_ENTRY_MIN, which keeps their order. A cookie of
+ * 2^63 or more from a client is one handed out before this encoding (a
+ * client that read the directory before an upgrade): it is the core's own
+ * value, taken as is, so that client resumes where it stopped. */
+#define WIRE_ENTRY_MIN 3u
+
+static uint64_t cookie_to_wire(uint64_t core)
+{
+    return core < CORE_COOKIE_MIN ? core : core - CORE_COOKIE_MIN + WIRE_ENTRY_MIN;
+}
+
+static uint64_t cookie_from_wire(uint64_t wire)
+{
+    if (wire < WIRE_ENTRY_MIN || wire >= CORE_COOKIE_MIN)
+        return wire;
+    return wire - WIRE_ENTRY_MIN + CORE_COOKIE_MIN;
+}
+
 static size_t pad4(size_t n)
 {
     return (n + 3) & ~(size_t)3;
@@ -55,6 +81,16 @@ static bool is_dotdot(const struct core_dirent *e)
 static int dir_entry(void *arg, const struct core_dirent *e)
 {
     struct dir_page *pg = arg;
+    if (e->cookie > CORE_COOKIE_MAX) {
+        /* Only in a store made before the core kept cookies at most
+         * CORE_COOKIE_MAX (a 3 in 2^63 chance per entry): no wire cookie
+         * below 2^63 is left for it. Renaming the entry gives it one. */
+        srv_log_limited(ERROR, NFS, "req=%08x tenant=%u directory entry %.*s (inode %llu) has "
+                        "cookie %llu, which NFS cannot express: left out of the listing (rename "
+                        "it to list it)", pg->r->call.xid, pg->r->p.tenant, (int)e->namelen,
+                        e->name, (unsigned long long)e->ino, (unsigned long long)e->cookie);
+        return 0;
+    }
     size_t npad = pad4(e->namelen);
     size_t dsz = 8 + 4 + npad + 8; /* fileid, name, cookie */
     bool full = pg->plus && e->attr && !is_dotdot(e);
@@ -68,7 +104,7 @@ static int dir_entry(void *arg, const struct core_dirent *e)
     p = nfs_xdr_put32(p, (uint32_t)e->namelen);
     memcpy(p, e->name, e->namelen);
     memset(p + e->namelen, 0, npad - e->namelen);
-    p = nfs_xdr_put64(p + npad, e->cookie);
+    p = nfs_xdr_put64(p + npad, cookie_to_wire(e->cookie));
     if (pg->plus) {
         p = nfs_xdr_put32(p, full); /* name_attributes */
         if (full)
@@ -135,7 +171,8 @@ int nfs_dir_page(struct nfs_req *r, const nfs_fh3 *dirfh, uint64_t cookie,
     out->buf = buf;
     pg.p = buf + DIR_HEAD;
     pg.end = buf + count - DIR_TAIL;
-    rc = core_readdir(r->srv->core, &r->p, dino, cookie, plus, dir_entry, &pg, &eof, &verf);
+    rc = core_readdir(r->srv->core, &r->p, dino, cookie_from_wire(cookie), plus, dir_entry, &pg,
+                      &eof, &verf);
     memcpy(&cverf, cookieverf, sizeof(cverf));
     if (rc == 0 && cookie != 0 && cverf != 0 && cverf != verf)
         rc = SRV_EBADCOOKIE;

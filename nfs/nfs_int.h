@@ -96,6 +96,7 @@ struct nfs_server {
     pthread_mutex_t lock; /* conns, inflight, stopping, mounts */
     pthread_cond_t cond;
     struct nfs_conn *conns;
+    int nconns; /* connections accepted and not yet closed (atomic; not under lock) */
     unsigned long inflight;
     bool stopping;
     int pending_closes; /* loops still closing their connections at stop */
@@ -133,6 +134,7 @@ struct nfs_req {
     bool drc;
     struct nfs_drc_key drc_key;
     bool throttled;                 /* QoS refused it: answered NFS3ERR_JUKEBOX */
+    bool name_nul;                  /* a name of the arguments holds a NUL (nfs3_names_decode) */
     struct nfs_req *qprev, *qnext;  /* the connection's requests waiting in QoS */
     uint64_t start_us;
 
@@ -238,8 +240,14 @@ void nfs_attr_pre(const struct core_attr *a, pre_op_attr *out);
 void nfs_attr_wcc(struct nfs_req *r, const struct core_attr *pre, uint64_t ino, wcc_data *out);
 /** Translate a sattr3. @return 0, -EINVAL (bad time_how or nanoseconds). */
 int nfs_attr_sattr(const sattr3 *s, struct core_setattr *out);
-/** Name from XDR string: length checked. @return 0, -ENAMETOOLONG, -EINVAL (empty). */
-int nfs_name_check(const char *name, size_t *len);
+/** Name from XDR string: length checked. @return 0, -ENAMETOOLONG, -EINVAL (empty),
+ * SRV_EBADNAME (a name or SYMLINK target of the call holds a NUL byte: NFS3ERR_INVAL). */
+int nfs_name_check(const struct nfs_req *r, const char *name, size_t *len);
+/** Arguments decoder (nfs_proc_desc.decode) of LOOKUP, CREATE, MKDIR, SYMLINK,
+ * MKNOD, REMOVE, RMDIR, RENAME and LINK: the generated decoders' result, and
+ * r->name_nul set when a name (or SYMLINK's target) holds a NUL byte, which
+ * the C string would silently cut. */
+bool nfs3_names_decode(struct nfs_req *r, XDR *x, void *args);
 /** After a create of @p a: apply the sattr3 fields the create did not (uid,
  * gid, size, times; mode too when @p with_mode) and refresh @p a.
  * @return 0 or the core_setattr error. */

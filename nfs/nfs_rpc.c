@@ -14,6 +14,13 @@
  * closes the connection (logged). At most NFS_CONN_MAX_CALLS calls per
  * connection are in flight; beyond that, and while more than
  * NFS_CONN_MAX_OUTPUT reply bytes wait to be sent, the connection is not read.
+ * At most cfg->max_conns connections are open: the listener closes the ones
+ * beyond at once (rate-limited log line). A connection that sent nothing for
+ * cfg->idle_timeout_s seconds is closed when nothing of it is in flight: no
+ * call running or waiting for QoS and no reply bytes unsent (clients
+ * reconnect on their next call; NLM callbacks use connections of their own,
+ * nlm_grant.c, so no lock state depends on an incoming connection). When
+ * accept fails (out of file descriptors) the listener pauses (srv_listen).
  *
  * Non-idempotent procedures (NFS_PF_NONIDEM) pass through the duplicate
  * request cache so a retransmission gets the first reply.
@@ -49,6 +56,7 @@
 #include "nfs_int.h"
 #include "qos_admit.h"
 #include "srv_err.h"
+#include "srv_listen.h"
 #include "srv_log.h"
 #include "srv_loop.h"
 #include "srv_metrics.h"
@@ -86,6 +94,10 @@ static bool_t xdr_nothing(XDR *x, void *p)
 #define NFS3(proc, A, R, nm, fl)                                                                   \
     {.fn = nfs3_##proc, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R),                            \
      .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl}
+/* A procedure that takes names: decoded by nfs3_names_decode (NUL bytes). */
+#define NFS3N(proc, A, R, nm, fl)                                                                  \
+    {.fn = nfs3_##proc, .decode = nfs3_names_decode, .xdr_args = X(xdr_##A),                       \
+     .xdr_res = X(xdr_##R), .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl}
 #define VOIDPROC(f, nm)                                                                            \
     {.fn = f, .xdr_args = X(xdr_nothing), .xdr_res = X(xdr_nothing), .name = nm}
 
@@ -93,21 +105,21 @@ const struct nfs_proc_desc nfs3_procs[22] = {
     VOIDPROC(nfs3_null, "NULL"),
     NFS3(getattr, GETATTR3args, GETATTR3res, "GETATTR", 0),
     NFS3(setattr, SETATTR3args, SETATTR3res, "SETATTR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", 0),
+    NFS3N(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", 0),
     NFS3(access, ACCESS3args, ACCESS3res, "ACCESS", 0),
     NFS3(readlink, READLINK3args, READLINK3res, "READLINK", 0),
     NFS3(read, READ3args, READ3res, "READ", 0),
     {.fn = nfs3_write, .decode = nfs3_write_decode, .free_args = nfs3_write_args_free,
      .xdr_args = X(xdr_WRITE3args), .xdr_res = X(xdr_WRITE3res), .args_size = sizeof(WRITE3args),
      .res_size = sizeof(WRITE3res), .name = "WRITE", .flags = NFS_PF_MODIFY},
-    NFS3(create, CREATE3args, CREATE3res, "CREATE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(mkdir, MKDIR3args, MKDIR3res, "MKDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(symlink, SYMLINK3args, SYMLINK3res, "SYMLINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(mknod, MKNOD3args, MKNOD3res, "MKNOD", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(remove, REMOVE3args, REMOVE3res, "REMOVE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(rmdir, RMDIR3args, RMDIR3res, "RMDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(rename, RENAME3args, RENAME3res, "RENAME", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3(link, LINK3args, LINK3res, "LINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(create, CREATE3args, CREATE3res, "CREATE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(mkdir, MKDIR3args, MKDIR3res, "MKDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(symlink, SYMLINK3args, SYMLINK3res, "SYMLINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(mknod, MKNOD3args, MKNOD3res, "MKNOD", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(remove, REMOVE3args, REMOVE3res, "REMOVE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(rmdir, RMDIR3args, RMDIR3res, "RMDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(rename, RENAME3args, RENAME3res, "RENAME", NFS_PF_NONIDEM | NFS_PF_MODIFY),
+    NFS3N(link, LINK3args, LINK3res, "LINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     /* results encoded by the procedure (nfs_dir.c) */
     {.fn = nfs3_readdir, .xdr_args = X(xdr_READDIR3args), .xdr_res = X(xdr_nfs_dirres),
      .args_size = sizeof(READDIR3args), .res_size = sizeof(struct nfs_dirres), .name = "READDIR"},
@@ -172,6 +184,7 @@ static const struct nfs_prog progs[] = {
     {NSM_PROG_NUM, NSM_VERS, nsm_procs, sizeof(nsm_procs) / sizeof(nsm_procs[0])},
 };
 #undef NFS3
+#undef NFS3N
 #undef X
 
 /* ---- helpers ---- */
@@ -253,6 +266,7 @@ static void conn_close(struct nfs_conn *cn)
     pthread_mutex_unlock(&s->lock);
     bufferevent_free(cn->bev);
     cn->bev = NULL;
+    __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
     srv_log(DEBUG, NFS, "req=- tenant=- connection from %s closed (%u calls in flight)",
             cn->peer_str, cn->outstanding);
     conn_maybe_free(cn);
@@ -761,11 +775,32 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
     conn_resume(arg);
 }
 
+/* Nothing of the connection is in flight: no call running or waiting for
+ * QoS (both counted in outstanding), no reply bytes waiting to be sent. */
+static bool conn_idle(struct nfs_conn *cn)
+{
+    return cn->outstanding == 0 && evbuffer_get_length(bufferevent_get_output(cn->bev)) == 0;
+}
+
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct nfs_conn *cn = arg;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         conn_close(cn);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        /* The read timeout: nothing arrived for idle_timeout_s. libevent
+         * stopped reading; close, or read on while calls are in flight. */
+        if (conn_idle(cn)) {
+            srv_log(DEBUG, NFS, "req=- tenant=- connection from %s idle for %d s: closing",
+                    cn->peer_str, cn->srv->cfg.idle_timeout_s);
+            srv_metrics_op(SRV_PROTO_NFS, "ConnIdleClosed", 0, 0, 0, 0, 0);
+            conn_close(cn);
+        } else if (!cn->paused) {
+            bufferevent_enable(cn->bev, EV_READ);
+        }
+    }
 }
 
 struct accept_arg {
@@ -802,12 +837,21 @@ static void conn_open(void *arg)
         goto fail;
     bufferevent_setcb(cn->bev, conn_read_cb, conn_write_cb, conn_event_cb, cn);
     bufferevent_setwatermark(cn->bev, EV_WRITE, NFS_CONN_MAX_OUTPUT / 2, 0);
+    if (s->cfg.idle_timeout_s > 0) {
+        /* One duration for every connection of the loop: as a common timeout,
+         * re-arming it after each read is a queue append, not a heap update. */
+        struct timeval tv = {s->cfg.idle_timeout_s, 0};
+        const struct timeval *common =
+            event_base_init_common_timeout(srv_loop_base(cn->loop), &tv);
+        bufferevent_set_timeouts(cn->bev, common ? common : &tv, NULL);
+    }
     pthread_mutex_lock(&s->lock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->lock);
         bufferevent_free(cn->bev);
         nfs_rec_fini(&cn->rec);
         free(cn);
+        __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
         goto done;
     }
     cn->next = s->conns;
@@ -822,6 +866,7 @@ fail:
     srv_log(ERROR, NFS, "req=- tenant=- out of memory accepting a connection");
     free(cn);
     evutil_closesocket(a->fd);
+    __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
 done:
     free(a);
     nfs__inflight_add(s, -1);
@@ -831,6 +876,20 @@ static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct soc
                         int salen, void *arg)
 {
     struct nfs_server *s = arg;
+    int nopen = __atomic_load_n(&s->nconns, __ATOMIC_RELAXED);
+    if (nopen >= s->cfg.max_conns) {
+        char peer[INET6_ADDRSTRLEN + 8] = "?";
+        struct sockaddr_storage ss = {0};
+        if (salen > 0 && (size_t)salen <= sizeof(ss)) {
+            memcpy(&ss, sa, (size_t)salen);
+            peer_format(&ss, peer, sizeof(peer));
+        }
+        evutil_closesocket(fd);
+        srv_log_limited(WARN, NFS, "req=- tenant=- connection from %s refused: %d connections "
+                        "open (nfs_max_conns)", peer, nopen);
+        srv_metrics_op(SRV_PROTO_NFS, "ConnRefused", 0, 0, 0, 0, SRV_ETHROTTLE);
+        return;
+    }
     struct accept_arg *a = calloc(1, sizeof(*a));
     if (!a) {
         evutil_closesocket(fd);
@@ -842,17 +901,13 @@ static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct soc
         memcpy(&a->peer, sa, (size_t)salen);
     evutil_make_socket_nonblocking(fd);
     nfs__inflight_add(s, 1);
+    __atomic_fetch_add(&s->nconns, 1, __ATOMIC_RELAXED);
     if (srv_loop_call(srv_loop_next(), conn_open, a) < 0) {
         evutil_closesocket(fd);
         free(a);
+        __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
         nfs__inflight_add(s, -1);
     }
-}
-
-static void listener_err_cb(struct evconnlistener *l, void *arg)
-{
-    int err = EVUTIL_SOCKET_ERROR();
-    srv_log(WARN, NFS, "req=- tenant=- accept failed: %s", evutil_socket_error_to_string(err));
 }
 
 /* ---- start / stop ---- */
@@ -889,17 +944,24 @@ static int loop_sync(struct nfs_server *s, struct srv_loop *l, void (*fn)(struct
 
 static void listener_create(struct nfs_server *s)
 {
-    s->lev = evconnlistener_new(srv_loop_base(s->lloop), listener_cb, s, LEV_OPT_CLOSE_ON_FREE, -1,
+    /* backlog 0: the socket listens already (listen_open); -1 would make
+     * libevent call listen(2) again with 128 */
+    s->lev = evconnlistener_new(srv_loop_base(s->lloop), listener_cb, s, LEV_OPT_CLOSE_ON_FREE, 0,
                                 s->lfd);
-    if (s->lev)
-        evconnlistener_set_error_cb(s->lev, listener_err_cb);
+    /* accept failing (EMFILE and friends) pauses the listener instead of spinning */
+    if (s->lev && srv_listen_guard(s->lev, srv_loop_base(s->lloop), SRV_SUB_NFS, "NFS") < 0) {
+        evconnlistener_free(s->lev); /* closes lfd */
+        s->lev = NULL;
+        s->lfd = -1;
+    }
 }
 
 static void listener_free(struct nfs_server *s)
 {
-    if (s->lev)
+    if (s->lev) {
+        srv_listen_unguard(s->lev);
         evconnlistener_free(s->lev);
-    else if (s->lfd >= 0)
+    } else if (s->lfd >= 0)
         close(s->lfd);
     s->lev = NULL;
     s->lfd = -1;
@@ -986,7 +1048,7 @@ static int listen_open(struct nfs_server *s)
     if (fd < 0)
         return -errno;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 || listen(fd, 256) < 0 ||
+    if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 || listen(fd, srv_listen_backlog()) < 0 ||
         evutil_make_socket_nonblocking(fd) < 0) {
         rc = -errno;
         srv_log(ERROR, NFS, "req=- tenant=- cannot listen on %s: %s", s->listen, strerror(-rc));
@@ -1156,6 +1218,10 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
     s->cfg.listen = s->listen;
     if (s->cfg.max_record == 0)
         s->cfg.max_record = NFS_MAX_RECORD_DEFAULT;
+    if (s->cfg.max_conns <= 0)
+        s->cfg.max_conns = 10000;
+    if (s->cfg.idle_timeout_s < 0)
+        s->cfg.idle_timeout_s = 0;
     if (s->cfg.max_record < NFS_IO_MAX + 4096) {
         srv_log(WARN, NFS, "req=- tenant=- max record %zu is below 1 MiB + headers: raised",
                 s->cfg.max_record);
@@ -1184,13 +1250,15 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
     s->lloop = srv_loop_get(0);
     if ((rc = loop_sync(s, s->lloop, listener_create)) < 0 || !s->lev) {
         rc = rc < 0 ? rc : -ENOMEM;
-        close(s->lfd);
+        if (s->lfd >= 0)
+            close(s->lfd);
         goto fail;
     }
     if (s->cfg.register_rpcbind)
         rpcbind_register(s);
     srv_log(INFO, NFS, "req=- tenant=- NFSv3 + MOUNTv3 + NLMv4 + NSMv1 listening on %s (port %u, "
-            "max record %zu)", s->listen, s->port, s->cfg.max_record);
+            "max record %zu, at most %d connections, idle timeout %d s)", s->listen, s->port,
+            s->cfg.max_record, s->cfg.max_conns, s->cfg.idle_timeout_s);
     nlm_hosts_start(s);
     *out = s;
     return 0;

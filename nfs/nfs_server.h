@@ -24,6 +24,9 @@ struct nfs_server_config {
     int register_rpcbind;  /* nonzero: register with a running rpcbind (failure only logged) */
     size_t max_record;     /* largest RPC record accepted; 0 = default (4 MiB + 64 KiB) */
     int nlm_grace_s;       /* NLM grace period after a restart, seconds (0: none) */
+    int max_conns;         /* concurrent connections; 0 = 10000. More: accepted, closed at once */
+    int idle_timeout_s;    /* close a connection idle (nothing read, nothing in flight or
+                              waiting to be sent) this long; 0 = never */
 };
 
 /** Bind the listener and start serving.

@@ -57,6 +57,7 @@
 #include "s3_internal.h"
 #include "s3_server.h"
 #include "srv_err.h"
+#include "srv_listen.h"
 #include "srv_log.h"
 #include "srv_tls.h"
 #include "srv_loop.h"
@@ -83,7 +84,6 @@ struct s3_server {
     struct core *core;
     struct tenants *tenants;
     struct evconnlistener *lev;
-    struct event *lev_retry;
     SSL_CTX *ssl;
     atomic_int nconns;
     atomic_int ndetached; /* request contexts still cleaning up after their conn */
@@ -2014,8 +2014,8 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
         ssize_t w = send(fd, busy, (size_t)bl, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
         evutil_closesocket(fd);
-        srv_log(WARN, S3, "req=- tenant=0 connection refused: %d connections open (max_conns)",
-                atomic_load(&srv->nconns));
+        srv_log_limited(WARN, S3, "req=- tenant=0 connection refused: %d connections open "
+                        "(s3_max_conns)", atomic_load(&srv->nconns));
         srv_metrics_op(SRV_PROTO_S3, "ConnRefused", 0, 0, 0, 0, SRV_ETHROTTLE);
         return;
     }
@@ -2035,25 +2035,6 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
         evutil_closesocket(fd);
         free(a);
     }
-}
-
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    struct s3_server *srv = arg;
-    if (srv->lev && !srv->stopping)
-        evconnlistener_enable(srv->lev);
-}
-
-static void on_accept_error(struct evconnlistener *lev, void *arg)
-{
-    struct s3_server *srv = arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    srv_log(WARN, S3, "req=- tenant=0 accept failed: %s; pausing the listener for 100 ms",
-            evutil_socket_error_to_string(e));
-    /* EMFILE and friends: stop spinning, try again shortly */
-    evconnlistener_disable(lev);
-    struct timeval tv = {0, 100000};
-    evtimer_add(srv->lev_retry, &tv);
 }
 
 /* ---------------------------------------------------------------- start / stop */
@@ -2159,11 +2140,10 @@ int s3_server_start(struct s3_server **out, const struct s3_server_config *cfg, 
     if (srv->tls_cert && (rc = tls_setup(srv)) != 0)
         goto fail;
     struct event_base *base = srv_loop_base(srv_loop_get(0));
-    srv->lev_retry = evtimer_new(base, on_retry, srv);
     srv->lev = evconnlistener_new_bind(base, on_accept, srv,
                                        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                            LEV_OPT_THREADSAFE | LEV_OPT_CLOSE_ON_EXEC,
-                                       4096, (struct sockaddr *)&ss, sslen);
+                                       srv_listen_backlog(), (struct sockaddr *)&ss, sslen);
     if (!srv->lev) {
         rc = -errno;
         if (rc == 0)
@@ -2171,15 +2151,17 @@ int s3_server_start(struct s3_server **out, const struct s3_server_config *cfg, 
         srv_log(ERROR, S3, "req=- tenant=0 cannot listen on %s: %s", srv->listen, strerror(-rc));
         goto fail;
     }
-    evconnlistener_set_error_cb(srv->lev, on_accept_error);
+    /* accept failing (EMFILE and friends) pauses the listener instead of spinning */
+    if ((rc = srv_listen_guard(srv->lev, base, SRV_SUB_S3, "S3")) < 0)
+        goto fail;
     srv_log(INFO, S3, "req=- tenant=0 S3 listening on %s%s (region %s%s%s)", srv->listen,
             srv->ssl ? " with TLS" : "", srv->region, srv->domain ? ", virtual hosts under " : "",
             srv->domain ? srv->domain : "");
     *out = srv;
     return 0;
 fail:
-    if (srv->lev_retry)
-        event_free(srv->lev_retry);
+    if (srv->lev)
+        evconnlistener_free(srv->lev);
     server_free(srv);
     return rc;
 }
@@ -2187,12 +2169,11 @@ fail:
 static void stop_listener(void *arg)
 {
     struct s3_server *srv = arg;
-    if (srv->lev)
+    if (srv->lev) {
+        srv_listen_unguard(srv->lev);
         evconnlistener_free(srv->lev);
+    }
     srv->lev = NULL;
-    if (srv->lev_retry)
-        event_free(srv->lev_retry);
-    srv->lev_retry = NULL;
     pthread_mutex_lock(&srv->lock);
     srv->stop_pending--;
     pthread_cond_broadcast(&srv->cond);

@@ -42,6 +42,7 @@
 #include "srv_config.h"
 #include "srv_daemon.h"
 #include "srv_err.h"
+#include "srv_listen.h"
 #include "srv_log.h"
 #include "srv_loop.h"
 #include "srv_metrics.h"
@@ -615,6 +616,8 @@ static int start_all(struct daemon *d)
         return rc;
     d->loops_started = true;
 
+    srv_listen_set_backlog((int)d->cfg.listen_backlog);
+    srv_listen_fd_budget((long)(d->cfg.s3_max_conns + d->cfg.nfs_max_conns));
     if (d->cfg.admin_enabled) {
         rc = admin_start(&d->admin, &ac, d->core, d->tenants, d->qos);
         if (rc < 0) {
@@ -645,6 +648,8 @@ static int start_all(struct daemon *d)
         .register_rpcbind = d->cfg.nfs_register_rpcbind,
         .max_record = (size_t)d->cfg.nfs_max_record,
         .nlm_grace_s = (int)d->cfg.nlm_grace_period,
+        .max_conns = (int)d->cfg.nfs_max_conns,
+        .idle_timeout_s = (int)d->cfg.nfs_idle_timeout_s,
     };
     rc = nfs_server_start(&d->nfs, &nc, d->core, d->tenants);
     if (rc < 0) {

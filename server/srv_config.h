@@ -56,6 +56,7 @@ struct srv_config {
     char *s3_listen;
     char *nfs_listen;
     char *admin_listen;
+    int64_t listen_backlog;
     /* S3 */
     char *s3_domain;
     char *s3_region;
@@ -69,6 +70,8 @@ struct srv_config {
     bool nfs_register_rpcbind;
     uint64_t nfs_max_record;
     int64_t nlm_grace_period;
+    int64_t nfs_max_conns;
+    int64_t nfs_idle_timeout_s;
     /* store */
     uint64_t data_file_size;
     uint64_t data_file_initial;

@@ -91,6 +91,11 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(admin_listen, SRV_CFG_STRING, "127.0.0.1:9001", 0, 0, SRV_CFG_IMMUTABLE,
         srv_addr_check_listen,
         "Admin listener: /healthz, /metrics and the REST API under /api/v1/."),
+    OPT(listen_backlog, SRV_CFG_INT, "4096", 1, 1000000, SRV_CFG_IMMUTABLE, NULL,
+        "Backlog of the S3, NFS and admin listeners: connections the kernel completes and "
+        "queues before the daemon accepts them (bursts of connects beyond it wait for a SYN "
+        "retransmission, about a second). Cut to net.core.somaxconn when that is lower "
+        "(logged)."),
     /* S3 */
     OPT(s3_domain, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "Base domain for virtual-host style requests (BUCKET.DOMAIN). Empty: path style "
@@ -122,6 +127,13 @@ const struct srv_config_opt srv_config_table[] = {
         "locks before the restart are sent SM_NOTIFY and take them back); other LOCK and TEST "
         "calls answer NLM4_DENIED_GRACE_PERIOD. Only when some client held locks; 0: no grace "
         "period (their locks are lost)."),
+    OPT(nfs_max_conns, SRV_CFG_INT, "10000", 1, 1000000, SRV_CFG_IMMUTABLE, NULL,
+        "Concurrent NFS connections (NFS, MOUNT, NLM and NSM share them); more are accepted "
+        "and closed at once (logged, at most 5 lines a second)."),
+    OPT(nfs_idle_timeout_s, SRV_CFG_INT, "360", 0, 86400, SRV_CFG_IMMUTABLE, NULL,
+        "Seconds after which an NFS connection that sent nothing, has no call in flight and "
+        "no reply waiting to be sent is closed (clients reconnect on their next call). 0: "
+        "never."),
     /* store */
     OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE,
         NULL, "Most bytes each data file grows to (when no devices are given). Raising it adds "

@@ -252,6 +252,16 @@ class RpcConn:
         assert r.accepted and r.accept_stat == SUCCESS, vars(r)
         return r.body.u32(), r.body
 
+    def new_bucket(self, path="/"):
+        """MNT @p path (a tenant root) and make a bucket of a fresh name there.
+        @return (name, handle); asserts both calls succeed."""
+        st, res = self.mnt(path)
+        assert st == 0, st
+        name = "t" + os.urandom(6).hex()
+        st, fh = self.mkdir(res[0], name)
+        assert st == 0, st
+        return name, fh
+
     def getattr(self, fh):
         st, u = self.nfs(GETATTR, Packer().opaque(fh).bytes())
         return st, (u.fattr3() if st == 0 else None)

@@ -75,9 +75,11 @@ def test_procedures_through_libnfs(s3nfsd, nfs3_client):
         assert f"ok {what}\n" in out
 
 
-def test_handles_survive_restart(s3nfsd, nfs3_client):
-    b = bucket_name()
-    p = subprocess.Popen([nfs3_client, s3nfsd.nfs_url, "hold", b], stdin=subprocess.PIPE,
+def run_hold(binary, daemon, meanwhile):
+    """nfs3_client's "hold" scenario: it sets up files and takes handles, then
+    meanwhile() runs (the daemon restarts, or closes the idle connection),
+    then the client uses the old handles. @return its output after that."""
+    p = subprocess.Popen([binary, daemon.nfs_url, "hold", bucket_name()], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         lines = []
@@ -86,16 +88,21 @@ def test_handles_survive_restart(s3nfsd, nfs3_client):
             if line.startswith("READY") or line.startswith("FAIL"):
                 break
         assert lines and lines[-1].startswith("READY"), "".join(lines)
-        s3nfsd.restart()  # same port, same data dir
+        meanwhile()
         p.stdin.write("go\n")
         p.stdin.flush()
         rest = p.stdout.read()
-        assert p.wait(120) == 0, "".join(lines) + rest + s3nfsd.tail()
-        assert "ok READ with a pre-restart handle" in rest
-        assert "ok GETATTR directory with a pre-restart handle" in rest
+        assert p.wait(120) == 0, "".join(lines) + rest + daemon.tail()
+        return rest
     finally:
         if p.poll() is None:
             p.kill()
+
+
+def test_handles_survive_restart(s3nfsd, nfs3_client):
+    rest = run_hold(nfs3_client, s3nfsd, s3nfsd.restart)  # same port, same data dir
+    assert "ok READ with a pre-restart handle" in rest
+    assert "ok GETATTR directory with a pre-restart handle" in rest
 
 
 def test_raw_handles_survive_restart(s3nfsd):

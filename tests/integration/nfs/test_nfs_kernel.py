@@ -78,3 +78,11 @@ def test_kernel_nlm_locks(nfsvm, tmp_path):  # noqa: F811 - the imported fixture
     assert p.returncode == 0 and "LOCK OK" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:] + \
         log[-3000:]
     assert "NLM_LOCK from" in log and "NLM_UNLOCK from" in log
+
+
+def test_kernel_telldir_seekdir(s3nfsd, vm_run):
+    """opendir/readdir/telldir, then seekdir back to every position (and in a
+    new stream after the caches were dropped): the same names come again.
+    Needs READDIR cookies below 2^63 (the kernel's directory offsets)."""
+    out = vm_run(s3nfsd, "seekdir.py")
+    assert "SEEKDIR OK" in out

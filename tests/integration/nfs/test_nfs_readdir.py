@@ -106,7 +106,9 @@ def test_readdirplus_errors_carry_directory_attributes(nfsd):
     assert c.readdirplus(bfh, cookie, b"\0" * 8)[0] == 0
     st, (rest, eof, _, _) = c.readdirplus(bfh, cookie, verf)
     assert st == 0 and eof and [e["name"] for e in rest] == [e["name"] for e in ents[3:]]
-    assert c.readdirplus(bfh, 3, verf)[0] == rpc3.NFS3ERR_BAD_COOKIE
+    # Every cookie names a position: one no entry has continues after it.
+    st, (after3, _, _, _) = c.readdirplus(bfh, 3, verf)
+    assert st == 0 and [e["name"] for e in after3] == [e["name"] for e in ents[2:]]
     # Too small for the fixed part of the reply, a zero dircount, or for one entry.
     for dircount, maxcount in ((4096, 40), (0, 8192), (4096, 120), (8, 8192)):
         st, dattr = c.readdirplus(bfh, 0, b"\0" * 8, dircount, maxcount)
@@ -136,4 +138,63 @@ def test_readdirplus_large_page_of_long_names(nfsd):
     bfh, names = make_dir(c, 200)
     st, (ents, eof, _, _) = c.readdirplus(bfh, 0, b"\0" * 8, 1 << 20, 1 << 24)
     assert st == 0 and eof and sorted(e["name"] for e in ents[2:]) == sorted(names)
+    c.close()
+
+
+TOP_BIT = 1 << 63
+
+
+def walk_plain(c, dfh, cookie=0, count=1024):
+    out, verf = [], b"\0" * 8
+    while True:
+        st, (ents, eof, verf) = c.readdir(dfh, cookie, verf, count=count)
+        assert st == 0
+        out += ents
+        if eof:
+            return out, verf
+        cookie = ents[-1][2]
+
+
+def test_cookies_below_2_63_and_resume(nfsd):
+    """A Linux client uses cookies as (signed) directory offsets: a cookie with
+    the top bit set makes telldir/seekdir fail. Every cookie of both
+    procedures is below 2^63, and a listing resumed from any of them
+    continues right after that entry."""
+    c = RpcConn(nfsd.nfs_port)
+    bfh, names = make_dir(c, 120)
+    plain, verf = walk_plain(c, bfh)
+    plus, _, _ = walk_plus(c, bfh, dircount=1024, maxcount=4096)
+    assert [e[2] for e in plain] == [e["cookie"] for e in plus]
+    cookies = [e[2] for e in plain]
+    assert all(0 < k < TOP_BIT for k in cookies), [hex(k) for k in cookies if k >= TOP_BIT]
+    assert cookies[:2] == [1, 2]
+    assert len(set(cookies)) == len(cookies)
+    assert sorted(e[1] for e in plain[2:]) == sorted(names)
+    for i in range(0, len(plain), 9):
+        rest, _ = walk_plain(c, bfh, cookie=plain[i][2])
+        assert [e[1] for e in rest] == [e[1] for e in plain[i + 1:]], i
+        st, (prest, _, _, _) = c.readdirplus(bfh, plain[i][2], verf, 1 << 16, 1 << 20)
+        assert st == 0 and [e["name"] for e in prest] == [e[1] for e in plain[i + 1:]], i
+    c.close()
+
+
+def test_old_top_bit_cookies_still_resume(nfsd):
+    """A client that listed a directory before the upgrade holds cookies with
+    the top bit set (the stored value: 2^63 + wire cookie - 3). The server
+    takes them as before: the listing continues after the same entry."""
+    c = RpcConn(nfsd.nfs_port)
+    bfh, _ = make_dir(c, 40)
+    plain, verf = walk_plain(c, bfh)
+    for i in range(2, len(plain), 5):
+        wire = plain[i][2]
+        old = wire - 3 + TOP_BIT
+        rest, _ = walk_plain(c, bfh, cookie=old)
+        assert [e[1] for e in rest] == [e[1] for e in plain[i + 1:]], i
+        assert all(e[2] < TOP_BIT for e in rest)
+        st, (prest, _, _, _) = c.readdirplus(bfh, old, verf, 1 << 16, 1 << 20)
+        assert st == 0 and [e["name"] for e in prest] == [e[1] for e in plain[i + 1:]]
+    # The last old cookie and the largest one: the end of the directory.
+    for old in (plain[-1][2] - 3 + TOP_BIT, (1 << 64) - 1):
+        st, (ents, eof, _) = c.readdir(bfh, old, verf)
+        assert st == 0 and eof and ents == []
     c.close()

@@ -13,10 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "srv_log.h"
+
+#include "log_test_util.h"
 
 static void test_parse_level(void **state)
 {
@@ -87,29 +90,6 @@ static void test_parse_spec(void **state)
     assert_int_equal(srv_log_parse_spec(NULL, lv, bad, sizeof(bad)), -EINVAL);
     assert_int_equal(srv_log_parse_spec("info,", lv, bad, sizeof(bad)), 0);
     assert_int_equal(srv_log_parse_spec(",info", lv, bad, sizeof(bad)), -EINVAL);
-}
-
-/* Point the log at a new temporary file; its name goes to @p path. */
-static void log_to_temp(char path[32])
-{
-    snprintf(path, 32, "/tmp/test_srv_log.XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(srv_log_open(path), 0);
-}
-
-/* The whole file (at most 64 KiB), which is then removed. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    unlink(path);
-    return buf;
 }
 
 static int evaluated;
@@ -329,6 +309,58 @@ static void test_buffered_threads(void **state)
         assert_int_equal(next[i], BLINES);
 }
 
+/* One call site, whatever the caller. */
+static void burst_line(int i)
+{
+    srv_log_limited(WARN, NFS, "req=- tenant=- burst line %d", i);
+}
+
+/* A burst through one call site: at most SRV_LOG_RATE_PER_S lines per second
+ * pass; the next line that passes reports how many were suppressed, so every
+ * line is accounted for. Two call sites have separate limiters. */
+static void test_rate_limited(void **state)
+{
+    (void)state;
+    char path[32];
+    srv_log_set_level(SRV_LOG_INFO);
+    log_to_temp(path);
+    enum { BURST = 1000 };
+    for (int i = 0; i < BURST; i++)
+        burst_line(i);
+    srv_log_limited(WARN, NFS, "req=- tenant=- other site");
+    evaluated = 0;
+    srv_log_set_subsys_level(SRV_SUB_S3, SRV_LOG_ERROR);
+    srv_log_limited(INFO, S3, "filtered %s", side_effect());
+    assert_int_equal(evaluated, 0);
+    srv_log_set_level(SRV_LOG_INFO);
+    /* A new second: the same site passes again and reports the rest. */
+    struct timespec pause = {1, 100000000};
+    nanosleep(&pause, NULL);
+    for (int i = 0; i < 2; i++)
+        burst_line(BURST + i);
+    assert_int_equal(srv_log_open(NULL), 0);
+    char *text = slurp(path);
+    unsigned long long skipped;
+    int lines = count_lines(text, "burst line", &skipped);
+    /* the burst may straddle a second boundary: at most two windows' worth */
+    assert_true(lines >= SRV_LOG_RATE_PER_S + 1 && lines <= 2 * SRV_LOG_RATE_PER_S + 2);
+    assert_int_equal((unsigned long long)lines + skipped, BURST + 2);
+    assert_int_equal(count_lines(text, "other site", &skipped), 1);
+    assert_int_equal(skipped, 0);
+    assert_null(strstr(text, "filtered"));
+
+    /* A limiter in caller storage. */
+    struct srv_log_rate rl;
+    srv_log_rate_init(&rl);
+    log_to_temp(path);
+    for (int i = 0; i < 50; i++)
+        srv_log_limited_by(&rl, ERROR, SRV, "req=- tenant=- own limiter %d", i);
+    assert_int_equal(srv_log_open(NULL), 0);
+    srv_log_rate_fini(&rl);
+    lines = count_lines(slurp(path), "own limiter", &skipped);
+    assert_true(lines >= SRV_LOG_RATE_PER_S && lines <= 2 * SRV_LOG_RATE_PER_S);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_buffered_order_and_flush),
         cmocka_unit_test(test_buffered_flusher),
         cmocka_unit_test(test_buffered_threads),
+        cmocka_unit_test(test_rate_limited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,16 +180,78 @@ static void test_names(void **state)
 {
     size_t len;
     char longname[300];
-    assert_int_equal(nfs_name_check("abc", &len), 0);
+    struct nfs_req r = {0};
+    assert_int_equal(nfs_name_check(&r, "abc", &len), 0);
     assert_int_equal(len, 3);
-    assert_int_equal(nfs_name_check("", &len), -EINVAL);
-    assert_int_equal(nfs_name_check(NULL, &len), -EINVAL);
+    assert_int_equal(nfs_name_check(&r, "", &len), -EINVAL);
+    assert_int_equal(nfs_name_check(&r, NULL, &len), -EINVAL);
     memset(longname, 'a', 255);
     longname[255] = '\0';
-    assert_int_equal(nfs_name_check(longname, &len), 0);
+    assert_int_equal(nfs_name_check(&r, longname, &len), 0);
     memset(longname, 'a', 256);
     longname[256] = '\0';
-    assert_int_equal(nfs_name_check(longname, &len), -ENAMETOOLONG);
+    assert_int_equal(nfs_name_check(&r, longname, &len), -ENAMETOOLONG);
+    r.name_nul = true;
+    assert_int_equal(nfs_name_check(&r, "abc", &len), SRV_EBADNAME);
+}
+
+/* Encode RENAME3args with @p from and @p to (lengths given: NULs allowed),
+ * decode them with nfs3_names_decode. @return the decode result. */
+static bool rename_roundtrip(struct nfs_req *r, const char *from, u_int flen, const char *to,
+                             u_int tlen, RENAME3args *out)
+{
+    static const struct nfs_proc_desc desc = {.name = "RENAME"};
+    char buf[1024], fh[8] = "handle!";
+    XDR x;
+    u_int n = sizeof(fh);
+    char *p = fh;
+    xdrmem_create(&x, buf, sizeof(buf), XDR_ENCODE);
+    assert_true(xdr_bytes(&x, &p, &n, 64));
+    p = (char *)from;
+    assert_true(xdr_bytes(&x, &p, &flen, 1024));
+    p = fh;
+    assert_true(xdr_bytes(&x, &p, &n, 64));
+    p = (char *)to;
+    assert_true(xdr_bytes(&x, &p, &tlen, 1024));
+    u_int len = xdr_getpos(&x);
+    xdr_destroy(&x);
+    memset(r, 0, sizeof(*r));
+    r->call.proc = NFSPROC3_RENAME;
+    r->desc = &desc;
+    r->conn_peer = "test";
+    memset(out, 0, sizeof(*out));
+    xdrmem_create(&x, buf, len, XDR_DECODE);
+    bool ok = nfs3_names_decode(r, &x, out);
+    xdr_destroy(&x);
+    return ok;
+}
+
+/* A name that xdr_string cuts at a NUL byte is noted, in either position. */
+static void test_names_decode(void **state)
+{
+    struct nfs_req r;
+    RENAME3args a;
+    assert_true(rename_roundtrip(&r, "from", 4, "to", 2, &a));
+    assert_false(r.name_nul);
+    assert_string_equal(a.from.name, "from");
+    assert_string_equal(a.to.name, "to");
+    xdr_free(NFS_XDRPROC(xdr_RENAME3args), &a);
+    assert_true(rename_roundtrip(&r, "nul\0tail", 8, "to", 2, &a));
+    assert_true(r.name_nul);
+    assert_string_equal(a.from.name, "nul"); /* what the C string would have said */
+    xdr_free(NFS_XDRPROC(xdr_RENAME3args), &a);
+    assert_true(rename_roundtrip(&r, "from", 4, "t\0", 2, &a));
+    assert_true(r.name_nul);
+    xdr_free(NFS_XDRPROC(xdr_RENAME3args), &a);
+    /* Truncated arguments still fail to decode. */
+    struct nfs_req r2 = r;
+    char buf[8] = {0, 0, 0, 4, 'a', 'b'};
+    XDR x;
+    memset(&a, 0, sizeof(a));
+    xdrmem_create(&x, buf, 6, XDR_DECODE);
+    assert_false(nfs3_names_decode(&r2, &x, &a));
+    xdr_destroy(&x);
+    xdr_free(NFS_XDRPROC(xdr_RENAME3args), &a);
 }
 
 int main(void)
@@ -200,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_sattr),
         cmocka_unit_test(test_apply_rest),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_names_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
