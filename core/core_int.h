@@ -2,13 +2,12 @@
  * core_int: private declarations shared by the core's files. Nothing outside
  * core/ may include this header.
  *
- * Helpers named core__*_t take the caller's LMDB txn (read or write) and
+ * Helpers that take a struct meta_txn use the caller's txn (read or write) and
  * never commit; write helpers run only inside writer ops (meta_submit).
  * Thread: any thread that holds a txn. */
 #ifndef CORE_INT_H
 #define CORE_INT_H
 
-#include <lmdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -16,7 +15,19 @@
 
 #include "core.h"
 #include "meta.h"
+#include "meta_dirent.h"
+#include "meta_extent.h"
+#include "meta_free.h"
+#include "meta_inode.h"
+#include "meta_keyidx.h"
+#include "meta_mpu.h"
+#include "meta_record.h"
+#include "meta_usage.h"
 #include "store.h"
+
+_Static_assert(CORE_NAME_MAX == META_NAME_MAX, "names: core and meta agree");
+_Static_assert(CORE_KEY_MAX == META_KEY_MAX, "keys: core and meta agree");
+_Static_assert(CORE_ETAG_MAX == META_ETAG_MAX, "ETags: core and meta agree");
 
 #define CORE_FILE_MAX (1ull << 50) /* largest file offset accepted (-EFBIG beyond) */
 #define CORE_SYMLINK_MAX 4096
@@ -149,26 +160,18 @@ struct core {
     pthread_t fl_thread;
 };
 
-static inline MDB_dbi core__dbi(struct core *c, enum meta_dbi d)
-{
-    return meta_dbi(c->meta, d);
-}
-
 /* ---- core_txn.c: records ---- */
 void core__now(struct timespec *ts);
-int core__ino_get(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *out);
-int core__ino_put(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_inode *rec);
 /** Inode for principal access: SRV_ESTALE when missing or another tenant's or wrong gen. */
-int core__ino_get_p(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t ino,
+int core__ino_get_p(struct meta_txn *t, const struct core_principal *p, uint64_t ino,
                     uint32_t gen, struct meta_inode *out);
 /** Directory @p dir for principal access (core__ino_get_p with gen 0), checked to be a
  * directory and, when @p want (CORE_MAY_*) is not 0, to grant @p want to @p p.
- * @return 0, SRV_ESTALE, -ENOTDIR, -EACCES, or an LMDB error of core__ino_get(). */
-int core__dir_get_p(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t dir,
+ * @return 0, SRV_ESTALE, -ENOTDIR, -EACCES, or a meta error of meta_inode_get(). */
+int core__dir_get_p(struct meta_txn *t, const struct core_principal *p, uint64_t dir,
                     uint32_t want, struct meta_inode *out);
 void core__attr_fill(const struct meta_inode *r, uint64_t ino, struct core_attr *out);
 void core__touch(struct meta_inode *r, bool mtime, bool ctime);
-int core__ino_alloc(struct core *c, MDB_txn *t, uint64_t *ino);
 /** Permission check of @p want (CORE_MAY_*) on @p r. @return 0, -EACCES. */
 int core__perm(const struct core_principal *p, const struct meta_inode *r, uint32_t want);
 bool core__in_group(const struct core_principal *p, uint32_t gid);
@@ -177,69 +180,33 @@ int core__name_check(const char *name, size_t len);
 /** S3 bucket naming rules. @return 0, SRV_EBADNAME. */
 int core__bucket_name_check(const char *name, size_t len);
 
-int core__dirent_get(struct core *c, MDB_txn *t, uint64_t dir, const char *name, size_t len,
-                     struct meta_dirent *out);
-int core__dirent_add(struct core *c, MDB_txn *t, uint64_t dir, const char *name, size_t len,
-                     uint64_t ino, uint32_t type);
-int core__dirent_del(struct core *c, MDB_txn *t, uint64_t dir, const char *name, size_t len);
-
-/** Key path of directory @p dir inside its bucket ("" for the bucket, else
- * ending in '/'); @p buf holds CORE_KEY_MAX + 1 bytes. @return 0, -ENOENT. */
-int core__dirpath_get(struct core *c, MDB_txn *t, uint64_t dir, char *buf, size_t *len);
-int core__dirpath_put(struct core *c, MDB_txn *t, uint64_t dir, const char *path, size_t len);
 /** Key of @p name in directory @p dir (+ '/' for a directory). @return 0,
  * -ENAMETOOLONG (key over CORE_KEY_MAX), -ENOENT (dir not in a bucket). */
-int core__key_of(struct core *c, MDB_txn *t, uint64_t dir, const char *name, size_t len,
-                 bool isdir, char *buf, size_t *klen);
-
-int core__kidx_get(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
-                   uint64_t *ino, uint32_t *type);
+int core__key_of(struct meta_txn *t, uint64_t dir, const char *name, size_t len, bool isdir,
+                 char *buf, size_t *klen);
 /** The inode of @p key in @p bucket, which @p p may read. @return 0, -ENOENT,
- * SRV_ECORRUPT (index names a missing inode), -EACCES, or an LMDB error. */
-int core__kidx_readable(struct core *c, MDB_txn *t, const struct core_principal *p,
-                        uint64_t bucket, const char *key, size_t klen, uint64_t *ino,
-                        struct meta_inode *r);
-/** The inline bytes of @p ino into @p v (size 0 when it has none). @return 0 or an
- * LMDB error. */
-int core__inline_get(struct core *c, MDB_txn *t, uint64_t ino, MDB_val *v);
-int core__kidx_put(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
-                   uint64_t ino, uint32_t type);
-int core__kidx_del(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen);
-/** Decode a keyidx entry into the full key (buf >= CORE_KEY_MAX + 1). @return key length. */
-size_t core__kidx_decode(const MDB_val *k, const MDB_val *v, char *buf, struct meta_keyval *kv);
-/** One keyidx entry for core__kidx_scan(): @p key (full, @p klen bytes) is valid during the
- * call only. @return 0 to go on; anything else stops the scan and is its result. */
-typedef int (*core__kidx_cb)(void *arg, const char *key, size_t klen,
-                             const struct meta_keyval *kv);
-/** Call @p cb on each keyidx entry of @p bucket whose key starts with @p prefix (@p plen
- * bytes), in index order (exact on key heads; keys sharing a head come in hash order).
- * The cursor is closed before it returns, so the caller may write @p t afterwards.
- * @return 0, the first nonzero return of @p cb, or an LMDB error via meta_err() (-EIO...). */
-int core__kidx_scan(struct core *c, MDB_txn *t, uint64_t bucket, const char *prefix,
-                    size_t plen, core__kidx_cb cb, void *arg);
-
-/* objmeta */
-int core__objmeta_put(struct core *c, MDB_txn *t, uint64_t ino, const char *etag,
-                      const void *meta, size_t metalen);
-/** @param meta may be NULL (etag only). */
-int core__objmeta_get(struct core *c, MDB_txn *t, uint64_t ino, char *etag, void **meta,
-                      size_t *metalen);
+ * SRV_ECORRUPT (index names a missing inode), -EACCES, or a meta error. */
+int core__kidx_readable(struct meta_txn *t, const struct core_principal *p, uint64_t bucket,
+                        const char *key, size_t klen, uint64_t *ino, struct meta_inode *r);
+/** The inline bytes of @p ino, borrowed from @p t (length 0 when it has none).
+ * @return 0 or a meta error. */
+int core__inline_get(struct meta_txn *t, uint64_t ino, const void **data, size_t *len);
 
 /* ---- core_quota.c ---- */
 /** Charge (or credit, negative) usage along tenant, bucket and quota'd dirs
  * from @p dir upwards. With @p enforce, a positive delta over a limit answers
  * -EDQUOT and changes nothing. */
-int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+int core__usage_charge(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir,
                        int64_t dbytes, int64_t dinodes, bool enforce);
-int core__usage_move(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket, uint64_t from,
+int core__usage_move(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket, uint64_t from,
                      uint64_t to, int64_t bytes, int64_t inodes);
 /** core__usage_charge whose enforcement also counts the bytes other holders
  * reserved on each limited record (all but @p own's, which may be NULL). */
-int core__usage_charge_own(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+int core__usage_charge_own(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir,
                            int64_t dbytes, int64_t dinodes, bool enforce,
                            const struct core__resv *own);
-int core__usage_create(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino);
-int core__usage_delete(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino);
+int core__usage_create(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino);
+int core__usage_delete(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino);
 int core__quota_load(struct core *c);
 
 /* Byte reservations. A write admitted against a byte limit reserves the bytes
@@ -325,23 +292,23 @@ uint64_t core__resv_other(struct core *c, uint32_t tenant, uint64_t ino,
 /* ---- core_ns.c: tree changes shared by NFS and S3 ---- */
 /** Create a node @p name in @p dir (checks perms, quotas, names; updates
  * dirents, key index, parent). @p target for symlinks. */
-int core__node_create(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t dir,
+int core__node_create(struct core *c, struct meta_txn *t, const struct core_principal *p, uint64_t dir,
                       const char *name, size_t len, enum core_ftype type, uint32_t mode,
                       uint32_t aflags, const char *target, size_t tlen, uint64_t *ino,
                       struct meta_inode *rec);
 /** Remove entry @p name from @p dir (file, symlink, or empty dir when @p isdir). */
-int core__node_unlink(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t dir,
+int core__node_unlink(struct core *c, struct meta_txn *t, const struct core_principal *p, uint64_t dir,
                       const char *name, size_t len, bool isdir, bool s3);
 /** Drop an inode whose last link went away (orphan if referenced). */
-int core__entry_remove(struct core *c, MDB_txn *t, uint64_t dir, struct meta_inode *d,
+int core__entry_remove(struct core *c, struct meta_txn *t, uint64_t dir, struct meta_inode *d,
                        const char *name, size_t len, uint64_t ino, struct meta_inode *rec);
-int core__ino_release(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *rec);
+int core__ino_release(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *rec);
 /** Free all data of @p ino (extents via the store limbo, inline bytes). */
-int core__data_drop(struct core *c, MDB_txn *t, uint64_t ino, uint64_t from);
+int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino);
 
 /* ---- core_upload.c ---- */
 /** Abort every multipart upload of @p bucket (its parts' space is freed). */
-int core__mpu_drop_bucket(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket);
+int core__mpu_drop_bucket(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket);
 
 /* ---- core_data.c ---- */
 struct core__pend_batch;
@@ -358,9 +325,8 @@ struct core__cut {
  * Nothing to cut leaves cut->made false. @return 0, -ENOSPC, -EIO, SRV_ECORRUPT. */
 int core__truncate_plan(struct core *c, uint64_t ino, uint64_t newsize,
                         const struct core__pend_batch *b, struct core__cut *cut);
-int core__extent_get(const MDB_val *v, struct store_extent *e, uint32_t *vlen);
 /** Committed extents of @p ino overlapping [lo, hi), in file order (@p out is reset). */
-int core__overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
+int core__overlaps(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
                    struct core__fext_list *out, bool want_crc);
 
 /* ---- core_cache.c: verified-extent read cache ---- */
@@ -374,17 +340,21 @@ void core__cache_invalidate(struct core *c, const struct store_extent *x);
 /** store_read through the cache. @return as store_read. */
 int core__extent_read(struct core *c, const struct store_extent *x, uint32_t from, void *buf,
                       size_t len, uint64_t epoch);
+/* What an op notes for the commit hooks (meta_txn_note, core_main.c): a struct
+ * store_extent that becomes used, or free, when its batch commits. */
+#define CORE_NOTE_USE 1
+#define CORE_NOTE_FREE 2
 /** Record a free of @p e in op txn @p t (and its block CRCs) and drop it from the cache. */
-int core__extent_free(struct core *c, MDB_txn *t, const struct store_extent *e);
+int core__extent_free(struct core *c, struct meta_txn *t, const struct store_extent *e);
 /** Record reserved @p e as used in op txn @p t, with its block CRCs (may be NULL). */
-int core__extent_use(struct core *c, MDB_txn *t, const struct store_extent *e,
+int core__extent_use(struct core *c, struct meta_txn *t, const struct store_extent *e,
                      const uint32_t *bcrc, uint32_t nb);
 /** CRC32C of each META_BCRC_BLOCK of @p buf into @p out. @return block count. */
 uint32_t core__bcrc_compute(const void *buf, uint32_t len, uint32_t *out);
 /** CRC32C of the @p len bytes whose @p nb block CRCs are @p bcrc. */
 uint32_t core__bcrc_whole(const uint32_t *bcrc, uint32_t nb, uint32_t len);
 /** Block CRCs of @p e into @p out (META_BCRC_MAX). @return count, 0 when none. */
-uint32_t core__bcrc_get(struct core *c, MDB_txn *t, const struct store_extent *e, uint32_t *out);
+uint32_t core__bcrc_get(struct meta_txn *t, const struct store_extent *e, uint32_t *out);
 /** Check blocks @p b0..@p b1 of @p e, whose bytes start at @p data (block b0).
  * @return 0, SRV_ECORRUPT (logged, counted). */
 int core__bcrc_verify(struct core *c, const struct store_extent *e, const uint32_t *bcrc,
@@ -431,9 +401,9 @@ bool core__pend_snap_valid(struct core__pend *p, const struct core__pend_snap *s
  * @p ps must be zeroed first; whatever the result, the caller releases @p ps
  * (core__pend_snap_free) and @p *t (meta_rtxn_end).
  * @return 0, -ENOMEM, -EISDIR, -EINVAL (not a regular file), -EACCES,
- *         SRV_ESTALE, LMDB errors mapped by meta. */
+ *         SRV_ESTALE, meta errors. */
 int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
-                    uint64_t len, struct core__pend_snap *ps, MDB_txn **t,
+                    uint64_t len, struct core__pend_snap *ps, struct meta_txn **t,
                     struct meta_inode *r);
 /** Usage the pending data of @p tenant (bucket @p bucket, 0 = whole tenant) adds. */
 int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket);
@@ -478,7 +448,7 @@ int core__pend_excl_begin(struct core *c, uint64_t ino, struct core__pend_batch 
 void core__pend_excl_end(struct core *c, struct core__pend *p, struct core__pend_batch *b, int rc,
                          bool size_set, uint64_t size);
 /** Inside an op: commit pending data @p b into inode @p r (caller writes r back). */
-int core__pend_apply_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
+int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                        const struct core__pend_batch *b);
 
 /* The record itself (fields under mu unless noted). Extents are sorted by

@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0
  * core_main: lifecycle of the namespace core (open, recovery, close, sync),
- * tenant roots, the core_table_* key/value view, references held on inodes
+ * the wiring of the extent store to meta's commit hooks, tenant roots, the
+ * core_table_* view (over meta's generic records), references held on inodes
  * (core_ref/unref, orphans) and statistics.
  *
  * Open order: meta env (schema check) -> store (allocator rebuilt from the
- * free map; a new store's map is initialized in its own txn) -> orphan
- * reclaim -> quota counters. The write verifier is random per open.
+ * free map; a new store's map is initialized in its own txn) -> commit hooks
+ * -> orphan reclaim -> quota counters. The write verifier is random per open.
+ *
+ * Commit hooks (meta.h): ops note the extents they make used or free
+ * (CORE_NOTE_USE / CORE_NOTE_FREE); join applies them to the store's free map
+ * in the batch txn through one store_txn per batch, end tells the store how
+ * the batch ended, prepare syncs the data files when an op carried data and
+ * takes a store read token that release drops once the batch is durable (so
+ * space the batch freed is not reused before then).
  * Thread: every public call is thread-safe. */
 #include "core_int.h"
 
@@ -42,19 +50,76 @@ static int mkdir_p(const char *path)
 
 static int store_init_map(struct core *c)
 {
-    MDB_txn *t;
-    int rc = mdb_txn_begin(meta_env_mdb(c->meta), NULL, 0, &t);
+    struct meta_txn *t;
+    struct store_txn *st = NULL;
+    struct store_map map;
+    int rc = meta_wtxn_begin(c->meta, &t);
     if (rc)
-        return meta_err(rc);
-    rc = store_txn_init(c->store, t);
+        return rc;
+    meta_free_map(t, &map);
+    rc = store_txn_begin(c->store, &map, &st);
+    if (rc == 0)
+        rc = store_txn_init(st);
     if (rc) {
-        mdb_txn_abort(t);
-        store_txn_done(c->store, t, 0);
+        meta_wtxn_abort(t);
+        store_txn_done(st, 0);
         return rc;
     }
-    rc = meta_err(mdb_txn_commit(t));
-    store_txn_done(c->store, t, rc == 0);
+    rc = meta_wtxn_commit(t);
+    store_txn_done(st, rc == 0);
     return rc;
+}
+
+/* ---- commit hooks: the store's side of each group commit ---- */
+
+static int hook_join(void *arg, void **state, struct meta_txn *batch,
+                     const struct meta_note *notes, size_t n)
+{
+    struct core *c = arg;
+    struct store_txn *st = *state;
+    int rc = 0;
+    if (!st) {
+        struct store_map map;
+        meta_free_map(batch, &map);
+        rc = store_txn_begin(c->store, &map, &st);
+        if (rc)
+            return rc;
+        *state = st;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct store_extent e;
+        if (notes[i].len != sizeof(e))
+            return -EINVAL;
+        memcpy(&e, notes[i].data, sizeof(e));
+        rc = notes[i].kind == CORE_NOTE_USE ? store_txn_use(st, &e) : store_txn_free(st, &e);
+    }
+    return rc;
+}
+
+static int hook_prepare(void *arg, bool data, uint64_t *token)
+{
+    struct core *c = arg;
+    if (data) {
+        int rc = store_sync(c->store);
+        if (rc) {
+            srv_log(ERROR, META, "data sync failed before commit: %s", srv_strerror(rc));
+            return rc;
+        }
+    }
+    *token = store_read_begin(c->store);
+    return 0;
+}
+
+static void hook_end(void *arg, void *state, int rc)
+{
+    (void)arg;
+    store_txn_done(state, rc == 0);
+}
+
+static void hook_release(void *arg, uint64_t token)
+{
+    struct core *c = arg;
+    store_read_end(c->store, token);
 }
 
 /* ---- orphans ---- */
@@ -65,34 +130,31 @@ struct reclaim_op {
     unsigned n;
 };
 
-static int reclaim_one(struct core *c, MDB_txn *t, uint64_t ino)
+static int reclaim_one(struct core *c, struct meta_txn *t, uint64_t ino)
 {
-    uint8_t k[8];
     struct meta_inode r;
-    int rc;
-    meta_be64_put(k, ino);
-    rc = meta_del(t, core__dbi(c, META_DBI_ORPHANS), k, 8);
+    int rc = meta_orphan_del(t, ino);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, ino, &r);
+    rc = meta_inode_get(t, ino, &r);
     if (rc == -ENOENT)
         return 0;
     if (rc)
         return rc;
     if (r.nlink != 0)
         return 0;
-    rc = core__data_drop(c, t, ino, 0);
+    rc = core__data_drop(c, t, ino);
     if (rc == 0) {
-        rc = meta_del(t, core__dbi(c, META_DBI_OBJMETA), k, 8);
+        rc = meta_objmeta_del(t, ino);
         if (rc == -ENOENT)
             rc = 0;
     }
     if (rc == 0)
-        rc = meta_del(t, core__dbi(c, META_DBI_INODES), k, 8);
+        rc = meta_inode_del(t, ino);
     return rc;
 }
 
-static int reclaim_fn(MDB_txn *t, void *arg)
+static int reclaim_fn(struct meta_txn *t, void *arg)
 {
     struct reclaim_op *a = arg;
     struct core *c = a->c;
@@ -102,31 +164,11 @@ static int reclaim_fn(MDB_txn *t, void *arg)
         int rc = reclaim_one(c, t, a->ino);
         return rc == -ENOENT ? 0 : rc;
     }
-    MDB_cursor *cur;
-    MDB_val k, v;
-    int rc = mdb_cursor_open(t, core__dbi(c, META_DBI_ORPHANS), &cur);
+    uint64_t *list;
+    size_t n;
+    int rc = meta_orphan_list(t, &list, &n);
     if (rc)
-        return meta_err(rc);
-    uint64_t *list = NULL;
-    size_t n = 0, cap = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 8)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            uint64_t *nl = realloc(list, cap * sizeof(*nl));
-            if (!nl) {
-                mdb_cursor_close(cur);
-                free(list);
-                return -ENOMEM;
-            }
-            list = nl;
-        }
-        list[n++] = meta_be64_get(k.mv_data);
-    }
-    mdb_cursor_close(cur);
-    rc = 0;
+        return rc;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = reclaim_one(c, t, list[i]);
     a->n = (unsigned)n;
@@ -140,7 +182,7 @@ int core_open(struct core **out, const struct core_config *cfg)
 {
     struct core *c = calloc(1, sizeof(*c));
     char path[PATH_MAX];
-    MDB_txn *rt = NULL;
+    struct meta_txn *rt = NULL;
     int rc;
 
     *out = NULL;
@@ -185,7 +227,13 @@ int core_open(struct core **out, const struct core_config *cfg)
         goto out;
     }
     snprintf(path, sizeof(path), "%s/meta", c->data_dir);
-    rc = meta_env_open(&c->meta, path, c->cfg.map_size, c->cfg.commit_max_batch);
+    struct meta_env_config mc = {
+        .dir = path,
+        .map_size = c->cfg.map_size,
+        .max_batch = c->cfg.commit_max_batch,
+        .backend = META_BACKEND_LMDB,
+    };
+    rc = meta_env_open(&c->meta, &mc);
     if (rc)
         goto out;
     rc = meta_rtxn_begin(c->meta, &rt);
@@ -198,7 +246,9 @@ int core_open(struct core **out, const struct core_config *cfg)
         .nfiles = c->cfg.data_files,
         .devices = c->cfg.devices,
     };
-    rc = store_open(&c->store, &sc, rt, core__dbi(c, META_DBI_FREE));
+    struct store_map map;
+    meta_free_map(rt, &map);
+    rc = store_open(&c->store, &sc, &map);
     meta_rtxn_end(rt);
     if (rc) {
         c->store = NULL;
@@ -211,7 +261,9 @@ int core_open(struct core **out, const struct core_config *cfg)
         if (rc)
             goto out;
     }
-    meta_env_set_store(c->meta, c->store);
+    struct meta_hooks hooks = {.arg = c, .join = hook_join, .prepare = hook_prepare,
+                               .end = hook_end, .release = hook_release};
+    meta_env_set_hooks(c->meta, &hooks);
 
     struct reclaim_op ro = {c, 0, 0};
     rc = meta_submit(c->meta, reclaim_fn, &ro, 0);
@@ -233,7 +285,7 @@ out:
     return rc;
 }
 
-static int noop_fn(MDB_txn *t, void *arg)
+static int noop_fn(struct meta_txn *t, void *arg)
 {
     (void)t;
     (void)arg;
@@ -287,22 +339,19 @@ struct tenant_op {
     uint32_t id;
 };
 
-static int tenant_create_fn(MDB_txn *t, void *arg)
+static int tenant_create_fn(struct meta_txn *t, void *arg)
 {
     struct tenant_op *a = arg;
     struct core *c = a->c;
-    uint8_t k[4], v[8];
-    MDB_val old;
     uint64_t ino;
     struct meta_inode r;
     struct timespec now;
-    meta_be32_put(k, a->id);
-    int rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &old);
-    if (rc == 0)
+    int rc = meta_root_get(t, a->id, &ino);
+    if (rc == 0 || rc == SRV_ECORRUPT)
         return -EEXIST;
     if (rc != -ENOENT)
         return rc;
-    rc = core__ino_alloc(c, t, &ino);
+    rc = meta_inode_alloc(t, &ino);
     if (rc)
         return rc;
     core__now(&now);
@@ -317,11 +366,10 @@ static int tenant_create_fn(MDB_txn *t, void *arg)
     r.atime_s = r.mtime_s = r.ctime_s = r.btime_s = now.tv_sec;
     r.atime_ns = r.mtime_ns = r.ctime_ns = r.btime_ns = (uint32_t)now.tv_nsec;
     r.change = 1;
-    rc = core__ino_put(c, t, ino, &r);
+    rc = meta_inode_put(t, ino, &r);
     if (rc)
         return rc;
-    meta_be64_put(v, ino);
-    rc = meta_put(t, core__dbi(c, META_DBI_ROOTS), k, 4, v, 8, 0);
+    rc = meta_root_put(t, a->id, ino);
     if (rc)
         return rc;
     return core__usage_create(c, t, a->id, 0);
@@ -335,41 +383,24 @@ int core_tenant_create(struct core *c, uint32_t id)
     return meta_submit(c->meta, tenant_create_fn, &a, 0);
 }
 
-static int root_get(struct core *c, MDB_txn *t, uint32_t id, uint64_t *root)
-{
-    uint8_t k[4];
-    MDB_val v;
-    meta_be32_put(k, id);
-    int rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &v);
-    if (rc)
-        return rc;
-    if (v.mv_size != 8)
-        return SRV_ECORRUPT;
-    *root = meta_be64_get(v.mv_data);
-    return 0;
-}
-
-static int tenant_delete_fn(MDB_txn *t, void *arg)
+static int tenant_delete_fn(struct meta_txn *t, void *arg)
 {
     struct tenant_op *a = arg;
     struct core *c = a->c;
     struct meta_inode r;
     uint64_t root;
-    uint8_t k[8];
-    int rc = root_get(c, t, a->id, &root);
+    int rc = meta_root_get(t, a->id, &root);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, root, &r);
+    rc = meta_inode_get(t, root, &r);
     if (rc)
         return rc;
     if (r.nchild > 0)
         return -ENOTEMPTY;
-    meta_be64_put(k, root);
-    rc = meta_del(t, core__dbi(c, META_DBI_INODES), k, 8);
+    rc = meta_inode_del(t, root);
     if (rc)
         return rc;
-    meta_be32_put(k, a->id);
-    rc = meta_del(t, core__dbi(c, META_DBI_ROOTS), k, 4);
+    rc = meta_root_del(t, a->id);
     if (rc)
         return rc;
     return core__usage_delete(c, t, a->id, 0);
@@ -383,130 +414,56 @@ int core_tenant_delete(struct core *c, uint32_t id)
 
 int core_tenant_root(struct core *c, uint32_t id, uint64_t *root)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = root_get(c, t, id, root);
+    rc = meta_root_get(t, id, root);
     meta_rtxn_end(t);
     return rc;
 }
 
-/* ---- tables ---- */
-
-static int table_dbi(struct core *c, enum core_table tb, MDB_dbi *dbi)
+static int table_of(enum core_table tb, enum meta_rec_table *rt)
 {
     if ((int)tb < 0 || tb >= CORE_T__COUNT)
         return -EINVAL;
-    *dbi = core__dbi(c, (enum meta_dbi)(META_DBI_T_TENANTS + (int)tb));
+    *rt = (enum meta_rec_table)tb;
     return 0;
 }
 
 int core_table_get(struct core *c, enum core_table tb, const void *key, size_t klen, void **val,
                    size_t *vlen)
 {
-    MDB_txn *t;
-    MDB_dbi dbi;
-    MDB_val v;
-    int rc = table_dbi(c, tb, &dbi);
+    enum meta_rec_table rt;
     *val = NULL;
     *vlen = 0;
-    if (rc)
-        return rc;
-    if (klen == 0 || klen > 500)
-        return klen ? -ENAMETOOLONG : -EINVAL;
-    rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    rc = meta_get(t, dbi, key, klen, &v);
-    if (rc == 0) {
-        *val = malloc(v.mv_size ? v.mv_size : 1);
-        if (!*val) {
-            rc = -ENOMEM;
-        } else {
-            memcpy(*val, v.mv_data, v.mv_size);
-            *vlen = v.mv_size;
-        }
-    }
-    meta_rtxn_end(t);
-    return rc;
-}
-
-struct table_op {
-    MDB_dbi dbi;
-    const void *key;
-    size_t klen;
-    const void *val;
-    size_t vlen;
-    unsigned flags;
-    bool del;
-};
-
-static int table_fn(MDB_txn *t, void *arg)
-{
-    struct table_op *a = arg;
-    if (a->del)
-        return meta_del(t, a->dbi, a->key, a->klen);
-    return meta_put(t, a->dbi, a->key, a->klen, a->val, a->vlen,
-                    (a->flags & CORE_TPUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0);
+    int rc = table_of(tb, &rt);
+    return rc ? rc : meta_record_get(c->meta, rt, key, klen, val, vlen);
 }
 
 int core_table_put(struct core *c, enum core_table tb, const void *key, size_t klen,
                    const void *val, size_t vlen, unsigned flags)
 {
-    struct table_op a = {.key = key, .klen = klen, .val = val, .vlen = vlen, .flags = flags};
-    int rc = table_dbi(c, tb, &a.dbi);
-    if (rc)
-        return rc;
-    if (klen == 0 || klen > 500)
-        return klen ? -ENAMETOOLONG : -EINVAL;
-    return meta_submit(c->meta, table_fn, &a, 0);
+    enum meta_rec_table rt;
+    int rc = table_of(tb, &rt);
+    return rc ? rc
+              : meta_record_put(c->meta, rt, key, klen, val, vlen,
+                                (flags & CORE_TPUT_NOOVERWRITE) ? META_REC_NOOVERWRITE : 0);
 }
 
 int core_table_del(struct core *c, enum core_table tb, const void *key, size_t klen)
 {
-    struct table_op a = {.key = key, .klen = klen, .del = true};
-    int rc = table_dbi(c, tb, &a.dbi);
-    if (rc)
-        return rc;
-    if (klen == 0 || klen > 500)
-        return klen ? -ENOENT : -EINVAL;
-    return meta_submit(c->meta, table_fn, &a, 0);
+    enum meta_rec_table rt;
+    int rc = table_of(tb, &rt);
+    return rc ? rc : meta_record_del(c->meta, rt, key, klen);
 }
 
 int core_table_scan(struct core *c, enum core_table tb, const void *start, size_t slen,
                     core_table_cb cb, void *arg)
 {
-    MDB_txn *t;
-    MDB_dbi dbi;
-    MDB_cursor *cur;
-    MDB_val k, v;
-    int rc = table_dbi(c, tb, &dbi);
-    if (rc)
-        return rc;
-    rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    rc = mdb_cursor_open(t, dbi, &cur);
-    if (rc) {
-        meta_rtxn_end(t);
-        return meta_err(rc);
-    }
-    if (start && slen) {
-        k.mv_data = (void *)start;
-        k.mv_size = slen > 500 ? 500 : slen;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    } else {
-        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    }
-    for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (cb(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size))
-            break;
-    }
-    rc = (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc);
-    mdb_cursor_close(cur);
-    meta_rtxn_end(t);
-    return rc;
+    enum meta_rec_table rt;
+    int rc = table_of(tb, &rt);
+    return rc ? rc : meta_record_scan(c->meta, rt, start, slen, cb, arg);
 }
 
 /* ---- references ---- */
@@ -529,11 +486,11 @@ struct ref_check_op {
     uint64_t ino;
 };
 
-static int ref_check_fn(MDB_txn *t, void *arg)
+static int ref_check_fn(struct meta_txn *t, void *arg)
 {
     struct ref_check_op *a = arg;
     struct meta_inode r;
-    return core__ino_get(a->c, t, a->ino, &r);
+    return meta_inode_get(t, a->ino, &r);
 }
 
 int core_ref(struct core *c, uint64_t ino)
@@ -587,13 +544,10 @@ void core_unref(struct core *c, uint64_t ino)
     pthread_mutex_unlock(&c->ref_mu);
     if (!last)
         return;
-    MDB_txn *t;
-    MDB_val v;
-    uint8_t k[8];
-    meta_be64_put(k, ino);
+    struct meta_txn *t;
     if (meta_rtxn_begin(c->meta, &t) != 0)
         return;
-    int rc = meta_get(t, core__dbi(c, META_DBI_ORPHANS), k, 8, &v);
+    int rc = meta_orphan_get(t, ino);
     meta_rtxn_end(t);
     if (rc == 0) {
         struct reclaim_op ro = {c, ino, 0};

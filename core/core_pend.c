@@ -285,7 +285,7 @@ void core__pend_udelta(struct core *c, struct core__pend *p)
 
 static void pend_udelta_calc(struct core *c, struct core__pend *p)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode r;
     struct core__fext_list com = {0};
     struct store_extent *seen = NULL;
@@ -297,18 +297,17 @@ static void pend_udelta_calc(struct core *c, struct core__pend *p)
     }
     if (meta_rtxn_begin(c->meta, &t) != 0)
         return;
-    if (core__ino_get(c, t, p->ino, &r) != 0) {
+    if (meta_inode_get(t, p->ino, &r) != 0) {
         meta_rtxn_end(t);
         p->udelta = 0;
         return;
     }
     uint64_t inl = 0;
     if (r.flags & META_I_INLINE) {
-        MDB_val v;
-        uint8_t k[8];
-        meta_be64_put(k, p->ino);
-        if (meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, &v) == 0)
-            inl = v.mv_size;
+        const void *vd;
+        size_t vl;
+        if (meta_inline_get(t, p->ino, &vd, &vl) == 0)
+            inl = vl;
     }
     if (p->inl)
         d += (int64_t)p->inl_len - (int64_t)inl;
@@ -322,7 +321,7 @@ static void pend_udelta_calc(struct core *c, struct core__pend *p)
             d += x->e.len;
             if (r.flags & META_I_INLINE)
                 continue;
-            if (core__overlaps(c, t, p->ino, x->foff, x->foff + x->vlen, &com, false) != 0)
+            if (core__overlaps(t, p->ino, x->foff, x->foff + x->vlen, &com, false) != 0)
                 continue;
             for (size_t j = 0; j < com.n; j++) {
                 bool dup = false;
@@ -375,11 +374,11 @@ int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket)
         pthread_mutex_unlock(&s->mu);
     }
     /* only live files count: an unlinked one was credited when it went */
-    MDB_txn *t;
+    struct meta_txn *t;
     if (n && meta_rtxn_begin(c->meta, &t) == 0) {
         for (size_t i = 0; i < n; i++) {
             struct meta_inode r;
-            if (core__ino_get(c, t, v[i].ino, &r) == 0 && r.nlink > 0)
+            if (meta_inode_get(t, v[i].ino, &r) == 0 && r.nlink > 0)
                 sum += v[i].d;
         }
         meta_rtxn_end(t);
@@ -485,11 +484,11 @@ struct flush_op {
     const struct core__pend_batch *b;
 };
 
-static int flush_fn(MDB_txn *t, void *arg)
+static int flush_fn(struct meta_txn *t, void *arg)
 {
     struct flush_op *a = arg;
     struct meta_inode r;
-    int rc = core__ino_get(a->c, t, a->ino, &r);
+    int rc = meta_inode_get(t, a->ino, &r);
     if (rc == -ENOENT)
         return SRV_ESTALE;
     if (rc)
@@ -498,7 +497,7 @@ static int flush_fn(MDB_txn *t, void *arg)
         return SRV_ESTALE;
     rc = core__pend_apply_t(a->c, t, a->ino, &r, a->b);
     if (rc == 0)
-        rc = core__ino_put(a->c, t, a->ino, &r);
+        rc = meta_inode_put(t, a->ino, &r);
     return rc;
 }
 
@@ -650,11 +649,11 @@ void core__pend_reap(struct core *c)
     c->ndead = c->capdead = 0;
     pthread_mutex_unlock(&c->dead_mu);
     for (size_t i = 0; i < n; i++) {
-        MDB_txn *t;
+        struct meta_txn *t;
         struct meta_inode r;
         if (meta_rtxn_begin(c->meta, &t) != 0)
             break;
-        int rc = core__ino_get(c, t, list[i], &r);
+        int rc = meta_inode_get(t, list[i], &r);
         meta_rtxn_end(t);
         if (rc != -ENOENT)
             continue; /* still there (op failed, or an orphan still read) */

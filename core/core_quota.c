@@ -48,34 +48,6 @@
 #include "srv_err.h"
 #include "srv_log.h"
 
-static size_t ukey(uint8_t *k, uint32_t tenant, uint64_t ino)
-{
-    meta_be32_put(k, tenant);
-    meta_be64_put(k + 4, ino);
-    return 12;
-}
-
-static int usage_read(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino,
-                      struct meta_usage *u)
-{
-    uint8_t k[12];
-    MDB_val v;
-    int rc = meta_get(t, core__dbi(c, META_DBI_USAGE), k, ukey(k, tenant, ino), &v);
-    if (rc)
-        return rc;
-    if (v.mv_size != sizeof(*u))
-        return SRV_ECORRUPT;
-    memcpy(u, v.mv_data, sizeof(*u));
-    return 0;
-}
-
-static int usage_write(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino,
-                       const struct meta_usage *u)
-{
-    uint8_t k[12];
-    return meta_put(t, core__dbi(c, META_DBI_USAGE), k, ukey(k, tenant, ino), u, sizeof(*u), 0);
-}
-
 static uint64_t add_clamped(uint64_t v, int64_t d)
 {
     if (d < 0 && (uint64_t)(-d) > v)
@@ -85,11 +57,11 @@ static uint64_t add_clamped(uint64_t v, int64_t d)
 
 /* Apply a delta to one record; @p create makes a missing record. Enforcing
  * counts the bytes reserved on the record by holders other than @p own. */
-static int usage_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino, int64_t db,
+static int usage_apply(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino, int64_t db,
                        int64_t di, bool enforce, bool create, const struct core__resv *own)
 {
     struct meta_usage u;
-    int rc = usage_read(c, t, tenant, ino, &u);
+    int rc = meta_usage_get(t, tenant, ino, &u);
     if (rc == -ENOENT) {
         if (!create)
             return 0;
@@ -105,11 +77,11 @@ static int usage_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino
         return -EDQUOT;
     if (enforce && di > 0 && u.inodes_limit && u.inodes > u.inodes_limit)
         return -EDQUOT;
-    return usage_write(c, t, tenant, ino, &u);
+    return meta_usage_put(t, tenant, ino, &u);
 }
 
 /* Quota'd directories strictly below the bucket on the chain from @p dir. */
-static int dirs_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir, uint64_t bucket,
+static int dirs_apply(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir, uint64_t bucket,
                       int64_t db, int64_t di, bool enforce, const struct core__resv *own)
 {
     uint64_t cur = dir;
@@ -121,7 +93,7 @@ static int dirs_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
         int rc = usage_apply(c, t, tenant, cur, db, di, enforce, false, own);
         if (rc)
             return rc;
-        rc = core__ino_get(c, t, cur, &r);
+        rc = meta_inode_get(t, cur, &r);
         if (rc)
             return rc;
         cur = r.parent;
@@ -129,7 +101,7 @@ static int dirs_apply(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
     return 0;
 }
 
-int core__usage_charge_own(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+int core__usage_charge_own(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir,
                            int64_t dbytes, int64_t dinodes, bool enforce,
                            const struct core__resv *own)
 {
@@ -140,7 +112,7 @@ int core__usage_charge_own(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t
     rc = usage_apply(c, t, tenant, 0, dbytes, dinodes, enforce, true, own);
     if (rc || dir == 0)
         return rc;
-    rc = core__ino_get(c, t, dir, &d);
+    rc = meta_inode_get(t, dir, &d);
     if (rc)
         return rc;
     if (d.flags & CORE_A_TROOT)
@@ -151,7 +123,7 @@ int core__usage_charge_own(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t
     return usage_apply(c, t, tenant, d.bucket, dbytes, dinodes, enforce, true, own);
 }
 
-int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir,
+int core__usage_charge(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir,
                        int64_t dbytes, int64_t dinodes, bool enforce)
 {
     return core__usage_charge_own(c, t, tenant, dir, dbytes, dinodes, enforce, NULL);
@@ -159,7 +131,7 @@ int core__usage_charge(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t dir
 
 /* Charge a move of (bytes, inodes) from directory chain @p from to @p to, only on the
  * directory records (bucket and tenant are unchanged by a move inside a bucket). */
-int core__usage_move(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket, uint64_t from,
+int core__usage_move(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket, uint64_t from,
                      uint64_t to, int64_t bytes, int64_t inodes)
 {
     int rc = dirs_apply(c, t, tenant, from, bucket, -bytes, -inodes, false, NULL);
@@ -168,46 +140,48 @@ int core__usage_move(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucke
     return dirs_apply(c, t, tenant, to, bucket, bytes, inodes, true, NULL);
 }
 
-int core__usage_create(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino)
+int core__usage_create(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino)
 {
     struct meta_usage u;
     memset(&u, 0, sizeof(u));
-    return usage_write(c, t, tenant, ino, &u);
+    return meta_usage_put(t, tenant, ino, &u);
 }
 
-int core__usage_delete(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino)
+int core__usage_delete(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino)
 {
-    uint8_t k[12];
-    int rc = meta_del(t, core__dbi(c, META_DBI_USAGE), k, ukey(k, tenant, ino));
+    (void)c;
+    int rc = meta_usage_del(t, tenant, ino);
     return rc == -ENOENT ? 0 : rc;
+}
+
+/* A directory's usage record (not a tenant's or a bucket's) counts as a quota. */
+struct dirquota_count {
+    struct meta_txn *t;
+    unsigned n;
+};
+
+static int dirquota_add(void *arg, uint32_t tenant, uint64_t ino, const struct meta_usage *u)
+{
+    struct dirquota_count *q = arg;
+    struct meta_inode r;
+    (void)tenant;
+    (void)u;
+    if (ino != 0 && meta_inode_get(q->t, ino, &r) == 0 && !(r.flags & CORE_A_BUCKET))
+        q->n++;
+    return 0;
 }
 
 int core__quota_load(struct core *c)
 {
-    MDB_txn *t;
-    MDB_cursor *cur;
-    MDB_val k, v;
-    unsigned n = 0;
-    int rc = meta_rtxn_begin(c->meta, &t);
+    struct dirquota_count q = {0};
+    int rc = meta_rtxn_begin(c->meta, &q.t);
     if (rc)
         return rc;
-    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_USAGE), &cur);
-    if (rc) {
-        meta_rtxn_end(t);
-        return meta_err(rc);
-    }
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 12 || meta_be64_get((uint8_t *)k.mv_data + 4) == 0)
-            continue;
-        struct meta_inode r;
-        if (core__ino_get(c, t, meta_be64_get((uint8_t *)k.mv_data + 4), &r) == 0 &&
-            !(r.flags & CORE_A_BUCKET))
-            n++;
-    }
-    mdb_cursor_close(cur);
-    meta_rtxn_end(t);
-    atomic_store(&c->ndirquota, n);
+    rc = meta_usage_scan(q.t, dirquota_add, &q);
+    meta_rtxn_end(q.t);
+    if (rc)
+        return rc;
+    atomic_store(&c->ndirquota, q.n);
     return 0;
 }
 
@@ -215,17 +189,17 @@ int core__quota_load(struct core *c)
 
 int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_usage *out)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_usage u;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
     memset(out, 0, sizeof(*out));
-    rc = usage_read(c, t, tenant, ino, &u);
+    rc = meta_usage_get(t, tenant, ino, &u);
     if (rc == -ENOENT && ino != 0) {
         /* a directory without a limit: its usage is not tracked */
         struct meta_inode r;
-        rc = core__ino_get(c, t, ino, &r);
+        rc = meta_inode_get(t, ino, &r);
         if (rc == 0 && (r.tenant != tenant || r.type != CORE_DIR))
             rc = -ENOENT;
         memset(&u, 0, sizeof(u));
@@ -254,19 +228,21 @@ struct quota_set_op {
 /* Sum the usage of a directory's subtree from the key index. */
 struct usage_sum {
     struct core *c;
-    MDB_txn *t;
+    struct meta_txn *t;
     size_t plen;
     struct meta_usage *u;
 };
 
-static int usage_add(void *arg, const char *key, size_t klen, const struct meta_keyval *kv)
+static int usage_add(void *arg, const char *key, size_t klen, const struct meta_keyval *kv,
+                     size_t *skip)
 {
     struct usage_sum *s = arg;
     struct meta_inode r;
     (void)key;
+    (void)skip;
     if (klen == s->plen)
         return 0; /* the directory itself */
-    if (core__ino_get(s->c, s->t, kv->ino, &r) != 0)
+    if (meta_inode_get(s->t, kv->ino, &r) != 0)
         return 0;
     s->u->inodes++;
     if (r.type != CORE_DIR)
@@ -274,35 +250,33 @@ static int usage_add(void *arg, const char *key, size_t klen, const struct meta_
     return 0;
 }
 
-static int subtree_usage(struct core *c, MDB_txn *t, uint64_t bucket, uint64_t dir,
+static int subtree_usage(struct core *c, struct meta_txn *t, uint64_t bucket, uint64_t dir,
                          struct meta_usage *u)
 {
     char path[CORE_KEY_MAX + 1];
     struct usage_sum s = {.c = c, .t = t, .u = u};
-    int rc = core__dirpath_get(c, t, dir, path, &s.plen);
+    int rc = meta_dirpath_get(t, dir, path, &s.plen);
     if (rc)
         return rc;
-    return core__kidx_scan(c, t, bucket, path, s.plen, usage_add, &s);
+    return meta_keyidx_scan(t, bucket, path, s.plen, NULL, 0, usage_add, &s);
 }
 
-static int quota_set_fn(MDB_txn *t, void *arg)
+static int quota_set_fn(struct meta_txn *t, void *arg)
 {
     struct quota_set_op *a = arg;
     struct core *c = a->c;
     struct meta_usage u;
-    int rc = usage_read(c, t, a->tenant, a->ino, &u);
+    int rc = meta_usage_get(t, a->tenant, a->ino, &u);
     if (rc == -ENOENT) {
         if (a->ino == 0) {
-            uint8_t k[4];
-            MDB_val v;
-            meta_be32_put(k, a->tenant);
-            rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &v);
+            uint64_t root;
+            rc = meta_root_get(t, a->tenant, &root);
             if (rc)
                 return rc;
             memset(&u, 0, sizeof(u));
         } else {
             struct meta_inode r;
-            rc = core__ino_get(c, t, a->ino, &r);
+            rc = meta_inode_get(t, a->ino, &r);
             if (rc)
                 return rc;
             if (r.tenant != a->tenant || r.type != CORE_DIR || (r.flags & CORE_A_TROOT))
@@ -320,7 +294,7 @@ static int quota_set_fn(MDB_txn *t, void *arg)
     }
     u.bytes_limit = a->bl;
     u.inodes_limit = a->il;
-    return usage_write(c, t, a->tenant, a->ino, &u);
+    return meta_usage_put(t, a->tenant, a->ino, &u);
 }
 
 int core_quota_set(struct core *c, uint32_t tenant, uint64_t ino, uint64_t bytes_limit,
@@ -335,11 +309,11 @@ int core_quota_set(struct core *c, uint32_t tenant, uint64_t ino, uint64_t bytes
     return rc;
 }
 
-static int admit_one(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino, uint64_t bytes,
+static int admit_one(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino, uint64_t bytes,
                      uint64_t inodes)
 {
     struct meta_usage u;
-    int rc = usage_read(c, t, tenant, ino, &u);
+    int rc = meta_usage_get(t, tenant, ino, &u);
     if (rc == -ENOENT)
         return 0;
     if (rc)
@@ -354,7 +328,7 @@ static int admit_one(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t ino, 
 int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t bytes,
                      uint64_t inodes)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode d;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
@@ -362,7 +336,7 @@ int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t di
     rc = admit_one(c, t, p->tenant, 0, bytes, inodes);
     if (rc || dir == 0)
         goto out;
-    rc = core__ino_get_p(c, t, p, dir, 0, &d);
+    rc = core__ino_get_p(t, p, dir, 0, &d);
     if (rc || (d.flags & CORE_A_TROOT))
         goto out;
     rc = admit_one(c, t, p->tenant, d.bucket, bytes, inodes);
@@ -371,7 +345,7 @@ int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t di
     for (uint64_t cur = dir; cur && cur != d.bucket && rc == 0;) {
         struct meta_inode r;
         rc = admit_one(c, t, p->tenant, cur, bytes, inodes);
-        if (rc == 0 && (rc = core__ino_get(c, t, cur, &r)) == 0)
+        if (rc == 0 && (rc = meta_inode_get(t, cur, &r)) == 0)
             cur = r.parent;
     }
 out:
@@ -472,10 +446,10 @@ static int resv_pin(struct core *c, struct core__resv *h)
 
 /* Add record (h->tenant, @p ino) to @p h when it has a byte limit (every
  * limited record of a chain, however deep). @return 0, -ENOMEM, -EIO. */
-static int keys_add(struct core *c, MDB_txn *t, struct core__resv *h, uint64_t ino)
+static int keys_add(struct core *c, struct meta_txn *t, struct core__resv *h, uint64_t ino)
 {
     struct meta_usage u;
-    int rc = usage_read(c, t, h->tenant, ino, &u);
+    int rc = meta_usage_get(t, h->tenant, ino, &u);
     if (rc == -ENOENT)
         return 0;
     if (rc)
@@ -499,14 +473,14 @@ static int keys_add(struct core *c, MDB_txn *t, struct core__resv *h, uint64_t i
 }
 
 /* Limited records a write into directory @p dir counts against. */
-static int keys_dir(struct core *c, MDB_txn *t, uint64_t dir, struct core__resv *h)
+static int keys_dir(struct core *c, struct meta_txn *t, uint64_t dir, struct core__resv *h)
 {
     struct meta_inode d;
     int depth = 0;
     int rc = keys_add(c, t, h, 0);
     if (rc || dir == 0)
         return rc;
-    rc = core__ino_get(c, t, dir, &d);
+    rc = meta_inode_get(t, dir, &d);
     if (rc == -ENOENT)
         return 0; /* gone: the write's own checks fail it */
     if (rc || (d.flags & CORE_A_TROOT))
@@ -517,7 +491,7 @@ static int keys_dir(struct core *c, MDB_txn *t, uint64_t dir, struct core__resv 
     for (uint64_t cur = dir; cur && cur != d.bucket && rc == 0 && depth++ < 1024;) {
         struct meta_inode r;
         rc = keys_add(c, t, h, cur);
-        if (rc == 0 && (rc = core__ino_get(c, t, cur, &r)) == 0)
+        if (rc == 0 && (rc = meta_inode_get(t, cur, &r)) == 0)
             cur = r.parent;
     }
     return rc == -ENOENT ? 0 : rc;
@@ -525,7 +499,7 @@ static int keys_dir(struct core *c, MDB_txn *t, uint64_t dir, struct core__resv 
 
 /* Limited directories an object at @p key of @p bucket counts against (its
  * existing ancestors below the bucket; missing ones are created without limits). */
-static int keys_key_dirs(struct core *c, MDB_txn *t, uint64_t bucket, const char *key,
+static int keys_key_dirs(struct core *c, struct meta_txn *t, uint64_t bucket, const char *key,
                          size_t klen, struct core__resv *h)
 {
     int rc = 0;
@@ -536,7 +510,7 @@ static int keys_key_dirs(struct core *c, MDB_txn *t, uint64_t bucket, const char
         uint32_t type;
         if (key[s] != '/')
             continue;
-        rc = core__kidx_get(c, t, bucket, key, s + 1, &ino, &type);
+        rc = meta_keyidx_get(t, bucket, key, s + 1, &ino, &type);
         if (rc == -ENOENT)
             return 0;
         if (rc == 0)
@@ -547,7 +521,7 @@ static int keys_key_dirs(struct core *c, MDB_txn *t, uint64_t bucket, const char
 
 /* Limited records an object at @p key of @p bucket counts against: the
  * tenant, the bucket and its directories. */
-static int keys_key(struct core *c, MDB_txn *t, uint64_t bucket, const char *key, size_t klen,
+static int keys_key(struct core *c, struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
                     struct core__resv *h)
 {
     int rc = keys_add(c, t, h, 0);
@@ -574,7 +548,7 @@ static bool resv_has(const struct core__resv *h, uint64_t ino)
 static int resv_take(struct core *c, struct core__resv *h, uint64_t bytes,
                      const struct core__resv *skip)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
@@ -582,7 +556,7 @@ static int resv_take(struct core *c, struct core__resv *h, uint64_t bytes,
         struct meta_usage u;
         if (skip && resv_has(skip, rkey(h, i)))
             continue;
-        int r = usage_read(c, t, h->tenant, rkey(h, i), &u);
+        int r = meta_usage_get(t, h->tenant, rkey(h, i), &u);
         if (r == -ENOENT || (r == 0 && !u.bytes_limit))
             continue;
         if (r) {
@@ -606,7 +580,7 @@ static int resv_take(struct core *c, struct core__resv *h, uint64_t bytes,
 int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t bytes,
                      struct core__resv *h)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     memset(h, 0, sizeof(*h));
     h->tenant = tenant;
     int rc = meta_rtxn_begin(c->meta, &t);
@@ -626,14 +600,14 @@ int core__resv_admit(struct core *c, uint32_t tenant, uint64_t dir, uint64_t byt
     return rc;
 }
 
-typedef int (*keys_fn)(struct core *c, MDB_txn *t, uint64_t bucket, const char *key,
+typedef int (*keys_fn)(struct core *c, struct meta_txn *t, uint64_t bucket, const char *key,
                        size_t klen, struct core__resv *h);
 
 /* Hold @p bytes, unchecked, on the records @p keys names for @p key. */
 static int hold(struct core *c, uint32_t tenant, uint64_t bucket, const char *key, size_t klen,
                 uint64_t bytes, struct core__resv *h, keys_fn keys)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     memset(h, 0, sizeof(*h));
     h->tenant = tenant;
     if (bytes == 0)
@@ -780,7 +754,7 @@ int core__quota_rename_begin(struct core *c, uint32_t tenant, uint64_t fromdir,
                              const char *fromname, size_t fromlen, uint64_t todir,
                              struct core__mv *mv)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_dirent de;
     struct meta_inode d, r;
     memset(mv, 0, sizeof(*mv));
@@ -789,12 +763,12 @@ int core__quota_rename_begin(struct core *c, uint32_t tenant, uint64_t fromdir,
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, fromdir, &d);
+    rc = meta_inode_get(t, fromdir, &d);
     if (rc == 0 && fromdir == todir) {
         /* within one directory only a hard link made elsewhere changes chain */
-        rc = core__dirent_get(c, t, fromdir, fromname, fromlen, &de);
+        rc = meta_dirent_get(t, fromdir, fromname, fromlen, &de);
         if (rc == 0)
-            rc = core__ino_get(c, t, de.ino, &r);
+            rc = meta_inode_get(t, de.ino, &r);
         if (rc == 0 && r.parent == fromdir)
             rc = -ENOENT;
     }
@@ -816,7 +790,7 @@ int core__quota_rename_begin(struct core *c, uint32_t tenant, uint64_t fromdir,
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__dirent_get(c, t, fromdir, fromname, fromlen, &de);
+    rc = meta_dirent_get(t, fromdir, fromname, fromlen, &de);
     meta_rtxn_end(t);
     if (rc)
         return rc == -ENOENT ? 0 : rc; /* the rename itself answers */
@@ -883,7 +857,7 @@ bool core__mv_same_slow(struct core *c, const struct core__mvtok *k, uint64_t bu
 int core__resv_follow(struct core *c, uint64_t ino, uint64_t bucket, uint64_t bytes,
                       struct core__resv *h, struct core__mvtok *k)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode r;
     struct core__resv nh;
     pthread_mutex_lock(&c->mv_mu);
@@ -901,7 +875,7 @@ int core__resv_follow(struct core *c, uint64_t ino, uint64_t bucket, uint64_t by
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, ino, &r);
+    rc = meta_inode_get(t, ino, &r);
     if (rc == 0) {
         nh.tenant = r.tenant;
         rc = keys_dir(c, t, r.parent, &nh);

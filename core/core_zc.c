@@ -428,7 +428,7 @@ static int extent_piece(struct core *c, struct core_pieces *ps, const struct cor
 int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
                      uint64_t len, struct core_pieces *out)
 {
-    MDB_txn *t = NULL;
+    struct meta_txn *t = NULL;
     struct meta_inode r;
     struct core__fext_list com = {0}, l = {0};
     struct core__pend_snap ps;
@@ -452,13 +452,14 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
     uint64_t end = size - off < len ? size : off + len;
     bool inl = ps.inl || ((r.flags & META_I_INLINE) && !ps.has_ext);
     if (inl) {
-        MDB_val v = {.mv_size = ps.inl_len, .mv_data = ps.inl};
+        const void *vd = ps.inl;
+        size_t vl = ps.inl_len;
         if (!ps.inl) {
-            rc = core__inline_get(c, t, ino, &v);
+            rc = core__inline_get(t, ino, &vd, &vl);
             if (rc)
                 goto out;
         }
-        uint64_t have = off < v.mv_size ? (end < v.mv_size ? end : v.mv_size) - off : 0;
+        uint64_t have = off < vl ? (end < vl ? end : vl) - off : 0;
         if (have) {
             char *b = malloc(have);
             if (!b || (rc = keep_buf(out, b)) != 0) {
@@ -466,7 +467,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
                 rc = -ENOMEM;
                 goto out;
             }
-            memcpy(b, (const char *)v.mv_data + off, have);
+            memcpy(b, (const char *)vd + off, have);
             rc = piece_push(out, &(struct core_piece){-1, 0, have, b});
         }
         if (rc == 0)
@@ -474,7 +475,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
         goto done;
     }
     if (!(r.flags & META_I_INLINE))
-        rc = core__overlaps(c, t, ino, off, end, &com, false);
+        rc = core__overlaps(t, ino, off, end, &com, false);
     if (rc == 0)
         rc = core__fext_merge(&ps.ext, &com, &l);
     if (rc)
@@ -536,11 +537,12 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
                   size_t bucketlen, const char *key, size_t keylen, void *buf, size_t bufsize,
                   struct core_peek *out)
 {
-    MDB_txn *t = NULL;
+    struct meta_txn *t = NULL;
     struct meta_inode b, r;
     struct meta_dirent de;
-    MDB_val v;
-    uint8_t k[8];
+    const void *vd;
+    size_t vl;
+    uint64_t root;
     bool isdir;
     memset(out, 0, sizeof(*out));
     if (bucketlen == 0 || bucketlen > CORE_NAME_MAX)
@@ -552,14 +554,11 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
     if (rc)
         return rc;
     /* bucket: as core_bucket_lookup, then core_key_lookup's check of it */
-    meta_be32_put(k, p->tenant);
-    rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &v);
-    if (rc == 0 && v.mv_size < 8)
-        rc = SRV_ECORRUPT;
+    rc = meta_root_get(t, p->tenant, &root);
     if (rc == 0)
-        rc = core__dirent_get(c, t, meta_be64_get(v.mv_data), bucket, bucketlen, &de);
+        rc = meta_dirent_get(t, root, bucket, bucketlen, &de);
     if (rc == 0)
-        rc = core__ino_get_p(c, t, p, de.ino, 0, &b);
+        rc = core__ino_get_p(t, p, de.ino, 0, &b);
     if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENAMETOOLONG ||
         (rc == 0 && !(b.flags & CORE_A_BUCKET))) {
         rc = SRV_ENOBUCKET;
@@ -569,7 +568,7 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
         goto out;
     out->bucket = de.ino;
     uint64_t ino;
-    rc = core__kidx_readable(c, t, p, de.ino, key, keylen, &ino, &r);
+    rc = core__kidx_readable(t, p, de.ino, key, keylen, &ino, &r);
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->info.attr);
@@ -582,7 +581,8 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
             goto out;
         }
     }
-    rc = core__objmeta_get(c, t, ino, out->info.etag, &out->info.meta, &out->info.metalen);
+    rc = meta_objmeta_get(t, ino, out->info.etag, CORE_ETAG_MAX + 1, &out->info.meta,
+                          &out->info.metalen);
     if (rc == -ENOENT)
         rc = 0;
     if (rc)
@@ -605,11 +605,11 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
     }
     if (!(r.flags & META_I_INLINE) || r.size > bufsize)
         goto out;
-    rc = core__inline_get(c, t, ino, &v);
+    rc = core__inline_get(t, ino, &vd, &vl);
     if (rc)
         goto out;
-    size_t have = v.mv_size < r.size ? v.mv_size : (size_t)r.size;
-    memcpy(buf, v.mv_data, have);
+    size_t have = vl < r.size ? vl : (size_t)r.size;
+    memcpy(buf, vd, have);
     memset((char *)buf + have, 0, (size_t)r.size - have);
     out->n = (size_t)r.size;
     out->data = true;

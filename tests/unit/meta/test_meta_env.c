@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for meta/meta_env.c: creating an environment, the schema version
- * record (a newer or unknown version is refused with SRV_EBADVERSION), LMDB
- * error mapping and the get/put/del helpers. */
+ * Unit tests for meta/meta_env.c: creating a store, the schema version record
+ * (a newer or unknown version is refused with SRV_EBADVERSION), LMDB error
+ * mapping, the raw get/put/del and where a scan starts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <lmdb.h>
+
 #include "meta.h"
+#include "meta_int.h"
 #include "srv_err.h"
 
 static char dir[64];
@@ -31,37 +34,51 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static int put_fn(MDB_txn *txn, void *arg)
+static int put_fn(struct meta_txn *txn, void *arg)
 {
-    struct meta_env *m = arg;
-    return meta_put(txn, meta_dbi(m, META_DBI_T_CONFIG), "k", 1, "v", 1, 0);
+    (void)arg;
+    return meta__put(txn, META_DBI_T_CONFIG, "k", 1, "v", 1, 0);
 }
 
-static void test_create_and_reopen(void **state)
+static int env_open(struct meta_env **m, enum meta_backend be)
+{
+    struct meta_env_config cfg = {.dir = dir, .map_size = 64ull << 20, .max_batch = 16,
+                                  .backend = be};
+    return meta_env_open(m, &cfg);
+}
+
+static void create_and_reopen(enum meta_backend be)
 {
     struct meta_env *m;
-    MDB_txn *t;
-    MDB_val v;
-    (void)state;
-    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    struct meta_txn *t;
+    struct meta_val v;
+    assert_int_equal(env_open(&m, be), 0);
     assert_int_equal(meta_submit(m, put_fn, m, 0), 0);
     assert_int_equal(meta_rtxn_begin(m, &t), 0);
-    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_META), "version", 7, &v), 0);
-    assert_int_equal(v.mv_size, 4);
-    assert_int_equal(meta_be32_get(v.mv_data), META_SCHEMA_VERSION);
-    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_META), "next_ino", 8, &v), 0);
-    assert_int_equal(meta_be64_get(v.mv_data), 16);
-    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_T_CONFIG), "nope", 4, &v), -ENOENT);
+    assert_int_equal(meta__get(t, META_DBI_META, "version", 7, &v), 0);
+    assert_int_equal(v.len, 4);
+    assert_int_equal(meta_be32_get(v.data), META_SCHEMA_VERSION);
+    assert_int_equal(meta__get(t, META_DBI_META, "next_ino", 8, &v), 0);
+    assert_int_equal(meta_be64_get(v.data), 16);
+    assert_int_equal(meta__get(t, META_DBI_T_CONFIG, "nope", 4, &v), -ENOENT);
     meta_rtxn_end(t);
     meta_env_close(m);
-    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    assert_int_equal(env_open(&m, be), 0);
     assert_int_equal(meta_rtxn_begin(m, &t), 0);
-    assert_int_equal(meta_get(t, meta_dbi(m, META_DBI_T_CONFIG), "k", 1, &v), 0);
-    assert_memory_equal(v.mv_data, "v", 1);
+    assert_int_equal(meta__get(t, META_DBI_T_CONFIG, "k", 1, &v), 0);
+    assert_memory_equal(v.data, "v", 1);
     meta_rtxn_end(t);
     meta_env_close(m);
     meta_env_close(NULL);
 }
+
+static void test_create_and_reopen(void **state)
+{
+    (void)state;
+    create_and_reopen(META_BACKEND_LMDB);
+}
+
+
 
 /* Rewrite the version record with raw LMDB, as a newer build would have. */
 static void set_version(uint32_t ver)
@@ -86,15 +103,15 @@ static void test_newer_version_refused(void **state)
 {
     struct meta_env *m;
     (void)state;
-    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    assert_int_equal(env_open(&m, META_BACKEND_LMDB), 0);
     meta_env_close(m);
     set_version(META_SCHEMA_VERSION + 1);
-    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), SRV_EBADVERSION);
+    assert_int_equal(env_open(&m, META_BACKEND_LMDB), SRV_EBADVERSION);
     assert_null(m);
     set_version(0);
-    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), SRV_EBADVERSION);
+    assert_int_equal(env_open(&m, META_BACKEND_LMDB), SRV_EBADVERSION);
     set_version(META_SCHEMA_VERSION);
-    assert_int_equal(meta_env_open(&m, dir, 64ull << 20, 16), 0);
+    assert_int_equal(env_open(&m, META_BACKEND_LMDB), 0);
     meta_env_close(m);
 }
 
@@ -112,9 +129,12 @@ static void test_error_map(void **state)
 static void test_bad_dir(void **state)
 {
     struct meta_env *m;
+    struct meta_env_config cfg = {.dir = "/proc/no/such/dir"};
     (void)state;
-    assert_true(meta_env_open(&m, "/proc/no/such/dir", 64ull << 20, 16) < 0);
+    assert_true(meta_env_open(&m, &cfg) < 0);
     assert_null(m);
+    cfg.dir = NULL;
+    assert_int_equal(meta_env_open(&m, &cfg), -EINVAL);
 }
 
 static void test_keyenc(void **state)
@@ -137,10 +157,49 @@ static void test_keyenc(void **state)
     assert_int_equal(meta_be64_get(be), 0x0102030405060708ull);
 }
 
+/* Where a scan starts: forward at the later of start and prefix, reverse at
+ * the earlier of start and the end of the prefix's keys. */
+static void test_scan_seek(void **state)
+{
+    unsigned char buf[META_KEY_LIMIT];
+    const void *seek;
+    size_t sl;
+    (void)state;
+    struct meta_range r = {.prefix = "ab", .plen = 2};
+    meta__scan_seek(&r, buf, &seek, &sl);
+    assert_int_equal(sl, 2);
+    assert_memory_equal(seek, "ab", 2);
+    r.start = "abc";
+    r.slen = 3;
+    meta__scan_seek(&r, buf, &seek, &sl);
+    assert_int_equal(sl, 3);
+    assert_memory_equal(seek, "abc", 3);
+    r.start = "a";
+    r.slen = 1;
+    meta__scan_seek(&r, buf, &seek, &sl);
+    assert_memory_equal(seek, "ab", 2);
+    r.reverse = true;
+    meta__scan_seek(&r, buf, &seek, &sl);
+    assert_int_equal(sl, 1);
+    assert_memory_equal(seek, "a", 1);
+    r.start = "b";
+    meta__scan_seek(&r, buf, &seek, &sl);
+    assert_int_equal(sl, 2);
+    assert_memory_equal(seek, "ac", 2); /* the end of the prefix's keys */
+    r.start = NULL;
+    r.prefix = "\xff\xff";
+    meta__scan_seek(&r, buf, &seek, &sl);
+    assert_null(seek); /* no key follows: from the last */
+    assert_true(meta__keycmp("a", 1, "ab", 2) < 0);
+    assert_true(meta__keycmp("b", 1, "ab", 2) > 0);
+    assert_int_equal(meta__keycmp("", 0, "", 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
+        cmocka_unit_test(test_scan_seek),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
         cmocka_unit_test(test_error_map),
         cmocka_unit_test(test_bad_dir),
