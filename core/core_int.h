@@ -21,7 +21,6 @@
 #include "meta_inode.h"
 #include "meta_keyidx.h"
 #include "meta_mpu.h"
-#include "meta_record.h"
 #include "meta_usage.h"
 #include "store.h"
 

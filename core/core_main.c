@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * core_main: lifecycle of the namespace core (open, recovery, close, sync),
- * the wiring of the extent store to meta's commit hooks, tenant roots, the
- * core_table_* view (over meta's generic records), references held on inodes
- * (core_ref/unref, orphans) and statistics.
+ * the wiring of the extent store to meta's commit hooks, tenant roots,
+ * references held on inodes (core_ref/unref, orphans) and statistics.
  *
  * Open order: meta env (schema check) -> store (allocator rebuilt from the
  * free map; a new store's map is initialized in its own txn) -> commit hooks
@@ -423,47 +422,9 @@ int core_tenant_root(struct core *c, uint32_t id, uint64_t *root)
     return rc;
 }
 
-static int table_of(enum core_table tb, enum meta_rec_table *rt)
+struct meta_env *core_meta(struct core *c)
 {
-    if ((int)tb < 0 || tb >= CORE_T__COUNT)
-        return -EINVAL;
-    *rt = (enum meta_rec_table)tb;
-    return 0;
-}
-
-int core_table_get(struct core *c, enum core_table tb, const void *key, size_t klen, void **val,
-                   size_t *vlen)
-{
-    enum meta_rec_table rt;
-    *val = NULL;
-    *vlen = 0;
-    int rc = table_of(tb, &rt);
-    return rc ? rc : meta_record_get(c->meta, rt, key, klen, val, vlen);
-}
-
-int core_table_put(struct core *c, enum core_table tb, const void *key, size_t klen,
-                   const void *val, size_t vlen, unsigned flags)
-{
-    enum meta_rec_table rt;
-    int rc = table_of(tb, &rt);
-    return rc ? rc
-              : meta_record_put(c->meta, rt, key, klen, val, vlen,
-                                (flags & CORE_TPUT_NOOVERWRITE) ? META_REC_NOOVERWRITE : 0);
-}
-
-int core_table_del(struct core *c, enum core_table tb, const void *key, size_t klen)
-{
-    enum meta_rec_table rt;
-    int rc = table_of(tb, &rt);
-    return rc ? rc : meta_record_del(c->meta, rt, key, klen);
-}
-
-int core_table_scan(struct core *c, enum core_table tb, const void *start, size_t slen,
-                    core_table_cb cb, void *arg)
-{
-    enum meta_rec_table rt;
-    int rc = table_of(tb, &rt);
-    return rc ? rc : meta_record_scan(c->meta, rt, start, slen, cb, arg);
+    return c->meta;
 }
 
 /* ---- references ---- */
