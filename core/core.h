@@ -103,6 +103,8 @@ struct core_config {
     uint64_t map_size;        /* LMDB map size (default 16 GiB) */
     uint32_t inline_max;      /* files up to this size live inline in LMDB (default 4096) */
     uint32_t commit_max_batch; /* most operations in one group commit (default 256) */
+    bool meta_mem;            /* metadata in memory, not in LMDB (tests: kept for the life
+                               * of the process under data_dir, so a reopen finds it) */
 };
 
 /** Open (creating if new) the store under cfg->data_dir; recovers after a crash

@@ -230,7 +230,7 @@ int core_open(struct core **out, const struct core_config *cfg)
         .dir = path,
         .map_size = c->cfg.map_size,
         .max_batch = c->cfg.commit_max_batch,
-        .backend = META_BACKEND_LMDB,
+        .backend = c->cfg.meta_mem ? META_BACKEND_MEM : META_BACKEND_LMDB,
     };
     rc = meta_env_open(&c->meta, &mc);
     if (rc)

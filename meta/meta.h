@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * meta: the metadata store of s3nfs behind an opaque transaction, and its
- * single writer thread. Only meta/ knows the engine (LMDB); every layer above
- * sees struct meta_txn and the typed
+ * single writer thread. Only meta/ knows the engine (LMDB, or an ordered map
+ * in memory for tests); every layer above sees struct meta_txn and the typed
  * record modules (meta_inode.h, meta_dirent.h, meta_keyidx.h, meta_extent.h,
  * meta_usage.h, meta_mpu.h, meta_record.h, meta_free.h), never raw keys.
  *
@@ -53,7 +53,7 @@
  * lost pages only once.
  *
  * Backend contract (what a replacement engine, e.g. a distributed key-value
- * store, must give):
+ * store, must give; meta_mem.c is the reference in memory):
  *  - tables of byte keys in bytewise order (shorter first on a common prefix),
  *    get / put (optionally refusing to overwrite) / delete, and an ordered
  *    scan forward or backward from a key within a prefix;
@@ -94,11 +94,15 @@ typedef int (*meta_op_fn)(struct meta_txn *txn, void *arg);
 
 enum meta_backend {
     META_BACKEND_LMDB = 0, /* LMDB environment in a directory (the daemon's) */
+    META_BACKEND_MEM,      /* an ordered map in memory (tests): kept for the life of the
+                            * process under its directory name, so a close and a new open
+                            * of the same directory find it again; nothing reaches disk */
 };
 
 struct meta_env_config {
-    const char *dir;           /* the environment's directory (created if missing) */
-    uint64_t map_size;         /* LMDB map size in bytes (0: 16 GiB) */
+    const char *dir;           /* LMDB: the environment's directory (created if missing);
+                                * memory: the name it is kept under */
+    uint64_t map_size;         /* LMDB map size in bytes (0: 16 GiB); memory: unbounded */
     uint32_t max_batch;        /* most ops per group commit (0: 256) */
     enum meta_backend backend;
 };

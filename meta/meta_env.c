@@ -200,12 +200,12 @@ int meta_env_open(struct meta_env **out, const struct meta_env_config *cfg)
     int rc;
 
     *out = NULL;
-    if (!cfg->dir || cfg->backend != META_BACKEND_LMDB)
+    if (!cfg->dir || (cfg->backend != META_BACKEND_LMDB && cfg->backend != META_BACKEND_MEM))
         return -EINVAL;
     m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
-    m->be = &meta__lmdb;
+    m->be = cfg->backend == META_BACKEND_MEM ? &meta__mem : &meta__lmdb;
     m->max_batch = cfg->max_batch ? cfg->max_batch : 256;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->work_cv, NULL);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * meta_int: private to meta/: the engine interface (struct meta__backend,
- * implemented by meta_lmdb.c), the state shared by meta_env.c
+ * implemented by meta_lmdb.c and meta_mem.c), the state shared by meta_env.c
  * and meta_writer.c, and the raw key/value access and the one scan primitive
  * the typed record modules are written over. Nothing outside meta/ (but its
  * own unit tests) may include this header.
@@ -112,6 +112,7 @@ struct meta__backend {
 };
 
 extern const struct meta__backend meta__lmdb;
+extern const struct meta__backend meta__mem;
 
 /* ---- env and writer ---- */
 

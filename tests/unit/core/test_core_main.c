@@ -97,6 +97,8 @@ static void test_newer_schema(void **state)
     MDB_txn *t;
     MDB_dbi dbi;
     uint8_t b[4];
+    if (fx_meta_mem())
+        skip(); /* the version record of an LMDB store, written by hand */
     core_close(f->c);
     f->c = NULL;
     snprintf(path, sizeof(path), "%s/meta", f->dir);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for meta/meta_env.c: creating a store, the schema version record
- * (a newer or unknown version is refused with SRV_EBADVERSION), LMDB error
+ * Unit tests for meta/meta_env.c: creating a store (LMDB and in memory: both
+ * found again by a new open of their directory), the schema version record (a
+ * newer or unknown version is refused with SRV_EBADVERSION), LMDB error
  * mapping, the raw get/put/del and where a scan starts. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,7 +79,15 @@ static void test_create_and_reopen(void **state)
     create_and_reopen(META_BACKEND_LMDB);
 }
 
-
+static void test_create_and_reopen_mem(void **state)
+{
+    struct meta_env *m, *m2;
+    (void)state;
+    create_and_reopen(META_BACKEND_MEM);
+    assert_int_equal(env_open(&m, META_BACKEND_MEM), 0);
+    assert_int_equal(env_open(&m2, META_BACKEND_MEM), -EBUSY); /* one env at a time */
+    meta_env_close(m);
+}
 
 /* Rewrite the version record with raw LMDB, as a newer build would have. */
 static void set_version(uint32_t ver)
@@ -199,6 +208,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_and_reopen_mem, setup, teardown),
         cmocka_unit_test(test_scan_seek),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
         cmocka_unit_test(test_error_map),

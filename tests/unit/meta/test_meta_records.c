@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for meta's typed record modules and its one scan primitive:
- * read snapshots and nested op txns (the backend contract of meta.h), directory entries by name and by cookie, the
+ * Unit tests for meta's typed record modules and its one scan primitive, on
+ * both engines (LMDB and in memory): read snapshots and nested op txns (the
+ * backend contract of meta.h), directory entries by name and by cookie, the
  * key index in exact binary order (long keys sharing a head, skips, a start
  * key), extent maps (an extent starting before the range counts), multipart
  * uploads and parts, usage, orphans, the store's free map and generic records
@@ -44,6 +45,12 @@ static int setup_lmdb(void **state)
 {
     (void)state;
     return open_env(META_BACKEND_LMDB);
+}
+
+static int setup_mem(void **state)
+{
+    (void)state;
+    return open_env(META_BACKEND_MEM);
 }
 
 static int teardown(void **state)
@@ -592,14 +599,15 @@ static void test_records(void **state)
     assert_string_equal(s.buf, "u1,u3,");
 }
 
-#define LMDB(fn) cmocka_unit_test_setup_teardown(fn, setup_lmdb, teardown)
+#define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_lmdb, teardown), \
+                 cmocka_unit_test_setup_teardown(fn, setup_mem, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        LMDB(test_snapshot), LMDB(test_scan),    LMDB(test_dirents),
-        LMDB(test_keyidx),   LMDB(test_extents), LMDB(test_mpu_usage_orphans),
-        LMDB(test_free_map), LMDB(test_records),
+        BOTH(test_snapshot), BOTH(test_scan),    BOTH(test_dirents),
+        BOTH(test_keyidx),   BOTH(test_extents), BOTH(test_mpu_usage_orphans),
+        BOTH(test_free_map), BOTH(test_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

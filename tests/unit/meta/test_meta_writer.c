@@ -5,7 +5,8 @@
  * hooks, the hooks' order and arguments, "acknowledged => durable" against
  * a model of the disk (pwrite and fdatasync of the LMDB file are interposed),
  * a full disk failing commits with -ENOSPC until space is back, and a failed
- * sync ending the process. */
+ * sync ending the process. The engine-neutral tests run on both engines (LMDB,
+ * memory). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -48,6 +49,12 @@ static int setup(void **state)
     struct meta_env_config cfg = {.dir = dir, .map_size = 64ull << 20, .max_batch = 8,
                                   .backend = backend};
     return meta_env_open(&m, &cfg);
+}
+
+static int setup_mem(void **state)
+{
+    backend = META_BACKEND_MEM;
+    return setup(state);
 }
 
 static int setup_lmdb(void **state)
@@ -551,6 +558,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ack_durable, model_setup, model_teardown),
         cmocka_unit_test_setup_teardown(test_disk_full_recovers, model_setup, model_teardown),
         cmocka_unit_test(test_sync_failure_fatal),
+        cmocka_unit_test_setup_teardown(test_group_commit_isolation, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_note_without_hooks, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_early_ack, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_hooks, setup_mem, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
