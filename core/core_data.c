@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_data: file data: reads, writes, truncation.
+ * core_data: file data: reads, writes, truncation (the data sub-module,
+ * core_data_int.h).
  *
  * Layout: a file is either inline (META_I_INLINE: its first bytes live in the
  * inline DBI, at most inline_max of them; the rest up to size reads as zeros)
@@ -33,7 +34,7 @@
  * caller's thread while the inode is held exclusively), so usage follows the
  * size; without that copy (an error) only its visible length (vlen) shrinks.
  * Thread: any. */
-#include "core_int.h"
+#include "core_data_int.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -44,33 +45,6 @@
 #include "srv_log.h"
 
 #define WRITE_RETRIES 32
-
-/* Extents of @p ino overlapping [lo, hi), in file order. */
-struct ovl {
-    struct meta_txn *t;
-    struct core__fext_list *out;
-    bool want_crc;
-};
-
-static int ovl_add(void *arg, uint64_t foff, const struct meta_extent *me)
-{
-    struct ovl *o = arg;
-    struct core__fext x;
-    x.flags = 0;
-    x.foff = foff;
-    x.vlen = me->vlen;
-    x.e = (struct store_extent){me->dev, me->len, me->off, me->crc};
-    x.nb = o->want_crc ? core__bcrc_get(o->t, &x.e, x.bcrc) : 0;
-    return core__fext_push(o->out, &x);
-}
-
-int core__overlaps(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
-                   struct core__fext_list *out, bool want_crc)
-{
-    struct ovl o = {t, out, want_crc};
-    out->n = 0;
-    return meta_extent_scan(t, ino, lo, hi, ovl_add, &o);
-}
 
 static int extent_put(struct meta_txn *t, uint64_t ino, const struct core__fext *x)
 {
@@ -148,7 +122,7 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
                 /* the boundary extent becomes its copy cut at the new size */
                 rc = core__extent_free(c, t, &x->e);
                 if (rc == 0)
-                    rc = core__extent_use(c, t, &cut->cut.e, cut->cut.bcrc, cut->cut.nb);
+                    rc = core__extent_use(t, &cut->cut.e, cut->cut.bcrc, cut->cut.nb);
                 if (rc == 0)
                     rc = extent_put(t, ino, &cut->cut);
                 freed += (int64_t)x->e.len - (int64_t)cut->cut.e.len;
@@ -247,37 +221,6 @@ out:
 
 /* ---- the effective extent map: pending extents over committed ones ---- */
 
-static bool overlaps_any(const struct core__fext_list *l, uint64_t s, uint64_t e)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].foff < e && l->v[i].foff + l->v[i].vlen > s)
-            return true;
-    return false;
-}
-
-int core__fext_merge(const struct core__fext_list *pend, const struct core__fext_list *com,
-                     struct core__fext_list *out)
-{
-    size_t i = 0, j = 0;
-    out->n = 0;
-    while (i < pend->n || j < com->n) {
-        if (j < com->n &&
-            overlaps_any(pend, com->v[j].foff, com->v[j].foff + com->v[j].vlen)) {
-            j++;
-            continue;
-        }
-        const struct core__fext *x;
-        if (j >= com->n || (i < pend->n && pend->v[i].foff < com->v[j].foff))
-            x = &pend->v[i++];
-        else
-            x = &com->v[j++];
-        int rc = core__fext_push(out, x);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 /* Effective extents of @p ino overlapping [lo, hi): @p pend are the pending
  * ones overlapping that range; committed ones come from @p t. */
 static int eff_overlaps(struct core *c, struct meta_txn *t, uint64_t ino, const struct meta_inode *r,
@@ -361,7 +304,7 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
         }
         free(old.v);
         if (rc == 0)
-            rc = core__extent_use(c, t, &x->e, x->bcrc, x->nb);
+            rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
         if (rc == 0)
             rc = extent_put(t, ino, x);
         if (rc)
@@ -959,14 +902,14 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
             if (!(x->flags & CORE_FX_FLUSHING)) {
                 /* a flush carrying it commits it, shadowed by the new one */
                 p->unfl -= x->e.len;
-                atomic_fetch_sub(&c->pend_total, x->e.len);
+                atomic_fetch_sub(&c->data->pend_total, x->e.len);
                 core__pend_release(c, x);
             }
         }
         for (size_t j = 0; j < a->news.n; j++) {
             p->bytes += a->news.v[j].e.len;
             p->unfl += a->news.v[j].e.len;
-            atomic_fetch_add(&c->pend_total, a->news.v[j].e.len);
+            atomic_fetch_add(&c->data->pend_total, a->news.v[j].e.len);
         }
         free(p->ext.v);
         p->ext = nv;
@@ -1021,7 +964,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         /* after losing a race twice, serialize with the other losers of this inode */
         bool locked = attempt >= 2;
         if (locked)
-            pthread_mutex_lock(&c->wlock[ino % CORE_WLOCKS]);
+            pthread_mutex_lock(&c->data->wlock[ino % CORE_WLOCKS]);
         core__mv_begin(c, &a.mv);
         uint64_t token = store_read_begin(c->store);
         a.epoch = core__cache_epoch(c);
@@ -1048,7 +991,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
             store_read_end(c->store, token);
             core__pend_snap_free(&ps);
             if (locked)
-                pthread_mutex_unlock(&c->wlock[ino % CORE_WLOCKS]);
+                pthread_mutex_unlock(&c->data->wlock[ino % CORE_WLOCKS]);
             break;
         }
         if (rc == 0)
@@ -1105,7 +1048,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         store_read_end(c->store, token);
         core__pend_snap_free(&ps);
         if (locked)
-            pthread_mutex_unlock(&c->wlock[ino % CORE_WLOCKS]);
+            pthread_mutex_unlock(&c->data->wlock[ino % CORE_WLOCKS]);
         if (rc)
             news_unreserve(c, &a);
         core__resv_set(c, &a.resv, 0); /* not inserted (or moved to the record) */
@@ -1123,7 +1066,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
     }
     if (rc == 0) {
         atomic_fetch_add(&c->bytes_written, len);
-        if (atomic_load(&c->pend_total) > CORE_PEND_TOTAL_MAX)
+        if (atomic_load(&c->data->pend_total) > CORE_PEND_TOTAL_MAX)
             flush_all = true;
     }
     if (rc == 0 && flush)

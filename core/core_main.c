@@ -1,20 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_main: lifecycle of the namespace core (open, recovery, close, sync),
- * the wiring of the extent store to meta's commit hooks, tenant roots,
- * references held on inodes (core_ref/unref, orphans) and statistics.
+ * core_main: lifecycle of the namespace core (open, recovery, close, sync;
+ * the namespace sub-module, core_ns_int.h, which sets up the other two),
+ * tenant roots, references held on inodes (core_ref/unref, orphans) and
+ * statistics.
  *
- * Open order: meta env (schema check) -> store (allocator rebuilt from the
- * free map; a new store's map is initialized in its own txn) -> commit hooks
- * -> orphan reclaim -> quota counters. The write verifier is random per open.
- *
- * Commit hooks (meta.h): ops note the extents they make used or free
- * (CORE_NOTE_USE / CORE_NOTE_FREE); join applies them to the store's free map
- * in the batch txn through one store_txn per batch, end tells the store how
- * the batch ended, prepare syncs the data files when an op carried data and
- * takes a store read token that release drops once the batch is durable (so
- * space the batch freed is not reused before then).
+ * Open order: sub-module state -> meta env (schema check) -> store (allocator
+ * rebuilt from the free map) -> the store wired to meta (a new store's map
+ * initialized in its own txn, the commit hooks of core_extent.c) -> orphan
+ * reclaim -> quota counters -> the pending-write flusher. The write verifier
+ * is random per open.
  * Thread: every public call is thread-safe. */
-#include "core_int.h"
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -45,80 +41,6 @@ static int mkdir_p(const char *path)
         }
     }
     return 0;
-}
-
-static int store_init_map(struct core *c)
-{
-    struct meta_txn *t;
-    struct store_txn *st = NULL;
-    struct store_map map;
-    int rc = meta_wtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    meta_free_map(t, &map);
-    rc = store_txn_begin(c->store, &map, &st);
-    if (rc == 0)
-        rc = store_txn_init(st);
-    if (rc) {
-        meta_wtxn_abort(t);
-        store_txn_done(st, 0);
-        return rc;
-    }
-    rc = meta_wtxn_commit(t);
-    store_txn_done(st, rc == 0);
-    return rc;
-}
-
-/* ---- commit hooks: the store's side of each group commit ---- */
-
-static int hook_join(void *arg, void **state, struct meta_txn *batch,
-                     const struct meta_note *notes, size_t n)
-{
-    struct core *c = arg;
-    struct store_txn *st = *state;
-    int rc = 0;
-    if (!st) {
-        struct store_map map;
-        meta_free_map(batch, &map);
-        rc = store_txn_begin(c->store, &map, &st);
-        if (rc)
-            return rc;
-        *state = st;
-    }
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct store_extent e;
-        if (notes[i].len != sizeof(e))
-            return -EINVAL;
-        memcpy(&e, notes[i].data, sizeof(e));
-        rc = notes[i].kind == CORE_NOTE_USE ? store_txn_use(st, &e) : store_txn_free(st, &e);
-    }
-    return rc;
-}
-
-static int hook_prepare(void *arg, bool data, uint64_t *token)
-{
-    struct core *c = arg;
-    if (data) {
-        int rc = store_sync(c->store);
-        if (rc) {
-            srv_log(ERROR, META, "data sync failed before commit: %s", srv_strerror(rc));
-            return rc;
-        }
-    }
-    *token = store_read_begin(c->store);
-    return 0;
-}
-
-static void hook_end(void *arg, void *state, int rc)
-{
-    (void)arg;
-    store_txn_done(state, rc == 0);
-}
-
-static void hook_release(void *arg, uint64_t token)
-{
-    struct core *c = arg;
-    store_read_end(c->store, token);
 }
 
 /* ---- orphans ---- */
@@ -177,6 +99,32 @@ static int reclaim_fn(struct meta_txn *t, void *arg)
 
 /* ---- lifecycle ---- */
 
+static int ns_init(struct core *c)
+{
+    c->ns = calloc(1, sizeof(*c->ns));
+    if (!c->ns)
+        return -ENOMEM;
+    pthread_mutex_init(&c->ns->ref_mu, NULL);
+    return 0;
+}
+
+static void ns_fini(struct core *c)
+{
+    struct core__ns *n = c->ns;
+    if (!n)
+        return;
+    for (int i = 0; i < CORE_REF_BUCKETS; i++) {
+        while (n->refs[i]) {
+            struct core__ref *r = n->refs[i];
+            n->refs[i] = r->next;
+            free(r);
+        }
+    }
+    pthread_mutex_destroy(&n->ref_mu);
+    free(n);
+    c->ns = NULL;
+}
+
 int core_open(struct core **out, const struct core_config *cfg)
 {
     struct core *c = calloc(1, sizeof(*c));
@@ -206,17 +154,13 @@ int core_open(struct core **out, const struct core_config *cfg)
     if (!c->cfg.commit_max_batch)
         c->cfg.commit_max_batch = 256;
     c->cfg.data_dir = c->data_dir;
-    pthread_mutex_init(&c->ref_mu, NULL);
-    core__resv_init(c);
-    core__pend_init(c);
-    for (int i = 0; i < CORE_WLOCKS; i++)
-        pthread_mutex_init(&c->wlock[i], NULL);
-    rc = core__cache_init(c, CORE_CACHE_BYTES);
-    if (rc) {
-        free(c->data_dir);
-        free(c);
-        return rc;
-    }
+    rc = ns_init(c);
+    if (rc == 0)
+        rc = core__quota_init(c);
+    if (rc == 0)
+        rc = core__data_init(c);
+    if (rc)
+        goto out;
     if (getrandom(&c->verifier, sizeof(c->verifier), 0) != sizeof(c->verifier))
         c->verifier = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
@@ -255,14 +199,9 @@ int core_open(struct core **out, const struct core_config *cfg)
                 srv_strerror(rc));
         goto out;
     }
-    if (store_needs_init(c->store)) {
-        rc = store_init_map(c);
-        if (rc)
-            goto out;
-    }
-    struct meta_hooks hooks = {.arg = c, .join = hook_join, .prepare = hook_prepare,
-                               .end = hook_end, .release = hook_release};
-    meta_env_set_hooks(c->meta, &hooks);
+    rc = core__data_wire(c);
+    if (rc)
+        goto out;
 
     struct reclaim_op ro = {c, 0, 0};
     rc = meta_submit(c->meta, reclaim_fn, &ro, 0);
@@ -302,26 +241,15 @@ void core_close(struct core *c)
 {
     if (!c)
         return;
-    core__pend_flusher_stop(c);
+    if (c->data)
+        core__pend_flusher_stop(c);
     if (c->meta && c->store)
         core_sync(c);
     meta_env_close(c->meta);
-    core__pend_fini(c); /* what a failed flush left: lost, its space free at the next open */
-    core__resv_fini(c);
+    core__data_fini(c);
+    core__quota_fini(c);
     store_close(c->store);
-    pthread_mutex_lock(&c->ref_mu);
-    for (int i = 0; i < CORE_REF_BUCKETS; i++) {
-        while (c->refs[i]) {
-            struct core__ref *r = c->refs[i];
-            c->refs[i] = r->next;
-            free(r);
-        }
-    }
-    pthread_mutex_unlock(&c->ref_mu);
-    pthread_mutex_destroy(&c->ref_mu);
-    for (int i = 0; i < CORE_WLOCKS; i++)
-        pthread_mutex_destroy(&c->wlock[i]);
-    core__cache_fini(c);
+    ns_fini(c);
     free(c->data_dir);
     free(c);
 }
@@ -432,13 +360,13 @@ struct meta_env *core_meta(struct core *c)
 bool core__ref_held(struct core *c, uint64_t ino)
 {
     bool held = false;
-    pthread_mutex_lock(&c->ref_mu);
-    for (struct core__ref *r = c->refs[ino % CORE_REF_BUCKETS]; r; r = r->next)
+    pthread_mutex_lock(&c->ns->ref_mu);
+    for (struct core__ref *r = c->ns->refs[ino % CORE_REF_BUCKETS]; r; r = r->next)
         if (r->ino == ino) {
             held = r->count > 0;
             break;
         }
-    pthread_mutex_unlock(&c->ref_mu);
+    pthread_mutex_unlock(&c->ns->ref_mu);
     return held;
 }
 
@@ -457,14 +385,14 @@ static int ref_check_fn(struct meta_txn *t, void *arg)
 int core_ref(struct core *c, uint64_t ino)
 {
     /* take the ref before checking so an unlink racing with us keeps it as orphan */
-    pthread_mutex_lock(&c->ref_mu);
-    struct core__ref **pp = &c->refs[ino % CORE_REF_BUCKETS], *ref;
+    pthread_mutex_lock(&c->ns->ref_mu);
+    struct core__ref **pp = &c->ns->refs[ino % CORE_REF_BUCKETS], *ref;
     for (ref = *pp; ref && ref->ino != ino; ref = ref->next)
         ;
     if (!ref) {
         ref = calloc(1, sizeof(*ref));
         if (!ref) {
-            pthread_mutex_unlock(&c->ref_mu);
+            pthread_mutex_unlock(&c->ns->ref_mu);
             return -ENOMEM;
         }
         ref->ino = ino;
@@ -472,7 +400,7 @@ int core_ref(struct core *c, uint64_t ino)
         *pp = ref;
     }
     ref->count++;
-    pthread_mutex_unlock(&c->ref_mu);
+    pthread_mutex_unlock(&c->ns->ref_mu);
     /* Check on the writer thread, not in a read txn: an op of the batch being
      * built may already have seen the ref missing and freed the inode without
      * having committed yet, so a read txn would still show it alive (and the
@@ -490,8 +418,8 @@ int core_ref(struct core *c, uint64_t ino)
 void core_unref(struct core *c, uint64_t ino)
 {
     bool last = false;
-    pthread_mutex_lock(&c->ref_mu);
-    for (struct core__ref **pp = &c->refs[ino % CORE_REF_BUCKETS]; *pp; pp = &(*pp)->next) {
+    pthread_mutex_lock(&c->ns->ref_mu);
+    for (struct core__ref **pp = &c->ns->refs[ino % CORE_REF_BUCKETS]; *pp; pp = &(*pp)->next) {
         struct core__ref *r = *pp;
         if (r->ino != ino)
             continue;
@@ -502,7 +430,7 @@ void core_unref(struct core *c, uint64_t ino)
         }
         break;
     }
-    pthread_mutex_unlock(&c->ref_mu);
+    pthread_mutex_unlock(&c->ns->ref_mu);
     if (!last)
         return;
     struct meta_txn *t;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_ns: tree changes shared by the NFS and S3 views: creating a node,
- * removing an entry, releasing an inode whose last link went away (kept as an
- * orphan while core_ref holders remain), and dropping a file's data. Each
+ * core_ns: name rules and tree changes shared by the NFS and S3 views (the
+ * namespace sub-module, core_ns_int.h): creating a node, removing an entry,
+ * releasing an inode whose last link went away (kept as an orphan while
+ * core_ref holders remain; its data dropped through core_extent.c). Each
  * keeps dirents, the key index, directory paths and usage consistent in the
  * caller's txn.
- * Thread: inside writer ops only. */
-#include "core_int.h"
+ * Thread: inside writer ops only (the name checks: any). */
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +24,72 @@ static uint32_t new_gen(void)
         g = (uint32_t)time(NULL);
     return g ? g : 1;
 }
+
+/* ---- names and keys ---- */
+
+int core__name_check(const char *name, size_t len)
+{
+    if (len == 0)
+        return SRV_EBADNAME;
+    if (len > CORE_NAME_MAX)
+        return -ENAMETOOLONG;
+    if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+        return SRV_EBADNAME;
+    if (memchr(name, '/', len) || memchr(name, '\0', len))
+        return SRV_EBADNAME;
+    return 0;
+}
+
+int core__bucket_name_check(const char *n, size_t len)
+{
+    if (len < 3 || len > 63)
+        return SRV_EBADNAME;
+    bool all_digits_dots = true;
+    int dots = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = n[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (!alnum && ch != '.' && ch != '-')
+            return SRV_EBADNAME;
+        if ((i == 0 || i == len - 1) && !alnum)
+            return SRV_EBADNAME;
+        if (ch == '.') {
+            dots++;
+            if (i > 0 && (n[i - 1] == '.' || n[i - 1] == '-'))
+                return SRV_EBADNAME;
+            if (i + 1 < len && n[i + 1] == '-')
+                return SRV_EBADNAME;
+        }
+        if (!(ch == '.' || (ch >= '0' && ch <= '9')))
+            all_digits_dots = false;
+    }
+    if (all_digits_dots && dots == 3)
+        return SRV_EBADNAME; /* looks like an IPv4 address */
+    if (len >= 4 && memcmp(n, "xn--", 4) == 0)
+        return SRV_EBADNAME;
+    if (len >= 8 && memcmp(n + len - 8, "-s3alias", 8) == 0)
+        return SRV_EBADNAME;
+    return 0;
+}
+
+int core__key_of(struct meta_txn *t, uint64_t dir, const char *name, size_t len, bool isdir,
+                 char *buf, size_t *klen)
+{
+    size_t dl;
+    int rc = meta_dirpath_get(t, dir, buf, &dl);
+    if (rc)
+        return rc;
+    if (dl + len + (isdir ? 1 : 0) > CORE_KEY_MAX)
+        return -ENAMETOOLONG;
+    memcpy(buf + dl, name, len);
+    dl += len;
+    if (isdir)
+        buf[dl++] = '/';
+    *klen = dl;
+    return 0;
+}
+
+/* ---- tree changes ---- */
 
 int core__node_create(struct core *c, struct meta_txn *t, const struct core_principal *p, uint64_t dir,
                       const char *name, size_t len, enum core_ftype type, uint32_t mode,
@@ -125,82 +192,6 @@ int core__node_create(struct core *c, struct meta_txn *t, const struct core_prin
     if (troot)
         rc = core__usage_create(c, t, p->tenant, *ino);
     return rc;
-}
-
-int core__extent_free(struct core *c, struct meta_txn *t, const struct store_extent *e)
-{
-    core__cache_invalidate(c, e);
-    int rc = meta_bcrc_del(t, e->dev, e->off);
-    if (rc && rc != -ENOENT)
-        return rc;
-    return meta_txn_note(t, CORE_NOTE_FREE, e, sizeof(*e));
-}
-
-int core__extent_use(struct core *c, struct meta_txn *t, const struct store_extent *e,
-                     const uint32_t *bcrc, uint32_t nb)
-{
-    (void)c;
-    int rc = meta_txn_note(t, CORE_NOTE_USE, e, sizeof(*e));
-    if (rc == 0 && bcrc && nb)
-        rc = meta_bcrc_put(t, e->dev, e->off, bcrc, nb);
-    return rc;
-}
-
-uint32_t core__bcrc_compute(const void *buf, uint32_t len, uint32_t *out)
-{
-    uint32_t nb = 0;
-    for (uint32_t o = 0; o < len && nb < META_BCRC_MAX; o += META_BCRC_BLOCK) {
-        uint32_t n = len - o < META_BCRC_BLOCK ? len - o : META_BCRC_BLOCK;
-        out[nb++] = store_crc32c(0, (const char *)buf + o, n);
-    }
-    return nb;
-}
-
-uint32_t core__bcrc_get(struct meta_txn *t, const struct store_extent *e, uint32_t *out)
-{
-    return meta_bcrc_get(t, e->dev, e->off, e->len, out);
-}
-
-/* Up to DROP_STEP extents of a file, collected to be freed. */
-#define DROP_STEP 64
-struct drop_list {
-    uint64_t foff[DROP_STEP];
-    struct store_extent e[DROP_STEP];
-    size_t n;
-};
-
-static int drop_collect(void *arg, uint64_t foff, const struct meta_extent *x)
-{
-    struct drop_list *l = arg;
-    l->foff[l->n] = foff;
-    l->e[l->n] = (struct store_extent){x->dev, x->len, x->off, x->crc};
-    return ++l->n == DROP_STEP ? 1 : 0;
-}
-
-int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino)
-{
-    struct drop_list l;
-    int rc;
-    core__pend_dead(c, ino); /* pending writes go once this op committed */
-    rc = meta_inline_del(t, ino);
-    if (rc && rc != -ENOENT)
-        return rc;
-    for (;;) {
-        l.n = 0;
-        rc = meta_extent_scan(t, ino, 0, UINT64_MAX, drop_collect, &l);
-        if (rc < 0)
-            return rc;
-        bool more = rc == 1;
-        for (size_t i = 0; i < l.n; i++) {
-            rc = core__extent_free(c, t, &l.e[i]);
-            if (rc == 0)
-                rc = meta_extent_del(t, ino, l.foff[i]);
-            if (rc)
-                return rc;
-        }
-        if (!more)
-            return 0;
-    }
 }
 
 int core__ino_release(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *rec)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_posix: the POSIX view used by NFS: attributes, lookup, access,
- * setattr, create/mkdir/symlink/link, remove/rmdir, rename (with the key
- * index update of a moved directory's whole subtree) and readdir with stable
- * hash-ordered cookies.
+ * core_posix: the POSIX view used by NFS (the namespace sub-module,
+ * core_ns_int.h): attributes, lookup, access, setattr, create/mkdir/symlink/
+ * link, remove/rmdir, rename (with the key index update of a moved directory's
+ * whole subtree, and the commit of the pending writes it moves to another
+ * quota chain) and readdir with stable hash-ordered cookies.
  * Thread: any; changes run as writer ops (one txn each, group committed). */
-#include "core_int.h"
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,9 +15,6 @@
 
 #include "srv_err.h"
 #include "srv_log.h"
-
-int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
-                     uint64_t newsize, struct core__cut *cut);
 
 int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
                  struct core_attr *out)
@@ -614,6 +612,63 @@ static int subtree_rekey(struct core *c, struct meta_txn *t, uint64_t bucket, co
     return rc;
 }
 
+/* A rename that changes the quota chain of what it moves (core__quota_rename_begin
+ * marked its bucket, @p mv->on) first commits the pending (UNSTABLE) writes it
+ * moves, so its op moves their bytes, and checks their limits, as committed usage:
+ * a file's own; for a directory, every pending file of its bucket.
+ * @return 0, or the flush's error (-EIO, -ENOSPC). */
+static int rename_flush(struct core *c, const struct core__mv *mv, uint64_t fromdir,
+                        const char *fromname, size_t fromlen)
+{
+    struct meta_txn *t;
+    struct meta_dirent de;
+    if (!mv->on || !core__pend_any(c))
+        return 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = meta_dirent_get(t, fromdir, fromname, fromlen, &de);
+    meta_rtxn_end(t);
+    if (rc)
+        return rc == -ENOENT ? 0 : rc; /* the rename itself answers */
+    if (de.type == CORE_REG)
+        return core__pend_flush_ino(c, de.ino);
+    if (de.type != CORE_DIR)
+        return 0;
+    /* a directory: whatever of its subtree is pending, found by its bucket */
+    uint64_t *v;
+    size_t n = core__pend_bucket_inos(c, mv->tenant, mv->bucket, &v);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = core__pend_flush_ino(c, v[i]);
+    free(v);
+    return rc;
+}
+
+/* Inside the rename's op, before it changes anything: @p ino (a directory when
+ * @p isdir) is what it moves, to another parent when @p moves.
+ * @return 0, or -EAGAIN when it would move pending writes or was not marked (the
+ * entry changed since core__quota_rename_begin looked, or the first directory
+ * quota appeared: end and begin again). */
+static int rename_check(struct core *c, const struct core__mv *mv, uint64_t ino, bool isdir,
+                        bool moves)
+{
+    if (!moves)
+        return 0;
+    if (!mv->on)
+        return core__dirquotas(c) ? -EAGAIN : 0; /* begin saw another entry or none */
+    if (!core__pend_any(c))
+        return 0;
+    if (isdir) {
+        /* nothing of the bucket may be pending (what rename_flush committed stays
+         * so: the mark holds new pending writes back) */
+        uint64_t *v;
+        size_t n = core__pend_bucket_inos(c, mv->tenant, mv->bucket, &v);
+        free(v);
+        return n ? -EAGAIN : 0;
+    }
+    return core__pend_has_data(c, ino) ? -EAGAIN : 0;
+}
+
 static int rename_fn(struct meta_txn *t, void *arg)
 {
     struct rename_op *a = arg;
@@ -678,7 +733,7 @@ static int rename_fn(struct meta_txn *t, void *arg)
             cur = r.parent;
         }
     }
-    rc = core__quota_rename_check(c, a->mv, sde.ino, isdir, sr.parent != a->tdir);
+    rc = rename_check(c, a->mv, sde.ino, isdir, sr.parent != a->tdir);
     if (rc)
         return rc;
     rc = meta_dirent_get(t, a->tdir, a->tname, a->tlen, &dde);
@@ -784,6 +839,8 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
      * back until the move committed (quotas; -EAGAIN: the entry changed) */
     for (int i = 0; i < 8 && rc == -EAGAIN; i++) {
         rc = core__quota_rename_begin(c, p->tenant, fromdir, fromname, fromlen, todir, &mv);
+        if (rc == 0)
+            rc = rename_flush(c, &mv, fromdir, fromname, fromlen);
         if (rc == 0)
             rc = meta_submit(c->meta, rename_fn, &a, 0);
         core__quota_rename_end(c, &mv);

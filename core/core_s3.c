@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_s3: the object view used by S3: buckets (top-level directories of a
- * tenant root), key lookup/delete/metadata, key-ordered listing from the
- * per-bucket key index, whole-object uploads streamed into fresh extents.
+ * core_s3: the object view used by S3 (the namespace sub-module,
+ * core_ns_int.h): buckets (top-level directories of a tenant root), key
+ * lookup/delete/metadata, the key peek of GETs, key-ordered listing from the
+ * per-bucket key index.
  *
  * Key rules: 1..1024 bytes, no NUL, no empty, "." or ".." segment, no
  * segment over 255 bytes (SRV_EBADNAME). A key ending in '/' names a
@@ -14,6 +15,13 @@
  * the key are not checked for S3). Bucket create/delete is authorized by the
  * front end (tenants/), not by the tenant root's mode bits.
  *
+ * core_key_peek resolves bucket + key + metadata and, for an object whose
+ * whole content is inline, the bytes, all in one read transaction. It never
+ * touches the extent store, never waits for the writer thread and never
+ * computes anything expensive (it answers -EAGAIN instead), so an event-loop
+ * thread may call it: the only blocking it can do is a page fault on the LMDB
+ * map, which is accepted for this path (docs/architecture.md).
+ *
  * ETags: the S3 front end computes them for uploads. A file changed through
  * NFS has its ETag dropped; the first core_key_lookup after the change
  * recomputes the MD5 of its content (files up to CORE_ETAG_MD5_MAX bytes)
@@ -21,7 +29,7 @@
  * larger files, it reports "<16 hex ino><16 hex change>-1": multipart form,
  * which S3 clients do not treat as an MD5.
  * Thread: any. */
-#include "core_int.h"
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -35,7 +43,6 @@
 #include "srv_err.h"
 #include "srv_log.h"
 
-#define CORE_ETAG_MD5_MAX (256ull << 20)
 #define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 
 /* ---- keys ---- */
@@ -64,12 +71,26 @@ int core__key_check(const char *key, size_t len, bool *isdir)
     return 0;
 }
 
-static void etag_synth(const struct meta_inode *r, uint64_t ino, char *etag)
+void core__etag_synth(const struct meta_inode *r, uint64_t ino, char *etag)
 {
     if (r->type == CORE_DIR || r->size == 0)
         snprintf(etag, CORE_ETAG_MAX + 1, "%s", EMPTY_MD5);
     else
         snprintf(etag, CORE_ETAG_MAX + 1, "%016" PRIx64 "%016" PRIx64 "-1", ino, r->change);
+}
+
+/* The inode of @p key in @p bucket, which @p p may read. @return 0, -ENOENT,
+ * SRV_ECORRUPT (index names a missing inode), -EACCES, or a meta error. */
+static int kidx_readable(struct meta_txn *t, const struct core_principal *p, uint64_t bucket,
+                         const char *key, size_t klen, uint64_t *ino, struct meta_inode *r)
+{
+    int rc = meta_keyidx_get(t, bucket, key, klen, ino, NULL);
+    if (rc)
+        return rc;
+    rc = meta_inode_get(t, *ino, r);
+    if (rc)
+        return rc == -ENOENT ? SRV_ECORRUPT : rc;
+    return core__perm(p, r, CORE_MAY_R);
 }
 
 static int bucket_get(struct core *c, struct meta_txn *t, const struct core_principal *p,
@@ -232,7 +253,7 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     rc = bucket_get(c, t, p, bucket, &b);
     if (rc)
         goto out;
-    rc = core__kidx_readable(t, p, bucket, key, keylen, &ino, &r);
+    rc = kidx_readable(t, p, bucket, key, keylen, &ino, &r);
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->attr);
@@ -248,7 +269,7 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     bool compute = rc == 0 && out->etag[0] == '\0' && r.type == CORE_REG &&
                    out->attr.size > 0 && out->attr.size <= CORE_ETAG_MD5_MAX;
     if (rc == 0 && out->etag[0] == '\0')
-        etag_synth(&r, ino, out->etag);
+        core__etag_synth(&r, ino, out->etag);
 out:
     meta_rtxn_end(t);
     if (rc == 0 && compute) {
@@ -561,7 +582,7 @@ static int list_entry(void *arg, const char *kb, size_t kl, const struct meta_ke
         struct meta_inode cur = r;
         cur.size = info.attr.size;
         cur.change = info.attr.change;
-        etag_synth(&cur, kv->ino, info.etag);
+        core__etag_synth(&cur, kv->ino, info.etag);
     }
     struct core_listent e = {.key = kb, .keylen = kl, .is_prefix = false, .info = &info};
     if (s->cb(s->arg, &e))
@@ -614,5 +635,94 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
 out:
     meta_rtxn_end(t);
     free(s);
+    return rc;
+}
+
+/* ---- key peek: the S3 GET fast path ---- */
+
+int core_key_peek(struct core *c, const struct core_principal *p, const char *bucket,
+                  size_t bucketlen, const char *key, size_t keylen, void *buf, size_t bufsize,
+                  struct core_peek *out)
+{
+    struct meta_txn *t = NULL;
+    struct meta_inode b, r;
+    struct meta_dirent de;
+    const void *vd;
+    size_t vl;
+    uint64_t root;
+    bool isdir;
+    memset(out, 0, sizeof(*out));
+    if (bucketlen == 0 || bucketlen > CORE_NAME_MAX)
+        return SRV_ENOBUCKET;
+    int rc = core__key_check(key, keylen, &isdir);
+    if (rc)
+        return rc;
+    rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    /* bucket: as core_bucket_lookup, then core_key_lookup's check of it */
+    rc = meta_root_get(t, p->tenant, &root);
+    if (rc == 0)
+        rc = meta_dirent_get(t, root, bucket, bucketlen, &de);
+    if (rc == 0)
+        rc = core__ino_get_p(t, p, de.ino, 0, &b);
+    if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENAMETOOLONG ||
+        (rc == 0 && !(b.flags & CORE_A_BUCKET))) {
+        rc = SRV_ENOBUCKET;
+        goto out;
+    }
+    if (rc)
+        goto out;
+    out->bucket = de.ino;
+    uint64_t ino;
+    rc = kidx_readable(t, p, de.ino, key, keylen, &ino, &r);
+    if (rc)
+        goto out;
+    core__attr_fill(&r, ino, &out->info.attr);
+    if (r.type == CORE_REG && core__pend_any(c)) {
+        /* pending writes: their size, times and ETag come from core_key_lookup */
+        struct core__pend *pp = core__pend_get(c, ino, false);
+        if (pp) {
+            core__pend_put(c, pp);
+            rc = -EAGAIN;
+            goto out;
+        }
+    }
+    rc = meta_objmeta_get(t, ino, out->info.etag, CORE_ETAG_MAX + 1, &out->info.meta,
+                          &out->info.metalen);
+    if (rc == -ENOENT)
+        rc = 0;
+    if (rc)
+        goto out;
+    if (!out->info.etag[0]) {
+        if (r.type == CORE_REG && r.size > 0 && r.size <= CORE_ETAG_MD5_MAX) {
+            rc = -EAGAIN; /* core_key_lookup computes and stores the MD5 */
+            goto out;
+        }
+        core__etag_synth(&r, ino, out->info.etag);
+    }
+    if (r.type != CORE_REG || r.size == 0) {
+        out->data = true;
+        goto out;
+    }
+    if (!(r.flags & META_I_INLINE) || r.size > bufsize)
+        goto out;
+    rc = core__inline_get(t, ino, &vd, &vl);
+    if (rc)
+        goto out;
+    size_t have = vl < r.size ? vl : (size_t)r.size;
+    memcpy(buf, vd, have);
+    memset((char *)buf + have, 0, (size_t)r.size - have);
+    out->n = (size_t)r.size;
+    out->data = true;
+    atomic_fetch_add(&c->bytes_read, out->n);
+out:
+    meta_rtxn_end(t);
+    if (rc) {
+        free(out->info.meta);
+        out->info.meta = NULL;
+        out->info.metalen = 0;
+        out->data = false;
+    }
     return rc;
 }

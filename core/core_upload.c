@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_upload: whole-object uploads and multipart uploads.
+ * core_upload: whole-object uploads and multipart uploads (the namespace
+ * sub-module, core_ns_int.h).
  *
  * An upload streams into fresh 1 MiB extents as data arrives (nothing is
  * visible and the space is only reserved). Whole extents of a large write go
@@ -17,7 +18,7 @@
  * offsets, into a new inode without copying. Parts' bytes are charged to the
  * bucket while the upload is open.
  * Thread: an upload handle is used by one thread at a time; the rest any. */
-#include "core_int.h"
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,7 +30,6 @@
 #include "srv_err.h"
 #include "srv_log.h"
 
-int core__key_check(const char *key, size_t len, bool *isdir);
 
 struct upext {
     struct store_extent e;
@@ -263,12 +263,8 @@ static int etag_of(struct core *c, struct meta_txn *t, uint64_t ino, const struc
     int rc = meta_objmeta_get(t, ino, etag, CORE_ETAG_MAX + 1, NULL, NULL);
     if (rc && rc != -ENOENT)
         return rc;
-    if (!etag[0]) {
-        if (r->type == CORE_DIR || r->size == 0)
-            snprintf(etag, CORE_ETAG_MAX + 1, "d41d8cd98f00b204e9800998ecf8427e");
-        else
-            snprintf(etag, CORE_ETAG_MAX + 1, "%016" PRIx64 "%016" PRIx64 "-1", ino, r->change);
-    }
+    if (!etag[0])
+        core__etag_synth(r, ino, etag);
     return 0;
 }
 
@@ -414,7 +410,7 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
             struct meta_extent me = {.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
                                      .vlen = e->len};
             if (src->use) {
-                rc = core__extent_use(c, t, e, src->up ? src->up[i].bcrc : NULL,
+                rc = core__extent_use(t, e, src->up ? src->up[i].bcrc : NULL,
                                       src->up ? src->up[i].nb : 0);
                 if (rc)
                     return rc;
@@ -654,7 +650,7 @@ static int part_commit_fn(struct meta_txn *t, void *arg)
         v[i] = (struct meta_extent){.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
                                     .vlen = e->len};
         bytes += e->len;
-        rc = core__extent_use(c, t, e, u->ext[i].bcrc, u->ext[i].nb);
+        rc = core__extent_use(t, e, u->ext[i].bcrc, u->ext[i].nb);
     }
     if (rc == 0)
         rc = meta_part_put(t, a->id, a->partno, &pt, v);
@@ -1017,7 +1013,7 @@ int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t b
         return -EINVAL;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
-    if (atomic_load(&c->ndirquota)) {
+    if (core__dirquotas(c)) {
         /* the parts are charged to the tenant and bucket already; the key's
          * directories get the object's bytes in the op: hold them there
          * meanwhile, so writes admitted into those directories count them */

@@ -1,12 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_zc: the fast read paths of S3 GETs.
- *
- * core_key_peek resolves bucket + key + metadata and, for an object whose
- * whole content is inline in LMDB, the bytes, all in one read transaction.
- * It never touches the extent store, never waits for the writer thread and
- * never computes anything expensive (it answers -EAGAIN instead), so an
- * event-loop thread may call it: the only blocking it can do is a page fault
- * on the LMDB map, which is accepted for this path (docs/architecture.md).
+ * core_zc: zero-copy read pieces for S3 GETs (the data sub-module,
+ * core_data_int.h; the other fast path, core_key_peek, is in core_s3.c).
  *
  * core_read_pieces describes a byte range of a file as pieces to send
  * without a user-space copy: (fd, device offset, length) of extents whose
@@ -51,11 +45,11 @@
  * The pieces hold a store read token until core_pieces_release, so extents
  * freed meanwhile (an NFS overwrite, a delete) are not reused before the
  * bytes left.
- * Thread: any; core_key_peek and core_pieces_release may run on a loop thread. */
+ * Thread: any; core_pieces_release may run on a loop thread. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "core_int.h"
+#include "core_data_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,13 +69,8 @@
 #define ZC_SLOTS 128 /* per shard: 8192 remembered extents (8 GiB of 1 MiB extents) */
 #define ZC_WAYS 4
 #define ZC_TTL_S 10
-#define ZC_ETAG_MD5_MAX (256ull << 20) /* as core_s3.c: ETags computed up to this size */
-#define ZC_EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 #define ZC_PAGE 4096u
 #define ZC_VCHUNK ((size_t)64 * 1024) /* bytes read per step when verifying */
-
-/* core_s3.c */
-int core__key_check(const char *key, size_t len, bool *isdir);
 
 /* ---- the verified-extent table ---- */
 
@@ -529,98 +518,4 @@ void core_pieces_release(struct core_pieces *ps)
     struct core *c = ps->c;
     memset(ps, 0, sizeof(*ps));
     ps->c = c;
-}
-
-/* ---- key peek ---- */
-
-int core_key_peek(struct core *c, const struct core_principal *p, const char *bucket,
-                  size_t bucketlen, const char *key, size_t keylen, void *buf, size_t bufsize,
-                  struct core_peek *out)
-{
-    struct meta_txn *t = NULL;
-    struct meta_inode b, r;
-    struct meta_dirent de;
-    const void *vd;
-    size_t vl;
-    uint64_t root;
-    bool isdir;
-    memset(out, 0, sizeof(*out));
-    if (bucketlen == 0 || bucketlen > CORE_NAME_MAX)
-        return SRV_ENOBUCKET;
-    int rc = core__key_check(key, keylen, &isdir);
-    if (rc)
-        return rc;
-    rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    /* bucket: as core_bucket_lookup, then core_key_lookup's check of it */
-    rc = meta_root_get(t, p->tenant, &root);
-    if (rc == 0)
-        rc = meta_dirent_get(t, root, bucket, bucketlen, &de);
-    if (rc == 0)
-        rc = core__ino_get_p(t, p, de.ino, 0, &b);
-    if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENAMETOOLONG ||
-        (rc == 0 && !(b.flags & CORE_A_BUCKET))) {
-        rc = SRV_ENOBUCKET;
-        goto out;
-    }
-    if (rc)
-        goto out;
-    out->bucket = de.ino;
-    uint64_t ino;
-    rc = core__kidx_readable(t, p, de.ino, key, keylen, &ino, &r);
-    if (rc)
-        goto out;
-    core__attr_fill(&r, ino, &out->info.attr);
-    if (r.type == CORE_REG && atomic_load(&c->pend_count) != 0) {
-        /* pending writes: their size, times and ETag come from core_key_lookup */
-        struct core__pend *pp = core__pend_get(c, ino, false);
-        if (pp) {
-            core__pend_put(c, pp);
-            rc = -EAGAIN;
-            goto out;
-        }
-    }
-    rc = meta_objmeta_get(t, ino, out->info.etag, CORE_ETAG_MAX + 1, &out->info.meta,
-                          &out->info.metalen);
-    if (rc == -ENOENT)
-        rc = 0;
-    if (rc)
-        goto out;
-    if (!out->info.etag[0]) {
-        if (r.type == CORE_REG && r.size > 0 && r.size <= ZC_ETAG_MD5_MAX) {
-            rc = -EAGAIN; /* core_key_lookup computes and stores the MD5 */
-            goto out;
-        }
-        /* as core_s3.c's synthetic ETags */
-        if (r.type == CORE_DIR || r.size == 0)
-            snprintf(out->info.etag, sizeof(out->info.etag), "%s", ZC_EMPTY_MD5);
-        else
-            snprintf(out->info.etag, sizeof(out->info.etag), "%016" PRIx64 "%016" PRIx64 "-1", ino,
-                     r.change);
-    }
-    if (r.type != CORE_REG || r.size == 0) {
-        out->data = true;
-        goto out;
-    }
-    if (!(r.flags & META_I_INLINE) || r.size > bufsize)
-        goto out;
-    rc = core__inline_get(t, ino, &vd, &vl);
-    if (rc)
-        goto out;
-    size_t have = vl < r.size ? vl : (size_t)r.size;
-    memcpy(buf, vd, have);
-    memset((char *)buf + have, 0, (size_t)r.size - have);
-    out->n = (size_t)r.size;
-    out->data = true;
-    atomic_fetch_add(&c->bytes_read, out->n);
-out:
-    meta_rtxn_end(t);
-    if (rc) {
-        free(out->info.meta);
-        out->info.meta = NULL;
-        out->info.metalen = 0;
-        out->data = false;
-    }
-    return rc;
 }
