@@ -18,7 +18,8 @@
 # found by its basename (basenames are unique across the tree); headers that
 # are generated (nfs/xdr) belong to nfs. A private header (NAME_int.h) may be
 # included only from its own folder. System headers of an engine stay with the
-# layer that hides it: <lmdb.h> only under meta/. Prints each offending
+# layer that hides it: <lmdb.h> only under meta/. Then checks the order of the
+# core's sub-modules (scripts/check-core-modules.sh). Prints each offending
 # include and exits 1 if there is any; prints "layers: ok" otherwise.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,6 +93,8 @@ while IFS= read -r f; do check_file "$f" tools; done < <(find tools -name '*.c' 
 
 if [ $bad -ne 0 ]; then
     echo "layers: an #include points up or across the stack (see docs/architecture.md)"
-    exit 1
 fi
+# the order of the core's own sub-modules
+"$top/scripts/check-core-modules.sh" || bad=1
+[ $bad -eq 0 ] || exit 1
 echo "layers: ok"
