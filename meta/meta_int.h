@@ -3,7 +3,8 @@
  * implemented by meta_lmdb.c and meta_mem.c), the state shared by meta_env.c
  * and meta_writer.c, and the raw key/value access and the one scan primitive
  * the typed record modules are written over. Nothing outside meta/ (but its
- * own unit tests) may include this header.
+ * own unit tests, and the core's crash checker, which audits the raw extent,
+ * free and CRC tables) may include this header.
  * Thread: fields are documented with the lock or thread that owns them. */
 #ifndef META_INT_H
 #define META_INT_H

@@ -3,7 +3,6 @@
  * on the core's store (core_meta + meta_record_*), refusing a store of a newer
  * schema at core_open, core_sync and statistics, core_ref against a
  * concurrent unlink. */
-#include <lmdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include "core_test_util.h"
 #include "meta_record.h"
 #include "meta_schema.h"
+#include "../meta/meta_test_lmdb.h"
 
 static void test_tenants(void **state)
 {
@@ -93,38 +93,17 @@ static void test_newer_schema(void **state)
 {
     struct fx *f = *state;
     char path[128];
-    MDB_env *env;
-    MDB_txn *t;
-    MDB_dbi dbi;
-    uint8_t b[4];
     if (fx_meta_mem())
         skip(); /* the version record of an LMDB store, written by hand */
     core_close(f->c);
     f->c = NULL;
     snprintf(path, sizeof(path), "%s/meta", f->dir);
-    assert_int_equal(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 64);
-    assert_int_equal(mdb_env_open(env, path, 0, 0640), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &t), 0);
-    assert_int_equal(mdb_dbi_open(t, "meta", 0, &dbi), 0);
-    meta_be32_put(b, META_SCHEMA_VERSION + 7);
-    MDB_val k = {7, "version"}, v = {4, b};
-    assert_int_equal(mdb_put(t, dbi, &k, &v, 0), 0);
-    assert_int_equal(mdb_txn_commit(t), 0);
-    mdb_env_close(env);
+    meta_test_version_set(path, META_SCHEMA_VERSION + 7);
     struct core_config cfg = fx_config(f->dir);
     assert_int_equal(core_open(&f->c, &cfg), SRV_EBADVERSION);
     assert_null(f->c);
     /* put it back so teardown can open/close normally */
-    assert_int_equal(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 64);
-    assert_int_equal(mdb_env_open(env, path, 0, 0640), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &t), 0);
-    assert_int_equal(mdb_dbi_open(t, "meta", 0, &dbi), 0);
-    meta_be32_put(b, META_SCHEMA_VERSION);
-    assert_int_equal(mdb_put(t, dbi, &k, &v, 0), 0);
-    assert_int_equal(mdb_txn_commit(t), 0);
-    mdb_env_close(env);
+    meta_test_version_set(path, META_SCHEMA_VERSION);
     assert_int_equal(core_open(&f->c, &cfg), 0);
 }
 

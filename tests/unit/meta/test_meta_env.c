@@ -16,6 +16,7 @@
 
 #include "meta.h"
 #include "meta_int.h"
+#include "meta_test_lmdb.h"
 #include "srv_err.h"
 
 static char dir[64];
@@ -89,37 +90,18 @@ static void test_create_and_reopen_mem(void **state)
     meta_env_close(m);
 }
 
-/* Rewrite the version record with raw LMDB, as a newer build would have. */
-static void set_version(uint32_t ver)
-{
-    MDB_env *env;
-    MDB_txn *t;
-    MDB_dbi dbi;
-    uint8_t b[4];
-    assert_int_equal(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 64);
-    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &t), 0);
-    assert_int_equal(mdb_dbi_open(t, "meta", 0, &dbi), 0);
-    meta_be32_put(b, ver);
-    MDB_val k = {7, "version"}, v = {4, b};
-    assert_int_equal(mdb_put(t, dbi, &k, &v, 0), 0);
-    assert_int_equal(mdb_txn_commit(t), 0);
-    mdb_env_close(env);
-}
-
 static void test_newer_version_refused(void **state)
 {
     struct meta_env *m;
     (void)state;
     assert_int_equal(env_open(&m, META_BACKEND_LMDB), 0);
     meta_env_close(m);
-    set_version(META_SCHEMA_VERSION + 1);
+    meta_test_version_set(dir, META_SCHEMA_VERSION + 1);
     assert_int_equal(env_open(&m, META_BACKEND_LMDB), SRV_EBADVERSION);
     assert_null(m);
-    set_version(0);
+    meta_test_version_set(dir, 0);
     assert_int_equal(env_open(&m, META_BACKEND_LMDB), SRV_EBADVERSION);
-    set_version(META_SCHEMA_VERSION);
+    meta_test_version_set(dir, META_SCHEMA_VERSION);
     assert_int_equal(env_open(&m, META_BACKEND_LMDB), 0);
     meta_env_close(m);
 }
