@@ -21,6 +21,11 @@ int meta__keycmp(const void *a, size_t al, const void *b, size_t bl)
     return al < bl ? -1 : al > bl;
 }
 
+bool meta__in_prefix(const struct meta_range *r, const void *key, size_t klen)
+{
+    return klen >= r->plen && (r->plen == 0 || memcmp(key, r->prefix, r->plen) == 0);
+}
+
 /* The smallest key greater than every key starting with @p p (@p len bytes,
  * into @p buf): false when none exists (all bytes 0xff). */
 static bool prefix_end(const void *p, size_t len, unsigned char *buf, size_t *out)

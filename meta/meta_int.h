@@ -64,6 +64,10 @@ typedef int (*meta_scan_cb)(void *arg, const void *key, size_t klen, const void 
 int meta__scan(struct meta_txn *t, enum meta_dbi tb, const struct meta_range *r, meta_scan_cb cb,
                void *arg);
 
+/** Engines: whether @p key (@p klen bytes) starts with @p r's prefix (plen 0: any key;
+ * the prefix may then be NULL). */
+bool meta__in_prefix(const struct meta_range *r, const void *key, size_t klen);
+
 /** Bytewise key order (the engines' order). */
 int meta__keycmp(const void *a, size_t al, const void *b, size_t bl);
 

@@ -353,11 +353,6 @@ static int ldel(struct meta_txn *t, enum meta_dbi tb, const void *key, size_t kl
     return meta_err(rc);
 }
 
-static bool in_prefix(const struct meta_range *r, const MDB_val *k)
-{
-    return k->mv_size >= r->plen && memcmp(k->mv_data, r->prefix, r->plen) == 0;
-}
-
 static int lscan(struct meta_txn *t, enum meta_dbi tb, const struct meta_range *r,
                  meta_scan_cb cb, void *arg)
 {
@@ -384,7 +379,7 @@ static int lscan(struct meta_txn *t, enum meta_dbi tb, const struct meta_range *
             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
     for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, step)) {
-        if (!in_prefix(r, &k))
+        if (!meta__in_prefix(r, k.mv_data, k.mv_size))
             break;
         int res = cb(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size);
         if (res) {

@@ -468,7 +468,7 @@ static void visit(const struct mnode *n, struct mscan *s)
 {
     const struct mblob *b = n->blob;
     const struct meta_range *r = s->r;
-    if (b->klen < r->plen || memcmp(b->b, r->prefix, r->plen) != 0) {
+    if (!meta__in_prefix(r, b->b, b->klen)) {
         s->stop = true; /* left the prefix's keys */
         return;
     }
