@@ -1045,41 +1045,18 @@ int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t buck
     return meta_submit(c->meta, mpu_done_fn, &a, 0);
 }
 
-struct id_list {
-    uint64_t *v;
-    size_t n, cap;
-};
-
-static int id_collect(void *arg, uint64_t id, const struct meta_mpu *m, const char *key,
-                      const void *meta)
-{
-    struct id_list *l = arg;
-    (void)m;
-    (void)key;
-    (void)meta;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 16;
-        uint64_t *nv = realloc(l->v, nc * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = id;
-    return 0;
-}
-
 int core__mpu_drop_bucket(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket)
 {
-    struct id_list l = {0};
+    uint64_t *ids;
+    size_t n;
     uint64_t freed = 0, total = 0;
-    int rc = meta_mpu_scan(t, bucket, id_collect, &l);
-    for (size_t i = 0; i < l.n && rc == 0; i++) {
-        rc = parts_drop(c, t, l.v[i], NULL, 0, &freed, &total);
+    int rc = meta_mpu_ids(t, bucket, &ids, &n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = parts_drop(c, t, ids[i], NULL, 0, &freed, &total);
         if (rc == 0)
-            rc = meta_mpu_del(t, bucket, l.v[i]);
+            rc = meta_mpu_del(t, bucket, ids[i]);
     }
-    free(l.v);
+    free(ids);
     if (rc == 0 && total)
         rc = core__usage_charge(c, t, tenant, 0, -(int64_t)total, 0, false);
     return rc;

@@ -21,6 +21,31 @@ int meta__keycmp(const void *a, size_t al, const void *b, size_t bl)
     return al < bl ? -1 : al > bl;
 }
 
+int meta__ids_push(struct meta__ids *l, uint64_t id)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        uint64_t *nv = realloc(l->v, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n++] = id;
+    return 0;
+}
+
+int meta__ids_take(struct meta__ids *l, int rc, uint64_t **ids, size_t *n)
+{
+    if (rc) {
+        free(l->v);
+        *l = (struct meta__ids){0};
+    }
+    *ids = l->v;
+    *n = l->n;
+    return rc;
+}
+
 bool meta__in_prefix(const struct meta_range *r, const void *key, size_t klen)
 {
     return klen >= r->plen && (r->plen == 0 || memcmp(key, r->prefix, r->plen) == 0);

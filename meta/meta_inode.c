@@ -148,43 +148,18 @@ int meta_orphan_get(struct meta_txn *t, uint64_t ino)
     return meta__get64(t, META_DBI_ORPHANS, ino, &v);
 }
 
-struct ino_list {
-    uint64_t *v;
-    size_t n, cap;
-};
-
 static int orphan_add(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
 {
-    struct ino_list *l = arg;
     (void)val;
     (void)vlen;
-    if (klen != 8)
-        return 0;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 64;
-        uint64_t *nv = realloc(l->v, nc * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = meta_be64_get(key);
-    return 0;
+    return klen == 8 ? meta__ids_push(arg, meta_be64_get(key)) : 0;
 }
 
 int meta_orphan_list(struct meta_txn *t, uint64_t **inos, size_t *n)
 {
-    struct ino_list l = {0};
+    struct meta__ids l = {0};
     struct meta_range r = {0};
-    int rc = meta__scan(t, META_DBI_ORPHANS, &r, orphan_add, &l);
-    if (rc) {
-        free(l.v);
-        l.v = NULL;
-        l.n = 0;
-    }
-    *inos = l.v;
-    *n = l.n;
-    return rc;
+    return meta__ids_take(&l, meta__scan(t, META_DBI_ORPHANS, &r, orphan_add, &l), inos, n);
 }
 
 /* ---- tenant roots ---- */

@@ -64,6 +64,18 @@ typedef int (*meta_scan_cb)(void *arg, const void *key, size_t klen, const void 
 int meta__scan(struct meta_txn *t, enum meta_dbi tb, const struct meta_range *r, meta_scan_cb cb,
                void *arg);
 
+/** A growing list of ids, for the typed modules that hand a caller every id of a scan
+ * (start it zeroed). */
+struct meta__ids {
+    uint64_t *v;
+    size_t n, cap;
+};
+/** Append @p id to @p l. @return 0, -ENOMEM. */
+int meta__ids_push(struct meta__ids *l, uint64_t id);
+/** Hand @p l to the caller (*@p ids, to free(); *@p n) after a scan that ended with
+ * @p rc: on an error, free it and hand out NULL, 0. @return @p rc. */
+int meta__ids_take(struct meta__ids *l, int rc, uint64_t **ids, size_t *n);
+
 /** Engines: whether @p key (@p klen bytes) starts with @p r's prefix (plen 0: any key;
  * the prefix may then be NULL). */
 bool meta__in_prefix(const struct meta_range *r, const void *key, size_t klen);

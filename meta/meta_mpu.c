@@ -102,6 +102,21 @@ int meta_mpu_scan(struct meta_txn *t, uint64_t bucket, meta_mpu_cb cb, void *arg
     return s.end ? 0 : rc;
 }
 
+static int id_add(void *arg, uint64_t id, const struct meta_mpu *m, const char *key,
+                  const void *meta)
+{
+    (void)m;
+    (void)key;
+    (void)meta;
+    return meta__ids_push(arg, id);
+}
+
+int meta_mpu_ids(struct meta_txn *t, uint64_t bucket, uint64_t **ids, size_t *n)
+{
+    struct meta__ids l = {0};
+    return meta__ids_take(&l, meta_mpu_scan(t, bucket, id_add, &l), ids, n);
+}
+
 /* ---- parts ---- */
 
 /* Decode a part record; @p ext points into @p v. @return 0, SRV_ECORRUPT. */

@@ -29,6 +29,10 @@ typedef int (*meta_mpu_cb)(void *arg, uint64_t id, const struct meta_mpu *m, con
 /** The uploads of @p bucket in id order. The callback must not write @p t.
  * @return 0, the callback's first nonzero result, -EIO. */
 int meta_mpu_scan(struct meta_txn *t, uint64_t bucket, meta_mpu_cb cb, void *arg);
+/** The ids of the uploads of @p bucket in id order, malformed records included, into
+ * *@p ids (free() it; NULL, 0 on an error) and *@p n.
+ * @return 0, -ENOMEM, -EIO. */
+int meta_mpu_ids(struct meta_txn *t, uint64_t bucket, uint64_t **ids, size_t *n);
 
 /** Part @p partno of upload @p id: its record and its pt->nextents extents (borrowed).
  * @return 0, -ENOENT, SRV_ECORRUPT, -EIO. */

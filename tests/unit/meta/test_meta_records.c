@@ -486,6 +486,16 @@ static void test_mpu_usage_orphans(void **state)
     assert_int_equal(meta_mpu_get(t, 9, 3, &mu, &key, &meta), -ENOENT);
     assert_int_equal(meta_mpu_scan(t, 9, mpu_cb, &n), 0);
     assert_int_equal(n, 2);
+    uint64_t *ids;
+    size_t nid;
+    assert_int_equal(meta_mpu_ids(t, 9, &ids, &nid), 0);
+    assert_int_equal(nid, 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    free(ids);
+    assert_int_equal(meta_mpu_ids(t, 10, &ids, &nid), 0);
+    assert_int_equal(nid, 0);
+    free(ids);
     assert_int_equal(meta_part_get(t, 1, 2, &pt, &ex), 0);
     assert_int_equal(pt.size, 10);
     assert_int_equal(meta_part_scan(t, 1, 2, part_cb, &last), 0);
