@@ -2,8 +2,11 @@
  * core: the namespace core, the one implementation of every semantic that
  * both front ends (S3, NFS) and the admin API share.
  *
- * The core owns the LMDB environment (through meta/) and the extent store
- * (through store). Front ends never touch either directly.
+ * The core owns the metadata store (through meta/) and the extent store
+ * (through store/), and wires the two together at open (meta's commit hooks).
+ * Front ends never touch either directly; the layers that only persist rows
+ * of their own (tenants, QoS, settings) use meta's generic records
+ * (meta_record.h) on the core's store (core_meta).
  *
  * Threads: every call is synchronous and may be made from any thread
  * concurrently. Calls may block on disk (io_uring completions, the group
@@ -100,6 +103,8 @@ struct core_config {
     uint64_t map_size;        /* LMDB map size (default 16 GiB) */
     uint32_t inline_max;      /* files up to this size live inline in LMDB (default 4096) */
     uint32_t commit_max_batch; /* most operations in one group commit (default 256) */
+    bool meta_mem;            /* metadata in memory, not in LMDB (tests: kept for the life
+                               * of the process under data_dir, so a reopen finds it) */
 };
 
 /** Open (creating if new) the store under cfg->data_dir; recovers after a crash
@@ -431,32 +436,11 @@ int core_quota_set(struct core *c, uint32_t tenant, uint64_t ino, uint64_t bytes
 int core_quota_admit(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t bytes,
                      uint64_t inodes);
 
-/* ---- records of tenants/ (tenants, users, keys, exports, QoS policies) ----
- * A small key/value view over named LMDB databases, so tenants/ and qos/ keep
- * their records transactionally without touching LMDB. Keys sort bytewise. */
-enum core_table {
-    CORE_T_TENANTS = 0, /* tenant id (be32) -> record */
-    CORE_T_USERS,       /* tenant id (be32) + user id (be64) -> record */
-    CORE_T_KEYS,        /* access key id -> record */
-    CORE_T_EXPORTS,     /* export id (be32) -> record */
-    CORE_T_QOS,         /* policy key -> record */
-    CORE_T_CONFIG,      /* name -> value (daemon-wide settings, master key, counters) */
-    CORE_T__COUNT
-};
-/** @param[out] val heap copy (free()), @p vlen its length. @return 0, -ENOENT. */
-int core_table_get(struct core *c, enum core_table t, const void *key, size_t klen, void **val,
-                   size_t *vlen);
-/** Insert or replace (CORE_TPUT_NOOVERWRITE: -EEXIST if present). Durable on return. */
-#define CORE_TPUT_NOOVERWRITE 0x1
-int core_table_put(struct core *c, enum core_table t, const void *key, size_t klen,
-                   const void *val, size_t vlen, unsigned flags);
-/** @return 0, -ENOENT. */
-int core_table_del(struct core *c, enum core_table t, const void *key, size_t klen);
-/** Visit records with key >= @p start (NULL = first) in key order until cb returns nonzero. */
-typedef int (*core_table_cb)(void *arg, const void *key, size_t klen, const void *val,
-                             size_t vlen);
-int core_table_scan(struct core *c, enum core_table t, const void *start, size_t slen,
-                    core_table_cb cb, void *arg);
+/* ---- the metadata store, for the layers above that keep rows of their own ---- */
+struct meta_env;
+/** The core's metadata store: tenants/, qos/, nfs/ and server/ keep their records in it
+ * through meta_record.h. Valid until core_close. */
+struct meta_env *core_meta(struct core *c);
 
 /* ---- metrics ---- */
 struct core_stats {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_cache: a read cache of whole, CRC-verified extents.
+ * core_cache: a read cache of whole, CRC-verified extents (the data
+ * sub-module, core_data_int.h).
  *
  * The store verifies an extent's CRC by reading all of it, so a small read
  * costs a whole extent; the cache keeps verified extents (LRU, bounded bytes)
@@ -10,7 +11,7 @@
  * free happened since it looked the extent up (core__cache_epoch before the
  * metadata read), so a freed extent never re-enters the cache.
  * Thread: all calls are thread-safe (sharded mutexes). */
-#include "core_int.h"
+#include "core_data_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -59,13 +60,13 @@ int core__cache_init(struct core *c, uint64_t bytes)
         pthread_mutex_init(&k->s[i].mu, NULL);
         k->s[i].cap = bytes / SHARDS;
     }
-    c->cache = k;
+    c->data->cache = k;
     return 0;
 }
 
 void core__cache_fini(struct core *c)
 {
-    struct core__cache *k = c->cache;
+    struct core__cache *k = c->data->cache;
     if (!k)
         return;
     for (int i = 0; i < SHARDS; i++) {
@@ -79,12 +80,12 @@ void core__cache_fini(struct core *c)
         pthread_mutex_destroy(&k->s[i].mu);
     }
     free(k);
-    c->cache = NULL;
+    c->data->cache = NULL;
 }
 
 uint64_t core__cache_epoch(struct core *c)
 {
-    return c->cache ? atomic_load(&c->cache->epoch) : 0;
+    return c->data->cache ? atomic_load(&c->data->cache->epoch) : 0;
 }
 
 static void lru_unlink(struct cshard *s, struct centry *e)
@@ -126,7 +127,7 @@ static void entry_drop(struct cshard *s, struct centry *e)
 
 void core__cache_invalidate(struct core *c, const struct store_extent *x)
 {
-    struct core__cache *k = c->cache;
+    struct core__cache *k = c->data->cache;
     if (!k)
         return;
     atomic_fetch_add(&k->epoch, 1);
@@ -203,7 +204,7 @@ static void cache_put(struct core__cache *k, const struct store_extent *x, char 
 int core__extent_read(struct core *c, const struct store_extent *x, uint32_t from, void *buf,
                       size_t len, uint64_t epoch)
 {
-    struct core__cache *k = c->cache;
+    struct core__cache *k = c->data->cache;
     if (!k)
         return store_read(c->store, x, from, buf, len);
     if (cache_get(k, x, from, buf, len)) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_data: file data: reads, writes, truncation.
+ * core_data: file data: reads, writes, truncation (the data sub-module,
+ * core_data_int.h).
  *
  * Layout: a file is either inline (META_I_INLINE: its first bytes live in the
  * inline DBI, at most inline_max of them; the rest up to size reads as zeros)
@@ -33,7 +34,7 @@
  * caller's thread while the inode is held exclusively), so usage follows the
  * size; without that copy (an error) only its visible length (vlen) shrinks.
  * Thread: any. */
-#include "core_int.h"
+#include "core_data_int.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -45,154 +46,45 @@
 
 #define WRITE_RETRIES 32
 
-int core__extent_get(const MDB_val *v, struct store_extent *e, uint32_t *vlen)
+static int extent_put(struct meta_txn *t, uint64_t ino, const struct core__fext *x)
 {
-    struct meta_extent me;
-    if (v->mv_size != sizeof(me))
-        return SRV_ECORRUPT;
-    memcpy(&me, v->mv_data, sizeof(me));
-    e->dev = me.dev;
-    e->len = me.len;
-    e->off = me.off;
-    e->crc = me.crc;
-    *vlen = me.vlen;
-    if (me.vlen > me.len)
-        return SRV_ECORRUPT;
-    return 0;
-}
-
-static void xkey(uint8_t *k, uint64_t ino, uint64_t foff)
-{
-    meta_be64_put(k, ino);
-    meta_be64_put(k + 8, foff);
-}
-
-/* Extents of @p ino overlapping [lo, hi), in file order. */
-int core__overlaps(struct core *c, MDB_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
-                    struct core__fext_list *out, bool want_crc)
-{
-    MDB_cursor *cur;
-    MDB_val k, v;
-    uint8_t sk[16];
-    uint64_t start = lo;
-    int rc;
-
-    out->n = 0;
-    if (hi <= lo)
-        return 0;
-    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_EXTENTS), &cur);
-    if (rc)
-        return meta_err(rc);
-    xkey(sk, ino, lo);
-    k.mv_data = sk;
-    k.mv_size = 16;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    bool exact = rc == 0 && k.mv_size == 16 && memcmp(k.mv_data, sk, 16) == 0;
-    if (!exact && (rc == 0 || rc == MDB_NOTFOUND)) {
-        int prc = mdb_cursor_get(cur, &k, &v, rc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
-        if (prc == 0 && k.mv_size == 16 && meta_be64_get(k.mv_data) == ino) {
-            struct store_extent e;
-            uint32_t vlen;
-            uint64_t foff = meta_be64_get((uint8_t *)k.mv_data + 8);
-            if (core__extent_get(&v, &e, &vlen) == 0 && foff < lo && foff + vlen > lo)
-                start = foff;
-        }
-    } else if (rc != 0) {
-        mdb_cursor_close(cur);
-        return meta_err(rc);
-    }
-    xkey(sk, ino, start);
-    k.mv_data = sk;
-    k.mv_size = 16;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 16 || meta_be64_get(k.mv_data) != ino)
-            break;
-        struct core__fext x;
-        x.flags = 0;
-        x.foff = meta_be64_get((uint8_t *)k.mv_data + 8);
-        if (x.foff >= hi)
-            break;
-        rc = core__extent_get(&v, &x.e, &x.vlen);
-        if (rc)
-            break;
-        if (x.foff + x.vlen <= lo)
-            continue;
-        x.nb = want_crc ? core__bcrc_get(c, t, &x.e, x.bcrc) : 0;
-        rc = core__fext_push(out, &x);
-        if (rc)
-            break;
-    }
-    mdb_cursor_close(cur);
-    if (rc == MDB_NOTFOUND)
-        rc = 0;
-    else if (rc > 0)
-        rc = meta_err(rc);
-    return rc;
-}
-
-static int extent_put(struct core *c, MDB_txn *t, uint64_t ino, const struct core__fext *x)
-{
-    uint8_t k[16];
     struct meta_extent me = {.dev = x->e.dev, .len = x->e.len, .off = x->e.off, .crc = x->e.crc,
                              .vlen = x->vlen};
-    xkey(k, ino, x->foff);
-    return meta_put(t, core__dbi(c, META_DBI_EXTENTS), k, 16, &me, sizeof(me), 0);
+    return meta_extent_put(t, ino, x->foff, &me);
 }
 
-static int extent_del(struct core *c, MDB_txn *t, uint64_t ino, uint64_t foff)
+/* Replace the inline bytes of @p ino (none when @p len is 0). */
+static int inline_set(struct meta_txn *t, uint64_t ino, const void *buf, size_t len)
 {
-    uint8_t k[16];
-    xkey(k, ino, foff);
-    return meta_del(t, core__dbi(c, META_DBI_EXTENTS), k, 16);
-}
-
-static int inline_get(struct core *c, MDB_txn *t, uint64_t ino, MDB_val *v)
-{
-    uint8_t k[8];
-    meta_be64_put(k, ino);
-    int rc = meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, v);
-    if (rc == -ENOENT) {
-        v->mv_size = 0;
-        v->mv_data = NULL;
-        return 0;
-    }
-    return rc;
-}
-
-static int inline_put(struct core *c, MDB_txn *t, uint64_t ino, const void *buf, size_t len)
-{
-    uint8_t k[8];
-    meta_be64_put(k, ino);
     if (len == 0) {
-        int rc = meta_del(t, core__dbi(c, META_DBI_INLINE), k, 8);
+        int rc = meta_inline_del(t, ino);
         return rc == -ENOENT ? 0 : rc;
     }
-    return meta_put(t, core__dbi(c, META_DBI_INLINE), k, 8, buf, len, 0);
+    return meta_inline_put(t, ino, buf, len);
 }
 
 /* Forget the S3 ETag of a file changed through the POSIX view (recomputed lazily). */
-static int etag_forget(struct core *c, MDB_txn *t, uint64_t ino)
+static int etag_forget(struct core *c, struct meta_txn *t, uint64_t ino)
 {
     char etag[CORE_ETAG_MAX + 1];
     void *meta = NULL;
     size_t ml = 0;
-    int rc = core__objmeta_get(c, t, ino, etag, &meta, &ml);
+    int rc = meta_objmeta_get(t, ino, etag, CORE_ETAG_MAX + 1, &meta, &ml);
     if (rc == -ENOENT)
         return 0;
     if (rc == 0 && etag[0])
-        rc = core__objmeta_put(c, t, ino, "", meta, ml);
+        rc = meta_objmeta_put(t, ino, "", meta, ml);
     free(meta);
     return rc;
 }
 
-static int eff_overlaps(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_inode *r,
+static int eff_overlaps(struct core *c, struct meta_txn *t, uint64_t ino, const struct meta_inode *r,
                         const struct core__fext_list *pend, uint64_t lo, uint64_t hi,
                         bool want_crc, struct core__fext_list *out);
 
 /* ---- truncate (inside setattr's op) ---- */
 
-int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
+int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                      uint64_t newsize, struct core__cut *cut)
 {
     int64_t freed = 0;
@@ -200,28 +92,29 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
     if (cut)
         cut->used = false;
     if (r->flags & META_I_INLINE) {
-        MDB_val v;
-        rc = inline_get(c, t, ino, &v);
+        const void *vd;
+        size_t vl;
+        rc = core__inline_get(t, ino, &vd, &vl);
         if (rc)
             return rc;
-        if (newsize < v.mv_size) {
+        if (newsize < vl) {
             void *copy = malloc(newsize ? newsize : 1);
             if (!copy)
                 return -ENOMEM;
-            memcpy(copy, v.mv_data, newsize);
-            freed = (int64_t)(v.mv_size - newsize);
-            rc = inline_put(c, t, ino, copy, newsize);
+            memcpy(copy, vd, newsize);
+            freed = (int64_t)(vl - newsize);
+            rc = inline_set(t, ino, copy, newsize);
             free(copy);
         }
     } else if (newsize < r->size) {
         struct core__fext_list l = {0};
-        rc = core__overlaps(c, t, ino, newsize, UINT64_MAX, &l, false);
+        rc = core__overlaps(t, ino, newsize, UINT64_MAX, &l, false);
         for (size_t i = 0; i < l.n && rc == 0; i++) {
             struct core__fext *x = &l.v[i];
             if (x->foff >= newsize) {
                 rc = core__extent_free(c, t, &x->e);
                 if (rc == 0)
-                    rc = extent_del(c, t, ino, x->foff);
+                    rc = meta_extent_del(t, ino, x->foff);
                 freed += x->e.len;
             } else if (cut && cut->old.foff == x->foff && cut->old.e.dev == x->e.dev &&
                        cut->old.e.off == x->e.off && cut->old.vlen == x->vlen &&
@@ -229,22 +122,22 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
                 /* the boundary extent becomes its copy cut at the new size */
                 rc = core__extent_free(c, t, &x->e);
                 if (rc == 0)
-                    rc = core__extent_use(c, t, &cut->cut.e, cut->cut.bcrc, cut->cut.nb);
+                    rc = core__extent_use(t, &cut->cut.e, cut->cut.bcrc, cut->cut.nb);
                 if (rc == 0)
-                    rc = extent_put(c, t, ino, &cut->cut);
+                    rc = extent_put(t, ino, &cut->cut);
                 freed += (int64_t)x->e.len - (int64_t)cut->cut.e.len;
                 cut->used = rc == 0;
             } else {
                 /* no copy made (or the map moved): only the visible length shrinks */
                 x->vlen = (uint32_t)(newsize - x->foff);
-                rc = extent_put(c, t, ino, x);
+                rc = extent_put(t, ino, x);
             }
         }
         free(l.v);
         if (rc == 0 && newsize == 0) {
             /* an empty file starts inline again */
             struct core__fext_list rest = {0};
-            rc = core__overlaps(c, t, ino, 0, UINT64_MAX, &rest, false);
+            rc = core__overlaps(t, ino, 0, UINT64_MAX, &rest, false);
             if (rc == 0 && rest.n == 0)
                 r->flags |= META_I_INLINE;
             free(rest.v);
@@ -265,7 +158,7 @@ int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode
 int core__truncate_plan(struct core *c, uint64_t ino, uint64_t newsize,
                         const struct core__pend_batch *b, struct core__cut *cut)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode r;
     struct core__fext_list pend = {0}, l = {0};
     char *buf = NULL;
@@ -276,7 +169,7 @@ int core__truncate_plan(struct core *c, uint64_t ino, uint64_t newsize,
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, ino, &r);
+    rc = meta_inode_get(t, ino, &r);
     if (rc || r.type != CORE_REG)
         goto out;
     for (size_t i = 0; b && i < b->ext.n && rc == 0; i++)
@@ -328,40 +221,9 @@ out:
 
 /* ---- the effective extent map: pending extents over committed ones ---- */
 
-static bool overlaps_any(const struct core__fext_list *l, uint64_t s, uint64_t e)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].foff < e && l->v[i].foff + l->v[i].vlen > s)
-            return true;
-    return false;
-}
-
-int core__fext_merge(const struct core__fext_list *pend, const struct core__fext_list *com,
-                     struct core__fext_list *out)
-{
-    size_t i = 0, j = 0;
-    out->n = 0;
-    while (i < pend->n || j < com->n) {
-        if (j < com->n &&
-            overlaps_any(pend, com->v[j].foff, com->v[j].foff + com->v[j].vlen)) {
-            j++;
-            continue;
-        }
-        const struct core__fext *x;
-        if (j >= com->n || (i < pend->n && pend->v[i].foff < com->v[j].foff))
-            x = &pend->v[i++];
-        else
-            x = &com->v[j++];
-        int rc = core__fext_push(out, x);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 /* Effective extents of @p ino overlapping [lo, hi): @p pend are the pending
  * ones overlapping that range; committed ones come from @p t. */
-static int eff_overlaps(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_inode *r,
+static int eff_overlaps(struct core *c, struct meta_txn *t, uint64_t ino, const struct meta_inode *r,
                         const struct core__fext_list *pend, uint64_t lo, uint64_t hi,
                         bool want_crc, struct core__fext_list *out)
 {
@@ -369,7 +231,7 @@ static int eff_overlaps(struct core *c, MDB_txn *t, uint64_t ino, const struct m
     int rc = 0;
     out->n = 0;
     if (!(r->flags & META_I_INLINE))
-        rc = core__overlaps(c, t, ino, lo, hi, &com, want_crc);
+        rc = core__overlaps(t, ino, lo, hi, &com, want_crc);
     if (rc == 0)
         rc = core__fext_merge(pend, &com, out);
     free(com.v);
@@ -377,12 +239,12 @@ static int eff_overlaps(struct core *c, MDB_txn *t, uint64_t ino, const struct m
 }
 
 /* Store ETag @p etag ("" = unknown, recomputed lazily) keeping the metadata blob. */
-static int etag_store(struct core *c, MDB_txn *t, uint64_t ino, const char *etag)
+static int etag_store(struct core *c, struct meta_txn *t, uint64_t ino, const char *etag)
 {
     char old[CORE_ETAG_MAX + 1];
     void *meta = NULL;
     size_t ml = 0;
-    int rc = core__objmeta_get(c, t, ino, old, &meta, &ml);
+    int rc = meta_objmeta_get(t, ino, old, CORE_ETAG_MAX + 1, &meta, &ml);
     if (rc == -ENOENT) {
         if (!etag[0])
             return 0;
@@ -390,17 +252,18 @@ static int etag_store(struct core *c, MDB_txn *t, uint64_t ino, const char *etag
         old[0] = '\0';
     }
     if (rc == 0 && strcmp(old, etag) != 0)
-        rc = core__objmeta_put(c, t, ino, etag, meta, ml);
+        rc = meta_objmeta_put(t, ino, etag, meta, ml);
     free(meta);
     return rc;
 }
 
-int core__pend_apply_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
+int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                        const struct core__pend_batch *b)
 {
     int64_t delta = 0;
     int rc = 0;
-    MDB_val v;
+    const void *vd;
+    size_t vl;
     if (!b->ext.n && !b->inl)
         return 0;
     if (b->inl) {
@@ -409,22 +272,22 @@ int core__pend_apply_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_ino
                     (unsigned long long)ino);
             return -EIO;
         }
-        rc = inline_get(c, t, ino, &v);
+        rc = core__inline_get(t, ino, &vd, &vl);
         if (rc)
             return rc;
-        delta -= (int64_t)v.mv_size;
-        rc = inline_put(c, t, ino, b->inl, b->inl_len);
+        delta -= (int64_t)vl;
+        rc = inline_set(t, ino, b->inl, b->inl_len);
         if (rc)
             return rc;
         delta += (int64_t)b->inl_len;
     }
     if (b->ext.n && (r->flags & META_I_INLINE)) {
         /* the pending extents shadow every inline byte (conversion) */
-        rc = inline_get(c, t, ino, &v);
+        rc = core__inline_get(t, ino, &vd, &vl);
         if (rc)
             return rc;
-        delta -= (int64_t)v.mv_size;
-        rc = inline_put(c, t, ino, NULL, 0);
+        delta -= (int64_t)vl;
+        rc = inline_set(t, ino, NULL, 0);
         if (rc)
             return rc;
         r->flags &= (uint16_t)~META_I_INLINE;
@@ -432,18 +295,18 @@ int core__pend_apply_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_ino
     for (size_t i = 0; i < b->ext.n; i++) {
         const struct core__fext *x = &b->ext.v[i];
         struct core__fext_list old = {0};
-        rc = core__overlaps(c, t, ino, x->foff, x->foff + x->vlen, &old, false);
+        rc = core__overlaps(t, ino, x->foff, x->foff + x->vlen, &old, false);
         for (size_t j = 0; rc == 0 && j < old.n; j++) {
             rc = core__extent_free(c, t, &old.v[j].e);
             if (rc == 0)
-                rc = extent_del(c, t, ino, old.v[j].foff);
+                rc = meta_extent_del(t, ino, old.v[j].foff);
             delta -= old.v[j].e.len;
         }
         free(old.v);
         if (rc == 0)
-            rc = core__extent_use(c, t, &x->e, x->bcrc, x->nb);
+            rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
         if (rc == 0)
-            rc = extent_put(c, t, ino, x);
+            rc = extent_put(t, ino, x);
         if (rc)
             return rc;
         delta += x->e.len;
@@ -578,7 +441,7 @@ out:
 }
 
 int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
-                    uint64_t len, struct core__pend_snap *ps, MDB_txn **t, struct meta_inode *r)
+                    uint64_t len, struct core__pend_snap *ps, struct meta_txn **t, struct meta_inode *r)
 {
     /* pending snapshot before the read txn, retaken until it is still valid
      * once the txn is open (see core_pend.c) */
@@ -601,7 +464,7 @@ int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino
     core__pend_put(c, pp);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, *t, p, ino, 0, r);
+    rc = core__ino_get_p(*t, p, ino, 0, r);
     if (rc)
         return rc;
     if (r->type == CORE_DIR)
@@ -616,7 +479,7 @@ int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino
 int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
               void *buf, size_t len, size_t *n, bool *eof)
 {
-    MDB_txn *t = NULL;
+    struct meta_txn *t = NULL;
     struct meta_inode r;
     struct core__fext_list l = {0};
     struct core__pend_snap ps;
@@ -641,16 +504,17 @@ int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint
     end = size - off < len ? size : off + len;
     bool inl = ps.inl || ((r.flags & META_I_INLINE) && !ps.has_ext);
     if (inl) {
-        MDB_val v = {.mv_size = ps.inl_len, .mv_data = ps.inl};
+        const void *vd = ps.inl;
+        size_t vl = ps.inl_len;
         memset(buf, 0, end - off);
         if (!ps.inl) {
-            rc = inline_get(c, t, ino, &v);
+            rc = core__inline_get(t, ino, &vd, &vl);
             if (rc)
                 goto out;
         }
-        if (off < v.mv_size) {
-            size_t m = (end < v.mv_size ? end : v.mv_size) - off;
-            memcpy(buf, (const char *)v.mv_data + off, m);
+        if (off < vl) {
+            size_t m = (end < vl ? end : vl) - off;
+            memcpy(buf, (const char *)vd + off, m);
         }
     } else {
         rc = eff_overlaps(c, t, ino, &r, &ps.ext, off, end, true, &l);
@@ -765,7 +629,7 @@ static void news_unreserve(struct core *c, struct wplan *a)
 }
 
 /* Plan the write from snapshot @p ps and inode @p r (read txn @p t). */
-static int write_plan(struct core *c, struct wplan *a, MDB_txn *t, const struct meta_inode *r,
+static int write_plan(struct core *c, struct wplan *a, struct meta_txn *t, const struct meta_inode *r,
                       const struct core__pend_snap *ps)
 {
     uint64_t end = a->off + a->len;
@@ -785,18 +649,19 @@ static int write_plan(struct core *c, struct wplan *a, MDB_txn *t, const struct 
             return -EAGAIN;
         }
         a->mode = end <= c->cfg.inline_max ? W_INLINE : W_CONVERT;
-        MDB_val v = {.mv_size = ps->inl_len, .mv_data = ps->inl};
+        const void *vd = ps->inl;
+        size_t vl = ps->inl_len;
         if (!ps->inl) {
-            int rc = inline_get(c, t, a->ino, &v);
+            int rc = core__inline_get(t, a->ino, &vd, &vl);
             if (rc)
                 return rc;
         }
-        a->blen = v.mv_size;
-        a->base = malloc(v.mv_size ? v.mv_size : 1);
+        a->blen = vl;
+        a->base = malloc(vl ? vl : 1);
         if (!a->base)
             return -ENOMEM;
-        if (v.mv_size)
-            memcpy(a->base, v.mv_data, v.mv_size);
+        if (vl)
+            memcpy(a->base, vd, vl);
         return 0;
     }
     a->mode = W_EXTENTS;
@@ -920,11 +785,11 @@ static int write_revalidate(struct core *c, struct core__pend *p, struct wplan *
     uint64_t end = a->off + a->len;
     struct core__fext_list pend = {0}, cur = {0};
     struct meta_inode r;
-    MDB_txn *t;
+    struct meta_txn *t;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, a->ino, &r);
+    rc = meta_inode_get(t, a->ino, &r);
     if (rc == -ENOENT)
         rc = SRV_ESTALE;
     if (rc)
@@ -1037,14 +902,14 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
             if (!(x->flags & CORE_FX_FLUSHING)) {
                 /* a flush carrying it commits it, shadowed by the new one */
                 p->unfl -= x->e.len;
-                atomic_fetch_sub(&c->pend_total, x->e.len);
+                atomic_fetch_sub(&c->data->pend_total, x->e.len);
                 core__pend_release(c, x);
             }
         }
         for (size_t j = 0; j < a->news.n; j++) {
             p->bytes += a->news.v[j].e.len;
             p->unfl += a->news.v[j].e.len;
-            atomic_fetch_add(&c->pend_total, a->news.v[j].e.len);
+            atomic_fetch_add(&c->data->pend_total, a->news.v[j].e.len);
         }
         free(p->ext.v);
         p->ext = nv;
@@ -1088,7 +953,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
     if (!pd)
         return -ENOMEM;
     for (int attempt = 0;; attempt++) {
-        MDB_txn *t = NULL;
+        struct meta_txn *t = NULL;
         struct core__pend_snap ps;
         if (attempt == WRITE_RETRIES) {
             srv_log(WARN, META, "write ino=%llu: gave up after %d conflicting retries",
@@ -1099,14 +964,14 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         /* after losing a race twice, serialize with the other losers of this inode */
         bool locked = attempt >= 2;
         if (locked)
-            pthread_mutex_lock(&c->wlock[ino % CORE_WLOCKS]);
+            pthread_mutex_lock(&c->data->wlock[ino % CORE_WLOCKS]);
         core__mv_begin(c, &a.mv);
         uint64_t token = store_read_begin(c->store);
         a.epoch = core__cache_epoch(c);
         core__pend_snap(pd, off, off + len, true, &ps);
         rc = ps.exists ? meta_rtxn_begin(c->meta, &t) : -ENOMEM;
         if (rc == 0)
-            rc = core__ino_get_p(c, t, p, ino, 0, &r);
+            rc = core__ino_get_p(t, p, ino, 0, &r);
         if (rc == 0 && r.type != CORE_REG)
             rc = r.type == CORE_DIR ? -EISDIR : -EINVAL;
         if (rc == 0 && p->uid != r.uid)
@@ -1126,7 +991,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
             store_read_end(c->store, token);
             core__pend_snap_free(&ps);
             if (locked)
-                pthread_mutex_unlock(&c->wlock[ino % CORE_WLOCKS]);
+                pthread_mutex_unlock(&c->data->wlock[ino % CORE_WLOCKS]);
             break;
         }
         if (rc == 0)
@@ -1183,7 +1048,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
         store_read_end(c->store, token);
         core__pend_snap_free(&ps);
         if (locked)
-            pthread_mutex_unlock(&c->wlock[ino % CORE_WLOCKS]);
+            pthread_mutex_unlock(&c->data->wlock[ino % CORE_WLOCKS]);
         if (rc)
             news_unreserve(c, &a);
         core__resv_set(c, &a.resv, 0); /* not inserted (or moved to the record) */
@@ -1201,7 +1066,7 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
     }
     if (rc == 0) {
         atomic_fetch_add(&c->bytes_written, len);
-        if (atomic_load(&c->pend_total) > CORE_PEND_TOTAL_MAX)
+        if (atomic_load(&c->data->pend_total) > CORE_PEND_TOTAL_MAX)
             flush_all = true;
     }
     if (rc == 0 && flush)
@@ -1220,12 +1085,12 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
 
 int core_commit(struct core *c, const struct core_principal *p, uint64_t ino)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode r;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, p, ino, 0, &r);
+    rc = core__ino_get_p(t, p, ino, 0, &r);
     meta_rtxn_end(t);
     if (rc)
         return rc;

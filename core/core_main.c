@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_main: lifecycle of the namespace core (open, recovery, close, sync),
- * tenant roots, the core_table_* key/value view, references held on inodes
- * (core_ref/unref, orphans) and statistics.
+ * core_main: lifecycle of the namespace core (open, recovery, close, sync;
+ * the namespace sub-module, core_ns_int.h, which sets up the other two),
+ * tenant roots, references held on inodes (core_ref/unref, orphans) and
+ * statistics.
  *
- * Open order: meta env (schema check) -> store (allocator rebuilt from the
- * free map; a new store's map is initialized in its own txn) -> orphan
- * reclaim -> quota counters. The write verifier is random per open.
+ * Open order: sub-module state -> meta env (schema check) -> store (allocator
+ * rebuilt from the free map) -> the store wired to meta (a new store's map
+ * initialized in its own txn, the commit hooks of core_extent.c) -> orphan
+ * reclaim -> quota counters -> the pending-write flusher. The write verifier
+ * is random per open.
  * Thread: every public call is thread-safe. */
-#include "core_int.h"
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -40,23 +43,6 @@ static int mkdir_p(const char *path)
     return 0;
 }
 
-static int store_init_map(struct core *c)
-{
-    MDB_txn *t;
-    int rc = mdb_txn_begin(meta_env_mdb(c->meta), NULL, 0, &t);
-    if (rc)
-        return meta_err(rc);
-    rc = store_txn_init(c->store, t);
-    if (rc) {
-        mdb_txn_abort(t);
-        store_txn_done(c->store, t, 0);
-        return rc;
-    }
-    rc = meta_err(mdb_txn_commit(t));
-    store_txn_done(c->store, t, rc == 0);
-    return rc;
-}
-
 /* ---- orphans ---- */
 
 struct reclaim_op {
@@ -65,34 +51,31 @@ struct reclaim_op {
     unsigned n;
 };
 
-static int reclaim_one(struct core *c, MDB_txn *t, uint64_t ino)
+static int reclaim_one(struct core *c, struct meta_txn *t, uint64_t ino)
 {
-    uint8_t k[8];
     struct meta_inode r;
-    int rc;
-    meta_be64_put(k, ino);
-    rc = meta_del(t, core__dbi(c, META_DBI_ORPHANS), k, 8);
+    int rc = meta_orphan_del(t, ino);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, ino, &r);
+    rc = meta_inode_get(t, ino, &r);
     if (rc == -ENOENT)
         return 0;
     if (rc)
         return rc;
     if (r.nlink != 0)
         return 0;
-    rc = core__data_drop(c, t, ino, 0);
+    rc = core__data_drop(c, t, ino);
     if (rc == 0) {
-        rc = meta_del(t, core__dbi(c, META_DBI_OBJMETA), k, 8);
+        rc = meta_objmeta_del(t, ino);
         if (rc == -ENOENT)
             rc = 0;
     }
     if (rc == 0)
-        rc = meta_del(t, core__dbi(c, META_DBI_INODES), k, 8);
+        rc = meta_inode_del(t, ino);
     return rc;
 }
 
-static int reclaim_fn(MDB_txn *t, void *arg)
+static int reclaim_fn(struct meta_txn *t, void *arg)
 {
     struct reclaim_op *a = arg;
     struct core *c = a->c;
@@ -102,31 +85,11 @@ static int reclaim_fn(MDB_txn *t, void *arg)
         int rc = reclaim_one(c, t, a->ino);
         return rc == -ENOENT ? 0 : rc;
     }
-    MDB_cursor *cur;
-    MDB_val k, v;
-    int rc = mdb_cursor_open(t, core__dbi(c, META_DBI_ORPHANS), &cur);
+    uint64_t *list;
+    size_t n;
+    int rc = meta_orphan_list(t, &list, &n);
     if (rc)
-        return meta_err(rc);
-    uint64_t *list = NULL;
-    size_t n = 0, cap = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 8)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            uint64_t *nl = realloc(list, cap * sizeof(*nl));
-            if (!nl) {
-                mdb_cursor_close(cur);
-                free(list);
-                return -ENOMEM;
-            }
-            list = nl;
-        }
-        list[n++] = meta_be64_get(k.mv_data);
-    }
-    mdb_cursor_close(cur);
-    rc = 0;
+        return rc;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = reclaim_one(c, t, list[i]);
     a->n = (unsigned)n;
@@ -136,11 +99,37 @@ static int reclaim_fn(MDB_txn *t, void *arg)
 
 /* ---- lifecycle ---- */
 
+static int ns_init(struct core *c)
+{
+    c->ns = calloc(1, sizeof(*c->ns));
+    if (!c->ns)
+        return -ENOMEM;
+    pthread_mutex_init(&c->ns->ref_mu, NULL);
+    return 0;
+}
+
+static void ns_fini(struct core *c)
+{
+    struct core__ns *n = c->ns;
+    if (!n)
+        return;
+    for (int i = 0; i < CORE_REF_BUCKETS; i++) {
+        while (n->refs[i]) {
+            struct core__ref *r = n->refs[i];
+            n->refs[i] = r->next;
+            free(r);
+        }
+    }
+    pthread_mutex_destroy(&n->ref_mu);
+    free(n);
+    c->ns = NULL;
+}
+
 int core_open(struct core **out, const struct core_config *cfg)
 {
     struct core *c = calloc(1, sizeof(*c));
     char path[PATH_MAX];
-    MDB_txn *rt = NULL;
+    struct meta_txn *rt = NULL;
     int rc;
 
     *out = NULL;
@@ -165,17 +154,13 @@ int core_open(struct core **out, const struct core_config *cfg)
     if (!c->cfg.commit_max_batch)
         c->cfg.commit_max_batch = 256;
     c->cfg.data_dir = c->data_dir;
-    pthread_mutex_init(&c->ref_mu, NULL);
-    core__resv_init(c);
-    core__pend_init(c);
-    for (int i = 0; i < CORE_WLOCKS; i++)
-        pthread_mutex_init(&c->wlock[i], NULL);
-    rc = core__cache_init(c, CORE_CACHE_BYTES);
-    if (rc) {
-        free(c->data_dir);
-        free(c);
-        return rc;
-    }
+    rc = ns_init(c);
+    if (rc == 0)
+        rc = core__quota_init(c);
+    if (rc == 0)
+        rc = core__data_init(c);
+    if (rc)
+        goto out;
     if (getrandom(&c->verifier, sizeof(c->verifier), 0) != sizeof(c->verifier))
         c->verifier = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
@@ -185,7 +170,13 @@ int core_open(struct core **out, const struct core_config *cfg)
         goto out;
     }
     snprintf(path, sizeof(path), "%s/meta", c->data_dir);
-    rc = meta_env_open(&c->meta, path, c->cfg.map_size, c->cfg.commit_max_batch);
+    struct meta_env_config mc = {
+        .dir = path,
+        .map_size = c->cfg.map_size,
+        .max_batch = c->cfg.commit_max_batch,
+        .backend = c->cfg.meta_mem ? META_BACKEND_MEM : META_BACKEND_LMDB,
+    };
+    rc = meta_env_open(&c->meta, &mc);
     if (rc)
         goto out;
     rc = meta_rtxn_begin(c->meta, &rt);
@@ -198,7 +189,9 @@ int core_open(struct core **out, const struct core_config *cfg)
         .nfiles = c->cfg.data_files,
         .devices = c->cfg.devices,
     };
-    rc = store_open(&c->store, &sc, rt, core__dbi(c, META_DBI_FREE));
+    struct store_map map;
+    meta_free_map(rt, &map);
+    rc = store_open(&c->store, &sc, &map);
     meta_rtxn_end(rt);
     if (rc) {
         c->store = NULL;
@@ -206,12 +199,9 @@ int core_open(struct core **out, const struct core_config *cfg)
                 srv_strerror(rc));
         goto out;
     }
-    if (store_needs_init(c->store)) {
-        rc = store_init_map(c);
-        if (rc)
-            goto out;
-    }
-    meta_env_set_store(c->meta, c->store);
+    rc = core__data_wire(c);
+    if (rc)
+        goto out;
 
     struct reclaim_op ro = {c, 0, 0};
     rc = meta_submit(c->meta, reclaim_fn, &ro, 0);
@@ -233,7 +223,7 @@ out:
     return rc;
 }
 
-static int noop_fn(MDB_txn *t, void *arg)
+static int noop_fn(struct meta_txn *t, void *arg)
 {
     (void)t;
     (void)arg;
@@ -251,26 +241,15 @@ void core_close(struct core *c)
 {
     if (!c)
         return;
-    core__pend_flusher_stop(c);
+    if (c->data)
+        core__pend_flusher_stop(c);
     if (c->meta && c->store)
         core_sync(c);
     meta_env_close(c->meta);
-    core__pend_fini(c); /* what a failed flush left: lost, its space free at the next open */
-    core__resv_fini(c);
+    core__data_fini(c);
+    core__quota_fini(c);
     store_close(c->store);
-    pthread_mutex_lock(&c->ref_mu);
-    for (int i = 0; i < CORE_REF_BUCKETS; i++) {
-        while (c->refs[i]) {
-            struct core__ref *r = c->refs[i];
-            c->refs[i] = r->next;
-            free(r);
-        }
-    }
-    pthread_mutex_unlock(&c->ref_mu);
-    pthread_mutex_destroy(&c->ref_mu);
-    for (int i = 0; i < CORE_WLOCKS; i++)
-        pthread_mutex_destroy(&c->wlock[i]);
-    core__cache_fini(c);
+    ns_fini(c);
     free(c->data_dir);
     free(c);
 }
@@ -287,22 +266,19 @@ struct tenant_op {
     uint32_t id;
 };
 
-static int tenant_create_fn(MDB_txn *t, void *arg)
+static int tenant_create_fn(struct meta_txn *t, void *arg)
 {
     struct tenant_op *a = arg;
     struct core *c = a->c;
-    uint8_t k[4], v[8];
-    MDB_val old;
     uint64_t ino;
     struct meta_inode r;
     struct timespec now;
-    meta_be32_put(k, a->id);
-    int rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &old);
-    if (rc == 0)
+    int rc = meta_root_get(t, a->id, &ino);
+    if (rc == 0 || rc == SRV_ECORRUPT)
         return -EEXIST;
     if (rc != -ENOENT)
         return rc;
-    rc = core__ino_alloc(c, t, &ino);
+    rc = meta_inode_alloc(t, &ino);
     if (rc)
         return rc;
     core__now(&now);
@@ -317,11 +293,10 @@ static int tenant_create_fn(MDB_txn *t, void *arg)
     r.atime_s = r.mtime_s = r.ctime_s = r.btime_s = now.tv_sec;
     r.atime_ns = r.mtime_ns = r.ctime_ns = r.btime_ns = (uint32_t)now.tv_nsec;
     r.change = 1;
-    rc = core__ino_put(c, t, ino, &r);
+    rc = meta_inode_put(t, ino, &r);
     if (rc)
         return rc;
-    meta_be64_put(v, ino);
-    rc = meta_put(t, core__dbi(c, META_DBI_ROOTS), k, 4, v, 8, 0);
+    rc = meta_root_put(t, a->id, ino);
     if (rc)
         return rc;
     return core__usage_create(c, t, a->id, 0);
@@ -335,41 +310,24 @@ int core_tenant_create(struct core *c, uint32_t id)
     return meta_submit(c->meta, tenant_create_fn, &a, 0);
 }
 
-static int root_get(struct core *c, MDB_txn *t, uint32_t id, uint64_t *root)
-{
-    uint8_t k[4];
-    MDB_val v;
-    meta_be32_put(k, id);
-    int rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &v);
-    if (rc)
-        return rc;
-    if (v.mv_size != 8)
-        return SRV_ECORRUPT;
-    *root = meta_be64_get(v.mv_data);
-    return 0;
-}
-
-static int tenant_delete_fn(MDB_txn *t, void *arg)
+static int tenant_delete_fn(struct meta_txn *t, void *arg)
 {
     struct tenant_op *a = arg;
     struct core *c = a->c;
     struct meta_inode r;
     uint64_t root;
-    uint8_t k[8];
-    int rc = root_get(c, t, a->id, &root);
+    int rc = meta_root_get(t, a->id, &root);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, root, &r);
+    rc = meta_inode_get(t, root, &r);
     if (rc)
         return rc;
     if (r.nchild > 0)
         return -ENOTEMPTY;
-    meta_be64_put(k, root);
-    rc = meta_del(t, core__dbi(c, META_DBI_INODES), k, 8);
+    rc = meta_inode_del(t, root);
     if (rc)
         return rc;
-    meta_be32_put(k, a->id);
-    rc = meta_del(t, core__dbi(c, META_DBI_ROOTS), k, 4);
+    rc = meta_root_del(t, a->id);
     if (rc)
         return rc;
     return core__usage_delete(c, t, a->id, 0);
@@ -383,130 +341,18 @@ int core_tenant_delete(struct core *c, uint32_t id)
 
 int core_tenant_root(struct core *c, uint32_t id, uint64_t *root)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = root_get(c, t, id, root);
+    rc = meta_root_get(t, id, root);
     meta_rtxn_end(t);
     return rc;
 }
 
-/* ---- tables ---- */
-
-static int table_dbi(struct core *c, enum core_table tb, MDB_dbi *dbi)
+struct meta_env *core_meta(struct core *c)
 {
-    if ((int)tb < 0 || tb >= CORE_T__COUNT)
-        return -EINVAL;
-    *dbi = core__dbi(c, (enum meta_dbi)(META_DBI_T_TENANTS + (int)tb));
-    return 0;
-}
-
-int core_table_get(struct core *c, enum core_table tb, const void *key, size_t klen, void **val,
-                   size_t *vlen)
-{
-    MDB_txn *t;
-    MDB_dbi dbi;
-    MDB_val v;
-    int rc = table_dbi(c, tb, &dbi);
-    *val = NULL;
-    *vlen = 0;
-    if (rc)
-        return rc;
-    if (klen == 0 || klen > 500)
-        return klen ? -ENAMETOOLONG : -EINVAL;
-    rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    rc = meta_get(t, dbi, key, klen, &v);
-    if (rc == 0) {
-        *val = malloc(v.mv_size ? v.mv_size : 1);
-        if (!*val) {
-            rc = -ENOMEM;
-        } else {
-            memcpy(*val, v.mv_data, v.mv_size);
-            *vlen = v.mv_size;
-        }
-    }
-    meta_rtxn_end(t);
-    return rc;
-}
-
-struct table_op {
-    MDB_dbi dbi;
-    const void *key;
-    size_t klen;
-    const void *val;
-    size_t vlen;
-    unsigned flags;
-    bool del;
-};
-
-static int table_fn(MDB_txn *t, void *arg)
-{
-    struct table_op *a = arg;
-    if (a->del)
-        return meta_del(t, a->dbi, a->key, a->klen);
-    return meta_put(t, a->dbi, a->key, a->klen, a->val, a->vlen,
-                    (a->flags & CORE_TPUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0);
-}
-
-int core_table_put(struct core *c, enum core_table tb, const void *key, size_t klen,
-                   const void *val, size_t vlen, unsigned flags)
-{
-    struct table_op a = {.key = key, .klen = klen, .val = val, .vlen = vlen, .flags = flags};
-    int rc = table_dbi(c, tb, &a.dbi);
-    if (rc)
-        return rc;
-    if (klen == 0 || klen > 500)
-        return klen ? -ENAMETOOLONG : -EINVAL;
-    return meta_submit(c->meta, table_fn, &a, 0);
-}
-
-int core_table_del(struct core *c, enum core_table tb, const void *key, size_t klen)
-{
-    struct table_op a = {.key = key, .klen = klen, .del = true};
-    int rc = table_dbi(c, tb, &a.dbi);
-    if (rc)
-        return rc;
-    if (klen == 0 || klen > 500)
-        return klen ? -ENOENT : -EINVAL;
-    return meta_submit(c->meta, table_fn, &a, 0);
-}
-
-int core_table_scan(struct core *c, enum core_table tb, const void *start, size_t slen,
-                    core_table_cb cb, void *arg)
-{
-    MDB_txn *t;
-    MDB_dbi dbi;
-    MDB_cursor *cur;
-    MDB_val k, v;
-    int rc = table_dbi(c, tb, &dbi);
-    if (rc)
-        return rc;
-    rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    rc = mdb_cursor_open(t, dbi, &cur);
-    if (rc) {
-        meta_rtxn_end(t);
-        return meta_err(rc);
-    }
-    if (start && slen) {
-        k.mv_data = (void *)start;
-        k.mv_size = slen > 500 ? 500 : slen;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    } else {
-        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    }
-    for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (cb(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size))
-            break;
-    }
-    rc = (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc);
-    mdb_cursor_close(cur);
-    meta_rtxn_end(t);
-    return rc;
+    return c->meta;
 }
 
 /* ---- references ---- */
@@ -514,13 +360,13 @@ int core_table_scan(struct core *c, enum core_table tb, const void *start, size_
 bool core__ref_held(struct core *c, uint64_t ino)
 {
     bool held = false;
-    pthread_mutex_lock(&c->ref_mu);
-    for (struct core__ref *r = c->refs[ino % CORE_REF_BUCKETS]; r; r = r->next)
+    pthread_mutex_lock(&c->ns->ref_mu);
+    for (struct core__ref *r = c->ns->refs[ino % CORE_REF_BUCKETS]; r; r = r->next)
         if (r->ino == ino) {
             held = r->count > 0;
             break;
         }
-    pthread_mutex_unlock(&c->ref_mu);
+    pthread_mutex_unlock(&c->ns->ref_mu);
     return held;
 }
 
@@ -529,24 +375,24 @@ struct ref_check_op {
     uint64_t ino;
 };
 
-static int ref_check_fn(MDB_txn *t, void *arg)
+static int ref_check_fn(struct meta_txn *t, void *arg)
 {
     struct ref_check_op *a = arg;
     struct meta_inode r;
-    return core__ino_get(a->c, t, a->ino, &r);
+    return meta_inode_get(t, a->ino, &r);
 }
 
 int core_ref(struct core *c, uint64_t ino)
 {
     /* take the ref before checking so an unlink racing with us keeps it as orphan */
-    pthread_mutex_lock(&c->ref_mu);
-    struct core__ref **pp = &c->refs[ino % CORE_REF_BUCKETS], *ref;
+    pthread_mutex_lock(&c->ns->ref_mu);
+    struct core__ref **pp = &c->ns->refs[ino % CORE_REF_BUCKETS], *ref;
     for (ref = *pp; ref && ref->ino != ino; ref = ref->next)
         ;
     if (!ref) {
         ref = calloc(1, sizeof(*ref));
         if (!ref) {
-            pthread_mutex_unlock(&c->ref_mu);
+            pthread_mutex_unlock(&c->ns->ref_mu);
             return -ENOMEM;
         }
         ref->ino = ino;
@@ -554,7 +400,7 @@ int core_ref(struct core *c, uint64_t ino)
         *pp = ref;
     }
     ref->count++;
-    pthread_mutex_unlock(&c->ref_mu);
+    pthread_mutex_unlock(&c->ns->ref_mu);
     /* Check on the writer thread, not in a read txn: an op of the batch being
      * built may already have seen the ref missing and freed the inode without
      * having committed yet, so a read txn would still show it alive (and the
@@ -572,8 +418,8 @@ int core_ref(struct core *c, uint64_t ino)
 void core_unref(struct core *c, uint64_t ino)
 {
     bool last = false;
-    pthread_mutex_lock(&c->ref_mu);
-    for (struct core__ref **pp = &c->refs[ino % CORE_REF_BUCKETS]; *pp; pp = &(*pp)->next) {
+    pthread_mutex_lock(&c->ns->ref_mu);
+    for (struct core__ref **pp = &c->ns->refs[ino % CORE_REF_BUCKETS]; *pp; pp = &(*pp)->next) {
         struct core__ref *r = *pp;
         if (r->ino != ino)
             continue;
@@ -584,16 +430,13 @@ void core_unref(struct core *c, uint64_t ino)
         }
         break;
     }
-    pthread_mutex_unlock(&c->ref_mu);
+    pthread_mutex_unlock(&c->ns->ref_mu);
     if (!last)
         return;
-    MDB_txn *t;
-    MDB_val v;
-    uint8_t k[8];
-    meta_be64_put(k, ino);
+    struct meta_txn *t;
     if (meta_rtxn_begin(c->meta, &t) != 0)
         return;
-    int rc = meta_get(t, core__dbi(c, META_DBI_ORPHANS), k, 8, &v);
+    int rc = meta_orphan_get(t, ino);
     meta_rtxn_end(t);
     if (rc == 0) {
         struct reclaim_op ro = {c, ino, 0};

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_pend: pending (uncommitted) UNSTABLE writes, kept in memory per inode.
+ * core_pend: pending (uncommitted) UNSTABLE writes, kept in memory per inode
+ * (the data sub-module, core_data_int.h), and usage as clients see it.
  *
  * An UNSTABLE write stores its data in fresh extents (written, not synced)
  * and records them here, as an overlay on the inode's committed extent map;
@@ -34,7 +35,7 @@
  * flushes it itself only past four times that (the flusher cannot keep up).
  * Thread: all functions are thread-safe; none holds a lock across a
  * meta_submit, so ops may read pending records on the writer thread. */
-#include "core_int.h"
+#include "core_data_int.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -49,29 +50,15 @@
 
 static atomic_uint md5_kept; /* records kept only for their MD5 (approximate bound) */
 
-int core__fext_push(struct core__fext_list *l, const struct core__fext *x)
-{
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 8;
-        struct core__fext *nv = realloc(l->v, nc * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = *x;
-    return 0;
-}
-
 void core__pend_init(struct core *c)
 {
     for (int i = 0; i < CORE_PEND_SHARDS; i++) {
-        pthread_mutex_init(&c->pend[i].mu, NULL);
-        c->pend[i].head = NULL;
+        pthread_mutex_init(&c->data->pend[i].mu, NULL);
+        c->data->pend[i].head = NULL;
     }
-    pthread_mutex_init(&c->dead_mu, NULL);
-    pthread_mutex_init(&c->fl_mu, NULL);
-    pthread_cond_init(&c->fl_cv, NULL);
+    pthread_mutex_init(&c->data->dead_mu, NULL);
+    pthread_mutex_init(&c->data->fl_mu, NULL);
+    pthread_cond_init(&c->data->fl_cv, NULL);
 }
 
 static void pend_destroy(struct core__pend *p)
@@ -88,7 +75,7 @@ static void pend_destroy(struct core__pend *p)
 void core__pend_fini(struct core *c)
 {
     for (int i = 0; i < CORE_PEND_SHARDS; i++) {
-        struct core__pend *p = c->pend[i].head;
+        struct core__pend *p = c->data->pend[i].head;
         while (p) {
             struct core__pend *n = p->next;
             for (size_t j = 0; j < p->ext.n; j++)
@@ -97,24 +84,24 @@ void core__pend_fini(struct core *c)
             pend_destroy(p);
             p = n;
         }
-        c->pend[i].head = NULL;
-        pthread_mutex_destroy(&c->pend[i].mu);
+        c->data->pend[i].head = NULL;
+        pthread_mutex_destroy(&c->data->pend[i].mu);
     }
-    pthread_mutex_destroy(&c->dead_mu);
-    pthread_mutex_destroy(&c->fl_mu);
-    pthread_cond_destroy(&c->fl_cv);
-    free(c->dead);
-    c->dead = NULL;
+    pthread_mutex_destroy(&c->data->dead_mu);
+    pthread_mutex_destroy(&c->data->fl_mu);
+    pthread_cond_destroy(&c->data->fl_cv);
+    free(c->data->dead);
+    c->data->dead = NULL;
 }
 
 static struct core__pshard *shard_of(struct core *c, uint64_t ino)
 {
-    return &c->pend[(ino * 0x9e3779b97f4a7c15ull) >> 58];
+    return &c->data->pend[(ino * 0x9e3779b97f4a7c15ull) >> 58];
 }
 
 struct core__pend *core__pend_get(struct core *c, uint64_t ino, bool create)
 {
-    if (!create && atomic_load(&c->pend_count) == 0)
+    if (!create && atomic_load(&c->data->pend_count) == 0)
         return NULL;
     struct core__pshard *s = shard_of(c, ino);
     pthread_mutex_lock(&s->mu);
@@ -127,7 +114,7 @@ struct core__pend *core__pend_get(struct core *c, uint64_t ino, bool create)
         pthread_cond_init(&p->cv, NULL);
         p->next = s->head;
         s->head = p;
-        atomic_fetch_add(&c->pend_count, 1);
+        atomic_fetch_add(&c->data->pend_count, 1);
     }
     if (p)
         p->users++;
@@ -170,7 +157,7 @@ void core__pend_put(struct core *c, struct core__pend *p)
             while (*pp != p)
                 pp = &(*pp)->next;
             *pp = p->next;
-            atomic_fetch_sub(&c->pend_count, 1);
+            atomic_fetch_sub(&c->data->pend_count, 1);
             if (p->md5_kept)
                 atomic_fetch_sub(&md5_kept, 1);
             core__resv_set(c, &p->resv, 0);
@@ -250,7 +237,7 @@ static bool ts_after(const struct timespec *a, const struct timespec *b)
 
 void core__attr_pend(struct core *c, struct core_attr *out)
 {
-    if (out->type != CORE_REG || atomic_load(&c->pend_count) == 0)
+    if (out->type != CORE_REG || atomic_load(&c->data->pend_count) == 0)
         return;
     struct core__pend *p = core__pend_get(c, out->ino, false);
     if (!p)
@@ -285,7 +272,7 @@ void core__pend_udelta(struct core *c, struct core__pend *p)
 
 static void pend_udelta_calc(struct core *c, struct core__pend *p)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode r;
     struct core__fext_list com = {0};
     struct store_extent *seen = NULL;
@@ -297,18 +284,17 @@ static void pend_udelta_calc(struct core *c, struct core__pend *p)
     }
     if (meta_rtxn_begin(c->meta, &t) != 0)
         return;
-    if (core__ino_get(c, t, p->ino, &r) != 0) {
+    if (meta_inode_get(t, p->ino, &r) != 0) {
         meta_rtxn_end(t);
         p->udelta = 0;
         return;
     }
     uint64_t inl = 0;
     if (r.flags & META_I_INLINE) {
-        MDB_val v;
-        uint8_t k[8];
-        meta_be64_put(k, p->ino);
-        if (meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, &v) == 0)
-            inl = v.mv_size;
+        const void *vd;
+        size_t vl;
+        if (meta_inline_get(t, p->ino, &vd, &vl) == 0)
+            inl = vl;
     }
     if (p->inl)
         d += (int64_t)p->inl_len - (int64_t)inl;
@@ -322,7 +308,7 @@ static void pend_udelta_calc(struct core *c, struct core__pend *p)
             d += x->e.len;
             if (r.flags & META_I_INLINE)
                 continue;
-            if (core__overlaps(c, t, p->ino, x->foff, x->foff + x->vlen, &com, false) != 0)
+            if (core__overlaps(t, p->ino, x->foff, x->foff + x->vlen, &com, false) != 0)
                 continue;
             for (size_t j = 0; j < com.n; j++) {
                 bool dup = false;
@@ -342,7 +328,8 @@ static void pend_udelta_calc(struct core *c, struct core__pend *p)
     p->udelta = d;
 }
 
-int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket)
+/* Usage the pending data of @p tenant (bucket @p bucket, 0 = whole tenant) adds. */
+static int64_t pend_usage(struct core *c, uint32_t tenant, uint64_t bucket)
 {
     struct cand {
         uint64_t ino;
@@ -350,10 +337,10 @@ int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket)
     } *v = NULL;
     size_t n = 0, cap = 0;
     int64_t sum = 0;
-    if (atomic_load(&c->pend_count) == 0)
+    if (atomic_load(&c->data->pend_count) == 0)
         return 0;
     for (int i = 0; i < CORE_PEND_SHARDS; i++) {
-        struct core__pshard *s = &c->pend[i];
+        struct core__pshard *s = &c->data->pend[i];
         pthread_mutex_lock(&s->mu);
         for (struct core__pend *p = s->head; p; p = p->next) {
             pthread_mutex_lock(&p->mu);
@@ -375,11 +362,11 @@ int64_t core__pend_usage(struct core *c, uint32_t tenant, uint64_t bucket)
         pthread_mutex_unlock(&s->mu);
     }
     /* only live files count: an unlinked one was credited when it went */
-    MDB_txn *t;
+    struct meta_txn *t;
     if (n && meta_rtxn_begin(c->meta, &t) == 0) {
         for (size_t i = 0; i < n; i++) {
             struct meta_inode r;
-            if (core__ino_get(c, t, v[i].ino, &r) == 0 && r.nlink > 0)
+            if (meta_inode_get(t, v[i].ino, &r) == 0 && r.nlink > 0)
                 sum += v[i].d;
         }
         meta_rtxn_end(t);
@@ -398,6 +385,58 @@ bool core__pend_has_data(struct core *c, uint64_t ino)
     pthread_mutex_unlock(&p->mu);
     core__pend_put(c, p);
     return has;
+}
+
+size_t core__pend_bucket_inos(struct core *c, uint32_t tenant, uint64_t bucket, uint64_t **out)
+{
+    uint64_t *v = NULL;
+    size_t n = 0, cap = 0;
+    for (int i = 0; i < CORE_PEND_SHARDS; i++) {
+        struct core__pshard *s = &c->data->pend[i];
+        pthread_mutex_lock(&s->mu);
+        for (struct core__pend *p = s->head; p; p = p->next) {
+            pthread_mutex_lock(&p->mu);
+            bool take = !p->dead && (p->ext.n || p->inl) && p->tenant == tenant &&
+                        p->bucket == bucket;
+            pthread_mutex_unlock(&p->mu);
+            if (!take)
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                uint64_t *nv = realloc(v, nc * sizeof(*nv));
+                if (!nv)
+                    continue; /* the flush below then misses it; no worse than before */
+                v = nv;
+                cap = nc;
+            }
+            v[n++] = p->ino;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    *out = v;
+    return n;
+}
+
+int core__pend_flush_ino(struct core *c, uint64_t ino)
+{
+    struct core__pend *pd = core__pend_get(c, ino, false);
+    if (!pd)
+        return 0;
+    int rc = core__pend_flush(c, pd);
+    core__pend_put(c, pd);
+    return rc == SRV_ESTALE ? 0 : rc; /* gone meanwhile: nothing of it to move */
+}
+
+int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_usage *out)
+{
+    int rc = core__usage_committed(c, tenant, ino, out);
+    if (rc == 0) {
+        /* acknowledged writes not committed yet count too (tenant and bucket
+         * totals; a directory's limit counts committed data only) */
+        int64_t pend = pend_usage(c, tenant, ino);
+        out->bytes = (int64_t)out->bytes + pend > 0 ? (uint64_t)((int64_t)out->bytes + pend) : 0;
+    }
+    return rc;
 }
 
 void core__pend_batch_free(struct core__pend_batch *b)
@@ -467,7 +506,7 @@ static void drop_all(struct core *c, struct core__pend *p, const struct core__pe
     }
     for (size_t j = 0; j < p->ext.n; j++)
         store_release(c->store, &p->ext.v[j].e);
-    atomic_fetch_sub(&c->pend_total, p->unfl);
+    atomic_fetch_sub(&c->data->pend_total, p->unfl);
     p->ext.n = 0;
     p->bytes = p->unfl = 0;
     p->udelta = 0;
@@ -485,11 +524,11 @@ struct flush_op {
     const struct core__pend_batch *b;
 };
 
-static int flush_fn(MDB_txn *t, void *arg)
+static int flush_fn(struct meta_txn *t, void *arg)
 {
     struct flush_op *a = arg;
     struct meta_inode r;
-    int rc = core__ino_get(a->c, t, a->ino, &r);
+    int rc = meta_inode_get(t, a->ino, &r);
     if (rc == -ENOENT)
         return SRV_ESTALE;
     if (rc)
@@ -498,7 +537,7 @@ static int flush_fn(MDB_txn *t, void *arg)
         return SRV_ESTALE;
     rc = core__pend_apply_t(a->c, t, a->ino, &r, a->b);
     if (rc == 0)
-        rc = core__ino_put(a->c, t, a->ino, &r);
+        rc = meta_inode_put(t, a->ino, &r);
     return rc;
 }
 
@@ -521,7 +560,7 @@ int core__pend_flush(struct core *c, struct core__pend *p)
     p->flushing = true;
     for (size_t i = 0; i < p->ext.n; i++)
         p->ext.v[i].flags |= CORE_FX_FLUSHING;
-    atomic_fetch_sub(&c->pend_total, p->unfl);
+    atomic_fetch_sub(&c->data->pend_total, p->unfl);
     p->unfl = 0;
     pthread_mutex_unlock(&p->mu);
 
@@ -567,7 +606,7 @@ int core__pend_flush(struct core *c, struct core__pend *p)
             if (x->flags & CORE_FX_FLUSHING) {
                 x->flags &= ~(uint32_t)CORE_FX_FLUSHING;
                 p->unfl += x->e.len;
-                atomic_fetch_add(&c->pend_total, x->e.len);
+                atomic_fetch_add(&c->data->pend_total, x->e.len);
             }
         }
         srv_log(ERROR, META, "flushing pending writes of ino=%llu: %s", (unsigned long long)p->ino,
@@ -583,10 +622,10 @@ int core__pend_flush(struct core *c, struct core__pend *p)
 int core__pend_flush_all(struct core *c)
 {
     int rc = 0;
-    if (atomic_load(&c->pend_count) == 0)
+    if (atomic_load(&c->data->pend_count) == 0)
         return 0;
     for (int i = 0; i < CORE_PEND_SHARDS; i++) {
-        struct core__pshard *s = &c->pend[i];
+        struct core__pshard *s = &c->data->pend[i];
         uint64_t *inos = NULL;
         size_t n = 0, cap = 0;
         pthread_mutex_lock(&s->mu);
@@ -618,43 +657,43 @@ int core__pend_flush_all(struct core *c)
 
 void core__pend_dead(struct core *c, uint64_t ino)
 {
-    if (atomic_load(&c->pend_count) == 0)
+    if (atomic_load(&c->data->pend_count) == 0)
         return;
     struct core__pend *p = core__pend_get(c, ino, false);
     if (!p)
         return;
     core__pend_put(c, p);
-    pthread_mutex_lock(&c->dead_mu);
-    if (c->ndead == c->capdead) {
-        size_t nc = c->capdead ? c->capdead * 2 : 16;
-        uint64_t *nd = realloc(c->dead, nc * sizeof(*nd));
+    pthread_mutex_lock(&c->data->dead_mu);
+    if (c->data->ndead == c->data->capdead) {
+        size_t nc = c->data->capdead ? c->data->capdead * 2 : 16;
+        uint64_t *nd = realloc(c->data->dead, nc * sizeof(*nd));
         if (nd) {
-            c->dead = nd;
-            c->capdead = nc;
+            c->data->dead = nd;
+            c->data->capdead = nc;
         }
     }
-    if (c->ndead < c->capdead)
-        c->dead[c->ndead++] = ino;
+    if (c->data->ndead < c->data->capdead)
+        c->data->dead[c->data->ndead++] = ino;
     /* else: released at the next flush of the inode (it finds the inode gone) */
-    pthread_mutex_unlock(&c->dead_mu);
+    pthread_mutex_unlock(&c->data->dead_mu);
 }
 
 void core__pend_reap(struct core *c)
 {
     uint64_t *list;
     size_t n;
-    pthread_mutex_lock(&c->dead_mu);
-    list = c->dead;
-    n = c->ndead;
-    c->dead = NULL;
-    c->ndead = c->capdead = 0;
-    pthread_mutex_unlock(&c->dead_mu);
+    pthread_mutex_lock(&c->data->dead_mu);
+    list = c->data->dead;
+    n = c->data->ndead;
+    c->data->dead = NULL;
+    c->data->ndead = c->data->capdead = 0;
+    pthread_mutex_unlock(&c->data->dead_mu);
     for (size_t i = 0; i < n; i++) {
-        MDB_txn *t;
+        struct meta_txn *t;
         struct meta_inode r;
         if (meta_rtxn_begin(c->meta, &t) != 0)
             break;
-        int rc = core__ino_get(c, t, list[i], &r);
+        int rc = meta_inode_get(t, list[i], &r);
         meta_rtxn_end(t);
         if (rc != -ENOENT)
             continue; /* still there (op failed, or an orphan still read) */
@@ -723,7 +762,7 @@ void core__pend_excl_end(struct core *c, struct core__pend *p, struct core__pend
             if (inb) {
                 p->bytes -= p->ext.v[i].e.len;
                 p->unfl -= p->ext.v[i].e.len;
-                atomic_fetch_sub(&c->pend_total, p->ext.v[i].e.len);
+                atomic_fetch_sub(&c->data->pend_total, p->ext.v[i].e.len);
             } else {
                 p->ext.v[j++] = p->ext.v[i];
             }
@@ -765,16 +804,16 @@ void core__pend_excl_end(struct core *c, struct core__pend *p, struct core__pend
 static void *flusher_main(void *arg)
 {
     struct core *c = arg;
-    pthread_mutex_lock(&c->fl_mu);
+    pthread_mutex_lock(&c->data->fl_mu);
     for (;;) {
-        while (!c->fl_n && !c->fl_stop)
-            pthread_cond_wait(&c->fl_cv, &c->fl_mu);
-        if (!c->fl_n)
+        while (!c->data->fl_n && !c->data->fl_stop)
+            pthread_cond_wait(&c->data->fl_cv, &c->data->fl_mu);
+        if (!c->data->fl_n)
             break;
-        uint64_t ino = c->fl_q[0];
-        memmove(c->fl_q, c->fl_q + 1, (c->fl_n - 1) * sizeof(c->fl_q[0]));
-        c->fl_n--;
-        pthread_mutex_unlock(&c->fl_mu);
+        uint64_t ino = c->data->fl_q[0];
+        memmove(c->data->fl_q, c->data->fl_q + 1, (c->data->fl_n - 1) * sizeof(c->data->fl_q[0]));
+        c->data->fl_n--;
+        pthread_mutex_unlock(&c->data->fl_mu);
         struct core__pend *p = core__pend_get(c, ino, false);
         if (p) {
             int rc = core__pend_flush(c, p);
@@ -783,44 +822,44 @@ static void *flusher_main(void *arg)
                         (unsigned long long)ino, srv_strerror(rc));
             core__pend_put(c, p);
         }
-        pthread_mutex_lock(&c->fl_mu);
+        pthread_mutex_lock(&c->data->fl_mu);
     }
-    pthread_mutex_unlock(&c->fl_mu);
+    pthread_mutex_unlock(&c->data->fl_mu);
     return NULL;
 }
 
 void core__pend_flush_async(struct core *c, uint64_t ino)
 {
-    pthread_mutex_lock(&c->fl_mu);
+    pthread_mutex_lock(&c->data->fl_mu);
     bool queued = false;
-    for (unsigned i = 0; i < c->fl_n && !queued; i++)
-        queued = c->fl_q[i] == ino;
-    if (c->fl_running && !queued && c->fl_n < sizeof(c->fl_q) / sizeof(c->fl_q[0])) {
-        c->fl_q[c->fl_n++] = ino;
-        pthread_cond_signal(&c->fl_cv);
+    for (unsigned i = 0; i < c->data->fl_n && !queued; i++)
+        queued = c->data->fl_q[i] == ino;
+    if (c->data->fl_running && !queued && c->data->fl_n < sizeof(c->data->fl_q) / sizeof(c->data->fl_q[0])) {
+        c->data->fl_q[c->data->fl_n++] = ino;
+        pthread_cond_signal(&c->data->fl_cv);
     }
-    pthread_mutex_unlock(&c->fl_mu);
+    pthread_mutex_unlock(&c->data->fl_mu);
 }
 
 int core__pend_flusher_start(struct core *c)
 {
-    int rc = pthread_create(&c->fl_thread, NULL, flusher_main, c);
+    int rc = pthread_create(&c->data->fl_thread, NULL, flusher_main, c);
     if (rc)
         return -rc;
-    pthread_mutex_lock(&c->fl_mu);
-    c->fl_running = true;
-    pthread_mutex_unlock(&c->fl_mu);
+    pthread_mutex_lock(&c->data->fl_mu);
+    c->data->fl_running = true;
+    pthread_mutex_unlock(&c->data->fl_mu);
     return 0;
 }
 
 void core__pend_flusher_stop(struct core *c)
 {
-    pthread_mutex_lock(&c->fl_mu);
-    bool running = c->fl_running;
-    c->fl_running = false;
-    c->fl_stop = true;
-    pthread_cond_signal(&c->fl_cv);
-    pthread_mutex_unlock(&c->fl_mu);
+    pthread_mutex_lock(&c->data->fl_mu);
+    bool running = c->data->fl_running;
+    c->data->fl_running = false;
+    c->data->fl_stop = true;
+    pthread_cond_signal(&c->data->fl_cv);
+    pthread_mutex_unlock(&c->data->fl_mu);
     if (running)
-        pthread_join(c->fl_thread, NULL);
+        pthread_join(c->data->fl_thread, NULL);
 }

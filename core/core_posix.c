@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_posix: the POSIX view used by NFS: attributes, lookup, access,
- * setattr, create/mkdir/symlink/link, remove/rmdir, rename (with the key
- * index update of a moved directory's whole subtree) and readdir with stable
- * hash-ordered cookies.
+ * core_posix: the POSIX view used by NFS (the namespace sub-module,
+ * core_ns_int.h): attributes, lookup, access, setattr, create/mkdir/symlink/
+ * link, remove/rmdir, rename (with the key index update of a moved directory's
+ * whole subtree, and the commit of the pending writes it moves to another
+ * quota chain) and readdir with stable hash-ordered cookies.
  * Thread: any; changes run as writer ops (one txn each, group committed). */
-#include "core_int.h"
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,13 +16,10 @@
 #include "srv_err.h"
 #include "srv_log.h"
 
-int core__truncate_t(struct core *c, MDB_txn *t, uint64_t ino, struct meta_inode *r,
-                     uint64_t newsize, struct core__cut *cut);
-
 int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
                  struct core_attr *out)
 {
-    MDB_txn *t = NULL;
+    struct meta_txn *t = NULL;
     struct meta_inode r;
     struct core__pend_snap ps;
     int rc;
@@ -39,7 +37,7 @@ int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, u
     }
     core__pend_put(c, pp);
     if (rc == 0)
-        rc = core__ino_get_p(c, t, p, ino, gen, &r);
+        rc = core__ino_get_p(t, p, ino, gen, &r);
     meta_rtxn_end(t);
     if (rc == 0) {
         core__attr_fill(&r, ino, out);
@@ -62,7 +60,7 @@ int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, u
 int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
                 size_t namelen, struct core_attr *out)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode d, r;
     struct meta_dirent de;
     uint64_t ino;
@@ -75,7 +73,7 @@ int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, co
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__dir_get_p(c, t, p, dir, CORE_MAY_X, &d);
+    rc = core__dir_get_p(t, p, dir, CORE_MAY_X, &d);
     if (rc)
         goto out;
     if (namelen == 1 && name[0] == '.') {
@@ -89,12 +87,12 @@ int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, co
             rc = -ENOENT;
             goto out;
         }
-        rc = core__dirent_get(c, t, dir, name, namelen, &de);
+        rc = meta_dirent_get(t, dir, name, namelen, &de);
         if (rc)
             goto out;
         ino = de.ino;
     }
-    rc = core__ino_get(c, t, ino, &r);
+    rc = meta_inode_get(t, ino, &r);
     if (rc == -ENOENT)
         rc = SRV_ECORRUPT;
     if (rc == 0) {
@@ -109,12 +107,12 @@ out:
 int core_access(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t mask,
                 uint32_t *granted)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode r;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, p, ino, 0, &r);
+    rc = core__ino_get_p(t, p, ino, 0, &r);
     meta_rtxn_end(t);
     if (rc)
         return rc;
@@ -140,7 +138,7 @@ struct setattr_op {
     struct core__cut *cut;               /* boundary extent copy of a shrinking truncate */
 };
 
-static int setattr_fn(MDB_txn *t, void *arg)
+static int setattr_fn(struct meta_txn *t, void *arg)
 {
     struct setattr_op *a = arg;
     struct core *c = a->c;
@@ -148,7 +146,7 @@ static int setattr_fn(MDB_txn *t, void *arg)
     const struct core_setattr *sa = a->sa;
     bool super = p->flags & CORE_P_SUPER;
     struct meta_inode r;
-    int rc = core__ino_get_p(c, t, p, a->ino, 0, &r);
+    int rc = core__ino_get_p(t, p, a->ino, 0, &r);
     if (rc)
         return rc;
     if (a->pre) {
@@ -239,7 +237,7 @@ static int setattr_fn(MDB_txn *t, void *arg)
     r.ctime_s = now.tv_sec;
     r.ctime_ns = (uint32_t)now.tv_nsec;
     r.change++;
-    rc = core__ino_put(c, t, a->ino, &r);
+    rc = meta_inode_put(t, a->ino, &r);
     if (rc == 0 && a->post)
         core__attr_fill(&r, a->ino, a->post);
     return rc;
@@ -292,7 +290,7 @@ struct create_op {
     struct core_attr *out;
 };
 
-static int create_fn(MDB_txn *t, void *arg)
+static int create_fn(struct meta_txn *t, void *arg)
 {
     struct create_op *a = arg;
     struct core *c = a->c;
@@ -302,16 +300,16 @@ static int create_fn(MDB_txn *t, void *arg)
     int rc;
 
     if (a->type == CORE_REG && a->len <= CORE_NAME_MAX) {
-        rc = core__dirent_get(c, t, a->dir, a->name, a->len, &de);
+        rc = meta_dirent_get(t, a->dir, a->name, a->len, &de);
         if (rc == 0) {
             struct meta_inode d;
-            rc = core__ino_get_p(c, t, a->p, a->dir, 0, &d);
+            rc = core__ino_get_p(t, a->p, a->dir, 0, &d);
             if (rc)
                 return rc;
             rc = core__perm(a->p, &d, CORE_MAY_X);
             if (rc)
                 return rc;
-            rc = core__ino_get(c, t, de.ino, &r);
+            rc = meta_inode_get(t, de.ino, &r);
             if (rc)
                 return rc;
             if (a->how == CORE_CREATE_GUARDED)
@@ -338,7 +336,7 @@ static int create_fn(MDB_txn *t, void *arg)
         return rc;
     if (a->type == CORE_REG && a->how == CORE_CREATE_EXCLUSIVE) {
         r.verf = a->verf;
-        rc = core__ino_put(c, t, ino, &r);
+        rc = meta_inode_put(t, ino, &r);
         if (rc)
             return rc;
     }
@@ -376,32 +374,31 @@ int core_symlink(struct core *c, const struct core_principal *p, uint64_t dir, c
 int core_readlink(struct core *c, const struct core_principal *p, uint64_t ino, char *buf,
                   size_t bufsize, size_t *len)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode r;
-    MDB_val v;
-    uint8_t k[8];
+    const void *vd;
+    size_t vl;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, p, ino, 0, &r);
+    rc = core__ino_get_p(t, p, ino, 0, &r);
     if (rc)
         goto out;
     if (r.type != CORE_LNK) {
         rc = -EINVAL;
         goto out;
     }
-    meta_be64_put(k, ino);
-    rc = meta_get(t, core__dbi(c, META_DBI_INLINE), k, 8, &v);
+    rc = meta_inline_get(t, ino, &vd, &vl);
     if (rc) {
         rc = rc == -ENOENT ? SRV_ECORRUPT : rc;
         goto out;
     }
-    if (v.mv_size > bufsize) {
+    if (vl > bufsize) {
         rc = -ERANGE;
         goto out;
     }
-    memcpy(buf, v.mv_data, v.mv_size);
-    *len = v.mv_size;
+    memcpy(buf, vd, vl);
+    *len = vl;
 out:
     meta_rtxn_end(t);
     return rc;
@@ -418,18 +415,17 @@ struct link_op {
     struct core_attr *out;
 };
 
-static int link_fn(MDB_txn *t, void *arg)
+static int link_fn(struct meta_txn *t, void *arg)
 {
     struct link_op *a = arg;
-    struct core *c = a->c;
     struct meta_inode r, d;
     struct meta_dirent de;
     char key[CORE_KEY_MAX + 2];
     size_t klen;
-    int rc = core__ino_get_p(c, t, a->p, a->ino, 0, &r);
+    int rc = core__ino_get_p(t, a->p, a->ino, 0, &r);
     if (rc)
         return rc;
-    rc = core__dir_get_p(c, t, a->p, a->dir, 0, &d);
+    rc = core__dir_get_p(t, a->p, a->dir, 0, &d);
     if (rc)
         return rc;
     if (r.type == CORE_DIR)
@@ -446,28 +442,28 @@ static int link_fn(MDB_txn *t, void *arg)
         return rc;
     if (r.nlink >= 65000)
         return -EMLINK;
-    rc = core__dirent_get(c, t, a->dir, a->name, a->len, &de);
+    rc = meta_dirent_get(t, a->dir, a->name, a->len, &de);
     if (rc == 0)
         return -EEXIST;
     if (rc != -ENOENT)
         return rc;
-    rc = core__key_of(c, t, a->dir, a->name, a->len, false, key, &klen);
+    rc = core__key_of(t, a->dir, a->name, a->len, false, key, &klen);
     if (rc)
         return rc;
-    rc = core__dirent_add(c, t, a->dir, a->name, a->len, a->ino, r.type);
+    rc = meta_dirent_add(t, a->dir, a->name, a->len, a->ino, r.type);
     if (rc)
         return rc;
-    rc = core__kidx_put(c, t, r.bucket, key, klen, a->ino, r.type);
+    rc = meta_keyidx_put(t, r.bucket, key, klen, a->ino, r.type);
     if (rc)
         return rc;
     d.nchild++;
     core__touch(&d, true, true);
-    rc = core__ino_put(c, t, a->dir, &d);
+    rc = meta_inode_put(t, a->dir, &d);
     if (rc)
         return rc;
     r.nlink++;
     core__touch(&r, false, true);
-    rc = core__ino_put(c, t, a->ino, &r);
+    rc = meta_inode_put(t, a->ino, &r);
     if (rc == 0 && a->out)
         core__attr_fill(&r, a->ino, a->out);
     return rc;
@@ -493,7 +489,7 @@ struct unlink_op {
     bool isdir;
 };
 
-static int unlink_fn(MDB_txn *t, void *arg)
+static int unlink_fn(struct meta_txn *t, void *arg)
 {
     struct unlink_op *a = arg;
     return core__node_unlink(a->c, t, a->p, a->dir, a->name, a->len, a->isdir, false);
@@ -555,9 +551,11 @@ struct kmove_list {
     size_t flen, tlen;
 };
 
-static int kmove_collect(void *arg, const char *key, size_t klen, const struct meta_keyval *kv)
+static int kmove_collect(void *arg, const char *key, size_t klen, const struct meta_keyval *kv,
+                         size_t *skip)
 {
     struct kmove_list *l = arg;
+    (void)skip;
     if (klen - l->flen + l->tlen > CORE_KEY_MAX)
         return -ENAMETOOLONG;
     if (l->n == l->cap) {
@@ -581,27 +579,27 @@ static int kmove_collect(void *arg, const char *key, size_t klen, const struct m
 }
 
 /* Move every key index entry under @p from (a "dir/" key) to @p to. */
-static int subtree_rekey(struct core *c, MDB_txn *t, uint64_t bucket, const char *from,
+static int subtree_rekey(struct core *c, struct meta_txn *t, uint64_t bucket, const char *from,
                          size_t flen, const char *to, size_t tlen, uint64_t *bytes,
                          uint64_t *inodes)
 {
     char kb[CORE_KEY_MAX + 1];
     struct kmove_list l = {.flen = flen, .tlen = tlen};
-    int rc = core__kidx_scan(c, t, bucket, from, flen, kmove_collect, &l);
+    int rc = meta_keyidx_scan(t, bucket, from, flen, NULL, 0, kmove_collect, &l);
     struct kmove *mv = l.mv;
     size_t n = l.n;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = core__kidx_del(c, t, bucket, mv[i].key, mv[i].klen);
+        rc = meta_keyidx_del(t, bucket, mv[i].key, mv[i].klen);
     for (size_t i = 0; i < n && rc == 0; i++) {
         size_t nl = tlen + mv[i].klen - flen;
         memcpy(kb, to, tlen);
         memcpy(kb + tlen, mv[i].key + flen, mv[i].klen - flen);
-        rc = core__kidx_put(c, t, bucket, kb, nl, mv[i].ino, mv[i].type);
+        rc = meta_keyidx_put(t, bucket, kb, nl, mv[i].ino, mv[i].type);
         if (rc == 0 && mv[i].type == CORE_DIR)
-            rc = core__dirpath_put(c, t, mv[i].ino, kb, nl);
+            rc = meta_dirpath_put(t, mv[i].ino, kb, nl);
         if (rc == 0 && mv[i].klen > flen) {
             struct meta_inode r;
-            if (core__ino_get(c, t, mv[i].ino, &r) == 0) {
+            if (meta_inode_get(t, mv[i].ino, &r) == 0) {
                 (*inodes)++;
                 if (r.type != CORE_DIR)
                     *bytes += r.used;
@@ -614,7 +612,64 @@ static int subtree_rekey(struct core *c, MDB_txn *t, uint64_t bucket, const char
     return rc;
 }
 
-static int rename_fn(MDB_txn *t, void *arg)
+/* A rename that changes the quota chain of what it moves (core__quota_rename_begin
+ * marked its bucket, @p mv->on) first commits the pending (UNSTABLE) writes it
+ * moves, so its op moves their bytes, and checks their limits, as committed usage:
+ * a file's own; for a directory, every pending file of its bucket.
+ * @return 0, or the flush's error (-EIO, -ENOSPC). */
+static int rename_flush(struct core *c, const struct core__mv *mv, uint64_t fromdir,
+                        const char *fromname, size_t fromlen)
+{
+    struct meta_txn *t;
+    struct meta_dirent de;
+    if (!mv->on || !core__pend_any(c))
+        return 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = meta_dirent_get(t, fromdir, fromname, fromlen, &de);
+    meta_rtxn_end(t);
+    if (rc)
+        return rc == -ENOENT ? 0 : rc; /* the rename itself answers */
+    if (de.type == CORE_REG)
+        return core__pend_flush_ino(c, de.ino);
+    if (de.type != CORE_DIR)
+        return 0;
+    /* a directory: whatever of its subtree is pending, found by its bucket */
+    uint64_t *v;
+    size_t n = core__pend_bucket_inos(c, mv->tenant, mv->bucket, &v);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = core__pend_flush_ino(c, v[i]);
+    free(v);
+    return rc;
+}
+
+/* Inside the rename's op, before it changes anything: @p ino (a directory when
+ * @p isdir) is what it moves, to another parent when @p moves.
+ * @return 0, or -EAGAIN when it would move pending writes or was not marked (the
+ * entry changed since core__quota_rename_begin looked, or the first directory
+ * quota appeared: end and begin again). */
+static int rename_check(struct core *c, const struct core__mv *mv, uint64_t ino, bool isdir,
+                        bool moves)
+{
+    if (!moves)
+        return 0;
+    if (!mv->on)
+        return core__dirquotas(c) ? -EAGAIN : 0; /* begin saw another entry or none */
+    if (!core__pend_any(c))
+        return 0;
+    if (isdir) {
+        /* nothing of the bucket may be pending (what rename_flush committed stays
+         * so: the mark holds new pending writes back) */
+        uint64_t *v;
+        size_t n = core__pend_bucket_inos(c, mv->tenant, mv->bucket, &v);
+        free(v);
+        return n ? -EAGAIN : 0;
+    }
+    return core__pend_has_data(c, ino) ? -EAGAIN : 0;
+}
+
+static int rename_fn(struct meta_txn *t, void *arg)
 {
     struct rename_op *a = arg;
     struct core *c = a->c;
@@ -627,10 +682,10 @@ static int rename_fn(MDB_txn *t, void *arg)
     bool ftroot, ttroot, isdir, dst_exists;
     int rc;
 
-    rc = core__ino_get_p(c, t, p, a->fdir, 0, &fd);
+    rc = core__ino_get_p(t, p, a->fdir, 0, &fd);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, p, a->tdir, 0, &td);
+    rc = core__ino_get_p(t, p, a->tdir, 0, &td);
     if (rc)
         return rc;
     if (fd.type != CORE_DIR || td.type != CORE_DIR)
@@ -645,10 +700,10 @@ static int rename_fn(MDB_txn *t, void *arg)
         rc = core__perm(p, &td, CORE_MAY_W | CORE_MAY_X);
     if (rc)
         return rc;
-    rc = core__dirent_get(c, t, a->fdir, a->fname, a->flen, &sde);
+    rc = meta_dirent_get(t, a->fdir, a->fname, a->flen, &sde);
     if (rc)
         return rc;
-    rc = core__ino_get(c, t, sde.ino, &sr);
+    rc = meta_inode_get(t, sde.ino, &sr);
     if (rc)
         return rc == -ENOENT ? SRV_ECORRUPT : rc;
     isdir = sr.type == CORE_DIR;
@@ -673,29 +728,29 @@ static int rename_fn(MDB_txn *t, void *arg)
             struct meta_inode r;
             if (cur == sde.ino)
                 return -EINVAL;
-            if (core__ino_get(c, t, cur, &r) != 0 || (r.flags & (CORE_A_BUCKET | CORE_A_TROOT)))
+            if (meta_inode_get(t, cur, &r) != 0 || (r.flags & (CORE_A_BUCKET | CORE_A_TROOT)))
                 break;
             cur = r.parent;
         }
     }
-    rc = core__quota_rename_check(c, a->mv, sde.ino, isdir, sr.parent != a->tdir);
+    rc = rename_check(c, a->mv, sde.ino, isdir, sr.parent != a->tdir);
     if (rc)
         return rc;
-    rc = core__dirent_get(c, t, a->tdir, a->tname, a->tlen, &dde);
+    rc = meta_dirent_get(t, a->tdir, a->tname, a->tlen, &dde);
     dst_exists = rc == 0;
     if (rc && rc != -ENOENT)
         return rc;
     if (!ftroot) {
-        rc = core__key_of(c, t, a->fdir, a->fname, a->flen, isdir, okey, &oklen);
+        rc = core__key_of(t, a->fdir, a->fname, a->flen, isdir, okey, &oklen);
         if (rc == 0)
-            rc = core__key_of(c, t, a->tdir, a->tname, a->tlen, isdir, nkey, &nklen);
+            rc = core__key_of(t, a->tdir, a->tname, a->tlen, isdir, nkey, &nklen);
         if (rc)
             return rc;
     }
     if (dst_exists) {
         if (dde.ino == sde.ino)
             return 0; /* two links of one file: POSIX does nothing */
-        rc = core__ino_get(c, t, dde.ino, &dr);
+        rc = meta_inode_get(t, dde.ino, &dr);
         if (rc)
             return rc == -ENOENT ? SRV_ECORRUPT : rc;
         if (isdir && dr.type != CORE_DIR)
@@ -713,31 +768,31 @@ static int rename_fn(MDB_txn *t, void *arg)
             fd = td;
     }
     /* move the entry */
-    rc = core__dirent_del(c, t, a->fdir, a->fname, a->flen);
+    rc = meta_dirent_del(t, a->fdir, a->fname, a->flen);
     if (rc)
         return rc;
     fd.nchild--;
     if (isdir)
         fd.nlink--;
     core__touch(&fd, true, true);
-    rc = core__ino_put(c, t, a->fdir, &fd);
+    rc = meta_inode_put(t, a->fdir, &fd);
     if (rc)
         return rc;
     if (a->tdir == a->fdir)
         td = fd;
     else {
-        rc = core__ino_get(c, t, a->tdir, &td);
+        rc = meta_inode_get(t, a->tdir, &td);
         if (rc)
             return rc;
     }
-    rc = core__dirent_add(c, t, a->tdir, a->tname, a->tlen, sde.ino, sr.type);
+    rc = meta_dirent_add(t, a->tdir, a->tname, a->tlen, sde.ino, sr.type);
     if (rc)
         return rc;
     td.nchild++;
     if (isdir)
         td.nlink++;
     core__touch(&td, true, true);
-    rc = core__ino_put(c, t, a->tdir, &td);
+    rc = meta_inode_put(t, a->tdir, &td);
     if (rc)
         return rc;
     if (!ftroot) {
@@ -745,9 +800,9 @@ static int rename_fn(MDB_txn *t, void *arg)
         if (isdir) {
             rc = subtree_rekey(c, t, sr.bucket, okey, oklen, nkey, nklen, &bytes, &inodes);
         } else {
-            rc = core__kidx_del(c, t, sr.bucket, okey, oklen);
+            rc = meta_keyidx_del(t, sr.bucket, okey, oklen);
             if (rc == 0 || rc == -ENOENT)
-                rc = core__kidx_put(c, t, sr.bucket, nkey, nklen, sde.ino, sr.type);
+                rc = meta_keyidx_put(t, sr.bucket, nkey, nklen, sde.ino, sr.type);
             bytes = sr.used;
         }
         if (rc)
@@ -759,14 +814,14 @@ static int rename_fn(MDB_txn *t, void *arg)
                 return rc;
         }
     }
-    rc = core__ino_get(c, t, sde.ino, &sr);
+    rc = meta_inode_get(t, sde.ino, &sr);
     if (rc)
         return rc;
     sr.parent = a->tdir;
     if (isdir)
         sr.flags &= (uint16_t)~CORE_A_IMPLICIT;
     core__touch(&sr, false, true);
-    return core__ino_put(c, t, sde.ino, &sr);
+    return meta_inode_put(t, sde.ino, &sr);
 }
 
 int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir,
@@ -785,6 +840,8 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
     for (int i = 0; i < 8 && rc == -EAGAIN; i++) {
         rc = core__quota_rename_begin(c, p->tenant, fromdir, fromname, fromlen, todir, &mv);
         if (rc == 0)
+            rc = rename_flush(c, &mv, fromdir, fromname, fromlen);
+        if (rc == 0)
             rc = meta_submit(c->meta, rename_fn, &a, 0);
         core__quota_rename_end(c, &mv);
     }
@@ -796,16 +853,46 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
 
 /* ---- readdir ---- */
 
+/* The entries after "." and "..", in cookie order. */
+struct rd_scan {
+    struct core *c;
+    struct meta_txn *t;
+    bool want_attr;
+    core_dirent_cb cb;
+    void *arg;
+};
+
+static int rd_ent(void *arg, uint64_t cookie, uint64_t ino, const char *name, size_t len)
+{
+    struct rd_scan *s = arg;
+    struct core_dirent e;
+    struct core_attr attr;
+    struct meta_inode r;
+    memset(&e, 0, sizeof(e));
+    e.ino = ino;
+    e.cookie = cookie;
+    e.name = name;
+    e.namelen = len;
+    if (s->want_attr) {
+        if (meta_inode_get(s->t, ino, &r) != 0)
+            return 0;
+        core__attr_fill(&r, ino, &attr);
+        core__attr_pend(s->c, &attr);
+        e.attr = &attr;
+    }
+    return s->cb(s->arg, &e) ? 1 : 0;
+}
+
+_Static_assert(CORE_COOKIE_MIN == META_COOKIE_BASE && CORE_COOKIE_MAX == META_COOKIE_MAX,
+               "core.h states the stored cookie range");
+
 int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, uint64_t cookie,
                  bool want_attr, core_dirent_cb cb, void *arg, bool *eof, uint64_t *verf)
 {
-    MDB_txn *t;
-    MDB_cursor *cur = NULL;
-    MDB_val k, v;
+    struct meta_txn *t;
     struct meta_inode d, r;
     struct core_attr attr;
     struct core_dirent e;
-    uint8_t sk[16];
     int rc;
 
     *eof = false;
@@ -814,7 +901,7 @@ int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, u
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__dir_get_p(c, t, p, dir, CORE_MAY_R, &d);
+    rc = core__dir_get_p(t, p, dir, CORE_MAY_R, &d);
     if (rc)
         goto out;
     if (verf)
@@ -840,7 +927,7 @@ int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, u
         e.name = "..";
         e.namelen = 2;
         if (want_attr) {
-            if (core__ino_get(c, t, pino, &r) == 0)
+            if (meta_inode_get(t, pino, &r) == 0)
                 core__attr_fill(&r, pino, &attr);
             else
                 core__attr_fill(&d, dir, &attr);
@@ -849,53 +936,16 @@ int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, u
         if (cb(arg, &e))
             goto out;
     }
-    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_DIRCOOKIE), &cur);
-    if (rc) {
-        rc = meta_err(rc);
+    struct rd_scan rs = {c, t, want_attr, cb, arg};
+    rc = meta_dirent_scan(t, dir, cookie, rd_ent, &rs);
+    if (rc == 1) {
+        rc = 0;
         goto out;
     }
-    meta_be64_put(sk, dir);
-    if (cookie < META_COOKIE_BASE)
-        meta_be64_put(sk + 8, META_COOKIE_BASE);
-    else if (cookie == UINT64_MAX) {
-        *eof = true;
+    if (rc)
         goto out;
-    } else
-        meta_be64_put(sk + 8, cookie + 1);
-    k.mv_data = sk;
-    k.mv_size = 16;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 16 || meta_be64_get(k.mv_data) != dir)
-            break;
-        if (v.mv_size < 9)
-            continue;
-        memset(&e, 0, sizeof(e));
-        e.ino = meta_be64_get(v.mv_data);
-        e.cookie = meta_be64_get((uint8_t *)k.mv_data + 8);
-        e.name = (const char *)v.mv_data + 8;
-        e.namelen = v.mv_size - 8;
-        if (want_attr) {
-            if (core__ino_get(c, t, e.ino, &r) != 0)
-                continue;
-            core__attr_fill(&r, e.ino, &attr);
-            core__attr_pend(c, &attr);
-            e.attr = &attr;
-        }
-        if (cb(arg, &e)) {
-            rc = 0;
-            goto out;
-        }
-    }
-    if (rc != 0 && rc != MDB_NOTFOUND) {
-        rc = meta_err(rc);
-        goto out;
-    }
-    rc = 0;
     *eof = true;
 out:
-    if (cur)
-        mdb_cursor_close(cur);
     meta_rtxn_end(t);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_upload: whole-object uploads and multipart uploads.
+ * core_upload: whole-object uploads and multipart uploads (the namespace
+ * sub-module, core_ns_int.h).
  *
  * An upload streams into fresh 1 MiB extents as data arrives (nothing is
  * visible and the space is only reserved). Whole extents of a large write go
@@ -17,7 +18,7 @@
  * offsets, into a new inode without copying. Parts' bytes are charged to the
  * bucket while the upload is open.
  * Thread: an upload handle is used by one thread at a time; the rest any. */
-#include "core_int.h"
+#include "core_ns_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,7 +30,6 @@
 #include "srv_err.h"
 #include "srv_log.h"
 
-int core__key_check(const char *key, size_t len, bool *isdir);
 
 struct upext {
     struct store_extent e;
@@ -133,7 +133,7 @@ static void up_free(struct core_upload *u, bool unreserve)
 int core_upload_begin(struct core *c, const struct core_principal *p, uint64_t bucket,
                       uint64_t size_hint, struct core_upload **out)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_inode b;
     *out = NULL;
     if (p->flags & CORE_P_READONLY)
@@ -141,7 +141,7 @@ int core_upload_begin(struct core *c, const struct core_principal *p, uint64_t b
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, p, bucket, 0, &b);
+    rc = core__ino_get_p(t, p, bucket, 0, &b);
     if (rc == SRV_ESTALE || (rc == 0 && !(b.flags & CORE_A_BUCKET)))
         rc = SRV_ENOBUCKET;
     if (rc == 0)
@@ -218,7 +218,7 @@ void core_upload_abort(struct core_upload *u)
 /* ---- linking data at a key ---- */
 
 /* Resolve the parent directory of @p key, creating implicit directories. */
-static int resolve_parent(struct core *c, MDB_txn *t, const struct core_principal *p,
+static int resolve_parent(struct core *c, struct meta_txn *t, const struct core_principal *p,
                           uint64_t bucket, const char *key, size_t klen, bool isdir,
                           uint64_t *dir, size_t *nameoff)
 {
@@ -232,11 +232,11 @@ static int resolve_parent(struct core *c, MDB_txn *t, const struct core_principa
         size_t s = (size_t)(sl - key);
         uint64_t ino;
         uint32_t type;
-        int rc = core__kidx_get(c, t, bucket, key, s + 1, &ino, &type);
+        int rc = meta_keyidx_get(t, bucket, key, s + 1, &ino, &type);
         if (rc == 0) {
             cur = ino;
         } else if (rc == -ENOENT) {
-            rc = core__kidx_get(c, t, bucket, key, s, &ino, &type);
+            rc = meta_keyidx_get(t, bucket, key, s, &ino, &type);
             if (rc == 0)
                 return SRV_ECLASH;
             if (rc != -ENOENT)
@@ -257,18 +257,14 @@ static int resolve_parent(struct core *c, MDB_txn *t, const struct core_principa
     return 0;
 }
 
-static int etag_of(struct core *c, MDB_txn *t, uint64_t ino, const struct meta_inode *r,
+static int etag_of(struct core *c, struct meta_txn *t, uint64_t ino, const struct meta_inode *r,
                    char *etag)
 {
-    int rc = core__objmeta_get(c, t, ino, etag, NULL, NULL);
+    int rc = meta_objmeta_get(t, ino, etag, CORE_ETAG_MAX + 1, NULL, NULL);
     if (rc && rc != -ENOENT)
         return rc;
-    if (!etag[0]) {
-        if (r->type == CORE_DIR || r->size == 0)
-            snprintf(etag, CORE_ETAG_MAX + 1, "d41d8cd98f00b204e9800998ecf8427e");
-        else
-            snprintf(etag, CORE_ETAG_MAX + 1, "%016" PRIx64 "%016" PRIx64 "-1", ino, r->change);
-    }
+    if (!etag[0])
+        core__etag_synth(r, ino, etag);
     return 0;
 }
 
@@ -315,7 +311,7 @@ struct link_args {
     const struct core__resv *own;  /* the caller's reservation of these bytes, or NULL */
 };
 
-static int link_object(MDB_txn *t, const struct link_args *a, const struct link_src *src)
+static int link_object(struct meta_txn *t, const struct link_args *a, const struct link_src *src)
 {
     struct core *c = a->c;
     struct meta_inode b, r;
@@ -326,7 +322,7 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
     int rc = core__key_check(a->key, a->klen, &isdir);
     if (rc)
         return rc;
-    rc = core__ino_get_p(c, t, a->p, a->bucket, 0, &b);
+    rc = core__ino_get_p(t, a->p, a->bucket, 0, &b);
     if (rc == SRV_ESTALE || (rc == 0 && !(b.flags & CORE_A_BUCKET)))
         return SRV_ENOBUCKET;
     if (rc)
@@ -338,12 +334,12 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
         return rc;
     const char *name = a->key + noff;
     size_t nlen = (isdir ? a->klen - 1 : a->klen) - noff;
-    rc = core__dirent_get(c, t, dir, name, nlen, &de);
+    rc = meta_dirent_get(t, dir, name, nlen, &de);
     bool exists = rc == 0;
     if (rc && rc != -ENOENT)
         return rc;
     if (exists) {
-        rc = core__ino_get(c, t, de.ino, &r);
+        rc = meta_inode_get(t, de.ino, &r);
         if (rc)
             return rc;
         if ((r.type == CORE_DIR) != isdir)
@@ -368,13 +364,13 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
             ino = de.ino;
             r.flags &= (uint16_t)~CORE_A_IMPLICIT;
             core__touch(&r, false, true);
-            rc = core__ino_put(c, t, ino, &r);
+            rc = meta_inode_put(t, ino, &r);
         } else {
             rc = core__node_create(c, t, a->p, dir, name, nlen, CORE_DIR, 0755, 0, NULL, 0, &ino,
                                    &r);
         }
         if (rc == 0)
-            rc = core__objmeta_put(c, t, ino, a->etag, a->meta, a->metalen);
+            rc = meta_objmeta_put(t, ino, a->etag, a->meta, a->metalen);
         if (rc == 0 && a->out)
             core__attr_fill(&r, ino, a->out);
         return rc;
@@ -383,7 +379,7 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
         struct meta_inode d;
         if (a->p->flags & CORE_P_READONLY)
             return -EACCES;
-        rc = core__ino_get(c, t, dir, &d);
+        rc = meta_inode_get(t, dir, &d);
         if (rc)
             return rc;
         rc = core__perm(a->p, &d, CORE_MAY_W | CORE_MAY_X);
@@ -401,10 +397,8 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
         return rc;
     uint64_t used = 0;
     if (src->inl) {
-        uint8_t k[8];
-        meta_be64_put(k, ino);
         if (src->inl_len) {
-            rc = meta_put(t, core__dbi(c, META_DBI_INLINE), k, 8, src->inl, src->inl_len, 0);
+            rc = meta_inline_put(t, ino, src->inl, src->inl_len);
             if (rc)
                 return rc;
         }
@@ -412,19 +406,16 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
     } else {
         r.flags &= (uint16_t)~META_I_INLINE;
         for (size_t i = 0; i < src->n; i++) {
-            uint8_t k[16];
             const struct store_extent *e = &src->ext[i].e;
             struct meta_extent me = {.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
                                      .vlen = e->len};
             if (src->use) {
-                rc = core__extent_use(c, t, e, src->up ? src->up[i].bcrc : NULL,
+                rc = core__extent_use(t, e, src->up ? src->up[i].bcrc : NULL,
                                       src->up ? src->up[i].nb : 0);
                 if (rc)
                     return rc;
             }
-            meta_be64_put(k, ino);
-            meta_be64_put(k + 8, src->ext[i].foff);
-            rc = meta_put(t, core__dbi(c, META_DBI_EXTENTS), k, 16, &me, sizeof(me), 0);
+            rc = meta_extent_put(t, ino, src->ext[i].foff, &me);
             if (rc)
                 return rc;
             used += e->len;
@@ -435,9 +426,9 @@ static int link_object(MDB_txn *t, const struct link_args *a, const struct link_
         return rc;
     r.size = src->size;
     r.used = used;
-    rc = core__ino_put(c, t, ino, &r);
+    rc = meta_inode_put(t, ino, &r);
     if (rc == 0)
-        rc = core__objmeta_put(c, t, ino, a->etag, a->meta, a->metalen);
+        rc = meta_objmeta_put(t, ino, a->etag, a->meta, a->metalen);
     if (rc == 0 && a->out)
         core__attr_fill(&r, ino, a->out);
     return rc;
@@ -448,7 +439,7 @@ struct commit_op {
     struct link_src src;
 };
 
-static int commit_fn(MDB_txn *t, void *arg)
+static int commit_fn(struct meta_txn *t, void *arg)
 {
     struct commit_op *a = arg;
     return link_object(t, &a->la, &a->src);
@@ -525,12 +516,6 @@ static int mpu_id_parse(const char *s, uint64_t *id)
     return 0;
 }
 
-static void mkey(uint8_t *k, uint64_t bucket, uint64_t id)
-{
-    meta_be64_put(k, bucket);
-    meta_be64_put(k + 8, id);
-}
-
 struct mpu_create_op {
     struct core *c;
     const struct core_principal *p;
@@ -542,15 +527,13 @@ struct mpu_create_op {
     uint64_t id;
 };
 
-static int mpu_create_fn(MDB_txn *t, void *arg)
+static int mpu_create_fn(struct meta_txn *t, void *arg)
 {
     struct mpu_create_op *a = arg;
-    struct core *c = a->c;
     struct meta_inode b;
     struct meta_mpu m;
     struct timespec now;
-    uint8_t k[16];
-    int rc = core__ino_get_p(c, t, a->p, a->bucket, 0, &b);
+    int rc = core__ino_get_p(t, a->p, a->bucket, 0, &b);
     if (rc == SRV_ESTALE || (rc == 0 && !(b.flags & CORE_A_BUCKET)))
         return SRV_ENOBUCKET;
     if (rc)
@@ -567,18 +550,7 @@ static int mpu_create_fn(MDB_txn *t, void *arg)
     m.metalen = (uint32_t)a->metalen;
     m.init_s = now.tv_sec;
     m.init_ns = (uint32_t)now.tv_nsec;
-    size_t vl = sizeof(m) + a->klen + a->metalen;
-    uint8_t *v = malloc(vl);
-    if (!v)
-        return -ENOMEM;
-    memcpy(v, &m, sizeof(m));
-    memcpy(v + sizeof(m), a->key, a->klen);
-    if (a->metalen)
-        memcpy(v + sizeof(m) + a->klen, a->meta, a->metalen);
-    mkey(k, a->bucket, a->id);
-    rc = meta_put(t, core__dbi(c, META_DBI_MPU), k, 16, v, vl, MDB_NOOVERWRITE);
-    free(v);
-    return rc;
+    return meta_mpu_create(t, a->bucket, a->id, &m, a->key, a->meta);
 }
 
 int core_mpu_create(struct core *c, const struct core_principal *p, uint64_t bucket,
@@ -604,58 +576,25 @@ int core_mpu_create(struct core *c, const struct core_principal *p, uint64_t buc
     return rc;
 }
 
-/* Read an mpu record. @return 0, -ENOENT. */
-static int mpu_get(struct core *c, MDB_txn *t, const struct core_principal *p, uint64_t bucket,
+/* Read an mpu record of @p p's tenant. @return 0, -ENOENT, SRV_ECORRUPT, -EIO. */
+static int mpu_get(struct meta_txn *t, const struct core_principal *p, uint64_t bucket,
                    uint64_t id, struct meta_mpu *m, const char **key, const void **meta)
 {
-    uint8_t k[16];
-    MDB_val v;
-    mkey(k, bucket, id);
-    int rc = meta_get(t, core__dbi(c, META_DBI_MPU), k, 16, &v);
-    if (rc)
-        return rc;
-    if (v.mv_size < sizeof(*m))
-        return SRV_ECORRUPT;
-    memcpy(m, v.mv_data, sizeof(*m));
-    if (v.mv_size != sizeof(*m) + m->keylen + m->metalen)
-        return SRV_ECORRUPT;
-    if (m->tenant != p->tenant)
-        return -ENOENT;
-    *key = (const char *)v.mv_data + sizeof(*m);
-    *meta = (const char *)v.mv_data + sizeof(*m) + m->keylen;
-    return 0;
+    int rc = meta_mpu_get(t, bucket, id, m, key, meta);
+    if (rc == 0 && m->tenant != p->tenant)
+        rc = -ENOENT;
+    return rc;
 }
 
-static void pkey(uint8_t *k, uint64_t id, uint32_t partno)
+/* Free the @p n extents @p ex (borrowed: may be unaligned) of a part. */
+static int part_free_extents(struct core *c, struct meta_txn *t, const struct meta_extent *ex,
+                             uint32_t n, uint64_t *bytes)
 {
-    meta_be64_put(k, id);
-    meta_be32_put(k + 8, partno);
-}
-
-/* Decode a part record; extents point into @p v. */
-static int part_decode(const MDB_val *v, struct meta_part *pt, const struct meta_extent **ext)
-{
-    if (v->mv_size < sizeof(*pt))
-        return SRV_ECORRUPT;
-    memcpy(pt, v->mv_data, sizeof(*pt));
-    if (v->mv_size != sizeof(*pt) + (size_t)pt->nextents * sizeof(struct meta_extent))
-        return SRV_ECORRUPT;
-    *ext = (const struct meta_extent *)((const char *)v->mv_data + sizeof(*pt));
-    return 0;
-}
-
-static int part_free_extents(struct core *c, MDB_txn *t, const MDB_val *v, uint64_t *bytes)
-{
-    struct meta_part pt;
-    const struct meta_extent *ex;
-    int rc = part_decode(v, &pt, &ex);
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < pt.nextents; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         struct meta_extent me;
         memcpy(&me, &ex[i], sizeof(me));
         struct store_extent e = {.dev = me.dev, .len = me.len, .off = me.off, .crc = me.crc};
-        rc = core__extent_free(c, t, &e);
+        int rc = core__extent_free(c, t, &e);
         if (rc)
             return rc;
         *bytes += me.len;
@@ -672,35 +611,32 @@ struct part_op {
     struct core__resv hold;        /* the part's bytes, reserved while the op runs */
 };
 
-static int part_commit_fn(MDB_txn *t, void *arg)
+static int part_commit_fn(struct meta_txn *t, void *arg)
 {
     struct part_op *a = arg;
     struct core *c = a->c;
     struct core_upload *u = a->u;
     struct meta_mpu m;
+    struct meta_part pt;
+    const struct meta_extent *oex;
     const char *key;
     const void *meta;
-    uint8_t k[12];
-    MDB_val old;
     uint64_t freed = 0, bytes = 0;
-    int rc = mpu_get(c, t, &u->p, u->bucket, a->id, &m, &key, &meta);
+    int rc = mpu_get(t, &u->p, u->bucket, a->id, &m, &key, &meta);
     if (rc)
         return rc;
-    pkey(k, a->id, a->partno);
-    rc = meta_get(t, core__dbi(c, META_DBI_MPUPART), k, 12, &old);
+    rc = meta_part_get(t, a->id, a->partno, &pt, &oex);
     if (rc == 0) {
-        rc = part_free_extents(c, t, &old, &freed);
+        rc = part_free_extents(c, t, oex, pt.nextents, &freed);
         if (rc)
             return rc;
     } else if (rc != -ENOENT) {
         return rc;
     }
     rc = 0;
-    size_t vl = sizeof(struct meta_part) + u->n * sizeof(struct meta_extent);
-    uint8_t *v = calloc(1, vl);
+    struct meta_extent *v = calloc(u->n ? u->n : 1, sizeof(*v));
     if (!v)
         return -ENOMEM;
-    struct meta_part pt;
     struct timespec now;
     core__now(&now);
     memset(&pt, 0, sizeof(pt));
@@ -709,17 +645,15 @@ static int part_commit_fn(MDB_txn *t, void *arg)
     pt.mtime_ns = (uint32_t)now.tv_nsec;
     pt.nextents = (uint32_t)u->n;
     snprintf(pt.etag, CORE_ETAG_MAX + 1, "%s", a->etag ? a->etag : "");
-    memcpy(v, &pt, sizeof(pt));
     for (size_t i = 0; i < u->n && rc == 0; i++) {
         const struct store_extent *e = &u->ext[i].e;
-        struct meta_extent me = {.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
-                                 .vlen = e->len};
-        memcpy(v + sizeof(pt) + i * sizeof(me), &me, sizeof(me));
-        bytes += me.len;
-        rc = core__extent_use(c, t, e, u->ext[i].bcrc, u->ext[i].nb);
+        v[i] = (struct meta_extent){.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
+                                    .vlen = e->len};
+        bytes += e->len;
+        rc = core__extent_use(t, e, u->ext[i].bcrc, u->ext[i].nb);
     }
     if (rc == 0)
-        rc = meta_put(t, core__dbi(c, META_DBI_MPUPART), k, 12, v, vl, 0);
+        rc = meta_part_put(t, a->id, a->partno, &pt, v);
     free(v);
     if (rc)
         return rc;
@@ -747,59 +681,49 @@ int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t 
     return rc;
 }
 
+struct parts_scan {
+    core_part_cb cb;
+    void *arg;
+};
+
+static int part_ent(void *arg, uint32_t partno, const struct meta_part *pt,
+                    const struct meta_extent *ext)
+{
+    struct parts_scan *s = arg;
+    struct core_mpu_part part;
+    (void)ext;
+    if (!pt)
+        return 0;
+    memset(&part, 0, sizeof(part));
+    part.partno = partno;
+    part.size = pt->size;
+    memcpy(part.etag, pt->etag, CORE_ETAG_MAX);
+    part.etag[CORE_ETAG_MAX] = '\0';
+    part.mtime.tv_sec = pt->mtime_s;
+    part.mtime.tv_nsec = pt->mtime_ns;
+    return s->cb(s->arg, &part) ? 1 : 0;
+}
+
 int core_mpu_list_parts(struct core *c, const struct core_principal *p, uint64_t bucket,
                         const char *upload_id, uint32_t after_partno, core_part_cb cb, void *arg)
 {
-    MDB_txn *t;
-    MDB_cursor *cur = NULL;
-    MDB_val k, v;
+    struct meta_txn *t;
     struct meta_mpu m;
+    struct parts_scan s = {cb, arg};
     const char *key;
     const void *meta;
     uint64_t id;
-    uint8_t sk[12];
     int rc = mpu_id_parse(upload_id, &id);
     if (rc)
         return rc;
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = mpu_get(c, t, p, bucket, id, &m, &key, &meta);
-    if (rc)
-        goto out;
-    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPUPART), &cur);
-    if (rc) {
-        rc = meta_err(rc);
-        goto out;
-    }
-    pkey(sk, id, after_partno + 1);
-    k.mv_data = sk;
-    k.mv_size = 12;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        struct meta_part pt;
-        const struct meta_extent *ex;
-        if (k.mv_size != 12 || meta_be64_get(k.mv_data) != id)
-            break;
-        if (part_decode(&v, &pt, &ex) != 0)
-            continue;
-        struct core_mpu_part part;
-        memset(&part, 0, sizeof(part));
-        part.partno = meta_be32_get((uint8_t *)k.mv_data + 8);
-        part.size = pt.size;
-        memcpy(part.etag, pt.etag, CORE_ETAG_MAX);
-        part.etag[CORE_ETAG_MAX] = '\0';
-        part.mtime.tv_sec = pt.mtime_s;
-        part.mtime.tv_nsec = pt.mtime_ns;
-        if (cb(arg, &part))
-            break;
-    }
-    rc = (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc);
-out:
-    if (cur)
-        mdb_cursor_close(cur);
+    rc = mpu_get(t, p, bucket, id, &m, &key, &meta);
+    if (rc == 0)
+        rc = meta_part_scan(t, id, after_partno + 1, part_ent, &s);
     meta_rtxn_end(t);
-    return rc;
+    return rc == 1 ? 0 : rc;
 }
 
 struct mpu_ent {
@@ -820,141 +744,124 @@ static int mpu_ent_cmp(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* The uploads of a bucket that core_mpu_list shows. */
+struct mpu_list {
+    uint32_t tenant;
+    const char *prefix;
+    size_t prefixlen;
+    struct mpu_ent *v;
+    size_t n, cap;
+};
+
+static int mpu_collect(void *arg, uint64_t id, const struct meta_mpu *m, const char *key,
+                       const void *meta)
+{
+    struct mpu_list *l = arg;
+    (void)meta;
+    if (!m || m->tenant != l->tenant)
+        return 0;
+    if (l->prefixlen && (m->keylen < l->prefixlen || memcmp(key, l->prefix, l->prefixlen) != 0))
+        return 0;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 16;
+        struct mpu_ent *ne = realloc(l->v, nc * sizeof(*ne));
+        if (!ne)
+            return -ENOMEM;
+        l->v = ne;
+        l->cap = nc;
+    }
+    struct mpu_ent *e = &l->v[l->n];
+    e->key = malloc(m->keylen ? m->keylen : 1);
+    if (!e->key)
+        return -ENOMEM;
+    memcpy(e->key, key, m->keylen);
+    e->klen = m->keylen;
+    e->id = id;
+    e->init.tv_sec = m->init_s;
+    e->init.tv_nsec = m->init_ns;
+    l->n++;
+    return 0;
+}
+
 int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucket,
                   const char *prefix, size_t prefixlen, core_mpu_cb cb, void *arg)
 {
-    MDB_txn *t;
-    MDB_cursor *cur = NULL;
-    MDB_val k, v;
-    uint8_t sk[8];
-    struct mpu_ent *ents = NULL;
-    size_t n = 0, cap = 0;
+    struct meta_txn *t;
+    struct mpu_list l = {.tenant = p->tenant, .prefix = prefix, .prefixlen = prefixlen};
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPU), &cur);
-    if (rc) {
-        rc = meta_err(rc);
-        goto out;
-    }
-    meta_be64_put(sk, bucket);
-    k.mv_data = sk;
-    k.mv_size = 8;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        struct meta_mpu m;
-        if (k.mv_size != 16 || meta_be64_get(k.mv_data) != bucket)
-            break;
-        if (v.mv_size < sizeof(m))
-            continue;
-        memcpy(&m, v.mv_data, sizeof(m));
-        if (m.tenant != p->tenant || v.mv_size < sizeof(m) + m.keylen)
-            continue;
-        const char *key = (const char *)v.mv_data + sizeof(m);
-        if (prefixlen && (m.keylen < prefixlen || memcmp(key, prefix, prefixlen) != 0))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct mpu_ent *ne = realloc(ents, cap * sizeof(*ne));
-            if (!ne) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            ents = ne;
-        }
-        ents[n].key = malloc(m.keylen ? m.keylen : 1);
-        if (!ents[n].key) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        memcpy(ents[n].key, key, m.keylen);
-        ents[n].klen = m.keylen;
-        ents[n].id = meta_be64_get((uint8_t *)k.mv_data + 8);
-        ents[n].init.tv_sec = m.init_s;
-        ents[n].init.tv_nsec = m.init_ns;
-        n++;
-    }
-    if (rc != 0 && rc != MDB_NOTFOUND) {
-        rc = meta_err(rc);
-        goto out;
-    }
-    rc = 0;
-    mdb_cursor_close(cur);
-    cur = NULL;
+    rc = meta_mpu_scan(t, bucket, mpu_collect, &l);
     meta_rtxn_end(t);
-    t = NULL;
-    if (n)
-        qsort(ents, n, sizeof(*ents), mpu_ent_cmp);
-    for (size_t i = 0; i < n; i++) {
+    if (rc == 0 && l.n)
+        qsort(l.v, l.n, sizeof(*l.v), mpu_ent_cmp);
+    for (size_t i = 0; rc == 0 && i < l.n; i++) {
         char idbuf[17];
-        snprintf(idbuf, sizeof(idbuf), "%016" PRIx64, ents[i].id);
-        struct core_mpu_info info = {ents[i].key, ents[i].klen, idbuf, ents[i].init};
+        snprintf(idbuf, sizeof(idbuf), "%016" PRIx64, l.v[i].id);
+        struct core_mpu_info info = {l.v[i].key, l.v[i].klen, idbuf, l.v[i].init};
         if (cb(arg, &info))
             break;
     }
-out:
-    if (cur)
-        mdb_cursor_close(cur);
-    meta_rtxn_end(t);
-    for (size_t i = 0; i < n; i++)
-        free(ents[i].key);
-    free(ents);
+    for (size_t i = 0; i < l.n; i++)
+        free(l.v[i].key);
+    free(l.v);
     return rc;
 }
 
-/* Delete every part record of @p id, freeing extents of those not kept. */
-static int parts_drop(struct core *c, MDB_txn *t, uint64_t id, const uint32_t *keep, size_t nkeep,
-                      uint64_t *freed, uint64_t *total)
+/* The first part of an upload, its extents copied out. */
+struct part_first {
+    bool found;
+    int rc;
+    uint32_t partno;
+    struct meta_part pt;
+    struct meta_extent *ext;
+};
+
+static int part_take(void *arg, uint32_t partno, const struct meta_part *pt,
+                     const struct meta_extent *ext)
 {
-    MDB_cursor *cur;
-    MDB_val k, v;
-    uint8_t sk[12];
-    int rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPUPART), &cur);
-    if (rc)
-        return meta_err(rc);
+    struct part_first *f = arg;
+    f->found = true;
+    f->partno = partno;
+    if (!pt) {
+        f->rc = SRV_ECORRUPT;
+        return 1;
+    }
+    f->pt = *pt;
+    f->ext = malloc(pt->nextents ? pt->nextents * sizeof(*ext) : 1);
+    if (!f->ext)
+        f->rc = -ENOMEM;
+    else if (pt->nextents)
+        memcpy(f->ext, ext, pt->nextents * sizeof(*ext));
+    return 1;
+}
+
+/* Delete every part record of @p id, freeing extents of those not kept. */
+static int parts_drop(struct core *c, struct meta_txn *t, uint64_t id, const uint32_t *keep,
+                      size_t nkeep, uint64_t *freed, uint64_t *total)
+{
     for (;;) {
-        pkey(sk, id, 0);
-        k.mv_data = sk;
-        k.mv_size = 12;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        if (rc == MDB_NOTFOUND) {
-            rc = 0;
-            break;
-        }
-        if (rc) {
-            rc = meta_err(rc);
-            break;
-        }
-        if (k.mv_size != 12 || meta_be64_get(k.mv_data) != id)
-            break;
-        uint32_t pn = meta_be32_get((uint8_t *)k.mv_data + 8);
+        struct part_first f = {0};
+        int rc = meta_part_scan(t, id, 0, part_take, &f);
+        if (rc < 0)
+            return rc;
+        if (!f.found)
+            return 0;
+        rc = f.rc;
         bool kept = false;
         for (size_t i = 0; i < nkeep; i++)
-            if (keep[i] == pn)
+            if (keep[i] == f.partno)
                 kept = true;
-        struct meta_part pt;
-        const struct meta_extent *ex;
-        rc = part_decode(&v, &pt, &ex);
+        for (uint32_t i = 0; rc == 0 && i < f.pt.nextents; i++)
+            *total += f.ext[i].len;
+        if (rc == 0 && !kept)
+            rc = part_free_extents(c, t, f.ext, f.pt.nextents, freed);
+        if (rc == 0)
+            rc = meta_part_del(t, id, f.partno);
+        free(f.ext);
         if (rc)
-            break;
-        for (uint32_t i = 0; i < pt.nextents; i++) {
-            struct meta_extent me;
-            memcpy(&me, &ex[i], sizeof(me));
-            *total += me.len;
-        }
-        if (!kept) {
-            rc = part_free_extents(c, t, &v, freed);
-            if (rc)
-                break;
-        }
-        rc = mdb_cursor_del(cur, 0);
-        if (rc) {
-            rc = meta_err(rc);
-            break;
-        }
+            return rc;
     }
-    mdb_cursor_close(cur);
-    return rc;
 }
 
 struct mpu_done_op {
@@ -971,19 +878,18 @@ struct mpu_done_op {
     const struct core__resv *hold; /* bytes held on the key's directories, or NULL */
 };
 
-static int mpu_done_fn(MDB_txn *t, void *arg)
+static int mpu_done_fn(struct meta_txn *t, void *arg)
 {
     struct mpu_done_op *a = arg;
     struct core *c = a->c;
     struct meta_mpu m;
     const char *key;
     const void *meta;
-    uint8_t k[16];
     uint64_t freed = 0, total = 0;
     struct fextv *xv = NULL;
     size_t nx = 0, cx = 0;
     uint64_t size = 0;
-    int rc = mpu_get(c, t, a->p, a->bucket, a->id, &m, &key, &meta);
+    int rc = mpu_get(t, a->p, a->bucket, a->id, &m, &key, &meta);
     if (rc)
         return rc;
     /* copy the record: the txn changes below may move it */
@@ -999,18 +905,13 @@ static int mpu_done_fn(MDB_txn *t, void *arg)
             }
         }
         for (size_t i = 0; i < a->nparts; i++) {
-            uint8_t pk[12];
-            MDB_val v;
             struct meta_part pt;
             const struct meta_extent *ex;
-            pkey(pk, a->id, a->partnos[i]);
-            rc = meta_get(t, core__dbi(c, META_DBI_MPUPART), pk, 12, &v);
+            rc = meta_part_get(t, a->id, a->partnos[i], &pt, &ex);
             if (rc == -ENOENT) {
                 rc = SRV_EPRECOND;
                 goto out;
             }
-            if (rc == 0)
-                rc = part_decode(&v, &pt, &ex);
             if (rc)
                 goto out;
             if (a->etags && a->etags[i] && !etag_eq(pt.etag, a->etags[i])) {
@@ -1044,8 +945,7 @@ static int mpu_done_fn(MDB_txn *t, void *arg)
                     &total);
     if (rc)
         goto out;
-    mkey(k, a->bucket, a->id);
-    rc = meta_del(t, core__dbi(c, META_DBI_MPU), k, 16);
+    rc = meta_mpu_del(t, a->bucket, a->id);
     if (rc)
         goto out;
     rc = core__usage_charge(c, t, a->p->tenant, a->bucket, -(int64_t)total, 0, false);
@@ -1069,7 +969,7 @@ static int mpu_peek(struct core *c, const struct core_principal *p, uint64_t buc
                     const uint32_t *partnos, size_t nparts, char *key, size_t *klen,
                     uint64_t *bytes)
 {
-    MDB_txn *t;
+    struct meta_txn *t;
     struct meta_mpu m;
     const char *k;
     const void *meta;
@@ -1077,7 +977,7 @@ static int mpu_peek(struct core *c, const struct core_principal *p, uint64_t buc
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = mpu_get(c, t, p, bucket, id, &m, &k, &meta);
+    rc = mpu_get(t, p, bucket, id, &m, &k, &meta);
     if (rc == 0 && m.keylen > CORE_KEY_MAX)
         rc = SRV_ECORRUPT;
     if (rc == 0) {
@@ -1085,13 +985,9 @@ static int mpu_peek(struct core *c, const struct core_principal *p, uint64_t buc
         *klen = m.keylen;
     }
     for (size_t i = 0; i < nparts && rc == 0; i++) {
-        uint8_t pk[12];
-        MDB_val v;
         struct meta_part pt;
         const struct meta_extent *ex;
-        pkey(pk, id, partnos[i]);
-        if (meta_get(t, core__dbi(c, META_DBI_MPUPART), pk, 12, &v) != 0 ||
-            part_decode(&v, &pt, &ex) != 0)
+        if (meta_part_get(t, id, partnos[i], &pt, &ex) != 0)
             continue; /* the op answers for a missing or bad part */
         for (uint32_t j = 0; j < pt.nextents; j++) {
             struct meta_extent me;
@@ -1117,7 +1013,7 @@ int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t b
         return -EINVAL;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
-    if (atomic_load(&c->ndirquota)) {
+    if (core__dirquotas(c)) {
         /* the parts are charged to the tenant and bucket already; the key's
          * directories get the object's bytes in the op: hold them there
          * meanwhile, so writes admitted into those directories count them */
@@ -1149,44 +1045,16 @@ int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t buck
     return meta_submit(c->meta, mpu_done_fn, &a, 0);
 }
 
-int core__mpu_drop_bucket(struct core *c, MDB_txn *t, uint32_t tenant, uint64_t bucket)
+int core__mpu_drop_bucket(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket)
 {
-    uint64_t *ids = NULL;
-    size_t n = 0, cap = 0;
+    uint64_t *ids;
+    size_t n;
     uint64_t freed = 0, total = 0;
-    MDB_cursor *cur;
-    MDB_val k, v;
-    uint8_t sk[16];
-    int rc = mdb_cursor_open(t, core__dbi(c, META_DBI_MPU), &cur);
-    if (rc)
-        return meta_err(rc);
-    meta_be64_put(sk, bucket);
-    k.mv_data = sk;
-    k.mv_size = 8;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 16 || meta_be64_get(k.mv_data) != bucket)
-            break;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            uint64_t *ni = realloc(ids, cap * sizeof(*ni));
-            if (!ni) {
-                mdb_cursor_close(cur);
-                free(ids);
-                return -ENOMEM;
-            }
-            ids = ni;
-        }
-        ids[n++] = meta_be64_get((uint8_t *)k.mv_data + 8);
-    }
-    mdb_cursor_close(cur);
-    rc = 0;
+    int rc = meta_mpu_ids(t, bucket, &ids, &n);
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = parts_drop(c, t, ids[i], NULL, 0, &freed, &total);
-        if (rc == 0) {
-            mkey(sk, bucket, ids[i]);
-            rc = meta_del(t, core__dbi(c, META_DBI_MPU), sk, 16);
-        }
+        if (rc == 0)
+            rc = meta_mpu_del(t, bucket, ids[i]);
     }
     free(ids);
     if (rc == 0 && total)

@@ -1,12 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core_zc: the fast read paths of S3 GETs.
- *
- * core_key_peek resolves bucket + key + metadata and, for an object whose
- * whole content is inline in LMDB, the bytes, all in one read transaction.
- * It never touches the extent store, never waits for the writer thread and
- * never computes anything expensive (it answers -EAGAIN instead), so an
- * event-loop thread may call it: the only blocking it can do is a page fault
- * on the LMDB map, which is accepted for this path (docs/architecture.md).
+ * core_zc: zero-copy read pieces for S3 GETs (the data sub-module,
+ * core_data_int.h; the other fast path, core_key_peek, is in core_s3.c).
  *
  * core_read_pieces describes a byte range of a file as pieces to send
  * without a user-space copy: (fd, device offset, length) of extents whose
@@ -51,11 +45,11 @@
  * The pieces hold a store read token until core_pieces_release, so extents
  * freed meanwhile (an NFS overwrite, a delete) are not reused before the
  * bytes left.
- * Thread: any; core_key_peek and core_pieces_release may run on a loop thread. */
+ * Thread: any; core_pieces_release may run on a loop thread. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "core_int.h"
+#include "core_data_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,13 +69,8 @@
 #define ZC_SLOTS 128 /* per shard: 8192 remembered extents (8 GiB of 1 MiB extents) */
 #define ZC_WAYS 4
 #define ZC_TTL_S 10
-#define ZC_ETAG_MD5_MAX (256ull << 20) /* as core_s3.c: ETags computed up to this size */
-#define ZC_EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 #define ZC_PAGE 4096u
 #define ZC_VCHUNK ((size_t)64 * 1024) /* bytes read per step when verifying */
-
-/* core_s3.c */
-int core__key_check(const char *key, size_t len, bool *isdir);
 
 /* ---- the verified-extent table ---- */
 
@@ -428,7 +417,7 @@ static int extent_piece(struct core *c, struct core_pieces *ps, const struct cor
 int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
                      uint64_t len, struct core_pieces *out)
 {
-    MDB_txn *t = NULL;
+    struct meta_txn *t = NULL;
     struct meta_inode r;
     struct core__fext_list com = {0}, l = {0};
     struct core__pend_snap ps;
@@ -452,13 +441,14 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
     uint64_t end = size - off < len ? size : off + len;
     bool inl = ps.inl || ((r.flags & META_I_INLINE) && !ps.has_ext);
     if (inl) {
-        MDB_val v = {.mv_size = ps.inl_len, .mv_data = ps.inl};
+        const void *vd = ps.inl;
+        size_t vl = ps.inl_len;
         if (!ps.inl) {
-            rc = core__inline_get(c, t, ino, &v);
+            rc = core__inline_get(t, ino, &vd, &vl);
             if (rc)
                 goto out;
         }
-        uint64_t have = off < v.mv_size ? (end < v.mv_size ? end : v.mv_size) - off : 0;
+        uint64_t have = off < vl ? (end < vl ? end : vl) - off : 0;
         if (have) {
             char *b = malloc(have);
             if (!b || (rc = keep_buf(out, b)) != 0) {
@@ -466,7 +456,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
                 rc = -ENOMEM;
                 goto out;
             }
-            memcpy(b, (const char *)v.mv_data + off, have);
+            memcpy(b, (const char *)vd + off, have);
             rc = piece_push(out, &(struct core_piece){-1, 0, have, b});
         }
         if (rc == 0)
@@ -474,7 +464,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
         goto done;
     }
     if (!(r.flags & META_I_INLINE))
-        rc = core__overlaps(c, t, ino, off, end, &com, false);
+        rc = core__overlaps(t, ino, off, end, &com, false);
     if (rc == 0)
         rc = core__fext_merge(&ps.ext, &com, &l);
     if (rc)
@@ -528,99 +518,4 @@ void core_pieces_release(struct core_pieces *ps)
     struct core *c = ps->c;
     memset(ps, 0, sizeof(*ps));
     ps->c = c;
-}
-
-/* ---- key peek ---- */
-
-int core_key_peek(struct core *c, const struct core_principal *p, const char *bucket,
-                  size_t bucketlen, const char *key, size_t keylen, void *buf, size_t bufsize,
-                  struct core_peek *out)
-{
-    MDB_txn *t = NULL;
-    struct meta_inode b, r;
-    struct meta_dirent de;
-    MDB_val v;
-    uint8_t k[8];
-    bool isdir;
-    memset(out, 0, sizeof(*out));
-    if (bucketlen == 0 || bucketlen > CORE_NAME_MAX)
-        return SRV_ENOBUCKET;
-    int rc = core__key_check(key, keylen, &isdir);
-    if (rc)
-        return rc;
-    rc = meta_rtxn_begin(c->meta, &t);
-    if (rc)
-        return rc;
-    /* bucket: as core_bucket_lookup, then core_key_lookup's check of it */
-    meta_be32_put(k, p->tenant);
-    rc = meta_get(t, core__dbi(c, META_DBI_ROOTS), k, 4, &v);
-    if (rc == 0 && v.mv_size < 8)
-        rc = SRV_ECORRUPT;
-    if (rc == 0)
-        rc = core__dirent_get(c, t, meta_be64_get(v.mv_data), bucket, bucketlen, &de);
-    if (rc == 0)
-        rc = core__ino_get_p(c, t, p, de.ino, 0, &b);
-    if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENAMETOOLONG ||
-        (rc == 0 && !(b.flags & CORE_A_BUCKET))) {
-        rc = SRV_ENOBUCKET;
-        goto out;
-    }
-    if (rc)
-        goto out;
-    out->bucket = de.ino;
-    uint64_t ino;
-    rc = core__kidx_readable(c, t, p, de.ino, key, keylen, &ino, &r);
-    if (rc)
-        goto out;
-    core__attr_fill(&r, ino, &out->info.attr);
-    if (r.type == CORE_REG && atomic_load(&c->pend_count) != 0) {
-        /* pending writes: their size, times and ETag come from core_key_lookup */
-        struct core__pend *pp = core__pend_get(c, ino, false);
-        if (pp) {
-            core__pend_put(c, pp);
-            rc = -EAGAIN;
-            goto out;
-        }
-    }
-    rc = core__objmeta_get(c, t, ino, out->info.etag, &out->info.meta, &out->info.metalen);
-    if (rc == -ENOENT)
-        rc = 0;
-    if (rc)
-        goto out;
-    if (!out->info.etag[0]) {
-        if (r.type == CORE_REG && r.size > 0 && r.size <= ZC_ETAG_MD5_MAX) {
-            rc = -EAGAIN; /* core_key_lookup computes and stores the MD5 */
-            goto out;
-        }
-        /* as core_s3.c's synthetic ETags */
-        if (r.type == CORE_DIR || r.size == 0)
-            snprintf(out->info.etag, sizeof(out->info.etag), "%s", ZC_EMPTY_MD5);
-        else
-            snprintf(out->info.etag, sizeof(out->info.etag), "%016" PRIx64 "%016" PRIx64 "-1", ino,
-                     r.change);
-    }
-    if (r.type != CORE_REG || r.size == 0) {
-        out->data = true;
-        goto out;
-    }
-    if (!(r.flags & META_I_INLINE) || r.size > bufsize)
-        goto out;
-    rc = core__inline_get(c, t, ino, &v);
-    if (rc)
-        goto out;
-    size_t have = v.mv_size < r.size ? v.mv_size : (size_t)r.size;
-    memcpy(buf, v.mv_data, have);
-    memset((char *)buf + have, 0, (size_t)r.size - have);
-    out->n = (size_t)r.size;
-    out->data = true;
-    atomic_fetch_add(&c->bytes_read, out->n);
-out:
-    meta_rtxn_end(t);
-    if (rc) {
-        free(out->info.meta);
-        out->info.meta = NULL;
-        out->info.metalen = 0;
-        out->data = false;
-    }
-    return rc;
 }

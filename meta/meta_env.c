@@ -1,138 +1,198 @@
 /* SPDX-License-Identifier: Apache-2.0
- * meta_env: opening the LMDB environment, its named databases and the schema
- * version check; LMDB error mapping and small get/put/del helpers.
+ * meta_env: opening a store on the engine its configuration names, the
+ * schema version check, transactions and the raw record access of the typed
+ * modules (dispatched to the engine), and where a scan starts.
  * Thread: meta_env_open/close from one thread; the rest from any thread. */
 #include "meta_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "srv_err.h"
 #include "srv_log.h"
 
-static const char *const dbi_names[META_DBI__COUNT] = META_DBI_NAMES;
-
-int meta_err(int rc)
+int meta__keycmp(const void *a, size_t al, const void *b, size_t bl)
 {
-    switch (rc) {
-    case MDB_SUCCESS:
-        return 0;
-    case MDB_NOTFOUND:
-        return -ENOENT;
-    case MDB_KEYEXIST:
-        return -EEXIST;
-    case MDB_MAP_FULL:
-        srv_log(CRIT, META, "LMDB map is full: raise map_size; writes fail with ENOSPC");
-        return -ENOSPC;
-    case MDB_TXN_FULL:
-        srv_log(ERROR, META, "LMDB transaction too large");
-        return -ENOSPC;
-    case ENOMEM:
-        return -ENOMEM;
-    default:
-        if (rc > 0 && rc < 4096) {
-            srv_log(ERROR, META, "LMDB: %s", mdb_strerror(rc));
-            return -rc;
-        }
-        srv_log(ERROR, META, "LMDB error %d: %s", rc, mdb_strerror(rc));
-        return -EIO;
-    }
+    size_t n = al < bl ? al : bl;
+    int r = n ? memcmp(a, b, n) : 0;
+    if (r)
+        return r;
+    return al < bl ? -1 : al > bl;
 }
 
-MDB_env *meta_env_mdb(struct meta_env *m)
+int meta__ids_push(struct meta__ids *l, uint64_t id)
 {
-    return m->env;
-}
-
-MDB_dbi meta_dbi(struct meta_env *m, enum meta_dbi which)
-{
-    return m->dbi[which];
-}
-
-int meta_rtxn_begin(struct meta_env *m, MDB_txn **out)
-{
-    MDB_txn *t = NULL;
-    pthread_mutex_lock(&m->rpool_mu);
-    if (m->nrpool > 0)
-        t = m->rpool[--m->nrpool];
-    pthread_mutex_unlock(&m->rpool_mu);
-    if (t) {
-        if (mdb_txn_renew(t) == 0) {
-            *out = t;
-            return 0;
-        }
-        mdb_txn_abort(t);
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        uint64_t *nv = realloc(l->v, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        l->v = nv;
+        l->cap = nc;
     }
-    int rc = mdb_txn_begin(m->env, NULL, MDB_RDONLY, out);
-    if (rc != 0) {
-        *out = NULL;
-        return meta_err(rc);
-    }
+    l->v[l->n++] = id;
     return 0;
 }
 
-void meta_rtxn_end(MDB_txn *txn)
+int meta__ids_take(struct meta__ids *l, int rc, uint64_t **ids, size_t *n)
 {
-    if (!txn)
-        return;
-    struct meta_env *m = mdb_env_get_userctx(mdb_txn_env(txn));
-    if (m) {
-        mdb_txn_reset(txn);
-        pthread_mutex_lock(&m->rpool_mu);
-        if (m->nrpool < META_RPOOL_MAX) {
-            m->rpool[m->nrpool++] = txn;
-            txn = NULL;
-        }
-        pthread_mutex_unlock(&m->rpool_mu);
+    if (rc) {
+        free(l->v);
+        *l = (struct meta__ids){0};
     }
+    *ids = l->v;
+    *n = l->n;
+    return rc;
+}
+
+bool meta__in_prefix(const struct meta_range *r, const void *key, size_t klen)
+{
+    return klen >= r->plen && (r->plen == 0 || memcmp(key, r->prefix, r->plen) == 0);
+}
+
+/* The smallest key greater than every key starting with @p p (@p len bytes,
+ * into @p buf): false when none exists (all bytes 0xff). */
+static bool prefix_end(const void *p, size_t len, unsigned char *buf, size_t *out)
+{
+    memcpy(buf, p, len);
+    while (len > 0) {
+        if (buf[len - 1] != 0xff) {
+            buf[len - 1]++;
+            *out = len;
+            return true;
+        }
+        len--;
+    }
+    return false;
+}
+
+void meta__scan_seek(const struct meta_range *r, unsigned char *buf, const void **seek,
+                     size_t *slen)
+{
+    *seek = NULL;
+    *slen = 0;
+    if (!r->reverse) {
+        /* the later of the start and the prefix's first key */
+        if (r->start && meta__keycmp(r->start, r->slen, r->prefix, r->plen) > 0) {
+            *seek = r->start;
+            *slen = r->slen;
+        } else if (r->plen) {
+            *seek = r->prefix;
+            *slen = r->plen;
+        }
+        return;
+    }
+    /* the earlier of the start and the end of the prefix's keys */
+    size_t el = 0;
+    bool end = r->plen && r->plen < META_KEY_LIMIT && prefix_end(r->prefix, r->plen, buf, &el);
+    if (r->start && (!end || meta__keycmp(r->start, r->slen, buf, el) < 0)) {
+        *seek = r->start;
+        *slen = r->slen;
+    } else if (end) {
+        *seek = buf;
+        *slen = el;
+    }
+}
+
+int meta__get(struct meta_txn *t, enum meta_dbi tb, const void *key, size_t klen,
+              struct meta_val *v)
+{
+    return t->env->be->get(t, tb, key, klen, v);
+}
+
+int meta__put(struct meta_txn *t, enum meta_dbi tb, const void *key, size_t klen, const void *val,
+              size_t vlen, unsigned flags)
+{
+    return t->env->be->put(t, tb, key, klen, val, vlen, flags);
+}
+
+int meta__del(struct meta_txn *t, enum meta_dbi tb, const void *key, size_t klen)
+{
+    return t->env->be->del(t, tb, key, klen);
+}
+
+int meta__get64(struct meta_txn *t, enum meta_dbi tb, uint64_t id, struct meta_val *v)
+{
+    uint8_t k[8];
+    meta_be64_put(k, id);
+    return meta__get(t, tb, k, 8, v);
+}
+
+int meta__put64(struct meta_txn *t, enum meta_dbi tb, uint64_t id, const void *val, size_t vlen)
+{
+    uint8_t k[8];
+    meta_be64_put(k, id);
+    return meta__put(t, tb, k, 8, val, vlen, 0);
+}
+
+int meta__del64(struct meta_txn *t, enum meta_dbi tb, uint64_t id)
+{
+    uint8_t k[8];
+    meta_be64_put(k, id);
+    return meta__del(t, tb, k, 8);
+}
+
+int meta__get_fixed(struct meta_txn *t, enum meta_dbi tb, const void *key, size_t klen, void *out,
+                    size_t size)
+{
+    struct meta_val v;
+    int rc = meta__get(t, tb, key, klen, &v);
+    if (rc)
+        return rc;
+    if (v.len != size)
+        return SRV_ECORRUPT;
+    memcpy(out, v.data, size);
+    return 0;
+}
+
+int meta__scan(struct meta_txn *t, enum meta_dbi tb, const struct meta_range *r, meta_scan_cb cb,
+               void *arg)
+{
+    return t->env->be->scan(t, tb, r, cb, arg);
+}
+
+int meta_rtxn_begin(struct meta_env *m, struct meta_txn **out)
+{
+    return m->be->rtxn_begin(m, out);
+}
+
+void meta_rtxn_end(struct meta_txn *txn)
+{
     if (txn)
-        mdb_txn_abort(txn);
+        txn->env->be->rtxn_end(txn);
 }
 
-int meta_get(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen, MDB_val *val)
+int meta_wtxn_begin(struct meta_env *m, struct meta_txn **out)
 {
-    MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
-    int rc = mdb_get(txn, dbi, &k, val);
-    if (rc == MDB_NOTFOUND)
-        return -ENOENT;
-    return meta_err(rc);
+    SRV_ASSERT(!meta_on_writer(m));
+    return m->be->wtxn_begin(m, NULL, out);
 }
 
-int meta_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen, const void *val,
-             size_t vlen, unsigned flags)
+int meta_wtxn_commit(struct meta_txn *txn)
 {
-    MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
-    MDB_val v = {.mv_size = vlen, .mv_data = (void *)val};
-    int rc = mdb_put(txn, dbi, &k, &v, flags);
-    if (rc == MDB_KEYEXIST)
-        return -EEXIST;
-    return meta_err(rc);
+    return txn->env->be->wtxn_commit(txn);
 }
 
-int meta_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen)
+void meta_wtxn_abort(struct meta_txn *txn)
 {
-    MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
-    int rc = mdb_del(txn, dbi, &k, NULL);
-    if (rc == MDB_NOTFOUND)
-        return -ENOENT;
-    return meta_err(rc);
+    if (txn)
+        txn->env->be->wtxn_abort(txn);
 }
 
 /* Check (or, for a new store, write) the schema version and the counters. */
-static int schema_check(struct meta_env *m, MDB_txn *txn)
+static int schema_check(struct meta_txn *txn)
 {
-    MDB_val v;
+    struct meta_val v;
     uint8_t buf[8];
-    int rc = meta_get(txn, m->dbi[META_DBI_META], "version", 7, &v);
+    int rc = meta__get(txn, META_DBI_META, "version", 7, &v);
     if (rc == -ENOENT) {
         meta_be32_put(buf, META_SCHEMA_VERSION);
-        rc = meta_put(txn, m->dbi[META_DBI_META], "version", 7, buf, 4, 0);
+        rc = meta__put(txn, META_DBI_META, "version", 7, buf, 4, 0);
         if (rc)
             return rc;
         meta_be64_put(buf, 16); /* inode numbers below 16 are reserved */
-        rc = meta_put(txn, m->dbi[META_DBI_META], "next_ino", 8, buf, 8, 0);
+        rc = meta__put(txn, META_DBI_META, "next_ino", 8, buf, 8, 0);
         if (rc)
             return rc;
         srv_log(INFO, META, "new metadata store, schema version %u", META_SCHEMA_VERSION);
@@ -140,12 +200,12 @@ static int schema_check(struct meta_env *m, MDB_txn *txn)
     }
     if (rc)
         return rc;
-    if (v.mv_size != 4) {
+    if (v.len != 4) {
         srv_log(CRIT, META, "metadata store has a malformed version record (%zu bytes); "
-                "this build supports schema version %u", v.mv_size, META_SCHEMA_VERSION);
+                "this build supports schema version %u", v.len, META_SCHEMA_VERSION);
         return SRV_EBADVERSION;
     }
-    uint32_t ver = meta_be32_get(v.mv_data);
+    uint32_t ver = meta_be32_get(v.data);
     if (ver != META_SCHEMA_VERSION) {
         srv_log(CRIT, META, "metadata store has schema version %u; this build supports "
                 "version %u only: refusing to open it", ver, META_SCHEMA_VERSION);
@@ -154,67 +214,41 @@ static int schema_check(struct meta_env *m, MDB_txn *txn)
     return 0;
 }
 
-int meta_env_open(struct meta_env **out, const char *dir, uint64_t map_size, uint32_t max_batch)
+static void env_free(struct meta_env *m)
 {
-    struct meta_env *m = calloc(1, sizeof(*m));
-    MDB_txn *txn = NULL;
+    if (m->bs)
+        m->be->close(m);
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->work_cv);
+    free(m);
+}
+
+int meta_env_open(struct meta_env **out, const struct meta_env_config *cfg)
+{
+    struct meta_env *m;
+    struct meta_txn *txn = NULL;
     int rc;
 
     *out = NULL;
+    if (!cfg->dir || (cfg->backend != META_BACKEND_LMDB && cfg->backend != META_BACKEND_MEM))
+        return -EINVAL;
+    m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
-    m->max_batch = max_batch ? max_batch : 256;
+    m->be = cfg->backend == META_BACKEND_MEM ? &meta__mem : &meta__lmdb;
+    m->max_batch = cfg->max_batch ? cfg->max_batch : 256;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->work_cv, NULL);
-    pthread_cond_init(&m->done_cv, NULL);
-    pthread_mutex_init(&m->rpool_mu, NULL);
-
-    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
-        rc = -errno;
-        srv_log(ERROR, META, "cannot create %s: %s", dir, strerror(errno));
-        goto out;
-    }
-    rc = mdb_env_create(&m->env);
-    if (rc) {
-        m->env = NULL;
-        rc = meta_err(rc);
-        goto out;
-    }
-    mdb_env_set_userctx(m->env, m);
-    mdb_env_set_maxdbs(m->env, META_DBI__COUNT + 4);
-    mdb_env_set_maxreaders(m->env, 1024);
-    rc = mdb_env_set_mapsize(m->env, map_size ? map_size : (16ull << 30));
-    if (rc) {
-        rc = meta_err(rc);
-        goto out;
-    }
-    /* MDB_NOMETASYNC: one sync per commit; a batch is acknowledged only once
-     * a later sync (the syncer's or the next commit's) made its meta page
-     * durable (meta_writer.c) */
-    rc = mdb_env_open(m->env, dir, MDB_NOTLS | MDB_NORDAHEAD | MDB_NOMETASYNC, 0640);
-    if (rc) {
-        srv_log(ERROR, META, "cannot open LMDB environment %s: %s", dir, mdb_strerror(rc));
-        rc = meta_err(rc);
-        goto out;
-    }
-    rc = mdb_txn_begin(m->env, NULL, 0, &txn);
-    if (rc) {
-        txn = NULL;
-        rc = meta_err(rc);
-        goto out;
-    }
-    for (int i = 0; i < META_DBI__COUNT; i++) {
-        rc = mdb_dbi_open(txn, dbi_names[i], MDB_CREATE, &m->dbi[i]);
-        if (rc) {
-            srv_log(ERROR, META, "cannot open database %s: %s", dbi_names[i], mdb_strerror(rc));
-            rc = meta_err(rc);
-            goto out;
-        }
-    }
-    rc = schema_check(m, txn);
+    rc = m->be->open(m, cfg);
     if (rc)
         goto out;
-    rc = meta_err(mdb_txn_commit(txn));
+    rc = m->be->wtxn_begin(m, NULL, &txn);
+    if (rc)
+        goto out;
+    rc = schema_check(txn);
+    if (rc)
+        goto out;
+    rc = meta_wtxn_commit(txn);
     txn = NULL;
     if (rc)
         goto out;
@@ -224,24 +258,20 @@ int meta_env_open(struct meta_env **out, const char *dir, uint64_t map_size, uin
     *out = m;
     m = NULL;
 out:
-    if (txn)
-        mdb_txn_abort(txn);
-    if (m) {
-        if (m->env)
-            mdb_env_close(m->env);
-        pthread_mutex_destroy(&m->lock);
-        pthread_mutex_destroy(&m->rpool_mu);
-        pthread_cond_destroy(&m->work_cv);
-        pthread_cond_destroy(&m->done_cv);
-        free(m);
-    }
+    meta_wtxn_abort(txn);
+    if (m)
+        env_free(m);
     return rc;
 }
 
-void meta_env_set_store(struct meta_env *m, struct store *s)
+void meta_env_set_hooks(struct meta_env *m, const struct meta_hooks *h)
 {
     pthread_mutex_lock(&m->lock);
-    m->store = s;
+    if (h)
+        m->hooks = *h;
+    else
+        memset(&m->hooks, 0, sizeof(m->hooks));
+    m->has_hooks = h != NULL;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -250,16 +280,7 @@ void meta_env_close(struct meta_env *m)
     if (!m)
         return;
     meta__writer_stop(m);
-    for (int i = 0; i < m->nrpool; i++)
-        mdb_txn_abort(m->rpool[i]);
-    m->nrpool = 0;
-    pthread_mutex_destroy(&m->rpool_mu);
-    mdb_env_sync(m->env, 1);
-    mdb_env_close(m->env);
-    pthread_mutex_destroy(&m->lock);
-    pthread_cond_destroy(&m->work_cv);
-    pthread_cond_destroy(&m->done_cv);
-    free(m);
+    env_free(m);
 }
 
 void meta_stats_get(struct meta_env *m, struct meta_stats *out)

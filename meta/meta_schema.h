@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0
- * meta_schema: every LMDB database, key and value layout of s3nfs, and the
- * schema version, in one place.
+ * meta_schema: every table, key and value layout of s3nfs's metadata, and
+ * the schema version, in one place. Only meta/'s typed record modules encode
+ * and decode them (named after each table below).
  *
- * Byte order: keys are big-endian (so LMDB's bytewise order is numeric
+ * Byte order: keys are big-endian (so the engine's bytewise order is numeric
  * order); values are fixed-layout structs in host byte order (the store is
  * not portable between architectures of different endianness; the version
  * record is big-endian so a foreign store is refused, not misread).
  *
- * Databases (named DBIs of one environment, directory <data_dir>/meta):
+ * Tables (LMDB: named databases of one environment, directory
+ * <data_dir>/meta):
  *   meta      "version" -> be32 schema version; "next_ino" -> be64 next inode
  *             number; "commit_seq" -> be64 batch counter (written by every
  *             group commit so each commit syncs)
- *   inodes    be64 ino -> struct meta_inode
- *   dirents   be64 dir + name bytes -> struct meta_dirent
+ *   inodes    be64 ino -> struct meta_inode (meta_inode.c, with inline,
+ *             objmeta, orphans, roots and meta/next_ino)
+ *   dirents   be64 dir + name bytes -> struct meta_dirent (meta_dirent.c,
+ *             with dircookie)
  *   dircookie be64 dir + be64 cookie -> be64 ino + name bytes (readdir order:
  *             a cookie is 2^63 | hash63(name), probed +1 on collision, so it
  *             is stable for the entry's life and across restarts; at most
@@ -23,7 +27,8 @@
  *   dirpath   be64 dir -> key path of the directory relative to its bucket,
  *             ending in '/' ("" for the bucket itself); only for directories
  *             inside a bucket
- *   keyidx    be64 bucket + meta_keyenc(key) -> struct meta_keyval + tail.
+ *   keyidx    be64 bucket + meta_keyenc(key) -> struct meta_keyval + tail
+ *             (meta_keyidx.c, with dirpath).
  *             Files are indexed by their key "a/b/c", directories by "a/b/".
  *             LMDB keys are limited to 511 bytes: a key of up to
  *             META_KEY_VERBATIM bytes is stored verbatim; a longer key is
@@ -31,17 +36,22 @@
  *             key, and the value carries the rest of the key. Order is exact
  *             binary order except among keys sharing their first
  *             META_KEY_HEAD (495) bytes.
- *   extents   be64 ino + be64 file offset -> struct meta_extent. An extent
+ *   extents   be64 ino + be64 file offset -> struct meta_extent (meta_extent.c,
+ *             with xcrc). An extent
  *             covers [offset, offset + vlen) of the file; extents never
  *             overlap; bytes covered by no extent read as zeros. (Pending
- *             UNSTABLE writes are not here until committed: core_pend.c.)
+ *             UNSTABLE writes are not here until committed: core/core_pend.c.)
  *   inline    be64 ino -> file bytes (files stored inline) or symlink target
- *   free      the store's free-space map (layout owned by store)
+ *   free      the extent store's free-space map (meta_free.c): be32 dev + be64
+ *             offset -> be64 length of a free range, and a marker record
+ *             (records' meaning: store/store_int.h)
  *   roots     be32 tenant -> be64 root directory inode
- *   usage     be32 tenant + be64 ino (0 = the tenant) -> struct meta_usage.
+ *   usage     be32 tenant + be64 ino (0 = the tenant) -> struct meta_usage
+ *             (meta_usage.c).
  *             Tenants and buckets always have one; directories only when a
  *             limit was set on them.
  *   mpu       be64 bucket + be64 upload id -> struct meta_mpu + key + meta blob
+ *             (meta_mpu.c, with mpupart)
  *   mpupart   be64 upload id + be32 part number -> struct meta_part + extents
  *   orphans   be64 ino -> (empty): unlinked inodes still held open; reclaimed
  *             at the next open after a crash
@@ -51,8 +61,8 @@
  *             Written in the txn that makes the extent used, deleted in the
  *             one that frees it; lets a small read verify only the blocks it
  *             touches. An extent without a record is verified whole.
- *   t_tenants t_users t_keys t_exports t_qos t_config: core_table_* records,
- *             layouts owned by tenants/ and qos/.
+ *   t_tenants t_users t_keys t_exports t_qos t_config: generic records
+ *             (meta_record.c), layouts owned by tenants/, qos/, nfs/, server/.
  *
  * Version history: 1 = initial layout. */
 #ifndef META_SCHEMA_H
@@ -62,6 +72,10 @@
 #include <string.h>
 
 #define META_SCHEMA_VERSION 1u
+
+#define META_NAME_MAX 255  /* bytes of a directory entry's name */
+#define META_KEY_MAX 1024  /* bytes of an S3 key in the key index */
+#define META_ETAG_MAX 80   /* bytes of an ETag in objmeta */
 
 enum meta_dbi {
     META_DBI_META = 0,

@@ -1,75 +1,64 @@
 /* SPDX-License-Identifier: Apache-2.0
- * meta_writer: the single LMDB writer thread, its group commit and the syncer.
+ * meta_writer: the single writer thread, its group commit and the syncer.
  *
  * Submitters queue an operation and sleep on its own condition variable (a
- * finished op wakes only its submitter). The writer takes up to
- * max_batch operations, opens one batch txn, runs each op in a child txn
- * (committed into the batch on success, aborted on failure), applies the
- * store-space changes each successful op recorded, syncs data files if an op
- * carried data, commits the batch and tells the store. Failed and
- * META_OP_EARLY ops are answered then; the others once the batch is durable.
+ * finished op wakes only its submitter). The writer takes up to max_batch
+ * operations, opens one batch txn, runs each op in a child txn (committed
+ * into the batch on success, aborted on failure) and hands what each
+ * successful op noted to the join hook, runs the prepare hook (data sync,
+ * token), commits the batch and runs the end hook. Failed and META_OP_EARLY
+ * ops are answered then; the others once the batch is durable. The writer
+ * knows no other layer: what happens beside the metadata at commit is the
+ * hooks' business (meta.h).
  *
- * Durability (MDB_NOMETASYNC): a commit writes its pages, fdatasyncs them,
- * then writes its meta page without a sync. That meta page is durable once an
- * fdatasync of the file that began after the commit returned has ended: the
+ * Durability: the engine's commit syncs its pages but not the commit record
+ * (LMDB: MDB_NOMETASYNC writes the meta page unsynced). That record is durable
+ * once an engine sync that began after the commit returned has ended: the
  * next commit's own sync, or the syncer's. The committed batch stays pending
- * until then: the writer hands it to the syncer thread, which fdatasyncs at
- * once and acknowledges it, while the writer already runs the next batch; if
- * the writer's next commit returns first, it acknowledges it. At most one
- * batch is pending (each commit covers the one before).
+ * until then: the writer hands it to the syncer thread, which syncs at once
+ * and acknowledges it, while the writer already runs the next batch; if the
+ * writer's next commit returns first, it acknowledges it. At most one batch
+ * is pending (each commit covers the one before).
  *
  * Failures: a commit that could not write its pages because the file system
- * is full (LMDB reports ENOSPC, or EIO for the short write of a full disk)
- * leaves the environment as it was: its ops fail with -ENOSPC and the next
+ * is full leaves the store as it was: its ops fail with -ENOSPC and the next
  * batch tries again, so writes work again as soon as space is freed. A sync
  * that failed (the syncer's, or the one inside a commit) is fatal: the kernel
  * may have dropped the pages it could not write and reports that only once,
  * so a later sync would succeed without them; the process logs CRIT and exits
- * (SRV_FATAL) instead of lingering half alive. Which of the two a failed
- * commit was is told by an fdatasync of the writer's own fd, which sees a
- * write-back error of the file that happened since its last sync.
+ * (SRV_FATAL) instead of lingering half alive. The engine tells the two apart
+ * (meta_lmdb.c) and ends the process itself.
  * Thread: the writer thread runs ops; the syncer only syncs and wakes
  * submitters; meta_submit from any other thread. */
 #include "meta_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "srv_err.h"
 #include "srv_log.h"
-#include "store.h"
 
-static int rec_push(struct store_extent **arr, size_t *n, size_t *cap, const struct store_extent *e)
+int meta_txn_note(struct meta_txn *t, uint32_t kind, const void *data, size_t len)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
-        struct store_extent *na = realloc(*arr, nc * sizeof(*na));
-        if (!na)
+    struct meta__op *op = t->op;
+    if (!op || len > META_NOTE_MAX)
+        return -EINVAL;
+    if (op->nnotes == op->capnotes) {
+        size_t nc = op->capnotes ? op->capnotes * 2 : 8;
+        struct meta_note *nv = realloc(op->notes, nc * sizeof(*nv));
+        if (!nv)
             return -ENOMEM;
-        *arr = na;
-        *cap = nc;
+        op->notes = nv;
+        op->capnotes = nc;
     }
-    (*arr)[(*n)++] = *e;
+    struct meta_note *n = &op->notes[op->nnotes++];
+    n->kind = kind;
+    n->len = (uint32_t)len;
+    memcpy(n->data, data, len);
     return 0;
-}
-
-int meta_extent_use(struct meta_env *m, MDB_txn *txn, const struct store_extent *e)
-{
-    struct meta__op *op = m->cur_op;
-    SRV_ASSERT(op && m->cur_child == txn);
-    return rec_push(&op->uses, &op->nuses, &op->cap_uses, e);
-}
-
-int meta_extent_free(struct meta_env *m, MDB_txn *txn, const struct store_extent *e)
-{
-    struct meta__op *op = m->cur_op;
-    SRV_ASSERT(op && m->cur_child == txn);
-    return rec_push(&op->frees, &op->nfrees, &op->cap_frees, e);
 }
 
 bool meta_on_writer(struct meta_env *m)
@@ -77,37 +66,38 @@ bool meta_on_writer(struct meta_env *m)
     return m->writer_running && pthread_equal(pthread_self(), m->writer);
 }
 
-static void op_reset_records(struct meta__op *op)
+static void op_reset_notes(struct meta__op *op)
 {
-    free(op->uses);
-    free(op->frees);
-    op->uses = op->frees = NULL;
-    op->nuses = op->nfrees = op->cap_uses = op->cap_frees = 0;
+    free(op->notes);
+    op->notes = NULL;
+    op->nnotes = op->capnotes = 0;
 }
 
-/* Apply one op's recorded store changes to the batch txn. */
-static int apply_records(struct meta_env *m, MDB_txn *parent, struct meta__op *op,
-                         bool *touched)
+/* Hand one op's notes to the join hook, in the batch txn. */
+static int join_notes(struct meta_env *m, struct meta_txn *parent, struct meta__op *op,
+                      void **state)
 {
-    int rc = 0;
-    if (!m->store) {
-        if (op->nuses || op->nfrees) {
-            srv_log(ERROR, META, "op recorded extents but no store is attached");
-            return -EIO;
-        }
+    if (!op->nnotes)
         return 0;
+    if (!m->has_hooks || !m->hooks.join) {
+        srv_log(ERROR, META, "an op noted %zu record(s) but no commit hooks are set",
+                op->nnotes);
+        return -EIO;
     }
-    for (size_t i = 0; i < op->nuses && rc == 0; i++) {
-        rc = store_txn_use(m->store, parent, &op->uses[i]);
-        *touched = true;
-    }
-    for (size_t i = 0; i < op->nfrees && rc == 0; i++) {
-        rc = store_txn_free(m->store, parent, &op->frees[i]);
-        *touched = true;
-    }
-    if (rc > 0)
-        rc = meta_err(rc);
-    return rc;
+    return m->hooks.join(m->hooks.arg, state, parent, op->notes, op->nnotes);
+}
+
+/* The release hook of a batch's token, outside the lock (m->lock held on entry
+ * and on return). */
+static void token_release(struct meta_env *m, uint64_t tok)
+{
+    void (*release)(void *, uint64_t) = m->has_hooks ? m->hooks.release : NULL;
+    void *arg = m->hooks.arg;
+    if (!release)
+        return;
+    pthread_mutex_unlock(&m->lock);
+    release(arg, tok);
+    pthread_mutex_lock(&m->lock);
 }
 
 /* Wake the submitters of a list of finished ops (m->lock held). */
@@ -115,7 +105,7 @@ static void ops_finish(struct meta_env *m, struct meta__op *list)
 {
     for (struct meta__op *op = list, *next; op; op = next) {
         next = op->next;
-        op_reset_records(op);
+        op_reset_notes(op);
         op->done = true;
         pthread_cond_signal(&op->cv);
     }
@@ -123,7 +113,7 @@ static void ops_finish(struct meta_env *m, struct meta__op *list)
 }
 
 /* Detach the pending batch if a sync covering commit_seq @p upto has ended
- * (m->lock held): @return its ops, *tok and *held its read token. */
+ * (m->lock held): @return its ops, *tok and *held its token. */
 static struct meta__op *pending_take(struct meta_env *m, uint64_t upto, uint64_t *tok,
                                      bool *held)
 {
@@ -137,44 +127,6 @@ static struct meta__op *pending_take(struct meta_env *m, uint64_t upto, uint64_t
     m->pend_seq = 0;
     m->pend_tok_held = false;
     return ops;
-}
-
-/* A sync of the LMDB file failed with @p err: what the kernel could not write
- * is lost and will not be reported again, so no later commit can be called
- * durable. Ends the process. */
-static void sync_fatal(struct meta_env *m, int err)
-{
-    const char *dir = NULL;
-    mdb_env_get_path(m->env, &dir);
-    SRV_FATAL(META, "metadata sync of %s/data.mdb failed: %s; its state on disk is unknown, "
-              "exiting so that a restart recovers from the last durable commit",
-              dir ? dir : "?", strerror(err));
-}
-
-/* mdb_txn_commit failed with @p mdb_rc (nonzero). @return the ops' error:
- * -ENOSPC when the file system was full (the environment is unchanged and the
- * next batch tries again), else meta_err's mapping. A failed sync inside the
- * commit, or a poisoned environment (LMDB could not write its meta page), ends
- * the process. */
-static int commit_failed(struct meta_env *m, int mdb_rc)
-{
-    if (mdb_rc != ENOSPC && mdb_rc != EIO && mdb_rc != EDQUOT && mdb_rc != EFBIG)
-        return meta_err(mdb_rc);
-    /* our own fd sees a write-back error since the last sync once, even when
-     * the commit's sync consumed it on LMDB's fd: then pages were lost */
-    if (fdatasync(m->fd) != 0)
-        sync_fatal(m, errno);
-    MDB_txn *probe = NULL;
-    int rc = mdb_txn_begin(m->env, NULL, 0, &probe);
-    if (rc == MDB_PANIC)
-        SRV_FATAL(META, "metadata commit failed (%s) and left the LMDB environment unusable; "
-                  "exiting so that a restart recovers from the last durable commit",
-                  mdb_strerror(mdb_rc));
-    if (rc == 0)
-        mdb_txn_abort(probe);
-    srv_log(ERROR, META, "metadata commit failed: %s (the file system holding the metadata is "
-            "full?); changes fail with ENOSPC until space is freed", mdb_strerror(mdb_rc));
-    return -ENOSPC;
 }
 
 /* The syncer: makes the last committed batch durable with one fdatasync that
@@ -193,79 +145,67 @@ static void *syncer_main(void *arg)
         uint64_t upto = m->pend_seq, tok;
         bool held;
         pthread_mutex_unlock(&m->lock);
-        if (fdatasync(m->fd) != 0)
-            sync_fatal(m, errno);
+        m->be->sync(m); /* returns only once the batch is durable */
         pthread_mutex_lock(&m->lock);
         struct meta__op *ops = pending_take(m, upto, &tok, &held);
-        struct store *st = m->store;
-        if (held && st) {
-            /* the space it freed is free again when its submitters wake */
-            pthread_mutex_unlock(&m->lock);
-            store_read_end(st, tok);
-            pthread_mutex_lock(&m->lock);
-        }
+        if (held)
+            token_release(m, tok); /* e.g. the space it freed is free again when its
+                                    * submitters wake */
         ops_finish(m, ops);
     }
     pthread_mutex_unlock(&m->lock);
     return NULL;
 }
 
-static int bump_seq(struct meta_env *m, MDB_txn *parent)
+static int bump_seq(struct meta_env *m, struct meta_txn *parent)
 {
     /* every batch changes at least this record, so every commit is a dirty
      * txn whose data sync also makes the previous meta page durable */
     uint8_t b[8];
     meta_be64_put(b, ++m->seq);
-    return meta_put(parent, m->dbi[META_DBI_META], "commit_seq", 10, b, 8, 0);
+    return meta__put(parent, META_DBI_META, "commit_seq", 10, b, 8, 0);
 }
 
 static void run_batch(struct meta_env *m, struct meta__op *batch)
 {
-    MDB_txn *parent = NULL, *child = NULL, *batch_id = NULL;
+    struct meta_txn *parent = NULL, *child = NULL;
     struct meta__op *bad = NULL;
-    bool any_data = false, touched = false, tok_held = false;
+    bool any_data = false, begun = false, tok_held = false;
+    void *state = NULL;
     uint64_t tok = 0;
     int brc;
     uint64_t nops = 0;
 
-    brc = mdb_txn_begin(m->env, NULL, 0, &parent);
-    if (brc == MDB_PANIC)
-        SRV_FATAL(META, "the LMDB environment is unusable after an earlier failure; exiting");
+    brc = m->be->wtxn_begin(m, NULL, &parent);
     if (brc) {
         parent = NULL;
-        brc = meta_err(brc);
         goto finish;
     }
-    batch_id = parent;
+    begun = true;
     brc = bump_seq(m, parent);
     if (brc)
         goto finish;
     for (struct meta__op *op = batch; op; op = op->next) {
         nops++;
-        int rc = mdb_txn_begin(m->env, parent, 0, &child);
+        int rc = m->be->wtxn_begin(m, parent, &child);
         if (rc) {
-            brc = meta_err(rc);
+            brc = rc;
             goto finish;
         }
-        m->cur_op = op;
-        m->cur_child = child;
+        child->op = op;
         rc = op->fn(child, op->arg);
-        m->cur_op = NULL;
-        m->cur_child = NULL;
-        if (rc == 0) {
-            rc = mdb_txn_commit(child);
-            if (rc)
-                rc = meta_err(rc);
-        } else {
-            mdb_txn_abort(child);
-        }
+        if (rc == 0)
+            rc = m->be->wtxn_commit(child);
+        else
+            m->be->wtxn_abort(child);
         child = NULL;
         if (rc == 0) {
-            rc = apply_records(m, parent, op, &touched);
+            rc = join_notes(m, parent, op, &state);
             if (rc) {
                 /* the batch txn may hold a partial change: drop the batch, fail
                  * this op and run the others again in a new batch */
-                srv_log(ERROR, META, "applying store changes failed: %s", srv_strerror(rc));
+                srv_log(ERROR, META, "applying an op's commit notes failed: %s",
+                        srv_strerror(rc));
                 op->rc = rc;
                 bad = op;
                 brc = rc;
@@ -276,34 +216,27 @@ static void run_batch(struct meta_env *m, struct meta__op *batch)
         }
         op->rc = rc;
     }
-    if (any_data && m->store) {
-        brc = store_sync(m->store);
-        if (brc) {
-            srv_log(ERROR, META, "data sync failed before commit: %s", srv_strerror(brc));
+    /* e.g. data durable before the metadata that points at it, and the space
+     * this batch frees kept from reuse until the batch is durable (a power cut
+     * would bring back metadata pointing at it): the token is held until the ack */
+    if (m->has_hooks && m->hooks.prepare) {
+        brc = m->hooks.prepare(m->hooks.arg, any_data, &tok);
+        if (brc)
             goto finish;
-        }
-    }
-    /* Space this batch frees must not be reused before the batch is durable
-     * (a power cut would bring back metadata pointing at it): a read token
-     * taken now keeps the frees in the store's limbo until the ack. */
-    if (m->store) {
-        tok = store_read_begin(m->store);
         tok_held = true;
     }
-    brc = mdb_txn_commit(parent);
+    brc = m->be->wtxn_commit(parent);
     parent = NULL;
-    if (brc)
-        brc = commit_failed(m, brc);
 finish:
     if (parent)
-        mdb_txn_abort(parent);
-    if (m->store && touched)
-        store_txn_done(m->store, batch_id, brc == 0);
+        m->be->wtxn_abort(parent);
+    if (begun && m->has_hooks && m->hooks.end)
+        m->hooks.end(m->hooks.arg, state, brc);
     if (brc != 0) {
-        if (tok_held)
-            store_read_end(m->store, tok);
+        if (tok_held && m->hooks.release)
+            m->hooks.release(m->hooks.arg, tok);
         tok_held = false;
-        if (batch_id)
+        if (begun)
             m->seq--;
     }
     pthread_mutex_lock(&m->lock);
@@ -315,7 +248,7 @@ finish:
         struct meta__op *again = NULL, *last = NULL;
         for (struct meta__op *op = batch, *next; op; op = next) {
             next = op->next;
-            op_reset_records(op);
+            op_reset_notes(op);
             if (op == bad) {
                 op->done = true;
                 pthread_cond_signal(&op->cv);
@@ -366,12 +299,9 @@ finish:
         pthread_cond_signal(&m->sync_cv);
     }
     ops_finish(m, fail);
-    if (old_held && m->store) {
-        /* the space it freed is free again when its submitters wake */
-        pthread_mutex_unlock(&m->lock);
-        store_read_end(m->store, old_tok);
-        pthread_mutex_lock(&m->lock);
-    }
+    if (old_held)
+        token_release(m, old_tok); /* e.g. the space it freed is free again when its
+                                    * submitters wake */
     ops_finish(m, old);
     pthread_mutex_unlock(&m->lock);
 }
@@ -404,7 +334,7 @@ static void *writer_main(void *arg)
 }
 
 /* Stop the sync thread (it acknowledges a pending batch first) and release
- * what it uses: its condition variable and its own fd of the LMDB file. */
+ * its condition variable. */
 static void syncer_stop(struct meta_env *m)
 {
     pthread_mutex_lock(&m->lock);
@@ -414,32 +344,14 @@ static void syncer_stop(struct meta_env *m)
     pthread_join(m->syncer, NULL);
     m->syncer_running = false;
     pthread_cond_destroy(&m->sync_cv);
-    close(m->fd);
 }
 
 int meta__writer_start(struct meta_env *m)
 {
-    const char *dir = NULL;
-    char path[4096];
-    int rc = mdb_env_get_path(m->env, &dir);
-    if (rc)
-        return meta_err(rc);
-    /* the syncer's own open file: the kernel reports a failed write-back to
-     * every open file once, so an error the syncer consumes is still seen by
-     * the sync inside the writer's next commit (and the other way round) */
-    if ((size_t)snprintf(path, sizeof(path), "%s/data.mdb", dir) >= sizeof(path))
-        return -ENAMETOOLONG;
-    m->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (m->fd < 0) {
-        rc = -errno;
-        srv_log(ERROR, META, "cannot open %s for syncing: %s", path, strerror(errno));
-        return rc;
-    }
     pthread_cond_init(&m->sync_cv, NULL);
-    rc = pthread_create(&m->syncer, NULL, syncer_main, m);
+    int rc = pthread_create(&m->syncer, NULL, syncer_main, m);
     if (rc) {
         pthread_cond_destroy(&m->sync_cv);
-        close(m->fd);
         return -rc;
     }
     m->syncer_running = true;

@@ -53,6 +53,7 @@
 #include <netconfig.h>
 #include <rpc/rpcb_clnt.h>
 
+#include "meta_record.h"
 #include "nfs_int.h"
 #include "qos_admit.h"
 #include "srv_err.h"
@@ -1072,8 +1073,9 @@ static int fh_key_load(struct nfs_server *s)
 {
     void *val = NULL;
     size_t vlen = 0;
-    int rc = core_table_get(s->core, CORE_T_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME), &val,
-                            &vlen);
+    struct meta_env *m = core_meta(s->core);
+    int rc = meta_record_get(m, META_REC_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME), &val,
+                             &vlen);
     if (rc == -ENOENT) {
         uint8_t key[NFS_FH_KEYLEN];
         int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -1083,12 +1085,12 @@ static int fh_key_load(struct nfs_server *s)
         close(fd);
         if (n != (ssize_t)sizeof(key))
             return -EIO;
-        rc = core_table_put(s->core, CORE_T_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME), key,
-                            sizeof(key), CORE_TPUT_NOOVERWRITE);
+        rc = meta_record_put(m, META_REC_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME), key,
+                             sizeof(key), META_REC_NOOVERWRITE);
         if (rc < 0 && rc != -EEXIST)
             return rc;
-        rc = core_table_get(s->core, CORE_T_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME),
-                            &val, &vlen);
+        rc = meta_record_get(m, META_REC_CONFIG, NFS_FH_KEY_NAME, strlen(NFS_FH_KEY_NAME), &val,
+                             &vlen);
     }
     if (rc < 0)
         return rc;
@@ -1110,7 +1112,8 @@ static void nsm_state_next(struct nfs_server *s)
     void *val = NULL;
     size_t vlen = 0;
     uint32_t st = 1;
-    if (core_table_get(s->core, CORE_T_CONFIG, key, sizeof(key) - 1, &val, &vlen) == 0 &&
+    struct meta_env *m = core_meta(s->core);
+    if (meta_record_get(m, META_REC_CONFIG, key, sizeof(key) - 1, &val, &vlen) == 0 &&
         vlen == sizeof(st)) {
         memcpy(&st, val, sizeof(st));
         st = (st | 1) + 2;
@@ -1118,7 +1121,7 @@ static void nsm_state_next(struct nfs_server *s)
     free(val);
     if (st > INT32_MAX)
         st = 1;
-    core_table_put(s->core, CORE_T_CONFIG, key, sizeof(key) - 1, &st, sizeof(st), 0);
+    meta_record_put(m, META_REC_CONFIG, key, sizeof(key) - 1, &st, sizeof(st), 0);
     s->nsm_state = (int32_t)st;
 }
 

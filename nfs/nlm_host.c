@@ -18,6 +18,7 @@
 
 #include <event2/event.h>
 
+#include "meta_record.h"
 #include "nfs_int.h"
 #include "srv_err.h"
 #include "srv_log.h"
@@ -256,7 +257,7 @@ static struct nlm_host *host_add(struct nlm_hosts *h, struct nlm_host **slot, co
 struct load_ctx {
     struct nfs_server *s;
     size_t loaded, bad;
-    int err; /* core_table_scan does not pass the callback's result on */
+    int err; /* meta_record_scan does not pass the callback's result on */
 };
 
 static int load_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
@@ -293,7 +294,7 @@ int nlm_hosts_load(struct nfs_server *s)
 {
     struct load_ctx c = {.s = s};
     pthread_mutex_lock(&s->hosts->mu);
-    int rc = core_table_scan(s->core, CORE_T_CONFIG, NLM_HOST_KEY_PREFIX,
+    int rc = meta_record_scan(core_meta(s->core), META_REC_CONFIG, NLM_HOST_KEY_PREFIX,
                              sizeof(NLM_HOST_KEY_PREFIX) - 1, load_one, &c);
     pthread_mutex_unlock(&s->hosts->mu);
     if (rc == 0)
@@ -327,7 +328,7 @@ static void host_drop(struct nfs_server *s, struct nlm_host **slot, const char *
     struct nlm_host *x = *slot;
     char key[sizeof(NLM_HOST_KEY_PREFIX) + NLM_HOST_NAME_MAX];
     int kl = nlm_host_key(x->name, key, sizeof(key));
-    int rc = kl < 0 ? 0 : core_table_del(s->core, CORE_T_CONFIG, key, (size_t)kl);
+    int rc = kl < 0 ? 0 : meta_record_del(core_meta(s->core), META_REC_CONFIG, key, (size_t)kl);
     if (rc < 0 && rc != -ENOENT) {
         srv_log(WARN, NFS, "req=- tenant=- cannot forget NLM host %s: %s (kept)", x->name,
                 srv_strerror(rc));
@@ -418,7 +419,7 @@ int nlm_host_hold(struct nfs_req *r, const char *caller)
     /* New host, one that moved, or one we could not notify that calls again
      * (an ordinary host from now on): write its record before any lock is
      * granted. */
-    rc = core_table_put(s->core, CORE_T_CONFIG, key, (size_t)kl, rec, (size_t)rl, 0);
+    rc = meta_record_put(core_meta(s->core), META_REC_CONFIG, key, (size_t)kl, rec, (size_t)rl, 0);
     if (rc < 0) {
         srv_log(WARN, NFS, "req=%08x tenant=- cannot remember NLM host %s: %s", r->call.xid,
                 caller, srv_strerror(rc));
@@ -430,7 +431,7 @@ int nlm_host_hold(struct nfs_req *r, const char *caller)
         if (x->notify == NLM_HN_UNREACHED)
             x->notify = NLM_HN_NONE;
     } else if (!(x = host_add(h, slot, caller, &r->peer, NLM_HN_NONE))) {
-        core_table_del(s->core, CORE_T_CONFIG, key, (size_t)kl);
+        meta_record_del(core_meta(s->core), META_REC_CONFIG, key, (size_t)kl);
         rc = -ENOMEM;
         goto out;
     }
@@ -649,8 +650,8 @@ static void notify_fail_work(void *arg)
                     "a row: given up", x->name, tries);
             host_drop(s, slot, "unreachable");
         } else if (kl > 0 && nlm_host_rec_encode(&x->addr, tries, rec) > 0 &&
-                   (rc = core_table_put(s->core, CORE_T_CONFIG, key, (size_t)kl, rec, sizeof(rec),
-                                        0)) < 0) {
+                   (rc = meta_record_put(core_meta(s->core), META_REC_CONFIG, key, (size_t)kl,
+                                         rec, sizeof(rec), 0)) < 0) {
             srv_log(WARN, NFS, "req=- tenant=- cannot record the failed notification of NLM "
                     "host %s: %s", x->name, srv_strerror(rc));
         } else {

@@ -15,7 +15,7 @@
  * operations) account for every admitted request; a dimension of a request is
  * covered either by its guarantee bucket (tokens now) or by the daemon-wide
  * bucket, which guaranteed traffic may drive into debt.
- * Policies persist in CORE_T_QOS as "t" + be32 tenant (or "u" + be32 tenant +
+ * Policies persist in META_REC_QOS as "t" + be32 tenant (or "u" + be32 tenant +
  * be64 user) -> JSON.
  * Thread: see qos_admit.h. */
 #include "qos_admit.h"
@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "core.h"
+#include "meta_record.h"
 #include "qos_bucket.h"
 #include "srv_err.h"
 #include "srv_log.h"
@@ -641,7 +642,7 @@ int qos_policy_set(struct qos *q, const struct qos_policy *pol)
             rc = -ENOMEM;
             goto out;
         }
-        rc = core_table_put(q->core, CORE_T_QOS, k, klen, s, strlen(s), 0);
+        rc = meta_record_put(core_meta(q->core), META_REC_QOS, k, klen, s, strlen(s), 0);
         free(s);
         if (rc < 0)
             goto out;
@@ -689,7 +690,7 @@ int qos_policy_delete_user(struct qos *q, uint32_t tenant, uint64_t user)
     if (rc == 0 && q->core) {
         uint8_t k[13];
         size_t klen = policy_key(tenant, user, k);
-        rc = core_table_del(q->core, CORE_T_QOS, k, klen);
+        rc = meta_record_del(core_meta(q->core), META_REC_QOS, k, klen);
         if (rc == -ENOENT)
             rc = 0;
     }
@@ -787,7 +788,7 @@ int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg)
     pthread_mutex_init(&q->lock, NULL);
     if (c) {
         struct load_ctx lc = {q, 0};
-        int rc = core_table_scan(c, CORE_T_QOS, NULL, 0, load_cb, &lc);
+        int rc = meta_record_scan(core_meta(c), META_REC_QOS, NULL, 0, load_cb, &lc);
         if (rc == 0)
             rc = lc.rc;
         if (rc < 0) {

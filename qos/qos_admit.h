@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * qos_admit: QoS admission before a request is dispatched.
  *
- * Each tenant may have a policy (stored in the core's CORE_T_QOS table,
+ * Each tenant may have a policy (stored in the core's META_REC_QOS table,
  * managed through the admin API) capping read and write bandwidth and read,
  * write and metadata operations per second; a tenant without a policy is
  * unlimited. Every request asks qos_admit() first. When the tenant's token

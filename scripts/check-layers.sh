@@ -16,8 +16,11 @@
 #
 # tools/s3nfsctl is a client: it may use sigv4 and common only. A header is
 # found by its basename (basenames are unique across the tree); headers that
-# are generated (nfs/xdr) belong to nfs. Prints each offending include and
-# exits 1 if there is any; prints "layers: ok" otherwise.
+# are generated (nfs/xdr) belong to nfs. A private header (NAME_int.h) may be
+# included only from its own folder. System headers of an engine stay with the
+# layer that hides it: <lmdb.h> only under meta/. Then checks the order of the
+# core's sub-modules (scripts/check-core-modules.sh). Prints each offending
+# include and exits 1 if there is any; prints "layers: ok" otherwise.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -53,11 +56,24 @@ check_file() { # file, its folder, allowed-folder predicate
         to=${home[$(basename "$inc")]:-}
         [ -n "$to" ] || continue          # system or unknown header: not ours
         [ "$to" = "$from" ] && continue
+        case $(basename "$inc") in
+        *_int.h)
+            echo "$f: includes \"$inc\", private to $to/"
+            bad=1
+            continue
+            ;;
+        esac
         if ! allowed "$from" "$to"; then
             echo "$f: includes \"$inc\" ($to/) from $from/: points up or across the stack"
             bad=1
         fi
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+    # system headers that belong to one layer
+    if [ "$from" != meta ] &&
+        grep -Eq '^[[:space:]]*#[[:space:]]*include[[:space:]]*<lmdb\.h>' "$f"; then
+        echo "$f: includes <lmdb.h> from $from/: only meta/ may (the engine stays behind meta.h)"
+        bad=1
+    fi
 }
 allowed() { # from to
     local rf rt
@@ -77,6 +93,8 @@ while IFS= read -r f; do check_file "$f" tools; done < <(find tools -name '*.c' 
 
 if [ $bad -ne 0 ]; then
     echo "layers: an #include points up or across the stack (see docs/architecture.md)"
-    exit 1
 fi
+# the order of the core's own sub-modules
+"$top/scripts/check-core-modules.sh" || bad=1
+[ $bad -eq 0 ] || exit 1
 echo "layers: ok"

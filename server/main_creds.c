@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "meta_record.h"
 #include "srv_log.h"
 #include "tenants.h"
 
@@ -41,8 +42,8 @@ static int token_new(char *out, size_t len)
 static int hash_put(struct core *c, const char *token, uint8_t hash[32])
 {
     SHA256((const unsigned char *)token, strlen(token), hash);
-    return core_table_put(c, CORE_T_CONFIG, ADMIN_TOKEN_KEY, strlen(ADMIN_TOKEN_KEY), hash, 32,
-                          0);
+    return meta_record_put(core_meta(c), META_REC_CONFIG, ADMIN_TOKEN_KEY, strlen(ADMIN_TOKEN_KEY),
+                           hash, 32, 0);
 }
 
 int creds_admin_token_setup(struct core *c, uint8_t hash[32], char *generated, size_t genlen)
@@ -57,7 +58,8 @@ int creds_admin_token_setup(struct core *c, uint8_t hash[32], char *generated, s
     }
     void *val = NULL;
     size_t vlen = 0;
-    rc = core_table_get(c, CORE_T_CONFIG, ADMIN_TOKEN_KEY, strlen(ADMIN_TOKEN_KEY), &val, &vlen);
+    rc = meta_record_get(core_meta(c), META_REC_CONFIG, ADMIN_TOKEN_KEY, strlen(ADMIN_TOKEN_KEY),
+                         &val, &vlen);
     if (rc == 0 && vlen == 32) {
         memcpy(hash, val, 32);
         free(val);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * main_creds: the daemon's own credentials: the admin token (only its SHA-256
- * is stored, in CORE_T_CONFIG) and the recovery of lost bootstrap credentials
+ * is stored, in META_REC_CONFIG) and the recovery of lost bootstrap credentials
  * (`s3nfsd --reset-admin`): a new admin token and a new access key of the
  * bootstrap tenant's admin user, each shown once.
  * Part of the s3nfsd program (the composition root), not of a library.
@@ -23,12 +23,12 @@ struct tenants;
  * @param[out] generated the new token when one was made now (shown once by the
  *                    caller), else "". At least CREDS_TOKEN_LEN + 1 bytes.
  * @return 0, -EINVAL (@p genlen too small), -EIO (no random bytes), or an
- *         error of core_table_get/put. */
+ *         error of meta_record_get/put. */
 int creds_admin_token_setup(struct core *c, uint8_t hash[32], char *generated, size_t genlen);
 
 /** Make a new admin token and store its hash in place of the old one (the
  * old token stops working). @param[out] token CREDS_TOKEN_LEN + 1 bytes.
- * @return 0, -EIO, or an error of core_table_put. */
+ * @return 0, -EIO, or an error of meta_record_put. */
 int creds_admin_token_replace(struct core *c, char *token, size_t len);
 
 /** Give the bootstrap tenant's admin user (tenant 1, user 1; re-created as

@@ -20,7 +20,6 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <linux/fs.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,138 +208,107 @@ static int dev_size_at_open(struct store *s, uint32_t i, uint64_t initial)
     return 0;
 }
 
-/* Read the marker and size records (key dev STORE_MARKER_DEV, sorted last). */
-static int map_load_marker(struct store *s, MDB_cursor *c, int *marker, uint32_t *map_ndev,
-                           uint32_t *ver)
+/* What map_load finds in the persistent free map. */
+struct map_state {
+    struct store *s;
+    int marker, nrec;
+    uint32_t map_ndev, max_dev, ver;
+};
+
+/* One marker or size record (dev STORE_MARKER_DEV, sorted last). */
+static int map_marker_rec(void *arg, uint32_t dev, uint64_t off, uint64_t val)
 {
-    unsigned char kb[STORE_KEY_LEN];
-    store__put_be32(kb, STORE_MARKER_DEV);
-    store__put_be64(kb + 4, 0);
-    MDB_val k = {STORE_KEY_LEN, kb}, v;
-    int rc;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != STORE_KEY_LEN || v.mv_size != 8) {
-            srv_log(ERROR, STORE, "free map: record with key %zu / value %zu bytes", k.mv_size,
-                    v.mv_size);
-            return SRV_ECORRUPT;
+    struct map_state *m = arg;
+    struct store *s = m->s;
+    (void)dev;
+    if (off == 0) {
+        m->ver = (uint32_t)(val >> 32);
+        m->map_ndev = (uint32_t)val;
+        m->marker = 1;
+        if (m->ver != 1 && m->ver != STORE_MAP_VERSION) {
+            srv_log(ERROR, STORE, "free map version %u, this build knows 1..%u", m->ver,
+                    STORE_MAP_VERSION);
+            return SRV_EBADVERSION;
         }
-        uint64_t off = store__get_be64((unsigned char *)k.mv_data + 4);
-        uint64_t val = store__get_be64(v.mv_data);
-        if (off == 0) {
-            *ver = (uint32_t)(val >> 32);
-            *map_ndev = (uint32_t)val;
-            *marker = 1;
-            if (*ver != 1 && *ver != STORE_MAP_VERSION) {
-                srv_log(ERROR, STORE, "free map version %u, this build knows 1..%u", *ver,
-                        STORE_MAP_VERSION);
-                return SRV_EBADVERSION;
-            }
-            if (*map_ndev > s->ndev) {
-                srv_log(ERROR, STORE,
-                        "free map covers %u devices, configuration has only %u: "
-                        "removing data files or devices is not supported",
-                        *map_ndev, s->ndev);
-                return -EINVAL;
-            }
-        } else if (off - 1 < s->ndev && val % STORE_ALIGN == 0) {
-            s->devs[off - 1].rec_size = val;
-        } else {
-            srv_log(ERROR, STORE, "free map: bad size record %" PRIu64 " = %" PRIu64, off, val);
-            return SRV_ECORRUPT;
+        if (m->map_ndev > s->ndev) {
+            srv_log(ERROR, STORE,
+                    "free map covers %u devices, configuration has only %u: "
+                    "removing data files or devices is not supported",
+                    m->map_ndev, s->ndev);
+            return -EINVAL;
         }
+    } else if (off - 1 < s->ndev && val % STORE_ALIGN == 0) {
+        s->devs[off - 1].rec_size = val;
+    } else {
+        srv_log(ERROR, STORE, "free map: bad size record %" PRIu64 " = %" PRIu64, off, val);
+        return SRV_ECORRUPT;
     }
-    if (rc != MDB_NOTFOUND) {
-        srv_log(ERROR, STORE, "free map scan: %s", mdb_strerror(rc));
-        return -EIO;
+    return 0;
+}
+
+/* One free range (or the first marker record: the end of the ranges). */
+static int map_range_rec(void *arg, uint32_t dev, uint64_t off, uint64_t len)
+{
+    struct map_state *m = arg;
+    struct store *s = m->s;
+    if (dev == STORE_MARKER_DEV)
+        return 1; /* read by map_marker_rec; nothing follows */
+    if (dev >= s->ndev) {
+        /* Judged at the end: the marker says whether devices were removed. */
+        if (dev > m->max_dev)
+            m->max_dev = dev;
+        m->nrec++;
+        return 0;
     }
+    uint64_t cover = s->devs[dev].rec_size;
+    if (len == 0 || off % STORE_ALIGN || len % STORE_ALIGN || off > cover || len > cover - off) {
+        srv_log(ERROR, STORE, "free map: bad range dev=%u off=%" PRIu64 " len=%" PRIu64
+                " (the map covers %" PRIu64 " bytes of it)", dev, off, len, cover);
+        return SRV_ECORRUPT;
+    }
+    int rc = store__alloc_add(s, dev, off, len);
+    if (rc < 0)
+        return rc;
+    if (dev > m->max_dev)
+        m->max_dev = dev;
+    m->nrec++;
     return 0;
 }
 
 /* Read the persistent free map into the allocator and each device's recorded
  * size. @return 0, -EIO, SRV_ECORRUPT, SRV_EBADVERSION, -EINVAL (device count
  * changed), -ENOMEM. */
-static int map_load(struct store *s, MDB_txn *rtxn)
+static int map_load(struct store *s, const struct store_map *map)
 {
-    MDB_cursor *c = NULL;
-    MDB_val k, v;
-    int marker = 0, nrec = 0;
-    uint32_t map_ndev = 0, max_dev = 0, ver = 0;
-    int rc = mdb_cursor_open(rtxn, s->free_dbi, &c);
-    if (rc != 0) {
-        srv_log(ERROR, STORE, "free map cursor: %s", mdb_strerror(rc));
-        return -EIO;
-    }
-    rc = map_load_marker(s, c, &marker, &map_ndev, &ver);
+    struct map_state m = {.s = s};
+    int rc = map->scan(map->txn, STORE_MARKER_DEV, 0, map_marker_rec, &m);
     if (rc < 0)
-        goto out;
+        return rc;
     /* What each device's ranges must lie in: its size record (version 2), else
      * (version 1, or no marker) the whole file as found, as those versions
      * preallocated every file whole and put all of it in the map. */
     for (uint32_t d = 0; d < s->ndev; d++) {
-        if (marker && d >= map_ndev)
+        if (m.marker && d >= m.map_ndev)
             s->devs[d].rec_size = 0;
-        else if (!marker || ver == 1)
+        else if (!m.marker || m.ver == 1)
             s->devs[d].rec_size = s->devs[d].file_len;
     }
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != STORE_KEY_LEN || v.mv_size != 8) {
-            srv_log(ERROR, STORE, "free map: record with key %zu / value %zu bytes", k.mv_size,
-                    v.mv_size);
-            rc = SRV_ECORRUPT;
-            goto out;
+    rc = map->scan(map->txn, 0, 0, map_range_rec, &m);
+    if (rc < 0)
+        return rc;
+    if (m.marker) {
+        if (m.nrec && m.max_dev >= m.map_ndev) {
+            srv_log(ERROR, STORE, "free map has ranges on device %u but covers %u devices",
+                    m.max_dev, m.map_ndev);
+            return SRV_ECORRUPT;
         }
-        uint32_t dev = store__get_be32(k.mv_data);
-        uint64_t off = store__get_be64((unsigned char *)k.mv_data + 4);
-        uint64_t len = store__get_be64(v.mv_data);
-        if (dev == STORE_MARKER_DEV) {
-            rc = MDB_NOTFOUND; /* read above; nothing follows */
-            break;
-        }
-        if (dev >= s->ndev) {
-            /* Judged at the end: the marker says whether devices were removed. */
-            if (dev > max_dev)
-                max_dev = dev;
-            nrec++;
-            continue;
-        }
-        uint64_t cover = s->devs[dev].rec_size;
-        if (len == 0 || off % STORE_ALIGN || len % STORE_ALIGN || off > cover ||
-            len > cover - off) {
-            srv_log(ERROR, STORE, "free map: bad range dev=%u off=%" PRIu64 " len=%" PRIu64
-                    " (the map covers %" PRIu64 " bytes of it)", dev, off, len, cover);
-            rc = SRV_ECORRUPT;
-            goto out;
-        }
-        rc = store__alloc_add(s, dev, off, len);
-        if (rc < 0)
-            goto out;
-        if (dev > max_dev)
-            max_dev = dev;
-        nrec++;
-    }
-    if (rc != MDB_NOTFOUND) {
-        srv_log(ERROR, STORE, "free map scan: %s", mdb_strerror(rc));
-        rc = -EIO;
-        goto out;
-    }
-    rc = 0;
-    if (marker) {
-        if (nrec && max_dev >= map_ndev) {
-            srv_log(ERROR, STORE, "free map has ranges on device %u but covers %u devices", max_dev,
-                    map_ndev);
-            rc = SRV_ECORRUPT;
-            goto out;
-        }
-        s->map_ver = ver;
-        s->map_ndev = map_ndev;
-    } else if (nrec && max_dev >= s->ndev) {
+        s->map_ver = m.ver;
+        s->map_ndev = m.map_ndev;
+    } else if (m.nrec && m.max_dev >= s->ndev) {
         srv_log(ERROR, STORE, "free map has ranges on device %u; configuration has %u devices",
-                max_dev, s->ndev);
-        rc = SRV_ECORRUPT;
-        goto out;
-    } else if (nrec == 0) {
+                m.max_dev, s->ndev);
+        return SRV_ECORRUPT;
+    } else if (m.nrec == 0) {
         for (uint32_t d = 0; d < s->ndev; d++)
             s->devs[d].rec_size = 0; /* a new store */
     } else {
@@ -348,18 +316,15 @@ static int map_load(struct store *s, MDB_txn *rtxn)
         s->map_ver = 1;
         s->map_ndev = s->ndev;
     }
-out:
-    mdb_cursor_close(c);
-    return rc;
+    return 0;
 }
 
-int store_open(struct store **out, const struct store_config *cfg, struct MDB_txn *rtxn,
-               unsigned int free_dbi)
+int store_open(struct store **out, const struct store_config *cfg, const struct store_map *map)
 {
     int rc = 0;
     struct store *s = NULL;
     uint32_t ndev = 0;
-    if (!out || !cfg || !rtxn)
+    if (!out || !cfg || !map)
         return -EINVAL;
     *out = NULL;
     if (cfg->devices) {
@@ -386,7 +351,6 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
     }
     pthread_mutex_init(&s->grow_mu, NULL);
     s->ndev = ndev;
-    s->free_dbi = free_dbi;
     rc = store__alloc_init(s);
     if (rc < 0) {
         for (uint32_t i = 0; i < ndev; i++)
@@ -410,7 +374,7 @@ int store_open(struct store **out, const struct store_config *cfg, struct MDB_tx
         }
     }
     if (rc == 0)
-        rc = map_load(s, rtxn);
+        rc = map_load(s, map);
     for (uint32_t i = 0; i < ndev && rc == 0; i++)
         rc = dev_size_at_open(s, i, cfg->devices ? 0 : cfg->file_initial);
     if (rc < 0) {

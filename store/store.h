@@ -3,12 +3,16 @@
  * devices), an extent allocator, and the io_uring data path.
  *
  * Space has three states: free, reserved (handed out by store_alloc, not yet
- * committed) and used. The persistent free-space map lives in LMDB (DBI
- * "free", keyed by (dev, offset) -> length, see meta_schema.h); the in-memory
- * allocator is rebuilt from it at open, so space reserved by writes that never
- * committed is free again after a restart. Changes to the persistent map are
- * made by the caller's write txn through store_txn_*(), so an extent becomes
- * used in the same transaction as the metadata that points at it.
+ * committed) and used. The persistent free-space map, (dev, offset) -> length
+ * records, lives in the metadata store of the layer above, behind struct
+ * store_map (meta/meta_free.c keeps it in the "free" table, see
+ * meta_schema.h); the in-memory allocator is rebuilt from it at open, so space
+ * reserved by writes that never committed is free again after a restart.
+ * Changes to the persistent map are made in the caller's write transaction
+ * through a struct store_txn (store_txn_*()), so an extent becomes used in the
+ * same transaction as the metadata that points at it; the caller tells the
+ * store how that transaction ended (store_txn_done). The store never sees the
+ * metadata engine.
  *
  * Freed extents are not reusable at once: they pass through a limbo tagged
  * with the current read epoch and become allocatable only when every reader
@@ -30,7 +34,7 @@
 #define STORE_EXTENT_MAX (1u << 20) /* 1 MiB: the largest single extent */
 
 struct store;
-struct MDB_txn;
+struct store_txn;
 
 struct store_extent {
     uint32_t dev;    /* data file / device index */
@@ -49,8 +53,34 @@ struct store_config {
                                     * NULL; when set, dir/file_size/nfiles are ignored */
 };
 
+/* One record of the persistent free map (found = 0: none). */
+struct store_map_rec {
+    int found;
+    uint32_t dev;
+    uint64_t off, len;
+};
+
+/* The persistent free map inside one transaction of the metadata store: @c txn is
+ * that store's (opaque here); the functions read and change records in it. Each
+ * returns 0 or a negative error: -ENOSPC (metadata store full), -EIO, SRV_ECORRUPT
+ * (a malformed record; logged). */
+struct store_map {
+    void *txn;
+    /** The records just below and at or above (@p dev, @p off) in (dev, off) order. */
+    int (*near)(void *txn, uint32_t dev, uint64_t off, struct store_map_rec *below,
+                struct store_map_rec *above);
+    /** Put record (@p dev, @p off) -> @p len (replacing one with that key). */
+    int (*put)(void *txn, uint32_t dev, uint64_t off, uint64_t len);
+    /** Delete record (@p dev, @p off) (-EIO when missing). */
+    int (*del)(void *txn, uint32_t dev, uint64_t off);
+    /** The records from (@p dev, @p off) on, in (dev, off) order, until @p cb returns
+     * nonzero (then its result). */
+    int (*scan)(void *txn, uint32_t dev, uint64_t off,
+                int (*cb)(void *arg, uint32_t dev, uint64_t off, uint64_t len), void *arg);
+};
+
 /** Open data files/devices, creating missing files, and rebuild the allocator
- * from the free map read with @p rtxn (a read or write txn of the meta env).
+ * from the free map @p map (over a read or write txn).
  * Data files start at cfg->file_initial bytes (preallocated) and grow on
  * demand up to cfg->file_size in steps (max(STORE_GROW_MIN, 1/8 of the file),
  * fallocate + fsync) when no free range fits an allocation; a file already
@@ -64,17 +94,22 @@ struct store_config {
  * system's free space), -EINVAL (bad config, device count changed or a block
  * device shrank, not a file/block device), SRV_ECORRUPT (malformed free map),
  * SRV_EBADVERSION, -ENOMEM, -EIO (fsync), -errno from open(). */
-int store_open(struct store **out, const struct store_config *cfg, struct MDB_txn *rtxn,
-               unsigned int free_dbi);
-/** True when the free map in LMDB lacks space the store has (a new store, new
- * devices, files grown at open, a version 1 map) and store_txn_init should run. */
+int store_open(struct store **out, const struct store_config *cfg, const struct store_map *map);
+/** True when the free map lacks space the store has (a new store, new devices,
+ * files grown at open, a version 1 map) and store_txn_init should run. */
 int store_needs_init(struct store *s);
-/** Record in @p wtxn what the map lacks: the free ranges of space added since
- * it was written (new devices, growths), the size records and the marker. The
- * allocator already uses that space; if @p wtxn aborts, a later txn records it.
- * @return 0, -EINVAL, SRV_ECORRUPT (map overlaps the new space), -ENOSPC (LMDB
- * map full), -EIO, -ENOMEM. */
-int store_txn_init(struct store *s, struct MDB_txn *wtxn);
+
+/** Begin the store's part of one write transaction of the metadata store, whose free
+ * map @p map (copied) is: every store_txn_* call records in it, and store_txn_done
+ * (exactly once) tells how the transaction ended and frees @p *out.
+ * @return 0, -ENOMEM. */
+int store_txn_begin(struct store *s, const struct store_map *map, struct store_txn **out);
+/** Record in the transaction what the map lacks: the free ranges of space added
+ * since it was written (new devices, growths), the size records and the marker.
+ * The allocator already uses that space; if the transaction aborts, a later one
+ * records it. @return 0, -EINVAL, SRV_ECORRUPT (map overlaps the new space),
+ * -ENOSPC (metadata full), -EIO, -ENOMEM. */
+int store_txn_init(struct store_txn *st);
 void store_close(struct store *s);
 
 /** Reserve @p len bytes (rounded up to STORE_ALIGN) as one extent of at most
@@ -97,20 +132,21 @@ void store_unreserve(struct store *s, const struct store_extent *e);
  * through the limbo like a committed free, so it is reused only after every
  * reader that started before this call has finished. */
 void store_release(struct store *s, const struct store_extent *e);
-/** In @p wtxn: mark reserved extent @p e used in the persistent map (after
+/** In the transaction: mark reserved extent @p e used in the persistent map (after
  * recording, as store_txn_init, space the map lacks). If the txn aborts, @p e
  * stays reserved (store_unreserve it or use it again).
  * @return 0, -EINVAL (not a reservation), SRV_ECORRUPT (not free in the map),
- * -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
-int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e);
-/** In @p wtxn: mark used extent @p e free in the persistent map; it enters
+ * -ENOSPC (metadata full), -EIO, -ENOMEM. */
+int store_txn_use(struct store_txn *st, const struct store_extent *e);
+/** In the transaction: mark used extent @p e free in the persistent map; it enters
  * the limbo when store_txn_done() reports the txn committed.
  * @return 0, -EINVAL (outside the devices), SRV_ECORRUPT (already free: a
- * double free), -ENOSPC (LMDB map full), -EIO, -ENOMEM. */
-int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e);
-/** After @p wtxn committed (ok=1) or aborted (ok=0): move this txn's frees to
- * the limbo, or forget them. Call once per txn that called store_txn_*. */
-void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok);
+ * double free), -ENOSPC (metadata full), -EIO, -ENOMEM. */
+int store_txn_free(struct store_txn *st, const struct store_extent *e);
+/** After the transaction committed (ok=1) or aborted (ok=0): move its frees to the
+ * limbo, its uses to used space, what it recorded of grown space to the recorded
+ * sizes, or forget them; frees @p st. Safe on NULL. */
+void store_txn_done(struct store_txn *st, int ok);
 
 /** Write @p len bytes at extent @p e (e->len = len; computes e->crc). Data is
  * not durable until store_sync(). A reserved extent may be written shorter

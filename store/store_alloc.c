@@ -21,13 +21,12 @@
  * and no file can grow. Space a growth (or a new device) added is free in
  * memory at once; map_catch_up records it in the next write txn that uses
  * space, before that use, so a use never points past what the map covers.
- * Thread: everything under one mutex (a.mu); LMDB calls run in the caller's
- * txn, which LMDB already serializes. */
+ * Thread: everything under one mutex (a.mu); map calls run in the caller's
+ * txn, which its metadata store already serializes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <lmdb.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -384,17 +383,6 @@ void store__alloc_fini(struct store *s)
         a->limbo_head = l->next;
         free(l);
     }
-    while (a->pend) {
-        struct store__pend *p = a->pend;
-        a->pend = p->next;
-        while (p->frees) {
-            struct store__limbo *l = p->frees;
-            p->frees = l->next;
-            free(l);
-        }
-        free(p->grow);
-        free(p);
-    }
     free(a->readers);
     pthread_mutex_destroy(&a->mu);
 }
@@ -645,123 +633,47 @@ out:
 
 /* ---- persistent map ---- */
 
-static void key_make(unsigned char *k, uint32_t dev, uint64_t off)
+/* Put (dev, off) -> len. @return 0, -ENOSPC, -EIO. */
+static int map_put(struct store_txn *st, uint32_t dev, uint64_t off, uint64_t len)
 {
-    store__put_be32(k, dev);
-    store__put_be64(k + 4, off);
+    return st->map.put(st->map.txn, dev, off, len);
 }
 
-/* Put (dev, off) -> len. @return 0 or -EIO. */
-static int map_put(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off, uint64_t len)
+static int map_del(struct store_txn *st, uint32_t dev, uint64_t off)
 {
-    unsigned char k[STORE_KEY_LEN], v[8];
-    key_make(k, dev, off);
-    store__put_be64(v, len);
-    MDB_val key = {STORE_KEY_LEN, k}, val = {8, v};
-    int rc = mdb_put(txn, s->free_dbi, &key, &val, 0);
-    if (rc != 0) {
-        srv_log(ERROR, STORE, "free map put dev=%u off=%llu: %s", dev, (unsigned long long)off,
-                mdb_strerror(rc));
-        return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
-    }
-    return 0;
-}
-
-static int map_del(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off)
-{
-    unsigned char k[STORE_KEY_LEN];
-    key_make(k, dev, off);
-    MDB_val key = {STORE_KEY_LEN, k};
-    int rc = mdb_del(txn, s->free_dbi, &key, NULL);
-    if (rc != 0) {
-        srv_log(ERROR, STORE, "free map del dev=%u off=%llu: %s", dev, (unsigned long long)off,
-                mdb_strerror(rc));
-        return -EIO;
-    }
-    return 0;
-}
-
-struct map_rec {
-    int found;
-    uint32_t dev;
-    uint64_t off, len;
-};
-
-static int map_rec_get(const MDB_val *k, const MDB_val *v, struct map_rec *r)
-{
-    if (k->mv_size != STORE_KEY_LEN || v->mv_size != 8)
-        return SRV_ECORRUPT;
-    r->found = 1;
-    r->dev = store__get_be32(k->mv_data);
-    r->off = store__get_be64((const unsigned char *)k->mv_data + 4);
-    r->len = store__get_be64(v->mv_data);
-    return 0;
+    return st->map.del(st->map.txn, dev, off);
 }
 
 /* Find the map records just below and at-or-above (dev, off). @return 0, -EIO, SRV_ECORRUPT. */
-static int map_neighbours(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off,
-                          struct map_rec *below, struct map_rec *above)
+static int map_neighbours(struct store_txn *st, uint32_t dev, uint64_t off,
+                          struct store_map_rec *below, struct store_map_rec *above)
 {
-    unsigned char kb[STORE_KEY_LEN];
-    key_make(kb, dev, off);
-    MDB_val key = {STORE_KEY_LEN, kb}, val;
-    MDB_cursor *c = NULL;
-    int rc = mdb_cursor_open(txn, s->free_dbi, &c);
     memset(below, 0, sizeof(*below));
     memset(above, 0, sizeof(*above));
-    if (rc != 0) {
-        srv_log(ERROR, STORE, "free map cursor: %s", mdb_strerror(rc));
-        return -EIO;
-    }
-    rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
-    if (rc == 0) {
-        rc = map_rec_get(&key, &val, above);
-        if (rc < 0)
-            goto out;
-        rc = mdb_cursor_get(c, &key, &val, MDB_PREV);
-    } else if (rc == MDB_NOTFOUND) {
-        rc = mdb_cursor_get(c, &key, &val, MDB_LAST);
-    }
-    if (rc == 0)
-        rc = map_rec_get(&key, &val, below);
-    else if (rc == MDB_NOTFOUND)
-        rc = 0;
-    else {
-        srv_log(ERROR, STORE, "free map cursor get: %s", mdb_strerror(rc));
-        rc = -EIO;
-    }
-out:
-    mdb_cursor_close(c);
-    if (rc == SRV_ECORRUPT)
-        srv_log(ERROR, STORE, "free map: malformed record near dev=%u off=%llu", dev,
-                (unsigned long long)off);
-    return rc;
+    return st->map.near(st->map.txn, dev, off, below, above);
 }
 
-static struct store__pend *pend_get(struct store *s, const MDB_txn *txn)
+int store_txn_begin(struct store *s, const struct store_map *map, struct store_txn **out)
 {
-    struct store__alloc *a = &s->a;
-    for (struct store__pend *p = a->pend; p; p = p->next)
-        if (p->txn == txn)
-            return p;
-    struct store__pend *p = calloc(1, sizeof(*p));
-    if (!p)
-        return NULL;
-    p->grow = calloc(s->ndev, sizeof(*p->grow));
-    if (!p->grow) {
-        free(p);
-        return NULL;
+    struct store_txn *st = calloc(1, sizeof(*st));
+    *out = NULL;
+    if (!st)
+        return -ENOMEM;
+    st->grow = calloc(s->ndev, sizeof(*st->grow));
+    if (!st->grow) {
+        free(st);
+        return -ENOMEM;
     }
-    p->txn = txn;
-    p->next = a->pend;
-    a->pend = p;
-    return p;
+    st->s = s;
+    st->map = *map;
+    *out = st;
+    return 0;
 }
 
 /* Note in @p p what store_txn_done must do at the end of the txn: tag 1 a use of
  * [off, off+len) (its reservation becomes used space), tag 0 a free (to the limbo).
  * @return 0, -ENOMEM. */
-static int pend_note(struct store__pend *p, uint32_t dev, uint64_t off, uint64_t len,
+static int pend_note(struct store_txn *p, uint32_t dev, uint64_t off, uint64_t len,
                      uint64_t tag)
 {
     struct store__limbo *l = calloc(1, sizeof(*l));
@@ -787,14 +699,14 @@ static uint64_t extent_size(struct store *s, const struct store_extent *e)
     return size;
 }
 
-/* In @p txn: [off, off+len) of @p dev becomes free in the map, merged with the
+/* In @p st: [off, off+len) of @p dev becomes free in the map, merged with the
  * free ranges right below and above it. @return 0, -EIO, -ENOSPC, SRV_ECORRUPT (it
  * overlaps a free range, logged as @p what). */
-static int map_insert_free(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t off,
-                           uint64_t len, const char *what)
+static int map_insert_free(struct store_txn *st, uint32_t dev, uint64_t off, uint64_t len,
+                           const char *what)
 {
-    struct map_rec below, above;
-    int rc = map_neighbours(s, txn, dev, off, &below, &above);
+    struct store_map_rec below, above;
+    int rc = map_neighbours(st, dev, off, &below, &above);
     if (rc < 0)
         return rc;
     if (below.found && below.dev != dev)
@@ -812,12 +724,12 @@ static int map_insert_free(struct store *s, MDB_txn *txn, uint32_t dev, uint64_t
         total += below.len;
     }
     if (above.found && above.off == off + len) {
-        rc = map_del(s, txn, above.dev, above.off);
+        rc = map_del(st, above.dev, above.off);
         if (rc < 0)
             return rc;
         total += above.len;
     }
-    return map_put(s, txn, dev, start, total);
+    return map_put(st, dev, start, total);
 }
 
 /* Caller holds a->mu: whether the map lacks something this store has. */
@@ -831,11 +743,12 @@ static int map_behind(struct store *s)
     return 0;
 }
 
-/* In @p txn: record what the map lacks (free tails of grown or new devices,
+/* In @p p: record what the map lacks (free tails of grown or new devices,
  * their size records, the marker). Runs on the txn's thread only, so what one
  * txn recorded (p->grow) is not recorded twice. @return as store_txn_init. */
-static int map_catch_up(struct store *s, MDB_txn *txn)
+static int map_catch_up(struct store_txn *p)
 {
+    struct store *s = p->s;
     struct store__alloc *a = &s->a;
     int rc = 0;
     pthread_mutex_lock(&a->mu);
@@ -843,11 +756,6 @@ static int map_catch_up(struct store *s, MDB_txn *txn)
         pthread_mutex_unlock(&a->mu);
         return 0;
     }
-    struct store__pend *p = pend_get(s, txn);
-    pthread_mutex_unlock(&a->mu);
-    if (!p)
-        return -ENOMEM;
-    pthread_mutex_lock(&a->mu);
     int marker = !p->marker && (s->map_ver != STORE_MAP_VERSION || s->map_ndev != s->ndev);
     /* a map written by version 1 has no size records: write every device's */
     int upgrade = marker && s->map_ver != STORE_MAP_VERSION;
@@ -859,12 +767,12 @@ static int map_catch_up(struct store *s, MDB_txn *txn)
         uint64_t to = store__dev_size(&s->devs[d]);
         if (to <= from) {
             if (upgrade)
-                rc = map_put(s, txn, STORE_MARKER_DEV, 1 + (uint64_t)d, from);
+                rc = map_put(p, STORE_MARKER_DEV, 1 + (uint64_t)d, from);
             continue;
         }
-        rc = map_insert_free(s, txn, d, from, to - from, "recording grown space");
+        rc = map_insert_free(p, d, from, to - from, "recording grown space");
         if (rc == 0)
-            rc = map_put(s, txn, STORE_MARKER_DEV, 1 + (uint64_t)d, to);
+            rc = map_put(p, STORE_MARKER_DEV, 1 + (uint64_t)d, to);
         if (rc == 0) {
             pthread_mutex_lock(&a->mu);
             p->grow[d] = to;
@@ -872,7 +780,7 @@ static int map_catch_up(struct store *s, MDB_txn *txn)
         }
     }
     if (rc == 0 && marker) {
-        rc = map_put(s, txn, STORE_MARKER_DEV, 0, (uint64_t)STORE_MAP_VERSION << 32 | s->ndev);
+        rc = map_put(p, STORE_MARKER_DEV, 0, (uint64_t)STORE_MAP_VERSION << 32 | s->ndev);
         if (rc == 0)
             p->marker = 1;
     }
@@ -889,17 +797,18 @@ int store_needs_init(struct store *s)
     return behind;
 }
 
-int store_txn_init(struct store *s, struct MDB_txn *wtxn)
+int store_txn_init(struct store_txn *st)
 {
-    if (!s || !wtxn)
+    if (!st)
         return -EINVAL;
-    return map_catch_up(s, wtxn);
+    return map_catch_up(st);
 }
 
-int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e)
+int store_txn_use(struct store_txn *st, const struct store_extent *e)
 {
+    struct store *s = st->s;
     uint64_t size = extent_size(s, e);
-    if (!size || !wtxn)
+    if (!size)
         return -EINVAL;
     uint64_t rsize = 0;
     if (!store__alloc_is_reserved(s, e->dev, e->off, &rsize) || rsize < size) {
@@ -907,14 +816,14 @@ int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_exte
                 (unsigned long long)e->off, e->len);
         return -EINVAL;
     }
-    int rc = map_catch_up(s, wtxn);
+    int rc = map_catch_up(st);
     if (rc < 0)
         return rc;
-    struct map_rec below, above;
-    rc = map_neighbours(s, wtxn, e->dev, e->off, &below, &above);
+    struct store_map_rec below, above;
+    rc = map_neighbours(st, e->dev, e->off, &below, &above);
     if (rc < 0)
         return rc;
-    struct map_rec *r =
+    struct store_map_rec *r =
         (above.found && above.dev == e->dev && above.off == e->off) ? &above : &below;
     if (!r->found || r->dev != e->dev || r->off > e->off || r->off + r->len < e->off + size) {
         srv_log(ERROR, STORE, "txn_use dev=%u off=%llu size=%llu: not free in the map", e->dev,
@@ -925,57 +834,48 @@ int store_txn_use(struct store *s, struct MDB_txn *wtxn, const struct store_exte
     uint32_t dev = r->dev;
     uint64_t roff = r->off;
     if (roff < e->off)
-        rc = map_put(s, wtxn, dev, roff, e->off - roff);
+        rc = map_put(st, dev, roff, e->off - roff);
     else
-        rc = map_del(s, wtxn, dev, roff);
+        rc = map_del(st, dev, roff);
     if (rc == 0 && rend > eend)
-        rc = map_put(s, wtxn, dev, eend, rend - eend);
+        rc = map_put(st, dev, eend, rend - eend);
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&s->a.mu);
-    struct store__pend *p = pend_get(s, wtxn);
-    if (p) {
-        /* The reservation may be larger than the data (store_write did not shrink it):
-         * the tail goes back now, the rest leaves "reserved" at commit. */
-        struct store__range *rv = resv_find(&s->a, e->dev, e->off);
-        if (rv && rv->len > size && range_add(&s->a, e->dev, e->off + size, rv->len - size) == 0) {
-            s->a.reserved_bytes -= rv->len - size;
-            rv->len = size;
-        }
-        rc = pend_note(p, e->dev, e->off, size, 1);
-    } else {
-        rc = -ENOMEM;
+    /* The reservation may be larger than the data (store_write did not shrink it):
+     * the tail goes back now, the rest leaves "reserved" at commit. */
+    struct store__range *rv = resv_find(&s->a, e->dev, e->off);
+    if (rv && rv->len > size && range_add(&s->a, e->dev, e->off + size, rv->len - size) == 0) {
+        s->a.reserved_bytes -= rv->len - size;
+        rv->len = size;
     }
+    rc = pend_note(st, e->dev, e->off, size, 1);
     pthread_mutex_unlock(&s->a.mu);
     return rc;
 }
 
-int store_txn_free(struct store *s, struct MDB_txn *wtxn, const struct store_extent *e)
+int store_txn_free(struct store_txn *st, const struct store_extent *e)
 {
+    struct store *s = st->s;
     uint64_t size = extent_size(s, e);
-    if (!size || !wtxn)
+    if (!size)
         return -EINVAL;
-    int rc = map_insert_free(s, wtxn, e->dev, e->off, size, "txn_free (double free)");
+    int rc = map_insert_free(st, e->dev, e->off, size, "txn_free (double free)");
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&s->a.mu);
-    struct store__pend *p = pend_get(s, wtxn);
-    rc = p ? pend_note(p, e->dev, e->off, size, 0) : -ENOMEM;
+    rc = pend_note(st, e->dev, e->off, size, 0);
     pthread_mutex_unlock(&s->a.mu);
     return rc;
 }
 
-void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
+void store_txn_done(struct store_txn *p, int ok)
 {
+    if (!p)
+        return;
+    struct store *s = p->s;
     struct store__alloc *a = &s->a;
     pthread_mutex_lock(&a->mu);
-    struct store__pend **pp = &a->pend, *p = NULL;
-    while (*pp && (*pp)->txn != wtxn)
-        pp = &(*pp)->next;
-    if (!*pp)
-        goto out;
-    p = *pp;
-    *pp = p->next;
     if (ok) {
         /* what it recorded is in the map now; an aborted txn's growth stays
          * free in memory and is recorded by a later txn */
@@ -1015,6 +915,5 @@ void store_txn_done(struct store *s, struct MDB_txn *wtxn, int ok)
     free(p->grow);
     free(p);
     limbo_release(a);
-out:
     pthread_mutex_unlock(&a->mu);
 }

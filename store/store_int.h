@@ -3,15 +3,15 @@
  * store_alloc.c, store_uring.c, store_crc32c.c). Nothing outside
  * store/ may include this header.
  *
- * Layout of the persistent free map (DBI "free"):
- *   key   = be32 dev | be64 off   (12 bytes)
- *   value = be64 len              (8 bytes)
+ * Records of the persistent free map (struct store_map; encoded by
+ * meta/meta_free.c as be32 dev | be64 off -> be64 len, see meta_schema.h):
+ *   (dev, off) -> len   one per free range
  * plus one marker record:
- *   key   = be32 0xffffffff | be64 0, value = be64 (STORE_MAP_VERSION << 32 | ndev)
+ *   (0xffffffff, 0) -> STORE_MAP_VERSION << 32 | ndev
  * so a completely full store (no free range left) is not mistaken for a new
  * one, and devices added to the configuration later are recognized as new,
  * and (version 2) one size record per device:
- *   key   = be32 0xffffffff | be64 (1 + dev), value = be64 bytes
+ *   (0xffffffff, 1 + dev) -> bytes
  * the part of the device the map covers (its "recorded size"). A data file
  * grows on demand: the file is extended (fallocate, then fsync) first, its new
  * tail is free space at once in memory, and the tail's free range and the new
@@ -31,7 +31,6 @@
 
 #include "store.h"
 
-#define STORE_KEY_LEN 12
 #define STORE_MARKER_DEV 0xffffffffu
 #define STORE_MAP_VERSION 2u
 #define STORE_GROW_MIN (64ull << 20) /* smallest growth step of a data file */
@@ -58,10 +57,11 @@ struct store__limbo {
     uint64_t off, len;
 };
 
-/* Frees and uses made by one write txn, applied at store_txn_done. */
-struct store__pend {
-    struct store__pend *next;
-    const struct MDB_txn *txn;
+/* The store's part of one metadata write txn: what it changed in the
+ * persistent map, applied at store_txn_done (owned by the caller). */
+struct store_txn {
+    struct store *s;
+    struct store_map map;
     struct store__limbo *frees; /* frees (tag 0) and uses (tag 1) of this txn */
     uint64_t *grow;             /* per device: size this txn recorded (0: none) */
     int marker;                 /* this txn wrote the current marker record */
@@ -80,7 +80,6 @@ struct store__alloc {
     uint32_t rng;              /* treap priorities */
     uint64_t free_bytes, reserved_bytes, limbo_bytes;
     struct store__limbo *limbo_head, *limbo_tail;
-    struct store__pend *pend;
     uint64_t epoch;               /* current read epoch */
     struct store__epoch *readers; /* sorted by epoch, [rhead, rtail) */
     size_t rhead, rtail, rcap;
@@ -108,7 +107,6 @@ struct store_dev {
 struct store {
     struct store_dev *devs;
     uint32_t ndev;
-    unsigned int free_dbi;
     uint32_t map_ndev;  /* device count of the marker record (a.mu) */
     uint32_t map_ver;   /* version of the marker record, 0: none (a.mu) */
     pthread_mutex_t grow_mu; /* one data file growth at a time */

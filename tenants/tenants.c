@@ -3,19 +3,19 @@
  * tables and cached in memory.
  *
  * Records are small versioned JSON objects (jansson), one per table row:
- *   CORE_T_TENANTS  be32 id           -> {"v":1,"id","name"}
- *   CORE_T_USERS    be32 tenant+be64  -> {"v":1,"tenant","id","name","uid","gid","gids",
+ *   META_REC_TENANTS  be32 id           -> {"v":1,"id","name"}
+ *   META_REC_USERS    be32 tenant+be64  -> {"v":1,"tenant","id","name","uid","gid","gids",
  *                                         "disabled","tenant_admin"}
- *   CORE_T_KEYS     access key id     -> {"v":1,"akey","tenant","user","disabled","secret"}
- *   CORE_T_EXPORTS  be32 id           -> {"v":1,"id","tenant","path","dir","flags",
+ *   META_REC_KEYS     access key id     -> {"v":1,"akey","tenant","user","disabled","secret"}
+ *   META_REC_EXPORTS  be32 id           -> {"v":1,"id","tenant","path","dir","flags",
  *                                         "anon_uid","anon_gid","nets":["a/p",...]}
- *   CORE_T_CONFIG   "tenants.next_*"  -> be64 counters (ids are never reused)
+ *   META_REC_CONFIG   "tenants.next_*"  -> be64 counters (ids are never reused)
  * A key's secret is sealed with AES-256-GCM (tenants_crypt.c) under a master
- * key kept in data_dir/master.key (tenants_open_keyfile) or in CORE_T_CONFIG
+ * key kept in data_dir/master.key (tenants_open_keyfile) or in META_REC_CONFIG
  * ("tenants.master_key", tenants_open).
  *
  * The cache holds every record (secrets decrypted) behind a rwlock: lookups
- * take it shared; changes persist first (core_table_put is durable on
+ * take it shared; changes persist first (meta_record_put is durable on
  * return), then update the cache under the exclusive lock. Changes are
  * serialised by a mutex, so check-then-write sequences (unique names, id
  * counters) cannot race.
@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "meta_record.h"
 #include "srv_err.h"
 #include "srv_log.h"
 #include "srv_path.h"
@@ -56,6 +57,7 @@ struct key_ent {
 
 struct tenants {
     struct core *core;
+    struct meta_env *meta; /* the core's: where the records live */
     pthread_rwlock_t lock;   /* guards the cache */
     pthread_mutex_t mgmt;    /* serialises changes */
     uint8_t mkey[TENANTS_MKEY_LEN];
@@ -161,7 +163,7 @@ static int next_id(struct tenants *t, const char *name, uint64_t floor, uint64_t
     void *val = NULL;
     size_t vlen = 0;
     uint64_t next = floor;
-    int rc = core_table_get(t->core, CORE_T_CONFIG, name, strlen(name), &val, &vlen);
+    int rc = meta_record_get(t->meta, META_REC_CONFIG, name, strlen(name), &val, &vlen);
     if (rc == 0 && vlen == 8)
         next = get_be64(val);
     free(val);
@@ -171,7 +173,7 @@ static int next_id(struct tenants *t, const char *name, uint64_t floor, uint64_t
         next = floor;
     uint8_t buf[8];
     be64(buf, next + 1);
-    rc = core_table_put(t->core, CORE_T_CONFIG, name, strlen(name), buf, 8, 0);
+    rc = meta_record_put(t->meta, META_REC_CONFIG, name, strlen(name), buf, 8, 0);
     if (rc < 0)
         return rc;
     *out = next;
@@ -180,7 +182,7 @@ static int next_id(struct tenants *t, const char *name, uint64_t floor, uint64_t
 
 /* ---- encode / decode ---- */
 
-static int put_json(struct tenants *t, enum core_table tab, const void *key, size_t klen,
+static int put_json(struct tenants *t, enum meta_rec_table tab, const void *key, size_t klen,
                     json_t *j, unsigned flags)
 {
     if (!j)
@@ -189,7 +191,7 @@ static int put_json(struct tenants *t, enum core_table tab, const void *key, siz
     json_decref(j);
     if (!s)
         return -ENOMEM;
-    int rc = core_table_put(t->core, tab, key, klen, s, strlen(s), flags);
+    int rc = meta_record_put(t->meta, tab, key, klen, s, strlen(s), flags);
     free(s);
     return rc;
 }
@@ -226,7 +228,7 @@ static int save_tenant(struct tenants *t, const struct tenant_info *ti, unsigned
 {
     uint8_t k[4];
     be32(k, ti->id);
-    return put_json(t, CORE_T_TENANTS, k, 4,
+    return put_json(t, META_REC_TENANTS, k, 4,
                     json_pack("{s:i,s:I,s:s}", "v", REC_VERSION, "id", (json_int_t)ti->id, "name",
                               ti->name),
                     flags);
@@ -240,7 +242,7 @@ static int save_user(struct tenants *t, const struct tenant_user *u, unsigned fl
     json_t *gids = json_array();
     for (uint32_t i = 0; gids && i < u->ngids && i < CORE_MAX_GIDS; i++)
         json_array_append_new(gids, json_integer(u->gids[i]));
-    return put_json(t, CORE_T_USERS, k, 12,
+    return put_json(t, META_REC_USERS, k, 12,
                     json_pack("{s:i,s:I,s:I,s:s,s:I,s:I,s:o*,s:b,s:b}", "v", REC_VERSION,
                               "tenant", (json_int_t)u->tenant, "id", (json_int_t)u->id, "name",
                               u->name, "uid", (json_int_t)u->uid, "gid", (json_int_t)u->gid,
@@ -255,7 +257,7 @@ static int save_key(struct tenants *t, const struct key_ent *ke, unsigned flags)
     int rc = tenants__seal(t->mkey, ke->k.akey, ke->secret, sealed, sizeof(sealed));
     if (rc < 0)
         return rc;
-    return put_json(t, CORE_T_KEYS, ke->k.akey, strlen(ke->k.akey),
+    return put_json(t, META_REC_KEYS, ke->k.akey, strlen(ke->k.akey),
                     json_pack("{s:i,s:s,s:I,s:I,s:b,s:s}", "v", REC_VERSION, "akey", ke->k.akey,
                               "tenant", (json_int_t)ke->k.tenant, "user", (json_int_t)ke->k.user,
                               "disabled", ke->k.disabled, "secret", sealed),
@@ -272,7 +274,7 @@ static int save_export(struct tenants *t, const struct tenant_export *e, unsigne
         tenants_net_format(&e->nets[i], buf, sizeof(buf));
         json_array_append_new(nets, json_string(buf));
     }
-    return put_json(t, CORE_T_EXPORTS, k, 4,
+    return put_json(t, META_REC_EXPORTS, k, 4,
                     json_pack("{s:i,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:o*}", "v", REC_VERSION, "id",
                               (json_int_t)e->id, "tenant", (json_int_t)e->tenant, "path", e->path,
                               "dir", (json_int_t)e->dir, "flags", (json_int_t)e->flags,
@@ -419,10 +421,10 @@ static int scan_any_cb(void *arg, const void *key, size_t klen, const void *val,
     return 1;
 }
 
-static bool table_has_rows(struct core *c, enum core_table tab)
+static bool table_has_rows(struct meta_env *m, enum meta_rec_table tab)
 {
     bool any = false;
-    core_table_scan(c, tab, NULL, 0, scan_any_cb, &any);
+    meta_record_scan(m, tab, NULL, 0, scan_any_cb, &any);
     return any;
 }
 
@@ -432,12 +434,12 @@ static bool table_has_rows(struct core *c, enum core_table tab)
 static int master_key_load(struct tenants *t, const char *keyfile)
 {
     int rc;
-    bool have_keys = table_has_rows(t->core, CORE_T_KEYS);
+    bool have_keys = table_has_rows(t->meta, META_REC_KEYS);
 
     if (!keyfile) {
         void *val = NULL;
         size_t vlen = 0;
-        rc = core_table_get(t->core, CORE_T_CONFIG, MKEY_NAME, strlen(MKEY_NAME), &val, &vlen);
+        rc = meta_record_get(t->meta, META_REC_CONFIG, MKEY_NAME, strlen(MKEY_NAME), &val, &vlen);
         if (rc == 0 && vlen == TENANTS_MKEY_LEN) {
             memcpy(t->mkey, val, TENANTS_MKEY_LEN);
             OPENSSL_cleanse(val, vlen);
@@ -453,8 +455,8 @@ static int master_key_load(struct tenants *t, const char *keyfile)
         }
         if (tenants__random(t->mkey, TENANTS_MKEY_LEN) < 0)
             return -EIO;
-        return core_table_put(t->core, CORE_T_CONFIG, MKEY_NAME, strlen(MKEY_NAME), t->mkey,
-                              TENANTS_MKEY_LEN, CORE_TPUT_NOOVERWRITE);
+        return meta_record_put(t->meta, META_REC_CONFIG, MKEY_NAME, strlen(MKEY_NAME), t->mkey,
+                               TENANTS_MKEY_LEN, META_REC_NOOVERWRITE);
     }
 
     int fd = open(keyfile, O_RDONLY | O_CLOEXEC);
@@ -726,7 +728,7 @@ static int key_add(struct tenants *t, uint32_t tenant, uint64_t user, const char
     snprintf(ke.secret, sizeof(ke.secret), "%s", secret);
     ke.k.tenant = tenant;
     ke.k.user = user;
-    int rc = save_key(t, &ke, CORE_TPUT_NOOVERWRITE);
+    int rc = save_key(t, &ke, META_REC_NOOVERWRITE);
     if (rc == 0) {
         pthread_rwlock_wrlock(&t->lock);
         rc = VEC_PUSH(t->keys, ke);
@@ -816,6 +818,7 @@ int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfi
     if (!t)
         return -ENOMEM;
     t->core = c;
+    t->meta = core_meta(c);
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->mgmt, NULL);
     if (created)
@@ -837,13 +840,13 @@ int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfi
         goto fail;
 
     struct load_ctx lc = {t, 0, 0};
-    if ((rc = core_table_scan(c, CORE_T_TENANTS, NULL, 0, load_tenant_cb, &lc)) < 0 ||
+    if ((rc = meta_record_scan(t->meta, META_REC_TENANTS, NULL, 0, load_tenant_cb, &lc)) < 0 ||
         (rc = lc.rc) < 0 ||
-        (rc = core_table_scan(c, CORE_T_USERS, NULL, 0, load_user_cb, &lc)) < 0 ||
+        (rc = meta_record_scan(t->meta, META_REC_USERS, NULL, 0, load_user_cb, &lc)) < 0 ||
         (rc = lc.rc) < 0 ||
-        (rc = core_table_scan(c, CORE_T_KEYS, NULL, 0, load_key_cb, &lc)) < 0 ||
+        (rc = meta_record_scan(t->meta, META_REC_KEYS, NULL, 0, load_key_cb, &lc)) < 0 ||
         (rc = lc.rc) < 0 ||
-        (rc = core_table_scan(c, CORE_T_EXPORTS, NULL, 0, load_export_cb, &lc)) < 0 ||
+        (rc = meta_record_scan(t->meta, META_REC_EXPORTS, NULL, 0, load_export_cb, &lc)) < 0 ||
         (rc = lc.rc) < 0)
         goto fail;
 
@@ -1103,7 +1106,7 @@ int tenants_tenant_create(struct tenants *t, const char *name, struct tenant_inf
     if ((rc = core_tenant_create(t->core, ti.id)) < 0)
         goto out;
     if ((rc = core_tenant_root(t->core, ti.id, &ti.root)) < 0 ||
-        (rc = save_tenant(t, &ti, CORE_TPUT_NOOVERWRITE)) < 0) {
+        (rc = save_tenant(t, &ti, META_REC_NOOVERWRITE)) < 0) {
         core_tenant_delete(t->core, ti.id);
         goto out;
     }
@@ -1155,11 +1158,11 @@ int tenants_tenant_list(struct tenants *t, tenants_tenant_cb cb, void *arg)
     SNAPSHOT(t, tenants, struct tenant_info, true, cb, arg);
 }
 
-static void del_row32(struct tenants *t, enum core_table tab, uint32_t id)
+static void del_row32(struct tenants *t, enum meta_rec_table tab, uint32_t id)
 {
     uint8_t k[4];
     be32(k, id);
-    core_table_del(t->core, tab, k, 4);
+    meta_record_del(t->meta, tab, k, 4);
 }
 
 static void del_user_row(struct tenants *t, uint32_t tenant, uint64_t id)
@@ -1167,7 +1170,7 @@ static void del_user_row(struct tenants *t, uint32_t tenant, uint64_t id)
     uint8_t k[12];
     be32(k, tenant);
     be64(k + 4, id);
-    core_table_del(t->core, CORE_T_USERS, k, 12);
+    meta_record_del(t->meta, META_REC_USERS, k, 12);
 }
 
 int tenants_tenant_delete(struct tenants *t, uint32_t id)
@@ -1190,7 +1193,8 @@ int tenants_tenant_delete(struct tenants *t, uint32_t id)
     pthread_rwlock_wrlock(&t->lock);
     for (size_t i = t->keys.n; i-- > 0;) {
         if (t->keys.v[i].k.tenant == id) {
-            core_table_del(t->core, CORE_T_KEYS, t->keys.v[i].k.akey, strlen(t->keys.v[i].k.akey));
+            meta_record_del(t->meta, META_REC_KEYS, t->keys.v[i].k.akey,
+                            strlen(t->keys.v[i].k.akey));
             VEC_DEL(t->keys, i);
         }
     }
@@ -1202,7 +1206,7 @@ int tenants_tenant_delete(struct tenants *t, uint32_t id)
     }
     for (size_t i = t->exports.n; i-- > 0;) {
         if (t->exports.v[i].tenant == id) {
-            del_row32(t, CORE_T_EXPORTS, t->exports.v[i].id);
+            del_row32(t, META_REC_EXPORTS, t->exports.v[i].id);
             VEC_DEL(t->exports, i);
         }
     }
@@ -1212,7 +1216,7 @@ int tenants_tenant_delete(struct tenants *t, uint32_t id)
             break;
         }
     }
-    del_row32(t, CORE_T_TENANTS, id);
+    del_row32(t, META_REC_TENANTS, id);
     exports_settle(t);
     pthread_rwlock_unlock(&t->lock);
     srv_log(INFO, TENANT, "tenant %u deleted", id);
@@ -1253,7 +1257,7 @@ int tenants_user_create(struct tenants *t, const struct tenant_user *u, struct t
     if ((rc = next_id(t, "tenants.next_user", BOOT_USER + 1, &id)) < 0)
         goto out;
     nu.id = id;
-    if ((rc = save_user(t, &nu, CORE_TPUT_NOOVERWRITE)) < 0)
+    if ((rc = save_user(t, &nu, META_REC_NOOVERWRITE)) < 0)
         goto out;
     pthread_rwlock_wrlock(&t->lock);
     rc = VEC_PUSH(t->users, nu);
@@ -1337,7 +1341,8 @@ int tenants_user_delete(struct tenants *t, uint32_t tenant, uint64_t id)
     pthread_rwlock_wrlock(&t->lock);
     for (size_t i = t->keys.n; i-- > 0;) {
         if (t->keys.v[i].k.tenant == tenant && t->keys.v[i].k.user == id) {
-            core_table_del(t->core, CORE_T_KEYS, t->keys.v[i].k.akey, strlen(t->keys.v[i].k.akey));
+            meta_record_del(t->meta, META_REC_KEYS, t->keys.v[i].k.akey,
+                            strlen(t->keys.v[i].k.akey));
             VEC_DEL(t->keys, i);
         }
     }
@@ -1433,7 +1438,7 @@ int tenants_key_delete(struct tenants *t, const char *akey)
     pthread_rwlock_wrlock(&t->lock);
     for (size_t i = 0; i < t->keys.n; i++) {
         if (strcmp(t->keys.v[i].k.akey, akey) == 0) {
-            rc = core_table_del(t->core, CORE_T_KEYS, akey, strlen(akey));
+            rc = meta_record_del(t->meta, META_REC_KEYS, akey, strlen(akey));
             if (rc == 0 || rc == -ENOENT) {
                 OPENSSL_cleanse(&t->keys.v[i], sizeof(t->keys.v[i]));
                 VEC_DEL(t->keys, i);
@@ -1510,7 +1515,7 @@ int tenants_export_create(struct tenants *t, const struct tenant_export *e,
         goto out;
     }
     ne.id = (uint32_t)id;
-    if ((rc = save_export(t, &ne, CORE_TPUT_NOOVERWRITE)) < 0)
+    if ((rc = save_export(t, &ne, META_REC_NOOVERWRITE)) < 0)
         goto out;
     pthread_rwlock_wrlock(&t->lock);
     rc = VEC_PUSH(t->exports, ne);
@@ -1532,7 +1537,7 @@ int tenants_export_delete(struct tenants *t, uint32_t id)
     pthread_rwlock_wrlock(&t->lock);
     for (size_t i = 0; i < t->exports.n; i++) {
         if (t->exports.v[i].id == id) {
-            del_row32(t, CORE_T_EXPORTS, id);
+            del_row32(t, META_REC_EXPORTS, id);
             VEC_DEL(t->exports, i);
             exports_settle(t);
             rc = 0;

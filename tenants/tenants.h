@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * tenants: tenants, their users, S3 access keys and NFS exports.
  *
- * Records live in the core's tables (core_table_*), so they survive restarts
- * and change transactionally; an in-memory cache (rwlock) answers the hot
- * lookups (access key -> user, client address -> export) and is refreshed on
- * every change through this module, so changes take effect at once on both
- * protocols. Secrets are stored encrypted with a per-store master key
- * (AES-256-GCM, key in the CORE_T_CONFIG table... and never logged).
+ * Records live in meta's generic records (meta_record_*) of the core's
+ * store, so they survive restarts and change transactionally; an in-memory
+ * cache (rwlock) answers the hot lookups (access key -> user, client address
+ * -> export) and is refreshed on every change through this module, so changes
+ * take effect at once on both protocols. Secrets are stored encrypted with a per-store master key
+ * (AES-256-GCM, key in the META_REC_CONFIG table... and never logged).
  * Thread: every call is thread-safe. */
 #ifndef TENANTS_H
 #define TENANTS_H
@@ -186,7 +186,7 @@ bool tenants_net_overlap(const struct tenant_net *a, const struct tenant_net *b)
 
 /** As tenants_open(), but the master key that encrypts stored secrets lives in
  * the file @p keyfile (created mode 0600 with a random key on a new store)
- * instead of the CORE_T_CONFIG table; NULL = the table.
+ * instead of the META_REC_CONFIG table; NULL = the table.
  * @return as tenants_open(), plus SRV_ECORRUPT when the store holds secrets but
  * @p keyfile is missing or holds another key (logged). */
 int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfile,

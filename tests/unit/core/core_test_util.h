@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * core_test_util: a fixture shared by the core's unit tests: a fresh core in
  * a temporary directory with tenant 1, a user principal (uid 1000) and a
- * super principal, and helpers to put and get whole objects.
+ * super principal, and helpers to put and get whole objects. With
+ * S3NFS_TEST_META=mem in the environment the core keeps its metadata in
+ * meta's in-memory engine instead of LMDB (tests/unit/core/meta_mem.sh runs
+ * the core's tests that way).
  * Thread: test main thread. */
 #ifndef CORE_TEST_UTIL_H
 #define CORE_TEST_UTIL_H
@@ -27,6 +30,13 @@ struct fx {
     uint64_t bucket;
 };
 
+/* Whether the core's metadata is in memory (S3NFS_TEST_META=mem). */
+static inline bool fx_meta_mem(void)
+{
+    const char *e = getenv("S3NFS_TEST_META");
+    return e && strcmp(e, "mem") == 0;
+}
+
 static inline struct core_config fx_config(const char *dir)
 {
     struct core_config cfg;
@@ -37,6 +47,7 @@ static inline struct core_config fx_config(const char *dir)
     cfg.map_size = 256ull << 20;
     cfg.inline_max = 4096;
     cfg.commit_max_batch = 64;
+    cfg.meta_mem = fx_meta_mem();
     return cfg;
 }
 

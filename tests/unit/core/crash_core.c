@@ -40,6 +40,7 @@
 #include "core.h"
 #include "core_int.h"
 #include "meta.h"
+#include "meta_int.h"
 #include "srv_err.h"
 #include "store.h"
 #include "store_int.h"
@@ -361,68 +362,91 @@ static int xent_cmp(const void *x, const void *y)
     return a->off < b->off ? -1 : a->off > b->off;
 }
 
+/* What space_consistent reads from the tables. */
+struct space {
+    struct xent *xs;
+    size_t n, cap;
+    uint64_t used, freeb;
+    bool free_tab;
+};
+
+static int space_add(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct space *s = arg;
+    struct xent x;
+    if (!s->free_tab) {
+        struct meta_extent me;
+        if (vlen != sizeof(me))
+            return 0;
+        memcpy(&me, val, sizeof(me));
+        x.dev = me.dev;
+        x.off = me.off;
+        x.len = ((uint64_t)me.len + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
+        s->used += x.len;
+    } else {
+        /* meta_schema.h: key be32 dev + be64 off, value be64 len; marker dev ~0 */
+        if (klen != 12 || vlen != 8)
+            return 0;
+        x.dev = meta_be32_get(key);
+        if (x.dev == 0xffffffffu)
+            return 0;
+        x.off = meta_be64_get((const uint8_t *)key + 4);
+        x.len = meta_be64_get(val);
+        s->freeb += x.len;
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->xs = realloc(s->xs, s->cap * sizeof(*s->xs));
+    }
+    s->xs[s->n++] = x;
+    return 0;
+}
+
+struct xcrc_check {
+    struct space *s;
+    bool ok;
+};
+
+/* every block-CRC record belongs to a used extent (none leaked by frees) */
+static int xcrc_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct xcrc_check *k = arg;
+    (void)klen;
+    (void)val;
+    (void)vlen;
+    struct xent x = {meta_be32_get(key), meta_be64_get((const uint8_t *)key + 4), 0};
+    struct xent *hit = bsearch(&x, k->s->xs, k->s->n, sizeof(x), xent_cmp);
+    if (!hit || k->s->used == 0) {
+        fprintf(stderr, "crash_core: block CRCs of a free extent dev=%u off=%llu\n", x.dev,
+                (unsigned long long)x.off);
+        k->ok = false;
+    }
+    return 0;
+}
+
 /* Free map consistency: extents, parts and free ranges tile the devices exactly. */
 static bool space_consistent(struct env *e)
 {
     struct core *c = e->c;
-    MDB_txn *t;
-    MDB_cursor *cur;
-    MDB_val k, v;
-    struct xent *xs = NULL;
-    size_t n = 0, cap = 0;
-    uint64_t used = 0, freeb = 0;
-    bool ok = true;
+    struct meta_txn *t;
+    struct space sp = {0};
+    struct meta_range all = {0};
+    struct xcrc_check xc = {&sp, true};
     struct store_stats ss;
 
     if (meta_rtxn_begin(c->meta, &t) != 0)
         return false;
-    const enum meta_dbi dbis[] = {META_DBI_EXTENTS, META_DBI_FREE};
-    for (int d = 0; d < 2; d++) {
-        mdb_cursor_open(t, meta_dbi(c->meta, dbis[d]), &cur);
-        for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-            struct xent x;
-            if (dbis[d] == META_DBI_EXTENTS) {
-                struct meta_extent me;
-                memcpy(&me, v.mv_data, sizeof(me));
-                x.dev = me.dev;
-                x.off = me.off;
-                x.len = ((uint64_t)me.len + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
-                used += x.len;
-            } else {
-                /* store_int.h: key be32 dev + be64 off, value be64 len; marker dev ~0 */
-                if (k.mv_size != 12 || v.mv_size != 8)
-                    continue;
-                x.dev = meta_be32_get(k.mv_data);
-                if (x.dev == 0xffffffffu)
-                    continue;
-                x.off = meta_be64_get((uint8_t *)k.mv_data + 4);
-                x.len = meta_be64_get(v.mv_data);
-                freeb += x.len;
-            }
-            if (n == cap) {
-                cap = cap ? cap * 2 : 1024;
-                xs = realloc(xs, cap * sizeof(*xs));
-            }
-            xs[n++] = x;
-        }
-        mdb_cursor_close(cur);
-    }
+    meta__scan(t, META_DBI_EXTENTS, &all, space_add, &sp);
+    sp.free_tab = true;
+    meta__scan(t, META_DBI_FREE, &all, space_add, &sp);
+    struct xent *xs = sp.xs;
+    size_t n = sp.n;
+    uint64_t used = sp.used, freeb = sp.freeb;
+    bool ok;
     qsort(xs, n, sizeof(*xs), xent_cmp);
-    /* every block-CRC record belongs to a used extent (none leaked by frees) */
-    mdb_cursor_open(t, meta_dbi(c->meta, META_DBI_XCRC), &cur);
-    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        struct xent key = {meta_be32_get(k.mv_data), meta_be64_get((uint8_t *)k.mv_data + 4), 0};
-        struct xent *hit = bsearch(&key, xs, n, sizeof(*xs), xent_cmp);
-        if (!hit || used == 0) {
-            fprintf(stderr, "crash_core: block CRCs of a free extent dev=%u off=%llu\n", key.dev,
-                    (unsigned long long)key.off);
-            ok = false;
-        }
-    }
-    mdb_cursor_close(cur);
+    meta__scan(t, META_DBI_XCRC, &all, xcrc_ent, &xc);
     meta_rtxn_end(t);
+    ok = xc.ok;
     for (size_t i = 1; i < n; i++)
         if (xs[i].dev == xs[i - 1].dev && xs[i - 1].off + xs[i - 1].len > xs[i].off) {
             fprintf(stderr, "crash_core: overlap dev=%u off=%llu len=%llu with off=%llu\n",

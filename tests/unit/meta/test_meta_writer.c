@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for meta/meta_writer.c: group commit from many threads, nested
  * txn isolation (a failing op drops only its own changes, even inside a
- * batch), error results, MAP_FULL -> -ENOSPC, extent records refused
- * without a store, and "acknowledged => durable" against a model of the disk
- * (pwrite and fdatasync of the LMDB file are interposed). */
+ * batch), error results, MAP_FULL -> -ENOSPC, notes refused without commit
+ * hooks, the hooks' order and arguments, "acknowledged => durable" against
+ * a model of the disk (pwrite and fdatasync of the LMDB file are interposed),
+ * a full disk failing commits with -ENOSPC until space is back, and a failed
+ * sync ending the process. The engine-neutral tests run on both engines (LMDB,
+ * memory). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -26,13 +29,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <lmdb.h>
+
 #include "meta.h"
+#include "meta_int.h"
 #include "srv_err.h"
 #include "srv_log.h"
-#include "store.h"
 
 static char dir[64];
 static struct meta_env *m;
+static enum meta_backend backend;
 
 static int setup(void **state)
 {
@@ -40,7 +46,21 @@ static int setup(void **state)
     snprintf(dir, sizeof(dir), "/tmp/metaw-test-XXXXXX");
     if (!mkdtemp(dir))
         return -1;
-    return meta_env_open(&m, dir, 64ull << 20, 8);
+    struct meta_env_config cfg = {.dir = dir, .map_size = 64ull << 20, .max_batch = 8,
+                                  .backend = backend};
+    return meta_env_open(&m, &cfg);
+}
+
+static int setup_mem(void **state)
+{
+    backend = META_BACKEND_MEM;
+    return setup(state);
+}
+
+static int setup_lmdb(void **state)
+{
+    backend = META_BACKEND_LMDB;
+    return setup(state);
 }
 
 static int teardown(void **state)
@@ -58,11 +78,10 @@ struct kv_op {
     unsigned flags;
 };
 
-static int kv_fn(MDB_txn *txn, void *arg)
+static int kv_fn(struct meta_txn *txn, void *arg)
 {
     struct kv_op *o = arg;
-    int rc = meta_put(txn, meta_dbi(m, META_DBI_T_CONFIG), o->key, strlen(o->key), "v", 1,
-                      o->flags);
+    int rc = meta__put(txn, META_DBI_T_CONFIG, o->key, strlen(o->key), "v", 1, o->flags);
     if (rc)
         return rc;
     return o->fail;
@@ -70,10 +89,10 @@ static int kv_fn(MDB_txn *txn, void *arg)
 
 static bool exists(const char *key)
 {
-    MDB_txn *t;
-    MDB_val v;
+    struct meta_txn *t;
+    struct meta_val v;
     assert_int_equal(meta_rtxn_begin(m, &t), 0);
-    int rc = meta_get(t, meta_dbi(m, META_DBI_T_CONFIG), key, strlen(key), &v);
+    int rc = meta__get(t, META_DBI_T_CONFIG, key, strlen(key), &v);
     meta_rtxn_end(t);
     return rc == 0;
 }
@@ -119,7 +138,7 @@ static void test_errors(void **state)
     (void)state;
     struct kv_op o = {.key = "dup"};
     assert_int_equal(meta_submit(m, kv_fn, &o, 0), 0);
-    o.flags = MDB_NOOVERWRITE;
+    o.flags = META_NOOVERWRITE;
     assert_int_equal(meta_submit(m, kv_fn, &o, 0), -EEXIST);
     assert_true(exists("dup"));
     assert_int_equal(meta_submit(m, kv_fn, &(struct kv_op){.key = "x", .fail = SRV_ECLASH}, 0),
@@ -127,13 +146,13 @@ static void test_errors(void **state)
     assert_false(exists("x"));
 }
 
-static int big_fn(MDB_txn *txn, void *arg)
+static int big_fn(struct meta_txn *txn, void *arg)
 {
     static char val[1 << 20];
     int *i = arg;
     char key[16];
     snprintf(key, sizeof(key), "big%d", *i);
-    return meta_put(txn, meta_dbi(m, META_DBI_T_CONFIG), key, strlen(key), val, sizeof(val), 0);
+    return meta__put(txn, META_DBI_T_CONFIG, key, strlen(key), val, sizeof(val), 0);
 }
 
 static void test_map_full(void **state)
@@ -149,17 +168,17 @@ static void test_map_full(void **state)
     assert_true(rc2 == 0 || rc2 == -ENOSPC);
 }
 
-static int ext_fn(MDB_txn *txn, void *arg)
+static int note_fn(struct meta_txn *txn, void *arg)
 {
-    struct store_extent e = {.dev = 0, .len = 4096, .off = 0, .crc = 0};
-    (void)arg;
-    return meta_extent_use(m, txn, &e);
+    uint64_t v = 42;
+    int *kind = arg;
+    return meta_txn_note(txn, kind ? (uint32_t)*kind : 1, &v, sizeof(v));
 }
 
-static void test_extent_without_store(void **state)
+static void test_note_without_hooks(void **state)
 {
     (void)state;
-    assert_int_equal(meta_submit(m, ext_fn, NULL, META_OP_DATA), -EIO);
+    assert_int_equal(meta_submit(m, note_fn, NULL, META_OP_DATA), -EIO);
     assert_false(meta_on_writer(m));
 }
 
@@ -167,7 +186,7 @@ static void *ext_thr(void *arg)
 {
     (void)arg;
     for (int i = 0; i < 100; i++)
-        if (meta_submit(m, ext_fn, NULL, 0) != -EIO)
+        if (meta_submit(m, note_fn, NULL, 0) != -EIO)
             abort();
     return NULL;
 }
@@ -184,8 +203,8 @@ static void *ok_thr(void *arg)
     return NULL;
 }
 
-/* An op whose store changes cannot be applied fails alone: the ops batched
- * with it are run again and succeed. */
+/* An op whose notes cannot be applied fails alone: the ops batched with it
+ * are run again and succeed. */
 static void test_bad_op_isolated(void **state)
 {
     pthread_t th[4];
@@ -220,6 +239,112 @@ static void test_early_ack(void **state)
     struct kv_op bad = {.key = "early-bad", .fail = -EINVAL};
     assert_int_equal(meta_submit(m, kv_fn, &bad, META_OP_EARLY), -EINVAL);
     assert_false(exists("early-bad"));
+}
+
+/* ---- commit hooks ---- */
+
+static struct {
+    pthread_mutex_t mu;
+    int joins, notes, prepares, data_prepares, ends, ends_ok, releases, bad_state;
+    uint64_t next_tok;
+} hk = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int hk_join(void *arg, void **state, struct meta_txn *batch, const struct meta_note *notes,
+                   size_t n)
+{
+    (void)arg;
+    pthread_mutex_lock(&hk.mu);
+    if (!*state)
+        *state = malloc(1);
+    hk.joins++;
+    hk.notes += (int)n;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v;
+        if (notes[i].len != sizeof(v))
+            hk.bad_state++;
+        memcpy(&v, notes[i].data, sizeof(v));
+        if (v != 42)
+            hk.bad_state++;
+        if (notes[i].kind == 99)
+            rc = -ENOSPC; /* this op's notes cannot be applied */
+    }
+    pthread_mutex_unlock(&hk.mu);
+    /* the batch txn: readable and writable here */
+    if (rc == 0)
+        rc = meta__put(batch, META_DBI_T_CONFIG, "joined", 6, "1", 1, 0);
+    return rc;
+}
+
+static int hk_prepare(void *arg, bool data, uint64_t *token)
+{
+    (void)arg;
+    pthread_mutex_lock(&hk.mu);
+    hk.prepares++;
+    hk.data_prepares += data;
+    *token = ++hk.next_tok;
+    pthread_mutex_unlock(&hk.mu);
+    return 0;
+}
+
+static void hk_end(void *arg, void *state, int rc)
+{
+    (void)arg;
+    pthread_mutex_lock(&hk.mu);
+    hk.ends++;
+    hk.ends_ok += rc == 0;
+    pthread_mutex_unlock(&hk.mu);
+    free(state);
+}
+
+static void hk_release(void *arg, uint64_t token)
+{
+    (void)arg;
+    pthread_mutex_lock(&hk.mu);
+    if (token == 0 || token > hk.next_tok)
+        hk.bad_state++;
+    hk.releases++;
+    pthread_mutex_unlock(&hk.mu);
+}
+
+static const struct meta_hooks hooks = {.join = hk_join, .prepare = hk_prepare,
+                                        .end = hk_end, .release = hk_release};
+
+static void *note_thr(void *arg)
+{
+    int kind = (int)(intptr_t)arg;
+    for (int i = 0; i < 50; i++) {
+        int rc = meta_submit(m, note_fn, &kind, i % 2 ? META_OP_DATA : 0);
+        if (rc != (kind == 99 ? -ENOSPC : 0))
+            abort();
+    }
+    return NULL;
+}
+
+/* Notes reach join in the batch txn; every batch gets one prepare (data when
+ * an op carried it), one end, and a release of its token once durable; an op
+ * whose notes fail fails alone. */
+static void test_hooks(void **state)
+{
+    pthread_t th[4];
+    (void)state;
+    memset(&hk, 0, sizeof(hk));
+    pthread_mutex_init(&hk.mu, NULL);
+    meta_env_set_hooks(m, &hooks);
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, note_thr, (void *)(intptr_t)(i == 3 ? 99 : 1));
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    assert_true(exists("joined"));
+    meta_env_close(m); /* the last batch is acknowledged: its token released */
+    m = NULL;
+    assert_int_equal(hk.bad_state, 0);
+    assert_true(hk.notes >= 150);
+    assert_true(hk.joins >= 150);
+    assert_true(hk.data_prepares >= 1);
+    assert_true(hk.ends_ok >= 1);
+    assert_true(hk.ends - hk.ends_ok >= 50); /* each failing op dropped its batch once */
+    assert_int_equal(hk.releases, hk.prepares);
 }
 
 /* ---- the disk model ----
@@ -300,9 +425,9 @@ static int model_setup(void **state)
     MDB_stat st;
     struct stat sb;
     int fd;
-    if (setup(state))
+    if (setup_lmdb(state))
         return -1;
-    if (mdb_env_stat(meta_env_mdb(m), &st) || mdb_env_get_fd(meta_env_mdb(m), &fd) ||
+    if (mdb_env_stat(meta__lmdb_env(m), &st) || mdb_env_get_fd(meta__lmdb_env(m), &fd) ||
         fstat(fd, &sb))
         return -1;
     model_psize = st.ms_psize;
@@ -323,7 +448,7 @@ struct model_op {
     unsigned long seen; /* meta writes when the op ran: its batch's is the next */
 };
 
-static int model_fn(MDB_txn *txn, void *arg)
+static int model_fn(struct meta_txn *txn, void *arg)
 {
     struct model_op *o = arg;
     o->seen = atomic_load(&meta_writes);
@@ -362,10 +487,10 @@ static void test_ack_durable(void **state)
         assert_true(exists(id == 0 ? "m0-299" : "m1-149"));
 }
 
-static int blob_fn(MDB_txn *txn, void *arg)
+static int blob_fn(struct meta_txn *txn, void *arg)
 {
     static char val[256 << 10];
-    return meta_put(txn, meta_dbi(m, META_DBI_T_CONFIG), arg, strlen(arg), val, sizeof(val), 0);
+    return meta__put(txn, META_DBI_T_CONFIG, arg, strlen(arg), val, sizeof(val), 0);
 }
 
 /* A full file system (LMDB's page writes come back short, which it reports as
@@ -423,15 +548,22 @@ static void test_sync_failure_fatal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_group_commit_isolation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_extent_without_store, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_early_ack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_isolation, setup_lmdb, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup_lmdb, teardown),
+        cmocka_unit_test_setup_teardown(test_map_full, setup_lmdb, teardown),
+        cmocka_unit_test_setup_teardown(test_note_without_hooks, setup_lmdb, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup_lmdb, teardown),
+        cmocka_unit_test_setup_teardown(test_early_ack, setup_lmdb, teardown),
+        cmocka_unit_test_setup_teardown(test_hooks, setup_lmdb, teardown),
         cmocka_unit_test_setup_teardown(test_ack_durable, model_setup, model_teardown),
         cmocka_unit_test_setup_teardown(test_disk_full_recovers, model_setup, model_teardown),
         cmocka_unit_test(test_sync_failure_fatal),
+        cmocka_unit_test_setup_teardown(test_group_commit_isolation, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_note_without_hooks, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_op_isolated, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_early_ack, setup_mem, teardown),
+        cmocka_unit_test_setup_teardown(test_hooks, setup_mem, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

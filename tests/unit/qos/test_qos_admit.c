@@ -16,22 +16,27 @@
 #include <event2/event.h>
 
 #include "core.h"
+#include "meta_record.h"
 #include "qos_admit.h"
 #include "srv_err.h"
 #include "srv_metrics.h"
 
 /* qos is opened without a core here; these satisfy the linker only. */
-int core_table_put(struct core *c, enum core_table t, const void *key, size_t klen,
-                   const void *val, size_t vlen, unsigned flags)
+struct meta_env *core_meta(struct core *c)
+{
+    return NULL;
+}
+int meta_record_put(struct meta_env *m, enum meta_rec_table t, const void *key, size_t klen,
+                    const void *val, size_t vlen, unsigned flags)
 {
     return -ENOSYS;
 }
-int core_table_del(struct core *c, enum core_table t, const void *key, size_t klen)
+int meta_record_del(struct meta_env *m, enum meta_rec_table t, const void *key, size_t klen)
 {
     return -ENOSYS;
 }
-int core_table_scan(struct core *c, enum core_table t, const void *start, size_t slen,
-                    core_table_cb cb, void *arg)
+int meta_record_scan(struct meta_env *m, enum meta_rec_table t, const void *start, size_t slen,
+                     meta_record_cb cb, void *arg)
 {
     return -ENOSYS;
 }

@@ -50,15 +50,14 @@ static void test_open_prealloc(void **state)
     /* Bad configurations. */
     struct store *s = NULL;
     struct store_config cfg = {.dir = t->dir, .file_size = 100, .nfiles = 1};
-    MDB_txn *txn;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &txn), 0);
-    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -EINVAL);
+    struct ftxn *x = tenv_txn(t);
+    assert_int_equal(store_open(&s, &cfg, &x->map), -EINVAL);
     cfg.file_size = 1u << 20;
     cfg.nfiles = 0;
-    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -EINVAL);
+    assert_int_equal(store_open(&s, &cfg, &x->map), -EINVAL);
     cfg.nfiles = 1;
     cfg.dir = "/nonexistent-dir-for-store-test";
-    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -ENOENT);
+    assert_int_equal(store_open(&s, &cfg, &x->map), -ENOENT);
     /* A data file that cannot be preallocated (larger than the filesystem allows): -ENOSPC,
      * and no half-made file is left behind. */
     char sub[80];
@@ -67,15 +66,15 @@ static void test_open_prealloc(void **state)
     cfg.dir = sub;
     cfg.nfiles = 2; /* as the map records */
     cfg.file_size = 1ull << 60;
-    assert_int_equal(store_open(&s, &cfg, txn, t->dbi), -ENOSPC);
+    assert_int_equal(store_open(&s, &cfg, &x->map), -ENOSPC);
     snprintf(path, sizeof(path), "%s/data.000", sub);
     assert_int_equal(stat(path, &st), -1);
     rmdir(sub);
     const char *devs[] = {"/dev/null", NULL};
     struct store_config dcfg = {.devices = devs};
-    assert_int_equal(store_open(&s, &dcfg, txn, t->dbi), -EINVAL); /* not a block device */
+    assert_int_equal(store_open(&s, &dcfg, &x->map), -EINVAL); /* not a block device */
     assert_null(s);
-    mdb_txn_abort(txn);
+    tenv_txn_end(x, 0);
     tenv_free(t);
 }
 
@@ -418,14 +417,9 @@ static void test_block_device(void **state)
     }
     struct tenv *t = tenv_new(1, 1u << 20); /* gives a free map env; the files are replaced */
     tenv_store_close(t);
-    MDB_txn *txn;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
-    MDB_dbi dbi;
-    assert_int_equal(mdb_dbi_open(txn, "free2", MDB_CREATE, &dbi), 0);
-    assert_int_equal(mdb_txn_commit(txn), 0);
+    tenv_map_reset(t); /* a new store on the device */
     const char *devs[] = {dev, NULL};
     t->cfg = (struct store_config){.devices = devs, .nfiles = 4}; /* nfiles is ignored */
-    t->dbi = dbi;
     assert_int_equal(tenv_store_open(t), 0);
     struct store_stats st;
     store_stats_get(t->s, &st);
@@ -660,10 +654,7 @@ static void test_grow_crash_states(void **state)
     assert_int_equal(store_alloc(t->s, MiB, &e), 0);
     assert_int_equal(file_len(t, 0), 8 * MiB);
     tenv_store_close(t);
-    MDB_txn *rt;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &rt), 0);
-    assert_int_equal(store_open(&t->s, &t->cfg, rt, t->dbi), 0);
-    mdb_txn_abort(rt);
+    assert_int_equal(tenv_store_open_ro(t), 0);
     struct store_stats st;
     stats(t, &st);
     assert_int_equal(st.capacity, MiB); /* as recorded, not as long as the file */
@@ -693,24 +684,12 @@ static void test_map_v1_upgrade(void **state)
     struct tenv *t = tenv_new(2, 2 * MiB);
     assert_int_equal(take_mib(t, 1), 1);
     tenv_store_close(t);
-    MDB_txn *txn;
-    unsigned char k[STORE_KEY_LEN], v[8];
-    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
-    for (uint64_t i = 0; i <= 2; i++) {
-        store__put_be32(k, STORE_MARKER_DEV);
-        store__put_be64(k + 4, i);
-        MDB_val key = {STORE_KEY_LEN, k}, val = {8, v};
-        if (i == 0) {
-            store__put_be64(v, 1ull << 32 | 2);
-            assert_int_equal(mdb_put(txn, t->dbi, &key, &val, 0), 0);
-        } else {
-            assert_int_equal(mdb_del(txn, t->dbi, &key, NULL), 0);
-        }
-    }
-    assert_int_equal(mdb_txn_commit(txn), 0);
-    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &txn), 0);
-    assert_int_equal(store_open(&t->s, &t->cfg, txn, t->dbi), 0);
-    mdb_txn_abort(txn);
+    struct ftxn *x = tenv_txn(t);
+    assert_int_equal(fmap_put(x, STORE_MARKER_DEV, 0, 1ull << 32 | 2), 0);
+    for (uint64_t i = 1; i <= 2; i++)
+        assert_int_equal(fmap_del(x, STORE_MARKER_DEV, i), 0);
+    tenv_txn_end(x, 1);
+    assert_int_equal(tenv_store_open_ro(t), 0);
     assert_true(store_needs_init(t->s));
     struct store_stats st;
     stats(t, &st);
@@ -719,9 +698,7 @@ static void test_map_v1_upgrade(void **state)
     tenv_store_close(t);
     assert_int_equal(tenv_store_open(t), 0); /* upgrades */
     tenv_store_close(t);
-    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &txn), 0);
-    assert_int_equal(store_open(&t->s, &t->cfg, txn, t->dbi), 0);
-    mdb_txn_abort(txn);
+    assert_int_equal(tenv_store_open_ro(t), 0);
     assert_false(store_needs_init(t->s));
     stats(t, &st);
     assert_int_equal(st.capacity, 4 * MiB);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for store/store_alloc.c: allocation, reuse, coalescing
- * (in memory and in the LMDB free map), fragmentation, full disk, restart
+ * (in memory and in the persistent free map), fragmentation, full disk, restart
  * forgetting uncommitted reservations, the epoch limbo and aborted txns. */
 #include <errno.h>
 #include <setjmp.h>
@@ -33,20 +33,18 @@ static void test_bad_args(void **state)
     assert_int_equal(store_alloc(t->s, 0, &e), -EINVAL);
     assert_int_equal(store_alloc(t->s, STORE_EXTENT_MAX + 1, &e), -EINVAL);
     e = (struct store_extent){.dev = 7, .off = 0, .len = BLK};
-    MDB_txn *txn;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
-    assert_int_equal(store_txn_free(t->s, txn, &e), -EINVAL);
+    struct ftxn *x = tenv_txn(t);
+    assert_int_equal(store_txn_free(x->st, &e), -EINVAL);
     e.dev = 0;
     e.off = 100; /* not aligned */
-    assert_int_equal(store_txn_free(t->s, txn, &e), -EINVAL);
+    assert_int_equal(store_txn_free(x->st, &e), -EINVAL);
     e.off = NBLK * BLK; /* past the end */
-    assert_int_equal(store_txn_free(t->s, txn, &e), -EINVAL);
+    assert_int_equal(store_txn_free(x->st, &e), -EINVAL);
     e.off = 0; /* free, but never reserved: cannot be used */
-    assert_int_equal(store_txn_use(t->s, txn, &e), -EINVAL);
+    assert_int_equal(store_txn_use(x->st, &e), -EINVAL);
     /* Double free: block 0 is already free in the map. */
-    assert_int_equal(store_txn_free(t->s, txn, &e), SRV_ECORRUPT);
-    mdb_txn_abort(txn);
-    store_txn_done(t->s, txn, 0);
+    assert_int_equal(store_txn_free(x->st, &e), SRV_ECORRUPT);
+    tenv_txn_end(x, 0);
     tenv_free(t);
 }
 
@@ -208,16 +206,15 @@ static void test_two_files(void **state)
     /* A third file added to the configuration: its space is added as free. */
     tenv_store_close(t);
     t->cfg.nfiles = 3;
-    MDB_txn *txn;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
-    assert_int_equal(store_open(&t->s, &t->cfg, txn, t->dbi), 0);
+    struct ftxn *x = tenv_txn(t);
+    assert_int_equal(store_open(&t->s, &t->cfg, &x->map), 0);
+    tenv_txn_attach(x, t->s);
     assert_true(store_needs_init(t->s));
     /* its space is free at once; the map records it with the init's commit */
     assert_int_equal(tenv_free_bytes(t), 8 * BLK);
     /* An aborted init leaves it free in memory, still to be recorded... */
-    assert_int_equal(store_txn_init(t->s, txn), 0);
-    mdb_txn_abort(txn);
-    store_txn_done(t->s, txn, 0);
+    assert_int_equal(store_txn_init(x->st), 0);
+    tenv_txn_end(x, 0);
     assert_true(store_needs_init(t->s));
     assert_int_equal(tenv_free_bytes(t), 8 * BLK);
     tenv_store_close(t);
@@ -280,11 +277,9 @@ static void test_unreserve(void **state)
     assert_int_equal(tenv_free_bytes(t), NBLK * BLK);
     /* A use that aborts leaves the reservation; unreserve gives it back. */
     assert_int_equal(store_alloc(t->s, BLK, &a), 0);
-    MDB_txn *txn;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
-    assert_int_equal(store_txn_use(t->s, txn, &a), 0);
-    mdb_txn_abort(txn);
-    store_txn_done(t->s, txn, 0);
+    struct ftxn *x = tenv_txn(t);
+    assert_int_equal(store_txn_use(x->st, &a), 0);
+    tenv_txn_end(x, 0);
     struct store_stats st;
     store_stats_get(t->s, &st);
     assert_int_equal(st.reserved, BLK);
@@ -441,20 +436,15 @@ static void test_init_abort(void **state)
     (void)state;
     struct tenv *t = tenv_new(1, NBLK * BLK);
     tenv_store_close(t);
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "free-b", MDB_CREATE, &dbi), 0);
-    assert_int_equal(mdb_txn_commit(txn), 0);
-    t->dbi = dbi;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, 0, &txn), 0);
-    assert_int_equal(store_open(&t->s, &t->cfg, txn, dbi), 0);
+    tenv_map_reset(t); /* a store whose map was never written */
+    struct ftxn *x = tenv_txn(t);
+    assert_int_equal(store_open(&t->s, &t->cfg, &x->map), 0);
+    tenv_txn_attach(x, t->s);
     assert_true(store_needs_init(t->s));
     assert_int_equal(tenv_free_bytes(t), NBLK * BLK);
-    assert_int_equal(store_txn_init(t->s, txn), 0);
+    assert_int_equal(store_txn_init(x->st), 0);
     assert_true(store_needs_init(t->s)); /* until the txn commits */
-    mdb_txn_abort(txn);
-    store_txn_done(t->s, txn, 0);
+    tenv_txn_end(x, 0);
     assert_true(store_needs_init(t->s));
     /* the space stays free; the first use records it in its own txn */
     assert_int_equal(tenv_free_bytes(t), NBLK * BLK);
@@ -463,10 +453,9 @@ static void test_init_abort(void **state)
     assert_int_equal(tenv_use(t, &e, 1), 0);
     assert_false(store_needs_init(t->s));
     tenv_store_close(t);
-    MDB_txn *rt;
-    assert_int_equal(mdb_txn_begin(t->env, NULL, MDB_RDONLY, &rt), 0);
-    assert_int_equal(store_open(&t->s, &t->cfg, rt, dbi), 0);
-    mdb_txn_abort(rt);
+    x = tenv_txn(t);
+    assert_int_equal(store_open(&t->s, &t->cfg, &x->map), 0);
+    tenv_txn_end(x, 0);
     assert_false(store_needs_init(t->s));
     assert_int_equal(tenv_free_bytes(t), (NBLK - 1) * BLK);
     tenv_free(t);

@@ -5,9 +5,10 @@
  * publishes on /metrics (bucket names of the per-bucket series, per-bucket
  * usage and quota gauges).
  *
- * The core is replaced at its boundary by a small in-memory fake of the
- * core_table_* and core_tenant_* calls (this binary links only libtenants.a
- * and libcommon.a), so the tests are independent of the metadata engine. */
+ * The core and meta are replaced at their boundary by a small in-memory fake of
+ * the meta_record_*, core_meta and core_tenant_* calls (this binary links only
+ * libtenants.a and libcommon.a), so the tests are independent of the metadata
+ * engine. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 
 #include <event2/buffer.h>
 
+#include "meta_record.h"
 #include "srv_err.h"
 #include "srv_metrics.h"
 #include "tenants.h"
@@ -32,8 +34,8 @@ struct row {
     void *k, *v;
     size_t kl, vl;
 };
-static struct row rows[CORE_T__COUNT][256];
-static size_t nrows[CORE_T__COUNT];
+static struct row rows[META_REC__COUNT][256];
+static size_t nrows[META_REC__COUNT];
 static uint32_t troots[64];
 static int buckets_in[64];
 
@@ -43,7 +45,7 @@ static int kcmp(const void *a, size_t al, const void *b, size_t bl)
     return c ? c : (al < bl ? -1 : al > bl);
 }
 
-static struct row *rfind(enum core_table t, const void *k, size_t kl)
+static struct row *rfind(enum meta_rec_table t, const void *k, size_t kl)
 {
     for (size_t i = 0; i < nrows[t]; i++)
         if (kcmp(rows[t][i].k, rows[t][i].kl, k, kl) == 0)
@@ -51,8 +53,13 @@ static struct row *rfind(enum core_table t, const void *k, size_t kl)
     return NULL;
 }
 
-int core_table_get(struct core *c, enum core_table t, const void *key, size_t klen, void **val,
-                   size_t *vlen)
+struct meta_env *core_meta(struct core *c)
+{
+    return (struct meta_env *)c;
+}
+
+int meta_record_get(struct meta_env *m, enum meta_rec_table t, const void *key, size_t klen,
+                    void **val, size_t *vlen)
 {
     struct row *r = rfind(t, key, klen);
     if (!r)
@@ -63,11 +70,11 @@ int core_table_get(struct core *c, enum core_table t, const void *key, size_t kl
     return 0;
 }
 
-int core_table_put(struct core *c, enum core_table t, const void *key, size_t klen,
-                   const void *val, size_t vlen, unsigned flags)
+int meta_record_put(struct meta_env *m, enum meta_rec_table t, const void *key, size_t klen,
+                    const void *val, size_t vlen, unsigned flags)
 {
     struct row *r = rfind(t, key, klen);
-    if (r && (flags & CORE_TPUT_NOOVERWRITE))
+    if (r && (flags & META_REC_NOOVERWRITE))
         return -EEXIST;
     if (!r) {
         size_t i = nrows[t];
@@ -89,7 +96,7 @@ int core_table_put(struct core *c, enum core_table t, const void *key, size_t kl
     return 0;
 }
 
-int core_table_del(struct core *c, enum core_table t, const void *key, size_t klen)
+int meta_record_del(struct meta_env *m, enum meta_rec_table t, const void *key, size_t klen)
 {
     struct row *r = rfind(t, key, klen);
     if (!r)
@@ -102,8 +109,8 @@ int core_table_del(struct core *c, enum core_table t, const void *key, size_t kl
     return 0;
 }
 
-int core_table_scan(struct core *c, enum core_table t, const void *start, size_t slen,
-                    core_table_cb cb, void *arg)
+int meta_record_scan(struct meta_env *m, enum meta_rec_table t, const void *start, size_t slen,
+                     meta_record_cb cb, void *arg)
 {
     for (size_t i = 0; i < nrows[t]; i++) {
         if (start && kcmp(rows[t][i].k, rows[t][i].kl, start, slen) < 0)
@@ -177,7 +184,7 @@ int core_usage_get(struct core *c, uint32_t tenant, uint64_t ino, struct core_us
 static void fake_reset(void)
 {
     nfbuckets = 0;
-    for (int t = 0; t < CORE_T__COUNT; t++) {
+    for (int t = 0; t < META_REC__COUNT; t++) {
         for (size_t i = 0; i < nrows[t]; i++) {
             free(rows[t][i].k);
             free(rows[t][i].v);
@@ -207,7 +214,7 @@ static struct sockaddr_in v4(const char *a)
     return s;
 }
 
-static bool table_contains(enum core_table t, const char *needle)
+static bool table_contains(enum meta_rec_table t, const char *needle)
 {
     for (size_t i = 0; i < nrows[t]; i++)
         if (memmem(rows[t][i].v, rows[t][i].vl, needle, strlen(needle)))
@@ -234,8 +241,8 @@ static void test_bootstrap_given_keys(void **state)
     assert_true(p.flags & CORE_P_SUPER);
     assert_int_equal(tenants_key_lookup(t, "NOPE", secret, &p), -ENOENT);
     /* Secret is not stored in clear. */
-    assert_false(table_contains(CORE_T_KEYS, "secret-one-123"));
-    assert_true(table_contains(CORE_T_KEYS, "AKIATEST1"));
+    assert_false(table_contains(META_REC_KEYS, "secret-one-123"));
+    assert_true(table_contains(META_REC_KEYS, "AKIATEST1"));
 
     struct tenant_info ti;
     assert_int_equal(tenants_tenant_get(t, 1, &ti), 0);
@@ -347,7 +354,7 @@ static void test_crud(void **state)
     assert_int_equal(p.uid, 1000);
     assert_int_equal(p.ngids, 2);
     assert_false(p.flags & CORE_P_SUPER);
-    assert_false(table_contains(CORE_T_KEYS, sk));
+    assert_false(table_contains(META_REC_KEYS, sk));
 
     n = 0;
     assert_int_equal(tenants_key_list(t, a.id, (tenants_key_cb)count_cb, &n), 0);
@@ -650,7 +657,8 @@ static void test_export_conflicts_at_open(void **state)
                       "\"nets\":[\"127.0.0.2/32\"]}";
     uint8_t k[4] = {0, 0, 0, 9};
     assert_int_equal(b.id, 3);
-    assert_int_equal(core_table_put(FAKE, CORE_T_EXPORTS, k, 4, rec, strlen(rec), 0), 0);
+    assert_int_equal(meta_record_put(core_meta(FAKE), META_REC_EXPORTS, k, 4, rec, strlen(rec), 0),
+                     0);
     assert_int_equal(tenants_open(&t, FAKE, NULL, NULL, NULL, NULL, NULL), 0);
     struct sockaddr_in c = v4("127.0.0.2");
     assert_int_equal(served_by(t, "/a/x", "127.0.0.2", NULL, NULL), ea.id);
@@ -713,7 +721,7 @@ static void test_tamper(void **state)
     assert_int_equal(tenants_open(&t, FAKE, "AKIATAMPER", "tamper-secret", NULL, NULL, NULL), 0);
     tenants_close(t);
     /* Flip one hex digit of the sealed secret. */
-    struct row *r = &rows[CORE_T_KEYS][0];
+    struct row *r = &rows[META_REC_KEYS][0];
     char *s = memmem(r->v, r->vl, "\"secret\":\"", 10);
     assert_non_null(s);
     s += 12;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for tenants/ on the real namespace core (LMDB + store in a temp
  * dir): bootstrap, CRUD, records surviving a close and reopen of the core,
- * secrets sealed at rest, QoS policies persisted in CORE_T_QOS, and deleting
+ * secrets sealed at rest, QoS policies persisted in META_REC_QOS, and deleting
  * a tenant that holds a bucket being refused. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "core.h"
+#include "meta_record.h"
 #include "qos_admit.h"
 #include "srv_err.h"
 #include "tenants.h"
@@ -90,10 +91,10 @@ static void test_persist(void **state)
 
     /* Secrets never reach the table in clear. */
     struct found f = {"real-core-secret", false};
-    assert_int_equal(core_table_scan(c, CORE_T_KEYS, NULL, 0, scan_cb, &f), 0);
+    assert_int_equal(meta_record_scan(core_meta(c), META_REC_KEYS, NULL, 0, scan_cb, &f), 0);
     assert_false(f.hit);
     f.needle = sk;
-    assert_int_equal(core_table_scan(c, CORE_T_KEYS, NULL, 0, scan_cb, &f), 0);
+    assert_int_equal(meta_record_scan(core_meta(c), META_REC_KEYS, NULL, 0, scan_cb, &f), 0);
     assert_false(f.hit);
 
     /* QoS policy through the same core. */
