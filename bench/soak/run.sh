@@ -11,9 +11,11 @@
 # Usage: bench/soak/run.sh [--minutes N] [--asan] [--valgrind] [soak.py options...]
 #   --minutes N   load duration (default 60)
 #   --asan        run build-asan/s3nfsd (scripts/build.sh build-asan --enable-sanitizers)
-#                 with LeakSanitizer on: leaks found at exit fail the run
+#                 with LeakSanitizer on: leaks found at exit fail the run (the memory
+#                 verdict is then only shown: ASan keeps freed memory in quarantine)
 #   --valgrind    run the daemon under valgrind --leak-check=full (slow: use with a
-#                 short --minutes and a light load, e.g. --idle-conns 20)
+#                 short --minutes and a light load, e.g. --idle-conns 20); its report
+#                 goes to the daemon log, kept when the run fails
 #   --csv FILE    where the samples go (default ./soak-<time>.csv)
 # Exit status 0: memory leveled off, no request failed, the daemon exited 0.
 set -uo pipefail
@@ -27,10 +29,12 @@ while [ $# -gt 0 ]; do
         bin=${S3NFSD_BIN:-$top/build-asan/s3nfsd}
         export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
         export LSAN_OPTIONS=${LSAN_OPTIONS:-exitcode=23}
+        args+=(--leaks-only)
         shift ;;
     --valgrind)
         command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
-        args+=(--wrap "valgrind --leak-check=full --show-leak-kinds=definite --error-exitcode=23 --log-file=$PWD/soak-valgrind.%p.log")
+        args+=(--leaks-only --wrap "valgrind --leak-check=full --show-leak-kinds=definite
+               --errors-for-leak-kinds=definite --error-exitcode=23")
         shift ;;
     *) args+=("$1"); shift ;;
     esac
