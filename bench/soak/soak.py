@@ -806,10 +806,15 @@ def kernel_rounds(a, d, st, t0, rows, csv):
     """--kernel-runs rounds of the kernel-client workloads, a sample after each."""
     top = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     s3 = s3_client(d)
+    # smoke.sh copies /host/payload.bin (as tests/integration/kernel passes it).
+    payload = os.path.join(d.work, "payload.bin")
+    with open(payload, "wb") as f:
+        f.write(random.Random(20261121).randbytes(3 * MIB + 123))
     for n in range(1, a.kernel_runs + 1):
         for wl in a.kernel_workloads.split(","):
             bucket = "k%d%s" % (n, wl)
-            cmd = [os.path.join(top, "scripts", "nfsvm.sh"), "-p", str(d.nfs_port), wl, bucket]
+            cmd = [os.path.join(top, "scripts", "nfsvm.sh"), "-p", str(d.nfs_port)]
+            cmd += (["--file", payload] if wl == "smoke" else []) + [wl, bucket]
             log("round %d: %s" % (n, " ".join(cmd)))
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             if p.returncode != 0:
