@@ -44,7 +44,6 @@ import argparse
 import ctypes
 import ctypes.util
 import hashlib
-import http.client
 import os
 import random
 import re
@@ -381,7 +380,8 @@ class Nfs:
 
     def check(self, rc, what):
         if rc < 0:
-            raise NfsError("%s: %s" % (what, self.L.nfs_get_error(self.ctx).decode(errors="replace")))
+            err = self.L.nfs_get_error(self.ctx).decode(errors="replace")
+            raise NfsError("%s: %s" % (what, err))
         return rc
 
     def close(self):
