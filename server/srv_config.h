@@ -52,6 +52,7 @@ struct srv_config {
     int64_t loop_threads;
     int64_t worker_threads;
     int64_t shutdown_timeout_s;
+    int64_t malloc_trim_s;
     /* listeners */
     char *s3_listen;
     char *nfs_listen;

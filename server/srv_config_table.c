@@ -81,6 +81,10 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(shutdown_timeout_s, SRV_CFG_INT, "10", 0, 3600, SRV_CFG_RELOADABLE, NULL,
         "On SIGTERM/SIGINT, how long in-flight requests may take to finish before the daemon "
         "closes anyway."),
+    OPT(malloc_trim_s, SRV_CFG_INT, "30", 0, 3600, SRV_CFG_IMMUTABLE, NULL,
+        "Every this many seconds, give the heap memory that malloc keeps free for reuse back "
+        "to the kernel (glibc malloc_trim). 0: never (the daemon's memory then stays near its "
+        "peak after a burst)."),
     /* listeners */
     OPT(s3_listen, SRV_CFG_STRING, "127.0.0.1:9000", 0, 0, SRV_CFG_IMMUTABLE,
         srv_addr_check_listen,

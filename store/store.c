@@ -531,17 +531,14 @@ int store_write_cb(struct store *s, struct store_extent *e, const void *buf, siz
     if (rc < 0)
         return rc;
     struct store_dev *d = &s->devs[e->dev];
-    void *bounce = NULL; /* owned only when not the thread's scratch buffer */
+    void *bounce = NULL; /* a scratch buffer, given back at the end */
     if (len) {
         const void *src = buf;
         size_t wlen = len;
         if (d->direct && (((uintptr_t)buf % STORE_ALIGN) != 0 || len % STORE_ALIGN != 0)) {
-            void *tmp = store__bounce_get();
-            if (!tmp) {
-                if (posix_memalign(&bounce, STORE_ALIGN, size) != 0)
-                    return -ENOMEM;
-                tmp = bounce;
-            }
+            void *tmp = bounce = store__scratch_get();
+            if (!tmp)
+                return -ENOMEM;
             memcpy(tmp, buf, len);
             memset((char *)tmp + len, 0, size - len);
             src = tmp;
@@ -561,7 +558,7 @@ int store_write_cb(struct store *s, struct store_extent *e, const void *buf, siz
     e->len = (uint32_t)len;
     e->crc = crc;
 out:
-    free(bounce);
+    store__scratch_put(bounce);
     return rc;
 }
 
@@ -593,7 +590,7 @@ int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
                       uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
 {
     struct wbatch w;
-    void *own[STORE_WBATCH_MAX] = {0}; /* staging allocated here (no thread buffer) */
+    void *own[STORE_WBATCH_MAX] = {0}; /* scratch buffers for unaligned requests */
     uint64_t have[STORE_WBATCH_MAX];
     int rc = 0;
     if (!s || !v || !crc_fn || n == 0 || n > STORE_WBATCH_MAX)
@@ -625,14 +622,10 @@ int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
         w.io[i].buf = (void *)r->buf;
         w.io[i].len = r->len;
         if (d->direct && (((uintptr_t)r->buf % STORE_ALIGN) != 0 || r->len % STORE_ALIGN != 0)) {
-            void *st = store__stage_get(i);
+            void *st = own[i] = store__scratch_get();
             if (!st) {
-                if (posix_memalign(&own[i], STORE_ALIGN, STORE_EXTENT_MAX) != 0) {
-                    own[i] = NULL;
-                    rc = -ENOMEM;
-                    goto out;
-                }
-                st = own[i];
+                rc = -ENOMEM;
+                goto out;
             }
             w.io[i].buf = st;
             w.io[i].len = size;
@@ -654,7 +647,7 @@ int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
     }
 out:
     for (size_t i = 0; i < n; i++)
-        free(own[i]);
+        store__scratch_put(own[i]);
     return rc;
 }
 
@@ -701,12 +694,9 @@ int store_read(struct store *s, const struct store_extent *e, uint32_t from, voi
     if (into_caller) {
         data = buf;
     } else {
-        data = store__bounce_get();
-        if (!data) {
-            if (posix_memalign(&bounce, STORE_ALIGN, size) != 0)
-                return -ENOMEM;
-            data = bounce;
-        }
+        data = bounce = store__scratch_get();
+        if (!data)
+            return -ENOMEM;
     }
     rc = store__io_read(d->fd, data, d->direct ? size : e->len, e->off);
     if (rc < 0)
@@ -727,7 +717,7 @@ int store_read(struct store *s, const struct store_extent *e, uint32_t from, voi
         memcpy(buf, data + from, len);
     __atomic_add_fetch(&s->bytes_read, len, __ATOMIC_RELAXED);
 out:
-    free(bounce);
+    store__scratch_put(bounce);
     return rc;
 }
 

@@ -158,11 +158,17 @@ int store__io_read_batch(struct store__io *v, size_t n, int (*done)(void *arg, s
  * a pwrite for each. @return 0, -EIO. */
 int store__io_write_batch(struct store__io *v, size_t n, void (*prep)(void *arg, size_t i),
                           void (*during)(void *arg, size_t i), void *arg);
-/* This thread's STORE_EXTENT_MAX-byte aligned scratch buffer, or NULL (then allocate). */
-void *store__bounce_get(void);
-/* This thread's @p i-th (< STORE_WBATCH_MAX) aligned STORE_EXTENT_MAX-byte staging
- * buffer for batched writes, or NULL (then allocate). */
-void *store__stage_get(size_t i);
+/* Free scratch buffers the pool keeps for reuse; more are freed when given back. */
+#define STORE_SCRATCH_KEEP 16
+/* A STORE_EXTENT_MAX-byte, STORE_ALIGN-aligned scratch buffer for one I/O, from the
+ * process-wide pool (or newly allocated); give it back with store__scratch_put().
+ * @return the buffer, or NULL when out of memory. */
+void *store__scratch_get(void);
+/* Give back a buffer of store__scratch_get(): parked for reuse, or freed when the
+ * pool already keeps STORE_SCRATCH_KEEP. NULL is ignored. */
+void store__scratch_put(void *buf);
+/* Scratch buffers allocated and not freed (handed out plus parked): for tests. */
+size_t store__scratch_live(void);
 /* Tests: 1 forces the pread/pwrite path, 0 allows io_uring again. */
 void store__uring_disable(int disable);
 

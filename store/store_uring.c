@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0
  * store_uring: synchronous positional reads and writes through io_uring, and
- * the per-thread bounce buffer.
+ * the pool of aligned scratch buffers.
  *
  * The core is synchronous and runs on worker threads, so each thread gets
  * its own small ring, created on first use and torn down when the thread
  * exits (pthread key destructor): no lock on the I/O path. One request is
  * submitted and waited for at a time; short transfers are continued. When
  * the kernel refuses io_uring (old kernel, seccomp), the store falls back to
- * pread/pwrite and says so once in the log. The same per-thread slot keeps
- * one STORE_EXTENT_MAX aligned buffer for unaligned callers' I/O, so the data
- * path does not allocate per request.
+ * pread/pwrite and says so once in the log.
+ *
+ * Unaligned callers' I/O goes through STORE_EXTENT_MAX-byte aligned scratch
+ * buffers taken from one process-wide pool and given back after the I/O, so
+ * the data path does not allocate per request. The pool parks at most
+ * STORE_SCRATCH_KEEP free buffers and frees the rest: the memory it holds
+ * follows the peak number of I/Os in flight, not the number of threads that
+ * ever did one (a buffer per worker thread, kept for the thread's life, grew
+ * the daemon's memory by a MiB or five per worker as load spread over its
+ * many workers).
  * Thread: any. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -28,8 +35,6 @@
 struct tls_slot {
     struct io_uring ring;
     int ring_state; /* 0: not tried, 1: ready, -1: failed */
-    void *bounce;   /* STORE_EXTENT_MAX bytes, STORE_ALIGN-aligned, or NULL */
-    void *stage[STORE_WBATCH_MAX]; /* the same, for batched writes */
 };
 
 static pthread_key_t tls_key;
@@ -42,9 +47,6 @@ static void tls_destroy(void *p)
     struct tls_slot *t = p;
     if (t->ring_state == 1)
         io_uring_queue_exit(&t->ring);
-    free(t->bounce);
-    for (size_t i = 0; i < STORE_WBATCH_MAX; i++)
-        free(t->stage[i]);
     free(t);
 }
 
@@ -107,24 +109,49 @@ void store__uring_disable(int disable)
     __atomic_store_n(&ring_broken, disable ? 1 : 0, __ATOMIC_RELAXED);
 }
 
-void *store__bounce_get(void)
+static struct {
+    pthread_mutex_t mu;
+    void *parked[STORE_SCRATCH_KEEP];
+    size_t nparked;
+    size_t live; /* allocated and not freed: handed out + parked */
+} scratch = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void *store__scratch_get(void)
 {
-    struct tls_slot *t = tls_get();
-    if (!t)
-        return NULL;
-    if (!t->bounce && posix_memalign(&t->bounce, STORE_ALIGN, STORE_EXTENT_MAX) != 0)
-        t->bounce = NULL;
-    return t->bounce;
+    void *p = NULL;
+    pthread_mutex_lock(&scratch.mu);
+    if (scratch.nparked > 0) {
+        p = scratch.parked[--scratch.nparked];
+    } else if (posix_memalign(&p, STORE_ALIGN, STORE_EXTENT_MAX) == 0) {
+        scratch.live++;
+    } else {
+        p = NULL;
+    }
+    pthread_mutex_unlock(&scratch.mu);
+    return p;
 }
 
-void *store__stage_get(size_t i)
+void store__scratch_put(void *buf)
 {
-    struct tls_slot *t = tls_get();
-    if (!t || i >= STORE_WBATCH_MAX)
-        return NULL;
-    if (!t->stage[i] && posix_memalign(&t->stage[i], STORE_ALIGN, STORE_EXTENT_MAX) != 0)
-        t->stage[i] = NULL;
-    return t->stage[i];
+    if (!buf)
+        return;
+    pthread_mutex_lock(&scratch.mu);
+    if (scratch.nparked < STORE_SCRATCH_KEEP) {
+        scratch.parked[scratch.nparked++] = buf;
+        buf = NULL;
+    } else {
+        scratch.live--;
+    }
+    pthread_mutex_unlock(&scratch.mu);
+    free(buf);
+}
+
+size_t store__scratch_live(void)
+{
+    pthread_mutex_lock(&scratch.mu);
+    size_t n = scratch.live;
+    pthread_mutex_unlock(&scratch.mu);
+    return n;
 }
 
 /* One transfer; @return bytes moved (may be short) or -errno. */

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/loop.h>
@@ -706,6 +707,92 @@ static void test_map_v1_upgrade(void **state)
     tenv_free(t);
 }
 
+/* The scratch pool: what is given back is reused, and at most
+ * STORE_SCRATCH_KEEP free buffers stay allocated however many were out. */
+static void test_scratch_pool(void **state)
+{
+    (void)state;
+    void *b[2 * STORE_SCRATCH_KEEP];
+    for (size_t i = 0; i < 2 * STORE_SCRATCH_KEEP; i++) {
+        b[i] = store__scratch_get();
+        assert_non_null(b[i]);
+        assert_int_equal((uintptr_t)b[i] % STORE_ALIGN, 0);
+        memset(b[i], 0xa5, STORE_EXTENT_MAX); /* the whole size is usable */
+    }
+    assert_true(store__scratch_live() >= 2 * STORE_SCRATCH_KEEP);
+    for (size_t i = 0; i < 2 * STORE_SCRATCH_KEEP; i++)
+        store__scratch_put(b[i]);
+    assert_int_equal(store__scratch_live(), STORE_SCRATCH_KEEP);
+    void *again = store__scratch_get();
+    bool reused = false;
+    for (size_t i = 0; i < 2 * STORE_SCRATCH_KEEP; i++)
+        reused |= again == b[i];
+    assert_true(reused);
+    store__scratch_put(again);
+    store__scratch_put(NULL);
+    assert_int_equal(store__scratch_live(), STORE_SCRATCH_KEEP);
+}
+
+#define SCRATCH_THREADS (3 * STORE_SCRATCH_KEEP)
+
+struct scratch_arg {
+    struct tenv *t;
+    const struct store_extent *e;
+    const unsigned char *want;
+    pthread_barrier_t *done, *exit;
+    int failures;
+};
+
+/* An unaligned read (through a scratch buffer), then stay alive until the
+ * main thread has counted the buffers. */
+static void *scratch_reader(void *p)
+{
+    struct scratch_arg *a = p;
+    unsigned char r[1000];
+    for (int i = 0; i < 20; i++)
+        if (store_read(a->t->s, a->e, 7, r, sizeof(r)) != 0 || memcmp(r, a->want + 7, sizeof(r)))
+            a->failures++;
+    pthread_barrier_wait(a->done);
+    pthread_barrier_wait(a->exit);
+    return NULL;
+}
+
+/* Many threads that each did unaligned I/O and are still alive hold no
+ * scratch memory of their own: the buffers in existence stay within the
+ * pool's bound (a buffer kept per thread for its life would make one per
+ * thread, SCRATCH_THREADS here, as it did on the daemon's 64+ workers). */
+static void test_scratch_not_per_thread(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 4u << 20);
+    unsigned char w[3000];
+    fill_pattern(w, sizeof(w), 9);
+    struct store_extent e;
+    assert_int_equal(store_alloc(t->s, sizeof(w), &e), 0);
+    assert_int_equal(store_write(t->s, &e, w, sizeof(w)), 0);
+    pthread_barrier_t done, exit;
+    pthread_barrier_init(&done, NULL, SCRATCH_THREADS + 1);
+    pthread_barrier_init(&exit, NULL, SCRATCH_THREADS + 1);
+    pthread_t th[SCRATCH_THREADS];
+    struct scratch_arg args[SCRATCH_THREADS];
+    for (unsigned i = 0; i < SCRATCH_THREADS; i++) {
+        args[i] = (struct scratch_arg){.t = t, .e = &e, .want = w, .done = &done, .exit = &exit};
+        assert_int_equal(pthread_create(&th[i], NULL, scratch_reader, &args[i]), 0);
+    }
+    pthread_barrier_wait(&done);
+    size_t live = store__scratch_live();
+    pthread_barrier_wait(&exit);
+    for (unsigned i = 0; i < SCRATCH_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].failures, 0);
+    }
+    pthread_barrier_destroy(&done);
+    pthread_barrier_destroy(&exit);
+    assert_true(live <= STORE_SCRATCH_KEEP);
+    store_unreserve(t->s, &e);
+    tenv_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -725,6 +812,8 @@ int main(void)
         cmocka_unit_test(test_raise_limit),
         cmocka_unit_test(test_grow_crash_states),
         cmocka_unit_test(test_map_v1_upgrade),
+        cmocka_unit_test(test_scratch_pool),
+        cmocka_unit_test(test_scratch_not_per_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
