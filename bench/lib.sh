@@ -118,23 +118,49 @@ bench_wait_port() {
     return 1
 }
 
-# bench_best FILE: collapse repeated RESULT lines of one metric (from several
-# rounds) into the best one: the highest rate, or the lowest time / CPU cost.
-# Other lines (ERROR, SKIP) are kept once each.
-bench_best() {
+# bench_median FILE: collapse repeated RESULT lines of one metric (from several
+# rounds) into their median (the mean of the middle two for an even count).
+# A metric that failed in any round (an "ERROR <metric> ..." line) keeps its
+# ERROR line and loses its number. Other lines (ERROR, SKIP) are kept once each.
+bench_median() {
     local f=$1
+    [ -f "$f" ] || return 0
     awk '
+        $1 == "ERROR" { bad[$2] = 1 }
         $1 != "RESULT" { if (!($0 in seen)) { seen[$0] = 1; other[no++] = $0 }; next }
         {
-            k = $2; low = ($4 == "ms" || $4 == "s" || $4 ~ /^us/)
-            if (!(k in v)) { order[n++] = k; v[k] = $3; u[k] = $4; cnt[k] = 1; next }
-            cnt[k]++
-            if ((low && $3 + 0 < v[k] + 0) || (!low && $3 + 0 > v[k] + 0)) v[k] = $3
+            k = $2
+            if (!(k in cnt)) { order[n++] = k; u[k] = $4 }
+            v[k, cnt[k]++] = $3 + 0
         }
         END {
-            for (i = 0; i < n; i++) print "RESULT", order[i], v[order[i]], u[order[i]]
+            for (i = 0; i < n; i++) {
+                k = order[i]; m = cnt[k]; base = k
+                sub(/_(cpu|p50|p99)$/, "", base)
+                if (base in bad) continue
+                for (a = 0; a < m; a++) x[a] = v[k, a]
+                for (a = 1; a < m; a++) {      # insertion sort: a few rounds
+                    t = x[a]; b = a - 1
+                    while (b >= 0 && x[b] > t) { x[b + 1] = x[b]; b-- }
+                    x[b + 1] = t
+                }
+                med = (m % 2) ? x[int(m / 2)] : (x[m / 2 - 1] + x[m / 2]) / 2
+                print "RESULT", k, (med == int(med) ? med : sprintf("%.1f", med)), u[k]
+            }
             for (i = 0; i < no; i++) print other[i]
-        }' "$f" >"$f.best" && mv "$f.best" "$f"
+        }' "$f" >"$f.med" && mv "$f.med" "$f"
+}
+
+# bench_load_note FILE: append the 1-minute load average now (the machine is shared).
+bench_load_note() { cut -d' ' -f1 /proc/loadavg >>"$1"; }
+
+# bench_load_summary FILE: one line: the load averages noted during the run.
+bench_load_summary() {
+    [ -s "$1" ] || return 0
+    sort -n "$1" | awk -v c="$(nproc)" '
+        { v[n++] = $1 }
+        END { printf "machine load during the run (1-min load average, %d cores): " \
+                     "min %.1f, median %.1f, max %.1f\n", c, v[0], v[int(n / 2)], v[n - 1] }'
 }
 
 # bench_table TITLE REFNAME REF.txt OURNAME OURS.txt
@@ -173,7 +199,9 @@ bench_table() {
 # bench_targets REF.txt OURS.txt METRIC:MINRATIO...
 # Prints, for each named metric, its ratio (computed as in bench_table) and
 # whether it meets MINRATIO; a metric missing on either side is "not measured".
-# METRIC may end in '*' to name every metric with that prefix (not the _cpu rows).
+# METRIC may end in '*' to name every metric with that prefix (not the _cpu,
+# _p50 and _p99 rows). MINRATIO "x" marks the rows as excepted from the targets
+# (the caller prints why).
 bench_targets() {
     local rfile=$1 ofile=$2; shift 2
     awk -v specs="$*" '
@@ -188,6 +216,11 @@ bench_targets() {
         }
         function check(k, min,   r) {
             r = ratio(k)
+            if (min == "x") {
+                if (r < 0) printf "target %-22s excepted: not measured\n", k
+                else printf "target %-22s excepted  (%.2f)\n", k, r
+                return
+            }
             if (r < 0) printf "target %-22s >= %.2f: not measured\n", k, min
             else printf "target %-22s >= %.2f: %-7s (%.2f)\n", k, min, (r >= min ? "met" : "NOT met"), r
         }
@@ -198,7 +231,8 @@ bench_targets() {
                 if (kv[1] ~ /\*$/) {
                     pre = substr(kv[1], 1, length(kv[1]) - 1)
                     for (j = 0; j < n; j++)
-                        if (index(order[j], pre) == 1 && order[j] !~ /_cpu$/) check(order[j], kv[2])
+                        if (index(order[j], pre) == 1 && order[j] !~ /_(cpu|p50|p99)$/)
+                            check(order[j], kv[2])
                 } else check(kv[1], kv[2])
             }
         }' "$rfile" "$ofile"

@@ -7,7 +7,7 @@
 # build/bench/core/bench_core); build them first with `scripts/build.sh build`
 # and `make -C build s3nfsd bench/core/bench_core`. A benchmark whose system
 # under test is missing still runs its reference half and says what is missing.
-# Usage: bench/run-all.sh [--quick]   (--quick: small sizes, ~2 minutes in all)
+# Usage: bench/run-all.sh [--quick]   (--quick: small sizes, ~8 minutes in all)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/../scripts/deps.sh" --bench || exit 1
@@ -18,7 +18,7 @@ out=${BENCH_OUT:-$PWD/bench-results-$(date -u +%Y%m%dT%H%MZ).txt}
 core_args=() s3_args=() nfs_args=()
 if [ "${1:-}" = --quick ]; then
     core_args=(--size-mib 512 --files 10000 --fio-files 8000)
-    s3_args=(--secs 2 --keys 20000)
+    s3_args=(--secs 2 --hist-objects 20000 --mix-secs 5)
     nfs_args=(--quick)
 fi
 {

@@ -49,6 +49,12 @@ struct core_principal {
 };
 #define CORE_P_SUPER 0x1    /* bypasses permission bits (admin, tenant root user) */
 #define CORE_P_READONLY 0x2 /* every change answers -EROFS (read-only export) */
+/* The caller's thread must not wait for another operation (an event-loop
+ * thread): a call that would wait (core_getattr while a setattr holds the
+ * inode, core_read_pieces on bytes not yet verified in memory or the page
+ * cache) returns -EWOULDBLOCK at once, having changed nothing, and the
+ * caller runs it again on a thread that may wait. Other calls ignore it. */
+#define CORE_P_NOWAIT 0x4
 
 enum core_ftype { CORE_REG = 1, CORE_DIR = 2, CORE_LNK = 3 };
 
@@ -134,7 +140,8 @@ int core_tenant_root(struct core *c, uint32_t id, uint64_t *root);
 
 /** Attributes of @p ino. No permission check (as NFS GETATTR). @p gen 0 matches
  * any generation (callers without a handle, e.g. S3).
- * @return 0, SRV_ESTALE (no such inode, wrong gen, or another tenant's). */
+ * @return 0, SRV_ESTALE (no such inode, wrong gen, or another tenant's),
+ *         -EWOULDBLOCK (CORE_P_NOWAIT and a setattr holds the inode). */
 int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
                  struct core_attr *out);
 /** Look up @p name in directory @p dir (needs search permission on dir).
@@ -513,9 +520,12 @@ struct core_pieces {
  * core_pieces_release the pieces hold a store read token: extents freed
  * meanwhile are not reused (hold the window short: a token held long delays
  * the reuse of freed space). Needs read permission as core_read. On error
- * nothing is held.
+ * nothing is held. With CORE_P_NOWAIT, an extent that is not known verified
+ * and mapped (it would be read from disk and checked now) or a setattr
+ * holding the inode make it answer -EWOULDBLOCK.
  * @return 0, -EACCES, -EISDIR, -EINVAL (not a regular file), SRV_ESTALE,
- *         -EIO, SRV_ECORRUPT (CRC mismatch; logged, counted), -ENOMEM. */
+ *         -EIO, SRV_ECORRUPT (CRC mismatch; logged, counted), -ENOMEM,
+ *         -EWOULDBLOCK. */
 int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
                      uint64_t len, struct core_pieces *out);
 /** Free the pieces and drop their store read token. Never blocks on I/O (may

@@ -447,10 +447,11 @@ int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino
      * once the txn is open (see core_pend.c) */
     struct core__pend *pp = core__pend_get(c, ino, false);
     uint64_t hi = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+    bool nowait = (p->flags & CORE_P_NOWAIT) != 0;
     int rc;
     for (int tries = 0;; tries++) {
         core__pend_snap_free(ps);
-        core__pend_snap(pp, off, hi, true, ps);
+        core__pend_snap(pp, off, hi, !nowait, ps);
         if (pp && !ps->exists) {
             rc = -ENOMEM;
             break;
@@ -460,6 +461,10 @@ int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino
             break;
         meta_rtxn_end(*t);
         *t = NULL;
+        if (nowait) { /* a setattr holds the inode (or just committed one) */
+            rc = -EWOULDBLOCK;
+            break;
+        }
     }
     core__pend_put(c, pp);
     if (rc)

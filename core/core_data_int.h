@@ -179,8 +179,9 @@ bool core__pend_snap_valid(struct core__pend *p, const struct core__pend_snap *s
  * once the read txn is open, the txn, and the inode, checked readable by @p p.
  * @p ps must be zeroed first; whatever the result, the caller releases @p ps
  * (core__pend_snap_free) and @p *t (meta_rtxn_end).
+ * With CORE_P_NOWAIT in @p p, -EWOULDBLOCK instead of waiting for a setattr.
  * @return 0, -ENOMEM, -EISDIR, -EINVAL (not a regular file), -EACCES,
- *         SRV_ESTALE, meta errors. */
+ *         SRV_ESTALE, -EWOULDBLOCK, meta errors. */
 int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
                     uint64_t len, struct core__pend_snap *ps, struct meta_txn **t,
                     struct meta_inode *r);

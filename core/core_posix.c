@@ -25,15 +25,20 @@ int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, u
     int rc;
     /* pending state before the read txn, as core_read (see core_pend.c) */
     struct core__pend *pp = core__pend_get(c, ino, false);
+    bool nowait = p && (p->flags & CORE_P_NOWAIT);
     memset(&ps, 0, sizeof(ps));
     for (int tries = 0;; tries++) {
         core__pend_snap_free(&ps);
-        core__pend_snap(pp, 0, 0, true, &ps);
+        core__pend_snap(pp, 0, 0, !nowait, &ps);
         rc = meta_rtxn_begin(c->meta, &t);
         if (rc || tries == 100 || core__pend_snap_valid(pp, &ps))
             break;
         meta_rtxn_end(t);
         t = NULL;
+        if (nowait) { /* a setattr holds the inode (or just committed one) */
+            rc = -EWOULDBLOCK;
+            break;
+        }
     }
     core__pend_put(c, pp);
     if (rc == 0)

@@ -396,13 +396,15 @@ out:
  * the extent was verified and those pages stayed mapped, else after verifying
  * it now (which leaves it in the page cache). */
 static int extent_piece(struct core *c, struct core_pieces *ps, const struct core__fext *x,
-                        uint64_t s, uint64_t e)
+                        uint64_t s, uint64_t e, bool nowait)
 {
     uint64_t from = s - x->foff, n = e - s;
     int fd = store_extent_fd(c->store, &x->e);
     if (fd < 0)
         return -EIO;
     if (!zc_known(c, &x->e, from, n)) {
+        if (nowait)
+            return -EWOULDBLOCK; /* verifying reads the disk */
         void *map;
         int rc = verify_extent(c, fd, &x->e, &map);
         if (rc)
@@ -481,7 +483,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
         if (s > pos)
             rc = piece_push(out, &(struct core_piece){-1, 0, s - pos, NULL});
         if (rc == 0)
-            rc = extent_piece(c, out, x, s, e);
+            rc = extent_piece(c, out, x, s, e, (p->flags & CORE_P_NOWAIT) != 0);
         pos = e;
     }
     if (rc == 0 && end > pos)

@@ -12,7 +12,10 @@
  * this process), the rest as verified memory or holes. A smaller READ uses
  * core_read, which verifies only the CRC blocks it touches, where
  * core_read_pieces would read and verify whole extents (up to 1 MiB or more)
- * for a few KiB the first time a cold extent is touched. */
+ * for a few KiB the first time a cold extent is touched.
+ * On the loop thread (NFS_PF_LOOP) every READ tries core_read_pieces with
+ * CORE_P_NOWAIT: bytes already verified and resident go out at once, from
+ * the loop; anything else (-EWOULDBLOCK) runs again on a worker as above. */
 #include <stdlib.h>
 
 #include "nfs_int.h"
@@ -39,7 +42,7 @@ int nfs3_read(struct nfs_req *r, void *args, void *res)
         rc = -EINVAL;
     else if (!(b = calloc(1, sizeof(*b))))
         rc = -ENOMEM;
-    if (rc == 0 && count >= NFS_READ_PIECES_MIN) {
+    if (rc == 0 && (count >= NFS_READ_PIECES_MIN || r->on_loop)) {
         rc = core_read_pieces(r->srv->core, &r->p, ino, a->offset, count, &b->ps);
         b->len = b->ps.len;
         eof = b->ps.eof;

@@ -43,6 +43,8 @@ void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e)
     }
     if (e->flags & TENANT_EXPORT_RO)
         p->flags |= CORE_P_READONLY;
+    if (r->on_loop)
+        p->flags |= CORE_P_NOWAIT;
 }
 
 nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct core_attr *attr)
@@ -108,6 +110,10 @@ nfsstat3 nfs_req_status(struct nfs_req *r, int err)
 {
     if (err == 0)
         return NFS3_OK;
+    if (err == -EWOULDBLOCK && r->on_loop) {
+        r->wouldblock = true; /* the transport runs the call again on a worker */
+        return NFS3ERR_JUKEBOX;
+    }
     r->err = err;
     int st = srv_err_nfs3(err);
     if (st == NFS3ERR_IO || st == NFS3ERR_SERVERFAULT)

@@ -5,7 +5,10 @@
  *
  * A call is born on its connection's loop thread (record decoded, DRC
  * checked), runs its procedure on a worker thread (arguments decoded, core
- * calls, results encoded) and dies back on the loop (reply written). The
+ * calls, results encoded) and dies back on the loop (reply written); a
+ * procedure flagged NFS_PF_LOOP first tries to run on the loop itself, as a
+ * principal with CORE_P_NOWAIT, and goes to a worker only if a core call
+ * answered -EWOULDBLOCK (nfs_req_status notes it in r->wouldblock). The
  * procedure never touches the connection; it reads r->peer, r->call and
  * fills its result struct.
  * A procedure returns NFS_REQ_OK (send the result) or NFS_REQ_DROP (send
@@ -16,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -56,6 +60,10 @@ typedef void (*nfs_free_fn)(void *res);
 
 #define NFS_PF_NONIDEM 0x1 /* answer retransmissions from the duplicate request cache */
 #define NFS_PF_MODIFY 0x2  /* changes the namespace (refused on read-only exports) */
+/* May be answered on the connection's loop thread (nfs_rpc.c): the procedure
+ * reads only (metadata, or data already verified in memory) and its core
+ * calls honour CORE_P_NOWAIT. */
+#define NFS_PF_LOOP 0x4
 
 /* Decode arguments in place (e.g. WRITE data left in the record); NULL: xdr_args. */
 typedef bool (*nfs_decode_fn)(struct nfs_req *r, XDR *x, void *args);
@@ -108,6 +116,8 @@ struct nfs_server {
     struct nlm_cb *cbs;        /* GRANTED callbacks in flight, under lock */
     struct nlm_hosts *hosts;   /* remembered NLM client hosts, grace period (nlm_host.c) */
     int32_t nsm_state;       /* NSM status number of this incarnation (odd) */
+    atomic_uint_fast64_t loop_answers; /* calls answered on a loop thread (NFS_PF_LOOP) */
+    atomic_uint_fast64_t loop_retries; /* ... tried there, then run on a worker */
 };
 
 /* A call in flight. */
@@ -137,6 +147,8 @@ struct nfs_req {
     bool name_nul;                  /* a name of the arguments holds a NUL (nfs3_names_decode) */
     struct nfs_req *qprev, *qnext;  /* the connection's requests waiting in QoS */
     uint64_t start_us;
+    bool on_loop;    /* running on the loop thread: the principal gets CORE_P_NOWAIT */
+    bool wouldblock; /* on the loop, a core call would have waited: run on a worker */
 
     /* Resolved by nfs_req_fh(): the export of the first handle of the call
      * and the principal that the caller acts as. */
@@ -175,7 +187,8 @@ void nfs__inflight_add(struct nfs_server *s, long d);
 /* ---- nfs_export.c: handles, exports and principals ---- */
 
 /** Build the principal of the call for export @p e from the call's credential
- * and the export's squash and read-only rules (sets r->exp and r->p). */
+ * and the export's squash and read-only rules (sets r->exp and r->p; adds
+ * CORE_P_NOWAIT when the call runs on the loop thread). */
 void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e);
 /** Resolve a client handle: verify it, find its export for this client, bind
  * the principal (first handle of the call), and check the inode still exists.
@@ -188,7 +201,9 @@ nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct 
 int nfs_req_mkfh(struct nfs_req *r, const struct core_attr *a, nfs_fh3 *out);
 /** Write the handle of @p a in the call's export into @p out (NFS_FH_LEN bytes). */
 void nfs_req_fh_put(const struct nfs_req *r, const struct core_attr *a, uint8_t *out);
-/** nfsstat3 of an internal error, logging the odd ones with the procedure name. */
+/** nfsstat3 of an internal error, logging the odd ones with the procedure name.
+ * -EWOULDBLOCK on the loop thread only sets r->wouldblock (the result is
+ * thrown away and the call runs again on a worker). */
 nfsstat3 nfs_req_status(struct nfs_req *r, int err);
 
 /* ---- XDR written by hand (READDIR/READDIRPLUS pages, nfs_dir.c) ---- */

@@ -10,6 +10,21 @@
  * reply. Many calls of one connection run at once and are answered in
  * completion order, which RPC allows since replies carry the xid.
  *
+ * Loop answers: a hand-off to a worker and back costs two thread wake-ups,
+ * which on a shared machine is most of the time and CPU of a GETATTR
+ * (perf: context switches, futex wake-ups and lock waits; the core call
+ * itself is a few microseconds). So procedures flagged NFS_PF_LOOP (those
+ * that only read metadata, and READ of bytes already verified in the page
+ * cache, core_read_pieces) run on the loop thread itself, with
+ * CORE_P_NOWAIT: where the core would wait for another operation (a setattr
+ * holding the inode) it answers -EWOULDBLOCK and the call goes to a worker
+ * as before, from scratch. The metadata is read from LMDB's map, which is
+ * normally resident; a read that faulted on the disk anyway shows as a
+ * major fault of the loop thread (getrusage, checked after every loop
+ * answer), and that loop then sends every call to the workers for
+ * LOOP_BACKOFF_US, so a cold store costs a loop at most one disk read per
+ * back-off period. cfg.worker_only turns loop answers off.
+ *
  * Limits: a record over cfg->max_record or a record that is not an RPC call
  * closes the connection (logged). At most NFS_CONN_MAX_CALLS calls per
  * connection are in flight; beyond that, and while more than
@@ -43,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,6 +82,7 @@
 #define NFS_CONN_MAX_OUTPUT ((size_t)16 * 1024 * 1024)
 #define NFS_DRC_CAPACITY 8192
 #define NFS_FH_KEY_NAME "nfs.fh_key"
+#define LOOP_BACKOFF_US ((uint64_t)1000 * 1000)
 
 struct nfs_conn {
     struct nfs_server *srv;
@@ -104,12 +121,12 @@ static bool_t xdr_nothing(XDR *x, void *p)
 
 const struct nfs_proc_desc nfs3_procs[22] = {
     VOIDPROC(nfs3_null, "NULL"),
-    NFS3(getattr, GETATTR3args, GETATTR3res, "GETATTR", 0),
+    NFS3(getattr, GETATTR3args, GETATTR3res, "GETATTR", NFS_PF_LOOP),
     NFS3(setattr, SETATTR3args, SETATTR3res, "SETATTR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
-    NFS3N(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", 0),
-    NFS3(access, ACCESS3args, ACCESS3res, "ACCESS", 0),
+    NFS3N(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", NFS_PF_LOOP),
+    NFS3(access, ACCESS3args, ACCESS3res, "ACCESS", NFS_PF_LOOP),
     NFS3(readlink, READLINK3args, READLINK3res, "READLINK", 0),
-    NFS3(read, READ3args, READ3res, "READ", 0),
+    NFS3(read, READ3args, READ3res, "READ", NFS_PF_LOOP),
     {.fn = nfs3_write, .decode = nfs3_write_decode, .free_args = nfs3_write_args_free,
      .xdr_args = X(xdr_WRITE3args), .xdr_res = X(xdr_WRITE3res), .args_size = sizeof(WRITE3args),
      .res_size = sizeof(WRITE3res), .name = "WRITE", .flags = NFS_PF_MODIFY},
@@ -447,10 +464,38 @@ static void reply_patch_bulk(struct nfs_req *r)
     memcpy(p, &v, 4);
 }
 
-/* Worker: decode, run, encode. */
-static void req_work(void *arg)
+/* Undo what req_exec did for a call whose procedure would have waited on the
+ * loop thread, so that it can run again from its record on a worker. */
+static void req_unrun(struct nfs_req *r)
 {
-    struct nfs_req *r = arg;
+    const struct nfs_proc_desc *d = r->desc;
+    if (d->free_res)
+        d->free_res(r->res);
+    else
+        xdr_free(d->xdr_res, r->res);
+    if (d->free_args)
+        d->free_args(r->args);
+    else
+        xdr_free(d->xdr_args, r->args);
+    bulk_free(r->bulk);
+    free(r->args);
+    free(r->res);
+    r->bulk = NULL;
+    r->bulklen = 0;
+    r->args = r->res = NULL;
+    r->args_decoded = false;
+    r->wouldblock = false;
+    r->have_export = false;
+    r->err = 0;
+    r->bucket = 0;
+    r->payload_in = 0;
+}
+
+/* Decode, run, encode (a worker, or the loop for NFS_PF_LOOP).
+ * @return false when the procedure would have waited on the loop thread:
+ * nothing was encoded and the call is as it came (req_unrun). */
+static bool req_exec(struct nfs_req *r)
+{
     const struct nfs_proc_desc *d = r->desc;
     enum accept_stat st = SUCCESS;
     XDR x;
@@ -475,7 +520,12 @@ static void req_work(void *arg)
         r->err = SRV_EBADREQ;
         goto reply;
     }
-    if (d->fn(r, r->args, r->res) == NFS_REQ_DROP) {
+    int prc = d->fn(r, r->args, r->res);
+    if (r->wouldblock) {
+        req_unrun(r);
+        return false;
+    }
+    if (prc == NFS_REQ_DROP) {
         xdr_free(d->xdr_res, r->res);
         bulk_free(r->bulk);
         r->bulk = NULL;
@@ -508,6 +558,12 @@ out:
         else
             xdr_free(d->xdr_args, r->args);
     }
+    return true;
+}
+
+static void req_work(void *arg)
+{
+    req_exec(arg);
 }
 
 /* Loop: send, account, free. */
@@ -571,6 +627,50 @@ static void req_throttled(struct nfs_req *r)
     req_done(r);
 }
 
+/* Per loop thread: no loop answers before this time (a major fault was seen),
+ * and the thread's major fault count after its last loop answer. */
+static __thread uint64_t loop_backoff_until;
+static __thread long loop_majflt = -1;
+
+static long thread_majflt(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_majflt : 0;
+}
+
+/* Run an admitted call: on the loop when its procedure allows it and this loop
+ * has not seen a major fault lately (see the file comment), else (or when the
+ * procedure would wait) on a worker. */
+static void req_run(struct nfs_req *r)
+{
+    struct nfs_server *s = r->srv;
+    if ((r->desc->flags & NFS_PF_LOOP) && !s->cfg.worker_only) {
+        uint64_t now = r->start_us;
+        if (loop_majflt < 0)
+            loop_majflt = thread_majflt();
+        if (now >= loop_backoff_until) {
+            r->on_loop = true;
+            bool done = req_exec(r);
+            r->on_loop = false;
+            long mf = thread_majflt();
+            if (mf != loop_majflt) {
+                loop_majflt = mf;
+                loop_backoff_until = srv_now_us() + LOOP_BACKOFF_US;
+                srv_log(DEBUG, NFS, "req=%08x tenant=%u %s on the loop took a major fault: "
+                        "calls go to the workers for %llu ms", r->call.xid, r->p.tenant,
+                        r->desc->name, (unsigned long long)(LOOP_BACKOFF_US / 1000));
+            }
+            if (done) {
+                atomic_fetch_add(&s->loop_answers, 1);
+                req_done(r);
+                return;
+            }
+            atomic_fetch_add(&s->loop_retries, 1);
+        }
+    }
+    srv_work_submit(r->conn->loop, req_work, req_done, r);
+}
+
 static void req_qos_go(void *arg, int err)
 {
     struct nfs_req *r = arg;
@@ -579,7 +679,7 @@ static void req_qos_go(void *arg, int err)
         req_throttled(r);
         return;
     }
-    srv_work_submit(r->conn->loop, req_work, req_done, r);
+    req_run(r);
 }
 
 static uint32_t rd32(const uint8_t *p)
@@ -623,7 +723,7 @@ static void req_dispatch(struct nfs_conn *cn, struct nfs_req *r)
     uint64_t bytes;
     if (!q || r->call.prog != NFS_PROG || r->call.proc == NFSPROC3_NULL ||
         !req_qos_class(r, &p.tenant, &cls, &bytes)) {
-        srv_work_submit(cn->loop, req_work, req_done, r);
+        req_run(r);
         return;
     }
     r->qnext = cn->qwait;
@@ -1185,10 +1285,25 @@ static void rpcbind_register(struct nfs_server *s)
             "%u with rpcbind", s->port);
 }
 
+static void render_loop_answers(void *arg, struct evbuffer *out)
+{
+    struct nfs_server *s = arg;
+    evbuffer_add_printf(
+        out,
+        "# HELP s3nfs_nfs_loop_answers_total NFS calls answered on an event-loop thread.\n"
+        "# TYPE s3nfs_nfs_loop_answers_total counter\ns3nfs_nfs_loop_answers_total %llu\n"
+        "# HELP s3nfs_nfs_loop_retries_total NFS calls tried on an event-loop thread that "
+        "would have waited there, then run on a worker.\n"
+        "# TYPE s3nfs_nfs_loop_retries_total counter\ns3nfs_nfs_loop_retries_total %llu\n",
+        (unsigned long long)atomic_load(&s->loop_answers),
+        (unsigned long long)atomic_load(&s->loop_retries));
+}
+
 static void server_free(struct nfs_server *s)
 {
     if (!s)
         return;
+    srv_metrics_remove_renderer(render_loop_answers, s);
     mnt_list_free(s);
     nfs_drc_free(s->drc);
     nlm_grants_free(s->grants);
@@ -1257,6 +1372,7 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
             close(s->lfd);
         goto fail;
     }
+    srv_metrics_add_renderer(render_loop_answers, s);
     if (s->cfg.register_rpcbind)
         rpcbind_register(s);
     srv_log(INFO, NFS, "req=- tenant=- NFSv3 + MOUNTv3 + NLMv4 + NSMv1 listening on %s (port %u, "

@@ -5,9 +5,11 @@
  * and NSM (100024 v1) on the same port, so a client needs only port= and
  * mountport= set to it (docs/nfs.md). The transport
  * (record marking, RPC call header, replies) runs on the srv_loop event
- * loops; every procedure runs on the worker pool through the namespace core
- * (core.h), and replies may leave out of order. Exports, squash rules and the
- * tenant of each client come from tenants/tenants.h.
+ * loops; procedures run through the namespace core (core.h) on the worker
+ * pool, those that only read (metadata, verified cached data) on the loop
+ * thread when the core can answer without waiting (nfs_rpc.c), and replies
+ * may leave out of order. Exports, squash rules and the tenant of each
+ * client come from tenants/tenants.h.
  * Thread: nfs_server_start/stop from the main thread, after srv_loops_start()
  * and before srv_loops_stop(). */
 #ifndef NFS_SERVER_H
@@ -27,6 +29,7 @@ struct nfs_server_config {
     int max_conns;         /* concurrent connections; 0 = 10000. More: accepted, closed at once */
     int idle_timeout_s;    /* close a connection idle (nothing read, nothing in flight or
                               waiting to be sent) this long; 0 = never */
+    int worker_only;       /* nonzero: no procedure is answered on a loop thread */
 };
 
 /** Bind the listener and start serving.

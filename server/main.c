@@ -688,6 +688,7 @@ static int start_all(struct daemon *d)
         .nlm_grace_s = (int)d->cfg.nlm_grace_period,
         .max_conns = (int)d->cfg.nfs_max_conns,
         .idle_timeout_s = (int)d->cfg.nfs_idle_timeout_s,
+        .worker_only = !d->cfg.nfs_loop_answers,
     };
     rc = nfs_server_start(&d->nfs, &nc, d->core, d->tenants);
     if (rc < 0) {

@@ -73,6 +73,7 @@ struct srv_config {
     int64_t nlm_grace_period;
     int64_t nfs_max_conns;
     int64_t nfs_idle_timeout_s;
+    bool nfs_loop_answers;
     /* store */
     uint64_t data_file_size;
     uint64_t data_file_initial;

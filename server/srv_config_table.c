@@ -138,6 +138,11 @@ const struct srv_config_opt srv_config_table[] = {
         "Seconds after which an NFS connection that sent nothing, has no call in flight and "
         "no reply waiting to be sent is closed (clients reconnect on their next call). 0: "
         "never."),
+    OPT(nfs_loop_answers, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Answer GETATTR, LOOKUP, ACCESS and READs of data already verified in the page cache "
+        "on the connection's event-loop thread, without a hand-off to a worker (a loop that "
+        "takes a major page fault sends calls to the workers for a second). false: every call "
+        "runs on a worker."),
     /* store */
     OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE,
         NULL, "Most bytes each data file grows to (when no devices are given). Raising it adds "

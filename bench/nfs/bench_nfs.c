@@ -1,25 +1,42 @@
 /* SPDX-License-Identifier: Apache-2.0
  * bench_nfs: an NFSv3 load generator on libnfs's raw async RPC API.
  *
- * One TCP connection, one thread, many calls in flight (like a kernel client
- * with a deep slot table). It mounts an export, makes a fresh work directory
- * in its root and measures, in order:
- *   seq_write   1 GiB as 1 MiB UNSTABLE WRITEs (qd in flight), then COMMIT (MB/s)
- *   seq_read    the same file back as 1 MiB READs after one untimed read of
- *               it (warm on both servers) (MB/s)
- *   getattr     GETATTR of that file, qd in flight, for --secs (ops/s)
- *   lookup      LOOKUP of that file's name, qd in flight, for --secs (ops/s)
- *   create      CREATE + 4 KiB UNSTABLE WRITE + COMMIT per file, --files-qd
- *               chains in flight, for --secs or --files files (files/s)
- *   readdirplus a full READDIRPLUS walk of a directory of --dir-entries files
- *               (setup not timed), median of --rdp-walks walks (3) (ms)
- * With --server-pid, each phase also reports the server process's CPU time
- * (user + system, all threads, from /proc) per operation as <phase>_cpu: far
- * less disturbed by a shared machine than the rates are.
+ * One TCP connection, one thread, a chosen number of operations in flight
+ * (like a kernel client with a deep slot table, or an application doing one
+ * thing at a time). It mounts an export, makes a fresh work directory in its
+ * root and runs every phase at every depth of --depths (default 1,16), each
+ * row named <phase>_qd<depth>:
+ *   seq_write        a --size-mib file as 1 MiB UNSTABLE WRITEs, then COMMIT,
+ *                    timed to the COMMIT reply (MB/s)
+ *   seq_read_first   the first read of that file, right after the COMMIT (MB/s)
+ *   seq_read         the next read of it: warm on both servers (MB/s)
+ *   read_4k          4 KiB READs at random aligned offsets of the warm file,
+ *                    for --secs (ops/s); the file is then removed
+ *   getattr, lookup, access   of one file, for --secs (ops/s)
+ *   create_empty     CREATE (GUARDED) of new names, for --secs (files/s)
+ *   create_4k        CREATE (GUARDED) + 4 KiB UNSTABLE WRITE + COMMIT per file
+ *                    (COMMIT sent, as clients do, only when the WRITE answered
+ *                    UNSTABLE), for --secs (files/s)
+ *   readdir, readdirplus   whole walks of a directory of --dir-entries files
+ *                    (made first, not timed), 64 KiB per call, each walk one
+ *                    operation, for --secs and at least 3 walks (entries/s)
+ * At depth 1 every row also gets <row>_p50 and <row>_p99: the latency of one
+ * operation in microseconds (one call; a CREATE chain or a directory walk as a
+ * whole), from every operation of the phase. With --server-pid every row gets
+ * <row>_cpu: the server's CPU time (user + system, all threads, /proc/PID/stat)
+ * per operation, per MiB or per walk.
+ *
+ * --populate N gives the server a history instead: N files of 4 KiB (CREATE +
+ * WRITE + COMMIT, 64 in flight) in directories of 1000 under "hist", then
+ * --mix-secs of mixed load on them at 16 in flight (GETATTR, LOOKUP, 4 KiB
+ * READ, 4 KiB FILE_SYNC overwrite, READDIRPLUS of a directory's first 8 KiB,
+ * and REMOVE + CREATE + WRITE + COMMIT replacing a file), reported as the rows
+ * hist_populate (files/s) and hist_mix (ops/s).
+ *
  * Each result is one line "RESULT <name> <value> <unit>" on stdout, so
- * bench/nfs/run.sh can put two servers side by side. Any NFS error aborts the
- * run with a message naming the procedure and nfsstat3; results are never
- * printed for a phase that failed.
+ * bench/nfs/run.sh can put two servers side by side. Any NFS error, short
+ * transfer or wrong data read back aborts the run with a message naming the
+ * procedure; results are never printed for a phase that failed.
  * Usage: bench_nfs --host H --nfs-port P --mount-port P --export PATH [options] */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +61,9 @@
 
 #define MIB (1024u * 1024u)
 #define MAX_QD 256
+#define MAX_DEPTHS 4
+#define HIST_DIR_FILES 1000
+#define SMALL 4096u
 
 struct opts {
     const char *host;
@@ -51,16 +71,18 @@ struct opts {
     const char *export_path;
     uint64_t size;      /* bytes of the sequential file */
     uint32_t chunk;     /* bytes per READ/WRITE (capped by FSINFO) */
-    int qd;             /* calls in flight for seq/getattr/lookup */
-    int files_qd;       /* create chains in flight */
+    int depths[MAX_DEPTHS];
+    int ndepths;
     double secs;        /* duration of the rate phases */
-    int files;          /* most files in the create phase */
-    int dir_entries;    /* entries of the READDIRPLUS directory */
-    uint32_t rdp_max;   /* READDIRPLUS maxcount */
-    int rdp_walks;      /* READDIRPLUS walks (the median is reported) */
+    int files;          /* most files per create phase */
+    int dir_entries;    /* entries of the READDIR(PLUS) directory */
+    uint32_t rdp_max;   /* READDIR(PLUS) dircount/maxcount */
     const char *only;   /* comma list of phases to run, NULL = all */
     int uid, gid;
     int server_pid;     /* nonzero: also report the server's CPU per operation */
+    int populate;       /* nonzero: build a history of this many files instead */
+    double mix_secs;
+    unsigned seed;
 };
 
 /* A file handle we own (results' handles are freed after their callback). */
@@ -69,17 +91,66 @@ struct fh {
     char val[NFS3_FHSIZE];
 };
 
+struct bench;
+
+/* One operation in flight: a call, or a chain of calls (create, walk). */
+struct slot {
+    struct bench *b;
+    const char *what; /* procedure in flight, for error messages */
+    double t0;        /* start of the current operation */
+    int step;
+    uint64_t off;
+    struct fh fh;
+    uint64_t cookie;
+    char verf[NFS3_COOKIEVERFSIZE];
+    int entries;
+    int kind;         /* mixed load: which operation */
+    int64_t idx;      /* mixed load / populate: the file's index */
+    char name[48];
+};
+
+struct phase {
+    const char *name;
+    const char *unit;     /* of the rate: MB/s, ops/s, files/s, entries/s */
+    const char *cpu_unit; /* us/MiB, us/op, us/file, us/walk */
+    bool timed;           /* stop starting operations after --secs */
+    /* Start an operation on @p s. @return 1 sent, 0 nothing left to do, -1 failed. */
+    int (*start)(struct bench *b, struct slot *s);
+    /* A reply for @p s. @return 1 the operation goes on (a call was sent), 0 done, -1 failed. */
+    int (*reply)(struct bench *b, struct slot *s, void *res);
+};
+
+struct lat {
+    float *v;
+    size_t n, cap;
+};
+
 struct bench {
     struct opts o;
     struct rpc_context *rpc;
-    struct fh root, dir, file;
-    bool failed;      /* a call failed: stop the phase, exit non-zero */
+    struct fh root, dir, file, meta, cdir, rdir;
+    bool failed;
     int inflight;
-    int done;         /* phase-specific completion flag */
-    double t_end;     /* rate phases: stop issuing after this time */
-    uint64_t next_off, completed;
-    char *buf;        /* write payload (chunk bytes) */
+    /* the phase running */
+    const struct phase *ph;
+    double t_end;
+    int active;          /* slots with an operation going on */
+    uint64_t ops;        /* operations completed */
+    uint64_t units;      /* bytes or entries moved */
+    uint64_t next_off;   /* sequential phases: next offset to send */
+    uint64_t limit;      /* most operations to start (0: none) */
+    uint64_t started;
+    struct lat lat;
+    char *buf;           /* write payload (chunk bytes of a known pattern) */
+    int cseq;            /* create phases: next name */
+    /* history */
+    struct fh *hfh;      /* the populated files' handles */
+    struct fh *hdir;     /* their directories */
+    unsigned char *hbusy;
+    int64_t hcount;
 };
+
+/* ---- small helpers ---- */
 
 /* CPU microseconds used so far by process @p pid (all threads), or -1. */
 static double cpu_us(int pid)
@@ -105,15 +176,6 @@ static double cpu_us(int pid)
     return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* Print "RESULT <name>_cpu <us per unit>" when --server-pid was given. */
-static void report_cpu(struct bench *b, const char *name, double c0, double ops, const char *unit)
-{
-    double c1 = cpu_us(b->o.server_pid);
-    if (c0 < 0 || c1 < 0 || ops <= 0)
-        return;
-    printf("RESULT %s_cpu %.1f %s\n", name, (c1 - c0) / ops, unit);
-}
-
 static void fh_set(struct fh *dst, const nfs_fh3 *src)
 {
     dst->len = src->data.data_len > NFS3_FHSIZE ? NFS3_FHSIZE : src->data.data_len;
@@ -128,20 +190,11 @@ static nfs_fh3 fh_arg(struct fh *f)
     return r;
 }
 
-static void fail(struct bench *b, const char *what, int status, const char *detail)
+static void fail(struct bench *b, const char *what, const char *detail)
 {
     if (!b->failed)
-        fprintf(stderr, "bench_nfs: %s failed: %s%s%s\n", what,
-                status == RPC_STATUS_SUCCESS ? "" : "rpc error ",
-                detail ? detail : "", "");
+        fprintf(stderr, "bench_nfs: %s failed: %s\n", what, detail ? detail : "");
     b->failed = true;
-}
-
-static void fail_nfs(struct bench *b, const char *what, int nfsstat)
-{
-    char msg[64];
-    snprintf(msg, sizeof(msg), "nfsstat3 %d", nfsstat);
-    fail(b, what, RPC_STATUS_SUCCESS, msg);
 }
 
 /* Every NFSv3 result (GETATTR3res, WRITE3res, ...) starts with its nfsstat3. */
@@ -153,12 +206,16 @@ _Static_assert(offsetof(WRITE3res, status) == 0 && offsetof(READDIRPLUS3res, sta
 static bool reply_ok(struct bench *b, const char *what, int status, void *data)
 {
     if (status != RPC_STATUS_SUCCESS) {
-        fail(b, what, status, data);
+        char msg[256];
+        snprintf(msg, sizeof(msg), "rpc error %s", data ? (const char *)data : "");
+        fail(b, what, msg);
         return false;
     }
     nfsstat3 st = *(const nfsstat3 *)data;
     if (st != NFS3_OK) {
-        fail_nfs(b, what, st);
+        char msg[64];
+        snprintf(msg, sizeof(msg), "nfsstat3 %d", st);
+        fail(b, what, msg);
         return false;
     }
     return true;
@@ -168,7 +225,7 @@ static bool reply_ok(struct bench *b, const char *what, int status, void *data)
 static bool take_handle(struct bench *b, const char *what, post_op_fh3 *obj, struct fh *out)
 {
     if (!obj->handle_follows) {
-        fail(b, what, RPC_STATUS_SUCCESS, "no handle in reply");
+        fail(b, what, "no handle in reply");
         return false;
     }
     fh_set(out, &obj->post_op_fh3_u.handle);
@@ -179,7 +236,7 @@ static bool take_handle(struct bench *b, const char *what, post_op_fh3 *obj, str
 static bool sent(struct bench *b, const char *what, int rc)
 {
     if (rc != 0) {
-        fail(b, what, RPC_STATUS_ERROR, rpc_get_error(b->rpc));
+        fail(b, what, rpc_get_error(b->rpc));
         return false;
     }
     b->inflight++;
@@ -212,13 +269,41 @@ static int loop_until(struct bench *b, int *flag)
     return b->failed ? -1 : 0;
 }
 
-/* Run the event loop until no call is in flight. */
-static int drain(struct bench *b)
+static void lat_add(struct lat *l, double us)
 {
-    while (b->inflight > 0 && !b->failed)
-        if (pump(b) < 0)
-            return -1;
-    return b->failed ? -1 : 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 65536;
+        float *v = realloc(l->v, cap * sizeof(*v));
+        if (!v)
+            return; /* keep what we have: percentiles of a prefix */
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (float)us;
+}
+
+static int cmp_float(const void *x, const void *y)
+{
+    float a = *(const float *)x, c = *(const float *)y;
+    return a < c ? -1 : a > c;
+}
+
+static double lat_pct(struct lat *l, double p)
+{
+    if (!l->n)
+        return 0;
+    size_t i = (size_t)(p / 100.0 * (double)(l->n - 1) + 0.5);
+    return l->v[i];
+}
+
+/* The chunk's pattern byte at file offset @p off (every chunk holds the same bytes). */
+static bool data_ok(struct bench *b, uint64_t off, const char *p, uint32_t n)
+{
+    uint32_t in = (uint32_t)(off % b->o.chunk);
+    if (in + n <= b->o.chunk)
+        return memcmp(p, b->buf + in, n) == 0;
+    uint32_t first = b->o.chunk - in;
+    return memcmp(p, b->buf + in, first) == 0 && memcmp(p + first, b->buf, n - first) == 0;
 }
 
 /* ---- connect and mount ---- */
@@ -234,7 +319,7 @@ static void connect_cb(struct rpc_context *rpc, int status, void *data, void *pr
 {
     struct sync_ctx *s = priv;
     if (status != RPC_STATUS_SUCCESS)
-        fail(s->b, "connect", status, data);
+        fail(s->b, "connect", data);
     s->done = 1;
 }
 
@@ -244,11 +329,13 @@ static void mnt_cb(struct rpc_context *rpc, int status, void *data, void *priv)
     mountres3 *res = data;
     s->done = 1;
     if (status != RPC_STATUS_SUCCESS) {
-        fail(s->b, "MOUNT", status, data);
+        fail(s->b, "MOUNT", data);
         return;
     }
     if (res->fhs_status != MNT3_OK) {
-        fail_nfs(s->b, "MOUNT", res->fhs_status);
+        char msg[32];
+        snprintf(msg, sizeof(msg), "mountstat3 %d", res->fhs_status);
+        fail(s->b, "MOUNT", msg);
         return;
     }
     fhandle3 *h = &res->mountres3_u.mountinfo.fhandle;
@@ -305,6 +392,7 @@ static void fsinfo_cb(struct rpc_context *rpc, int status, void *data, void *pri
     struct sync_ctx *s = priv;
     FSINFO3res *res = data;
     s->done = 1;
+    s->b->inflight--;
     if (reply_ok(s->b, "FSINFO", status, data)) {
         s->rtmax = res->FSINFO3res_u.resok.rtmax;
         s->wtmax = res->FSINFO3res_u.resok.wtmax;
@@ -315,7 +403,8 @@ static int do_fsinfo(struct bench *b)
 {
     struct sync_ctx s = { .b = b };
     FSINFO3args a = { .fsroot = fh_arg(&b->root) };
-    if (rpc_nfs3_fsinfo_async(b->rpc, fsinfo_cb, &a, &s) != 0 || loop_until(b, &s.done))
+    if (!sent(b, "FSINFO", rpc_nfs3_fsinfo_async(b->rpc, fsinfo_cb, &a, &s)) ||
+        loop_until(b, &s.done))
         return -1;
     uint32_t m = s.rtmax < s.wtmax ? s.rtmax : s.wtmax;
     if (m && b->o.chunk > m) {
@@ -328,13 +417,18 @@ static int do_fsinfo(struct bench *b)
 
 /* ---- synchronous helpers for setup ---- */
 
-static void mkdir_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void sync_handle_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
     struct sync_ctx *s = priv;
-    MKDIR3res *res = data;
     s->done = 1;
-    if (reply_ok(s->b, "MKDIR", status, data))
-        take_handle(s->b, "MKDIR", &res->MKDIR3res_u.resok.obj, &s->fh);
+    s->b->inflight--;
+    if (!reply_ok(s->b, "MKDIR/CREATE/LOOKUP", status, data))
+        return;
+    /* MKDIR3resok and CREATE3resok both start with post_op_fh3 obj. */
+    _Static_assert(offsetof(MKDIR3res, MKDIR3res_u.resok.obj) ==
+                       offsetof(CREATE3res, CREATE3res_u.resok.obj),
+                   "MKDIR and CREATE replies start alike");
+    take_handle(s->b, "MKDIR/CREATE", &((CREATE3res *)data)->CREATE3res_u.resok.obj, &s->fh);
 }
 
 static int do_mkdir(struct bench *b, struct fh *parent, const char *name, struct fh *out)
@@ -346,19 +440,11 @@ static int do_mkdir(struct bench *b, struct fh *parent, const char *name, struct
     a.where.name = (char *)name;
     a.attributes.mode.set_it = 1;
     a.attributes.mode.set_mode3_u.mode = 0755;
-    if (rpc_nfs3_mkdir_async(b->rpc, mkdir_cb, &a, &s) != 0 || loop_until(b, &s.done))
+    if (!sent(b, "MKDIR", rpc_nfs3_mkdir_async(b->rpc, sync_handle_cb, &a, &s)) ||
+        loop_until(b, &s.done))
         return -1;
     *out = s.fh;
     return 0;
-}
-
-static void create1_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    struct sync_ctx *s = priv;
-    CREATE3res *res = data;
-    s->done = 1;
-    if (reply_ok(s->b, "CREATE", status, data))
-        take_handle(s->b, "CREATE", &res->CREATE3res_u.resok.obj, &s->fh);
 }
 
 static void create_args(CREATE3args *a, struct fh *dir, const char *name, createmode3 how)
@@ -376,455 +462,605 @@ static int do_create(struct bench *b, struct fh *dir, const char *name, struct f
     struct sync_ctx s = { .b = b };
     CREATE3args a;
     create_args(&a, dir, name, UNCHECKED);
-    if (rpc_nfs3_create_async(b->rpc, create1_cb, &a, &s) != 0 || loop_until(b, &s.done))
+    if (!sent(b, "CREATE", rpc_nfs3_create_async(b->rpc, sync_handle_cb, &a, &s)) ||
+        loop_until(b, &s.done))
         return -1;
     *out = s.fh;
     return 0;
 }
 
-/* ---- sequential write + commit ---- */
-
-static void seqw_issue(struct bench *b);
-
-static void commit_done_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void sync_status_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
-    struct bench *b = priv;
-    b->inflight--;
-    b->done = 1;
-    reply_ok(b, "COMMIT", status, data);
+    struct sync_ctx *s = priv;
+    s->done = 1;
+    s->b->inflight--;
+    reply_ok(s->b, "REMOVE/COMMIT/WRITE", status, data);
 }
 
-static void seqw_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static int do_remove(struct bench *b, struct fh *dir, const char *name)
 {
-    struct bench *b = priv;
-    WRITE3res *res = data;
-    b->inflight--;
-    if (!reply_ok(b, "WRITE", status, data))
-        return;
-    if (res->WRITE3res_u.resok.count != b->o.chunk) {
-        fail(b, "WRITE", RPC_STATUS_SUCCESS, "short write");
-        return;
-    }
-    b->completed += b->o.chunk;
-    seqw_issue(b);
-}
-
-static void seqw_issue(struct bench *b)
-{
-    while (!b->failed && b->inflight < b->o.qd && b->next_off < b->o.size) {
-        WRITE3args a;
-        memset(&a, 0, sizeof(a));
-        a.file = fh_arg(&b->file);
-        a.offset = b->next_off;
-        a.count = b->o.chunk;
-        a.stable = UNSTABLE;
-        a.data.data_len = b->o.chunk;
-        a.data.data_val = b->buf;
-        if (!sent(b, "WRITE", rpc_nfs3_write_async(b->rpc, seqw_cb, &a, b)))
-            return;
-        b->next_off += b->o.chunk;
-    }
-    if (!b->failed && b->inflight == 0 && b->next_off >= b->o.size) {
-        COMMIT3args c;
-        memset(&c, 0, sizeof(c));
-        c.file = fh_arg(&b->file);
-        sent(b, "COMMIT", rpc_nfs3_commit_async(b->rpc, commit_done_cb, &c, b));
-    }
-}
-
-static int phase_seq_write(struct bench *b)
-{
-    b->next_off = 0;
-    b->completed = 0;
-    b->done = 0;
-    double c0 = cpu_us(b->o.server_pid);
-    double t0 = bench_now();
-    seqw_issue(b);
-    if (loop_until(b, &b->done))
+    struct sync_ctx s = { .b = b };
+    REMOVE3args a;
+    memset(&a, 0, sizeof(a));
+    a.object.dir = fh_arg(dir);
+    a.object.name = (char *)name;
+    if (!sent(b, "REMOVE", rpc_nfs3_remove_async(b->rpc, sync_status_cb, &a, &s)) ||
+        loop_until(b, &s.done))
         return -1;
-    double dt = bench_now() - t0;
-    printf("RESULT seq_write %.1f MB/s\n", (double)b->o.size / dt / 1e6);
-    report_cpu(b, "seq_write", c0, (double)b->o.size / MIB, "us/MiB");
-    fflush(stdout);
     return 0;
 }
 
-/* ---- sequential read ---- */
-
-static void seqr_issue(struct bench *b);
-
-static void seqr_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static int do_commit(struct bench *b, struct fh *f)
 {
-    struct bench *b = priv;
-    READ3res *res = data;
-    b->inflight--;
-    if (!reply_ok(b, "READ", status, data))
-        return;
-    if (res->READ3res_u.resok.count != b->o.chunk) {
-        fail(b, "READ", RPC_STATUS_SUCCESS, "short read");
-        return;
-    }
-    b->completed += res->READ3res_u.resok.count;
-    seqr_issue(b);
-}
-
-static void seqr_issue(struct bench *b)
-{
-    while (!b->failed && b->inflight < b->o.qd && b->next_off < b->o.size) {
-        READ3args a;
-        memset(&a, 0, sizeof(a));
-        a.file = fh_arg(&b->file);
-        a.offset = b->next_off;
-        a.count = b->o.chunk;
-        if (!sent(b, "READ", rpc_nfs3_read_async(b->rpc, seqr_cb, &a, b)))
-            return;
-        b->next_off += b->o.chunk;
-    }
-    if (b->inflight == 0 && b->next_off >= b->o.size)
-        b->done = 1;
-}
-
-/* Read the whole file once. @return 0, -1 (an error, or a short file). */
-static int seq_read_once(struct bench *b)
-{
-    b->next_off = 0;
-    b->completed = 0;
-    b->done = 0;
-    seqr_issue(b);
-    if (loop_until(b, &b->done))
-        return -1;
-    if (b->completed != b->o.size) {
-        fprintf(stderr, "bench_nfs: read %llu of %llu bytes\n", (unsigned long long)b->completed,
-                (unsigned long long)b->o.size);
-        return -1;
-    }
-    return 0;
-}
-
-/* An untimed read first, then the timed one: the file is warm on both
- * servers (ganesha's buffered writes left it in the page cache; s3nfsd wrote
- * it with O_DIRECT and verifies each extent's CRC on its first read). */
-static int phase_seq_read(struct bench *b)
-{
-    double w0 = bench_now(), wc = cpu_us(b->o.server_pid);
-    if (seq_read_once(b))
-        return -1;
-    double wdt = bench_now() - w0, wc1 = cpu_us(b->o.server_pid);
-    fprintf(stderr, "bench_nfs: warm-up read %.1f MB/s", (double)b->o.size / wdt / 1e6);
-    if (wc >= 0 && wc1 >= 0)
-        fprintf(stderr, ", server CPU %.1f us/MiB", (wc1 - wc) / ((double)b->o.size / MIB));
-    fprintf(stderr, " (not timed)\n");
-    double c0 = cpu_us(b->o.server_pid);
-    double t0 = bench_now();
-    if (seq_read_once(b))
-        return -1;
-    double dt = bench_now() - t0;
-    printf("RESULT seq_read %.1f MB/s\n", (double)b->o.size / dt / 1e6);
-    report_cpu(b, "seq_read", c0, (double)b->o.size / MIB, "us/MiB");
-    fflush(stdout);
-    return 0;
-}
-
-/* ---- GETATTR / LOOKUP rate ---- */
-
-static void meta_issue(struct bench *b, bool lookup);
-
-static void meta_done(struct bench *b, bool lookup, int status, void *data)
-{
-    b->inflight--;
-    if (reply_ok(b, lookup ? "LOOKUP" : "GETATTR", status, data)) {
-        b->completed++;
-        meta_issue(b, lookup);
-    }
-}
-
-static void getattr_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    meta_done(priv, false, status, data);
-}
-
-static void lookup_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    meta_done(priv, true, status, data);
-}
-
-static void meta_issue(struct bench *b, bool lookup)
-{
-    bool stop = bench_now() >= b->t_end;
-    while (!b->failed && !stop && b->inflight < b->o.qd) {
-        int rc;
-        if (lookup) {
-            LOOKUP3args a;
-            a.what.dir = fh_arg(&b->dir);
-            a.what.name = "seq";
-            rc = rpc_nfs3_lookup_async(b->rpc, lookup_cb, &a, b);
-        } else {
-            GETATTR3args a = { .object = fh_arg(&b->file) };
-            rc = rpc_nfs3_getattr_async(b->rpc, getattr_cb, &a, b);
-        }
-        if (!sent(b, lookup ? "LOOKUP" : "GETATTR", rc))
-            return;
-    }
-    if (stop && b->inflight == 0)
-        b->done = 1;
-}
-
-static int phase_meta(struct bench *b, bool lookup)
-{
-    b->completed = 0;
-    b->done = 0;
-    double c0 = cpu_us(b->o.server_pid);
-    double t0 = bench_now();
-    b->t_end = t0 + b->o.secs;
-    meta_issue(b, lookup);
-    if (loop_until(b, &b->done))
-        return -1;
-    double dt = bench_now() - t0;
-    printf("RESULT %s %.0f ops/s\n", lookup ? "lookup" : "getattr", (double)b->completed / dt);
-    report_cpu(b, lookup ? "lookup" : "getattr", c0, (double)b->completed, "us/op");
-    fflush(stdout);
-    return 0;
-}
-
-/* ---- create + 4 KiB write + commit, many chains in flight ---- */
-
-struct chain {
-    struct bench *b;
-    struct fh fh;
-    char name[32];
-};
-
-static int chain_start(struct bench *b, struct chain *ch);
-static struct fh create_dir;
-static int create_started, create_target;
-
-static void chain_next(struct bench *b, struct chain *ch)
-{
-    b->completed++;
-    if (bench_now() < b->t_end && create_started < create_target)
-        chain_start(b, ch);
-    else if (b->inflight == 0)
-        b->done = 1;
-}
-
-static void chain_commit_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    struct chain *ch = priv;
-    struct bench *b = ch->b;
-    b->inflight--;
-    if (reply_ok(b, "COMMIT", status, data))
-        chain_next(b, ch);
-}
-
-static void chain_write_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    struct chain *ch = priv;
-    struct bench *b = ch->b;
-    WRITE3res *res = data;
-    b->inflight--;
-    if (!reply_ok(b, "WRITE", status, data))
-        return;
-    if (res->WRITE3res_u.resok.committed != UNSTABLE) {
-        /* Already durable: COMMIT would be a no-op, but a client sends it anyway
-         * only when the reply said UNSTABLE. Mirror that. */
-        chain_next(b, ch);
-        return;
-    }
+    struct sync_ctx s = { .b = b };
     COMMIT3args c;
     memset(&c, 0, sizeof(c));
-    c.file = fh_arg(&ch->fh);
-    sent(b, "COMMIT", rpc_nfs3_commit_async(b->rpc, chain_commit_cb, &c, ch));
-}
-
-static void chain_create_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    struct chain *ch = priv;
-    struct bench *b = ch->b;
-    CREATE3res *res = data;
-    b->inflight--;
-    if (!reply_ok(b, "CREATE", status, data) ||
-        !take_handle(b, "CREATE", &res->CREATE3res_u.resok.obj, &ch->fh))
-        return;
-    WRITE3args a;
-    memset(&a, 0, sizeof(a));
-    a.file = fh_arg(&ch->fh);
-    a.count = 4096;
-    a.stable = UNSTABLE;
-    a.data.data_len = 4096;
-    a.data.data_val = b->buf;
-    sent(b, "WRITE", rpc_nfs3_write_async(b->rpc, chain_write_cb, &a, ch));
-}
-
-static int chain_start(struct bench *b, struct chain *ch)
-{
-    snprintf(ch->name, sizeof(ch->name), "f%07d", create_started++);
-    CREATE3args a;
-    create_args(&a, &create_dir, ch->name, GUARDED);
-    return sent(b, "CREATE", rpc_nfs3_create_async(b->rpc, chain_create_cb, &a, ch)) ? 0 : -1;
-}
-
-static int phase_create(struct bench *b)
-{
-    if (do_mkdir(b, &b->dir, "create", &create_dir))
+    c.file = fh_arg(f);
+    if (!sent(b, "COMMIT", rpc_nfs3_commit_async(b->rpc, sync_status_cb, &c, &s)) ||
+        loop_until(b, &s.done))
         return -1;
-    struct chain chains[MAX_QD];
-    b->completed = 0;
-    b->done = 0;
-    create_started = 0;
-    create_target = b->o.files;
+    return 0;
+}
+
+/* ---- the phase runner ---- */
+
+static void slot_cb(struct rpc_context *rpc, int status, void *data, void *priv);
+
+/* Send the next call of @p s. @return 1 (sent), -1 (failed). */
+#define SLOT_SEND(b, s, nm, fn, args)                                                              \
+    ((s)->what = (nm), sent((b), (nm), fn((b)->rpc, slot_cb, (args), (s))) ? 1 : -1)
+
+/* Start operations on @p s until one is in flight or none is left. */
+static void slot_next(struct bench *b, struct slot *s)
+{
+    double now = bench_now();
+    if (b->failed || (b->ph->timed && now >= b->t_end) || (b->limit && b->started >= b->limit)) {
+        b->active--;
+        return;
+    }
+    s->t0 = now;
+    s->step = 0;
+    int r = b->ph->start(b, s);
+    if (r < 0)
+        b->failed = true;
+    if (r <= 0) {
+        b->active--;
+        return;
+    }
+    b->started++;
+}
+
+static void slot_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    struct slot *s = priv;
+    struct bench *b = s->b;
+    b->inflight--;
+    if (!reply_ok(b, s->what, status, data)) {
+        b->active--;
+        return;
+    }
+    int r = b->ph->reply(b, s, data);
+    if (r > 0)
+        return;
+    if (r < 0) {
+        b->failed = true;
+        b->active--;
+        return;
+    }
+    b->ops++;
+    lat_add(&b->lat, (bench_now() - s->t0) * 1e6);
+    slot_next(b, s);
+}
+
+/* Run @p ph with @p depth operations in flight; print its row (named @p row)
+ * as a rate of units (bytes for MB/s) or operations, with latency percentiles
+ * at depth 1 and the server CPU. @p finish, if set, runs after the last reply
+ * and inside the timed span (COMMIT of a sequential write). */
+static int run_phase(struct bench *b, const struct phase *ph, int depth, const char *row,
+                     int (*finish)(struct bench *b))
+{
+    struct slot slots[MAX_QD];
+    memset(slots, 0, sizeof(slots));
+    b->ph = ph;
+    b->ops = b->units = b->started = 0;
+    b->lat.n = 0;
+    b->next_off = 0;
+    b->active = 0;
     double c0 = cpu_us(b->o.server_pid);
     double t0 = bench_now();
     b->t_end = t0 + b->o.secs;
-    for (int i = 0; i < b->o.files_qd && create_started < create_target; i++) {
-        chains[i].b = b;
-        if (chain_start(b, &chains[i]) != 0)
-            return -1;
+    for (int i = 0; i < depth && !b->failed; i++) {
+        slots[i].b = b;
+        b->active++;
+        slot_next(b, &slots[i]);
     }
-    if (loop_until(b, &b->done))
+    while (b->active > 0 && !b->failed)
+        if (pump(b) < 0)
+            return -1;
+    if (b->failed || (finish && finish(b)))
         return -1;
     double dt = bench_now() - t0;
-    printf("RESULT create_4k %.0f files/s\n", (double)b->completed / dt);
-    report_cpu(b, "create_4k", c0, (double)b->completed, "us/file");
+    double c1 = cpu_us(b->o.server_pid);
+    if (b->ops == 0) {
+        fail(b, row, "no operation completed");
+        return -1;
+    }
+    double work; /* what the CPU is counted per */
+    if (!strcmp(ph->unit, "MB/s")) {
+        printf("RESULT %s %.1f MB/s\n", row, (double)b->units / dt / 1e6);
+        work = (double)b->units / MIB;
+    } else if (!strcmp(ph->unit, "entries/s")) {
+        printf("RESULT %s %.0f entries/s\n", row, (double)b->units / dt);
+        work = (double)b->ops;
+    } else {
+        printf("RESULT %s %.0f %s\n", row, (double)b->ops / dt, ph->unit);
+        work = (double)b->ops;
+    }
+    if (depth == 1) {
+        qsort(b->lat.v, b->lat.n, sizeof(b->lat.v[0]), cmp_float);
+        printf("RESULT %s_p50 %.0f us\n", row, lat_pct(&b->lat, 50));
+        printf("RESULT %s_p99 %.0f us\n", row, lat_pct(&b->lat, 99));
+    }
+    if (c0 >= 0 && c1 >= 0 && work > 0)
+        printf("RESULT %s_cpu %.1f %s\n", row, (c1 - c0) / work, ph->cpu_unit);
     fflush(stdout);
     return 0;
 }
 
-/* ---- READDIRPLUS of a large directory ---- */
+/* ---- sequential write, reads ---- */
 
-static int fill_started, fill_target;
-static struct fh fill_dir;
-static char fill_names[MAX_QD][32];
-
-static void fill_issue(struct bench *b);
-
-static void fill_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static int seqw_start(struct bench *b, struct slot *s)
 {
-    struct bench *b = priv;
-    b->inflight--;
-    if (reply_ok(b, "CREATE", status, data))
-        fill_issue(b);
-}
-
-static void fill_issue(struct bench *b)
-{
-    while (!b->failed && b->inflight < b->o.files_qd && fill_started < fill_target) {
-        /* The name buffer is only read while the call is encoded. */
-        char *name = fill_names[fill_started % MAX_QD];
-        snprintf(name, 32, "entry-%06d", fill_started);
-        CREATE3args a;
-        create_args(&a, &fill_dir, name, UNCHECKED);
-        if (!sent(b, "CREATE", rpc_nfs3_create_async(b->rpc, fill_cb, &a, b)))
-            return;
-        fill_started++;
-    }
-    if (b->inflight == 0 && fill_started >= fill_target)
-        b->done = 1;
-}
-
-struct rdp {
-    struct bench *b;
-    uint64_t cookie;
-    char verf[NFS3_COOKIEVERFSIZE];
-    int entries;
-    int calls;
-    int eof;
-};
-
-static int rdp_issue(struct rdp *r);
-
-static void rdp_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    struct rdp *r = priv;
-    struct bench *b = r->b;
-    READDIRPLUS3res *res = data;
-    b->inflight--;
-    if (!reply_ok(b, "READDIRPLUS", status, data))
-        return;
-    READDIRPLUS3resok *ok = &res->READDIRPLUS3res_u.resok;
-    memcpy(r->verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
-    int n = 0;
-    for (entryplus3 *e = ok->reply.entries; e; e = e->nextentry) {
-        if (strcmp(e->name, ".") && strcmp(e->name, ".."))
-            r->entries++;
-        r->cookie = e->cookie;
-        n++;
-    }
-    if (ok->reply.eof) {
-        r->eof = 1;
-        return;
-    }
-    if (n == 0) {
-        fail(b, "READDIRPLUS", RPC_STATUS_SUCCESS, "no entries and no eof");
-        return;
-    }
-    rdp_issue(r);
-}
-
-static int rdp_issue(struct rdp *r)
-{
-    READDIRPLUS3args a;
+    if (b->next_off >= b->o.size)
+        return 0;
+    WRITE3args a;
     memset(&a, 0, sizeof(a));
-    a.dir = fh_arg(&fill_dir);
-    a.cookie = r->cookie;
-    memcpy(a.cookieverf, r->verf, NFS3_COOKIEVERFSIZE);
-    a.dircount = r->b->o.rdp_max;
-    a.maxcount = r->b->o.rdp_max;
-    if (!sent(r->b, "READDIRPLUS", rpc_nfs3_readdirplus_async(r->b->rpc, rdp_cb, &a, r)))
+    a.file = fh_arg(&b->file);
+    a.offset = b->next_off;
+    a.count = b->o.chunk;
+    a.stable = UNSTABLE;
+    a.data.data_len = b->o.chunk;
+    a.data.data_val = b->buf;
+    b->next_off += b->o.chunk;
+    return SLOT_SEND(b, s, "WRITE", rpc_nfs3_write_async, &a);
+}
+
+static int seqw_reply(struct bench *b, struct slot *s, void *res)
+{
+    if (((WRITE3res *)res)->WRITE3res_u.resok.count != b->o.chunk) {
+        fail(b, "WRITE", "short write");
         return -1;
-    r->calls++;
+    }
+    b->units += b->o.chunk;
     return 0;
 }
 
-static int cmp_double(const void *x, const void *y)
+static int seqw_finish(struct bench *b)
 {
-    double a = *(const double *)x, c = *(const double *)y;
-    return a < c ? -1 : a > c;
+    return do_commit(b, &b->file);
 }
 
-static int phase_readdirplus(struct bench *b)
+static int read_send(struct bench *b, struct slot *s, uint64_t off, uint32_t count)
 {
-    if (do_mkdir(b, &b->dir, "rdp", &fill_dir))
+    READ3args a;
+    memset(&a, 0, sizeof(a));
+    a.file = fh_arg(&b->file);
+    a.offset = off;
+    a.count = count;
+    s->off = off;
+    return SLOT_SEND(b, s, "READ", rpc_nfs3_read_async, &a);
+}
+
+static int seqr_start(struct bench *b, struct slot *s)
+{
+    if (b->next_off >= b->o.size)
+        return 0;
+    uint64_t off = b->next_off;
+    b->next_off += b->o.chunk;
+    return read_send(b, s, off, b->o.chunk);
+}
+
+/* Check a READ reply of @p want bytes at s->off: its length, and its bytes
+ * (all of a small read; a 4 KiB sample, moving with the offset, of a large one). */
+static int read_check(struct bench *b, struct slot *s, void *res, uint32_t want)
+{
+    READ3resok *ok = &((READ3res *)res)->READ3res_u.resok;
+    if (ok->count != want || ok->data.data_len != want) {
+        fail(b, "READ", "short read");
         return -1;
-    fill_started = 0;
-    fill_target = b->o.dir_entries;
-    b->done = 0;
-    double f0 = bench_now();
-    fill_issue(b);
-    if (loop_until(b, &b->done))
+    }
+    uint32_t at = 0, n = want;
+    if (want > SMALL) {
+        at = (uint32_t)((s->off / b->o.chunk) * 4099u % (want - SMALL));
+        n = SMALL;
+    }
+    if (!data_ok(b, s->off + at, ok->data.data_val + at, n)) {
+        fail(b, "READ", "wrong data read back");
         return -1;
-    fprintf(stderr, "bench_nfs: made %d entries in %.2f s\n", fill_target, bench_now() - f0);
-    int walks = b->o.rdp_walks;
-    double *ms = calloc((size_t)walks, sizeof(*ms));
-    if (!ms)
-        return -1;
-    double c0 = cpu_us(b->o.server_pid);
-    int calls = 0;
-    for (int i = 0; i < walks; i++) {
-        struct rdp r;
-        memset(&r, 0, sizeof(r));
-        r.b = b;
-        double t0 = bench_now();
-        if (rdp_issue(&r) != 0 || loop_until(b, &r.eof)) {
-            free(ms);
+    }
+    b->units += want;
+    return 0;
+}
+
+static int seqr_reply(struct bench *b, struct slot *s, void *res)
+{
+    return read_check(b, s, res, b->o.chunk);
+}
+
+static int r4k_start(struct bench *b, struct slot *s)
+{
+    uint64_t blocks = b->o.size / SMALL;
+    uint64_t off = ((uint64_t)rand_r(&b->o.seed) * 65536u + (uint64_t)rand_r(&b->o.seed)) %
+                   blocks * SMALL;
+    return read_send(b, s, off, SMALL);
+}
+
+static int r4k_reply(struct bench *b, struct slot *s, void *res)
+{
+    return read_check(b, s, res, SMALL);
+}
+
+static const struct phase ph_seqw = { "seq_write", "MB/s", "us/MiB", false, seqw_start,
+                                      seqw_reply };
+static const struct phase ph_seqr = { "seq_read", "MB/s", "us/MiB", false, seqr_start,
+                                      seqr_reply };
+static const struct phase ph_r4k = { "read_4k", "ops/s", "us/op", true, r4k_start, r4k_reply };
+
+/* ---- GETATTR, LOOKUP, ACCESS ---- */
+
+static int getattr_start(struct bench *b, struct slot *s)
+{
+    GETATTR3args a = { .object = fh_arg(&b->meta) };
+    return SLOT_SEND(b, s, "GETATTR", rpc_nfs3_getattr_async, &a);
+}
+
+static int lookup_start(struct bench *b, struct slot *s)
+{
+    LOOKUP3args a;
+    a.what.dir = fh_arg(&b->dir);
+    a.what.name = "meta";
+    return SLOT_SEND(b, s, "LOOKUP", rpc_nfs3_lookup_async, &a);
+}
+
+static int access_start(struct bench *b, struct slot *s)
+{
+    ACCESS3args a = { .object = fh_arg(&b->meta), .access = 0x3f };
+    return SLOT_SEND(b, s, "ACCESS", rpc_nfs3_access_async, &a);
+}
+
+static int done_reply(struct bench *b, struct slot *s, void *res)
+{
+    return 0;
+}
+
+static const struct phase ph_getattr = { "getattr", "ops/s", "us/op", true, getattr_start,
+                                         done_reply };
+static const struct phase ph_lookup = { "lookup", "ops/s", "us/op", true, lookup_start,
+                                        done_reply };
+static const struct phase ph_access = { "access", "ops/s", "us/op", true, access_start,
+                                        done_reply };
+
+/* ---- creates ---- */
+
+static int create_send(struct bench *b, struct slot *s, struct fh *dir, createmode3 how)
+{
+    CREATE3args a;
+    create_args(&a, dir, s->name, how);
+    return SLOT_SEND(b, s, "CREATE", rpc_nfs3_create_async, &a);
+}
+
+static int cempty_start(struct bench *b, struct slot *s)
+{
+    snprintf(s->name, sizeof(s->name), "e%07d", b->cseq++);
+    return create_send(b, s, &b->cdir, GUARDED);
+}
+
+static int cempty_reply(struct bench *b, struct slot *s, void *res)
+{
+    return take_handle(b, "CREATE", &((CREATE3res *)res)->CREATE3res_u.resok.obj, &s->fh) ? 0
+                                                                                          : -1;
+}
+
+static int c4k_start(struct bench *b, struct slot *s)
+{
+    snprintf(s->name, sizeof(s->name), "f%07d", b->cseq++);
+    return create_send(b, s, &b->cdir, GUARDED);
+}
+
+static int write_small_send(struct bench *b, struct slot *s, stable_how how)
+{
+    WRITE3args a;
+    memset(&a, 0, sizeof(a));
+    a.file = fh_arg(&s->fh);
+    a.count = SMALL;
+    a.stable = how;
+    a.data.data_len = SMALL;
+    a.data.data_val = b->buf;
+    return SLOT_SEND(b, s, "WRITE", rpc_nfs3_write_async, &a);
+}
+
+static int commit_send(struct bench *b, struct slot *s)
+{
+    COMMIT3args c;
+    memset(&c, 0, sizeof(c));
+    c.file = fh_arg(&s->fh);
+    return SLOT_SEND(b, s, "COMMIT", rpc_nfs3_commit_async, &c);
+}
+
+/* The CREATE + WRITE + COMMIT chain after its CREATE; @return as phase.reply. */
+static int chain_reply(struct bench *b, struct slot *s, void *res)
+{
+    switch (s->step++) {
+    case 0:
+        if (!take_handle(b, "CREATE", &((CREATE3res *)res)->CREATE3res_u.resok.obj, &s->fh))
+            return -1;
+        return write_small_send(b, s, UNSTABLE);
+    case 1:
+        /* Already durable: a client sends COMMIT only when the reply said UNSTABLE. */
+        if (((WRITE3res *)res)->WRITE3res_u.resok.committed != UNSTABLE)
+            return 0;
+        return commit_send(b, s);
+    default:
+        return 0;
+    }
+}
+
+static const struct phase ph_cempty = { "create_empty", "files/s", "us/file", true, cempty_start,
+                                        cempty_reply };
+static const struct phase ph_c4k = { "create_4k", "files/s", "us/file", true, c4k_start,
+                                     chain_reply };
+
+/* ---- directory walks ---- */
+
+static int walk_send(struct bench *b, struct slot *s, bool plus)
+{
+    if (plus) {
+        READDIRPLUS3args a;
+        memset(&a, 0, sizeof(a));
+        a.dir = fh_arg(&b->rdir);
+        a.cookie = s->cookie;
+        memcpy(a.cookieverf, s->verf, NFS3_COOKIEVERFSIZE);
+        a.dircount = b->o.rdp_max;
+        a.maxcount = b->o.rdp_max;
+        return SLOT_SEND(b, s, "READDIRPLUS", rpc_nfs3_readdirplus_async, &a);
+    }
+    READDIR3args a;
+    memset(&a, 0, sizeof(a));
+    a.dir = fh_arg(&b->rdir);
+    a.cookie = s->cookie;
+    memcpy(a.cookieverf, s->verf, NFS3_COOKIEVERFSIZE);
+    a.count = b->o.rdp_max;
+    return SLOT_SEND(b, s, "READDIR", rpc_nfs3_readdir_async, &a);
+}
+
+static int walk_start(struct bench *b, struct slot *s, bool plus)
+{
+    /* Walks are timed, but at least 3 run whatever --secs says. */
+    if (b->started >= 3 && bench_now() >= b->t_end)
+        return 0;
+    s->cookie = 0;
+    memset(s->verf, 0, sizeof(s->verf));
+    s->entries = 0;
+    return walk_send(b, s, plus);
+}
+
+static int walk_reply(struct bench *b, struct slot *s, void *res, bool plus)
+{
+    int n = 0, eof;
+    if (plus) {
+        READDIRPLUS3resok *ok = &((READDIRPLUS3res *)res)->READDIRPLUS3res_u.resok;
+        memcpy(s->verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
+        for (entryplus3 *e = ok->reply.entries; e; e = e->nextentry, n++) {
+            if (strcmp(e->name, ".") && strcmp(e->name, ".."))
+                s->entries++;
+            s->cookie = e->cookie;
+        }
+        eof = ok->reply.eof;
+    } else {
+        READDIR3resok *ok = &((READDIR3res *)res)->READDIR3res_u.resok;
+        memcpy(s->verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
+        for (entry3 *e = ok->reply.entries; e; e = e->nextentry, n++) {
+            if (strcmp(e->name, ".") && strcmp(e->name, ".."))
+                s->entries++;
+            s->cookie = e->cookie;
+        }
+        eof = ok->reply.eof;
+    }
+    if (!eof) {
+        if (n == 0) {
+            fail(b, s->what, "no entries and no eof");
             return -1;
         }
-        ms[i] = (bench_now() - t0) * 1e3;
-        calls = r.calls;
-        if (r.entries != fill_target) {
-            fprintf(stderr, "bench_nfs: READDIRPLUS saw %d entries, expected %d\n", r.entries,
-                    fill_target);
-            free(ms);
-            return -1;
+        return walk_send(b, s, plus);
+    }
+    if (s->entries != b->o.dir_entries) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "a walk saw %d entries, expected %d", s->entries,
+                 b->o.dir_entries);
+        fail(b, s->what, msg);
+        return -1;
+    }
+    b->units += (uint64_t)s->entries;
+    return 0;
+}
+
+static int rd_start(struct bench *b, struct slot *s)
+{
+    return walk_start(b, s, false);
+}
+
+static int rd_reply(struct bench *b, struct slot *s, void *res)
+{
+    return walk_reply(b, s, res, false);
+}
+
+static int rdp_start(struct bench *b, struct slot *s)
+{
+    return walk_start(b, s, true);
+}
+
+static int rdp_reply(struct bench *b, struct slot *s, void *res)
+{
+    return walk_reply(b, s, res, true);
+}
+
+/* Walks are not .timed: walk_start stops them (after at least 3). */
+static const struct phase ph_rd = { "readdir", "entries/s", "us/walk", false, rd_start,
+                                    rd_reply };
+static const struct phase ph_rdp = { "readdirplus", "entries/s", "us/walk", false, rdp_start,
+                                     rdp_reply };
+
+/* Fill b->rdir with --dir-entries empty files, 64 in flight (not timed). */
+static int fill_start(struct bench *b, struct slot *s)
+{
+    if (b->cseq >= b->o.dir_entries)
+        return 0;
+    snprintf(s->name, sizeof(s->name), "entry-%06d", b->cseq++);
+    return create_send(b, s, &b->rdir, UNCHECKED);
+}
+
+static const struct phase ph_fill = { "fill", "files/s", "us/file", false, fill_start,
+                                      done_reply };
+
+/* ---- history: populate, then mixed load ---- */
+
+static int pop_start(struct bench *b, struct slot *s)
+{
+    if (b->cseq >= b->o.populate)
+        return 0;
+    s->idx = b->cseq++;
+    snprintf(s->name, sizeof(s->name), "f%07lld", (long long)s->idx);
+    return create_send(b, s, &b->hdir[s->idx / HIST_DIR_FILES], UNCHECKED);
+}
+
+static int pop_reply(struct bench *b, struct slot *s, void *res)
+{
+    int r = chain_reply(b, s, res);
+    if (r == 0)
+        b->hfh[s->idx] = s->fh;
+    return r;
+}
+
+static const struct phase ph_pop = { "hist_populate", "files/s", "us/file", false, pop_start,
+                                     pop_reply };
+
+enum { MIX_GETATTR, MIX_LOOKUP, MIX_READ, MIX_WRITE, MIX_RDP, MIX_REPLACE };
+
+static int mix_start(struct bench *b, struct slot *s)
+{
+    static const int weights[] = { 30, 20, 25, 10, 5, 10 }; /* percent, in enum order */
+    int64_t i;
+    do
+        i = (int64_t)(((uint64_t)rand_r(&b->o.seed) * 65536u + (uint64_t)rand_r(&b->o.seed)) %
+                      (uint64_t)b->hcount);
+    while (b->hbusy[i]);
+    b->hbusy[i] = 1;
+    s->idx = i;
+    s->fh = b->hfh[i];
+    snprintf(s->name, sizeof(s->name), "f%07lld", (long long)i);
+    struct fh *dir = &b->hdir[i / HIST_DIR_FILES];
+    int r = rand_r(&b->o.seed) % 100, k = 0;
+    while (r >= weights[k]) {
+        r -= weights[k];
+        k++;
+    }
+    s->kind = k;
+    switch (k) {
+    case MIX_GETATTR: {
+        GETATTR3args a = { .object = fh_arg(&s->fh) };
+        return SLOT_SEND(b, s, "GETATTR", rpc_nfs3_getattr_async, &a);
+    }
+    case MIX_LOOKUP: {
+        LOOKUP3args a;
+        a.what.dir = fh_arg(dir);
+        a.what.name = s->name;
+        return SLOT_SEND(b, s, "LOOKUP", rpc_nfs3_lookup_async, &a);
+    }
+    case MIX_READ: {
+        READ3args a;
+        memset(&a, 0, sizeof(a));
+        a.file = fh_arg(&s->fh);
+        a.count = SMALL;
+        return SLOT_SEND(b, s, "READ", rpc_nfs3_read_async, &a);
+    }
+    case MIX_WRITE:
+        return write_small_send(b, s, FILE_SYNC);
+    case MIX_RDP: {
+        READDIRPLUS3args a;
+        memset(&a, 0, sizeof(a));
+        a.dir = fh_arg(dir);
+        a.dircount = 8192;
+        a.maxcount = 8192;
+        return SLOT_SEND(b, s, "READDIRPLUS", rpc_nfs3_readdirplus_async, &a);
+    }
+    default: {
+        REMOVE3args a;
+        memset(&a, 0, sizeof(a));
+        a.object.dir = fh_arg(dir);
+        a.object.name = s->name;
+        return SLOT_SEND(b, s, "REMOVE", rpc_nfs3_remove_async, &a);
+    }
+    }
+}
+
+static int mix_reply(struct bench *b, struct slot *s, void *res)
+{
+    int r = 0;
+    if (s->kind == MIX_REPLACE) {
+        /* REMOVE, then the populate chain again under the same name */
+        if (s->step == 0) {
+            s->step = -1;
+            r = create_send(b, s, &b->hdir[s->idx / HIST_DIR_FILES], UNCHECKED);
+        } else {
+            if (s->step < 0)
+                s->step = 0;
+            r = chain_reply(b, s, res);
+            if (r == 0)
+                b->hfh[s->idx] = s->fh;
+        }
+    } else if (s->kind == MIX_READ) {
+        READ3resok *ok = &((READ3res *)res)->READ3res_u.resok;
+        if (ok->count != SMALL || !data_ok(b, 0, ok->data.data_val, SMALL)) {
+            fail(b, "READ", "wrong data read back from a history file");
+            r = -1;
         }
     }
-    qsort(ms, (size_t)walks, sizeof(ms[0]), cmp_double);
-    printf("RESULT readdirplus_%d %.1f ms\n", fill_target, ms[walks / 2]);
-    free(ms);
-    fprintf(stderr, "bench_nfs: READDIRPLUS walk of %d entries took %d calls\n", fill_target,
-            calls);
-    report_cpu(b, "readdirplus", c0, (double)walks, "us/walk");
-    fflush(stdout);
-    return 0;
+    if (r <= 0)
+        b->hbusy[s->idx] = 0;
+    return r;
+}
+
+static const struct phase ph_mix = { "hist_mix", "ops/s", "us/op", true, mix_start, mix_reply };
+
+static int history(struct bench *b)
+{
+    struct opts *o = &b->o;
+    int64_t ndirs = (o->populate + HIST_DIR_FILES - 1) / HIST_DIR_FILES;
+    b->hfh = calloc((size_t)o->populate, sizeof(*b->hfh));
+    b->hdir = calloc((size_t)ndirs, sizeof(*b->hdir));
+    b->hbusy = calloc((size_t)o->populate, 1);
+    if (!b->hfh || !b->hdir || !b->hbusy)
+        return -1;
+    struct fh top;
+    char name[32];
+    snprintf(name, sizeof(name), "hist-%d-%ld", (int)getpid(), (long)time(NULL));
+    if (do_mkdir(b, &b->root, name, &top))
+        return -1;
+    for (int64_t d = 0; d < ndirs; d++) {
+        snprintf(name, sizeof(name), "d%05lld", (long long)d);
+        if (do_mkdir(b, &top, name, &b->hdir[d]))
+            return -1;
+    }
+    double secs = o->secs;
+    b->cseq = 0;
+    b->limit = 0;
+    if (run_phase(b, &ph_pop, 64, "hist_populate", NULL))
+        return -1;
+    b->hcount = o->populate;
+    o->secs = o->mix_secs;
+    int rc = o->mix_secs > 0 ? run_phase(b, &ph_mix, 16, "hist_mix", NULL) : 0;
+    o->secs = secs;
+    return rc;
 }
 
 /* ---- main ---- */
@@ -833,37 +1069,76 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_nfs --host H --nfs-port P --mount-port P --export PATH\n"
-            "  [--size-mib 1024] [--chunk-kib 1024] [--qd 16] [--files-qd 64] [--secs 3]\n"
-            "  [--files 50000] [--dir-entries 10000] [--rdp-max 65536] [--rdp-walks 3]\n"
-            "  [--uid 0 --gid 0]\n"
-            "  [--server-pid PID]\n"
-            "  [--only seq_write,seq_read,getattr,lookup,create,readdirplus]\n");
+            "  [--size-mib 1024] [--chunk-kib 1024] [--depths 1,16] [--secs 3]\n"
+            "  [--files 50000] [--dir-entries 10000] [--rdp-max 65536] [--uid 0 --gid 0]\n"
+            "  [--server-pid PID] [--seed N]\n"
+            "  [--only seq,read_4k,getattr,lookup,access,create_empty,create_4k,readdir,"
+            "readdirplus]\n"
+            "  or: ... --populate N [--mix-secs 10]   (give the server a history)\n");
+}
+
+static int parse_depths(struct opts *o, const char *arg)
+{
+    o->ndepths = 0;
+    for (const char *p = arg; *p;) {
+        char *e;
+        long v = strtol(p, &e, 10);
+        if (e == p || v < 1 || v > MAX_QD || o->ndepths == MAX_DEPTHS)
+            return -1;
+        o->depths[o->ndepths++] = (int)v;
+        p = *e == ',' ? e + 1 : e;
+        if (*e && *e != ',')
+            return -1;
+    }
+    return o->ndepths ? 0 : -1;
+}
+
+static int run_seq(struct bench *b, int depth)
+{
+    char row[64], fname[32];
+    snprintf(fname, sizeof(fname), "seq_qd%d", depth);
+    if (do_create(b, &b->dir, fname, &b->file))
+        return -1;
+    snprintf(row, sizeof(row), "seq_write_qd%d", depth);
+    if (run_phase(b, &ph_seqw, depth, row, seqw_finish))
+        return -1;
+    snprintf(row, sizeof(row), "seq_read_first_qd%d", depth);
+    if (run_phase(b, &ph_seqr, depth, row, NULL))
+        return -1;
+    snprintf(row, sizeof(row), "seq_read_qd%d", depth);
+    if (run_phase(b, &ph_seqr, depth, row, NULL))
+        return -1;
+    snprintf(row, sizeof(row), "read_4k_qd%d", depth);
+    if (bench_want(b->o.only, "read_4k") && run_phase(b, &ph_r4k, depth, row, NULL))
+        return -1;
+    return do_remove(b, &b->dir, fname);
 }
 
 int main(int argc, char **argv)
 {
-    struct bench b;
-    memset(&b, 0, sizeof(b));
+    static struct bench b;
     struct opts *o = &b.o;
     o->host = "127.0.0.1";
     o->size = 1024ull * MIB;
     o->chunk = MIB;
-    o->qd = 16;
-    o->files_qd = 64;
+    o->depths[0] = 1;
+    o->depths[1] = 16;
+    o->ndepths = 2;
     o->secs = 3;
     o->files = 50000;
     o->dir_entries = 10000;
     o->rdp_max = 65536;
-    o->rdp_walks = 3;
+    o->mix_secs = 10;
+    o->seed = 12345;
     o->uid = (int)getuid();
     o->gid = (int)getgid();
     static const struct option lo[] = {
         { "host", 1, 0, 'h' },       { "nfs-port", 1, 0, 'n' },    { "mount-port", 1, 0, 'm' },
         { "export", 1, 0, 'e' },     { "size-mib", 1, 0, 's' },    { "chunk-kib", 1, 0, 'c' },
-        { "qd", 1, 0, 'q' },         { "files-qd", 1, 0, 'Q' },    { "secs", 1, 0, 't' },
-        { "files", 1, 0, 'f' },      { "dir-entries", 1, 0, 'd' }, { "rdp-max", 1, 0, 'r' },
-        { "only", 1, 0, 'o' },       { "uid", 1, 0, 'u' },         { "gid", 1, 0, 'g' },
-        { "server-pid", 1, 0, 'p' },  { "rdp-walks", 1, 0, 'w' },
+        { "depths", 1, 0, 'q' },     { "secs", 1, 0, 't' },        { "files", 1, 0, 'f' },
+        { "dir-entries", 1, 0, 'd' }, { "rdp-max", 1, 0, 'r' },    { "only", 1, 0, 'o' },
+        { "uid", 1, 0, 'u' },        { "gid", 1, 0, 'g' },         { "server-pid", 1, 0, 'p' },
+        { "populate", 1, 0, 'P' },   { "mix-secs", 1, 0, 'M' },    { "seed", 1, 0, 'S' },
         { 0, 0, 0, 0 },
     };
     int ch;
@@ -875,8 +1150,12 @@ int main(int argc, char **argv)
         case 'e': o->export_path = optarg; break;
         case 's': o->size = strtoull(optarg, NULL, 10) * MIB; break;
         case 'c': o->chunk = (uint32_t)strtoul(optarg, NULL, 10) * 1024u; break;
-        case 'q': o->qd = atoi(optarg); break;
-        case 'Q': o->files_qd = atoi(optarg); break;
+        case 'q':
+            if (parse_depths(o, optarg)) {
+                usage();
+                return 2;
+            }
+            break;
         case 't': o->secs = atof(optarg); break;
         case 'f': o->files = atoi(optarg); break;
         case 'd': o->dir_entries = atoi(optarg); break;
@@ -885,12 +1164,14 @@ int main(int argc, char **argv)
         case 'u': o->uid = atoi(optarg); break;
         case 'g': o->gid = atoi(optarg); break;
         case 'p': o->server_pid = atoi(optarg); break;
-        case 'w': o->rdp_walks = atoi(optarg); break;
+        case 'P': o->populate = atoi(optarg); break;
+        case 'M': o->mix_secs = atof(optarg); break;
+        case 'S': o->seed = (unsigned)strtoul(optarg, NULL, 10); break;
         default: usage(); return 2;
         }
     }
-    if (!o->nfs_port || !o->export_path || o->qd < 1 || o->qd > MAX_QD || o->files_qd < 1 ||
-        o->files_qd > MAX_QD || o->chunk == 0 || o->size == 0 || o->rdp_walks < 1) {
+    if (!o->nfs_port || !o->export_path || o->chunk < SMALL || o->size == 0 ||
+        o->dir_entries < 1 || o->populate < 0) {
         usage();
         return 2;
     }
@@ -901,35 +1182,81 @@ int main(int argc, char **argv)
     if (do_mount(&b) || do_fsinfo(&b))
         goto out;
     o->size -= o->size % o->chunk;
-    b.buf = malloc(o->chunk < 4096 ? 4096 : o->chunk);
+    b.buf = malloc(o->chunk);
     if (!b.buf)
         goto out;
     for (uint32_t i = 0; i < o->chunk; i++)
         b.buf[i] = (char)(i * 131 + 7);
+    if (o->populate) {
+        rc = history(&b) ? 1 : 0;
+        goto out;
+    }
 
     char dname[64];
     snprintf(dname, sizeof(dname), "bench-%d-%ld", (int)getpid(), (long)time(NULL));
-    if (do_mkdir(&b, &b.root, dname, &b.dir) || do_create(&b, &b.dir, "seq", &b.file))
+    if (do_mkdir(&b, &b.root, dname, &b.dir))
         goto out;
-    bool need_file = bench_want(o->only, "seq_read") || bench_want(o->only, "getattr") || bench_want(o->only, "lookup");
-    if ((bench_want(o->only, "seq_write") || need_file) && phase_seq_write(&b))
+    char row[64];
+    for (int i = 0; i < o->ndepths; i++)
+        if (bench_want(o->only, "seq") && run_seq(&b, o->depths[i]))
+            goto out;
+    /* A small file for the metadata rows (its size is what GETATTR returns). */
+    if (do_create(&b, &b.dir, "meta", &b.meta))
         goto out;
-    if (bench_want(o->only, "seq_read") && phase_seq_read(&b))
-        goto out;
-    if (bench_want(o->only, "getattr") && phase_meta(&b, false))
-        goto out;
-    if (bench_want(o->only, "lookup") && phase_meta(&b, true))
-        goto out;
-    if (bench_want(o->only, "create") && phase_create(&b))
-        goto out;
-    if (bench_want(o->only, "readdirplus") && phase_readdirplus(&b))
-        goto out;
+    static const struct phase *const meta[] = { &ph_getattr, &ph_lookup, &ph_access };
+    for (size_t m = 0; m < sizeof(meta) / sizeof(meta[0]); m++)
+        for (int i = 0; i < o->ndepths; i++) {
+            if (!bench_want(o->only, meta[m]->name))
+                continue;
+            snprintf(row, sizeof(row), "%s_qd%d", meta[m]->name, o->depths[i]);
+            if (run_phase(&b, meta[m], o->depths[i], row, NULL))
+                goto out;
+        }
+    static const struct phase *const creates[] = { &ph_cempty, &ph_c4k };
+    for (size_t m = 0; m < 2; m++)
+        for (int i = 0; i < o->ndepths; i++) {
+            if (!bench_want(o->only, creates[m]->name))
+                continue;
+            snprintf(row, sizeof(row), "%s_qd%d", creates[m]->name, o->depths[i]);
+            snprintf(dname, sizeof(dname), "%s", row);
+            if (do_mkdir(&b, &b.dir, dname, &b.cdir))
+                goto out;
+            b.cseq = 0;
+            b.limit = (uint64_t)o->files;
+            if (run_phase(&b, creates[m], o->depths[i], row, NULL))
+                goto out;
+            b.limit = 0;
+        }
+    if (bench_want(o->only, "readdir") || bench_want(o->only, "readdirplus")) {
+        if (do_mkdir(&b, &b.dir, "rdp", &b.rdir))
+            goto out;
+        b.cseq = 0;
+        double f0 = bench_now();
+        if (run_phase(&b, &ph_fill, 64, "dir_fill", NULL))
+            goto out;
+        fprintf(stderr, "bench_nfs: made %d entries in %.2f s\n", o->dir_entries,
+                bench_now() - f0);
+        static const struct phase *const walks[] = { &ph_rd, &ph_rdp };
+        for (size_t m = 0; m < 2; m++)
+            for (int i = 0; i < o->ndepths; i++) {
+                if (!bench_want(o->only, walks[m]->name))
+                    continue;
+                snprintf(row, sizeof(row), "%s_qd%d", walks[m]->name, o->depths[i]);
+                if (run_phase(&b, walks[m], o->depths[i], row, NULL))
+                    goto out;
+            }
+    }
     rc = 0;
 out:
     if (b.rpc) {
-        drain(&b);
+        while (b.inflight > 0 && !b.failed && pump(&b) == 0)
+            ;
         rpc_destroy_context(b.rpc);
     }
     free(b.buf);
+    free(b.lat.v);
+    free(b.hfh);
+    free(b.hdir);
+    free(b.hbusy);
     return rc;
 }

@@ -11,7 +11,15 @@ Subcommands (all take --endpoint, --access-key, --secret-key):
               the table; its rate is printed to stderr). boto3 presigns at ~0.4 ms
               per URL, too slow for 100,000 keys, so this uses a small SigV4
               presigner of its own, checked first against boto3's URL for one key.
-  list        ListObjectsV2 over the "list/" prefix: a raw HTTP walk with 1000-key
+  histfiles DIR N M
+              wrk path files for a history (bench/s3/run.sh, state "hist"), for both
+              servers: DIR/hist.s3 / hist.ngx (N PUT paths, keys "hist/k0000000"..),
+              DIR/mix.s3 / mix.ngx (M lines "METHOD path": 70 % GET and 20 % PUT of
+              random history keys, 10 % PUT or DELETE of "mix/" keys), and
+              DIR/first.put.s3 / first.get.s3 / first.put.ngx / first.get.ngx (4 keys
+              "first-N", for the first-read-after-write row). s3nfsd's paths are
+              presigned with the presigner below (valid 6 hours).
+  list        ListObjectsV2 over the --prefix (default "list/"): a raw HTTP walk with 1000-key
               pages (each page presigned by boto3, the XML scanned for keys and the
               continuation token), then the same walk through boto3's paginator
               (client parsing included). Prints RESULT lines; fails if the key count
@@ -133,6 +141,35 @@ def presigner_checked(a):
     sys.exit("presigner check: clock kept changing second")
 
 
+def cmd_histfiles(a):
+    p = presigner_checked(a)
+    exp = 6 * 3600
+    rnd = __import__("random").Random(1717)
+
+    def write(name, lines):
+        with open(os.path.join(a.dir, name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    keys = ["hist/k%07d" % i for i in range(a.n)]
+    write("hist.s3", (p.path("PUT", BUCKET, k, exp) for k in keys))
+    write("hist.ngx", ("/%s/%s" % (BUCKET, k) for k in keys))
+    mix_s3, mix_ngx = [], []
+    for _ in range(a.m):
+        r = rnd.random()
+        if r < 0.9:
+            m, k = ("GET" if r < 0.7 else "PUT"), keys[rnd.randrange(a.n)]
+        else:
+            m, k = rnd.choice(("PUT", "DELETE")), "mix/k%04d" % rnd.randrange(1000)
+        mix_s3.append("%s %s" % (m, p.path(m, BUCKET, k, exp)))
+        mix_ngx.append("%s /%s/%s" % (m, BUCKET, k))
+    write("mix.s3", mix_s3)
+    write("mix.ngx", mix_ngx)
+    firsts = ["first-%d" % i for i in range(4)]
+    for m in ("PUT", "GET"):
+        write("first.%s.s3" % m.lower(), (p.path(m, BUCKET, k, exp) for k in firsts))
+        write("first.%s.ngx" % m.lower(), ("/%s/%s" % (BUCKET, k) for k in firsts))
+
+
 def cmd_fill(a):
     p = presigner_checked(a)
     host = p.host
@@ -190,7 +227,7 @@ def cmd_list(a):
         token, keys, pages = None, 0, 0
         t0 = time.time()
         while True:
-            params = {"Bucket": BUCKET, "Prefix": "list/", "MaxKeys": 1000}
+            params = {"Bucket": BUCKET, "Prefix": a.prefix, "MaxKeys": 1000}
             if token:
                 params["ContinuationToken"] = token
             url = s3.generate_presigned_url("list_objects_v2", Params=params, ExpiresIn=3600)
@@ -218,7 +255,7 @@ def cmd_list(a):
     t0 = time.time()
     keys = 0
     for page in s3.get_paginator("list_objects_v2").paginate(
-            Bucket=BUCKET, Prefix="list/", PaginationConfig={"PageSize": 1000}):
+            Bucket=BUCKET, Prefix=a.prefix, PaginationConfig={"PageSize": 1000}):
         keys += page.get("KeyCount", len(page.get("Contents", [])))
     dt = time.time() - t0
     if keys != a.expect:
@@ -238,11 +275,16 @@ def main():
     p = sub.add_parser("fill")
     p.add_argument("n", type=int)
     p.add_argument("--threads", type=int, default=8)
+    p = sub.add_parser("histfiles")
+    p.add_argument("dir")
+    p.add_argument("n", type=int)
+    p.add_argument("m", type=int)
     p = sub.add_parser("list")
     p.add_argument("--expect", type=int, required=True)
+    p.add_argument("--prefix", default="list/")
     p.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    {"prep": cmd_prep, "fill": cmd_fill, "list": cmd_list}[a.cmd](a)
+    {"prep": cmd_prep, "fill": cmd_fill, "histfiles": cmd_histfiles, "list": cmd_list}[a.cmd](a)
 
 
 if __name__ == "__main__":

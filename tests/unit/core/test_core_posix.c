@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core_test_util.h"
+#include "core_data_int.h" /* core__pend_excl_begin: hold an inode as a setattr does */
 
 static uint64_t mkfile(struct fx *f, uint64_t dir, const char *name)
 {
@@ -433,6 +434,52 @@ static void test_permissions(void **state)
     assert_int_equal(core_key_lookup(f->c, &other, f->bucket, "secret", 6, &oi), -EACCES);
 }
 
+/* CORE_P_NOWAIT (an event-loop caller): core_getattr answers -EWOULDBLOCK
+ * instead of waiting while a setattr holds the inode, and the same attributes
+ * as a waiting caller otherwise, pending UNSTABLE writes included; lookup and
+ * access never wait. */
+static void test_getattr_nowait(void **state)
+{
+    struct fx *f = *state;
+    struct core_principal nw = f->p;
+    nw.flags |= CORE_P_NOWAIT;
+    struct core_attr a, b;
+    uint32_t granted;
+    uint64_t ino = mkfile(f, f->bucket, "held");
+    char buf[20000];
+    memset(buf, 'h', sizeof(buf));
+    enum core_stable st;
+    assert_int_equal(core_write(f->c, &f->p, ino, 0, buf, sizeof(buf), CORE_UNSTABLE, &st, NULL,
+                                NULL),
+                     0);
+    assert_int_equal(st, CORE_UNSTABLE);
+    assert_int_equal(core_getattr(f->c, &nw, ino, 0, &a), 0);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &b), 0);
+    assert_int_equal(a.size, sizeof(buf));
+    assert_memory_equal(&a, &b, sizeof(a));
+
+    struct core__pend_batch batch;
+    struct core__pend *pp;
+    assert_int_equal(core__pend_excl_begin(f->c, ino, &batch, &pp), 0);
+    assert_int_equal(core_getattr(f->c, &nw, ino, 0, &a), -EWOULDBLOCK);
+    assert_int_equal(core_lookup(f->c, &nw, f->bucket, "held", 4, &a), 0);
+    assert_int_equal(a.ino, ino);
+    assert_int_equal(core_access(f->c, &nw, ino, R_OK | W_OK, &granted), 0);
+    assert_int_equal(granted, R_OK | W_OK);
+    /* another inode is not held */
+    uint64_t other = mkfile(f, f->bucket, "free");
+    assert_int_equal(core_getattr(f->c, &nw, other, 0, &a), 0);
+    core__pend_excl_end(f->c, pp, &batch, -EIO, false, 0); /* the "setattr" failed */
+
+    assert_int_equal(core_getattr(f->c, &nw, ino, 0, &a), 0);
+    assert_int_equal(a.size, sizeof(buf));
+    assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    assert_int_equal(core_getattr(f->c, &nw, ino, 0, &a), 0);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &b), 0);
+    assert_int_equal(a.size, sizeof(buf));
+    assert_memory_equal(&a, &b, sizeof(a));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +491,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_setattr, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_permissions, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_bucket_rename, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_getattr_nowait, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * error, -EAGAIN for pending writes and ETags to compute) and
  * core_read_pieces (pieces reassemble to exactly what core_read returns, for
  * inline files, holes, pending writes and ranges across extents; the first
- * read verifies, later ones send verified extents from the fd; corruption is
+ * read verifies, later ones send verified extents from the fd, and so may a
+ * CORE_P_NOWAIT caller, which gets -EWOULDBLOCK before that; corruption is
  * SRV_ECORRUPT, also after a verified extent's page-cache copy went away, and
  * after it came back from the changed disk unverified; freed space is not
  * reused while pieces hold it). */
@@ -173,6 +174,12 @@ static void test_pieces_extents(void **state)
     assert_int_equal(fx_put(f, "obj", data, size), 0);
     uint64_t ino = ino_of(f, "obj");
     struct core_pieces ps;
+    struct core_principal nw = f->p;
+    nw.flags |= CORE_P_NOWAIT;
+    /* CORE_P_NOWAIT: nothing verified yet, so nothing without reading the disk */
+    assert_int_equal(core_read_pieces(f->c, &nw, ino, 0, size, &ps), -EWOULDBLOCK);
+    assert_int_equal(ps.n, 0);
+    assert_int_equal(ps.len, 0);
     /* first read: every extent is verified now (counted in copied), then
      * handed out from the fd like a remembered one */
     assert_int_equal(core_read_pieces(f->c, &f->p, ino, 0, size, &ps), 0);
@@ -186,7 +193,14 @@ static void test_pieces_extents(void **state)
     free(got);
     core_pieces_release(&ps);
     core_pieces_release(&ps); /* safe twice */
-    /* now verified and in the page cache: from the fd, adjacent extents merged */
+    /* now verified and in the page cache: from the fd, adjacent extents merged,
+     * also for a caller that must not wait */
+    assert_int_equal(core_read_pieces(f->c, &nw, ino, 0, size, &ps), 0);
+    assert_int_equal(ps.copied, 0);
+    got = assemble(&ps);
+    assert_memory_equal(got, data, size);
+    free(got);
+    core_pieces_release(&ps);
     assert_int_equal(core_read_pieces(f->c, &f->p, ino, 0, size, &ps), 0);
     assert_int_equal(ps.copied, 0);
     assert_true(fd_pieces(&ps) >= 1);

@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: Apache-2.0
+"""GETATTR, LOOKUP, ACCESS and READ answered on the event-loop thread (nfs_loop_answers).
+
+The loop answers must be the worker's answers byte for byte, and must never be
+stale: every change, through NFS or S3, shows in the next call at once. The
+/metrics counter s3nfs_nfs_loop_answers_total tells which path answered.
+"""
+import os
+import shutil
+import sys
+import urllib.request
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import rpc3  # noqa: E402
+from rpc3 import Packer, RpcConn, auth_sys  # noqa: E402
+
+
+@pytest.fixture
+def nfsd(daemon_factory):
+    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB"]).start()
+    yield d
+    d.stop()
+    shutil.rmtree(d.data_dir, ignore_errors=True)
+
+
+def metric(daemon, name):
+    with urllib.request.urlopen(daemon.admin_endpoint + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def root_fh(c):
+    st, res = c.mnt("/")
+    assert st == 0
+    return res[0]
+
+
+def walk(c, fh, path):
+    for part in path.split("/"):
+        st, fh = c.lookup(fh, part)
+        assert st == 0, f"LOOKUP {part} of {path} -> {st}"
+    return fh
+
+
+def build_tree(c, root):
+    """A bucket with a directory, files of several sizes and modes: committed
+    state only, so that it is the same after a restart."""
+    b = "t" + uuid.uuid4().hex[:12]
+    st, bfh = c.mkdir(root, b)
+    assert st == 0
+    st, dfh = c.mkdir(bfh, "dir", mode=0o750)
+    assert st == 0
+    files = {}
+    for name, size, mode in (("empty", 0, 0o644), ("small", 100, 0o600),
+                             ("big", 300000, 0o640)):
+        st, fh = c.create(dfh, name, mode=mode)
+        assert st == 0
+        if size:
+            assert c.write(fh, 0, os.urandom(size), stable=2)[0] == 0
+        files[name] = fh
+    return b, bfh, dfh, files
+
+
+def calls(root, bfh, dfh, files):
+    """(procedure, arguments, credential) of every loop-eligible call to compare:
+    hits, misses, permission outcomes, bad and stale handles."""
+    stale = bytearray(files["small"])
+    stale[-1] ^= 0x55  # the handle's MAC no longer verifies
+    out = []
+    cred = [auth_sys(0, 0), auth_sys(1000, 1000), auth_sys(2000, 2000, gids=(1000,))]
+    for cr in cred:
+        for fh in [root, bfh, dfh, bytes(stale), b"short"] + list(files.values()):
+            out.append((rpc3.GETATTR, Packer().opaque(fh).bytes(), cr))
+            out.append((rpc3.ACCESS, Packer().opaque(fh).u32(0x3f).bytes(), cr))
+        for d, name in [(root, "."), (bfh, "dir"), (bfh, ".."), (dfh, "small"), (dfh, "nope"),
+                        (dfh, "x" * 300), (files["big"], "x"), (bytes(stale), "small")]:
+            out.append((rpc3.LOOKUP, Packer().opaque(d).string(name).bytes(), cr))
+        # READs: the first of an extent runs on a worker (it verifies the
+        # extent), the later ones on the loop; a directory, a 0600 file
+        for fh, off, n in [(files["big"], 0, 300000), (files["big"], 0, 4096),
+                           (files["big"], 8192, 100), (files["big"], 299990, 100),
+                           (files["big"], 400000, 10), (files["big"], 0, 1 << 20),
+                           (files["small"], 0, 4096), (files["empty"], 0, 10), (dfh, 0, 10)]:
+            out.append((rpc3.READ, Packer().opaque(fh).u64(off).u32(n).bytes(), cr))
+    return out
+
+
+def replies(c, todo):
+    """Raw reply bytes of each call, without the xid."""
+    got = []
+    for proc, args, cr in todo:
+        r = c.call(rpc3.NFS_PROG, 3, proc, args, cred=cr)
+        got.append(r.raw[4:])
+    return got
+
+
+def test_loop_answers_equal_worker_answers(nfsd):
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    _, bfh, dfh, files = build_tree(c, root)
+    todo = calls(root, bfh, dfh, files)
+    before = metric(nfsd, "s3nfs_nfs_loop_answers_total")
+    on_loop = replies(c, todo)
+    answered = metric(nfsd, "s3nfs_nfs_loop_answers_total") - before
+    reads = sum(1 for t in todo if t[0] == rpc3.READ)
+    assert answered >= len(todo) - reads, "the metadata calls were answered on the loop thread"
+    assert answered > len(todo) - reads, "and READs of verified data too"
+    assert metric(nfsd, "s3nfs_nfs_loop_retries_total") > 0, "a READ of an unverified extent " \
+        "went to a worker"
+    c.close()
+
+    nfsd.extra_args += ["--set", "nfs_loop_answers=false"]
+    nfsd.restart()
+    c = RpcConn(nfsd.nfs_port)
+    assert root_fh(c) == root
+    on_workers = replies(c, todo)
+    assert metric(nfsd, "s3nfs_nfs_loop_answers_total") == 0, "every call ran on a worker"
+    c.close()
+    assert len(on_loop) == len(on_workers)
+    for i, (a, b) in enumerate(zip(on_loop, on_workers)):
+        assert a == b, f"call {i} (procedure {todo[i][0]}): loop and worker answers differ"
+
+
+def test_loop_answers_see_every_change_at_once(nfsd):
+    """No call answered on the loop shows state older than the last acknowledged
+    change, made over S3 or over NFS."""
+    s3 = nfsd.boto3()
+    b = "t" + uuid.uuid4().hex[:12]
+    s3.create_bucket(Bucket=b)
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    bfh = walk(c, root, b)
+    before = metric(nfsd, "s3nfs_nfs_loop_answers_total")
+    for size in (1000, 5000, 70000, 3):
+        s3.put_object(Bucket=b, Key="k/obj", Body=os.urandom(size))
+        fh = walk(c, bfh, "k/obj")
+        st, a = c.getattr(fh)
+        assert st == 0 and a["size"] == size, f"S3 PUT of {size} bytes not seen: {a}"
+    # NFS writes, unstable (pending in memory) and stable, and a truncate
+    st, a0 = c.getattr(fh)
+    assert c.write(fh, 100000, b"x" * 10, stable=0)[0] == 0
+    st, a = c.getattr(fh)
+    assert st == 0 and a["size"] == 100010, "an UNSTABLE write's size shows at once"
+    assert a["mtime"] >= a0["mtime"]
+    args = Packer().opaque(fh).raw(rpc3.sattr3(size=4096)).u32(0).bytes()
+    assert c.nfs(rpc3.SETATTR, args)[0] == 0
+    st, a = c.getattr(fh)
+    assert st == 0 and a["size"] == 4096
+    # permission change over NFS, seen by ACCESS of another user
+    args = Packer().opaque(fh).raw(rpc3.sattr3(mode=0o600)).u32(0).bytes()
+    assert c.nfs(rpc3.SETATTR, args)[0] == 0
+    other = RpcConn(nfsd.nfs_port, cred=auth_sys(2000, 2000))
+    st, u = other.nfs(rpc3.ACCESS, Packer().opaque(fh).u32(0x3f).bytes())
+    assert st == 0
+    u.post_op_attr()
+    assert u.u32() & 0x01 == 0, "mode 0600: no READ for another user"
+    # READ on the loop after overwrites over NFS and over S3: never old bytes
+    data = os.urandom(600000)
+    assert c.write(fh, 0, data, stable=2)[0] == 0
+    for _ in range(2):  # the first verifies the extents, the second reads them from the loop
+        st, (got, eof, n) = c.read(fh, 0, 1 << 20)
+        assert st == 0 and got == data
+    data = bytes(reversed(data))
+    assert c.write(fh, 0, data, stable=0)[0] == 0  # UNSTABLE: pending extents
+    for _ in range(2):
+        st, (got, eof, n) = c.read(fh, 0, 1 << 20)
+        assert st == 0 and got == data
+    data = os.urandom(600000)
+    s3.put_object(Bucket=b, Key="k/obj", Body=data)
+    fh = walk(c, bfh, "k/obj")
+    for _ in range(2):
+        st, (got, eof, n) = c.read(fh, 0, 1 << 20)
+        assert st == 0 and got == data
+        st, (got, eof, n) = c.read(fh, 4096, 4096)
+        assert st == 0 and got == data[4096:8192]
+    # S3 delete: the handle goes stale, the name (and its implicit parent) goes
+    s3.delete_object(Bucket=b, Key="k/obj")
+    assert c.getattr(fh)[0] == rpc3.NFS3ERR_STALE
+    assert c.lookup(bfh, "k")[0] == rpc3.NFS3ERR_NOENT
+    assert metric(nfsd, "s3nfs_nfs_loop_answers_total") > before
+    other.close()
+    c.close()
