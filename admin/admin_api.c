@@ -68,59 +68,19 @@ static void reply_empty(struct evhttp_request *req, int status)
     evhttp_send_reply(req, status, NULL, NULL);
 }
 
-/* Map an internal error to an HTTP status and code for the API. */
+/* Answer internal error @p err with its admin API code and status (common/srv_err.h's
+ * map); a 500 is logged. */
 static void reply_err(struct evhttp_request *req, int err, const char *what)
 {
-    int status;
-    const char *code;
-    switch (err) {
-    case -ENOENT:
-    case SRV_ENOBUCKET:
-        status = 404;
-        code = "NotFound";
-        break;
-    case -EEXIST:
-        status = 409;
-        code = "AlreadyExists";
-        break;
-    case -ENOTEMPTY:
-        status = 409;
-        code = "NotEmpty";
-        break;
-    case -EBUSY:
-        status = 409;
-        code = "Conflict";
-        break;
-    case -EINVAL:
-    case -ENOTDIR:
-    case -ENAMETOOLONG:
-    case SRV_EBADNAME:
-    case SRV_EBADREQ:
-        status = 400;
-        code = "InvalidArgument";
-        break;
-    case -EACCES:
-    case -EPERM:
-        status = 403;
-        code = "Forbidden";
-        break;
-    case SRV_ENOTSUPP:
-    case -ENOTSUP:
-        status = 501;
-        code = "NotImplemented";
-        break;
-    default:
-        status = 500;
-        code = "InternalError";
+    const struct srv_err_info *e = srv_err_info(err);
+    if (e->admin_http >= 500)
         srv_log(ERROR, ADMIN, "%s: %s", what, srv_strerror(err));
-        break;
-    }
     char msg[256];
     snprintf(msg, sizeof(msg), "%s: %s", what,
              err == -EBUSY ? "exports would conflict (an export of \"/\" and an export in a "
                              "tenant's prefix, for overlapping clients; see the log)"
                            : srv_strerror(err));
-    admin__error(req, status, code, msg);
+    admin__error(req, e->admin_http, e->admin, msg);
 }
 
 /* Answer a failed lookup: -ENOENT (and "no such bucket") as 404 with the
@@ -131,7 +91,7 @@ static void lookup_failed(struct evhttp_request *req, int err, const char *what,
 static void lookup_failed(struct evhttp_request *req, int err, const char *what,
                           const char *fmt, ...)
 {
-    if (err != -ENOENT && err != SRV_ENOBUCKET) {
+    if (srv_err_info(err)->admin_http != 404) {
         reply_err(req, err, what);
         return;
     }

@@ -206,17 +206,12 @@ static const char *resource_of(struct s3_ctx *x)
     return x->req && x->req->raw_path ? x->req->raw_path : "/";
 }
 
-void s3__resp_error(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
+/* Make the response an S3 error document; @p err is the internal error
+ * behind it (for the metrics and the log). */
+static void resp_error(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
 {
-    int st = 0;
-    const char *cd = NULL;
-    s3__error_map(err, x->rt.key != NULL, &cd, &st);
     x->err = err ? err : -EIO;
-    x->status = status ? status : st;
-    if (!code)
-        code = cd;
-    if (!msg)
-        msg = srv_strerror(err);
+    x->status = status;
     evbuffer_drain(x->rbody, evbuffer_get_length(x->rbody));
     /* headers of a half-built success response must not leak into the error */
     evbuffer_drain(x->rhdrs, evbuffer_get_length(x->rhdrs));
@@ -231,7 +226,17 @@ void s3__resp_error(struct s3_ctx *x, int err, const char *code, int status, con
 
 void s3__resp_err(struct s3_ctx *x, int err, const char *msg)
 {
-    s3__resp_error(x, err, NULL, 0, msg);
+    const char *code = NULL;
+    int status = 0;
+    s3__error_map(err, x->rt.key != NULL, &code, &status);
+    resp_error(x, err, code, status, msg ? msg : srv_strerror(err));
+}
+
+void s3__resp_s3err(struct s3_ctx *x, enum s3_err e, const char *msg)
+{
+    const struct s3_err_info *i = s3__err_info(e);
+    /* not an internal error: SRV_EBADREQ marks it failed in the metrics */
+    resp_error(x, i->status >= 500 ? -EIO : SRV_EBADREQ, i->code, i->status, msg ? msg : i->msg);
 }
 
 void s3__resp_xml(struct s3_ctx *x)
@@ -537,8 +542,13 @@ static void conn_close(struct s3_conn *c)
 }
 
 /* A response without a request context: malformed request, header limit, timeout. */
-static void conn_fatal(struct s3_conn *c, int status, const char *code, const char *msg)
+static void conn_fatal(struct s3_conn *c, enum s3_err e, const char *msg)
 {
+    const struct s3_err_info *ei = s3__err_info(e);
+    int status = ei->status;
+    const char *code = ei->code;
+    if (!msg)
+        msg = ei->msg;
     struct evbuffer *out = bufferevent_get_output(c->bev);
     struct evbuffer *b = evbuffer_new();
     char reqid[24], date[32];
@@ -980,8 +990,8 @@ static void qos_go(void *arg, int err)
     x->qos_waiting = false;
     c->nest++;
     if (err) {
-        s3__resp_error(x, SRV_ETHROTTLE, "SlowDown", 503,
-                       "please reduce your request rate (the tenant's QoS limit was reached)");
+        s3__resp_err(x, SRV_ETHROTTLE,
+                     "please reduce your request rate (the tenant's QoS limit was reached)");
         send_response(x);
     } else {
         x->qos_next(x);
@@ -1005,8 +1015,8 @@ static void ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
     if (rc) {
         /* go never runs: answer here */
         x->qos_waiting = false;
-        s3__resp_error(x, SRV_ETHROTTLE, "SlowDown", 503,
-                       "please reduce your request rate (the tenant's QoS queue is full)");
+        s3__resp_err(x, SRV_ETHROTTLE,
+                     "please reduce your request rate (the tenant's QoS queue is full)");
         send_response(x);
     }
 }
@@ -1052,15 +1062,31 @@ static void obj_get_start(struct s3_ctx *x)
 
 /* ---------------------------------------------------------------- request bodies */
 
-static int body_fail(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
+/* The body failed with internal error @p err (the first failure counts). @return -1. */
+static int body_fail(struct s3_ctx *x, int err, const char *msg)
 {
     if (!x->body_err) {
         x->body_err = err;
-        x->body_errcode = code;
         x->body_errmsg = msg;
-        x->status = status;
     }
     return -1;
+}
+
+/* The body failed with S3-only error @p e. @return -1. */
+static int body_fail_s3(struct s3_ctx *x, enum s3_err e, const char *msg)
+{
+    if (!x->body_err)
+        x->body_s3err = e;
+    return body_fail(x, SRV_EBADREQ, msg);
+}
+
+/* Make the response the body's failure. */
+static void body_fail_resp(struct s3_ctx *x)
+{
+    if (x->body_s3err)
+        s3__resp_s3err(x, x->body_s3err, x->body_errmsg);
+    else
+        s3__resp_err(x, x->body_err, x->body_errmsg);
 }
 
 /* ---- upload chunks (STREAM ops) ---- */
@@ -1137,19 +1163,18 @@ static int payload_cb(void *arg, const char *data, size_t len)
     struct s3_ctx *x = arg;
     if (x->body_mode != S3_BODY_STREAM) {
         if (evbuffer_get_length(x->body) + len > x->body_limit)
-            return body_fail(x, SRV_ETOOBIG, "MalformedXML", 400,
+            return body_fail(x, SRV_EBADREQ,
                              "the request body is larger than this operation accepts");
         evbuffer_add(x->body, data, len);
         return 0;
     }
     if (x->written + (x->writing ? x->wlen : 0) + x->cfill + len > x->srv->max_object_size)
-        return body_fail(x, SRV_ETOOBIG, "EntityTooLarge", 413,
-                         "your proposed upload exceeds the maximum allowed object size");
+        return body_fail(x, SRV_ETOOBIG, S3_MSG_TOO_LARGE);
     while (len > 0) {
         size_t space = chunk_space(x);
         if (space == 0) {
             if (x->writing) /* cannot happen: every feed is bounded by body_room() */
-                return body_fail(x, -EIO, "InternalError", 500, "upload buffer overrun");
+                return body_fail(x, -EIO, "upload buffer overrun");
             chunk_ship(x);
             continue;
         }
@@ -1172,9 +1197,8 @@ static int ck_result(struct s3_ctx *x, int rc)
     if (x->body_err)
         return -1;
     if (rc == SRV_EAUTH)
-        return body_fail(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, x->ck->err);
-    return body_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
-                     x->ck->err ? x->ck->err : "malformed aws-chunked body");
+        return body_fail(x, SRV_EAUTH, x->ck->err);
+    return body_fail_s3(x, S3E_INCOMPLETE_BODY, x->ck->err);
 }
 
 /* Body bytes after HTTP framing (llhttp). */
@@ -1222,10 +1246,10 @@ static void stream_write_work(struct s3_ctx *x)
     x->write_rc = core_upload_write(x->up, x->wptr, x->wlen);
 }
 
-static void stream_fail(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
+/* The upload failed: send the error response that is set. */
+static void stream_fail(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
-    s3__resp_error(x, err, code, status, msg);
     c->state = CS_WAIT;
     send_response(x);
 }
@@ -1239,7 +1263,8 @@ static void stream_write_done(struct s3_ctx *x)
     x->wptr = NULL;
     x->writing = false;
     if (x->write_rc) {
-        stream_fail(x, x->write_rc, NULL, 0, NULL);
+        s3__resp_err(x, x->write_rc, NULL);
+        stream_fail(x);
         return;
     }
     body_pump(x);
@@ -1254,7 +1279,8 @@ static void body_pump(struct s3_ctx *x)
     if (x->writing || x->conn->x != x)
         return;
     if (x->body_err) {
-        stream_fail(x, x->body_err, x->body_errcode, x->status, x->body_errmsg);
+        body_fail_resp(x);
+        stream_fail(x);
         return;
     }
     if (x->cfill >= S3_WCHUNK || (x->body_complete && x->cfill > 0)) {
@@ -1265,13 +1291,14 @@ static void body_pump(struct s3_ctx *x)
         return;
     x->conn->state = CS_WAIT;
     if (x->aws_chunked && !x->ck->done) {
-        stream_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
-                    "the aws-chunked body ended before its final chunk");
+        s3__resp_s3err(x, S3E_INCOMPLETE_BODY, "the aws-chunked body ended before its final chunk");
+        stream_fail(x);
         return;
     }
     if (x->decoded_len >= 0 && (uint64_t)x->decoded_len != x->written) {
-        stream_fail(x, SRV_EBADREQ, "IncompleteBody", 400,
-                    "x-amz-decoded-content-length does not match the payload");
+        s3__resp_s3err(x, S3E_INCOMPLETE_BODY,
+                       "x-amz-decoded-content-length does not match the payload");
+        stream_fail(x);
         return;
     }
     ctx_submit(x, x->rt.op->finish, op_done);
@@ -1290,8 +1317,7 @@ static int small_body_check(struct s3_ctx *x)
         char hex[65];
         srv_sigv4_sha256_hex(p, n, hex);
         if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
-            s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
-                           "the provided x-amz-content-sha256 does not match what was computed");
+            s3__resp_s3err(x, S3E_CONTENT_SHA256_MISMATCH, NULL);
             return -1;
         }
     }
@@ -1302,13 +1328,11 @@ static int small_body_check(struct s3_ctx *x)
         size_t l = strlen(cmd5);
         EVP_Digest(p, n, md, &mdl, EVP_md5(), NULL);
         if (l > 80 || s3__b64_decode(cmd5, l, want) != 16) {
-            s3__resp_error(x, -EINVAL, "InvalidDigest", 400,
-                           "the Content-MD5 you specified was invalid");
+            s3__resp_s3err(x, S3E_INVALID_DIGEST, NULL);
             return -1;
         }
         if (memcmp(want, md, 16) != 0) {
-            s3__resp_error(x, -EINVAL, "BadDigest", 400,
-                           "the Content-MD5 you specified did not match what we received");
+            s3__resp_s3err(x, S3E_BAD_DIGEST, NULL);
             return -1;
         }
     }
@@ -1322,7 +1346,7 @@ static int small_body_check(struct s3_ctx *x)
         s3__ck_update(&ck, p, n);
         s3__ck_final(&ck, got);
         if (strcmp(got, x->req->hdrs[i].val) != 0) {
-            s3__resp_error(x, -EINVAL, "BadDigest", 400,
+            s3__resp_s3err(x, S3E_BAD_DIGEST,
                            s3__arena_printf(x->a,
                                             "the %s you specified did not match the "
                                             "calculated checksum",
@@ -1345,12 +1369,12 @@ static void on_message_done(struct s3_conn *c)
         return;
     }
     if (x->body_err) {
-        s3__resp_error(x, x->body_err, x->body_errcode, x->status, x->body_errmsg);
+        body_fail_resp(x);
         send_response(x);
         return;
     }
     if (x->aws_chunked && !x->ck->done) {
-        s3__resp_error(x, SRV_EBADREQ, "IncompleteBody", 400, "aws-chunked body incomplete");
+        s3__resp_s3err(x, S3E_INCOMPLETE_BODY, "aws-chunked body incomplete");
         send_response(x);
         return;
     }
@@ -1411,41 +1435,37 @@ static int ctx_auth(struct s3_ctx *x)
     if (authz) {
         rc = s3__sigv4_parse_header(authz, &x->sig);
         if (rc == SRV_ENOTSUPP) {
-            s3__resp_error(x, -EACCES, "AccessDenied", 403,
-                           "only AWS Signature Version 4 is supported");
+            s3__resp_err(x, -EACCES, "only AWS Signature Version 4 is supported");
             return -1;
         }
         if (rc) {
-            s3__resp_error(x, -EINVAL, "AuthorizationHeaderMalformed", 400,
-                           "the authorization header is malformed");
+            s3__resp_s3err(x, S3E_AUTH_HEADER_MALFORMED, NULL);
             return -1;
         }
     } else {
         rc = s3__sigv4_parse_query(r, &x->sig);
         if (rc == -ENOENT && s3__req_has_param(r, "AWSAccessKeyId")) {
-            s3__resp_error(x, -EACCES, "AccessDenied", 403,
-                           "only AWS Signature Version 4 is supported (presigned URL is SigV2)");
+            s3__resp_err(x, -EACCES,
+                         "only AWS Signature Version 4 is supported (presigned URL is SigV2)");
             return -1;
         }
         if (rc == -ENOENT) {
-            s3__resp_error(x, -EACCES, "AccessDenied", 403, "anonymous access is not allowed");
+            s3__resp_err(x, -EACCES, "anonymous access is not allowed");
             return -1;
         }
         if (rc) {
-            s3__resp_error(x, -EINVAL, "AuthorizationQueryParametersError", 400,
-                           "the presigned query parameters are malformed");
+            s3__resp_s3err(x, S3E_AUTH_QUERY_MALFORMED, NULL);
             return -1;
         }
     }
     char secret[TENANT_SECRET_MAX + 1];
     rc = tenants_key_lookup(x->srv->tenants, x->sig.akey, secret, &x->p);
     if (rc == -ENOENT) {
-        s3__resp_error(x, -EACCES, "InvalidAccessKeyId", 403,
-                       "the access key id does not exist in our records");
+        s3__resp_s3err(x, S3E_INVALID_ACCESS_KEY_ID, NULL);
         return -1;
     }
     if (rc) {
-        s3__resp_error(x, -EACCES, "AccessDenied", 403, "the access key or its user is disabled");
+        s3__resp_err(x, -EACCES, "the access key or its user is disabled");
         return -1;
     }
     const char *why = NULL;
@@ -1456,13 +1476,13 @@ static int ctx_auth(struct s3_ctx *x)
         memset(&x->p, 0, sizeof(x->p));
         x->p.tenant = tenant;
         if (rc == SRV_EAUTH)
-            s3__resp_error(x, SRV_EAUTH, "SignatureDoesNotMatch", 403, why);
+            s3__resp_err(x, SRV_EAUTH, why);
         else if (rc == -ETIMEDOUT)
-            s3__resp_error(x, -EACCES, "RequestTimeTooSkewed", 403, why);
+            s3__resp_s3err(x, S3E_REQUEST_TIME_TOO_SKEWED, why);
         else if (rc == -EACCES)
-            s3__resp_error(x, -EACCES, "AccessDenied", 403, why);
+            s3__resp_err(x, -EACCES, why);
         else
-            s3__resp_error(x, -EINVAL, "AuthorizationHeaderMalformed", 400, why);
+            s3__resp_s3err(x, S3E_AUTH_HEADER_MALFORMED, why);
         return -1;
     }
     /* payload mode */
@@ -1483,17 +1503,16 @@ static int ctx_auth(struct s3_ctx *x)
             char *end = NULL;
             unsigned long long v = strtoull(dl, &end, 10);
             if (!end || *end || end == dl) {
-                s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                               "x-amz-decoded-content-length is malformed");
+                s3__resp_err(x, -EINVAL, "x-amz-decoded-content-length is malformed");
                 return -1;
             }
             x->decoded_len = (int64_t)v;
         }
     } else if (strcmp(ph, S3_UNSIGNED_PAYLOAD) != 0) {
         if (!is_hex64(ph)) {
-            s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                           "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a "
-                           "lower-case hex SHA-256");
+            s3__resp_err(x, -EINVAL,
+                         "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a "
+                         "lower-case hex SHA-256");
             return -1;
         }
         x->sha256 = EVP_MD_CTX_new();
@@ -1541,9 +1560,10 @@ static void on_headers(struct s3_conn *c)
         return;
     }
     if (x->rt.err) {
-        bool bad_method = x->rt.err == -EPERM;
-        s3__resp_error(x, x->rt.err, bad_method ? "MethodNotAllowed" : NULL,
-                       bad_method ? 405 : 0, x->rt.errmsg);
+        if (x->rt.err == -EPERM) /* the router's mark for a method the resource has not */
+            s3__resp_s3err(x, S3E_METHOD_NOT_ALLOWED, x->rt.errmsg);
+        else
+            s3__resp_err(x, x->rt.err, x->rt.errmsg);
         send_response(x);
         return;
     }
@@ -1552,14 +1572,12 @@ static void on_headers(struct s3_conn *c)
     uint64_t declared =
         x->aws_chunked && x->decoded_len >= 0 ? (uint64_t)x->decoded_len : r->content_length;
     if (x->body_mode == S3_BODY_STREAM && declared > srv->max_object_size) {
-        s3__resp_error(x, SRV_ETOOBIG, "EntityTooLarge", 413,
-                       "your proposed upload exceeds the maximum allowed object size");
+        s3__resp_err(x, SRV_ETOOBIG, S3_MSG_TOO_LARGE);
         send_response(x);
         return;
     }
     if (x->body_mode == S3_BODY_STREAM && !r->has_clen && !r->chunked) {
-        s3__resp_error(x, -EINVAL, "MissingContentLength", 411,
-                       "you must provide the Content-Length HTTP header");
+        s3__resp_s3err(x, S3E_MISSING_CONTENT_LENGTH, NULL);
         send_response(x);
         return;
     }
@@ -1592,15 +1610,14 @@ static bool conn_event(struct s3_conn *c, int ev, enum conn_state before)
         if (before == CS_BODY && c->x)
             on_message_done(c);
         else
-            conn_fatal(c, 400, "BadRequest", "unexpected message state");
+            conn_fatal(c, S3E_BAD_REQUEST, "unexpected message state");
         return true;
     }
     if (ev < 0 && !c->x) {
         if (ev == S3_HTTP_ETOOBIG)
-            conn_fatal(c, 431, "RequestHeaderSectionTooLarge",
-                       "request line and headers exceed the configured limit");
+            conn_fatal(c, S3E_HEADERS_TOO_LARGE, NULL);
         else
-            conn_fatal(c, 400, "BadRequest", "malformed HTTP request");
+            conn_fatal(c, S3E_BAD_REQUEST, NULL);
         return false;
     }
     if (ev < 0) {
@@ -1610,11 +1627,11 @@ static bool conn_event(struct s3_conn *c, int ev, enum conn_state before)
         struct s3_ctx *x = c->x;
         c->state = CS_WAIT;
         if (ev == S3_HTTP_ETOOBIG)
-            body_fail(x, SRV_EBADREQ, "RequestHeaderSectionTooLarge", 431,
-                      "the trailer fields exceed the configured header limit");
+            body_fail_s3(x, S3E_HEADERS_TOO_LARGE,
+                         "the trailer fields exceed the configured header limit");
         else
-            body_fail(x, SRV_EBADREQ, "BadRequest", 400, "malformed HTTP request body");
-        s3__resp_error(x, x->body_err, x->body_errcode, x->status, x->body_errmsg);
+            body_fail_s3(x, S3E_BAD_REQUEST, "malformed HTTP request body");
+        body_fail_resp(x);
         if (!x->writing) /* else stream_write_done reports it (body_err) */
             send_response(x);
         return false;
@@ -1889,8 +1906,7 @@ static void on_hdr_timeout(evutil_socket_t fd, short what, void *arg)
         return;
     c->nest++;
     if (c->http.req) /* bytes of a request arrived, but not all its headers */
-        conn_fatal(c, 408, "RequestTimeout",
-                   "your socket connection was not read from or written to within the timeout");
+        conn_fatal(c, S3E_REQUEST_TIMEOUT, NULL);
     else
         conn_close(c);
     conn_leave(c);

@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "core.h"
+#include "s3_error.h"
 #include "srv_sigv4.h"
 
 struct evbuffer;
@@ -456,8 +457,8 @@ struct s3_ctx {
     bool aws_chunked;
     struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
     int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
-    int body_err;
-    const char *body_errcode;
+    int body_err;             /* the body failed: the internal error, or SRV_EBADREQ with ... */
+    enum s3_err body_s3err;   /* ... the S3-only code to answer (S3E_NONE: answer body_err) */
     const char *body_errmsg;
     /* upload stream (STREAM ops): payload fills cbuf[ccur] (the socket is read
      * straight into it when it can be); a full one goes to the workers while
@@ -516,10 +517,12 @@ void s3__resp_hdr(struct s3_ctx *x, const char *name, const char *val);
 /** Add a response header (value printf-formatted). */
 void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/** Make the response an S3 error: @p code NULL = mapped from @p err. */
-void s3__resp_error(struct s3_ctx *x, int err, const char *code, int status, const char *msg);
-/** Map @p err in the context of this request (key vs bucket) and respond. */
+/** Make the response the S3 answer of internal error @p err (common/srv_err.h) in the
+ * context of this request: an object's (NoSuchKey) or a bucket's (NoSuchBucket).
+ * @p msg NULL: the map's message. */
 void s3__resp_err(struct s3_ctx *x, int err, const char *msg);
+/** Make the response the S3-only error @p e (s3_error.h); @p msg NULL: its default message. */
+void s3__resp_s3err(struct s3_ctx *x, enum s3_err e, const char *msg);
 /** Begin a 200 XML body: writes the XML declaration and sets Content-Type. */
 void s3__resp_xml(struct s3_ctx *x);
 

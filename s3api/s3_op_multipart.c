@@ -29,8 +29,7 @@
 static bool upload_failed(struct s3_ctx *x, int rc)
 {
     if (rc == -ENOENT)
-        s3__resp_error(x, -ENOENT, "NoSuchUpload", 404,
-                       "the specified multipart upload does not exist");
+        s3__resp_s3err(x, S3E_NO_SUCH_UPLOAD, NULL);
     else if (rc)
         s3__resp_err(x, rc, NULL);
     return rc != 0;
@@ -52,8 +51,8 @@ static void mpu_create(struct s3_ctx *x)
      * (UploadPart); no composite checksum of the whole object is kept. */
     const char *alg = s3__req_header(x->req, "x-amz-checksum-algorithm");
     if (alg && !s3__ck_from_name(alg)) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
+        s3__resp_err(x, SRV_ENOTSUPP,
+                     s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
         return;
     }
     void *blob = NULL;
@@ -178,16 +177,14 @@ static void mpu_complete(struct s3_ctx *x)
     const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) ||
         strcmp(root->name, "CompleteMultipartUpload") != 0) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "the XML you provided was not well-formed or did not validate");
+        s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
     size_t np = 0;
     for (struct s3_xnode *c = root->child; c; c = c->next)
         np += strcmp(c->name, "Part") == 0;
     if (np == 0 || np > MPU_MAX_PARTS) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "CompleteMultipartUpload must name between 1 and 10000 parts");
+        s3__resp_err(x, SRV_EBADREQ, "CompleteMultipartUpload must name between 1 and 10000 parts");
         return;
     }
     uint32_t *nums = s3__arena_alloc(x->a, np * sizeof(*nums));
@@ -200,15 +197,13 @@ static void mpu_complete(struct s3_ctx *x)
         char *e = NULL;
         long v = pn ? strtol(pn->text, &e, 10) : 0;
         if (!pn || !et || !*pn->text || *e || v < 1 || v > MPU_MAX_PARTS) {
-            s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                           "each Part needs a PartNumber (1..10000) and an ETag");
+            s3__resp_err(x, SRV_EBADREQ, "each Part needs a PartNumber (1..10000) and an ETag");
             return;
         }
         nums[i] = (uint32_t)v;
         etags[i] = strip_quotes(x->a, et->text, et->textlen);
         if (i && nums[i] <= nums[i - 1]) {
-            s3__resp_error(x, -EINVAL, "InvalidPartOrder", 400,
-                           "the list of parts was not in ascending order");
+            s3__resp_s3err(x, S3E_INVALID_PART_ORDER, NULL);
             return;
         }
         i++;
@@ -233,7 +228,7 @@ static void mpu_complete(struct s3_ctx *x)
         if (j == ps.n || ps.v[j].partno != nums[i] || strcmp(ps.v[j].etag, etags[i]) != 0 ||
             hexbin(ps.v[j].etag, bin)) {
             EVP_MD_CTX_free(md);
-            s3__resp_error(x, -EINVAL, "InvalidPart", 400,
+            s3__resp_s3err(x, S3E_INVALID_PART,
                            s3__arena_printf(x->a,
                                             "part %u could not be found or its ETag does "
                                             "not match",
@@ -246,7 +241,7 @@ static void mpu_complete(struct s3_ctx *x)
         unsigned char bin[16];
         if (i + 1 < np && ps.v[idx[i]].size < MPU_MIN_PART) {
             EVP_MD_CTX_free(md);
-            s3__resp_error(x, -EINVAL, "EntityTooSmall", 400,
+            s3__resp_s3err(x, S3E_ENTITY_TOO_SMALL,
                            s3__arena_printf(x->a,
                                             "part %u is smaller than the minimum allowed "
                                             "size (5 MiB)",
@@ -266,8 +261,7 @@ static void mpu_complete(struct s3_ctx *x)
     struct core_attr attr;
     rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &attr);
     if (rc == SRV_EPRECOND || rc == -EINVAL) {
-        s3__resp_error(x, rc, "InvalidPart", 400,
-                       "one or more of the specified parts could not be found");
+        s3__resp_s3err(x, S3E_INVALID_PART, NULL);
         return;
     }
     if (upload_failed(x, rc))
@@ -304,8 +298,7 @@ static int parse_uint(struct s3_ctx *x, const char *name, uint32_t def, uint32_t
     char *e = NULL;
     long n = strtol(v, &e, 10);
     if (!*v || *e || n < 0) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       s3__arena_printf(x->a, "%s must be a non-negative integer", name));
+        s3__resp_err(x, -EINVAL, s3__arena_printf(x->a, "%s must be a non-negative integer", name));
         return -1;
     }
     *out = (uint32_t)(n > (long)cap ? cap : n);

@@ -28,6 +28,7 @@
 #define TAGS_MAX 10
 #define COPY_CHUNK (1u << 20)
 #define GET_RETRIES 8 /* lookups of a GET whose object kept being replaced */
+#define PRECOND_MSG "at least one of the preconditions you specified did not hold"
 
 /* Stored response headers, in the case they are sent back. */
 static const char *const STORED_HDRS[] = {
@@ -148,7 +149,7 @@ static int refuse_unbuilt(struct s3_ctx *x)
     }
     if (!why)
         return 0;
-    s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501, why);
+    s3__resp_err(x, SRV_ENOTSUPP, why);
     return -1;
 }
 
@@ -183,15 +184,14 @@ int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
         }
     }
     if (user > USER_META_MAX) {
-        s3__resp_error(x, -EINVAL, "MetadataTooLarge", 400,
-                       "your metadata headers exceed the maximum allowed metadata size (2 KB)");
+        s3__resp_s3err(x, S3E_METADATA_TOO_LARGE, NULL);
         return -EINVAL;
     }
     const char *tagging = s3__req_header(r, "x-amz-tagging");
     if (tagging) {
         const char *why = NULL;
         if (s3__tags_parse_query(x->a, tagging, m, &why)) {
-            s3__resp_error(x, -EINVAL, "InvalidTag", 400, why);
+            s3__resp_s3err(x, S3E_INVALID_TAG, why);
             return -EINVAL;
         }
     }
@@ -285,8 +285,7 @@ static void cond_fail(struct s3_ctx *x, int st, const char *etag, const struct t
         x->err = SRV_EPRECOND;
         return;
     }
-    s3__resp_error(x, SRV_EPRECOND, "PreconditionFailed", 412,
-                   "at least one of the preconditions you specified did not hold");
+    s3__resp_err(x, SRV_EPRECOND, PRECOND_MSG);
 }
 
 /* ---------------------------------------------------------------- object lookup */
@@ -316,9 +315,9 @@ static int obj_found(struct s3_ctx *x, const char *key, size_t keylen, struct ob
     free(o->info.meta);
     o->info.meta = NULL;
     if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENOTDIR) {
-        s3__resp_error(x, -ENOENT, "NoSuchKey", 404,
-                       is_source ? "the specified copy source key does not exist"
-                                 : "the specified key does not exist");
+        s3__resp_err(x, -ENOENT,
+                     is_source ? "the specified copy source key does not exist"
+                               : "the specified key does not exist");
         return -ENOENT;
     }
     if (rc) {
@@ -419,12 +418,11 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
     char *e = NULL;
     long n = strtol(pn, &e, 10);
     if (!*pn || *e || n < 1 || n > 10000) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       "part number must be an integer between 1 and 10000, inclusive");
+        s3__resp_err(x, -EINVAL, "part number must be an integer between 1 and 10000, inclusive");
         return -1;
     }
     if (s3__req_header(x->req, "range")) {
-        s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+        s3__resp_s3err(x, S3E_INVALID_REQUEST,
                        "cannot specify both Range header and partNumber query parameter");
         return -1;
     }
@@ -436,20 +434,18 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
     if (!multipart) {
         if (n == 1)
             return 0;
-        s3__resp_error(x, -ERANGE, "InvalidPartNumber", 416,
-                       "the requested partnumber is not satisfiable");
+        s3__resp_s3err(x, S3E_INVALID_PART_NUMBER, NULL);
         return -1;
     }
     if (!sizes || !petag) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "this multipart object was completed before part sizes were recorded; "
-                       "GET by partNumber is not available for it");
+        s3__resp_err(x, SRV_ENOTSUPP,
+                     "this multipart object was completed before part sizes were recorded; "
+                     "GET by partNumber is not available for it");
         return -1;
     }
     if (n > strtol(cnt->val, NULL, 10) ||
         part_bounds(sizes->val, (uint32_t)n, o->info.attr.size, off, end) != 0) {
-        s3__resp_error(x, -ERANGE, "InvalidPartNumber", 416,
-                       "the requested partnumber is not satisfiable");
+        s3__resp_s3err(x, S3E_INVALID_PART_NUMBER, NULL);
         return -1;
     }
     return 1;
@@ -488,7 +484,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
         rr = range_parse(s3__req_header(x->req, "range"), size, &off, &end);
     }
     if (rr < 0) {
-        s3__resp_error(x, -ERANGE, "InvalidRange", 416, "the requested range is not satisfiable");
+        s3__resp_err(x, -ERANGE, "the requested range is not satisfiable");
         s3__resp_header(x, "Content-Range", "bytes */%" PRIu64, size);
         return;
     }
@@ -643,8 +639,7 @@ static void get_or_head(struct s3_ctx *x)
             return;
     }
     get_reset(x);
-    s3__resp_error(x, -EAGAIN, "ServiceUnavailable", 503,
-                   "the object kept changing while it was read; please retry");
+    s3__resp_s3err(x, S3E_SERVICE_UNAVAILABLE, NULL);
 }
 
 void s3__get_again_work(struct s3_ctx *x)
@@ -672,7 +667,7 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     if (rc == -EAGAIN)
         return S3_FAST_NO;
     if (rc == SRV_ENOBUCKET) {
-        s3__resp_error(x, rc, "NoSuchBucket", 0, "the specified bucket does not exist");
+        s3__resp_err(x, rc, "the specified bucket does not exist");
         return S3_FAST_DONE;
     }
     x->bucket_ino = pk.bucket;
@@ -708,8 +703,7 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
         unsigned char raw[64];
         size_t l = strlen(cmd5);
         if (l > 80 || s3__b64_decode(cmd5, l, raw) != 16) {
-            s3__resp_error(x, -EINVAL, "InvalidDigest", 400,
-                           "the Content-MD5 you specified was invalid");
+            s3__resp_s3err(x, S3E_INVALID_DIGEST, NULL);
             return -1;
         }
         srv_sigv4_hex(raw, 16, st->md5_expect);
@@ -719,8 +713,7 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
         if (!a)
             continue;
         if (st->ck) {
-            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
-                           "expecting a single x-amz-checksum- header");
+            s3__resp_s3err(x, S3E_INVALID_REQUEST, "expecting a single x-amz-checksum- header");
             return -1;
         }
         st->ck = a;
@@ -730,7 +723,7 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
     if (trailer && !st->ck) {
         enum s3_ck_algo a = s3__ck_from_header(trailer);
         if (!a || !x->aws_chunked) {
-            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+            s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "x-amz-trailer names an unsupported checksum or the body is not "
                            "aws-chunked");
             return -1;
@@ -741,8 +734,8 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
     if (!st->ck) {
         const char *alg = s3__req_header(r, "x-amz-sdk-checksum-algorithm");
         if (alg && !s3__ck_from_name(alg)) {
-            s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                           s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
+            s3__resp_err(x, SRV_ENOTSUPP,
+                         s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
             return -1;
         }
     }
@@ -760,8 +753,7 @@ static void put_begin(struct s3_ctx *x)
     const char *im = s3__req_header(x->req, "if-match");
     const char *inm = s3__req_header(x->req, "if-none-match");
     if (inm && strcmp(inm, "*") != 0) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "If-None-Match on PUT supports only '*'");
+        s3__resp_err(x, SRV_ENOTSUPP, "If-None-Match on PUT supports only '*'");
         return;
     }
     st->if_none_match = inm != NULL;
@@ -792,15 +784,14 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
         EVP_DigestFinal_ex(x->sha256, md, &n);
         srv_sigv4_hex(md, 32, hex);
         if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
-            s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
+            s3__resp_s3err(x, S3E_CONTENT_SHA256_MISMATCH,
                            "the provided x-amz-content-sha256 header does not match what was "
                            "computed");
             return -1;
         }
     }
     if (st->md5_expect[0] && strcmp(st->md5_expect, etag) != 0) {
-        s3__resp_error(x, -EINVAL, "BadDigest", 400,
-                       "the Content-MD5 you specified did not match what we received");
+        s3__resp_s3err(x, S3E_BAD_DIGEST, NULL);
         return -1;
     }
     ckval[0] = '\0';
@@ -808,12 +799,12 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
         s3__ck_final(&x->cks, ckval);
         const char *want = st->ck_trailer ? x->ck->ck_value : x->cks_expect;
         if (st->ck_trailer && strcasecmp(x->ck->ck_name, s3__ck_header(st->ck)) != 0) {
-            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+            s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "the trailer did not carry the announced checksum");
             return -1;
         }
         if (strcmp(want, ckval) != 0) {
-            s3__resp_error(x, -EINVAL, "BadDigest", 400,
+            s3__resp_s3err(x, S3E_BAD_DIGEST,
                            s3__arena_printf(x->a,
                                             "the %s you specified did not match the "
                                             "calculated checksum",
@@ -849,17 +840,15 @@ static void put_finish(struct s3_ctx *x)
                             st->if_none_match, &attr);
     free(blob);
     if (rc == SRV_EPRECOND) {
-        s3__resp_error(x, rc, "PreconditionFailed", 412,
-                       "at least one of the preconditions you specified did not hold");
+        s3__resp_err(x, rc, PRECOND_MSG);
         return;
     }
     if (rc == SRV_ECLASH) {
-        s3__resp_error(x, rc, "InvalidRequest", 409,
-                       "the key would make a file where a directory is, or the reverse");
+        s3__resp_err(x, rc, "the key would make a file where a directory is, or the reverse");
         return;
     }
     if (rc == -ENOENT && st->if_match) {
-        s3__resp_error(x, SRV_EPRECOND, "PreconditionFailed", 412, "the object does not exist");
+        s3__resp_err(x, SRV_EPRECOND, "the object does not exist");
         return;
     }
     if (rc) {
@@ -878,8 +867,7 @@ static int parse_partno(struct s3_ctx *x, uint32_t *out)
     char *e = NULL;
     long v = pn ? strtol(pn, &e, 10) : 0;
     if (!pn || !*pn || *e || v < 1 || v > 10000) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       "part number must be an integer between 1 and 10000, inclusive");
+        s3__resp_err(x, -EINVAL, "part number must be an integer between 1 and 10000, inclusive");
         return -1;
     }
     *out = (uint32_t)v;
@@ -904,7 +892,7 @@ static void part_begin(struct s3_ctx *x)
 static void part_result(struct s3_ctx *x, int rc, const char *etag)
 {
     if (rc == -ENOENT) {
-        s3__resp_error(x, rc, "NoSuchUpload", 404, "the specified multipart upload does not exist");
+        s3__resp_s3err(x, S3E_NO_SUCH_UPLOAD, NULL);
         return;
     }
     if (rc) {
@@ -951,8 +939,7 @@ static void delete_objects(struct s3_ctx *x)
     struct s3_xnode *root = NULL;
     const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Delete") != 0) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "the XML you provided was not well-formed or did not validate");
+        s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
     size_t count = 0;
@@ -960,14 +947,13 @@ static void delete_objects(struct s3_ctx *x)
         if (strcmp(c->name, "Object") == 0) {
             struct s3_xnode *k = s3__xml_child(c, "Key");
             if (!k || !k->textlen) {
-                s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400, "an Object has no Key");
+                s3__resp_err(x, SRV_EBADREQ, "an Object has no Key");
                 return;
             }
             count++;
         }
     if (count == 0 || count > 1000) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "a Delete request names between 1 and 1000 objects");
+        s3__resp_err(x, SRV_EBADREQ, "a Delete request names between 1 and 1000 objects");
         return;
     }
     struct s3_xnode *q = s3__xml_child(root, "Quiet");
@@ -1032,8 +1018,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     const char *q = strchr(h, '?');
     if (q) {
         if (strncmp(q, "?versionId=", 11) != 0 || strcmp(q + 11, "null") != 0) {
-            s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                           "copying a specific version is not implemented");
+            s3__resp_err(x, SRV_ENOTSUPP, "copying a specific version is not implemented");
             return -1;
         }
         hl = (size_t)(q - h);
@@ -1046,8 +1031,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     }
     char *slash = d ? memchr(d, '/', dl) : NULL;
     if (!slash || slash == d || (size_t)(slash - d) + 1 >= dl) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       "copy source must be of the form bucket/key");
+        s3__resp_err(x, -EINVAL, "copy source must be of the form bucket/key");
         return -1;
     }
     s->bucket = d;
@@ -1058,8 +1042,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     struct core_attr attr;
     int rc = core_bucket_lookup(x->core, &x->p, s->bucket, s->bucketlen, &attr);
     if (rc) {
-        s3__resp_error(x, SRV_ENOBUCKET, "NoSuchBucket", 404,
-                       "the copy source bucket does not exist");
+        s3__resp_err(x, SRV_ENOBUCKET, "the copy source bucket does not exist");
         return -1;
     }
     s->bucket_ino = attr.ino;
@@ -1137,9 +1120,9 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
         if (range) {
             int rr = range_parse(range, size, &off, &end);
             if (rr <= 0 || strncmp(range, "bytes=-", 7) == 0 || !strchr(range, '-')[1]) {
-                s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                               "the x-amz-copy-source-range value must be of the form "
-                               "bytes=first-last within the source object");
+                s3__resp_err(x, -EINVAL,
+                             "the x-amz-copy-source-range value must be of the form "
+                             "bytes=first-last within the source object");
                 return -1;
             }
         }
@@ -1152,7 +1135,7 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
         if (rc == SRV_ESTALE && tries + 1 < GET_RETRIES)
             continue;
         if (rc == SRV_ESTALE)
-            s3__resp_error(x, -EAGAIN, "ServiceUnavailable", 503,
+            s3__resp_s3err(x, S3E_SERVICE_UNAVAILABLE,
                            "the copy source kept changing while it was read; please retry");
         else
             s3__resp_err(x, rc, NULL);
@@ -1166,7 +1149,7 @@ static void copy_object(struct s3_ctx *x)
     if (s3__op_bucket(x) || copy_source(x, &s))
         return;
     if (s.o.dir) {
-        s3__resp_error(x, -EINVAL, "InvalidRequest", 400, "a directory marker cannot be copied");
+        s3__resp_s3err(x, S3E_INVALID_REQUEST, "a directory marker cannot be copied");
         return;
     }
     const char *md = s3__req_header(x->req, "x-amz-metadata-directive");
@@ -1175,7 +1158,7 @@ static void copy_object(struct s3_ctx *x)
     bool treplace = td && strcasecmp(td, "REPLACE") == 0;
     if ((md && !replace && strcasecmp(md, "COPY") != 0) ||
         (td && !treplace && strcasecmp(td, "COPY") != 0)) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400, "unknown metadata or tagging directive");
+        s3__resp_err(x, -EINVAL, "unknown metadata or tagging directive");
         return;
     }
     struct s3_meta req_meta, meta;
@@ -1184,7 +1167,7 @@ static void copy_object(struct s3_ctx *x)
     bool same = s.bucket_ino == x->bucket_ino && s.keylen == x->rt.keylen &&
                 memcmp(s.key, x->rt.key, s.keylen) == 0;
     if (same && !replace && !treplace) {
-        s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+        s3__resp_s3err(x, S3E_INVALID_REQUEST,
                        "this copy request is illegal because it is trying to copy an object "
                        "to itself without changing the object's metadata");
         return;
@@ -1228,8 +1211,7 @@ static void copy_object(struct s3_ctx *x)
     }
     free(blob);
     if (rc == SRV_EPRECOND) {
-        s3__resp_error(x, rc, "PreconditionFailed", 412,
-                       "at least one of the preconditions you specified did not hold");
+        s3__resp_err(x, rc, PRECOND_MSG);
         return;
     }
     if (rc) {
@@ -1321,8 +1303,7 @@ static void put_tagging(struct s3_ctx *x)
     const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Tagging") != 0 ||
         !(set = s3__xml_child(root, "TagSet"))) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "the XML you provided was not well-formed or did not validate");
+        s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
     struct s3_meta tags;
@@ -1333,14 +1314,13 @@ static void put_tagging(struct s3_ctx *x)
         struct s3_xnode *k = s3__xml_child(t, "Key"), *v = s3__xml_child(t, "Value");
         if (!k || !v || !tag_ok(k->text, k->textlen, v->textlen) ||
             s3__meta_find(&tags, S3_M_TAG, k->text)) {
-            s3__resp_error(x, -EINVAL, "InvalidTag", 400,
-                           "a tag key or value is invalid or repeated");
+            s3__resp_s3err(x, S3E_INVALID_TAG, NULL);
             return;
         }
         s3__meta_add(&tags, x->a, S3_M_TAG, k->text, k->textlen, v->text, v->textlen);
     }
     if (tags.n > TAGS_MAX) {
-        s3__resp_error(x, -EINVAL, "BadRequest", 400, "object tags cannot be greater than 10");
+        s3__resp_s3err(x, S3E_BAD_REQUEST, "object tags cannot be greater than 10");
         return;
     }
     set_tags(x, &tags, false);
