@@ -40,7 +40,8 @@ struct admin_caller {
 /** Serve one authenticated /api/v1/... request (@p path starts after "/api/v1"). */
 void admin__api(struct admin *a, struct evhttp_request *req, const char *path,
                 const struct admin_caller *who);
-/** Check an "AWS4-HMAC-SHA256 ..." Authorization header @p auth (admin_sigv4.c).
+/** Check an "AWS4-HMAC-SHA256 ..." Authorization header (admin_sigv4.c); @p auth is
+ * its value after the scheme and one blank (the caller matched the scheme without case).
  * @param[out] who the caller on success.
  * @param[out] why a static text saying what was wrong.
  * @return 0, -EACCES (malformed, unknown or disabled key, bad signature, clock

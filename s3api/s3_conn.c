@@ -1197,8 +1197,8 @@ static int ck_result(struct s3_ctx *x, int rc)
     if (x->body_err)
         return -1;
     if (rc == SRV_EAUTH)
-        return body_fail(x, SRV_EAUTH, x->ck->err);
-    return body_fail_s3(x, S3E_INCOMPLETE_BODY, x->ck->err);
+        return body_fail(x, SRV_EAUTH, x->ck->d.err);
+    return body_fail_s3(x, S3E_INCOMPLETE_BODY, x->ck->d.err);
 }
 
 /* Body bytes after HTTP framing (llhttp). */
@@ -1213,7 +1213,7 @@ static int http_body_cb(void *arg, const char *data, size_t len)
         return payload_cb(x, data, len);
     if (x->req->chunked)
         return ck_result(x, s3__chunked_http_data(x->ck, data, len));
-    return ck_result(x, s3__chunked_feed(x->ck, data, len));
+    return ck_result(x, srv_sigv4_chunked_feed(&x->ck->d, data, len));
 }
 
 /* HTTP chunk boundaries and trailer fields. An aws-chunked upload may carry
@@ -1290,7 +1290,7 @@ static void body_pump(struct s3_ctx *x)
     if (!x->body_complete)
         return;
     x->conn->state = CS_WAIT;
-    if (x->aws_chunked && !x->ck->done) {
+    if (x->aws_chunked && !x->ck->d.done) {
         s3__resp_s3err(x, S3E_INCOMPLETE_BODY, "the aws-chunked body ended before its final chunk");
         stream_fail(x);
         return;
@@ -1316,7 +1316,7 @@ static int small_body_check(struct s3_ctx *x)
     if (x->sha256) {
         char hex[65];
         srv_sigv4_sha256_hex(p, n, hex);
-        if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
+        if (!srv_sigv4_equal(hex, x->sig.payload_hash, 64)) {
             s3__resp_s3err(x, S3E_CONTENT_SHA256_MISMATCH, NULL);
             return -1;
         }
@@ -1373,7 +1373,7 @@ static void on_message_done(struct s3_conn *c)
         send_response(x);
         return;
     }
-    if (x->aws_chunked && !x->ck->done) {
+    if (x->aws_chunked && !x->ck->d.done) {
         s3__resp_s3err(x, S3E_INCOMPLETE_BODY, "aws-chunked body incomplete");
         send_response(x);
         return;
@@ -1431,9 +1431,8 @@ static int ctx_auth(struct s3_ctx *x)
     struct s3_req *r = x->req;
     const char *authz = s3__req_header(r, "authorization");
     int rc;
-    x->sig.arena = x->a;
     if (authz) {
-        rc = s3__sigv4_parse_header(authz, &x->sig);
+        rc = srv_sigv4_parse_header(authz, &x->sig);
         if (rc == SRV_ENOTSUPP) {
             s3__resp_err(x, -EACCES, "only AWS Signature Version 4 is supported");
             return -1;
@@ -1487,12 +1486,14 @@ static int ctx_auth(struct s3_ctx *x)
     }
     /* payload mode */
     const char *ph = x->sig.payload_hash;
-    if (strcmp(ph, S3_STREAMING_SIGNED) == 0 || strcmp(ph, S3_STREAMING_SIGNED_TRAILER) == 0 ||
-        strcmp(ph, S3_STREAMING_UNSIGNED_TRAILER) == 0) {
-        enum s3_chunk_mode m = strcmp(ph, S3_STREAMING_SIGNED) == 0 ? S3_CHUNK_SIGNED
-                               : strcmp(ph, S3_STREAMING_SIGNED_TRAILER) == 0
-                                   ? S3_CHUNK_SIGNED_TRAILER
-                                   : S3_CHUNK_UNSIGNED_TRAILER;
+    if (strcmp(ph, SRV_SIGV4_STREAMING_SIGNED) == 0 ||
+        strcmp(ph, SRV_SIGV4_STREAMING_SIGNED_TRAILER) == 0 ||
+        strcmp(ph, SRV_SIGV4_STREAMING_UNSIGNED_TRAILER) == 0) {
+        enum srv_sigv4_chunk_mode m = strcmp(ph, SRV_SIGV4_STREAMING_SIGNED) == 0
+                                          ? SRV_SIGV4_CHUNK_SIGNED
+                                      : strcmp(ph, SRV_SIGV4_STREAMING_SIGNED_TRAILER) == 0
+                                          ? SRV_SIGV4_CHUNK_SIGNED_TRAILER
+                                          : SRV_SIGV4_CHUNK_UNSIGNED_TRAILER;
         x->ck = malloc(sizeof(*x->ck)); /* only these requests carry the decoder */
         if (!x->ck)
             abort();
@@ -1508,7 +1509,7 @@ static int ctx_auth(struct s3_ctx *x)
             }
             x->decoded_len = (int64_t)v;
         }
-    } else if (strcmp(ph, S3_UNSIGNED_PAYLOAD) != 0) {
+    } else if (strcmp(ph, SRV_SIGV4_UNSIGNED_PAYLOAD) != 0) {
         if (!is_hex64(ph)) {
             s3__resp_err(x, -EINVAL,
                          "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a "

@@ -2,7 +2,7 @@
  * s3_internal: types and functions shared by the files of s3api/ (not a public API).
  *
  * The pure layers (arena, HTTP request parser, URL/query helpers, SigV4,
- * aws-chunked decoder, XML, checksums, metadata blob) work on byte buffers
+ * aws-chunked framing, XML, checksums, metadata blob) work on byte buffers
  * and never touch libevent sockets, so unit tests and fuzz targets can drive
  * them directly. The connection layer (s3_conn.c) and the operations
  * (s3_op_*.c) build on them.
@@ -187,102 +187,40 @@ size_t s3__u64_dec(char *out, uint64_t v);
 /** Format ISO 8601 with milliseconds "2009-10-12T17:50:30.000Z"; out: 25 bytes. */
 void s3__iso_date_fmt(const struct timespec *ts, char *out);
 
-/* ---------------------------------------------------------------- SigV4 */
+/* ---------------------------------------------------------------- SigV4 (S3 glue)
+ * The parser, verifier and aws-chunked decoder are sigv4/'s (srv_sigv4.h);
+ * s3_sigv4.c maps S3 requests onto them. */
 
-#define S3_SIGV4_MAX_SIGNED 64
-#define S3_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
-#define S3_STREAMING_SIGNED "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
-#define S3_STREAMING_SIGNED_TRAILER "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
-#define S3_STREAMING_UNSIGNED_TRAILER "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
-#define S3_SKEW_SECONDS (15 * 60)
-
-struct s3_sigv4 {
-    bool presigned;
-    char akey[129];
-    char date[9]; /* scope date yyyymmdd */
-    char region[64];
-    char service[32];
-    char amz_date[17]; /* yyyymmddThhmmssZ */
-    time_t when;
-    long expires;              /* presigned: X-Amz-Expires seconds */
-    char signature[65];        /* lower-case hex */
-    char signed_headers[1024]; /* "host;x-amz-date" as received */
-    const char *signed_list[S3_SIGV4_MAX_SIGNED];
-    size_t nsigned;
-    char payload_hash[80]; /* x-amz-content-sha256 (or UNSIGNED-PAYLOAD when presigned) */
-    struct s3_arena *arena;
-};
-
-/** Parse an "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..." header.
- * @return 0, -EINVAL (malformed), SRV_ENOTSUPP (another scheme, e.g. SigV2). */
-int s3__sigv4_parse_header(const char *authz, struct s3_sigv4 *out);
-/** Parse presigned query parameters (X-Amz-Algorithm ...) of @p r.
- * @return 0, -ENOENT (not presigned), -EINVAL (malformed). */
-int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out);
-/** Build the canonical request (newline-separated, AWS SigV4 rules; the text
- * is srv_sigv4_canonical's) into a new arena string. For presigned requests
- * X-Amz-Signature is left out.
- * @return NULL if a signed header is missing. */
-char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig);
-/** hex HMAC-SHA256(key, "AWS4-HMAC-SHA256\n" amz_date "\n" scope "\n" hex(sha256(canon))). */
-void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
-                    char out[65]);
-/** Full verification of a request against @p secret at time @p now.
- * @return 0, SRV_EAUTH (signature mismatch), -EACCES (expired / skewed;
- *         @p why says which), -EINVAL (malformed). */
-int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4 *sig,
+/** Parse the presigned query parameters (X-Amz-Algorithm ...) of @p r.
+ * @return as srv_sigv4_parse_query: 0, -ENOENT (not presigned), -EINVAL. */
+int s3__sigv4_parse_query(const struct s3_req *r, struct srv_sigv4_auth *out);
+/** The canonical request of @p r (the path decoded and encoded again the
+ * SigV4 way, the query without X-Amz-Signature when presigned) as @p sig
+ * signs it, into a new arena string. @return NULL if it cannot be built (a
+ * signed header is missing, a malformed path escape). */
+char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r,
+                          const struct srv_sigv4_auth *sig);
+/** Verify @p r against @p secret at time @p now: the scope's service must be
+ * "s3"; x-amz-date (else Date) and x-amz-content-sha256 come from the headers
+ * of a header-form request. @return as srv_sigv4_verify (-EINVAL for another
+ * service); @p why says what failed. */
+int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv4_auth *sig,
                      const char *secret, time_t now, unsigned char key_out[32], const char **why);
-/** Signature of one aws-chunked chunk (hex) given the previous signature. */
-void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
-                          const char *prev_sig, const unsigned char data_sha256[32], char out[65]);
-/** Signature of the trailer of a signed streaming upload. */
-void s3__sigv4_trailer_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
-                            const char *prev_sig, const char *trailer, size_t len, char out[65]);
-bool s3__ct_equal(const char *a, const char *b, size_t n);
 
-/* aws-chunked decoder: "hex;chunk-signature=sig\r\n data \r\n" ... "0;...\r\n"
- * [trailers "\r\n"]. Pure state machine, fed body bytes in any split. */
-enum s3_chunk_mode {
-    S3_CHUNK_SIGNED = 1,
-    S3_CHUNK_UNSIGNED_TRAILER = 2,
-    S3_CHUNK_SIGNED_TRAILER = 3
-};
-typedef int (*s3_chunk_data_cb)(void *arg, const char *data, size_t len);
+/* An aws-chunked body as the connection reads it: the decoder, and how the
+ * stream travels when it comes with Transfer-Encoding: chunked. */
 struct s3_chunked {
-    enum s3_chunk_mode mode;
-    int state;
-    unsigned char key[32];
-    const struct s3_sigv4 *sig;
-    char prev_sig[65];
-    char line[512]; /* current header/trailer line */
-    size_t linelen;
-    uint64_t remaining; /* data bytes left in the current chunk */
-    char chunk_sig[65];
-    EVP_MD_CTX *sha;    /* hash of the current chunk (signed modes) */
-    char trailer[2048]; /* trailer lines as received (for the trailer signature) */
-    size_t trailerlen;
-    char trailer_sig[65];
-    uint64_t decoded;
-    bool done;
-    const char *err; /* static message once failed */
-    s3_chunk_data_cb cb;
-    void *arg;
-    /* trailing checksum header seen, e.g. "x-amz-checksum-crc32" and its value */
-    char ck_name[40];
-    char ck_value[100];
-    /* carried by HTTP chunked transfer coding (s3__chunked_http_*) */
-    int framing;             /* how: not known yet, the same chunks, or nested */
-    uint64_t first_size;     /* while not known: the first HTTP chunk, held back */
+    struct srv_sigv4_chunked d;
+    int framing;         /* how: not known yet, the same chunks, or nested */
+    uint64_t first_size; /* while not known: the first HTTP chunk, held back */
     char first_ext[S3_HTTP_EXT_MAX];
-    char peek[18];           /* ... and the first bytes of its data */
+    char peek[18]; /* ... and the first bytes of its data */
     size_t peeklen;
 };
-void s3__chunked_init(struct s3_chunked *d, enum s3_chunk_mode mode, const unsigned char key[32],
-                      const struct s3_sigv4 *sig, s3_chunk_data_cb cb, void *arg);
-void s3__chunked_fini(struct s3_chunked *d);
-/** @return 0, SRV_EAUTH (chunk signature mismatch), -EINVAL (framing), or the
- * callback's error. After d->done, further bytes are -EINVAL. */
-int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
+void s3__chunked_init(struct s3_chunked *c, enum srv_sigv4_chunk_mode mode,
+                      const unsigned char key[32], const struct srv_sigv4_auth *sig,
+                      srv_sigv4_chunk_cb cb, void *arg);
+void s3__chunked_fini(struct s3_chunked *c);
 /* An aws-chunked body sent with Transfer-Encoding: chunked comes one of two
  * ways: its aws chunks are the HTTP chunks (each chunk-signature a chunk
  * extension, the trailing checksum and trailer signature HTTP trailer fields:
@@ -292,11 +230,11 @@ int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
  * its chunk-signature extension, the unsigned-trailer mode by whether the
  * chunk's data begins with an aws chunk-size line (1-16 hex digits, CRLF);
  * a zero-length first chunk is the first way. The framing events and the
- * HTTP-decoded bytes then feed the decoder as s3__chunked_feed would be fed
- * with the aws-chunked stream itself; in the nested way the HTTP framing and
- * trailer fields are ignored. Both return as s3__chunked_feed. */
-int s3__chunked_http_frame(struct s3_chunked *d, const struct s3_http_frame *f);
-int s3__chunked_http_data(struct s3_chunked *d, const char *buf, size_t len);
+ * HTTP-decoded bytes then feed the decoder as srv_sigv4_chunked_feed would be
+ * fed with the aws-chunked stream itself; in the nested way the HTTP framing
+ * and trailer fields are ignored. Both return as srv_sigv4_chunked_feed. */
+int s3__chunked_http_frame(struct s3_chunked *c, const struct s3_http_frame *f);
+int s3__chunked_http_data(struct s3_chunked *c, const char *buf, size_t len);
 
 /* ---------------------------------------------------------------- checksums */
 
@@ -444,7 +382,7 @@ struct s3_ctx {
     const char *region; /* configured region (server-owned) */
     /* who */
     struct core_principal p;
-    struct s3_sigv4 sig;
+    struct srv_sigv4_auth sig;
     unsigned char skey[32];
     /* what */
     struct s3_route rt;

@@ -783,7 +783,7 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
         char hex[65];
         EVP_DigestFinal_ex(x->sha256, md, &n);
         srv_sigv4_hex(md, 32, hex);
-        if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
+        if (!srv_sigv4_equal(hex, x->sig.payload_hash, 64)) {
             s3__resp_s3err(x, S3E_CONTENT_SHA256_MISMATCH,
                            "the provided x-amz-content-sha256 header does not match what was "
                            "computed");
@@ -797,8 +797,8 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
     ckval[0] = '\0';
     if (st->ck) {
         s3__ck_final(&x->cks, ckval);
-        const char *want = st->ck_trailer ? x->ck->ck_value : x->cks_expect;
-        if (st->ck_trailer && strcasecmp(x->ck->ck_name, s3__ck_header(st->ck)) != 0) {
+        const char *want = st->ck_trailer ? x->ck->d.ck_value : x->cks_expect;
+        if (st->ck_trailer && strcasecmp(x->ck->d.ck_name, s3__ck_header(st->ck)) != 0) {
             s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "the trailer did not carry the announced checksum");
             return -1;
