@@ -1021,18 +1021,13 @@ static void ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
     }
 }
 
-static bool op_writes(const struct s3_op *op)
-{
-    return op == &s3_op_put_object || op == &s3_op_mpu_upload_part || op == &s3_op_copy_object ||
-           op == &s3_op_mpu_upload_part_copy;
-}
-
-/* GetObject is admitted once its size is known, with the bytes it will send. */
+/* An S3_OPF_READ_AFTER op (GetObject) is admitted once its size is known, with
+ * the bytes it will send. */
 static void op_done(struct s3_ctx *x)
 {
     uint64_t n = x->stream ? x->rend - x->roff : evbuffer_get_length(x->rbody);
-    if (x->rt.op == &s3_op_get_object && x->status < 300 && n > 0)
-        ctx_admit(x, QOS_READ, n, send_response);
+    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->status < 300 && n > 0)
+        ctx_admit(x, x->rt.op->qos, n, send_response);
     else
         send_response(x);
 }
@@ -1042,12 +1037,17 @@ static void op_run(struct s3_ctx *x)
     ctx_submit(x, x->rt.op->work, op_done);
 }
 
-/* GET/HEAD of an object: metadata (and inline content) straight from the
- * loop thread (core_key_peek reads only the LMDB map), so a small object
- * costs no worker round trip; only a body in extents goes to a worker. */
-static void obj_get_start(struct s3_ctx *x)
+/* Run the op: its fast path first when it has one (GET/HEAD of an object:
+ * metadata, and inline content, straight from the loop thread, as
+ * core_key_peek reads only the LMDB map, so a small object costs no worker
+ * round trip; only a body in extents goes to a worker). */
+static void op_start(struct s3_ctx *x)
 {
-    switch (s3__get_fast(x)) {
+    if (!x->rt.op->fast) {
+        op_run(x);
+        return;
+    }
+    switch (x->rt.op->fast(x)) {
     case S3_FAST_DONE:
         op_done(x);
         break;
@@ -1382,12 +1382,10 @@ static void on_message_done(struct s3_conn *c)
         send_response(x);
         return;
     }
-    if (x->rt.op == &s3_op_get_object)
-        obj_get_start(x);
-    else if (x->rt.op == &s3_op_head_object)
-        ctx_admit(x, QOS_META, 0, obj_get_start);
+    if (x->rt.op->flags & S3_OPF_READ_AFTER)
+        op_start(x); /* admitted in op_done */
     else
-        ctx_admit(x, op_writes(x->rt.op) ? QOS_WRITE : QOS_META, 0, op_run);
+        ctx_admit(x, x->rt.op->qos, 0, op_start);
 }
 
 static void stream_begin_done(struct s3_ctx *x);
@@ -1588,7 +1586,7 @@ static void on_headers(struct s3_conn *c)
         if (!x->md5)
             abort();
         EVP_DigestInit_ex(x->md5, EVP_md5(), NULL);
-        ctx_admit(x, QOS_WRITE, declared, stream_start);
+        ctx_admit(x, x->rt.op->qos, declared, stream_start);
         return;
     }
     if (r->expect_continue && (r->content_length > 0 || r->chunked))

@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "core.h"
+#include "qos_admit.h"
 #include "s3_error.h"
 #include "srv_sigv4.h"
 
@@ -330,9 +331,28 @@ const char *s3__status_text(int status);
 enum s3_body_mode { S3_BODY_NONE = 0, S3_BODY_XML = 1, S3_BODY_STREAM = 2 };
 
 struct s3_ctx;
+
+/* GET/HEAD of an object on the loop thread (core_key_peek). */
+enum s3_fast {
+    S3_FAST_NO = 0, /* nothing done: run the op on a worker */
+    S3_FAST_DONE,   /* the response (success or error) is ready */
+    S3_FAST_DATA,   /* headers are ready: run s3__get_data_work on a worker */
+};
+
+/* An operation's flags. */
+#define S3_OPF_READ_AFTER 0x1 /* not admitted before it runs: once its response is ready, as a
+                               * read (qos) of the bytes it sends (GetObject) */
+
+/* An operation: what the connection needs to know to run it (its body, its
+ * QoS admission, an optional loop-thread fast path) and its worker steps. */
 struct s3_op {
     const char *name; /* S3 API name, for logs and metrics */
     enum s3_body_mode body;
+    enum qos_class qos; /* admitted as this class before it runs: QOS_META, or QOS_WRITE
+                         * (STREAM: with the declared payload bytes) */
+    unsigned flags;     /* S3_OPF_* */
+    /* loop thread, after the body and admission, before any worker; NULL: none */
+    enum s3_fast (*fast)(struct s3_ctx *x);
     /* worker: the whole operation (NONE, XML) or, for STREAM, the part before the body */
     void (*work)(struct s3_ctx *x);
     /* worker, STREAM only: after the last body byte was written */
@@ -473,12 +493,7 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
     s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 
-/* GET/HEAD of an object on the loop thread (core_key_peek). */
-enum s3_fast {
-    S3_FAST_NO = 0, /* nothing done: run the op on a worker */
-    S3_FAST_DONE,   /* the response (success or error) is ready */
-    S3_FAST_DATA,   /* headers are ready: run s3__get_data_work on a worker */
-};
+/** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
 /** Worker: the data step after S3_FAST_DATA (looks the key up again if the
  * object went away meanwhile). */

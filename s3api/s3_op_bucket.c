@@ -423,13 +423,19 @@ static void list_versions(struct s3_ctx *x)
     list_common(x, L_VERSIONS);
 }
 
-const struct s3_op s3_op_list_buckets = {"ListBuckets", S3_BODY_NONE, list_buckets, NULL};
-const struct s3_op s3_op_create_bucket = {"CreateBucket", S3_BODY_XML, create_bucket, NULL};
-const struct s3_op s3_op_delete_bucket = {"DeleteBucket", S3_BODY_NONE, delete_bucket, NULL};
-const struct s3_op s3_op_head_bucket = {"HeadBucket", S3_BODY_NONE, head_bucket, NULL};
-const struct s3_op s3_op_bucket_location = {"GetBucketLocation", S3_BODY_NONE, bucket_location,
-                                            NULL};
-const struct s3_op s3_op_bucket_config = {"GetBucketConfig", S3_BODY_NONE, bucket_config, NULL};
-const struct s3_op s3_op_list_objects = {"ListObjects", S3_BODY_NONE, list_v1, NULL};
-const struct s3_op s3_op_list_objects_v2 = {"ListObjectsV2", S3_BODY_NONE, list_v2, NULL};
-const struct s3_op s3_op_list_versions = {"ListObjectVersions", S3_BODY_NONE, list_versions, NULL};
+const struct s3_op s3_op_list_buckets = {
+    .name = "ListBuckets", .qos = QOS_META, .work = list_buckets};
+const struct s3_op s3_op_create_bucket = {
+    .name = "CreateBucket", .body = S3_BODY_XML, .qos = QOS_META, .work = create_bucket};
+const struct s3_op s3_op_delete_bucket = {
+    .name = "DeleteBucket", .qos = QOS_META, .work = delete_bucket};
+const struct s3_op s3_op_head_bucket = {.name = "HeadBucket", .qos = QOS_META, .work = head_bucket};
+const struct s3_op s3_op_bucket_location = {
+    .name = "GetBucketLocation", .qos = QOS_META, .work = bucket_location};
+const struct s3_op s3_op_bucket_config = {
+    .name = "GetBucketConfig", .qos = QOS_META, .work = bucket_config};
+const struct s3_op s3_op_list_objects = {.name = "ListObjects", .qos = QOS_META, .work = list_v1};
+const struct s3_op s3_op_list_objects_v2 = {
+    .name = "ListObjectsV2", .qos = QOS_META, .work = list_v2};
+const struct s3_op s3_op_list_versions = {
+    .name = "ListObjectVersions", .qos = QOS_META, .work = list_versions};

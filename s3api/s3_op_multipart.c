@@ -468,10 +468,13 @@ static void mpu_list_uploads(struct s3_ctx *x)
     evbuffer_free(us.prefixes);
 }
 
-const struct s3_op s3_op_mpu_create = {"CreateMultipartUpload", S3_BODY_NONE, mpu_create, NULL};
-const struct s3_op s3_op_mpu_complete = {"CompleteMultipartUpload", S3_BODY_XML, mpu_complete,
-                                         NULL};
-const struct s3_op s3_op_mpu_abort = {"AbortMultipartUpload", S3_BODY_NONE, mpu_abort, NULL};
-const struct s3_op s3_op_mpu_list_parts = {"ListParts", S3_BODY_NONE, mpu_list_parts, NULL};
-const struct s3_op s3_op_mpu_list_uploads = {"ListMultipartUploads", S3_BODY_NONE, mpu_list_uploads,
-                                             NULL};
+const struct s3_op s3_op_mpu_create = {
+    .name = "CreateMultipartUpload", .qos = QOS_META, .work = mpu_create};
+const struct s3_op s3_op_mpu_complete = {
+    .name = "CompleteMultipartUpload", .body = S3_BODY_XML, .qos = QOS_META, .work = mpu_complete};
+const struct s3_op s3_op_mpu_abort = {
+    .name = "AbortMultipartUpload", .qos = QOS_META, .work = mpu_abort};
+const struct s3_op s3_op_mpu_list_parts = {
+    .name = "ListParts", .qos = QOS_META, .work = mpu_list_parts};
+const struct s3_op s3_op_mpu_list_uploads = {
+    .name = "ListMultipartUploads", .qos = QOS_META, .work = mpu_list_uploads};

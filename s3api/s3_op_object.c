@@ -1348,16 +1348,29 @@ static void object_acl(struct s3_ctx *x)
                         x->p.user);
 }
 
-const struct s3_op s3_op_put_object = {"PutObject", S3_BODY_STREAM, put_begin, put_finish};
-const struct s3_op s3_op_mpu_upload_part = {"UploadPart", S3_BODY_STREAM, part_begin, part_finish};
-const struct s3_op s3_op_get_object = {"GetObject", S3_BODY_NONE, get_or_head, NULL};
-const struct s3_op s3_op_head_object = {"HeadObject", S3_BODY_NONE, get_or_head, NULL};
-const struct s3_op s3_op_delete_object = {"DeleteObject", S3_BODY_NONE, delete_object, NULL};
-const struct s3_op s3_op_delete_objects = {"DeleteObjects", S3_BODY_XML, delete_objects, NULL};
-const struct s3_op s3_op_copy_object = {"CopyObject", S3_BODY_NONE, copy_object, NULL};
-const struct s3_op s3_op_mpu_upload_part_copy = {"UploadPartCopy", S3_BODY_NONE, part_copy, NULL};
-const struct s3_op s3_op_get_tagging = {"GetObjectTagging", S3_BODY_NONE, get_tagging, NULL};
-const struct s3_op s3_op_put_tagging = {"PutObjectTagging", S3_BODY_XML, put_tagging, NULL};
-const struct s3_op s3_op_delete_tagging = {"DeleteObjectTagging", S3_BODY_NONE, delete_tagging,
-                                           NULL};
-const struct s3_op s3_op_object_acl = {"GetObjectAcl", S3_BODY_NONE, object_acl, NULL};
+const struct s3_op s3_op_put_object = {
+    .name = "PutObject", .body = S3_BODY_STREAM, .qos = QOS_WRITE, .work = put_begin,
+    .finish = put_finish};
+const struct s3_op s3_op_mpu_upload_part = {
+    .name = "UploadPart", .body = S3_BODY_STREAM, .qos = QOS_WRITE, .work = part_begin,
+    .finish = part_finish};
+const struct s3_op s3_op_get_object = {
+    .name = "GetObject", .qos = QOS_READ, .flags = S3_OPF_READ_AFTER, .fast = s3__get_fast,
+    .work = get_or_head};
+const struct s3_op s3_op_head_object = {
+    .name = "HeadObject", .qos = QOS_META, .fast = s3__get_fast, .work = get_or_head};
+const struct s3_op s3_op_delete_object = {
+    .name = "DeleteObject", .qos = QOS_META, .work = delete_object};
+const struct s3_op s3_op_delete_objects = {
+    .name = "DeleteObjects", .body = S3_BODY_XML, .qos = QOS_META, .work = delete_objects};
+const struct s3_op s3_op_copy_object = {
+    .name = "CopyObject", .qos = QOS_WRITE, .work = copy_object};
+const struct s3_op s3_op_mpu_upload_part_copy = {
+    .name = "UploadPartCopy", .qos = QOS_WRITE, .work = part_copy};
+const struct s3_op s3_op_get_tagging = {
+    .name = "GetObjectTagging", .qos = QOS_META, .work = get_tagging};
+const struct s3_op s3_op_put_tagging = {
+    .name = "PutObjectTagging", .body = S3_BODY_XML, .qos = QOS_META, .work = put_tagging};
+const struct s3_op s3_op_delete_tagging = {
+    .name = "DeleteObjectTagging", .qos = QOS_META, .work = delete_tagging};
+const struct s3_op s3_op_object_acl = {.name = "GetObjectAcl", .qos = QOS_META, .work = object_acl};
