@@ -34,7 +34,7 @@ int s3__ctx_auth(struct s3_ctx *x)
     const char *authz = s3__req_header(r, "authorization");
     int rc;
     if (authz) {
-        rc = srv_sigv4_parse_header(authz, &x->sig);
+        rc = srv_sigv4_parse_header(authz, &x->auth.sig);
         if (rc == SRV_ENOTSUPP) {
             s3__resp_err(x, -EACCES, "only AWS Signature Version 4 is supported");
             return -1;
@@ -44,7 +44,7 @@ int s3__ctx_auth(struct s3_ctx *x)
             return -1;
         }
     } else {
-        rc = s3__sigv4_parse_query(r, &x->sig);
+        rc = s3__sigv4_parse_query(r, &x->auth.sig);
         if (rc == -ENOENT && s3__req_has_param(r, "AWSAccessKeyId")) {
             s3__resp_err(x, -EACCES,
                          "only AWS Signature Version 4 is supported (presigned URL is SigV2)");
@@ -60,7 +60,7 @@ int s3__ctx_auth(struct s3_ctx *x)
         }
     }
     char secret[TENANT_SECRET_MAX + 1];
-    rc = tenants_key_lookup(x->srv->tenants, x->sig.akey, secret, &x->p);
+    rc = tenants_key_lookup(x->srv->tenants, x->auth.sig.akey, secret, &x->p);
     if (rc == -ENOENT) {
         s3__resp_s3err(x, S3E_INVALID_ACCESS_KEY_ID, NULL);
         return -1;
@@ -70,7 +70,7 @@ int s3__ctx_auth(struct s3_ctx *x)
         return -1;
     }
     const char *why = NULL;
-    rc = s3__sigv4_verify(x->a, r, &x->sig, secret, time(NULL), x->skey, &why);
+    rc = s3__sigv4_verify(x->a, r, &x->auth.sig, secret, time(NULL), x->auth.skey, &why);
     OPENSSL_cleanse(secret, sizeof(secret));
     if (rc) {
         uint32_t tenant = x->p.tenant;
@@ -87,7 +87,7 @@ int s3__ctx_auth(struct s3_ctx *x)
         return -1;
     }
     /* payload mode */
-    const char *ph = x->sig.payload_hash;
+    const char *ph = x->auth.sig.payload_hash;
     if (strcmp(ph, SRV_SIGV4_STREAMING_SIGNED) == 0 ||
         strcmp(ph, SRV_SIGV4_STREAMING_SIGNED_TRAILER) == 0 ||
         strcmp(ph, SRV_SIGV4_STREAMING_UNSIGNED_TRAILER) == 0) {
@@ -96,11 +96,11 @@ int s3__ctx_auth(struct s3_ctx *x)
                                       : strcmp(ph, SRV_SIGV4_STREAMING_SIGNED_TRAILER) == 0
                                           ? SRV_SIGV4_CHUNK_SIGNED_TRAILER
                                           : SRV_SIGV4_CHUNK_UNSIGNED_TRAILER;
-        x->ck = malloc(sizeof(*x->ck)); /* only these requests carry the decoder */
-        if (!x->ck)
+        x->in.ck = malloc(sizeof(*x->in.ck)); /* only these requests carry the decoder */
+        if (!x->in.ck)
             abort();
-        s3__chunked_init(x->ck, m, x->skey, &x->sig, s3__body_payload, x);
-        x->aws_chunked = true;
+        s3__chunked_init(x->in.ck, m, x->auth.skey, &x->auth.sig, s3__body_payload, x);
+        x->in.aws_chunked = true;
         const char *dl = s3__req_header(r, "x-amz-decoded-content-length");
         if (dl) {
             char *end = NULL;
@@ -109,7 +109,7 @@ int s3__ctx_auth(struct s3_ctx *x)
                 s3__resp_err(x, -EINVAL, "x-amz-decoded-content-length is malformed");
                 return -1;
             }
-            x->decoded_len = (int64_t)v;
+            x->in.decoded_len = (int64_t)v;
         }
     } else if (strcmp(ph, SRV_SIGV4_UNSIGNED_PAYLOAD) != 0) {
         if (!is_hex64(ph)) {
@@ -118,10 +118,10 @@ int s3__ctx_auth(struct s3_ctx *x)
                          "lower-case hex SHA-256");
             return -1;
         }
-        x->sha256 = EVP_MD_CTX_new();
-        if (!x->sha256)
+        x->in.sha256 = EVP_MD_CTX_new();
+        if (!x->in.sha256)
             abort();
-        EVP_DigestInit_ex(x->sha256, EVP_sha256(), NULL);
+        EVP_DigestInit_ex(x->in.sha256, EVP_sha256(), NULL);
     }
     return 0;
 }

@@ -37,9 +37,9 @@ static void on_body_readable(evutil_socket_t fd, short what, void *arg);
 /* The body failed with internal error @p err (the first failure counts). @return -1. */
 int s3__body_fail(struct s3_ctx *x, int err, const char *msg)
 {
-    if (!x->body_err) {
-        x->body_err = err;
-        x->body_errmsg = msg;
+    if (!x->in.err) {
+        x->in.err = err;
+        x->in.errmsg = msg;
     }
     return -1;
 }
@@ -47,25 +47,25 @@ int s3__body_fail(struct s3_ctx *x, int err, const char *msg)
 /* The body failed with S3-only error @p e. @return -1. */
 int s3__body_fail_s3(struct s3_ctx *x, enum s3_err e, const char *msg)
 {
-    if (!x->body_err)
-        x->body_s3err = e;
+    if (!x->in.err)
+        x->in.s3err = e;
     return s3__body_fail(x, SRV_EBADREQ, msg);
 }
 
 /* Make the response the body's failure. */
 void s3__body_fail_resp(struct s3_ctx *x)
 {
-    if (x->body_s3err)
-        s3__resp_s3err(x, x->body_s3err, x->body_errmsg);
+    if (x->in.s3err)
+        s3__resp_s3err(x, x->in.s3err, x->in.errmsg);
     else
-        s3__resp_err(x, x->body_err, x->body_errmsg);
+        s3__resp_err(x, x->in.err, x->in.errmsg);
 }
 
 /* The payload size the request announced (0 if it did not). */
 static uint64_t upload_declared(const struct s3_ctx *x)
 {
-    if (x->aws_chunked)
-        return x->decoded_len > 0 ? (uint64_t)x->decoded_len : 0;
+    if (x->in.aws_chunked)
+        return x->in.decoded_len > 0 ? (uint64_t)x->in.decoded_len : 0;
     return x->req->has_clen ? x->req->content_length : 0;
 }
 
@@ -73,16 +73,16 @@ static uint64_t upload_declared(const struct s3_ctx *x)
  * store can write it with O_DIRECT as it is); its bytes are kept. */
 static void chunk_grow(struct s3_ctx *x, size_t cap)
 {
-    int i = x->ccur;
+    int i = x->wr.ccur;
     void *p = NULL;
     cap = (cap + 4095) & ~(size_t)4095;
     if (posix_memalign(&p, 4096, cap) != 0)
         abort();
-    if (x->cfill)
-        memcpy(p, x->cbuf[i], x->cfill);
-    free(x->cbuf[i]);
-    x->cbuf[i] = p;
-    x->ccap[i] = cap;
+    if (x->wr.cfill)
+        memcpy(p, x->wr.cbuf[i], x->wr.cfill);
+    free(x->wr.cbuf[i]);
+    x->wr.cbuf[i] = p;
+    x->wr.ccap[i] = cap;
 }
 
 /* Free bytes in the chunk being filled, making or growing it as needed (0:
@@ -90,33 +90,33 @@ static void chunk_grow(struct s3_ctx *x, size_t cap)
  * chunk of a small upload is only as large as the upload. */
 static size_t chunk_space(struct s3_ctx *x)
 {
-    int i = x->ccur;
-    if (x->cfill == x->ccap[i] && x->ccap[i] < S3_WCHUNK) {
+    int i = x->wr.ccur;
+    if (x->wr.cfill == x->wr.ccap[i] && x->wr.ccap[i] < S3_WCHUNK) {
         size_t want = S3_WCHUNK;
         uint64_t d = upload_declared(x);
-        if (!x->cbuf[i] && !x->cbuf[i ^ 1] && d > 0 && d < S3_WCHUNK)
+        if (!x->wr.cbuf[i] && !x->wr.cbuf[i ^ 1] && d > 0 && d < S3_WCHUNK)
             want = (size_t)d;
         chunk_grow(x, want);
     }
-    return x->ccap[i] - x->cfill;
+    return x->wr.ccap[i] - x->wr.cfill;
 }
 
 /* Payload bytes the connection may take now without a third chunk. */
 size_t s3__body_room(const struct s3_ctx *x)
 {
-    size_t cur = S3_WCHUNK - x->cfill;
-    return x->writing ? cur : cur + S3_WCHUNK;
+    size_t cur = S3_WCHUNK - x->wr.cfill;
+    return x->wr.writing ? cur : cur + S3_WCHUNK;
 }
 
 /* The filled chunk goes to two workers (hash, write); the other one fills next. */
 static void chunk_ship(struct s3_ctx *x)
 {
-    x->wptr = x->cbuf[x->ccur];
-    x->wlen = x->cfill;
-    x->writing = true;
-    x->chunk_jobs = 2;
-    x->ccur ^= 1;
-    x->cfill = 0;
+    x->wr.wptr = x->wr.cbuf[x->wr.ccur];
+    x->wr.wlen = x->wr.cfill;
+    x->wr.writing = true;
+    x->wr.jobs = 2;
+    x->wr.ccur ^= 1;
+    x->wr.cfill = 0;
     s3__ctx_submit(x, stream_hash_work, stream_write_done);
     s3__ctx_submit(x, stream_write_work, stream_write_done);
 }
@@ -127,28 +127,28 @@ static void chunk_ship(struct s3_ctx *x)
 int s3__body_payload(void *arg, const char *data, size_t len)
 {
     struct s3_ctx *x = arg;
-    if (x->body_mode != S3_BODY_STREAM) {
-        if (evbuffer_get_length(x->body) + len > x->body_limit)
+    if (x->in.mode != S3_BODY_STREAM) {
+        if (evbuffer_get_length(x->in.buf) + len > x->in.limit)
             return s3__body_fail(x, SRV_EBADREQ,
                              "the request body is larger than this operation accepts");
-        evbuffer_add(x->body, data, len);
+        evbuffer_add(x->in.buf, data, len);
         return 0;
     }
-    if (x->written + (x->writing ? x->wlen : 0) + x->cfill + len > x->srv->max_object_size)
+    if (x->wr.written + (x->wr.writing ? x->wr.wlen : 0) + x->wr.cfill + len > x->srv->max_object_size)
         return s3__body_fail(x, SRV_ETOOBIG, S3_MSG_TOO_LARGE);
     while (len > 0) {
         size_t space = chunk_space(x);
         if (space == 0) {
-            if (x->writing) /* cannot happen: every feed is bounded by s3__body_room() */
+            if (x->wr.writing) /* cannot happen: every feed is bounded by s3__body_room() */
                 return s3__body_fail(x, -EIO, "upload buffer overrun");
             chunk_ship(x);
             continue;
         }
         size_t n = len < space ? len : space;
-        unsigned char *dst = x->cbuf[x->ccur] + x->cfill;
+        unsigned char *dst = x->wr.cbuf[x->wr.ccur] + x->wr.cfill;
         if ((const unsigned char *)data != dst)
             memmove(dst, data, n);
-        x->cfill += n;
+        x->wr.cfill += n;
         data += n;
         len -= n;
     }
@@ -160,11 +160,11 @@ static int ck_result(struct s3_ctx *x, int rc)
 {
     if (rc == 0)
         return 0;
-    if (x->body_err)
+    if (x->in.err)
         return -1;
     if (rc == SRV_EAUTH)
-        return s3__body_fail(x, SRV_EAUTH, x->ck->d.err);
-    return s3__body_fail_s3(x, S3E_INCOMPLETE_BODY, x->ck->d.err);
+        return s3__body_fail(x, SRV_EAUTH, x->in.ck->d.err);
+    return s3__body_fail_s3(x, S3E_INCOMPLETE_BODY, x->in.ck->d.err);
 }
 
 /* Body bytes after HTTP framing (llhttp). */
@@ -175,11 +175,11 @@ int s3__body_http_data(void *arg, const char *data, size_t len)
     if (!x)
         return -1;
     x->bytes_in += len;
-    if (!x->aws_chunked)
+    if (!x->in.aws_chunked)
         return s3__body_payload(x, data, len);
     if (x->req->chunked)
-        return ck_result(x, s3__chunked_http_data(x->ck, data, len));
-    return ck_result(x, srv_sigv4_chunked_feed(&x->ck->d, data, len));
+        return ck_result(x, s3__chunked_http_data(x->in.ck, data, len));
+    return ck_result(x, srv_sigv4_chunked_feed(&x->in.ck->d, data, len));
 }
 
 /* HTTP chunk boundaries and trailer fields. An aws-chunked upload may carry
@@ -191,25 +191,25 @@ int s3__body_http_frame(void *arg, const struct s3_http_frame *f)
 {
     struct s3_conn *c = arg;
     struct s3_ctx *x = c->x;
-    if (!x || !x->aws_chunked || !x->req->chunked)
+    if (!x || !x->in.aws_chunked || !x->req->chunked)
         return 0;
-    return ck_result(x, s3__chunked_http_frame(x->ck, f));
+    return ck_result(x, s3__chunked_http_frame(x->in.ck, f));
 }
 
 /* A chunk goes to two workers at once: one hashes (MD5, signed SHA-256,
- * additional checksum), one writes; both only read x->wptr. */
+ * additional checksum), one writes; both only read x->wr.wptr. */
 static void stream_hash_work(struct s3_ctx *x)
 {
-    EVP_DigestUpdate(x->md5, x->wptr, x->wlen);
-    if (x->sha256)
-        EVP_DigestUpdate(x->sha256, x->wptr, x->wlen);
-    if (x->cks.algo)
-        s3__ck_update(&x->cks, x->wptr, x->wlen);
+    EVP_DigestUpdate(x->in.md5, x->wr.wptr, x->wr.wlen);
+    if (x->in.sha256)
+        EVP_DigestUpdate(x->in.sha256, x->wr.wptr, x->wr.wlen);
+    if (x->in.cks.algo)
+        s3__ck_update(&x->in.cks, x->wr.wptr, x->wr.wlen);
 }
 
 static void stream_write_work(struct s3_ctx *x)
 {
-    x->write_rc = core_upload_write(x->up, x->wptr, x->wlen);
+    x->wr.rc = core_upload_write(x->wr.up, x->wr.wptr, x->wr.wlen);
 }
 
 /* The upload failed: send the error response that is set. */
@@ -223,13 +223,13 @@ static void stream_fail(struct s3_ctx *x)
 static void stream_write_done(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
-    if (--x->chunk_jobs > 0)
+    if (--x->wr.jobs > 0)
         return;
-    x->written += x->wlen;
-    x->wptr = NULL;
-    x->writing = false;
-    if (x->write_rc) {
-        s3__resp_err(x, x->write_rc, NULL);
+    x->wr.written += x->wr.wlen;
+    x->wr.wptr = NULL;
+    x->wr.writing = false;
+    if (x->wr.rc) {
+        s3__resp_err(x, x->wr.rc, NULL);
         stream_fail(x);
         return;
     }
@@ -242,26 +242,26 @@ static void stream_write_done(struct s3_ctx *x)
 /* STREAM ops: move payload to the worker, then finish. */
 void s3__body_pump(struct s3_ctx *x)
 {
-    if (x->writing || x->conn->x != x)
+    if (x->wr.writing || x->conn->x != x)
         return;
-    if (x->body_err) {
+    if (x->in.err) {
         s3__body_fail_resp(x);
         stream_fail(x);
         return;
     }
-    if (x->cfill >= S3_WCHUNK || (x->body_complete && x->cfill > 0)) {
+    if (x->wr.cfill >= S3_WCHUNK || (x->in.complete && x->wr.cfill > 0)) {
         chunk_ship(x);
         return;
     }
-    if (!x->body_complete)
+    if (!x->in.complete)
         return;
     x->conn->state = S3_CS_WAIT;
-    if (x->aws_chunked && !x->ck->d.done) {
+    if (x->in.aws_chunked && !x->in.ck->d.done) {
         s3__resp_s3err(x, S3E_INCOMPLETE_BODY, "the aws-chunked body ended before its final chunk");
         stream_fail(x);
         return;
     }
-    if (x->decoded_len >= 0 && (uint64_t)x->decoded_len != x->written) {
+    if (x->in.decoded_len >= 0 && (uint64_t)x->in.decoded_len != x->wr.written) {
         s3__resp_s3err(x, S3E_INCOMPLETE_BODY,
                        "x-amz-decoded-content-length does not match the payload");
         stream_fail(x);
@@ -275,14 +275,14 @@ void s3__body_pump(struct s3_ctx *x)
  * before acting. @return 0, or the error response is set. */
 int s3__body_check(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->body);
-    const unsigned char *p = evbuffer_pullup(x->body, (ssize_t)n);
+    size_t n = evbuffer_get_length(x->in.buf);
+    const unsigned char *p = evbuffer_pullup(x->in.buf, (ssize_t)n);
     if (!p)
         p = (const unsigned char *)"";
-    if (x->sha256) {
+    if (x->in.sha256) {
         char hex[65];
         srv_sigv4_sha256_hex(p, n, hex);
-        if (!srv_sigv4_equal(hex, x->sig.payload_hash, 64)) {
+        if (!srv_sigv4_equal(hex, x->auth.sig.payload_hash, 64)) {
             s3__resp_s3err(x, S3E_CONTENT_SHA256_MISMATCH, NULL);
             return -1;
         }
@@ -331,8 +331,8 @@ void s3__body_start(struct s3_ctx *x)
 static void stream_begin_done(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
-    if (x->status >= 300 || !x->up) {
-        if (!x->status)
+    if (x->out.status >= 300 || !x->wr.up) {
+        if (!x->out.status)
             s3__resp_err(x, -EIO, "upload could not start");
         s3__resp_send(x);
         return;
@@ -360,7 +360,7 @@ static uint64_t body_left(const struct s3_conn *c)
 bool s3__body_direct_ok(const struct s3_conn *c)
 {
     const struct s3_ctx *x = c->x;
-    return !c->srv->ssl && x && x->body_mode == S3_BODY_STREAM && !x->body_err &&
+    return !c->srv->ssl && x && x->in.mode == S3_BODY_STREAM && !x->in.err &&
            body_left(c) > 0;
 }
 
@@ -400,7 +400,7 @@ void s3__body_read(struct s3_conn *c)
     evutil_socket_t fd = bufferevent_getfd(c->bev);
     if (!c->body_direct)
         s3__body_direct_begin(c);
-    while (!c->dead && c->state == S3_CS_BODY && c->x == x && !x->body_err) {
+    while (!c->dead && c->state == S3_CS_BODY && c->x == x && !x->in.err) {
         uint64_t left = body_left(c);
         if (left == 0)
             break;
@@ -414,7 +414,7 @@ void s3__body_read(struct s3_conn *c)
             continue;
         }
         size_t want = left < space ? (size_t)left : space;
-        ssize_t n = recv(fd, x->cbuf[x->ccur] + x->cfill, want, 0);
+        ssize_t n = recv(fd, x->wr.cbuf[x->wr.ccur] + x->wr.cfill, want, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -433,7 +433,7 @@ void s3__body_read(struct s3_conn *c)
             return;
         }
         size_t used = 0;
-        int ev = s3__http_feed(&c->http, (const char *)x->cbuf[x->ccur] + x->cfill, (size_t)n,
+        int ev = s3__http_feed(&c->http, (const char *)x->wr.cbuf[x->wr.ccur] + x->wr.cfill, (size_t)n,
                                &used);
         if (!s3__conn_event(c, ev, S3_CS_BODY))
             break;
@@ -448,7 +448,7 @@ static void on_body_readable(evutil_socket_t fd, short what, void *arg)
     if (!c->dead && c->body_direct && c->state == S3_CS_BODY && c->x) {
         if (!(what & EV_TIMEOUT)) {
             s3__body_read(c);
-        } else if (!c->x->writing) { /* a write in flight is our turn, not the client's */
+        } else if (!c->x->wr.writing) { /* a write in flight is our turn, not the client's */
             srv_log(INFO, S3, "req=%s tenant=%u peer=%s connection timed out (read)", c->x->reqid,
                     c->x->p.tenant, c->peer);
             s3__conn_close(c);

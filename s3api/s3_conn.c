@@ -171,7 +171,7 @@ bool s3__conn_event(struct s3_conn *c, int ev, enum s3_conn_state before)
         else
             s3__body_fail_s3(x, S3E_BAD_REQUEST, "malformed HTTP request body");
         s3__body_fail_resp(x);
-        if (!x->writing) /* else stream_write_done reports it (body_err) */
+        if (!x->wr.writing) /* else stream_write_done reports it (body_err) */
             s3__resp_send(x);
         return false;
     }
@@ -196,7 +196,7 @@ void s3__conn_pump(struct s3_conn *c)
                 break;
         } else if (c->state == S3_CS_BODY) {
             struct s3_ctx *x = c->x;
-            if (x->body_mode == S3_BODY_STREAM) {
+            if (x->in.mode == S3_BODY_STREAM) {
                 room = s3__body_room(x);
                 if (room == 0)
                     break; /* both chunks taken: stream_write_done calls again */
@@ -237,7 +237,7 @@ void s3__conn_pump(struct s3_conn *c)
         if (n == 0 || used == avail)
             break; /* need more input */
     }
-    if (!c->dead && c->state == S3_CS_BODY && c->x && c->x->body_mode == S3_BODY_STREAM)
+    if (!c->dead && c->state == S3_CS_BODY && c->x && c->x->in.mode == S3_BODY_STREAM)
         s3__body_pump(c->x);
     s3__body_ev_sync(c);
     c->in_pump = false;
@@ -285,7 +285,7 @@ static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
     }
     if (what & BEV_EVENT_TIMEOUT) {
         struct s3_ctx *x = c->x;
-        bool busy = x && (c->state == S3_CS_WAIT || c->state == S3_CS_STREAM || x->writing);
+        bool busy = x && (c->state == S3_CS_WAIT || c->state == S3_CS_STREAM || x->wr.writing);
         if ((what & BEV_EVENT_READING) && busy) {
             bufferevent_enable(bev, EV_READ); /* our turn, not the client's */
             return;
@@ -299,7 +299,7 @@ static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
     }
     if (what & BEV_EVENT_EOF) {
         struct s3_ctx *x = c->x;
-        if (x && x->body_complete && (c->state == S3_CS_WAIT || c->state == S3_CS_STREAM)) {
+        if (x && x->in.complete && (c->state == S3_CS_WAIT || c->state == S3_CS_STREAM)) {
             /* half-close after a complete request: finish the answer, then close */
             c->closing = true;
             return;

@@ -36,9 +36,9 @@ static void stream_cut(struct s3_ctx *x, uint64_t at, int rc);
 
 static void stream_end_work(struct s3_ctx *x)
 {
-    if (x->ref_held)
-        core_unref(x->core, x->ino);
-    x->ref_held = false;
+    if (x->get.ref_held)
+        core_unref(x->core, x->get.ino);
+    x->get.ref_held = false;
 }
 
 static void stream_end_done(struct s3_ctx *x)
@@ -57,7 +57,7 @@ static void stream_read_work(struct s3_ctx *x, void *arg)
         r->rc = -ENOMEM;
         return;
     }
-    r->rc = core_read(x->core, &x->p, x->ino, r->off, r->buf, r->len, &r->n, &eof);
+    r->rc = core_read(x->core, &x->p, x->get.ino, r->off, r->buf, r->len, &r->n, &eof);
 }
 
 static void free_chunk(const void *data, size_t len, void *arg)
@@ -77,13 +77,13 @@ void s3__get_pump(struct s3_ctx *x)
     struct s3_conn *c = x->conn;
     if (c->dead)
         return;
-    if (x->zc) {
+    if (x->get.zc) {
         zc_pump(x);
         return;
     }
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    while (x->rs_count > 0 && x->rs[x->rs_head].done) {
-        struct s3_rslot *r = &x->rs[x->rs_head];
+    while (x->get.rs_count > 0 && x->get.rs[x->get.rs_head].done) {
+        struct s3_rslot *r = &x->get.rs[x->get.rs_head];
         if (r->rc || r->n != r->len) {
             stream_cut(x, r->off, r->rc);
             return;
@@ -91,27 +91,27 @@ void s3__get_pump(struct s3_ctx *x)
         evbuffer_add_reference(out, r->buf, r->n, free_chunk, NULL);
         r->buf = NULL;
         r->done = false;
-        x->roff += r->n;
+        x->get.off += r->n;
         x->bytes_out += r->n;
-        x->rs_head = (x->rs_head + 1) % S3_READS_INFLIGHT;
-        x->rs_count--;
+        x->get.rs_head = (x->get.rs_head + 1) % S3_READS_INFLIGHT;
+        x->get.rs_count--;
     }
-    if (x->roff >= x->rend && x->rs_count == 0) {
+    if (x->get.off >= x->get.end && x->get.rs_count == 0) {
         s3__get_end(x);
         return;
     }
     /* the write callback calls again once the client caught up */
-    while (x->rs_count < S3_READS_INFLIGHT && x->rnext < x->rend &&
-           evbuffer_get_length(out) + (size_t)x->rs_count * S3_RCHUNK < S3_OUT_LOW) {
-        int i = (x->rs_head + x->rs_count) % S3_READS_INFLIGHT;
-        struct s3_rslot *r = &x->rs[i];
-        uint64_t len = x->rend - x->rnext;
-        r->off = x->rnext;
+    while (x->get.rs_count < S3_READS_INFLIGHT && x->get.next < x->get.end &&
+           evbuffer_get_length(out) + (size_t)x->get.rs_count * S3_RCHUNK < S3_OUT_LOW) {
+        int i = (x->get.rs_head + x->get.rs_count) % S3_READS_INFLIGHT;
+        struct s3_rslot *r = &x->get.rs[i];
+        uint64_t len = x->get.end - x->get.next;
+        r->off = x->get.next;
         r->len = (size_t)(len > S3_RCHUNK ? S3_RCHUNK : len);
         r->rc = 0;
         r->done = false;
-        x->rnext += r->len;
-        x->rs_count++;
+        x->get.next += r->len;
+        x->get.rs_count++;
         s3__ctx_submit_arg(x, stream_read_work, stream_read_done, r);
     }
 }
@@ -192,7 +192,7 @@ static int zwin_append(struct s3_zwin *w, struct evbuffer *out)
 static void zwin_read_work(struct s3_ctx *x, void *arg)
 {
     struct s3_zwin *w = arg;
-    w->rc = core_read_pieces(x->core, &x->p, x->ino, w->off, w->len, &w->ps);
+    w->rc = core_read_pieces(x->core, &x->p, x->get.ino, w->off, w->len, &w->ps);
 }
 
 static void zwin_read_done(struct s3_ctx *x, void *arg)
@@ -205,7 +205,7 @@ static void zwin_read_done(struct s3_ctx *x, void *arg)
 void s3__get_end(struct s3_ctx *x)
 {
     x->conn->state = S3_CS_WAIT;
-    if (x->ref_held)
+    if (x->get.ref_held)
         s3__ctx_submit(x, stream_end_work, stream_end_done);
     else
         s3__ctx_finish(x);
@@ -217,7 +217,7 @@ static void stream_cut(struct s3_ctx *x, uint64_t at, int rc)
 {
     srv_log(WARN, S3, "req=%s tenant=%u GET %s: read failed at %" PRIu64 ": %s", x->reqid,
             x->p.tenant, s3__resource(x), at, rc ? srv_strerror(rc) : "object shrank");
-    x->err = rc ? rc : -EIO;
+    x->out.err = rc ? rc : -EIO;
     s3__ctx_log(x);
     s3__conn_close(x->conn);
 }
@@ -226,68 +226,68 @@ static void zc_pump(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    while (x->zw_count > 0 && x->zw[x->zw_head]->done) {
-        struct s3_zwin *w = x->zw[x->zw_head];
-        x->zw[x->zw_head] = NULL;
-        x->zw_head = (x->zw_head + 1) % S3_ZC_INFLIGHT;
-        x->zw_count--;
+    while (x->get.zw_count > 0 && x->get.zw[x->get.zw_head]->done) {
+        struct s3_zwin *w = x->get.zw[x->get.zw_head];
+        x->get.zw[x->get.zw_head] = NULL;
+        x->get.zw_head = (x->get.zw_head + 1) % S3_ZC_INFLIGHT;
+        x->get.zw_count--;
         if (w->rc || w->ps.len != w->len) {
             int rc = w->rc;
             s3__zwin_drop(w);
             bool gone = rc == SRV_ESTALE || rc == -ENOENT || rc == 0;
-            if (!x->zc_head && !x->ref_held && gone && x->get_again++ < 8) {
+            if (!x->get.zc_head && !x->get.ref_held && gone && x->get.again++ < 8) {
                 /* replaced or removed since the lookup, nothing sent yet (and nothing
                  * else in flight): look the key up again, as the worker path does */
                 c->state = S3_CS_WAIT;
                 s3__ctx_submit(x, s3__get_again_work, s3__resp_send);
                 return;
             }
-            if (!x->zc_head) {
+            if (!x->get.zc_head) {
                 /* nothing sent yet (and nothing else in flight): a proper error answer */
                 s3__resp_err(x, rc ? rc : -EIO, rc ? NULL : "the object changed while it was read");
                 c->state = S3_CS_WAIT;
                 s3__resp_send(x);
                 return;
             }
-            stream_cut(x, x->roff, rc);
+            stream_cut(x, x->get.off, rc);
             return;
         }
-        if (!x->zc_head) {
-            s3__resp_head(x, x->rend - x->roff, out);
-            x->zc_head = true;
+        if (!x->get.zc_head) {
+            s3__resp_head(x, x->get.end - x->get.off, out);
+            x->get.zc_head = true;
         }
-        x->roff += w->len;
+        x->get.off += w->len;
         x->bytes_out += w->len;
-        x->zc_hot = w->ps.copied == 0;
+        x->get.zc_hot = w->ps.copied == 0;
         if (zwin_append(w, out) != 0) {
-            stream_cut(x, x->roff, -ENOMEM);
+            stream_cut(x, x->get.off, -ENOMEM);
             return;
         }
     }
-    if (x->roff >= x->rend && x->zw_count == 0) {
+    if (x->get.off >= x->get.end && x->get.zw_count == 0) {
         s3__get_end(x);
         return;
     }
     /* the write callback calls again once the output drained below S3_OUT_LOW */
-    size_t win = x->zc_hot ? S3_ZC_WIN : S3_RCHUNK;
-    size_t limit = x->zc_hot ? S3_ZC_OUT : S3_OUT_LOW;
+    size_t win = x->get.zc_hot ? S3_ZC_WIN : S3_RCHUNK;
+    size_t limit = x->get.zc_hot ? S3_ZC_OUT : S3_OUT_LOW;
     /* one window until the head is out: its failure can still be a clean error */
-    while (x->zw_count < (x->zc_head ? S3_ZC_INFLIGHT : 1) && x->rnext < x->rend &&
-           evbuffer_get_length(out) + (size_t)x->zw_count * win < limit) {
+    while (x->get.zw_count < (x->get.zc_head ? S3_ZC_INFLIGHT : 1) && x->get.next < x->get.end &&
+           evbuffer_get_length(out) + (size_t)x->get.zw_count * win < limit) {
         struct s3_zwin *w = calloc(1, sizeof(*w));
         if (!w)
             abort();
         /* windows end on the 1 MiB grid extents are cut on: no extent is verified twice */
-        uint64_t len = win - x->rnext % S3_ZC_GRID;
-        if (!x->ref_held) /* a body of at most S3_ZC_ONE: one window holds it all */
-            len = x->rend - x->rnext;
-        if (len > x->rend - x->rnext)
-            len = x->rend - x->rnext;
-        w->off = x->rnext;
+        uint64_t len = win - x->get.next % S3_ZC_GRID;
+        if (!x->get.ref_held) /* a body of at most S3_ZC_ONE: one window holds it all */
+            len = x->get.end - x->get.next;
+        if (len > x->get.end - x->get.next)
+            len = x->get.end - x->get.next;
+        w->off = x->get.next;
         w->len = len;
-        x->rnext += len;
-        x->zw[(x->zw_head + x->zw_count) % S3_ZC_INFLIGHT] = w;
-        x->zw_count++;
+        x->get.next += len;
+        x->get.zw[(x->get.zw_head + x->get.zw_count) % S3_ZC_INFLIGHT] = w;
+        x->get.zw_count++;
         s3__ctx_submit_arg(x, zwin_read_work, zwin_read_done, w);
     }
 }

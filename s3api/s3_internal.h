@@ -400,74 +400,92 @@ struct s3_ctx {
     uint64_t t_start;
     struct core *core;
     const char *region; /* configured region (server-owned) */
-    /* who */
-    struct core_principal p;
-    struct srv_sigv4_auth sig;
-    unsigned char skey[32];
-    /* what */
-    struct s3_route rt;
+    struct core_principal p; /* who asks (set by authentication) */
+    struct s3_route rt;      /* what is asked */
     uint64_t bucket_ino;
-    /* request body */
-    enum s3_body_mode body_mode;
-    struct evbuffer *body; /* payload bytes not yet handed to the op */
-    uint64_t body_limit;   /* XML bodies */
-    bool body_complete;    /* the HTTP message is complete */
-    bool aws_chunked;
-    struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
-    int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
-    int body_err;             /* the body failed: the internal error, or SRV_EBADREQ with ... */
-    enum s3_err body_s3err;   /* ... the S3-only code to answer (S3E_NONE: answer body_err) */
-    const char *body_errmsg;
-    /* upload stream (STREAM ops): payload fills cbuf[ccur] (the socket is read
-     * straight into it when it can be); a full one goes to the workers while
-     * the other fills, so at most two chunks per connection exist */
-    struct core_upload *up;
-    unsigned char *cbuf[2]; /* page-aligned chunk buffers, made on first use */
-    size_t ccap[2];         /* their sizes (the first is the declared size if smaller) */
-    int ccur;               /* the one being filled */
-    size_t cfill;           /* payload bytes in it */
-    const unsigned char *wptr; /* the chunk in flight to the workers, wlen long */
-    size_t wlen;
-    int chunk_jobs; /* hash + write jobs of the chunk still running */
-    bool writing;
-    int write_rc;
-    uint64_t written;
-    EVP_MD_CTX *md5, *sha256;
-    struct s3_cksum cks;  /* x-amz-checksum-* being verified */
-    char cks_expect[100]; /* expected value (header) or "" (trailer) */
-    /* response */
-    int status;
-    struct evbuffer *rhdrs; /* "Name: value\r\n" lines */
-    struct evbuffer *rbody;
-    bool head; /* HEAD: headers only */
-    int err;   /* internal error, for metrics */
-    bool close_after;
-    /* streamed GET */
-    bool stream;
-    uint64_t ino;
-    uint64_t roff, rend;
-    bool ref_held;
-    uint64_t rnext; /* next offset to request (roff: next to send) */
-    struct s3_rslot {
-        uint64_t off;
-        size_t len, n;
-        void *buf;
-        int rc;
-        bool done;
-    } rs[S3_READS_INFLIGHT]; /* reads in flight, appended in offset order */
-    int rs_head, rs_count;
-    bool need_data; /* GET: headers are ready, the body needs a data step (worker) */
-    bool zc;        /* streamed from file segments (sendfile), not core_read copies */
-    bool zc_hot;    /* the last window came from the page cache (no copy): larger windows */
-    bool zc_head;   /* the response head is in the output (written with the first window) */
-    bool tls;       /* the connection is TLS (no zero-copy) */
-    int get_again;  /* GETs redone because the object went away before its first window */
-    struct s3_zwin *zw[S3_ZC_INFLIGHT]; /* windows prepared or being prepared, in order */
-    int zw_head, zw_count;
+    bool tls;                /* the connection is TLS (no zero-copy) */
     uint64_t bytes_in, bytes_out;
-    bool qos_waiting; /* queued in qos_admit; cancel if the connection goes */
-    void (*qos_next)(struct s3_ctx *x);
     void *opdata; /* op-private */
+
+    /* authentication (s3_auth.c) */
+    struct s3_ctx_auth {
+        struct srv_sigv4_auth sig;
+        unsigned char skey[32]; /* signing key, for aws-chunked signatures */
+    } auth;
+
+    /* the request body (s3_body.c) */
+    struct s3_ctx_in {
+        enum s3_body_mode mode;
+        struct evbuffer *buf; /* payload bytes not yet handed to the op */
+        uint64_t limit;       /* XML bodies */
+        bool complete;        /* the HTTP message is complete */
+        bool aws_chunked;
+        struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
+        int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
+        int err;               /* the body failed: the internal error, or SRV_EBADREQ with ... */
+        enum s3_err s3err;     /* ... the S3-only code to answer (S3E_NONE: answer err) */
+        const char *errmsg;
+        EVP_MD_CTX *md5, *sha256; /* digests of the payload */
+        struct s3_cksum cks;      /* x-amz-checksum-* being verified */
+        char cks_expect[100];     /* expected value (header) or "" (trailer) */
+    } in;
+
+    /* the upload stream (STREAM ops, s3_body.c): payload fills cbuf[ccur] (the
+     * socket is read straight into it when it can be); a full one goes to the
+     * workers while the other fills, so at most two chunks per connection exist */
+    struct s3_ctx_wr {
+        struct core_upload *up;
+        unsigned char *cbuf[2]; /* page-aligned chunk buffers, made on first use */
+        size_t ccap[2];         /* their sizes (the first is the declared size if smaller) */
+        int ccur;               /* the one being filled */
+        size_t cfill;           /* payload bytes in it */
+        const unsigned char *wptr; /* the chunk in flight to the workers, wlen long */
+        size_t wlen;
+        int jobs; /* hash + write jobs of the chunk still running */
+        bool writing;
+        int rc;
+        uint64_t written;
+    } wr;
+
+    /* the response (s3_resp.c) */
+    struct s3_ctx_out {
+        int status;
+        struct evbuffer *hdrs; /* "Name: value\r\n" lines */
+        struct evbuffer *body;
+        bool head; /* HEAD: headers only */
+        int err;   /* internal error, for metrics */
+        bool close_after;
+    } out;
+
+    /* a streamed GET body (s3_get.c) */
+    struct s3_ctx_get {
+        bool stream;
+        uint64_t ino;
+        uint64_t off, end; /* off: next byte to send */
+        bool ref_held;
+        uint64_t next; /* next offset to request */
+        struct s3_rslot {
+            uint64_t off;
+            size_t len, n;
+            void *buf;
+            int rc;
+            bool done;
+        } rs[S3_READS_INFLIGHT]; /* reads in flight, appended in offset order */
+        int rs_head, rs_count;
+        bool need_data; /* headers are ready, the body needs a data step (worker) */
+        bool zc;        /* streamed from file segments (sendfile), not core_read copies */
+        bool zc_hot;    /* the last window came from the page cache (no copy): larger windows */
+        bool zc_head;   /* the response head is in the output (written with the first window) */
+        int again;      /* GETs redone because the object went away before its first window */
+        struct s3_zwin *zw[S3_ZC_INFLIGHT]; /* windows prepared or being prepared, in order */
+        int zw_head, zw_count;
+    } get;
+
+    /* QoS admission (s3_req.c) */
+    struct s3_ctx_qos {
+        bool waiting; /* queued in qos_admit; cancel if the connection goes */
+        void (*next)(struct s3_ctx *x);
+    } qos;
 };
 
 /** Add a response header with a plain value (no formatting). */

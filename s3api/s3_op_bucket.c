@@ -50,35 +50,35 @@ static int bucket_cb(void *arg, const char *name, size_t namelen, const struct c
     struct s3_ctx *x = arg;
     char iso[25];
     s3__iso_date_fmt(attr->btime.tv_sec ? &attr->btime : &attr->ctime, iso);
-    evbuffer_add_printf(x->rbody, "<Bucket>");
-    s3__xml_elemn(x->rbody, "Name", name, namelen);
-    s3__xml_elem(x->rbody, "CreationDate", iso);
-    evbuffer_add_printf(x->rbody, "</Bucket>");
+    evbuffer_add_printf(x->out.body, "<Bucket>");
+    s3__xml_elemn(x->out.body, "Name", name, namelen);
+    s3__xml_elem(x->out.body, "CreationDate", iso);
+    evbuffer_add_printf(x->out.body, "</Bucket>");
     return 0;
 }
 
 static void list_buckets(struct s3_ctx *x)
 {
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody, "<ListAllMyBucketsResult xmlns=\"%s\">", S3_XMLNS);
-    owner_xml(x, x->rbody);
-    evbuffer_add_printf(x->rbody, "<Buckets>");
+    evbuffer_add_printf(x->out.body, "<ListAllMyBucketsResult xmlns=\"%s\">", S3_XMLNS);
+    owner_xml(x, x->out.body);
+    evbuffer_add_printf(x->out.body, "<Buckets>");
     int rc = core_bucket_list(x->core, &x->p, bucket_cb, x);
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
-    evbuffer_add_printf(x->rbody, "</Buckets></ListAllMyBucketsResult>\n");
+    evbuffer_add_printf(x->out.body, "</Buckets></ListAllMyBucketsResult>\n");
 }
 
 /* ---------------------------------------------------------------- bucket CRUD */
 
 static void create_bucket(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     if (n) {
         struct s3_xnode *root;
-        const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+        const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
         if (s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "CreateBucketConfiguration")) {
             s3__resp_err(x, SRV_EBADREQ, "the XML you provided was not well-formed");
             return;
@@ -110,7 +110,7 @@ static void create_bucket(struct s3_ctx *x)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "Location", "/%s", x->rt.bucket);
 }
 
@@ -127,14 +127,14 @@ static void delete_bucket(struct s3_ctx *x)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 204;
+    x->out.status = 204;
 }
 
 static void head_bucket(struct s3_ctx *x)
 {
     if (s3__op_bucket(x))
         return;
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "x-amz-bucket-region", "%s", x->region);
 }
 
@@ -145,10 +145,10 @@ static void bucket_location(struct s3_ctx *x)
     s3__resp_xml(x);
     /* us-east-1 is reported as an empty constraint, as AWS does */
     const char *region = x->region;
-    evbuffer_add_printf(x->rbody, "<LocationConstraint xmlns=\"%s\">", S3_XMLNS);
+    evbuffer_add_printf(x->out.body, "<LocationConstraint xmlns=\"%s\">", S3_XMLNS);
     if (strcmp(region, "us-east-1") != 0)
-        s3__xml_esc(x->rbody, region, strlen(region));
-    evbuffer_add_printf(x->rbody, "</LocationConstraint>\n");
+        s3__xml_esc(x->out.body, region, strlen(region));
+    evbuffer_add_printf(x->out.body, "</LocationConstraint>\n");
 }
 
 /* Defaults for configuration subresources: what an unconfigured AWS bucket answers. */
@@ -157,7 +157,7 @@ static void bucket_config(struct s3_ctx *x)
     if (s3__op_bucket(x))
         return;
     const char *s = x->rt.sub;
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     static const struct {
         const char *sub;
         enum s3_err err;
@@ -364,7 +364,7 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
         s3__resp_err(x, rc, NULL);
         goto out;
     }
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     s3__resp_xml(x);
     const char *root = kind == L_VERSIONS ? "ListVersionsResult" : "ListBucketResult";
     evbuffer_add_printf(b, "<%s xmlns=\"%s\">", root, S3_XMLNS);

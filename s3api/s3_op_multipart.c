@@ -68,11 +68,11 @@ static void mpu_create(struct s3_ctx *x)
         return;
     }
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody, "<InitiateMultipartUploadResult xmlns=\"%s\">", S3_XMLNS);
-    s3__xml_elem(x->rbody, "Bucket", x->rt.bucket);
-    s3__xml_elemn(x->rbody, "Key", x->rt.key, x->rt.keylen);
-    s3__xml_elem(x->rbody, "UploadId", id);
-    evbuffer_add_printf(x->rbody, "</InitiateMultipartUploadResult>\n");
+    evbuffer_add_printf(x->out.body, "<InitiateMultipartUploadResult xmlns=\"%s\">", S3_XMLNS);
+    s3__xml_elem(x->out.body, "Bucket", x->rt.bucket);
+    s3__xml_elemn(x->out.body, "Key", x->rt.key, x->rt.keylen);
+    s3__xml_elem(x->out.body, "UploadId", id);
+    evbuffer_add_printf(x->out.body, "</InitiateMultipartUploadResult>\n");
 }
 
 /* ---------------------------------------------------------------- parts collection */
@@ -172,9 +172,9 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
 static void mpu_complete(struct s3_ctx *x)
 {
     const char *id = s3__req_param(x->req, "uploadId");
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     struct s3_xnode *root = NULL;
-    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) ||
         strcmp(root->name, "CompleteMultipartUpload") != 0) {
         s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
@@ -268,7 +268,7 @@ static void mpu_complete(struct s3_ctx *x)
         return;
     record_parts(x, ps.v, idx, np, final);
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);
     s3__xml_esc(b, x->rt.bucket, x->rt.bucketlen);
     evbuffer_add(b, "/", 1);
@@ -286,7 +286,7 @@ static void mpu_abort(struct s3_ctx *x)
     int rc = core_mpu_abort(x->core, &x->p, x->bucket_ino, s3__req_param(x->req, "uploadId"));
     if (upload_failed(x, rc))
         return;
-    x->status = 204;
+    x->out.status = 204;
 }
 
 static int parse_uint(struct s3_ctx *x, const char *name, uint32_t def, uint32_t cap, uint32_t *out)
@@ -319,7 +319,7 @@ static void mpu_list_parts(struct s3_ctx *x)
     bool truncated = ps.n > max;
     size_t shown = truncated ? max : ps.n;
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<ListPartsResult xmlns=\"%s\">", S3_XMLNS);
     s3__xml_elem(b, "Bucket", x->rt.bucket);
     s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
@@ -446,7 +446,7 @@ static void mpu_list_uploads(struct s3_ctx *x)
         return;
     }
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<ListMultipartUploadsResult xmlns=\"%s\">", S3_XMLNS);
     s3__xml_elem(b, "Bucket", x->rt.bucket);
     s3__xml_elem(b, "KeyMarker", us.key_marker);

@@ -205,7 +205,7 @@ void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m)
         if (e->type == S3_M_HDR)
             s3__resp_header(x, e->key, "%s", e->val);
         else if (e->type == S3_M_USER)
-            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", e->key, e->val);
+            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", e->key, e->val);
     }
 }
 
@@ -278,11 +278,11 @@ static void cond_fail(struct s3_ctx *x, int st, const char *etag, const struct t
 {
     if (st == 304) {
         char d[32];
-        x->status = 304;
+        x->out.status = 304;
         s3__http_date_fmt(mtime->tv_sec, d);
         s3__resp_header(x, "ETag", "\"%s\"", etag);
         s3__resp_header(x, "Last-Modified", "%s", d);
-        x->err = SRV_EPRECOND;
+        x->out.err = SRV_EPRECOND;
         return;
     }
     s3__resp_err(x, SRV_EPRECOND, PRECOND_MSG);
@@ -454,16 +454,16 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
 /* Forget a half-built GET/HEAD response (before looking the key up again). */
 static void get_reset(struct s3_ctx *x)
 {
-    evbuffer_drain(x->rhdrs, evbuffer_get_length(x->rhdrs));
-    evbuffer_drain(x->rbody, evbuffer_get_length(x->rbody));
-    x->status = 0;
-    x->err = 0;
-    x->stream = false;
-    x->need_data = false;
+    evbuffer_drain(x->out.hdrs, evbuffer_get_length(x->out.hdrs));
+    evbuffer_drain(x->out.body, evbuffer_get_length(x->out.body));
+    x->out.status = 0;
+    x->out.err = 0;
+    x->get.stream = false;
+    x->get.need_data = false;
 }
 
 /* Headers of a GET/HEAD of @p o and the plan for its body: from @p data
- * (the whole content, when the lookup brought it) or, with x->need_data
+ * (the whole content, when the lookup brought it) or, with x->get.need_data
  * set, from a data step (get_data). Errors and 304/412 are responded. */
 static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
 {
@@ -490,7 +490,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     }
     char d[32];
     s3__http_date_fmt(at->mtime.tv_sec, d);
-    x->status = rr ? 206 : 200;
+    x->out.status = rr ? 206 : 200;
     char qetag[CORE_ETAG_MAX + 3];
     size_t el = strnlen(o->etag, CORE_ETAG_MAX);
     qetag[0] = '"';
@@ -540,7 +540,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
                         o->dir ? "application/x-directory" : "binary/octet-stream");
     for (size_t i = 0; i < o->meta.n; i++)
         if (o->meta.ents[i].type == S3_M_USER)
-            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", o->meta.ents[i].key,
+            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", o->meta.ents[i].key,
                                 o->meta.ents[i].val);
     size_t ntags = s3__meta_count(&o->meta, S3_M_TAG);
     if (ntags)
@@ -560,19 +560,19 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     const struct s3_meta_ent *parts = s3__meta_find(&o->meta, S3_M_PARTS, "count");
     if (parts && strchr(o->etag, '-'))
         s3__resp_header(x, "x-amz-mp-parts-count", "%s", parts->val);
-    x->stream = true;
-    x->ino = at->ino;
-    x->roff = off;
-    x->rnext = off;
-    x->rend = end;
-    if (x->head || end == off)
+    x->get.stream = true;
+    x->get.ino = at->ino;
+    x->get.off = off;
+    x->get.next = off;
+    x->get.end = end;
+    if (x->out.head || end == off)
         return;
     if (data) {
-        evbuffer_add(x->rbody, data + off, (size_t)(end - off));
-        x->stream = false;
+        evbuffer_add(x->out.body, data + off, (size_t)(end - off));
+        x->get.stream = false;
         return;
     }
-    x->need_data = true;
+    x->get.need_data = true;
 }
 
 /* The data step of a GET: a small body is read here; a larger one streams,
@@ -582,13 +582,13 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
  * SRV_ESTALE: the object went away since its lookup (look it up again). */
 static bool zc_one(const struct s3_ctx *x)
 {
-    return !x->tls && x->rend - x->roff > S3_ZC_MIN && x->rend - x->roff <= S3_ZC_ONE;
+    return !x->tls && x->get.end - x->get.off > S3_ZC_MIN && x->get.end - x->get.off <= S3_ZC_ONE;
 }
 
 static int get_data(struct s3_ctx *x)
 {
-    uint64_t off = x->roff, end = x->rend;
-    x->need_data = false;
+    uint64_t off = x->get.off, end = x->get.end;
+    x->get.need_data = false;
     if (zc_one(x))
         return 0; /* streamed in one zero-copy window (s3_conn.c) */
     if (end - off <= COPY_CHUNK) {
@@ -596,11 +596,11 @@ static int get_data(struct s3_ctx *x)
         size_t n = (size_t)(end - off), got = 0;
         bool eof = false;
         struct evbuffer_iovec v;
-        if (evbuffer_reserve_space(x->rbody, (ssize_t)n, &v, 1) < 1) {
+        if (evbuffer_reserve_space(x->out.body, (ssize_t)n, &v, 1) < 1) {
             s3__resp_err(x, -ENOMEM, NULL);
             return 0;
         }
-        int rc = core_read(x->core, &x->p, x->ino, off, v.iov_base, n, &got, &eof);
+        int rc = core_read(x->core, &x->p, x->get.ino, off, v.iov_base, n, &got, &eof);
         if (rc == SRV_ESTALE || rc == -ENOENT || (rc == 0 && got != n))
             return SRV_ESTALE; /* replaced, removed or cut meanwhile */
         if (rc) {
@@ -608,18 +608,18 @@ static int get_data(struct s3_ctx *x)
             return 0;
         }
         v.iov_len = n;
-        evbuffer_commit_space(x->rbody, &v, 1);
-        x->stream = false;
+        evbuffer_commit_space(x->out.body, &v, 1);
+        x->get.stream = false;
         return 0;
     }
-    int rc = core_ref(x->core, x->ino);
+    int rc = core_ref(x->core, x->get.ino);
     if (rc == SRV_ESTALE || rc == -ENOENT)
         return SRV_ESTALE;
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return 0;
     }
-    x->ref_held = true;
+    x->get.ref_held = true;
     return 0;
 }
 
@@ -635,7 +635,7 @@ static void get_or_head(struct s3_ctx *x)
         if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
             return;
         get_respond(x, &o, NULL);
-        if (!x->need_data || get_data(x) != SRV_ESTALE)
+        if (!x->get.need_data || get_data(x) != SRV_ESTALE)
             return;
     }
     get_reset(x);
@@ -663,7 +663,7 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     struct obj o;
     memset(&o, 0, sizeof(o));
     int rc = core_key_peek(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
-                           buf, x->head ? 0 : sizeof(buf), &pk);
+                           buf, x->out.head ? 0 : sizeof(buf), &pk);
     if (rc == -EAGAIN)
         return S3_FAST_NO;
     if (rc == SRV_ENOBUCKET) {
@@ -675,9 +675,9 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     if (obj_found(x, x->rt.key, x->rt.keylen, &o, rc, false))
         return S3_FAST_DONE;
     get_respond(x, &o, pk.data ? buf : NULL);
-    if (x->need_data && zc_one(x))
-        x->need_data = false; /* its one window is the only worker step */
-    return x->need_data ? S3_FAST_DATA : S3_FAST_DONE;
+    if (x->get.need_data && zc_one(x))
+        x->get.need_data = false; /* its one window is the only worker step */
+    return x->get.need_data ? S3_FAST_DATA : S3_FAST_DONE;
 }
 
 /* ---------------------------------------------------------------- uploads (PutObject, UploadPart)
@@ -717,12 +717,12 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
             return -1;
         }
         st->ck = a;
-        snprintf(x->cks_expect, sizeof(x->cks_expect), "%s", r->hdrs[i].val);
+        snprintf(x->in.cks_expect, sizeof(x->in.cks_expect), "%s", r->hdrs[i].val);
     }
     const char *trailer = s3__req_header(r, "x-amz-trailer");
     if (trailer && !st->ck) {
         enum s3_ck_algo a = s3__ck_from_header(trailer);
-        if (!a || !x->aws_chunked) {
+        if (!a || !x->in.aws_chunked) {
             s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "x-amz-trailer names an unsupported checksum or the body is not "
                            "aws-chunked");
@@ -740,7 +740,7 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
         }
     }
     if (st->ck)
-        s3__ck_init(&x->cks, st->ck);
+        s3__ck_init(&x->in.cks, st->ck);
     return 0;
 }
 
@@ -764,10 +764,10 @@ static void put_begin(struct s3_ctx *x)
             im = s3__arena_strndup(x->a, im + 1, l - 2);
         st->if_match = im;
     }
-    uint64_t hint = x->decoded_len >= 0 ? (uint64_t)x->decoded_len
+    uint64_t hint = x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
                     : x->req->has_clen  ? x->req->content_length
                                         : UINT64_MAX;
-    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->up);
+    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
     if (rc)
         s3__resp_err(x, rc, NULL);
 }
@@ -777,13 +777,13 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    EVP_DigestFinal_ex(x->md5, md, &n);
+    EVP_DigestFinal_ex(x->in.md5, md, &n);
     srv_sigv4_hex(md, 16, etag);
-    if (x->sha256) {
+    if (x->in.sha256) {
         char hex[65];
-        EVP_DigestFinal_ex(x->sha256, md, &n);
+        EVP_DigestFinal_ex(x->in.sha256, md, &n);
         srv_sigv4_hex(md, 32, hex);
-        if (!srv_sigv4_equal(hex, x->sig.payload_hash, 64)) {
+        if (!srv_sigv4_equal(hex, x->auth.sig.payload_hash, 64)) {
             s3__resp_s3err(x, S3E_CONTENT_SHA256_MISMATCH,
                            "the provided x-amz-content-sha256 header does not match what was "
                            "computed");
@@ -796,9 +796,9 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
     }
     ckval[0] = '\0';
     if (st->ck) {
-        s3__ck_final(&x->cks, ckval);
-        const char *want = st->ck_trailer ? x->ck->d.ck_value : x->cks_expect;
-        if (st->ck_trailer && strcasecmp(x->ck->d.ck_name, s3__ck_header(st->ck)) != 0) {
+        s3__ck_final(&x->in.cks, ckval);
+        const char *want = st->ck_trailer ? x->in.ck->d.ck_value : x->in.cks_expect;
+        if (st->ck_trailer && strcasecmp(x->in.ck->d.ck_name, s3__ck_header(st->ck)) != 0) {
             s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "the trailer did not carry the announced checksum");
             return -1;
@@ -834,8 +834,8 @@ static void put_finish(struct s3_ctx *x)
         return;
     }
     struct core_attr attr;
-    struct core_upload *up = x->up;
-    x->up = NULL; /* commit frees it whatever the result */
+    struct core_upload *up = x->wr.up;
+    x->wr.up = NULL; /* commit frees it whatever the result */
     rc = core_upload_commit(up, x->rt.key, x->rt.keylen, etag, blob, bloblen, st->if_match,
                             st->if_none_match, &attr);
     free(blob);
@@ -855,7 +855,7 @@ static void put_finish(struct s3_ctx *x)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "ETag", "\"%s\"", etag);
     if (st->ck)
         s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
@@ -881,10 +881,10 @@ static void part_begin(struct s3_ctx *x)
     if (parse_partno(x, &st->partno) || s3__op_bucket(x) || upload_prepare(x, st))
         return;
     st->upload_id = s3__req_param(x->req, "uploadId");
-    uint64_t hint = x->decoded_len >= 0 ? (uint64_t)x->decoded_len
+    uint64_t hint = x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
                     : x->req->has_clen  ? x->req->content_length
                                         : UINT64_MAX;
-    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->up);
+    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
     if (rc)
         s3__resp_err(x, rc, NULL);
 }
@@ -899,7 +899,7 @@ static void part_result(struct s3_ctx *x, int rc, const char *etag)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "ETag", "\"%s\"", etag);
 }
 
@@ -909,8 +909,8 @@ static void part_finish(struct s3_ctx *x)
     char etag[33], ckval[100];
     if (upload_verify(x, st, etag, ckval))
         return;
-    struct core_upload *up = x->up;
-    x->up = NULL;
+    struct core_upload *up = x->wr.up;
+    x->wr.up = NULL;
     int rc = core_mpu_part_commit(up, st->upload_id, st->partno, etag);
     part_result(x, rc, etag);
     if (!rc && st->ck)
@@ -930,14 +930,14 @@ static void delete_object(struct s3_ctx *x)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 204;
+    x->out.status = 204;
 }
 
 static void delete_objects(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     struct s3_xnode *root = NULL;
-    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Delete") != 0) {
         s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
@@ -961,7 +961,7 @@ static void delete_objects(struct s3_ctx *x)
     if (s3__op_bucket(x))
         return;
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<DeleteResult xmlns=\"%s\">", S3_XMLNS);
     for (struct s3_xnode *c = root->child; c; c = c->next) {
         if (strcmp(c->name, "Object") != 0)
@@ -1221,7 +1221,7 @@ static void copy_object(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&attr.mtime, iso);
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody,
+    evbuffer_add_printf(x->out.body,
                         "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
                         S3_XMLNS, iso, etag);
@@ -1247,7 +1247,7 @@ static void part_copy(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&now, iso);
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody,
+    evbuffer_add_printf(x->out.body,
                         "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
                         S3_XMLNS, iso, etag);
@@ -1261,7 +1261,7 @@ static void get_tagging(struct s3_ctx *x)
     if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
         return;
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<Tagging xmlns=\"%s\"><TagSet>", S3_XMLNS);
     for (size_t i = 0; i < o.meta.n; i++)
         if (o.meta.ents[i].type == S3_M_TAG) {
@@ -1293,14 +1293,14 @@ static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = clear ? 204 : 200;
+    x->out.status = clear ? 204 : 200;
 }
 
 static void put_tagging(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     struct s3_xnode *root = NULL, *set;
-    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Tagging") != 0 ||
         !(set = s3__xml_child(root, "TagSet"))) {
         s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
@@ -1337,7 +1337,7 @@ static void object_acl(struct s3_ctx *x)
     if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
         return;
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody,
+    evbuffer_add_printf(x->out.body,
                         "<AccessControlPolicy xmlns=\"%s\"><Owner><ID>%u.%" PRIu64 "</ID>"
                         "<DisplayName>%u.%" PRIu64 "</DisplayName></Owner><AccessControlList>"
                         "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "

@@ -29,40 +29,40 @@
 static void ctx_cleanup_work(void *arg)
 {
     struct s3_ctx *x = arg;
-    if (x->up)
-        core_upload_abort(x->up);
-    x->up = NULL;
-    if (x->ref_held)
-        core_unref(x->core, x->ino);
-    x->ref_held = false;
+    if (x->wr.up)
+        core_upload_abort(x->wr.up);
+    x->wr.up = NULL;
+    if (x->get.ref_held)
+        core_unref(x->core, x->get.ino);
+    x->get.ref_held = false;
 }
 
 static void ctx_free_now(struct s3_ctx *x)
 {
-    if (x->body)
-        evbuffer_free(x->body);
-    free(x->cbuf[0]);
-    free(x->cbuf[1]);
-    if (x->rhdrs)
-        evbuffer_free(x->rhdrs);
-    if (x->rbody)
-        evbuffer_free(x->rbody);
-    if (x->md5)
-        EVP_MD_CTX_free(x->md5);
-    if (x->sha256)
-        EVP_MD_CTX_free(x->sha256);
-    s3__ck_free(&x->cks);
-    if (x->ck) {
-        s3__chunked_fini(x->ck);
-        free(x->ck);
+    if (x->in.buf)
+        evbuffer_free(x->in.buf);
+    free(x->wr.cbuf[0]);
+    free(x->wr.cbuf[1]);
+    if (x->out.hdrs)
+        evbuffer_free(x->out.hdrs);
+    if (x->out.body)
+        evbuffer_free(x->out.body);
+    if (x->in.md5)
+        EVP_MD_CTX_free(x->in.md5);
+    if (x->in.sha256)
+        EVP_MD_CTX_free(x->in.sha256);
+    s3__ck_free(&x->in.cks);
+    if (x->in.ck) {
+        s3__chunked_fini(x->in.ck);
+        free(x->in.ck);
     }
     for (int i = 0; i < S3_READS_INFLIGHT; i++)
-        free(x->rs[i].buf);
+        free(x->get.rs[i].buf);
     for (int i = 0; i < S3_ZC_INFLIGHT; i++)
-        if (x->zw[i]) /* prepared, never appended (no worker runs: the conn waited) */
-            s3__zwin_drop(x->zw[i]);
+        if (x->get.zw[i]) /* prepared, never appended (no worker runs: the conn waited) */
+            s3__zwin_drop(x->get.zw[i]);
     s3__req_free(x->req);
-    OPENSSL_cleanse(x->skey, sizeof(x->skey));
+    OPENSSL_cleanse(x->auth.skey, sizeof(x->auth.skey));
     free(x);
 }
 
@@ -82,11 +82,11 @@ void s3__ctx_free(struct s3_ctx *x)
 {
     if (!x)
         return;
-    if (x->qos_waiting && qos_global())
+    if (x->qos.waiting && qos_global())
         qos_cancel(qos_global(), x);
-    x->qos_waiting = false;
+    x->qos.waiting = false;
     x->conn = NULL;
-    if (x->up || x->ref_held) {
+    if (x->wr.up || x->get.ref_held) {
         atomic_fetch_add(&x->srv->ndetached, 1);
         srv_work_submit(x->loop, ctx_cleanup_work, ctx_cleanup_done, x);
         return;
@@ -123,7 +123,7 @@ void s3__ctx_log(struct s3_ctx *x)
         memcpy(o, res, rl);
         o += rl;
         o = s3__put_str(o, " status=");
-        s3__u64_dec(num, (uint64_t)(x->status > 0 ? x->status : 0));
+        s3__u64_dec(num, (uint64_t)(x->out.status > 0 ? x->out.status : 0));
         o = s3__put_str(o, num);
         o = s3__put_str(o, " in=");
         s3__u64_dec(num, x->bytes_in);
@@ -138,7 +138,7 @@ void s3__ctx_log(struct s3_ctx *x)
         srv_log_buffered(INFO, S3, "%s", line);
     }
     srv_metrics_op_bucket(SRV_PROTO_S3, op, x->p.tenant, x->bucket_ino, x->bytes_in, x->bytes_out,
-                          lat, x->status >= 400 ? (x->err ? x->err : -EIO) : 0);
+                          lat, x->out.status >= 400 ? (x->out.err ? x->out.err : -EIO) : 0);
 }
 
 struct work_call {
@@ -210,13 +210,13 @@ void s3__ctx_finish(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
     s3__ctx_log(x);
-    if (!x->body_complete) {
+    if (!x->in.complete) {
         c->closing = true; /* unread body bytes would be parsed as the next request */
         c->linger = true;
     }
     c->x = NULL;
     /* the next request on this connection reuses the three buffers, emptied */
-    struct evbuffer **keep[3] = {&x->body, &x->rhdrs, &x->rbody};
+    struct evbuffer **keep[3] = {&x->in.buf, &x->out.hdrs, &x->out.body};
     for (int i = 0; i < 3; i++)
         if (!c->spare[i] && *keep[i]) {
             evbuffer_drain(*keep[i], evbuffer_get_length(*keep[i]));
@@ -241,14 +241,14 @@ static void qos_go(void *arg, int err)
 {
     struct s3_ctx *x = arg;
     struct s3_conn *c = x->conn;
-    x->qos_waiting = false;
+    x->qos.waiting = false;
     c->nest++;
     if (err) {
         s3__resp_err(x, SRV_ETHROTTLE,
                      "please reduce your request rate (the tenant's QoS limit was reached)");
         s3__resp_send(x);
     } else {
-        x->qos_next(x);
+        x->qos.next(x);
     }
     s3__conn_leave(c);
 }
@@ -263,12 +263,12 @@ void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
         next(x);
         return;
     }
-    x->qos_next = next;
-    x->qos_waiting = true;
+    x->qos.next = next;
+    x->qos.waiting = true;
     int rc = qos_admit(q, &x->p, cls, bytes, srv_loop_base(x->loop), qos_go, x);
     if (rc) {
         /* go never runs: answer here */
-        x->qos_waiting = false;
+        x->qos.waiting = false;
         s3__resp_err(x, SRV_ETHROTTLE,
                      "please reduce your request rate (the tenant's QoS queue is full)");
         s3__resp_send(x);
@@ -279,8 +279,8 @@ void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
  * the bytes it will send. */
 void s3__op_done(struct s3_ctx *x)
 {
-    uint64_t n = x->stream ? x->rend - x->roff : evbuffer_get_length(x->rbody);
-    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->status < 300 && n > 0)
+    uint64_t n = x->get.stream ? x->get.end - x->get.off : evbuffer_get_length(x->out.body);
+    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300 && n > 0)
         s3__ctx_admit(x, x->rt.op->qos, n, s3__resp_send);
     else
         s3__resp_send(x);
@@ -329,8 +329,8 @@ void s3__req_headers(struct s3_conn *c)
     x->req = s3__http_take_req(&c->http);
     x->a = &x->req->arena;
     x->t_start = srv_now_us();
-    x->decoded_len = -1;
-    struct evbuffer **take[3] = {&x->body, &x->rhdrs, &x->rbody};
+    x->in.decoded_len = -1;
+    struct evbuffer **take[3] = {&x->in.buf, &x->out.hdrs, &x->out.body};
     for (int i = 0; i < 3; i++) {
         *take[i] = c->spare[i] ? c->spare[i] : evbuffer_new();
         c->spare[i] = NULL;
@@ -338,7 +338,7 @@ void s3__req_headers(struct s3_conn *c)
             abort();
     }
     s3__reqid_make(srv, x->reqid);
-    x->head = strcmp(x->req->method, "HEAD") == 0;
+    x->out.head = strcmp(x->req->method, "HEAD") == 0;
     x->tls = srv->ssl != NULL;
     c->x = x;
     c->state = S3_CS_WAIT;
@@ -357,25 +357,25 @@ void s3__req_headers(struct s3_conn *c)
         return;
     }
     const struct s3_req *r = x->req;
-    x->body_mode = x->rt.op->body;
+    x->in.mode = x->rt.op->body;
     uint64_t declared =
-        x->aws_chunked && x->decoded_len >= 0 ? (uint64_t)x->decoded_len : r->content_length;
-    if (x->body_mode == S3_BODY_STREAM && declared > srv->max_object_size) {
+        x->in.aws_chunked && x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len : r->content_length;
+    if (x->in.mode == S3_BODY_STREAM && declared > srv->max_object_size) {
         s3__resp_err(x, SRV_ETOOBIG, S3_MSG_TOO_LARGE);
         s3__resp_send(x);
         return;
     }
-    if (x->body_mode == S3_BODY_STREAM && !r->has_clen && !r->chunked) {
+    if (x->in.mode == S3_BODY_STREAM && !r->has_clen && !r->chunked) {
         s3__resp_s3err(x, S3E_MISSING_CONTENT_LENGTH, NULL);
         s3__resp_send(x);
         return;
     }
-    x->body_limit = S3_XML_BODY_MAX;
-    if (x->body_mode == S3_BODY_STREAM) {
-        x->md5 = EVP_MD_CTX_new();
-        if (!x->md5)
+    x->in.limit = S3_XML_BODY_MAX;
+    if (x->in.mode == S3_BODY_STREAM) {
+        x->in.md5 = EVP_MD_CTX_new();
+        if (!x->in.md5)
             abort();
-        EVP_DigestInit_ex(x->md5, EVP_md5(), NULL);
+        EVP_DigestInit_ex(x->in.md5, EVP_md5(), NULL);
         s3__ctx_admit(x, x->rt.op->qos, declared, s3__body_start);
         return;
     }
@@ -389,19 +389,19 @@ void s3__req_headers(struct s3_conn *c)
 void s3__req_message_done(struct s3_conn *c)
 {
     struct s3_ctx *x = c->x;
-    x->body_complete = true;
+    x->in.complete = true;
     s3__http_next(&c->http);
     c->state = S3_CS_WAIT;
-    if (x->body_mode == S3_BODY_STREAM) {
+    if (x->in.mode == S3_BODY_STREAM) {
         s3__body_pump(x);
         return;
     }
-    if (x->body_err) {
+    if (x->in.err) {
         s3__body_fail_resp(x);
         s3__resp_send(x);
         return;
     }
-    if (x->aws_chunked && !x->ck->d.done) {
+    if (x->in.aws_chunked && !x->in.ck->d.done) {
         s3__resp_s3err(x, S3E_INCOMPLETE_BODY, "aws-chunked body incomplete");
         s3__resp_send(x);
         return;

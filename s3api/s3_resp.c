@@ -39,17 +39,17 @@ void s3__resp_hdr(struct s3_ctx *x, const char *name, const char *val)
     char buf[512];
     size_t nl = strlen(name), vl = strlen(val);
     if (nl + vl + 4 > sizeof(buf)) {
-        evbuffer_add(x->rhdrs, name, nl);
-        evbuffer_add(x->rhdrs, ": ", 2);
-        evbuffer_add(x->rhdrs, val, vl);
-        evbuffer_add(x->rhdrs, "\r\n", 2);
+        evbuffer_add(x->out.hdrs, name, nl);
+        evbuffer_add(x->out.hdrs, ": ", 2);
+        evbuffer_add(x->out.hdrs, val, vl);
+        evbuffer_add(x->out.hdrs, "\r\n", 2);
         return;
     }
     memcpy(buf, name, nl);
     memcpy(buf + nl, ": ", 2);
     memcpy(buf + nl + 2, val, vl);
     memcpy(buf + nl + 2 + vl, "\r\n", 2);
-    evbuffer_add(x->rhdrs, buf, nl + vl + 4);
+    evbuffer_add(x->out.hdrs, buf, nl + vl + 4);
 }
 
 void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
@@ -72,11 +72,11 @@ void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
         s3__resp_hdr(x, name, buf);
         return;
     }
-    evbuffer_add_printf(x->rhdrs, "%s: ", name);
+    evbuffer_add_printf(x->out.hdrs, "%s: ", name);
     va_start(ap, fmt);
-    evbuffer_add_vprintf(x->rhdrs, fmt, ap);
+    evbuffer_add_vprintf(x->out.hdrs, fmt, ap);
     va_end(ap);
-    evbuffer_add(x->rhdrs, "\r\n", 2);
+    evbuffer_add(x->out.hdrs, "\r\n", 2);
 }
 
 const char *s3__resource(struct s3_ctx *x)
@@ -88,16 +88,16 @@ const char *s3__resource(struct s3_ctx *x)
  * behind it (for the metrics and the log). */
 static void resp_error(struct s3_ctx *x, int err, const char *code, int status, const char *msg)
 {
-    x->err = err ? err : -EIO;
-    x->status = status;
-    evbuffer_drain(x->rbody, evbuffer_get_length(x->rbody));
+    x->out.err = err ? err : -EIO;
+    x->out.status = status;
+    evbuffer_drain(x->out.body, evbuffer_get_length(x->out.body));
     /* headers of a half-built success response must not leak into the error */
-    evbuffer_drain(x->rhdrs, evbuffer_get_length(x->rhdrs));
-    x->stream = false;
+    evbuffer_drain(x->out.hdrs, evbuffer_get_length(x->out.hdrs));
+    x->get.stream = false;
     s3__resp_header(x, "Content-Type", "application/xml");
-    if (!x->head)
-        s3__error_xml(x->rbody, code, msg, s3__resource(x), x->reqid);
-    if (err == -EIO || err == SRV_ECORRUPT || x->status >= 500)
+    if (!x->out.head)
+        s3__error_xml(x->out.body, code, msg, s3__resource(x), x->reqid);
+    if (err == -EIO || err == SRV_ECORRUPT || x->out.status >= 500)
         srv_log(WARN, S3, "req=%s tenant=%u %s %s: %s (%s)", x->reqid, x->p.tenant,
                 x->req ? x->req->method : "-", s3__resource(x), code, msg);
 }
@@ -119,9 +119,9 @@ void s3__resp_s3err(struct s3_ctx *x, enum s3_err e, const char *msg)
 
 void s3__resp_xml(struct s3_ctx *x)
 {
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "Content-Type", "application/xml");
-    evbuffer_add_printf(x->rbody, S3_XML_HDR);
+    evbuffer_add_printf(x->out.body, S3_XML_HDR);
 }
 
 /* The status line and headers of x's response, onto @p out. */
@@ -133,14 +133,14 @@ void s3__resp_head(struct s3_ctx *x, uint64_t clen, struct evbuffer *out)
     /* an answer before the whole request body arrived closes the connection
      * (s3__ctx_finish): say so, or the client would send its next request into
      * the lingering close, where it is dropped */
-    bool close = x->close_after || x->conn->closing || !x->req || !x->req->keep_alive ||
-                 !x->body_complete;
+    bool close = x->out.close_after || x->conn->closing || !x->req || !x->req->keep_alive ||
+                 !x->in.complete;
     /* status text <= 40, date 29, request id 20 (twice): well under the buffer */
     o = s3__put_str(o, "HTTP/1.1 ");
-    s3__u64_dec(num, (uint64_t)(x->status > 0 && x->status < 1000 ? x->status : 500));
+    s3__u64_dec(num, (uint64_t)(x->out.status > 0 && x->out.status < 1000 ? x->out.status : 500));
     o = s3__put_str(o, num);
     *o++ = ' ';
-    o = s3__put_str(o, s3__status_text(x->status));
+    o = s3__put_str(o, s3__status_text(x->out.status));
     o = s3__put_str(o, "\r\nDate: ");
     o = s3__put_str(o, date);
     o = s3__put_str(o, "\r\nServer: s3nfs\r\nx-amz-request-id: ");
@@ -148,7 +148,7 @@ void s3__resp_head(struct s3_ctx *x, uint64_t clen, struct evbuffer *out)
     o = s3__put_str(o, "\r\nx-amz-id-2: ");
     o = s3__put_str(o, x->reqid);
     o = s3__put_str(o, "\r\n");
-    if (x->status != 204 && x->status != 304) {
+    if (x->out.status != 204 && x->out.status != 304) {
         s3__u64_dec(num, clen);
         o = s3__put_str(o, "Content-Length: ");
         o = s3__put_str(o, num);
@@ -157,7 +157,7 @@ void s3__resp_head(struct s3_ctx *x, uint64_t clen, struct evbuffer *out)
     if (close)
         o = s3__put_str(o, "Connection: close\r\n");
     evbuffer_add(out, head, (size_t)(o - head));
-    evbuffer_add_buffer(out, x->rhdrs);
+    evbuffer_add_buffer(out, x->out.hdrs);
     evbuffer_add(out, "\r\n", 2);
     if (close)
         x->conn->closing = true;
@@ -182,15 +182,15 @@ static void send_direct(struct s3_conn *c)
 void s3__resp_send(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
-    if (x->status == 0)
-        x->status = 200;
-    if (x->stream && x->status < 300) {
-        bool body = !x->head && x->rend > x->roff;
+    if (x->out.status == 0)
+        x->out.status = 200;
+    if (x->get.stream && x->out.status < 300) {
+        bool body = !x->out.head && x->get.end > x->get.off;
         /* TLS encrypts in user space: it keeps the copy path. Zero-copy writes
          * the head with its first window (zc_pump). */
-        x->zc = body && !x->srv->ssl;
-        if (!x->zc)
-            s3__resp_head(x, x->rend - x->roff, body ? bufferevent_get_output(c->bev) : c->direct);
+        x->get.zc = body && !x->srv->ssl;
+        if (!x->get.zc)
+            s3__resp_head(x, x->get.end - x->get.off, body ? bufferevent_get_output(c->bev) : c->direct);
         if (!body)
             send_direct(c);
         if (body) {
@@ -201,11 +201,11 @@ void s3__resp_send(struct s3_ctx *x)
         s3__get_end(x);
         return;
     }
-    size_t n = evbuffer_get_length(x->rbody);
-    s3__resp_head(x, x->head ? 0 : n, c->direct);
-    if (!x->head) {
+    size_t n = evbuffer_get_length(x->out.body);
+    s3__resp_head(x, x->out.head ? 0 : n, c->direct);
+    if (!x->out.head) {
         x->bytes_out += n;
-        evbuffer_add_buffer(c->direct, x->rbody);
+        evbuffer_add_buffer(c->direct, x->out.body);
     }
     send_direct(c);
     s3__get_end(x);
