@@ -172,9 +172,10 @@ static void handle(struct evhttp_request *req, void *arg)
             if (!admit(a, req, path, &who, &status))
                 goto out;
             if (who.tenant != 0) {
-                status = admin__error_of(req, -EACCES,
-                             "/metrics shows every tenant: it needs a system admin's "
-                             "credentials (the admin token or a bootstrap admin's key)");
+                status =
+                    admin__error_of(req, -EACCES,
+                                    "/metrics shows every tenant: it needs a system admin's "
+                                    "credentials (the admin token or a bootstrap admin's key)");
                 srv_log(INFO, ADMIN, "403 %s: %s is not a system admin", path, who.name);
                 goto out;
             }

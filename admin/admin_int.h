@@ -53,10 +53,10 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
  * code and its status are written in one place. docs/admin-api.md lists both.
  * X(name, admin API code, HTTP status) */
 #define ADMIN_ERR_MAP(X)                                                                           \
-    X(UNAUTHORIZED, "Unauthorized", 401)          /* no credentials, or another scheme */     \
-    X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405)                                             \
-    X(IN_USE, "InUse", 409)                       /* the bootstrap tenant cannot go */         \
-    X(UNAVAILABLE, "Unavailable", 503)            /* a component (store, QoS) is not running */
+    X(UNAUTHORIZED, "Unauthorized", 401) /* no credentials, or another scheme */                   \
+    X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405)                                                 \
+    X(IN_USE, "InUse", 409)            /* the bootstrap tenant cannot go */                        \
+    X(UNAVAILABLE, "Unavailable", 503) /* a component (store, QoS) is not running */
 
 enum admin_err {
 #define ADMIN_ERR_ENUM(name, code, status) ADMIN_E_##name,

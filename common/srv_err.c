@@ -10,9 +10,15 @@ static const struct srv_err_info rows[] = {SRV_ERR_MAP(ROW)};
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
 /* Errors outside the map answer as EIO does. */
-static const struct srv_err_info unknown = {
-    -EIO, "unknown", "InternalError", "InternalError", 500, 5, "InternalError", 500,
-    "internal error"};
+static const struct srv_err_info unknown = {.value = -EIO,
+                                            .name = "unknown",
+                                            .s3_key = "InternalError",
+                                            .s3_bucket = "InternalError",
+                                            .s3_http = 500,
+                                            .nfs3 = 5,
+                                            .admin = "InternalError",
+                                            .admin_http = 500,
+                                            .msg = "internal error"};
 
 const struct srv_err_info *srv_err_info(int err)
 {

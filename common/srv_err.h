@@ -38,7 +38,9 @@
  * from a bad bucket name; the status is the same. S3 codes that no internal
  * error maps to (NoSuchUpload, BadDigest, ...) are s3api's (s3api/s3_error.h).
  * nfsstat3 numbers are RFC 1813's; 10008 = NFS3ERR_JUKEBOX, 70 = STALE.
- * Errors not in the map answer as EIO does (InternalError, NFS3ERR_IO). */
+ * Errors not in the map answer as EIO does (InternalError, NFS3ERR_IO).
+ * The table is laid out by hand (two lines a row, columns in place). */
+/* clang-format off */
 #define SRV_ERR_MAP(X)                                                                             \
     X(OK, 0, "OK", "OK",                                                                           \
       200, 0, "OK", 200, "success")                                                                \
@@ -119,6 +121,7 @@
       500, 5, "InternalError", 500, "unknown store version")                                       \
     X(ESRV_TLS, SRV_ETLS, "InternalError", "InternalError",                                        \
       500, 5, "InternalError", 500, "TLS handshake or certificate check failed")
+/* clang-format on */
 
 /* One row of SRV_ERR_MAP. */
 struct srv_err_info {

@@ -109,6 +109,8 @@ static bool_t xdr_nothing(XDR *x, void *p)
     return TRUE;
 }
 
+/* The procedure tables are laid out by hand, a procedure a line or two. */
+/* clang-format off */
 #define X(f) NFS_XDRPROC(f)
 #define NFS3(proc, A, R, nm, fl)                                                                   \
     {.fn = nfs3_##proc, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R),                            \
@@ -193,6 +195,7 @@ const struct nfs_proc_desc nsm_procs[7] = {
 };
 #undef NLM
 #undef VOIDPROC
+/* clang-format on */
 
 /* The programs served on the one port, with the one version of each. */
 struct nfs_prog {

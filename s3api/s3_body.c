@@ -130,11 +130,12 @@ int s3__body_payload(void *arg, const char *data, size_t len)
     if (x->in.mode != S3_BODY_STREAM) {
         if (evbuffer_get_length(x->in.buf) + len > x->in.limit)
             return s3__body_fail(x, SRV_EBADREQ,
-                             "the request body is larger than this operation accepts");
+                                 "the request body is larger than this operation accepts");
         evbuffer_add(x->in.buf, data, len);
         return 0;
     }
-    if (x->wr.written + (x->wr.writing ? x->wr.wlen : 0) + x->wr.cfill + len > x->srv->max_object_size)
+    if (x->wr.written + (x->wr.writing ? x->wr.wlen : 0) + x->wr.cfill + len >
+        x->srv->max_object_size)
         return s3__body_fail(x, SRV_ETOOBIG, S3_MSG_TOO_LARGE);
     while (len > 0) {
         size_t space = chunk_space(x);
@@ -360,8 +361,7 @@ static uint64_t body_left(const struct s3_conn *c)
 bool s3__body_direct_ok(const struct s3_conn *c)
 {
     const struct s3_ctx *x = c->x;
-    return !c->srv->ssl && x && x->in.mode == S3_BODY_STREAM && !x->in.err &&
-           body_left(c) > 0;
+    return !c->srv->ssl && x && x->in.mode == S3_BODY_STREAM && !x->in.err && body_left(c) > 0;
 }
 
 /* Leave direct body reading once the body is over (or the connection is):
@@ -427,14 +427,14 @@ void s3__body_read(struct s3_conn *c)
                         "req=%s tenant=%u peer=%s client closed the connection mid-request",
                         x->reqid, x->p.tenant, c->peer);
             else
-                srv_log(INFO, S3, "req=%s tenant=%u peer=%s read failed mid-request: %s",
-                        x->reqid, x->p.tenant, c->peer, strerror(errno));
+                srv_log(INFO, S3, "req=%s tenant=%u peer=%s read failed mid-request: %s", x->reqid,
+                        x->p.tenant, c->peer, strerror(errno));
             s3__conn_close(c);
             return;
         }
         size_t used = 0;
-        int ev = s3__http_feed(&c->http, (const char *)x->wr.cbuf[x->wr.ccur] + x->wr.cfill, (size_t)n,
-                               &used);
+        int ev = s3__http_feed(&c->http, (const char *)x->wr.cbuf[x->wr.ccur] + x->wr.cfill,
+                               (size_t)n, &used);
         if (!s3__conn_event(c, ev, S3_CS_BODY))
             break;
     }

@@ -167,7 +167,7 @@ bool s3__conn_event(struct s3_conn *c, int ev, enum s3_conn_state before)
         c->state = S3_CS_WAIT;
         if (ev == S3_HTTP_ETOOBIG)
             s3__body_fail_s3(x, S3E_HEADERS_TOO_LARGE,
-                         "the trailer fields exceed the configured header limit");
+                             "the trailer fields exceed the configured header limit");
         else
             s3__body_fail_s3(x, S3E_BAD_REQUEST, "malformed HTTP request body");
         s3__body_fail_resp(x);

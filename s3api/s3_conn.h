@@ -94,15 +94,15 @@ struct s3_conn {
     bool dead;         /* socket gone, free when no work is in flight */
     int work_inflight; /* worker jobs whose done callback has not run */
     bool in_pump;
-    int nest;                /* callbacks on the stack: free only when it drops to 0 */
-    struct evbuffer *direct; /* a small response being built (s3_resp.c) */
-    struct timeval idle;     /* idle timeout as a common timeout of the loop's base */
+    int nest;                  /* callbacks on the stack: free only when it drops to 0 */
+    struct evbuffer *direct;   /* a small response being built (s3_resp.c) */
+    struct timeval idle;       /* idle timeout as a common timeout of the loop's base */
     struct evbuffer *spare[3]; /* emptied buffers of the last request, for the next one */
-    struct event *body_ev;   /* the socket readable while an upload body is read directly */
-    bool body_direct;        /* ... which it is now (the bufferevent does not read) */
-    bool linger;             /* the client may still be sending: drain before closing */
-    bool lingering;          /* answer sent, our side shut down, input read and dropped */
-    uint64_t linger_until;   /* srv_now_us() when lingering gives up */
+    struct event *body_ev;     /* the socket readable while an upload body is read directly */
+    bool body_direct;          /* ... which it is now (the bufferevent does not read) */
+    bool linger;               /* the client may still be sending: drain before closing */
+    bool lingering;            /* answer sent, our side shut down, input read and dropped */
+    uint64_t linger_until;     /* srv_now_us() when lingering gives up */
 };
 
 /* An accepted socket on its way to its loop (s3_listen.c -> s3__conn_start). */
@@ -191,8 +191,7 @@ void s3__req_headers(struct s3_conn *c);
 void s3__req_message_done(struct s3_conn *c);
 /** Run @p work on a worker, then @p done on the connection's loop (unless the
  * connection died meanwhile: then the context is released instead). */
-void s3__ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *),
-                    void (*done)(struct s3_ctx *));
+void s3__ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *), void (*done)(struct s3_ctx *));
 /** As s3__ctx_submit, passing @p arg to both functions. */
 void s3__ctx_submit_arg(struct s3_ctx *x, void (*work)(struct s3_ctx *, void *),
                         void (*done)(struct s3_ctx *, void *), void *arg);

@@ -29,8 +29,7 @@ void s3__error_map(int err, bool is_key, const char **code, int *status)
 
 #define S3_ERR_ROW(name, code, status, msg) {#name, code, status, msg},
 static const struct s3_err_info s3_errs[S3E__COUNT] = {
-    {"NONE", "InternalError", 500, "internal error"},
-    S3_ERR_MAP(S3_ERR_ROW)};
+    {"NONE", "InternalError", 500, "internal error"}, S3_ERR_MAP(S3_ERR_ROW)};
 #undef S3_ERR_ROW
 
 const struct s3_err_info *s3__err_info(enum s3_err e)

@@ -23,7 +23,7 @@
     X(INVALID_ACCESS_KEY_ID, "InvalidAccessKeyId", 403,                                            \
       "the access key id does not exist in our records")                                           \
     X(REQUEST_TIME_TOO_SKEWED, "RequestTimeTooSkewed", 403,                                        \
-      "the difference between the request time and the server's time is too large")               \
+      "the difference between the request time and the server's time is too large")                \
     X(CONTENT_SHA256_MISMATCH, "XAmzContentSHA256Mismatch", 400,                                   \
       "the provided x-amz-content-sha256 does not match what was computed")                        \
     /* HTTP framing and request bodies */                                                          \

@@ -340,8 +340,9 @@ enum s3_fast {
 };
 
 /* An operation's flags. */
-#define S3_OPF_READ_AFTER 0x1 /* not admitted before it runs: once its response is ready, as a
-                               * read (qos) of the bytes it sends (GetObject) */
+/* not admitted before it runs: once its response is ready, as a read (qos) of the bytes it
+ * sends (GetObject) */
+#define S3_OPF_READ_AFTER 0x1
 
 /* An operation: what the connection needs to know to run it (its body, its
  * QoS admission, an optional loop-thread fast path) and its worker steps. */
@@ -403,7 +404,7 @@ struct s3_ctx {
     struct core_principal p; /* who asks (set by authentication) */
     struct s3_route rt;      /* what is asked */
     uint64_t bucket_ino;
-    bool tls;                /* the connection is TLS (no zero-copy) */
+    bool tls; /* the connection is TLS (no zero-copy) */
     uint64_t bytes_in, bytes_out;
     void *opdata; /* op-private */
 
@@ -435,10 +436,10 @@ struct s3_ctx {
      * workers while the other fills, so at most two chunks per connection exist */
     struct s3_ctx_wr {
         struct core_upload *up;
-        unsigned char *cbuf[2]; /* page-aligned chunk buffers, made on first use */
-        size_t ccap[2];         /* their sizes (the first is the declared size if smaller) */
-        int ccur;               /* the one being filled */
-        size_t cfill;           /* payload bytes in it */
+        unsigned char *cbuf[2];    /* page-aligned chunk buffers, made on first use */
+        size_t ccap[2];            /* their sizes (the first is the declared size if smaller) */
+        int ccur;                  /* the one being filled */
+        size_t cfill;              /* payload bytes in it */
         const unsigned char *wptr; /* the chunk in flight to the workers, wlen long */
         size_t wlen;
         int jobs; /* hash + write jobs of the chunk still running */

@@ -49,8 +49,10 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
         ssize_t w = send(fd, busy, (size_t)bl, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
         evutil_closesocket(fd);
-        srv_log_limited(WARN, S3, "req=- tenant=0 connection refused: %d connections open "
-                        "(s3_max_conns)", atomic_load(&srv->nconns));
+        srv_log_limited(WARN, S3,
+                        "req=- tenant=0 connection refused: %d connections open "
+                        "(s3_max_conns)",
+                        atomic_load(&srv->nconns));
         srv_metrics_op(SRV_PROTO_S3, "ConnRefused", 0, 0, 0, 0, SRV_ETHROTTLE);
         return;
     }

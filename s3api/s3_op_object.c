@@ -765,8 +765,8 @@ static void put_begin(struct s3_ctx *x)
         st->if_match = im;
     }
     uint64_t hint = x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
-                    : x->req->has_clen  ? x->req->content_length
-                                        : UINT64_MAX;
+                    : x->req->has_clen     ? x->req->content_length
+                                           : UINT64_MAX;
     int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
     if (rc)
         s3__resp_err(x, rc, NULL);
@@ -882,8 +882,8 @@ static void part_begin(struct s3_ctx *x)
         return;
     st->upload_id = s3__req_param(x->req, "uploadId");
     uint64_t hint = x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
-                    : x->req->has_clen  ? x->req->content_length
-                                        : UINT64_MAX;
+                    : x->req->has_clen     ? x->req->content_length
+                                           : UINT64_MAX;
     int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
     if (rc)
         s3__resp_err(x, rc, NULL);
@@ -1348,15 +1348,21 @@ static void object_acl(struct s3_ctx *x)
                         x->p.user);
 }
 
-const struct s3_op s3_op_put_object = {
-    .name = "PutObject", .body = S3_BODY_STREAM, .qos = QOS_WRITE, .work = put_begin,
-    .finish = put_finish};
-const struct s3_op s3_op_mpu_upload_part = {
-    .name = "UploadPart", .body = S3_BODY_STREAM, .qos = QOS_WRITE, .work = part_begin,
-    .finish = part_finish};
-const struct s3_op s3_op_get_object = {
-    .name = "GetObject", .qos = QOS_READ, .flags = S3_OPF_READ_AFTER, .fast = s3__get_fast,
-    .work = get_or_head};
+const struct s3_op s3_op_put_object = {.name = "PutObject",
+                                       .body = S3_BODY_STREAM,
+                                       .qos = QOS_WRITE,
+                                       .work = put_begin,
+                                       .finish = put_finish};
+const struct s3_op s3_op_mpu_upload_part = {.name = "UploadPart",
+                                            .body = S3_BODY_STREAM,
+                                            .qos = QOS_WRITE,
+                                            .work = part_begin,
+                                            .finish = part_finish};
+const struct s3_op s3_op_get_object = {.name = "GetObject",
+                                       .qos = QOS_READ,
+                                       .flags = S3_OPF_READ_AFTER,
+                                       .fast = s3__get_fast,
+                                       .work = get_or_head};
 const struct s3_op s3_op_head_object = {
     .name = "HeadObject", .qos = QOS_META, .fast = s3__get_fast, .work = get_or_head};
 const struct s3_op s3_op_delete_object = {

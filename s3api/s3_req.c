@@ -178,8 +178,7 @@ static void tramp_done(void *arg)
 
 /* Run @p work on a worker, then @p done on the connection's loop (unless the
  * connection died meanwhile: then the context is released instead). */
-void s3__ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *),
-                       void (*done)(struct s3_ctx *))
+void s3__ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *), void (*done)(struct s3_ctx *))
 {
     struct work_call *w = calloc(1, sizeof(*w));
     if (!w)
@@ -193,7 +192,7 @@ void s3__ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *),
 
 /* As s3__ctx_submit, passing @p arg to both functions. */
 void s3__ctx_submit_arg(struct s3_ctx *x, void (*work)(struct s3_ctx *, void *),
-                           void (*done)(struct s3_ctx *, void *), void *arg)
+                        void (*done)(struct s3_ctx *, void *), void *arg)
 {
     struct work_call *w = calloc(1, sizeof(*w));
     if (!w)
@@ -256,7 +255,7 @@ static void qos_go(void *arg, int err)
 /* Ask QoS before dispatching; @p next runs on this loop once admitted (maybe at once).
  * Throttled requests answer 503 SlowDown. */
 void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
-                      void (*next)(struct s3_ctx *))
+                   void (*next)(struct s3_ctx *))
 {
     struct qos *q = qos_global();
     if (!q) {
@@ -358,8 +357,8 @@ void s3__req_headers(struct s3_conn *c)
     }
     const struct s3_req *r = x->req;
     x->in.mode = x->rt.op->body;
-    uint64_t declared =
-        x->in.aws_chunked && x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len : r->content_length;
+    uint64_t declared = x->in.aws_chunked && x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
+                                                                    : r->content_length;
     if (x->in.mode == S3_BODY_STREAM && declared > srv->max_object_size) {
         s3__resp_err(x, SRV_ETOOBIG, S3_MSG_TOO_LARGE);
         s3__resp_send(x);

@@ -133,8 +133,8 @@ void s3__resp_head(struct s3_ctx *x, uint64_t clen, struct evbuffer *out)
     /* an answer before the whole request body arrived closes the connection
      * (s3__ctx_finish): say so, or the client would send its next request into
      * the lingering close, where it is dropped */
-    bool close = x->out.close_after || x->conn->closing || !x->req || !x->req->keep_alive ||
-                 !x->in.complete;
+    bool close =
+        x->out.close_after || x->conn->closing || !x->req || !x->req->keep_alive || !x->in.complete;
     /* status text <= 40, date 29, request id 20 (twice): well under the buffer */
     o = s3__put_str(o, "HTTP/1.1 ");
     s3__u64_dec(num, (uint64_t)(x->out.status > 0 && x->out.status < 1000 ? x->out.status : 500));
@@ -190,7 +190,8 @@ void s3__resp_send(struct s3_ctx *x)
          * the head with its first window (zc_pump). */
         x->get.zc = body && !x->srv->ssl;
         if (!x->get.zc)
-            s3__resp_head(x, x->get.end - x->get.off, body ? bufferevent_get_output(c->bev) : c->direct);
+            s3__resp_head(x, x->get.end - x->get.off,
+                          body ? bufferevent_get_output(c->bev) : c->direct);
         if (!body)
             send_direct(c);
         if (body) {

@@ -57,9 +57,8 @@ int s3__sigv4_parse_query(const struct s3_req *r, struct srv_sigv4_auth *out)
 /* The parts of @p r's canonical request (@p q and @p h: KV_STACK each on the
  * caller's stack, or arena memory); cr->uri is NULL when the path has a
  * malformed escape. */
-static void request_of(struct s3_arena *a, const struct s3_req *r,
-                       const struct srv_sigv4_auth *sig, struct srv_sigv4_kv *q,
-                       struct srv_sigv4_kv *h, struct srv_sigv4_req *cr)
+static void request_of(struct s3_arena *a, const struct s3_req *r, const struct srv_sigv4_auth *sig,
+                       struct srv_sigv4_kv *q, struct srv_sigv4_kv *h, struct srv_sigv4_req *cr)
 {
     size_t plen = 0;
     const char *raw = r->raw_path ? r->raw_path : "/";
@@ -206,9 +205,12 @@ int s3__chunked_http_frame(struct s3_chunked *c, const struct s3_http_frame *f)
             return 0;
     }
     switch (f->kind) {
-    case S3_FRAME_CHUNK: return feed_chunk_line(c, f->size, f->ext);
-    case S3_FRAME_CHUNK_END: return srv_sigv4_chunked_feed(&c->d, "\r\n", 2);
-    default: return feed_text(c, f->name, ":", f->value);
+    case S3_FRAME_CHUNK:
+        return feed_chunk_line(c, f->size, f->ext);
+    case S3_FRAME_CHUNK_END:
+        return srv_sigv4_chunked_feed(&c->d, "\r\n", 2);
+    default:
+        return feed_text(c, f->name, ":", f->value);
     }
 }
 

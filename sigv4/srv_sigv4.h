@@ -134,9 +134,9 @@ struct srv_sigv4_auth {
     char service[32];
     char amz_date[17]; /* yyyymmddThhmmssZ */
     time_t when;
-    long expires;              /* presigned: X-Amz-Expires seconds */
-    char signature[65];        /* lower-case hex */
-    char signed_headers[1024]; /* "host;x-amz-date" as received */
+    long expires;                                  /* presigned: X-Amz-Expires seconds */
+    char signature[65];                            /* lower-case hex */
+    char signed_headers[1024];                     /* "host;x-amz-date" as received */
     const char *signed_list[SRV_SIGV4_MAX_SIGNED]; /* its names, lower-cased, in names */
     size_t nsigned;
     char names[1024];

@@ -229,8 +229,8 @@ void srv_sigv4_chunk_sign(const uint8_t key[32], const struct srv_sigv4_auth *a,
     uint8_t mac[32];
     srv_sigv4_hex(data_sha256, 32, dh);
     scope_of(a, scope);
-    int n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n%s\n%s",
-                     a->amz_date, scope, prev_sig, EMPTY_SHA256, dh);
+    int n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n%s\n%s", a->amz_date,
+                     scope, prev_sig, EMPTY_SHA256, dh);
     srv_sigv4_mac(key, sts, (size_t)n, mac);
     srv_sigv4_hex(mac, 32, out);
 }

@@ -121,8 +121,7 @@ static int trailer_line(struct srv_sigv4_chunked *d)
             char want[65];
             if (!d->trailer_sig[0])
                 return srv_sigv4_chunked_fail(d, -EINVAL, "missing x-amz-trailer-signature");
-            srv_sigv4_trailer_sign(d->key, d->auth, d->prev_sig, d->trailer, d->trailerlen,
-                                   want);
+            srv_sigv4_trailer_sign(d->key, d->auth, d->prev_sig, d->trailer, d->trailerlen, want);
             if (!srv_sigv4_equal(want, d->trailer_sig, 64))
                 return srv_sigv4_chunked_fail(d, SRV_EAUTH, "trailer signature does not match");
         }
@@ -203,7 +202,8 @@ int srv_sigv4_chunked_feed(struct srv_sigv4_chunked *d, const char *buf, size_t 
         }
         case CK_DATA_CR:
             if (buf[i++] != '\r')
-                return srv_sigv4_chunked_fail(d, -EINVAL, "chunk data longer than its declared size");
+                return srv_sigv4_chunked_fail(d, -EINVAL,
+                                              "chunk data longer than its declared size");
             d->state = CK_DATA_LF;
             break;
         case CK_DATA_LF:
@@ -213,7 +213,8 @@ int srv_sigv4_chunked_feed(struct srv_sigv4_chunked *d, const char *buf, size_t 
                 return rc;
             d->state = CK_HDR;
             break;
-        default: return srv_sigv4_chunked_fail(d, -EINVAL, "data after the end of the aws-chunked body");
+        default:
+            return srv_sigv4_chunked_fail(d, -EINVAL, "data after the end of the aws-chunked body");
         }
     }
     return 0;

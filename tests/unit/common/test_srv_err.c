@@ -58,10 +58,9 @@ static void test_unknown_codes(void **state)
 /* Every nfsstat3 RFC 1813 defines (section 2.6). */
 static bool nfsstat3_valid(int st)
 {
-    static const int all[] = {0,     1,     2,     5,     6,     13,    17,    18,    19,
-                              20,    21,    22,    27,    28,    30,    31,    63,    66,
-                              69,    70,    71,    10001, 10002, 10003, 10004, 10005, 10006,
-                              10007, 10008};
+    static const int all[] = {0,  1,     2,     5,     6,     13,    17,    18,    19,   20,
+                              21, 22,    27,    28,    30,    31,    63,    66,    69,   70,
+                              71, 10001, 10002, 10003, 10004, 10005, 10006, 10007, 10008};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (all[i] == st)
             return true;

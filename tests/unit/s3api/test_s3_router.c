@@ -171,10 +171,10 @@ static void test_op_facts(void **state)
     assert_ptr_equal(s3_op_get_object.fast, s3__get_fast);
     assert_ptr_equal(s3_op_head_object.fast, s3__get_fast);
     const struct s3_op *meta[] = {
-        &s3_op_list_buckets,  &s3_op_create_bucket,   &s3_op_delete_bucket,  &s3_op_head_bucket,
-        &s3_op_list_objects,  &s3_op_list_objects_v2, &s3_op_head_object,    &s3_op_delete_object,
-        &s3_op_delete_objects, &s3_op_get_tagging,    &s3_op_put_tagging,    &s3_op_mpu_create,
-        &s3_op_mpu_complete,  &s3_op_mpu_abort,       &s3_op_mpu_list_parts, &s3_op_object_acl,
+        &s3_op_list_buckets,   &s3_op_create_bucket,   &s3_op_delete_bucket,  &s3_op_head_bucket,
+        &s3_op_list_objects,   &s3_op_list_objects_v2, &s3_op_head_object,    &s3_op_delete_object,
+        &s3_op_delete_objects, &s3_op_get_tagging,     &s3_op_put_tagging,    &s3_op_mpu_create,
+        &s3_op_mpu_complete,   &s3_op_mpu_abort,       &s3_op_mpu_list_parts, &s3_op_object_acl,
     };
     for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
         assert_int_equal(meta[i]->qos, QOS_META);
@@ -186,10 +186,8 @@ static void test_op_facts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ops),
-        cmocka_unit_test(test_copy_and_keys),
-        cmocka_unit_test(test_vhost),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_ops),      cmocka_unit_test(test_copy_and_keys),
+        cmocka_unit_test(test_vhost),    cmocka_unit_test(test_errors),
         cmocka_unit_test(test_op_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

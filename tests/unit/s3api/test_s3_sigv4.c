@@ -387,8 +387,8 @@ static void test_chunked_in_http_unsigned(void **state)
     s3__chunked_fini(&d);
     /* signed, same chunks, but a chunk without its signature */
     static const char nosig[] = "1;chunk-signature=00\r\na\r\n2\r\naa\r\n0\r\n\r\n";
-    s3__chunked_init(&d, SRV_SIGV4_CHUNK_SIGNED, (const unsigned char *)"0123456789abcdef0123456789abcdef",
-                     NULL, sink_cb, &s);
+    s3__chunked_init(&d, SRV_SIGV4_CHUNK_SIGNED,
+                     (const unsigned char *)"0123456789abcdef0123456789abcdef", NULL, sink_cb, &s);
     assert_int_equal(run_framed(&d, nosig, strlen(nosig), 64), -EINVAL);
     s3__chunked_fini(&d);
 }
@@ -396,9 +396,12 @@ static void test_chunked_in_http_unsigned(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time_constant),      cmocka_unit_test(test_header_get),
-        cmocka_unit_test(test_header_put_odd_key), cmocka_unit_test(test_tampered_header),
-        cmocka_unit_test(test_presigned),          cmocka_unit_test(test_presigned_tampered_query),
+        cmocka_unit_test(test_time_constant),
+        cmocka_unit_test(test_header_get),
+        cmocka_unit_test(test_header_put_odd_key),
+        cmocka_unit_test(test_tampered_header),
+        cmocka_unit_test(test_presigned),
+        cmocka_unit_test(test_presigned_tampered_query),
         cmocka_unit_test(test_service_must_be_s3),
         cmocka_unit_test(test_chunked_in_http_signed),
         cmocka_unit_test(test_chunked_in_http_unsigned),

@@ -72,7 +72,9 @@ static void test_malformed_header(void **state)
     assert_int_equal(srv_sigv4_parse_header(NULL, &a), -EINVAL);
 }
 
+/* clang-format off */
 #define KV(n, v) {n, sizeof(n) - 1, v, sizeof(v) - 1}
+/* clang-format on */
 
 static void test_parse_query(void **state)
 {
@@ -140,10 +142,8 @@ static void test_verify(void **state)
     assert_int_equal(verify_get(SECRET, T0 + 60, "20261121T093000Z", EMPTY, &why), 0);
     assert_null(why);
     assert_int_equal(verify_get("nope", T0, "20261121T093000Z", EMPTY, &why), SRV_EAUTH);
-    assert_int_equal(verify_get(SECRET, T0 + 16 * 60, "20261121T093000Z", EMPTY, &why),
-                     -ETIMEDOUT);
-    assert_int_equal(verify_get(SECRET, T0 - 16 * 60, "20261121T093000Z", EMPTY, &why),
-                     -ETIMEDOUT);
+    assert_int_equal(verify_get(SECRET, T0 + 16 * 60, "20261121T093000Z", EMPTY, &why), -ETIMEDOUT);
+    assert_int_equal(verify_get(SECRET, T0 - 16 * 60, "20261121T093000Z", EMPTY, &why), -ETIMEDOUT);
     assert_int_equal(verify_get(SECRET, T0, NULL, EMPTY, &why), -EINVAL);
     assert_string_equal(why, "missing or malformed X-Amz-Date / Date header");
     assert_int_equal(verify_get(SECRET, T0, "2026-11-21", EMPTY, &why), -EINVAL);
