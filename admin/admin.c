@@ -32,10 +32,7 @@
 #include "srv_metrics.h"
 #include "srv_tls.h"
 
-static const struct {
-    const char *code;
-    int status;
-} admin_errs[] = {
+static const struct admin_err_info admin_errs[] = {
 #define ADMIN_ERR_ROW(name, code, status) {code, status},
     ADMIN_ERR_MAP(ADMIN_ERR_ROW)
 #undef ADMIN_ERR_ROW
@@ -63,6 +60,12 @@ static void send_error(struct evhttp_request *req, int status, const char *code,
                       "application/json");
     evhttp_send_reply(req, status, NULL, b);
     evbuffer_free(b);
+}
+
+const struct admin_err_info *admin__err_table(size_t *n)
+{
+    *n = sizeof(admin_errs) / sizeof(admin_errs[0]);
+    return admin_errs;
 }
 
 int admin__error(struct evhttp_request *req, enum admin_err e, const char *msg)

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "admin.h"
@@ -64,6 +65,13 @@ enum admin_err {
 #undef ADMIN_ERR_ENUM
 };
 
+/* A row of ADMIN_ERR_MAP. */
+struct admin_err_info {
+    const char *code;
+    int status;
+};
+/** @return the rows of ADMIN_ERR_MAP (@p n of them, in enum order), for tests. */
+const struct admin_err_info *admin__err_table(size_t *n);
 /** Send admin-only error @p e with a JSON body {"error": code, "message": msg}.
  * @return the HTTP status sent. */
 int admin__error(struct evhttp_request *req, enum admin_err e, const char *msg);

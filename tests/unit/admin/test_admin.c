@@ -223,15 +223,6 @@ static void test_rest(void **state)
     assert_non_null(strstr(b, "\"error\":\"NotFound\""));
 }
 
-static const struct {
-    const char *code;
-    int status;
-} admin_only[] = {
-#define ROW(name, code, status) {code, status},
-    ADMIN_ERR_MAP(ROW)
-#undef ROW
-};
-
 /* Every admin answer has one status wherever it is written, and the docs list it. */
 static void test_error_codes(void **state)
 {
@@ -242,9 +233,10 @@ static void test_error_codes(void **state)
     size_t n = fread(doc, 1, sizeof(doc) - 1, f);
     fclose(f);
     doc[n] = 0;
-    size_t nmap;
+    size_t nmap, nonly;
     const struct srv_err_info *t = srv_err_table(&nmap);
-    size_t nall = nmap + sizeof(admin_only) / sizeof(admin_only[0]);
+    const struct admin_err_info *admin_only = admin__err_table(&nonly);
+    size_t nall = nmap + nonly;
     for (size_t i = 0; i < nall; i++) {
         const char *code = i < nmap ? t[i].admin : admin_only[i - nmap].code;
         int status = i < nmap ? t[i].admin_http : admin_only[i - nmap].status;
@@ -260,7 +252,7 @@ static void test_error_codes(void **state)
         }
         if (i >= nmap)
             continue;
-        for (size_t j = 0; j < sizeof(admin_only) / sizeof(admin_only[0]); j++)
+        for (size_t j = 0; j < nonly; j++)
             if (strcmp(admin_only[j].code, code) == 0)
                 fail_msg("admin code %s is in both tables", code);
     }
