@@ -16,6 +16,7 @@
 
 #include "s3_internal.h"
 #include "srv_err.h"
+#include "../sigv4/sigv4_test_util.h"
 
 static const char SECRET[] = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 /* 2026-11-21T09:30:00Z */
@@ -187,41 +188,6 @@ static const char CHUNK_REQ[] =
     "Content-Encoding: aws-chunked\r\n"
     "x-amz-decoded-content-length: 66560\r\n"
     "Content-Length: 66824\r\n\r\n";
-static const char EX_SECRET[] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-
-struct sink {
-    size_t n;
-    int bad;
-};
-
-static int sink_cb(void *arg, const char *d, size_t len)
-{
-    struct sink *s = arg;
-    for (size_t i = 0; i < len; i++)
-        if (d[i] != 'a')
-            s->bad++;
-    s->n += len;
-    return 0;
-}
-
-static char *chunk_body(size_t *len, int tamper)
-{
-    char *b = malloc(70000), *p = b;
-    p += sprintf(p, "10000;chunk-signature="
-                    "ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n");
-    memset(p, 'a', 65536);
-    if (tamper)
-        p[100] = 'b';
-    p += 65536;
-    p += sprintf(p, "\r\n400;chunk-signature="
-                    "0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497\r\n");
-    memset(p, 'a', 1024);
-    p += 1024;
-    p += sprintf(p, "\r\n0;chunk-signature="
-                    "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9\r\n\r\n");
-    *len = (size_t)(p - b);
-    return b;
-}
 
 /* The example request's signature and signing key (h holds the request). */
 static void example_key(struct s3_http *h, struct srv_sigv4_auth *sig, unsigned char key[32])
