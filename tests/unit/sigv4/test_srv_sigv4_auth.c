@@ -77,18 +77,21 @@ static void test_malformed_header(void **state)
 #define KV(n, v) {n, sizeof(n) - 1, v, sizeof(v) - 1}
 /* clang-format on */
 
+/* A presigned GET of /bkt/key.bin on localhost:9000 with SECRET, valid an hour from T0. */
+static const struct srv_sigv4_kv PRESIGNED[] = {
+    KV("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
+    KV("X-Amz-Credential", "AKIDEXAMPLE/20261121/us-east-1/s3/aws4_request"),
+    KV("X-Amz-Date", "20261121T093000Z"),
+    KV("X-Amz-Expires", "3600"),
+    KV("X-Amz-SignedHeaders", "host"),
+    KV("X-Amz-Signature", "591ed23175b460f7893947aeaf016283a6d90c9f7b453c28bf230ab24f820523"),
+};
+
 static void test_parse_query(void **state)
 {
     (void)state;
     struct srv_sigv4_auth a;
-    struct srv_sigv4_kv q[] = {
-        KV("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
-        KV("X-Amz-Credential", "AKIDEXAMPLE/20261121/us-east-1/s3/aws4_request"),
-        KV("X-Amz-Date", "20261121T093000Z"),
-        KV("X-Amz-Expires", "3600"),
-        KV("X-Amz-SignedHeaders", "host"),
-        KV("X-Amz-Signature", "591ed23175b460f7893947aeaf016283a6d90c9f7b453c28bf230ab24f820523"),
-    };
+    const struct srv_sigv4_kv *q = PRESIGNED;
     assert_int_equal(srv_sigv4_parse_query(q, 6, &a), 0);
     assert_true(a.presigned);
     assert_int_equal(a.expires, 3600);
@@ -99,7 +102,7 @@ static void test_parse_query(void **state)
     /* a piece missing, expiry out of range */
     assert_int_equal(srv_sigv4_parse_query(q, 5, &a), -EINVAL);
     struct srv_sigv4_kv bad[6];
-    memcpy(bad, q, sizeof(bad));
+    memcpy(bad, PRESIGNED, sizeof(bad));
     bad[3] = (struct srv_sigv4_kv)KV("X-Amz-Expires", "604801");
     assert_int_equal(srv_sigv4_parse_query(bad, 6, &a), -EINVAL);
     bad[3] = (struct srv_sigv4_kv)KV("X-Amz-Expires", "0");
@@ -193,14 +196,7 @@ static void test_verify_needs_host_and_headers(void **state)
 static void test_verify_presigned(void **state)
 {
     (void)state;
-    struct srv_sigv4_kv q[] = {
-        KV("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
-        KV("X-Amz-Credential", "AKIDEXAMPLE/20261121/us-east-1/s3/aws4_request"),
-        KV("X-Amz-Date", "20261121T093000Z"),
-        KV("X-Amz-Expires", "3600"),
-        KV("X-Amz-SignedHeaders", "host"),
-        KV("X-Amz-Signature", "591ed23175b460f7893947aeaf016283a6d90c9f7b453c28bf230ab24f820523"),
-    };
+    const struct srv_sigv4_kv *q = PRESIGNED;
     struct srv_sigv4_kv h[] = {KV("Host", "localhost:9000")};
     struct srv_sigv4_auth a;
     uint8_t key[32];
