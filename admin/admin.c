@@ -32,7 +32,13 @@
 #include "srv_metrics.h"
 #include "srv_tls.h"
 
-void admin__error(struct evhttp_request *req, int status, const char *code, const char *msg)
+static const struct admin_err_info admin_errs[] = {
+#define ADMIN_ERR_ROW(name, code, status) {code, status},
+    ADMIN_ERR_MAP(ADMIN_ERR_ROW)
+#undef ADMIN_ERR_ROW
+};
+
+static void send_error(struct evhttp_request *req, int status, const char *code, const char *msg)
 {
     struct evbuffer *b = evbuffer_new();
     if (!b) {
@@ -54,6 +60,25 @@ void admin__error(struct evhttp_request *req, int status, const char *code, cons
                       "application/json");
     evhttp_send_reply(req, status, NULL, b);
     evbuffer_free(b);
+}
+
+const struct admin_err_info *admin__err_table(size_t *n)
+{
+    *n = sizeof(admin_errs) / sizeof(admin_errs[0]);
+    return admin_errs;
+}
+
+int admin__error(struct evhttp_request *req, enum admin_err e, const char *msg)
+{
+    send_error(req, admin_errs[e].status, admin_errs[e].code, msg);
+    return admin_errs[e].status;
+}
+
+int admin__error_of(struct evhttp_request *req, int err, const char *msg)
+{
+    const struct srv_err_info *e = srv_err_info(err);
+    send_error(req, e->admin_http, e->admin, msg ? msg : e->msg);
+    return e->admin_http;
 }
 
 /* Authenticate an API request. @return 0 (who set), 401 (no credentials) or
@@ -94,12 +119,12 @@ static bool admit(struct admin *a, struct evhttp_request *req, const char *path,
     if (*status == 401) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"s3nfs-admin\"");
-        admin__error(req, *status, "Unauthorized", why);
+        admin__error(req, ADMIN_E_UNAUTHORIZED, why);
         srv_log(INFO, ADMIN, "401 %s from an unauthenticated client", path);
         return false;
     }
     if (*status == 403) {
-        admin__error(req, *status, "Forbidden", why);
+        admin__error_of(req, -EACCES, why);
         srv_log(INFO, ADMIN, "403 %s: %s", path, why);
         return false;
     }
@@ -128,8 +153,7 @@ static void handle(struct evhttp_request *req, void *arg)
     if (strcmp(path, "/healthz") == 0) {
         op = "healthz";
         if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-            status = 405;
-            admin__error(req, status, "MethodNotAllowed", "use GET");
+            status = admin__error(req, ADMIN_E_METHOD_NOT_ALLOWED, "use GET");
             goto out;
         }
         struct evbuffer *b = evbuffer_new();
@@ -143,8 +167,7 @@ static void handle(struct evhttp_request *req, void *arg)
     if (strcmp(path, "/metrics") == 0) {
         op = "metrics";
         if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-            status = 405;
-            admin__error(req, status, "MethodNotAllowed", "use GET");
+            status = admin__error(req, ADMIN_E_METHOD_NOT_ALLOWED, "use GET");
             goto out;
         }
         struct admin_caller who;
@@ -152,10 +175,10 @@ static void handle(struct evhttp_request *req, void *arg)
             if (!admit(a, req, path, &who, &status))
                 goto out;
             if (who.tenant != 0) {
-                status = 403;
-                admin__error(req, status, "Forbidden",
-                             "/metrics shows every tenant: it needs a system admin's "
-                             "credentials (the admin token or a bootstrap admin's key)");
+                status =
+                    admin__error_of(req, -EACCES,
+                                    "/metrics shows every tenant: it needs a system admin's "
+                                    "credentials (the admin token or a bootstrap admin's key)");
                 srv_log(INFO, ADMIN, "403 %s: %s is not a system admin", path, who.name);
                 goto out;
             }
@@ -175,8 +198,7 @@ static void handle(struct evhttp_request *req, void *arg)
         status = 0; /* logged by the API */
         goto out;
     }
-    status = 404;
-    admin__error(req, status, "NotFound", "no such resource");
+    status = admin__error_of(req, -ENOENT, "no such resource");
 out:
     srv_metrics_op(SRV_PROTO_ADMIN, op, 0, 0, 0, srv_now_us() - t0,
                    status >= 400 ? -EINVAL : 0);

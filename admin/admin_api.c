@@ -68,59 +68,19 @@ static void reply_empty(struct evhttp_request *req, int status)
     evhttp_send_reply(req, status, NULL, NULL);
 }
 
-/* Map an internal error to an HTTP status and code for the API. */
+/* Answer internal error @p err with its admin API code and status (common/srv_err.h's
+ * map); a 500 is logged. */
 static void reply_err(struct evhttp_request *req, int err, const char *what)
 {
-    int status;
-    const char *code;
-    switch (err) {
-    case -ENOENT:
-    case SRV_ENOBUCKET:
-        status = 404;
-        code = "NotFound";
-        break;
-    case -EEXIST:
-        status = 409;
-        code = "AlreadyExists";
-        break;
-    case -ENOTEMPTY:
-        status = 409;
-        code = "NotEmpty";
-        break;
-    case -EBUSY:
-        status = 409;
-        code = "Conflict";
-        break;
-    case -EINVAL:
-    case -ENOTDIR:
-    case -ENAMETOOLONG:
-    case SRV_EBADNAME:
-    case SRV_EBADREQ:
-        status = 400;
-        code = "InvalidArgument";
-        break;
-    case -EACCES:
-    case -EPERM:
-        status = 403;
-        code = "Forbidden";
-        break;
-    case SRV_ENOTSUPP:
-    case -ENOTSUP:
-        status = 501;
-        code = "NotImplemented";
-        break;
-    default:
-        status = 500;
-        code = "InternalError";
+    const struct srv_err_info *e = srv_err_info(err);
+    if (e->admin_http >= 500)
         srv_log(ERROR, ADMIN, "%s: %s", what, srv_strerror(err));
-        break;
-    }
     char msg[256];
     snprintf(msg, sizeof(msg), "%s: %s", what,
              err == -EBUSY ? "exports would conflict (an export of \"/\" and an export in a "
                              "tenant's prefix, for overlapping clients; see the log)"
                            : srv_strerror(err));
-    admin__error(req, status, code, msg);
+    admin__error_of(req, err, msg);
 }
 
 /* Answer a failed lookup: -ENOENT (and "no such bucket") as 404 with the
@@ -131,7 +91,7 @@ static void lookup_failed(struct evhttp_request *req, int err, const char *what,
 static void lookup_failed(struct evhttp_request *req, int err, const char *what,
                           const char *fmt, ...)
 {
-    if (err != -ENOENT && err != SRV_ENOBUCKET) {
+    if (srv_err_info(err)->admin_http != 404) {
         reply_err(req, err, what);
         return;
     }
@@ -140,17 +100,17 @@ static void lookup_failed(struct evhttp_request *req, int err, const char *what,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    admin__error(req, 404, "NotFound", msg);
+    admin__error_of(req, err, msg);
 }
 
 static void bad(struct evhttp_request *req, const char *msg)
 {
-    admin__error(req, 400, "InvalidArgument", msg);
+    admin__error_of(req, -EINVAL, msg);
 }
 
 static void no_method(struct evhttp_request *req)
 {
-    admin__error(req, 405, "MethodNotAllowed", "method not allowed on this resource");
+    admin__error(req, ADMIN_E_METHOD_NOT_ALLOWED, "method not allowed on this resource");
 }
 
 /* Parse the request body as a JSON object (NULL and a 400 sent on failure). */
@@ -435,7 +395,7 @@ static bool is_system(const struct api_req *x)
 
 static void forbidden(struct evhttp_request *req, const char *msg)
 {
-    admin__error(req, 403, "Forbidden", msg);
+    admin__error_of(req, -EACCES, msg);
 }
 
 /* Resolve "a/b/c" below directory @p dir of tenant @p tenant to a directory.
@@ -602,7 +562,7 @@ static void tenant_item(struct api_req *x)
     }
     if (x->cmd == EVHTTP_REQ_DELETE) {
         if (x->tenant == ADMIN_SYSTEM_TENANT) {
-            admin__error(x->req, 409, "InUse", "the bootstrap tenant cannot be deleted");
+            admin__error(x->req, ADMIN_E_IN_USE, "the bootstrap tenant cannot be deleted");
             return;
         }
         rc = tenants_tenant_delete(x->a->tenants, x->tenant);
@@ -856,7 +816,7 @@ static void export_conflict(struct api_req *x, const struct tenant_export *e,
         snprintf(msg, sizeof(msg), "export path %s for these clients would be ambiguous with an "
                  "export of another tenant for overlapping client ranges", e->path);
     }
-    admin__error(x->req, 409, "Conflict", msg);
+    admin__error_of(x->req, -EBUSY, msg);
 }
 
 static void exports_collection(struct api_req *x)
@@ -889,7 +849,7 @@ static void exports_collection(struct api_req *x)
     }
     if ((src || dir) && !x->a->core) {
         json_decref(j);
-        admin__error(x->req, 503, "Unavailable", "the store is not open");
+        admin__error(x->req, ADMIN_E_UNAVAILABLE, "the store is not open");
         return;
     }
     if (src) {
@@ -1209,19 +1169,19 @@ static int route_match(const struct route *r, char seg[SEG_MAX][256], int n, str
         uint64_t v;
         if (strcmp(pat[i], "{tenant}") == 0) {
             if (!parse_u64(seg[i], &v) || v == 0 || v > UINT32_MAX) {
-                admin__error(x->req, 404, "NotFound", "tenant ids are positive integers");
+                admin__error_of(x->req, -ENOENT, "tenant ids are positive integers");
                 return -1;
             }
             x->tenant = (uint32_t)v;
         } else if (strcmp(pat[i], "{user}") == 0) {
             if (!parse_u64(seg[i], &v) || v == 0) {
-                admin__error(x->req, 404, "NotFound", "user ids are positive integers");
+                admin__error_of(x->req, -ENOENT, "user ids are positive integers");
                 return -1;
             }
             x->user = v;
         } else if (strcmp(pat[i], "{export}") == 0) {
             if (!parse_u64(seg[i], &v) || v == 0 || v > UINT32_MAX) {
-                admin__error(x->req, 404, "NotFound", "export ids are positive integers");
+                admin__error_of(x->req, -ENOENT, "export ids are positive integers");
                 return -1;
             }
             x->export = (uint32_t)v;
@@ -1240,11 +1200,11 @@ static bool needs_met(struct api_req *x, const struct route *r)
 {
     int rc;
     if ((r->needs & NEED_CORE) && !x->a->core) {
-        admin__error(x->req, 503, "Unavailable", "the store is not open");
+        admin__error(x->req, ADMIN_E_UNAVAILABLE, "the store is not open");
         return false;
     }
     if ((r->needs & NEED_QOS) && !x->a->qos) {
-        admin__error(x->req, 503, "Unavailable", "QoS is not running");
+        admin__error(x->req, ADMIN_E_UNAVAILABLE, "QoS is not running");
         return false;
     }
     /* A user is looked up in its tenant: a missing tenant is named as such. */
@@ -1315,7 +1275,7 @@ void admin__api(struct admin *a, struct evhttp_request *req, const char *path,
     TAILQ_INIT(&x.query);
 
     if (!a->tenants) {
-        admin__error(req, 503, "Unavailable", "tenants are not loaded");
+        admin__error(req, ADMIN_E_UNAVAILABLE, "tenants are not loaded");
         return;
     }
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
@@ -1326,7 +1286,7 @@ void admin__api(struct admin *a, struct evhttp_request *req, const char *path,
     }
     int n = split_path(path, seg);
     if (n < 1) {
-        admin__error(req, 404, "NotFound", "no such resource");
+        admin__error_of(req, -ENOENT, "no such resource");
         goto out;
     }
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -1345,7 +1305,7 @@ void admin__api(struct admin *a, struct evhttp_request *req, const char *path,
         r->fn(&x);
         goto out;
     }
-    admin__error(req, 404, "NotFound", "no such resource");
+    admin__error_of(req, -ENOENT, "no such resource");
 out:
     evhttp_clear_headers(&x.query);
 }

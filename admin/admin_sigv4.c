@@ -4,13 +4,13 @@
  * tenant_admin set: in the bootstrap tenant (id 1) that user is a system
  * admin; elsewhere it may manage only its own tenant.
  *
- * The service-neutral pieces (canonical request, signing key, signature,
- * x-amz-date) come from sigv4/srv_sigv4.c; the s3api's checker cannot be
- * called from here (libadmin links after libs3api). This file checks the
- * header form only: no presigned URLs, no aws-chunked bodies. The canonical URI is the path exactly as sent (S3 style,
- * not encoded twice); any region and service in the scope are accepted; the
- * payload hash is always checked against the body (admin bodies are at most
- * 1 MiB and are buffered); x-amz-date must be within 15 minutes of our clock.
+ * Parsing and verifying are sigv4/'s (srv_sigv4.h), as for S3; this file
+ * maps an evhttp request onto them and adds the admin API's rules: the header
+ * form only (no presigned URLs, no aws-chunked bodies), x-amz-date required
+ * (within 15 minutes of our clock), SignedHeaders in lower case (at most 32),
+ * the canonical URI is the path exactly as sent (S3 style, not encoded
+ * twice), any region and service in the scope, and the payload hash is always
+ * checked against the body (admin bodies are at most 1 MiB and are buffered).
  * Thread: the admin thread. */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -29,7 +29,6 @@
 #include "srv_sigv4.h"
 #include "tenants.h"
 
-#define SKEW_MAX_S (15 * 60)
 #define HDRS_MAX 32
 #define QUERY_MAX 64
 
@@ -71,27 +70,6 @@ static int query_pairs(const char *q, struct srv_sigv4_kv kv[QUERY_MAX], int *n)
             q++;
     }
     return 0;
-}
-
-/* Copy "field=VALUE" (up to ',' or end) out of the Authorization header. */
-static bool auth_field(const char *auth, const char *field, char *out, size_t outlen)
-{
-    size_t fl = strlen(field);
-    const char *p = auth;
-    while ((p = strstr(p, field)) != NULL) {
-        bool start = p == auth || p[-1] == ' ' || p[-1] == ',';
-        if (start && p[fl] == '=') {
-            p += fl + 1;
-            size_t len = strcspn(p, ", ");
-            if (len == 0 || len >= outlen)
-                return false;
-            memcpy(out, p, len);
-            out[len] = '\0';
-            return true;
-        }
-        p += fl;
-    }
-    return false;
 }
 
 static int fail(const char **why, const char *msg)
@@ -160,43 +138,29 @@ static const char *method_name(enum evhttp_cmd_type cmd)
 int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *auth,
                        struct admin_caller *who, const char **why)
 {
-    char cred[300], signed_hdrs[1024], sig[80];
     char secret[TENANT_SECRET_MAX + 1];
+    struct srv_sigv4_auth sa;
     struct core_principal p;
     struct tenant_user u;
     struct srv_sigv4_kv query[QUERY_MAX];
     struct srv_sigv4_kv *hkv = NULL;
     size_t nhkv = 0;
     int nq = 0;
-    char *canon = NULL;
     int rc;
 
-    *why = "malformed AWS4-HMAC-SHA256 authorization";
     secret[0] = '\0';
     if (!a->tenants)
         return fail(why, "tenants are not loaded");
-    if (!auth_field(auth, "Credential", cred, sizeof(cred)) ||
-        !auth_field(auth, "SignedHeaders", signed_hdrs, sizeof(signed_hdrs)) ||
-        !auth_field(auth, "Signature", sig, sizeof(sig)) || strlen(sig) != 64)
-        return -EACCES;
-    /* Credential = AKEY/YYYYMMDD/REGION/SERVICE/aws4_request */
-    char *parts[5];
-    int np = 0;
-    for (char *s = cred, *save = NULL; np < 5 && (s = strtok_r(s, "/", &save)); s = NULL)
-        parts[np++] = s;
-    if (np != 5 || strcmp(parts[4], "aws4_request") != 0 || strlen(parts[1]) != 8)
-        return -EACCES;
-    const char *akey = parts[0];
+    /* admin.c matched the scheme without case; the parser reads it as sent by AWS */
+    char full[2048];
+    int fl = snprintf(full, sizeof(full), SRV_SIGV4_ALGORITHM " %s", auth);
+    if (fl < 0 || (size_t)fl >= sizeof(full) || srv_sigv4_parse_header(full, &sa) != 0)
+        return fail(why, "malformed AWS4-HMAC-SHA256 authorization");
     struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
     const char *amzdate = evhttp_find_header(hdrs, "x-amz-date");
-    time_t t;
-    if (!amzdate || srv_sigv4_date_parse(amzdate, &t) < 0 || strncmp(amzdate, parts[1], 8) != 0)
+    if (!amzdate)
         return fail(why, "x-amz-date missing, malformed or not the credential's date");
-    time_t now = time(NULL);
-    if (t > now + SKEW_MAX_S || t < now - SKEW_MAX_S)
-        return fail(why, "x-amz-date is more than 15 minutes from the server's clock");
-
-    rc = tenants_key_lookup(a->tenants, akey, secret, &p);
+    rc = tenants_key_lookup(a->tenants, sa.akey, secret, &p);
     if (rc == -ENOENT)
         return fail(why, "unknown access key");
     if (rc < 0)
@@ -221,7 +185,7 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
         rc = fail(why, "query string too long or malformed");
         goto out;
     }
-    const char *bad = signed_list_error(signed_hdrs);
+    const char *bad = signed_list_error(sa.signed_headers);
     if (bad) {
         rc = fail(why, bad);
         goto out;
@@ -237,27 +201,19 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
         .nquery = (size_t)nq,
         .hdrs = hkv,
         .nhdrs = nhkv,
-        .signed_headers = signed_hdrs,
-        .payload_hash = ch ? ch : body_hash,
     };
-    rc = srv_sigv4_canonical(&cr, &canon);
-    if (rc < 0) {
-        rc = fail(why, rc == -ENOENT ? "a signed header is missing from the request"
-                                     : "out of memory");
-        goto out;
-    }
-    char scope[sizeof(cred) + 16], want[65];
+    struct srv_sigv4_verify_in vi = {
+        .amz_date = amzdate,
+        .http_date = -1,
+        .payload_hash = ch ? ch : body_hash,
+        .secret = secret,
+        .now = time(NULL),
+    };
     uint8_t k[32];
-    snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", parts[1], parts[2], parts[3]);
-    srv_sigv4_key(secret, parts[1], parts[2], parts[3], k);
-    rc = srv_sigv4_sign(k, amzdate, scope, canon, want);
+    rc = srv_sigv4_verify(&sa, &vi, &cr, k, why);
     OPENSSL_cleanse(k, sizeof(k));
-    if (rc < 0) {
-        rc = fail(why, "credential scope too long");
-        goto out;
-    }
-    if (CRYPTO_memcmp(want, sig, 64) != 0) {
-        rc = fail(why, "signature does not match");
+    if (rc) {
+        rc = -EACCES;
         goto out;
     }
     if (tenants_user_get(a->tenants, p.tenant, p.user, &u) < 0 || !u.tenant_admin) {
@@ -266,7 +222,7 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
     }
     memset(who, 0, sizeof(*who));
     who->tenant = p.tenant == ADMIN_SYSTEM_TENANT ? 0 : p.tenant;
-    snprintf(who->name, sizeof(who->name), "key %s", akey);
+    snprintf(who->name, sizeof(who->name), "key %s", sa.akey);
     rc = 0;
 out:
     OPENSSL_cleanse(secret, sizeof(secret));
@@ -275,6 +231,5 @@ out:
         free((char *)query[i].value);
     }
     free(hkv);
-    free(canon);
     return rc;
 }

@@ -2,48 +2,44 @@
  * srv_err: lookups generated from SRV_ERR_MAP. Thread: any. */
 #include "srv_err.h"
 
-#include <stddef.h>
-
-struct err_row {
-    int value;
-    const char *s3;
-    int http;
-    int nfs3;
-    const char *msg;
-};
-
-#define ROW(name, value, s3, http, nfs, msg) {value, s3, http, nfs, msg},
-static const struct err_row rows[] = {SRV_ERR_MAP(ROW)};
+#define ROW(name, value, s3, s3b, http, nfs, adm, ahttp, msg)                                      \
+    {value, #name, s3, s3b, http, nfs, adm, ahttp, msg},
+static const struct srv_err_info rows[] = {SRV_ERR_MAP(ROW)};
 #undef ROW
 
-static const struct err_row *find(int err)
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* Errors outside the map answer as EIO does. */
+static const struct srv_err_info unknown = {.value = -EIO,
+                                            .name = "unknown",
+                                            .s3_key = "InternalError",
+                                            .s3_bucket = "InternalError",
+                                            .s3_http = 500,
+                                            .nfs3 = 5,
+                                            .admin = "InternalError",
+                                            .admin_http = 500,
+                                            .msg = "internal error"};
+
+const struct srv_err_info *srv_err_info(int err)
 {
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+    for (size_t i = 0; i < NROWS; i++)
         if (rows[i].value == err)
             return &rows[i];
-    return NULL;
+    return &unknown;
+}
+
+const struct srv_err_info *srv_err_table(size_t *n)
+{
+    *n = NROWS;
+    return rows;
 }
 
 const char *srv_strerror(int err)
 {
-    const struct err_row *r = find(err);
-    return r ? r->msg : "internal error";
-}
-
-const char *srv_err_s3code(int err)
-{
-    const struct err_row *r = find(err);
-    return r ? r->s3 : "InternalError";
-}
-
-int srv_err_http(int err)
-{
-    const struct err_row *r = find(err);
-    return r ? r->http : 500;
+    return srv_err_info(err)->msg;
 }
 
 int srv_err_nfs3(int err)
 {
-    const struct err_row *r = find(err);
-    return r ? r->nfs3 : 5;
+    return srv_err_info(err)->nfs3;
 }

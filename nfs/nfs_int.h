@@ -65,6 +65,15 @@ typedef void (*nfs_free_fn)(void *res);
  * calls honour CORE_P_NOWAIT. */
 #define NFS_PF_LOOP 0x4
 
+/* How QoS admits a procedure's calls (nfs_rpc.c), as the tenant of the call's
+ * first file handle. */
+enum nfs_qos {
+    NFS_QOS_NONE = 0, /* not admitted: NULL, MOUNT, NLM, NSM */
+    NFS_QOS_META,     /* one metadata op */
+    NFS_QOS_READ,     /* a read op of the call's count3 bytes */
+    NFS_QOS_WRITE,    /* a write op of the call's count3 bytes */
+};
+
 /* Decode arguments in place (e.g. WRITE data left in the record); NULL: xdr_args. */
 typedef bool (*nfs_decode_fn)(struct nfs_req *r, XDR *x, void *args);
 
@@ -78,6 +87,7 @@ struct nfs_proc_desc {
     size_t args_size, res_size;
     const char *name;
     unsigned flags;
+    enum nfs_qos qos;
 };
 
 struct nfs_mount_ent;

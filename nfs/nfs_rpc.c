@@ -40,7 +40,8 @@
  * Non-idempotent procedures (NFS_PF_NONIDEM) pass through the duplicate
  * request cache so a retransmission gets the first reply.
  *
- * QoS: every NFS call but NULL asks qos_admit() before it goes to the worker
+ * QoS: a call whose procedure has a QoS class (the descriptor's qos: every
+ * NFS procedure but NULL) asks qos_admit() before it goes to the worker
  * pool, as the tenant named in its (MAC-checked) first file handle with
  * user 0: READ and WRITE as read/write of their byte count, the rest as
  * metadata operations. A call that waits does so on the loop's timers; a
@@ -108,14 +109,17 @@ static bool_t xdr_nothing(XDR *x, void *p)
     return TRUE;
 }
 
+/* The procedure tables are laid out by hand, a procedure a line or two. */
+/* clang-format off */
 #define X(f) NFS_XDRPROC(f)
 #define NFS3(proc, A, R, nm, fl)                                                                   \
     {.fn = nfs3_##proc, .xdr_args = X(xdr_##A), .xdr_res = X(xdr_##R),                            \
-     .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl}
+     .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl, .qos = NFS_QOS_META}
 /* A procedure that takes names: decoded by nfs3_names_decode (NUL bytes). */
 #define NFS3N(proc, A, R, nm, fl)                                                                  \
     {.fn = nfs3_##proc, .decode = nfs3_names_decode, .xdr_args = X(xdr_##A),                       \
-     .xdr_res = X(xdr_##R), .args_size = sizeof(A), .res_size = sizeof(R), .name = nm, .flags = fl}
+     .xdr_res = X(xdr_##R), .args_size = sizeof(A), .res_size = sizeof(R), .name = nm,             \
+     .flags = fl, .qos = NFS_QOS_META}
 #define VOIDPROC(f, nm)                                                                            \
     {.fn = f, .xdr_args = X(xdr_nothing), .xdr_res = X(xdr_nothing), .name = nm}
 
@@ -126,10 +130,12 @@ const struct nfs_proc_desc nfs3_procs[22] = {
     NFS3N(lookup, LOOKUP3args, LOOKUP3res, "LOOKUP", NFS_PF_LOOP),
     NFS3(access, ACCESS3args, ACCESS3res, "ACCESS", NFS_PF_LOOP),
     NFS3(readlink, READLINK3args, READLINK3res, "READLINK", 0),
-    NFS3(read, READ3args, READ3res, "READ", NFS_PF_LOOP),
+    {.fn = nfs3_read, .xdr_args = X(xdr_READ3args), .xdr_res = X(xdr_READ3res),
+     .args_size = sizeof(READ3args), .res_size = sizeof(READ3res), .name = "READ",
+     .flags = NFS_PF_LOOP, .qos = NFS_QOS_READ},
     {.fn = nfs3_write, .decode = nfs3_write_decode, .free_args = nfs3_write_args_free,
      .xdr_args = X(xdr_WRITE3args), .xdr_res = X(xdr_WRITE3res), .args_size = sizeof(WRITE3args),
-     .res_size = sizeof(WRITE3res), .name = "WRITE", .flags = NFS_PF_MODIFY},
+     .res_size = sizeof(WRITE3res), .name = "WRITE", .flags = NFS_PF_MODIFY, .qos = NFS_QOS_WRITE},
     NFS3N(create, CREATE3args, CREATE3res, "CREATE", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     NFS3N(mkdir, MKDIR3args, MKDIR3res, "MKDIR", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     NFS3N(symlink, SYMLINK3args, SYMLINK3res, "SYMLINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
@@ -140,10 +146,11 @@ const struct nfs_proc_desc nfs3_procs[22] = {
     NFS3N(link, LINK3args, LINK3res, "LINK", NFS_PF_NONIDEM | NFS_PF_MODIFY),
     /* results encoded by the procedure (nfs_dir.c) */
     {.fn = nfs3_readdir, .xdr_args = X(xdr_READDIR3args), .xdr_res = X(xdr_nfs_dirres),
-     .args_size = sizeof(READDIR3args), .res_size = sizeof(struct nfs_dirres), .name = "READDIR"},
+     .args_size = sizeof(READDIR3args), .res_size = sizeof(struct nfs_dirres), .name = "READDIR",
+     .qos = NFS_QOS_META},
     {.fn = nfs3_readdirplus, .xdr_args = X(xdr_READDIRPLUS3args), .xdr_res = X(xdr_nfs_dirres),
      .args_size = sizeof(READDIRPLUS3args), .res_size = sizeof(struct nfs_dirres),
-     .name = "READDIRPLUS"},
+     .name = "READDIRPLUS", .qos = NFS_QOS_META},
     NFS3(fsstat, FSSTAT3args, FSSTAT3res, "FSSTAT", 0),
     NFS3(fsinfo, FSINFO3args, FSINFO3res, "FSINFO", 0),
     NFS3(pathconf, PATHCONF3args, PATHCONF3res, "PATHCONF", 0),
@@ -188,6 +195,7 @@ const struct nfs_proc_desc nsm_procs[7] = {
 };
 #undef NLM
 #undef VOIDPROC
+/* clang-format on */
 
 /* The programs served on the one port, with the one version of each. */
 struct nfs_prog {
@@ -687,8 +695,9 @@ static uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* The tenant of the call's first handle (every NFSv3 procedure but NULL
- * starts its arguments with one) and, for READ/WRITE, the byte count.
+/* The tenant of the call's first handle (every procedure QoS admits starts
+ * its arguments with one) and, for a read or write class (the descriptor's
+ * qos), the byte count.
  * @return false when the handle does not verify: the procedure will answer. */
 static bool req_qos_class(struct nfs_req *r, uint32_t *tenant, enum qos_class *cls,
                           uint64_t *bytes)
@@ -707,9 +716,9 @@ static bool req_qos_class(struct nfs_req *r, uint32_t *tenant, enum qos_class *c
     *bytes = 0;
     *cls = QOS_META;
     size_t cpos = 4 + padded + 8; /* count3 after the handle and the offset */
-    if ((r->call.proc == NFSPROC3_READ || r->call.proc == NFSPROC3_WRITE) && cpos + 4 <= n) {
+    if ((r->desc->qos == NFS_QOS_READ || r->desc->qos == NFS_QOS_WRITE) && cpos + 4 <= n) {
         *bytes = rd32(a + cpos);
-        *cls = r->call.proc == NFSPROC3_READ ? QOS_READ : QOS_WRITE;
+        *cls = r->desc->qos == NFS_QOS_READ ? QOS_READ : QOS_WRITE;
     }
     return true;
 }
@@ -721,8 +730,7 @@ static void req_dispatch(struct nfs_conn *cn, struct nfs_req *r)
     struct core_principal p = {0};
     enum qos_class cls;
     uint64_t bytes;
-    if (!q || r->call.prog != NFS_PROG || r->call.proc == NFSPROC3_NULL ||
-        !req_qos_class(r, &p.tenant, &cls, &bytes)) {
+    if (!q || r->desc->qos == NFS_QOS_NONE || !req_qos_class(r, &p.tenant, &cls, &bytes)) {
         req_run(r);
         return;
     }

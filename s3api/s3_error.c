@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
- * s3_error: S3 error documents and the mapping from internal errors
- * (common/srv_err.h) to S3 codes and HTTP statuses, refined by context
- * (a missing key vs. a missing bucket, a precondition vs. a quota ...).
+ * s3_error: S3 error documents, the S3 answer of an internal error
+ * (common/srv_err.h's map, in the context of an object or a bucket) and the
+ * table of S3-only codes (s3_error.h).
  * Thread: reentrant. */
-#include <errno.h>
-#include <string.h>
-
 #include <event2/buffer.h>
 
 #include "s3_internal.h"
@@ -25,39 +22,21 @@ void s3__error_xml(struct evbuffer *out, const char *code, const char *msg, cons
 
 void s3__error_map(int err, bool is_key, const char **code, int *status)
 {
-    *code = srv_err_s3code(err);
-    *status = srv_err_http(err);
-    switch (err) {
-    case -ENOENT:
-    case SRV_ESTALE:
-        *code = is_key ? "NoSuchKey" : "NoSuchBucket";
-        *status = 404;
-        break;
-    case SRV_ENOBUCKET:
-        *code = "NoSuchBucket";
-        *status = 404;
-        break;
-    case -EEXIST:
-        *code = "BucketAlreadyOwnedByYou";
-        *status = 409;
-        break;
-    case SRV_EBADNAME:
-        *code = is_key ? "InvalidArgument" : "InvalidBucketName";
-        *status = 400;
-        break;
-    case SRV_ECLASH:
-    case -EISDIR:
-    case -ENOTDIR:
-        *code = "InvalidRequest";
-        *status = 409;
-        break;
-    case SRV_ETOOBIG:
-    case -EFBIG:
-        *code = "EntityTooLarge";
-        *status = 400;
-        break;
-    default: break;
-    }
+    const struct srv_err_info *e = srv_err_info(err);
+    *code = is_key ? e->s3_key : e->s3_bucket;
+    *status = e->s3_http;
+}
+
+#define S3_ERR_ROW(name, code, status, msg) {#name, code, status, msg},
+static const struct s3_err_info s3_errs[S3E__COUNT] = {
+    {"NONE", "InternalError", 500, "internal error"}, S3_ERR_MAP(S3_ERR_ROW)};
+#undef S3_ERR_ROW
+
+const struct s3_err_info *s3__err_info(enum s3_err e)
+{
+    if ((int)e <= 0 || e >= S3E__COUNT)
+        return &s3_errs[0];
+    return &s3_errs[e];
 }
 
 const char *s3__status_text(int status)

@@ -2,7 +2,7 @@
  * s3_internal: types and functions shared by the files of s3api/ (not a public API).
  *
  * The pure layers (arena, HTTP request parser, URL/query helpers, SigV4,
- * aws-chunked decoder, XML, checksums, metadata blob) work on byte buffers
+ * aws-chunked framing, XML, checksums, metadata blob) work on byte buffers
  * and never touch libevent sockets, so unit tests and fuzz targets can drive
  * them directly. The connection layer (s3_conn.c) and the operations
  * (s3_op_*.c) build on them.
@@ -21,6 +21,8 @@
 #include <openssl/evp.h>
 
 #include "core.h"
+#include "qos_admit.h"
+#include "s3_error.h"
 #include "srv_sigv4.h"
 
 struct evbuffer;
@@ -186,102 +188,40 @@ size_t s3__u64_dec(char *out, uint64_t v);
 /** Format ISO 8601 with milliseconds "2009-10-12T17:50:30.000Z"; out: 25 bytes. */
 void s3__iso_date_fmt(const struct timespec *ts, char *out);
 
-/* ---------------------------------------------------------------- SigV4 */
+/* ---------------------------------------------------------------- SigV4 (S3 glue)
+ * The parser, verifier and aws-chunked decoder are sigv4/'s (srv_sigv4.h);
+ * s3_sigv4.c maps S3 requests onto them. */
 
-#define S3_SIGV4_MAX_SIGNED 64
-#define S3_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
-#define S3_STREAMING_SIGNED "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
-#define S3_STREAMING_SIGNED_TRAILER "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
-#define S3_STREAMING_UNSIGNED_TRAILER "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
-#define S3_SKEW_SECONDS (15 * 60)
-
-struct s3_sigv4 {
-    bool presigned;
-    char akey[129];
-    char date[9]; /* scope date yyyymmdd */
-    char region[64];
-    char service[32];
-    char amz_date[17]; /* yyyymmddThhmmssZ */
-    time_t when;
-    long expires;              /* presigned: X-Amz-Expires seconds */
-    char signature[65];        /* lower-case hex */
-    char signed_headers[1024]; /* "host;x-amz-date" as received */
-    const char *signed_list[S3_SIGV4_MAX_SIGNED];
-    size_t nsigned;
-    char payload_hash[80]; /* x-amz-content-sha256 (or UNSIGNED-PAYLOAD when presigned) */
-    struct s3_arena *arena;
-};
-
-/** Parse an "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..." header.
- * @return 0, -EINVAL (malformed), SRV_ENOTSUPP (another scheme, e.g. SigV2). */
-int s3__sigv4_parse_header(const char *authz, struct s3_sigv4 *out);
-/** Parse presigned query parameters (X-Amz-Algorithm ...) of @p r.
- * @return 0, -ENOENT (not presigned), -EINVAL (malformed). */
-int s3__sigv4_parse_query(const struct s3_req *r, struct s3_sigv4 *out);
-/** Build the canonical request (newline-separated, AWS SigV4 rules; the text
- * is srv_sigv4_canonical's) into a new arena string. For presigned requests
- * X-Amz-Signature is left out.
- * @return NULL if a signed header is missing. */
-char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r, const struct s3_sigv4 *sig);
-/** hex HMAC-SHA256(key, "AWS4-HMAC-SHA256\n" amz_date "\n" scope "\n" hex(sha256(canon))). */
-void s3__sigv4_sign(const unsigned char key[32], const struct s3_sigv4 *sig, const char *canon,
-                    char out[65]);
-/** Full verification of a request against @p secret at time @p now.
- * @return 0, SRV_EAUTH (signature mismatch), -EACCES (expired / skewed;
- *         @p why says which), -EINVAL (malformed). */
-int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct s3_sigv4 *sig,
+/** Parse the presigned query parameters (X-Amz-Algorithm ...) of @p r.
+ * @return as srv_sigv4_parse_query: 0, -ENOENT (not presigned), -EINVAL. */
+int s3__sigv4_parse_query(const struct s3_req *r, struct srv_sigv4_auth *out);
+/** The canonical request of @p r (the path decoded and encoded again the
+ * SigV4 way, the query without X-Amz-Signature when presigned) as @p sig
+ * signs it, into a new arena string. @return NULL if it cannot be built (a
+ * signed header is missing, a malformed path escape). */
+char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r,
+                          const struct srv_sigv4_auth *sig);
+/** Verify @p r against @p secret at time @p now: the scope's service must be
+ * "s3"; x-amz-date (else Date) and x-amz-content-sha256 come from the headers
+ * of a header-form request. @return as srv_sigv4_verify (-EINVAL for another
+ * service); @p why says what failed. */
+int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv4_auth *sig,
                      const char *secret, time_t now, unsigned char key_out[32], const char **why);
-/** Signature of one aws-chunked chunk (hex) given the previous signature. */
-void s3__sigv4_chunk_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
-                          const char *prev_sig, const unsigned char data_sha256[32], char out[65]);
-/** Signature of the trailer of a signed streaming upload. */
-void s3__sigv4_trailer_sign(const unsigned char key[32], const struct s3_sigv4 *sig,
-                            const char *prev_sig, const char *trailer, size_t len, char out[65]);
-bool s3__ct_equal(const char *a, const char *b, size_t n);
 
-/* aws-chunked decoder: "hex;chunk-signature=sig\r\n data \r\n" ... "0;...\r\n"
- * [trailers "\r\n"]. Pure state machine, fed body bytes in any split. */
-enum s3_chunk_mode {
-    S3_CHUNK_SIGNED = 1,
-    S3_CHUNK_UNSIGNED_TRAILER = 2,
-    S3_CHUNK_SIGNED_TRAILER = 3
-};
-typedef int (*s3_chunk_data_cb)(void *arg, const char *data, size_t len);
+/* An aws-chunked body as the connection reads it: the decoder, and how the
+ * stream travels when it comes with Transfer-Encoding: chunked. */
 struct s3_chunked {
-    enum s3_chunk_mode mode;
-    int state;
-    unsigned char key[32];
-    const struct s3_sigv4 *sig;
-    char prev_sig[65];
-    char line[512]; /* current header/trailer line */
-    size_t linelen;
-    uint64_t remaining; /* data bytes left in the current chunk */
-    char chunk_sig[65];
-    EVP_MD_CTX *sha;    /* hash of the current chunk (signed modes) */
-    char trailer[2048]; /* trailer lines as received (for the trailer signature) */
-    size_t trailerlen;
-    char trailer_sig[65];
-    uint64_t decoded;
-    bool done;
-    const char *err; /* static message once failed */
-    s3_chunk_data_cb cb;
-    void *arg;
-    /* trailing checksum header seen, e.g. "x-amz-checksum-crc32" and its value */
-    char ck_name[40];
-    char ck_value[100];
-    /* carried by HTTP chunked transfer coding (s3__chunked_http_*) */
-    int framing;             /* how: not known yet, the same chunks, or nested */
-    uint64_t first_size;     /* while not known: the first HTTP chunk, held back */
+    struct srv_sigv4_chunked d;
+    int framing;         /* how: not known yet, the same chunks, or nested */
+    uint64_t first_size; /* while not known: the first HTTP chunk, held back */
     char first_ext[S3_HTTP_EXT_MAX];
-    char peek[18];           /* ... and the first bytes of its data */
+    char peek[18]; /* ... and the first bytes of its data */
     size_t peeklen;
 };
-void s3__chunked_init(struct s3_chunked *d, enum s3_chunk_mode mode, const unsigned char key[32],
-                      const struct s3_sigv4 *sig, s3_chunk_data_cb cb, void *arg);
-void s3__chunked_fini(struct s3_chunked *d);
-/** @return 0, SRV_EAUTH (chunk signature mismatch), -EINVAL (framing), or the
- * callback's error. After d->done, further bytes are -EINVAL. */
-int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
+void s3__chunked_init(struct s3_chunked *c, enum srv_sigv4_chunk_mode mode,
+                      const unsigned char key[32], const struct srv_sigv4_auth *sig,
+                      srv_sigv4_chunk_cb cb, void *arg);
+void s3__chunked_fini(struct s3_chunked *c);
 /* An aws-chunked body sent with Transfer-Encoding: chunked comes one of two
  * ways: its aws chunks are the HTTP chunks (each chunk-signature a chunk
  * extension, the trailing checksum and trailer signature HTTP trailer fields:
@@ -291,11 +231,11 @@ int s3__chunked_feed(struct s3_chunked *d, const char *buf, size_t len);
  * its chunk-signature extension, the unsigned-trailer mode by whether the
  * chunk's data begins with an aws chunk-size line (1-16 hex digits, CRLF);
  * a zero-length first chunk is the first way. The framing events and the
- * HTTP-decoded bytes then feed the decoder as s3__chunked_feed would be fed
- * with the aws-chunked stream itself; in the nested way the HTTP framing and
- * trailer fields are ignored. Both return as s3__chunked_feed. */
-int s3__chunked_http_frame(struct s3_chunked *d, const struct s3_http_frame *f);
-int s3__chunked_http_data(struct s3_chunked *d, const char *buf, size_t len);
+ * HTTP-decoded bytes then feed the decoder as srv_sigv4_chunked_feed would be
+ * fed with the aws-chunked stream itself; in the nested way the HTTP framing
+ * and trailer fields are ignored. Both return as srv_sigv4_chunked_feed. */
+int s3__chunked_http_frame(struct s3_chunked *c, const struct s3_http_frame *f);
+int s3__chunked_http_data(struct s3_chunked *c, const char *buf, size_t len);
 
 /* ---------------------------------------------------------------- checksums */
 
@@ -391,9 +331,29 @@ const char *s3__status_text(int status);
 enum s3_body_mode { S3_BODY_NONE = 0, S3_BODY_XML = 1, S3_BODY_STREAM = 2 };
 
 struct s3_ctx;
+
+/* GET/HEAD of an object on the loop thread (core_key_peek). */
+enum s3_fast {
+    S3_FAST_NO = 0, /* nothing done: run the op on a worker */
+    S3_FAST_DONE,   /* the response (success or error) is ready */
+    S3_FAST_DATA,   /* headers are ready: run s3__get_data_work on a worker */
+};
+
+/* An operation's flags. */
+/* not admitted before it runs: once its response is ready, as a read (qos) of the bytes it
+ * sends (GetObject) */
+#define S3_OPF_READ_AFTER 0x1
+
+/* An operation: what the connection needs to know to run it (its body, its
+ * QoS admission, an optional loop-thread fast path) and its worker steps. */
 struct s3_op {
     const char *name; /* S3 API name, for logs and metrics */
     enum s3_body_mode body;
+    enum qos_class qos; /* admitted as this class before it runs: QOS_META, or QOS_WRITE
+                         * (STREAM: with the declared payload bytes) */
+    unsigned flags;     /* S3_OPF_* */
+    /* loop thread, after the body and admission, before any worker; NULL: none */
+    enum s3_fast (*fast)(struct s3_ctx *x);
     /* worker: the whole operation (NONE, XML) or, for STREAM, the part before the body */
     void (*work)(struct s3_ctx *x);
     /* worker, STREAM only: after the last body byte was written */
@@ -441,74 +401,92 @@ struct s3_ctx {
     uint64_t t_start;
     struct core *core;
     const char *region; /* configured region (server-owned) */
-    /* who */
-    struct core_principal p;
-    struct s3_sigv4 sig;
-    unsigned char skey[32];
-    /* what */
-    struct s3_route rt;
+    struct core_principal p; /* who asks (set by authentication) */
+    struct s3_route rt;      /* what is asked */
     uint64_t bucket_ino;
-    /* request body */
-    enum s3_body_mode body_mode;
-    struct evbuffer *body; /* payload bytes not yet handed to the op */
-    uint64_t body_limit;   /* XML bodies */
-    bool body_complete;    /* the HTTP message is complete */
-    bool aws_chunked;
-    struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
-    int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
-    int body_err;
-    const char *body_errcode;
-    const char *body_errmsg;
-    /* upload stream (STREAM ops): payload fills cbuf[ccur] (the socket is read
-     * straight into it when it can be); a full one goes to the workers while
-     * the other fills, so at most two chunks per connection exist */
-    struct core_upload *up;
-    unsigned char *cbuf[2]; /* page-aligned chunk buffers, made on first use */
-    size_t ccap[2];         /* their sizes (the first is the declared size if smaller) */
-    int ccur;               /* the one being filled */
-    size_t cfill;           /* payload bytes in it */
-    const unsigned char *wptr; /* the chunk in flight to the workers, wlen long */
-    size_t wlen;
-    int chunk_jobs; /* hash + write jobs of the chunk still running */
-    bool writing;
-    int write_rc;
-    uint64_t written;
-    EVP_MD_CTX *md5, *sha256;
-    struct s3_cksum cks;  /* x-amz-checksum-* being verified */
-    char cks_expect[100]; /* expected value (header) or "" (trailer) */
-    /* response */
-    int status;
-    struct evbuffer *rhdrs; /* "Name: value\r\n" lines */
-    struct evbuffer *rbody;
-    bool head; /* HEAD: headers only */
-    int err;   /* internal error, for metrics */
-    bool close_after;
-    /* streamed GET */
-    bool stream;
-    uint64_t ino;
-    uint64_t roff, rend;
-    bool ref_held;
-    uint64_t rnext; /* next offset to request (roff: next to send) */
-    struct s3_rslot {
-        uint64_t off;
-        size_t len, n;
-        void *buf;
-        int rc;
-        bool done;
-    } rs[S3_READS_INFLIGHT]; /* reads in flight, appended in offset order */
-    int rs_head, rs_count;
-    bool need_data; /* GET: headers are ready, the body needs a data step (worker) */
-    bool zc;        /* streamed from file segments (sendfile), not core_read copies */
-    bool zc_hot;    /* the last window came from the page cache (no copy): larger windows */
-    bool zc_head;   /* the response head is in the output (written with the first window) */
-    bool tls;       /* the connection is TLS (no zero-copy) */
-    int get_again;  /* GETs redone because the object went away before its first window */
-    struct s3_zwin *zw[S3_ZC_INFLIGHT]; /* windows prepared or being prepared, in order */
-    int zw_head, zw_count;
+    bool tls; /* the connection is TLS (no zero-copy) */
     uint64_t bytes_in, bytes_out;
-    bool qos_waiting; /* queued in qos_admit; cancel if the connection goes */
-    void (*qos_next)(struct s3_ctx *x);
     void *opdata; /* op-private */
+
+    /* authentication (s3_auth.c) */
+    struct s3_ctx_auth {
+        struct srv_sigv4_auth sig;
+        unsigned char skey[32]; /* signing key, for aws-chunked signatures */
+    } auth;
+
+    /* the request body (s3_body.c) */
+    struct s3_ctx_in {
+        enum s3_body_mode mode;
+        struct evbuffer *buf; /* payload bytes not yet handed to the op */
+        uint64_t limit;       /* XML bodies */
+        bool complete;        /* the HTTP message is complete */
+        bool aws_chunked;
+        struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
+        int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
+        int err;               /* the body failed: the internal error, or SRV_EBADREQ with ... */
+        enum s3_err s3err;     /* ... the S3-only code to answer (S3E_NONE: answer err) */
+        const char *errmsg;
+        EVP_MD_CTX *md5, *sha256; /* digests of the payload */
+        struct s3_cksum cks;      /* x-amz-checksum-* being verified */
+        char cks_expect[100];     /* expected value (header) or "" (trailer) */
+    } in;
+
+    /* the upload stream (STREAM ops, s3_body.c): payload fills cbuf[ccur] (the
+     * socket is read straight into it when it can be); a full one goes to the
+     * workers while the other fills, so at most two chunks per connection exist */
+    struct s3_ctx_wr {
+        struct core_upload *up;
+        unsigned char *cbuf[2];    /* page-aligned chunk buffers, made on first use */
+        size_t ccap[2];            /* their sizes (the first is the declared size if smaller) */
+        int ccur;                  /* the one being filled */
+        size_t cfill;              /* payload bytes in it */
+        const unsigned char *wptr; /* the chunk in flight to the workers, wlen long */
+        size_t wlen;
+        int jobs; /* hash + write jobs of the chunk still running */
+        bool writing;
+        int rc;
+        uint64_t written;
+    } wr;
+
+    /* the response (s3_resp.c) */
+    struct s3_ctx_out {
+        int status;
+        struct evbuffer *hdrs; /* "Name: value\r\n" lines */
+        struct evbuffer *body;
+        bool head; /* HEAD: headers only */
+        int err;   /* internal error, for metrics */
+        bool close_after;
+    } out;
+
+    /* a streamed GET body (s3_get.c) */
+    struct s3_ctx_get {
+        bool stream;
+        uint64_t ino;
+        uint64_t off, end; /* off: next byte to send */
+        bool ref_held;
+        uint64_t next; /* next offset to request */
+        struct s3_rslot {
+            uint64_t off;
+            size_t len, n;
+            void *buf;
+            int rc;
+            bool done;
+        } rs[S3_READS_INFLIGHT]; /* reads in flight, appended in offset order */
+        int rs_head, rs_count;
+        bool need_data; /* headers are ready, the body needs a data step (worker) */
+        bool zc;        /* streamed from file segments (sendfile), not core_read copies */
+        bool zc_hot;    /* the last window came from the page cache (no copy): larger windows */
+        bool zc_head;   /* the response head is in the output (written with the first window) */
+        int again;      /* GETs redone because the object went away before its first window */
+        struct s3_zwin *zw[S3_ZC_INFLIGHT]; /* windows prepared or being prepared, in order */
+        int zw_head, zw_count;
+    } get;
+
+    /* QoS admission (s3_req.c) */
+    struct s3_ctx_qos {
+        bool waiting; /* queued in qos_admit; cancel if the connection goes */
+        void (*next)(struct s3_ctx *x);
+    } qos;
 };
 
 /** Add a response header with a plain value (no formatting). */
@@ -516,10 +494,12 @@ void s3__resp_hdr(struct s3_ctx *x, const char *name, const char *val);
 /** Add a response header (value printf-formatted). */
 void s3__resp_header(struct s3_ctx *x, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/** Make the response an S3 error: @p code NULL = mapped from @p err. */
-void s3__resp_error(struct s3_ctx *x, int err, const char *code, int status, const char *msg);
-/** Map @p err in the context of this request (key vs bucket) and respond. */
+/** Make the response the S3 answer of internal error @p err (common/srv_err.h) in the
+ * context of this request: an object's (NoSuchKey) or a bucket's (NoSuchBucket).
+ * @p msg NULL: the map's message. */
 void s3__resp_err(struct s3_ctx *x, int err, const char *msg);
+/** Make the response the S3-only error @p e (s3_error.h); @p msg NULL: its default message. */
+void s3__resp_s3err(struct s3_ctx *x, enum s3_err e, const char *msg);
 /** Begin a 200 XML body: writes the XML declaration and sets Content-Type. */
 void s3__resp_xml(struct s3_ctx *x);
 
@@ -532,12 +512,7 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
     s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 
-/* GET/HEAD of an object on the loop thread (core_key_peek). */
-enum s3_fast {
-    S3_FAST_NO = 0, /* nothing done: run the op on a worker */
-    S3_FAST_DONE,   /* the response (success or error) is ready */
-    S3_FAST_DATA,   /* headers are ready: run s3__get_data_work on a worker */
-};
+/** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
 /** Worker: the data step after S3_FAST_DATA (looks the key up again if the
  * object went away meanwhile). */

@@ -29,8 +29,7 @@ int s3__op_bucket(struct s3_ctx *x)
     if (rc == -ENOENT || rc == SRV_ESTALE)
         rc = SRV_ENOBUCKET;
     if (rc) {
-        s3__resp_error(x, rc, rc == SRV_ENOBUCKET ? "NoSuchBucket" : NULL, 0,
-                       rc == SRV_ENOBUCKET ? "the specified bucket does not exist" : NULL);
+        s3__resp_err(x, rc, rc == SRV_ENOBUCKET ? "the specified bucket does not exist" : NULL);
         return rc;
     }
     x->bucket_ino = attr.ino;
@@ -51,69 +50,67 @@ static int bucket_cb(void *arg, const char *name, size_t namelen, const struct c
     struct s3_ctx *x = arg;
     char iso[25];
     s3__iso_date_fmt(attr->btime.tv_sec ? &attr->btime : &attr->ctime, iso);
-    evbuffer_add_printf(x->rbody, "<Bucket>");
-    s3__xml_elemn(x->rbody, "Name", name, namelen);
-    s3__xml_elem(x->rbody, "CreationDate", iso);
-    evbuffer_add_printf(x->rbody, "</Bucket>");
+    evbuffer_add_printf(x->out.body, "<Bucket>");
+    s3__xml_elemn(x->out.body, "Name", name, namelen);
+    s3__xml_elem(x->out.body, "CreationDate", iso);
+    evbuffer_add_printf(x->out.body, "</Bucket>");
     return 0;
 }
 
 static void list_buckets(struct s3_ctx *x)
 {
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody, "<ListAllMyBucketsResult xmlns=\"%s\">", S3_XMLNS);
-    owner_xml(x, x->rbody);
-    evbuffer_add_printf(x->rbody, "<Buckets>");
+    evbuffer_add_printf(x->out.body, "<ListAllMyBucketsResult xmlns=\"%s\">", S3_XMLNS);
+    owner_xml(x, x->out.body);
+    evbuffer_add_printf(x->out.body, "<Buckets>");
     int rc = core_bucket_list(x->core, &x->p, bucket_cb, x);
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
-    evbuffer_add_printf(x->rbody, "</Buckets></ListAllMyBucketsResult>\n");
+    evbuffer_add_printf(x->out.body, "</Buckets></ListAllMyBucketsResult>\n");
 }
 
 /* ---------------------------------------------------------------- bucket CRUD */
 
 static void create_bucket(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     if (n) {
         struct s3_xnode *root;
-        const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+        const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
         if (s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "CreateBucketConfiguration")) {
-            s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                           "the XML you provided was not well-formed");
+            s3__resp_err(x, SRV_EBADREQ, "the XML you provided was not well-formed");
             return;
         }
     }
     const char *acl = s3__req_header(x->req, "x-amz-acl");
     if (acl && strcmp(acl, "private") != 0) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "only the canned ACL 'private' is supported");
+        s3__resp_err(x, SRV_ENOTSUPP, "only the canned ACL 'private' is supported");
         return;
     }
     if (s3__req_header(x->req, "x-amz-bucket-object-lock-enabled") &&
         strcmp(s3__req_header(x->req, "x-amz-bucket-object-lock-enabled"), "true") == 0) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501, "object lock is not implemented");
+        s3__resp_err(x, SRV_ENOTSUPP, "object lock is not implemented");
         return;
     }
     struct core_attr attr;
     int rc = core_bucket_create(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, &attr);
     if (rc == -EEXIST) {
-        s3__resp_error(x, rc, "BucketAlreadyOwnedByYou", 409,
-                       "your previous request to create the named bucket succeeded and you "
-                       "already own it");
+        s3__resp_err(x, rc,
+                     "your previous request to create the named bucket succeeded and you "
+                     "already own it");
         return;
     }
     if (rc == SRV_EBADNAME || rc == -EINVAL || rc == -ENAMETOOLONG) {
-        s3__resp_error(x, rc, "InvalidBucketName", 400, "the specified bucket is not valid");
+        s3__resp_err(x, SRV_EBADNAME, "the specified bucket is not valid");
         return;
     }
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "Location", "/%s", x->rt.bucket);
 }
 
@@ -123,21 +120,21 @@ static void delete_bucket(struct s3_ctx *x)
     if (rc == -ENOENT)
         rc = SRV_ENOBUCKET;
     if (rc == -ENOTEMPTY) {
-        s3__resp_error(x, rc, "BucketNotEmpty", 409, "the bucket you tried to delete is not empty");
+        s3__resp_err(x, rc, "the bucket you tried to delete is not empty");
         return;
     }
     if (rc) {
-        s3__resp_error(x, rc, rc == SRV_ENOBUCKET ? "NoSuchBucket" : NULL, 0, NULL);
+        s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 204;
+    x->out.status = 204;
 }
 
 static void head_bucket(struct s3_ctx *x)
 {
     if (s3__op_bucket(x))
         return;
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "x-amz-bucket-region", "%s", x->region);
 }
 
@@ -148,10 +145,10 @@ static void bucket_location(struct s3_ctx *x)
     s3__resp_xml(x);
     /* us-east-1 is reported as an empty constraint, as AWS does */
     const char *region = x->region;
-    evbuffer_add_printf(x->rbody, "<LocationConstraint xmlns=\"%s\">", S3_XMLNS);
+    evbuffer_add_printf(x->out.body, "<LocationConstraint xmlns=\"%s\">", S3_XMLNS);
     if (strcmp(region, "us-east-1") != 0)
-        s3__xml_esc(x->rbody, region, strlen(region));
-    evbuffer_add_printf(x->rbody, "</LocationConstraint>\n");
+        s3__xml_esc(x->out.body, region, strlen(region));
+    evbuffer_add_printf(x->out.body, "</LocationConstraint>\n");
 }
 
 /* Defaults for configuration subresources: what an unconfigured AWS bucket answers. */
@@ -160,31 +157,26 @@ static void bucket_config(struct s3_ctx *x)
     if (s3__op_bucket(x))
         return;
     const char *s = x->rt.sub;
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     static const struct {
-        const char *sub, *code, *msg;
+        const char *sub;
+        enum s3_err err;
     } missing[] = {
-        {"policy", "NoSuchBucketPolicy", "the bucket policy does not exist"},
-        {"policyStatus", "NoSuchBucketPolicy", "the bucket policy does not exist"},
-        {"lifecycle", "NoSuchLifecycleConfiguration", "the lifecycle configuration does not exist"},
-        {"cors", "NoSuchCORSConfiguration", "the CORS configuration does not exist"},
-        {"encryption", "ServerSideEncryptionConfigurationNotFoundError",
-         "the server side encryption configuration was not found"},
-        {"object-lock", "ObjectLockConfigurationNotFoundError",
-         "object lock configuration does not exist for this bucket"},
-        {"website", "NoSuchWebsiteConfiguration",
-         "the specified bucket does not have a website configuration"},
-        {"replication", "ReplicationConfigurationNotFoundError",
-         "the replication configuration was not found"},
-        {"ownershipControls", "OwnershipControlsNotFoundError",
-         "the bucket ownership controls were not found"},
-        {"publicAccessBlock", "NoSuchPublicAccessBlockConfiguration",
-         "the public access block configuration was not found"},
-        {"tagging", "NoSuchTagSet", "the TagSet does not exist"},
+        {"policy", S3E_NO_SUCH_BUCKET_POLICY},
+        {"policyStatus", S3E_NO_SUCH_BUCKET_POLICY},
+        {"lifecycle", S3E_NO_SUCH_LIFECYCLE},
+        {"cors", S3E_NO_SUCH_CORS},
+        {"encryption", S3E_NO_SSE_CONFIG},
+        {"object-lock", S3E_NO_OBJECT_LOCK_CONFIG},
+        {"website", S3E_NO_SUCH_WEBSITE},
+        {"replication", S3E_NO_REPLICATION_CONFIG},
+        {"ownershipControls", S3E_NO_OWNERSHIP_CONTROLS},
+        {"publicAccessBlock", S3E_NO_PUBLIC_ACCESS_BLOCK},
+        {"tagging", S3E_NO_SUCH_TAG_SET},
     };
     for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++)
         if (strcmp(s, missing[i].sub) == 0) {
-            s3__resp_error(x, -ENOENT, missing[i].code, 404, missing[i].msg);
+            s3__resp_s3err(x, missing[i].err, NULL);
             return;
         }
     s3__resp_xml(x);
@@ -212,8 +204,8 @@ static void bucket_config(struct s3_ctx *x)
                             "</Payer></RequestPaymentConfiguration>\n",
                             S3_XMLNS);
     else
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       s3__arena_printf(x->a, "GET Bucket ?%s is not implemented", s));
+        s3__resp_err(x, SRV_ENOTSUPP,
+                     s3__arena_printf(x->a, "GET Bucket ?%s is not implemented", s));
 }
 
 /* ---------------------------------------------------------------- listings */
@@ -292,8 +284,7 @@ static int parse_max(struct s3_ctx *x, const char *name, uint32_t *out)
     char *end = NULL;
     long n = strtol(v, &end, 10);
     if (!*v || !end || *end || n < 0) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       s3__arena_printf(x->a, "%s must be a non-negative integer", name));
+        s3__resp_err(x, -EINVAL, s3__arena_printf(x->a, "%s must be a non-negative integer", name));
         return -1;
     }
     *out = n > 1000 ? 1000 : (uint32_t)n;
@@ -309,7 +300,7 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
     const char *enc = s3__req_param(r, "encoding-type");
     uint32_t max;
     if (enc && strcmp(enc, "url") != 0) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400, "invalid encoding type");
+        s3__resp_err(x, -EINVAL, "invalid encoding type");
         return;
     }
     st.url = enc != NULL;
@@ -333,8 +324,7 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
             unsigned char *dec = s3__arena_alloc(x->a, tl + 4);
             long n = s3__b64_decode(token, tl, dec);
             if (n <= 0) {
-                s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                               "the continuation token provided is incorrect");
+                s3__resp_err(x, -EINVAL, "the continuation token provided is incorrect");
                 return;
             }
             after = s3__arena_strndup(x->a, (const char *)dec, (size_t)n);
@@ -374,7 +364,7 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
         s3__resp_err(x, rc, NULL);
         goto out;
     }
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     s3__resp_xml(x);
     const char *root = kind == L_VERSIONS ? "ListVersionsResult" : "ListBucketResult";
     evbuffer_add_printf(b, "<%s xmlns=\"%s\">", root, S3_XMLNS);
@@ -433,13 +423,19 @@ static void list_versions(struct s3_ctx *x)
     list_common(x, L_VERSIONS);
 }
 
-const struct s3_op s3_op_list_buckets = {"ListBuckets", S3_BODY_NONE, list_buckets, NULL};
-const struct s3_op s3_op_create_bucket = {"CreateBucket", S3_BODY_XML, create_bucket, NULL};
-const struct s3_op s3_op_delete_bucket = {"DeleteBucket", S3_BODY_NONE, delete_bucket, NULL};
-const struct s3_op s3_op_head_bucket = {"HeadBucket", S3_BODY_NONE, head_bucket, NULL};
-const struct s3_op s3_op_bucket_location = {"GetBucketLocation", S3_BODY_NONE, bucket_location,
-                                            NULL};
-const struct s3_op s3_op_bucket_config = {"GetBucketConfig", S3_BODY_NONE, bucket_config, NULL};
-const struct s3_op s3_op_list_objects = {"ListObjects", S3_BODY_NONE, list_v1, NULL};
-const struct s3_op s3_op_list_objects_v2 = {"ListObjectsV2", S3_BODY_NONE, list_v2, NULL};
-const struct s3_op s3_op_list_versions = {"ListObjectVersions", S3_BODY_NONE, list_versions, NULL};
+const struct s3_op s3_op_list_buckets = {
+    .name = "ListBuckets", .qos = QOS_META, .work = list_buckets};
+const struct s3_op s3_op_create_bucket = {
+    .name = "CreateBucket", .body = S3_BODY_XML, .qos = QOS_META, .work = create_bucket};
+const struct s3_op s3_op_delete_bucket = {
+    .name = "DeleteBucket", .qos = QOS_META, .work = delete_bucket};
+const struct s3_op s3_op_head_bucket = {.name = "HeadBucket", .qos = QOS_META, .work = head_bucket};
+const struct s3_op s3_op_bucket_location = {
+    .name = "GetBucketLocation", .qos = QOS_META, .work = bucket_location};
+const struct s3_op s3_op_bucket_config = {
+    .name = "GetBucketConfig", .qos = QOS_META, .work = bucket_config};
+const struct s3_op s3_op_list_objects = {.name = "ListObjects", .qos = QOS_META, .work = list_v1};
+const struct s3_op s3_op_list_objects_v2 = {
+    .name = "ListObjectsV2", .qos = QOS_META, .work = list_v2};
+const struct s3_op s3_op_list_versions = {
+    .name = "ListObjectVersions", .qos = QOS_META, .work = list_versions};

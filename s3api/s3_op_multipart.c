@@ -29,8 +29,7 @@
 static bool upload_failed(struct s3_ctx *x, int rc)
 {
     if (rc == -ENOENT)
-        s3__resp_error(x, -ENOENT, "NoSuchUpload", 404,
-                       "the specified multipart upload does not exist");
+        s3__resp_s3err(x, S3E_NO_SUCH_UPLOAD, NULL);
     else if (rc)
         s3__resp_err(x, rc, NULL);
     return rc != 0;
@@ -52,8 +51,8 @@ static void mpu_create(struct s3_ctx *x)
      * (UploadPart); no composite checksum of the whole object is kept. */
     const char *alg = s3__req_header(x->req, "x-amz-checksum-algorithm");
     if (alg && !s3__ck_from_name(alg)) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
+        s3__resp_err(x, SRV_ENOTSUPP,
+                     s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
         return;
     }
     void *blob = NULL;
@@ -69,11 +68,11 @@ static void mpu_create(struct s3_ctx *x)
         return;
     }
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody, "<InitiateMultipartUploadResult xmlns=\"%s\">", S3_XMLNS);
-    s3__xml_elem(x->rbody, "Bucket", x->rt.bucket);
-    s3__xml_elemn(x->rbody, "Key", x->rt.key, x->rt.keylen);
-    s3__xml_elem(x->rbody, "UploadId", id);
-    evbuffer_add_printf(x->rbody, "</InitiateMultipartUploadResult>\n");
+    evbuffer_add_printf(x->out.body, "<InitiateMultipartUploadResult xmlns=\"%s\">", S3_XMLNS);
+    s3__xml_elem(x->out.body, "Bucket", x->rt.bucket);
+    s3__xml_elemn(x->out.body, "Key", x->rt.key, x->rt.keylen);
+    s3__xml_elem(x->out.body, "UploadId", id);
+    evbuffer_add_printf(x->out.body, "</InitiateMultipartUploadResult>\n");
 }
 
 /* ---------------------------------------------------------------- parts collection */
@@ -173,21 +172,19 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
 static void mpu_complete(struct s3_ctx *x)
 {
     const char *id = s3__req_param(x->req, "uploadId");
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     struct s3_xnode *root = NULL;
-    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) ||
         strcmp(root->name, "CompleteMultipartUpload") != 0) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "the XML you provided was not well-formed or did not validate");
+        s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
     size_t np = 0;
     for (struct s3_xnode *c = root->child; c; c = c->next)
         np += strcmp(c->name, "Part") == 0;
     if (np == 0 || np > MPU_MAX_PARTS) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "CompleteMultipartUpload must name between 1 and 10000 parts");
+        s3__resp_err(x, SRV_EBADREQ, "CompleteMultipartUpload must name between 1 and 10000 parts");
         return;
     }
     uint32_t *nums = s3__arena_alloc(x->a, np * sizeof(*nums));
@@ -200,15 +197,13 @@ static void mpu_complete(struct s3_ctx *x)
         char *e = NULL;
         long v = pn ? strtol(pn->text, &e, 10) : 0;
         if (!pn || !et || !*pn->text || *e || v < 1 || v > MPU_MAX_PARTS) {
-            s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                           "each Part needs a PartNumber (1..10000) and an ETag");
+            s3__resp_err(x, SRV_EBADREQ, "each Part needs a PartNumber (1..10000) and an ETag");
             return;
         }
         nums[i] = (uint32_t)v;
         etags[i] = strip_quotes(x->a, et->text, et->textlen);
         if (i && nums[i] <= nums[i - 1]) {
-            s3__resp_error(x, -EINVAL, "InvalidPartOrder", 400,
-                           "the list of parts was not in ascending order");
+            s3__resp_s3err(x, S3E_INVALID_PART_ORDER, NULL);
             return;
         }
         i++;
@@ -233,7 +228,7 @@ static void mpu_complete(struct s3_ctx *x)
         if (j == ps.n || ps.v[j].partno != nums[i] || strcmp(ps.v[j].etag, etags[i]) != 0 ||
             hexbin(ps.v[j].etag, bin)) {
             EVP_MD_CTX_free(md);
-            s3__resp_error(x, -EINVAL, "InvalidPart", 400,
+            s3__resp_s3err(x, S3E_INVALID_PART,
                            s3__arena_printf(x->a,
                                             "part %u could not be found or its ETag does "
                                             "not match",
@@ -246,7 +241,7 @@ static void mpu_complete(struct s3_ctx *x)
         unsigned char bin[16];
         if (i + 1 < np && ps.v[idx[i]].size < MPU_MIN_PART) {
             EVP_MD_CTX_free(md);
-            s3__resp_error(x, -EINVAL, "EntityTooSmall", 400,
+            s3__resp_s3err(x, S3E_ENTITY_TOO_SMALL,
                            s3__arena_printf(x->a,
                                             "part %u is smaller than the minimum allowed "
                                             "size (5 MiB)",
@@ -266,15 +261,14 @@ static void mpu_complete(struct s3_ctx *x)
     struct core_attr attr;
     rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &attr);
     if (rc == SRV_EPRECOND || rc == -EINVAL) {
-        s3__resp_error(x, rc, "InvalidPart", 400,
-                       "one or more of the specified parts could not be found");
+        s3__resp_s3err(x, S3E_INVALID_PART, NULL);
         return;
     }
     if (upload_failed(x, rc))
         return;
     record_parts(x, ps.v, idx, np, final);
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);
     s3__xml_esc(b, x->rt.bucket, x->rt.bucketlen);
     evbuffer_add(b, "/", 1);
@@ -292,7 +286,7 @@ static void mpu_abort(struct s3_ctx *x)
     int rc = core_mpu_abort(x->core, &x->p, x->bucket_ino, s3__req_param(x->req, "uploadId"));
     if (upload_failed(x, rc))
         return;
-    x->status = 204;
+    x->out.status = 204;
 }
 
 static int parse_uint(struct s3_ctx *x, const char *name, uint32_t def, uint32_t cap, uint32_t *out)
@@ -304,8 +298,7 @@ static int parse_uint(struct s3_ctx *x, const char *name, uint32_t def, uint32_t
     char *e = NULL;
     long n = strtol(v, &e, 10);
     if (!*v || *e || n < 0) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       s3__arena_printf(x->a, "%s must be a non-negative integer", name));
+        s3__resp_err(x, -EINVAL, s3__arena_printf(x->a, "%s must be a non-negative integer", name));
         return -1;
     }
     *out = (uint32_t)(n > (long)cap ? cap : n);
@@ -326,7 +319,7 @@ static void mpu_list_parts(struct s3_ctx *x)
     bool truncated = ps.n > max;
     size_t shown = truncated ? max : ps.n;
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<ListPartsResult xmlns=\"%s\">", S3_XMLNS);
     s3__xml_elem(b, "Bucket", x->rt.bucket);
     s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
@@ -453,7 +446,7 @@ static void mpu_list_uploads(struct s3_ctx *x)
         return;
     }
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<ListMultipartUploadsResult xmlns=\"%s\">", S3_XMLNS);
     s3__xml_elem(b, "Bucket", x->rt.bucket);
     s3__xml_elem(b, "KeyMarker", us.key_marker);
@@ -475,10 +468,13 @@ static void mpu_list_uploads(struct s3_ctx *x)
     evbuffer_free(us.prefixes);
 }
 
-const struct s3_op s3_op_mpu_create = {"CreateMultipartUpload", S3_BODY_NONE, mpu_create, NULL};
-const struct s3_op s3_op_mpu_complete = {"CompleteMultipartUpload", S3_BODY_XML, mpu_complete,
-                                         NULL};
-const struct s3_op s3_op_mpu_abort = {"AbortMultipartUpload", S3_BODY_NONE, mpu_abort, NULL};
-const struct s3_op s3_op_mpu_list_parts = {"ListParts", S3_BODY_NONE, mpu_list_parts, NULL};
-const struct s3_op s3_op_mpu_list_uploads = {"ListMultipartUploads", S3_BODY_NONE, mpu_list_uploads,
-                                             NULL};
+const struct s3_op s3_op_mpu_create = {
+    .name = "CreateMultipartUpload", .qos = QOS_META, .work = mpu_create};
+const struct s3_op s3_op_mpu_complete = {
+    .name = "CompleteMultipartUpload", .body = S3_BODY_XML, .qos = QOS_META, .work = mpu_complete};
+const struct s3_op s3_op_mpu_abort = {
+    .name = "AbortMultipartUpload", .qos = QOS_META, .work = mpu_abort};
+const struct s3_op s3_op_mpu_list_parts = {
+    .name = "ListParts", .qos = QOS_META, .work = mpu_list_parts};
+const struct s3_op s3_op_mpu_list_uploads = {
+    .name = "ListMultipartUploads", .qos = QOS_META, .work = mpu_list_uploads};

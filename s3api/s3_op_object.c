@@ -28,6 +28,7 @@
 #define TAGS_MAX 10
 #define COPY_CHUNK (1u << 20)
 #define GET_RETRIES 8 /* lookups of a GET whose object kept being replaced */
+#define PRECOND_MSG "at least one of the preconditions you specified did not hold"
 
 /* Stored response headers, in the case they are sent back. */
 static const char *const STORED_HDRS[] = {
@@ -148,7 +149,7 @@ static int refuse_unbuilt(struct s3_ctx *x)
     }
     if (!why)
         return 0;
-    s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501, why);
+    s3__resp_err(x, SRV_ENOTSUPP, why);
     return -1;
 }
 
@@ -183,15 +184,14 @@ int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
         }
     }
     if (user > USER_META_MAX) {
-        s3__resp_error(x, -EINVAL, "MetadataTooLarge", 400,
-                       "your metadata headers exceed the maximum allowed metadata size (2 KB)");
+        s3__resp_s3err(x, S3E_METADATA_TOO_LARGE, NULL);
         return -EINVAL;
     }
     const char *tagging = s3__req_header(r, "x-amz-tagging");
     if (tagging) {
         const char *why = NULL;
         if (s3__tags_parse_query(x->a, tagging, m, &why)) {
-            s3__resp_error(x, -EINVAL, "InvalidTag", 400, why);
+            s3__resp_s3err(x, S3E_INVALID_TAG, why);
             return -EINVAL;
         }
     }
@@ -205,7 +205,7 @@ void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m)
         if (e->type == S3_M_HDR)
             s3__resp_header(x, e->key, "%s", e->val);
         else if (e->type == S3_M_USER)
-            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", e->key, e->val);
+            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", e->key, e->val);
     }
 }
 
@@ -278,15 +278,14 @@ static void cond_fail(struct s3_ctx *x, int st, const char *etag, const struct t
 {
     if (st == 304) {
         char d[32];
-        x->status = 304;
+        x->out.status = 304;
         s3__http_date_fmt(mtime->tv_sec, d);
         s3__resp_header(x, "ETag", "\"%s\"", etag);
         s3__resp_header(x, "Last-Modified", "%s", d);
-        x->err = SRV_EPRECOND;
+        x->out.err = SRV_EPRECOND;
         return;
     }
-    s3__resp_error(x, SRV_EPRECOND, "PreconditionFailed", 412,
-                   "at least one of the preconditions you specified did not hold");
+    s3__resp_err(x, SRV_EPRECOND, PRECOND_MSG);
 }
 
 /* ---------------------------------------------------------------- object lookup */
@@ -316,9 +315,9 @@ static int obj_found(struct s3_ctx *x, const char *key, size_t keylen, struct ob
     free(o->info.meta);
     o->info.meta = NULL;
     if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENOTDIR) {
-        s3__resp_error(x, -ENOENT, "NoSuchKey", 404,
-                       is_source ? "the specified copy source key does not exist"
-                                 : "the specified key does not exist");
+        s3__resp_err(x, -ENOENT,
+                     is_source ? "the specified copy source key does not exist"
+                               : "the specified key does not exist");
         return -ENOENT;
     }
     if (rc) {
@@ -419,12 +418,11 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
     char *e = NULL;
     long n = strtol(pn, &e, 10);
     if (!*pn || *e || n < 1 || n > 10000) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       "part number must be an integer between 1 and 10000, inclusive");
+        s3__resp_err(x, -EINVAL, "part number must be an integer between 1 and 10000, inclusive");
         return -1;
     }
     if (s3__req_header(x->req, "range")) {
-        s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+        s3__resp_s3err(x, S3E_INVALID_REQUEST,
                        "cannot specify both Range header and partNumber query parameter");
         return -1;
     }
@@ -436,20 +434,18 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
     if (!multipart) {
         if (n == 1)
             return 0;
-        s3__resp_error(x, -ERANGE, "InvalidPartNumber", 416,
-                       "the requested partnumber is not satisfiable");
+        s3__resp_s3err(x, S3E_INVALID_PART_NUMBER, NULL);
         return -1;
     }
     if (!sizes || !petag) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "this multipart object was completed before part sizes were recorded; "
-                       "GET by partNumber is not available for it");
+        s3__resp_err(x, SRV_ENOTSUPP,
+                     "this multipart object was completed before part sizes were recorded; "
+                     "GET by partNumber is not available for it");
         return -1;
     }
     if (n > strtol(cnt->val, NULL, 10) ||
         part_bounds(sizes->val, (uint32_t)n, o->info.attr.size, off, end) != 0) {
-        s3__resp_error(x, -ERANGE, "InvalidPartNumber", 416,
-                       "the requested partnumber is not satisfiable");
+        s3__resp_s3err(x, S3E_INVALID_PART_NUMBER, NULL);
         return -1;
     }
     return 1;
@@ -458,16 +454,16 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
 /* Forget a half-built GET/HEAD response (before looking the key up again). */
 static void get_reset(struct s3_ctx *x)
 {
-    evbuffer_drain(x->rhdrs, evbuffer_get_length(x->rhdrs));
-    evbuffer_drain(x->rbody, evbuffer_get_length(x->rbody));
-    x->status = 0;
-    x->err = 0;
-    x->stream = false;
-    x->need_data = false;
+    evbuffer_drain(x->out.hdrs, evbuffer_get_length(x->out.hdrs));
+    evbuffer_drain(x->out.body, evbuffer_get_length(x->out.body));
+    x->out.status = 0;
+    x->out.err = 0;
+    x->get.stream = false;
+    x->get.need_data = false;
 }
 
 /* Headers of a GET/HEAD of @p o and the plan for its body: from @p data
- * (the whole content, when the lookup brought it) or, with x->need_data
+ * (the whole content, when the lookup brought it) or, with x->get.need_data
  * set, from a data step (get_data). Errors and 304/412 are responded. */
 static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
 {
@@ -488,13 +484,13 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
         rr = range_parse(s3__req_header(x->req, "range"), size, &off, &end);
     }
     if (rr < 0) {
-        s3__resp_error(x, -ERANGE, "InvalidRange", 416, "the requested range is not satisfiable");
+        s3__resp_err(x, -ERANGE, "the requested range is not satisfiable");
         s3__resp_header(x, "Content-Range", "bytes */%" PRIu64, size);
         return;
     }
     char d[32];
     s3__http_date_fmt(at->mtime.tv_sec, d);
-    x->status = rr ? 206 : 200;
+    x->out.status = rr ? 206 : 200;
     char qetag[CORE_ETAG_MAX + 3];
     size_t el = strnlen(o->etag, CORE_ETAG_MAX);
     qetag[0] = '"';
@@ -544,7 +540,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
                         o->dir ? "application/x-directory" : "binary/octet-stream");
     for (size_t i = 0; i < o->meta.n; i++)
         if (o->meta.ents[i].type == S3_M_USER)
-            evbuffer_add_printf(x->rhdrs, "x-amz-meta-%s: %s\r\n", o->meta.ents[i].key,
+            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", o->meta.ents[i].key,
                                 o->meta.ents[i].val);
     size_t ntags = s3__meta_count(&o->meta, S3_M_TAG);
     if (ntags)
@@ -564,19 +560,19 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     const struct s3_meta_ent *parts = s3__meta_find(&o->meta, S3_M_PARTS, "count");
     if (parts && strchr(o->etag, '-'))
         s3__resp_header(x, "x-amz-mp-parts-count", "%s", parts->val);
-    x->stream = true;
-    x->ino = at->ino;
-    x->roff = off;
-    x->rnext = off;
-    x->rend = end;
-    if (x->head || end == off)
+    x->get.stream = true;
+    x->get.ino = at->ino;
+    x->get.off = off;
+    x->get.next = off;
+    x->get.end = end;
+    if (x->out.head || end == off)
         return;
     if (data) {
-        evbuffer_add(x->rbody, data + off, (size_t)(end - off));
-        x->stream = false;
+        evbuffer_add(x->out.body, data + off, (size_t)(end - off));
+        x->get.stream = false;
         return;
     }
-    x->need_data = true;
+    x->get.need_data = true;
 }
 
 /* The data step of a GET: a small body is read here; a larger one streams,
@@ -586,13 +582,13 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
  * SRV_ESTALE: the object went away since its lookup (look it up again). */
 static bool zc_one(const struct s3_ctx *x)
 {
-    return !x->tls && x->rend - x->roff > S3_ZC_MIN && x->rend - x->roff <= S3_ZC_ONE;
+    return !x->tls && x->get.end - x->get.off > S3_ZC_MIN && x->get.end - x->get.off <= S3_ZC_ONE;
 }
 
 static int get_data(struct s3_ctx *x)
 {
-    uint64_t off = x->roff, end = x->rend;
-    x->need_data = false;
+    uint64_t off = x->get.off, end = x->get.end;
+    x->get.need_data = false;
     if (zc_one(x))
         return 0; /* streamed in one zero-copy window (s3_conn.c) */
     if (end - off <= COPY_CHUNK) {
@@ -600,11 +596,11 @@ static int get_data(struct s3_ctx *x)
         size_t n = (size_t)(end - off), got = 0;
         bool eof = false;
         struct evbuffer_iovec v;
-        if (evbuffer_reserve_space(x->rbody, (ssize_t)n, &v, 1) < 1) {
+        if (evbuffer_reserve_space(x->out.body, (ssize_t)n, &v, 1) < 1) {
             s3__resp_err(x, -ENOMEM, NULL);
             return 0;
         }
-        int rc = core_read(x->core, &x->p, x->ino, off, v.iov_base, n, &got, &eof);
+        int rc = core_read(x->core, &x->p, x->get.ino, off, v.iov_base, n, &got, &eof);
         if (rc == SRV_ESTALE || rc == -ENOENT || (rc == 0 && got != n))
             return SRV_ESTALE; /* replaced, removed or cut meanwhile */
         if (rc) {
@@ -612,18 +608,18 @@ static int get_data(struct s3_ctx *x)
             return 0;
         }
         v.iov_len = n;
-        evbuffer_commit_space(x->rbody, &v, 1);
-        x->stream = false;
+        evbuffer_commit_space(x->out.body, &v, 1);
+        x->get.stream = false;
         return 0;
     }
-    int rc = core_ref(x->core, x->ino);
+    int rc = core_ref(x->core, x->get.ino);
     if (rc == SRV_ESTALE || rc == -ENOENT)
         return SRV_ESTALE;
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return 0;
     }
-    x->ref_held = true;
+    x->get.ref_held = true;
     return 0;
 }
 
@@ -639,12 +635,11 @@ static void get_or_head(struct s3_ctx *x)
         if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
             return;
         get_respond(x, &o, NULL);
-        if (!x->need_data || get_data(x) != SRV_ESTALE)
+        if (!x->get.need_data || get_data(x) != SRV_ESTALE)
             return;
     }
     get_reset(x);
-    s3__resp_error(x, -EAGAIN, "ServiceUnavailable", 503,
-                   "the object kept changing while it was read; please retry");
+    s3__resp_s3err(x, S3E_SERVICE_UNAVAILABLE, NULL);
 }
 
 void s3__get_again_work(struct s3_ctx *x)
@@ -668,11 +663,11 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     struct obj o;
     memset(&o, 0, sizeof(o));
     int rc = core_key_peek(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
-                           buf, x->head ? 0 : sizeof(buf), &pk);
+                           buf, x->out.head ? 0 : sizeof(buf), &pk);
     if (rc == -EAGAIN)
         return S3_FAST_NO;
     if (rc == SRV_ENOBUCKET) {
-        s3__resp_error(x, rc, "NoSuchBucket", 0, "the specified bucket does not exist");
+        s3__resp_err(x, rc, "the specified bucket does not exist");
         return S3_FAST_DONE;
     }
     x->bucket_ino = pk.bucket;
@@ -680,9 +675,9 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     if (obj_found(x, x->rt.key, x->rt.keylen, &o, rc, false))
         return S3_FAST_DONE;
     get_respond(x, &o, pk.data ? buf : NULL);
-    if (x->need_data && zc_one(x))
-        x->need_data = false; /* its one window is the only worker step */
-    return x->need_data ? S3_FAST_DATA : S3_FAST_DONE;
+    if (x->get.need_data && zc_one(x))
+        x->get.need_data = false; /* its one window is the only worker step */
+    return x->get.need_data ? S3_FAST_DATA : S3_FAST_DONE;
 }
 
 /* ---------------------------------------------------------------- uploads (PutObject, UploadPart)
@@ -708,8 +703,7 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
         unsigned char raw[64];
         size_t l = strlen(cmd5);
         if (l > 80 || s3__b64_decode(cmd5, l, raw) != 16) {
-            s3__resp_error(x, -EINVAL, "InvalidDigest", 400,
-                           "the Content-MD5 you specified was invalid");
+            s3__resp_s3err(x, S3E_INVALID_DIGEST, NULL);
             return -1;
         }
         srv_sigv4_hex(raw, 16, st->md5_expect);
@@ -719,18 +713,17 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
         if (!a)
             continue;
         if (st->ck) {
-            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
-                           "expecting a single x-amz-checksum- header");
+            s3__resp_s3err(x, S3E_INVALID_REQUEST, "expecting a single x-amz-checksum- header");
             return -1;
         }
         st->ck = a;
-        snprintf(x->cks_expect, sizeof(x->cks_expect), "%s", r->hdrs[i].val);
+        snprintf(x->in.cks_expect, sizeof(x->in.cks_expect), "%s", r->hdrs[i].val);
     }
     const char *trailer = s3__req_header(r, "x-amz-trailer");
     if (trailer && !st->ck) {
         enum s3_ck_algo a = s3__ck_from_header(trailer);
-        if (!a || !x->aws_chunked) {
-            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+        if (!a || !x->in.aws_chunked) {
+            s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "x-amz-trailer names an unsupported checksum or the body is not "
                            "aws-chunked");
             return -1;
@@ -741,13 +734,13 @@ static int upload_prepare(struct s3_ctx *x, struct put_st *st)
     if (!st->ck) {
         const char *alg = s3__req_header(r, "x-amz-sdk-checksum-algorithm");
         if (alg && !s3__ck_from_name(alg)) {
-            s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                           s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
+            s3__resp_err(x, SRV_ENOTSUPP,
+                         s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
             return -1;
         }
     }
     if (st->ck)
-        s3__ck_init(&x->cks, st->ck);
+        s3__ck_init(&x->in.cks, st->ck);
     return 0;
 }
 
@@ -760,8 +753,7 @@ static void put_begin(struct s3_ctx *x)
     const char *im = s3__req_header(x->req, "if-match");
     const char *inm = s3__req_header(x->req, "if-none-match");
     if (inm && strcmp(inm, "*") != 0) {
-        s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                       "If-None-Match on PUT supports only '*'");
+        s3__resp_err(x, SRV_ENOTSUPP, "If-None-Match on PUT supports only '*'");
         return;
     }
     st->if_none_match = inm != NULL;
@@ -772,10 +764,10 @@ static void put_begin(struct s3_ctx *x)
             im = s3__arena_strndup(x->a, im + 1, l - 2);
         st->if_match = im;
     }
-    uint64_t hint = x->decoded_len >= 0 ? (uint64_t)x->decoded_len
-                    : x->req->has_clen  ? x->req->content_length
-                                        : UINT64_MAX;
-    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->up);
+    uint64_t hint = x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
+                    : x->req->has_clen     ? x->req->content_length
+                                           : UINT64_MAX;
+    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
     if (rc)
         s3__resp_err(x, rc, NULL);
 }
@@ -785,35 +777,34 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    EVP_DigestFinal_ex(x->md5, md, &n);
+    EVP_DigestFinal_ex(x->in.md5, md, &n);
     srv_sigv4_hex(md, 16, etag);
-    if (x->sha256) {
+    if (x->in.sha256) {
         char hex[65];
-        EVP_DigestFinal_ex(x->sha256, md, &n);
+        EVP_DigestFinal_ex(x->in.sha256, md, &n);
         srv_sigv4_hex(md, 32, hex);
-        if (!s3__ct_equal(hex, x->sig.payload_hash, 64)) {
-            s3__resp_error(x, SRV_EAUTH, "XAmzContentSHA256Mismatch", 400,
+        if (!srv_sigv4_equal(hex, x->auth.sig.payload_hash, 64)) {
+            s3__resp_s3err(x, S3E_CONTENT_SHA256_MISMATCH,
                            "the provided x-amz-content-sha256 header does not match what was "
                            "computed");
             return -1;
         }
     }
     if (st->md5_expect[0] && strcmp(st->md5_expect, etag) != 0) {
-        s3__resp_error(x, -EINVAL, "BadDigest", 400,
-                       "the Content-MD5 you specified did not match what we received");
+        s3__resp_s3err(x, S3E_BAD_DIGEST, NULL);
         return -1;
     }
     ckval[0] = '\0';
     if (st->ck) {
-        s3__ck_final(&x->cks, ckval);
-        const char *want = st->ck_trailer ? x->ck->ck_value : x->cks_expect;
-        if (st->ck_trailer && strcasecmp(x->ck->ck_name, s3__ck_header(st->ck)) != 0) {
-            s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+        s3__ck_final(&x->in.cks, ckval);
+        const char *want = st->ck_trailer ? x->in.ck->d.ck_value : x->in.cks_expect;
+        if (st->ck_trailer && strcasecmp(x->in.ck->d.ck_name, s3__ck_header(st->ck)) != 0) {
+            s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "the trailer did not carry the announced checksum");
             return -1;
         }
         if (strcmp(want, ckval) != 0) {
-            s3__resp_error(x, -EINVAL, "BadDigest", 400,
+            s3__resp_s3err(x, S3E_BAD_DIGEST,
                            s3__arena_printf(x->a,
                                             "the %s you specified did not match the "
                                             "calculated checksum",
@@ -843,30 +834,28 @@ static void put_finish(struct s3_ctx *x)
         return;
     }
     struct core_attr attr;
-    struct core_upload *up = x->up;
-    x->up = NULL; /* commit frees it whatever the result */
+    struct core_upload *up = x->wr.up;
+    x->wr.up = NULL; /* commit frees it whatever the result */
     rc = core_upload_commit(up, x->rt.key, x->rt.keylen, etag, blob, bloblen, st->if_match,
                             st->if_none_match, &attr);
     free(blob);
     if (rc == SRV_EPRECOND) {
-        s3__resp_error(x, rc, "PreconditionFailed", 412,
-                       "at least one of the preconditions you specified did not hold");
+        s3__resp_err(x, rc, PRECOND_MSG);
         return;
     }
     if (rc == SRV_ECLASH) {
-        s3__resp_error(x, rc, "InvalidRequest", 409,
-                       "the key would make a file where a directory is, or the reverse");
+        s3__resp_err(x, rc, "the key would make a file where a directory is, or the reverse");
         return;
     }
     if (rc == -ENOENT && st->if_match) {
-        s3__resp_error(x, SRV_EPRECOND, "PreconditionFailed", 412, "the object does not exist");
+        s3__resp_err(x, SRV_EPRECOND, "the object does not exist");
         return;
     }
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "ETag", "\"%s\"", etag);
     if (st->ck)
         s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
@@ -878,8 +867,7 @@ static int parse_partno(struct s3_ctx *x, uint32_t *out)
     char *e = NULL;
     long v = pn ? strtol(pn, &e, 10) : 0;
     if (!pn || !*pn || *e || v < 1 || v > 10000) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       "part number must be an integer between 1 and 10000, inclusive");
+        s3__resp_err(x, -EINVAL, "part number must be an integer between 1 and 10000, inclusive");
         return -1;
     }
     *out = (uint32_t)v;
@@ -893,10 +881,10 @@ static void part_begin(struct s3_ctx *x)
     if (parse_partno(x, &st->partno) || s3__op_bucket(x) || upload_prepare(x, st))
         return;
     st->upload_id = s3__req_param(x->req, "uploadId");
-    uint64_t hint = x->decoded_len >= 0 ? (uint64_t)x->decoded_len
-                    : x->req->has_clen  ? x->req->content_length
-                                        : UINT64_MAX;
-    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->up);
+    uint64_t hint = x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
+                    : x->req->has_clen     ? x->req->content_length
+                                           : UINT64_MAX;
+    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
     if (rc)
         s3__resp_err(x, rc, NULL);
 }
@@ -904,14 +892,14 @@ static void part_begin(struct s3_ctx *x)
 static void part_result(struct s3_ctx *x, int rc, const char *etag)
 {
     if (rc == -ENOENT) {
-        s3__resp_error(x, rc, "NoSuchUpload", 404, "the specified multipart upload does not exist");
+        s3__resp_s3err(x, S3E_NO_SUCH_UPLOAD, NULL);
         return;
     }
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 200;
+    x->out.status = 200;
     s3__resp_header(x, "ETag", "\"%s\"", etag);
 }
 
@@ -921,8 +909,8 @@ static void part_finish(struct s3_ctx *x)
     char etag[33], ckval[100];
     if (upload_verify(x, st, etag, ckval))
         return;
-    struct core_upload *up = x->up;
-    x->up = NULL;
+    struct core_upload *up = x->wr.up;
+    x->wr.up = NULL;
     int rc = core_mpu_part_commit(up, st->upload_id, st->partno, etag);
     part_result(x, rc, etag);
     if (!rc && st->ck)
@@ -942,17 +930,16 @@ static void delete_object(struct s3_ctx *x)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = 204;
+    x->out.status = 204;
 }
 
 static void delete_objects(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     struct s3_xnode *root = NULL;
-    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Delete") != 0) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "the XML you provided was not well-formed or did not validate");
+        s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
     size_t count = 0;
@@ -960,14 +947,13 @@ static void delete_objects(struct s3_ctx *x)
         if (strcmp(c->name, "Object") == 0) {
             struct s3_xnode *k = s3__xml_child(c, "Key");
             if (!k || !k->textlen) {
-                s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400, "an Object has no Key");
+                s3__resp_err(x, SRV_EBADREQ, "an Object has no Key");
                 return;
             }
             count++;
         }
     if (count == 0 || count > 1000) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "a Delete request names between 1 and 1000 objects");
+        s3__resp_err(x, SRV_EBADREQ, "a Delete request names between 1 and 1000 objects");
         return;
     }
     struct s3_xnode *q = s3__xml_child(root, "Quiet");
@@ -975,7 +961,7 @@ static void delete_objects(struct s3_ctx *x)
     if (s3__op_bucket(x))
         return;
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<DeleteResult xmlns=\"%s\">", S3_XMLNS);
     for (struct s3_xnode *c = root->child; c; c = c->next) {
         if (strcmp(c->name, "Object") != 0)
@@ -1032,8 +1018,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     const char *q = strchr(h, '?');
     if (q) {
         if (strncmp(q, "?versionId=", 11) != 0 || strcmp(q + 11, "null") != 0) {
-            s3__resp_error(x, SRV_ENOTSUPP, "NotImplemented", 501,
-                           "copying a specific version is not implemented");
+            s3__resp_err(x, SRV_ENOTSUPP, "copying a specific version is not implemented");
             return -1;
         }
         hl = (size_t)(q - h);
@@ -1046,8 +1031,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     }
     char *slash = d ? memchr(d, '/', dl) : NULL;
     if (!slash || slash == d || (size_t)(slash - d) + 1 >= dl) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                       "copy source must be of the form bucket/key");
+        s3__resp_err(x, -EINVAL, "copy source must be of the form bucket/key");
         return -1;
     }
     s->bucket = d;
@@ -1058,8 +1042,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     struct core_attr attr;
     int rc = core_bucket_lookup(x->core, &x->p, s->bucket, s->bucketlen, &attr);
     if (rc) {
-        s3__resp_error(x, SRV_ENOBUCKET, "NoSuchBucket", 404,
-                       "the copy source bucket does not exist");
+        s3__resp_err(x, SRV_ENOBUCKET, "the copy source bucket does not exist");
         return -1;
     }
     s->bucket_ino = attr.ino;
@@ -1137,9 +1120,9 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
         if (range) {
             int rr = range_parse(range, size, &off, &end);
             if (rr <= 0 || strncmp(range, "bytes=-", 7) == 0 || !strchr(range, '-')[1]) {
-                s3__resp_error(x, -EINVAL, "InvalidArgument", 400,
-                               "the x-amz-copy-source-range value must be of the form "
-                               "bytes=first-last within the source object");
+                s3__resp_err(x, -EINVAL,
+                             "the x-amz-copy-source-range value must be of the form "
+                             "bytes=first-last within the source object");
                 return -1;
             }
         }
@@ -1152,7 +1135,7 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
         if (rc == SRV_ESTALE && tries + 1 < GET_RETRIES)
             continue;
         if (rc == SRV_ESTALE)
-            s3__resp_error(x, -EAGAIN, "ServiceUnavailable", 503,
+            s3__resp_s3err(x, S3E_SERVICE_UNAVAILABLE,
                            "the copy source kept changing while it was read; please retry");
         else
             s3__resp_err(x, rc, NULL);
@@ -1166,7 +1149,7 @@ static void copy_object(struct s3_ctx *x)
     if (s3__op_bucket(x) || copy_source(x, &s))
         return;
     if (s.o.dir) {
-        s3__resp_error(x, -EINVAL, "InvalidRequest", 400, "a directory marker cannot be copied");
+        s3__resp_s3err(x, S3E_INVALID_REQUEST, "a directory marker cannot be copied");
         return;
     }
     const char *md = s3__req_header(x->req, "x-amz-metadata-directive");
@@ -1175,7 +1158,7 @@ static void copy_object(struct s3_ctx *x)
     bool treplace = td && strcasecmp(td, "REPLACE") == 0;
     if ((md && !replace && strcasecmp(md, "COPY") != 0) ||
         (td && !treplace && strcasecmp(td, "COPY") != 0)) {
-        s3__resp_error(x, -EINVAL, "InvalidArgument", 400, "unknown metadata or tagging directive");
+        s3__resp_err(x, -EINVAL, "unknown metadata or tagging directive");
         return;
     }
     struct s3_meta req_meta, meta;
@@ -1184,7 +1167,7 @@ static void copy_object(struct s3_ctx *x)
     bool same = s.bucket_ino == x->bucket_ino && s.keylen == x->rt.keylen &&
                 memcmp(s.key, x->rt.key, s.keylen) == 0;
     if (same && !replace && !treplace) {
-        s3__resp_error(x, -EINVAL, "InvalidRequest", 400,
+        s3__resp_s3err(x, S3E_INVALID_REQUEST,
                        "this copy request is illegal because it is trying to copy an object "
                        "to itself without changing the object's metadata");
         return;
@@ -1228,8 +1211,7 @@ static void copy_object(struct s3_ctx *x)
     }
     free(blob);
     if (rc == SRV_EPRECOND) {
-        s3__resp_error(x, rc, "PreconditionFailed", 412,
-                       "at least one of the preconditions you specified did not hold");
+        s3__resp_err(x, rc, PRECOND_MSG);
         return;
     }
     if (rc) {
@@ -1239,7 +1221,7 @@ static void copy_object(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&attr.mtime, iso);
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody,
+    evbuffer_add_printf(x->out.body,
                         "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
                         S3_XMLNS, iso, etag);
@@ -1265,7 +1247,7 @@ static void part_copy(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&now, iso);
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody,
+    evbuffer_add_printf(x->out.body,
                         "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
                         S3_XMLNS, iso, etag);
@@ -1279,7 +1261,7 @@ static void get_tagging(struct s3_ctx *x)
     if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
         return;
     s3__resp_xml(x);
-    struct evbuffer *b = x->rbody;
+    struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<Tagging xmlns=\"%s\"><TagSet>", S3_XMLNS);
     for (size_t i = 0; i < o.meta.n; i++)
         if (o.meta.ents[i].type == S3_M_TAG) {
@@ -1311,18 +1293,17 @@ static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
         s3__resp_err(x, rc, NULL);
         return;
     }
-    x->status = clear ? 204 : 200;
+    x->out.status = clear ? 204 : 200;
 }
 
 static void put_tagging(struct s3_ctx *x)
 {
-    size_t n = evbuffer_get_length(x->body);
+    size_t n = evbuffer_get_length(x->in.buf);
     struct s3_xnode *root = NULL, *set;
-    const char *doc = (const char *)evbuffer_pullup(x->body, (ssize_t)n);
+    const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
     if (!n || s3__xml_parse(x->a, doc, n, &root) || strcmp(root->name, "Tagging") != 0 ||
         !(set = s3__xml_child(root, "TagSet"))) {
-        s3__resp_error(x, SRV_EBADREQ, "MalformedXML", 400,
-                       "the XML you provided was not well-formed or did not validate");
+        s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
     struct s3_meta tags;
@@ -1333,14 +1314,13 @@ static void put_tagging(struct s3_ctx *x)
         struct s3_xnode *k = s3__xml_child(t, "Key"), *v = s3__xml_child(t, "Value");
         if (!k || !v || !tag_ok(k->text, k->textlen, v->textlen) ||
             s3__meta_find(&tags, S3_M_TAG, k->text)) {
-            s3__resp_error(x, -EINVAL, "InvalidTag", 400,
-                           "a tag key or value is invalid or repeated");
+            s3__resp_s3err(x, S3E_INVALID_TAG, NULL);
             return;
         }
         s3__meta_add(&tags, x->a, S3_M_TAG, k->text, k->textlen, v->text, v->textlen);
     }
     if (tags.n > TAGS_MAX) {
-        s3__resp_error(x, -EINVAL, "BadRequest", 400, "object tags cannot be greater than 10");
+        s3__resp_s3err(x, S3E_BAD_REQUEST, "object tags cannot be greater than 10");
         return;
     }
     set_tags(x, &tags, false);
@@ -1357,7 +1337,7 @@ static void object_acl(struct s3_ctx *x)
     if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
         return;
     s3__resp_xml(x);
-    evbuffer_add_printf(x->rbody,
+    evbuffer_add_printf(x->out.body,
                         "<AccessControlPolicy xmlns=\"%s\"><Owner><ID>%u.%" PRIu64 "</ID>"
                         "<DisplayName>%u.%" PRIu64 "</DisplayName></Owner><AccessControlList>"
                         "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
@@ -1368,16 +1348,35 @@ static void object_acl(struct s3_ctx *x)
                         x->p.user);
 }
 
-const struct s3_op s3_op_put_object = {"PutObject", S3_BODY_STREAM, put_begin, put_finish};
-const struct s3_op s3_op_mpu_upload_part = {"UploadPart", S3_BODY_STREAM, part_begin, part_finish};
-const struct s3_op s3_op_get_object = {"GetObject", S3_BODY_NONE, get_or_head, NULL};
-const struct s3_op s3_op_head_object = {"HeadObject", S3_BODY_NONE, get_or_head, NULL};
-const struct s3_op s3_op_delete_object = {"DeleteObject", S3_BODY_NONE, delete_object, NULL};
-const struct s3_op s3_op_delete_objects = {"DeleteObjects", S3_BODY_XML, delete_objects, NULL};
-const struct s3_op s3_op_copy_object = {"CopyObject", S3_BODY_NONE, copy_object, NULL};
-const struct s3_op s3_op_mpu_upload_part_copy = {"UploadPartCopy", S3_BODY_NONE, part_copy, NULL};
-const struct s3_op s3_op_get_tagging = {"GetObjectTagging", S3_BODY_NONE, get_tagging, NULL};
-const struct s3_op s3_op_put_tagging = {"PutObjectTagging", S3_BODY_XML, put_tagging, NULL};
-const struct s3_op s3_op_delete_tagging = {"DeleteObjectTagging", S3_BODY_NONE, delete_tagging,
-                                           NULL};
-const struct s3_op s3_op_object_acl = {"GetObjectAcl", S3_BODY_NONE, object_acl, NULL};
+const struct s3_op s3_op_put_object = {.name = "PutObject",
+                                       .body = S3_BODY_STREAM,
+                                       .qos = QOS_WRITE,
+                                       .work = put_begin,
+                                       .finish = put_finish};
+const struct s3_op s3_op_mpu_upload_part = {.name = "UploadPart",
+                                            .body = S3_BODY_STREAM,
+                                            .qos = QOS_WRITE,
+                                            .work = part_begin,
+                                            .finish = part_finish};
+const struct s3_op s3_op_get_object = {.name = "GetObject",
+                                       .qos = QOS_READ,
+                                       .flags = S3_OPF_READ_AFTER,
+                                       .fast = s3__get_fast,
+                                       .work = get_or_head};
+const struct s3_op s3_op_head_object = {
+    .name = "HeadObject", .qos = QOS_META, .fast = s3__get_fast, .work = get_or_head};
+const struct s3_op s3_op_delete_object = {
+    .name = "DeleteObject", .qos = QOS_META, .work = delete_object};
+const struct s3_op s3_op_delete_objects = {
+    .name = "DeleteObjects", .body = S3_BODY_XML, .qos = QOS_META, .work = delete_objects};
+const struct s3_op s3_op_copy_object = {
+    .name = "CopyObject", .qos = QOS_WRITE, .work = copy_object};
+const struct s3_op s3_op_mpu_upload_part_copy = {
+    .name = "UploadPartCopy", .qos = QOS_WRITE, .work = part_copy};
+const struct s3_op s3_op_get_tagging = {
+    .name = "GetObjectTagging", .qos = QOS_META, .work = get_tagging};
+const struct s3_op s3_op_put_tagging = {
+    .name = "PutObjectTagging", .body = S3_BODY_XML, .qos = QOS_META, .work = put_tagging};
+const struct s3_op s3_op_delete_tagging = {
+    .name = "DeleteObjectTagging", .qos = QOS_META, .work = delete_tagging};
+const struct s3_op s3_op_object_acl = {.name = "GetObjectAcl", .qos = QOS_META, .work = object_acl};

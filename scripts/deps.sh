@@ -9,8 +9,9 @@ BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev li
 liblmdb-dev libtirpc-dev liburing-dev node-llhttp libjansson-dev libcmocka-dev rpcsvc-proto
 libcurl4-openssl-dev zlib1g-dev"
 TEST_PKGS="python3 python3-pytest python3-boto3 python3-prometheus-client awscli s3cmd rclone
-python3-yaml libnfs-dev libnfs-utils fio nginx-light clang libclang-rt-14-dev curl procps rpcbind
-qemu-system-x86 mmdebstrap passt e2fsprogs xz-utils ceph-mon ceph-osd radosgw ceph-common"
+python3-yaml libnfs-dev libnfs-utils fio nginx-light clang clang-format libclang-rt-14-dev curl
+procps rpcbind qemu-system-x86 mmdebstrap passt e2fsprogs xz-utils ceph-mon ceph-osd radosgw
+ceph-common"
 BENCH_PKGS="wrk fio nginx-light nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-dev python3-boto3"
 
 pkgs="$BUILD_PKGS"

@@ -41,6 +41,10 @@ note "layers (#include points down the stack)"
 if "$top/scripts/check-layers.sh"; then passed=$((passed + 1)); else
     failed=$((failed + 1)); failures+=("scripts/check-layers.sh"); fi
 
+note "format (.clang-format: listed files and the lines changed since main)"
+if "$top/scripts/check-format.sh"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); failures+=("scripts/check-format.sh"); fi
+
 note "unit tests (release; log: $logdir/check.out)"
 before=$failed
 (cd "$top/build" && make -j"$(nproc)" check >"$logdir/check.out" 2>&1)

@@ -2,13 +2,14 @@
  * libFuzzer target: the S3 front end's request path on raw bytes — the llhttp
  * request parser (s3_http.c) fed in fuzzer-chosen slices with its pauses,
  * pipelining and body delivery, then routing (s3_router.c) and SigV4 parsing
- * and canonicalization (s3_sigv4.c) of every request whose headers parse.
+ * and verifying (sigv4/, through s3api's glue s3_sigv4.c) of every request
+ * whose headers parse.
  * Like the connection (s3_conn.c), it takes each request away from the parser
  * at its headers, so the body, chunk extensions and trailer fields are parsed
  * with no request left in the parser; chunked bodies then also drive the
  * aws-chunked decoder through the HTTP framing (s3__chunked_http_*).
  * Input: byte 0 picks the slice size (bits 2-7) and the aws-chunked mode of
- * chunked bodies (bits 0-1: none, or an enum s3_chunk_mode), the rest is the
+ * chunked bodies (bits 0-1: none, or an enum srv_sigv4_chunk_mode), the rest is the
  * connection's bytes. */
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,8 +20,8 @@
 
 struct fuzz_conn {
     struct s3_req *req; /* taken from the parser at its headers */
-    int mode;           /* 0: plain bodies; else an enum s3_chunk_mode for chunked ones */
-    struct s3_sigv4 sig;
+    int mode;           /* 0: plain bodies; else an enum srv_sigv4_chunk_mode for chunked ones */
+    struct srv_sigv4_auth sig;
     struct s3_chunked ck;
     bool ck_on;
     size_t body;
@@ -59,9 +60,9 @@ static void on_headers(struct fuzz_conn *fc)
     struct s3_req *r = fc->req;
     struct s3_route rt;
     s3__route_req(&r->arena, r, "s3.test", &rt);
-    struct s3_sigv4 sig = {.arena = &r->arena};
+    struct srv_sigv4_auth sig;
     const char *authz = s3__req_header(r, "authorization");
-    int rc = authz ? s3__sigv4_parse_header(authz, &sig) : s3__sigv4_parse_query(r, &sig);
+    int rc = authz ? srv_sigv4_parse_header(authz, &sig) : s3__sigv4_parse_query(r, &sig);
     if (rc == 0) {
         unsigned char key[32];
         const char *why;
@@ -76,7 +77,8 @@ static void on_headers(struct fuzz_conn *fc)
         memcpy(fc->sig.amz_date, "20260101T000000Z", 17);
         memcpy(fc->sig.region, "us-east-1", 10);
         memcpy(fc->sig.service, "s3", 3);
-        s3__chunked_init(&fc->ck, (enum s3_chunk_mode)fc->mode, key, &fc->sig, payload_cb, fc);
+        s3__chunked_init(&fc->ck, (enum srv_sigv4_chunk_mode)fc->mode, key, &fc->sig, payload_cb,
+                         fc);
         fc->ck_on = true;
     }
 }

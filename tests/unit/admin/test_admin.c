@@ -2,7 +2,8 @@
  * Unit tests for admin/admin.c and admin_api.c: a real admin listener on a
  * loopback port over a real core in a temp dir, driven by raw HTTP/1.1
  * requests: /healthz before and after ready, /metrics, bearer-token checks,
- * and the REST resources with their status codes. */
+ * and the REST resources with their status codes; the admin error codes of
+ * both tables (SRV_ERR_MAP, ADMIN_ERR_MAP) and docs/admin-api.md agree. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,8 +21,10 @@
 #include <openssl/sha.h>
 
 #include "admin.h"
+#include "admin_int.h"
 #include "core.h"
 #include "qos_admit.h"
+#include "srv_err.h"
 #include "tenants.h"
 
 #define TOKEN "unit-test-token-123"
@@ -215,6 +218,44 @@ static void test_rest(void **state)
     assert_int_equal(tenants_key_lookup(tenants, ak, secret, &p), -ENOENT);
     assert_int_equal(qos_policy_get_user(qos, 2, 2, &pol), -ENOENT); /* went with the tenant */
     assert_int_equal(http("PUT", "/api/v1/tenants", TOKEN, NULL, b, sizeof(b)), 405);
+    assert_non_null(strstr(b, "\"error\":\"MethodNotAllowed\""));
+    assert_int_equal(http("GET", "/api/v1/tenants/x", TOKEN, NULL, b, sizeof(b)), 404);
+    assert_non_null(strstr(b, "\"error\":\"NotFound\""));
+}
+
+/* Every admin answer has one status wherever it is written, and the docs list it. */
+static void test_error_codes(void **state)
+{
+    (void)state;
+    FILE *f = fopen(SRCDIR "/docs/admin-api.md", "r");
+    assert_non_null(f);
+    static char doc[1 << 20];
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    size_t nmap, nonly;
+    const struct srv_err_info *t = srv_err_table(&nmap);
+    const struct admin_err_info *admin_only = admin__err_table(&nonly);
+    size_t nall = nmap + nonly;
+    for (size_t i = 0; i < nall; i++) {
+        const char *code = i < nmap ? t[i].admin : admin_only[i - nmap].code;
+        int status = i < nmap ? t[i].admin_http : admin_only[i - nmap].status;
+        if (status < 300)
+            continue;
+        char want[96];
+        snprintf(want, sizeof(want), "`%d %s`", status, code);
+        if (!strstr(doc, want))
+            fail_msg("docs/admin-api.md does not list %s", want);
+        for (size_t j = 0; j < nmap; j++) {
+            if (strcmp(t[j].admin, code) == 0 && t[j].admin_http != status)
+                fail_msg("admin code %s answers both %d and %d", code, status, t[j].admin_http);
+        }
+        if (i >= nmap)
+            continue;
+        for (size_t j = 0; j < nonly; j++)
+            if (strcmp(admin_only[j].code, code) == 0)
+                fail_msg("admin code %s is in both tables", code);
+    }
 }
 
 int main(void)
@@ -222,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_metrics_auth),
         cmocka_unit_test(test_rest),
+        cmocka_unit_test(test_error_codes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -152,13 +152,43 @@ static void test_errors(void **state)
     s3__http_fini(&t.h);
 }
 
+/* What the connection reads from an op instead of comparing pointers. */
+static void test_op_facts(void **state)
+{
+    (void)state;
+    const struct s3_op *writes[] = {&s3_op_put_object, &s3_op_mpu_upload_part, &s3_op_copy_object,
+                                    &s3_op_mpu_upload_part_copy};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(writes[i]->qos, QOS_WRITE);
+        assert_int_equal(writes[i]->flags, 0);
+    }
+    assert_int_equal(s3_op_put_object.body, S3_BODY_STREAM);
+    assert_non_null(s3_op_put_object.finish);
+    assert_int_equal(s3_op_mpu_upload_part.body, S3_BODY_STREAM);
+    /* GetObject: admitted after, as a read of what it sends; GET and HEAD try the loop first */
+    assert_int_equal(s3_op_get_object.flags, S3_OPF_READ_AFTER);
+    assert_int_equal(s3_op_get_object.qos, QOS_READ);
+    assert_ptr_equal(s3_op_get_object.fast, s3__get_fast);
+    assert_ptr_equal(s3_op_head_object.fast, s3__get_fast);
+    const struct s3_op *meta[] = {
+        &s3_op_list_buckets,   &s3_op_create_bucket,   &s3_op_delete_bucket,  &s3_op_head_bucket,
+        &s3_op_list_objects,   &s3_op_list_objects_v2, &s3_op_head_object,    &s3_op_delete_object,
+        &s3_op_delete_objects, &s3_op_get_tagging,     &s3_op_put_tagging,    &s3_op_mpu_create,
+        &s3_op_mpu_complete,   &s3_op_mpu_abort,       &s3_op_mpu_list_parts, &s3_op_object_acl,
+    };
+    for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
+        assert_int_equal(meta[i]->qos, QOS_META);
+        assert_int_equal(meta[i]->flags, 0);
+        assert_non_null(meta[i]->work);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ops),
-        cmocka_unit_test(test_copy_and_keys),
-        cmocka_unit_test(test_vhost),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_ops),      cmocka_unit_test(test_copy_and_keys),
+        cmocka_unit_test(test_vhost),    cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_op_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

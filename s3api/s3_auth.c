@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3_auth: authentication of a request: the SigV4 Authorization header or
+ * presigned query (sigv4/ through s3_sigv4.c), the secret and principal of
+ * the access key from tenants (an in-memory cache, so this runs on the loop
+ * thread), then the payload mode: aws-chunked streaming (the decoder, with
+ * the request's signing key) or a signed SHA-256 to check.
+ * Thread: the connection's loop. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "s3_conn.h"
+#include "srv_err.h"
+#include "tenants.h"
+
+static bool is_hex64(const char *s)
+{
+    if (strlen(s) != 64)
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* @return 0 when the request is authenticated; otherwise the error response is set. */
+int s3__ctx_auth(struct s3_ctx *x)
+{
+    struct s3_req *r = x->req;
+    const char *authz = s3__req_header(r, "authorization");
+    int rc;
+    if (authz) {
+        rc = srv_sigv4_parse_header(authz, &x->auth.sig);
+        if (rc == SRV_ENOTSUPP) {
+            s3__resp_err(x, -EACCES, "only AWS Signature Version 4 is supported");
+            return -1;
+        }
+        if (rc) {
+            s3__resp_s3err(x, S3E_AUTH_HEADER_MALFORMED, NULL);
+            return -1;
+        }
+    } else {
+        rc = s3__sigv4_parse_query(r, &x->auth.sig);
+        if (rc == -ENOENT && s3__req_has_param(r, "AWSAccessKeyId")) {
+            s3__resp_err(x, -EACCES,
+                         "only AWS Signature Version 4 is supported (presigned URL is SigV2)");
+            return -1;
+        }
+        if (rc == -ENOENT) {
+            s3__resp_err(x, -EACCES, "anonymous access is not allowed");
+            return -1;
+        }
+        if (rc) {
+            s3__resp_s3err(x, S3E_AUTH_QUERY_MALFORMED, NULL);
+            return -1;
+        }
+    }
+    char secret[TENANT_SECRET_MAX + 1];
+    rc = tenants_key_lookup(x->srv->tenants, x->auth.sig.akey, secret, &x->p);
+    if (rc == -ENOENT) {
+        s3__resp_s3err(x, S3E_INVALID_ACCESS_KEY_ID, NULL);
+        return -1;
+    }
+    if (rc) {
+        s3__resp_err(x, -EACCES, "the access key or its user is disabled");
+        return -1;
+    }
+    const char *why = NULL;
+    rc = s3__sigv4_verify(x->a, r, &x->auth.sig, secret, time(NULL), x->auth.skey, &why);
+    OPENSSL_cleanse(secret, sizeof(secret));
+    if (rc) {
+        uint32_t tenant = x->p.tenant;
+        memset(&x->p, 0, sizeof(x->p));
+        x->p.tenant = tenant;
+        if (rc == SRV_EAUTH)
+            s3__resp_err(x, SRV_EAUTH, why);
+        else if (rc == -ETIMEDOUT)
+            s3__resp_s3err(x, S3E_REQUEST_TIME_TOO_SKEWED, why);
+        else if (rc == -EACCES)
+            s3__resp_err(x, -EACCES, why);
+        else
+            s3__resp_s3err(x, S3E_AUTH_HEADER_MALFORMED, why);
+        return -1;
+    }
+    /* payload mode */
+    const char *ph = x->auth.sig.payload_hash;
+    if (strcmp(ph, SRV_SIGV4_STREAMING_SIGNED) == 0 ||
+        strcmp(ph, SRV_SIGV4_STREAMING_SIGNED_TRAILER) == 0 ||
+        strcmp(ph, SRV_SIGV4_STREAMING_UNSIGNED_TRAILER) == 0) {
+        enum srv_sigv4_chunk_mode m = strcmp(ph, SRV_SIGV4_STREAMING_SIGNED) == 0
+                                          ? SRV_SIGV4_CHUNK_SIGNED
+                                      : strcmp(ph, SRV_SIGV4_STREAMING_SIGNED_TRAILER) == 0
+                                          ? SRV_SIGV4_CHUNK_SIGNED_TRAILER
+                                          : SRV_SIGV4_CHUNK_UNSIGNED_TRAILER;
+        x->in.ck = malloc(sizeof(*x->in.ck)); /* only these requests carry the decoder */
+        if (!x->in.ck)
+            abort();
+        s3__chunked_init(x->in.ck, m, x->auth.skey, &x->auth.sig, s3__body_payload, x);
+        x->in.aws_chunked = true;
+        const char *dl = s3__req_header(r, "x-amz-decoded-content-length");
+        if (dl) {
+            char *end = NULL;
+            unsigned long long v = strtoull(dl, &end, 10);
+            if (!end || *end || end == dl) {
+                s3__resp_err(x, -EINVAL, "x-amz-decoded-content-length is malformed");
+                return -1;
+            }
+            x->in.decoded_len = (int64_t)v;
+        }
+    } else if (strcmp(ph, SRV_SIGV4_UNSIGNED_PAYLOAD) != 0) {
+        if (!is_hex64(ph)) {
+            s3__resp_err(x, -EINVAL,
+                         "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a "
+                         "lower-case hex SHA-256");
+            return -1;
+        }
+        x->in.sha256 = EVP_MD_CTX_new();
+        if (!x->in.sha256)
+            abort();
+        EVP_DigestInit_ex(x->in.sha256, EVP_sha256(), NULL);
+    }
+    return 0;
+}

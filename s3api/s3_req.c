@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * s3_req: a request's context from its headers to its log line. Per
+ * request: headers parsed (bounded, 431) -> authenticated (s3_auth.c, on the
+ * loop thread) -> routed -> its body read (s3_body.c) -> admitted by QoS as
+ * its op says (struct s3_op: class, flags) -> the op's fast path on the loop
+ * or its work on a worker (srv_work_submit) -> the response sent
+ * (s3_resp.c) -> logged and freed. Requests on a connection are handled
+ * strictly one after another, so responses leave in request order.
+ * Lifetime: a context whose connection died is released when its last
+ * worker step returns; an open upload or a held inode are released on a
+ * worker, and s3_server_stop waits for those (ndetached).
+ * Thread: the connection's loop; the op's work on workers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "s3_conn.h"
+#include "srv_err.h"
+#include "srv_log.h"
+#include "srv_loop.h"
+#include "srv_metrics.h"
+
+static void ctx_cleanup_work(void *arg)
+{
+    struct s3_ctx *x = arg;
+    if (x->wr.up)
+        core_upload_abort(x->wr.up);
+    x->wr.up = NULL;
+    if (x->get.ref_held)
+        core_unref(x->core, x->get.ino);
+    x->get.ref_held = false;
+}
+
+static void ctx_free_now(struct s3_ctx *x)
+{
+    if (x->in.buf)
+        evbuffer_free(x->in.buf);
+    free(x->wr.cbuf[0]);
+    free(x->wr.cbuf[1]);
+    if (x->out.hdrs)
+        evbuffer_free(x->out.hdrs);
+    if (x->out.body)
+        evbuffer_free(x->out.body);
+    if (x->in.md5)
+        EVP_MD_CTX_free(x->in.md5);
+    if (x->in.sha256)
+        EVP_MD_CTX_free(x->in.sha256);
+    s3__ck_free(&x->in.cks);
+    if (x->in.ck) {
+        s3__chunked_fini(x->in.ck);
+        free(x->in.ck);
+    }
+    for (int i = 0; i < S3_READS_INFLIGHT; i++)
+        free(x->get.rs[i].buf);
+    for (int i = 0; i < S3_ZC_INFLIGHT; i++)
+        if (x->get.zw[i]) /* prepared, never appended (no worker runs: the conn waited) */
+            s3__zwin_drop(x->get.zw[i]);
+    s3__req_free(x->req);
+    OPENSSL_cleanse(x->auth.skey, sizeof(x->auth.skey));
+    free(x);
+}
+
+static void ctx_cleanup_done(void *arg)
+{
+    struct s3_ctx *x = arg;
+    struct s3_server *srv = x->srv;
+    ctx_free_now(x);
+    pthread_mutex_lock(&srv->lock);
+    atomic_fetch_sub(&srv->ndetached, 1);
+    pthread_cond_broadcast(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* Free a context; an open upload or a held inode are released on a worker. */
+void s3__ctx_free(struct s3_ctx *x)
+{
+    if (!x)
+        return;
+    if (x->qos.waiting && qos_global())
+        qos_cancel(qos_global(), x);
+    x->qos.waiting = false;
+    x->conn = NULL;
+    if (x->wr.up || x->get.ref_held) {
+        atomic_fetch_add(&x->srv->ndetached, 1);
+        srv_work_submit(x->loop, ctx_cleanup_work, ctx_cleanup_done, x);
+        return;
+    }
+    ctx_free_now(x);
+}
+
+/* The request log line, one per request. Built with plain copies (no
+ * printf) and only when INFO is on for S3; srv_log adds its prefix. It goes
+ * through the loop thread's log buffer (srv_log_buffered: many lines per
+ * write(2), written out within SRV_LOG_FLUSH_MS). */
+void s3__ctx_log(struct s3_ctx *x)
+{
+    uint64_t lat = srv_now_us() - x->t_start;
+    const char *op = x->rt.op ? x->rt.op->name : "Unknown";
+    if (SRV_LOG_INFO <= srv_log_levels[SRV_SUB_S3]) {
+        char line[1400], *o = line, num[24];
+        const char *res = s3__resource(x);
+        size_t rl = strlen(res);
+        if (rl > 1100)
+            rl = 1100; /* srv_log cuts long lines anyway */
+        o = s3__put_str(o, "req=");
+        o = s3__put_str(o, x->reqid);
+        o = s3__put_str(o, " tenant=");
+        s3__u64_dec(num, x->p.tenant);
+        o = s3__put_str(o, num);
+        o = s3__put_str(o, " peer=");
+        o = s3__put_str(o, x->conn ? x->conn->peer : "-");
+        o = s3__put_str(o, " op=");
+        o = s3__put_str(o, op);
+        *o++ = ' ';
+        o = s3__put_str(o, x->req ? x->req->method : "-");
+        *o++ = ' ';
+        memcpy(o, res, rl);
+        o += rl;
+        o = s3__put_str(o, " status=");
+        s3__u64_dec(num, (uint64_t)(x->out.status > 0 ? x->out.status : 0));
+        o = s3__put_str(o, num);
+        o = s3__put_str(o, " in=");
+        s3__u64_dec(num, x->bytes_in);
+        o = s3__put_str(o, num);
+        o = s3__put_str(o, " out=");
+        s3__u64_dec(num, x->bytes_out);
+        o = s3__put_str(o, num);
+        o = s3__put_str(o, " us=");
+        s3__u64_dec(num, lat);
+        o = s3__put_str(o, num);
+        *o = '\0';
+        srv_log_buffered(INFO, S3, "%s", line);
+    }
+    srv_metrics_op_bucket(SRV_PROTO_S3, op, x->p.tenant, x->bucket_ino, x->bytes_in, x->bytes_out,
+                          lat, x->out.status >= 400 ? (x->out.err ? x->out.err : -EIO) : 0);
+}
+
+struct work_call {
+    struct s3_ctx *x;
+    void (*work)(struct s3_ctx *);
+    void (*done)(struct s3_ctx *);
+    void (*work_arg)(struct s3_ctx *, void *); /* or these two, with arg */
+    void (*done_arg)(struct s3_ctx *, void *);
+    void *arg;
+};
+
+static void tramp_work(void *arg)
+{
+    struct work_call *w = arg;
+    if (w->work_arg)
+        w->work_arg(w->x, w->arg);
+    else
+        w->work(w->x);
+}
+
+static void tramp_done(void *arg)
+{
+    struct work_call *w = arg;
+    struct s3_ctx *x = w->x;
+    struct s3_conn *c = x->conn;
+    c->nest++;
+    c->work_inflight--;
+    if (!c->dead) {
+        if (w->done_arg)
+            w->done_arg(x, w->arg);
+        else
+            w->done(x);
+    }
+    free(w);
+    s3__conn_leave(c);
+}
+
+/* Run @p work on a worker, then @p done on the connection's loop (unless the
+ * connection died meanwhile: then the context is released instead). */
+void s3__ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *), void (*done)(struct s3_ctx *))
+{
+    struct work_call *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    w->x = x;
+    w->work = work;
+    w->done = done;
+    x->conn->work_inflight++;
+    srv_work_submit(x->loop, tramp_work, tramp_done, w);
+}
+
+/* As s3__ctx_submit, passing @p arg to both functions. */
+void s3__ctx_submit_arg(struct s3_ctx *x, void (*work)(struct s3_ctx *, void *),
+                        void (*done)(struct s3_ctx *, void *), void *arg)
+{
+    struct work_call *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    w->x = x;
+    w->work_arg = work;
+    w->done_arg = done;
+    w->arg = arg;
+    x->conn->work_inflight++;
+    srv_work_submit(x->loop, tramp_work, tramp_done, w);
+}
+
+void s3__ctx_finish(struct s3_ctx *x)
+{
+    struct s3_conn *c = x->conn;
+    s3__ctx_log(x);
+    if (!x->in.complete) {
+        c->closing = true; /* unread body bytes would be parsed as the next request */
+        c->linger = true;
+    }
+    c->x = NULL;
+    /* the next request on this connection reuses the three buffers, emptied */
+    struct evbuffer **keep[3] = {&x->in.buf, &x->out.hdrs, &x->out.body};
+    for (int i = 0; i < 3; i++)
+        if (!c->spare[i] && *keep[i]) {
+            evbuffer_drain(*keep[i], evbuffer_get_length(*keep[i]));
+            c->spare[i] = *keep[i];
+            *keep[i] = NULL;
+        }
+    s3__ctx_free(x);
+    c->state = S3_CS_HEADERS;
+    s3__body_ev_sync(c);
+    if (c->closing) {
+        c->state = S3_CS_WAIT;
+        bufferevent_disable(c->bev, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            s3__conn_done(c);
+        return;
+    }
+    s3__conn_hdr_timer(c);
+    s3__conn_pump(c);
+}
+
+static void qos_go(void *arg, int err)
+{
+    struct s3_ctx *x = arg;
+    struct s3_conn *c = x->conn;
+    x->qos.waiting = false;
+    c->nest++;
+    if (err) {
+        s3__resp_err(x, SRV_ETHROTTLE,
+                     "please reduce your request rate (the tenant's QoS limit was reached)");
+        s3__resp_send(x);
+    } else {
+        x->qos.next(x);
+    }
+    s3__conn_leave(c);
+}
+
+/* Ask QoS before dispatching; @p next runs on this loop once admitted (maybe at once).
+ * Throttled requests answer 503 SlowDown. */
+void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
+                   void (*next)(struct s3_ctx *))
+{
+    struct qos *q = qos_global();
+    if (!q) {
+        next(x);
+        return;
+    }
+    x->qos.next = next;
+    x->qos.waiting = true;
+    int rc = qos_admit(q, &x->p, cls, bytes, srv_loop_base(x->loop), qos_go, x);
+    if (rc) {
+        /* go never runs: answer here */
+        x->qos.waiting = false;
+        s3__resp_err(x, SRV_ETHROTTLE,
+                     "please reduce your request rate (the tenant's QoS queue is full)");
+        s3__resp_send(x);
+    }
+}
+
+/* An S3_OPF_READ_AFTER op (GetObject) is admitted once its size is known, with
+ * the bytes it will send. */
+void s3__op_done(struct s3_ctx *x)
+{
+    uint64_t n = x->get.stream ? x->get.end - x->get.off : evbuffer_get_length(x->out.body);
+    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300 && n > 0)
+        s3__ctx_admit(x, x->rt.op->qos, n, s3__resp_send);
+    else
+        s3__resp_send(x);
+}
+
+static void op_run(struct s3_ctx *x)
+{
+    s3__ctx_submit(x, x->rt.op->work, s3__op_done);
+}
+
+/* Run the op: its fast path first when it has one (GET/HEAD of an object:
+ * metadata, and inline content, straight from the loop thread, as
+ * core_key_peek reads only the LMDB map, so a small object costs no worker
+ * round trip; only a body in extents goes to a worker). */
+static void op_start(struct s3_ctx *x)
+{
+    if (!x->rt.op->fast) {
+        op_run(x);
+        return;
+    }
+    switch (x->rt.op->fast(x)) {
+    case S3_FAST_DONE:
+        s3__op_done(x);
+        break;
+    case S3_FAST_DATA:
+        s3__ctx_submit(x, s3__get_data_work, s3__op_done);
+        break;
+    default:
+        op_run(x);
+        break;
+    }
+}
+
+void s3__req_headers(struct s3_conn *c)
+{
+    struct s3_server *srv = c->srv;
+    evtimer_del(c->hdr_timer);
+    struct s3_ctx *x = calloc(1, sizeof(*x));
+    if (!x)
+        abort();
+    x->srv = srv;
+    x->conn = c;
+    x->loop = c->loop;
+    x->core = srv->core;
+    x->region = srv->region;
+    x->req = s3__http_take_req(&c->http);
+    x->a = &x->req->arena;
+    x->t_start = srv_now_us();
+    x->in.decoded_len = -1;
+    struct evbuffer **take[3] = {&x->in.buf, &x->out.hdrs, &x->out.body};
+    for (int i = 0; i < 3; i++) {
+        *take[i] = c->spare[i] ? c->spare[i] : evbuffer_new();
+        c->spare[i] = NULL;
+        if (!*take[i])
+            abort();
+    }
+    s3__reqid_make(srv, x->reqid);
+    x->out.head = strcmp(x->req->method, "HEAD") == 0;
+    x->tls = srv->ssl != NULL;
+    c->x = x;
+    c->state = S3_CS_WAIT;
+
+    s3__route_req(x->a, x->req, srv->domain, &x->rt);
+    if (s3__ctx_auth(x)) {
+        s3__resp_send(x);
+        return;
+    }
+    if (x->rt.err) {
+        if (x->rt.err == -EPERM) /* the router's mark for a method the resource has not */
+            s3__resp_s3err(x, S3E_METHOD_NOT_ALLOWED, x->rt.errmsg);
+        else
+            s3__resp_err(x, x->rt.err, x->rt.errmsg);
+        s3__resp_send(x);
+        return;
+    }
+    const struct s3_req *r = x->req;
+    x->in.mode = x->rt.op->body;
+    uint64_t declared = x->in.aws_chunked && x->in.decoded_len >= 0 ? (uint64_t)x->in.decoded_len
+                                                                    : r->content_length;
+    if (x->in.mode == S3_BODY_STREAM && declared > srv->max_object_size) {
+        s3__resp_err(x, SRV_ETOOBIG, S3_MSG_TOO_LARGE);
+        s3__resp_send(x);
+        return;
+    }
+    if (x->in.mode == S3_BODY_STREAM && !r->has_clen && !r->chunked) {
+        s3__resp_s3err(x, S3E_MISSING_CONTENT_LENGTH, NULL);
+        s3__resp_send(x);
+        return;
+    }
+    x->in.limit = S3_XML_BODY_MAX;
+    if (x->in.mode == S3_BODY_STREAM) {
+        x->in.md5 = EVP_MD_CTX_new();
+        if (!x->in.md5)
+            abort();
+        EVP_DigestInit_ex(x->in.md5, EVP_md5(), NULL);
+        s3__ctx_admit(x, x->rt.op->qos, declared, s3__body_start);
+        return;
+    }
+    if (r->expect_continue && (r->content_length > 0 || r->chunked))
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
+    c->state = S3_CS_BODY;
+    s3__http_resume(&c->http);
+}
+
+/* The HTTP message (body included) is complete. */
+void s3__req_message_done(struct s3_conn *c)
+{
+    struct s3_ctx *x = c->x;
+    x->in.complete = true;
+    s3__http_next(&c->http);
+    c->state = S3_CS_WAIT;
+    if (x->in.mode == S3_BODY_STREAM) {
+        s3__body_pump(x);
+        return;
+    }
+    if (x->in.err) {
+        s3__body_fail_resp(x);
+        s3__resp_send(x);
+        return;
+    }
+    if (x->in.aws_chunked && !x->in.ck->d.done) {
+        s3__resp_s3err(x, S3E_INCOMPLETE_BODY, "aws-chunked body incomplete");
+        s3__resp_send(x);
+        return;
+    }
+    if (s3__body_check(x)) {
+        s3__resp_send(x);
+        return;
+    }
+    if (x->rt.op->flags & S3_OPF_READ_AFTER)
+        op_start(x); /* admitted in s3__op_done */
+    else
+        s3__ctx_admit(x, x->rt.op->qos, 0, op_start);
+}
