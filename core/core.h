@@ -111,6 +111,10 @@ struct core_config {
     uint32_t commit_max_batch; /* most operations in one group commit (default 256) */
     bool meta_mem;            /* metadata in memory, not in LMDB (tests: kept for the life
                                * of the process under data_dir, so a reopen finds it) */
+    uint32_t settle_ms;       /* a file NFS changed is settled (its MD5 ETag computed, its
+                               * version sealed) once unchanged this long (0: at once) */
+    bool bg_worker;           /* run the background worker that settles files (else only
+                               * core_bg_run does) */
 };
 
 /** Open (creating if new) the store under cfg->data_dir; recovers after a crash
@@ -125,6 +129,24 @@ void core_close(struct core *c);
 /** Make every acknowledged change durable, pending UNSTABLE writes included
  * (flushes every inode's, then a group commit + data sync). */
 int core_sync(struct core *c);
+
+/* ---- background work ---- */
+
+/** Called with the byte count of each disk read of background work (the MD5 of
+ * a file NFS changed) before it is issued: it may sleep to throttle it (the
+ * daemon charges a system QoS class). @return 0, or an error that fails that
+ * piece of work (it is tried again later). */
+typedef int (*core_bg_io_fn)(void *arg, uint64_t bytes);
+/** Set (NULL: remove) the hook; takes effect for the next read. */
+void core_bg_set_io(struct core *c, core_bg_io_fn fn, void *arg);
+/** One pass of the background worker on the caller's thread: settle the files
+ * NFS changed that have been quiet for settle_ms (@p all: every one), i.e.
+ * compute and store the MD5 ETag of those whose MD5 is unknown, once their
+ * writes are committed (a file with pending UNSTABLE writes waits). The
+ * worker thread (cfg.bg_worker) runs one every settle_ms / 2 (50 ms .. 1 s).
+ * @param[out] settled files settled (may be NULL).
+ * @return 0, or the first error met (logged; the file is tried again later). */
+int core_bg_run(struct core *c, bool all, unsigned *settled);
 
 /* ---- tenants (the core keeps their roots; tenants/ keeps the rest) ---- */
 
@@ -294,8 +316,9 @@ void core_unref(struct core *c, uint64_t ino);
 struct core_objinfo {
     struct core_attr attr;
     /* without quotes. A file changed through NFS gets the MD5 of its content
-     * at its next core_key_lookup (up to 256 MiB; stored then); until then, and
-     * beyond that size, "<16 hex ino><16 hex change>-1" (multipart form). */
+     * once settled (core_bg_run), or at its next core_key_lookup before (up to
+     * 256 MiB; stored then); until then "<16 hex ino><16 hex change>-1"
+     * (multipart form). */
     char etag[CORE_ETAG_MAX + 1];
     size_t metalen;
     void *meta;                   /* heap; free with free() */

@@ -152,7 +152,10 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
             return rc;
     }
     r->size = newsize;
-    return etag_forget(c, t, ino);
+    rc = etag_forget(c, t, ino);
+    if (rc == 0)
+        rc = core__dirty_note(t, ino, r, META_DIRTY_ETAG);
+    return rc;
 }
 
 int core__truncate_plan(struct core *c, uint64_t ino, uint64_t newsize,
@@ -325,7 +328,13 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
         r->mtime_ns = r->ctime_ns = (uint32_t)b->mtime.tv_nsec;
     }
     r->change = b->change > r->change + 1 ? b->change : r->change + 1;
-    return etag_store(c, t, ino, b->md5_ok && b->size == r->size ? b->md5 : "");
+    /* a content written in order has its MD5; any other the worker computes */
+    bool known = b->md5_ok && b->size == r->size;
+    rc = etag_store(c, t, ino, known ? b->md5 : "");
+    if (rc == 0)
+        rc = known ? core__dirty_clear(t, ino, META_DIRTY_ETAG)
+                   : core__dirty_note(t, ino, r, META_DIRTY_ETAG);
+    return rc;
 }
 
 /* ---- read ---- */

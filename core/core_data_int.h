@@ -94,6 +94,13 @@ uint32_t core__bcrc_compute(const void *buf, uint32_t len, uint32_t *out);
 uint32_t core__bcrc_get(struct meta_txn *t, const struct store_extent *e, uint32_t *out);
 /** Free all data of @p ino (extents via the store limbo, inline bytes). */
 int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino);
+/** Inside an op: note file @p ino (its inode @p r, as the op writes it back) for the
+ * background worker with @p flags (META_DIRTY_*: added to those noted already), as
+ * changed now. @return 0, -ENOSPC, -EIO. */
+int core__dirty_note(struct meta_txn *t, uint64_t ino, const struct meta_inode *r, uint32_t flags);
+/** Inside an op: @p flags of file @p ino's note are done (the note goes with its last
+ * flag). @return 0, -ENOSPC, -EIO. */
+int core__dirty_clear(struct meta_txn *t, uint64_t ino, uint32_t flags);
 /** The inline bytes of @p ino, borrowed from @p t (length 0 when it has none).
  * @return 0 or a meta error. */
 int core__inline_get(struct meta_txn *t, uint64_t ino, const void **data, size_t *len);

@@ -269,6 +269,9 @@ int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino)
     rc = meta_inline_del(t, ino);
     if (rc && rc != -ENOENT)
         return rc;
+    rc = meta_dirty_del(t, ino);
+    if (rc && rc != -ENOENT)
+        return rc;
     for (;;) {
         l.n = 0;
         rc = meta_extent_scan(t, ino, 0, UINT64_MAX, drop_collect, &l);
@@ -285,6 +288,40 @@ int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino)
         if (!more)
             return 0;
     }
+}
+
+/* ---- background work notes ---- */
+
+int core__dirty_note(struct meta_txn *t, uint64_t ino, const struct meta_inode *r, uint32_t flags)
+{
+    struct meta_dirty d;
+    struct timespec now;
+    int rc = meta_dirty_get(t, ino, &d);
+    if (rc == -ENOENT || rc == SRV_ECORRUPT)
+        memset(&d, 0, sizeof(d));
+    else if (rc)
+        return rc;
+    core__now(&now);
+    d.flags |= flags;
+    d.bucket = r->bucket;
+    d.change = r->change;
+    d.since_s = now.tv_sec;
+    d.since_ns = (uint32_t)now.tv_nsec;
+    return meta_dirty_put(t, ino, &d);
+}
+
+int core__dirty_clear(struct meta_txn *t, uint64_t ino, uint32_t flags)
+{
+    struct meta_dirty d;
+    int rc = meta_dirty_get(t, ino, &d);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc || !(d.flags & flags))
+        return rc;
+    d.flags &= ~flags;
+    if (!d.flags)
+        return meta_dirty_del(t, ino);
+    return meta_dirty_put(t, ino, &d);
 }
 
 int core__inline_get(struct meta_txn *t, uint64_t ino, const void **data, size_t *len)

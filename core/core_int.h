@@ -34,6 +34,7 @@
 
 #include "core.h"
 #include "meta.h"
+#include "meta_bucket.h"
 #include "meta_dirent.h"
 #include "meta_extent.h"
 #include "meta_free.h"
@@ -41,6 +42,7 @@
 #include "meta_keyidx.h"
 #include "meta_mpu.h"
 #include "meta_usage.h"
+#include "meta_version.h"
 #include "store.h"
 
 _Static_assert(CORE_NAME_MAX == META_NAME_MAX, "names: core and meta agree");

@@ -7,7 +7,8 @@
  * Open order: sub-module state -> meta env (schema check) -> store (allocator
  * rebuilt from the free map) -> the store wired to meta (a new store's map
  * initialized in its own txn, the commit hooks of core_extent.c) -> orphan
- * reclaim -> quota counters -> the pending-write flusher. The write verifier
+ * reclaim -> quota counters -> the pending-write flusher -> the background
+ * worker (core_bg.c). The write verifier
  * is random per open.
  * Thread: every public call is thread-safe. */
 #include "core_ns_int.h"
@@ -105,7 +106,7 @@ static int ns_init(struct core *c)
     if (!c->ns)
         return -ENOMEM;
     pthread_mutex_init(&c->ns->ref_mu, NULL);
-    return 0;
+    return core__bg_init(c);
 }
 
 static void ns_fini(struct core *c)
@@ -121,6 +122,7 @@ static void ns_fini(struct core *c)
         }
     }
     pthread_mutex_destroy(&n->ref_mu);
+    core__bg_fini(c);
     free(n);
     c->ns = NULL;
 }
@@ -213,6 +215,8 @@ int core_open(struct core **out, const struct core_config *cfg)
     if (rc)
         goto out;
     rc = core__pend_flusher_start(c);
+    if (rc == 0)
+        rc = core__bg_start(c);
     if (rc)
         goto out;
     *out = c;
@@ -241,6 +245,8 @@ void core_close(struct core *c)
 {
     if (!c)
         return;
+    if (c->ns)
+        core__bg_stop(c);
     if (c->data)
         core__pend_flusher_stop(c);
     if (c->meta && c->store)

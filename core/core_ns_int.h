@@ -20,10 +20,21 @@ struct core__ref {
 };
 #define CORE_REF_BUCKETS 1024
 
+/* The background worker (core_bg.c). */
+struct core__bg {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* stop (CLOCK_MONOTONIC waits) */
+    bool stop, running;
+    pthread_t thread;
+    core_bg_io_fn io; /* mu */
+    void *ioarg;
+};
+
 /* The sub-module's state (c->ns). */
 struct core__ns {
     pthread_mutex_t ref_mu;
     struct core__ref *refs[CORE_REF_BUCKETS];
+    struct core__bg bg;
 };
 
 /* ---- core_ns.c: tree changes shared by NFS and S3, names ---- */
@@ -60,6 +71,21 @@ int core__key_check(const char *key, size_t len, bool *isdir);
  * directory or an empty file, else "<16 hex ino><16 hex change>-1" into @p etag
  * (CORE_ETAG_MAX + 1 bytes). */
 void core__etag_synth(const struct meta_inode *r, uint64_t ino, char *etag);
+
+/* ---- core_bg.c: the background worker ---- */
+/** Set up / tear down its state (c->ns->bg). @return 0. */
+int core__bg_init(struct core *c);
+void core__bg_fini(struct core *c);
+/** Start the worker thread (when cfg.bg_worker) / stop it (safe when not started).
+ * @return 0, -errno. */
+int core__bg_start(struct core *c);
+void core__bg_stop(struct core *c);
+/** MD5 of the first @p size bytes of file @p ino (of @p tenant) into @p etag (33 bytes),
+ * read through the background read function; with @p store, stored as its ETag if the
+ * inode's change counter is still @p change. @return 0, -EAGAIN (it changed or shrank),
+ * -ENOMEM, or a read error. */
+int core__etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
+                       uint64_t change, bool store, char *etag);
 
 /* ---- core_upload.c ---- */
 /** Abort every multipart upload of @p bucket (its parts' space is freed). */

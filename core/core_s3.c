@@ -23,11 +23,12 @@
  * map, which is accepted for this path (docs/architecture.md).
  *
  * ETags: the S3 front end computes them for uploads. A file changed through
- * NFS has its ETag dropped; the first core_key_lookup after the change
- * recomputes the MD5 of its content (files up to CORE_ETAG_MD5_MAX bytes)
- * and stores it, unless the file changed meanwhile. Until then, and for
- * larger files, it reports "<16 hex ino><16 hex change>-1": multipart form,
- * which S3 clients do not treat as an MD5.
+ * NFS has its ETag dropped (unless it was written in order, which gives its
+ * MD5 at once); the background worker computes it once the file settled
+ * (core_bg.c), and the first core_key_lookup before that recomputes the MD5
+ * of its content (files up to CORE_ETAG_MD5_MAX bytes) and stores it, unless
+ * the file changed meanwhile. Until then, it reports "<16 hex ino><16 hex
+ * change>-1": multipart form, which S3 clients do not treat as an MD5.
  * Thread: any. */
 #include "core_ns_int.h"
 
@@ -37,8 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-
-#include <openssl/evp.h>
 
 #include "srv_err.h"
 #include "srv_log.h"
@@ -233,9 +232,6 @@ int core_bucket_lookup(struct core *c, const struct core_principal *p, const cha
 
 /* ---- key lookup / delete / metadata ---- */
 
-static int etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                        uint64_t change, bool store, char *etag);
-
 int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, struct core_objinfo *out)
 {
@@ -274,7 +270,7 @@ out:
     meta_rtxn_end(t);
     if (rc == 0 && compute) {
         char md5[CORE_ETAG_MAX + 1];
-        if (etag_compute(c, r.tenant, ino, out->attr.size, r.change, !pending, md5) == 0)
+        if (core__etag_compute(c, r.tenant, ino, out->attr.size, r.change, !pending, md5) == 0)
             memcpy(out->etag, md5, sizeof(md5));
     }
     if (rc) {
@@ -282,74 +278,6 @@ out:
         out->meta = NULL;
         out->metalen = 0;
     }
-    return rc;
-}
-
-struct etag_op {
-    struct core *c;
-    uint64_t ino;
-    uint64_t change;
-    const char *etag;
-};
-
-static int etag_set_fn(struct meta_txn *t, void *arg)
-{
-    struct etag_op *a = arg;
-    struct meta_inode r;
-    char old[CORE_ETAG_MAX + 1];
-    void *meta = NULL;
-    size_t ml = 0;
-    int rc = meta_inode_get(t, a->ino, &r);
-    if (rc)
-        return rc;
-    if (r.change != a->change)
-        return -EAGAIN; /* changed meanwhile: keep no stale ETag */
-    rc = meta_objmeta_get(t, a->ino, old, CORE_ETAG_MAX + 1, &meta, &ml);
-    if (rc == 0 || rc == -ENOENT)
-        rc = meta_objmeta_put(t, a->ino, a->etag, meta, ml);
-    free(meta);
-    return rc;
-}
-
-/* MD5 of a file's content, stored as its ETag if the file did not change. */
-static int etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                        uint64_t change, bool store, char *etag)
-{
-    struct core_principal sp;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    int rc = 0;
-    memset(&sp, 0, sizeof(sp));
-    sp.tenant = tenant;
-    sp.flags = CORE_P_SUPER;
-    char *buf = malloc(STORE_EXTENT_MAX);
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!buf || !ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (uint64_t off = 0; off < size && rc == 0;) {
-        size_t n = 0;
-        bool eof = false;
-        rc = core_read(c, &sp, ino, off, buf, STORE_EXTENT_MAX, &n, &eof);
-        if (rc == 0 && n == 0)
-            rc = -EAGAIN; /* shrank meanwhile */
-        if (rc == 0)
-            EVP_DigestUpdate(ctx, buf, n);
-        off += n;
-    }
-    if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) != 1)
-        rc = -EIO;
-    if (rc == 0) {
-        for (unsigned int i = 0; i < mdlen; i++)
-            snprintf(etag + 2 * i, 3, "%02x", md[i]);
-        struct etag_op a = {c, ino, change, etag};
-        if (store)
-            rc = meta_submit(c->meta, etag_set_fn, &a, 0);
-    }
-out:
-    EVP_MD_CTX_free(ctx);
-    free(buf);
     return rc;
 }
 

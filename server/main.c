@@ -559,6 +559,8 @@ static int open_store(struct daemon *d, bool create)
         .map_size = d->cfg.map_size,
         .inline_max = (uint32_t)d->cfg.inline_max,
         .commit_max_batch = (uint32_t)d->cfg.commit_max_batch,
+        .settle_ms = (uint32_t)d->cfg.settle_ms,
+        .bg_worker = true,
     };
     rc = core_open(&d->core, &cc);
     if (rc == -ENOSPC && !d->devices) {

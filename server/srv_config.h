@@ -82,6 +82,7 @@ struct srv_config {
     uint64_t map_size;
     uint64_t inline_max;
     int64_t commit_max_batch;
+    int64_t settle_ms;
     /* admin */
     bool admin_enabled;
     char *admin_tls_cert;
