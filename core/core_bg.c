@@ -9,6 +9,10 @@
  * content as its ETag and seals its version, in one op that first checks the
  * file did not change meanwhile (else it tries again on a later pass).
  *
+ * A file of a versioned bucket that NFS created or changed holds an open
+ * version (core_version.c): its settling also seals it, under the file's
+ * pending record held exclusively, so that no write slips in between.
+ *
  * Every disk read of this work goes through one function, bg_read, which
  * first hands the byte count to the I/O hook (core_bg_set_io: the daemon's
  * system QoS class) so that background reads can be throttled; the on-demand
@@ -97,6 +101,14 @@ static int settle_fn(struct meta_txn *t, void *arg)
     }
     if (!a->settle)
         return core__dirty_clear(t, a->ino, META_DIRTY_ETAG);
+    struct meta_dirty d;
+    if (meta_dirty_get(t, a->ino, &d) == 0 && (d.flags & META_DIRTY_SEAL)) {
+        rc = core__ver_seal_t(t, a->ino, &r); /* its content is a version now */
+        if (rc == 0)
+            rc = meta_inode_put(t, a->ino, &r);
+        if (rc)
+            return rc;
+    }
     rc = meta_dirty_del(t, a->ino);
     return rc == -ENOENT ? 0 : rc;
 }
@@ -142,9 +154,9 @@ out:
     return rc;
 }
 
-/* Settle file @p ino. @return 0 (settled, or nothing to do), -EAGAIN (not
- * settled yet: pending writes, or it changed while read), or an error. */
-static int settle(struct core *c, uint64_t ino)
+/* Settle file @p ino (noted with @p flags). @return 0 (settled, or nothing to do), -EAGAIN
+ * (not settled yet: pending writes, or it changed while read), or an error. */
+static int settle(struct core *c, uint64_t ino, uint32_t flags)
 {
     struct meta_txn *t;
     struct meta_inode r;
@@ -175,17 +187,29 @@ static int settle(struct core *c, uint64_t ino)
             return rc;
         a.etag = etag;
     }
-    return meta_submit(c->meta, settle_fn, &a, 0);
+    if (!(flags & META_DIRTY_SEAL))
+        return meta_submit(c->meta, settle_fn, &a, 0);
+    /* sealing: no write may become pending meanwhile (a write planned before sees the
+     * seal when it revalidates, and makes a new version first) */
+    struct core__pend_batch b;
+    struct core__pend *pd;
+    rc = core__pend_excl_begin(c, ino, &b, &pd);
+    if (rc)
+        return rc;
+    rc = b.ext.n || b.inl ? -EAGAIN : meta_submit(c->meta, settle_fn, &a, 0);
+    core__pend_excl_end(c, pd, &b, rc, false, 0);
+    return rc;
 }
 
 /* ---- passes ---- */
 
 struct due {
     uint64_t ino[BG_BATCH];
+    uint32_t flags[BG_BATCH];
     size_t n;
-    uint64_t last;      /* the last record looked at */
-    bool more;          /* the table goes on after last */
-    bool all;           /* ignore settle_ms */
+    uint64_t last; /* the last record looked at */
+    bool more;     /* the table goes on after last */
+    bool all;      /* ignore settle_ms */
     struct timespec now;
     uint64_t settle_ns;
 };
@@ -200,8 +224,10 @@ static int due_ent(void *arg, uint64_t ino, const struct meta_dirty *d)
     s->last = ino;
     int64_t age = (int64_t)(s->now.tv_sec - d->since_s) * 1000000000ll +
                   ((int64_t)s->now.tv_nsec - (int64_t)d->since_ns);
-    if (s->all || age >= (int64_t)s->settle_ns)
+    if (s->all || age >= (int64_t)s->settle_ns) {
+        s->flags[s->n] = d->flags;
         s->ino[s->n++] = ino;
+    }
     return 0;
 }
 
@@ -224,7 +250,7 @@ int core_bg_run(struct core *c, bool all, unsigned *settled)
         for (size_t i = 0; i < s.n; i++) {
             if (c->ns->bg.stop)
                 return first;
-            rc = settle(c, s.ino[i]);
+            rc = settle(c, s.ino[i], s.flags[i]);
             if (rc == 0)
                 done++;
             else if (rc != -EAGAIN && !first) {

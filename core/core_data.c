@@ -87,7 +87,7 @@ static int eff_overlaps(struct core *c, struct meta_txn *t, uint64_t ino, const 
 int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                      uint64_t newsize, struct core__cut *cut)
 {
-    int64_t freed = 0;
+    int64_t freed = 0, kept = 0; /* bytes the file lets go of; of those, still held elsewhere */
     int rc = 0;
     if (cut)
         cut->used = false;
@@ -113,7 +113,9 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
             struct core__fext *x = &l.v[i];
             if (x->foff >= newsize) {
                 rc = core__extent_free(c, t, &x->e);
-                if (rc == 0)
+                if (rc == 1)
+                    kept += x->e.len;
+                if (rc >= 0)
                     rc = meta_extent_del(t, ino, x->foff);
                 freed += x->e.len;
             } else if (cut && cut->old.foff == x->foff && cut->old.e.dev == x->e.dev &&
@@ -121,7 +123,9 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
                        cut->cut.vlen == newsize - x->foff) {
                 /* the boundary extent becomes its copy cut at the new size */
                 rc = core__extent_free(c, t, &x->e);
-                if (rc == 0)
+                if (rc == 1)
+                    kept += x->e.len;
+                if (rc >= 0)
                     rc = core__extent_use(t, &cut->cut.e, cut->cut.bcrc, cut->cut.nb);
                 if (rc == 0)
                     rc = extent_put(t, ino, &cut->cut);
@@ -146,8 +150,12 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
     if (rc)
         return rc;
     if (freed) {
+        /* the file's usage (and its directories') lose what it let go of, the store's
+         * only what was freed */
         r->used = r->used > (uint64_t)freed ? r->used - (uint64_t)freed : 0;
-        rc = core__usage_charge(c, t, r->tenant, r->parent, -freed, 0, false);
+        rc = core__usage_charge(c, t, r->tenant, r->parent, kept - freed, 0, false);
+        if (rc == 0)
+            rc = core__usage_charge_dirs(c, t, r->tenant, r->parent, -kept, 0);
         if (rc)
             return rc;
     }
@@ -263,7 +271,7 @@ static int etag_store(struct core *c, struct meta_txn *t, uint64_t ino, const ch
 int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                        const struct core__pend_batch *b)
 {
-    int64_t delta = 0;
+    int64_t delta = 0, kept = 0; /* bytes the file gains; replaced ones other versions hold */
     int rc = 0;
     const void *vd;
     size_t vl;
@@ -301,7 +309,9 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
         rc = core__overlaps(t, ino, x->foff, x->foff + x->vlen, &old, false);
         for (size_t j = 0; rc == 0 && j < old.n; j++) {
             rc = core__extent_free(c, t, &old.v[j].e);
-            if (rc == 0)
+            if (rc == 1)
+                kept += old.v[j].e.len;
+            if (rc >= 0)
                 rc = meta_extent_del(t, ino, old.v[j].foff);
             delta -= old.v[j].e.len;
         }
@@ -315,8 +325,11 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
         delta += x->e.len;
     }
     /* acknowledged data: usage follows it even past a limit (admission
-     * checked each write before it was accepted) */
-    rc = core__usage_charge(c, t, r->tenant, r->parent, delta, 0, false);
+     * checked each write before it was accepted); the store keeps the
+     * replaced extents another version holds */
+    rc = core__usage_charge(c, t, r->tenant, r->parent, delta + kept, 0, false);
+    if (rc == 0)
+        rc = core__usage_charge_dirs(c, t, r->tenant, r->parent, -kept, 0);
     if (rc)
         return rc;
     r->used = (uint64_t)((int64_t)r->used + delta);
@@ -806,6 +819,8 @@ static int write_revalidate(struct core *c, struct core__pend *p, struct wplan *
     rc = meta_inode_get(t, a->ino, &r);
     if (rc == -ENOENT)
         rc = SRV_ESTALE;
+    if (rc == 0 && core__ver_guard(c, t, &r))
+        rc = CORE__EVGUARD; /* sealed (or locked) since the plan */
     if (rc)
         goto out;
     bool eff_inline = (r.flags & META_I_INLINE) && !p->ext.n;
@@ -947,9 +962,9 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
     return 0;
 }
 
-int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
-               const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
-               struct core_attr *pre, struct core_attr *post)
+int core__write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+                const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
+                struct core_attr *pre, struct core_attr *post)
 {
     struct wplan a = {.c = c, .ino = ino, .off = off, .buf = buf, .len = len};
     struct core__pend *pd = NULL;
@@ -1008,6 +1023,8 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
                 pthread_mutex_unlock(&c->data->wlock[ino % CORE_WLOCKS]);
             break;
         }
+        if (rc == 0 && core__ver_guard(c, t, &r))
+            rc = CORE__EVGUARD; /* a version step first (the namespace's) */
         if (rc == 0)
             rc = write_plan(c, &a, t, &r, &ps);
         meta_rtxn_end(t);

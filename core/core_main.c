@@ -63,9 +63,12 @@ static int reclaim_one(struct core *c, struct meta_txn *t, uint64_t ino)
         return 0;
     if (rc)
         return rc;
-    if (r.nlink != 0)
-        return 0;
-    rc = core__data_drop(c, t, ino);
+    if (r.nlink != 0 || (r.flags & META_I_VREC))
+        return 0; /* linked again, or a version (whose ref ended) */
+    uint64_t kept = 0;
+    rc = core__data_drop(c, t, ino, &kept);
+    if (rc == 0 && kept) /* charged when unlinked; another version holds these */
+        rc = core__usage_charge_store(c, t, r.tenant, r.bucket, (int64_t)kept);
     if (rc == 0) {
         rc = meta_objmeta_del(t, ino);
         if (rc == -ENOENT)
@@ -212,6 +215,8 @@ int core_open(struct core **out, const struct core_config *cfg)
     if (ro.n)
         srv_log(INFO, META, "reclaimed %u orphaned inode(s)", ro.n);
     rc = core__quota_load(c);
+    if (rc == 0)
+        rc = core__vdata_load(c);
     if (rc)
         goto out;
     rc = core__pend_flusher_start(c);

@@ -188,7 +188,7 @@ static int bucket_delete_fn(struct meta_txn *t, void *arg)
     if (rc)
         return rc;
     sp.flags |= CORE_P_SUPER;
-    rc = core__node_unlink(a->c, t, &sp, root, a->name, a->len, true, true);
+    rc = core__node_unlink(a->c, t, &sp, root, a->name, a->len, true, 0, NULL);
     if (rc == -ENOENT || rc == -ENOTDIR)
         return SRV_ENOBUCKET;
     return rc;
@@ -250,10 +250,15 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     if (rc)
         goto out;
     rc = kidx_readable(t, p, bucket, key, keylen, &ino, &r);
+    if (rc == -ENOENT && !isdir && core__ver_marker(c, t, bucket, key, keylen, out) == 0)
+        rc = -ENOENT; /* its newest version is a delete marker: out says which */
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->attr);
     core__attr_pend(c, &out->attr);
+    rc = core__ver_current(c, t, bucket, ino, &r, out);
+    if (rc)
+        goto out;
     /* with writes pending the stored ETag (of the committed bytes) does not
      * fit what a GET returns: compute it, but store none (they may be lost) */
     bool pending = r.type == CORE_REG && core__pend_has_data(c, ino);
@@ -281,9 +286,8 @@ out:
     return rc;
 }
 
-/* Directory holding @p key's last segment (the bucket for a top-level key). */
-static int parent_of_key(struct core *c, struct meta_txn *t, uint64_t bucket, const char *key,
-                         size_t klen, bool isdir, uint64_t *dir, size_t *nameoff)
+int core__parent_of_key(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
+                        bool isdir, uint64_t *dir, size_t *nameoff)
 {
     size_t end = isdir ? klen - 1 : klen;
     size_t i = end;
@@ -301,9 +305,8 @@ static int parent_of_key(struct core *c, struct meta_txn *t, uint64_t bucket, co
     return rc;
 }
 
-/* Remove empty implicit directories from @p key's parent upwards. */
-static int implicit_cleanup(struct core *c, struct meta_txn *t, const struct core_principal *p,
-                            uint64_t bucket, const char *key, size_t klen, bool isdir)
+int core__implicit_cleanup(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                           uint64_t bucket, const char *key, size_t klen, bool isdir)
 {
     struct core_principal sp = *p;
     size_t end = isdir ? klen - 1 : klen;
@@ -329,10 +332,10 @@ static int implicit_cleanup(struct core *c, struct meta_txn *t, const struct cor
             return rc;
         if (!(r.flags & CORE_A_IMPLICIT) || r.nchild > 0)
             return 0;
-        rc = parent_of_key(c, t, bucket, key, i, true, &gp, &noff);
+        rc = core__parent_of_key(t, bucket, key, i, true, &gp, &noff);
         if (rc)
             return rc;
-        rc = core__node_unlink(c, t, &sp, gp, key + noff, i - 1 - noff, true, true);
+        rc = core__node_unlink(c, t, &sp, gp, key + noff, i - 1 - noff, true, 0, NULL);
         if (rc)
             return rc;
         end = i - 1;
@@ -348,6 +351,7 @@ struct key_op {
     bool isdir;
     const void *meta;
     size_t metalen;
+    struct core_delres *out;
 };
 
 static int key_delete_fn(struct meta_txn *t, void *arg)
@@ -361,34 +365,50 @@ static int key_delete_fn(struct meta_txn *t, void *arg)
     if (rc)
         return rc;
     rc = meta_keyidx_get(t, a->bucket, a->key, a->klen, &ino, NULL);
+    if (rc == -ENOENT && !a->isdir) {
+        /* a versioned bucket marks even a key with no current version deleted */
+        struct meta_bucketcfg cfg;
+        rc = core__ver_cfg(c, t, a->bucket, &cfg);
+        if (rc == 0 && cfg.versioning != META_VERS_NONE) {
+            rc = core__perm(a->p, &b, CORE_MAY_W | CORE_MAY_X);
+            if (rc == 0)
+                rc = core__ver_delete_t(c, t, a->p, &cfg, a->bucket, a->key, a->klen, 0, NULL, NULL,
+                                        0, 0, NULL, false, a->out);
+            return rc;
+        }
+        return rc;
+    }
     if (rc == -ENOENT)
         return 0;
     if (rc)
         return rc;
-    rc = parent_of_key(c, t, a->bucket, a->key, a->klen, a->isdir, &dir, &noff);
+    rc = core__parent_of_key(t, a->bucket, a->key, a->klen, a->isdir, &dir, &noff);
     if (rc)
         return rc;
     size_t nlen = (a->isdir ? a->klen - 1 : a->klen) - noff;
-    rc = core__node_unlink(c, t, a->p, dir, a->key + noff, nlen, a->isdir, true);
+    rc = core__node_unlink(c, t, a->p, dir, a->key + noff, nlen, a->isdir, CORE__UNL_VERSIONED,
+                           a->out);
     if (rc == -ENOENT)
         return 0;
     if (rc)
         return rc;
-    return implicit_cleanup(c, t, a->p, a->bucket, a->key, a->klen, a->isdir);
+    return core__implicit_cleanup(c, t, a->p, a->bucket, a->key, a->klen, a->isdir);
+}
+
+int core__key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
+                     const char *key, size_t keylen, struct core_delres *out)
+{
+    struct key_op a = {c, p, bucket, key, keylen, false, NULL, 0, out};
+    int rc = core__key_check(key, keylen, &a.isdir);
+    if (rc)
+        return rc;
+    return core__ver_submit(c, bucket, key, keylen, key_delete_fn, &a);
 }
 
 int core_key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen)
 {
-    struct key_op a = {c, p, bucket, key, keylen, false, NULL, 0};
-    int rc = core__key_check(key, keylen, &a.isdir);
-    if (rc)
-        return rc;
-    if (p->flags & CORE_P_READONLY)
-        return -EACCES;
-    rc = meta_submit(c->meta, key_delete_fn, &a, 0);
-    core__pend_reap(c);
-    return rc;
+    return core_key_delete_v(c, p, bucket, key, keylen, NULL, 0, NULL);
 }
 
 static int key_meta_fn(struct meta_txn *t, void *arg)
@@ -425,7 +445,7 @@ static int key_meta_fn(struct meta_txn *t, void *arg)
 int core_key_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
                       const char *key, size_t keylen, const void *meta, size_t metalen)
 {
-    struct key_op a = {c, p, bucket, key, keylen, false, meta, metalen};
+    struct key_op a = {c, p, bucket, key, keylen, false, meta, metalen, NULL};
     int rc = core__key_check(key, keylen, &a.isdir);
     if (rc)
         return rc;
@@ -604,9 +624,14 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
     out->bucket = de.ino;
     uint64_t ino;
     rc = kidx_readable(t, p, de.ino, key, keylen, &ino, &r);
+    if (rc == -ENOENT && core__vb_maybe(c, de.ino))
+        rc = -EAGAIN; /* maybe a delete marker: core_key_lookup says */
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->info.attr);
+    rc = core__ver_current(c, t, de.ino, ino, &r, &out->info);
+    if (rc)
+        goto out;
     if (r.type == CORE_REG && core__pend_any(c)) {
         /* pending writes: their size, times and ETag come from core_key_lookup */
         struct core__pend *pp = core__pend_get(c, ino, false);

@@ -146,6 +146,11 @@ enum meta_dbi {
 /* ---- inodes ---- */
 #define META_INODE_REC_VER 1
 #define META_I_INLINE 0x100 /* data lives in the inline DBI (not extents) */
+#define META_I_VLOCK 0x2000 /* its version has (or had) retention or a legal hold: check it */
+#define META_I_VSEALED 0x4000 /* its version is sealed: a change makes a new version first */
+#define META_I_VREC                                                                                \
+    0x8000 /* it holds a version (vino); without a directory entry (nlink 0)                       \
+            * it is a noncurrent version */
 /* flags also carry CORE_A_* in the low byte */
 
 struct meta_inode {

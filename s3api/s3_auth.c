@@ -86,6 +86,8 @@ int s3__ctx_auth(struct s3_ctx *x)
             s3__resp_s3err(x, S3E_AUTH_HEADER_MALFORMED, why);
         return -1;
     }
+    /* S3 reads versions by version id (the NFS front end never reaches them) */
+    x->p.flags |= CORE_P_VERSIONS;
     /* payload mode */
     const char *ph = x->auth.sig.payload_hash;
     if (strcmp(ph, SRV_SIGV4_STREAMING_SIGNED) == 0 ||

@@ -187,6 +187,9 @@ void s3__http_date_fmt(time_t t, char *out);
 size_t s3__u64_dec(char *out, uint64_t v);
 /** Format ISO 8601 with milliseconds "2009-10-12T17:50:30.000Z"; out: 25 bytes. */
 void s3__iso_date_fmt(const struct timespec *ts, char *out);
+/** Parse ISO 8601 in UTC as S3 sends it: "2009-10-12T17:50:30Z", with optional fractions
+ * of a second (dropped) and "+00:00" for "Z". @return 0, -EINVAL. */
+int s3__iso_date_parse(const char *s, time_t *out);
 
 /* ---------------------------------------------------------------- SigV4 (S3 glue)
  * The parser, verifier and aws-chunked decoder are sigv4/'s (srv_sigv4.h);
@@ -270,7 +273,16 @@ void s3__ck_free(struct s3_cksum *c);
 
 /* ---------------------------------------------------------------- object metadata blob */
 
-enum s3_meta_type { S3_M_HDR = 1, S3_M_USER = 2, S3_M_TAG = 3, S3_M_CKSUM = 4, S3_M_PARTS = 5 };
+/* S3_M_LOCK: the object lock a multipart upload asked for at its creation ("mode", "until",
+ * "hold"), applied at its completion */
+enum s3_meta_type {
+    S3_M_HDR = 1,
+    S3_M_USER = 2,
+    S3_M_TAG = 3,
+    S3_M_CKSUM = 4,
+    S3_M_PARTS = 5,
+    S3_M_LOCK = 6
+};
 struct s3_meta_ent {
     enum s3_meta_type type;
     char *key;
@@ -510,7 +522,11 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object, s3_op_get_tagging,
     s3_op_put_tagging, s3_op_delete_tagging, s3_op_object_acl, s3_op_mpu_create,
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
-    s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+    s3_op_mpu_list_parts, s3_op_mpu_list_uploads, s3_op_get_versioning, s3_op_put_versioning,
+    s3_op_get_objlock, s3_op_put_objlock, s3_op_get_retention, s3_op_put_retention,
+    s3_op_get_legal_hold, s3_op_put_legal_hold;
+
+#define S3_EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e" /* ETag of empty content */
 
 /** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
@@ -531,5 +547,22 @@ int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m);
 void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m);
 /** Parse a URL-encoded tag set ("k1=v1&k2=v2"). @return 0, -EINVAL (message in @p why). */
 int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, const char **why);
+
+/* shared by the listings (s3_op_bucket.c) */
+/** The requester as an <Owner> element. */
+void s3__owner_xml(struct s3_ctx *x, struct evbuffer *b);
+/** Append "<tag>s</tag>", @p s URL-encoded when @p url (encoding-type=url) else XML-escaped. */
+void s3__list_text(bool url, struct evbuffer *b, const char *tag, const char *s, size_t n);
+/** The max-keys parameter (default and cap 1000). @return 0, or responds and returns -1. */
+int s3__parse_max_keys(struct s3_ctx *x, uint32_t *out);
+
+/* versions and object lock (s3_op_version.c) */
+/** The x-amz-object-lock-* headers of a request into @p lk (@p has: any was given; the
+ * request's bucket, x->bucket_ino, must have object lock). @return 0, or responds
+ * (InvalidArgument, InvalidRequest) and returns -1. */
+int s3__lock_from_req(struct s3_ctx *x, struct core_lock *lk, bool *has);
+/** Response headers of a version: x-amz-version-id (when it has one), x-amz-delete-marker,
+ * x-amz-object-lock-mode/-retain-until-date/-legal-hold (when set). */
+void s3__resp_version(struct s3_ctx *x, const struct core_objinfo *oi);
 
 #endif

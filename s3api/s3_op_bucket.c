@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3_op_bucket: service and bucket operations — ListBuckets, CreateBucket,
- * DeleteBucket, HeadBucket, GetBucketLocation, ListObjects (V1, V2),
- * ListObjectVersions (an unversioned bucket: every object is its one "null"
- * version) and the defaults of bucket configuration subresources.
+ * DeleteBucket, HeadBucket, GetBucketLocation, ListObjects (V1, V2) and the
+ * defaults of bucket configuration subresources (ListObjectVersions and the
+ * versioning ones are in s3_op_version.c).
  *
  * Listings come from the core's ordered key index (core_list), so keys come
  * back in S3 (binary UTF-8) order with prefix/delimiter roll-up. A page that
@@ -14,13 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 
 #include "s3_internal.h"
 #include "srv_err.h"
-
-#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 
 int s3__op_bucket(struct s3_ctx *x)
 {
@@ -36,7 +35,7 @@ int s3__op_bucket(struct s3_ctx *x)
     return 0;
 }
 
-static void owner_xml(struct s3_ctx *x, struct evbuffer *b)
+void s3__owner_xml(struct s3_ctx *x, struct evbuffer *b)
 {
     evbuffer_add_printf(
         b, "<Owner><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64 "</DisplayName></Owner>",
@@ -61,7 +60,7 @@ static void list_buckets(struct s3_ctx *x)
 {
     s3__resp_xml(x);
     evbuffer_add_printf(x->out.body, "<ListAllMyBucketsResult xmlns=\"%s\">", S3_XMLNS);
-    owner_xml(x, x->out.body);
+    s3__owner_xml(x, x->out.body);
     evbuffer_add_printf(x->out.body, "<Buckets>");
     int rc = core_bucket_list(x->core, &x->p, bucket_cb, x);
     if (rc) {
@@ -89,13 +88,22 @@ static void create_bucket(struct s3_ctx *x)
         s3__resp_err(x, SRV_ENOTSUPP, "only the canned ACL 'private' is supported");
         return;
     }
-    if (s3__req_header(x->req, "x-amz-bucket-object-lock-enabled") &&
-        strcmp(s3__req_header(x->req, "x-amz-bucket-object-lock-enabled"), "true") == 0) {
-        s3__resp_err(x, SRV_ENOTSUPP, "object lock is not implemented");
+    /* object lock at creation: any spelling of true (botocore sends "True") */
+    const char *olock = s3__req_header(x->req, "x-amz-bucket-object-lock-enabled");
+    bool lock = olock && strcasecmp(olock, "true") == 0;
+    if (olock && !lock && strcasecmp(olock, "false") != 0) {
+        s3__resp_err(x, -EINVAL, "x-amz-bucket-object-lock-enabled must be true or false");
         return;
     }
     struct core_attr attr;
     int rc = core_bucket_create(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, &attr);
+    if (rc == 0 && lock) {
+        /* versioning and object lock on for good; a bucket that cannot have them goes */
+        struct core_bucket_vcfg vc = {.versioning = CORE_VERS_ENABLED};
+        rc = core_bucket_objlock_set(x->core, &x->p, attr.ino, &vc);
+        if (rc)
+            core_bucket_delete(x->core, &x->p, x->rt.bucket, x->rt.bucketlen);
+    }
     if (rc == -EEXIST) {
         s3__resp_err(x, rc,
                      "your previous request to create the named bucket succeeded and you "
@@ -167,7 +175,6 @@ static void bucket_config(struct s3_ctx *x)
         {"lifecycle", S3E_NO_SUCH_LIFECYCLE},
         {"cors", S3E_NO_SUCH_CORS},
         {"encryption", S3E_NO_SSE_CONFIG},
-        {"object-lock", S3E_NO_OBJECT_LOCK_CONFIG},
         {"website", S3E_NO_SUCH_WEBSITE},
         {"replication", S3E_NO_REPLICATION_CONFIG},
         {"ownershipControls", S3E_NO_OWNERSHIP_CONTROLS},
@@ -180,11 +187,9 @@ static void bucket_config(struct s3_ctx *x)
             return;
         }
     s3__resp_xml(x);
-    if (strcmp(s, "versioning") == 0)
-        evbuffer_add_printf(b, "<VersioningConfiguration xmlns=\"%s\"/>\n", S3_XMLNS);
-    else if (strcmp(s, "acl") == 0) {
+    if (strcmp(s, "acl") == 0) {
         evbuffer_add_printf(b, "<AccessControlPolicy xmlns=\"%s\">", S3_XMLNS);
-        owner_xml(x, b);
+        s3__owner_xml(x, b);
         evbuffer_add_printf(b,
                             "<AccessControlList><Grant><Grantee "
                             "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
@@ -210,7 +215,7 @@ static void bucket_config(struct s3_ctx *x)
 
 /* ---------------------------------------------------------------- listings */
 
-enum list_kind { L_V1, L_V2, L_VERSIONS };
+enum list_kind { L_V1, L_V2 };
 
 struct list_state {
     struct s3_ctx *x;
@@ -226,11 +231,10 @@ struct list_state {
     bool last_is_prefix;
 };
 
-static void list_text(struct list_state *st, struct evbuffer *b, const char *tag, const char *s,
-                      size_t n)
+void s3__list_text(bool url, struct evbuffer *b, const char *tag, const char *s, size_t n)
 {
     evbuffer_add_printf(b, "<%s>", tag);
-    if (st->url)
+    if (url)
         s3__url_encode_buf(b, s, n, true);
     else
         s3__xml_esc(b, s, n);
@@ -251,7 +255,7 @@ static int list_cb(void *arg, const struct core_listent *e)
     st->last_is_prefix = e->is_prefix;
     if (e->is_prefix) {
         evbuffer_add_printf(st->prefixes, "<CommonPrefixes>");
-        list_text(st, st->prefixes, "Prefix", e->key, e->keylen);
+        s3__list_text(st->url, st->prefixes, "Prefix", e->key, e->keylen);
         evbuffer_add_printf(st->prefixes, "</CommonPrefixes>");
         return 0;
     }
@@ -260,31 +264,30 @@ static int list_cb(void *arg, const struct core_listent *e)
     s3__iso_date_fmt(&oi->attr.mtime, iso);
     bool dir = oi->attr.type == CORE_DIR;
     struct evbuffer *b = st->contents;
-    evbuffer_add_printf(b, st->kind == L_VERSIONS ? "<Version>" : "<Contents>");
-    list_text(st, b, "Key", e->key, e->keylen);
-    if (st->kind == L_VERSIONS)
-        evbuffer_add_printf(b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+    evbuffer_add_printf(b, "<Contents>");
+    s3__list_text(st->url, b, "Key", e->key, e->keylen);
     evbuffer_add_printf(b,
                         "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
                         "<Size>%" PRIu64 "</Size>",
-                        iso, dir || !oi->etag[0] ? EMPTY_MD5 : oi->etag, dir ? 0 : oi->attr.size);
+                        iso, dir || !oi->etag[0] ? S3_EMPTY_MD5 : oi->etag,
+                        dir ? 0 : oi->attr.size);
     if (st->owner)
-        owner_xml(x, b);
+        s3__owner_xml(x, b);
     evbuffer_add_printf(b, "<StorageClass>STANDARD</StorageClass>");
-    evbuffer_add_printf(b, st->kind == L_VERSIONS ? "</Version>" : "</Contents>");
+    evbuffer_add_printf(b, "</Contents>");
     return 0;
 }
 
-static int parse_max(struct s3_ctx *x, const char *name, uint32_t *out)
+int s3__parse_max_keys(struct s3_ctx *x, uint32_t *out)
 {
-    const char *v = s3__req_param(x->req, name);
+    const char *v = s3__req_param(x->req, "max-keys");
     *out = 1000;
     if (!v)
         return 0;
     char *end = NULL;
     long n = strtol(v, &end, 10);
     if (!*v || !end || *end || n < 0) {
-        s3__resp_err(x, -EINVAL, s3__arena_printf(x->a, "%s must be a non-negative integer", name));
+        s3__resp_err(x, -EINVAL, "max-keys must be a non-negative integer");
         return -1;
     }
     *out = n > 1000 ? 1000 : (uint32_t)n;
@@ -304,16 +307,13 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
         return;
     }
     st.url = enc != NULL;
-    if (parse_max(x, "max-keys", &max))
+    if (s3__parse_max_keys(x, &max))
         return;
     if (s3__op_bucket(x))
         return;
     const char *after = NULL, *token = NULL;
     if (kind == L_V1) {
         after = s3__req_param(r, "marker");
-        st.owner = true;
-    } else if (kind == L_VERSIONS) {
-        after = s3__req_param(r, "key-marker");
         st.owner = true;
     } else {
         token = s3__req_param(r, "continuation-token");
@@ -366,27 +366,19 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
     }
     struct evbuffer *b = x->out.body;
     s3__resp_xml(x);
-    const char *root = kind == L_VERSIONS ? "ListVersionsResult" : "ListBucketResult";
-    evbuffer_add_printf(b, "<%s xmlns=\"%s\">", root, S3_XMLNS);
+    evbuffer_add_printf(b, "<ListBucketResult xmlns=\"%s\">", S3_XMLNS);
     s3__xml_elem(b, "Name", x->rt.bucket);
-    list_text(&st, b, "Prefix", prefix ? prefix : "", prefix ? strlen(prefix) : 0);
+    s3__list_text(st.url, b, "Prefix", prefix ? prefix : "", prefix ? strlen(prefix) : 0);
     if (kind == L_V1) {
-        list_text(&st, b, "Marker", after ? after : "", afterlen);
+        s3__list_text(st.url, b, "Marker", after ? after : "", afterlen);
         if (truncated && st.last)
-            list_text(&st, b, "NextMarker", st.last, st.lastlen);
-    } else if (kind == L_VERSIONS) {
-        list_text(&st, b, "KeyMarker", after ? after : "", afterlen);
-        s3__xml_elem(b, "VersionIdMarker", s3__req_param(r, "version-id-marker"));
-        if (truncated && st.last) {
-            list_text(&st, b, "NextKeyMarker", st.last, st.lastlen);
-            s3__xml_elem(b, "NextVersionIdMarker", "null");
-        }
+            s3__list_text(st.url, b, "NextMarker", st.last, st.lastlen);
     } else {
         if (token)
             s3__xml_elem(b, "ContinuationToken", token);
         const char *sa = s3__req_param(r, "start-after");
         if (sa)
-            list_text(&st, b, "StartAfter", sa, strlen(sa));
+            s3__list_text(st.url, b, "StartAfter", sa, strlen(sa));
         s3__xml_elem_u64(b, "KeyCount", st.count);
         if (truncated && st.last) {
             char *tok = s3__arena_alloc(x->a, 4 * (st.lastlen / 3 + 2) + 1);
@@ -396,13 +388,13 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
     }
     s3__xml_elem_u64(b, "MaxKeys", max);
     if (delim)
-        list_text(&st, b, "Delimiter", delim, strlen(delim));
+        s3__list_text(st.url, b, "Delimiter", delim, strlen(delim));
     if (st.url)
         s3__xml_elem(b, "EncodingType", "url");
     s3__xml_elem(b, "IsTruncated", truncated ? "true" : "false");
     evbuffer_add_buffer(b, st.contents);
     evbuffer_add_buffer(b, st.prefixes);
-    evbuffer_add_printf(b, "</%s>\n", root);
+    evbuffer_add_printf(b, "</ListBucketResult>\n");
 out:
     evbuffer_free(st.contents);
     evbuffer_free(st.prefixes);
@@ -416,11 +408,6 @@ static void list_v1(struct s3_ctx *x)
 static void list_v2(struct s3_ctx *x)
 {
     list_common(x, L_V2);
-}
-
-static void list_versions(struct s3_ctx *x)
-{
-    list_common(x, L_VERSIONS);
 }
 
 const struct s3_op s3_op_list_buckets = {
@@ -437,5 +424,3 @@ const struct s3_op s3_op_bucket_config = {
 const struct s3_op s3_op_list_objects = {.name = "ListObjects", .qos = QOS_META, .work = list_v1};
 const struct s3_op s3_op_list_objects_v2 = {
     .name = "ListObjectsV2", .qos = QOS_META, .work = list_v2};
-const struct s3_op s3_op_list_versions = {
-    .name = "ListObjectVersions", .qos = QOS_META, .work = list_versions};

@@ -2,7 +2,9 @@
  * s3_op_object: object operations — PutObject and UploadPart (streamed into a
  * core upload), GetObject/HeadObject (ranges, conditionals, response-*
  * overrides; bodies streamed by s3_conn), DeleteObject, DeleteObjects,
- * CopyObject and UploadPartCopy, object tagging and the fixed object ACL.
+ * CopyObject and UploadPartCopy, object tagging and the fixed object ACL;
+ * each of them on a version of a versioned bucket (?versionId, the copy
+ * source's ?versionId) with the version headers of s3_op_version.c.
  *
  * Object metadata (stored headers, x-amz-meta-*, tags, additional checksum)
  * travels in the core's opaque meta blob (s3_meta.c). ETag = hex MD5 of the
@@ -23,7 +25,6 @@
 #include "s3_internal.h"
 #include "srv_err.h"
 
-#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 #define USER_META_MAX 2048
 #define TAGS_MAX 10
 #define COPY_CHUNK (1u << 20)
@@ -128,9 +129,9 @@ static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
 }
 
 /* Request headers that ask for a protection this server does not give (ACL
- * grants beyond the owner, encryption at rest, retention): accepting and
- * dropping them would tell the client its data is protected when it is not,
- * so they are refused with 501. Returns 0 or -1 with the response set. */
+ * grants beyond the owner, encryption at rest): accepting and dropping them
+ * would tell the client its data is protected when it is not, so they are
+ * refused with 501. Returns 0 or -1 with the response set. */
 static int refuse_unbuilt(struct s3_ctx *x)
 {
     const struct s3_req *r = x->req;
@@ -144,8 +145,6 @@ static int refuse_unbuilt(struct s3_ctx *x)
             why = "ACL grants (x-amz-grant-*) are not implemented";
         else if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
             why = "server-side encryption is not implemented (data is stored unencrypted)";
-        else if (strncmp(n, "x-amz-object-lock-", 18) == 0)
-            why = "object lock is not implemented";
     }
     if (!why)
         return 0;
@@ -303,6 +302,22 @@ struct obj {
 static int obj_found(struct s3_ctx *x, const char *key, size_t keylen, struct obj *o, int rc,
                      bool is_source)
 {
+    if (rc == 0 && o->info.dmarker) {
+        /* a version id naming a delete marker */
+        if (is_source) {
+            s3__resp_s3err(x, S3E_INVALID_REQUEST,
+                           "the source of a copy request may not specifically refer to a delete "
+                           "marker by version id");
+            return -EINVAL;
+        }
+        char d[32];
+        s3__resp_s3err(x, S3E_METHOD_NOT_ALLOWED,
+                       "the specified method is not allowed against a delete marker");
+        s3__http_date_fmt(o->info.attr.mtime.tv_sec, d);
+        s3__resp_header(x, "Last-Modified", "%s", d);
+        s3__resp_version(x, &o->info);
+        return -EINVAL;
+    }
     if (rc == 0) {
         o->dir = o->info.attr.type == CORE_DIR;
         if (o->dir && (keylen == 0 || key[keylen - 1] != '/'))
@@ -318,25 +333,39 @@ static int obj_found(struct s3_ctx *x, const char *key, size_t keylen, struct ob
         s3__resp_err(x, -ENOENT,
                      is_source ? "the specified copy source key does not exist"
                                : "the specified key does not exist");
+        if (o->info.dmarker && !is_source)
+            s3__resp_version(x, &o->info); /* its newest version is a delete marker */
         return -ENOENT;
+    }
+    if (rc == -EINVAL) {
+        s3__resp_err(x, rc, "invalid version id specified");
+        return rc;
     }
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return rc;
     }
-    o->etag = o->dir || !o->info.etag[0] ? EMPTY_MD5 : o->info.etag;
+    o->etag = o->dir || !o->info.etag[0] ? S3_EMPTY_MD5 : o->info.etag;
     if (o->dir)
         o->info.attr.size = 0;
     return 0;
 }
 
-/* @return 0, or responds (NoSuchKey, ...) and returns < 0. */
+/* Version @p vid of @p key (NULL: the current one). @return 0, or responds (NoSuchKey,
+ * NoSuchVersion, 405 for a delete marker, ...) and returns < 0. */
 static int obj_lookup(struct s3_ctx *x, uint64_t bucket, const char *key, size_t keylen,
-                      struct obj *o, bool is_source)
+                      const char *vid, struct obj *o, bool is_source)
 {
     memset(o, 0, sizeof(*o));
-    int rc = core_key_lookup(x->core, &x->p, bucket, key, keylen, &o->info);
+    int rc = vid ? core_version_lookup(x->core, &x->p, bucket, key, keylen, vid, &o->info)
+                 : core_key_lookup(x->core, &x->p, bucket, key, keylen, &o->info);
     return obj_found(x, key, keylen, o, rc, is_source);
+}
+
+/* The ?versionId of the request, or NULL. */
+static const char *req_vid(struct s3_ctx *x)
+{
+    return s3__req_param(x->req, "versionId");
 }
 
 /* ---------------------------------------------------------------- GET / HEAD */
@@ -499,6 +528,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     s3__resp_hdr(x, "ETag", qetag);
     s3__resp_header(x, "Last-Modified", "%s", d);
     s3__resp_header(x, "Accept-Ranges", "bytes");
+    s3__resp_version(x, &o->info);
     if (rr)
         s3__resp_header(x, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, end - 1,
                         size);
@@ -632,7 +662,8 @@ static void get_or_head(struct s3_ctx *x)
         struct obj o;
         if (tries)
             get_reset(x);
-        if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+        if (s3__op_bucket(x) ||
+            obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, req_vid(x), &o, false))
             return;
         get_respond(x, &o, NULL);
         if (!x->get.need_data || get_data(x) != SRV_ESTALE)
@@ -661,6 +692,8 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     char buf[S3_PEEK_MAX];
     struct core_peek pk;
     struct obj o;
+    if (req_vid(x))
+        return S3_FAST_NO; /* a version: the worker looks it up */
     memset(&o, 0, sizeof(o));
     int rc = core_key_peek(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
                            buf, x->out.head ? 0 : sizeof(buf), &pk);
@@ -685,6 +718,9 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
 
 struct put_st {
     struct s3_meta meta;
+    struct core_lock lock; /* x-amz-object-lock-* (with has_lock) */
+    bool has_lock;
+    char vid[CORE_VID_MAX + 1];
     char md5_expect[33];
     const char *if_match;
     bool if_none_match;
@@ -748,7 +784,8 @@ static void put_begin(struct s3_ctx *x)
 {
     struct put_st *st = s3__arena_alloc(x->a, sizeof(*st));
     x->opdata = st;
-    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &st->meta) || upload_prepare(x, st))
+    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &st->meta) ||
+        s3__lock_from_req(x, &st->lock, &st->has_lock) || upload_prepare(x, st))
         return;
     const char *im = s3__req_header(x->req, "if-match");
     const char *inm = s3__req_header(x->req, "if-none-match");
@@ -768,8 +805,12 @@ static void put_begin(struct s3_ctx *x)
                     : x->req->has_clen     ? x->req->content_length
                                            : UINT64_MAX;
     int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
-    if (rc)
+    if (rc) {
         s3__resp_err(x, rc, NULL);
+        return;
+    }
+    struct core_putopt opt = {st->has_lock ? &st->lock : NULL, st->vid};
+    core_upload_set_opt(x->wr.up, &opt);
 }
 
 /* After the last byte: verify digests. @return 0 or responds and returns < 0. */
@@ -857,6 +898,8 @@ static void put_finish(struct s3_ctx *x)
     }
     x->out.status = 200;
     s3__resp_header(x, "ETag", "\"%s\"", etag);
+    if (st->vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", st->vid);
     if (st->ck)
         s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
 }
@@ -919,18 +962,55 @@ static void part_finish(struct s3_ctx *x)
 
 /* ---------------------------------------------------------------- delete */
 
-static void delete_object(struct s3_ctx *x)
+/* DELETE's flags: x-amz-bypass-governance-retention. */
+static unsigned delete_flags(struct s3_ctx *x)
 {
-    if (s3__op_bucket(x))
-        return;
-    int rc = core_key_delete(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen);
+    const char *b = s3__req_header(x->req, "x-amz-bypass-governance-retention");
+    return b && strcasecmp(b, "true") == 0 ? CORE_DEL_BYPASS : 0;
+}
+
+/* Delete @p key (version @p vid, or NULL) into @p dr. A version that does not exist is
+ * deleted already (204, as S3 answers). @return 0 or the core's error. */
+static int delete_one(struct s3_ctx *x, const char *key, size_t keylen, const char *vid,
+                      struct core_delres *dr)
+{
+    int rc =
+        core_key_delete_v(x->core, &x->p, x->bucket_ino, key, keylen, vid, delete_flags(x), dr);
     if (rc == -ENOENT)
         rc = 0;
+    if (rc == SRV_ENOVERSION) {
+        snprintf(dr->vid, sizeof(dr->vid), "%s", vid);
+        rc = 0;
+    }
+    return rc;
+}
+
+static void delete_object(struct s3_ctx *x)
+{
+    struct core_delres dr;
+    const char *vid = req_vid(x);
+    if (s3__op_bucket(x))
+        return;
+    int rc = delete_one(x, x->rt.key, x->rt.keylen, vid, &dr);
+    if (rc == -EINVAL && vid) {
+        s3__resp_err(x, rc, "invalid version id specified");
+        return;
+    }
+    if (rc == SRV_ELOCKED) {
+        s3__resp_err(x, rc,
+                     "access denied because the object version is protected by object "
+                     "lock (retention or legal hold)");
+        return;
+    }
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
     x->out.status = 204;
+    if (dr.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", dr.vid);
+    if (dr.dmarker)
+        s3__resp_hdr(x, "x-amz-delete-marker", "true");
 }
 
 static void delete_objects(struct s3_ctx *x)
@@ -968,21 +1048,22 @@ static void delete_objects(struct s3_ctx *x)
             continue;
         struct s3_xnode *k = s3__xml_child(c, "Key");
         struct s3_xnode *v = s3__xml_child(c, "VersionId");
+        struct core_delres dr;
         int rc;
-        if (v && strcmp(v->text, "null") != 0)
-            rc = SRV_ENOTSUPP;
-        else if (k->textlen > CORE_KEY_MAX)
+        if (k->textlen > CORE_KEY_MAX)
             rc = -ENAMETOOLONG;
         else
-            rc = core_key_delete(x->core, &x->p, x->bucket_ino, k->text, k->textlen);
-        if (rc == -ENOENT)
-            rc = 0;
+            rc = delete_one(x, k->text, k->textlen, v ? v->text : NULL, &dr);
         if (rc == 0) {
             if (!quiet) {
                 evbuffer_add_printf(b, "<Deleted>");
                 s3__xml_elemn(b, "Key", k->text, k->textlen);
                 if (v)
                     s3__xml_elem(b, "VersionId", v->text);
+                if (dr.dmarker) {
+                    evbuffer_add_printf(b, "<DeleteMarker>true</DeleteMarker>");
+                    s3__xml_elem(b, "DeleteMarkerVersionId", dr.vid);
+                }
                 evbuffer_add_printf(b, "</Deleted>");
             }
             continue;
@@ -1006,6 +1087,7 @@ static void delete_objects(struct s3_ctx *x)
 struct copy_src {
     char *bucket, *key;
     size_t bucketlen, keylen;
+    const char *vid; /* ?versionId of the source, or NULL */
     uint64_t bucket_ino;
     struct obj o;
 };
@@ -1016,11 +1098,13 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     const char *h = s3__req_header(x->req, "x-amz-copy-source");
     size_t hl = strlen(h);
     const char *q = strchr(h, '?');
+    s->vid = NULL;
     if (q) {
-        if (strncmp(q, "?versionId=", 11) != 0 || strcmp(q + 11, "null") != 0) {
-            s3__resp_err(x, SRV_ENOTSUPP, "copying a specific version is not implemented");
+        if (strncmp(q, "?versionId=", 11) != 0) {
+            s3__resp_err(x, -EINVAL, "the copy source may name a version only: ?versionId=ID");
             return -1;
         }
+        s->vid = q + 11;
         hl = (size_t)(q - h);
     }
     size_t dl = 0;
@@ -1046,7 +1130,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
         return -1;
     }
     s->bucket_ino = attr.ino;
-    if (obj_lookup(x, s->bucket_ino, s->key, s->keylen, &s->o, true))
+    if (obj_lookup(x, s->bucket_ino, s->key, s->keylen, s->vid, &s->o, true))
         return -1;
     int st = cond_eval(x, "x-amz-copy-source-", s->o.etag, &s->o.info.attr.mtime, false);
     if (st) {
@@ -1162,10 +1246,18 @@ static void copy_object(struct s3_ctx *x)
         return;
     }
     struct s3_meta req_meta, meta;
-    if (s3__op_meta_from_req(x, &req_meta))
+    struct core_lock lk;
+    bool has_lock;
+    if (s3__op_meta_from_req(x, &req_meta) || s3__lock_from_req(x, &lk, &has_lock))
         return;
+    /* onto itself: only the metadata changes, in place, unless the bucket is versioned
+     * (then, as S3 does, the copy is a new version) */
+    struct core_bucket_vcfg vc;
     bool same = s.bucket_ino == x->bucket_ino && s.keylen == x->rt.keylen &&
-                memcmp(s.key, x->rt.key, s.keylen) == 0;
+                memcmp(s.key, x->rt.key, s.keylen) == 0 && !s.vid;
+    bool in_place = same && !has_lock &&
+                    core_bucket_vcfg_get(x->core, &x->p, x->bucket_ino, &vc) == 0 &&
+                    vc.versioning == CORE_VERS_NONE;
     if (same && !replace && !treplace) {
         s3__resp_s3err(x, S3E_INVALID_REQUEST,
                        "this copy request is illegal because it is trying to copy an object "
@@ -1176,8 +1268,13 @@ static void copy_object(struct s3_ctx *x)
     struct core_upload *up = NULL;
     /* the data first: a source replaced meanwhile is looked up again, and the
      * metadata copied below is then that version's */
-    if (!same && copy_data(x, &s, NULL, &up, etag))
+    char vid[CORE_VID_MAX + 1] = "";
+    if (!in_place && copy_data(x, &s, NULL, &up, etag))
         return;
+    if (up) {
+        struct core_putopt opt = {has_lock ? &lk : NULL, vid};
+        core_upload_set_opt(up, &opt);
+    }
     memset(&meta, 0, sizeof(meta));
     const struct s3_meta *from = replace ? &req_meta : &s.o.meta;
     for (size_t i = 0; i < from->n; i++)
@@ -1199,7 +1296,7 @@ static void copy_object(struct s3_ctx *x)
     }
     struct core_attr attr;
     memset(&attr, 0, sizeof(attr));
-    if (same) {
+    if (in_place) {
         rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob,
                                bloblen);
         snprintf(etag, sizeof(etag), "%s", s.o.etag);
@@ -1221,6 +1318,10 @@ static void copy_object(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&attr.mtime, iso);
     s3__resp_xml(x);
+    if (vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", vid);
+    if (s.o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-copy-source-version-id", s.o.info.vid);
     evbuffer_add_printf(x->out.body,
                         "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
@@ -1247,6 +1348,8 @@ static void part_copy(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&now, iso);
     s3__resp_xml(x);
+    if (s.o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-copy-source-version-id", s.o.info.vid);
     evbuffer_add_printf(x->out.body,
                         "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
@@ -1258,9 +1361,12 @@ static void part_copy(struct s3_ctx *x)
 static void get_tagging(struct s3_ctx *x)
 {
     struct obj o;
-    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+    if (s3__op_bucket(x) ||
+        obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, req_vid(x), &o, false))
         return;
     s3__resp_xml(x);
+    if (o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", o.info.vid);
     struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<Tagging xmlns=\"%s\"><TagSet>", S3_XMLNS);
     for (size_t i = 0; i < o.meta.n; i++)
@@ -1276,7 +1382,8 @@ static void get_tagging(struct s3_ctx *x)
 static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
 {
     struct obj o;
-    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+    const char *vid = req_vid(x);
+    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, vid, &o, false))
         return;
     s3__meta_drop(&o.meta, S3_M_TAG);
     if (!clear)
@@ -1287,13 +1394,16 @@ static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
     size_t len = 0;
     int rc = s3__meta_encode(&o.meta, &blob, &len);
     if (!rc)
-        rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
+        rc = core_version_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, vid,
+                                   blob, len);
     free(blob);
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
     x->out.status = clear ? 204 : 200;
+    if (o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", o.info.vid);
 }
 
 static void put_tagging(struct s3_ctx *x)
@@ -1334,8 +1444,11 @@ static void delete_tagging(struct s3_ctx *x)
 static void object_acl(struct s3_ctx *x)
 {
     struct obj o;
-    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, &o, false))
+    if (s3__op_bucket(x) ||
+        obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, req_vid(x), &o, false))
         return;
+    if (o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", o.info.vid);
     s3__resp_xml(x);
     evbuffer_add_printf(x->out.body,
                         "<AccessControlPolicy xmlns=\"%s\"><Owner><ID>%u.%" PRIu64 "</ID>"

@@ -50,8 +50,7 @@ static const char *const BUCKET_CONFIG_GET[] = {
 
 /* Subresources we recognise on objects but do not implement. */
 static const char *const OBJECT_UNSUPPORTED[] = {
-    "retention",  "legal-hold",   "torrent",   "restore", "select",
-    "attributes", "renameObject", "versionId", NULL,
+    "torrent", "restore", "select", "attributes", "renameObject", NULL,
 };
 
 static const char *find_sub(const struct s3_req *r, const char *const *list)
@@ -89,6 +88,10 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_mpu_list_uploads;
         else if (s3__req_has_param(r, "versions"))
             out->op = &s3_op_list_versions;
+        else if (s3__req_has_param(r, "versioning"))
+            out->op = &s3_op_get_versioning;
+        else if (s3__req_has_param(r, "object-lock"))
+            out->op = &s3_op_get_objlock;
         else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL) {
             out->op = &s3_op_bucket_config;
             out->sub = sub;
@@ -109,7 +112,11 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
         return;
     }
     if (strcmp(m, "PUT") == 0) {
-        if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
+        if (s3__req_has_param(r, "versioning"))
+            out->op = &s3_op_put_versioning;
+        else if (s3__req_has_param(r, "object-lock"))
+            out->op = &s3_op_put_objlock;
+        else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "PUT Bucket ?%s", sub));
         else
             out->op = &s3_op_create_bucket;
@@ -137,8 +144,7 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
 {
     const char *m = r->method;
     const char *sub = find_sub(r, OBJECT_UNSUPPORTED);
-    if (sub &&
-        !(strcmp(sub, "versionId") == 0 && strcmp(s3__req_param(r, "versionId"), "null") == 0)) {
+    if (sub) {
         unsupported(a, out, s3__arena_printf(a, "%s Object ?%s", m, sub));
         return;
     }
@@ -150,6 +156,10 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_get_tagging;
         else if (s3__req_has_param(r, "acl"))
             out->op = &s3_op_object_acl;
+        else if (s3__req_has_param(r, "retention"))
+            out->op = &s3_op_get_retention;
+        else if (s3__req_has_param(r, "legal-hold"))
+            out->op = &s3_op_get_legal_hold;
         else
             out->op = &s3_op_get_object;
         return;
@@ -171,6 +181,10 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_put_tagging;
         else if (s3__req_has_param(r, "acl"))
             unsupported(a, out, "PUT Object ?acl (ACLs are fixed: owner FULL_CONTROL)");
+        else if (s3__req_has_param(r, "retention"))
+            out->op = &s3_op_put_retention;
+        else if (s3__req_has_param(r, "legal-hold"))
+            out->op = &s3_op_put_legal_hold;
         else
             out->op = copy ? &s3_op_copy_object : &s3_op_put_object;
         return;
