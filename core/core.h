@@ -500,8 +500,8 @@ int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t buck
  * sealed, once settled (core_bg_run: committed and unchanged for settle_ms);
  * a REMOVE makes a delete marker; a RENAME moves the current version to the
  * new key as a new version there (the old key gets a delete marker when it
- * has older versions); a LINK is refused (-ENOTSUP). Old versions are not
- * reachable over NFS.
+ * has older versions); a LINK is refused (-EXDEV, as across file
+ * systems). Old versions are not reachable over NFS.
  *
  * Object lock (only with versioning enabled, for good): a version under
  * retention (until a date; GOVERNANCE, or COMPLIANCE which nobody can

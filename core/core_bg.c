@@ -122,7 +122,7 @@ int core__etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t s
     int rc = 0;
     memset(&sp, 0, sizeof(sp));
     sp.tenant = tenant;
-    sp.flags = CORE_P_SUPER;
+    sp.flags = CORE_P_SUPER | CORE_P_VERSIONS; /* a file may have become a version meanwhile */
     char *buf = malloc(STORE_EXTENT_MAX);
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!buf || !ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {

@@ -498,7 +498,7 @@ static int link_fn(struct meta_txn *t, void *arg)
     if (rc)
         return rc;
     if (cfg.versioning != META_VERS_NONE)
-        return -ENOTSUP; /* a version belongs to one key */
+        return -EXDEV; /* a version belongs to one key: as if across file systems */
     rc = core__perm(a->p, &d, CORE_MAY_W | CORE_MAY_X);
     if (rc)
         return rc;

@@ -316,7 +316,7 @@ static int version_drop(struct core *c, struct meta_txn *t, struct chain *ch, ui
     if (rc)
         return rc;
     if (r.nlink > 0) {
-        r.flags &= (uint16_t)~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
+        r.flags &= (uint16_t) ~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
         return meta_inode_put(t, v->ino, &r);
     }
     rc = core__usage_charge_store(c, t, r.tenant, r.bucket, -(int64_t)r.used);
@@ -333,8 +333,8 @@ static int version_drop(struct core *c, struct meta_txn *t, struct chain *ch, ui
  * @p r gets its flags (the caller writes it). @p vid (NULL or CORE_VID_MAX + 1) gets the id. */
 static int version_add(struct core *c, struct meta_txn *t, const struct meta_bucketcfg *cfg,
                        uint64_t bucket, const char *key, size_t klen, uint64_t ino,
-                       struct meta_inode *r, uint32_t uid, const struct core_lock *lk,
-                       bool sealed, char *vid)
+                       struct meta_inode *r, uint32_t uid, const struct core_lock *lk, bool sealed,
+                       char *vid)
 {
     struct chain ch;
     struct meta_version v;
@@ -350,8 +350,10 @@ static int version_add(struct core *c, struct meta_txn *t, const struct meta_buc
         if (rc == 0 && v.ino) {
             struct meta_inode o;
             if (meta_inode_get(t, v.ino, &o) == 0 && o.nlink > 0 && v.ino != ino) {
-                srv_log(ERROR, META, "bucket %llu: the null version to replace is still "
-                        "current", (unsigned long long)bucket);
+                srv_log(ERROR, META,
+                        "bucket %llu: the null version to replace is still "
+                        "current",
+                        (unsigned long long)bucket);
                 return SRV_ECORRUPT;
             }
         }
@@ -389,8 +391,8 @@ static int version_add(struct core *c, struct meta_txn *t, const struct meta_buc
             lock_to_rec(lk, &v);
         } else if ((cfg->flags & META_BC_OBJLOCK) && cfg->lock) {
             v.lock = cfg->lock;
-            v.until_s = now.tv_sec + (cfg->lock_days ? cfg->lock_days * DAY_S
-                                                   : cfg->lock_years * 365 * DAY_S);
+            v.until_s = now.tv_sec +
+                        (cfg->lock_days ? cfg->lock_days * DAY_S : cfg->lock_years * 365 * DAY_S);
         }
         r->flags |= META_I_VREC;
         if (sealed)
@@ -503,7 +505,7 @@ int core__ver_retire_t(struct core *c, struct meta_txn *t, const struct meta_buc
         }
         if (rc == 0)
             rc = meta_vino_del(t, ino);
-        r->flags &= (uint16_t)~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
+        r->flags &= (uint16_t) ~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
         if (rc == 0)
             rc = core__entry_remove(c, t, dir, d, name, nlen, ino, r);
         return rc;
@@ -521,7 +523,7 @@ int core__ver_retire_t(struct core *c, struct meta_txn *t, const struct meta_buc
         if (rc == 0)
             rc = meta_vino_put(t, vino, ch.id, vseq);
         v.ino = vino;
-        r->flags &= (uint16_t)~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
+        r->flags &= (uint16_t) ~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
     } else {
         /* the file itself: its bytes leave the directories, stay in the store */
         r->flags |= META_I_VREC;
@@ -676,10 +678,9 @@ int core__ver_open_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
             }
             if (rc == 0)
                 rc = meta_vino_del(t, ino);
-            r->flags &= (uint16_t)~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
+            r->flags &= (uint16_t) ~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
             if (rc == 0)
-                rc = version_add(c, t, &cfg, r->bucket, key, klen, ino, r, 0, NULL, false,
-                                 NULL);
+                rc = version_add(c, t, &cfg, r->bucket, key, klen, ino, r, 0, NULL, false, NULL);
         } else {
             /* the null version of a suspended bucket changes in place */
             v.flags &= ~(uint32_t)META_V_SEALED;
@@ -740,7 +741,7 @@ int core__ver_move_t(struct core *c, struct meta_txn *t, const struct core_princ
         }
         if (rc && rc != -ENOENT)
             return rc;
-        r->flags &= (uint16_t)~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
+        r->flags &= (uint16_t) ~(META_I_VREC | META_I_VSEALED | META_I_VLOCK);
     }
     /* the old key: a delete marker when it keeps older versions */
     int rc = chain_find(t, bucket, okey, oklen, &ch);
@@ -808,8 +809,8 @@ static int relink(struct core *c, struct meta_txn *t, const struct core_principa
 }
 
 /* Find version @p vid of chain @p ch. @return 0, SRV_ENOVERSION, -EINVAL, or an error. */
-static int version_find(struct meta_txn *t, const struct chain *ch, const char *vid,
-                        uint64_t *vseq, struct meta_version *v)
+static int version_find(struct meta_txn *t, const struct chain *ch, const char *vid, uint64_t *vseq,
+                        struct meta_version *v)
 {
     uint64_t rnd = 0;
     int rc = vid_parse(vid, vseq, &rnd);
@@ -892,8 +893,7 @@ static int vdel_fn(struct meta_txn *t, void *arg)
         size_t noff;
         rc = core__parent_of_key(t, a->bucket, a->key, a->klen, false, &dir, &noff);
         if (rc == 0)
-            rc = core__node_unlink(c, t, a->p, dir, a->key + noff, a->klen - noff, false, 0,
-                                   NULL);
+            rc = core__node_unlink(c, t, a->p, dir, a->key + noff, a->klen - noff, false, 0, NULL);
         if (rc == 0)
             rc = core__implicit_cleanup(c, t, a->p, a->bucket, a->key, a->klen, false);
         return rc;
@@ -908,8 +908,7 @@ static int vdel_fn(struct meta_txn *t, void *arg)
         if (rc)
             return rc;
     }
-    bool latest = version_next(t, ch.id, 0, &nseq, &(struct meta_version){0}) == 0 &&
-                  nseq == vseq;
+    bool latest = version_next(t, ch.id, 0, &nseq, &(struct meta_version){0}) == 0 && nseq == vseq;
     bool in_tree = false;
     if (v.ino) {
         struct meta_inode r;
@@ -987,8 +986,8 @@ static int flush_key(struct core *c, uint64_t bucket, const char *key, size_t kl
     return core__pend_flush_ino(c, ino);
 }
 
-int core__ver_submit(struct core *c, uint64_t bucket, const char *key, size_t klen,
-                     meta_op_fn fn, void *arg)
+int core__ver_submit(struct core *c, uint64_t bucket, const char *key, size_t klen, meta_op_fn fn,
+                     void *arg)
 {
     int rc = -EAGAIN;
     bool maybe = core__vb_maybe(c, bucket);
@@ -1052,7 +1051,7 @@ struct bcfg_op {
     struct core *c;
     const struct core_principal *p;
     uint64_t bucket;
-    enum core_versioning vers;       /* versioning_set */
+    enum core_versioning vers;           /* versioning_set */
     const struct core_bucket_vcfg *lock; /* objlock_set */
 };
 
@@ -1108,8 +1107,8 @@ int core_bucket_objlock_set(struct core *c, const struct core_principal *p, uint
 {
     struct bcfg_op a = {c, p, bucket, CORE_VERS_NONE, cfg};
     if (cfg->lock_mode > CORE_LOCK_COMPLIANCE ||
-        (cfg->lock_mode && !cfg->lock_days == !cfg->lock_years) ||
-        cfg->lock_days > 36500 || cfg->lock_years > 100)
+        (cfg->lock_mode && !cfg->lock_days == !cfg->lock_years) || cfg->lock_days > 36500 ||
+        cfg->lock_years > 100)
         return -EINVAL;
     return bcfg_submit(c, &a);
 }
@@ -1290,8 +1289,7 @@ int core__ver_marker(struct core *c, struct meta_txn *t, uint64_t bucket, const 
 }
 
 int core_version_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
-                        const char *key, size_t keylen, const char *vid,
-                        struct core_objinfo *out)
+                        const char *key, size_t keylen, const char *vid, struct core_objinfo *out)
 {
     struct meta_txn *t;
     struct meta_inode b;
@@ -1343,8 +1341,8 @@ int core_version_lookup(struct core *c, const struct core_principal *p, uint64_t
     if (rc == 0)
         rc = version_find(t, &ch, vid, &vseq, &v);
     if (rc == 0) {
-        bool latest = version_next(t, ch.id, 0, &nseq, &(struct meta_version){0}) == 0 &&
-                      nseq == vseq;
+        bool latest =
+            version_next(t, ch.id, 0, &nseq, &(struct meta_version){0}) == 0 && nseq == vseq;
         struct core_principal vp = *p;
         vp.flags |= CORE_P_VERSIONS;
         rc = version_info(c, t, &vp, vseq, &v, latest, true, out);
@@ -1383,7 +1381,7 @@ struct vlist {
     uint32_t max, count;
     core_list_cb cb;
     void *arg;
-    bool stop;                   /* the callback asked to stop, or the page is full */
+    bool stop; /* the callback asked to stop, or the page is full */
     bool *truncated;
     char skip[CORE_KEY_MAX + 2]; /* keys starting with these bytes are behind us */
     size_t skiplen;
@@ -1520,9 +1518,9 @@ static int vl_key(struct vlist *s, const char *key, size_t klen, uint64_t chain,
 }
 
 int core_list_versions(struct core *c, const struct core_principal *p, uint64_t bucket,
-                       const char *prefix, size_t prefixlen, const char *key_marker,
-                       size_t kmlen, const char *vid_marker, const char *delim, size_t delimlen,
-                       uint32_t max, core_list_cb cb, void *arg, bool *truncated)
+                       const char *prefix, size_t prefixlen, const char *key_marker, size_t kmlen,
+                       const char *vid_marker, const char *delim, size_t delimlen, uint32_t max,
+                       core_list_cb cb, void *arg, bool *truncated)
 {
     struct meta_inode b;
     struct vlist *s = NULL;
@@ -1546,9 +1544,16 @@ int core_list_versions(struct core *c, const struct core_principal *p, uint64_t 
         free(after);
         return -ENOMEM;
     }
-    *s = (struct vlist){.c = c, .bucket = bucket, .prefix = prefixlen ? prefix : "",
-                        .delim = delim, .plen = prefixlen, .dlen = delimlen, .max = max,
-                        .cb = cb, .arg = arg, .truncated = truncated};
+    *s = (struct vlist){.c = c,
+                        .bucket = bucket,
+                        .prefix = prefixlen ? prefix : "",
+                        .delim = delim,
+                        .plen = prefixlen,
+                        .dlen = delimlen,
+                        .max = max,
+                        .cb = cb,
+                        .arg = arg,
+                        .truncated = truncated};
     int rc = meta_rtxn_begin(c->meta, &s->t);
     if (rc)
         goto out;
@@ -1561,8 +1566,8 @@ int core_list_versions(struct core *c, const struct core_principal *p, uint64_t 
         memcpy(after, key_marker, kmlen);
         alen = kmlen;
         /* a marker that is a rolled-up prefix: everything under it is behind us */
-        if (delimlen && kmlen >= prefixlen + delimlen && starts_with(key_marker, kmlen, prefix,
-                                                                       prefixlen) &&
+        if (delimlen && kmlen >= prefixlen + delimlen &&
+            starts_with(key_marker, kmlen, prefix, prefixlen) &&
             memcmp(key_marker + kmlen - delimlen, delim, delimlen) == 0) {
             memcpy(s->skip, key_marker, kmlen);
             s->skiplen = kmlen;

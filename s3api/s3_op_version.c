@@ -129,8 +129,9 @@ static void get_objlock(struct s3_ctx *x)
                         "</ObjectLockEnabled>",
                         S3_XMLNS);
     if (cfg.lock_mode)
-        evbuffer_add_printf(b, "<Rule><DefaultRetention><Mode>%s</Mode><%s>%u</%s>"
-                               "</DefaultRetention></Rule>",
+        evbuffer_add_printf(b,
+                            "<Rule><DefaultRetention><Mode>%s</Mode><%s>%u</%s>"
+                            "</DefaultRetention></Rule>",
                             LOCK_MODES[cfg.lock_mode], cfg.lock_days ? "Days" : "Years",
                             cfg.lock_days ? cfg.lock_days : cfg.lock_years,
                             cfg.lock_days ? "Days" : "Years");
@@ -164,8 +165,7 @@ static void put_objlock(struct s3_ctx *x)
         struct s3_xnode *years = dr ? s3__xml_child(dr, "Years") : NULL;
         int m = mode ? lock_mode_of(mode->text) : -1;
         long n = count_of(days ? days : years);
-        if (!dr || m < 0 || !days == !years || n < 0 || (days && n > 36500) ||
-            (years && n > 100)) {
+        if (!dr || m < 0 || !days == !years || n < 0 || (days && n > 36500) || (years && n > 100)) {
             s3__resp_err(x, SRV_EBADREQ,
                          "DefaultRetention needs a Mode (GOVERNANCE or COMPLIANCE) and either "
                          "Days (1..36500) or Years (1..100)");
@@ -206,8 +206,9 @@ int s3__lock_from_req(struct s3_ctx *x, struct core_lock *lk, bool *has)
             return -1;
         }
         if (s3__iso_date_parse(until, &t) || t <= time(NULL)) {
-            s3__resp_err(x, -EINVAL, "the retain until date must be an ISO 8601 date in the "
-                                     "future");
+            s3__resp_err(x, -EINVAL,
+                         "the retain until date must be an ISO 8601 date in the "
+                         "future");
             return -1;
         }
         lk->mode = (uint32_t)m;
@@ -260,9 +261,9 @@ static int lock_target(struct s3_ctx *x, struct core_objinfo *oi)
         s3__resp_s3err(x, S3E_INVALID_REQUEST, LOCK_MSG_NO_CONFIG);
         return -1;
     }
-    int rc = vid ? core_version_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen,
-                                       vid, oi)
-                 : core_key_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, oi);
+    int rc =
+        vid ? core_version_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, vid, oi)
+            : core_key_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, oi);
     free(oi->meta);
     oi->meta = NULL;
     if (rc == 0 && oi->dmarker)
@@ -349,8 +350,8 @@ static void put_retention(struct s3_ctx *x)
     if (s3__op_bucket(x))
         return;
     const char *vid = s3__req_param(x->req, "versionId");
-    int rc = core_version_retention_set(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen,
-                                        vid, &lk, bypass_asked(x) ? CORE_DEL_BYPASS : 0);
+    int rc = core_version_retention_set(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, vid,
+                                        &lk, bypass_asked(x) ? CORE_DEL_BYPASS : 0);
     lock_set_result(x, rc);
 }
 
@@ -413,13 +414,15 @@ static int version_cb(void *arg, const struct core_listent *e)
     s3__iso_date_fmt(&oi->attr.mtime, iso);
     evbuffer_add_printf(b, oi->dmarker ? "<DeleteMarker>" : "<Version>");
     s3__list_text(st->url, b, "Key", e->key, e->keylen);
-    evbuffer_add_printf(b, "<VersionId>%s</VersionId><IsLatest>%s</IsLatest>"
-                           "<LastModified>%s</LastModified>",
+    evbuffer_add_printf(b,
+                        "<VersionId>%s</VersionId><IsLatest>%s</IsLatest>"
+                        "<LastModified>%s</LastModified>",
                         oi->vid, oi->latest ? "true" : "false", iso);
     if (!oi->dmarker) {
         bool dir = oi->attr.type == CORE_DIR;
-        evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>"
-                               "<StorageClass>STANDARD</StorageClass>",
+        evbuffer_add_printf(b,
+                            "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>"
+                            "<StorageClass>STANDARD</StorageClass>",
                             dir ? S3_EMPTY_MD5 : oi->etag, dir ? 0 : oi->attr.size);
     }
     s3__owner_xml(x, b);

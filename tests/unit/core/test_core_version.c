@@ -187,10 +187,8 @@ static void test_puts_and_markers(void **state)
     free(oi.meta);
     assert_string_equal(oi.vid, v1);
     /* unknown and malformed ids */
-    assert_int_equal(core_version_lookup(f->c, &f->p, f->bucket, "k", 1, v2, &oi),
-                     SRV_ENOVERSION);
-    assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "k", 1, v2, 0, &d2),
-                     SRV_ENOVERSION);
+    assert_int_equal(core_version_lookup(f->c, &f->p, f->bucket, "k", 1, v2, &oi), SRV_ENOVERSION);
+    assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "k", 1, v2, 0, &d2), SRV_ENOVERSION);
     assert_int_equal(core_version_lookup(f->c, &f->p, f->bucket, "k", 1, "nope", &oi), -EINVAL);
     /* delete markers on a key that never existed */
     assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "ghost", 5, NULL, 0, &dr), 0);
@@ -256,9 +254,8 @@ static void test_nfs(void **state)
     vers(f, CORE_VERS_ENABLED);
     assert_int_equal(core_create(f->c, &f->p, f->bucket, "n", 1, 0644, CORE_CREATE_GUARDED, 0, &a),
                      0);
-    assert_int_equal(core_write(f->c, &f->p, a.ino, 0, data, 4 * MB, CORE_FILE_SYNC, &st, NULL,
-                                NULL),
-                     0);
+    assert_int_equal(
+        core_write(f->c, &f->p, a.ino, 0, data, 4 * MB, CORE_FILE_SYNC, &st, NULL, NULL), 0);
     list(f, NULL, NULL, NULL, NULL, 100, &l, &tr);
     assert_int_equal(l.n, 1);
     char v1[CORE_VID_MAX + 1];
@@ -274,9 +271,8 @@ static void test_nfs(void **state)
     uint64_t used1 = bucket_bytes(f);
     assert_int_equal(used1, 4 * MB);
     /* sealed: a change keeps v1 (a clone sharing the three unchanged extents) */
-    assert_int_equal(core_write(f->c, &f->p, a.ino, MB + 5, "YY", 2, CORE_UNSTABLE, &st, NULL,
-                                NULL),
-                     0);
+    assert_int_equal(
+        core_write(f->c, &f->p, a.ino, MB + 5, "YY", 2, CORE_UNSTABLE, &st, NULL, NULL), 0);
     assert_int_equal(core_commit(f->c, &f->p, a.ino), 0);
     list(f, NULL, NULL, NULL, NULL, 100, &l, &tr);
     assert_int_equal(l.n, 2);
@@ -307,8 +303,7 @@ static void test_nfs(void **state)
     /* RENAME over a file keeps the replaced one as a version */
     assert_int_equal(core_create(f->c, &f->p, f->bucket, "o", 1, 0644, CORE_CREATE_GUARDED, 0, &b),
                      0);
-    assert_int_equal(core_write(f->c, &f->p, b.ino, 0, "other", 5, CORE_FILE_SYNC, &st, NULL,
-                                NULL),
+    assert_int_equal(core_write(f->c, &f->p, b.ino, 0, "other", 5, CORE_FILE_SYNC, &st, NULL, NULL),
                      0);
     assert_int_equal(core_rename(f->c, &f->p, f->bucket, "o", 1, f->bucket, "m", 1), 0);
     list(f, "m", NULL, NULL, NULL, 100, &l, &tr);
@@ -316,7 +311,7 @@ static void test_nfs(void **state)
     vread(f, "m", NULL, "other", 5);
     vread(f, "m", l.vid[1], d2, 2 * MB);
     /* REMOVE: a delete marker; LINK is refused */
-    assert_int_equal(core_link(f->c, &f->p, b.ino, f->bucket, "h", 1, NULL), -ENOTSUP);
+    assert_int_equal(core_link(f->c, &f->p, b.ino, f->bucket, "h", 1, NULL), -EXDEV);
     assert_int_equal(core_remove(f->c, &f->p, f->bucket, "m", 1), 0);
     assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "m", 1, &a), -ENOENT);
     list(f, "m", NULL, NULL, NULL, 100, &l, &tr);
@@ -379,8 +374,8 @@ static void test_list_paging(void **state)
     assert_string_equal(l.key[0], "z");
     assert_false(tr);
     /* a version id marker without a key marker is refused */
-    assert_int_equal(core_list_versions(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, vid[0], NULL,
-                                        0, 10, lv_cb, &l, &tr),
+    assert_int_equal(core_list_versions(f->c, &f->p, f->bucket, NULL, 0, NULL, 0, vid[0], NULL, 0,
+                                        10, lv_cb, &l, &tr),
                      -EINVAL);
 }
 
@@ -392,9 +387,8 @@ static void test_lock(void **state)
     struct core_attr a;
     enum core_stable st;
     time_t now = time(NULL);
-    struct core_bucket_vcfg cfg = {.versioning = CORE_VERS_ENABLED,
-                                   .lock_mode = CORE_LOCK_GOVERNANCE,
-                                   .lock_days = 1};
+    struct core_bucket_vcfg cfg = {
+        .versioning = CORE_VERS_ENABLED, .lock_mode = CORE_LOCK_GOVERNANCE, .lock_days = 1};
     assert_int_equal(core_bucket_objlock_set(f->c, &f->p, f->bucket, &cfg), 0);
     /* the default retention applies */
     vput(f, "g", "gov", 3, v1, NULL, 0);
@@ -409,11 +403,10 @@ static void test_lock(void **state)
     struct core_lock shorter = {CORE_LOCK_GOVERNANCE, now + 60, false};
     assert_int_equal(core_version_retention_set(f->c, &f->p, f->bucket, "g", 1, v1, &shorter, 0),
                      SRV_ELOCKED);
-    assert_int_equal(core_version_retention_set(f->c, &f->p, f->bucket, "g", 1, v1, &shorter,
-                                                CORE_DEL_BYPASS),
-                     0);
-    assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "g", 1, v1, CORE_DEL_BYPASS,
-                                       NULL),
+    assert_int_equal(
+        core_version_retention_set(f->c, &f->p, f->bucket, "g", 1, v1, &shorter, CORE_DEL_BYPASS),
+        0);
+    assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "g", 1, v1, CORE_DEL_BYPASS, NULL),
                      0);
     /* compliance: never shortened or deleted early; extended freely */
     struct core_lock comp = {CORE_LOCK_COMPLIANCE, now + 3600, false};
@@ -421,12 +414,11 @@ static void test_lock(void **state)
     assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "c", 1, v2, CORE_DEL_BYPASS, NULL),
                      SRV_ELOCKED);
     struct core_lock gov = {CORE_LOCK_GOVERNANCE, now + 7200, false};
-    assert_int_equal(core_version_retention_set(f->c, &f->p, f->bucket, "c", 1, v2, &gov,
-                                                CORE_DEL_BYPASS),
-                     SRV_ELOCKED);
+    assert_int_equal(
+        core_version_retention_set(f->c, &f->p, f->bucket, "c", 1, v2, &gov, CORE_DEL_BYPASS),
+        SRV_ELOCKED);
     comp.until = now + 7200;
-    assert_int_equal(core_version_retention_set(f->c, &f->p, f->bucket, "c", 1, NULL, &comp, 0),
-                     0);
+    assert_int_equal(core_version_retention_set(f->c, &f->p, f->bucket, "c", 1, NULL, &comp, 0), 0);
     /* NFS: the locked current file is neither changed, truncated, removed nor renamed (over) */
     assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "c", 1, &a), 0);
     assert_int_equal(core_write(f->c, &f->p, a.ino, 0, "X", 1, CORE_FILE_SYNC, &st, NULL, NULL),
@@ -434,13 +426,11 @@ static void test_lock(void **state)
     struct core_setattr sa = {.mask = CORE_SET_SIZE, .size = 1};
     assert_int_equal(core_setattr(f->c, &f->p, a.ino, &sa, NULL, NULL), SRV_ELOCKED);
     assert_int_equal(core_remove(f->c, &f->p, f->bucket, "c", 1), SRV_ELOCKED);
-    assert_int_equal(core_rename(f->c, &f->p, f->bucket, "c", 1, f->bucket, "c2", 2),
-                     SRV_ELOCKED);
+    assert_int_equal(core_rename(f->c, &f->p, f->bucket, "c", 1, f->bucket, "c2", 2), SRV_ELOCKED);
     struct core_attr o;
     assert_int_equal(core_create(f->c, &f->p, f->bucket, "t", 1, 0644, CORE_CREATE_GUARDED, 0, &o),
                      0);
-    assert_int_equal(core_rename(f->c, &f->p, f->bucket, "t", 1, f->bucket, "c", 1),
-                     SRV_ELOCKED);
+    assert_int_equal(core_rename(f->c, &f->p, f->bucket, "t", 1, f->bucket, "c", 1), SRV_ELOCKED);
     /* an S3 PUT still makes a new version over it */
     vput(f, "c", "new", 3, v1, NULL, 0);
     vread(f, "c", v2, "comp", 4);
@@ -458,8 +448,7 @@ static void test_lock(void **state)
     struct core_putopt po = {&comp, NULL};
     assert_int_equal(core_upload_begin(f->c, &f->p, a.ino, 1, &u), 0);
     core_upload_set_opt(u, &po);
-    assert_int_equal(core_upload_commit(u, "x", 1, "e", NULL, 0, NULL, false, NULL),
-                     SRV_EBADSTATE);
+    assert_int_equal(core_upload_commit(u, "x", 1, "e", NULL, 0, NULL, false, NULL), SRV_EBADSTATE);
 }
 
 int main(void)
