@@ -342,6 +342,7 @@ struct core_objinfo {
     char vid[CORE_VID_MAX + 1];
     bool latest;           /* the key's current version (listings, version lookups) */
     bool dmarker;          /* a delete marker: only vid, attr.mtime and attr.uid set */
+    int64_t noncur_s;      /* version listings: when it became noncurrent (0: current) */
     struct core_lock lock; /* this version's retention and legal hold */
 };
 

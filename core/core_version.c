@@ -1213,6 +1213,7 @@ static int version_info(struct core *c, struct meta_txn *t, const struct core_pr
     memset(out, 0, sizeof(*out));
     core__vid_fmt(vseq, v, out->vid);
     out->latest = latest;
+    out->noncur_s = v->noncur_s;
     lock_of_rec(v, &out->lock);
     if (!v->ino) {
         out->dmarker = true;
@@ -1576,17 +1577,17 @@ int core_list_versions(struct core *c, const struct core_principal *p, uint64_t 
     if (vid_marker) {
         /* the rest of the marker key's versions come first */
         struct chain ch;
-        uint64_t vseq;
-        struct meta_version v;
-        if (chain_find(s->t, bucket, key_marker, kmlen, &ch) == 0) {
-            rc = version_find(s->t, &ch, vid_marker, &vseq, &v);
-            if (rc == 0)
+        uint64_t vseq, rnd;
+        int kind = vid_parse(vid_marker, &vseq, &rnd);
+        if (kind < 0) {
+            rc = -EINVAL;
+        } else if (chain_find(s->t, bucket, key_marker, kmlen, &ch) == 0) {
+            /* an id names its place in the chain whether or not it is still there (the
+             * lifecycle worker deletes versions as it pages) */
+            if (kind == 1)
+                vseq = ch.h.null_vseq;
+            if (vseq)
                 rc = vl_key(s, key_marker, kmlen, ch.id, 0, vseq);
-            else if (rc == SRV_ENOVERSION)
-                rc = 0; /* gone meanwhile: that key is done */
-        } else {
-            uint64_t vs, rnd;
-            rc = vid_parse(vid_marker, &vs, &rnd) < 0 ? -EINVAL : 0;
         }
         if (rc || s->stop)
             goto out;

@@ -524,7 +524,8 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
     s3_op_mpu_list_parts, s3_op_mpu_list_uploads, s3_op_get_versioning, s3_op_put_versioning,
     s3_op_get_objlock, s3_op_put_objlock, s3_op_get_retention, s3_op_put_retention,
-    s3_op_get_legal_hold, s3_op_put_legal_hold;
+    s3_op_get_legal_hold, s3_op_put_legal_hold, s3_op_get_lifecycle, s3_op_put_lifecycle,
+    s3_op_delete_lifecycle;
 
 #define S3_EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e" /* ETag of empty content */
 
@@ -555,6 +556,58 @@ void s3__owner_xml(struct s3_ctx *x, struct evbuffer *b);
 void s3__list_text(bool url, struct evbuffer *b, const char *tag, const char *s, size_t n);
 /** The max-keys parameter (default and cap 1000). @return 0, or responds and returns -1. */
 int s3__parse_max_keys(struct s3_ctx *x, uint32_t *out);
+
+/* lifecycle configurations (s3_lc.c: pure; the operations and the worker: s3_lifecycle.c) */
+#define S3_LC_RULES_MAX 1000
+#define S3_LC_TAGS_MAX 10
+struct s3_lc_tag {
+    const char *key, *val;
+    size_t klen, vlen;
+};
+struct s3_lc_trans {
+    int64_t days; /* with date 0 */
+    time_t date;
+    const char *sclass;
+};
+struct s3_lc_rule {
+    const char *id; /* "" when none */
+    bool enabled;
+    /* the filter: prefix (NULL: none), tags, sizes (-1: none); legacy_prefix: the rule's
+     * own <Prefix>; and_form: written with <And> */
+    bool legacy_prefix, and_form;
+    const char *prefix;
+    size_t prefixlen;
+    struct s3_lc_tag *tags;
+    size_t ntags;
+    int64_t size_gt, size_lt;
+    /* actions (0 / -1: none) */
+    int64_t exp_days;
+    time_t exp_date;
+    int exp_dmarker; /* ExpiredObjectDeleteMarker: -1 none, 0 false, 1 true */
+    int64_t nc_days, nc_newer;
+    int64_t abort_days;
+    struct s3_lc_trans *trans, *nctrans;
+    size_t ntrans, nnctrans;
+};
+struct s3_lc {
+    struct s3_lc_rule *rules;
+    size_t n;
+};
+/** Parse and validate a LifecycleConfiguration document (arena copies).
+ * @return 0, SRV_EBADREQ (MalformedXML), -EINVAL (InvalidArgument); @p why says which. */
+int s3__lc_parse(struct s3_arena *a, const char *doc, size_t len, struct s3_lc *out,
+                 const char **why);
+/** Whether a rule moves data (Transition, NoncurrentVersionTransition). */
+bool s3__lc_has_transition(const struct s3_lc *lc);
+/** The canonical document of @p lc (what is stored and what GET answers). */
+void s3__lc_xml(const struct s3_lc *lc, struct evbuffer *b);
+/** Whether enabled rule @p r's filter takes an object (@p meta: its tags, may be NULL). */
+bool s3__lc_match(const struct s3_lc_rule *r, const char *key, size_t klen, uint64_t size,
+                  const struct s3_meta *meta);
+/** Whether @p days lifecycle days have passed since @p since at @p now: with 86400-second
+ * days S3's rule (since + days, rounded up to the next midnight UTC), with shorter (test)
+ * days since + days * @p day_s. */
+bool s3__lc_due(int64_t since, int64_t days, int64_t now, int64_t day_s);
 
 /* versions and object lock (s3_op_version.c) */
 /** The x-amz-object-lock-* headers of a request into @p lk (@p has: any was given; the

@@ -172,7 +172,6 @@ static void bucket_config(struct s3_ctx *x)
     } missing[] = {
         {"policy", S3E_NO_SUCH_BUCKET_POLICY},
         {"policyStatus", S3E_NO_SUCH_BUCKET_POLICY},
-        {"lifecycle", S3E_NO_SUCH_LIFECYCLE},
         {"cors", S3E_NO_SUCH_CORS},
         {"encryption", S3E_NO_SSE_CONFIG},
         {"website", S3E_NO_SUCH_WEBSITE},

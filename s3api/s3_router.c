@@ -92,6 +92,8 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_get_versioning;
         else if (s3__req_has_param(r, "object-lock"))
             out->op = &s3_op_get_objlock;
+        else if (s3__req_has_param(r, "lifecycle"))
+            out->op = &s3_op_get_lifecycle;
         else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL) {
             out->op = &s3_op_bucket_config;
             out->sub = sub;
@@ -116,6 +118,8 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_put_versioning;
         else if (s3__req_has_param(r, "object-lock"))
             out->op = &s3_op_put_objlock;
+        else if (s3__req_has_param(r, "lifecycle"))
+            out->op = &s3_op_put_lifecycle;
         else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "PUT Bucket ?%s", sub));
         else
@@ -123,7 +127,9 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
         return;
     }
     if (strcmp(m, "DELETE") == 0) {
-        if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
+        if (s3__req_has_param(r, "lifecycle"))
+            out->op = &s3_op_delete_lifecycle;
+        else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "DELETE Bucket ?%s", sub));
         else
             out->op = &s3_op_delete_bucket;

@@ -67,6 +67,7 @@ struct daemon {
     struct qos *qos;
     struct admin *admin;
     struct s3_server *s3;
+    struct s3_lifecycle *lifecycle;
     struct nfs_server *nfs;
     struct event_base *base;
     struct event *sig_term, *sig_int, *sig_hup;
@@ -435,6 +436,8 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 static void stop_all(struct daemon *d)
 {
     admin_set_ready(d->admin, false);
+    s3_lifecycle_stop(d->lifecycle);
+    d->lifecycle = NULL;
     if (d->s3) {
         s3_server_stop(d->s3);
         d->s3 = NULL;
@@ -681,6 +684,14 @@ static int start_all(struct daemon *d)
     rc = s3_server_start(&d->s3, &s3c, d->core, d->tenants);
     if (rc < 0) {
         srv_log(ERROR, SRV, "cannot start S3 on %s: %s", d->cfg.s3_listen, err_text(rc));
+        return rc;
+    }
+    struct s3_lifecycle_config lc = {.day_s = d->cfg.lifecycle_day_s,
+                                     .interval_s = d->cfg.lifecycle_interval_s,
+                                     .batch = (uint32_t)d->cfg.lifecycle_batch};
+    rc = s3_lifecycle_start(&d->lifecycle, d->core, &lc);
+    if (rc < 0) {
+        srv_log(ERROR, SRV, "cannot start the lifecycle worker: %s", err_text(rc));
         return rc;
     }
     struct nfs_server_config nc = {

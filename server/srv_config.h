@@ -67,6 +67,9 @@ struct srv_config {
     int64_t s3_max_conns;
     char *s3_tls_cert;
     char *s3_tls_key;
+    int64_t lifecycle_day_s;
+    int64_t lifecycle_interval_s;
+    int64_t lifecycle_batch;
     /* NFS */
     bool nfs_register_rpcbind;
     uint64_t nfs_max_record;

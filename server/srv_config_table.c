@@ -117,6 +117,16 @@ const struct srv_config_opt srv_config_table[] = {
         "PEM certificate chain for HTTPS on s3_listen. Empty: plain HTTP."),
     OPT(s3_tls_key, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "PEM private key for s3_tls_cert (required with it)."),
+    OPT(lifecycle_interval_s, SRV_CFG_INT, "3600", 1, 86400, SRV_CFG_IMMUTABLE, NULL,
+        "Seconds between two passes of the lifecycle worker over the buckets with a "
+        "lifecycle configuration."),
+    OPT(lifecycle_batch, SRV_CFG_INT, "256", 1, 100000, SRV_CFG_IMMUTABLE, NULL,
+        "Objects, versions or uploads the lifecycle worker reads in one batch; it pauses 20 ms "
+        "between batches so that requests are not held up behind it."),
+    OPT(lifecycle_day_s, SRV_CFG_INT, "86400", 1, 86400, SRV_CFG_IMMUTABLE, NULL,
+        "A test aid: seconds in one lifecycle day (Days of lifecycle rules). Below 86400, "
+        "days count from the object's time without S3's rounding up to midnight UTC, so that "
+        "tests see rules fire within seconds; logged as a warning. Keep 86400 in production."),
     /* NFS */
     OPT(nfs_register_rpcbind, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "Register NFS and MOUNT with a running rpcbind (failure is only logged). Without it "

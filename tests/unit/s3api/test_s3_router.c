@@ -57,6 +57,9 @@ static void test_ops(void **state)
     OP("GET", "/bkt?object-lock", s3_op_get_objlock);
     OP("PUT", "/bkt?object-lock", s3_op_put_objlock);
     OP("GET", "/bkt?cors", s3_op_bucket_config);
+    OP("GET", "/bkt?lifecycle", s3_op_get_lifecycle);
+    OP("PUT", "/bkt?lifecycle", s3_op_put_lifecycle);
+    OP("DELETE", "/bkt?lifecycle", s3_op_delete_lifecycle);
     OP("POST", "/bkt?delete", s3_op_delete_objects);
     OP("PUT", "/bkt/k", s3_op_put_object);
     OP("GET", "/bkt/k", s3_op_get_object);
