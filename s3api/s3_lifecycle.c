@@ -48,8 +48,7 @@ static void get_lifecycle(struct s3_ctx *x)
     size_t len = 0;
     if (s3__op_bucket(x))
         return;
-    int rc = core_bucket_blob_get(x->core, &x->p, x->bucket_ino, CORE_BLOB_LIFECYCLE, &blob,
-                                  &len);
+    int rc = core_bucket_blob_get(x->core, &x->p, x->bucket_ino, CORE_BLOB_LIFECYCLE, &blob, &len);
     if (rc == -ENOENT) {
         s3__resp_s3err(x, S3E_NO_SUCH_LIFECYCLE, NULL);
         return;
@@ -228,9 +227,9 @@ static int cur_cb(void *arg, const struct core_listent *e)
         }
         if (!s3__lc_match(r, e->key, e->keylen, oi->attr.size, loaded ? &tags : NULL))
             continue;
-        bool due = r->exp_days ? s3__lc_due(oi->attr.mtime.tv_sec, r->exp_days, s->now,
-                                            s->w->cfg.day_s)
-                               : s->now >= r->exp_date;
+        bool due = r->exp_days
+                       ? s3__lc_due(oi->attr.mtime.tv_sec, r->exp_days, s->now, s->w->cfg.day_s)
+                       : s->now >= r->exp_date;
         if (due) {
             del(s, e->key, e->keylen, NULL, "expiration");
             break;
@@ -286,8 +285,8 @@ static bool marker_alone(struct lcpass *s, const char *key, size_t klen)
 {
     struct keycount c = {key, klen, 0};
     bool tr;
-    int rc = core_list_versions(s->w->core, &s->p, s->bucket, key, klen, NULL, 0, NULL, NULL, 0,
-                                2, count_cb, &c, &tr);
+    int rc = core_list_versions(s->w->core, &s->p, s->bucket, key, klen, NULL, 0, NULL, NULL, 0, 2,
+                                count_cb, &c, &tr);
     return rc == 0 && c.n == 1;
 }
 
@@ -377,8 +376,10 @@ static int bucket_pass(void *arg, uint32_t tenant, uint64_t bucket, const void *
     s.p.tenant = tenant;
     s.p.flags = CORE_P_SUPER | CORE_P_VERSIONS;
     if (s3__lc_parse(&a, val, len, &s.lc, &why) != 0) {
-        srv_log(ERROR, S3, "lifecycle: tenant=%u bucket=%" PRIu64 ": stored configuration "
-                "unreadable (%s): skipped", tenant, bucket, why);
+        srv_log(ERROR, S3,
+                "lifecycle: tenant=%u bucket=%" PRIu64 ": stored configuration "
+                "unreadable (%s): skipped",
+                tenant, bucket, why);
         s3__arena_fini(&a);
         return 0;
     }
@@ -399,8 +400,8 @@ static int bucket_pass(void *arg, uint32_t tenant, uint64_t bucket, const void *
     if (mpu && !stopping(w))
         core_mpu_list(w->core, &s.p, bucket, NULL, 0, mpu_cb, &s);
     if (s.deleted)
-        srv_log(INFO, S3, "lifecycle: tenant=%u bucket=%" PRIu64 ": %u deleted or aborted",
-                tenant, bucket, s.deleted);
+        srv_log(INFO, S3, "lifecycle: tenant=%u bucket=%" PRIu64 ": %u deleted or aborted", tenant,
+                bucket, s.deleted);
     s3__arena_fini(&a);
     return stopping(w) ? 1 : 0;
 }
@@ -517,8 +518,10 @@ int s3_lifecycle_start(struct s3_lifecycle **out, struct core *c,
         return -rc;
     }
     if (w->cfg.day_s != 86400)
-        srv_log(WARN, S3, "lifecycle: one lifecycle day is %lld s (lifecycle_day_s, a test "
-                "aid): rules fire sooner than S3's", (long long)w->cfg.day_s);
+        srv_log(WARN, S3,
+                "lifecycle: one lifecycle day is %lld s (lifecycle_day_s, a test "
+                "aid): rules fire sooner than S3's",
+                (long long)w->cfg.day_s);
     *out = w;
     return 0;
 }

@@ -52,23 +52,27 @@ static void test_parse_and_write(void **state)
     evbuffer_free(b);
     /* refused */
     assert_int_equal(parse(&a, "", &lc), SRV_EBADREQ);
-    assert_int_equal(parse(&a, "<Rule><Filter/><Status>On</Status><Expiration><Days>1</Days>"
-                               "</Expiration></Rule>",
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>On</Status><Expiration><Days>1</Days>"
+                           "</Expiration></Rule>",
                            &lc),
                      SRV_EBADREQ);
     assert_int_equal(parse(&a, "<Rule><Filter/><Status>Enabled</Status></Rule>", &lc), -EINVAL);
-    assert_int_equal(parse(&a, "<Rule><Filter><Prefix>a</Prefix><Prefix>b</Prefix></Filter>"
-                               "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration>"
-                               "</Rule>",
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter><Prefix>a</Prefix><Prefix>b</Prefix></Filter>"
+                           "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration>"
+                           "</Rule>",
                            &lc),
                      -EINVAL);
-    assert_int_equal(parse(&a, "<Rule><Filter/><Status>Enabled</Status><Expiration><Date>"
-                               "2030-01-01T10:00:00Z</Date></Expiration></Rule>",
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><Expiration><Date>"
+                           "2030-01-01T10:00:00Z</Date></Expiration></Rule>",
                            &lc),
                      -EINVAL);
-    assert_int_equal(parse(&a, "<Rule><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan>"
-                               "</Filter><Status>Enabled</Status><Transition><Days>0</Days>"
-                               "<StorageClass>GLACIER</StorageClass></Transition></Rule>",
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan>"
+                           "</Filter><Status>Enabled</Status><Transition><Days>0</Days>"
+                           "<StorageClass>GLACIER</StorageClass></Transition></Rule>",
                            &lc),
                      0);
     assert_true(s3__lc_has_transition(&lc));
