@@ -134,6 +134,21 @@ void core_close(struct core *c);
  * (flushes every inode's, then a group commit + data sync). */
 int core_sync(struct core *c);
 
+/* ---- store check ---- */
+
+/** Called with one line of text for each problem core_check finds. */
+typedef void (*core_check_fn)(void *arg, const char *problem);
+/** Check the consistency of the whole store in one snapshot (`s3nfsd --check-store`, the
+ * crash tests): space (extents of files, versions and parts each counted once, shared
+ * ones matching their xref counts, free ranges, all tiling the devices; block CRCs and
+ * xref records of used extents only; the allocator agreeing), accounting (inodes' used
+ * bytes, buckets' and tenants' usage) and versions (unlinked files are versions or
+ * orphans, version records and their inodes point at each other, chains and their keys,
+ * null versions, only the newest version of a key linked). Run it with no op running
+ * (a store just opened): writes in flight look like problems.
+ * @return 0 (consistent), the number of problems found, -ENOMEM, -EIO. */
+int core_check(struct core *c, core_check_fn report, void *arg);
+
 /* ---- background work ---- */
 
 /** Called with the byte count of each disk read of background work (the MD5 of

@@ -64,6 +64,21 @@ static int inline_set(struct meta_txn *t, uint64_t ino, const void *buf, size_t 
 }
 
 /* Forget the S3 ETag of a file changed through the POSIX view (recomputed lazily). */
+/* Usage after a change of file @p r's extents: @p delta bytes more in its map, @p kept
+ * bytes of the extents it let go of still held by another version (the store keeps
+ * them). An unlinked file (an orphan still held open) was credited whole when it went:
+ * only what the others keep counts again. */
+static int usage_apply(struct core *c, struct meta_txn *t, const struct meta_inode *r,
+                       int64_t delta, int64_t kept)
+{
+    if (r->nlink == 0)
+        return kept ? core__usage_charge_store(c, t, r->tenant, r->bucket, kept) : 0;
+    int rc = core__usage_charge(c, t, r->tenant, r->parent, delta + kept, 0, false);
+    if (rc == 0 && kept)
+        rc = core__usage_charge_dirs(c, t, r->tenant, r->parent, -kept, 0);
+    return rc;
+}
+
 static int etag_forget(struct core *c, struct meta_txn *t, uint64_t ino)
 {
     char etag[CORE_ETAG_MAX + 1];
@@ -153,9 +168,7 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
         /* the file's usage (and its directories') lose what it let go of, the store's
          * only what was freed */
         r->used = r->used > (uint64_t)freed ? r->used - (uint64_t)freed : 0;
-        rc = core__usage_charge(c, t, r->tenant, r->parent, kept - freed, 0, false);
-        if (rc == 0)
-            rc = core__usage_charge_dirs(c, t, r->tenant, r->parent, -kept, 0);
+        rc = usage_apply(c, t, r, -freed, kept);
         if (rc)
             return rc;
     }
@@ -327,9 +340,7 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
     /* acknowledged data: usage follows it even past a limit (admission
      * checked each write before it was accepted); the store keeps the
      * replaced extents another version holds */
-    rc = core__usage_charge(c, t, r->tenant, r->parent, delta + kept, 0, false);
-    if (rc == 0)
-        rc = core__usage_charge_dirs(c, t, r->tenant, r->parent, -kept, 0);
+    rc = usage_apply(c, t, r, delta, kept);
     if (rc)
         return rc;
     r->used = (uint64_t)((int64_t)r->used + delta);

@@ -205,3 +205,48 @@ int meta_xref_scan(struct meta_txn *t, meta_xref_cb cb, void *arg)
     struct meta_range r = {0};
     return meta__scan(t, META_DBI_XREF, &r, xref_scan_ent, &s);
 }
+
+/* ---- whole-table scans (the store check) ---- */
+
+struct xall {
+    meta_extent_all_cb cb;
+    void *arg;
+};
+
+static int xall_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct xall *s = arg;
+    struct meta_extent x;
+    if (klen != 16 || extent_decode(val, vlen, &x) != 0)
+        return 0;
+    return s->cb(s->arg, meta_be64_get(key), meta_be64_get((const uint8_t *)key + 8), &x);
+}
+
+int meta_extent_scan_all(struct meta_txn *t, meta_extent_all_cb cb, void *arg)
+{
+    struct xall s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_EXTENTS, &r, xall_ent, &s);
+}
+
+struct ball {
+    meta_bcrc_cb cb;
+    void *arg;
+};
+
+static int ball_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct ball *s = arg;
+    (void)val;
+    (void)vlen;
+    if (klen != 12)
+        return 0;
+    return s->cb(s->arg, meta_be32_get(key), meta_be64_get((const uint8_t *)key + 4));
+}
+
+int meta_bcrc_scan(struct meta_txn *t, meta_bcrc_cb cb, void *arg)
+{
+    struct ball s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_XCRC, &r, ball_ent, &s);
+}

@@ -54,4 +54,13 @@ typedef int (*meta_xref_cb)(void *arg, uint32_t dev, uint64_t off, uint32_t hold
  * @return 0, the callback's first nonzero result, -EIO. */
 int meta_xref_scan(struct meta_txn *t, meta_xref_cb cb, void *arg);
 
+/** Every extent of every file, by inode then file offset (the store check). The callback
+ * may read @p t, not write it. @return 0, the callback's first nonzero result, -EIO. */
+typedef int (*meta_extent_all_cb)(void *arg, uint64_t ino, uint64_t foff,
+                                  const struct meta_extent *x);
+int meta_extent_scan_all(struct meta_txn *t, meta_extent_all_cb cb, void *arg);
+/** Every extent with block CRCs, by device and offset. @return as above. */
+typedef int (*meta_bcrc_cb)(void *arg, uint32_t dev, uint64_t off);
+int meta_bcrc_scan(struct meta_txn *t, meta_bcrc_cb cb, void *arg);
+
 #endif

@@ -51,6 +51,30 @@ int meta_inode_alloc(struct meta_txn *t, uint64_t *ino)
     return meta__put(t, META_DBI_META, "next_ino", 8, buf, 8, 0);
 }
 
+struct iscan {
+    meta_inode_cb cb;
+    void *arg;
+};
+
+static int inode_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct iscan *s = arg;
+    struct meta_inode r;
+    if (klen != 8)
+        return 0;
+    if (vlen != sizeof(r) || ((const uint8_t *)val)[0] != META_INODE_REC_VER)
+        return s->cb(s->arg, meta_be64_get(key), NULL);
+    memcpy(&r, val, sizeof(r));
+    return s->cb(s->arg, meta_be64_get(key), &r);
+}
+
+int meta_inode_scan(struct meta_txn *t, meta_inode_cb cb, void *arg)
+{
+    struct iscan s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_INODES, &r, inode_ent, &s);
+}
+
 /* ---- inline bytes ---- */
 
 int meta_inline_get(struct meta_txn *t, uint64_t ino, const void **data, size_t *len)

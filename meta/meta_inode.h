@@ -26,6 +26,13 @@ int meta_inode_del(struct meta_txn *t, uint64_t ino);
  * -ENOSPC, -EIO. */
 int meta_inode_alloc(struct meta_txn *t, uint64_t *ino);
 
+/** One inode of a scan (@p r a copy; NULL when malformed).
+ * @return 0 to go on; anything else stops the scan and becomes its result. */
+typedef int (*meta_inode_cb)(void *arg, uint64_t ino, const struct meta_inode *r);
+/** Every inode, by number (the store check). The callback may read @p t, not write it.
+ * @return 0, the callback's first nonzero result, -EIO. */
+int meta_inode_scan(struct meta_txn *t, meta_inode_cb cb, void *arg);
+
 /** Inline bytes of @p ino, borrowed. @return 0, -ENOENT (none), -EIO. */
 int meta_inline_get(struct meta_txn *t, uint64_t ino, const void **data, size_t *len);
 /** Replace the inline bytes of @p ino (@p len 0 keeps an empty record: a symlink target

@@ -133,3 +133,57 @@ int meta_vino_del(struct meta_txn *t, uint64_t ino)
 {
     return meta__del64(t, META_DBI_VINO, ino);
 }
+
+/* ---- whole-table scans (the store check) ---- */
+
+struct vall {
+    meta_vchain_cb ccb;
+    meta_vall_cb vcb;
+    meta_vino_cb icb;
+    void *arg;
+};
+
+static int vall_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct vall *s = arg;
+    if (klen == 8) {
+        struct meta_vchain h;
+        if (vlen < sizeof(h))
+            return s->ccb(s->arg, meta_be64_get(key), NULL, NULL);
+        memcpy(&h, val, sizeof(h));
+        if (vlen != sizeof(h) + h.keylen || h.keylen == 0 || h.keylen > META_KEY_MAX)
+            return s->ccb(s->arg, meta_be64_get(key), NULL, NULL);
+        return s->ccb(s->arg, meta_be64_get(key), &h, (const char *)val + sizeof(h));
+    }
+    if (klen != 16)
+        return 0;
+    struct meta_version v;
+    uint64_t chain = meta_be64_get(key), vseq = ~meta_be64_get((const uint8_t *)key + 8);
+    if (vlen != sizeof(v))
+        return s->vcb(s->arg, chain, vseq, NULL);
+    memcpy(&v, val, sizeof(v));
+    return s->vcb(s->arg, chain, vseq, &v);
+}
+
+int meta_versions_scan(struct meta_txn *t, meta_vchain_cb ccb, meta_vall_cb vcb, void *arg)
+{
+    struct vall s = {ccb, vcb, NULL, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_VERSIONS, &r, vall_ent, &s);
+}
+
+static int vino_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct vall *s = arg;
+    if (klen != 8 || vlen != 16)
+        return 0;
+    return s->icb(s->arg, meta_be64_get(key), meta_be64_get(val),
+                  meta_be64_get((const uint8_t *)val + 8));
+}
+
+int meta_vino_scan(struct meta_txn *t, meta_vino_cb cb, void *arg)
+{
+    struct vall s = {NULL, NULL, cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_VINO, &r, vino_ent, &s);
+}

@@ -49,4 +49,16 @@ int meta_vino_put(struct meta_txn *t, uint64_t ino, uint64_t chain, uint64_t vse
 /** @return 0, -ENOENT, -EIO. */
 int meta_vino_del(struct meta_txn *t, uint64_t ino);
 
+/* Whole-table scans (the store check); a malformed record comes with NULL. The callbacks
+ * may read @p t, not write it; each returns 0 to go on. @return 0, the first nonzero
+ * result of a callback, -EIO. */
+typedef int (*meta_vchain_cb)(void *arg, uint64_t chain, const struct meta_vchain *h,
+                              const char *key);
+typedef int (*meta_vall_cb)(void *arg, uint64_t chain, uint64_t vseq, const struct meta_version *v);
+/** Every chain header and version record, by chain then newest first. */
+int meta_versions_scan(struct meta_txn *t, meta_vchain_cb ccb, meta_vall_cb vcb, void *arg);
+typedef int (*meta_vino_cb)(void *arg, uint64_t ino, uint64_t chain, uint64_t vseq);
+/** Every inode -> version record, by inode. */
+int meta_vino_scan(struct meta_txn *t, meta_vino_cb cb, void *arg);
+
 #endif

@@ -138,6 +138,7 @@ struct srv_cli {
     const char *config_path;
     bool check_config, help, version, dump_doc;
     bool reset_admin; /* --reset-admin: new admin token and bootstrap key, offline */
+    bool check_store; /* --check-store: the store's consistency, offline */
     int nsets;
     const char *set_names[SRV_CLI_MAX_SETS];
     const char *set_values[SRV_CLI_MAX_SETS];

@@ -7,8 +7,14 @@
  * extents; sealing by the worker; REMOVE, RENAME), ListObjectVersions order
  * and paging, usage of versions (extents shared by versions freed once:
  * the store gets all its space back), object lock (retention, bypass,
- * compliance, legal hold, NFS refused) and buckets with versions left. */
+ * compliance, legal hold, NFS refused) and buckets with versions left.
+ * After each test the store check (core_check) must find nothing; it must find
+ * records made inconsistent on purpose (test_check). */
 #include "core_test_util.h"
+
+#include "meta.h"
+#include "meta_extent.h"
+#include "meta_version.h"
 
 #define MB (1024 * 1024)
 
@@ -97,6 +103,28 @@ static uint64_t bucket_bytes(struct fx *f)
     struct core_usage u;
     assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
     return u.bytes;
+}
+
+static void check_report(void *arg, const char *problem)
+{
+    (void)arg;
+    fprintf(stderr, "store check: %s\n", problem);
+}
+
+/* The store check's result, with nothing pending. */
+static int check(struct fx *f)
+{
+    if (core_sync(f->c) != 0)
+        return -1;
+    return core_check(f->c, check_report, NULL);
+}
+
+static int teardown_checked(void **state)
+{
+    int rc = check(*state);
+    if (fx_teardown(state) != 0)
+        return -1;
+    return rc ? -1 : 0;
 }
 
 static void test_states(void **state)
@@ -279,6 +307,7 @@ static void test_nfs(void **state)
     assert_string_equal(l.vid[1], v1);
     assert_true(l.latest[0]);
     assert_int_equal(bucket_bytes(f), 5 * MB); /* only the changed extent counts twice */
+    assert_int_equal(check(f), 0);
     vread(f, "n", v1, data, 4 * MB);
     uint8_t *d2 = malloc(4 * MB);
     memcpy(d2, data, 4 * MB);
@@ -451,15 +480,86 @@ static void test_lock(void **state)
     assert_int_equal(core_upload_commit(u, "x", 1, "e", NULL, 0, NULL, false, NULL), SRV_EBADSTATE);
 }
 
+/* Records changed behind the core's back: the check finds each. */
+struct corrupt {
+    int what;
+    uint64_t ino, chain, vseq;
+    struct meta_extent x;
+};
+
+static int xent(void *arg, uint64_t foff, const struct meta_extent *x)
+{
+    (void)foff;
+    *(struct meta_extent *)arg = *x;
+    return 1;
+}
+
+static int corrupt_fn(struct meta_txn *t, void *arg)
+{
+    struct corrupt *k = arg;
+    switch (k->what) {
+    case 0: /* an extent with one holder more than it has */
+        meta_extent_scan(t, k->ino, 0, UINT64_MAX, xent, &k->x);
+        return meta_xref_set(t, k->x.dev, k->x.off, meta_xref_get(t, k->x.dev, k->x.off) + 1);
+    case 1: /* back again */
+        return meta_xref_set(t, k->x.dev, k->x.off, meta_xref_get(t, k->x.dev, k->x.off) - 1);
+    default: /* a noncurrent version whose record is gone: its inode is leaked */
+        return meta_version_del(t, k->chain, k->vseq);
+    }
+}
+
+static void test_check(void **state)
+{
+    struct fx *f = *state;
+    struct core_attr a;
+    enum core_stable st;
+    char v1[CORE_VID_MAX + 1];
+    uint8_t data[3 * 4096];
+    fx_fill(data, sizeof(data), 5);
+    vers(f, CORE_VERS_ENABLED);
+    vput(f, "k", "one", 3, v1, NULL, 0);
+    vput(f, "k", "two", 3, NULL, NULL, 0);
+    assert_int_equal(core_create(f->c, &f->p, f->bucket, "n", 1, 0644, CORE_CREATE_GUARDED, 0, &a),
+                     0);
+    assert_int_equal(
+        core_write(f->c, &f->p, a.ino, 0, data, sizeof(data), CORE_FILE_SYNC, &st, NULL, NULL), 0);
+    assert_int_equal(core_bg_run(f->c, true, NULL), 0);
+    assert_int_equal(core_write(f->c, &f->p, a.ino, 0, "x", 1, CORE_FILE_SYNC, &st, NULL, NULL), 0);
+    assert_int_equal(check(f), 0);
+    struct corrupt k = {.what = 0, .ino = a.ino};
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "n", 1, &oi), 0);
+    free(oi.meta);
+    k.ino = oi.attr.ino;
+    assert_int_equal(meta_submit(core_meta(f->c), corrupt_fn, &k, 0), 0);
+    assert_true(check(f) > 0);
+    k.what = 1;
+    assert_int_equal(meta_submit(core_meta(f->c), corrupt_fn, &k, 0), 0);
+    assert_int_equal(check(f), 0);
+    /* v1's record, from its inode */
+    struct core_principal vp = f->p;
+    vp.flags |= CORE_P_VERSIONS;
+    assert_int_equal(core_version_lookup(f->c, &vp, f->bucket, "k", 1, v1, &oi), 0);
+    free(oi.meta);
+    struct meta_txn *t;
+    assert_int_equal(meta_rtxn_begin(core_meta(f->c), &t), 0);
+    assert_int_equal(meta_vino_get(t, oi.attr.ino, &k.chain, &k.vseq), 0);
+    meta_rtxn_end(t);
+    k.what = 2;
+    assert_int_equal(meta_submit(core_meta(f->c), corrupt_fn, &k, 0), 0);
+    assert_true(check(f) > 0); /* the inode is leaked: its vino names nothing */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_states, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_puts_and_markers, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_suspended, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_nfs, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_list_paging, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_lock, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_states, fx_setup, teardown_checked),
+        cmocka_unit_test_setup_teardown(test_puts_and_markers, fx_setup, teardown_checked),
+        cmocka_unit_test_setup_teardown(test_suspended, fx_setup, teardown_checked),
+        cmocka_unit_test_setup_teardown(test_nfs, fx_setup, teardown_checked),
+        cmocka_unit_test_setup_teardown(test_list_paging, fx_setup, teardown_checked),
+        cmocka_unit_test_setup_teardown(test_lock, fx_setup, teardown_checked),
+        cmocka_unit_test_setup_teardown(test_check, fx_setup, fx_teardown_unchecked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
