@@ -210,7 +210,7 @@ static int part_ent(void *arg, uint64_t id, uint32_t partno, const struct meta_p
 {
     struct ck *k = arg;
     struct ck_up key = {id, 0};
-    struct ck_up *u = bsearch(&key, k->up, k->nup, sizeof(key), up_cmp);
+    struct ck_up *u = k->nup ? bsearch(&key, k->up, k->nup, sizeof(key), up_cmp) : NULL;
     if (!pt) {
         say(k, "upload %llu part %u: malformed record", (unsigned long long)id, partno);
         return 0;
@@ -258,7 +258,8 @@ static int collect(struct ck *k)
             k->up[j].bucket = k->bk[b].ino;
     }
     if (rc == 0) {
-        qsort(k->up, k->nup, sizeof(*k->up), up_cmp);
+        if (k->nup)
+            qsort(k->up, k->nup, sizeof(*k->up), up_cmp);
         rc = meta_part_scan_all(k->t, part_ent, k);
     }
     if (rc == 0) {
@@ -267,7 +268,8 @@ static int collect(struct ck *k)
         rc = store_map_free_ranges(&map, free_ent, k);
     }
     if (rc == 0)
-        qsort(k->xs, k->nx, sizeof(*k->xs), x_cmp);
+        if (k->nx)
+            qsort(k->xs, k->nx, sizeof(*k->xs), x_cmp);
     return rc;
 }
 
@@ -276,7 +278,7 @@ static int collect(struct ck *k)
 static const struct ck_x *x_find(struct ck *k, uint32_t dev, uint64_t off)
 {
     struct ck_x key = {.dev = dev, .off = off};
-    return bsearch(&key, k->xs, k->nx, sizeof(key), x_cmp);
+    return k->nx ? bsearch(&key, k->xs, k->nx, sizeof(key), x_cmp) : NULL;
 }
 
 static int xref_ent(void *arg, uint32_t dev, uint64_t off, uint32_t holders)
@@ -408,7 +410,8 @@ static void check_usage(struct ck *k)
             say(k, "bucket %llu: usage %llu bytes, holds %llu", (unsigned long long)b->ino,
                 (unsigned long long)u.bytes, (unsigned long long)b->bytes);
     }
-    qsort(k->bk, k->nbk, sizeof(*k->bk), bk_tenant_cmp); /* bucket_find no more */
+    if (k->nbk)
+        qsort(k->bk, k->nbk, sizeof(*k->bk), bk_tenant_cmp); /* bucket_find no more */
     for (size_t n = 0; n < k->nbk;) {
         uint32_t tenant = k->bk[n].tenant;
         uint64_t sum = 0;

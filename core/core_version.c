@@ -1370,7 +1370,7 @@ static int bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
 
 static bool starts_with(const char *k, size_t kl, const char *p, size_t pl)
 {
-    return kl >= pl && memcmp(k, p, pl) == 0;
+    return kl >= pl && (pl == 0 || memcmp(k, p, pl) == 0);
 }
 
 struct vlist {
