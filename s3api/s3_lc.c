@@ -268,6 +268,23 @@ static int rule_parse(struct s3_arena *a, struct s3_lc_rule *r, const struct s3_
     return 0;
 }
 
+/* Whether every text under @p n is characters XML 1.0 can carry (no control byte but
+ * tab, newline and carriage return): what is stored must be written back and parsed
+ * again (a NUL in a key or ID would cut it). */
+static bool text_ok(const struct s3_xnode *n)
+{
+    for (; n; n = n->next) {
+        for (size_t i = 0; i < n->textlen; i++) {
+            unsigned char ch = (unsigned char)n->text[i];
+            if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+                return false;
+        }
+        if (!text_ok(n->child))
+            return false;
+    }
+    return true;
+}
+
 int s3__lc_parse(struct s3_arena *a, const char *doc, size_t len, struct s3_lc *out,
                  const char **why)
 {
@@ -275,7 +292,7 @@ int s3__lc_parse(struct s3_arena *a, const char *doc, size_t len, struct s3_lc *
     memset(out, 0, sizeof(*out));
     *why = S3_MSG_BAD_XML;
     if (!len || s3__xml_parse(a, doc, len, &root) ||
-        strcmp(root->name, "LifecycleConfiguration") != 0)
+        strcmp(root->name, "LifecycleConfiguration") != 0 || !text_ok(root))
         return SRV_EBADREQ;
     size_t n = 0;
     for (const struct s3_xnode *c = root->child; c; c = c->next) {

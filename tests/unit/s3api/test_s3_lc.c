@@ -76,6 +76,18 @@ static void test_parse_and_write(void **state)
                            &lc),
                      0);
     assert_true(s3__lc_has_transition(&lc));
+    /* control bytes (a NUL would cut the key when written back) */
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter><Tag><Key>k\x01</Key><Value>v</Value></Tag></Filter>"
+                           "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration>"
+                           "</Rule>",
+                           &lc),
+                     SRV_EBADREQ);
+    static const char nul[] = "<LifecycleConfiguration><Rule><ID>a\0b</ID><Filter/><Status>"
+                              "Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"
+                              "</LifecycleConfiguration>";
+    const char *why = NULL;
+    assert_int_equal(s3__lc_parse(&a, nul, sizeof(nul) - 1, &lc, &why), SRV_EBADREQ);
     s3__arena_fini(&a);
 }
 
