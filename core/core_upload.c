@@ -350,7 +350,7 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
     if (a->if_etag) {
         char cur[CORE_ETAG_MAX + 1];
         if (!exists)
-            return SRV_EPRECOND;
+            return -ENOENT;
         if (strcmp(a->if_etag, "*") != 0) {
             rc = etag_of(c, t, de.ino, &r, cur);
             if (rc)
@@ -392,7 +392,8 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
         if (rc)
             return rc;
     }
-    rc = core__node_create(c, t, a->p, dir, name, nlen, CORE_REG, 0644, 0, NULL, 0, &ino, &r);
+    rc = core__node_create(c, t, a->p, dir, name, nlen, CORE_REG, core__file_mode(a->p->fmode), 0,
+                           NULL, 0, &ino, &r);
     if (rc)
         return rc;
     uint64_t used = 0;
@@ -546,6 +547,7 @@ static int mpu_create_fn(struct meta_txn *t, void *arg)
     m.tenant = a->p->tenant;
     m.uid = a->p->uid;
     m.gid = a->p->gid;
+    m.mode = core__file_mode(a->p->fmode);
     m.keylen = (uint32_t)a->klen;
     m.metalen = (uint32_t)a->metalen;
     m.init_s = now.tv_sec;
@@ -731,6 +733,7 @@ struct mpu_ent {
     size_t klen;
     uint64_t id;
     struct timespec init;
+    uint32_t uid;
 };
 
 static int mpu_ent_cmp(const void *x, const void *y)
@@ -779,6 +782,7 @@ static int mpu_collect(void *arg, uint64_t id, const struct meta_mpu *m, const c
     e->id = id;
     e->init.tv_sec = m->init_s;
     e->init.tv_nsec = m->init_ns;
+    e->uid = m->uid;
     l->n++;
     return 0;
 }
@@ -798,7 +802,7 @@ int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucke
     for (size_t i = 0; rc == 0 && i < l.n; i++) {
         char idbuf[17];
         snprintf(idbuf, sizeof(idbuf), "%016" PRIx64, l.v[i].id);
-        struct core_mpu_info info = {l.v[i].key, l.v[i].klen, idbuf, l.v[i].init};
+        struct core_mpu_info info = {l.v[i].key, l.v[i].klen, idbuf, l.v[i].init, l.v[i].uid};
         if (cb(arg, &info))
             break;
     }
@@ -951,8 +955,13 @@ static int mpu_done_fn(struct meta_txn *t, void *arg)
     rc = core__usage_charge(c, t, a->p->tenant, a->bucket, -(int64_t)total, 0, false);
     if (rc || a->abort)
         goto out;
-    struct link_args la = {c, a->p, a->bucket, keyc, m.keylen, a->final_etag,
-                           keyc + m.keylen, m.metalen, NULL, false, a->out, a->hold};
+    /* the object gets the permission bits asked for at the upload's creation
+     * (uploads made before they were recorded: 0600) */
+    struct core_principal lp = *a->p;
+    lp.fmode = m.mode ? m.mode : core__file_mode(0);
+    struct link_args la = {c,        &lp,           a->bucket,       keyc,
+                           m.keylen, a->final_etag, keyc + m.keylen, m.metalen,
+                           NULL,     false,         a->out,          a->hold};
     struct link_src src = {.ext = xv, .n = nx, .use = false, .size = size};
     if (nx == 0)
         src.inl = "";

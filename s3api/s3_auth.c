@@ -4,6 +4,10 @@
  * the access key from tenants (an in-memory cache, so this runs on the loop
  * thread), then the payload mode: aws-chunked streaming (the decoder, with
  * the request's signing key) or a signed SHA-256 to check.
+ * An unsigned request is anonymous: it runs in the tenant s3_anonymous_tenant
+ * names, or the one a "TENANT:BUCKET" bucket name names, with no user, and
+ * gets only what the bucket's ACL and policy grant everybody (s3_authz.c);
+ * a signed request always runs in its key's tenant.
  * Thread: the connection's loop. */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +29,44 @@ static bool is_hex64(const char *s)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return false;
     return true;
+}
+
+/* A bucket named "TENANT:BUCKET" (as Ceph RGW names another tenant's): the
+ * plain name, and for an unsigned request the tenant it names. A signed
+ * request may name only its own tenant. @return 0, -ENOENT (no such tenant,
+ * or another tenant's for a signed request: answered as a missing bucket). */
+static int qualified_bucket(struct s3_ctx *x, bool anon)
+{
+    char *colon = x->rt.bucket ? memchr(x->rt.bucket, ':', x->rt.bucketlen) : NULL;
+    struct tenant_info ti;
+    if (!colon)
+        return 0;
+    *colon = '\0';
+    int rc = tenants_tenant_find(x->srv->tenants, x->rt.bucket, &ti);
+    if (rc == 0 && !anon && ti.id != x->p.tenant)
+        rc = -ENOENT;
+    if (rc)
+        return -ENOENT;
+    x->p.tenant = ti.id;
+    x->rt.bucketlen -= (size_t)(colon + 1 - x->rt.bucket);
+    x->rt.bucket = colon + 1;
+    return 0;
+}
+
+/* An unsigned request: the anonymous principal of the tenant its bucket is
+ * in (module comment). What it may do, the bucket's ACL and policy say. */
+static int auth_anon(struct s3_ctx *x)
+{
+    struct tenant_info ti;
+    memset(&x->p, 0, sizeof(x->p));
+    x->p.uid = x->p.gid = S3_ANON_ID;
+    x->p.flags = CORE_P_ANON;
+    if (x->srv->anon_tenant && tenants_tenant_find(x->srv->tenants, x->srv->anon_tenant, &ti) == 0)
+        x->p.tenant = ti.id;
+    if (qualified_bucket(x, true))
+        x->p.tenant = 0; /* no tenant: no bucket is found */
+    x->id = x->p;
+    return 0;
 }
 
 /* @return 0 when the request is authenticated; otherwise the error response is set. */
@@ -50,10 +92,8 @@ int s3__ctx_auth(struct s3_ctx *x)
                          "only AWS Signature Version 4 is supported (presigned URL is SigV2)");
             return -1;
         }
-        if (rc == -ENOENT) {
-            s3__resp_err(x, -EACCES, "anonymous access is not allowed");
-            return -1;
-        }
+        if (rc == -ENOENT)
+            return auth_anon(x);
         if (rc) {
             s3__resp_s3err(x, S3E_AUTH_QUERY_MALFORMED, NULL);
             return -1;
@@ -61,6 +101,7 @@ int s3__ctx_auth(struct s3_ctx *x)
     }
     char secret[TENANT_SECRET_MAX + 1];
     rc = tenants_key_lookup(x->srv->tenants, x->auth.sig.akey, secret, &x->p);
+    x->id = x->p;
     if (rc == -ENOENT) {
         s3__resp_s3err(x, S3E_INVALID_ACCESS_KEY_ID, NULL);
         return -1;
@@ -84,6 +125,10 @@ int s3__ctx_auth(struct s3_ctx *x)
             s3__resp_err(x, -EACCES, why);
         else
             s3__resp_s3err(x, S3E_AUTH_HEADER_MALFORMED, why);
+        return -1;
+    }
+    if (qualified_bucket(x, false)) {
+        s3__resp_err(x, SRV_ENOBUCKET, "the specified bucket does not exist");
         return -1;
     }
     /* payload mode */

@@ -49,6 +49,7 @@ struct tenants;
 
 struct s3_server {
     char *listen, *domain, *region, *tls_cert, *tls_key;
+    char *anon_tenant; /* s3_server_config.anon_tenant, or NULL */
     size_t max_header_bytes;
     uint64_t max_object_size;
     int idle_timeout_s;
@@ -90,9 +91,10 @@ struct s3_conn {
     struct event *hdr_timer;
     enum s3_conn_state state;
     char peer[64];
-    bool closing;      /* close once the output is flushed */
-    bool dead;         /* socket gone, free when no work is in flight */
-    int work_inflight; /* worker jobs whose done callback has not run */
+    struct sockaddr_storage sa; /* the client's address */
+    bool closing;               /* close once the output is flushed */
+    bool dead;                  /* socket gone, free when no work is in flight */
+    int work_inflight;          /* worker jobs whose done callback has not run */
     bool in_pump;
     int nest;                  /* callbacks on the stack: free only when it drops to 0 */
     struct evbuffer *direct;   /* a small response being built (s3_resp.c) */

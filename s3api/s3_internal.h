@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <llhttp.h>
@@ -270,7 +271,15 @@ void s3__ck_free(struct s3_cksum *c);
 
 /* ---------------------------------------------------------------- object metadata blob */
 
-enum s3_meta_type { S3_M_HDR = 1, S3_M_USER = 2, S3_M_TAG = 3, S3_M_CKSUM = 4, S3_M_PARTS = 5 };
+enum s3_meta_type {
+    S3_M_HDR = 1,
+    S3_M_USER = 2,
+    S3_M_TAG = 3,
+    S3_M_CKSUM = 4,
+    S3_M_PARTS = 5,
+    S3_M_ACL = 6,  /* an ACL grant (s3_acl.c): key "uid:N", "auth" or "all", value perms */
+    S3_M_BCFG = 7, /* bucket configuration (bucket blobs only, s3_authz.c): key its name */
+};
 struct s3_meta_ent {
     enum s3_meta_type type;
     char *key;
@@ -293,6 +302,139 @@ size_t s3__meta_count(const struct s3_meta *m, enum s3_meta_type t);
 int s3__meta_encode(const struct s3_meta *m, void **blob, size_t *len);
 /** Parse a blob (arena copies). An empty blob is an empty meta. @return 0, -EINVAL. */
 int s3__meta_decode(struct s3_meta *m, struct s3_arena *a, const void *blob, size_t len);
+
+/* ---------------------------------------------------------------- ACLs (s3_acl.c) */
+
+#define S3_P_READ 1
+#define S3_P_WRITE 2
+#define S3_P_READ_ACP 4
+#define S3_P_WRITE_ACP 8
+#define S3_P_FULL 15
+enum s3_gt { S3_GT_USER = 0, S3_GT_AUTH = 1, S3_GT_ALL = 2 };
+struct s3_grant {
+    enum s3_gt kind;
+    uint32_t uid; /* S3_GT_USER */
+    unsigned perm;
+};
+/* The grants S3 alone expresses (the rest is the resource's mode bits). */
+struct s3_acl {
+    struct s3_grant *g;
+    size_t n, cap;
+};
+struct s3_ctx;
+/** The canonical user ID of @p uid in @p tenant (64 hex digits + NUL). */
+void s3__acl_id(uint32_t tenant, uint32_t uid, char out[65]);
+/** Display name of @p uid in the request's tenant: the user's name, or "uid-N". */
+const char *s3__acl_name(struct s3_ctx *x, uint32_t uid);
+/** Grants stored in @p m (S3_M_ACL records; an absent @p m: none). */
+void s3__acl_load(struct s3_acl *acl, struct s3_arena *a, const struct s3_meta *m);
+/** Replace the S3_M_ACL records of @p m with @p acl. */
+void s3__acl_store(struct s3_meta *m, struct s3_arena *a, const struct s3_acl *acl);
+/* public access block: group grants and the others' bits do not count */
+#define S3_ACL_IGNORE_PUBLIC 0x1
+/** The S3_P_* permissions @p p has on a bucket or object with attributes @p at
+ * and stored grants @p acl (may be NULL): its POSIX class's bits (core_perm_bits;
+ * never for an anonymous principal) and its grants (module comment). */
+unsigned s3__acl_perms(const struct core_principal *p, const struct core_attr *at,
+                       const struct s3_acl *acl, bool bucket, unsigned flags);
+/** Does the ACL grant anything to AllUsers or AuthenticatedUsers (mode bits included)? */
+bool s3__acl_is_public(const struct core_attr *at, const struct s3_acl *acl, bool bucket);
+/** The mode an ACL set through S3 gives: owner rw(x); group and others from the group
+ * grants (r, and w on a bucket; search bits with them on a bucket). */
+uint32_t s3__acl_mode(const struct s3_acl *acl, bool bucket);
+/** Append <TAG><ID/><DisplayName/></TAG> for @p uid. */
+void s3__acl_owner_xml(struct s3_ctx *x, struct evbuffer *b, const char *tag, uint32_t uid);
+/** Append the AccessControlPolicy document of a resource owned by @p owner. */
+void s3__acl_xml(struct s3_ctx *x, struct evbuffer *b, const struct core_attr *at,
+                 const struct s3_acl *acl, bool bucket, uint32_t owner);
+/** Add one grantee (type "id", "emailAddress" or "uri" of @p tl bytes) with @p perm.
+ * @return 0, -EINVAL, -ENOENT (no such user), -ENOTSUP (LogDelivery); @p why says why. */
+int s3__acl_grantee(struct s3_ctx *x, const char *type, size_t tl, const char *val, unsigned perm,
+                    struct s3_acl *acl, const char **why);
+/** The ACL a request asks for (x-amz-acl or x-amz-grant-*); @p given false when none.
+ * @return 0, or -1 with the response set. */
+int s3__acl_from_req(struct s3_ctx *x, bool bucket, uint32_t bucket_owner, struct s3_acl *acl,
+                     bool *given);
+/** Parse an AccessControlPolicy document for a resource owned by @p owner.
+ * @return 0, or -1 with the response set. */
+int s3__acl_from_xml(struct s3_ctx *x, const char *doc, size_t n, uint32_t owner,
+                     struct s3_acl *acl);
+
+/* ---------------------------------------------------------------- authorization (s3_authz.c) */
+
+#define S3_ANON_ID 65534 /* uid and gid of an anonymous principal (it never gets POSIX access) */
+
+/* What an operation's permission is checked against. */
+enum s3_az {
+    S3_AZ_NONE = 0,   /* nothing here (service operations decide for themselves) */
+    S3_AZ_B_OWNER,    /* the bucket's owner (bucket settings) */
+    S3_AZ_B_READ,     /* the bucket's ACL: READ (list) */
+    S3_AZ_B_WRITE,    /* ... WRITE (create, replace, delete keys) */
+    S3_AZ_B_READ_ACP, /* ... READ_ACP */
+    S3_AZ_B_WRITE_ACP,
+    S3_AZ_O_READ, /* the object's ACL (decided once it is looked up): READ */
+    S3_AZ_O_READ_ACP,
+    S3_AZ_O_WRITE_ACP,
+};
+#define S3_PAB_BLOCK_ACLS 0x1   /* BlockPublicAcls */
+#define S3_PAB_IGNORE_ACLS 0x2  /* IgnorePublicAcls */
+#define S3_PAB_BLOCK_POLICY 0x4 /* BlockPublicPolicy */
+#define S3_PAB_RESTRICT 0x8     /* RestrictPublicBuckets */
+enum s3_own { S3_OWN_WRITER = 0, S3_OWN_PREFERRED, S3_OWN_ENFORCED };
+/* A bucket's configuration, decoded from its blob (module comment of s3_authz.c). */
+struct s3_bcfg {
+    bool loaded;
+    bool broken;         /* the blob did not decode: only the owner and admins get in */
+    struct s3_meta meta; /* every record, to write back changed */
+    struct s3_acl acl;
+    const char *policy; /* JSON text or NULL */
+    size_t policylen;
+    unsigned pab; /* S3_PAB_* */
+    enum s3_own ownership;
+    bool has_ownership;
+    const char *cors; /* CORS XML or NULL */
+    size_t corslen;
+};
+enum s3_pol { S3_POL_NONE = 0, S3_POL_ALLOW, S3_POL_DENY };
+/* A bucket a request names (its own, or a copy source's) and what it holds. */
+struct s3_bref {
+    const char *name;
+    size_t namelen;
+    const char *key; /* the key named in it, or NULL */
+    size_t keylen;
+    uint64_t ino;
+    struct core_attr attr;
+    struct s3_bcfg cfg;
+};
+
+/** Look bucket @p b->name up (its attributes and configuration). @return 0,
+ * SRV_ENOBUCKET, or a core error. */
+int s3__bref_load(struct s3_ctx *x, struct s3_bref *b);
+/** x->b from what core_key_peek found (the GET fast path). */
+struct core_peek;
+void s3__bref_peeked(struct s3_ctx *x, const struct core_peek *pk);
+/** Replace (@p val NULL: remove) configuration record @p name of x->b. */
+void s3__bcfg_set(struct s3_ctx *x, const char *name, const char *val, size_t vlen);
+/** Store x->b's configuration (and, @p mode >= 0, the bucket's mode bits).
+ * @return 0 or -1, responded. */
+int s3__bcfg_save(struct s3_ctx *x, int mode);
+/** Is the requester the owner of bucket @p b? */
+bool s3__authz_bucket_owner(const struct s3_ctx *x, const struct s3_bref *b);
+/** Decide @p action (IAM name, "s3:GetObject") on bucket @p b (its key, for object
+ * actions) checked as @p az; object checks take the object's attributes @p oat and
+ * metadata @p ometa (tags, grants). A bucket check allowed by S3 alone elevates x->p
+ * (module comment); an object check changes nothing: the caller reads or changes the
+ * object it decided on with s3__super(). @return 0, or -1 with 403 AccessDenied set. */
+int s3__authz(struct s3_ctx *x, struct s3_bref *b, const char *action, enum s3_az az,
+              const struct core_attr *oat, const struct s3_meta *ometa);
+/** A GET/HEAD found no key in x->b: 0 when the requester may list the bucket
+ * (answer 404), else -1 with 403 set. */
+int s3__authz_missing(struct s3_ctx *x);
+/** x->p elevated (CORE_P_SUPER), for the object calls of a decided request. */
+struct core_principal s3__super(const struct s3_ctx *x);
+/** The bucket policy's answer for @p action on bucket @p b or its key (s3_policy.c). */
+enum s3_pol s3__policy_decide(struct s3_ctx *x, const struct s3_bref *b, const char *action,
+                              const struct s3_meta *ometa);
 
 /* ---------------------------------------------------------------- XML */
 
@@ -347,7 +489,9 @@ enum s3_fast {
 /* An operation: what the connection needs to know to run it (its body, its
  * QoS admission, an optional loop-thread fast path) and its worker steps. */
 struct s3_op {
-    const char *name; /* S3 API name, for logs and metrics */
+    const char *name;   /* S3 API name, for logs and metrics */
+    const char *action; /* IAM action checked (bucket policies), NULL: the op decides */
+    enum s3_az az;      /* ... and against what (s3_authz.c) */
     enum s3_body_mode body;
     enum qos_class qos; /* admitted as this class before it runs: QOS_META, or QOS_WRITE
                          * (STREAM: with the declared payload bytes) */
@@ -401,7 +545,12 @@ struct s3_ctx {
     uint64_t t_start;
     struct core *core;
     const char *region; /* configured region (server-owned) */
-    struct core_principal p; /* who asks (set by authentication) */
+    struct core_principal p;      /* what the core calls run as (authorization may elevate it) */
+    struct core_principal id;     /* who asks (set by authentication) */
+    struct tenants *tenants;      /* users, for ACL grantees and policy principals */
+    struct sockaddr_storage peer; /* the client's address (policies: aws:SourceIp) */
+    struct s3_bref b;             /* the request's bucket (s3__op_bucket) */
+    bool authz_done;              /* s3__authz decided this request */
     struct s3_route rt;      /* what is asked */
     uint64_t bucket_ino;
     bool tls; /* the connection is TLS (no zero-copy) */
@@ -508,9 +657,9 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_head_bucket, s3_op_bucket_location, s3_op_list_objects, s3_op_list_objects_v2,
     s3_op_list_versions, s3_op_bucket_config, s3_op_put_object, s3_op_get_object, s3_op_head_object,
     s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object, s3_op_get_tagging,
-    s3_op_put_tagging, s3_op_delete_tagging, s3_op_object_acl, s3_op_mpu_create,
-    s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
-    s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+    s3_op_put_tagging, s3_op_delete_tagging, s3_op_get_object_acl, s3_op_put_object_acl,
+    s3_op_put_bucket_acl, s3_op_mpu_create, s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy,
+    s3_op_mpu_complete, s3_op_mpu_abort, s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 
 /** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
@@ -521,8 +670,17 @@ void s3__get_data_work(struct s3_ctx *x);
 void s3__get_again_work(struct s3_ctx *x);
 
 /* shared by the ops (s3_op_object.c) */
-/** Look up the request's bucket (sets x->bucket_ino). @return 0 or responds and returns < 0. */
+/** Look up the request's bucket (x->b, x->bucket_ino) and decide the op's action when it is
+ * checked on the bucket (x->rt.op: action, az). @return 0 or responds and returns < 0. */
 int s3__op_bucket(struct s3_ctx *x);
+/** s3__op_bucket, then the request's object, decided for the op's action on it.
+ * @param[out] info its attributes (info->meta NULL), @p meta its decoded metadata.
+ * @return 0 or responds and returns < 0. */
+int s3__op_object(struct s3_ctx *x, struct core_objinfo *info, struct s3_meta *meta);
+/** GET ?SUB of a configuration the bucket holds (s3_op_acl.c): @return true when answered. */
+bool s3__bcfg_get(struct s3_ctx *x, const char *sub);
+/** The IAM action of GET bucket ?SUB, or NULL (s3_op_bucket.c). */
+const char *s3__bucket_config_action(const char *sub);
 /** Parse x-amz-meta-* / stored headers / tagging of the request into @p m. @return 0, -EINVAL
  * (bad metadata or tags), -ENOTSUP (a protection that is not built: ACL grants, SSE, object
  * lock); on error the response is set. */

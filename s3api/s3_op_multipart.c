@@ -35,13 +35,6 @@ static bool upload_failed(struct s3_ctx *x, int rc)
     return rc != 0;
 }
 
-static void owner_xml(struct s3_ctx *x, struct evbuffer *b, const char *tag)
-{
-    evbuffer_add_printf(b,
-                        "<%s><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64 "</DisplayName></%s>",
-                        tag, x->p.tenant, x->p.user, x->p.tenant, x->p.user, tag);
-}
-
 static void mpu_create(struct s3_ctx *x)
 {
     struct s3_meta m;
@@ -139,7 +132,8 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
 {
     struct core_objinfo oi;
     struct s3_meta m;
-    if (core_key_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, &oi) != 0)
+    struct core_principal sp = s3__super(x); /* the object this request just made */
+    if (core_key_lookup(x->core, &sp, x->bucket_ino, x->rt.key, x->rt.keylen, &oi) != 0)
         return;
     if (s3__meta_decode(&m, x->a, oi.meta, oi.metalen) == 0) {
         char n[24];
@@ -163,7 +157,7 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
         s3__meta_add(&m, x->a, S3_M_PARTS, "sizes", 5, sizes, sl);
         s3__meta_add(&m, x->a, S3_M_PARTS, "etag", 4, final, strlen(final));
         if (s3__meta_encode(&m, &blob, &len) == 0)
-            core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
+            core_key_set_meta(x->core, &sp, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
         free(blob);
     }
     free(oi.meta);
@@ -324,8 +318,8 @@ static void mpu_list_parts(struct s3_ctx *x)
     s3__xml_elem(b, "Bucket", x->rt.bucket);
     s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
     s3__xml_elem(b, "UploadId", id);
-    owner_xml(x, b, "Initiator");
-    owner_xml(x, b, "Owner");
+    s3__acl_owner_xml(x, b, "Initiator", x->id.uid);
+    s3__acl_owner_xml(x, b, "Owner", x->id.uid);
     evbuffer_add_printf(b, "<StorageClass>STANDARD</StorageClass>");
     s3__xml_elem_u64(b, "PartNumberMarker", marker);
     if (shown)
@@ -414,8 +408,8 @@ static int upload_cb(void *arg, const struct core_mpu_info *u)
     evbuffer_add_printf(us->out, "<Upload>");
     s3__xml_elemn(us->out, "Key", u->key, u->keylen);
     s3__xml_elem(us->out, "UploadId", u->upload_id);
-    owner_xml(x, us->out, "Initiator");
-    owner_xml(x, us->out, "Owner");
+    s3__acl_owner_xml(x, us->out, "Initiator", u->uid);
+    s3__acl_owner_xml(x, us->out, "Owner", u->uid);
     evbuffer_add_printf(us->out,
                         "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated>"
                         "</Upload>",
@@ -468,13 +462,29 @@ static void mpu_list_uploads(struct s3_ctx *x)
     evbuffer_free(us.prefixes);
 }
 
-const struct s3_op s3_op_mpu_create = {
-    .name = "CreateMultipartUpload", .qos = QOS_META, .work = mpu_create};
-const struct s3_op s3_op_mpu_complete = {
-    .name = "CompleteMultipartUpload", .body = S3_BODY_XML, .qos = QOS_META, .work = mpu_complete};
-const struct s3_op s3_op_mpu_abort = {
-    .name = "AbortMultipartUpload", .qos = QOS_META, .work = mpu_abort};
-const struct s3_op s3_op_mpu_list_parts = {
-    .name = "ListParts", .qos = QOS_META, .work = mpu_list_parts};
-const struct s3_op s3_op_mpu_list_uploads = {
-    .name = "ListMultipartUploads", .qos = QOS_META, .work = mpu_list_uploads};
+const struct s3_op s3_op_mpu_create = {.name = "CreateMultipartUpload",
+                                       .action = "s3:PutObject",
+                                       .az = S3_AZ_B_WRITE,
+                                       .qos = QOS_META,
+                                       .work = mpu_create};
+const struct s3_op s3_op_mpu_complete = {.name = "CompleteMultipartUpload",
+                                         .action = "s3:PutObject",
+                                         .az = S3_AZ_B_WRITE,
+                                         .body = S3_BODY_XML,
+                                         .qos = QOS_META,
+                                         .work = mpu_complete};
+const struct s3_op s3_op_mpu_abort = {.name = "AbortMultipartUpload",
+                                      .action = "s3:AbortMultipartUpload",
+                                      .az = S3_AZ_B_WRITE,
+                                      .qos = QOS_META,
+                                      .work = mpu_abort};
+const struct s3_op s3_op_mpu_list_parts = {.name = "ListParts",
+                                           .action = "s3:ListMultipartUploadParts",
+                                           .az = S3_AZ_B_READ,
+                                           .qos = QOS_META,
+                                           .work = mpu_list_parts};
+const struct s3_op s3_op_mpu_list_uploads = {.name = "ListMultipartUploads",
+                                             .action = "s3:ListBucketMultipartUploads",
+                                             .az = S3_AZ_B_READ,
+                                             .qos = QOS_META,
+                                             .work = mpu_list_uploads};

@@ -109,7 +109,9 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
         return;
     }
     if (strcmp(m, "PUT") == 0) {
-        if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
+        if (s3__req_has_param(r, "acl"))
+            out->op = &s3_op_put_bucket_acl;
+        else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "PUT Bucket ?%s", sub));
         else
             out->op = &s3_op_create_bucket;
@@ -149,7 +151,7 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
         else if (s3__req_has_param(r, "tagging"))
             out->op = &s3_op_get_tagging;
         else if (s3__req_has_param(r, "acl"))
-            out->op = &s3_op_object_acl;
+            out->op = &s3_op_get_object_acl;
         else
             out->op = &s3_op_get_object;
         return;
@@ -170,7 +172,7 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
         } else if (s3__req_has_param(r, "tagging"))
             out->op = &s3_op_put_tagging;
         else if (s3__req_has_param(r, "acl"))
-            unsupported(a, out, "PUT Object ?acl (ACLs are fixed: owner FULL_CONTROL)");
+            out->op = &s3_op_put_object_acl;
         else
             out->op = copy ? &s3_op_copy_object : &s3_op_put_object;
         return;
