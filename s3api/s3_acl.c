@@ -72,8 +72,8 @@ void s3__acl_id(uint32_t tenant, uint32_t uid, char out[65])
 
 struct who_scan {
     uint32_t uid;
-    const char *id;    /* find by canonical ID, or ... */
-    const char *name;  /* ... by name; else by uid */
+    const char *id;   /* find by canonical ID, or ... */
+    const char *name; /* ... by name; else by uid */
     uint32_t tenant;
     bool found;
     struct tenant_user u;
@@ -109,9 +109,7 @@ const char *s3__acl_name(struct s3_ctx *x, uint32_t uid)
     return s3__arena_printf(x->a, "uid-%u", uid);
 }
 
-/* The uid of a user of the request's tenant named by canonical ID @p id or,
- * when @p email, by "name" or "name@tenant". @return 0, -ENOENT. */
-static int uid_of(struct s3_ctx *x, const char *v, bool email, uint32_t *uid)
+int s3__acl_uid_of(struct s3_ctx *x, const char *v, bool email, uint32_t *uid)
 {
     struct who_scan w = {.tenant = x->p.tenant};
     char name[TENANT_NAME_MAX + 1];
@@ -268,9 +266,8 @@ unsigned s3__acl_perms(const struct core_principal *p, const struct core_attr *a
 bool s3__acl_is_public(const struct core_attr *at, const struct s3_acl *acl, bool bucket)
 {
     for (size_t i = 0; acl && i < acl->n; i++)
-        if (acl->g[i].kind != S3_GT_USER &&
-            ((acl->g[i].perm & (S3_P_READ_ACP | S3_P_WRITE_ACP)) ||
-             (acl->g[i].perm & others_perm(at, bucket))))
+        if (acl->g[i].kind != S3_GT_USER && ((acl->g[i].perm & (S3_P_READ_ACP | S3_P_WRITE_ACP)) ||
+                                             (acl->g[i].perm & others_perm(at, bucket))))
             return true;
     return others_perm(at, bucket) != 0;
 }
@@ -453,13 +450,13 @@ int s3__acl_grantee(struct s3_ctx *x, const char *type, size_t tl, const char *v
 {
     uint32_t uid;
     if (tl == 2 && strncasecmp(type, "id", 2) == 0) {
-        if (uid_of(x, val, false, &uid) != 0) {
+        if (s3__acl_uid_of(x, val, false, &uid) != 0) {
             *why = "invalid id";
             return -EINVAL;
         }
         grant_add(acl, x->a, S3_GT_USER, uid, perm);
     } else if (tl == 12 && strncasecmp(type, "emailAddress", 12) == 0) {
-        if (uid_of(x, val, true, &uid) != 0) {
+        if (s3__acl_uid_of(x, val, true, &uid) != 0) {
             *why = "the e-mail address you provided does not match any account on record";
             return -ENOENT;
         }
@@ -506,8 +503,8 @@ int s3__acl_from_req(struct s3_ctx *x, bool bucket, uint32_t bucket_owner, struc
         const char *hdr;
         unsigned perm;
     } GH[] = {
-        {"x-amz-grant-full-control", S3_P_FULL}, {"x-amz-grant-read", S3_P_READ},
-        {"x-amz-grant-write", S3_P_WRITE},       {"x-amz-grant-read-acp", S3_P_READ_ACP},
+        {"x-amz-grant-full-control", S3_P_FULL},   {"x-amz-grant-read", S3_P_READ},
+        {"x-amz-grant-write", S3_P_WRITE},         {"x-amz-grant-read-acp", S3_P_READ_ACP},
         {"x-amz-grant-write-acp", S3_P_WRITE_ACP},
     };
     const struct s3_req *r = x->req;

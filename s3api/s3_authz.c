@@ -36,14 +36,18 @@
  * BucketOwnerPreferred or ObjectWriter) and "cors" (the CORS XML).
  * Thread: the work functions' (workers), and the loop thread for the GET fast
  * path (nothing here blocks: the tenant lookups take a read lock). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "s3_internal.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "tenants.h"
 
 #define ACCESS_DENIED "Access Denied"
 
@@ -156,8 +160,7 @@ struct core_principal s3__super(const struct s3_ctx *x)
 /* The actions the bucket's owner and admins keep in spite of a Deny. */
 static bool policy_mgmt(const char *action)
 {
-    return strcmp(action, "s3:GetBucketPolicy") == 0 ||
-           strcmp(action, "s3:PutBucketPolicy") == 0 ||
+    return strcmp(action, "s3:GetBucketPolicy") == 0 || strcmp(action, "s3:PutBucketPolicy") == 0 ||
            strcmp(action, "s3:DeleteBucketPolicy") == 0;
 }
 
@@ -233,6 +236,169 @@ int s3__authz(struct s3_ctx *x, struct s3_bref *b, const char *action, enum s3_a
     }
     }
     return deny(x);
+}
+
+/* ---------------------------------------------------------------- bucket policies */
+
+static int user_by_name(void *arg, const char *name, uint64_t *user)
+{
+    struct s3_ctx *x = arg;
+    struct tenant_user u;
+    if (!x->tenants || tenants_user_find(x->tenants, x->p.tenant, name, &u) != 0)
+        return -ENOENT;
+    *user = u.id;
+    return 0;
+}
+
+static int uid_by_canonical(void *arg, const char *id, uint32_t *uid)
+{
+    return s3__acl_uid_of(arg, id, false, uid);
+}
+
+void s3__policy_env(struct s3_ctx *x, const struct s3_bref *b, bool stored,
+                    struct s3_policy_env *env)
+{
+    struct tenant_info ti;
+    memset(env, 0, sizeof(*env));
+    env->bucket = s3__arena_strndup(x->a, b->name, b->namelen);
+    env->tenant = x->p.tenant;
+    if (x->tenants && tenants_tenant_get(x->tenants, x->p.tenant, &ti) == 0)
+        env->tenant_name = s3__arena_strndup(x->a, ti.name, strlen(ti.name));
+    env->user_by_name = user_by_name;
+    env->uid_by_canonical = uid_by_canonical;
+    env->arg = x;
+    env->stored = stored;
+}
+
+/* Actions whose resource is an object (the rest name the bucket). */
+static bool object_action(const char *a)
+{
+    static const char *const PFX[] = {"s3:GetObject",
+                                      "s3:PutObject",
+                                      "s3:DeleteObject",
+                                      "s3:RestoreObject",
+                                      "s3:AbortMultipartUpload",
+                                      "s3:ListMultipartUploadParts",
+                                      "s3:BypassGovernanceRetention"};
+    for (size_t i = 0; i < sizeof(PFX) / sizeof(PFX[0]); i++)
+        if (strncmp(a, PFX[i], strlen(PFX[i])) == 0)
+            return true;
+    return false;
+}
+
+struct cond_ctx {
+    struct s3_ctx *x;
+    const struct s3_meta *ometa; /* the object's metadata (s3:ExistingObjectTag) or NULL */
+    struct s3_meta rtags;        /* the request's tags (s3:RequestObjectTag) */
+    bool rtags_done;
+};
+
+/* Condition key values of the request (s3_policy.c's callback). */
+static const char *cond_value(void *arg, const char *key)
+{
+    struct cond_ctx *c = arg;
+    struct s3_ctx *x = c->x;
+    const struct s3_req *r = x->req;
+    bool anon = x->id.flags & CORE_P_ANON;
+    if (strcmp(key, "aws:sourceip") == 0) {
+        char ip[INET6_ADDRSTRLEN] = "";
+        if (x->peer.ss_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)&x->peer)->sin_addr, ip, sizeof(ip));
+        else if (x->peer.ss_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&x->peer)->sin6_addr, ip,
+                      sizeof(ip));
+        return *ip ? s3__arena_strndup(x->a, ip, strlen(ip)) : NULL;
+    }
+    if (strcmp(key, "aws:securetransport") == 0)
+        return x->tls ? "true" : "false";
+    if (strcmp(key, "aws:referer") == 0)
+        return s3__req_header(r, "referer");
+    if (strcmp(key, "aws:useragent") == 0)
+        return s3__req_header(r, "user-agent");
+    if (strcmp(key, "aws:currenttime") == 0 || strcmp(key, "aws:epochtime") == 0) {
+        time_t now = time(NULL);
+        struct tm tm;
+        char buf[32];
+        if (key[4] == 'e')
+            return s3__arena_printf(x->a, "%lld", (long long)now);
+        gmtime_r(&now, &tm);
+        strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return s3__arena_strndup(x->a, buf, strlen(buf));
+    }
+    if (strcmp(key, "aws:principaltype") == 0)
+        return anon ? "Anonymous" : "User";
+    if (anon && (strcmp(key, "aws:username") == 0 || strcmp(key, "aws:userid") == 0 ||
+                 strcmp(key, "aws:principalaccount") == 0))
+        return NULL;
+    if (strcmp(key, "aws:username") == 0) {
+        struct tenant_user u;
+        if (!x->tenants || tenants_user_get(x->tenants, x->id.tenant, x->id.user, &u) != 0)
+            return NULL;
+        return s3__arena_strndup(x->a, u.name, strlen(u.name));
+    }
+    if (strcmp(key, "aws:userid") == 0)
+        return s3__arena_printf(x->a, "%llu", (unsigned long long)x->id.user);
+    if (strcmp(key, "aws:principalaccount") == 0)
+        return s3__arena_printf(x->a, "%012u", x->id.tenant);
+    if (strcmp(key, "s3:prefix") == 0 || strcmp(key, "s3:delimiter") == 0 ||
+        strcmp(key, "s3:max-keys") == 0)
+        return s3__req_param(r, key + 3);
+    if (strncmp(key, "s3:existingobjecttag/", 21) == 0) {
+        const struct s3_meta_ent *e = c->ometa ? s3__meta_find(c->ometa, S3_M_TAG, key + 21) : NULL;
+        return e ? e->val : NULL;
+    }
+    if (strncmp(key, "s3:requestobjecttag/", 20) == 0) {
+        const char *h = s3__req_header(r, "x-amz-tagging"), *why = NULL;
+        if (!c->rtags_done && h)
+            s3__tags_parse_query(x->a, h, &c->rtags, &why);
+        c->rtags_done = true;
+        const struct s3_meta_ent *e = s3__meta_find(&c->rtags, S3_M_TAG, key + 20);
+        return e ? e->val : NULL;
+    }
+    if (strncmp(key, "s3:x-amz-", 9) == 0)
+        return s3__req_header(r, key + 3);
+    if (strcmp(key, "s3:signatureversion") == 0)
+        return anon ? NULL : x->auth.v2 ? "AWS" : "AWS4-HMAC-SHA256";
+    if (strcmp(key, "s3:authtype") == 0)
+        return anon                    ? NULL
+               : x->auth.post          ? "POST"
+               : x->auth.sig.presigned ? "REST-QUERY-STRING"
+                                       : "REST-HEADER";
+    return NULL; /* aws:SourceArn and the like: never in a request here */
+}
+
+enum s3_pol s3__policy_decide(struct s3_ctx *x, const struct s3_bref *b, const char *action,
+                              const struct s3_meta *ometa)
+{
+    const struct s3_bcfg *cfg = &b->cfg;
+    if (!cfg->policy)
+        return S3_POL_NONE;
+    struct s3_policy_env env;
+    struct s3_policy *pol;
+    const char *why = NULL;
+    s3__policy_env(x, b, true, &env);
+    if (s3__policy_parse(x->a, cfg->policy, cfg->policylen, &env, &pol, &why) != 0) {
+        /* stored once valid: never let a policy that no longer reads open anything */
+        srv_log(ERROR, S3, "req=%s tenant=%u bucket %.*s: stored policy unreadable (%s): denying",
+                x->reqid, x->p.tenant, (int)b->namelen, b->name, why ? why : "?");
+        return S3_POL_DENY;
+    }
+    struct cond_ctx cc = {.x = x, .ometa = ometa};
+    bool obj = object_action(action) && b->key;
+    struct s3_policy_req rq = {
+        .anon = x->id.flags & CORE_P_ANON,
+        .user = x->id.user,
+        .uid = x->id.uid,
+        .action = action,
+        .resource = obj ? s3__arena_printf(x->a, "arn:aws:s3:::%.*s/%.*s", (int)b->namelen, b->name,
+                                           (int)b->keylen, b->key)
+                        : s3__arena_printf(x->a, "arn:aws:s3:::%.*s", (int)b->namelen, b->name),
+        /* RestrictPublicBuckets: a public policy grants only the tenant's own users */
+        .public_off = (cfg->pab & S3_PAB_RESTRICT) && (x->id.flags & CORE_P_ANON),
+        .value = cond_value,
+        .arg = &cc,
+    };
+    return s3__policy_eval(x->a, pol, &rq);
 }
 
 int s3__authz_missing(struct s3_ctx *x)

@@ -326,6 +326,9 @@ struct s3_ctx;
 void s3__acl_id(uint32_t tenant, uint32_t uid, char out[65]);
 /** Display name of @p uid in the request's tenant: the user's name, or "uid-N". */
 const char *s3__acl_name(struct s3_ctx *x, uint32_t uid);
+/** The uid of a user of the request's tenant named by canonical ID @p v or, when
+ * @p email, by "name" or "name@tenant". @return 0, -ENOENT. */
+int s3__acl_uid_of(struct s3_ctx *x, const char *v, bool email, uint32_t *uid);
 /** Grants stored in @p m (S3_M_ACL records; an absent @p m: none). */
 void s3__acl_load(struct s3_acl *acl, struct s3_arena *a, const struct s3_meta *m);
 /** Replace the S3_M_ACL records of @p m with @p acl. */
@@ -432,7 +435,46 @@ int s3__authz(struct s3_ctx *x, struct s3_bref *b, const char *action, enum s3_a
 int s3__authz_missing(struct s3_ctx *x);
 /** x->p elevated (CORE_P_SUPER), for the object calls of a decided request. */
 struct core_principal s3__super(const struct s3_ctx *x);
-/** The bucket policy's answer for @p action on bucket @p b or its key (s3_policy.c). */
+/* Bucket policies (s3_policy.c: the language; the answer for a request in s3_authz.c). */
+struct s3_policy;
+/* What a policy is checked against when it is stored (principals must be this tenant's). */
+struct s3_policy_env {
+    const char *bucket; /* resources must be this bucket's */
+    uint32_t tenant;    /* the account: the tenant's name or its id as 12 digits */
+    const char *tenant_name;
+    /* a user of the tenant by name (its user id) / by canonical ID (its uid): 0 or -ENOENT */
+    int (*user_by_name)(void *arg, const char *name, uint64_t *user);
+    int (*uid_by_canonical)(void *arg, const char *id, uint32_t *uid);
+    void *arg;
+    bool stored; /* a stored policy: a principal whose user is gone since matches nobody */
+};
+/* One request as a policy sees it. */
+struct s3_policy_req {
+    bool anon;            /* unsigned: matches only "*" */
+    uint64_t user;        /* the user id ... */
+    uint32_t uid;         /* ... and its uid (canonical IDs) */
+    const char *action;   /* "s3:GetObject" */
+    const char *resource; /* "arn:aws:s3:::bucket/key" */
+    bool public_off;      /* RestrictPublicBuckets: public statements allow nothing */
+    /* a condition key's value (key lower case but a tag's name), NULL when the request has none */
+    const char *(*value)(void *arg, const char *key);
+    void *arg;
+};
+/** Parse and validate policy JSON @p doc for @p env into the arena.
+ * @return 0, -EINVAL with @p why set (the MalformedPolicy message). */
+int s3__policy_parse(struct s3_arena *a, const char *doc, size_t len,
+                     const struct s3_policy_env *env, struct s3_policy **out, const char **why);
+/** Evaluate @p pol for @p rq: Deny wins, then Allow, else none. */
+enum s3_pol s3__policy_eval(struct s3_arena *a, const struct s3_policy *pol,
+                            const struct s3_policy_req *rq);
+/** Does statement @p i (an Allow to everybody not confined by fixed-value conditions) or
+ * the policy make the bucket public, as AWS decides it (GetBucketPolicyStatus)? */
+bool s3__policy_stmt_public(const struct s3_policy *pol, size_t i);
+bool s3__policy_public(const struct s3_policy *pol);
+/** The environment a policy of bucket @p b is parsed in (@p stored: see s3_policy_env). */
+void s3__policy_env(struct s3_ctx *x, const struct s3_bref *b, bool stored,
+                    struct s3_policy_env *env);
+/** The bucket policy's answer for @p action on bucket @p b or its key (s3_authz.c). */
 enum s3_pol s3__policy_decide(struct s3_ctx *x, const struct s3_bref *b, const char *action,
                               const struct s3_meta *ometa);
 
@@ -561,6 +603,8 @@ struct s3_ctx {
     struct s3_ctx_auth {
         struct srv_sigv4_auth sig;
         unsigned char skey[32]; /* signing key, for aws-chunked signatures */
+        bool v2;                /* signed with AWS Signature Version 2 */
+        bool post;              /* a browser form upload's signed policy (POST Object) */
     } auth;
 
     /* the request body (s3_body.c) */
@@ -658,8 +702,10 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_list_versions, s3_op_bucket_config, s3_op_put_object, s3_op_get_object, s3_op_head_object,
     s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object, s3_op_get_tagging,
     s3_op_put_tagging, s3_op_delete_tagging, s3_op_get_object_acl, s3_op_put_object_acl,
-    s3_op_put_bucket_acl, s3_op_mpu_create, s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy,
-    s3_op_mpu_complete, s3_op_mpu_abort, s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+    s3_op_put_bucket_acl, s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_put_pab,
+    s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_mpu_create,
+    s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
+    s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 
 /** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
@@ -677,8 +723,10 @@ int s3__op_bucket(struct s3_ctx *x);
  * @param[out] info its attributes (info->meta NULL), @p meta its decoded metadata.
  * @return 0 or responds and returns < 0. */
 int s3__op_object(struct s3_ctx *x, struct core_objinfo *info, struct s3_meta *meta);
-/** GET ?SUB of a configuration the bucket holds (s3_op_acl.c): @return true when answered. */
+/** GET ?SUB of a configuration the bucket holds (s3_op_acl.c: ?acl; s3_op_bset.c: ?policy,
+ * ?policyStatus, ?publicAccessBlock, ?ownershipControls): @return true when answered. */
 bool s3__bcfg_get(struct s3_ctx *x, const char *sub);
+bool s3__bset_get(struct s3_ctx *x, const char *sub);
 /** The IAM action of GET bucket ?SUB, or NULL (s3_op_bucket.c). */
 const char *s3__bucket_config_action(const char *sub);
 /** Parse x-amz-meta-* / stored headers / tagging of the request into @p m. @return 0, -EINVAL

@@ -32,7 +32,7 @@ bool s3__bcfg_get(struct s3_ctx *x, const char *sub)
                     x->b.attr.uid);
         return true;
     }
-    return false;
+    return s3__bset_get(x, sub);
 }
 
 /* The ACL a PUT ?acl asks for: headers or a document (not both).

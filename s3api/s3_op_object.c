@@ -1010,6 +1010,16 @@ static void delete_object(struct s3_ctx *x)
     x->out.status = 204;
 }
 
+/* DeleteObjects: does the bucket policy deny s3:DeleteObject on this key? */
+static bool key_denied(struct s3_ctx *x, const char *key, size_t keylen)
+{
+    if (!x->b.cfg.policy)
+        return false;
+    x->b.key = key;
+    x->b.keylen = keylen;
+    return s3__policy_decide(x, &x->b, "s3:DeleteObject", NULL) == S3_POL_DENY;
+}
+
 static void delete_objects(struct s3_ctx *x)
 {
     size_t n = evbuffer_get_length(x->in.buf);
@@ -1050,6 +1060,8 @@ static void delete_objects(struct s3_ctx *x)
             rc = SRV_ENOTSUPP;
         else if (k->textlen > CORE_KEY_MAX)
             rc = -ENAMETOOLONG;
+        else if (key_denied(x, k->text, k->textlen))
+            rc = -EACCES;
         else
             rc = core_key_delete(x->core, &x->p, x->bucket_ino, k->text, k->textlen);
         if (rc == -ENOENT)

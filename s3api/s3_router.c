@@ -78,6 +78,24 @@ static void route_service(struct s3_arena *a, const struct s3_req *r, struct s3_
     out->errmsg = "the specified method is not allowed against this resource";
 }
 
+/* PUT (@p put) or DELETE of a bucket setting that is built, or NULL. */
+static const struct s3_op *bucket_setting(const struct s3_req *r, bool put)
+{
+    static const struct {
+        const char *sub;
+        const struct s3_op *put, *del;
+    } S[] = {
+        {"acl", &s3_op_put_bucket_acl, NULL},
+        {"policy", &s3_op_put_bucket_policy, &s3_op_delete_bucket_policy},
+        {"publicAccessBlock", &s3_op_put_pab, &s3_op_delete_pab},
+        {"ownershipControls", &s3_op_put_ownership, &s3_op_delete_ownership},
+    };
+    for (size_t i = 0; i < sizeof(S) / sizeof(S[0]); i++)
+        if (s3__req_has_param(r, S[i].sub))
+            return put ? S[i].put : S[i].del;
+    return NULL;
+}
+
 static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_route *out)
 {
     const char *m = r->method;
@@ -109,15 +127,17 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
         return;
     }
     if (strcmp(m, "PUT") == 0) {
-        if (s3__req_has_param(r, "acl"))
-            out->op = &s3_op_put_bucket_acl;
-        else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
+        if ((out->op = bucket_setting(r, true)) != NULL)
+            return;
+        if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "PUT Bucket ?%s", sub));
         else
             out->op = &s3_op_create_bucket;
         return;
     }
     if (strcmp(m, "DELETE") == 0) {
+        if ((out->op = bucket_setting(r, false)) != NULL)
+            return;
         if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "DELETE Bucket ?%s", sub));
         else

@@ -307,3 +307,80 @@ def test_nfs_sees_owner_and_acl(d, two):
     assert nfs_modes(d, "nfs-public", *b)[1]["open"][0] == "-rw-------"
     assert nfs_cat(d, "nfs-public/open", *b).returncode != 0
     denied(bob.get_object, Bucket="nfs-public", Key="open")
+
+
+def test_public_access_block_on_acls(d, two):
+    (_, alice), (_, bob) = two
+    nobody = anon(d)
+    alice.create_bucket(Bucket="pab-acl")
+    alice.put_object(Bucket="pab-acl", Key="pub", Body=b"p", ACL="public-read")
+    assert nobody.get_object(Bucket="pab-acl", Key="pub")["Body"].read() == b"p"
+    # IgnorePublicAcls: public grants (and the others' bits) stop counting for S3
+    alice.put_public_access_block(Bucket="pab-acl", PublicAccessBlockConfiguration={
+        "IgnorePublicAcls": True})
+    denied(nobody.get_object, Bucket="pab-acl", Key="pub")
+    denied(bob.get_object, Bucket="pab-acl", Key="pub")
+    assert alice.get_object(Bucket="pab-acl", Key="pub")["Body"].read() == b"p"
+    # BlockPublicAcls: public ACLs are refused on writes and ACL changes; private ones pass
+    alice.put_public_access_block(Bucket="pab-acl", PublicAccessBlockConfiguration={
+        "BlockPublicAcls": True})
+    denied(alice.put_object, Bucket="pab-acl", Key="p2", Body=b"x", ACL="public-read")
+    denied(alice.put_object_acl, Bucket="pab-acl", Key="pub", ACL="authenticated-read")
+    denied(alice.put_bucket_acl, Bucket="pab-acl", ACL="public-read")
+    alice.put_object(Bucket="pab-acl", Key="p3", Body=b"x", ACL="private")
+    assert nobody.get_object(Bucket="pab-acl", Key="pub")["Body"].read() == b"p"  # kept
+    alice.delete_public_access_block(Bucket="pab-acl")
+
+
+def test_object_ownership_controls(d, two):
+    (_, alice), (_, bob) = two
+    bob_id = bob.get_bucket_acl(Bucket="bob-own")["Owner"]["ID"]
+    # BucketOwnerEnforced at creation: no ACLs with it, and the bucket's owner owns all
+    assert err(alice.create_bucket, Bucket="own-enf", ACL="public-read",
+               ObjectOwnership="BucketOwnerEnforced") == (
+        "InvalidBucketAclWithObjectOwnership", 400)
+    alice.create_bucket(Bucket="own-enf", ObjectOwnership="BucketOwnerEnforced")
+    oc = alice.get_bucket_ownership_controls(Bucket="own-enf")["OwnershipControls"]
+    assert oc["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    aid = alice.get_bucket_acl(Bucket="own-enf")["Owner"]["ID"]
+    assert err(alice.put_bucket_acl, Bucket="own-enf", ACL="public-read") == (
+        "AccessControlListNotSupported", 400)
+    # a policy lets bob write; what he writes is alice's, with or without the one accepted ACL
+    alice.put_bucket_policy(Bucket="own-enf", Policy=(
+        '{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::default:user/bob"},'
+        '"Action":"s3:PutObject","Resource":"arn:aws:s3:::own-enf/*"}]}'))
+    bob.put_object(Bucket="own-enf", Key="from-bob", Body=b"b")
+    bob.put_object(Bucket="own-enf", Key="from-bob2", Body=b"b", ACL="bucket-owner-full-control")
+    assert err(bob.put_object, Bucket="own-enf", Key="x", Body=b"b",
+               ACL="public-read") == ("AccessControlListNotSupported", 400)
+    assert alice.get_object_acl(Bucket="own-enf", Key="from-bob")["Owner"]["ID"] == aid
+    assert alice.get_object(Bucket="own-enf", Key="from-bob2")["Body"].read() == b"b"
+    denied(bob.get_object, Bucket="own-enf", Key="from-bob")
+    # BucketOwnerPreferred: bucket-owner-full-control hands the object to the bucket's owner
+    alice.put_bucket_ownership_controls(Bucket="alice-canned", OwnershipControls={
+        "Rules": [{"ObjectOwnership": "BucketOwnerPreferred"}]})
+    alice.put_bucket_acl(Bucket="alice-canned", ACL="public-read-write")
+    bob.put_object(Bucket="alice-canned", Key="pref", Body=b"p", ACL="bucket-owner-full-control")
+    bob.put_object(Bucket="alice-canned", Key="pref-bob", Body=b"p")
+    assert alice.get_object_acl(Bucket="alice-canned", Key="pref")["Owner"]["DisplayName"] == "alice"
+    assert bob.get_object_acl(Bucket="alice-canned",
+                              Key="pref-bob")["Owner"]["DisplayName"] == "bob"
+    # Enforced on a bucket whose ACL grants others: refused until it is private
+    assert err(alice.put_bucket_ownership_controls, Bucket="alice-canned", OwnershipControls={
+        "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})[0] == (
+        "InvalidBucketAclWithObjectOwnership")
+    alice.delete_bucket_ownership_controls(Bucket="alice-canned")
+    assert err(alice.get_bucket_ownership_controls,
+               Bucket="alice-canned")[0] == "OwnershipControlsNotFoundError"
+    # object lock at CreateBucket is refused in any capitalisation, never an ordinary bucket
+    for v in ("true", "True", "TRUE"):
+        host = d.s3_endpoint
+        from s3util import connect, read_response, signed_request
+        req = signed_request(d, "PUT", "/lock-bucket",
+                             headers={"x-amz-bucket-object-lock-enabled": v})[0]
+        s = connect(d)
+        s.sendall(req)
+        st, _, body = read_response(s)
+        s.close()
+        assert st == 501 and b"object lock" in body, (v, host)
+    assert err(alice.head_bucket, Bucket="lock-bucket")[1] == 404

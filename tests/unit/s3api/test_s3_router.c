@@ -64,6 +64,10 @@ static void test_ops(void **state)
     OP("GET", "/bkt/k?acl", s3_op_get_object_acl);
     OP("PUT", "/bkt/k?acl", s3_op_put_object_acl);
     OP("PUT", "/bkt?acl", s3_op_put_bucket_acl);
+    OP("PUT", "/bkt?policy", s3_op_put_bucket_policy);
+    OP("DELETE", "/bkt?policy", s3_op_delete_bucket_policy);
+    OP("PUT", "/bkt?publicAccessBlock", s3_op_put_pab);
+    OP("DELETE", "/bkt?ownershipControls", s3_op_delete_ownership);
     OP("POST", "/bkt/k?uploads", s3_op_mpu_create);
     OP("PUT", "/bkt/k?partNumber=1&uploadId=x", s3_op_mpu_upload_part);
     OP("POST", "/bkt/k?uploadId=x", s3_op_mpu_complete);
@@ -125,7 +129,7 @@ static void test_errors(void **state)
     assert_int_equal(r->err, SRV_ENOTSUPP);
     assert_non_null(strstr(r->errmsg, "torrent"));
     s3__http_fini(&t.h);
-    r = route(&t, "PUT", "/bkt?policy", "h", NULL, NULL);
+    r = route(&t, "PUT", "/bkt?website", "h", NULL, NULL);
     assert_int_equal(r->err, SRV_ENOTSUPP);
     s3__http_fini(&t.h);
     r = route(&t, "PUT", "/bkt/k?uploadId=x", "h", NULL, NULL);
