@@ -24,6 +24,7 @@
 #include "core.h"
 #include "qos_admit.h"
 #include "s3_error.h"
+#include "srv_sigv2.h"
 #include "srv_sigv4.h"
 
 struct evbuffer;
@@ -180,8 +181,6 @@ void s3__b64_encode(const unsigned char *in, size_t n, char *out);
  * malformed input. out: at least 3*len/4 bytes (the padding's bytes are written too). */
 long s3__b64_decode(const char *in, size_t len, unsigned char *out);
 
-/** Parse an RFC 7231 IMF-fixdate, RFC 850 or asctime date. @return 0, -EINVAL. */
-int s3__http_date_parse(const char *s, time_t *out);
 /** Format an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"); out: 30 bytes. */
 void s3__http_date_fmt(time_t t, char *out);
 /** Decimal digits of @p v, NUL-terminated; out: 21 bytes. @return the digit count. */
@@ -208,6 +207,20 @@ char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r,
  * service); @p why says what failed. */
 int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv4_auth *sig,
                      const char *secret, time_t now, unsigned char key_out[32], const char **why);
+
+/** SigV2 (legacy): the string to sign of @p r (srv_sigv2.h), with @p vhost_bucket (or
+ * NULL) leading its resource, a '/' ending its path when @p slash and, presigned,
+ * @p expires in the date's place. @return an arena string, or NULL when it cannot be built. */
+char *s3__sigv2_string(struct s3_arena *a, const struct s3_req *r, const char *vhost_bucket,
+                       const char *expires, bool slash);
+/** Verify SigV2 signature @p sig (base64) of @p r at @p now: a header-signed request's
+ * Date or x-amz-date within SRV_SIGV4_SKEW_S, a presigned one's @p expires not past; a
+ * @p bucket_level request's resource may be signed with or without its trailing '/'.
+ * @return 0, SRV_EAUTH (mismatch), -ETIMEDOUT (skew), -EACCES (expired, no date),
+ * -EINVAL (malformed); @p why says what failed. */
+int s3__sigv2_verify(struct s3_arena *a, const struct s3_req *r, const char *vhost_bucket,
+                     bool bucket_level, const char *sig, const char *expires, const char *secret,
+                     time_t now, const char **why);
 
 /* An aws-chunked body as the connection reads it: the decoder, and how the
  * stream travels when it comes with Transfer-Encoding: chunked. */

@@ -18,8 +18,8 @@
 #include "s3_internal.h"
 #include "srv_err.h"
 
-static const char *const PAB_NAMES[4] = {"BlockPublicAcls", "IgnorePublicAcls",
-                                         "BlockPublicPolicy", "RestrictPublicBuckets"};
+static const char *const PAB_NAMES[4] = {"BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy",
+                                         "RestrictPublicBuckets"};
 static const char *const OWN_NAMES[3] = {"ObjectWriter", "BucketOwnerPreferred",
                                          "BucketOwnerEnforced"};
 
@@ -51,7 +51,8 @@ bool s3__bset_get(struct s3_ctx *x, const char *sub)
         bool pub = s3__policy_parse(x->a, cfg->policy, cfg->policylen, &env, &pol, &why) == 0 &&
                    s3__policy_public(pol);
         s3__resp_xml(x);
-        evbuffer_add_printf(b, "<PolicyStatus xmlns=\"%s\"><IsPublic>%s</IsPublic></PolicyStatus>\n",
+        evbuffer_add_printf(b,
+                            "<PolicyStatus xmlns=\"%s\"><IsPublic>%s</IsPublic></PolicyStatus>\n",
                             S3_XMLNS, pub ? "true" : "false");
         return true;
     }
@@ -219,5 +220,5 @@ BSET_OP(s3_op_delete_pab, "DeletePublicAccessBlock", "s3:PutBucketPublicAccessBl
         S3_BODY_NONE);
 BSET_OP(s3_op_put_ownership, "PutBucketOwnershipControls", "s3:PutBucketOwnershipControls",
         put_ownership, S3_BODY_XML);
-BSET_OP(s3_op_delete_ownership, "DeleteBucketOwnershipControls",
-        "s3:PutBucketOwnershipControls", delete_ownership, S3_BODY_NONE);
+BSET_OP(s3_op_delete_ownership, "DeleteBucketOwnershipControls", "s3:PutBucketOwnershipControls",
+        delete_ownership, S3_BODY_NONE);

@@ -298,13 +298,13 @@ static int cond_eval(struct s3_ctx *x, const char *pfx, const char *etag,
     if (im) {
         if (!etag_match(im, etag))
             return 412;
-    } else if (ius && s3__http_date_parse(ius, &t) == 0 && mtime->tv_sec > t) {
+    } else if (ius && srv_http_date_parse(ius, &t) == 0 && mtime->tv_sec > t) {
         return 412;
     }
     if (inm) {
         if (etag_match(inm, etag))
             return allow_304 ? 304 : 412;
-    } else if (ims && s3__http_date_parse(ims, &t) == 0 && mtime->tv_sec <= t) {
+    } else if (ims && srv_http_date_parse(ims, &t) == 0 && mtime->tv_sec <= t) {
         return allow_304 ? 304 : 412;
     }
     return 0;

@@ -62,16 +62,19 @@ static void evaluate(struct s3_arena *a, const struct s3_policy *pol, enum s3_po
 {
     static const char *const ACTIONS[] = {"s3:GetObject", "s3:PutObject", "s3:ListBucket",
                                           "s3:GetBucketPolicy"};
-    static const char *const RES[] = {"arn:aws:s3:::fuzz-bucket/a/b",
-                                      "arn:aws:s3:::fuzz-bucket"};
+    static const char *const RES[] = {"arn:aws:s3:::fuzz-bucket/a/b", "arn:aws:s3:::fuzz-bucket"};
     int n = 0;
     for (int who = 0; who < 2; who++)
         for (int ac = 0; ac < 4; ac++)
             for (int full = 0; full < 2; full++) {
                 bool f = full;
-                struct s3_policy_req rq = {.anon = who == 0, .user = 5, .uid = 1000,
-                                           .action = ACTIONS[ac], .resource = RES[ac >= 2],
-                                           .value = value, .arg = &f};
+                struct s3_policy_req rq = {.anon = who == 0,
+                                           .user = 5,
+                                           .uid = 1000,
+                                           .action = ACTIONS[ac],
+                                           .resource = RES[ac >= 2],
+                                           .value = value,
+                                           .arg = &f};
                 enum s3_pol p = s3__policy_eval(a, pol, &rq);
                 if (p != S3_POL_NONE && p != S3_POL_ALLOW && p != S3_POL_DENY)
                     __builtin_trap();
@@ -89,7 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct s3_arena a;
     s3__arena_init(&a);
-    struct s3_policy_env env = {.bucket = "fuzz-bucket", .tenant = 7, .tenant_name = "fz",
+    struct s3_policy_env env = {.bucket = "fuzz-bucket",
+                                .tenant = 7,
+                                .tenant_name = "fz",
                                 .user_by_name = user_by_name,
                                 .uid_by_canonical = uid_by_canonical};
     struct s3_policy *pol = NULL, *again = NULL;

@@ -25,8 +25,8 @@ static int user_by_name(void *arg, const char *name, uint64_t *user)
     return 0;
 }
 
-static const struct s3_policy_env ENV = {.bucket = "bkt", .tenant = 3, .tenant_name = "acme",
-                                         .user_by_name = user_by_name};
+static const struct s3_policy_env ENV = {
+    .bucket = "bkt", .tenant = 3, .tenant_name = "acme", .user_by_name = user_by_name};
 
 struct kv {
     const char *k, *v;
@@ -51,8 +51,13 @@ static enum s3_pol eval(const char *doc, bool anon, uint64_t user, const char *a
     int rc = s3__policy_parse(&a, doc, strlen(doc), &ENV, &pol, &why);
     if (rc)
         fail_msg("policy refused: %s", why);
-    struct s3_policy_req rq = {.anon = anon, .user = user, .uid = 1000, .action = action,
-                               .resource = res, .value = value, .arg = (void *)kv};
+    struct s3_policy_req rq = {.anon = anon,
+                               .user = user,
+                               .uid = 1000,
+                               .action = action,
+                               .resource = res,
+                               .value = value,
+                               .arg = (void *)kv};
     enum s3_pol p = s3__policy_eval(&a, pol, &rq);
     s3__arena_fini(&a);
     return p;
@@ -82,12 +87,13 @@ static void test_validation(void **state)
     char doc[512];
     assert_string_equal(refused("{nope"),
                         "Policies must be valid JSON and the first byte must be '{'");
-    assert_string_equal(refused("{\"Version\":\"2012-10-17\"}"), "Missing required field Statement");
-    snprintf(doc, sizeof(doc), ST("{%s,\"Principal\":{\"AWS\":\"arn:aws:iam::999999999999:root\"}}"),
-             base);
+    assert_string_equal(refused("{\"Version\":\"2012-10-17\"}"),
+                        "Missing required field Statement");
+    snprintf(doc, sizeof(doc),
+             ST("{%s,\"Principal\":{\"AWS\":\"arn:aws:iam::999999999999:root\"}}"), base);
     assert_string_equal(refused(doc), "Invalid principal in policy");
-    snprintf(doc, sizeof(doc), ST("{%s,\"Principal\":{\"AWS\":\"arn:aws:iam::acme:user/mallory\"}}"),
-             base);
+    snprintf(doc, sizeof(doc),
+             ST("{%s,\"Principal\":{\"AWS\":\"arn:aws:iam::acme:user/mallory\"}}"), base);
     assert_string_equal(refused(doc), "Invalid principal in policy");
     snprintf(doc, sizeof(doc), ST("{%s,\"Principal\":{\"Service\":\"s3.amazonaws.com\"}}"), base);
     assert_string_equal(refused(doc), "Invalid principal in policy");
@@ -97,24 +103,29 @@ static void test_validation(void **state)
     assert_non_null(strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
                                       "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::other/*\"}")),
                            "invalid resource"));
-    assert_non_null(strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-                                      "\"Resource\":\"*\",\"Condition\":{\"StringEquals\":"
-                                      "{\"aws:Nope\":\"x\"}}}")),
-                           "invalid condition key"));
-    assert_non_null(strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-                                      "\"Resource\":\"*\",\"Condition\":{\"NullIfExists\":"
-                                      "{\"aws:Referer\":\"true\"}}}")),
-                           "invalid condition operator"));
-    assert_non_null(strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-                                      "\"Resource\":\"*\",\"Condition\":{\"IpAddress\":"
-                                      "{\"aws:SourceIp\":\"300.1.1.1/8\"}}}")),
-                           "invalid IP"));
-    assert_non_null(strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-                                      "\"Resource\":\"*\",\"Condition\":{\"ForAnyValue:StringEquals\":"
-                                      "{\"s3:prefix\":\"x\"}}}")),
-                           "not supported"));
-    assert_string_equal(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\"}")),
-                        "a statement needs one of Resource or NotResource");
+    assert_non_null(
+        strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+                          "\"Resource\":\"*\",\"Condition\":{\"StringEquals\":"
+                          "{\"aws:Nope\":\"x\"}}}")),
+               "invalid condition key"));
+    assert_non_null(
+        strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+                          "\"Resource\":\"*\",\"Condition\":{\"NullIfExists\":"
+                          "{\"aws:Referer\":\"true\"}}}")),
+               "invalid condition operator"));
+    assert_non_null(
+        strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+                          "\"Resource\":\"*\",\"Condition\":{\"IpAddress\":"
+                          "{\"aws:SourceIp\":\"300.1.1.1/8\"}}}")),
+               "invalid IP"));
+    assert_non_null(
+        strstr(refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+                          "\"Resource\":\"*\",\"Condition\":{\"ForAnyValue:StringEquals\":"
+                          "{\"s3:prefix\":\"x\"}}}")),
+               "not supported"));
+    assert_string_equal(
+        refused(ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\"}")),
+        "a statement needs one of Resource or NotResource");
 }
 
 static void test_effects(void **state)
@@ -142,15 +153,16 @@ static void test_effects(void **state)
     assert_int_equal(eval(doc, false, 5, "s3:GetObject", "arn:aws:s3:::bkt/Secret", NULL),
                      S3_POL_ALLOW);
     /* NotPrincipal with Deny: everyone but alice */
-    const char *np = ST("{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":\"arn:aws:iam::acme:user/alice\"},"
-                        "\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::bkt/*\"}");
+    const char *np =
+        ST("{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":\"arn:aws:iam::acme:user/alice\"},"
+           "\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::bkt/*\"}");
     assert_int_equal(eval(np, false, 5, "s3:GetObject", OBJ, NULL), S3_POL_NONE);
     assert_int_equal(eval(np, false, 6, "s3:GetObject", OBJ, NULL), S3_POL_DENY);
     assert_int_equal(eval(np, true, 0, "s3:GetObject", OBJ, NULL), S3_POL_DENY);
 }
 
 #define COND(c)                                                                                    \
-    ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","      \
+    ST("{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","         \
        "\"Condition\":" c "}")
 
 static enum s3_pol cond(const char *c, const struct kv *kv)
@@ -176,9 +188,11 @@ static void test_conditions(void **state)
     assert_int_equal(cond(nip, ip2), S3_POL_NONE);
     assert_int_equal(cond(nip, ip6), S3_POL_ALLOW);
     assert_int_equal(cond(nip, NULL), S3_POL_ALLOW); /* negated + missing: holds */
-    const struct kv pfx[] = {{"s3:prefix", "home/alice/x"}, {"s3:max-keys", "50"},
+    const struct kv pfx[] = {{"s3:prefix", "home/alice/x"},
+                             {"s3:max-keys", "50"},
                              {"aws:currenttime", "2025-06-01T00:00:00Z"},
-                             {"aws:securetransport", "false"}, {NULL, NULL}};
+                             {"aws:securetransport", "false"},
+                             {NULL, NULL}};
     assert_int_equal(cond("{\"StringLike\":{\"s3:prefix\":[\"nope\",\"home/*\"]}}", pfx),
                      S3_POL_ALLOW);
     assert_int_equal(cond("{\"StringNotLike\":{\"s3:prefix\":[\"nope\",\"home/*\"]}}", pfx),
@@ -189,9 +203,9 @@ static void test_conditions(void **state)
     assert_int_equal(cond("{\"NumericGreaterThan\":{\"s3:max-keys\":\"50\"}}", pfx), S3_POL_NONE);
     assert_int_equal(cond("{\"DateGreaterThan\":{\"aws:CurrentTime\":\"2025-01-01\"}}", pfx),
                      S3_POL_ALLOW);
-    assert_int_equal(cond("{\"DateLessThan\":{\"aws:CurrentTime\":\"2025-06-01T02:00:00+03:00\"}}",
-                          pfx),
-                     S3_POL_NONE);
+    assert_int_equal(
+        cond("{\"DateLessThan\":{\"aws:CurrentTime\":\"2025-06-01T02:00:00+03:00\"}}", pfx),
+        S3_POL_NONE);
     assert_int_equal(cond("{\"Bool\":{\"aws:SecureTransport\":false}}", pfx), S3_POL_ALLOW);
     assert_int_equal(cond("{\"Bool\":{\"aws:SecureTransport\":\"true\"}}", pfx), S3_POL_NONE);
     /* IfExists and Null */
@@ -216,8 +230,9 @@ static void test_conditions(void **state)
 static void test_variables_and_public(void **state)
 {
     (void)state;
-    const char *doc = ST("{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"acme\"},\"Action\":\"s3:*\","
-                         "\"Resource\":\"arn:aws:s3:::bkt/home/${aws:username}/*\"}");
+    const char *doc =
+        ST("{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"acme\"},\"Action\":\"s3:*\","
+           "\"Resource\":\"arn:aws:s3:::bkt/home/${aws:username}/*\"}");
     const struct kv alice[] = {{"aws:username", "alice"}, {NULL, NULL}};
     assert_int_equal(eval(doc, false, 5, "s3:GetObject", "arn:aws:s3:::bkt/home/alice/f", alice),
                      S3_POL_ALLOW);
@@ -246,8 +261,11 @@ static void test_variables_and_public(void **state)
     assert_false(s3__policy_public(pol));
     /* RestrictPublicBuckets: the public statement allows nothing any more */
     assert_int_equal(s3__policy_parse(&a, pub, strlen(pub), &ENV, &pol, &why), 0);
-    struct s3_policy_req rq = {.anon = true, .action = "s3:GetObject", .resource = OBJ,
-                               .public_off = true, .value = value};
+    struct s3_policy_req rq = {.anon = true,
+                               .action = "s3:GetObject",
+                               .resource = OBJ,
+                               .public_off = true,
+                               .value = value};
     assert_int_equal(s3__policy_eval(&a, pol, &rq), S3_POL_NONE);
     s3__arena_fini(&a);
 }
@@ -261,8 +279,7 @@ static void test_acl_perms(void **state)
     struct core_attr at = {.uid = 1000, .gid = 1000, .mode = 0644, .type = CORE_REG};
     struct core_principal owner = {.tenant = 1, .uid = 1000, .gid = 1000};
     struct core_principal other = {.tenant = 1, .uid = 1001, .gid = 1001};
-    struct core_principal nobody = {.tenant = 1, .uid = 65534, .gid = 65534,
-                                    .flags = CORE_P_ANON};
+    struct core_principal nobody = {.tenant = 1, .uid = 65534, .gid = 65534, .flags = CORE_P_ANON};
     struct s3_acl acl = {0};
     assert_int_equal(s3__acl_perms(&owner, &at, NULL, false, 0), S3_P_FULL);
     assert_int_equal(s3__acl_perms(&other, &at, NULL, false, 0), S3_P_READ);
