@@ -715,8 +715,8 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_list_versions, s3_op_bucket_config, s3_op_put_object, s3_op_get_object, s3_op_head_object,
     s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object, s3_op_get_tagging,
     s3_op_put_tagging, s3_op_delete_tagging, s3_op_get_object_acl, s3_op_put_object_acl,
-    s3_op_put_bucket_acl, s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_put_pab,
-    s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_mpu_create,
+    s3_op_put_bucket_acl, s3_op_get_attributes, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
+    s3_op_put_pab, s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_mpu_create,
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
     s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 

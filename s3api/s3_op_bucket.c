@@ -66,13 +66,35 @@ static void owner_xml(struct s3_ctx *x, struct evbuffer *b, uint32_t uid, struct
 
 /* ---------------------------------------------------------------- ListBuckets */
 
+/* A ListBuckets page: prefix, after (the continuation token's name), at most max. */
+struct blist {
+    struct s3_ctx *x;
+    const char *prefix, *after;
+    uint32_t max, n;
+    char *last;
+    bool truncated;
+};
+
 static int bucket_cb(void *arg, const char *name, size_t namelen, const struct core_attr *attr)
 {
-    struct s3_ctx *x = arg;
+    struct blist *l = arg;
+    struct s3_ctx *x = l->x;
     char iso[25];
     /* a user's buckets: those it owns (an admin: all of its tenant's) */
     if (!(x->id.flags & (CORE_P_SUPER | CORE_P_TADMIN)) && attr->uid != x->id.uid)
         return 0;
+    size_t pl = l->prefix ? strlen(l->prefix) : 0;
+    if (pl && (namelen < pl || memcmp(name, l->prefix, pl) != 0))
+        return 0;
+    char *nm = s3__arena_strndup(x->a, name, namelen);
+    if (l->after && strcmp(nm, l->after) <= 0)
+        return 0;
+    if (l->n == l->max) {
+        l->truncated = true;
+        return 1;
+    }
+    l->n++;
+    l->last = nm;
     s3__iso_date_fmt(attr->btime.tv_sec ? &attr->btime : &attr->ctime, iso);
     evbuffer_add_printf(x->out.body, "<Bucket>");
     s3__xml_elemn(x->out.body, "Name", name, namelen);
@@ -83,21 +105,52 @@ static int bucket_cb(void *arg, const char *name, size_t namelen, const struct c
 
 static void list_buckets(struct s3_ctx *x)
 {
+    struct blist l = {.x = x, .max = 10000};
+    const char *mb = s3__req_param(x->req, "max-buckets");
+    const char *tok = s3__req_param(x->req, "continuation-token");
+    x->authz_done = true; /* decided here: a user lists what it owns */
     if (x->id.flags & CORE_P_ANON) {
         s3__resp_err(x, -EACCES, "Access Denied");
         return;
     }
+    if (mb) {
+        char *e = NULL;
+        long v = strtol(mb, &e, 10);
+        if (!*mb || *e || v < 1 || v > 10000) {
+            s3__resp_err(x, -EINVAL, "max-buckets must be an integer from 1 to 10000");
+            return;
+        }
+        l.max = (uint32_t)v;
+    }
+    if (tok && *tok) {
+        unsigned char *dec = s3__arena_alloc(x->a, strlen(tok) + 4);
+        long n = s3__b64_decode(tok, strlen(tok), dec);
+        if (n <= 0) {
+            s3__resp_err(x, -EINVAL, "the continuation token provided is incorrect");
+            return;
+        }
+        l.after = s3__arena_strndup(x->a, (const char *)dec, (size_t)n);
+    }
+    l.prefix = s3__req_param(x->req, "prefix");
     s3__resp_xml(x);
     evbuffer_add_printf(x->out.body, "<ListAllMyBucketsResult xmlns=\"%s\">", S3_XMLNS);
     struct owner_cache oc = {0};
     owner_xml(x, x->out.body, x->id.uid, &oc);
     evbuffer_add_printf(x->out.body, "<Buckets>");
-    int rc = core_bucket_list(x->core, &x->p, bucket_cb, x);
+    int rc = core_bucket_list(x->core, &x->p, bucket_cb, &l);
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
-    evbuffer_add_printf(x->out.body, "</Buckets></ListAllMyBucketsResult>\n");
+    evbuffer_add_printf(x->out.body, "</Buckets>");
+    if (l.truncated && l.last) {
+        char *t = s3__arena_alloc(x->a, 4 * (strlen(l.last) / 3 + 2) + 1);
+        s3__b64_encode((const unsigned char *)l.last, strlen(l.last), t);
+        s3__xml_elem(x->out.body, "ContinuationToken", t);
+    }
+    if (l.prefix)
+        s3__xml_elem(x->out.body, "Prefix", l.prefix);
+    evbuffer_add_printf(x->out.body, "</ListAllMyBucketsResult>\n");
 }
 
 /* ---------------------------------------------------------------- bucket CRUD */
@@ -470,6 +523,8 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
         st.owner = true;
     } else {
         token = s3__req_param(r, "continuation-token");
+        if (token && !*token)
+            token = NULL; /* an empty token: from the start, as AWS */
         const char *fo = s3__req_param(r, "fetch-owner");
         st.owner = fo && strcmp(fo, "true") == 0;
         if (token) {
@@ -548,7 +603,7 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
         }
     }
     s3__xml_elem_u64(b, "MaxKeys", max);
-    if (delim)
+    if (delim && *delim) /* an empty delimiter is none, and not echoed (AWS) */
         list_text(&st, b, "Delimiter", delim, strlen(delim));
     if (st.url)
         s3__xml_elem(b, "EncodingType", "url");

@@ -61,6 +61,8 @@ static void mpu_create(struct s3_ctx *x)
         return;
     }
     s3__resp_xml(x);
+    if (alg) /* the algorithm each part's checksum is verified with, echoed as AWS does */
+        s3__resp_header(x, "x-amz-checksum-algorithm", "%s", s3__ck_name(s3__ck_from_name(alg)));
     evbuffer_add_printf(x->out.body, "<InitiateMultipartUploadResult xmlns=\"%s\">", S3_XMLNS);
     s3__xml_elem(x->out.body, "Bucket", x->rt.bucket);
     s3__xml_elemn(x->out.body, "Key", x->rt.key, x->rt.keylen);
@@ -163,6 +165,63 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
     free(oi.meta);
 }
 
+static void complete_result(struct s3_ctx *x, const char *final)
+{
+    s3__resp_xml(x);
+    struct evbuffer *b = x->out.body;
+    evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);
+    s3__xml_esc(b, x->rt.bucket, x->rt.bucketlen);
+    evbuffer_add(b, "/", 1);
+    s3__xml_esc(b, x->rt.key, x->rt.keylen);
+    evbuffer_add_printf(b, "</Location>");
+    s3__xml_elem(b, "Bucket", x->rt.bucket);
+    s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
+    evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", final);
+}
+
+/* The multipart ETag of parts whose ETags are @p etags: md5(binary MD5s)-N, into @p final.
+ * @return 0, -1 when an ETag is not an MD5. */
+static int final_etag(const char *const *etags, size_t np, char final[CORE_ETAG_MAX + 1])
+{
+    unsigned char bin[16], d[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    char hex[33];
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md)
+        abort();
+    EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    for (size_t i = 0; i < np; i++) {
+        if (hexbin(etags[i], bin)) {
+            EVP_MD_CTX_free(md);
+            return -1;
+        }
+        EVP_DigestUpdate(md, bin, 16);
+    }
+    EVP_DigestFinal_ex(md, d, &dl);
+    EVP_MD_CTX_free(md);
+    srv_sigv4_hex(d, 16, hex);
+    snprintf(final, CORE_ETAG_MAX + 1, "%s-%zu", hex, np);
+    return 0;
+}
+
+/* A CompleteMultipartUpload for an upload that is gone: an SDK retrying after a
+ * lost response. When the key holds the object these parts made (its ETag is
+ * theirs), answer as the first completion did, as AWS does. @return true if so. */
+static bool completed_before(struct s3_ctx *x, const char *const *etags, size_t np)
+{
+    char final[CORE_ETAG_MAX + 1];
+    struct core_objinfo oi;
+    struct core_principal sp = s3__super(x); /* the bucket's WRITE was decided */
+    if (final_etag(etags, np, final) ||
+        core_key_lookup(x->core, &sp, x->bucket_ino, x->rt.key, x->rt.keylen, &oi) != 0)
+        return false;
+    free(oi.meta);
+    if (strcmp(oi.etag, final) != 0)
+        return false;
+    complete_result(x, final);
+    return true;
+}
+
 static void mpu_complete(struct s3_ctx *x)
 {
     const char *id = s3__req_param(x->req, "uploadId");
@@ -206,12 +265,10 @@ static void mpu_complete(struct s3_ctx *x)
         return;
     struct parts ps = {.a = x->a};
     int rc = core_mpu_list_parts(x->core, &x->p, x->bucket_ino, id, 0, part_cb, &ps);
+    if (rc == -ENOENT && completed_before(x, etags, np))
+        return;
     if (upload_failed(x, rc))
         return;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md)
-        abort();
-    EVP_DigestInit_ex(md, EVP_md5(), NULL);
     /* every named part must exist with its ETag before sizes are judged */
     size_t *idx = s3__arena_alloc(x->a, np * sizeof(*idx));
     size_t j = 0;
@@ -221,7 +278,6 @@ static void mpu_complete(struct s3_ctx *x)
             j++;
         if (j == ps.n || ps.v[j].partno != nums[i] || strcmp(ps.v[j].etag, etags[i]) != 0 ||
             hexbin(ps.v[j].etag, bin)) {
-            EVP_MD_CTX_free(md);
             s3__resp_s3err(x, S3E_INVALID_PART,
                            s3__arena_printf(x->a,
                                             "part %u could not be found or its ETag does "
@@ -232,9 +288,7 @@ static void mpu_complete(struct s3_ctx *x)
         idx[i] = j;
     }
     for (i = 0; i < np; i++) {
-        unsigned char bin[16];
         if (i + 1 < np && ps.v[idx[i]].size < MPU_MIN_PART) {
-            EVP_MD_CTX_free(md);
             s3__resp_s3err(x, S3E_ENTITY_TOO_SMALL,
                            s3__arena_printf(x->a,
                                             "part %u is smaller than the minimum allowed "
@@ -242,16 +296,9 @@ static void mpu_complete(struct s3_ctx *x)
                                             nums[i]));
             return;
         }
-        hexbin(ps.v[idx[i]].etag, bin);
-        EVP_DigestUpdate(md, bin, 16);
     }
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, d, &dl);
-    EVP_MD_CTX_free(md);
-    char hex[33], final[CORE_ETAG_MAX + 1];
-    srv_sigv4_hex(d, 16, hex);
-    snprintf(final, sizeof(final), "%s-%zu", hex, np);
+    char final[CORE_ETAG_MAX + 1];
+    final_etag(etags, np, final);
     struct core_attr attr;
     rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &attr);
     if (rc == SRV_EPRECOND || rc == -EINVAL) {
@@ -261,16 +308,7 @@ static void mpu_complete(struct s3_ctx *x)
     if (upload_failed(x, rc))
         return;
     record_parts(x, ps.v, idx, np, final);
-    s3__resp_xml(x);
-    struct evbuffer *b = x->out.body;
-    evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);
-    s3__xml_esc(b, x->rt.bucket, x->rt.bucketlen);
-    evbuffer_add(b, "/", 1);
-    s3__xml_esc(b, x->rt.key, x->rt.keylen);
-    evbuffer_add_printf(b, "</Location>");
-    s3__xml_elem(b, "Bucket", x->rt.bucket);
-    s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
-    evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", final);
+    complete_result(x, final);
 }
 
 static void mpu_abort(struct s3_ctx *x)

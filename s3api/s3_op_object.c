@@ -103,7 +103,9 @@ int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, c
  * object: drop it (as S3 does). @return the remaining codings, or NULL if none. */
 static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
 {
-    char *out = s3__arena_alloc(a, strlen(v) + 1);
+    if (!strcasestr(v, "aws-chunked"))
+        return v; /* as sent: "deflate, gzip" stays "deflate, gzip" */
+    char *out = s3__arena_alloc(a, 2 * strlen(v) + 1);
     size_t n = 0;
     const char *p = v;
     while (*p) {
@@ -116,8 +118,10 @@ static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
         while (l && p[l - 1] == ' ')
             l--;
         if (l && !(l == 11 && strncasecmp(p, "aws-chunked", 11) == 0)) {
-            if (n)
+            if (n) {
                 out[n++] = ',';
+                out[n++] = ' ';
+            }
             memcpy(out + n, p, l);
             n += l;
         }
@@ -234,15 +238,37 @@ int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
     return 0;
 }
 
+/* A user metadata value as a header carries it: as stored when it is printable
+ * US-ASCII, else RFC 2047-encoded ("=?UTF-8?B?...?="), as AWS returns it. */
+static const char *meta_value(struct s3_arena *a, const struct s3_meta_ent *e)
+{
+    bool plain = true;
+    for (size_t i = 0; i < e->vlen && plain; i++)
+        plain = (unsigned char)e->val[i] >= 0x20 && (unsigned char)e->val[i] < 0x7f;
+    if (plain)
+        return e->val;
+    char *b = s3__arena_alloc(a, 4 * (e->vlen / 3 + 2) + 16);
+    memcpy(b, "=?UTF-8?B?", 10);
+    s3__b64_encode((const unsigned char *)e->val, e->vlen, b + 10);
+    strcat(b, "?=");
+    return b;
+}
+
+/* x-amz-meta-* response headers of @p m. */
+static void user_meta_resp(struct s3_ctx *x, const struct s3_meta *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->ents[i].type == S3_M_USER)
+            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", m->ents[i].key,
+                                meta_value(x->a, &m->ents[i]));
+}
+
 void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m)
 {
-    for (size_t i = 0; i < m->n; i++) {
-        const struct s3_meta_ent *e = &m->ents[i];
-        if (e->type == S3_M_HDR)
-            s3__resp_header(x, e->key, "%s", e->val);
-        else if (e->type == S3_M_USER)
-            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", e->key, e->val);
-    }
+    for (size_t i = 0; i < m->n; i++)
+        if (m->ents[i].type == S3_M_HDR)
+            s3__resp_header(x, m->ents[i].key, "%s", m->ents[i].val);
+    user_meta_resp(x, m);
 }
 
 /* ---------------------------------------------------------------- conditionals */
@@ -604,10 +630,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     if (!have_ct)
         s3__resp_header(x, "Content-Type", "%s",
                         o->dir ? "application/x-directory" : "binary/octet-stream");
-    for (size_t i = 0; i < o->meta.n; i++)
-        if (o->meta.ents[i].type == S3_M_USER)
-            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", o->meta.ents[i].key,
-                                o->meta.ents[i].val);
+    user_meta_resp(x, &o->meta);
     size_t ntags = s3__meta_count(&o->meta, S3_M_TAG);
     if (ntags)
         s3__resp_header(x, "x-amz-tagging-count", "%zu", ntags);
@@ -1210,13 +1233,26 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
             return -1;
         uint64_t size = s->o.info.attr.size, off = 0, end = size;
         if (range) {
-            int rr = range_parse(range, size, &off, &end);
-            if (rr <= 0 || strncmp(range, "bytes=-", 7) == 0 || !strchr(range, '-')[1]) {
+            unsigned long long first, last;
+            int n = -1;
+            if (sscanf(range, "bytes=%llu-%llu%n", &first, &last, &n) != 2 ||
+                (size_t)n != strlen(range) || range[6] == '-' || first > last) {
                 s3__resp_err(x, -EINVAL,
                              "the x-amz-copy-source-range value must be of the form "
-                             "bytes=first-last within the source object");
+                             "bytes=first-last where first and last are the zero-based offsets "
+                             "of the first and last bytes to copy");
                 return -1;
             }
+            if (last >= size) {
+                s3__resp_err(x, -EINVAL,
+                             s3__arena_printf(x->a,
+                                              "Range specified is not valid for source object "
+                                              "of size: %" PRIu64,
+                                              size));
+                return -1;
+            }
+            off = first;
+            end = last + 1;
         }
         x->bytes_in = in0;
         int rc = copy_stream(x, s->o.info.attr.ino, off, end - off, upp, etag);
@@ -1418,7 +1454,7 @@ static void put_tagging(struct s3_ctx *x)
         s3__meta_add(&tags, x->a, S3_M_TAG, k->text, k->textlen, v->text, v->textlen);
     }
     if (tags.n > TAGS_MAX) {
-        s3__resp_s3err(x, S3E_BAD_REQUEST, "object tags cannot be greater than 10");
+        s3__resp_s3err(x, S3E_INVALID_TAG, "object tags cannot be greater than 10");
         return;
     }
     set_tags(x, &tags, false);
@@ -1429,6 +1465,81 @@ static void delete_tagging(struct s3_ctx *x)
     set_tags(x, NULL, true);
 }
 
+/* ---------------------------------------------------------------- GetObjectAttributes */
+
+static void get_attributes(struct s3_ctx *x)
+{
+    static const char *const NAMES[] = {"ETag", "Checksum", "ObjectParts", "StorageClass",
+                                        "ObjectSize"};
+    const char *want = s3__req_header(x->req, "x-amz-object-attributes");
+    unsigned mask = 0;
+    for (const char *p = want ? want : ""; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t l = strcspn(p, ", ");
+        if (!l)
+            break;
+        size_t i = 0;
+        while (i < 5 && !(strlen(NAMES[i]) == l && strncmp(p, NAMES[i], l) == 0))
+            i++;
+        if (i == 5) {
+            s3__resp_err(x, -EINVAL, "Invalid attribute name specified.");
+            return;
+        }
+        mask |= 1u << i;
+        p += l;
+    }
+    if (!mask) {
+        s3__resp_err(x, -EINVAL,
+                     "the x-amz-object-attributes header specifying the attributes to be "
+                     "retrieved is either missing or empty");
+        return;
+    }
+    struct obj o;
+    if (op_object(x, &o))
+        return;
+    int st = cond_eval(x, "", o.etag, &o.info.attr.mtime, false);
+    if (st) {
+        cond_fail(x, 412, o.etag, &o.info.attr.mtime);
+        return;
+    }
+    char d[32];
+    s3__http_date_fmt(o.info.attr.mtime.tv_sec, d);
+    s3__resp_header(x, "Last-Modified", "%s", d);
+    s3__resp_xml(x);
+    struct evbuffer *b = x->out.body;
+    evbuffer_add_printf(b, "<GetObjectAttributesResponse xmlns=\"%s\">", S3_XMLNS);
+    if (mask & 1)
+        s3__xml_elem(b, "ETag", o.etag);
+    const struct s3_meta_ent *ck_etag = s3__meta_find(&o.meta, S3_M_CKSUM, "etag");
+    bool ck_valid = !ck_etag || strcmp(ck_etag->val, o.etag) == 0;
+    for (size_t i = 0; (mask & 2) && ck_valid && i < o.meta.n; i++) {
+        enum s3_ck_algo al =
+            o.meta.ents[i].type == S3_M_CKSUM ? s3__ck_from_name(o.meta.ents[i].key) : S3_CK_NONE;
+        if (al) {
+            evbuffer_add_printf(b, "<Checksum>");
+            s3__xml_elem(b, s3__arena_printf(x->a, "Checksum%s", s3__ck_name(al)),
+                         o.meta.ents[i].val);
+            evbuffer_add_printf(b, "</Checksum>");
+            break;
+        }
+    }
+    const struct s3_meta_ent *cnt = s3__meta_find(&o.meta, S3_M_PARTS, "count");
+    const struct s3_meta_ent *petag = s3__meta_find(&o.meta, S3_M_PARTS, "etag");
+    if ((mask & 4) && cnt && strchr(o.etag, '-') && (!petag || strcmp(petag->val, o.etag) == 0))
+        evbuffer_add_printf(b, "<ObjectParts><PartsCount>%s</PartsCount></ObjectParts>", cnt->val);
+    if (mask & 8)
+        s3__xml_elem(b, "StorageClass", "STANDARD");
+    if (mask & 16)
+        s3__xml_elem_u64(b, "ObjectSize", o.info.attr.size);
+    evbuffer_add_printf(b, "</GetObjectAttributesResponse>\n");
+}
+
+const struct s3_op s3_op_get_attributes = {.name = "GetObjectAttributes",
+                                           .action = "s3:GetObjectAttributes",
+                                           .az = S3_AZ_O_READ,
+                                           .qos = QOS_META,
+                                           .work = get_attributes};
 const struct s3_op s3_op_put_object = {.name = "PutObject",
                                        .action = "s3:PutObject",
                                        .az = S3_AZ_B_WRITE,

@@ -50,8 +50,7 @@ static const char *const BUCKET_CONFIG_GET[] = {
 
 /* Subresources we recognise on objects but do not implement. */
 static const char *const OBJECT_UNSUPPORTED[] = {
-    "retention",  "legal-hold",   "torrent",   "restore", "select",
-    "attributes", "renameObject", "versionId", NULL,
+    "retention", "legal-hold", "torrent", "restore", "select", "renameObject", "versionId", NULL,
 };
 
 static const char *find_sub(const struct s3_req *r, const char *const *list)
@@ -172,6 +171,8 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_get_tagging;
         else if (s3__req_has_param(r, "acl"))
             out->op = &s3_op_get_object_acl;
+        else if (s3__req_has_param(r, "attributes"))
+            out->op = &s3_op_get_attributes;
         else
             out->op = &s3_op_get_object;
         return;
