@@ -57,6 +57,7 @@
     X(INVALID_BUCKET_ACL_OWNERSHIP, "InvalidBucketAclWithObjectOwnership", 400,                    \
       "bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")            \
     X(BUCKET_EXISTS, "BucketAlreadyExists", 409, "the requested bucket name is not available")     \
+    X(ACCESS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: this CORS request is not allowed")  \
     X(INVALID_PART_NUMBER, "InvalidPartNumber", 416,                                               \
       "the requested partnumber is not satisfiable")                                               \
     X(NO_SUCH_UPLOAD, "NoSuchUpload", 404, "the specified multipart upload does not exist")        \

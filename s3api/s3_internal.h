@@ -716,9 +716,10 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object, s3_op_get_tagging,
     s3_op_put_tagging, s3_op_delete_tagging, s3_op_get_object_acl, s3_op_put_object_acl,
     s3_op_put_bucket_acl, s3_op_get_attributes, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
-    s3_op_put_pab, s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_mpu_create,
-    s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
-    s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+    s3_op_put_pab, s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_put_cors,
+    s3_op_delete_cors, s3_op_cors_preflight, s3_op_mpu_create, s3_op_mpu_upload_part,
+    s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort, s3_op_mpu_list_parts,
+    s3_op_mpu_list_uploads;
 
 /** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
@@ -740,6 +741,10 @@ int s3__op_object(struct s3_ctx *x, struct core_objinfo *info, struct s3_meta *m
  * ?policyStatus, ?publicAccessBlock, ?ownershipControls): @return true when answered. */
 bool s3__bcfg_get(struct s3_ctx *x, const char *sub);
 bool s3__bset_get(struct s3_ctx *x, const char *sub);
+/** GET ?cors of a bucket that has a CORS configuration (s3_cors.c): @return true when answered. */
+bool s3__cors_get(struct s3_ctx *x);
+/** The CORS headers of an actual request with an Origin, per x->b's rules (s3_cors.c). */
+void s3__cors_actual(struct s3_ctx *x);
 /** The IAM action of GET bucket ?SUB, or NULL (s3_op_bucket.c). */
 const char *s3__bucket_config_action(const char *sub);
 /** Parse x-amz-meta-* / stored headers / tagging of the request into @p m. @return 0, -EINVAL

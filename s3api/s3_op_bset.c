@@ -37,6 +37,8 @@ bool s3__bset_get(struct s3_ctx *x, const char *sub)
 {
     const struct s3_bcfg *cfg = &x->b.cfg;
     struct evbuffer *b = x->out.body;
+    if (strcmp(sub, "cors") == 0)
+        return s3__cors_get(x);
     if (strcmp(sub, "policy") == 0 && cfg->policy) {
         x->out.status = 200;
         s3__resp_header(x, "Content-Type", "application/json");

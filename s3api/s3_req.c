@@ -284,6 +284,8 @@ void s3__op_done(struct s3_ctx *x)
                 x->p.tenant, x->rt.op->name);
         s3__resp_err(x, -EIO, "the request could not be authorized");
     }
+    if (x->b.cfg.cors)
+        s3__cors_actual(x);
     uint64_t n = x->get.stream ? x->get.end - x->get.off : evbuffer_get_length(x->out.body);
     if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300 && n > 0)
         s3__ctx_admit(x, x->rt.op->qos, n, s3__resp_send);

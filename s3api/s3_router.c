@@ -88,6 +88,7 @@ static const struct s3_op *bucket_setting(const struct s3_req *r, bool put)
         {"policy", &s3_op_put_bucket_policy, &s3_op_delete_bucket_policy},
         {"publicAccessBlock", &s3_op_put_pab, &s3_op_delete_pab},
         {"ownershipControls", &s3_op_put_ownership, &s3_op_delete_ownership},
+        {"cors", &s3_op_put_cors, &s3_op_delete_cors},
     };
     for (size_t i = 0; i < sizeof(S) / sizeof(S[0]); i++)
         if (s3__req_has_param(r, S[i].sub))
@@ -141,6 +142,10 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
             unsupported(a, out, s3__arena_printf(a, "DELETE Bucket ?%s", sub));
         else
             out->op = &s3_op_delete_bucket;
+        return;
+    }
+    if (strcmp(m, "OPTIONS") == 0) {
+        out->op = &s3_op_cors_preflight;
         return;
     }
     if (strcmp(m, "POST") == 0) {
@@ -205,6 +210,10 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_delete_tagging;
         else
             out->op = &s3_op_delete_object;
+        return;
+    }
+    if (strcmp(m, "OPTIONS") == 0) {
+        out->op = &s3_op_cors_preflight;
         return;
     }
     if (strcmp(m, "POST") == 0) {

@@ -68,6 +68,9 @@ static void test_ops(void **state)
     OP("DELETE", "/bkt?policy", s3_op_delete_bucket_policy);
     OP("PUT", "/bkt?publicAccessBlock", s3_op_put_pab);
     OP("DELETE", "/bkt?ownershipControls", s3_op_delete_ownership);
+    OP("PUT", "/bkt?cors", s3_op_put_cors);
+    OP("OPTIONS", "/bkt/k", s3_op_cors_preflight);
+    OP("GET", "/bkt/k?attributes", s3_op_get_attributes);
     OP("POST", "/bkt/k?uploads", s3_op_mpu_create);
     OP("PUT", "/bkt/k?partNumber=1&uploadId=x", s3_op_mpu_upload_part);
     OP("POST", "/bkt/k?uploadId=x", s3_op_mpu_complete);
