@@ -410,6 +410,9 @@ int core_upload_begin(struct core *c, const struct core_principal *p, uint64_t b
 int core_upload_write(struct core_upload *u, const void *buf, size_t len);
 /** Bytes appended so far. */
 uint64_t core_upload_size(const struct core_upload *u);
+/** Who commits the upload (owner, mode of what it makes), when it is known only once its
+ * bytes are in: an S3 browser form names its signer in the body. Same tenant only. */
+void core_upload_set_principal(struct core_upload *u, const struct core_principal *p);
 /** Link the data at @p key with @p etag (hex, no quotes) and metadata blob.
  * Creates implicit parents. If @p if_etag is non-NULL the existing object's ETag
  * must match ("*" = must exist); if @p if_none_match the key must not exist.

@@ -210,6 +210,12 @@ uint64_t core_upload_size(const struct core_upload *u)
     return u->size;
 }
 
+void core_upload_set_principal(struct core_upload *u, const struct core_principal *p)
+{
+    if (p->tenant == u->p.tenant)
+        u->p = *p;
+}
+
 void core_upload_abort(struct core_upload *u)
 {
     up_free(u, true);

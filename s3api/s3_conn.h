@@ -155,8 +155,6 @@ int s3__body_fail_s3(struct s3_ctx *x, enum s3_err e, const char *msg);
 void s3__body_fail_resp(struct s3_ctx *x);
 /** Payload bytes the connection may take now without a third chunk. */
 size_t s3__body_room(const struct s3_ctx *x);
-/** Decoded payload bytes (the aws-chunked decoder's callback too). */
-int s3__body_payload(void *arg, const char *data, size_t len);
 /** The HTTP parser's body and framing callbacks (argument: the connection). */
 int s3__body_http_data(void *arg, const char *data, size_t len);
 int s3__body_http_frame(void *arg, const struct s3_http_frame *f);

@@ -491,6 +491,61 @@ void s3__policy_env(struct s3_ctx *x, const struct s3_bref *b, bool stored,
 enum s3_pol s3__policy_decide(struct s3_ctx *x, const struct s3_bref *b, const char *action,
                               const struct s3_meta *ometa);
 
+/* ---------------------------------------------------------------- browser forms (s3_form.c) */
+
+#define S3_FORM_MAX_FIELDS 64
+/* the fields but the file, names and values (AWS: 20 KB) */
+#define S3_FORM_FIELDS_MAX (20u << 10)
+struct s3_form_field {
+    const char *name;
+    const char *val; /* NUL-terminated, vlen bytes */
+    size_t vlen;
+};
+/* What the decoder reports (each may be NULL): nonzero stops it. */
+struct s3_form_cbs {
+    int (*file_start)(void *arg, const char *filename, const char *ctype);
+    int (*file_data)(void *arg, const char *data, size_t len);
+};
+/* A multipart/form-data decoder (module comment of s3_form.c). */
+struct s3_form {
+    struct s3_arena *a;
+    const struct s3_form_cbs *cbs;
+    void *arg;
+    int state;
+    char *delim; /* "\r\n--boundary" */
+    size_t dlen, match;
+    char tail[2];
+    size_t after;
+    char *hdr; /* a part's header block */
+    size_t hlen;
+    const char *name, *filename, *ctype; /* of the current part */
+    bool is_file, file_seen, file_done;
+    char *val; /* the current field's value */
+    size_t vlen, vcap;
+    size_t fields_bytes;
+    struct s3_form_field fields[S3_FORM_MAX_FIELDS];
+    size_t nfields;
+    const char *file_name, *file_ctype; /* of the file part (set by the caller's file_start) */
+    const char *why;                    /* why it failed (NULL: a callback refused) */
+};
+/** Start decoding a body of Content-Type @p content_type (multipart/form-data; boundary=...).
+ * @return 0, -EINVAL (not a multipart form, or a bad boundary). */
+int s3__form_init(struct s3_form *f, struct s3_arena *a, const char *content_type,
+                  const struct s3_form_cbs *cbs, void *arg);
+/** Feed body bytes. @return 0, -EINVAL (malformed: f->why says why, or a callback refused). */
+int s3__form_feed(struct s3_form *f, const char *data, size_t len);
+/** The body is over. @return 0, -EINVAL (the form did not end). */
+int s3__form_end(struct s3_form *f);
+/** The value of field @p name (case-insensitive; the first one), or NULL. */
+const char *s3__form_get(const struct s3_form *f, const char *name);
+/** Check a POST policy document (base64 @p policy_b64) against the form's fields, the
+ * @p bucket, the object's @p key and @p size at @p now. @return 0, -EINVAL (malformed),
+ * -EACCES (expired, a condition failed, a field not covered), -ERANGE/-EFBIG (smaller/
+ * larger than content-length-range); @p why is the S3 message. */
+int s3__form_policy_check(struct s3_arena *a, const struct s3_form *f, const char *policy_b64,
+                          const char *bucket, const char *key, uint64_t size, time_t now,
+                          const char **why);
+
 /* ---------------------------------------------------------------- XML */
 
 /** Append @p s[0..n) XML-escaped. */
@@ -628,6 +683,7 @@ struct s3_ctx {
         bool complete;        /* the HTTP message is complete */
         bool aws_chunked;
         struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
+        struct s3_form *form;  /* a browser form's decoder (POST Object, arena) */
         int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
         int err;               /* the body failed: the internal error, or SRV_EBADREQ with ... */
         enum s3_err s3err;     /* ... the S3-only code to answer (S3E_NONE: answer err) */
@@ -717,10 +773,13 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_put_tagging, s3_op_delete_tagging, s3_op_get_object_acl, s3_op_put_object_acl,
     s3_op_put_bucket_acl, s3_op_get_attributes, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
     s3_op_put_pab, s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_put_cors,
-    s3_op_delete_cors, s3_op_cors_preflight, s3_op_mpu_create, s3_op_mpu_upload_part,
-    s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort, s3_op_mpu_list_parts,
-    s3_op_mpu_list_uploads;
+    s3_op_delete_cors, s3_op_cors_preflight, s3_op_post_object, s3_op_mpu_create,
+    s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
+    s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 
+/** Decoded payload bytes of x (@p arg): into the upload's chunk (s3_body.c; the callback of
+ * the aws-chunked and form decoders). @return 0, or -1 with the body failed. */
+int s3__body_payload(void *arg, const char *data, size_t len);
 /** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
 /** Worker: the data step after S3_FAST_DATA (looks the key up again if the

@@ -149,10 +149,13 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
         return;
     }
     if (strcmp(m, "POST") == 0) {
+        const char *ct = s3__req_header(r, "content-type");
         if (s3__req_has_param(r, "delete"))
             out->op = &s3_op_delete_objects;
+        else if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0)
+            out->op = &s3_op_post_object;
         else
-            unsupported(a, out, "POST on a bucket (browser-based upload)");
+            unsupported(a, out, "POST on a bucket other than a multipart/form-data upload");
         return;
     }
     out->err = -EPERM;
