@@ -71,11 +71,9 @@ static int auth_anon(struct s3_ctx *x)
     return 0;
 }
 
-/* The user of access key @p akey: x->p, x->id and its secret. @return 0, or -1 responded. */
-static int auth_key(struct s3_ctx *x, const char *akey, char secret[TENANT_SECRET_MAX + 1])
+int s3__auth_key(struct s3_ctx *x, const char *akey, char *secret, struct core_principal *p)
 {
-    int rc = tenants_key_lookup(x->srv->tenants, akey, secret, &x->p);
-    x->id = x->p;
+    int rc = tenants_key_lookup(x->tenants, akey, secret, p);
     if (rc == -ENOENT) {
         s3__resp_s3err(x, S3E_INVALID_ACCESS_KEY_ID, NULL);
         return -1;
@@ -108,6 +106,14 @@ static int auth_failed(struct s3_ctx *x, int rc, const char *why)
 /* AWS Signature Version 2 (legacy): the header "AWS AKID:SIG" (@p hsig) or the
  * presigned query (AWSAccessKeyId, Expires, Signature). The payload is not
  * signed (Content-MD5, when sent, is checked against the body as always). */
+/* The user of access key @p akey: x->p, x->id and its secret. @return 0, or -1 responded. */
+static int auth_key(struct s3_ctx *x, const char *akey, char secret[TENANT_SECRET_MAX + 1])
+{
+    int rc = s3__auth_key(x, akey, secret, &x->p);
+    x->id = x->p;
+    return rc;
+}
+
 static int auth_v2(struct s3_ctx *x, const char *akey, const char *hsig)
 {
     const struct s3_req *r = x->req;

@@ -777,6 +777,9 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
     s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
 
+/** The user of access key @p akey: its secret (TENANT_SECRET_MAX + 1 bytes) and principal
+ * (s3_auth.c). @return 0, or -1 with InvalidAccessKeyId / AccessDenied (disabled) set. */
+int s3__auth_key(struct s3_ctx *x, const char *akey, char *secret, struct core_principal *p);
 /** Decoded payload bytes of x (@p arg): into the upload's chunk (s3_body.c; the callback of
  * the aws-chunked and form decoders). @return 0, or -1 with the body failed. */
 int s3__body_payload(void *arg, const char *data, size_t len);

@@ -95,15 +95,8 @@ static int post_signer(struct s3_ctx *x, const struct s3_form *f, const char *po
     }
     char secret[TENANT_SECRET_MAX + 1];
     struct core_principal p;
-    int rc = tenants_key_lookup(x->tenants, akey, secret, &p);
-    if (rc == -ENOENT) {
-        s3__resp_s3err(x, S3E_INVALID_ACCESS_KEY_ID, NULL);
+    if (s3__auth_key(x, akey, secret, &p))
         return -1;
-    }
-    if (rc) {
-        s3__resp_err(x, -EACCES, "the access key or its user is disabled");
-        return -1;
-    }
     bool ok;
     if (alg) {
         uint8_t key[32], mac[32];

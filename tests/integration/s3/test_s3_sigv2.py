@@ -23,6 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from s3util import build_request, connect, read_response, signing_key
+from test_s3_clients import s3cmd as s3cmd_run
 
 
 @pytest.fixture(scope="module")
@@ -154,30 +155,10 @@ def test_aws_cli_v1_presign(d, tmp_path):
         assert resp.read() == b"cli presigned"
 
 
-def s3cmd_cfg(d, tmp_path):
-    host = d.s3_endpoint.split("//")[1]
-    cfg = tmp_path / "s3cfg-v2"
-    cfg.write_text(f"""[default]
-access_key = {d.access_key}
-secret_key = {d.secret_key}
-host_base = {host}
-host_bucket = {host}
-use_https = False
-signature_v2 = True
-bucket_location = us-east-1
-""")
-    return cfg
-
-
 @pytest.mark.skipif(not shutil.which("s3cmd"), reason="s3cmd not installed")
 def test_s3cmd_sigv2_and_signurl(d, tmp_path):
-    cfg = s3cmd_cfg(d, tmp_path)
-
     def s3cmd(*args):
-        r = subprocess.run(["s3cmd", "-c", str(cfg), *args], capture_output=True, text=True,
-                           timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
-        return r.stdout
+        return s3cmd_run(d, tmp_path, *args, v2=True).stdout
     s3cmd("mb", "s3://v2-s3cmd")
     f = tmp_path / "f.txt"
     f.write_bytes(b"s3cmd v2")
