@@ -384,3 +384,42 @@ def test_object_ownership_controls(d, two):
         s.close()
         assert st == 501 and b"object lock" in body, (v, host)
     assert err(alice.head_bucket, Bucket="lock-bucket")[1] == 404
+
+
+@pytest.mark.skipif(not shutil.which("aws"), reason="aws cli not installed")
+def test_aws_cli_acl_cors_and_settings(d, tmp_path):
+    """The same settings through the aws cli (s3api), as an operator would."""
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=d.access_key, AWS_SECRET_ACCESS_KEY=d.secret_key,
+               AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE="/dev/null",
+               AWS_SHARED_CREDENTIALS_FILE="/dev/null", AWS_PAGER="")
+
+    def aws(*args, ok=True):
+        r = subprocess.run(["aws", "--endpoint-url", d.s3_endpoint, "s3api", *args], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert (r.returncode == 0) == ok, r.stderr
+        return r
+    aws("create-bucket", "--bucket", "cli-acl", "--acl", "public-read")
+    f = tmp_path / "o"
+    f.write_bytes(b"cli object")
+    aws("put-object", "--bucket", "cli-acl", "--key", "o", "--body", str(f), "--acl",
+        "public-read")
+    assert "AllUsers" in aws("get-object-acl", "--bucket", "cli-acl", "--key", "o").stdout
+    with urllib.request.urlopen(f"{d.s3_endpoint}/cli-acl/o") as r:
+        assert r.read() == b"cli object"
+    aws("put-object-acl", "--bucket", "cli-acl", "--key", "o", "--acl", "private")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"{d.s3_endpoint}/cli-acl/o")
+    assert e.value.code == 403
+    cors = tmp_path / "cors.json"
+    cors.write_text('{"CORSRules": [{"AllowedOrigins": ["*"], "AllowedMethods": ["GET"]}]}')
+    aws("put-bucket-cors", "--bucket", "cli-acl", "--cors-configuration", f"file://{cors}")
+    assert '"AllowedMethods"' in aws("get-bucket-cors", "--bucket", "cli-acl").stdout
+    aws("put-public-access-block", "--bucket", "cli-acl", "--public-access-block-configuration",
+        "BlockPublicAcls=true,IgnorePublicAcls=false,BlockPublicPolicy=false,"
+        "RestrictPublicBuckets=false")
+    r = aws("put-object-acl", "--bucket", "cli-acl", "--key", "o", "--acl", "public-read", ok=False)
+    assert "AccessDenied" in r.stderr
+    aws("put-bucket-ownership-controls", "--bucket", "cli-acl", "--ownership-controls",
+        "Rules=[{ObjectOwnership=BucketOwnerPreferred}]")
+    assert "BucketOwnerPreferred" in aws("get-bucket-ownership-controls", "--bucket",
+                                         "cli-acl").stdout
