@@ -429,9 +429,15 @@ void core_upload_abort(struct core_upload *u);
 int core_mpu_create(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, const void *meta, size_t metalen,
                     char *upload_id, size_t idsize);
+/* @p cksum: the part's additional checksum as "A:base64" (A: one character naming
+ * the algorithm, the front end's), kept with the part for a composite checksum at
+ * completion; NULL, or too long for a part ETag over CORE_PART_ETAG_MAX: none. */
 int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t partno,
-                         const char *etag);
+                         const char *etag, const char *cksum);
+#define CORE_PART_ETAG_MAX 40  /* the longest part ETag a checksum is kept with */
+#define CORE_PART_CKSUM_MAX 46 /* "A:" + base64 of a SHA-256 */
 struct core_mpu_part {
+    char cksum[CORE_PART_CKSUM_MAX + 1]; /* as given to core_mpu_part_commit, or "" */
     uint32_t partno;
     uint64_t size;
     char etag[CORE_ETAG_MAX + 1];

@@ -616,6 +616,7 @@ struct part_op {
     uint64_t id;
     uint32_t partno;
     const char *etag;
+    const char *cksum;
     struct core__resv hold;        /* the part's bytes, reserved while the op runs */
 };
 
@@ -653,6 +654,10 @@ static int part_commit_fn(struct meta_txn *t, void *arg)
     pt.mtime_ns = (uint32_t)now.tv_nsec;
     pt.nextents = (uint32_t)u->n;
     snprintf(pt.etag, CORE_ETAG_MAX + 1, "%s", a->etag ? a->etag : "");
+    /* the part's checksum after its ETag's NUL (meta_schema.h: struct meta_part) */
+    size_t el = strlen(pt.etag);
+    if (a->cksum && el <= CORE_PART_ETAG_MAX && strlen(a->cksum) <= CORE_PART_CKSUM_MAX)
+        memcpy(pt.etag + CORE_PART_ETAG_MAX + 1, a->cksum, strlen(a->cksum) + 1);
     for (size_t i = 0; i < u->n && rc == 0; i++) {
         const struct store_extent *e = &u->ext[i].e;
         v[i] = (struct meta_extent){.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
@@ -670,9 +675,9 @@ static int part_commit_fn(struct meta_txn *t, void *arg)
 }
 
 int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t partno,
-                         const char *etag)
+                         const char *etag, const char *cksum)
 {
-    struct part_op a = {u->c, u, 0, partno, etag, {0}};
+    struct part_op a = {u->c, u, 0, partno, etag, cksum, {0}};
     int rc = mpu_id_parse(upload_id, &a.id);
     if (rc == 0 && (partno < 1 || partno > 10000))
         rc = -EINVAL;
@@ -707,6 +712,12 @@ static int part_ent(void *arg, uint32_t partno, const struct meta_part *pt,
     part.size = pt->size;
     memcpy(part.etag, pt->etag, CORE_ETAG_MAX);
     part.etag[CORE_ETAG_MAX] = '\0';
+    if (strnlen(pt->etag, CORE_ETAG_MAX) <= CORE_PART_ETAG_MAX) {
+        const char *ck = pt->etag + CORE_PART_ETAG_MAX + 1;
+        size_t cl = strnlen(ck, sizeof(pt->etag) - CORE_PART_ETAG_MAX - 1);
+        if (cl <= CORE_PART_CKSUM_MAX)
+            memcpy(part.cksum, ck, cl);
+    }
     part.mtime.tv_sec = pt->mtime_s;
     part.mtime.tv_nsec = pt->mtime_ns;
     return s->cb(s->arg, &part) ? 1 : 0;

@@ -68,7 +68,8 @@
  *
  * Version history: 1 = initial layout. Compatible additions within version 1
  * (older stores read as before): meta_mpu.mode (was padding, 0 = 0600); a
- * bucket inode's objmeta record (absent = no configuration). */
+ * bucket inode's objmeta record (absent = no configuration); a part's
+ * checksum after its ETag in meta_part.etag (zeros before: none). */
 #ifndef META_SCHEMA_H
 #define META_SCHEMA_H
 
@@ -197,7 +198,8 @@ struct meta_part {
     int64_t mtime_s;
     uint32_t mtime_ns;
     uint32_t nextents;
-    char etag[88];
+    char etag[88]; /* NUL-terminated; when at most 40 bytes, bytes 41.. may hold the part's
+                    * additional checksum "A:base64", NUL-terminated (zeros in older records) */
     /* followed by nextents struct meta_extent; extent i covers part bytes
      * [sum of previous lengths, + len) */
 };

@@ -48,6 +48,10 @@ static void mpu_create(struct s3_ctx *x)
                      s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
         return;
     }
+    /* the algorithm the completed object's composite checksum is made with */
+    if (alg)
+        s3__meta_add(&m, x->a, S3_M_CKSUM, "algorithm", 9, s3__ck_name(s3__ck_from_name(alg)),
+                     strlen(s3__ck_name(s3__ck_from_name(alg))));
     void *blob = NULL;
     size_t len = 0;
     char id[128];
@@ -129,8 +133,35 @@ static int hexbin(const char *h, unsigned char out[16])
  * coded, "size*count,size*count,...", so the usual "equal parts, shorter
  * last one" is two entries. Best effort: the object is complete whether or
  * not this sticks. */
+/* The composite checksum of the parts (the upload's algorithm over their checksums,
+ * "-N"), when every part has one of that algorithm: into @p out. @return true if so. */
+static bool composite(const struct s3_meta *m, const struct core_mpu_part *v, const size_t *idx,
+                      size_t np, enum s3_ck_algo *algo, char *out)
+{
+    const struct s3_meta_ent *a = s3__meta_find(m, S3_M_CKSUM, "algorithm");
+    *algo = a ? s3__ck_from_name(a->val) : S3_CK_NONE;
+    if (!*algo)
+        return false;
+    struct s3_cksum ck;
+    s3__ck_init(&ck, *algo);
+    for (size_t i = 0; i < np; i++) {
+        const char *c = v[idx[i]].cksum;
+        unsigned char raw[64];
+        long n;
+        if (atoi(c) != (int)*algo || !strchr(c, ':') ||
+            (n = s3__b64_decode(strchr(c, ':') + 1, strlen(strchr(c, ':') + 1), raw)) <= 0) {
+            s3__ck_free(&ck);
+            return false;
+        }
+        s3__ck_update(&ck, raw, (size_t)n);
+    }
+    s3__ck_final(&ck, out);
+    sprintf(out + strlen(out), "-%zu", np);
+    return true;
+}
+
 static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const size_t *idx,
-                         size_t np, const char *final)
+                         size_t np, const char *final, enum s3_ck_algo *algo, char *cksum)
 {
     struct core_objinfo oi;
     struct s3_meta m;
@@ -155,6 +186,14 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
         void *blob = NULL;
         size_t len = 0;
         s3__meta_drop(&m, S3_M_PARTS);
+        if (composite(&m, v, idx, np, algo, cksum)) {
+            s3__meta_drop(&m, S3_M_CKSUM);
+            s3__meta_add(&m, x->a, S3_M_CKSUM, s3__ck_name(*algo), strlen(s3__ck_name(*algo)),
+                         cksum, strlen(cksum));
+            s3__meta_add(&m, x->a, S3_M_CKSUM, "etag", 4, final, strlen(final));
+        } else {
+            *algo = S3_CK_NONE;
+        }
         s3__meta_add(&m, x->a, S3_M_PARTS, "count", 5, n, (size_t)l);
         s3__meta_add(&m, x->a, S3_M_PARTS, "sizes", 5, sizes, sl);
         s3__meta_add(&m, x->a, S3_M_PARTS, "etag", 4, final, strlen(final));
@@ -165,7 +204,8 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
     free(oi.meta);
 }
 
-static void complete_result(struct s3_ctx *x, const char *final)
+static void complete_result(struct s3_ctx *x, const char *final, enum s3_ck_algo algo,
+                            const char *cksum)
 {
     s3__resp_xml(x);
     struct evbuffer *b = x->out.body;
@@ -176,7 +216,27 @@ static void complete_result(struct s3_ctx *x, const char *final)
     evbuffer_add_printf(b, "</Location>");
     s3__xml_elem(b, "Bucket", x->rt.bucket);
     s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
-    evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", final);
+    evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag>", final);
+    if (algo)
+        s3__xml_elem(b, s3__arena_printf(x->a, "Checksum%s", s3__ck_name(algo)), cksum);
+    evbuffer_add_printf(b, "</CompleteMultipartUploadResult>\n");
+}
+
+/* A Part element's ChecksumALGO, when given, must be the checksum the part was
+ * uploaded with (AWS answers InvalidPart otherwise). */
+static bool part_cksum_ok(struct s3_ctx *x, const struct s3_xnode *pn,
+                          const struct core_mpu_part *p)
+{
+    for (const struct s3_xnode *c = pn->child; c; c = c->next) {
+        if (strncmp(c->name, "Checksum", 8) != 0)
+            continue;
+        enum s3_ck_algo a = s3__ck_from_name(c->name + 8);
+        const char *colon = strchr(p->cksum, ':');
+        if (!a || !colon || atoi(p->cksum) != (int)a || strcmp(colon + 1, c->text) != 0)
+            return false;
+    }
+    (void)x;
+    return true;
 }
 
 /* The multipart ETag of parts whose ETags are @p etags: md5(binary MD5s)-N, into @p final.
@@ -218,7 +278,7 @@ static bool completed_before(struct s3_ctx *x, const char *const *etags, size_t 
     free(oi.meta);
     if (strcmp(oi.etag, final) != 0)
         return false;
-    complete_result(x, final);
+    complete_result(x, final, S3_CK_NONE, NULL);
     return true;
 }
 
@@ -241,6 +301,7 @@ static void mpu_complete(struct s3_ctx *x)
         return;
     }
     uint32_t *nums = s3__arena_alloc(x->a, np * sizeof(*nums));
+    struct s3_xnode **pnodes = s3__arena_alloc(x->a, np * sizeof(*pnodes));
     const char **etags = s3__arena_alloc(x->a, np * sizeof(*etags));
     size_t i = 0;
     for (struct s3_xnode *c = root->child; c; c = c->next) {
@@ -254,6 +315,7 @@ static void mpu_complete(struct s3_ctx *x)
             return;
         }
         nums[i] = (uint32_t)v;
+        pnodes[i] = c;
         etags[i] = strip_quotes(x->a, et->text, et->textlen);
         if (i && nums[i] <= nums[i - 1]) {
             s3__resp_s3err(x, S3E_INVALID_PART_ORDER, NULL);
@@ -277,7 +339,7 @@ static void mpu_complete(struct s3_ctx *x)
         while (j < ps.n && ps.v[j].partno < nums[i])
             j++;
         if (j == ps.n || ps.v[j].partno != nums[i] || strcmp(ps.v[j].etag, etags[i]) != 0 ||
-            hexbin(ps.v[j].etag, bin)) {
+            hexbin(ps.v[j].etag, bin) || !part_cksum_ok(x, pnodes[i], &ps.v[j])) {
             s3__resp_s3err(x, S3E_INVALID_PART,
                            s3__arena_printf(x->a,
                                             "part %u could not be found or its ETag does "
@@ -307,8 +369,10 @@ static void mpu_complete(struct s3_ctx *x)
     }
     if (upload_failed(x, rc))
         return;
-    record_parts(x, ps.v, idx, np, final);
-    complete_result(x, final);
+    enum s3_ck_algo algo = S3_CK_NONE;
+    char cksum[100] = "";
+    record_parts(x, ps.v, idx, np, final, &algo, cksum);
+    complete_result(x, final, algo, cksum);
 }
 
 static void mpu_abort(struct s3_ctx *x)

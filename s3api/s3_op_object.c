@@ -1011,7 +1011,9 @@ static void part_finish(struct s3_ctx *x)
         return;
     struct core_upload *up = x->wr.up;
     x->wr.up = NULL;
-    int rc = core_mpu_part_commit(up, st->upload_id, st->partno, etag);
+    /* the part's checksum is kept for the object's composite checksum */
+    char *ck = st->ck ? s3__arena_printf(x->a, "%d:%s", (int)st->ck, ckval) : NULL;
+    int rc = core_mpu_part_commit(up, st->upload_id, st->partno, etag, ck);
     part_result(x, rc, etag);
     if (!rc && st->ck)
         s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
@@ -1371,7 +1373,7 @@ static void part_copy(struct s3_ctx *x)
     struct core_upload *up = NULL;
     if (copy_data(x, &s, s3__req_header(x->req, "x-amz-copy-source-range"), &up, etag))
         return;
-    int rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag);
+    int rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag, NULL);
     if (rc) {
         part_result(x, rc, etag);
         return;

@@ -134,3 +134,29 @@ def test_get_object_attributes(s3):
     assert a["ObjectSize"] == 8
     assert err(s3.get_object_attributes, Bucket="ans", Key="nope",
                ObjectAttributes=["ETag"])[1] == 404
+
+
+def test_composite_checksum(s3):
+    import base64
+    import zlib
+    m = s3.create_multipart_upload(Bucket="ans", Key="comp", ChecksumAlgorithm="CRC32")
+    bodies = [os.urandom(5 << 20), b"tail part"]
+    parts, raw = [], b""
+    for i, body in enumerate(bodies, 1):
+        r = s3.upload_part(Bucket="ans", Key="comp", UploadId=m["UploadId"], PartNumber=i,
+                           Body=body, ChecksumAlgorithm="CRC32")
+        parts.append({"PartNumber": i, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]})
+        raw += base64.b64decode(r["ChecksumCRC32"])
+    want = base64.b64encode(zlib.crc32(raw).to_bytes(4, "big")).decode() + "-2"
+    # a part checksum that is not the one uploaded
+    bad = [dict(parts[0], ChecksumCRC32="AAAAAA=="), parts[1]]
+    assert err(s3.complete_multipart_upload, Bucket="ans", Key="comp", UploadId=m["UploadId"],
+               MultipartUpload={"Parts": bad}) == ("InvalidPart", 400)
+    done = s3.complete_multipart_upload(Bucket="ans", Key="comp", UploadId=m["UploadId"],
+                                        MultipartUpload={"Parts": parts})
+    assert done["ChecksumCRC32"] == want
+    assert s3.head_object(Bucket="ans", Key="comp", ChecksumMode="ENABLED")["ChecksumCRC32"] == want
+    a = s3.get_object_attributes(Bucket="ans", Key="comp", ObjectAttributes=["Checksum",
+                                                                             "ObjectParts"])
+    assert a["Checksum"]["ChecksumCRC32"] == want and a["ObjectParts"]["TotalPartsCount"] == 2
+    s3.delete_object(Bucket="ans", Key="comp")

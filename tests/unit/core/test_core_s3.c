@@ -364,7 +364,9 @@ static int part_cb(void *arg, const struct core_mpu_part *p)
 {
     int *n = arg;
     (*n)++;
-    (void)p;
+    /* the first part was committed with a checksum: it is kept beside its ETag */
+    assert_string_equal(p->cksum, p->partno == 1 ? "1:abcd" : "");
+    assert_string_equal(p->etag, p->partno == 1 ? "e1" : p->partno == 2 ? "e2" : "e3");
     return 0;
 }
 
@@ -384,7 +386,7 @@ static void test_multipart(void **state)
         snprintf(et, sizeof(et), "e%u", i + 1);
         assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, psz, &u), 0);
         assert_int_equal(core_upload_write(u, buf + i * psz, psz), 0);
-        assert_int_equal(core_mpu_part_commit(u, id, i + 1, et), 0);
+        assert_int_equal(core_mpu_part_commit(u, id, i + 1, et, i ? NULL : "1:abcd"), 0);
     }
     int n = 0;
     assert_int_equal(core_mpu_list_parts(f->c, &f->p, f->bucket, id, 0, part_cb, &n), 0);
@@ -507,16 +509,16 @@ static void test_multipart_more(void **state)
         struct core_upload *u;
         assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 2 << 20, &u), 0);
         assert_int_equal(core_upload_write(u, buf, 2 << 20), 0);
-        assert_int_equal(core_mpu_part_commit(u, id1, 1, i ? "p1b" : "p1a"), 0);
+        assert_int_equal(core_mpu_part_commit(u, id1, 1, i ? "p1b" : "p1a", NULL), 0);
     }
     assert_int_equal(core_sync(f->c), 0);
     core_stats_get(f->c, &s1);
     assert_int_equal(s0.store_free - s1.store_free, 2 << 20);
     struct core_upload *u;
     assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 1, &u), 0);
-    assert_int_equal(core_mpu_part_commit(u, "zzzz", 1, "x"), -ENOENT);
+    assert_int_equal(core_mpu_part_commit(u, "zzzz", 1, "x", NULL), -ENOENT);
     assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 1, &u), 0);
-    assert_int_equal(core_mpu_part_commit(u, id1, 0, "x"), -EINVAL);
+    assert_int_equal(core_mpu_part_commit(u, id1, 0, "x", NULL), -EINVAL);
     uint32_t pn[] = {1};
     const char *et[] = {"p1a"};
     assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id1, pn, et, 1, "f-1", NULL),
@@ -546,7 +548,7 @@ static void test_multipart_more(void **state)
     assert_int_equal(core_mpu_create(f->c, &f->p, b2.ino, "x", 1, NULL, 0, id1, sizeof(id1)), 0);
     assert_int_equal(core_upload_begin(f->c, &f->p, b2.ino, 2 << 20, &u), 0);
     assert_int_equal(core_upload_write(u, buf, 2 << 20), 0);
-    assert_int_equal(core_mpu_part_commit(u, id1, 1, "p"), 0);
+    assert_int_equal(core_mpu_part_commit(u, id1, 1, "p", NULL), 0);
     assert_int_equal(core_bucket_delete(f->c, &f->p, "gone", 4), 0);
     assert_int_equal(core_sync(f->c), 0);
     core_stats_get(f->c, &s1);
