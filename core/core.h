@@ -121,6 +121,7 @@ struct core_config {
     uint64_t map_size;        /* LMDB map size (default 16 GiB) */
     uint32_t inline_max;      /* files up to this size live inline in LMDB (default 4096) */
     uint32_t commit_max_batch; /* most operations in one group commit (default 256) */
+    bool data_write_cache;     /* write data through the page cache (store_config.write_cache) */
     bool meta_mem;            /* metadata in memory, not in LMDB (tests: kept for the life
                                * of the process under data_dir, so a reopen finds it) */
 };

@@ -101,8 +101,10 @@ static int up_write(struct core_upload *u, const char *src, const uint32_t *len,
             store_unreserve(u->c->store, &e[i]);
         return rc;
     }
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
+        core__zc_written(u->c, &e[i]);
         u->ext[u->n + i].e = e[i];
+    }
     u->n += k;
     return 0;
 }
@@ -952,7 +954,7 @@ static int mpu_done_fn(struct meta_txn *t, void *arg)
                     xv = nv;
                 }
                 xv[nx].foff = size;
-                xv[nx].e = (struct store_extent){me.dev, me.len, me.off, me.crc};
+                xv[nx].e = (struct store_extent){me.dev, me.len, me.off, me.crc, 0};
                 nx++;
                 size += me.len;
             }

@@ -206,10 +206,12 @@ int s3__body_http_frame(void *arg, const struct s3_http_frame *f)
 }
 
 /* A chunk goes to two workers at once: one hashes (MD5, signed SHA-256,
- * additional checksum), one writes; both only read x->wr.wptr. */
+ * additional checksum), one writes; both only read x->wr.wptr. The MD5 of a
+ * large chunk shares the multi-buffer hasher with the other uploads hashing
+ * at that moment (srv_md5.h). */
 static void stream_hash_work(struct s3_ctx *x)
 {
-    EVP_DigestUpdate(x->in.md5, x->wr.wptr, x->wr.wlen);
+    srv_md5_update(&x->in.md5, x->wr.wptr, x->wr.wlen);
     if (x->in.sha256)
         EVP_DigestUpdate(x->in.sha256, x->wr.wptr, x->wr.wlen);
     if (x->in.cks.algo)

@@ -24,6 +24,7 @@
 #include "core.h"
 #include "qos_admit.h"
 #include "s3_error.h"
+#include "srv_md5.h"
 #include "srv_sigv2.h"
 #include "srv_sigv4.h"
 
@@ -688,7 +689,8 @@ struct s3_ctx {
         int err;               /* the body failed: the internal error, or SRV_EBADREQ with ... */
         enum s3_err s3err;     /* ... the S3-only code to answer (S3E_NONE: answer err) */
         const char *errmsg;
-        EVP_MD_CTX *md5, *sha256; /* digests of the payload */
+        struct srv_md5 md5; /* digests of the payload (STREAM ops: md5 is the ETag) */
+        EVP_MD_CTX *sha256;
         struct s3_cksum cks;      /* x-amz-checksum-* being verified */
         char cks_expect[100];     /* expected value (header) or "" (trailer) */
     } in;

@@ -877,7 +877,7 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    EVP_DigestFinal_ex(x->in.md5, md, &n);
+    srv_md5_final(&x->in.md5, md);
     srv_sigv4_hex(md, 16, etag);
     if (x->in.sha256) {
         char hex[65];
@@ -1184,13 +1184,13 @@ static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t le
     if (rc)
         return rc == -ENOENT ? SRV_ESTALE : rc;
     struct core_principal rp = s3__super(x); /* the source was decided on (copy_source) */
-    EVP_MD_CTX *md5 = EVP_MD_CTX_new();
+    struct srv_md5 md5;
     char *buf = malloc(COPY_CHUNK);
-    if (!md5 || !buf) {
+    if (!buf) {
         rc = -ENOMEM;
         goto out;
     }
-    EVP_DigestInit_ex(md5, EVP_md5(), NULL);
+    srv_md5_init(&md5);
     while (len) {
         size_t n = len > COPY_CHUNK ? COPY_CHUNK : (size_t)len, got = 0;
         bool eof = false;
@@ -1201,7 +1201,7 @@ static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t le
             rc = -EIO;
             goto out;
         }
-        EVP_DigestUpdate(md5, buf, got);
+        srv_md5_update(&md5, buf, got);
         rc = core_upload_write(*upp, buf, got);
         if (rc)
             goto out;
@@ -1209,13 +1209,11 @@ static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t le
         len -= got;
         x->bytes_in += got;
     }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdl = 0;
-    EVP_DigestFinal_ex(md5, md, &mdl);
+    unsigned char md[SRV_MD5_LEN];
+    srv_md5_final(&md5, md);
     srv_sigv4_hex(md, 16, etag);
 out:
     core_unref(x->core, ino);
-    EVP_MD_CTX_free(md5);
     free(buf);
     return rc;
 }

@@ -272,10 +272,9 @@ static void post_finish(struct s3_ctx *x)
     form_headers(x, f);
     if (s3__op_meta_from_req(x, &meta))
         return;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdl = 0;
+    unsigned char md[SRV_MD5_LEN];
     char etag[33];
-    EVP_DigestFinal_ex(x->in.md5, md, &mdl);
+    srv_md5_final(&x->in.md5, md);
     srv_sigv4_hex(md, 16, etag);
     void *blob = NULL;
     size_t bloblen = 0;

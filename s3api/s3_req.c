@@ -47,8 +47,6 @@ static void ctx_free_now(struct s3_ctx *x)
         evbuffer_free(x->out.hdrs);
     if (x->out.body)
         evbuffer_free(x->out.body);
-    if (x->in.md5)
-        EVP_MD_CTX_free(x->in.md5);
     if (x->in.sha256)
         EVP_MD_CTX_free(x->in.sha256);
     s3__ck_free(&x->in.cks);
@@ -381,10 +379,7 @@ void s3__req_headers(struct s3_conn *c)
     }
     x->in.limit = S3_XML_BODY_MAX;
     if (x->in.mode == S3_BODY_STREAM) {
-        x->in.md5 = EVP_MD_CTX_new();
-        if (!x->in.md5)
-            abort();
-        EVP_DigestInit_ex(x->in.md5, EVP_md5(), NULL);
+        srv_md5_init(&x->in.md5);
         s3__ctx_admit(x, x->rt.op->qos, declared, s3__body_start);
         return;
     }

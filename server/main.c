@@ -558,6 +558,7 @@ static int open_store(struct daemon *d, bool create)
         .devices = d->devices,
         .map_size = d->cfg.map_size,
         .inline_max = (uint32_t)d->cfg.inline_max,
+        .data_write_cache = d->cfg.data_write_cache,
         .commit_max_batch = (uint32_t)d->cfg.commit_max_batch,
     };
     rc = core_open(&d->core, &cc);

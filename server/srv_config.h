@@ -78,6 +78,7 @@ struct srv_config {
     /* store */
     uint64_t data_file_size;
     uint64_t data_file_initial;
+    bool data_write_cache;
     int64_t data_files;
     char *devices;
     uint64_t map_size;

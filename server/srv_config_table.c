@@ -88,8 +88,7 @@ const struct srv_config_opt srv_config_table[] = {
         "to the kernel (glibc malloc_trim). 0: never (the daemon's memory then stays near its "
         "peak after a burst)."),
     /* listeners */
-    OPT(s3_listen, SRV_CFG_STRING, "127.0.0.1:9000", 0, 0, SRV_CFG_IMMUTABLE,
-        srv_addr_check_listen,
+    OPT(s3_listen, SRV_CFG_STRING, "127.0.0.1:9000", 0, 0, SRV_CFG_IMMUTABLE, srv_addr_check_listen,
         "S3 listener: HOST:PORT, [V6ADDR]:PORT or :PORT (every address)."),
     OPT(nfs_listen, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, check_listen_or_auto,
         "NFSv3 listener; MOUNT, NLM (locks) and NSM are served on the same port. Empty: "
@@ -130,9 +129,8 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(nfs_register_rpcbind, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "Register NFS and MOUNT with a running rpcbind (failure is only logged). Without it "
         "clients give port= and mountport=."),
-    OPT(nfs_max_record, SRV_CFG_SIZE, "4160KiB", 64 * 1024, 64LL * 1024 * 1024,
-        SRV_CFG_IMMUTABLE, NULL,
-        "Largest RPC record accepted (bounds READ/WRITE sizes plus headers)."),
+    OPT(nfs_max_record, SRV_CFG_SIZE, "4160KiB", 64 * 1024, 64LL * 1024 * 1024, SRV_CFG_IMMUTABLE,
+        NULL, "Largest RPC record accepted (bounds READ/WRITE sizes plus headers)."),
     OPT(nlm_grace_period, SRV_CFG_INT, "90", 0, 3600, SRV_CFG_IMMUTABLE, NULL,
         "Seconds after a start during which NLM grants only lock reclaims (clients that held "
         "locks before the restart are sent SM_NOTIFY and take them back); other LOCK and TEST "
@@ -151,12 +149,18 @@ const struct srv_config_opt srv_config_table[] = {
         "takes a major page fault sends calls to the workers for a second). false: every call "
         "runs on a worker."),
     /* store */
-    OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE,
-        NULL, "Most bytes each data file grows to (when no devices are given). Raising it adds "
+    OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE, NULL,
+        "Most bytes each data file grows to (when no devices are given). Raising it adds "
         "space to an existing store; a file already larger keeps its size."),
     OPT(data_file_initial, SRV_CFG_SIZE, "64MiB", 0, 64 * TiB, SRV_CFG_IMMUTABLE, NULL,
         "Bytes each data file starts with, preallocated; it then grows on demand (steps of "
         "64 MiB or 1/8 of its size) up to data_file_size. 0: preallocate data_file_size whole."),
+    OPT(data_write_cache, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Write file data through the page cache, its writeback started at once, so that the "
+        "first read of freshly written data (a checkpoint read back, a dataset trained on) "
+        "finds it in memory. Durability is the same either way: data is synced before the "
+        "metadata that points at it commits. false: O_DIRECT writes through io_uring (less CPU "
+        "per written byte, nothing left cached)."),
     OPT(data_files, SRV_CFG_INT, "1", 1, 1024, SRV_CFG_IMMUTABLE, NULL,
         "Number of data files under data_dir."),
     OPT(devices, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
