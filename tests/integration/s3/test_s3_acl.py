@@ -230,7 +230,8 @@ def test_grants_by_id_email_and_document(d, two):
 
 def test_anonymous_tenant_qualified_names(d, two):
     """An unsigned request reaches another tenant's public bucket as TENANT:BUCKET (raw
-    HTTP: SDKs refuse ':' in bucket names), and nothing else."""
+    HTTP: SDKs refuse ':' in bucket names), and nothing else, not even which
+    buckets exist."""
     t = admin(d, "POST", "/tenants", {"name": "pubten"})
     _, dave = user(d, "dave", tenant=t["id"])
     dave.create_bucket(Bucket="open-data", ACL="public-read")
@@ -241,11 +242,16 @@ def test_anonymous_tenant_qualified_names(d, two):
         assert r.read() == b"open"
     with urllib.request.urlopen(f"{base}/pubten:open-data?list-type=2") as r:
         assert b"<Key>g</Key>" in r.read()
-    for url, st in ((f"{base}/pubten:open-data/g", 403), (f"{base}/open-data/f", 404),
-                    (f"{base}/no-such-tenant:open-data/f", 404), (f"{base}/", 403)):
+    dave.create_bucket(Bucket="hidden")
+    # Nothing tells an unsigned request which buckets exist: a missing bucket (or
+    # tenant) answers as one it may not use does, so names cannot be guessed.
+    for url in (f"{base}/pubten:open-data/g", f"{base}/open-data/f",
+                f"{base}/no-such-tenant:open-data/f", f"{base}/", f"{base}/pubten:hidden/k",
+                f"{base}/pubten:hidden", f"{base}/pubten:nothing/k", f"{base}/pubten:nothing"):
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(url)
-        assert e.value.code == st, url
+        assert e.value.code == 403, url
+        assert b"<Code>AccessDenied</Code>" in e.value.read(), url
     # a signed request names only its own tenant
     (_, alice), _ = two
     assert err(alice.list_objects_v2, Bucket="open-data")[0] == "NoSuchBucket"
