@@ -670,6 +670,7 @@ static int start_all(struct daemon *d)
         .listen = d->cfg.s3_listen,
         .domain = *d->cfg.s3_domain ? d->cfg.s3_domain : NULL,
         .region = d->cfg.s3_region,
+        .anon_tenant = d->cfg.s3_anonymous_tenant,
         .max_header_bytes = (size_t)d->cfg.s3_max_header_bytes,
         .max_object_size = d->cfg.s3_max_object_size,
         .idle_timeout_s = (int)d->cfg.s3_idle_timeout_s,

@@ -56,6 +56,8 @@ static int check_region(const char *v, char *err, size_t errlen)
 #define OPT(name_, type_, def_, min_, max_, flags_, check_, help_)                                 \
     {#name_, type_, def_, min_, max_, flags_, offsetof(struct srv_config, name_), check_, help_}
 
+/* A hand-laid table (one row per option, as docs/configuration.md lists them). */
+/* clang-format off */
 const struct srv_config_opt srv_config_table[] = {
     /* daemon */
     OPT(data_dir, SRV_CFG_STRING, "./s3nfs-data", 0, 0, SRV_CFG_IMMUTABLE, NULL,
@@ -105,8 +107,14 @@ const struct srv_config_opt srv_config_table[] = {
         "only."),
     OPT(s3_region, SRV_CFG_STRING, "us-east-1", 0, 0, SRV_CFG_IMMUTABLE, check_region,
         "Region used in SigV4 scopes and answered by GetBucketLocation."),
-    OPT(s3_max_header_bytes, SRV_CFG_SIZE, "64KiB", 1024, 16LL * 1024 * 1024, SRV_CFG_IMMUTABLE,
-        NULL, "Largest request line plus headers; larger requests get 431."),
+    OPT(s3_anonymous_tenant, SRV_CFG_STRING, "default", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Tenant whose buckets unsigned (anonymous) requests reach by their plain name; any "
+        "tenant's bucket is reached as TENANT:BUCKET. Unsigned requests get only what a "
+        "bucket's ACL or policy grants everybody. Empty: plain names reach no bucket "
+        "unsigned."),
+    OPT(s3_max_header_bytes, SRV_CFG_SIZE, "64KiB", 1024, 16LL * 1024 * 1024,
+        SRV_CFG_IMMUTABLE, NULL,
+        "Largest request line plus headers; larger requests get 431."),
     OPT(s3_max_object_size, SRV_CFG_SIZE, "5TiB", 1, 64 * TiB, SRV_CFG_IMMUTABLE, NULL,
         "Largest PUT or part body; larger ones get 413 EntityTooLarge."),
     OPT(s3_idle_timeout_s, SRV_CFG_INT, "60", 1, 86400, SRV_CFG_IMMUTABLE, NULL,
@@ -196,5 +204,6 @@ const struct srv_config_opt srv_config_table[] = {
         "With a capacity set, requests beyond it wait, and tenants with a guarantee go first "
         "up to their minimum."),
 };
+/* clang-format on */
 
 const size_t srv_config_table_len = sizeof(srv_config_table) / sizeof(srv_config_table[0]);
