@@ -476,6 +476,43 @@ static void user_fields(struct evhttp_request *req, json_t *j, struct tenant_use
         *bad_ = 1;
 }
 
+/* The uids of a tenant's users, to pick a free one. */
+struct uid_scan {
+    uint32_t *v;
+    size_t n;
+};
+
+static int collect_uid(void *arg, const struct tenant_user *u)
+{
+    struct uid_scan *s = arg;
+    uint32_t *nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
+    if (!nv)
+        return 1;
+    s->v = nv;
+    s->v[s->n++] = u->uid;
+    return 0;
+}
+
+/* The lowest uid from 1000 on that no user of @p tenant has: S3 users own
+ * what they create by uid, so two users made without one must not share it. */
+static uint32_t free_uid(struct tenants *t, uint32_t tenant)
+{
+    struct uid_scan s = {0};
+    uint32_t uid = 1000;
+    tenants_user_list(t, tenant, collect_uid, &s);
+    for (bool taken = true; taken && uid < UINT32_MAX;) {
+        taken = false;
+        for (size_t i = 0; i < s.n; i++)
+            if (s.v[i] == uid) {
+                taken = true;
+                uid++;
+                break;
+            }
+    }
+    free(s.v);
+    return uid;
+}
+
 struct drop_ctx {
     uint32_t tenant;
     uint64_t users[256];
@@ -611,7 +648,9 @@ static void users_collection(struct api_req *x)
     struct tenant_user u, out;
     memset(&u, 0, sizeof(u));
     u.tenant = x->tenant;
-    u.uid = u.gid = 1000;
+    /* no uid: a free one (and the same number as the group, a user private group) */
+    u.uid = json_object_get(j, "uid") ? 1000 : free_uid(x->a->tenants, x->tenant);
+    u.gid = json_object_get(j, "uid") ? 1000 : u.uid;
     int b;
     if (!json_is_string(json_object_get(j, "name"))) {
         json_decref(j);

@@ -46,6 +46,12 @@ struct core_principal {
     uint32_t ngids;
     uint32_t gids[CORE_MAX_GIDS];
     uint32_t flags;   /* CORE_P_* */
+    /* S3: permission bits of the regular files (objects) a call creates
+     * (core_upload_commit, core_mpu_create for its completion); buckets
+     * (core_bucket_create) get them with a search bit wherever a read bit is.
+     * 0: owner only (0600 for objects, 0700 for buckets). Directories inside
+     * a bucket (implicit ones, "k/" markers) are 0755 whatever it says. */
+    uint32_t fmode;
 };
 #define CORE_P_SUPER 0x1    /* bypasses permission bits (admin, tenant root user) */
 #define CORE_P_READONLY 0x2 /* every change answers -EROFS (read-only export) */
@@ -55,10 +61,16 @@ struct core_principal {
  * cache) returns -EWOULDBLOCK at once, having changed nothing, and the
  * caller runs it again on a thread that may wait. Other calls ignore it. */
 #define CORE_P_NOWAIT 0x4
+/* Set by the S3 front end, ignored by the core (it checks only the POSIX bits
+ * of the identity above): the request is unsigned (no user; uid and gids are
+ * the tenant's anonymous ids and must never earn POSIX access) ... */
+#define CORE_P_ANON 0x8
+/* ... or comes from a tenant admin (tenants/: tenant_admin). */
+#define CORE_P_TADMIN 0x10
 /* The caller may reach noncurrent versions by inode number (the S3 front end reads
  * them by version id). Without it, an inode that became a noncurrent version is gone
  * (SRV_ESTALE), as a replaced file is: NFS handles never reach old versions. */
-#define CORE_P_VERSIONS 0x8
+#define CORE_P_VERSIONS 0x20
 
 enum core_ftype { CORE_REG = 1, CORE_DIR = 2, CORE_LNK = 3 };
 
@@ -113,6 +125,7 @@ struct core_config {
     uint64_t map_size;        /* LMDB map size (default 16 GiB) */
     uint32_t inline_max;      /* files up to this size live inline in LMDB (default 4096) */
     uint32_t commit_max_batch; /* most operations in one group commit (default 256) */
+    bool data_write_cache;     /* write data through the page cache (store_config.write_cache) */
     bool meta_mem;            /* metadata in memory, not in LMDB (tests: kept for the life
                                * of the process under data_dir, so a reopen finds it) */
     uint32_t settle_ms;       /* a file NFS changed is settled (its MD5 ETag computed, its
@@ -190,6 +203,15 @@ int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, u
  * @return 0, -ENOENT, -ENOTDIR, -EACCES, SRV_ESTALE, -ENAMETOOLONG. */
 int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
                 size_t namelen, struct core_attr *out);
+/* Which class of an inode's mode bits applies to a principal. */
+enum core_pclass { CORE_PC_SUPER = 0, CORE_PC_OWNER, CORE_PC_GROUP, CORE_PC_OTHER };
+/** The permission bits (4 read, 2 write, 1 search/execute) that @p p has on
+ * an inode with attributes @p a: the one POSIX rule both protocols apply (the
+ * owner's, the group's or the others' bits of a->mode; CORE_P_SUPER: all,
+ * but execute on a regular file only where some execute bit is set).
+ * @param[out] cls the class that applied (may be NULL). Pure, never fails. */
+uint32_t core_perm_bits(const struct core_principal *p, const struct core_attr *a,
+                        enum core_pclass *cls);
 /** POSIX access check. @param mask bits of R_OK|W_OK|X_OK; @param[out] granted
  * the subset allowed. @return 0, SRV_ESTALE. */
 int core_access(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t mask,
@@ -377,6 +399,19 @@ int core_bucket_delete(struct core *c, const struct core_principal *p, const cha
 /** @return 0, SRV_ENOBUCKET. */
 int core_bucket_lookup(struct core *c, const struct core_principal *p, const char *name,
                        size_t namelen, struct core_attr *out);
+/** As core_bucket_lookup, and the bucket's metadata blob: the S3 front end's
+ * bucket configuration (ACL grants, policy, CORS, ...), opaque to the core,
+ * kept with the bucket inode and dropped with it.
+ * @param[out] out attr and meta/metalen (heap, NULL when none: free
+ *             out->meta); etag unset. @return 0, SRV_ENOBUCKET, -ENOMEM, -EIO. */
+int core_bucket_get(struct core *c, const struct core_principal *p, const char *name,
+                    size_t namelen, struct core_objinfo *out);
+/** Replace the metadata blob of bucket inode @p bucket and, when @p mode is
+ * not negative, its permission bits (0777; setuid/setgid/sticky are kept),
+ * in one transaction. Who may is decided by the front end (the bucket's
+ * owner, an admin). @return 0, SRV_ENOBUCKET, -EACCES (read-only principal). */
+int core_bucket_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
+                         const void *meta, size_t metalen, int mode);
 
 /** Resolve key @p key in bucket inode @p bucket. A key ending in '/' names a
  * directory. Needs read permission on the object itself (directory search
@@ -390,9 +425,17 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
  * an empty directory. @return 0, -ENOTEMPTY, -EACCES, SRV_EBADNAME. */
 int core_key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen);
-/** Replace the metadata blob of an existing key (CopyObject onto itself, tagging). */
+/** Replace the metadata blob of an existing key (CopyObject onto itself, tagging).
+ * Needs ownership or write permission on the object.
+ * @return 0, -ENOENT, -EACCES, SRV_EBADNAME, SRV_ENOBUCKET. */
 int core_key_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
                       const char *key, size_t keylen, const void *meta, size_t metalen);
+/** As core_key_set_meta, and, when @p mode is not negative, the object's
+ * permission bits (0777; setuid/setgid/sticky kept) in the same transaction
+ * (an S3 ACL change, which NFS sees as a chmod). */
+int core_key_set_meta_mode(struct core *c, const struct core_principal *p, uint64_t bucket,
+                           const char *key, size_t keylen, const void *meta, size_t metalen,
+                           int mode);
 
 /* Key-ordered listing (binary order of keys), from the per-bucket key index. */
 struct core_listent {
@@ -438,6 +481,9 @@ void core_upload_set_opt(struct core_upload *u, const struct core_putopt *o);
 int core_upload_write(struct core_upload *u, const void *buf, size_t len);
 /** Bytes appended so far. */
 uint64_t core_upload_size(const struct core_upload *u);
+/** Who commits the upload (owner, mode of what it makes), when it is known only once its
+ * bytes are in: an S3 browser form names its signer in the body. Same tenant only. */
+void core_upload_set_principal(struct core_upload *u, const struct core_principal *p);
 /** Link the data at @p key with @p etag (hex, no quotes) and metadata blob.
  * Creates implicit parents. If @p if_etag is non-NULL the existing object's ETag
  * must match ("*" = must exist); if @p if_none_match the key must not exist.
@@ -454,9 +500,15 @@ void core_upload_abort(struct core_upload *u);
 int core_mpu_create(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, const void *meta, size_t metalen,
                     char *upload_id, size_t idsize);
+/* @p cksum: the part's additional checksum as "A:base64" (A: one character naming
+ * the algorithm, the front end's), kept with the part for a composite checksum at
+ * completion; NULL, or too long for a part ETag over CORE_PART_ETAG_MAX: none. */
 int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t partno,
-                         const char *etag);
+                         const char *etag, const char *cksum);
+#define CORE_PART_ETAG_MAX 40  /* the longest part ETag a checksum is kept with */
+#define CORE_PART_CKSUM_MAX 46 /* "A:" + base64 of a SHA-256 */
 struct core_mpu_part {
+    char cksum[CORE_PART_CKSUM_MAX + 1]; /* as given to core_mpu_part_commit, or "" */
     uint32_t partno;
     uint64_t size;
     char etag[CORE_ETAG_MAX + 1];
@@ -471,6 +523,7 @@ struct core_mpu_info {
     size_t keylen;
     const char *upload_id;
     struct timespec initiated;
+    uint32_t uid; /* who initiated it */
 };
 typedef int (*core_mpu_cb)(void *arg, const struct core_mpu_info *info);
 /** Multipart uploads of a bucket, ordered by (key, upload id). */
@@ -621,6 +674,10 @@ int core_version_hold_set(struct core *c, const struct core_principal *p, uint64
 int core_version_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
                           const char *key, size_t keylen, const char *vid, const void *meta,
                           size_t metalen);
+/** ... and its permission bits as core_key_set_meta_mode (@p mode -1: unchanged). */
+int core_version_set_meta_mode(struct core *c, const struct core_principal *p, uint64_t bucket,
+                               const char *key, size_t keylen, const char *vid, const void *meta,
+                               size_t metalen, int mode);
 
 /* ---- quotas, usage and admission ---- */
 
@@ -669,6 +726,10 @@ void core_stats_get(struct core *c, struct core_stats *out);
 struct core_peek {
     struct core_objinfo info; /* as core_key_lookup fills it (free info.meta) */
     uint64_t bucket;          /* the bucket's inode */
+    struct core_attr battr;   /* the bucket's attributes */
+    void *bmeta;              /* the bucket's metadata blob (core_bucket_get) or NULL: free
+                               * it, also when the call failed after finding the bucket */
+    size_t bmetalen;
     bool data;                /* the whole content is known: n bytes in the caller's
                                * buffer (0 for directories, empty or non-regular files) */
     size_t n;

@@ -647,8 +647,10 @@ static int add_new(struct core *c, struct wplan *a, uint64_t s, uint64_t e, cons
          * the extent's CRC combined from them */
         struct crc_job j = {src, n, &x};
         rc = store_write_cb(c->store, &x.e, src, n, crc_job_fn, &j);
-        if (rc == 0)
+        if (rc == 0) {
+            core__zc_written(c, &x.e);
             rc = core__fext_push(&a->news, &x);
+        }
         if (rc) {
             store_unreserve(c->store, &x.e);
             return rc;

@@ -181,6 +181,10 @@ int core__cache_init(struct core *c, uint64_t bytes);
 void core__cache_fini(struct core *c);
 /** Epoch to pass to core__extent_read; take it before reading the extent map. */
 uint64_t core__cache_epoch(struct core *c);
+/** Extent @p e was just written: if it was through the page cache
+ * (STORE_X_CACHED), remember it as verified for zero-copy reads (core_zc.c),
+ * then start its writeback. A no-op for O_DIRECT writes. */
+void core__zc_written(struct core *c, const struct store_extent *e);
 /** Drop a freed extent from the cache (called wherever an extent is freed). */
 void core__cache_invalidate(struct core *c, const struct store_extent *x);
 /** store_read through the cache. @return as store_read. */

@@ -199,7 +199,7 @@ static int ovl_add(void *arg, uint64_t foff, const struct meta_extent *me)
     x.flags = 0;
     x.foff = foff;
     x.vlen = me->vlen;
-    x.e = (struct store_extent){me->dev, me->len, me->off, me->crc};
+    x.e = (struct store_extent){me->dev, me->len, me->off, me->crc, 0};
     x.nb = o->want_crc ? core__bcrc_get(o->t, &x.e, x.bcrc) : 0;
     return core__fext_push(o->out, &x);
 }
@@ -266,7 +266,7 @@ static int drop_collect(void *arg, uint64_t foff, const struct meta_extent *x)
 {
     struct drop_list *l = arg;
     l->foff[l->n] = foff;
-    l->e[l->n] = (struct store_extent){x->dev, x->len, x->off, x->crc};
+    l->e[l->n] = (struct store_extent){x->dev, x->len, x->off, x->crc, 0};
     return ++l->n == DROP_STEP ? 1 : 0;
 }
 

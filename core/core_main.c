@@ -193,6 +193,7 @@ int core_open(struct core **out, const struct core_config *cfg)
         .file_initial = c->cfg.data_file_initial,
         .nfiles = c->cfg.data_files,
         .devices = c->cfg.devices,
+        .write_cache = c->cfg.data_write_cache,
     };
     struct store_map map;
     meta_free_map(rt, &map);

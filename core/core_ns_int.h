@@ -42,6 +42,17 @@ struct core__ns {
 int core__name_check(const char *name, size_t len);
 /** S3 bucket naming rules. @return 0, SRV_EBADNAME. */
 int core__bucket_name_check(const char *name, size_t len);
+/** Permission bits of an object an S3 principal with @p fmode creates (core_principal). */
+static inline uint32_t core__file_mode(uint32_t fmode)
+{
+    return fmode ? fmode & 0777 : 0600;
+}
+/** ... and of a bucket: a search bit wherever a read bit is. */
+static inline uint32_t core__bucket_mode(uint32_t fmode)
+{
+    uint32_t m = core__file_mode(fmode);
+    return m | ((m & 0444) >> 2);
+}
 /** Key of @p name in directory @p dir (+ '/' for a directory). @return 0,
  * -ENAMETOOLONG (key over CORE_KEY_MAX), -ENOENT (dir not in a bucket). */
 int core__key_of(struct meta_txn *t, uint64_t dir, const char *name, size_t len, bool isdir,

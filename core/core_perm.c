@@ -94,20 +94,39 @@ bool core__in_group(const struct core_principal *p, uint32_t gid)
     return false;
 }
 
-int core__perm(const struct core_principal *p, const struct meta_inode *r, uint32_t want)
+/* The one POSIX rule (core_perm_bits). */
+static uint32_t perm_bits(const struct core_principal *p, uint32_t uid, uint32_t gid, uint32_t mode,
+                          uint32_t type, enum core_pclass *cls)
 {
+    enum core_pclass c;
     uint32_t bits;
     if (p->flags & CORE_P_SUPER) {
         /* super may execute only what some execute bit allows (as root) */
-        if ((want & CORE_MAY_X) && r->type == CORE_REG && !(r->mode & 0111))
-            return -EACCES;
-        return 0;
+        c = CORE_PC_SUPER;
+        bits = type == CORE_REG && !(mode & 0111) ? 6 : 7;
+    } else if (p->uid == uid) {
+        c = CORE_PC_OWNER;
+        bits = (mode >> 6) & 7;
+    } else if (core__in_group(p, gid)) {
+        c = CORE_PC_GROUP;
+        bits = (mode >> 3) & 7;
+    } else {
+        c = CORE_PC_OTHER;
+        bits = mode & 7;
     }
-    if (p->uid == r->uid)
-        bits = (r->mode >> 6) & 7;
-    else if (core__in_group(p, r->gid))
-        bits = (r->mode >> 3) & 7;
-    else
-        bits = r->mode & 7;
+    if (cls)
+        *cls = c;
+    return bits;
+}
+
+uint32_t core_perm_bits(const struct core_principal *p, const struct core_attr *a,
+                        enum core_pclass *cls)
+{
+    return perm_bits(p, a->uid, a->gid, a->mode, a->type, cls);
+}
+
+int core__perm(const struct core_principal *p, const struct meta_inode *r, uint32_t want)
+{
+    uint32_t bits = perm_bits(p, r->uid, r->gid, r->mode, r->type, NULL);
     return (bits & want) == want ? 0 : -EACCES;
 }

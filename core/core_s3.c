@@ -159,8 +159,8 @@ static int bucket_create_fn(struct meta_txn *t, void *arg)
     if (rc)
         return rc;
     sp.flags |= CORE_P_SUPER;
-    rc = core__node_create(a->c, t, &sp, root, a->name, a->len, CORE_DIR, 0755, 0, NULL, 0, &ino,
-                           &r);
+    rc = core__node_create(a->c, t, &sp, root, a->name, a->len, CORE_DIR,
+                           core__bucket_mode(a->p->fmode), 0, NULL, 0, &ino, &r);
     if (rc == 0 && a->out)
         core__attr_fill(&r, ino, a->out);
     return rc;
@@ -205,29 +205,110 @@ int core_bucket_delete(struct core *c, const struct core_principal *p, const cha
     return meta_submit(c->meta, bucket_delete_fn, &a, 0);
 }
 
+/* Bucket @p name of @p p's tenant: its inode number and record. */
+static int bucket_find(struct meta_txn *t, const struct core_principal *p, const char *name,
+                       size_t namelen, uint64_t *ino, struct meta_inode *r)
+{
+    struct meta_dirent de;
+    uint64_t root;
+    if (namelen == 0 || namelen > CORE_NAME_MAX)
+        return SRV_ENOBUCKET;
+    int rc = meta_root_get(t, p->tenant, &root);
+    if (rc == 0)
+        rc = meta_dirent_get(t, root, name, namelen, &de);
+    if (rc == 0)
+        rc = core__ino_get_p(t, p, de.ino, 0, r);
+    if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENAMETOOLONG ||
+        (rc == 0 && !(r->flags & CORE_A_BUCKET)))
+        return SRV_ENOBUCKET;
+    if (rc == 0)
+        *ino = de.ino;
+    return rc;
+}
+
 int core_bucket_lookup(struct core *c, const struct core_principal *p, const char *name,
                        size_t namelen, struct core_attr *out)
 {
     struct meta_txn *t;
-    struct meta_dirent de;
     struct meta_inode r;
-    uint64_t root;
-    if (namelen == 0 || namelen > CORE_NAME_MAX)
-        return SRV_ENOBUCKET;
+    uint64_t ino = 0;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    rc = root_of(t, p->tenant, &root);
-    if (rc == 0)
-        rc = meta_dirent_get(t, root, name, namelen, &de);
-    if (rc == 0)
-        rc = meta_inode_get(t, de.ino, &r);
+    rc = bucket_find(t, p, name, namelen, &ino, &r);
     meta_rtxn_end(t);
-    if (rc == -ENOENT || rc == -EACCES)
-        return SRV_ENOBUCKET;
     if (rc == 0 && out)
-        core__attr_fill(&r, de.ino, out);
+        core__attr_fill(&r, ino, out);
     return rc;
+}
+
+/* The blob of bucket @p ino into @p meta (heap, NULL when none). */
+static int bucket_meta(struct meta_txn *t, uint64_t ino, void **meta, size_t *len)
+{
+    char etag[CORE_ETAG_MAX + 1];
+    *meta = NULL;
+    *len = 0;
+    int rc = meta_objmeta_get(t, ino, etag, sizeof(etag), meta, len);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int core_bucket_get(struct core *c, const struct core_principal *p, const char *name,
+                    size_t namelen, struct core_objinfo *out)
+{
+    struct meta_txn *t;
+    struct meta_inode r;
+    uint64_t ino = 0;
+    memset(out, 0, sizeof(*out));
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = bucket_find(t, p, name, namelen, &ino, &r);
+    if (rc == 0)
+        rc = bucket_meta(t, ino, &out->meta, &out->metalen);
+    meta_rtxn_end(t);
+    if (rc == 0)
+        core__attr_fill(&r, ino, &out->attr);
+    return rc;
+}
+
+/* Apply an S3 ACL's permission bits (@p mode < 0: none) to @p r. */
+static void mode_apply(struct meta_inode *r, int mode)
+{
+    if (mode >= 0)
+        r->mode = (r->mode & 07000) | ((uint32_t)mode & 0777);
+}
+
+struct set_meta_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t bucket;
+    const void *meta;
+    size_t metalen;
+    int mode;
+};
+
+static int bucket_set_meta_fn(struct meta_txn *t, void *arg)
+{
+    struct set_meta_op *a = arg;
+    struct meta_inode b;
+    int rc = bucket_get(a->c, t, a->p, a->bucket, &b);
+    if (rc)
+        return rc;
+    rc = meta_objmeta_put(t, a->bucket, NULL, a->meta, a->metalen);
+    if (rc)
+        return rc;
+    mode_apply(&b, a->mode);
+    core__touch(&b, false, true);
+    return meta_inode_put(t, a->bucket, &b);
+}
+
+int core_bucket_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
+                         const void *meta, size_t metalen, int mode)
+{
+    struct set_meta_op a = {c, p, bucket, meta, metalen, mode};
+    if (p->flags & CORE_P_READONLY)
+        return -EACCES;
+    return meta_submit(c->meta, bucket_set_meta_fn, &a, 0);
 }
 
 /* ---- key lookup / delete / metadata ---- */
@@ -352,6 +433,7 @@ struct key_op {
     const void *meta;
     size_t metalen;
     struct core_delres *out;
+    int mode;
 };
 
 static int key_delete_fn(struct meta_txn *t, void *arg)
@@ -398,7 +480,7 @@ static int key_delete_fn(struct meta_txn *t, void *arg)
 int core__key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
                      const char *key, size_t keylen, struct core_delres *out)
 {
-    struct key_op a = {c, p, bucket, key, keylen, false, NULL, 0, out};
+    struct key_op a = {c, p, bucket, key, keylen, false, NULL, 0, out, -1};
     int rc = core__key_check(key, keylen, &a.isdir);
     if (rc)
         return rc;
@@ -438,20 +520,28 @@ static int key_meta_fn(struct meta_txn *t, void *arg)
     rc = meta_objmeta_put(t, ino, etag, a->meta, a->metalen);
     if (rc)
         return rc;
+    mode_apply(&r, a->mode);
     core__touch(&r, false, true);
     return meta_inode_put(t, ino, &r);
 }
 
-int core_key_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
-                      const char *key, size_t keylen, const void *meta, size_t metalen)
+int core_key_set_meta_mode(struct core *c, const struct core_principal *p, uint64_t bucket,
+                           const char *key, size_t keylen, const void *meta, size_t metalen,
+                           int mode)
 {
-    struct key_op a = {c, p, bucket, key, keylen, false, meta, metalen, NULL};
+    struct key_op a = {c, p, bucket, key, keylen, false, meta, metalen, NULL, mode};
     int rc = core__key_check(key, keylen, &a.isdir);
     if (rc)
         return rc;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
     return meta_submit(c->meta, key_meta_fn, &a, 0);
+}
+
+int core_key_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      const char *key, size_t keylen, const void *meta, size_t metalen)
+{
+    return core_key_set_meta_mode(c, p, bucket, key, keylen, meta, metalen, -1);
 }
 
 /* ---- listing ---- */
@@ -594,42 +684,31 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
 {
     struct meta_txn *t = NULL;
     struct meta_inode b, r;
-    struct meta_dirent de;
     const void *vd;
     size_t vl;
-    uint64_t root;
     bool isdir;
     memset(out, 0, sizeof(*out));
-    if (bucketlen == 0 || bucketlen > CORE_NAME_MAX)
-        return SRV_ENOBUCKET;
     int rc = core__key_check(key, keylen, &isdir);
     if (rc)
         return rc;
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
-    /* bucket: as core_bucket_lookup, then core_key_lookup's check of it */
-    rc = meta_root_get(t, p->tenant, &root);
+    /* bucket: as core_bucket_get, then core_key_lookup's check of it */
+    rc = bucket_find(t, p, bucket, bucketlen, &out->bucket, &b);
     if (rc == 0)
-        rc = meta_dirent_get(t, root, bucket, bucketlen, &de);
-    if (rc == 0)
-        rc = core__ino_get_p(t, p, de.ino, 0, &b);
-    if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENAMETOOLONG ||
-        (rc == 0 && !(b.flags & CORE_A_BUCKET))) {
-        rc = SRV_ENOBUCKET;
-        goto out;
-    }
+        rc = bucket_meta(t, out->bucket, &out->bmeta, &out->bmetalen);
     if (rc)
         goto out;
-    out->bucket = de.ino;
+    core__attr_fill(&b, out->bucket, &out->battr);
     uint64_t ino;
-    rc = kidx_readable(t, p, de.ino, key, keylen, &ino, &r);
-    if (rc == -ENOENT && core__vb_maybe(c, de.ino))
+    rc = kidx_readable(t, p, out->bucket, key, keylen, &ino, &r);
+    if (rc == -ENOENT && core__vb_maybe(c, out->bucket))
         rc = -EAGAIN; /* maybe a delete marker: core_key_lookup says */
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->info.attr);
-    rc = core__ver_current(c, t, de.ino, ino, &r, &out->info);
+    rc = core__ver_current(c, t, out->bucket, ino, &r, &out->info);
     if (rc)
         goto out;
     if (r.type == CORE_REG && core__pend_any(c)) {

@@ -103,8 +103,10 @@ static int up_write(struct core_upload *u, const char *src, const uint32_t *len,
             store_unreserve(u->c->store, &e[i]);
         return rc;
     }
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
+        core__zc_written(u->c, &e[i]);
         u->ext[u->n + i].e = e[i];
+    }
     u->n += k;
     return 0;
 }
@@ -219,6 +221,12 @@ void core_upload_set_opt(struct core_upload *u, const struct core_putopt *o)
 uint64_t core_upload_size(const struct core_upload *u)
 {
     return u->size;
+}
+
+void core_upload_set_principal(struct core_upload *u, const struct core_principal *p)
+{
+    if (p->tenant == u->p.tenant)
+        u->p = *p;
 }
 
 void core_upload_abort(struct core_upload *u)
@@ -371,7 +379,7 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
     if (a->if_etag) {
         char cur[CORE_ETAG_MAX + 1];
         if (!exists)
-            return SRV_EPRECOND;
+            return -ENOENT;
         if (strcmp(a->if_etag, "*") != 0) {
             rc = etag_of(c, t, de.ino, &r, cur);
             if (rc)
@@ -417,7 +425,8 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
         if (rc)
             return rc;
     }
-    rc = core__node_create(c, t, a->p, dir, name, nlen, CORE_REG, 0644, 0, NULL, 0, &ino, &r);
+    rc = core__node_create(c, t, a->p, dir, name, nlen, CORE_REG, core__file_mode(a->p->fmode), 0,
+                           NULL, 0, &ino, &r);
     if (rc)
         return rc;
     uint64_t used = 0;
@@ -576,6 +585,7 @@ static int mpu_create_fn(struct meta_txn *t, void *arg)
     m.tenant = a->p->tenant;
     m.uid = a->p->uid;
     m.gid = a->p->gid;
+    m.mode = core__file_mode(a->p->fmode);
     m.keylen = (uint32_t)a->klen;
     m.metalen = (uint32_t)a->metalen;
     m.init_s = now.tv_sec;
@@ -638,6 +648,7 @@ struct part_op {
     uint64_t id;
     uint32_t partno;
     const char *etag;
+    const char *cksum;
     struct core__resv hold;        /* the part's bytes, reserved while the op runs */
 };
 
@@ -675,6 +686,10 @@ static int part_commit_fn(struct meta_txn *t, void *arg)
     pt.mtime_ns = (uint32_t)now.tv_nsec;
     pt.nextents = (uint32_t)u->n;
     snprintf(pt.etag, CORE_ETAG_MAX + 1, "%s", a->etag ? a->etag : "");
+    /* the part's checksum after its ETag's NUL (meta_schema.h: struct meta_part) */
+    size_t el = strlen(pt.etag);
+    if (a->cksum && el <= CORE_PART_ETAG_MAX && strlen(a->cksum) <= CORE_PART_CKSUM_MAX)
+        memcpy(pt.etag + CORE_PART_ETAG_MAX + 1, a->cksum, strlen(a->cksum) + 1);
     for (size_t i = 0; i < u->n && rc == 0; i++) {
         const struct store_extent *e = &u->ext[i].e;
         v[i] = (struct meta_extent){.dev = e->dev, .len = e->len, .off = e->off, .crc = e->crc,
@@ -692,9 +707,9 @@ static int part_commit_fn(struct meta_txn *t, void *arg)
 }
 
 int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t partno,
-                         const char *etag)
+                         const char *etag, const char *cksum)
 {
-    struct part_op a = {u->c, u, 0, partno, etag, {0}};
+    struct part_op a = {u->c, u, 0, partno, etag, cksum, {0}};
     int rc = mpu_id_parse(upload_id, &a.id);
     if (rc == 0 && (partno < 1 || partno > 10000))
         rc = -EINVAL;
@@ -759,6 +774,12 @@ static int part_ent(void *arg, uint32_t partno, const struct meta_part *pt,
     part.size = pt->size;
     memcpy(part.etag, pt->etag, CORE_ETAG_MAX);
     part.etag[CORE_ETAG_MAX] = '\0';
+    if (strnlen(pt->etag, CORE_ETAG_MAX) <= CORE_PART_ETAG_MAX) {
+        const char *ck = pt->etag + CORE_PART_ETAG_MAX + 1;
+        size_t cl = strnlen(ck, sizeof(pt->etag) - CORE_PART_ETAG_MAX - 1);
+        if (cl <= CORE_PART_CKSUM_MAX)
+            memcpy(part.cksum, ck, cl);
+    }
     part.mtime.tv_sec = pt->mtime_s;
     part.mtime.tv_nsec = pt->mtime_ns;
     return s->cb(s->arg, &part) ? 1 : 0;
@@ -791,6 +812,7 @@ struct mpu_ent {
     size_t klen;
     uint64_t id;
     struct timespec init;
+    uint32_t uid;
 };
 
 static int mpu_ent_cmp(const void *x, const void *y)
@@ -839,6 +861,7 @@ static int mpu_collect(void *arg, uint64_t id, const struct meta_mpu *m, const c
     e->id = id;
     e->init.tv_sec = m->init_s;
     e->init.tv_nsec = m->init_ns;
+    e->uid = m->uid;
     l->n++;
     return 0;
 }
@@ -858,7 +881,7 @@ int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucke
     for (size_t i = 0; rc == 0 && i < l.n; i++) {
         char idbuf[17];
         snprintf(idbuf, sizeof(idbuf), "%016" PRIx64, l.v[i].id);
-        struct core_mpu_info info = {l.v[i].key, l.v[i].klen, idbuf, l.v[i].init};
+        struct core_mpu_info info = {l.v[i].key, l.v[i].klen, idbuf, l.v[i].init, l.v[i].uid};
         if (cb(arg, &info))
             break;
     }
@@ -992,7 +1015,7 @@ static int mpu_done_fn(struct meta_txn *t, void *arg)
                     xv = nv;
                 }
                 xv[nx].foff = size;
-                xv[nx].e = (struct store_extent){me.dev, me.len, me.off, me.crc};
+                xv[nx].e = (struct store_extent){me.dev, me.len, me.off, me.crc, 0};
                 nx++;
                 size += me.len;
             }
@@ -1012,8 +1035,12 @@ static int mpu_done_fn(struct meta_txn *t, void *arg)
     rc = core__usage_charge(c, t, a->p->tenant, a->bucket, -(int64_t)total, 0, false);
     if (rc || a->abort)
         goto out;
+    /* the object gets the permission bits asked for at the upload's creation
+     * (uploads made before they were recorded: 0600) */
+    struct core_principal lp = *a->p;
+    lp.fmode = m.mode ? m.mode : core__file_mode(0);
     struct link_args la = {
-        c,         a->p, a->bucket, keyc,   m.keylen, a->final_etag, keyc + m.keylen,
+        c,         &lp,  a->bucket, keyc,   m.keylen, a->final_etag, keyc + m.keylen,
         m.metalen, NULL, false,     a->out, a->hold,  a->opt};
     struct link_src src = {.ext = xv, .n = nx, .use = false, .size = size};
     if (nx == 0)

@@ -1631,6 +1631,7 @@ struct vset_op {
     const void *meta; /* metadata blob to set (with set_meta) */
     size_t metalen;
     bool set_meta;
+    int mode; /* with set_meta: permission bits to set (-1: leave) */
 };
 
 /* The version an op names: (chain, vseq, record), for the current one of a key without a
@@ -1702,6 +1703,8 @@ static int vset_fn(struct meta_txn *t, void *arg)
         rc = meta_objmeta_put(t, v.ino, etag, o->meta, o->metalen);
         if (rc)
             return rc;
+        if (o->mode >= 0)
+            r.mode = (r.mode & 07000) | ((uint32_t)o->mode & 0777);
         core__touch(&r, false, true);
         return meta_inode_put(t, v.ino, &r);
     }
@@ -1762,7 +1765,7 @@ int core_version_retention_set(struct core *c, const struct core_principal *p, u
                                const char *key, size_t keylen, const char *vid,
                                const struct core_lock *lk, unsigned flags)
 {
-    struct vset_op a = {{c, p, bucket, key, keylen, vid}, lk, -1, flags, NULL, 0, false};
+    struct vset_op a = {{c, p, bucket, key, keylen, vid}, lk, -1, flags, NULL, 0, false, -1};
     if (lk->mode > CORE_LOCK_COMPLIANCE || (lk->mode && lk->until <= 0))
         return -EINVAL;
     return vset_submit(c, &a);
@@ -1771,7 +1774,15 @@ int core_version_retention_set(struct core *c, const struct core_principal *p, u
 int core_version_hold_set(struct core *c, const struct core_principal *p, uint64_t bucket,
                           const char *key, size_t keylen, const char *vid, bool on)
 {
-    struct vset_op a = {{c, p, bucket, key, keylen, vid}, NULL, on, 0, NULL, 0, false};
+    struct vset_op a = {{c, p, bucket, key, keylen, vid}, NULL, on, 0, NULL, 0, false, -1};
+    return vset_submit(c, &a);
+}
+
+int core_version_set_meta_mode(struct core *c, const struct core_principal *p, uint64_t bucket,
+                               const char *key, size_t keylen, const char *vid, const void *meta,
+                               size_t metalen, int mode)
+{
+    struct vset_op a = {{c, p, bucket, key, keylen, vid}, NULL, -1, 0, meta, metalen, true, mode};
     return vset_submit(c, &a);
 }
 
@@ -1779,6 +1790,5 @@ int core_version_set_meta(struct core *c, const struct core_principal *p, uint64
                           const char *key, size_t keylen, const char *vid, const void *meta,
                           size_t metalen)
 {
-    struct vset_op a = {{c, p, bucket, key, keylen, vid}, NULL, -1, 0, meta, metalen, true};
-    return vset_submit(c, &a);
+    return core_version_set_meta_mode(c, p, bucket, key, keylen, vid, meta, metalen, -1);
 }

@@ -55,7 +55,9 @@
  *   mpupart   be64 upload id + be32 part number -> struct meta_part + extents
  *   orphans   be64 ino -> (empty): unlinked inodes still held open; reclaimed
  *             at the next open after a crash
- *   objmeta   be64 ino -> u8 etag length + etag + opaque metadata blob
+ *   objmeta   be64 ino -> u8 etag length + etag + opaque metadata blob (an
+ *             object's S3 metadata; for a bucket's inode, no ETag and the S3
+ *             front end's bucket configuration: s3api/s3_authz.c)
  *   xcrc      be32 dev + be64 offset of an extent -> u32 CRC32C of each
  *             META_BCRC_BLOCK bytes of its stored data (last block partial).
  *             Written in the txn that makes the extent used, deleted in the
@@ -86,9 +88,12 @@
  *             whose open version is to be sealed, for the background worker
  *             (core_bg.c) (meta_inode.c)
  *
- * Version history: 1 = initial layout; 2 = vkeys, versions, vino, xref,
- * bucketcfg, dirty (a version 1 store is upgraded at open: the new tables
- * start empty). */
+ * Version history: 1 = initial layout. Compatible additions within version 1
+ * (older stores read as before): meta_mpu.mode (was padding, 0 = 0600); a
+ * bucket inode's objmeta record (absent = no configuration); a part's
+ * checksum after its ETag in meta_part.etag (zeros before: none).
+ * 2 = vkeys, versions, vino, xref, bucketcfg, dirty (a version 1 store is
+ * upgraded at open: the new tables start empty). */
 #ifndef META_SCHEMA_H
 #define META_SCHEMA_H
 
@@ -218,7 +223,8 @@ struct meta_mpu {
     uint32_t uid, gid;
     uint32_t keylen;
     uint32_t metalen;
-    uint32_t pad;
+    uint32_t mode; /* permission bits of the object it completes into (0 in uploads made
+                    * before it was recorded: then 0600) */
     int64_t init_s;
     uint32_t init_ns;
     uint32_t pad2;
@@ -229,7 +235,8 @@ struct meta_part {
     int64_t mtime_s;
     uint32_t mtime_ns;
     uint32_t nextents;
-    char etag[88];
+    char etag[88]; /* NUL-terminated; when at most 40 bytes, bytes 41.. may hold the part's
+                    * additional checksum "A:base64", NUL-terminated (zeros in older records) */
     /* followed by nextents struct meta_extent; extent i covers part bytes
      * [sum of previous lengths, + len) */
 };

@@ -93,6 +93,20 @@ int nfs_rec_take(struct nfs_rec *r, struct evbuffer *in, void **out, size_t *len
     }
 }
 
+size_t nfs_rec_space(struct nfs_rec *r, void **dst)
+{
+    if (!r->in_frag)
+        return 0;
+    *dst = r->buf + r->len; /* nfs_rec_take reserved the whole fragment */
+    return r->frag_left;
+}
+
+void nfs_rec_filled(struct nfs_rec *r, size_t n)
+{
+    r->len += n;
+    r->frag_left -= (uint32_t)n;
+}
+
 /* Decode an AUTH_SYS body (RFC 5531 appendix A). @return 0 or -EBADMSG. */
 static int cred_sys_decode(const char *body, u_int len, struct nfs_cred *cr)
 {

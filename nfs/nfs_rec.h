@@ -44,6 +44,14 @@ void nfs_rec_fini(struct nfs_rec *r);
  *         was consumed), -EMSGSIZE (the record would exceed the maximum; the
  *         connection must be closed), -ENOMEM. */
 int nfs_rec_take(struct nfs_rec *r, struct evbuffer *in, void **out, size_t *len);
+/** Where the rest of the current fragment goes, for a transport that reads
+ * it straight from the socket (no evbuffer in between).
+ * @return the bytes still to come in the fragment (0 outside a fragment);
+ *         *@p dst points at where the next of them belongs. */
+size_t nfs_rec_space(struct nfs_rec *r, void **dst);
+/** @p n bytes (at most what nfs_rec_space returned) were put at its @p dst.
+ * The next nfs_rec_take goes on after them. */
+void nfs_rec_filled(struct nfs_rec *r, size_t n);
 
 /* Decoded RPC call header plus the caller's credentials. */
 #define NFS_RPC_MAXGIDS 16

@@ -81,6 +81,7 @@
 
 #define NFS_CONN_MAX_CALLS 128
 #define NFS_CONN_MAX_OUTPUT ((size_t)16 * 1024 * 1024)
+#define NFS_DIRECT_MIN ((size_t)16 * 1024) /* fragment bytes worth a recv() of their own */
 #define NFS_DRC_CAPACITY 8192
 #define NFS_FH_KEY_NAME "nfs.fh_key"
 #define LOOP_BACKOFF_US ((uint64_t)1000 * 1000)
@@ -848,6 +849,36 @@ static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
     req_dispatch(cn, r);
 }
 
+/* The rest of a large fragment (a WRITE's data) is read from the socket
+ * straight into the record: libevent 2.1 reads at most 4 KiB per readable
+ * event (EVBUFFER_MAX_READ), so a 1 MiB WRITE would otherwise take 256
+ * rounds of FIONREAD + readv + epoll_wait and one more copy out of the
+ * evbuffer. Only once the evbuffer is drained, so bytes stay in order; the
+ * bufferevent keeps watching the socket (its reads also re-arm the idle
+ * timeout). @return bytes read, 0 (nothing to read now, or not worth it:
+ * fragment short or bytes still buffered), -1 (the connection was closed). */
+static ssize_t conn_recv_direct(struct nfs_conn *cn, struct evbuffer *in)
+{
+    void *dst;
+    size_t want = nfs_rec_space(&cn->rec, &dst);
+    if (want < NFS_DIRECT_MIN || evbuffer_get_length(in) > 0)
+        return 0;
+    ssize_t n;
+    do {
+        n = recv(bufferevent_getfd(cn->bev), dst, want, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+        nfs_rec_filled(&cn->rec, (size_t)n);
+        return n;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    srv_log(DEBUG, NFS, "req=- tenant=- connection from %s: %s mid-record", cn->peer_str,
+            n == 0 ? "closed" : strerror(errno));
+    conn_close(cn);
+    return -1;
+}
+
 static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
     struct nfs_conn *cn = arg;
@@ -864,8 +895,11 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
         void *rec;
         size_t len;
         int rc = nfs_rec_take(&cn->rec, in, &rec, &len);
-        if (rc == 0)
+        if (rc == 0) {
+            if (conn_recv_direct(cn, in) > 0)
+                continue;
             break;
+        }
         if (rc < 0) {
             srv_log(WARN, NFS, "req=- tenant=- %s from %s (limit %zu bytes): closing",
                     rc == -EMSGSIZE ? "record too large" : "out of memory", cn->peer_str,

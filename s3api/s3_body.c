@@ -176,6 +176,14 @@ int s3__body_http_data(void *arg, const char *data, size_t len)
     if (!x)
         return -1;
     x->bytes_in += len;
+    if (x->in.form) { /* a browser form: only its file part is the payload */
+        if (s3__form_feed(x->in.form, data, len) == 0)
+            return 0;
+        return x->in.err ? -1
+                         : s3__body_fail(x, -EINVAL,
+                                         x->in.form->why ? x->in.form->why
+                                                         : "malformed multipart/form-data");
+    }
     if (!x->in.aws_chunked)
         return s3__body_payload(x, data, len);
     if (x->req->chunked)
@@ -198,10 +206,12 @@ int s3__body_http_frame(void *arg, const struct s3_http_frame *f)
 }
 
 /* A chunk goes to two workers at once: one hashes (MD5, signed SHA-256,
- * additional checksum), one writes; both only read x->wr.wptr. */
+ * additional checksum), one writes; both only read x->wr.wptr. The MD5 of a
+ * large chunk shares the multi-buffer hasher with the other uploads hashing
+ * at that moment (srv_md5.h). */
 static void stream_hash_work(struct s3_ctx *x)
 {
-    EVP_DigestUpdate(x->in.md5, x->wr.wptr, x->wr.wlen);
+    srv_md5_update(&x->in.md5, x->wr.wptr, x->wr.wlen);
     if (x->in.sha256)
         EVP_DigestUpdate(x->in.sha256, x->wr.wptr, x->wr.wlen);
     if (x->in.cks.algo)
@@ -361,7 +371,9 @@ static uint64_t body_left(const struct s3_conn *c)
 bool s3__body_direct_ok(const struct s3_conn *c)
 {
     const struct s3_ctx *x = c->x;
-    return !c->srv->ssl && x && x->in.mode == S3_BODY_STREAM && !x->in.err && body_left(c) > 0;
+    /* a form is decoded from the bufferevent's bytes: its file part lands in the chunk */
+    return !c->srv->ssl && x && x->in.mode == S3_BODY_STREAM && !x->in.err && !x->in.form &&
+           body_left(c) > 0;
 }
 
 /* Leave direct body reading once the body is over (or the connection is):

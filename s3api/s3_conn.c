@@ -354,6 +354,7 @@ void s3__conn_start(void *arg)
         abort();
     c->srv = srv;
     c->loop = l;
+    c->sa = a->sa;
     if (a->sa.ss_family == AF_INET || a->sa.ss_family == AF_INET6) {
         char host[INET6_ADDRSTRLEN] = "?";
         int port = 0;

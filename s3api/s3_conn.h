@@ -49,6 +49,7 @@ struct tenants;
 
 struct s3_server {
     char *listen, *domain, *region, *tls_cert, *tls_key;
+    char *anon_tenant; /* s3_server_config.anon_tenant, or NULL */
     size_t max_header_bytes;
     uint64_t max_object_size;
     int idle_timeout_s;
@@ -90,9 +91,10 @@ struct s3_conn {
     struct event *hdr_timer;
     enum s3_conn_state state;
     char peer[64];
-    bool closing;      /* close once the output is flushed */
-    bool dead;         /* socket gone, free when no work is in flight */
-    int work_inflight; /* worker jobs whose done callback has not run */
+    struct sockaddr_storage sa; /* the client's address */
+    bool closing;               /* close once the output is flushed */
+    bool dead;                  /* socket gone, free when no work is in flight */
+    int work_inflight;          /* worker jobs whose done callback has not run */
     bool in_pump;
     int nest;                  /* callbacks on the stack: free only when it drops to 0 */
     struct evbuffer *direct;   /* a small response being built (s3_resp.c) */
@@ -153,8 +155,6 @@ int s3__body_fail_s3(struct s3_ctx *x, enum s3_err e, const char *msg);
 void s3__body_fail_resp(struct s3_ctx *x);
 /** Payload bytes the connection may take now without a third chunk. */
 size_t s3__body_room(const struct s3_ctx *x);
-/** Decoded payload bytes (the aws-chunked decoder's callback too). */
-int s3__body_payload(void *arg, const char *data, size_t len);
 /** The HTTP parser's body and framing callbacks (argument: the connection). */
 int s3__body_http_data(void *arg, const char *data, size_t len);
 int s3__body_http_frame(void *arg, const struct s3_http_frame *f);

@@ -47,6 +47,17 @@
     X(METADATA_TOO_LARGE, "MetadataTooLarge", 400,                                                 \
       "your metadata headers exceed the maximum allowed metadata size (2 KB)")                     \
     X(INVALID_TAG, "InvalidTag", 400, "a tag key or value is invalid or repeated")                 \
+    /* access control (s3_acl.c, s3_authz.c, s3_policy.c) */                                       \
+    X(UNRESOLVABLE_EMAIL, "UnresolvableGrantByEmailAddress", 400,                                  \
+      "the e-mail address you provided does not match any account on record")                      \
+    X(ACL_NOT_SUPPORTED, "AccessControlListNotSupported", 400, "the bucket does not allow ACLs")   \
+    X(MALFORMED_ACL, "MalformedACLError", 400,                                                     \
+      "the XML you provided was not well-formed or did not validate against our schema")           \
+    X(MALFORMED_POLICY, "MalformedPolicy", 400, "the policy is malformed")                         \
+    X(INVALID_BUCKET_ACL_OWNERSHIP, "InvalidBucketAclWithObjectOwnership", 400,                    \
+      "bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")            \
+    X(BUCKET_EXISTS, "BucketAlreadyExists", 409, "the requested bucket name is not available")     \
+    X(ACCESS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: this CORS request is not allowed")  \
     X(INVALID_PART_NUMBER, "InvalidPartNumber", 416,                                               \
       "the requested partnumber is not satisfiable")                                               \
     X(NO_SUCH_UPLOAD, "NoSuchUpload", 404, "the specified multipart upload does not exist")        \

@@ -675,50 +675,6 @@ static const char *const MON[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 static const char *const WDAY[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 
-static int month_of(const char *s)
-{
-    for (int i = 0; i < 12; i++)
-        if (strncasecmp(s, MON[i], 3) == 0)
-            return i;
-    return -1;
-}
-
-int s3__http_date_parse(const char *s, time_t *out)
-{
-    struct tm tm;
-    char mon[4] = {0}, wd[16] = {0};
-    int d, y, H, M, S, n = 0;
-    memset(&tm, 0, sizeof(tm));
-    if (!s)
-        return -EINVAL;
-    /* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
-    if (sscanf(s, "%15[A-Za-z], %d %3s %d %d:%d:%d GMT%n", wd, &d, mon, &y, &H, &M, &S, &n) == 7 &&
-        n > 0) {
-        /* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT */
-    } else if (sscanf(s, "%15[A-Za-z], %d-%3s-%d %d:%d:%d GMT%n", wd, &d, mon, &y, &H, &M, &S,
-                      &n) == 7 &&
-               n > 0) {
-        if (y < 100)
-            y += y < 70 ? 2000 : 1900;
-        /* asctime: Sun Nov  6 08:49:37 1994 */
-    } else if (sscanf(s, "%3s %3s %d %d:%d:%d %d%n", wd, mon, &d, &H, &M, &S, &y, &n) == 7 &&
-               n > 0) {
-    } else {
-        return -EINVAL;
-    }
-    int m = month_of(mon);
-    if (m < 0 || d < 1 || d > 31 || H > 23 || M > 59 || S > 60 || y < 1970 || y > 9999)
-        return -EINVAL;
-    tm.tm_year = y - 1900;
-    tm.tm_mon = m;
-    tm.tm_mday = d;
-    tm.tm_hour = H;
-    tm.tm_min = M;
-    tm.tm_sec = S;
-    *out = timegm(&tm);
-    return 0;
-}
-
 static void put2(char *o, int v)
 {
     o[0] = (char)('0' + v / 10 % 10);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <llhttp.h>
@@ -23,6 +24,8 @@
 #include "core.h"
 #include "qos_admit.h"
 #include "s3_error.h"
+#include "srv_md5.h"
+#include "srv_sigv2.h"
 #include "srv_sigv4.h"
 
 struct evbuffer;
@@ -179,8 +182,6 @@ void s3__b64_encode(const unsigned char *in, size_t n, char *out);
  * malformed input. out: at least 3*len/4 bytes (the padding's bytes are written too). */
 long s3__b64_decode(const char *in, size_t len, unsigned char *out);
 
-/** Parse an RFC 7231 IMF-fixdate, RFC 850 or asctime date. @return 0, -EINVAL. */
-int s3__http_date_parse(const char *s, time_t *out);
 /** Format an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"); out: 30 bytes. */
 void s3__http_date_fmt(time_t t, char *out);
 /** Decimal digits of @p v, NUL-terminated; out: 21 bytes. @return the digit count. */
@@ -210,6 +211,20 @@ char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r,
  * service); @p why says what failed. */
 int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv4_auth *sig,
                      const char *secret, time_t now, unsigned char key_out[32], const char **why);
+
+/** SigV2 (legacy): the string to sign of @p r (srv_sigv2.h), with @p vhost_bucket (or
+ * NULL) leading its resource, a '/' ending its path when @p slash and, presigned,
+ * @p expires in the date's place. @return an arena string, or NULL when it cannot be built. */
+char *s3__sigv2_string(struct s3_arena *a, const struct s3_req *r, const char *vhost_bucket,
+                       const char *expires, bool slash);
+/** Verify SigV2 signature @p sig (base64) of @p r at @p now: a header-signed request's
+ * Date or x-amz-date within SRV_SIGV4_SKEW_S, a presigned one's @p expires not past; a
+ * @p bucket_level request's resource may be signed with or without its trailing '/'.
+ * @return 0, SRV_EAUTH (mismatch), -ETIMEDOUT (skew), -EACCES (expired, no date),
+ * -EINVAL (malformed); @p why says what failed. */
+int s3__sigv2_verify(struct s3_arena *a, const struct s3_req *r, const char *vhost_bucket,
+                     bool bucket_level, const char *sig, const char *expires, const char *secret,
+                     time_t now, const char **why);
 
 /* An aws-chunked body as the connection reads it: the decoder, and how the
  * stream travels when it comes with Transfer-Encoding: chunked. */
@@ -273,15 +288,16 @@ void s3__ck_free(struct s3_cksum *c);
 
 /* ---------------------------------------------------------------- object metadata blob */
 
-/* S3_M_LOCK: the object lock a multipart upload asked for at its creation ("mode", "until",
- * "hold"), applied at its completion */
 enum s3_meta_type {
     S3_M_HDR = 1,
     S3_M_USER = 2,
     S3_M_TAG = 3,
     S3_M_CKSUM = 4,
     S3_M_PARTS = 5,
-    S3_M_LOCK = 6
+    S3_M_ACL = 6,  /* an ACL grant (s3_acl.c): key "uid:N", "auth" or "all", value perms */
+    S3_M_BCFG = 7, /* bucket configuration (bucket blobs only, s3_authz.c): key its name */
+    S3_M_LOCK = 8, /* the object lock a multipart upload asked for at its creation ("mode",
+                    * "until", "hold"), applied at its completion */
 };
 struct s3_meta_ent {
     enum s3_meta_type type;
@@ -305,6 +321,236 @@ size_t s3__meta_count(const struct s3_meta *m, enum s3_meta_type t);
 int s3__meta_encode(const struct s3_meta *m, void **blob, size_t *len);
 /** Parse a blob (arena copies). An empty blob is an empty meta. @return 0, -EINVAL. */
 int s3__meta_decode(struct s3_meta *m, struct s3_arena *a, const void *blob, size_t len);
+
+/* ---------------------------------------------------------------- ACLs (s3_acl.c) */
+
+#define S3_P_READ 1
+#define S3_P_WRITE 2
+#define S3_P_READ_ACP 4
+#define S3_P_WRITE_ACP 8
+#define S3_P_FULL 15
+enum s3_gt { S3_GT_USER = 0, S3_GT_AUTH = 1, S3_GT_ALL = 2 };
+struct s3_grant {
+    enum s3_gt kind;
+    uint32_t uid; /* S3_GT_USER */
+    unsigned perm;
+};
+/* The grants S3 alone expresses (the rest is the resource's mode bits). */
+struct s3_acl {
+    struct s3_grant *g;
+    size_t n, cap;
+};
+struct s3_ctx;
+/** The canonical user ID of @p uid in @p tenant (64 hex digits + NUL). */
+void s3__acl_id(uint32_t tenant, uint32_t uid, char out[65]);
+/** Display name of @p uid in the request's tenant: the user's name, or "uid-N". */
+const char *s3__acl_name(struct s3_ctx *x, uint32_t uid);
+/** The uid of a user of the request's tenant named by canonical ID @p v or, when
+ * @p email, by "name" or "name@tenant". @return 0, -ENOENT. */
+int s3__acl_uid_of(struct s3_ctx *x, const char *v, bool email, uint32_t *uid);
+/** Grants stored in @p m (S3_M_ACL records; an absent @p m: none). */
+void s3__acl_load(struct s3_acl *acl, struct s3_arena *a, const struct s3_meta *m);
+/** Replace the S3_M_ACL records of @p m with @p acl. */
+void s3__acl_store(struct s3_meta *m, struct s3_arena *a, const struct s3_acl *acl);
+/* public access block: group grants and the others' bits do not count */
+#define S3_ACL_IGNORE_PUBLIC 0x1
+/** The S3_P_* permissions @p p has on a bucket or object with attributes @p at
+ * and stored grants @p acl (may be NULL): its POSIX class's bits (core_perm_bits;
+ * never for an anonymous principal) and its grants (module comment). */
+unsigned s3__acl_perms(const struct core_principal *p, const struct core_attr *at,
+                       const struct s3_acl *acl, bool bucket, unsigned flags);
+/** Does the ACL grant anything to AllUsers or AuthenticatedUsers (mode bits included)? */
+bool s3__acl_is_public(const struct core_attr *at, const struct s3_acl *acl, bool bucket);
+/** The mode an ACL set through S3 gives: owner rw(x); group and others from the group
+ * grants (r, and w on a bucket; search bits with them on a bucket). */
+uint32_t s3__acl_mode(const struct s3_acl *acl, bool bucket);
+/** Append <TAG><ID/><DisplayName/></TAG> for @p uid. */
+void s3__acl_owner_xml(struct s3_ctx *x, struct evbuffer *b, const char *tag, uint32_t uid);
+/** Append the AccessControlPolicy document of a resource owned by @p owner. */
+void s3__acl_xml(struct s3_ctx *x, struct evbuffer *b, const struct core_attr *at,
+                 const struct s3_acl *acl, bool bucket, uint32_t owner);
+/** Add one grantee (type "id", "emailAddress" or "uri" of @p tl bytes) with @p perm.
+ * @return 0, -EINVAL, -ENOENT (no such user), -ENOTSUP (LogDelivery); @p why says why. */
+int s3__acl_grantee(struct s3_ctx *x, const char *type, size_t tl, const char *val, unsigned perm,
+                    struct s3_acl *acl, const char **why);
+/** The ACL a request asks for (x-amz-acl or x-amz-grant-*); @p given false when none.
+ * @return 0, or -1 with the response set. */
+int s3__acl_from_req(struct s3_ctx *x, bool bucket, uint32_t bucket_owner, struct s3_acl *acl,
+                     bool *given);
+/** Parse an AccessControlPolicy document for a resource owned by @p owner.
+ * @return 0, or -1 with the response set. */
+int s3__acl_from_xml(struct s3_ctx *x, const char *doc, size_t n, uint32_t owner,
+                     struct s3_acl *acl);
+
+/* ---------------------------------------------------------------- authorization (s3_authz.c) */
+
+#define S3_ANON_ID 65534 /* uid and gid of an anonymous principal (it never gets POSIX access) */
+
+/* What an operation's permission is checked against. */
+enum s3_az {
+    S3_AZ_NONE = 0,   /* nothing here (service operations decide for themselves) */
+    S3_AZ_B_OWNER,    /* the bucket's owner (bucket settings) */
+    S3_AZ_B_READ,     /* the bucket's ACL: READ (list) */
+    S3_AZ_B_WRITE,    /* ... WRITE (create, replace, delete keys) */
+    S3_AZ_B_READ_ACP, /* ... READ_ACP */
+    S3_AZ_B_WRITE_ACP,
+    S3_AZ_O_READ, /* the object's ACL (decided once it is looked up): READ */
+    S3_AZ_O_READ_ACP,
+    S3_AZ_O_WRITE_ACP,
+};
+#define S3_PAB_BLOCK_ACLS 0x1   /* BlockPublicAcls */
+#define S3_PAB_IGNORE_ACLS 0x2  /* IgnorePublicAcls */
+#define S3_PAB_BLOCK_POLICY 0x4 /* BlockPublicPolicy */
+#define S3_PAB_RESTRICT 0x8     /* RestrictPublicBuckets */
+enum s3_own { S3_OWN_WRITER = 0, S3_OWN_PREFERRED, S3_OWN_ENFORCED };
+/* A bucket's configuration, decoded from its blob (module comment of s3_authz.c). */
+struct s3_bcfg {
+    bool loaded;
+    bool broken;         /* the blob did not decode: only the owner and admins get in */
+    struct s3_meta meta; /* every record, to write back changed */
+    struct s3_acl acl;
+    const char *policy; /* JSON text or NULL */
+    size_t policylen;
+    unsigned pab; /* S3_PAB_* */
+    enum s3_own ownership;
+    bool has_ownership;
+    const char *cors; /* CORS XML or NULL */
+    size_t corslen;
+};
+enum s3_pol { S3_POL_NONE = 0, S3_POL_ALLOW, S3_POL_DENY };
+/* A bucket a request names (its own, or a copy source's) and what it holds. */
+struct s3_bref {
+    const char *name;
+    size_t namelen;
+    const char *key; /* the key named in it, or NULL */
+    size_t keylen;
+    uint64_t ino;
+    struct core_attr attr;
+    struct s3_bcfg cfg;
+};
+
+/** Look bucket @p b->name up (its attributes and configuration). @return 0,
+ * SRV_ENOBUCKET, or a core error. */
+int s3__bref_load(struct s3_ctx *x, struct s3_bref *b);
+/** x->b from what core_key_peek found (the GET fast path). */
+struct core_peek;
+void s3__bref_peeked(struct s3_ctx *x, const struct core_peek *pk);
+/** Replace (@p val NULL: remove) configuration record @p name of x->b. */
+void s3__bcfg_set(struct s3_ctx *x, const char *name, const char *val, size_t vlen);
+/** Store x->b's configuration (and, @p mode >= 0, the bucket's mode bits).
+ * @return 0 or -1, responded. */
+int s3__bcfg_save(struct s3_ctx *x, int mode);
+/** Is the requester the owner of bucket @p b? */
+bool s3__authz_bucket_owner(const struct s3_ctx *x, const struct s3_bref *b);
+/** Decide @p action (IAM name, "s3:GetObject") on bucket @p b (its key, for object
+ * actions) checked as @p az; object checks take the object's attributes @p oat and
+ * metadata @p ometa (tags, grants). A bucket check allowed by S3 alone elevates x->p
+ * (module comment); an object check changes nothing: the caller reads or changes the
+ * object it decided on with s3__super(). @return 0, or -1 with 403 AccessDenied set. */
+int s3__authz(struct s3_ctx *x, struct s3_bref *b, const char *action, enum s3_az az,
+              const struct core_attr *oat, const struct s3_meta *ometa);
+/** A GET/HEAD found no key in x->b: 0 when the requester may list the bucket
+ * (answer 404), else -1 with 403 set. */
+int s3__authz_missing(struct s3_ctx *x);
+/** x->p elevated (CORE_P_SUPER), for the object calls of a decided request. */
+struct core_principal s3__super(const struct s3_ctx *x);
+/* Bucket policies (s3_policy.c: the language; the answer for a request in s3_authz.c). */
+struct s3_policy;
+/* What a policy is checked against when it is stored (principals must be this tenant's). */
+struct s3_policy_env {
+    const char *bucket; /* resources must be this bucket's */
+    uint32_t tenant;    /* the account: the tenant's name or its id as 12 digits */
+    const char *tenant_name;
+    /* a user of the tenant by name (its user id) / by canonical ID (its uid): 0 or -ENOENT */
+    int (*user_by_name)(void *arg, const char *name, uint64_t *user);
+    int (*uid_by_canonical)(void *arg, const char *id, uint32_t *uid);
+    void *arg;
+    bool stored; /* a stored policy: a principal whose user is gone since matches nobody */
+};
+/* One request as a policy sees it. */
+struct s3_policy_req {
+    bool anon;            /* unsigned: matches only "*" */
+    uint64_t user;        /* the user id ... */
+    uint32_t uid;         /* ... and its uid (canonical IDs) */
+    const char *action;   /* "s3:GetObject" */
+    const char *resource; /* "arn:aws:s3:::bucket/key" */
+    bool public_off;      /* RestrictPublicBuckets: public statements allow nothing */
+    /* a condition key's value (key lower case but a tag's name), NULL when the request has none */
+    const char *(*value)(void *arg, const char *key);
+    void *arg;
+};
+/** Parse and validate policy JSON @p doc for @p env into the arena.
+ * @return 0, -EINVAL with @p why set (the MalformedPolicy message). */
+int s3__policy_parse(struct s3_arena *a, const char *doc, size_t len,
+                     const struct s3_policy_env *env, struct s3_policy **out, const char **why);
+/** Evaluate @p pol for @p rq: Deny wins, then Allow, else none. */
+enum s3_pol s3__policy_eval(struct s3_arena *a, const struct s3_policy *pol,
+                            const struct s3_policy_req *rq);
+/** Does statement @p i (an Allow to everybody not confined by fixed-value conditions) or
+ * the policy make the bucket public, as AWS decides it (GetBucketPolicyStatus)? */
+bool s3__policy_stmt_public(const struct s3_policy *pol, size_t i);
+bool s3__policy_public(const struct s3_policy *pol);
+/** The environment a policy of bucket @p b is parsed in (@p stored: see s3_policy_env). */
+void s3__policy_env(struct s3_ctx *x, const struct s3_bref *b, bool stored,
+                    struct s3_policy_env *env);
+/** The bucket policy's answer for @p action on bucket @p b or its key (s3_authz.c). */
+enum s3_pol s3__policy_decide(struct s3_ctx *x, const struct s3_bref *b, const char *action,
+                              const struct s3_meta *ometa);
+
+/* ---------------------------------------------------------------- browser forms (s3_form.c) */
+
+#define S3_FORM_MAX_FIELDS 64
+/* the fields but the file, names and values (AWS: 20 KB) */
+#define S3_FORM_FIELDS_MAX (20u << 10)
+struct s3_form_field {
+    const char *name;
+    const char *val; /* NUL-terminated, vlen bytes */
+    size_t vlen;
+};
+/* What the decoder reports (each may be NULL): nonzero stops it. */
+struct s3_form_cbs {
+    int (*file_start)(void *arg, const char *filename, const char *ctype);
+    int (*file_data)(void *arg, const char *data, size_t len);
+};
+/* A multipart/form-data decoder (module comment of s3_form.c). */
+struct s3_form {
+    struct s3_arena *a;
+    const struct s3_form_cbs *cbs;
+    void *arg;
+    int state;
+    char *delim; /* "\r\n--boundary" */
+    size_t dlen, match;
+    char tail[2];
+    size_t after;
+    char *hdr; /* a part's header block */
+    size_t hlen;
+    const char *name, *filename, *ctype; /* of the current part */
+    bool is_file, file_seen, file_done;
+    char *val; /* the current field's value */
+    size_t vlen, vcap;
+    size_t fields_bytes;
+    struct s3_form_field fields[S3_FORM_MAX_FIELDS];
+    size_t nfields;
+    const char *file_name, *file_ctype; /* of the file part (set by the caller's file_start) */
+    const char *why;                    /* why it failed (NULL: a callback refused) */
+};
+/** Start decoding a body of Content-Type @p content_type (multipart/form-data; boundary=...).
+ * @return 0, -EINVAL (not a multipart form, or a bad boundary). */
+int s3__form_init(struct s3_form *f, struct s3_arena *a, const char *content_type,
+                  const struct s3_form_cbs *cbs, void *arg);
+/** Feed body bytes. @return 0, -EINVAL (malformed: f->why says why, or a callback refused). */
+int s3__form_feed(struct s3_form *f, const char *data, size_t len);
+/** The body is over. @return 0, -EINVAL (the form did not end). */
+int s3__form_end(struct s3_form *f);
+/** The value of field @p name (case-insensitive; the first one), or NULL. */
+const char *s3__form_get(const struct s3_form *f, const char *name);
+/** Check a POST policy document (base64 @p policy_b64) against the form's fields, the
+ * @p bucket, the object's @p key and @p size at @p now. @return 0, -EINVAL (malformed),
+ * -EACCES (expired, a condition failed, a field not covered), -ERANGE/-EFBIG (smaller/
+ * larger than content-length-range); @p why is the S3 message. */
+int s3__form_policy_check(struct s3_arena *a, const struct s3_form *f, const char *policy_b64,
+                          const char *bucket, const char *key, uint64_t size, time_t now,
+                          const char **why);
 
 /* ---------------------------------------------------------------- XML */
 
@@ -359,7 +605,9 @@ enum s3_fast {
 /* An operation: what the connection needs to know to run it (its body, its
  * QoS admission, an optional loop-thread fast path) and its worker steps. */
 struct s3_op {
-    const char *name; /* S3 API name, for logs and metrics */
+    const char *name;   /* S3 API name, for logs and metrics */
+    const char *action; /* IAM action checked (bucket policies), NULL: the op decides */
+    enum s3_az az;      /* ... and against what (s3_authz.c) */
     enum s3_body_mode body;
     enum qos_class qos; /* admitted as this class before it runs: QOS_META, or QOS_WRITE
                          * (STREAM: with the declared payload bytes) */
@@ -413,7 +661,12 @@ struct s3_ctx {
     uint64_t t_start;
     struct core *core;
     const char *region; /* configured region (server-owned) */
-    struct core_principal p; /* who asks (set by authentication) */
+    struct core_principal p;      /* what the core calls run as (authorization may elevate it) */
+    struct core_principal id;     /* who asks (set by authentication) */
+    struct tenants *tenants;      /* users, for ACL grantees and policy principals */
+    struct sockaddr_storage peer; /* the client's address (policies: aws:SourceIp) */
+    struct s3_bref b;             /* the request's bucket (s3__op_bucket) */
+    bool authz_done;              /* s3__authz decided this request */
     struct s3_route rt;      /* what is asked */
     uint64_t bucket_ino;
     bool tls; /* the connection is TLS (no zero-copy) */
@@ -424,6 +677,8 @@ struct s3_ctx {
     struct s3_ctx_auth {
         struct srv_sigv4_auth sig;
         unsigned char skey[32]; /* signing key, for aws-chunked signatures */
+        bool v2;                /* signed with AWS Signature Version 2 */
+        bool post;              /* a browser form upload's signed policy (POST Object) */
     } auth;
 
     /* the request body (s3_body.c) */
@@ -434,11 +689,13 @@ struct s3_ctx {
         bool complete;        /* the HTTP message is complete */
         bool aws_chunked;
         struct s3_chunked *ck; /* aws-chunked decoder (heap), when aws_chunked */
+        struct s3_form *form;  /* a browser form's decoder (POST Object, arena) */
         int64_t decoded_len;   /* x-amz-decoded-content-length, -1 if absent */
         int err;               /* the body failed: the internal error, or SRV_EBADREQ with ... */
         enum s3_err s3err;     /* ... the S3-only code to answer (S3E_NONE: answer err) */
         const char *errmsg;
-        EVP_MD_CTX *md5, *sha256; /* digests of the payload */
+        struct srv_md5 md5; /* digests of the payload (STREAM ops: md5 is the ETag) */
+        EVP_MD_CTX *sha256;
         struct s3_cksum cks;      /* x-amz-checksum-* being verified */
         char cks_expect[100];     /* expected value (header) or "" (trailer) */
     } in;
@@ -520,7 +777,10 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_head_bucket, s3_op_bucket_location, s3_op_list_objects, s3_op_list_objects_v2,
     s3_op_list_versions, s3_op_bucket_config, s3_op_put_object, s3_op_get_object, s3_op_head_object,
     s3_op_delete_object, s3_op_delete_objects, s3_op_copy_object, s3_op_get_tagging,
-    s3_op_put_tagging, s3_op_delete_tagging, s3_op_object_acl, s3_op_mpu_create,
+    s3_op_put_tagging, s3_op_delete_tagging, s3_op_get_object_acl, s3_op_put_object_acl,
+    s3_op_put_bucket_acl, s3_op_get_attributes, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
+    s3_op_put_pab, s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_put_cors,
+    s3_op_delete_cors, s3_op_cors_preflight, s3_op_post_object, s3_op_mpu_create,
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
     s3_op_mpu_list_parts, s3_op_mpu_list_uploads, s3_op_get_versioning, s3_op_put_versioning,
     s3_op_get_objlock, s3_op_put_objlock, s3_op_get_retention, s3_op_put_retention,
@@ -529,6 +789,12 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
 
 #define S3_EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e" /* ETag of empty content */
 
+/** The user of access key @p akey: its secret (TENANT_SECRET_MAX + 1 bytes) and principal
+ * (s3_auth.c). @return 0, or -1 with InvalidAccessKeyId / AccessDenied (disabled) set. */
+int s3__auth_key(struct s3_ctx *x, const char *akey, char *secret, struct core_principal *p);
+/** Decoded payload bytes of x (@p arg): into the upload's chunk (s3_body.c; the callback of
+ * the aws-chunked and form decoders). @return 0, or -1 with the body failed. */
+int s3__body_payload(void *arg, const char *data, size_t len);
 /** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
 /** Worker: the data step after S3_FAST_DATA (looks the key up again if the
@@ -538,8 +804,23 @@ void s3__get_data_work(struct s3_ctx *x);
 void s3__get_again_work(struct s3_ctx *x);
 
 /* shared by the ops (s3_op_object.c) */
-/** Look up the request's bucket (sets x->bucket_ino). @return 0 or responds and returns < 0. */
+/** Look up the request's bucket (x->b, x->bucket_ino) and decide the op's action when it is
+ * checked on the bucket (x->rt.op: action, az). @return 0 or responds and returns < 0. */
 int s3__op_bucket(struct s3_ctx *x);
+/** s3__op_bucket, then the request's object, decided for the op's action on it.
+ * @param[out] info its attributes (info->meta NULL), @p meta its decoded metadata.
+ * @return 0 or responds and returns < 0. */
+int s3__op_object(struct s3_ctx *x, struct core_objinfo *info, struct s3_meta *meta);
+/** GET ?SUB of a configuration the bucket holds (s3_op_acl.c: ?acl; s3_op_bset.c: ?policy,
+ * ?policyStatus, ?publicAccessBlock, ?ownershipControls): @return true when answered. */
+bool s3__bcfg_get(struct s3_ctx *x, const char *sub);
+bool s3__bset_get(struct s3_ctx *x, const char *sub);
+/** GET ?cors of a bucket that has a CORS configuration (s3_cors.c): @return true when answered. */
+bool s3__cors_get(struct s3_ctx *x);
+/** The CORS headers of an actual request with an Origin, per x->b's rules (s3_cors.c). */
+void s3__cors_actual(struct s3_ctx *x);
+/** The IAM action of GET bucket ?SUB, or NULL (s3_op_bucket.c). */
+const char *s3__bucket_config_action(const char *sub);
 /** Parse x-amz-meta-* / stored headers / tagging of the request into @p m. @return 0, -EINVAL
  * (bad metadata or tags), -ENOTSUP (a protection that is not built: ACL grants, SSE, object
  * lock); on error the response is set. */
@@ -550,8 +831,15 @@ void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m);
 int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, const char **why);
 
 /* shared by the listings (s3_op_bucket.c) */
-/** The requester as an <Owner> element. */
-void s3__owner_xml(struct s3_ctx *x, struct evbuffer *b);
+/* <Owner> of listing entries: the last owner's element is kept, as a listing's keys
+ * mostly share their owner (its display name costs a scan of the tenant's users). */
+struct s3_owner_cache {
+    bool set;
+    uint32_t uid;
+    const char *xml;
+};
+/** User @p uid as an <Owner> element. */
+void s3__owner_xml(struct s3_ctx *x, struct evbuffer *b, uint32_t uid, struct s3_owner_cache *oc);
 /** Append "<tag>s</tag>", @p s URL-encoded when @p url (encoding-type=url) else XML-escaped. */
 void s3__list_text(bool url, struct evbuffer *b, const char *tag, const char *s, size_t n);
 /** The max-keys parameter (default and cap 1000). @return 0, or responds and returns -1. */
@@ -617,5 +905,11 @@ int s3__lock_from_req(struct s3_ctx *x, struct core_lock *lk, bool *has);
 /** Response headers of a version: x-amz-version-id (when it has one), x-amz-delete-marker,
  * x-amz-object-lock-mode/-retain-until-date/-legal-hold (when set). */
 void s3__resp_version(struct s3_ctx *x, const struct core_objinfo *oi);
+/** The IAM action a request on one version checks instead of @p action (s3:GetObject ->
+ * s3:GetObjectVersion, ...); @p action itself when it has no version form. */
+const char *s3__version_action(const char *action);
+/** x-amz-bypass-governance-retention of a request on x->b: CORE_DEL_BYPASS when asked and
+ * allowed (s3:BypassGovernanceRetention), 0 when not asked, -1 with 403 set when refused. */
+int s3__bypass_flags(struct s3_ctx *x);
 
 #endif

@@ -68,6 +68,8 @@ static void put_lifecycle(struct s3_ctx *x)
     const char *doc = (const char *)evbuffer_pullup(x->in.buf, (ssize_t)n);
     const char *why = NULL;
     struct s3_lc lc;
+    if (s3__op_bucket(x))
+        return;
     int rc = s3__lc_parse(x->a, doc, n, &lc, &why);
     if (rc) {
         s3__resp_err(x, rc, why);
@@ -79,8 +81,6 @@ static void put_lifecycle(struct s3_ctx *x)
                      "does not have: no storage class to move data to");
         return;
     }
-    if (s3__op_bucket(x))
-        return;
     struct evbuffer *b = evbuffer_new();
     if (!b) {
         s3__resp_err(x, -ENOMEM, NULL);
@@ -110,14 +110,23 @@ static void delete_lifecycle(struct s3_ctx *x)
     x->out.status = 204;
 }
 
-const struct s3_op s3_op_get_lifecycle = {
-    .name = "GetBucketLifecycleConfiguration", .qos = QOS_META, .work = get_lifecycle};
+const struct s3_op s3_op_get_lifecycle = {.name = "GetBucketLifecycleConfiguration",
+                                          .action = "s3:GetLifecycleConfiguration",
+                                          .az = S3_AZ_B_OWNER,
+                                          .qos = QOS_META,
+                                          .work = get_lifecycle};
 const struct s3_op s3_op_put_lifecycle = {.name = "PutBucketLifecycleConfiguration",
+                                          .action = "s3:PutLifecycleConfiguration",
+                                          .az = S3_AZ_B_OWNER,
                                           .body = S3_BODY_XML,
                                           .qos = QOS_META,
                                           .work = put_lifecycle};
-const struct s3_op s3_op_delete_lifecycle = {
-    .name = "DeleteBucketLifecycle", .qos = QOS_META, .work = delete_lifecycle};
+/* AWS checks s3:PutLifecycleConfiguration for the deletion too */
+const struct s3_op s3_op_delete_lifecycle = {.name = "DeleteBucketLifecycle",
+                                             .action = "s3:PutLifecycleConfiguration",
+                                             .az = S3_AZ_B_OWNER,
+                                             .qos = QOS_META,
+                                             .work = delete_lifecycle};
 
 /* ---------------------------------------------------------------- the worker */
 

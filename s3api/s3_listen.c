@@ -115,6 +115,7 @@ static void server_free(struct s3_server *srv)
     free(srv->listen);
     free(srv->domain);
     free(srv->region);
+    free(srv->anon_tenant);
     free(srv->tls_cert);
     free(srv->tls_key);
     pthread_mutex_destroy(&srv->lock);
@@ -154,6 +155,7 @@ int s3_server_start(struct s3_server **out, const struct s3_server_config *cfg, 
     srv->listen = xstrdup(cfg->listen);
     srv->domain = cfg->domain && *cfg->domain ? xstrdup(cfg->domain) : NULL;
     srv->region = xstrdup(cfg->region && *cfg->region ? cfg->region : "us-east-1");
+    srv->anon_tenant = cfg->anon_tenant && *cfg->anon_tenant ? xstrdup(cfg->anon_tenant) : NULL;
     srv->tls_cert = xstrdup(cfg->tls_cert);
     srv->tls_key = xstrdup(cfg->tls_key);
     srv->max_header_bytes = cfg->max_header_bytes ? cfg->max_header_bytes : 64 * 1024;

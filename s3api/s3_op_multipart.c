@@ -35,13 +35,6 @@ static bool upload_failed(struct s3_ctx *x, int rc)
     return rc != 0;
 }
 
-static void owner_xml(struct s3_ctx *x, struct evbuffer *b, const char *tag)
-{
-    evbuffer_add_printf(b,
-                        "<%s><ID>%u.%" PRIu64 "</ID><DisplayName>%u.%" PRIu64 "</DisplayName></%s>",
-                        tag, x->p.tenant, x->p.user, x->p.tenant, x->p.user, tag);
-}
-
 static void mpu_create(struct s3_ctx *x)
 {
     struct s3_meta m;
@@ -66,6 +59,10 @@ static void mpu_create(struct s3_ctx *x)
                      s3__arena_printf(x->a, "checksum algorithm %s is not implemented", alg));
         return;
     }
+    /* the algorithm the completed object's composite checksum is made with */
+    if (alg)
+        s3__meta_add(&m, x->a, S3_M_CKSUM, "algorithm", 9, s3__ck_name(s3__ck_from_name(alg)),
+                     strlen(s3__ck_name(s3__ck_from_name(alg))));
     void *blob = NULL;
     size_t len = 0;
     char id[128];
@@ -79,6 +76,8 @@ static void mpu_create(struct s3_ctx *x)
         return;
     }
     s3__resp_xml(x);
+    if (alg) /* the algorithm each part's checksum is verified with, echoed as AWS does */
+        s3__resp_header(x, "x-amz-checksum-algorithm", "%s", s3__ck_name(s3__ck_from_name(alg)));
     evbuffer_add_printf(x->out.body, "<InitiateMultipartUploadResult xmlns=\"%s\">", S3_XMLNS);
     s3__xml_elem(x->out.body, "Bucket", x->rt.bucket);
     s3__xml_elemn(x->out.body, "Key", x->rt.key, x->rt.keylen);
@@ -168,12 +167,40 @@ static int hexbin(const char *h, unsigned char out[16])
  * coded, "size*count,size*count,...", so the usual "equal parts, shorter
  * last one" is two entries. Best effort: the object is complete whether or
  * not this sticks. */
+/* The composite checksum of the parts (the upload's algorithm over their checksums,
+ * "-N"), when every part has one of that algorithm: into @p out. @return true if so. */
+static bool composite(const struct s3_meta *m, const struct core_mpu_part *v, const size_t *idx,
+                      size_t np, enum s3_ck_algo *algo, char *out)
+{
+    const struct s3_meta_ent *a = s3__meta_find(m, S3_M_CKSUM, "algorithm");
+    *algo = a ? s3__ck_from_name(a->val) : S3_CK_NONE;
+    if (!*algo)
+        return false;
+    struct s3_cksum ck;
+    s3__ck_init(&ck, *algo);
+    for (size_t i = 0; i < np; i++) {
+        const char *c = v[idx[i]].cksum;
+        unsigned char raw[64];
+        long n;
+        if (atoi(c) != (int)*algo || !strchr(c, ':') ||
+            (n = s3__b64_decode(strchr(c, ':') + 1, strlen(strchr(c, ':') + 1), raw)) <= 0) {
+            s3__ck_free(&ck);
+            return false;
+        }
+        s3__ck_update(&ck, raw, (size_t)n);
+    }
+    s3__ck_final(&ck, out);
+    sprintf(out + strlen(out), "-%zu", np);
+    return true;
+}
+
 static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const size_t *idx,
-                         size_t np, const char *final)
+                         size_t np, const char *final, enum s3_ck_algo *algo, char *cksum)
 {
     struct core_objinfo oi;
     struct s3_meta m;
-    if (core_key_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, &oi) != 0)
+    struct core_principal sp = s3__super(x); /* the object this request just made */
+    if (core_key_lookup(x->core, &sp, x->bucket_ino, x->rt.key, x->rt.keylen, &oi) != 0)
         return;
     if (s3__meta_decode(&m, x->a, oi.meta, oi.metalen) == 0) {
         char n[24];
@@ -193,14 +220,100 @@ static void record_parts(struct s3_ctx *x, const struct core_mpu_part *v, const 
         void *blob = NULL;
         size_t len = 0;
         s3__meta_drop(&m, S3_M_PARTS);
+        if (composite(&m, v, idx, np, algo, cksum)) {
+            s3__meta_drop(&m, S3_M_CKSUM);
+            s3__meta_add(&m, x->a, S3_M_CKSUM, s3__ck_name(*algo), strlen(s3__ck_name(*algo)),
+                         cksum, strlen(cksum));
+            s3__meta_add(&m, x->a, S3_M_CKSUM, "etag", 4, final, strlen(final));
+        } else {
+            *algo = S3_CK_NONE;
+        }
         s3__meta_add(&m, x->a, S3_M_PARTS, "count", 5, n, (size_t)l);
         s3__meta_add(&m, x->a, S3_M_PARTS, "sizes", 5, sizes, sl);
         s3__meta_add(&m, x->a, S3_M_PARTS, "etag", 4, final, strlen(final));
         if (s3__meta_encode(&m, &blob, &len) == 0)
-            core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
+            core_key_set_meta(x->core, &sp, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
         free(blob);
     }
     free(oi.meta);
+}
+
+static void complete_result(struct s3_ctx *x, const char *final, enum s3_ck_algo algo,
+                            const char *cksum)
+{
+    s3__resp_xml(x);
+    struct evbuffer *b = x->out.body;
+    evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);
+    s3__xml_esc(b, x->rt.bucket, x->rt.bucketlen);
+    evbuffer_add(b, "/", 1);
+    s3__xml_esc(b, x->rt.key, x->rt.keylen);
+    evbuffer_add_printf(b, "</Location>");
+    s3__xml_elem(b, "Bucket", x->rt.bucket);
+    s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
+    evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag>", final);
+    if (algo)
+        s3__xml_elem(b, s3__arena_printf(x->a, "Checksum%s", s3__ck_name(algo)), cksum);
+    evbuffer_add_printf(b, "</CompleteMultipartUploadResult>\n");
+}
+
+/* A Part element's ChecksumALGO, when given, must be the checksum the part was
+ * uploaded with (AWS answers InvalidPart otherwise). */
+static bool part_cksum_ok(struct s3_ctx *x, const struct s3_xnode *pn,
+                          const struct core_mpu_part *p)
+{
+    for (const struct s3_xnode *c = pn->child; c; c = c->next) {
+        if (strncmp(c->name, "Checksum", 8) != 0)
+            continue;
+        enum s3_ck_algo a = s3__ck_from_name(c->name + 8);
+        const char *colon = strchr(p->cksum, ':');
+        if (!a || !colon || atoi(p->cksum) != (int)a || strcmp(colon + 1, c->text) != 0)
+            return false;
+    }
+    (void)x;
+    return true;
+}
+
+/* The multipart ETag of parts whose ETags are @p etags: md5(binary MD5s)-N, into @p final.
+ * @return 0, -1 when an ETag is not an MD5. */
+static int final_etag(const char *const *etags, size_t np, char final[CORE_ETAG_MAX + 1])
+{
+    unsigned char bin[16], d[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    char hex[33];
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md)
+        abort();
+    EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    for (size_t i = 0; i < np; i++) {
+        if (hexbin(etags[i], bin)) {
+            EVP_MD_CTX_free(md);
+            return -1;
+        }
+        EVP_DigestUpdate(md, bin, 16);
+    }
+    EVP_DigestFinal_ex(md, d, &dl);
+    EVP_MD_CTX_free(md);
+    srv_sigv4_hex(d, 16, hex);
+    snprintf(final, CORE_ETAG_MAX + 1, "%s-%zu", hex, np);
+    return 0;
+}
+
+/* A CompleteMultipartUpload for an upload that is gone: an SDK retrying after a
+ * lost response. When the key holds the object these parts made (its ETag is
+ * theirs), answer as the first completion did, as AWS does. @return true if so. */
+static bool completed_before(struct s3_ctx *x, const char *const *etags, size_t np)
+{
+    char final[CORE_ETAG_MAX + 1];
+    struct core_objinfo oi;
+    struct core_principal sp = s3__super(x); /* the bucket's WRITE was decided */
+    if (final_etag(etags, np, final) ||
+        core_key_lookup(x->core, &sp, x->bucket_ino, x->rt.key, x->rt.keylen, &oi) != 0)
+        return false;
+    free(oi.meta);
+    if (strcmp(oi.etag, final) != 0)
+        return false;
+    complete_result(x, final, S3_CK_NONE, NULL);
+    return true;
 }
 
 static void mpu_complete(struct s3_ctx *x)
@@ -222,6 +335,7 @@ static void mpu_complete(struct s3_ctx *x)
         return;
     }
     uint32_t *nums = s3__arena_alloc(x->a, np * sizeof(*nums));
+    struct s3_xnode **pnodes = s3__arena_alloc(x->a, np * sizeof(*pnodes));
     const char **etags = s3__arena_alloc(x->a, np * sizeof(*etags));
     size_t i = 0;
     for (struct s3_xnode *c = root->child; c; c = c->next) {
@@ -235,6 +349,7 @@ static void mpu_complete(struct s3_ctx *x)
             return;
         }
         nums[i] = (uint32_t)v;
+        pnodes[i] = c;
         etags[i] = strip_quotes(x->a, et->text, et->textlen);
         if (i && nums[i] <= nums[i - 1]) {
             s3__resp_s3err(x, S3E_INVALID_PART_ORDER, NULL);
@@ -246,12 +361,10 @@ static void mpu_complete(struct s3_ctx *x)
         return;
     struct parts ps = {.a = x->a};
     int rc = core_mpu_list_parts(x->core, &x->p, x->bucket_ino, id, 0, part_cb, &ps);
+    if (rc == -ENOENT && completed_before(x, etags, np))
+        return;
     if (upload_failed(x, rc))
         return;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md)
-        abort();
-    EVP_DigestInit_ex(md, EVP_md5(), NULL);
     /* every named part must exist with its ETag before sizes are judged */
     size_t *idx = s3__arena_alloc(x->a, np * sizeof(*idx));
     size_t j = 0;
@@ -260,8 +373,7 @@ static void mpu_complete(struct s3_ctx *x)
         while (j < ps.n && ps.v[j].partno < nums[i])
             j++;
         if (j == ps.n || ps.v[j].partno != nums[i] || strcmp(ps.v[j].etag, etags[i]) != 0 ||
-            hexbin(ps.v[j].etag, bin)) {
-            EVP_MD_CTX_free(md);
+            hexbin(ps.v[j].etag, bin) || !part_cksum_ok(x, pnodes[i], &ps.v[j])) {
             s3__resp_s3err(x, S3E_INVALID_PART,
                            s3__arena_printf(x->a,
                                             "part %u could not be found or its ETag does "
@@ -272,9 +384,7 @@ static void mpu_complete(struct s3_ctx *x)
         idx[i] = j;
     }
     for (i = 0; i < np; i++) {
-        unsigned char bin[16];
         if (i + 1 < np && ps.v[idx[i]].size < MPU_MIN_PART) {
-            EVP_MD_CTX_free(md);
             s3__resp_s3err(x, S3E_ENTITY_TOO_SMALL,
                            s3__arena_printf(x->a,
                                             "part %u is smaller than the minimum allowed "
@@ -282,16 +392,9 @@ static void mpu_complete(struct s3_ctx *x)
                                             nums[i]));
             return;
         }
-        hexbin(ps.v[idx[i]].etag, bin);
-        EVP_DigestUpdate(md, bin, 16);
     }
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, d, &dl);
-    EVP_MD_CTX_free(md);
-    char hex[33], final[CORE_ETAG_MAX + 1];
-    srv_sigv4_hex(d, 16, hex);
-    snprintf(final, sizeof(final), "%s-%zu", hex, np);
+    char final[CORE_ETAG_MAX + 1];
+    final_etag(etags, np, final);
     struct core_attr attr;
     char vid[CORE_VID_MAX + 1] = "";
     struct core_lock lk;
@@ -305,19 +408,12 @@ static void mpu_complete(struct s3_ctx *x)
     }
     if (upload_failed(x, rc))
         return;
-    record_parts(x, ps.v, idx, np, final);
-    s3__resp_xml(x);
+    enum s3_ck_algo algo = S3_CK_NONE;
+    char cksum[100] = "";
+    record_parts(x, ps.v, idx, np, final, &algo, cksum);
     if (vid[0])
         s3__resp_hdr(x, "x-amz-version-id", vid);
-    struct evbuffer *b = x->out.body;
-    evbuffer_add_printf(b, "<CompleteMultipartUploadResult xmlns=\"%s\"><Location>/", S3_XMLNS);
-    s3__xml_esc(b, x->rt.bucket, x->rt.bucketlen);
-    evbuffer_add(b, "/", 1);
-    s3__xml_esc(b, x->rt.key, x->rt.keylen);
-    evbuffer_add_printf(b, "</Location>");
-    s3__xml_elem(b, "Bucket", x->rt.bucket);
-    s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
-    evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", final);
+    complete_result(x, final, algo, cksum);
 }
 
 static void mpu_abort(struct s3_ctx *x)
@@ -365,8 +461,8 @@ static void mpu_list_parts(struct s3_ctx *x)
     s3__xml_elem(b, "Bucket", x->rt.bucket);
     s3__xml_elemn(b, "Key", x->rt.key, x->rt.keylen);
     s3__xml_elem(b, "UploadId", id);
-    owner_xml(x, b, "Initiator");
-    owner_xml(x, b, "Owner");
+    s3__acl_owner_xml(x, b, "Initiator", x->id.uid);
+    s3__acl_owner_xml(x, b, "Owner", x->id.uid);
     evbuffer_add_printf(b, "<StorageClass>STANDARD</StorageClass>");
     s3__xml_elem_u64(b, "PartNumberMarker", marker);
     if (shown)
@@ -455,8 +551,8 @@ static int upload_cb(void *arg, const struct core_mpu_info *u)
     evbuffer_add_printf(us->out, "<Upload>");
     s3__xml_elemn(us->out, "Key", u->key, u->keylen);
     s3__xml_elem(us->out, "UploadId", u->upload_id);
-    owner_xml(x, us->out, "Initiator");
-    owner_xml(x, us->out, "Owner");
+    s3__acl_owner_xml(x, us->out, "Initiator", u->uid);
+    s3__acl_owner_xml(x, us->out, "Owner", u->uid);
     evbuffer_add_printf(us->out,
                         "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated>"
                         "</Upload>",
@@ -509,13 +605,29 @@ static void mpu_list_uploads(struct s3_ctx *x)
     evbuffer_free(us.prefixes);
 }
 
-const struct s3_op s3_op_mpu_create = {
-    .name = "CreateMultipartUpload", .qos = QOS_META, .work = mpu_create};
-const struct s3_op s3_op_mpu_complete = {
-    .name = "CompleteMultipartUpload", .body = S3_BODY_XML, .qos = QOS_META, .work = mpu_complete};
-const struct s3_op s3_op_mpu_abort = {
-    .name = "AbortMultipartUpload", .qos = QOS_META, .work = mpu_abort};
-const struct s3_op s3_op_mpu_list_parts = {
-    .name = "ListParts", .qos = QOS_META, .work = mpu_list_parts};
-const struct s3_op s3_op_mpu_list_uploads = {
-    .name = "ListMultipartUploads", .qos = QOS_META, .work = mpu_list_uploads};
+const struct s3_op s3_op_mpu_create = {.name = "CreateMultipartUpload",
+                                       .action = "s3:PutObject",
+                                       .az = S3_AZ_B_WRITE,
+                                       .qos = QOS_META,
+                                       .work = mpu_create};
+const struct s3_op s3_op_mpu_complete = {.name = "CompleteMultipartUpload",
+                                         .action = "s3:PutObject",
+                                         .az = S3_AZ_B_WRITE,
+                                         .body = S3_BODY_XML,
+                                         .qos = QOS_META,
+                                         .work = mpu_complete};
+const struct s3_op s3_op_mpu_abort = {.name = "AbortMultipartUpload",
+                                      .action = "s3:AbortMultipartUpload",
+                                      .az = S3_AZ_B_WRITE,
+                                      .qos = QOS_META,
+                                      .work = mpu_abort};
+const struct s3_op s3_op_mpu_list_parts = {.name = "ListParts",
+                                           .action = "s3:ListMultipartUploadParts",
+                                           .az = S3_AZ_B_READ,
+                                           .qos = QOS_META,
+                                           .work = mpu_list_parts};
+const struct s3_op s3_op_mpu_list_uploads = {.name = "ListMultipartUploads",
+                                             .action = "s3:ListBucketMultipartUploads",
+                                             .az = S3_AZ_B_READ,
+                                             .qos = QOS_META,
+                                             .work = mpu_list_uploads};

@@ -2,9 +2,9 @@
  * s3_op_object: object operations — PutObject and UploadPart (streamed into a
  * core upload), GetObject/HeadObject (ranges, conditionals, response-*
  * overrides; bodies streamed by s3_conn), DeleteObject, DeleteObjects,
- * CopyObject and UploadPartCopy, object tagging and the fixed object ACL;
- * each of them on a version of a versioned bucket (?versionId, the copy
- * source's ?versionId) with the version headers of s3_op_version.c.
+ * CopyObject and UploadPartCopy, object tagging; each of them on a version of
+ * a versioned bucket (?versionId, the copy source's ?versionId) with the
+ * version headers of s3_op_version.c.
  *
  * Object metadata (stored headers, x-amz-meta-*, tags, additional checksum)
  * travels in the core's opaque meta blob (s3_meta.c). ETag = hex MD5 of the
@@ -104,7 +104,9 @@ int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, c
  * object: drop it (as S3 does). @return the remaining codings, or NULL if none. */
 static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
 {
-    char *out = s3__arena_alloc(a, strlen(v) + 1);
+    if (!strcasestr(v, "aws-chunked"))
+        return v; /* as sent: "deflate, gzip" stays "deflate, gzip" */
+    char *out = s3__arena_alloc(a, 2 * strlen(v) + 1);
     size_t n = 0;
     const char *p = v;
     while (*p) {
@@ -117,8 +119,10 @@ static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
         while (l && p[l - 1] == ' ')
             l--;
         if (l && !(l == 11 && strncasecmp(p, "aws-chunked", 11) == 0)) {
-            if (n)
+            if (n) {
                 out[n++] = ',';
+                out[n++] = ' ';
+            }
             memcpy(out + n, p, l);
             n += l;
         }
@@ -128,22 +132,17 @@ static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
     return n ? out : NULL;
 }
 
-/* Request headers that ask for a protection this server does not give (ACL
- * grants beyond the owner, encryption at rest): accepting and dropping them
- * would tell the client its data is protected when it is not, so they are
- * refused with 501. Returns 0 or -1 with the response set. */
+/* Request headers that ask for a protection this server does not give
+ * (encryption at rest): accepting and dropping them would tell the client its
+ * data is protected when it is not, so they are refused with 501. Returns 0 or
+ * -1 with the response set. */
 static int refuse_unbuilt(struct s3_ctx *x)
 {
     const struct s3_req *r = x->req;
-    const char *acl = s3__req_header(r, "x-amz-acl");
     const char *why = NULL;
-    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "bucket-owner-full-control") != 0)
-        why = "only the canned ACLs 'private' and 'bucket-owner-full-control' are supported";
     for (size_t i = 0; !why && i < r->nhdrs; i++) {
         const char *n = r->hdrs[i].name;
-        if (strncmp(n, "x-amz-grant-", 12) == 0)
-            why = "ACL grants (x-amz-grant-*) are not implemented";
-        else if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
+        if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
             why = "server-side encryption is not implemented (data is stored unencrypted)";
     }
     if (!why)
@@ -152,12 +151,53 @@ static int refuse_unbuilt(struct s3_ctx *x)
     return -1;
 }
 
+/* The ACL and owner of the object a write makes (x-amz-acl, x-amz-grant-*,
+ * the bucket's ownership controls): its grants into @p m, its mode and owner
+ * into x->p. Returns 0 or -1 with the response set. */
+static int object_acl_of_req(struct s3_ctx *x, struct s3_meta *m)
+{
+    const struct s3_bcfg *cfg = &x->b.cfg;
+    struct s3_acl acl;
+    bool given;
+    if (s3__acl_from_req(x, false, x->b.attr.uid, &acl, &given))
+        return -1;
+    bool bofc = given && acl.n == 1 && acl.g[0].kind == S3_GT_USER &&
+                acl.g[0].uid == x->b.attr.uid && acl.g[0].perm == S3_P_FULL;
+    if (cfg->ownership == S3_OWN_ENFORCED && acl.n && !bofc) {
+        /* ACLs are off: only bucket-owner-full-control (or none) is accepted */
+        s3__resp_s3err(x, S3E_ACL_NOT_SUPPORTED, NULL);
+        return -1;
+    }
+    struct core_attr asked = {.mode = s3__acl_mode(&acl, false)};
+    if ((cfg->pab & S3_PAB_BLOCK_ACLS) && s3__acl_is_public(&asked, &acl, false)) {
+        s3__resp_err(x, -EACCES, "Access Denied (public ACLs are blocked on this bucket)");
+        return -1;
+    }
+    if (cfg->ownership == S3_OWN_ENFORCED || (cfg->ownership == S3_OWN_PREFERRED && bofc)) {
+        /* the bucket's owner owns what is written: the write is decided already */
+        x->p.uid = x->b.attr.uid;
+        x->p.gid = x->b.attr.gid;
+        x->p.flags |= CORE_P_SUPER;
+        acl.n = 0;
+    } else if (x->id.flags & CORE_P_ANON) {
+        /* an unsigned write (a public-read-write bucket): the bucket's owner owns it */
+        x->p.uid = x->b.attr.uid;
+        x->p.gid = x->b.attr.gid;
+    }
+    x->p.fmode = s3__acl_mode(&acl, false);
+    for (size_t i = 0; i < acl.n; i++)
+        if (acl.g[i].kind == S3_GT_USER && acl.g[i].uid == x->p.uid)
+            acl.g[i].perm = 0; /* the owner's grant is its bits */
+    s3__acl_store(m, x->a, &acl);
+    return 0;
+}
+
 int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
 {
     const struct s3_req *r = x->req;
     size_t user = 0;
     memset(m, 0, sizeof(*m));
-    if (refuse_unbuilt(x))
+    if (refuse_unbuilt(x) || object_acl_of_req(x, m))
         return -ENOTSUP;
     for (size_t i = 0; STORED_HDRS[i]; i++) {
         const char *v = s3__req_header(r, lower_of(x->a, STORED_HDRS[i]));
@@ -197,15 +237,37 @@ int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m)
     return 0;
 }
 
+/* A user metadata value as a header carries it: as stored when it is printable
+ * US-ASCII, else RFC 2047-encoded ("=?UTF-8?B?...?="), as AWS returns it. */
+static const char *meta_value(struct s3_arena *a, const struct s3_meta_ent *e)
+{
+    bool plain = true;
+    for (size_t i = 0; i < e->vlen && plain; i++)
+        plain = (unsigned char)e->val[i] >= 0x20 && (unsigned char)e->val[i] < 0x7f;
+    if (plain)
+        return e->val;
+    char *b = s3__arena_alloc(a, 4 * (e->vlen / 3 + 2) + 16);
+    memcpy(b, "=?UTF-8?B?", 10);
+    s3__b64_encode((const unsigned char *)e->val, e->vlen, b + 10);
+    strcat(b, "?=");
+    return b;
+}
+
+/* x-amz-meta-* response headers of @p m. */
+static void user_meta_resp(struct s3_ctx *x, const struct s3_meta *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->ents[i].type == S3_M_USER)
+            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", m->ents[i].key,
+                                meta_value(x->a, &m->ents[i]));
+}
+
 void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m)
 {
-    for (size_t i = 0; i < m->n; i++) {
-        const struct s3_meta_ent *e = &m->ents[i];
-        if (e->type == S3_M_HDR)
-            s3__resp_header(x, e->key, "%s", e->val);
-        else if (e->type == S3_M_USER)
-            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", e->key, e->val);
-    }
+    for (size_t i = 0; i < m->n; i++)
+        if (m->ents[i].type == S3_M_HDR)
+            s3__resp_header(x, m->ents[i].key, "%s", m->ents[i].val);
+    user_meta_resp(x, m);
 }
 
 /* ---------------------------------------------------------------- conditionals */
@@ -261,13 +323,13 @@ static int cond_eval(struct s3_ctx *x, const char *pfx, const char *etag,
     if (im) {
         if (!etag_match(im, etag))
             return 412;
-    } else if (ius && s3__http_date_parse(ius, &t) == 0 && mtime->tv_sec > t) {
+    } else if (ius && srv_http_date_parse(ius, &t) == 0 && mtime->tv_sec > t) {
         return 412;
     }
     if (inm) {
         if (etag_match(inm, etag))
             return allow_304 ? 304 : 412;
-    } else if (ims && s3__http_date_parse(ims, &t) == 0 && mtime->tv_sec <= t) {
+    } else if (ims && srv_http_date_parse(ims, &t) == 0 && mtime->tv_sec <= t) {
         return allow_304 ? 304 : 412;
     }
     return 0;
@@ -296,14 +358,20 @@ struct obj {
     bool dir;
 };
 
-/* The result @p rc of a key lookup whose info is in o->info: decode the
- * metadata, apply the directory rules. @return 0, or responds (NoSuchKey,
- * ...) and returns < 0. */
-static int obj_found(struct s3_ctx *x, const char *key, size_t keylen, struct obj *o, int rc,
-                     bool is_source)
+/* The result @p rc of a key lookup in bucket @p b whose info is in o->info:
+ * decode the metadata, apply the directory rules, then decide @p action
+ * checked as @p az (an object check: on the object found; a missing key
+ * answers 404 only to who may list the bucket). @return 0, or responds
+ * (NoSuchKey, AccessDenied ...) and returns < 0. */
+static int obj_found(struct s3_ctx *x, struct s3_bref *b, const char *key, size_t keylen,
+                     struct obj *o, int rc, bool is_source, const char *action, enum s3_az az)
 {
     if (rc == 0 && o->info.dmarker) {
-        /* a version id naming a delete marker */
+        /* a version id naming a delete marker (decided as the version it names) */
+        free(o->info.meta);
+        o->info.meta = NULL;
+        if (s3__authz(x, b, action, az >= S3_AZ_O_READ ? S3_AZ_B_READ : az, NULL, NULL))
+            return -EACCES;
         if (is_source) {
             s3__resp_s3err(x, S3E_INVALID_REQUEST,
                            "the source of a copy request may not specifically refer to a delete "
@@ -330,42 +398,83 @@ static int obj_found(struct s3_ctx *x, const char *key, size_t keylen, struct ob
     free(o->info.meta);
     o->info.meta = NULL;
     if (rc == -ENOENT || rc == SRV_ESTALE || rc == -ENOTDIR) {
-        s3__resp_err(x, -ENOENT,
-                     is_source ? "the specified copy source key does not exist"
-                               : "the specified key does not exist");
-        if (o->info.dmarker && !is_source)
-            s3__resp_version(x, &o->info); /* its newest version is a delete marker */
-        return -ENOENT;
+        struct core_principal keep = x->p;
+        rc = s3__authz(x, b, "s3:ListBucket", S3_AZ_B_READ, NULL, NULL);
+        x->p = keep;
+        if (rc == 0) {
+            s3__resp_err(x, -ENOENT,
+                         is_source ? "the specified copy source key does not exist"
+                                   : "the specified key does not exist");
+            if (o->info.dmarker && !is_source)
+                s3__resp_version(x, &o->info); /* its newest version is a delete marker */
+        }
+        return rc ? -EACCES : -ENOENT;
     }
-    if (rc == -EINVAL) {
-        s3__resp_err(x, rc, "invalid version id specified");
+    if (rc == SRV_ENOVERSION || rc == -EINVAL) {
+        /* as a missing key: only to a requester who may list the bucket's versions */
+        struct core_principal keep = x->p;
+        int ok = s3__authz(x, b, "s3:ListBucketVersions", S3_AZ_B_READ, NULL, NULL);
+        x->p = keep;
+        if (ok)
+            return -EACCES;
+        s3__resp_err(x, rc, rc == -EINVAL ? "invalid version id specified" : NULL);
         return rc;
     }
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return rc;
     }
+    if (az >= S3_AZ_O_READ && s3__authz(x, b, action, az, &o->info.attr, &o->meta))
+        return -EACCES;
     o->etag = o->dir || !o->info.etag[0] ? S3_EMPTY_MD5 : o->info.etag;
     if (o->dir)
         o->info.attr.size = 0;
     return 0;
 }
 
-/* Version @p vid of @p key (NULL: the current one). @return 0, or responds (NoSuchKey,
- * NoSuchVersion, 405 for a delete marker, ...) and returns < 0. */
-static int obj_lookup(struct s3_ctx *x, uint64_t bucket, const char *key, size_t keylen,
-                      const char *vid, struct obj *o, bool is_source)
-{
-    memset(o, 0, sizeof(*o));
-    int rc = vid ? core_version_lookup(x->core, &x->p, bucket, key, keylen, vid, &o->info)
-                 : core_key_lookup(x->core, &x->p, bucket, key, keylen, &o->info);
-    return obj_found(x, key, keylen, o, rc, is_source);
-}
-
 /* The ?versionId of the request, or NULL. */
 static const char *req_vid(struct s3_ctx *x)
 {
     return s3__req_param(x->req, "versionId");
+}
+
+/* Look version @p vid (NULL: the current one) of @p key up in bucket @p b (elevated:
+ * obj_found decides, on @p action's version form for a version), then as obj_found.
+ * @return 0, or responds (NoSuchKey, NoSuchVersion, 405 for a delete marker, ...) and
+ * returns < 0. */
+static int obj_lookup(struct s3_ctx *x, struct s3_bref *b, const char *key, size_t keylen,
+                      const char *vid, struct obj *o, bool is_source, const char *action,
+                      enum s3_az az)
+{
+    struct core_principal sp = s3__super(x);
+    memset(o, 0, sizeof(*o));
+    int rc = vid ? core_version_lookup(x->core, &sp, b->ino, key, keylen, vid, &o->info)
+                 : core_key_lookup(x->core, &sp, b->ino, key, keylen, &o->info);
+    if (vid)
+        action = s3__version_action(action);
+    return obj_found(x, b, key, keylen, o, rc, is_source, action, az);
+}
+
+/* The request's object (its ?versionId), for an operation checked on it (x->rt.op's
+ * action). */
+static int op_object(struct s3_ctx *x, struct obj *o)
+{
+    if (s3__op_bucket(x))
+        return -1;
+    return obj_lookup(x, &x->b, x->rt.key, x->rt.keylen, req_vid(x), o, false, x->rt.op->action,
+                      x->rt.op->az);
+}
+
+int s3__op_object(struct s3_ctx *x, struct core_objinfo *info, struct s3_meta *meta)
+{
+    struct obj o;
+    int rc = op_object(x, &o);
+    if (rc == 0) {
+        *info = o.info;
+        *meta = o.meta;
+        info->meta = NULL;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- GET / HEAD */
@@ -568,10 +677,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     if (!have_ct)
         s3__resp_header(x, "Content-Type", "%s",
                         o->dir ? "application/x-directory" : "binary/octet-stream");
-    for (size_t i = 0; i < o->meta.n; i++)
-        if (o->meta.ents[i].type == S3_M_USER)
-            evbuffer_add_printf(x->out.hdrs, "x-amz-meta-%s: %s\r\n", o->meta.ents[i].key,
-                                o->meta.ents[i].val);
+    user_meta_resp(x, &o->meta);
     size_t ntags = s3__meta_count(&o->meta, S3_M_TAG);
     if (ntags)
         s3__resp_header(x, "x-amz-tagging-count", "%zu", ntags);
@@ -662,9 +768,9 @@ static void get_or_head(struct s3_ctx *x)
         struct obj o;
         if (tries)
             get_reset(x);
-        if (s3__op_bucket(x) ||
-            obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, req_vid(x), &o, false))
+        if (op_object(x, &o))
             return;
+        x->p = s3__super(x); /* decided on the object: its reads need no other check */
         get_respond(x, &o, NULL);
         if (!x->get.need_data || get_data(x) != SRV_ESTALE)
             return;
@@ -695,18 +801,28 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     if (req_vid(x))
         return S3_FAST_NO; /* a version: the worker looks it up */
     memset(&o, 0, sizeof(o));
-    int rc = core_key_peek(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
+    struct core_principal sp = s3__super(x); /* obj_found decides */
+    int rc = core_key_peek(x->core, &sp, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
                            buf, x->out.head ? 0 : sizeof(buf), &pk);
-    if (rc == -EAGAIN)
+    if (rc == -EAGAIN) {
+        free(pk.bmeta);
         return S3_FAST_NO;
+    }
     if (rc == SRV_ENOBUCKET) {
         s3__resp_err(x, rc, "the specified bucket does not exist");
         return S3_FAST_DONE;
     }
+    x->b.name = x->rt.bucket;
+    x->b.namelen = x->rt.bucketlen;
+    x->b.key = x->rt.key;
+    x->b.keylen = x->rt.keylen;
+    s3__bref_peeked(x, &pk);
+    free(pk.bmeta);
     x->bucket_ino = pk.bucket;
     o.info = pk.info;
-    if (obj_found(x, x->rt.key, x->rt.keylen, &o, rc, false))
+    if (obj_found(x, &x->b, x->rt.key, x->rt.keylen, &o, rc, false, "s3:GetObject", S3_AZ_O_READ))
         return S3_FAST_DONE;
+    x->p = sp;
     get_respond(x, &o, pk.data ? buf : NULL);
     if (x->get.need_data && zc_one(x))
         x->get.need_data = false; /* its one window is the only worker step */
@@ -818,7 +934,7 @@ static int upload_verify(struct s3_ctx *x, struct put_st *st, char etag[33], cha
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    EVP_DigestFinal_ex(x->in.md5, md, &n);
+    srv_md5_final(&x->in.md5, md);
     srv_sigv4_hex(md, 16, etag);
     if (x->in.sha256) {
         char hex[65];
@@ -889,7 +1005,7 @@ static void put_finish(struct s3_ctx *x)
         return;
     }
     if (rc == -ENOENT && st->if_match) {
-        s3__resp_err(x, SRV_EPRECOND, "the object does not exist");
+        s3__resp_err(x, -ENOENT, "the specified key does not exist (If-Match)");
         return;
     }
     if (rc) {
@@ -954,7 +1070,9 @@ static void part_finish(struct s3_ctx *x)
         return;
     struct core_upload *up = x->wr.up;
     x->wr.up = NULL;
-    int rc = core_mpu_part_commit(up, st->upload_id, st->partno, etag);
+    /* the part's checksum is kept for the object's composite checksum */
+    char *ck = st->ck ? s3__arena_printf(x->a, "%d:%s", (int)st->ck, ckval) : NULL;
+    int rc = core_mpu_part_commit(up, st->upload_id, st->partno, etag, ck);
     part_result(x, rc, etag);
     if (!rc && st->ck)
         s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
@@ -962,20 +1080,12 @@ static void part_finish(struct s3_ctx *x)
 
 /* ---------------------------------------------------------------- delete */
 
-/* DELETE's flags: x-amz-bypass-governance-retention. */
-static unsigned delete_flags(struct s3_ctx *x)
-{
-    const char *b = s3__req_header(x->req, "x-amz-bypass-governance-retention");
-    return b && strcasecmp(b, "true") == 0 ? CORE_DEL_BYPASS : 0;
-}
-
 /* Delete @p key (version @p vid, or NULL) into @p dr. A version that does not exist is
  * deleted already (204, as S3 answers). @return 0 or the core's error. */
 static int delete_one(struct s3_ctx *x, const char *key, size_t keylen, const char *vid,
-                      struct core_delres *dr)
+                      unsigned flags, struct core_delres *dr)
 {
-    int rc =
-        core_key_delete_v(x->core, &x->p, x->bucket_ino, key, keylen, vid, delete_flags(x), dr);
+    int rc = core_key_delete_v(x->core, &x->p, x->bucket_ino, key, keylen, vid, flags, dr);
     if (rc == -ENOENT)
         rc = 0;
     if (rc == SRV_ENOVERSION) {
@@ -991,7 +1101,10 @@ static void delete_object(struct s3_ctx *x)
     const char *vid = req_vid(x);
     if (s3__op_bucket(x))
         return;
-    int rc = delete_one(x, x->rt.key, x->rt.keylen, vid, &dr);
+    int flags = s3__bypass_flags(x);
+    if (flags < 0)
+        return;
+    int rc = delete_one(x, x->rt.key, x->rt.keylen, vid, (unsigned)flags, &dr);
     if (rc == -EINVAL && vid) {
         s3__resp_err(x, rc, "invalid version id specified");
         return;
@@ -1011,6 +1124,18 @@ static void delete_object(struct s3_ctx *x)
         s3__resp_hdr(x, "x-amz-version-id", dr.vid);
     if (dr.dmarker)
         s3__resp_hdr(x, "x-amz-delete-marker", "true");
+}
+
+/* DeleteObjects: does the bucket policy deny s3:DeleteObject (of a version:
+ * s3:DeleteObjectVersion) on this key? */
+static bool key_denied(struct s3_ctx *x, const char *key, size_t keylen, bool version)
+{
+    if (!x->b.cfg.policy)
+        return false;
+    x->b.key = key;
+    x->b.keylen = keylen;
+    return s3__policy_decide(x, &x->b, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject",
+                             NULL) == S3_POL_DENY;
 }
 
 static void delete_objects(struct s3_ctx *x)
@@ -1040,6 +1165,9 @@ static void delete_objects(struct s3_ctx *x)
     bool quiet = q && strcasecmp(q->text, "true") == 0;
     if (s3__op_bucket(x))
         return;
+    int flags = s3__bypass_flags(x);
+    if (flags < 0)
+        return;
     s3__resp_xml(x);
     struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<DeleteResult xmlns=\"%s\">", S3_XMLNS);
@@ -1052,8 +1180,10 @@ static void delete_objects(struct s3_ctx *x)
         int rc;
         if (k->textlen > CORE_KEY_MAX)
             rc = -ENAMETOOLONG;
+        else if (key_denied(x, k->text, k->textlen, v != NULL))
+            rc = -EACCES;
         else
-            rc = delete_one(x, k->text, k->textlen, v ? v->text : NULL, &dr);
+            rc = delete_one(x, k->text, k->textlen, v ? v->text : NULL, (unsigned)flags, &dr);
         if (rc == 0) {
             if (!quiet) {
                 evbuffer_add_printf(b, "<Deleted>");
@@ -1088,7 +1218,7 @@ struct copy_src {
     char *bucket, *key;
     size_t bucketlen, keylen;
     const char *vid; /* ?versionId of the source, or NULL */
-    uint64_t bucket_ino;
+    struct s3_bref b;
     struct obj o;
 };
 
@@ -1123,14 +1253,16 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     *slash = '\0';
     s->key = slash + 1;
     s->keylen = dl - s->bucketlen - 1;
-    struct core_attr attr;
-    int rc = core_bucket_lookup(x->core, &x->p, s->bucket, s->bucketlen, &attr);
-    if (rc) {
+    memset(&s->b, 0, sizeof(s->b));
+    s->b.name = s->bucket;
+    s->b.namelen = s->bucketlen;
+    s->b.key = s->key;
+    s->b.keylen = s->keylen;
+    if (s3__bref_load(x, &s->b)) {
         s3__resp_err(x, SRV_ENOBUCKET, "the copy source bucket does not exist");
         return -1;
     }
-    s->bucket_ino = attr.ino;
-    if (obj_lookup(x, s->bucket_ino, s->key, s->keylen, s->vid, &s->o, true))
+    if (obj_lookup(x, &s->b, s->key, s->keylen, s->vid, &s->o, true, "s3:GetObject", S3_AZ_O_READ))
         return -1;
     int st = cond_eval(x, "x-amz-copy-source-", s->o.etag, &s->o.info.attr.mtime, false);
     if (st) {
@@ -1151,24 +1283,25 @@ static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t le
     rc = core_ref(x->core, ino);
     if (rc)
         return rc == -ENOENT ? SRV_ESTALE : rc;
-    EVP_MD_CTX *md5 = EVP_MD_CTX_new();
+    struct core_principal rp = s3__super(x); /* the source was decided on (copy_source) */
+    struct srv_md5 md5;
     char *buf = malloc(COPY_CHUNK);
-    if (!md5 || !buf) {
+    if (!buf) {
         rc = -ENOMEM;
         goto out;
     }
-    EVP_DigestInit_ex(md5, EVP_md5(), NULL);
+    srv_md5_init(&md5);
     while (len) {
         size_t n = len > COPY_CHUNK ? COPY_CHUNK : (size_t)len, got = 0;
         bool eof = false;
-        rc = core_read(x->core, &x->p, ino, off, buf, n, &got, &eof);
+        rc = core_read(x->core, &rp, ino, off, buf, n, &got, &eof);
         if (rc)
             goto out;
         if (got == 0) {
             rc = -EIO;
             goto out;
         }
-        EVP_DigestUpdate(md5, buf, got);
+        srv_md5_update(&md5, buf, got);
         rc = core_upload_write(*upp, buf, got);
         if (rc)
             goto out;
@@ -1176,13 +1309,11 @@ static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t le
         len -= got;
         x->bytes_in += got;
     }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdl = 0;
-    EVP_DigestFinal_ex(md5, md, &mdl);
+    unsigned char md[SRV_MD5_LEN];
+    srv_md5_final(&md5, md);
     srv_sigv4_hex(md, 16, etag);
 out:
     core_unref(x->core, ino);
-    EVP_MD_CTX_free(md5);
     free(buf);
     return rc;
 }
@@ -1202,13 +1333,26 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
             return -1;
         uint64_t size = s->o.info.attr.size, off = 0, end = size;
         if (range) {
-            int rr = range_parse(range, size, &off, &end);
-            if (rr <= 0 || strncmp(range, "bytes=-", 7) == 0 || !strchr(range, '-')[1]) {
+            unsigned long long first, last;
+            int n = -1;
+            if (sscanf(range, "bytes=%llu-%llu%n", &first, &last, &n) != 2 ||
+                (size_t)n != strlen(range) || range[6] == '-' || first > last) {
                 s3__resp_err(x, -EINVAL,
                              "the x-amz-copy-source-range value must be of the form "
-                             "bytes=first-last within the source object");
+                             "bytes=first-last where first and last are the zero-based offsets "
+                             "of the first and last bytes to copy");
                 return -1;
             }
+            if (last >= size) {
+                s3__resp_err(x, -EINVAL,
+                             s3__arena_printf(x->a,
+                                              "Range specified is not valid for source object "
+                                              "of size: %" PRIu64,
+                                              size));
+                return -1;
+            }
+            off = first;
+            end = last + 1;
         }
         x->bytes_in = in0;
         int rc = copy_stream(x, s->o.info.attr.ino, off, end - off, upp, etag);
@@ -1253,7 +1397,7 @@ static void copy_object(struct s3_ctx *x)
     /* onto itself: only the metadata changes, in place, unless the bucket is versioned
      * (then, as S3 does, the copy is a new version) */
     struct core_bucket_vcfg vc;
-    bool same = s.bucket_ino == x->bucket_ino && s.keylen == x->rt.keylen &&
+    bool same = s.b.ino == x->bucket_ino && s.keylen == x->rt.keylen &&
                 memcmp(s.key, x->rt.key, s.keylen) == 0 && !s.vid;
     bool in_place = same && !has_lock &&
                     core_bucket_vcfg_get(x->core, &x->p, x->bucket_ino, &vc) == 0 &&
@@ -1278,9 +1422,15 @@ static void copy_object(struct s3_ctx *x)
     memset(&meta, 0, sizeof(meta));
     const struct s3_meta *from = replace ? &req_meta : &s.o.meta;
     for (size_t i = 0; i < from->n; i++)
-        if (from->ents[i].type != S3_M_TAG && from->ents[i].type != S3_M_PARTS)
+        if (from->ents[i].type != S3_M_TAG && from->ents[i].type != S3_M_PARTS &&
+            from->ents[i].type != S3_M_ACL)
             s3__meta_add(&meta, x->a, from->ents[i].type, from->ents[i].key, from->ents[i].klen,
                          from->ents[i].val, from->ents[i].vlen);
+    /* the copy's ACL is the request's (default: private), never the source's */
+    for (size_t i = 0; i < req_meta.n; i++)
+        if (req_meta.ents[i].type == S3_M_ACL)
+            s3__meta_add(&meta, x->a, S3_M_ACL, req_meta.ents[i].key, req_meta.ents[i].klen,
+                         req_meta.ents[i].val, req_meta.ents[i].vlen);
     const struct s3_meta *tfrom = treplace ? &req_meta : &s.o.meta;
     for (size_t i = 0; i < tfrom->n; i++)
         if (tfrom->ents[i].type == S3_M_TAG)
@@ -1338,7 +1488,7 @@ static void part_copy(struct s3_ctx *x)
     struct core_upload *up = NULL;
     if (copy_data(x, &s, s3__req_header(x->req, "x-amz-copy-source-range"), &up, etag))
         return;
-    int rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag);
+    int rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag, NULL);
     if (rc) {
         part_result(x, rc, etag);
         return;
@@ -1356,13 +1506,12 @@ static void part_copy(struct s3_ctx *x)
                         S3_XMLNS, iso, etag);
 }
 
-/* ---------------------------------------------------------------- tagging, ACL */
+/* ---------------------------------------------------------------- tagging */
 
 static void get_tagging(struct s3_ctx *x)
 {
     struct obj o;
-    if (s3__op_bucket(x) ||
-        obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, req_vid(x), &o, false))
+    if (op_object(x, &o))
         return;
     s3__resp_xml(x);
     if (o.info.vid[0])
@@ -1382,8 +1531,7 @@ static void get_tagging(struct s3_ctx *x)
 static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
 {
     struct obj o;
-    const char *vid = req_vid(x);
-    if (s3__op_bucket(x) || obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, vid, &o, false))
+    if (op_object(x, &o))
         return;
     s3__meta_drop(&o.meta, S3_M_TAG);
     if (!clear)
@@ -1394,8 +1542,8 @@ static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
     size_t len = 0;
     int rc = s3__meta_encode(&o.meta, &blob, &len);
     if (!rc)
-        rc = core_version_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, vid,
-                                   blob, len);
+        rc = core_version_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen,
+                                   req_vid(x), blob, len);
     free(blob);
     if (rc) {
         s3__resp_err(x, rc, NULL);
@@ -1430,7 +1578,7 @@ static void put_tagging(struct s3_ctx *x)
         s3__meta_add(&tags, x->a, S3_M_TAG, k->text, k->textlen, v->text, v->textlen);
     }
     if (tags.n > TAGS_MAX) {
-        s3__resp_s3err(x, S3E_BAD_REQUEST, "object tags cannot be greater than 10");
+        s3__resp_s3err(x, S3E_INVALID_TAG, "object tags cannot be greater than 10");
         return;
     }
     set_tags(x, &tags, false);
@@ -1441,55 +1589,144 @@ static void delete_tagging(struct s3_ctx *x)
     set_tags(x, NULL, true);
 }
 
-static void object_acl(struct s3_ctx *x)
+/* ---------------------------------------------------------------- GetObjectAttributes */
+
+static void get_attributes(struct s3_ctx *x)
 {
-    struct obj o;
-    if (s3__op_bucket(x) ||
-        obj_lookup(x, x->bucket_ino, x->rt.key, x->rt.keylen, req_vid(x), &o, false))
+    static const char *const NAMES[] = {"ETag", "Checksum", "ObjectParts", "StorageClass",
+                                        "ObjectSize"};
+    const char *want = s3__req_header(x->req, "x-amz-object-attributes");
+    unsigned mask = 0;
+    for (const char *p = want ? want : ""; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t l = strcspn(p, ", ");
+        if (!l)
+            break;
+        size_t i = 0;
+        while (i < 5 && !(strlen(NAMES[i]) == l && strncmp(p, NAMES[i], l) == 0))
+            i++;
+        if (i == 5) {
+            s3__resp_err(x, -EINVAL, "Invalid attribute name specified.");
+            return;
+        }
+        mask |= 1u << i;
+        p += l;
+    }
+    if (!mask) {
+        s3__resp_err(x, -EINVAL,
+                     "the x-amz-object-attributes header specifying the attributes to be "
+                     "retrieved is either missing or empty");
         return;
+    }
+    struct obj o;
+    if (op_object(x, &o))
+        return;
+    int st = cond_eval(x, "", o.etag, &o.info.attr.mtime, false);
+    if (st) {
+        cond_fail(x, 412, o.etag, &o.info.attr.mtime);
+        return;
+    }
+    char d[32];
+    s3__http_date_fmt(o.info.attr.mtime.tv_sec, d);
+    s3__resp_header(x, "Last-Modified", "%s", d);
     if (o.info.vid[0])
         s3__resp_hdr(x, "x-amz-version-id", o.info.vid);
     s3__resp_xml(x);
-    evbuffer_add_printf(x->out.body,
-                        "<AccessControlPolicy xmlns=\"%s\"><Owner><ID>%u.%" PRIu64 "</ID>"
-                        "<DisplayName>%u.%" PRIu64 "</DisplayName></Owner><AccessControlList>"
-                        "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                        "xsi:type=\"CanonicalUser\"><ID>%u.%" PRIu64 "</ID></Grantee>"
-                        "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList>"
-                        "</AccessControlPolicy>\n",
-                        S3_XMLNS, x->p.tenant, x->p.user, x->p.tenant, x->p.user, x->p.tenant,
-                        x->p.user);
+    struct evbuffer *b = x->out.body;
+    evbuffer_add_printf(b, "<GetObjectAttributesResponse xmlns=\"%s\">", S3_XMLNS);
+    if (mask & 1)
+        s3__xml_elem(b, "ETag", o.etag);
+    const struct s3_meta_ent *ck_etag = s3__meta_find(&o.meta, S3_M_CKSUM, "etag");
+    bool ck_valid = !ck_etag || strcmp(ck_etag->val, o.etag) == 0;
+    for (size_t i = 0; (mask & 2) && ck_valid && i < o.meta.n; i++) {
+        enum s3_ck_algo al =
+            o.meta.ents[i].type == S3_M_CKSUM ? s3__ck_from_name(o.meta.ents[i].key) : S3_CK_NONE;
+        if (al) {
+            evbuffer_add_printf(b, "<Checksum>");
+            s3__xml_elem(b, s3__arena_printf(x->a, "Checksum%s", s3__ck_name(al)),
+                         o.meta.ents[i].val);
+            evbuffer_add_printf(b, "</Checksum>");
+            break;
+        }
+    }
+    const struct s3_meta_ent *cnt = s3__meta_find(&o.meta, S3_M_PARTS, "count");
+    const struct s3_meta_ent *petag = s3__meta_find(&o.meta, S3_M_PARTS, "etag");
+    if ((mask & 4) && cnt && strchr(o.etag, '-') && (!petag || strcmp(petag->val, o.etag) == 0))
+        evbuffer_add_printf(b, "<ObjectParts><PartsCount>%s</PartsCount></ObjectParts>", cnt->val);
+    if (mask & 8)
+        s3__xml_elem(b, "StorageClass", "STANDARD");
+    if (mask & 16)
+        s3__xml_elem_u64(b, "ObjectSize", o.info.attr.size);
+    evbuffer_add_printf(b, "</GetObjectAttributesResponse>\n");
 }
 
+const struct s3_op s3_op_get_attributes = {.name = "GetObjectAttributes",
+                                           .action = "s3:GetObjectAttributes",
+                                           .az = S3_AZ_O_READ,
+                                           .qos = QOS_META,
+                                           .work = get_attributes};
 const struct s3_op s3_op_put_object = {.name = "PutObject",
+                                       .action = "s3:PutObject",
+                                       .az = S3_AZ_B_WRITE,
                                        .body = S3_BODY_STREAM,
                                        .qos = QOS_WRITE,
                                        .work = put_begin,
                                        .finish = put_finish};
 const struct s3_op s3_op_mpu_upload_part = {.name = "UploadPart",
+                                            .action = "s3:PutObject",
+                                            .az = S3_AZ_B_WRITE,
                                             .body = S3_BODY_STREAM,
                                             .qos = QOS_WRITE,
                                             .work = part_begin,
                                             .finish = part_finish};
 const struct s3_op s3_op_get_object = {.name = "GetObject",
+                                       .action = "s3:GetObject",
+                                       .az = S3_AZ_O_READ,
                                        .qos = QOS_READ,
                                        .flags = S3_OPF_READ_AFTER,
                                        .fast = s3__get_fast,
                                        .work = get_or_head};
-const struct s3_op s3_op_head_object = {
-    .name = "HeadObject", .qos = QOS_META, .fast = s3__get_fast, .work = get_or_head};
-const struct s3_op s3_op_delete_object = {
-    .name = "DeleteObject", .qos = QOS_META, .work = delete_object};
-const struct s3_op s3_op_delete_objects = {
-    .name = "DeleteObjects", .body = S3_BODY_XML, .qos = QOS_META, .work = delete_objects};
-const struct s3_op s3_op_copy_object = {
-    .name = "CopyObject", .qos = QOS_WRITE, .work = copy_object};
-const struct s3_op s3_op_mpu_upload_part_copy = {
-    .name = "UploadPartCopy", .qos = QOS_WRITE, .work = part_copy};
-const struct s3_op s3_op_get_tagging = {
-    .name = "GetObjectTagging", .qos = QOS_META, .work = get_tagging};
-const struct s3_op s3_op_put_tagging = {
-    .name = "PutObjectTagging", .body = S3_BODY_XML, .qos = QOS_META, .work = put_tagging};
-const struct s3_op s3_op_delete_tagging = {
-    .name = "DeleteObjectTagging", .qos = QOS_META, .work = delete_tagging};
-const struct s3_op s3_op_object_acl = {.name = "GetObjectAcl", .qos = QOS_META, .work = object_acl};
+const struct s3_op s3_op_head_object = {.name = "HeadObject",
+                                        .action = "s3:GetObject",
+                                        .az = S3_AZ_O_READ,
+                                        .qos = QOS_META,
+                                        .fast = s3__get_fast,
+                                        .work = get_or_head};
+const struct s3_op s3_op_delete_object = {.name = "DeleteObject",
+                                          .action = "s3:DeleteObject",
+                                          .az = S3_AZ_B_WRITE,
+                                          .qos = QOS_META,
+                                          .work = delete_object};
+const struct s3_op s3_op_delete_objects = {.name = "DeleteObjects",
+                                           .action = "s3:DeleteObject",
+                                           .az = S3_AZ_B_WRITE,
+                                           .body = S3_BODY_XML,
+                                           .qos = QOS_META,
+                                           .work = delete_objects};
+const struct s3_op s3_op_copy_object = {.name = "CopyObject",
+                                        .action = "s3:PutObject",
+                                        .az = S3_AZ_B_WRITE,
+                                        .qos = QOS_WRITE,
+                                        .work = copy_object};
+const struct s3_op s3_op_mpu_upload_part_copy = {.name = "UploadPartCopy",
+                                                 .action = "s3:PutObject",
+                                                 .az = S3_AZ_B_WRITE,
+                                                 .qos = QOS_WRITE,
+                                                 .work = part_copy};
+const struct s3_op s3_op_get_tagging = {.name = "GetObjectTagging",
+                                        .action = "s3:GetObjectTagging",
+                                        .az = S3_AZ_O_READ,
+                                        .qos = QOS_META,
+                                        .work = get_tagging};
+const struct s3_op s3_op_put_tagging = {.name = "PutObjectTagging",
+                                        .action = "s3:PutObjectTagging",
+                                        .az = S3_AZ_B_WRITE,
+                                        .body = S3_BODY_XML,
+                                        .qos = QOS_META,
+                                        .work = put_tagging};
+const struct s3_op s3_op_delete_tagging = {.name = "DeleteObjectTagging",
+                                           .action = "s3:DeleteObjectTagging",
+                                           .az = S3_AZ_B_WRITE,
+                                           .qos = QOS_META,
+                                           .work = delete_tagging};

@@ -88,6 +88,8 @@ static void get_versioning(struct s3_ctx *x)
 
 static void put_versioning(struct s3_ctx *x)
 {
+    if (s3__op_bucket(x))
+        return;
     struct s3_xnode *doc = body_doc(x, "VersioningConfiguration");
     if (!doc)
         return;
@@ -103,8 +105,6 @@ static void put_versioning(struct s3_ctx *x)
         s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
-    if (s3__op_bucket(x))
-        return;
     enum core_versioning v = st->text[0] == 'E' ? CORE_VERS_ENABLED : CORE_VERS_SUSPENDED;
     cfg_result(x, core_bucket_versioning_set(x->core, &x->p, x->bucket_ino, v),
                "an Object Lock configuration is present on this bucket, so the versioning state "
@@ -148,6 +148,8 @@ static long count_of(const struct s3_xnode *n)
 
 static void put_objlock(struct s3_ctx *x)
 {
+    if (s3__op_bucket(x))
+        return;
     struct s3_xnode *doc = body_doc(x, "ObjectLockConfiguration");
     if (!doc)
         return;
@@ -175,8 +177,6 @@ static void put_objlock(struct s3_ctx *x)
         cfg.lock_days = days ? (uint32_t)n : 0;
         cfg.lock_years = years ? (uint32_t)n : 0;
     }
-    if (s3__op_bucket(x))
-        return;
     cfg_result(x, core_bucket_objlock_set(x->core, &x->p, x->bucket_ino, &cfg),
                "versioning must be Enabled on the bucket to turn Object Lock on");
 }
@@ -249,38 +249,28 @@ void s3__resp_version(struct s3_ctx *x, const struct core_objinfo *oi)
 
 /* ---------------------------------------------------------------- retention, legal hold */
 
-/* The version the request names (?versionId, else the current one), into @p oi.
- * @return 0, or responds and returns < 0. */
+/* The version the request names (?versionId, else the current one), into @p oi,
+ * decided for the op's action on it (s3__op_object). @return 0, or responds and
+ * returns < 0. */
 static int lock_target(struct s3_ctx *x, struct core_objinfo *oi)
 {
-    const char *vid = s3__req_param(x->req, "versionId");
+    struct s3_meta m;
     struct core_bucket_vcfg cfg;
-    if (vcfg_of(x, &cfg))
+    if (s3__op_bucket(x))
         return -1;
-    if (!cfg.objlock) {
-        s3__resp_s3err(x, S3E_INVALID_REQUEST, LOCK_MSG_NO_CONFIG);
-        return -1;
-    }
-    int rc =
-        vid ? core_version_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, vid, oi)
-            : core_key_lookup(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, oi);
-    free(oi->meta);
-    oi->meta = NULL;
-    if (rc == 0 && oi->dmarker)
-        rc = -EINVAL;
-    if (rc == -EINVAL && !oi->dmarker) {
-        s3__resp_err(x, rc, "invalid version id specified");
-        return -1;
-    }
-    if (rc == -EINVAL) {
-        s3__resp_s3err(x, S3E_METHOD_NOT_ALLOWED, "a delete marker has no object lock");
-        return -1;
-    }
+    struct core_principal sp = s3__super(x);
+    int rc = core_bucket_vcfg_get(x->core, &sp, x->bucket_ino, &cfg);
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return -1;
     }
-    return 0;
+    if (!cfg.objlock) {
+        /* no object to decide on: decided on the bucket */
+        if (s3__authz(x, &x->b, x->rt.op->action, S3_AZ_B_READ, NULL, NULL) == 0)
+            s3__resp_s3err(x, S3E_INVALID_REQUEST, LOCK_MSG_NO_CONFIG);
+        return -1;
+    }
+    return s3__op_object(x, oi, &m);
 }
 
 static void get_retention(struct s3_ctx *x)
@@ -319,14 +309,21 @@ static void lock_set_result(struct s3_ctx *x, int rc)
         x->out.status = 200;
 }
 
-static bool bypass_asked(struct s3_ctx *x)
+int s3__bypass_flags(struct s3_ctx *x)
 {
     const char *b = s3__req_header(x->req, "x-amz-bypass-governance-retention");
-    return b && strcasecmp(b, "true") == 0;
+    if (!b || strcasecmp(b, "true") != 0)
+        return 0;
+    struct core_principal keep = x->p;
+    int rc = s3__authz(x, &x->b, "s3:BypassGovernanceRetention", S3_AZ_B_WRITE, NULL, NULL);
+    x->p = keep;
+    return rc ? -1 : CORE_DEL_BYPASS;
 }
 
 static void put_retention(struct s3_ctx *x)
 {
+    if (s3__op_bucket(x))
+        return;
     struct s3_xnode *doc = body_doc(x, "Retention");
     if (!doc)
         return;
@@ -347,11 +344,12 @@ static void put_retention(struct s3_ctx *x)
         lk.mode = (uint32_t)m;
         lk.until = t;
     }
-    if (s3__op_bucket(x))
+    int flags = s3__bypass_flags(x);
+    if (flags < 0)
         return;
     const char *vid = s3__req_param(x->req, "versionId");
     int rc = core_version_retention_set(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, vid,
-                                        &lk, bypass_asked(x) ? CORE_DEL_BYPASS : 0);
+                                        &lk, (unsigned)flags);
     lock_set_result(x, rc);
 }
 
@@ -367,6 +365,8 @@ static void get_legal_hold(struct s3_ctx *x)
 
 static void put_legal_hold(struct s3_ctx *x)
 {
+    if (s3__op_bucket(x))
+        return;
     struct s3_xnode *doc = body_doc(x, "LegalHold");
     if (!doc)
         return;
@@ -375,11 +375,29 @@ static void put_legal_hold(struct s3_ctx *x)
         s3__resp_err(x, SRV_EBADREQ, S3_MSG_BAD_XML);
         return;
     }
-    if (s3__op_bucket(x))
-        return;
     int rc = core_version_hold_set(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen,
                                    s3__req_param(x->req, "versionId"), strcmp(st->text, "ON") == 0);
     lock_set_result(x, rc);
+}
+
+/* ---------------------------------------------------------------- IAM actions */
+
+const char *s3__version_action(const char *action)
+{
+    static const char *const V[][2] = {
+        {"s3:GetObject", "s3:GetObjectVersion"},
+        {"s3:DeleteObject", "s3:DeleteObjectVersion"},
+        {"s3:GetObjectTagging", "s3:GetObjectVersionTagging"},
+        {"s3:PutObjectTagging", "s3:PutObjectVersionTagging"},
+        {"s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"},
+        {"s3:GetObjectAcl", "s3:GetObjectVersionAcl"},
+        {"s3:PutObjectAcl", "s3:PutObjectVersionAcl"},
+        {"s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"},
+    };
+    for (size_t i = 0; action && i < sizeof(V) / sizeof(V[0]); i++)
+        if (strcmp(action, V[i][0]) == 0)
+            return V[i][1];
+    return action;
 }
 
 /* ---------------------------------------------------------------- ListObjectVersions */
@@ -392,6 +410,7 @@ struct vlist {
     size_t lastlen;
     const char *lastvid;
     bool last_is_prefix;
+    struct s3_owner_cache oc;
 };
 
 static int version_cb(void *arg, const struct core_listent *e)
@@ -425,7 +444,8 @@ static int version_cb(void *arg, const struct core_listent *e)
                             "<StorageClass>STANDARD</StorageClass>",
                             dir ? S3_EMPTY_MD5 : oi->etag, dir ? 0 : oi->attr.size);
     }
-    s3__owner_xml(x, b);
+    s3__owner_xml(x, b, x->b.cfg.ownership == S3_OWN_ENFORCED ? x->b.attr.uid : oi->attr.uid,
+                  &st->oc);
     evbuffer_add_printf(b, oi->dmarker ? "</DeleteMarker>" : "</Version>");
     return 0;
 }
@@ -482,7 +502,7 @@ static void list_versions(struct s3_ctx *x)
             s3__xml_elem(b, "NextVersionIdMarker", st.lastvid);
     }
     s3__xml_elem_u64(b, "MaxKeys", max);
-    if (delim)
+    if (delim && *delim) /* an empty delimiter is none, and not echoed (AWS) */
         s3__list_text(st.url, b, "Delimiter", delim, strlen(delim));
     if (st.url)
         s3__xml_elem(b, "EncodingType", "url");
@@ -495,23 +515,52 @@ out:
     evbuffer_free(st.prefixes);
 }
 
-const struct s3_op s3_op_get_versioning = {
-    .name = "GetBucketVersioning", .qos = QOS_META, .work = get_versioning};
-const struct s3_op s3_op_put_versioning = {
-    .name = "PutBucketVersioning", .body = S3_BODY_XML, .qos = QOS_META, .work = put_versioning};
-const struct s3_op s3_op_get_objlock = {
-    .name = "GetObjectLockConfiguration", .qos = QOS_META, .work = get_objlock};
+const struct s3_op s3_op_get_versioning = {.name = "GetBucketVersioning",
+                                           .action = "s3:GetBucketVersioning",
+                                           .az = S3_AZ_B_OWNER,
+                                           .qos = QOS_META,
+                                           .work = get_versioning};
+const struct s3_op s3_op_put_versioning = {.name = "PutBucketVersioning",
+                                           .action = "s3:PutBucketVersioning",
+                                           .az = S3_AZ_B_OWNER,
+                                           .body = S3_BODY_XML,
+                                           .qos = QOS_META,
+                                           .work = put_versioning};
+const struct s3_op s3_op_get_objlock = {.name = "GetObjectLockConfiguration",
+                                        .action = "s3:GetBucketObjectLockConfiguration",
+                                        .az = S3_AZ_B_OWNER,
+                                        .qos = QOS_META,
+                                        .work = get_objlock};
 const struct s3_op s3_op_put_objlock = {.name = "PutObjectLockConfiguration",
+                                        .action = "s3:PutBucketObjectLockConfiguration",
+                                        .az = S3_AZ_B_OWNER,
                                         .body = S3_BODY_XML,
                                         .qos = QOS_META,
                                         .work = put_objlock};
-const struct s3_op s3_op_get_retention = {
-    .name = "GetObjectRetention", .qos = QOS_META, .work = get_retention};
-const struct s3_op s3_op_put_retention = {
-    .name = "PutObjectRetention", .body = S3_BODY_XML, .qos = QOS_META, .work = put_retention};
-const struct s3_op s3_op_get_legal_hold = {
-    .name = "GetObjectLegalHold", .qos = QOS_META, .work = get_legal_hold};
-const struct s3_op s3_op_put_legal_hold = {
-    .name = "PutObjectLegalHold", .body = S3_BODY_XML, .qos = QOS_META, .work = put_legal_hold};
-const struct s3_op s3_op_list_versions = {
-    .name = "ListObjectVersions", .qos = QOS_META, .work = list_versions};
+const struct s3_op s3_op_get_retention = {.name = "GetObjectRetention",
+                                          .action = "s3:GetObjectRetention",
+                                          .az = S3_AZ_O_READ,
+                                          .qos = QOS_META,
+                                          .work = get_retention};
+const struct s3_op s3_op_put_retention = {.name = "PutObjectRetention",
+                                          .action = "s3:PutObjectRetention",
+                                          .az = S3_AZ_B_WRITE,
+                                          .body = S3_BODY_XML,
+                                          .qos = QOS_META,
+                                          .work = put_retention};
+const struct s3_op s3_op_get_legal_hold = {.name = "GetObjectLegalHold",
+                                           .action = "s3:GetObjectLegalHold",
+                                           .az = S3_AZ_O_READ,
+                                           .qos = QOS_META,
+                                           .work = get_legal_hold};
+const struct s3_op s3_op_put_legal_hold = {.name = "PutObjectLegalHold",
+                                           .action = "s3:PutObjectLegalHold",
+                                           .az = S3_AZ_B_WRITE,
+                                           .body = S3_BODY_XML,
+                                           .qos = QOS_META,
+                                           .work = put_legal_hold};
+const struct s3_op s3_op_list_versions = {.name = "ListObjectVersions",
+                                          .action = "s3:ListBucketVersions",
+                                          .az = S3_AZ_B_READ,
+                                          .qos = QOS_META,
+                                          .work = list_versions};

@@ -47,8 +47,6 @@ static void ctx_free_now(struct s3_ctx *x)
         evbuffer_free(x->out.hdrs);
     if (x->out.body)
         evbuffer_free(x->out.body);
-    if (x->in.md5)
-        EVP_MD_CTX_free(x->in.md5);
     if (x->in.sha256)
         EVP_MD_CTX_free(x->in.sha256);
     s3__ck_free(&x->in.cks);
@@ -278,6 +276,14 @@ void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
  * the bytes it will send. */
 void s3__op_done(struct s3_ctx *x)
 {
+    if (x->rt.bucket && !x->authz_done && x->out.status < 300) {
+        /* fail closed: an operation on a bucket answered without a decision */
+        srv_log(ERROR, S3, "req=%s tenant=%u %s answered without an access decision", x->reqid,
+                x->p.tenant, x->rt.op->name);
+        s3__resp_err(x, -EIO, "the request could not be authorized");
+    }
+    if (x->b.cfg.cors)
+        s3__cors_actual(x);
     uint64_t n = x->get.stream ? x->get.end - x->get.off : evbuffer_get_length(x->out.body);
     if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300 && n > 0)
         s3__ctx_admit(x, x->rt.op->qos, n, s3__resp_send);
@@ -324,6 +330,8 @@ void s3__req_headers(struct s3_conn *c)
     x->conn = c;
     x->loop = c->loop;
     x->core = srv->core;
+    x->tenants = srv->tenants;
+    x->peer = c->sa;
     x->region = srv->region;
     x->req = s3__http_take_req(&c->http);
     x->a = &x->req->arena;
@@ -371,10 +379,7 @@ void s3__req_headers(struct s3_conn *c)
     }
     x->in.limit = S3_XML_BODY_MAX;
     if (x->in.mode == S3_BODY_STREAM) {
-        x->in.md5 = EVP_MD_CTX_new();
-        if (!x->in.md5)
-            abort();
-        EVP_DigestInit_ex(x->in.md5, EVP_md5(), NULL);
+        srv_md5_init(&x->in.md5);
         s3__ctx_admit(x, x->rt.op->qos, declared, s3__body_start);
         return;
     }

@@ -106,6 +106,14 @@ void s3__resp_err(struct s3_ctx *x, int err, const char *msg)
 {
     const char *code = NULL;
     int status = 0;
+    /* An unsigned request reaches any tenant's buckets (TENANT:BUCKET): were
+     * a missing bucket NoSuchBucket where one it may not use is AccessDenied,
+     * anybody could list other tenants' bucket names by guessing. */
+    if ((x->id.flags & CORE_P_ANON) &&
+        (err == SRV_ENOBUCKET || (err == -ENOENT && x->rt.key == NULL))) {
+        err = -EACCES;
+        msg = NULL;
+    }
     s3__error_map(err, x->rt.key != NULL, &code, &status);
     resp_error(x, err, code, status, msg ? msg : srv_strerror(err));
 }

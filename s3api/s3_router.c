@@ -50,7 +50,7 @@ static const char *const BUCKET_CONFIG_GET[] = {
 
 /* Subresources we recognise on objects but do not implement. */
 static const char *const OBJECT_UNSUPPORTED[] = {
-    "torrent", "restore", "select", "attributes", "renameObject", NULL,
+    "torrent", "restore", "select", "renameObject", NULL,
 };
 
 static const char *find_sub(const struct s3_req *r, const char *const *list)
@@ -75,6 +75,28 @@ static void route_service(struct s3_arena *a, const struct s3_req *r, struct s3_
     }
     out->err = -EPERM;
     out->errmsg = "the specified method is not allowed against this resource";
+}
+
+/* PUT (@p put) or DELETE of a bucket setting that is built, or NULL. */
+static const struct s3_op *bucket_setting(const struct s3_req *r, bool put)
+{
+    static const struct {
+        const char *sub;
+        const struct s3_op *put, *del;
+    } S[] = {
+        {"acl", &s3_op_put_bucket_acl, NULL},
+        {"policy", &s3_op_put_bucket_policy, &s3_op_delete_bucket_policy},
+        {"publicAccessBlock", &s3_op_put_pab, &s3_op_delete_pab},
+        {"ownershipControls", &s3_op_put_ownership, &s3_op_delete_ownership},
+        {"cors", &s3_op_put_cors, &s3_op_delete_cors},
+        {"versioning", &s3_op_put_versioning, NULL},
+        {"object-lock", &s3_op_put_objlock, NULL},
+        {"lifecycle", &s3_op_put_lifecycle, &s3_op_delete_lifecycle},
+    };
+    for (size_t i = 0; i < sizeof(S) / sizeof(S[0]); i++)
+        if (s3__req_has_param(r, S[i].sub))
+            return put ? S[i].put : S[i].del;
+    return NULL;
 }
 
 static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_route *out)
@@ -114,32 +136,35 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
         return;
     }
     if (strcmp(m, "PUT") == 0) {
-        if (s3__req_has_param(r, "versioning"))
-            out->op = &s3_op_put_versioning;
-        else if (s3__req_has_param(r, "object-lock"))
-            out->op = &s3_op_put_objlock;
-        else if (s3__req_has_param(r, "lifecycle"))
-            out->op = &s3_op_put_lifecycle;
-        else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
+        if ((out->op = bucket_setting(r, true)) != NULL)
+            return;
+        if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "PUT Bucket ?%s", sub));
         else
             out->op = &s3_op_create_bucket;
         return;
     }
     if (strcmp(m, "DELETE") == 0) {
-        if (s3__req_has_param(r, "lifecycle"))
-            out->op = &s3_op_delete_lifecycle;
-        else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
+        if ((out->op = bucket_setting(r, false)) != NULL)
+            return;
+        if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL)
             unsupported(a, out, s3__arena_printf(a, "DELETE Bucket ?%s", sub));
         else
             out->op = &s3_op_delete_bucket;
         return;
     }
+    if (strcmp(m, "OPTIONS") == 0) {
+        out->op = &s3_op_cors_preflight;
+        return;
+    }
     if (strcmp(m, "POST") == 0) {
+        const char *ct = s3__req_header(r, "content-type");
         if (s3__req_has_param(r, "delete"))
             out->op = &s3_op_delete_objects;
+        else if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0)
+            out->op = &s3_op_post_object;
         else
-            unsupported(a, out, "POST on a bucket (browser-based upload)");
+            unsupported(a, out, "POST on a bucket other than a multipart/form-data upload");
         return;
     }
     out->err = -EPERM;
@@ -161,7 +186,9 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
         else if (s3__req_has_param(r, "tagging"))
             out->op = &s3_op_get_tagging;
         else if (s3__req_has_param(r, "acl"))
-            out->op = &s3_op_object_acl;
+            out->op = &s3_op_get_object_acl;
+        else if (s3__req_has_param(r, "attributes"))
+            out->op = &s3_op_get_attributes;
         else if (s3__req_has_param(r, "retention"))
             out->op = &s3_op_get_retention;
         else if (s3__req_has_param(r, "legal-hold"))
@@ -186,7 +213,7 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
         } else if (s3__req_has_param(r, "tagging"))
             out->op = &s3_op_put_tagging;
         else if (s3__req_has_param(r, "acl"))
-            unsupported(a, out, "PUT Object ?acl (ACLs are fixed: owner FULL_CONTROL)");
+            out->op = &s3_op_put_object_acl;
         else if (s3__req_has_param(r, "retention"))
             out->op = &s3_op_put_retention;
         else if (s3__req_has_param(r, "legal-hold"))
@@ -202,6 +229,10 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_delete_tagging;
         else
             out->op = &s3_op_delete_object;
+        return;
+    }
+    if (strcmp(m, "OPTIONS") == 0) {
+        out->op = &s3_op_cors_preflight;
         return;
     }
     if (strcmp(m, "POST") == 0) {

@@ -21,6 +21,8 @@ struct s3_server_config {
     const char *listen;       /* "host:port", "[v6]:port" or ":port" (all addresses) */
     const char *domain;       /* virtual-host base domain ("s3.local"), NULL = path style only */
     const char *region;       /* SigV4 region and GetBucketLocation answer; NULL = "us-east-1" */
+    const char *anon_tenant;  /* tenant of the buckets unsigned requests name plainly; NULL:
+                               * only "TENANT:BUCKET" names reach a bucket unsigned */
     size_t max_header_bytes;  /* request line + headers; 0 = 64 KiB. Over: 431 */
     uint64_t max_object_size; /* largest PUT/part body; 0 = 5 TiB. Over: 413 EntityTooLarge */
     int idle_timeout_s;       /* idle keep-alive / slow client timeout; 0 = 60 s */

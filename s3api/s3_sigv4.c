@@ -9,6 +9,7 @@
  * Thread: reentrant. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +112,7 @@ int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv
     if (!sig->presigned) {
         in.amz_date = s3__req_header(r, "x-amz-date");
         time_t t;
-        if (!in.amz_date && s3__http_date_parse(s3__req_header(r, "date"), &t) == 0)
+        if (!in.amz_date && srv_http_date_parse(s3__req_header(r, "date"), &t) == 0)
             in.http_date = t;
         in.payload_hash = s3__req_header(r, "x-amz-content-sha256");
     }
@@ -119,6 +120,110 @@ int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv
     struct srv_sigv4_req cr;
     request_of(a, r, sig, qs, hs, &cr);
     return srv_sigv4_verify(sig, &in, &cr, key_out, why);
+}
+
+/* ---------------------------------------------------------------- SigV2 (legacy) */
+
+struct v2_sub {
+    const struct s3_param *p;
+};
+
+static int v2_sub_cmp(const void *x, const void *y)
+{
+    const struct s3_param *a = ((const struct v2_sub *)x)->p, *b = ((const struct v2_sub *)y)->p;
+    int r = strcmp(a->name, b->name);
+    return r ? r : (a < b ? -1 : a > b); /* stable: keep the request's order */
+}
+
+char *s3__sigv2_string(struct s3_arena *a, const struct s3_req *r, const char *vhost_bucket,
+                       const char *expires, bool slash)
+{
+    /* CanonicalizedResource: [/bucket] + the path as sent + the sub-resources */
+    struct v2_sub *sub = s3__arena_alloc(a, (r->nparams + 1) * sizeof(*sub));
+    size_t ns = 0, rl = 3 + (vhost_bucket ? strlen(vhost_bucket) : 0);
+    const char *path = r->raw_path && *r->raw_path ? r->raw_path : "/";
+    rl += strlen(path);
+    for (size_t i = 0; i < r->nparams; i++)
+        if (srv_sigv2_subresource(r->params[i].name)) {
+            sub[ns++].p = &r->params[i];
+            rl += strlen(r->params[i].name) + r->params[i].vlen + 2;
+        }
+    qsort(sub, ns, sizeof(*sub), v2_sub_cmp);
+    char *res = s3__arena_alloc(a, rl + 1), *o = res;
+    if (vhost_bucket)
+        o += sprintf(o, "/%s", vhost_bucket);
+    o += sprintf(o, "%s", path);
+    if (slash && o[-1] != '/')
+        *o++ = '/';
+    for (size_t i = 0; i < ns; i++) {
+        *o++ = i ? '&' : '?';
+        o += sprintf(o, "%s", sub[i].p->name);
+        if (sub[i].p->has_eq) {
+            *o++ = '=';
+            memcpy(o, sub[i].p->val, sub[i].p->vlen);
+            o += sub[i].p->vlen;
+        }
+    }
+    *o = '\0';
+    struct srv_sigv4_kv *h = s3__arena_alloc(a, (r->nhdrs + 1) * sizeof(*h));
+    for (size_t i = 0; i < r->nhdrs; i++)
+        h[i] = (struct srv_sigv4_kv){r->hdrs[i].name, strlen(r->hdrs[i].name), r->hdrs[i].val,
+                                     r->hdrs[i].vlen};
+    const char *date = expires                           ? expires
+                       : s3__req_header(r, "x-amz-date") ? ""
+                                                         : s3__req_header(r, "date");
+    size_t cap = 256 + rl + strlen(r->method);
+    for (size_t i = 0; i < r->nhdrs; i++)
+        cap += strlen(r->hdrs[i].name) + r->hdrs[i].vlen + 2;
+    char *sts = s3__arena_alloc(a, cap);
+    long n = srv_sigv2_string(r->method, s3__req_header(r, "content-md5"),
+                              s3__req_header(r, "content-type"), date, h, r->nhdrs, res, sts, cap);
+    return n < 0 ? NULL : sts;
+}
+
+int s3__sigv2_verify(struct s3_arena *a, const struct s3_req *r, const char *vhost_bucket,
+                     bool bucket_level, const char *sig, const char *expires, const char *secret,
+                     time_t now, const char **why)
+{
+    time_t when;
+    if (expires) {
+        char *e = NULL;
+        long long ex = strtoll(expires, &e, 10);
+        if (!*expires || *e) {
+            *why = "Expires must be a number of seconds since the epoch";
+            return -EINVAL;
+        }
+        if ((long long)now > ex) {
+            *why = "Request has expired";
+            return -EACCES;
+        }
+    } else {
+        const char *d = s3__req_header(r, "x-amz-date");
+        if (!d)
+            d = s3__req_header(r, "date");
+        if (!d || srv_http_date_parse(d, &when) != 0) {
+            *why = "AWS authentication requires a valid Date or x-amz-date header";
+            return -EACCES;
+        }
+        if (when > now + SRV_SIGV4_SKEW_S || when < now - SRV_SIGV4_SKEW_S) {
+            *why = "the difference between the request time and the current time is too large";
+            return -ETIMEDOUT;
+        }
+    }
+    const char *sts = s3__sigv2_string(a, r, vhost_bucket, expires, false);
+    if (!sts) {
+        *why = "the request could not be canonicalized";
+        return -EINVAL;
+    }
+    /* a bucket's resource is signed as "/bucket/" by most clients (botocore), as
+     * sent ("/bucket") by others: both name the same resource */
+    const char *alt = bucket_level ? s3__sigv2_string(a, r, vhost_bucket, expires, true) : NULL;
+    if (!srv_sigv2_check(secret, sts, strlen(sts), sig) &&
+        !(alt && srv_sigv2_check(secret, alt, strlen(alt), sig))) {
+        *why = "the request signature we calculated does not match the signature you provided";
+        return SRV_EAUTH;
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- aws-chunked */

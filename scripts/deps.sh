@@ -11,7 +11,7 @@ libcurl4-openssl-dev zlib1g-dev"
 TEST_PKGS="python3 python3-pytest python3-boto3 python3-prometheus-client awscli s3cmd rclone
 python3-yaml libnfs-dev libnfs-utils fio nginx-light clang clang-format libclang-rt-14-dev curl
 procps rpcbind qemu-system-x86 mmdebstrap passt e2fsprogs xz-utils ceph-mon ceph-osd radosgw
-ceph-common"
+ceph-common chromium"
 BENCH_PKGS="wrk fio nginx-light nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-dev python3-boto3"
 
 pkgs="$BUILD_PKGS"

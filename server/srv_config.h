@@ -61,6 +61,7 @@ struct srv_config {
     /* S3 */
     char *s3_domain;
     char *s3_region;
+    char *s3_anonymous_tenant;
     uint64_t s3_max_header_bytes;
     uint64_t s3_max_object_size;
     int64_t s3_idle_timeout_s;
@@ -80,6 +81,7 @@ struct srv_config {
     /* store */
     uint64_t data_file_size;
     uint64_t data_file_initial;
+    bool data_write_cache;
     int64_t data_files;
     char *devices;
     uint64_t map_size;

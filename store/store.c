@@ -342,6 +342,37 @@ static int map_load(struct store *s, const struct store_map *map)
     return 0;
 }
 
+/* Whether writes may go through the page cache (store_config.write_cache):
+ * data files only, on a file system that can zero a range in place
+ * (write_cached needs FALLOC_FL_ZERO_RANGE), tried on a scratch file in @p dir.
+ * Block devices are written with O_DIRECT: zeroing a range of a device
+ * without a write-zeroes command writes the zeros. */
+static bool write_cache_usable(const struct store_config *cfg)
+{
+    if (!cfg->write_cache)
+        return false;
+    if (cfg->devices) {
+        srv_log(INFO, STORE, "data_write_cache: block devices are written with O_DIRECT");
+        return false;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/.zero-range-check", cfg->dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && fallocate(fd, 0, 0, STORE_ALIGN) == 0 &&
+              fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, STORE_ALIGN) == 0;
+    int err = errno;
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+    if (!ok)
+        srv_log(WARN, STORE,
+                "data_write_cache: %s cannot zero a range in place (%s): writing "
+                "with O_DIRECT",
+                cfg->dir, strerror(err));
+    return ok;
+}
+
 int store_open(struct store **out, const struct store_config *cfg, const struct store_map *map)
 {
     int rc = 0;
@@ -374,6 +405,7 @@ int store_open(struct store **out, const struct store_config *cfg, const struct 
     }
     pthread_mutex_init(&s->grow_mu, NULL);
     s->ndev = ndev;
+    s->write_cache = write_cache_usable(cfg);
     rc = store__alloc_init(s);
     if (rc < 0) {
         for (uint32_t i = 0; i < ndev; i++)
@@ -511,6 +543,58 @@ static int extent_check(struct store *s, const struct store_extent *e, uint64_t 
     return 0;
 }
 
+/* Write through the page cache: the bytes stay cached for the first read
+ * (an O_DIRECT write leaves nothing there). Bumps the device's write
+ * generation. @return 0, -EIO. */
+static int write_cached(struct store_dev *d, const void *buf, size_t len, uint64_t off)
+{
+    /* The space may have held an extent whose page-cache pages were handed to
+     * a socket by sendfile and are still referenced there (a send queue, a
+     * local receiver's queue): a buffered write would change those bytes in
+     * place under the send. Zeroing the range first drops its pages from the
+     * page cache (truncation removes them even while referenced: the socket
+     * keeps its own, old ones), so the write fills new pages. It keeps the
+     * space allocated (as unwritten). */
+    if (fallocate(d->fd_buf, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+                  (off_t)store__round_up(len)) != 0) {
+        srv_log(ERROR, STORE, "zeroing %s at %" PRIu64 " before a write: %s", d->path, off,
+                strerror(errno));
+        return -EIO;
+    }
+    int rc = store__io_write(d->fd_buf, buf, len, off);
+    if (rc < 0)
+        return rc;
+    __atomic_add_fetch(&d->wgen, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void store_writeback(struct store *s, const struct store_extent *e)
+{
+    if (!s || !e || !(e->flags & STORE_X_CACHED) || e->dev >= s->ndev || e->len == 0)
+        return;
+    /* Only a hint: an error here is reported again by the fdatasync that
+     * makes the bytes durable. */
+    (void)sync_file_range(s->devs[e->dev].fd_buf, (off64_t)e->off, (off64_t)e->len,
+                          SYNC_FILE_RANGE_WRITE);
+}
+
+/* Become the device's one writer through the page cache, if the store writes
+ * that way and nobody else is: buffered writes to one file are serialized by
+ * the file system (its inode lock), so a second one would wait where an
+ * O_DIRECT write goes on in parallel. @return whether to write cached (then
+ * cached_end() after). */
+static bool cached_begin(struct store *s, struct store_dev *d)
+{
+    int idle = 0;
+    return s->write_cache && __atomic_compare_exchange_n(&d->cached_writer, &idle, 1, false,
+                                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static void cached_end(struct store_dev *d)
+{
+    __atomic_store_n(&d->cached_writer, 0, __ATOMIC_RELEASE);
+}
+
 int store_write(struct store *s, struct store_extent *e, const void *buf, size_t len)
 {
     return store_write_crc(s, e, buf, len, store_crc32c(0, buf, len));
@@ -555,7 +639,16 @@ int store_write_cb(struct store *s, struct store_extent *e, const void *buf, siz
         return rc;
     struct store_dev *d = &s->devs[e->dev];
     void *bounce = NULL; /* a scratch buffer, given back at the end */
-    if (len) {
+    e->flags &= ~STORE_X_CACHED;
+    if (len && cached_begin(s, d)) {
+        crc = crc_fn(arg);
+        rc = write_cached(d, buf, len, e->off);
+        cached_end(d);
+        if (rc < 0)
+            goto out;
+        e->flags |= STORE_X_CACHED;
+        __atomic_add_fetch(&s->bytes_written, len, __ATOMIC_RELAXED);
+    } else if (len) {
         const void *src = buf;
         size_t wlen = len;
         if (d->direct && (((uintptr_t)buf % STORE_ALIGN) != 0 || len % STORE_ALIGN != 0)) {
@@ -573,8 +666,7 @@ int store_write_cb(struct store *s, struct store_extent *e, const void *buf, siz
             goto out;
         __atomic_add_fetch(&d->wgen, 1, __ATOMIC_RELEASE);
         __atomic_add_fetch(&s->bytes_written, len, __ATOMIC_RELAXED);
-    }
-    else
+    } else
         crc = crc_fn(arg);
     if (reserved && size < have)
         (void)store__alloc_shrink(s, e, size);
@@ -592,6 +684,7 @@ struct wbatch {
     uint32_t crc[STORE_WBATCH_MAX];
     uint32_t (*crc_fn)(void *arg, size_t i);
     void *arg;
+    size_t first; /* index of v[0] in the caller's requests (crc_fn's numbering) */
 };
 
 static void wbatch_prep(void *arg, size_t i)
@@ -606,39 +699,88 @@ static void wbatch_prep(void *arg, size_t i)
 static void wbatch_during(void *arg, size_t i)
 {
     struct wbatch *w = arg;
-    w->crc[i] = w->crc_fn(w->arg, i);
+    w->crc[i] = w->crc_fn(w->arg, w->first + i);
 }
 
-int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
-                      uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
+/* A reservation that request @p r fits into, its place checked, or -EINVAL
+ * (logged); *@p have is the reserved size. */
+static int wreq_check(struct store *s, const struct store_wreq *r, uint64_t *have)
+{
+    if (!r->e || !r->buf || r->len == 0 || r->len > STORE_EXTENT_MAX)
+        return -EINVAL;
+    uint64_t size = store__round_up(r->len);
+    if (!store__alloc_is_reserved(s, r->e->dev, r->e->off, have) || size > *have) {
+        srv_log(ERROR, STORE,
+                "batched write of %zu bytes does not fit reservation dev=%u off=%" PRIu64, r->len,
+                r->e->dev, r->e->off);
+        return -EINVAL;
+    }
+    return extent_check(s, r->e, size);
+}
+
+/* Request @p r was written: its extent takes its length and CRC, and gives
+ * back what it reserved beyond them. */
+static void wreq_done(struct store *s, struct store_wreq *r, uint64_t have, uint32_t crc)
+{
+    __atomic_add_fetch(&s->bytes_written, r->len, __ATOMIC_RELAXED);
+    if (store__round_up(r->len) < have)
+        (void)store__alloc_shrink(s, r->e, store__round_up(r->len));
+    r->e->len = (uint32_t)r->len;
+    r->e->crc = crc;
+}
+
+static int write_batch_direct(struct store *s, struct store_wreq *v, size_t n,
+                              uint32_t (*crc_fn)(void *arg, size_t i), void *arg, size_t first);
+
+/* store_write_batch through the page cache (write_cached), one request after
+ * the other (a buffered write is a copy, with no I/O to overlap), while this
+ * thread is the devices' cached writer; the rest through the O_DIRECT batch.
+ * @return 0, or what write_batch_direct returns for the rest. */
+static int write_batch_cached(struct store *s, struct store_wreq *v, size_t n,
+                              uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
+{
+    size_t i = 0;
+    for (; i < n; i++) {
+        struct store_wreq *r = &v[i];
+        struct store_dev *d = &s->devs[r->e->dev];
+        uint64_t have;
+        int rc = wreq_check(s, r, &have);
+        if (rc < 0)
+            return rc;
+        if (!cached_begin(s, d))
+            break;
+        uint32_t crc = crc_fn(arg, i);
+        rc = write_cached(d, r->buf, r->len, r->e->off);
+        cached_end(d);
+        if (rc < 0)
+            return rc;
+        wreq_done(s, r, have, crc);
+        r->e->flags |= STORE_X_CACHED;
+    }
+    return i < n ? write_batch_direct(s, v + i, n - i, crc_fn, arg, i) : 0;
+}
+
+/* store_write_batch with O_DIRECT through io_uring: requests @p v are the
+ * caller's from index @p first on (crc_fn's numbering). */
+static int write_batch_direct(struct store *s, struct store_wreq *v, size_t n,
+                              uint32_t (*crc_fn)(void *arg, size_t i), void *arg, size_t first)
 {
     struct wbatch w;
     void *own[STORE_WBATCH_MAX] = {0}; /* scratch buffers for unaligned requests */
     uint64_t have[STORE_WBATCH_MAX];
     int rc = 0;
-    if (!s || !v || !crc_fn || n == 0 || n > STORE_WBATCH_MAX)
-        return -EINVAL;
     memset(&w, 0, sizeof(w));
     w.v = v;
     w.crc_fn = crc_fn;
     w.arg = arg;
+    w.first = first;
     for (size_t i = 0; i < n; i++) {
         struct store_wreq *r = &v[i];
-        if (!r->e || !r->buf || r->len == 0 || r->len > STORE_EXTENT_MAX) {
-            rc = -EINVAL;
-            goto out;
-        }
-        uint64_t size = store__round_up(r->len);
-        if (!store__alloc_is_reserved(s, r->e->dev, r->e->off, &have[i]) || size > have[i]) {
-            srv_log(ERROR, STORE,
-                    "batched write of %zu bytes does not fit reservation dev=%u off=%" PRIu64,
-                    r->len, r->e->dev, r->e->off);
-            rc = -EINVAL;
-            goto out;
-        }
-        rc = extent_check(s, r->e, size);
+        r->e->flags &= ~STORE_X_CACHED;
+        rc = wreq_check(s, r, &have[i]);
         if (rc < 0)
             goto out;
+        uint64_t size = store__round_up(r->len);
         struct store_dev *d = &s->devs[r->e->dev];
         w.io[i].fd = d->fd;
         w.io[i].off = r->e->off;
@@ -660,18 +802,23 @@ int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
         goto out;
     for (size_t i = 0; i < n; i++) {
         struct store_wreq *r = &v[i];
-        struct store_dev *d = &s->devs[r->e->dev];
-        __atomic_add_fetch(&d->wgen, 1, __ATOMIC_RELEASE);
-        __atomic_add_fetch(&s->bytes_written, r->len, __ATOMIC_RELAXED);
-        if (store__round_up(r->len) < have[i])
-            (void)store__alloc_shrink(s, r->e, store__round_up(r->len));
-        r->e->len = (uint32_t)r->len;
-        r->e->crc = w.crc[i];
+        __atomic_add_fetch(&s->devs[r->e->dev].wgen, 1, __ATOMIC_RELEASE);
+        wreq_done(s, r, have[i], w.crc[i]);
     }
 out:
     for (size_t i = 0; i < n; i++)
         store__scratch_put(own[i]);
     return rc;
+}
+
+int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
+                      uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
+{
+    if (!s || !v || !crc_fn || n == 0 || n > STORE_WBATCH_MAX)
+        return -EINVAL;
+    if (s->write_cache)
+        return write_batch_cached(s, v, n, crc_fn, arg);
+    return write_batch_direct(s, v, n, crc_fn, arg, 0);
 }
 
 int store_sync(struct store *s)

@@ -27,6 +27,7 @@
 #ifndef STORE_H
 #define STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,7 +42,11 @@ struct store_extent {
     uint32_t len;    /* bytes of data (<= STORE_EXTENT_MAX) */
     uint64_t off;    /* byte offset in the device, STORE_ALIGN-aligned */
     uint32_t crc;    /* CRC32C of the len data bytes */
+    uint32_t flags;  /* STORE_X_*, set by the write that made it (not persisted) */
 };
+/* The write went through the page cache (store_config.write_cache): its bytes
+ * are cached, in dirty pages until store_writeback(). */
+#define STORE_X_CACHED 0x1u
 
 struct store_config {
     const char *dir;               /* data files are dir/data.NNN */
@@ -51,6 +56,11 @@ struct store_config {
     uint32_t nfiles;
     const char *const *devices;    /* NULL-terminated block devices instead of files, or
                                     * NULL; when set, dir/file_size/nfiles are ignored */
+    bool write_cache;              /* write through the page cache (buffered pwrite; see
+                                    * store_writeback) instead of O_DIRECT when no other
+                                    * such write is under way on the device (the file
+                                    * system serializes them): the bytes stay cached for
+                                    * a first read (STORE_X_CACHED); durable at store_sync() */
 };
 
 /* One record of the persistent free map (found = 0: none). */
@@ -187,6 +197,11 @@ struct store_wreq {
  * @return 0, -EINVAL (not a reservation, too long), -EIO, -ENOMEM. */
 int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
                       uint32_t (*crc_fn)(void *arg, size_t i), void *arg);
+/** Start writing back the cached bytes of extent @p e, just written through the
+ * page cache (STORE_X_CACHED; a no-op otherwise): store_sync() then mostly waits
+ * for I/O already under way instead of starting it. A hint: durable only at
+ * store_sync(). */
+void store_writeback(struct store *s, const struct store_extent *e);
 /** Flush data files to stable storage (fdatasync each dirty one). A failed
  * fdatasync ends the process (SRV_FATAL): the kernel may have dropped the
  * pages it could not write and reports that only once. @return 0, -EINVAL. */

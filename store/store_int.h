@@ -101,6 +101,7 @@ struct store_dev {
     char *path;
     pthread_mutex_t sync_mu;
     uint64_t wgen; /* bumped by each write (atomic) */
+    int cached_writer; /* a write through the page cache is under way (atomic) */
     uint64_t sgen; /* wgen value covered by the last fdatasync (under sync_mu) */
 };
 
@@ -112,6 +113,7 @@ struct store {
     pthread_mutex_t grow_mu; /* one data file growth at a time */
     struct store__alloc a;
     uint64_t crc_errors, bytes_read, bytes_written; /* atomics */
+    bool write_cache;                               /* store_config.write_cache */
 };
 
 /* store_alloc.c */

@@ -946,7 +946,7 @@ int tenants_key_lookup(struct tenants *t, const char *akey, char *secret,
         p->gid = u->gid;
         p->ngids = u->ngids;
         memcpy(p->gids, u->gids, sizeof(p->gids));
-        p->flags = u->uid == 0 ? CORE_P_SUPER : 0;
+        p->flags = (u->uid == 0 ? CORE_P_SUPER : 0) | (u->tenant_admin ? CORE_P_TADMIN : 0);
     }
     rc = 0;
 out:

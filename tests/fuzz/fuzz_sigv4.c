@@ -5,7 +5,10 @@
  * blank line) whose Authorization header or X-Amz-* query is parsed,
  * canonicalized and verified; the bytes after it are decoded as an
  * aws-chunked body in the mode picked by the input's first byte, with the
- * request's signing key. */
+ * request's signing key. The same head is also taken as a SigV2 request
+ * (sigv4/srv_sigv2.c): its "AWS AKID:SIG" header or AWSAccessKeyId query, its
+ * string to sign (with and without a virtual-host bucket and a trailing '/')
+ * and its verification, and its Date headers through the HTTP date parser. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +47,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         s3__sigv4_verify(&r->arena, r, &sig, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", 1369353600,
                          key, &why);
     }
+    /* SigV2: the legacy header or presigned query, and the HTTP date forms */
+    char akey[129], v2sig[65];
+    time_t t;
+    const char *why = NULL;
+    if (authz && srv_sigv2_parse_header(authz, akey, v2sig) == 0) {
+        if (strchr(akey, ':') || !*v2sig)
+            __builtin_trap();
+        s3__sigv2_verify(&r->arena, r, NULL, data[0] & 1, v2sig, NULL, "secret", 1369353600, &why);
+    }
+    const char *ex = s3__req_param(r, "Expires"), *qs = s3__req_param(r, "Signature");
+    if (ex && qs)
+        s3__sigv2_verify(&r->arena, r, "vbucket", data[0] & 2, qs, ex, "secret", 1369353600, &why);
+    char *sts = s3__sigv2_string(&r->arena, r, (data[0] & 4) ? "vb" : NULL, NULL, data[0] & 8);
+    if (sts && strncmp(sts, r->method, strlen(r->method)) != 0)
+        __builtin_trap();
+    if (srv_http_date_parse(s3__req_header(r, "date"), &t) == 0 && t < 0)
+        __builtin_trap();
     struct srv_sigv4_chunked d;
     srv_sigv4_chunked_init(&d, mode, key, &sig, sink, NULL);
     /* feed the rest in two halves to exercise state carried across calls */

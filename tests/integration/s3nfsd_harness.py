@@ -32,10 +32,21 @@ SECRET_KEY = "s3nfs/test/secret/key/0123456789abcdefghij"
 ADMIN_TOKEN = "s3nfs-test-admin-token-0123456789"
 
 
+_given_ports = set()
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback TCP port nobody listens on now, and never one this process
+    handed out before: the kernel may give a port just closed again at once,
+    and a daemon's three listeners (or a daemon and its remote) must differ."""
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
+    raise RuntimeError("no free loopback port left")
 
 
 class Daemon:

@@ -191,7 +191,9 @@ def test_owner_and_mode_of_s3_objects(s3, nfs, d, admin, bucket):
     alice.put_object(Bucket=bucket, Key="al/ice/obj", Body=b"a")
     alice.put_object(Bucket=bucket, Key="mark/", Body=b"")
     f = nfs.stat(f"{bucket}/al/ice/obj")
-    assert (f["uid"], f["gid"], f["mode"] & 0o7777) == (2001, 3001, 0o644)
+    assert (f["uid"], f["gid"], f["mode"] & 0o7777) == (2001, 3001, 0o600)  # private
+    alice.put_object(Bucket=bucket, Key="al/ice/pub", Body=b"a", ACL="public-read")
+    assert nfs.stat(f"{bucket}/al/ice/pub")["mode"] & 0o7777 == 0o644
     for dpath in ("al", "al/ice", "mark"):
         a = nfs.stat(f"{bucket}/{dpath}")
         assert (a["type"], a["uid"], a["gid"], a["mode"] & 0o7777) == (NF_DIR, 2001, 3001, 0o755)

@@ -110,6 +110,16 @@ def test_loop_answers_equal_worker_answers(nfsd):
     reads = sum(1 for t in todo if t[0] == rpc3.READ)
     assert answered >= len(todo) - reads, "the metadata calls were answered on the loop thread"
     assert answered > len(todo) - reads, "and READs of verified data too"
+    assert metric(nfsd, "s3nfs_nfs_loop_retries_total") == 0, "data written through the page " \
+        "cache (data_write_cache) is known verified: no READ of it needed a worker"
+    c.close()
+
+    # After a restart nothing is known verified: a READ of an extent goes to a
+    # worker (which verifies it), with the same answer.
+    nfsd.restart()
+    c = RpcConn(nfsd.nfs_port)
+    assert root_fh(c) == root
+    assert replies(c, todo) == on_loop
     assert metric(nfsd, "s3nfs_nfs_loop_retries_total") > 0, "a READ of an unverified extent " \
         "went to a worker"
     c.close()

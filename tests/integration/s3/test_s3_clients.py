@@ -101,7 +101,8 @@ def test_aws_cli_s3api(d, tmp_path):
     assert r.returncode != 0 and "BucketNotEmpty" in r.stderr
 
 
-def s3cmd(d, tmp_path, *args, check=True):
+def s3cmd(d, tmp_path, *args, check=True, v2=False):
+    """Run s3cmd against @d (SigV4, or the legacy SigV2 with @v2)."""
     cfg = tmp_path / "s3cfg"
     host = d.s3_endpoint.split("//")[1]
     cfg.write_text(f"""[default]
@@ -110,7 +111,7 @@ secret_key = {d.secret_key}
 host_base = {host}
 host_bucket = {host}
 use_https = False
-signature_v2 = False
+signature_v2 = {v2}
 bucket_location = us-east-1
 check_ssl_certificate = False
 """)

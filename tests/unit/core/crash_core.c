@@ -114,10 +114,15 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
+/* Odd rounds' children write through the page cache (data_write_cache), even
+ * ones with O_DIRECT: both data paths get killed at random moments. */
+static bool write_cache;
+
 static struct core_config config(void)
 {
     struct core_config cfg;
     memset(&cfg, 0, sizeof(cfg));
+    cfg.data_write_cache = write_cache;
     cfg.data_dir = dir;
     cfg.data_file_size = 128ull << 20;
     cfg.data_file_initial = 1ull << 20;
@@ -291,6 +296,7 @@ static void logline(int fd, const char *fmt, ...)
 
 static void child(uint64_t round)
 {
+    write_cache = round % 2 == 1;
     struct env e;
     uint8_t *buf = malloc(OBJ_MAX > WRITE_MAX ? OBJ_MAX : WRITE_MAX);
     int fd = open(ackpath, O_WRONLY | O_APPEND);

@@ -267,7 +267,7 @@ static void test_mpu_complete_race(void **state)
                              0);
             assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 64 * KB, &u), 0);
             assert_int_equal(core_upload_write(u, part, 64 * KB), 0);
-            assert_int_equal(core_mpu_part_commit(u, ids[i], 1, "p1"), 0);
+            assert_int_equal(core_mpu_part_commit(u, ids[i], 1, "p1", NULL), 0);
         }
         atomic_uint_fast64_t acked = 0;
         struct mpu_race q[3];

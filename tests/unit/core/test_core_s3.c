@@ -32,6 +32,77 @@ static void test_buckets(void **state)
     assert_int_equal(core_tenant_delete(f->c, 1), -ENOTEMPTY);
 }
 
+/* Owners and modes of what S3 makes, the bucket's blob, the one POSIX rule. */
+static void test_owner_modes_and_bucket_meta(void **state)
+{
+    struct fx *f = *state;
+    struct core_attr a;
+    struct core_principal pub = f->p;
+    pub.fmode = 0644;
+    assert_int_equal(core_bucket_create(f->c, &f->p, "priv-b", 6, &a), 0);
+    assert_int_equal(a.mode & 0777, 0700);
+    assert_int_equal(core_bucket_create(f->c, &pub, "pub-b", 5, &a), 0);
+    assert_int_equal(a.mode & 0777, 0755);
+    /* an object with fmode; its parents stay 0755 */
+    struct core_upload *u;
+    assert_int_equal(core_upload_begin(f->c, &pub, f->bucket, 1, &u), 0);
+    assert_int_equal(core_upload_write(u, "x", 1), 0);
+    assert_int_equal(core_upload_commit(u, "p/q", 3, "e", NULL, 0, NULL, false, &a), 0);
+    assert_int_equal(a.mode & 0777, 0644);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "p/", 2, &oi), 0);
+    assert_int_equal(oi.attr.mode & 0777, 0755);
+    free(oi.meta);
+    /* the bucket's blob and mode, in one change */
+    assert_int_equal(core_bucket_get(f->c, &f->p, "priv-b", 6, &oi), 0);
+    assert_null(oi.meta);
+    uint64_t pb = oi.attr.ino;
+    assert_int_equal(core_bucket_set_meta(f->c, &f->p, pb, "cfg", 3, 0755), 0);
+    assert_int_equal(core_bucket_get(f->c, &f->p, "priv-b", 6, &oi), 0);
+    assert_int_equal(oi.metalen, 3);
+    assert_memory_equal(oi.meta, "cfg", 3);
+    assert_int_equal(oi.attr.mode & 0777, 0755);
+    free(oi.meta);
+    assert_int_equal(core_bucket_set_meta(f->c, &f->p, pb, "c2", 2, -1), 0);
+    assert_int_equal(core_bucket_get(f->c, &f->p, "priv-b", 6, &oi), 0);
+    assert_int_equal(oi.attr.mode & 0777, 0755);
+    free(oi.meta);
+    assert_int_equal(core_bucket_get(f->c, &f->p, "nope", 4, &oi), SRV_ENOBUCKET);
+    /* the peek brings the bucket's blob too, even when the key is missing */
+    char buf[16];
+    struct core_peek pk;
+    assert_int_equal(core_key_peek(f->c, &f->p, "priv-b", 6, "none", 4, buf, sizeof(buf), &pk),
+                     -ENOENT);
+    assert_int_equal(pk.bmetalen, 2);
+    assert_int_equal(pk.battr.ino, pb);
+    free(pk.bmeta);
+    /* an object's blob and mode */
+    assert_int_equal(core_key_set_meta_mode(f->c, &f->p, f->bucket, "p/q", 3, "m", 1, 0600), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "p/q", 3, &oi), 0);
+    assert_int_equal(oi.attr.mode & 0777, 0600);
+    assert_int_equal(oi.metalen, 1);
+    free(oi.meta);
+    /* the POSIX rule both protocols apply */
+    struct core_principal other = f->p, grp = f->p, sup = f->p;
+    other.uid = 4242;
+    other.gid = 4242;
+    grp.uid = 4243;
+    sup.flags |= CORE_P_SUPER;
+    a.uid = f->p.uid;
+    a.gid = f->p.gid;
+    a.mode = 0640;
+    a.type = CORE_REG;
+    enum core_pclass cls;
+    assert_int_equal(core_perm_bits(&f->p, &a, &cls), 6);
+    assert_int_equal(cls, CORE_PC_OWNER);
+    assert_int_equal(core_perm_bits(&grp, &a, &cls), 4);
+    assert_int_equal(cls, CORE_PC_GROUP);
+    assert_int_equal(core_perm_bits(&other, &a, &cls), 0);
+    assert_int_equal(cls, CORE_PC_OTHER);
+    assert_int_equal(core_perm_bits(&sup, &a, &cls), 6); /* no execute bit: no execute */
+    assert_int_equal(cls, CORE_PC_SUPER);
+}
+
 static void test_key_rules(void **state)
 {
     struct fx *f = *state;
@@ -93,7 +164,7 @@ static void test_put_get_overwrite(void **state)
     assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "dir/big", 7, &oi), 0);
     assert_string_equal(oi.etag, "etag");
     assert_int_equal(oi.attr.uid, 1000);
-    assert_int_equal(oi.attr.mode, 0644);
+    assert_int_equal(oi.attr.mode, 0600); /* S3 objects are their owner's (fmode 0) */
     free(oi.meta);
     /* overwrite with smaller data; space comes back after a sync */
     fx_fill(buf, 100, 2);
@@ -293,7 +364,9 @@ static int part_cb(void *arg, const struct core_mpu_part *p)
 {
     int *n = arg;
     (*n)++;
-    (void)p;
+    /* the first part was committed with a checksum: it is kept beside its ETag */
+    assert_string_equal(p->cksum, p->partno == 1 ? "1:abcd" : "");
+    assert_string_equal(p->etag, p->partno == 1 ? "e1" : p->partno == 2 ? "e2" : "e3");
     return 0;
 }
 
@@ -313,7 +386,7 @@ static void test_multipart(void **state)
         snprintf(et, sizeof(et), "e%u", i + 1);
         assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, psz, &u), 0);
         assert_int_equal(core_upload_write(u, buf + i * psz, psz), 0);
-        assert_int_equal(core_mpu_part_commit(u, id, i + 1, et), 0);
+        assert_int_equal(core_mpu_part_commit(u, id, i + 1, et, i ? NULL : "1:abcd"), 0);
     }
     int n = 0;
     assert_int_equal(core_mpu_list_parts(f->c, &f->p, f->bucket, id, 0, part_cb, &n), 0);
@@ -363,7 +436,7 @@ static int put_cond(struct fx *f, const char *key, const char *data, const char 
 static void test_preconditions(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(put_cond(f, "k", "v1", "e1", "*", false), SRV_EPRECOND);
+    assert_int_equal(put_cond(f, "k", "v1", "e1", "*", false), -ENOENT); /* no such key */
     assert_int_equal(put_cond(f, "k", "v1", "e1", NULL, true), 0);
     assert_int_equal(put_cond(f, "k", "v2", "e2", NULL, true), SRV_EPRECOND);
     assert_int_equal(put_cond(f, "k", "v2", "e2", "nope", false), SRV_EPRECOND);
@@ -437,16 +510,16 @@ static void test_multipart_more(void **state)
         struct core_upload *u;
         assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 2 << 20, &u), 0);
         assert_int_equal(core_upload_write(u, buf, 2 << 20), 0);
-        assert_int_equal(core_mpu_part_commit(u, id1, 1, i ? "p1b" : "p1a"), 0);
+        assert_int_equal(core_mpu_part_commit(u, id1, 1, i ? "p1b" : "p1a", NULL), 0);
     }
     assert_int_equal(core_sync(f->c), 0);
     core_stats_get(f->c, &s1);
     assert_int_equal(s0.store_free - s1.store_free, 2 << 20);
     struct core_upload *u;
     assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 1, &u), 0);
-    assert_int_equal(core_mpu_part_commit(u, "zzzz", 1, "x"), -ENOENT);
+    assert_int_equal(core_mpu_part_commit(u, "zzzz", 1, "x", NULL), -ENOENT);
     assert_int_equal(core_upload_begin(f->c, &f->p, f->bucket, 1, &u), 0);
-    assert_int_equal(core_mpu_part_commit(u, id1, 0, "x"), -EINVAL);
+    assert_int_equal(core_mpu_part_commit(u, id1, 0, "x", NULL), -EINVAL);
     uint32_t pn[] = {1};
     const char *et[] = {"p1a"};
     assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id1, pn, et, 1, "f-1", NULL, NULL),
@@ -477,7 +550,7 @@ static void test_multipart_more(void **state)
     assert_int_equal(core_mpu_create(f->c, &f->p, b2.ino, "x", 1, NULL, 0, id1, sizeof(id1)), 0);
     assert_int_equal(core_upload_begin(f->c, &f->p, b2.ino, 2 << 20, &u), 0);
     assert_int_equal(core_upload_write(u, buf, 2 << 20), 0);
-    assert_int_equal(core_mpu_part_commit(u, id1, 1, "p"), 0);
+    assert_int_equal(core_mpu_part_commit(u, id1, 1, "p", NULL), 0);
     assert_int_equal(core_bucket_delete(f->c, &f->p, "gone", 4), 0);
     assert_int_equal(core_sync(f->c), 0);
     core_stats_get(f->c, &s1);
@@ -561,6 +634,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_buckets, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_key_rules, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_owner_modes_and_bucket_meta, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_put_get_overwrite, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clash_and_implicit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_list, fx_setup, fx_teardown),

@@ -6,8 +6,9 @@
  * read verifies, later ones send verified extents from the fd, and so may a
  * CORE_P_NOWAIT caller, which gets -EWOULDBLOCK before that; corruption is
  * SRV_ECORRUPT, also after a verified extent's page-cache copy went away, and
- * after it came back from the changed disk unverified; freed space is not
- * reused while pieces hold it). */
+ * after it came back from the changed disk unverified; extents written
+ * through the page cache are known at once; freed space is not reused while
+ * pieces hold it). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -357,6 +358,55 @@ static void test_pieces_corruption(void **state)
     free(data);
 }
 
+/* With data_write_cache, an extent is remembered as verified when it is
+ * written (its pages are the ones the write filled): the first read sends it
+ * from the fd, also to a caller that must not wait, for uploads and NFS
+ * writes alike; once its pages left the page cache, a read verifies again
+ * and catches a changed disk. */
+static void test_pieces_written_cached(void **state)
+{
+    struct fx *f = *state;
+    struct core_config cfg = fx_config(f->dir);
+    cfg.data_write_cache = true;
+    core_close(f->c);
+    f->c = NULL;
+    assert_int_equal(core_open(&f->c, &cfg), 0);
+    size_t size = 2 * MB + 999;
+    uint8_t *want = malloc(size), *got;
+    struct core_pieces ps;
+    struct core_principal nw = f->p;
+    nw.flags |= CORE_P_NOWAIT;
+    fx_fill(want, size, 11);
+    assert_int_equal(fx_put(f, "w", want, size), 0);
+    uint64_t ino = ino_of(f, "w");
+    assert_int_equal(core_read_pieces(f->c, &nw, ino, 0, size, &ps), 0);
+    assert_int_equal(ps.copied, 0);
+    got = assemble(&ps);
+    assert_memory_equal(got, want, size);
+    free(got);
+    core_pieces_release(&ps);
+    /* an UNSTABLE write in place makes a new extent, known at once too */
+    enum core_stable how;
+    fx_fill(want, MB, 12);
+    assert_int_equal(core_write(f->c, &f->p, ino, 0, want, MB, CORE_UNSTABLE, &how, NULL, NULL), 0);
+    assert_int_equal(core_read_pieces(f->c, &nw, ino, 0, size, &ps), 0);
+    assert_int_equal(ps.copied, 0);
+    got = assemble(&ps);
+    assert_memory_equal(got, want, size);
+    free(got);
+    core_pieces_release(&ps);
+    /* durable, then the disk changes underneath (O_DIRECT drops the cached
+     * pages): the next read verifies again and fails */
+    assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    assert_int_equal(core_sync(f->c), 0);
+    if (corrupt(f, want, true) == 0) {
+        free(want);
+        skip(); /* no O_DIRECT on this filesystem */
+    }
+    assert_int_equal(core_read_pieces(f->c, &f->p, ino, 0, size, &ps), SRV_ECORRUPT);
+    free(want);
+}
+
 static void test_pieces_hold_space(void **state)
 {
     struct fx *f = *state;
@@ -395,6 +445,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pieces_extents, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pieces_inline_holes_pending, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pieces_corruption, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_pieces_written_cached, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pieces_hold_space, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

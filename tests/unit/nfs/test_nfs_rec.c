@@ -98,6 +98,37 @@ static void test_byte_by_byte(void **state)
     evbuffer_free(in);
 }
 
+/* A transport that reads the rest of a fragment straight from the socket:
+ * part of the fragment came through the evbuffer, the rest is put where
+ * nfs_rec_space says, and the next fragment goes on through the evbuffer. */
+static void test_direct_fill(void **state)
+{
+    struct nfs_rec r;
+    struct evbuffer *in = evbuffer_new();
+    void *out = NULL, *dst = NULL;
+    size_t len = 0;
+    nfs_rec_init(&r, 1024);
+    assert_int_equal(nfs_rec_space(&r, &dst), 0); /* no fragment yet */
+    uint32_t m = htonl(10);                       /* not the last fragment: 10 bytes */
+    evbuffer_add(in, &m, 4);
+    evbuffer_add(in, "0123", 4);
+    assert_int_equal(nfs_rec_take(&r, in, &out, &len), 0);
+    assert_int_equal(nfs_rec_space(&r, &dst), 6);
+    memcpy(dst, "45", 2);
+    nfs_rec_filled(&r, 2);
+    assert_int_equal(nfs_rec_space(&r, &dst), 4);
+    memcpy(dst, "6789", 4);
+    nfs_rec_filled(&r, 4);
+    add_frag(in, "AB", 2, 1);
+    assert_int_equal(nfs_rec_take(&r, in, &out, &len), 1);
+    assert_int_equal(len, 12);
+    assert_memory_equal(out, "0123456789AB", 12);
+    assert_int_equal(nfs_rec_space(&r, &dst), 0);
+    free(out);
+    nfs_rec_fini(&r);
+    evbuffer_free(in);
+}
+
 static void test_oversize(void **state)
 {
     struct nfs_rec r;
@@ -370,15 +401,11 @@ static void test_reply_sizes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_fragment),
-        cmocka_unit_test(test_multi_fragment),
-        cmocka_unit_test(test_byte_by_byte),
-        cmocka_unit_test(test_oversize),
-        cmocka_unit_test(test_empty_record),
-        cmocka_unit_test(test_call_auth_sys),
-        cmocka_unit_test(test_call_auth_none_and_verdicts),
-        cmocka_unit_test(test_call_garbage),
-        cmocka_unit_test(test_replies),
+        cmocka_unit_test(test_single_fragment), cmocka_unit_test(test_multi_fragment),
+        cmocka_unit_test(test_byte_by_byte),    cmocka_unit_test(test_direct_fill),
+        cmocka_unit_test(test_oversize),        cmocka_unit_test(test_empty_record),
+        cmocka_unit_test(test_call_auth_sys),   cmocka_unit_test(test_call_auth_none_and_verdicts),
+        cmocka_unit_test(test_call_garbage),    cmocka_unit_test(test_replies),
         cmocka_unit_test(test_reply_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

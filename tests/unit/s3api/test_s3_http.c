@@ -168,13 +168,30 @@ static void test_helpers(void **state)
     assert_int_equal(s3__b64_decode("aGVsbG8", 7, out), -1);
     assert_int_equal(s3__b64_decode("a=Vs", 4, out), -1);
     time_t t;
-    assert_int_equal(s3__http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT", &t), 0);
+    assert_int_equal(srv_http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT", &t), 0);
     assert_int_equal((long long)t, 784111777LL);
-    assert_int_equal(s3__http_date_parse("Sunday, 06-Nov-94 08:49:37 GMT", &t), 0);
+    assert_int_equal(srv_http_date_parse("Sunday, 06-Nov-94 08:49:37 GMT", &t), 0);
     assert_int_equal((long long)t, 784111777LL);
-    assert_int_equal(s3__http_date_parse("Sun Nov  6 08:49:37 1994", &t), 0);
+    assert_int_equal(srv_http_date_parse("Sun Nov  6 08:49:37 1994", &t), 0);
     assert_int_equal((long long)t, 784111777LL);
-    assert_int_equal(s3__http_date_parse("yesterday", &t), -EINVAL);
+    assert_int_equal(srv_http_date_parse("yesterday", &t), -EINVAL);
+    /* RFC 2822 forms AWS accepts in Date: numeric zones (botocore sends +0000 / -0000) */
+    static const char *const same[] = {
+        "Sun, 06 Nov 1994 08:49:37 +0000", "Sun, 06 Nov 1994 08:49:37 -0000",
+        "06 Nov 1994 08:49:37 GMT",        "Sun, 06 Nov 1994 09:49:37 +0100",
+        "Sun, 06 Nov 1994 03:19:37 -0530", "Sun, 6 Nov 1994 08:49:37 UTC",
+        "Sun, 06 Nov 1994 08:49:37 UT",    "Sun, 06 Nov 1994 08:49:37 Z",
+    };
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        t = 0;
+        assert_int_equal(srv_http_date_parse(same[i], &t), 0);
+        assert_int_equal((long long)t, 784111777LL);
+    }
+    assert_int_equal(srv_http_date_parse("Sun, 06 Nov 1994 08:49 +0000", &t), 0);
+    assert_int_equal((long long)t, 784111740LL);
+    assert_int_equal(srv_http_date_parse("Sun, 06 Nov 1994 08:49:37 +2500", &t), -EINVAL);
+    assert_int_equal(srv_http_date_parse("Sun, 06 Nov 1994 08:49:37 PST8", &t), -EINVAL);
+    assert_int_equal(srv_http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT junk", &t), -EINVAL);
     char ds[30];
     s3__http_date_fmt(784111777, ds);
     assert_string_equal(ds, "Sun, 06 Nov 1994 08:49:37 GMT");

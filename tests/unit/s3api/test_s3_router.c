@@ -68,7 +68,16 @@ static void test_ops(void **state)
     OP("GET", "/bkt/k?tagging", s3_op_get_tagging);
     OP("PUT", "/bkt/k?tagging", s3_op_put_tagging);
     OP("DELETE", "/bkt/k?tagging", s3_op_delete_tagging);
-    OP("GET", "/bkt/k?acl", s3_op_object_acl);
+    OP("GET", "/bkt/k?acl", s3_op_get_object_acl);
+    OP("PUT", "/bkt/k?acl", s3_op_put_object_acl);
+    OP("PUT", "/bkt?acl", s3_op_put_bucket_acl);
+    OP("PUT", "/bkt?policy", s3_op_put_bucket_policy);
+    OP("DELETE", "/bkt?policy", s3_op_delete_bucket_policy);
+    OP("PUT", "/bkt?publicAccessBlock", s3_op_put_pab);
+    OP("DELETE", "/bkt?ownershipControls", s3_op_delete_ownership);
+    OP("PUT", "/bkt?cors", s3_op_put_cors);
+    OP("OPTIONS", "/bkt/k", s3_op_cors_preflight);
+    OP("GET", "/bkt/k?attributes", s3_op_get_attributes);
     OP("POST", "/bkt/k?uploads", s3_op_mpu_create);
     OP("PUT", "/bkt/k?partNumber=1&uploadId=x", s3_op_mpu_upload_part);
     OP("POST", "/bkt/k?uploadId=x", s3_op_mpu_complete);
@@ -136,7 +145,7 @@ static void test_errors(void **state)
     assert_int_equal(r->err, SRV_ENOTSUPP);
     assert_non_null(strstr(r->errmsg, "torrent"));
     s3__http_fini(&t.h);
-    r = route(&t, "PUT", "/bkt?policy", "h", NULL, NULL);
+    r = route(&t, "PUT", "/bkt?website", "h", NULL, NULL);
     assert_int_equal(r->err, SRV_ENOTSUPP);
     s3__http_fini(&t.h);
     r = route(&t, "PUT", "/bkt/k?uploadId=x", "h", NULL, NULL);
@@ -187,12 +196,26 @@ static void test_op_facts(void **state)
         &s3_op_list_buckets,   &s3_op_create_bucket,   &s3_op_delete_bucket,  &s3_op_head_bucket,
         &s3_op_list_objects,   &s3_op_list_objects_v2, &s3_op_head_object,    &s3_op_delete_object,
         &s3_op_delete_objects, &s3_op_get_tagging,     &s3_op_put_tagging,    &s3_op_mpu_create,
-        &s3_op_mpu_complete,   &s3_op_mpu_abort,       &s3_op_mpu_list_parts, &s3_op_object_acl,
+        &s3_op_mpu_complete,   &s3_op_mpu_abort,       &s3_op_mpu_list_parts, &s3_op_get_object_acl,
+        &s3_op_put_object_acl, &s3_op_put_bucket_acl,
     };
     for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
         assert_int_equal(meta[i]->qos, QOS_META);
         assert_int_equal(meta[i]->flags, 0);
         assert_non_null(meta[i]->work);
+    }
+    /* every op on a bucket names the IAM action it is decided as (s3_authz.c), but
+     * CreateBucket and the configuration reads, which decide themselves */
+    const struct s3_op *decided[] = {
+        &s3_op_delete_bucket,  &s3_op_head_bucket,    &s3_op_list_objects,   &s3_op_list_objects_v2,
+        &s3_op_get_object,     &s3_op_head_object,    &s3_op_put_object,     &s3_op_delete_object,
+        &s3_op_delete_objects, &s3_op_copy_object,    &s3_op_get_tagging,    &s3_op_put_tagging,
+        &s3_op_mpu_create,     &s3_op_mpu_complete,   &s3_op_mpu_abort,      &s3_op_mpu_list_parts,
+        &s3_op_get_object_acl, &s3_op_put_object_acl, &s3_op_put_bucket_acl,
+    };
+    for (size_t i = 0; i < sizeof(decided) / sizeof(decided[0]); i++) {
+        assert_non_null(decided[i]->action);
+        assert_int_equal(strncmp(decided[i]->action, "s3:", 3), 0);
     }
 }
 

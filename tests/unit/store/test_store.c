@@ -382,6 +382,32 @@ static void test_buffered_path(void **state)
     store__no_direct = 0;
 }
 
+/* write_cache: writes go through the page cache (store_write, store_write_batch,
+ * unaligned too) and read back through the O_DIRECT path and the fd alike;
+ * store_writeback is a hint that changes nothing visible. */
+static void test_write_cache(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 1u << 20);
+    tenv_store_close(t);
+    t->cfg.write_cache = true;
+    assert_int_equal(tenv_store_open(t), 0);
+    roundtrip_suite(t);
+    unsigned char w[5000], r[5000];
+    struct store_extent e;
+    fill_pattern(w, sizeof(w), 77);
+    assert_int_equal(store_alloc(t->s, sizeof(w), &e), 0);
+    assert_int_equal(store_write(t->s, &e, w, sizeof(w)), 0);
+    assert_true(e.flags & STORE_X_CACHED); /* nobody else was writing */
+    store_writeback(t->s, &e);
+    assert_int_equal(pread(store_extent_fd(t->s, &e), r, sizeof(r), (off_t)e.off),
+                     (ssize_t)sizeof(r));
+    assert_memory_equal(r, w, sizeof(w));
+    assert_int_equal(store_sync(t->s), 0);
+    assert_int_equal(tenv_use(t, &e, 1), 0);
+    tenv_free(t);
+}
+
 static void test_pread_fallback(void **state)
 {
     (void)state;
@@ -805,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_write_batch),
         cmocka_unit_test(test_buffered_path),
+        cmocka_unit_test(test_write_cache),
         cmocka_unit_test(test_pread_fallback),
         cmocka_unit_test(test_block_device),
         cmocka_unit_test(test_lifecycle_threads),
