@@ -148,13 +148,13 @@ const struct nfs_proc_desc nfs3_procs[22] = {
     /* results encoded by the procedure (nfs_dir.c) */
     {.fn = nfs3_readdir, .xdr_args = X(xdr_READDIR3args), .xdr_res = X(xdr_nfs_dirres),
      .args_size = sizeof(READDIR3args), .res_size = sizeof(struct nfs_dirres), .name = "READDIR",
-     .qos = NFS_QOS_META},
+     .flags = NFS_PF_LOOP, .qos = NFS_QOS_META},
     {.fn = nfs3_readdirplus, .xdr_args = X(xdr_READDIRPLUS3args), .xdr_res = X(xdr_nfs_dirres),
      .args_size = sizeof(READDIRPLUS3args), .res_size = sizeof(struct nfs_dirres),
-     .name = "READDIRPLUS", .qos = NFS_QOS_META},
+     .name = "READDIRPLUS", .flags = NFS_PF_LOOP, .qos = NFS_QOS_META},
     NFS3(fsstat, FSSTAT3args, FSSTAT3res, "FSSTAT", 0),
-    NFS3(fsinfo, FSINFO3args, FSINFO3res, "FSINFO", 0),
-    NFS3(pathconf, PATHCONF3args, PATHCONF3res, "PATHCONF", 0),
+    NFS3(fsinfo, FSINFO3args, FSINFO3res, "FSINFO", NFS_PF_LOOP),
+    NFS3(pathconf, PATHCONF3args, PATHCONF3res, "PATHCONF", NFS_PF_LOOP),
     NFS3(commit, COMMIT3args, COMMIT3res, "COMMIT", 0),
 };
 

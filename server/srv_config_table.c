@@ -154,8 +154,8 @@ const struct srv_config_opt srv_config_table[] = {
         "no reply waiting to be sent is closed (clients reconnect on their next call). 0: "
         "never."),
     OPT(nfs_loop_answers, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_IMMUTABLE, NULL,
-        "Answer GETATTR, LOOKUP, ACCESS and READs of data already verified in the page cache "
-        "on the connection's event-loop thread, without a hand-off to a worker (a loop that "
+        "Answer GETATTR, LOOKUP, ACCESS, READDIR(PLUS), FSINFO, PATHCONF and READs of data "
+        "already verified in the page cache on the connection's event-loop thread, without a hand-off to a worker (a loop that "
         "takes a major page fault sends calls to the workers for a second). false: every call "
         "runs on a worker."),
     /* store */

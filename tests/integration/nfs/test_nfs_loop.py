@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""GETATTR, LOOKUP, ACCESS and READ answered on the event-loop thread (nfs_loop_answers).
+"""GETATTR, LOOKUP, ACCESS, READ, READDIR(PLUS), FSINFO and PATHCONF answered on the
+event-loop thread (nfs_loop_answers).
 
 The loop answers must be the worker's answers byte for byte, and must never be
 stale: every change, through NFS or S3, shows in the next call at once. The
@@ -87,6 +88,16 @@ def calls(root, bfh, dfh, files):
                            (files["big"], 400000, 10), (files["big"], 0, 1 << 20),
                            (files["small"], 0, 4096), (files["empty"], 0, 10), (dfh, 0, 10)]:
             out.append((rpc3.READ, Packer().opaque(fh).u64(off).u32(n).bytes(), cr))
+        # directory listings (a whole page, a page too small for one entry, a
+        # file, a stale handle) and the file system's constants
+        for fh in [root, bfh, dfh, files["big"], bytes(stale)]:
+            for count in (8192, 30):
+                out.append((rpc3.READDIR, Packer().opaque(fh).u64(0).fopaque(b"\0" * 8)
+                            .u32(count).bytes(), cr))
+                out.append((rpc3.READDIRPLUS, Packer().opaque(fh).u64(0).fopaque(b"\0" * 8)
+                            .u32(count).u32(count * 2).bytes(), cr))
+            out.append((rpc3.FSINFO, Packer().opaque(fh).bytes(), cr))
+            out.append((rpc3.PATHCONF, Packer().opaque(fh).bytes(), cr))
     return out
 
 
