@@ -26,6 +26,9 @@
 #define SRV_EBADCOOKIE (-20011) /* readdir cookie/verifier no longer valid */
 #define SRV_ETOOBIG    (-20012) /* entity larger than the configured maximum */
 #define SRV_EBADVERSION (-20013) /* store written by an unknown or newer schema version */
+#define SRV_ENOVERSION (-20014)  /* no such version of a key */
+#define SRV_ELOCKED (-20015)     /* the version is protected by object lock (retention, hold) */
+#define SRV_EBADSTATE (-20016)   /* the bucket's state forbids it (object lock, versioning) */
 #define SRV_ETLS       (-20020) /* tier: TLS handshake or certificate verification failed */
 
 /* X(name, value, S3 code for an object, S3 code for a bucket or the service,
@@ -119,6 +122,13 @@
       400, 27, "InternalError", 500, "entity too large")                                           \
     X(ESRV_BADVERSION, SRV_EBADVERSION, "InternalError", "InternalError",                          \
       500, 5, "InternalError", 500, "unknown store version")                                       \
+    X(ESRV_NOVERSION, SRV_ENOVERSION, "NoSuchVersion", "NoSuchVersion",                            \
+      404, 2, "NotFound", 404, "no such version")                                                  \
+    /* a version under retention or legal hold: never deleted or changed in place */               \
+    X(ESRV_LOCKED, SRV_ELOCKED, "AccessDenied", "AccessDenied",                                    \
+      403, 13, "Forbidden", 403, "protected by object lock (retention or legal hold)")             \
+    X(ESRV_BADSTATE, SRV_EBADSTATE, "InvalidBucketState", "InvalidBucketState",                    \
+      409, 22, "Conflict", 409, "the bucket's versioning or object lock state forbids it")         \
     X(ESRV_TLS, SRV_ETLS, "InternalError", "InternalError",                                        \
       500, 5, "InternalError", 500, "TLS handshake or certificate check failed")
 /* clang-format on */

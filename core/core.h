@@ -67,6 +67,10 @@ struct core_principal {
 #define CORE_P_ANON 0x8
 /* ... or comes from a tenant admin (tenants/: tenant_admin). */
 #define CORE_P_TADMIN 0x10
+/* The caller may reach noncurrent versions by inode number (the S3 front end reads
+ * them by version id). Without it, an inode that became a noncurrent version is gone
+ * (SRV_ESTALE), as a replaced file is: NFS handles never reach old versions. */
+#define CORE_P_VERSIONS 0x20
 
 enum core_ftype { CORE_REG = 1, CORE_DIR = 2, CORE_LNK = 3 };
 
@@ -124,6 +128,10 @@ struct core_config {
     bool data_write_cache;     /* write data through the page cache (store_config.write_cache) */
     bool meta_mem;            /* metadata in memory, not in LMDB (tests: kept for the life
                                * of the process under data_dir, so a reopen finds it) */
+    uint32_t settle_ms;       /* a file NFS changed is settled (its MD5 ETag computed, its
+                               * version sealed) once unchanged this long (0: at once) */
+    bool bg_worker;           /* run the background worker that settles files (else only
+                               * core_bg_run does) */
 };
 
 /** Open (creating if new) the store under cfg->data_dir; recovers after a crash
@@ -138,6 +146,39 @@ void core_close(struct core *c);
 /** Make every acknowledged change durable, pending UNSTABLE writes included
  * (flushes every inode's, then a group commit + data sync). */
 int core_sync(struct core *c);
+
+/* ---- store check ---- */
+
+/** Called with one line of text for each problem core_check finds. */
+typedef void (*core_check_fn)(void *arg, const char *problem);
+/** Check the consistency of the whole store in one snapshot (`s3nfsd --check-store`, the
+ * crash tests): space (extents of files, versions and parts each counted once, shared
+ * ones matching their xref counts, free ranges, all tiling the devices; block CRCs and
+ * xref records of used extents only; the allocator agreeing), accounting (inodes' used
+ * bytes, buckets' and tenants' usage) and versions (unlinked files are versions or
+ * orphans, version records and their inodes point at each other, chains and their keys,
+ * null versions, only the newest version of a key linked). Run it with no op running
+ * (a store just opened): writes in flight look like problems.
+ * @return 0 (consistent), the number of problems found, -ENOMEM, -EIO. */
+int core_check(struct core *c, core_check_fn report, void *arg);
+
+/* ---- background work ---- */
+
+/** Called with the byte count of each disk read of background work (the MD5 of
+ * a file NFS changed) before it is issued: it may sleep to throttle it (the
+ * daemon charges a system QoS class). @return 0, or an error that fails that
+ * piece of work (it is tried again later). */
+typedef int (*core_bg_io_fn)(void *arg, uint64_t bytes);
+/** Set (NULL: remove) the hook; takes effect for the next read. */
+void core_bg_set_io(struct core *c, core_bg_io_fn fn, void *arg);
+/** One pass of the background worker on the caller's thread: settle the files
+ * NFS changed that have been quiet for settle_ms (@p all: every one), i.e.
+ * compute and store the MD5 ETag of those whose MD5 is unknown, once their
+ * writes are committed (a file with pending UNSTABLE writes waits). The
+ * worker thread (cfg.bg_worker) runs one every settle_ms / 2 (50 ms .. 1 s).
+ * @param[out] settled files settled (may be NULL).
+ * @return 0, or the first error met (logged; the file is tried again later). */
+int core_bg_run(struct core *c, bool all, unsigned *settled);
 
 /* ---- tenants (the core keeps their roots; tenants/ keeps the rest) ---- */
 
@@ -311,16 +352,35 @@ void core_unref(struct core *c, uint64_t ino);
 
 /* ---- the object view (S3) ---- */
 
+/* Object lock of one version: retention (mode until a time) and legal hold. */
+#define CORE_LOCK_NONE 0
+#define CORE_LOCK_GOVERNANCE 1
+#define CORE_LOCK_COMPLIANCE 2
+struct core_lock {
+    uint32_t mode; /* CORE_LOCK_*; retention applies while now < until */
+    int64_t until; /* seconds since the epoch */
+    bool hold;     /* legal hold */
+};
+
+#define CORE_VID_MAX 32 /* a version id: 32 lowercase hex digits, or "null" */
+
 /** Object metadata kept with an inode (Content-Type, x-amz-meta-*, tags, ...)
  * as one opaque blob the S3 front end encodes; the core keeps it across NFS writes. */
 struct core_objinfo {
     struct core_attr attr;
     /* without quotes. A file changed through NFS gets the MD5 of its content
-     * at its next core_key_lookup (up to 256 MiB; stored then); until then, and
-     * beyond that size, "<16 hex ino><16 hex change>-1" (multipart form). */
+     * once settled (core_bg_run), or at its next core_key_lookup before (up to
+     * 256 MiB; stored then); until then "<16 hex ino><16 hex change>-1"
+     * (multipart form). */
     char etag[CORE_ETAG_MAX + 1];
     size_t metalen;
     void *meta;                   /* heap; free with free() */
+    /* versions: "" in a bucket never versioned, else "null" or the version id */
+    char vid[CORE_VID_MAX + 1];
+    bool latest;           /* the key's current version (listings, version lookups) */
+    bool dmarker;          /* a delete marker: only vid, attr.mtime and attr.uid set */
+    int64_t noncur_s;      /* version listings: when it became noncurrent (0: current) */
+    struct core_lock lock; /* this version's retention and legal hold */
 };
 
 /** Buckets of the principal's tenant, in name order. */
@@ -398,6 +458,14 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
               size_t prefixlen, const char *after, size_t afterlen, const char *delim,
               size_t delimlen, uint32_t max, core_list_cb cb, void *arg, bool *truncated);
 
+/* Options of the object a commit makes (core_upload_set_opt, core_mpu_complete). */
+struct core_putopt {
+    const struct core_lock *lock; /* its retention / legal hold (NULL: the bucket's default
+                                   * retention, if any); needs object lock on the bucket */
+    char *vid;                    /* NULL, or CORE_VID_MAX + 1 bytes: gets its version id
+                                   * ("" in a bucket never versioned), filled on success */
+};
+
 /* Uploads: the data of a whole-object PUT (or a multipart part) streams into
  * fresh extents; nothing is visible until commit, which atomically replaces
  * the key (tree + key index + usage in one transaction, data synced first).
@@ -407,6 +475,8 @@ struct core_upload;
  * @return 0, -EDQUOT (admission: the size alone would exceed a quota), -EACCES, SRV_ENOBUCKET. */
 int core_upload_begin(struct core *c, const struct core_principal *p, uint64_t bucket,
                       uint64_t size_hint, struct core_upload **out);
+/** Options for the commit of @p u (copied; @p o->vid must stay valid until then). */
+void core_upload_set_opt(struct core_upload *u, const struct core_putopt *o);
 /** Append bytes. @return 0, -ENOSPC, -EDQUOT, -EIO. On error the upload must be aborted. */
 int core_upload_write(struct core_upload *u, const void *buf, size_t len);
 /** Bytes appended so far. */
@@ -468,10 +538,146 @@ int core_mpu_list(struct core *c, const struct core_principal *p, uint64_t bucke
  * @return 0, -ENOENT (no such upload), SRV_EPRECOND, -EINVAL, -EDQUOT, SRV_ECLASH. */
 int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t bucket,
                       const char *upload_id, const uint32_t *partnos, const char *const *etags,
-                      size_t nparts, const char *final_etag, struct core_attr *out);
+                      size_t nparts, const char *final_etag, const struct core_putopt *opt,
+                      struct core_attr *out);
+/** The metadata blob given at core_mpu_create (free *meta; NULL when empty).
+ * @return 0, -ENOENT (no such upload), -ENOMEM. */
+int core_mpu_get_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      const char *upload_id, void **meta, size_t *len);
 /** Abort: frees every part. @return 0, -ENOENT. */
 int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t bucket,
                    const char *upload_id);
+
+/* ---- versions and object lock (core_version.c) ----
+ * Versioning follows S3: a bucket is never versioned until versioning is
+ * enabled; it is then enabled or suspended, never unversioned again. In a
+ * versioned bucket each key has a chain of versions, newest first: data
+ * versions and delete markers. Its current (newest) version, when that is a
+ * data version, is the file in the tree: NFS, ListObjects and GET without a
+ * version see it. Noncurrent versions are inodes without a directory entry:
+ * they keep their extents (nothing is copied) and their metadata, and count
+ * in the tenant's and bucket's bytes (not in inode counts or directory
+ * quotas). Enabled: every new object, delete marker and NFS change gets a new
+ * version id. Suspended: they become the "null" version, replacing the
+ * previous null version. A file that predates versioning is its key's null
+ * version.
+ *
+ * NFS in a versioned bucket: a CREATE makes a new version; the first change
+ * (WRITE, size SETATTR) of a sealed version makes a new version first (the
+ * old one keeps the data, sharing the unchanged extents with the new one);
+ * the new version is open (its content changes with each write) until it is
+ * sealed, once settled (core_bg_run: committed and unchanged for settle_ms);
+ * a REMOVE makes a delete marker; a RENAME moves the current version to the
+ * new key as a new version there (the old key gets a delete marker when it
+ * has older versions); a LINK is refused (-EXDEV, as across file
+ * systems). Old versions are not reachable over NFS.
+ *
+ * Object lock (only with versioning enabled, for good): a version under
+ * retention (until a date; GOVERNANCE, or COMPLIANCE which nobody can
+ * shorten) or legal hold cannot be deleted (SRV_ELOCKED), and the current
+ * version of a key cannot be changed in place, removed or renamed over NFS
+ * (SRV_ELOCKED: NFS3ERR_ACCES). An S3 PUT still makes a new version over
+ * it. */
+enum core_versioning { CORE_VERS_NONE = 0, CORE_VERS_ENABLED = 1, CORE_VERS_SUSPENDED = 2 };
+struct core_bucket_vcfg {
+    enum core_versioning versioning;
+    bool objlock;                   /* object lock enabled */
+    uint32_t lock_mode;             /* default retention of new versions: CORE_LOCK_*, ... */
+    uint32_t lock_days, lock_years; /* ... for this long (one of the two) */
+};
+/** @return 0, SRV_ENOBUCKET. */
+int core_bucket_vcfg_get(struct core *c, const struct core_principal *p, uint64_t bucket,
+                         struct core_bucket_vcfg *out);
+/** Set versioning to ENABLED or SUSPENDED (bucket owner or super).
+ * @return 0, SRV_ENOBUCKET, -EACCES, -EINVAL (NONE), SRV_EBADSTATE (suspending a bucket
+ * with object lock). */
+int core_bucket_versioning_set(struct core *c, const struct core_principal *p, uint64_t bucket,
+                               enum core_versioning v);
+/** Turn object lock on (for good) with the default retention of @p cfg (lock_mode NONE:
+ * none; else days or years > 0). @p cfg->versioning ENABLED also enables versioning
+ * (a bucket created with object lock); otherwise it must be enabled already.
+ * @return 0, SRV_ENOBUCKET, -EACCES, SRV_EBADSTATE (versioning not enabled), -EINVAL. */
+int core_bucket_objlock_set(struct core *c, const struct core_principal *p, uint64_t bucket,
+                            const struct core_bucket_vcfg *cfg);
+
+/* Front-end blobs kept per bucket (deleted with it). */
+#define CORE_BLOB_LIFECYCLE 2 /* the S3 lifecycle configuration */
+/** @param[out] val heap copy (free it). @return 0, -ENOENT, SRV_ENOBUCKET. */
+int core_bucket_blob_get(struct core *c, const struct core_principal *p, uint64_t bucket,
+                         uint8_t kind, void **val, size_t *len);
+/** Replace (@p len 0: delete) the blob (bucket owner or super).
+ * @return 0, -ENOENT (deleting none), SRV_ENOBUCKET, -EACCES. */
+int core_bucket_blob_put(struct core *c, const struct core_principal *p, uint64_t bucket,
+                         uint8_t kind, const void *val, size_t len);
+typedef int (*core_blob_cb)(void *arg, uint32_t tenant, uint64_t bucket, const void *val,
+                            size_t len);
+/** Every bucket's blob of @p kind, by bucket (@p val valid during the call).
+ * @return 0, the callback's first nonzero result, -EIO. */
+int core_bucket_blob_scan(struct core *c, uint8_t kind, core_blob_cb cb, void *arg);
+
+/** Version @p vid ("null" or an id) of @p key, as core_key_lookup fills it (free out->meta);
+ * a delete marker has out->dmarker (and only vid, attr.mtime, attr.uid). Needs read
+ * permission on the version. @return 0, -ENOENT (no version of the key at all: no such
+ * key), SRV_ENOVERSION, -EINVAL (malformed id), SRV_EBADNAME, -EACCES. */
+int core_version_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
+                        const char *key, size_t keylen, const char *vid, struct core_objinfo *out);
+
+/** ListObjectVersions: the keys of @p bucket starting with @p prefix, in binary order,
+ * after @p key_marker (NULL: from the start; with @p vid_marker, that key's versions
+ * after that version come first), each key's versions newest first (latest set on
+ * the current one): data versions (info->attr, etag, vid) and delete markers
+ * (info->dmarker). A key of a bucket never versioned, or whose file predates
+ * versioning, has the one version "null". Rolled up with @p delim as core_list.
+ * Stops after @p max entries (versions and prefixes) or when cb returns nonzero.
+ * @return 0, -EACCES, -EINVAL (@p vid_marker malformed, or without a key marker). */
+int core_list_versions(struct core *c, const struct core_principal *p, uint64_t bucket,
+                       const char *prefix, size_t prefixlen, const char *key_marker, size_t kmlen,
+                       const char *vid_marker, const char *delim, size_t delimlen, uint32_t max,
+                       core_list_cb cb, void *arg, bool *truncated);
+
+#define CORE_DEL_BYPASS                                                                            \
+    0x1 /* GOVERNANCE retention does not hold (x-amz-bypass-governance-retention) */
+struct core_delres {
+    char vid[CORE_VID_MAX + 1]; /* the version made (a delete marker) or deleted; "" none */
+    bool dmarker;               /* it is a delete marker */
+};
+/** Delete @p key as core_key_delete does, or (@p vid) one version of it for good.
+ * Without a version, in a versioned bucket: the current version becomes noncurrent
+ * and a new delete marker becomes current (suspended: the null version, data or
+ * marker, goes; the marker is the new null version), even for a key with no
+ * version yet; out names the marker. With a version: that version goes for good
+ * (its data freed once no other version shares it); deleting the current one
+ * makes the next newest current (a data version goes back into the tree, with
+ * implicit parents as needed). Refused while the version is retained (COMPLIANCE,
+ * or GOVERNANCE without CORE_DEL_BYPASS) or on legal hold. @p out may be NULL.
+ * Permission: as core_key_delete for the current version; for a version, write
+ * and search permission on the bucket.
+ * @return 0, SRV_ENOVERSION, -EINVAL (malformed id), SRV_ELOCKED, SRV_ECLASH (the
+ * version to make current would make a file where a directory is, or the
+ * reverse), -EACCES, -ENOTEMPTY, SRV_EBADNAME. */
+int core_key_delete_v(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      const char *key, size_t keylen, const char *vid, unsigned flags,
+                      struct core_delres *out);
+/** Set the retention of version @p vid (NULL: the current one) of @p key: lengthening
+ * it, or GOVERNANCE to COMPLIANCE, always; shortening or removing GOVERNANCE only with
+ * CORE_DEL_BYPASS; COMPLIANCE never. Needs object lock on the bucket.
+ * @return 0, -ENOENT, SRV_ENOVERSION, SRV_ELOCKED, SRV_EBADSTATE (no object lock),
+ * -EINVAL (a delete marker, a mode without a date), -EACCES. */
+int core_version_retention_set(struct core *c, const struct core_principal *p, uint64_t bucket,
+                               const char *key, size_t keylen, const char *vid,
+                               const struct core_lock *lk, unsigned flags);
+/** Set or clear the legal hold of version @p vid (NULL: current). Errors as above. */
+int core_version_hold_set(struct core *c, const struct core_principal *p, uint64_t bucket,
+                          const char *key, size_t keylen, const char *vid, bool on);
+/** core_key_set_meta of version @p vid (NULL: the current one). Errors as
+ * core_version_lookup, plus -EINVAL for a delete marker. */
+int core_version_set_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
+                          const char *key, size_t keylen, const char *vid, const void *meta,
+                          size_t metalen);
+/** ... and its permission bits as core_key_set_meta_mode (@p mode -1: unchanged). */
+int core_version_set_meta_mode(struct core *c, const struct core_principal *p, uint64_t bucket,
+                               const char *key, size_t keylen, const char *vid, const void *meta,
+                               size_t metalen, int mode);
 
 /* ---- quotas, usage and admission ---- */
 

@@ -64,6 +64,21 @@ static int inline_set(struct meta_txn *t, uint64_t ino, const void *buf, size_t 
 }
 
 /* Forget the S3 ETag of a file changed through the POSIX view (recomputed lazily). */
+/* Usage after a change of file @p r's extents: @p delta bytes more in its map, @p kept
+ * bytes of the extents it let go of still held by another version (the store keeps
+ * them). An unlinked file (an orphan still held open) was credited whole when it went:
+ * only what the others keep counts again. */
+static int usage_apply(struct core *c, struct meta_txn *t, const struct meta_inode *r,
+                       int64_t delta, int64_t kept)
+{
+    if (r->nlink == 0)
+        return kept ? core__usage_charge_store(c, t, r->tenant, r->bucket, kept) : 0;
+    int rc = core__usage_charge(c, t, r->tenant, r->parent, delta + kept, 0, false);
+    if (rc == 0 && kept)
+        rc = core__usage_charge_dirs(c, t, r->tenant, r->parent, -kept, 0);
+    return rc;
+}
+
 static int etag_forget(struct core *c, struct meta_txn *t, uint64_t ino)
 {
     char etag[CORE_ETAG_MAX + 1];
@@ -87,7 +102,7 @@ static int eff_overlaps(struct core *c, struct meta_txn *t, uint64_t ino, const 
 int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                      uint64_t newsize, struct core__cut *cut)
 {
-    int64_t freed = 0;
+    int64_t freed = 0, kept = 0; /* bytes the file lets go of; of those, still held elsewhere */
     int rc = 0;
     if (cut)
         cut->used = false;
@@ -113,7 +128,9 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
             struct core__fext *x = &l.v[i];
             if (x->foff >= newsize) {
                 rc = core__extent_free(c, t, &x->e);
-                if (rc == 0)
+                if (rc == 1)
+                    kept += x->e.len;
+                if (rc >= 0)
                     rc = meta_extent_del(t, ino, x->foff);
                 freed += x->e.len;
             } else if (cut && cut->old.foff == x->foff && cut->old.e.dev == x->e.dev &&
@@ -121,7 +138,9 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
                        cut->cut.vlen == newsize - x->foff) {
                 /* the boundary extent becomes its copy cut at the new size */
                 rc = core__extent_free(c, t, &x->e);
-                if (rc == 0)
+                if (rc == 1)
+                    kept += x->e.len;
+                if (rc >= 0)
                     rc = core__extent_use(t, &cut->cut.e, cut->cut.bcrc, cut->cut.nb);
                 if (rc == 0)
                     rc = extent_put(t, ino, &cut->cut);
@@ -146,13 +165,18 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
     if (rc)
         return rc;
     if (freed) {
+        /* the file's usage (and its directories') lose what it let go of, the store's
+         * only what was freed */
         r->used = r->used > (uint64_t)freed ? r->used - (uint64_t)freed : 0;
-        rc = core__usage_charge(c, t, r->tenant, r->parent, -freed, 0, false);
+        rc = usage_apply(c, t, r, -freed, kept);
         if (rc)
             return rc;
     }
     r->size = newsize;
-    return etag_forget(c, t, ino);
+    rc = etag_forget(c, t, ino);
+    if (rc == 0)
+        rc = core__dirty_note(t, ino, r, META_DIRTY_ETAG);
+    return rc;
 }
 
 int core__truncate_plan(struct core *c, uint64_t ino, uint64_t newsize,
@@ -260,7 +284,7 @@ static int etag_store(struct core *c, struct meta_txn *t, uint64_t ino, const ch
 int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                        const struct core__pend_batch *b)
 {
-    int64_t delta = 0;
+    int64_t delta = 0, kept = 0; /* bytes the file gains; replaced ones other versions hold */
     int rc = 0;
     const void *vd;
     size_t vl;
@@ -298,7 +322,9 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
         rc = core__overlaps(t, ino, x->foff, x->foff + x->vlen, &old, false);
         for (size_t j = 0; rc == 0 && j < old.n; j++) {
             rc = core__extent_free(c, t, &old.v[j].e);
-            if (rc == 0)
+            if (rc == 1)
+                kept += old.v[j].e.len;
+            if (rc >= 0)
                 rc = meta_extent_del(t, ino, old.v[j].foff);
             delta -= old.v[j].e.len;
         }
@@ -312,8 +338,9 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
         delta += x->e.len;
     }
     /* acknowledged data: usage follows it even past a limit (admission
-     * checked each write before it was accepted) */
-    rc = core__usage_charge(c, t, r->tenant, r->parent, delta, 0, false);
+     * checked each write before it was accepted); the store keeps the
+     * replaced extents another version holds */
+    rc = usage_apply(c, t, r, delta, kept);
     if (rc)
         return rc;
     r->used = (uint64_t)((int64_t)r->used + delta);
@@ -325,7 +352,13 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
         r->mtime_ns = r->ctime_ns = (uint32_t)b->mtime.tv_nsec;
     }
     r->change = b->change > r->change + 1 ? b->change : r->change + 1;
-    return etag_store(c, t, ino, b->md5_ok && b->size == r->size ? b->md5 : "");
+    /* a content written in order has its MD5; any other the worker computes */
+    bool known = b->md5_ok && b->size == r->size;
+    rc = etag_store(c, t, ino, known ? b->md5 : "");
+    if (rc == 0)
+        rc = known ? core__dirty_clear(t, ino, META_DIRTY_ETAG)
+                   : core__dirty_note(t, ino, r, META_DIRTY_ETAG);
+    return rc;
 }
 
 /* ---- read ---- */
@@ -799,6 +832,8 @@ static int write_revalidate(struct core *c, struct core__pend *p, struct wplan *
     rc = meta_inode_get(t, a->ino, &r);
     if (rc == -ENOENT)
         rc = SRV_ESTALE;
+    if (rc == 0 && core__ver_guard(c, t, &r))
+        rc = CORE__EVGUARD; /* sealed (or locked) since the plan */
     if (rc)
         goto out;
     bool eff_inline = (r.flags & META_I_INLINE) && !p->ext.n;
@@ -940,9 +975,9 @@ static int write_insert(struct core *c, struct core__pend *p, struct wplan *a)
     return 0;
 }
 
-int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
-               const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
-               struct core_attr *pre, struct core_attr *post)
+int core__write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+                const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
+                struct core_attr *pre, struct core_attr *post)
 {
     struct wplan a = {.c = c, .ino = ino, .off = off, .buf = buf, .len = len};
     struct core__pend *pd = NULL;
@@ -1001,6 +1036,8 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
                 pthread_mutex_unlock(&c->data->wlock[ino % CORE_WLOCKS]);
             break;
         }
+        if (rc == 0 && core__ver_guard(c, t, &r))
+            rc = CORE__EVGUARD; /* a version step first (the namespace's) */
         if (rc == 0)
             rc = write_plan(c, &a, t, &r, &ps);
         meta_rtxn_end(t);

@@ -58,6 +58,12 @@ struct core__data {
     unsigned fl_n;
     bool fl_stop, fl_running;
     pthread_t fl_thread;
+    /* versions (core_vdata.c) */
+    atomic_bool shared; /* some extent may be held by several inodes (xref) */
+    pthread_mutex_t vb_mu;
+    uint64_t *vb; /* buckets that may have versioning or object lock */
+    size_t nvb, capvb;
+    atomic_uint nvb_any; /* nvb, read without the lock */
 };
 
 /* ---- core_extent.c: extent maps, the store's side of commits ---- */
@@ -83,7 +89,10 @@ int core__overlaps(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
  * that becomes used, or free, when its batch commits. */
 #define CORE_NOTE_USE 1
 #define CORE_NOTE_FREE 2
-/** Record a free of @p e in op txn @p t (and its block CRCs) and drop it from the cache. */
+/** In op txn @p t, an inode lets go of extent @p e: when it was the last holder (an
+ * extent shared by versions has several, xref), record its free (and drop its block
+ * CRCs and its cached bytes); otherwise count one holder less.
+ * @return 0 (freed), 1 (still held by another inode: its bytes stay used), or an error. */
 int core__extent_free(struct core *c, struct meta_txn *t, const struct store_extent *e);
 /** Record reserved @p e as used in op txn @p t, with its block CRCs (may be NULL). */
 int core__extent_use(struct meta_txn *t, const struct store_extent *e, const uint32_t *bcrc,
@@ -92,11 +101,50 @@ int core__extent_use(struct meta_txn *t, const struct store_extent *e, const uin
 uint32_t core__bcrc_compute(const void *buf, uint32_t len, uint32_t *out);
 /** Block CRCs of @p e into @p out (META_BCRC_MAX). @return count, 0 when none. */
 uint32_t core__bcrc_get(struct meta_txn *t, const struct store_extent *e, uint32_t *out);
-/** Free all data of @p ino (extents via the store limbo, inline bytes). */
-int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino);
+/** Free all data of @p ino (extents via the store limbo, inline bytes).
+ * @param[out] kept bytes of its extents other inodes still hold (NULL: not asked).
+ * @return 0 or a meta error. */
+int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino, uint64_t *kept);
+/** Inside an op: note file @p ino (its inode @p r, as the op writes it back) for the
+ * background worker with @p flags (META_DIRTY_*: added to those noted already), as
+ * changed now. @return 0, -ENOSPC, -EIO. */
+int core__dirty_note(struct meta_txn *t, uint64_t ino, const struct meta_inode *r, uint32_t flags);
+/** Inside an op: @p flags of file @p ino's note are done (the note goes with its last
+ * flag). @return 0, -ENOSPC, -EIO. */
+int core__dirty_clear(struct meta_txn *t, uint64_t ino, uint32_t flags);
 /** The inline bytes of @p ino, borrowed from @p t (length 0 when it has none).
  * @return 0 or a meta error. */
 int core__inline_get(struct meta_txn *t, uint64_t ino, const void **data, size_t *len);
+
+/* ---- core_vdata.c: the data side of versions ----
+ * Versions of a file changed in place over NFS share the extents the change
+ * did not touch: a clone copies the extent map (not the data) and counts one
+ * more holder of each extent (xref); core__extent_free frees an extent only
+ * when its last holder lets go. Store space (tenant and bucket usage) counts
+ * an extent once; an inode's `used` and directory usage count what its map
+ * holds. The versioned-bucket set remembers, in memory, every bucket that
+ * may have versioning or object lock (a superset: marked before the op that
+ * enables it commits, loaded at open), so paths of other buckets skip all
+ * version work. */
+/** Load the set and whether extents are shared, at open. @return 0 or a meta error. */
+int core__vdata_load(struct core *c);
+void core__vdata_fini(struct core *c);
+/** Mark @p bucket (before an op that may enable versioning or lock on it). @return 0, -ENOMEM. */
+int core__vb_mark(struct core *c, uint64_t bucket);
+/** Whether @p bucket may have versioning or object lock (false: certainly not). */
+bool core__vb_maybe(struct core *c, uint64_t bucket);
+/** Whether a change of file @p r's data must first go through the namespace's
+ * version step (core__ver_open_t): its content is a sealed version, it may be
+ * locked, or it lies in a versioned bucket without a version of its own (read txn @p t). */
+bool core__ver_guard(struct core *c, struct meta_txn *t, const struct meta_inode *r);
+#define CORE__EVGUARD                                                                              \
+    (-20900) /* core-internal: core__ver_guard said so (never returned                             \
+              * by a public call) */
+/** In an op: give inode @p to a copy of @p from's data: its extent map (each extent
+ * held once more) or its inline bytes (copied). @param[out] copied bytes of new store
+ * space that takes (inline bytes). @return 0 or a meta error. */
+int core__data_clone(struct core *c, struct meta_txn *t, uint64_t from, uint64_t to,
+                     uint64_t *copied);
 
 /* ---- core_data.c: reads, writes, truncation ---- */
 struct core__pend_batch;
@@ -118,6 +166,12 @@ int core__truncate_plan(struct core *c, uint64_t ino, uint64_t newsize,
  * the one holding the new end. @return 0 or a meta / store error. */
 int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                      uint64_t newsize, struct core__cut *cut);
+/** core_write (core.h) of the data sub-module: answers CORE__EVGUARD, having written
+ * nothing, when core__ver_guard says the file needs the namespace's version step first
+ * (the public core_write, core_posix.c, takes it and tries again). */
+int core__write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+                const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
+                struct core_attr *pre, struct core_attr *post);
 /** Inside an op: commit pending data @p b into inode @p r (caller writes r back). */
 int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r,
                        const struct core__pend_batch *b);

@@ -32,6 +32,7 @@ int core__data_init(struct core *c)
     if (!d)
         return -ENOMEM;
     c->data = d;
+    pthread_mutex_init(&d->vb_mu, NULL);
     core__pend_init(c);
     for (int i = 0; i < CORE_WLOCKS; i++)
         pthread_mutex_init(&d->wlock[i], NULL);
@@ -47,6 +48,7 @@ void core__data_fini(struct core *c)
     for (int i = 0; i < CORE_WLOCKS; i++)
         pthread_mutex_destroy(&d->wlock[i]);
     core__cache_fini(c);
+    core__vdata_fini(c);
     free(d);
     c->data = NULL;
 }
@@ -214,6 +216,13 @@ int core__overlaps(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi,
 
 int core__extent_free(struct core *c, struct meta_txn *t, const struct store_extent *e)
 {
+    if (atomic_load(&c->data->shared)) {
+        uint32_t holders = meta_xref_get(t, e->dev, e->off);
+        if (holders > 1) {
+            int rc = meta_xref_set(t, e->dev, e->off, holders - 1);
+            return rc ? rc : 1;
+        }
+    }
     core__cache_invalidate(c, e);
     int rc = meta_bcrc_del(t, e->dev, e->off);
     if (rc && rc != -ENOENT)
@@ -261,12 +270,17 @@ static int drop_collect(void *arg, uint64_t foff, const struct meta_extent *x)
     return ++l->n == DROP_STEP ? 1 : 0;
 }
 
-int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino)
+int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino, uint64_t *kept)
 {
     struct drop_list l;
     int rc;
+    if (kept)
+        *kept = 0;
     core__pend_dead(c, ino); /* pending writes go once this op committed */
     rc = meta_inline_del(t, ino);
+    if (rc && rc != -ENOENT)
+        return rc;
+    rc = meta_dirty_del(t, ino);
     if (rc && rc != -ENOENT)
         return rc;
     for (;;) {
@@ -277,7 +291,9 @@ int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino)
         bool more = rc == 1;
         for (size_t i = 0; i < l.n; i++) {
             rc = core__extent_free(c, t, &l.e[i]);
-            if (rc == 0)
+            if (rc == 1 && kept)
+                *kept += l.e[i].len;
+            if (rc >= 0)
                 rc = meta_extent_del(t, ino, l.foff[i]);
             if (rc)
                 return rc;
@@ -285,6 +301,40 @@ int core__data_drop(struct core *c, struct meta_txn *t, uint64_t ino)
         if (!more)
             return 0;
     }
+}
+
+/* ---- background work notes ---- */
+
+int core__dirty_note(struct meta_txn *t, uint64_t ino, const struct meta_inode *r, uint32_t flags)
+{
+    struct meta_dirty d;
+    struct timespec now;
+    int rc = meta_dirty_get(t, ino, &d);
+    if (rc == -ENOENT || rc == SRV_ECORRUPT)
+        memset(&d, 0, sizeof(d));
+    else if (rc)
+        return rc;
+    core__now(&now);
+    d.flags |= flags;
+    d.bucket = r->bucket;
+    d.change = r->change;
+    d.since_s = now.tv_sec;
+    d.since_ns = (uint32_t)now.tv_nsec;
+    return meta_dirty_put(t, ino, &d);
+}
+
+int core__dirty_clear(struct meta_txn *t, uint64_t ino, uint32_t flags)
+{
+    struct meta_dirty d;
+    int rc = meta_dirty_get(t, ino, &d);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc || !(d.flags & flags))
+        return rc;
+    d.flags &= ~flags;
+    if (!d.flags)
+        return meta_dirty_del(t, ino);
+    return meta_dirty_put(t, ino, &d);
 }
 
 int core__inline_get(struct meta_txn *t, uint64_t ino, const void **data, size_t *len)

@@ -34,6 +34,7 @@
 
 #include "core.h"
 #include "meta.h"
+#include "meta_bucket.h"
 #include "meta_dirent.h"
 #include "meta_extent.h"
 #include "meta_free.h"
@@ -41,6 +42,7 @@
 #include "meta_keyidx.h"
 #include "meta_mpu.h"
 #include "meta_usage.h"
+#include "meta_version.h"
 #include "store.h"
 
 _Static_assert(CORE_NAME_MAX == META_NAME_MAX, "names: core and meta agree");
@@ -70,7 +72,8 @@ struct core {
 
 /* ---- core_perm.c ---- */
 void core__now(struct timespec *ts);
-/** Inode for principal access: SRV_ESTALE when missing or another tenant's or wrong gen. */
+/** Inode for principal access: SRV_ESTALE when missing or another tenant's or wrong gen,
+ * or a noncurrent version and @p p lacks CORE_P_VERSIONS. */
 int core__ino_get_p(struct meta_txn *t, const struct core_principal *p, uint64_t ino,
                     uint32_t gen, struct meta_inode *out);
 /** Directory @p dir for principal access (core__ino_get_p with gen 0), checked to be a

@@ -7,7 +7,8 @@
  * Open order: sub-module state -> meta env (schema check) -> store (allocator
  * rebuilt from the free map) -> the store wired to meta (a new store's map
  * initialized in its own txn, the commit hooks of core_extent.c) -> orphan
- * reclaim -> quota counters -> the pending-write flusher. The write verifier
+ * reclaim -> quota counters -> the pending-write flusher -> the background
+ * worker (core_bg.c). The write verifier
  * is random per open.
  * Thread: every public call is thread-safe. */
 #include "core_ns_int.h"
@@ -62,9 +63,12 @@ static int reclaim_one(struct core *c, struct meta_txn *t, uint64_t ino)
         return 0;
     if (rc)
         return rc;
-    if (r.nlink != 0)
-        return 0;
-    rc = core__data_drop(c, t, ino);
+    if (r.nlink != 0 || (r.flags & META_I_VREC))
+        return 0; /* linked again, or a version (whose ref ended) */
+    uint64_t kept = 0;
+    rc = core__data_drop(c, t, ino, &kept);
+    if (rc == 0 && kept) /* charged when unlinked; another version holds these */
+        rc = core__usage_charge_store(c, t, r.tenant, r.bucket, (int64_t)kept);
     if (rc == 0) {
         rc = meta_objmeta_del(t, ino);
         if (rc == -ENOENT)
@@ -105,7 +109,7 @@ static int ns_init(struct core *c)
     if (!c->ns)
         return -ENOMEM;
     pthread_mutex_init(&c->ns->ref_mu, NULL);
-    return 0;
+    return core__bg_init(c);
 }
 
 static void ns_fini(struct core *c)
@@ -121,6 +125,7 @@ static void ns_fini(struct core *c)
         }
     }
     pthread_mutex_destroy(&n->ref_mu);
+    core__bg_fini(c);
     free(n);
     c->ns = NULL;
 }
@@ -211,9 +216,13 @@ int core_open(struct core **out, const struct core_config *cfg)
     if (ro.n)
         srv_log(INFO, META, "reclaimed %u orphaned inode(s)", ro.n);
     rc = core__quota_load(c);
+    if (rc == 0)
+        rc = core__vdata_load(c);
     if (rc)
         goto out;
     rc = core__pend_flusher_start(c);
+    if (rc == 0)
+        rc = core__bg_start(c);
     if (rc)
         goto out;
     *out = c;
@@ -242,6 +251,8 @@ void core_close(struct core *c)
 {
     if (!c)
         return;
+    if (c->ns)
+        core__bg_stop(c);
     if (c->data)
         core__pend_flusher_stop(c);
     if (c->meta && c->store)

@@ -197,14 +197,20 @@ int core__node_create(struct core *c, struct meta_txn *t, const struct core_prin
 int core__ino_release(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *rec)
 {
     int rc;
+    uint64_t kept = 0;
     rec->nlink = 0;
+    rec->flags &= (uint16_t)~META_I_VREC;
     if (rec->type != CORE_DIR && core__ref_held(c, ino)) {
         rc = meta_inode_put(t, ino, rec);
         if (rc == 0)
             rc = meta_orphan_put(t, ino);
         return rc;
     }
-    rc = core__data_drop(c, t, ino);
+    rc = core__data_drop(c, t, ino, &kept);
+    if (rc)
+        return rc;
+    if (kept) /* extents another version holds stay in the store */
+        rc = core__usage_charge_store(c, t, rec->tenant, rec->bucket, (int64_t)kept);
     if (rc)
         return rc;
     rc = meta_objmeta_del(t, ino);
@@ -213,8 +219,7 @@ int core__ino_release(struct core *c, struct meta_txn *t, uint64_t ino, struct m
     return meta_inode_del(t, ino);
 }
 
-/* Remove entry (dir, name) -> (ino, rec) without permission checks. */
-int core__entry_remove(struct core *c, struct meta_txn *t, uint64_t dir, struct meta_inode *d,
+int core__entry_detach(struct core *c, struct meta_txn *t, uint64_t dir, struct meta_inode *d,
                        const char *name, size_t len, uint64_t ino, struct meta_inode *rec)
 {
     bool isdir = rec->type == CORE_DIR;
@@ -248,8 +253,10 @@ int core__entry_remove(struct core *c, struct meta_txn *t, uint64_t dir, struct 
         if (rc)
             return rc;
         if (rec->flags & CORE_A_BUCKET) {
-            /* a deleted bucket's unfinished multipart uploads go with it */
+            /* a deleted bucket's unfinished multipart uploads and configuration go with it */
             rc = core__mpu_drop_bucket(c, t, rec->tenant, ino);
+            if (rc == 0)
+                rc = core__ver_bucket_drop(t, ino);
             if (rc)
                 return rc;
         }
@@ -258,6 +265,16 @@ int core__entry_remove(struct core *c, struct meta_txn *t, uint64_t dir, struct 
         rec->nlink--;
     }
     core__touch(rec, false, true);
+    return 0;
+}
+
+/* Remove entry (dir, name) -> (ino, rec) without permission checks. */
+int core__entry_remove(struct core *c, struct meta_txn *t, uint64_t dir, struct meta_inode *d,
+                       const char *name, size_t len, uint64_t ino, struct meta_inode *rec)
+{
+    int rc = core__entry_detach(c, t, dir, d, name, len, ino, rec);
+    if (rc)
+        return rc;
     if (rec->nlink == 0) {
         rc = core__usage_charge(c, t, rec->tenant, dir, -(int64_t)rec->used, -1, false);
         if (rc)
@@ -267,13 +284,13 @@ int core__entry_remove(struct core *c, struct meta_txn *t, uint64_t dir, struct 
     return meta_inode_put(t, ino, rec);
 }
 
-int core__node_unlink(struct core *c, struct meta_txn *t, const struct core_principal *p, uint64_t dir,
-                      const char *name, size_t len, bool isdir, bool s3)
+int core__node_unlink(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                      uint64_t dir, const char *name, size_t len, bool isdir, unsigned vflags,
+                      struct core_delres *out)
 {
     struct meta_inode d, r;
     struct meta_dirent de;
     int rc;
-    (void)s3;
 
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
@@ -296,10 +313,27 @@ int core__node_unlink(struct core *c, struct meta_txn *t, const struct core_prin
             return -ENOTDIR;
         if (r.nchild > 0)
             return -ENOTEMPTY;
+        if ((r.flags & CORE_A_BUCKET) && (rc = core__ver_bucket_busy(t, de.ino)) != 0)
+            return rc; /* versions remain */
     } else if (r.type == CORE_DIR) {
         return -EISDIR;
     }
     if ((d.mode & S_ISVTX) && !(p->flags & CORE_P_SUPER) && p->uid != d.uid && p->uid != r.uid)
         return -EPERM;
+    if ((vflags & CORE__UNL_VERSIONED) && r.type == CORE_REG) {
+        struct meta_bucketcfg cfg;
+        rc = core__ver_cfg(c, t, d.bucket, &cfg);
+        if (rc)
+            return rc;
+        if (cfg.versioning != META_VERS_NONE) {
+            char key[CORE_KEY_MAX + 2];
+            size_t klen;
+            rc = core__key_of(t, dir, name, len, false, key, &klen);
+            if (rc == 0)
+                rc = core__ver_delete_t(c, t, p, &cfg, d.bucket, key, klen, dir, &d, name, len,
+                                        de.ino, &r, vflags & CORE__UNL_NFS, out);
+            return rc;
+        }
+    }
     return core__entry_remove(c, t, dir, &d, name, len, de.ino, &r);
 }

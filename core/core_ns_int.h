@@ -20,10 +20,21 @@ struct core__ref {
 };
 #define CORE_REF_BUCKETS 1024
 
+/* The background worker (core_bg.c). */
+struct core__bg {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* stop (CLOCK_MONOTONIC waits) */
+    bool stop, running;
+    pthread_t thread;
+    core_bg_io_fn io; /* mu */
+    void *ioarg;
+};
+
 /* The sub-module's state (c->ns). */
 struct core__ns {
     pthread_mutex_t ref_mu;
     struct core__ref *refs[CORE_REF_BUCKETS];
+    struct core__bg bg;
 };
 
 /* ---- core_ns.c: tree changes shared by NFS and S3, names ---- */
@@ -52,14 +63,28 @@ int core__node_create(struct core *c, struct meta_txn *t, const struct core_prin
                       uint64_t dir, const char *name, size_t len, enum core_ftype type,
                       uint32_t mode, uint32_t aflags, const char *target, size_t tlen,
                       uint64_t *ino, struct meta_inode *rec);
-/** Remove entry @p name from @p dir (file, symlink, or empty dir when @p isdir). */
+/* core__node_unlink's @p vflags */
+#define CORE__UNL_VERSIONED 0x1 /* in a versioned bucket a file's removal is a delete marker */
+#define CORE__UNL_NFS 0x2       /* ... refused (SRV_ELOCKED) while its version is locked */
+/** Remove entry @p name from @p dir (file, symlink, or empty dir when @p isdir) with the
+ * permission checks of both protocols; a bucket with versions left is not empty. With
+ * CORE__UNL_VERSIONED a file of a versioned bucket is deleted as core__ver_delete_t does
+ * (@p out: the marker; may be NULL). */
 int core__node_unlink(struct core *c, struct meta_txn *t, const struct core_principal *p,
-                      uint64_t dir, const char *name, size_t len, bool isdir, bool s3);
+                      uint64_t dir, const char *name, size_t len, bool isdir, unsigned vflags,
+                      struct core_delres *out);
 /** Remove entry (dir, name) -> (ino, rec) without permission checks; an inode whose
  * last link went away is released (core__ino_release). */
 int core__entry_remove(struct core *c, struct meta_txn *t, uint64_t dir, struct meta_inode *d,
                        const char *name, size_t len, uint64_t ino, struct meta_inode *rec);
-/** Drop an inode whose last link went away (kept as an orphan if referenced). */
+/** The first half of core__entry_remove: the entry, its key and its parent's counts go
+ * (a bucket's uploads and configuration too), @p rec's nlink drops, but @p rec is neither
+ * written nor released and usage is not charged: the caller decides (a file becoming a
+ * noncurrent version). */
+int core__entry_detach(struct core *c, struct meta_txn *t, uint64_t dir, struct meta_inode *d,
+                       const char *name, size_t len, uint64_t ino, struct meta_inode *rec);
+/** Drop an inode whose last link went away (kept as an orphan if referenced); bytes of
+ * its extents that another version still holds are charged back to its bucket. */
 int core__ino_release(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *rec);
 
 /* ---- core_s3.c: keys, ETags ---- */
@@ -71,8 +96,108 @@ int core__key_check(const char *key, size_t len, bool *isdir);
  * directory or an empty file, else "<16 hex ino><16 hex change>-1" into @p etag
  * (CORE_ETAG_MAX + 1 bytes). */
 void core__etag_synth(const struct meta_inode *r, uint64_t ino, char *etag);
+/** Directory holding @p key's last segment (the bucket for a top-level key); @p nameoff
+ * where that segment starts. @return 0, -ENOENT, SRV_ECORRUPT. */
+int core__parent_of_key(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
+                        bool isdir, uint64_t *dir, size_t *nameoff);
+/** Remove empty implicit directories from @p key's parent upwards. */
+int core__implicit_cleanup(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                           uint64_t bucket, const char *key, size_t klen, bool isdir);
+
+/** The current version of @p key goes (core_key_delete): in a versioned bucket a delete
+ * marker comes, its result in @p out (may be NULL). @return as core_key_delete. */
+int core__key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
+                     const char *key, size_t keylen, struct core_delres *out);
+
+/* ---- core_version.c: versions, delete markers, object lock ----
+ * The hooks of the tree's operations take the bucket's configuration from
+ * core__ver_cfg and run inside the operation's op; see core_version.c. */
+/** The versioning and lock configuration of @p bucket (zeroed: never versioned).
+ * @return 0, SRV_ECORRUPT, -EIO. */
+int core__ver_cfg(struct core *c, struct meta_txn *t, uint64_t bucket, struct meta_bucketcfg *cfg);
+/** The configuration records of a deleted bucket go. */
+int core__ver_bucket_drop(struct meta_txn *t, uint64_t bucket);
+/** -ENOTEMPTY while @p bucket has versions, else 0 (or an error). */
+int core__ver_bucket_busy(struct meta_txn *t, uint64_t bucket);
+/** The id of version (@p vseq, @p v) into @p out (CORE_VID_MAX + 1 bytes). */
+void core__vid_fmt(uint64_t vseq, const struct meta_version *v, char *out);
+/** SRV_ELOCKED while the version file @p ino (@p r) holds is retained or on legal hold. */
+int core__ver_check_t(struct meta_txn *t, uint64_t ino, const struct meta_inode *r);
+/** The current file (@p ino, @p r) at @p key, entry (@p dir, @p d, @p name), leaves its
+ * key (replaced, deleted) in a versioned bucket (@p cfg): it becomes a noncurrent
+ * version, unless it is the null version of a suspended bucket (then it goes, as
+ * core__entry_remove). @p r is written. @return 0, -EAGAIN (uncommitted writes: commit
+ * them and run the op again), or an error. */
+int core__ver_retire_t(struct core *c, struct meta_txn *t, const struct meta_bucketcfg *cfg,
+                       uint64_t bucket, const char *key, size_t klen, uint64_t dir,
+                       struct meta_inode *d, const char *name, size_t nlen, uint64_t ino,
+                       struct meta_inode *r);
+/** New file @p ino (@p r, flags set for the caller to write) is @p key's newest version,
+ * retained as @p lk says (NULL: the bucket's default), sealed (an S3 object) or open.
+ * @p vid (NULL or CORE_VID_MAX + 1 bytes) gets its id. */
+int core__ver_add_t(struct core *c, struct meta_txn *t, const struct meta_bucketcfg *cfg,
+                    uint64_t bucket, const char *key, size_t klen, uint64_t ino,
+                    struct meta_inode *r, const struct core_lock *lk, bool sealed, char *vid);
+/** Delete @p key without a version in a versioned bucket: its current file (@p ino, @p r
+ * at @p dir/@p name; 0 when the key has none) is retired and a delete marker made (@p out).
+ * @p nfs: refused while the file's version is locked. */
+int core__ver_delete_t(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                       const struct meta_bucketcfg *cfg, uint64_t bucket, const char *key,
+                       size_t klen, uint64_t dir, struct meta_inode *d, const char *name,
+                       size_t nlen, uint64_t ino, struct meta_inode *r, bool nfs,
+                       struct core_delres *out);
+/** NFS CREATE made file @p ino (@p r, written by the caller) at @p dir/@p name: in a
+ * versioned bucket, an open version of its key. */
+int core__ver_created_t(struct core *c, struct meta_txn *t, uint64_t dir, const char *name,
+                        size_t nlen, uint64_t ino, struct meta_inode *r);
+/** Before an NFS change of file @p ino (@p r, written by the caller) in a versioned
+ * bucket: a sealed version is kept in a clone sharing its data and the file becomes a
+ * new open version (the null version of a suspended bucket changes in place).
+ * @return 0, SRV_ELOCKED, or an error. */
+int core__ver_open_t(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *r);
+/** The version id (out->vid: "" in a bucket never versioned, "null" or an id) and lock of
+ * current file @p ino (@p r) of @p bucket, for core_key_lookup and the peek. */
+int core__ver_current(struct core *c, struct meta_txn *t, uint64_t bucket, uint64_t ino,
+                      const struct meta_inode *r, struct core_objinfo *out);
+/** When @p key has no file because its newest version is a delete marker: @p out describes
+ * the marker (dmarker, vid, mtime). @return 0, -ENOENT (no marker), or an error. */
+int core__ver_marker(struct core *c, struct meta_txn *t, uint64_t bucket, const char *key,
+                     size_t klen, struct core_objinfo *out);
+/** The worker: the open version file @p ino holds is sealed (@p r written by the caller). */
+int core__ver_seal_t(struct meta_txn *t, uint64_t ino, struct meta_inode *r);
+/** NFS RENAME moved file @p ino (@p r, written by the caller) from @p okey to @p nkey (the
+ * tree and index already changed): its version moves to the new key's chain as its newest;
+ * the old key gets a delete marker when it keeps older versions. */
+int core__ver_move_t(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                     const struct meta_bucketcfg *cfg, uint64_t bucket, const char *okey,
+                     size_t oklen, const char *nkey, size_t nklen, uint64_t ino,
+                     struct meta_inode *r);
+/** meta_submit of an op that may retire the file at @p key: its uncommitted writes are
+ * committed first, and again while the op answers -EAGAIN (8 tries, then -EIO). */
+int core__ver_submit(struct core *c, uint64_t bucket, const char *key, size_t klen, meta_op_fn fn,
+                     void *arg);
+
+/* ---- core_bg.c: the background worker ---- */
+/** Set up / tear down its state (c->ns->bg). @return 0. */
+int core__bg_init(struct core *c);
+void core__bg_fini(struct core *c);
+/** Start the worker thread (when cfg.bg_worker) / stop it (safe when not started).
+ * @return 0, -errno. */
+int core__bg_start(struct core *c);
+void core__bg_stop(struct core *c);
+/** MD5 of the first @p size bytes of file @p ino (of @p tenant) into @p etag (33 bytes),
+ * read through the background read function; with @p store, stored as its ETag if the
+ * inode's change counter is still @p change. @return 0, -EAGAIN (it changed or shrank),
+ * -ENOMEM, or a read error. */
+int core__etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
+                       uint64_t change, bool store, char *etag);
 
 /* ---- core_upload.c ---- */
+/** The parent directory of @p key, creating missing ones as implicit directories.
+ * @return 0, SRV_ECLASH (a file where a directory is needed), or core__node_create's. */
+int core__resolve_parent(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                         uint64_t bucket, const char *key, size_t klen, bool isdir, uint64_t *dir,
+                         size_t *nameoff);
 /** Abort every multipart upload of @p bucket (its parts' space is freed). */
 int core__mpu_drop_bucket(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket);
 

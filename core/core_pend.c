@@ -316,6 +316,9 @@ static void pend_udelta_calc(struct core *c, struct core__pend *p)
                     dup = seen[k].dev == com.v[j].e.dev && seen[k].off == com.v[j].e.off;
                 if (dup)
                     continue;
+                if (atomic_load(&c->data->shared) &&
+                    meta_xref_get(t, com.v[j].e.dev, com.v[j].e.off) > 1)
+                    continue;        /* shadowed, but another version keeps it */
                 d -= com.v[j].e.len; /* shadowed: freed when this commits */
                 if (seen && nseen < capseen)
                     seen[nseen++] = com.v[j].e;

@@ -25,6 +25,9 @@ int core__ino_get_p(struct meta_txn *t, const struct core_principal *p, uint64_t
         return rc;
     if (out->tenant != p->tenant || (gen != 0 && gen != out->gen))
         return SRV_ESTALE;
+    /* a noncurrent version is reached only by those who ask for versions */
+    if (out->nlink == 0 && (out->flags & META_I_VREC) && !(p->flags & CORE_P_VERSIONS))
+        return SRV_ESTALE;
     return 0;
 }
 

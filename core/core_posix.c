@@ -231,6 +231,10 @@ static int setattr_fn(struct meta_txn *t, void *arg)
         r.mtime_ns = (uint32_t)sa->mtime.tv_nsec;
     }
     if ((sa->mask & CORE_SET_SIZE) && sa->size != r.size) {
+        /* in a versioned bucket a sealed version is kept first (a locked one refuses) */
+        rc = core__ver_open_t(c, t, a->ino, &r);
+        if (rc)
+            return rc;
         rc = core__truncate_t(c, t, a->ino, &r, sa->size, a->cut);
         if (rc)
             return rc;
@@ -276,6 +280,46 @@ int core_setattr(struct core *c, const struct core_principal *p, uint64_t ino,
     if (pd)
         core__pend_excl_end(c, pd, &b, rc, sa->mask & CORE_SET_SIZE, sa->size);
     return rc;
+}
+
+/* ---- write: the version step ---- */
+
+struct open_op {
+    struct core *c;
+    const struct core_principal *p;
+    uint64_t ino;
+};
+
+static int open_fn(struct meta_txn *t, void *arg)
+{
+    struct open_op *a = arg;
+    struct meta_inode r;
+    int rc = core__ino_get_p(t, a->p, a->ino, 0, &r);
+    if (rc)
+        return rc;
+    uint16_t flags = r.flags;
+    rc = core__ver_open_t(a->c, t, a->ino, &r);
+    if (rc == 0 && r.flags != flags)
+        rc = meta_inode_put(t, a->ino, &r);
+    return rc;
+}
+
+int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+               const void *buf, size_t len, enum core_stable stable, enum core_stable *committed,
+               struct core_attr *pre, struct core_attr *post)
+{
+    for (int i = 0;; i++) {
+        int rc = core__write(c, p, ino, off, buf, len, stable, committed, pre, post);
+        if (rc != CORE__EVGUARD)
+            return rc;
+        if (i == 8)
+            return -EIO; /* sealed again each time: cannot happen unless settle_ms is 0 */
+        /* a sealed version (or one that may be locked) first: kept as it is, or refused */
+        struct open_op a = {c, p, ino};
+        rc = meta_submit(c->meta, open_fn, &a, 0);
+        if (rc)
+            return rc;
+    }
 }
 
 /* ---- create / mkdir / symlink ---- */
@@ -339,11 +383,18 @@ static int create_fn(struct meta_txn *t, void *arg)
                            a->tlen, &ino, &r);
     if (rc)
         return rc;
-    if (a->type == CORE_REG && a->how == CORE_CREATE_EXCLUSIVE) {
-        r.verf = a->verf;
-        rc = meta_inode_put(t, ino, &r);
+    if (a->type == CORE_REG) {
+        uint16_t flags = r.flags;
+        rc = core__ver_created_t(c, t, a->dir, a->name, a->len, ino, &r);
         if (rc)
             return rc;
+        if (a->how == CORE_CREATE_EXCLUSIVE)
+            r.verf = a->verf;
+        if (r.flags != flags || a->how == CORE_CREATE_EXCLUSIVE) {
+            rc = meta_inode_put(t, ino, &r);
+            if (rc)
+                return rc;
+        }
     }
     if (a->out)
         core__attr_fill(&r, ino, a->out);
@@ -442,6 +493,12 @@ static int link_fn(struct meta_txn *t, void *arg)
         return rc;
     if ((d.flags & CORE_A_TROOT) || d.bucket != r.bucket)
         return -EXDEV;
+    struct meta_bucketcfg cfg;
+    rc = core__ver_cfg(a->c, t, r.bucket, &cfg);
+    if (rc)
+        return rc;
+    if (cfg.versioning != META_VERS_NONE)
+        return -EXDEV; /* a version belongs to one key: as if across file systems */
     rc = core__perm(a->p, &d, CORE_MAY_W | CORE_MAY_X);
     if (rc)
         return rc;
@@ -497,7 +554,26 @@ struct unlink_op {
 static int unlink_fn(struct meta_txn *t, void *arg)
 {
     struct unlink_op *a = arg;
-    return core__node_unlink(a->c, t, a->p, a->dir, a->name, a->len, a->isdir, false);
+    return core__node_unlink(a->c, t, a->p, a->dir, a->name, a->len, a->isdir,
+                             CORE__UNL_VERSIONED | CORE__UNL_NFS, NULL);
+}
+
+/* Commit the pending writes of @p name in @p dir (a file a versioned bucket's op keeps as
+ * a version must have none: it answered -EAGAIN). @return 0, or the flush's error. */
+static int flush_name(struct core *c, uint64_t dir, const char *name, size_t len)
+{
+    struct meta_txn *t;
+    struct meta_dirent de;
+    if (len > CORE_NAME_MAX)
+        return 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = meta_dirent_get(t, dir, name, len, &de);
+    meta_rtxn_end(t);
+    if (rc)
+        return rc == -ENOENT ? 0 : rc;
+    return de.type == CORE_REG ? core__pend_flush_ino(c, de.ino) : 0;
 }
 
 int core_remove(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
@@ -509,8 +585,13 @@ int core_remove(struct core *c, const struct core_principal *p, uint64_t dir, co
     if (namelen == 0)
         return -ENOENT;
     int rc = meta_submit(c->meta, unlink_fn, &a, 0);
+    for (int i = 0; i < 8 && rc == -EAGAIN; i++) {
+        rc = flush_name(c, dir, name, namelen);
+        if (rc == 0)
+            rc = meta_submit(c->meta, unlink_fn, &a, 0);
+    }
     core__pend_reap(c);
-    return rc;
+    return rc == -EAGAIN ? -EIO : rc;
 }
 
 int core_rmdir(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
@@ -583,8 +664,10 @@ static int kmove_collect(void *arg, const char *key, size_t klen, const struct m
     return 0;
 }
 
-/* Move every key index entry under @p from (a "dir/" key) to @p to. */
-static int subtree_rekey(struct core *c, struct meta_txn *t, uint64_t bucket, const char *from,
+/* Move every key index entry under @p from (a "dir/" key) to @p to; in a versioned bucket
+ * (@p cfg) each file's version moves with it (core__ver_move_t). */
+static int subtree_rekey(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                         const struct meta_bucketcfg *cfg, uint64_t bucket, const char *from,
                          size_t flen, const char *to, size_t tlen, uint64_t *bytes,
                          uint64_t *inodes)
 {
@@ -608,6 +691,12 @@ static int subtree_rekey(struct core *c, struct meta_txn *t, uint64_t bucket, co
                 (*inodes)++;
                 if (r.type != CORE_DIR)
                     *bytes += r.used;
+                if (cfg->versioning != META_VERS_NONE && r.type == CORE_REG) {
+                    rc = core__ver_move_t(c, t, p, cfg, bucket, mv[i].key, mv[i].klen, kb, nl,
+                                          mv[i].ino, &r);
+                    if (rc == 0)
+                        rc = meta_inode_put(t, mv[i].ino, &r);
+                }
             }
         }
     }
@@ -741,6 +830,13 @@ static int rename_fn(struct meta_txn *t, void *arg)
     rc = rename_check(c, a->mv, sde.ino, isdir, sr.parent != a->tdir);
     if (rc)
         return rc;
+    struct meta_bucketcfg vcfg;
+    memset(&vcfg, 0, sizeof(vcfg));
+    if (!ftroot && (rc = core__ver_cfg(c, t, fd.bucket, &vcfg)) != 0)
+        return rc;
+    bool versioned = vcfg.versioning != META_VERS_NONE;
+    if (versioned && (rc = core__ver_check_t(t, sde.ino, &sr)) != 0)
+        return rc; /* a locked version stays at its key */
     rc = meta_dirent_get(t, a->tdir, a->tname, a->tlen, &dde);
     dst_exists = rc == 0;
     if (rc && rc != -ENOENT)
@@ -766,7 +862,15 @@ static int rename_fn(struct meta_txn *t, void *arg)
             return -ENOTEMPTY;
         if ((td.mode & S_ISVTX) && !super && p->uid != td.uid && p->uid != dr.uid)
             return -EPERM;
-        rc = core__entry_remove(c, t, a->tdir, &td, a->tname, a->tlen, dde.ino, &dr);
+        if (versioned && dr.type == CORE_REG) {
+            /* the replaced file stays as a noncurrent version (a locked one refuses) */
+            rc = core__ver_check_t(t, dde.ino, &dr);
+            if (rc == 0)
+                rc = core__ver_retire_t(c, t, &vcfg, td.bucket, nkey, nklen, a->tdir, &td, a->tname,
+                                        a->tlen, dde.ino, &dr);
+        } else {
+            rc = core__entry_remove(c, t, a->tdir, &td, a->tname, a->tlen, dde.ino, &dr);
+        }
         if (rc)
             return rc;
         if (a->fdir == a->tdir)
@@ -803,7 +907,8 @@ static int rename_fn(struct meta_txn *t, void *arg)
     if (!ftroot) {
         uint64_t bytes = 0, inodes = 1;
         if (isdir) {
-            rc = subtree_rekey(c, t, sr.bucket, okey, oklen, nkey, nklen, &bytes, &inodes);
+            rc =
+                subtree_rekey(c, t, p, &vcfg, sr.bucket, okey, oklen, nkey, nklen, &bytes, &inodes);
         } else {
             rc = meta_keyidx_del(t, sr.bucket, okey, oklen);
             if (rc == 0 || rc == -ENOENT)
@@ -822,6 +927,11 @@ static int rename_fn(struct meta_txn *t, void *arg)
     rc = meta_inode_get(t, sde.ino, &sr);
     if (rc)
         return rc;
+    if (versioned && !isdir) {
+        rc = core__ver_move_t(c, t, p, &vcfg, sr.bucket, okey, oklen, nkey, nklen, sde.ino, &sr);
+        if (rc)
+            return rc;
+    }
     sr.parent = a->tdir;
     if (isdir)
         sr.flags &= (uint16_t)~CORE_A_IMPLICIT;
@@ -846,6 +956,8 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
         rc = core__quota_rename_begin(c, p->tenant, fromdir, fromname, fromlen, todir, &mv);
         if (rc == 0)
             rc = rename_flush(c, &mv, fromdir, fromname, fromlen);
+        if (rc == 0 && i > 0) /* a versioned bucket keeps the file it replaces as it is */
+            rc = flush_name(c, todir, toname, tolen);
         if (rc == 0)
             rc = meta_submit(c->meta, rename_fn, &a, 0);
         core__quota_rename_end(c, &mv);

@@ -111,6 +111,29 @@ int core__usage_move(struct core *c, struct meta_txn *t, uint32_t tenant, uint64
     return dirs_apply(c, t, tenant, to, bucket, bytes, inodes, true, NULL);
 }
 
+int core__usage_charge_store(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket,
+                             int64_t bytes)
+{
+    if (bytes == 0)
+        return 0;
+    int rc = usage_apply(c, t, tenant, 0, bytes, 0, false, true, NULL);
+    if (rc == 0 && bucket)
+        rc = usage_apply(c, t, tenant, bucket, bytes, 0, false, false, NULL);
+    return rc;
+}
+
+int core__usage_charge_dirs(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir,
+                            int64_t bytes, int64_t inodes)
+{
+    struct meta_inode d;
+    if ((bytes == 0 && inodes == 0) || atomic_load(&c->quota->ndirquota) == 0 || dir == 0)
+        return 0;
+    int rc = meta_inode_get(t, dir, &d);
+    if (rc || (d.flags & CORE_A_TROOT))
+        return rc;
+    return dirs_apply(c, t, tenant, dir, d.bucket, bytes, inodes, false, NULL);
+}
+
 int core__usage_create(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino)
 {
     struct meta_usage u;

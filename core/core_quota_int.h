@@ -82,6 +82,15 @@ int core__usage_move(struct core *c, struct meta_txn *t, uint32_t tenant, uint64
 int core__usage_charge_own(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir,
                            int64_t dbytes, int64_t dinodes, bool enforce,
                            const struct core__resv *own);
+/** Charge (never enforcing) store bytes only to the tenant and the bucket (when its record
+ * still exists), not to directories: space versions hold outside the tree. */
+int core__usage_charge_store(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t bucket,
+                             int64_t bytes);
+/** Charge (never enforcing) only the quota'd directories on the chain from @p dir, not the
+ * bucket or the tenant: bytes that stay in the store but leave or join the tree (a file
+ * becoming a noncurrent version, or current again). */
+int core__usage_charge_dirs(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t dir,
+                            int64_t bytes, int64_t inodes);
 int core__usage_create(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino);
 int core__usage_delete(struct core *c, struct meta_txn *t, uint32_t tenant, uint64_t ino);
 /** Committed usage and limits of (@p tenant, @p ino) as core_usage_get reports them

@@ -23,11 +23,12 @@
  * map, which is accepted for this path (docs/architecture.md).
  *
  * ETags: the S3 front end computes them for uploads. A file changed through
- * NFS has its ETag dropped; the first core_key_lookup after the change
- * recomputes the MD5 of its content (files up to CORE_ETAG_MD5_MAX bytes)
- * and stores it, unless the file changed meanwhile. Until then, and for
- * larger files, it reports "<16 hex ino><16 hex change>-1": multipart form,
- * which S3 clients do not treat as an MD5.
+ * NFS has its ETag dropped (unless it was written in order, which gives its
+ * MD5 at once); the background worker computes it once the file settled
+ * (core_bg.c), and the first core_key_lookup before that recomputes the MD5
+ * of its content (files up to CORE_ETAG_MD5_MAX bytes) and stores it, unless
+ * the file changed meanwhile. Until then, it reports "<16 hex ino><16 hex
+ * change>-1": multipart form, which S3 clients do not treat as an MD5.
  * Thread: any. */
 #include "core_ns_int.h"
 
@@ -37,8 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-
-#include <openssl/evp.h>
 
 #include "srv_err.h"
 #include "srv_log.h"
@@ -189,7 +188,7 @@ static int bucket_delete_fn(struct meta_txn *t, void *arg)
     if (rc)
         return rc;
     sp.flags |= CORE_P_SUPER;
-    rc = core__node_unlink(a->c, t, &sp, root, a->name, a->len, true, true);
+    rc = core__node_unlink(a->c, t, &sp, root, a->name, a->len, true, 0, NULL);
     if (rc == -ENOENT || rc == -ENOTDIR)
         return SRV_ENOBUCKET;
     return rc;
@@ -314,9 +313,6 @@ int core_bucket_set_meta(struct core *c, const struct core_principal *p, uint64_
 
 /* ---- key lookup / delete / metadata ---- */
 
-static int etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                        uint64_t change, bool store, char *etag);
-
 int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, struct core_objinfo *out)
 {
@@ -335,10 +331,15 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     if (rc)
         goto out;
     rc = kidx_readable(t, p, bucket, key, keylen, &ino, &r);
+    if (rc == -ENOENT && !isdir && core__ver_marker(c, t, bucket, key, keylen, out) == 0)
+        rc = -ENOENT; /* its newest version is a delete marker: out says which */
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->attr);
     core__attr_pend(c, &out->attr);
+    rc = core__ver_current(c, t, bucket, ino, &r, out);
+    if (rc)
+        goto out;
     /* with writes pending the stored ETag (of the committed bytes) does not
      * fit what a GET returns: compute it, but store none (they may be lost) */
     bool pending = r.type == CORE_REG && core__pend_has_data(c, ino);
@@ -355,7 +356,7 @@ out:
     meta_rtxn_end(t);
     if (rc == 0 && compute) {
         char md5[CORE_ETAG_MAX + 1];
-        if (etag_compute(c, r.tenant, ino, out->attr.size, r.change, !pending, md5) == 0)
+        if (core__etag_compute(c, r.tenant, ino, out->attr.size, r.change, !pending, md5) == 0)
             memcpy(out->etag, md5, sizeof(md5));
     }
     if (rc) {
@@ -366,77 +367,8 @@ out:
     return rc;
 }
 
-struct etag_op {
-    struct core *c;
-    uint64_t ino;
-    uint64_t change;
-    const char *etag;
-};
-
-static int etag_set_fn(struct meta_txn *t, void *arg)
-{
-    struct etag_op *a = arg;
-    struct meta_inode r;
-    char old[CORE_ETAG_MAX + 1];
-    void *meta = NULL;
-    size_t ml = 0;
-    int rc = meta_inode_get(t, a->ino, &r);
-    if (rc)
-        return rc;
-    if (r.change != a->change)
-        return -EAGAIN; /* changed meanwhile: keep no stale ETag */
-    rc = meta_objmeta_get(t, a->ino, old, CORE_ETAG_MAX + 1, &meta, &ml);
-    if (rc == 0 || rc == -ENOENT)
-        rc = meta_objmeta_put(t, a->ino, a->etag, meta, ml);
-    free(meta);
-    return rc;
-}
-
-/* MD5 of a file's content, stored as its ETag if the file did not change. */
-static int etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                        uint64_t change, bool store, char *etag)
-{
-    struct core_principal sp;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    int rc = 0;
-    memset(&sp, 0, sizeof(sp));
-    sp.tenant = tenant;
-    sp.flags = CORE_P_SUPER;
-    char *buf = malloc(STORE_EXTENT_MAX);
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!buf || !ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (uint64_t off = 0; off < size && rc == 0;) {
-        size_t n = 0;
-        bool eof = false;
-        rc = core_read(c, &sp, ino, off, buf, STORE_EXTENT_MAX, &n, &eof);
-        if (rc == 0 && n == 0)
-            rc = -EAGAIN; /* shrank meanwhile */
-        if (rc == 0)
-            EVP_DigestUpdate(ctx, buf, n);
-        off += n;
-    }
-    if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) != 1)
-        rc = -EIO;
-    if (rc == 0) {
-        for (unsigned int i = 0; i < mdlen; i++)
-            snprintf(etag + 2 * i, 3, "%02x", md[i]);
-        struct etag_op a = {c, ino, change, etag};
-        if (store)
-            rc = meta_submit(c->meta, etag_set_fn, &a, 0);
-    }
-out:
-    EVP_MD_CTX_free(ctx);
-    free(buf);
-    return rc;
-}
-
-/* Directory holding @p key's last segment (the bucket for a top-level key). */
-static int parent_of_key(struct core *c, struct meta_txn *t, uint64_t bucket, const char *key,
-                         size_t klen, bool isdir, uint64_t *dir, size_t *nameoff)
+int core__parent_of_key(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
+                        bool isdir, uint64_t *dir, size_t *nameoff)
 {
     size_t end = isdir ? klen - 1 : klen;
     size_t i = end;
@@ -454,9 +386,8 @@ static int parent_of_key(struct core *c, struct meta_txn *t, uint64_t bucket, co
     return rc;
 }
 
-/* Remove empty implicit directories from @p key's parent upwards. */
-static int implicit_cleanup(struct core *c, struct meta_txn *t, const struct core_principal *p,
-                            uint64_t bucket, const char *key, size_t klen, bool isdir)
+int core__implicit_cleanup(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                           uint64_t bucket, const char *key, size_t klen, bool isdir)
 {
     struct core_principal sp = *p;
     size_t end = isdir ? klen - 1 : klen;
@@ -482,10 +413,10 @@ static int implicit_cleanup(struct core *c, struct meta_txn *t, const struct cor
             return rc;
         if (!(r.flags & CORE_A_IMPLICIT) || r.nchild > 0)
             return 0;
-        rc = parent_of_key(c, t, bucket, key, i, true, &gp, &noff);
+        rc = core__parent_of_key(t, bucket, key, i, true, &gp, &noff);
         if (rc)
             return rc;
-        rc = core__node_unlink(c, t, &sp, gp, key + noff, i - 1 - noff, true, true);
+        rc = core__node_unlink(c, t, &sp, gp, key + noff, i - 1 - noff, true, 0, NULL);
         if (rc)
             return rc;
         end = i - 1;
@@ -501,6 +432,7 @@ struct key_op {
     bool isdir;
     const void *meta;
     size_t metalen;
+    struct core_delres *out;
     int mode;
 };
 
@@ -515,34 +447,50 @@ static int key_delete_fn(struct meta_txn *t, void *arg)
     if (rc)
         return rc;
     rc = meta_keyidx_get(t, a->bucket, a->key, a->klen, &ino, NULL);
+    if (rc == -ENOENT && !a->isdir) {
+        /* a versioned bucket marks even a key with no current version deleted */
+        struct meta_bucketcfg cfg;
+        rc = core__ver_cfg(c, t, a->bucket, &cfg);
+        if (rc == 0 && cfg.versioning != META_VERS_NONE) {
+            rc = core__perm(a->p, &b, CORE_MAY_W | CORE_MAY_X);
+            if (rc == 0)
+                rc = core__ver_delete_t(c, t, a->p, &cfg, a->bucket, a->key, a->klen, 0, NULL, NULL,
+                                        0, 0, NULL, false, a->out);
+            return rc;
+        }
+        return rc;
+    }
     if (rc == -ENOENT)
         return 0;
     if (rc)
         return rc;
-    rc = parent_of_key(c, t, a->bucket, a->key, a->klen, a->isdir, &dir, &noff);
+    rc = core__parent_of_key(t, a->bucket, a->key, a->klen, a->isdir, &dir, &noff);
     if (rc)
         return rc;
     size_t nlen = (a->isdir ? a->klen - 1 : a->klen) - noff;
-    rc = core__node_unlink(c, t, a->p, dir, a->key + noff, nlen, a->isdir, true);
+    rc = core__node_unlink(c, t, a->p, dir, a->key + noff, nlen, a->isdir, CORE__UNL_VERSIONED,
+                           a->out);
     if (rc == -ENOENT)
         return 0;
     if (rc)
         return rc;
-    return implicit_cleanup(c, t, a->p, a->bucket, a->key, a->klen, a->isdir);
+    return core__implicit_cleanup(c, t, a->p, a->bucket, a->key, a->klen, a->isdir);
+}
+
+int core__key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
+                     const char *key, size_t keylen, struct core_delres *out)
+{
+    struct key_op a = {c, p, bucket, key, keylen, false, NULL, 0, out, -1};
+    int rc = core__key_check(key, keylen, &a.isdir);
+    if (rc)
+        return rc;
+    return core__ver_submit(c, bucket, key, keylen, key_delete_fn, &a);
 }
 
 int core_key_delete(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen)
 {
-    struct key_op a = {c, p, bucket, key, keylen, false, NULL, 0, -1};
-    int rc = core__key_check(key, keylen, &a.isdir);
-    if (rc)
-        return rc;
-    if (p->flags & CORE_P_READONLY)
-        return -EACCES;
-    rc = meta_submit(c->meta, key_delete_fn, &a, 0);
-    core__pend_reap(c);
-    return rc;
+    return core_key_delete_v(c, p, bucket, key, keylen, NULL, 0, NULL);
 }
 
 static int key_meta_fn(struct meta_txn *t, void *arg)
@@ -581,7 +529,7 @@ int core_key_set_meta_mode(struct core *c, const struct core_principal *p, uint6
                            const char *key, size_t keylen, const void *meta, size_t metalen,
                            int mode)
 {
-    struct key_op a = {c, p, bucket, key, keylen, false, meta, metalen, mode};
+    struct key_op a = {c, p, bucket, key, keylen, false, meta, metalen, NULL, mode};
     int rc = core__key_check(key, keylen, &a.isdir);
     if (rc)
         return rc;
@@ -755,9 +703,14 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
     core__attr_fill(&b, out->bucket, &out->battr);
     uint64_t ino;
     rc = kidx_readable(t, p, out->bucket, key, keylen, &ino, &r);
+    if (rc == -ENOENT && core__vb_maybe(c, out->bucket))
+        rc = -EAGAIN; /* maybe a delete marker: core_key_lookup says */
     if (rc)
         goto out;
     core__attr_fill(&r, ino, &out->info.attr);
+    rc = core__ver_current(c, t, out->bucket, ino, &r, &out->info);
+    if (rc)
+        goto out;
     if (r.type == CORE_REG && core__pend_any(c)) {
         /* pending writes: their size, times and ETag come from core_key_lookup */
         struct core__pend *pp = core__pend_get(c, ino, false);

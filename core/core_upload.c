@@ -40,6 +40,8 @@ struct upext {
 struct core_upload {
     struct core *c;
     struct core_principal p;
+    struct core_putopt opt;
+    struct core_lock lock;
     uint64_t bucket;
     uint64_t size;
     char *buf;
@@ -207,6 +209,15 @@ int core_upload_write(struct core_upload *u, const void *buf, size_t len)
     return 0;
 }
 
+void core_upload_set_opt(struct core_upload *u, const struct core_putopt *o)
+{
+    u->opt = *o;
+    if (o->lock) {
+        u->lock = *o->lock;
+        u->opt.lock = &u->lock;
+    }
+}
+
 uint64_t core_upload_size(const struct core_upload *u)
 {
     return u->size;
@@ -225,10 +236,9 @@ void core_upload_abort(struct core_upload *u)
 
 /* ---- linking data at a key ---- */
 
-/* Resolve the parent directory of @p key, creating implicit directories. */
-static int resolve_parent(struct core *c, struct meta_txn *t, const struct core_principal *p,
-                          uint64_t bucket, const char *key, size_t klen, bool isdir,
-                          uint64_t *dir, size_t *nameoff)
+int core__resolve_parent(struct core *c, struct meta_txn *t, const struct core_principal *p,
+                         uint64_t bucket, const char *key, size_t klen, bool isdir, uint64_t *dir,
+                         size_t *nameoff)
 {
     size_t end = isdir ? klen - 1 : klen;
     size_t pos = 0;
@@ -317,6 +327,7 @@ struct link_args {
     bool if_none_match;
     struct core_attr *out;
     const struct core__resv *own;  /* the caller's reservation of these bytes, or NULL */
+    const struct core_putopt *opt; /* lock, version id out; NULL: none */
 };
 
 static int link_object(struct meta_txn *t, const struct link_args *a, const struct link_src *src)
@@ -337,7 +348,17 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
         return rc;
     if (isdir && src->size != 0)
         return -EINVAL;
-    rc = resolve_parent(c, t, a->p, a->bucket, a->key, a->klen, isdir, &dir, &noff);
+    struct meta_bucketcfg vcfg;
+    rc = core__ver_cfg(c, t, a->bucket, &vcfg);
+    if (rc)
+        return rc;
+    const struct core_lock *lk = a->opt ? a->opt->lock : NULL;
+    if (lk && !(vcfg.flags & META_BC_OBJLOCK))
+        return SRV_EBADSTATE;
+    bool versioned = vcfg.versioning != META_VERS_NONE && !isdir;
+    if (a->opt && a->opt->vid)
+        a->opt->vid[0] = '\0';
+    rc = core__resolve_parent(c, t, a->p, a->bucket, a->key, a->klen, isdir, &dir, &noff);
     if (rc)
         return rc;
     const char *name = a->key + noff;
@@ -396,7 +417,11 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
         if ((d.mode & 01000) && !(a->p->flags & CORE_P_SUPER) && a->p->uid != d.uid &&
             a->p->uid != r.uid)
             return -EACCES;
-        rc = core__entry_remove(c, t, dir, &d, name, nlen, de.ino, &r);
+        if (versioned) /* the old object stays, as a noncurrent version */
+            rc = core__ver_retire_t(c, t, &vcfg, a->bucket, a->key, a->klen, dir, &d, name, nlen,
+                                    de.ino, &r);
+        else
+            rc = core__entry_remove(c, t, dir, &d, name, nlen, de.ino, &r);
         if (rc)
             return rc;
     }
@@ -435,6 +460,12 @@ static int link_object(struct meta_txn *t, const struct link_args *a, const stru
         return rc;
     r.size = src->size;
     r.used = used;
+    if (versioned) {
+        rc = core__ver_add_t(c, t, &vcfg, a->bucket, a->key, a->klen, ino, &r, lk, true,
+                             a->opt ? a->opt->vid : NULL);
+        if (rc)
+            return rc;
+    }
     rc = meta_inode_put(t, ino, &r);
     if (rc == 0)
         rc = meta_objmeta_put(t, ino, a->etag, a->meta, a->metalen);
@@ -467,8 +498,8 @@ int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, co
     if (rc)
         goto out;
     memset(&a, 0, sizeof(a));
-    a.la = (struct link_args){c, &u->p, u->bucket, key, keylen, etag, meta, metalen,
-                              if_etag, if_none_match, out, &hold};
+    a.la = (struct link_args){c,       &u->p,   u->bucket,     key, keylen, etag,   meta,
+                              metalen, if_etag, if_none_match, out, &hold,  &u->opt};
     a.src.size = u->size;
     if (u->n == 0 && u->blen <= c->cfg.inline_max) {
         a.src.inl = u->buf;
@@ -498,9 +529,8 @@ int core_upload_commit(struct core_upload *u, const char *key, size_t keylen, co
     if (rc == 0)
         rc = core__resv_hold_key(c, u->p.tenant, u->bucket, key, keylen, u->size, &hold);
     if (rc == 0)
-        rc = meta_submit(c->meta, commit_fn, &a, 0);
+        rc = core__ver_submit(c, u->bucket, key, keylen, commit_fn, &a);
     core__resv_set(c, &hold, 0);
-    core__pend_reap(c);
 out:
     free(xv);
     up_free(u, rc != 0);
@@ -605,8 +635,8 @@ static int part_free_extents(struct core *c, struct meta_txn *t, const struct me
         memcpy(&me, &ex[i], sizeof(me));
         struct store_extent e = {.dev = me.dev, .len = me.len, .off = me.off, .crc = me.crc};
         int rc = core__extent_free(c, t, &e);
-        if (rc)
-            return rc;
+        if (rc < 0)
+            return rc; /* (a part's extents are never shared: 1 never comes back) */
         *bytes += me.len;
     }
     return 0;
@@ -693,6 +723,36 @@ int core_mpu_part_commit(struct core_upload *u, const char *upload_id, uint32_t 
         rc = meta_submit(u->c->meta, part_commit_fn, &a, 0);
     core__resv_set(u->c, &a.hold, 0);
     up_free(u, rc != 0);
+    return rc;
+}
+
+int core_mpu_get_meta(struct core *c, const struct core_principal *p, uint64_t bucket,
+                      const char *upload_id, void **meta, size_t *len)
+{
+    struct meta_txn *t;
+    struct meta_mpu m;
+    const char *key;
+    const void *mv;
+    uint64_t id;
+    *meta = NULL;
+    *len = 0;
+    int rc = mpu_id_parse(upload_id, &id);
+    if (rc)
+        return rc;
+    rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = mpu_get(t, p, bucket, id, &m, &key, &mv);
+    if (rc == 0 && m.metalen) {
+        *meta = malloc(m.metalen);
+        if (*meta) {
+            memcpy(*meta, mv, m.metalen);
+            *len = m.metalen;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
+    meta_rtxn_end(t);
     return rc;
 }
 
@@ -899,6 +959,7 @@ struct mpu_done_op {
     struct core_attr *out;
     bool abort;
     const struct core__resv *hold; /* bytes held on the key's directories, or NULL */
+    const struct core_putopt *opt;
 };
 
 static int mpu_done_fn(struct meta_txn *t, void *arg)
@@ -978,9 +1039,9 @@ static int mpu_done_fn(struct meta_txn *t, void *arg)
      * (uploads made before they were recorded: 0600) */
     struct core_principal lp = *a->p;
     lp.fmode = m.mode ? m.mode : core__file_mode(0);
-    struct link_args la = {c,        &lp,           a->bucket,       keyc,
-                           m.keylen, a->final_etag, keyc + m.keylen, m.metalen,
-                           NULL,     false,         a->out,          a->hold};
+    struct link_args la = {
+        c,         &lp,  a->bucket, keyc,   m.keylen, a->final_etag, keyc + m.keylen,
+        m.metalen, NULL, false,     a->out, a->hold,  a->opt};
     struct link_src src = {.ext = xv, .n = nx, .use = false, .size = size};
     if (nx == 0)
         src.inl = "";
@@ -1029,11 +1090,15 @@ static int mpu_peek(struct core *c, const struct core_principal *p, uint64_t buc
 
 int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t bucket,
                       const char *upload_id, const uint32_t *partnos, const char *const *etags,
-                      size_t nparts, const char *final_etag, struct core_attr *out)
+                      size_t nparts, const char *final_etag, const struct core_putopt *opt,
+                      struct core_attr *out)
 {
-    struct mpu_done_op a = {c, p, bucket, 0, partnos, etags, nparts, final_etag, out, false,
-                            NULL};
+    struct mpu_done_op a = {c,      p,          bucket, 0,     partnos, etags,
+                            nparts, final_etag, out,    false, NULL,    opt};
     struct core__resv hold = {0};
+    char key[CORE_KEY_MAX + 1];
+    size_t klen = 0;
+    uint64_t bytes = 0;
     int rc = mpu_id_parse(upload_id, &a.id);
     if (rc)
         return rc;
@@ -1041,32 +1106,26 @@ int core_mpu_complete(struct core *c, const struct core_principal *p, uint64_t b
         return -EINVAL;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
-    if (core__dirquotas(c)) {
+    rc = mpu_peek(c, p, bucket, a.id, partnos, nparts, key, &klen, &bytes);
+    if (rc == 0 && core__dirquotas(c)) {
         /* the parts are charged to the tenant and bucket already; the key's
          * directories get the object's bytes in the op: hold them there
          * meanwhile, so writes admitted into those directories count them */
-        char key[CORE_KEY_MAX + 1];
-        size_t klen = 0;
-        uint64_t bytes = 0;
-        rc = mpu_peek(c, p, bucket, a.id, partnos, nparts, key, &klen, &bytes);
-        if (rc == 0)
-            rc = core__resv_hold_dirs(c, p->tenant, bucket, key, klen, bytes, &hold);
-        if (rc == -ENOENT)
-            rc = 0; /* the op answers */
-        if (rc)
-            return rc;
+        rc = core__resv_hold_dirs(c, p->tenant, bucket, key, klen, bytes, &hold);
         a.hold = &hold;
     }
-    rc = meta_submit(c->meta, mpu_done_fn, &a, 0);
+    if (rc == -ENOENT)
+        return meta_submit(c->meta, mpu_done_fn, &a, 0); /* the op answers */
+    if (rc == 0)
+        rc = core__ver_submit(c, bucket, key, klen, mpu_done_fn, &a);
     core__resv_set(c, &hold, 0);
-    core__pend_reap(c);
     return rc;
 }
 
 int core_mpu_abort(struct core *c, const struct core_principal *p, uint64_t bucket,
                    const char *upload_id)
 {
-    struct mpu_done_op a = {c, p, bucket, 0, NULL, NULL, 0, NULL, NULL, true, NULL};
+    struct mpu_done_op a = {c, p, bucket, 0, NULL, NULL, 0, NULL, NULL, true, NULL, NULL};
     int rc = mpu_id_parse(upload_id, &a.id);
     if (rc)
         return rc;

@@ -206,10 +206,21 @@ static int schema_check(struct meta_txn *txn)
         return SRV_EBADVERSION;
     }
     uint32_t ver = meta_be32_get(v.data);
-    if (ver != META_SCHEMA_VERSION) {
-        srv_log(CRIT, META, "metadata store has schema version %u; this build supports "
-                "version %u only: refusing to open it", ver, META_SCHEMA_VERSION);
+    if (ver < META_SCHEMA_OLDEST || ver > META_SCHEMA_VERSION) {
+        srv_log(CRIT, META,
+                "metadata store has schema version %u; this build supports "
+                "versions %u to %u only: refusing to open it",
+                ver, META_SCHEMA_OLDEST, META_SCHEMA_VERSION);
         return SRV_EBADVERSION;
+    }
+    if (ver < META_SCHEMA_VERSION) {
+        /* every later version only added tables, which the engine opened empty */
+        meta_be32_put(buf, META_SCHEMA_VERSION);
+        rc = meta__put(txn, META_DBI_META, "version", 7, buf, 4, 0);
+        if (rc)
+            return rc;
+        srv_log(INFO, META, "metadata store upgraded from schema version %u to %u", ver,
+                META_SCHEMA_VERSION);
     }
     return 0;
 }

@@ -142,3 +142,111 @@ int meta_bcrc_del(struct meta_txn *t, uint32_t dev, uint64_t off)
     ckey(k, dev, off);
     return meta__del(t, META_DBI_XCRC, k, 12);
 }
+
+/* ---- shared extents ---- */
+
+uint32_t meta_xref_get(struct meta_txn *t, uint32_t dev, uint64_t off)
+{
+    uint8_t k[12];
+    struct meta_val v;
+    ckey(k, dev, off);
+    if (meta__get(t, META_DBI_XREF, k, 12, &v) != 0 || v.len != 4)
+        return 1;
+    uint32_t n = meta_be32_get(v.data);
+    return n < 2 ? 1 : n;
+}
+
+int meta_xref_set(struct meta_txn *t, uint32_t dev, uint64_t off, uint32_t holders)
+{
+    uint8_t k[12], v[4];
+    ckey(k, dev, off);
+    if (holders <= 1) {
+        int rc = meta__del(t, META_DBI_XREF, k, 12);
+        return rc == -ENOENT ? 0 : rc;
+    }
+    meta_be32_put(v, holders);
+    return meta__put(t, META_DBI_XREF, k, 12, v, 4, 0);
+}
+
+static int xref_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    (void)key;
+    (void)val;
+    if (klen == 12 && vlen == 4)
+        *(bool *)arg = true;
+    return klen == 12 && vlen == 4 ? 1 : 0;
+}
+
+bool meta_xref_any(struct meta_txn *t)
+{
+    bool any = false;
+    struct meta_range r = {0};
+    meta__scan(t, META_DBI_XREF, &r, xref_ent, &any);
+    return any;
+}
+
+struct xrscan {
+    meta_xref_cb cb;
+    void *arg;
+};
+
+static int xref_scan_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct xrscan *s = arg;
+    if (klen != 12 || vlen != 4)
+        return 0;
+    return s->cb(s->arg, meta_be32_get(key), meta_be64_get((const uint8_t *)key + 4),
+                 meta_be32_get(val));
+}
+
+int meta_xref_scan(struct meta_txn *t, meta_xref_cb cb, void *arg)
+{
+    struct xrscan s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_XREF, &r, xref_scan_ent, &s);
+}
+
+/* ---- whole-table scans (the store check) ---- */
+
+struct xall {
+    meta_extent_all_cb cb;
+    void *arg;
+};
+
+static int xall_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct xall *s = arg;
+    struct meta_extent x;
+    if (klen != 16 || extent_decode(val, vlen, &x) != 0)
+        return 0;
+    return s->cb(s->arg, meta_be64_get(key), meta_be64_get((const uint8_t *)key + 8), &x);
+}
+
+int meta_extent_scan_all(struct meta_txn *t, meta_extent_all_cb cb, void *arg)
+{
+    struct xall s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_EXTENTS, &r, xall_ent, &s);
+}
+
+struct ball {
+    meta_bcrc_cb cb;
+    void *arg;
+};
+
+static int ball_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct ball *s = arg;
+    (void)val;
+    (void)vlen;
+    if (klen != 12)
+        return 0;
+    return s->cb(s->arg, meta_be32_get(key), meta_be64_get((const uint8_t *)key + 4));
+}
+
+int meta_bcrc_scan(struct meta_txn *t, meta_bcrc_cb cb, void *arg)
+{
+    struct ball s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_XCRC, &r, ball_ent, &s);
+}

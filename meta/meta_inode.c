@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * meta_inode: inode records, the inode counter, inline bytes, object
- * metadata, orphans and tenant roots (meta_inode.h).
+ * metadata, orphans, background work and tenant roots (meta_inode.h).
  * Thread: any thread holding the txn. */
 #include "meta_inode.h"
 
@@ -49,6 +49,30 @@ int meta_inode_alloc(struct meta_txn *t, uint64_t *ino)
     *ino = meta_be64_get(v.data);
     meta_be64_put(buf, *ino + 1);
     return meta__put(t, META_DBI_META, "next_ino", 8, buf, 8, 0);
+}
+
+struct iscan {
+    meta_inode_cb cb;
+    void *arg;
+};
+
+static int inode_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct iscan *s = arg;
+    struct meta_inode r;
+    if (klen != 8)
+        return 0;
+    if (vlen != sizeof(r) || ((const uint8_t *)val)[0] != META_INODE_REC_VER)
+        return s->cb(s->arg, meta_be64_get(key), NULL);
+    memcpy(&r, val, sizeof(r));
+    return s->cb(s->arg, meta_be64_get(key), &r);
+}
+
+int meta_inode_scan(struct meta_txn *t, meta_inode_cb cb, void *arg)
+{
+    struct iscan s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_INODES, &r, inode_ent, &s);
 }
 
 /* ---- inline bytes ---- */
@@ -160,6 +184,54 @@ int meta_orphan_list(struct meta_txn *t, uint64_t **inos, size_t *n)
     struct meta__ids l = {0};
     struct meta_range r = {0};
     return meta__ids_take(&l, meta__scan(t, META_DBI_ORPHANS, &r, orphan_add, &l), inos, n);
+}
+
+/* ---- background work ---- */
+
+int meta_dirty_get(struct meta_txn *t, uint64_t ino, struct meta_dirty *out)
+{
+    uint8_t k[8];
+    meta_be64_put(k, ino);
+    return meta__get_fixed(t, META_DBI_DIRTY, k, 8, out, sizeof(*out));
+}
+
+int meta_dirty_put(struct meta_txn *t, uint64_t ino, const struct meta_dirty *d)
+{
+    return meta__put64(t, META_DBI_DIRTY, ino, d, sizeof(*d));
+}
+
+int meta_dirty_del(struct meta_txn *t, uint64_t ino)
+{
+    return meta__del64(t, META_DBI_DIRTY, ino);
+}
+
+struct dscan {
+    meta_dirty_cb cb;
+    void *arg;
+};
+
+static int dirty_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct dscan *s = arg;
+    struct meta_dirty d;
+    if (klen != 8 || vlen != sizeof(d))
+        return 0;
+    memcpy(&d, val, sizeof(d));
+    return s->cb(s->arg, meta_be64_get(key), &d);
+}
+
+int meta_dirty_scan(struct meta_txn *t, uint64_t after, meta_dirty_cb cb, void *arg)
+{
+    uint8_t sk[8];
+    struct dscan s = {cb, arg};
+    struct meta_range r = {0};
+    if (after) {
+        meta_be64_put(sk, after);
+        r.start = sk;
+        r.slen = 8;
+        r.after = true;
+    }
+    return meta__scan(t, META_DBI_DIRTY, &r, dirty_ent, &s);
 }
 
 /* ---- tenant roots ---- */

@@ -43,13 +43,13 @@ static bool kval_matches(const struct meta_val *v, const char *key, size_t klen)
     return memcmp((const char *)v->data + sizeof(kv), key + META_KEY_HEAD, kv.taillen) == 0;
 }
 
-int meta_keyidx_get(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
-                    uint64_t *ino, uint32_t *type)
+static int kidx_get(struct meta_txn *t, enum meta_dbi tb, uint64_t bucket, const char *key,
+                    size_t klen, uint64_t *ino, uint32_t *type)
 {
     uint8_t k[8 + META_KEYENC_MAX];
     struct meta_val v;
     struct meta_keyval kv;
-    int rc = meta__get(t, META_DBI_KEYIDX, k, kkey(k, bucket, key, klen), &v);
+    int rc = meta__get(t, tb, k, kkey(k, bucket, key, klen), &v);
     if (rc)
         return rc;
     if (!kval_matches(&v, key, klen))
@@ -61,15 +61,15 @@ int meta_keyidx_get(struct meta_txn *t, uint64_t bucket, const char *key, size_t
     return 0;
 }
 
-int meta_keyidx_put(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
-                    uint64_t ino, uint32_t type)
+static int kidx_put(struct meta_txn *t, enum meta_dbi tb, uint64_t bucket, const char *key,
+                    size_t klen, uint64_t ino, uint32_t type)
 {
     uint8_t k[8 + META_KEYENC_MAX];
     uint8_t v[sizeof(struct meta_keyval) + META_KEY_MAX];
     struct meta_keyval kv = {.ino = ino, .type = type, .taillen = 0};
     struct meta_val old;
     size_t kl = kkey(k, bucket, key, klen);
-    int rc = meta__get(t, META_DBI_KEYIDX, k, kl, &old);
+    int rc = meta__get(t, tb, k, kl, &old);
     if (rc == 0 && !kval_matches(&old, key, klen)) {
         srv_log(WARN, META, "key index hash collision in bucket %llu: key refused",
                 (unsigned long long)bucket);
@@ -80,20 +80,54 @@ int meta_keyidx_put(struct meta_txn *t, uint64_t bucket, const char *key, size_t
     memcpy(v, &kv, sizeof(kv));
     if (kv.taillen)
         memcpy(v + sizeof(kv), key + META_KEY_HEAD, kv.taillen);
-    return meta__put(t, META_DBI_KEYIDX, k, kl, v, sizeof(kv) + kv.taillen, 0);
+    return meta__put(t, tb, k, kl, v, sizeof(kv) + kv.taillen, 0);
 }
 
-int meta_keyidx_del(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen)
+static int kidx_del(struct meta_txn *t, enum meta_dbi tb, uint64_t bucket, const char *key,
+                    size_t klen)
 {
     uint8_t k[8 + META_KEYENC_MAX];
     struct meta_val v;
     size_t kl = kkey(k, bucket, key, klen);
-    int rc = meta__get(t, META_DBI_KEYIDX, k, kl, &v);
+    int rc = meta__get(t, tb, k, kl, &v);
     if (rc)
         return rc;
     if (!kval_matches(&v, key, klen))
         return -ENOENT;
-    return meta__del(t, META_DBI_KEYIDX, k, kl);
+    return meta__del(t, tb, k, kl);
+}
+
+int meta_keyidx_get(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
+                    uint64_t *ino, uint32_t *type)
+{
+    return kidx_get(t, META_DBI_KEYIDX, bucket, key, klen, ino, type);
+}
+
+int meta_keyidx_put(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen, uint64_t ino,
+                    uint32_t type)
+{
+    return kidx_put(t, META_DBI_KEYIDX, bucket, key, klen, ino, type);
+}
+
+int meta_keyidx_del(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen)
+{
+    return kidx_del(t, META_DBI_KEYIDX, bucket, key, klen);
+}
+
+int meta_vkey_get(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
+                  uint64_t *chain)
+{
+    return kidx_get(t, META_DBI_VKEYS, bucket, key, klen, chain, NULL);
+}
+
+int meta_vkey_put(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen, uint64_t chain)
+{
+    return kidx_put(t, META_DBI_VKEYS, bucket, key, klen, chain, 0);
+}
+
+int meta_vkey_del(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen)
+{
+    return kidx_del(t, META_DBI_VKEYS, bucket, key, klen);
 }
 
 /* The whole key of an entry (buf >= META_KEY_MAX + 1). @return its length. */
@@ -123,6 +157,7 @@ struct gkey {
 };
 
 struct kscan {
+    enum meta_dbi tb;
     uint64_t bucket;
     const char *prefix, *from;
     size_t plen, flen, hl;
@@ -263,16 +298,22 @@ static int kidx_ent(void *arg, const void *key, size_t klen, const void *val, si
     return 0;
 }
 
-int meta_keyidx_scan(struct meta_txn *t, uint64_t bucket, const char *prefix, size_t plen,
-                     const char *from, size_t flen, meta_keyidx_cb cb, void *arg)
+static int kidx_scan(struct meta_txn *t, enum meta_dbi tb, uint64_t bucket, const char *prefix,
+                     size_t plen, const char *from, size_t flen, meta_keyidx_cb cb, void *arg)
 {
     uint8_t pk[8];
     int rc = 0;
     struct kscan *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    *s = (struct kscan){.bucket = bucket, .prefix = prefix ? prefix : "", .plen = plen,
-                        .from = from, .flen = flen, .cb = cb, .arg = arg,
+    *s = (struct kscan){.tb = tb,
+                        .bucket = bucket,
+                        .prefix = prefix ? prefix : "",
+                        .plen = plen,
+                        .from = from,
+                        .flen = flen,
+                        .cb = cb,
+                        .arg = arg,
                         .hl = plen < META_KEY_HEAD ? plen : META_KEY_HEAD};
     /* the first key: the head of the later of from and the prefix */
     const char *first = from && meta__keycmp(from, flen, s->prefix, plen) > 0 ? from : s->prefix;
@@ -286,7 +327,7 @@ int meta_keyidx_scan(struct meta_txn *t, uint64_t bucket, const char *prefix, si
     do {
         s->seek = false;
         struct meta_range r = {.prefix = pk, .plen = 8, .start = s->seekk, .slen = s->seekl};
-        rc = meta__scan(t, META_DBI_KEYIDX, &r, kidx_ent, s);
+        rc = meta__scan(t, s->tb, &r, kidx_ent, s);
     } while (rc == 1 && s->seek);
     if (rc == 1 && s->stop)
         rc = s->rc;
@@ -297,6 +338,18 @@ int meta_keyidx_scan(struct meta_txn *t, uint64_t bucket, const char *prefix, si
     free(s->g);
     free(s);
     return rc;
+}
+
+int meta_keyidx_scan(struct meta_txn *t, uint64_t bucket, const char *prefix, size_t plen,
+                     const char *from, size_t flen, meta_keyidx_cb cb, void *arg)
+{
+    return kidx_scan(t, META_DBI_KEYIDX, bucket, prefix, plen, from, flen, cb, arg);
+}
+
+int meta_vkey_scan(struct meta_txn *t, uint64_t bucket, const char *prefix, size_t plen,
+                   const char *from, size_t flen, meta_keyidx_cb cb, void *arg)
+{
+    return kidx_scan(t, META_DBI_VKEYS, bucket, prefix, plen, from, flen, cb, arg);
 }
 
 /* ---- directory key paths ---- */

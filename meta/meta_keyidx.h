@@ -7,6 +7,7 @@
  * rest of the key in the value (meta_schema.h). This module hides that
  * encoding: callers see whole keys, and meta_keyidx_scan delivers them in
  * exact binary order (keys sharing a head are read as a group and sorted).
+ * The same encoding keeps the version keys of versioned buckets (meta_vkey_*).
  * Callers bring the txn; nothing here commits. Thread: any holding the txn. */
 #ifndef META_KEYIDX_H
 #define META_KEYIDX_H
@@ -38,6 +39,21 @@ typedef int (*meta_keyidx_cb)(void *arg, const char *key, size_t klen,
  * not write @p t. @return 0, the callback's first nonzero result, -ENOMEM, -EIO. */
 int meta_keyidx_scan(struct meta_txn *t, uint64_t bucket, const char *prefix, size_t plen,
                      const char *from, size_t flen, meta_keyidx_cb cb, void *arg);
+
+/* The version keys of a bucket (vkeys, meta_schema.h): the keys that have a
+ * version chain, in the key index's encoding and order; a key's value is its
+ * chain id. The same contracts as the meta_keyidx_* calls above. */
+/** @return 0, -ENOENT, -EIO. */
+int meta_vkey_get(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
+                  uint64_t *chain);
+/** @return 0, SRV_EBADNAME (a long key's head and hash collide), -ENOSPC, -EIO. */
+int meta_vkey_put(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen,
+                  uint64_t chain);
+/** @return 0, -ENOENT, -EIO. */
+int meta_vkey_del(struct meta_txn *t, uint64_t bucket, const char *key, size_t klen);
+/** As meta_keyidx_scan; kv->ino is the chain id. */
+int meta_vkey_scan(struct meta_txn *t, uint64_t bucket, const char *prefix, size_t plen,
+                   const char *from, size_t flen, meta_keyidx_cb cb, void *arg);
 
 /** Key path of directory @p dir inside its bucket ("" for the bucket itself, else
  * ending in '/') into @p buf (META_KEY_MAX + 1 bytes).

@@ -193,3 +193,29 @@ int meta_part_scan(struct meta_txn *t, uint64_t id, uint32_t from, meta_part_cb 
     int rc = meta__scan(t, META_DBI_MPUPART, &r, part_ent, &s);
     return s.end ? 0 : rc;
 }
+
+struct pall {
+    meta_part_all_cb cb;
+    void *arg;
+};
+
+static int pall_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct pall *s = arg;
+    struct meta_part pt;
+    const struct meta_extent *ext;
+    if (klen != 12)
+        return 0;
+    uint64_t id = meta_be64_get(key);
+    uint32_t partno = meta_be32_get((const uint8_t *)key + 8);
+    if (part_decode(val, vlen, &pt, &ext) != 0)
+        return s->cb(s->arg, id, partno, NULL, NULL);
+    return s->cb(s->arg, id, partno, &pt, ext);
+}
+
+int meta_part_scan_all(struct meta_txn *t, meta_part_all_cb cb, void *arg)
+{
+    struct pall s = {cb, arg};
+    struct meta_range r = {0};
+    return meta__scan(t, META_DBI_MPUPART, &r, pall_ent, &s);
+}

@@ -52,4 +52,10 @@ typedef int (*meta_part_cb)(void *arg, uint32_t partno, const struct meta_part *
  * write @p t. @return 0, the callback's first nonzero result, -EIO. */
 int meta_part_scan(struct meta_txn *t, uint64_t id, uint32_t from, meta_part_cb cb, void *arg);
 
+/** Every part of every upload, by upload id then part number (the store check); @p pt and
+ * @p ext NULL for a malformed record. @return 0, the callback's first nonzero result, -EIO. */
+typedef int (*meta_part_all_cb)(void *arg, uint64_t id, uint32_t partno, const struct meta_part *pt,
+                                const struct meta_extent *ext);
+int meta_part_scan_all(struct meta_txn *t, meta_part_all_cb cb, void *arg);
+
 #endif

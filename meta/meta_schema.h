@@ -65,18 +65,43 @@
  *             touches. An extent without a record is verified whole.
  *   t_tenants t_users t_keys t_exports t_qos t_config: generic records
  *             (meta_record.c), layouts owned by tenants/, qos/, nfs/, server/.
+ *   vkeys     be64 bucket + meta_keyenc(key) -> struct meta_keyval + tail, the
+ *             encoding of keyidx (meta_keyidx.c): the keys of a bucket that have
+ *             a version chain (versioned buckets); meta_keyval.ino is the
+ *             chain's id (taken from meta/next_ino), type 0.
+ *   versions  be64 chain -> struct meta_vchain + key bytes: the chain's header;
+ *             be64 chain + be64 ~vseq -> struct meta_version: one version of
+ *             the key, newest first (vseq from meta/next_ino, so increasing
+ *             in commit order) (meta_version.c, with vino)
+ *   vino      be64 ino -> be64 chain + be64 vseq: the version an inode holds
+ *             (a current file with a version record, or a noncurrent version,
+ *             which is an inode without a directory entry)
+ *   xref      be32 dev + be64 offset of an extent -> be32 number of inodes
+ *             whose extent maps hold it (>= 2; no record: one). Versions of a
+ *             file changed in place over NFS share their unchanged extents;
+ *             an extent is freed when its last holder lets it go
+ *             (meta_extent.c)
+ *   bucketcfg be64 bucket + u8 kind -> value (meta_bucket.c): kind 1 struct
+ *             meta_bucketcfg (versioning, object lock); kinds 2.. opaque blobs
+ *             of the front ends (2: the S3 lifecycle configuration)
+ *   dirty     be64 ino -> struct meta_dirty: files whose ETag is unknown or
+ *             whose open version is to be sealed, for the background worker
+ *             (core_bg.c) (meta_inode.c)
  *
  * Version history: 1 = initial layout. Compatible additions within version 1
  * (older stores read as before): meta_mpu.mode (was padding, 0 = 0600); a
  * bucket inode's objmeta record (absent = no configuration); a part's
- * checksum after its ETag in meta_part.etag (zeros before: none). */
+ * checksum after its ETag in meta_part.etag (zeros before: none).
+ * 2 = vkeys, versions, vino, xref, bucketcfg, dirty (a version 1 store is
+ * upgraded at open: the new tables start empty). */
 #ifndef META_SCHEMA_H
 #define META_SCHEMA_H
 
 #include <stdint.h>
 #include <string.h>
 
-#define META_SCHEMA_VERSION 1u
+#define META_SCHEMA_VERSION 2u
+#define META_SCHEMA_OLDEST 1u /* older versions this build upgrades at open */
 
 #define META_NAME_MAX 255  /* bytes of a directory entry's name */
 #define META_KEY_MAX 1024  /* bytes of an S3 key in the key index */
@@ -105,20 +130,32 @@ enum meta_dbi {
     META_DBI_T_EXPORTS,
     META_DBI_T_QOS,
     META_DBI_T_CONFIG,
+    META_DBI_VKEYS,
+    META_DBI_VERSIONS,
+    META_DBI_VINO,
+    META_DBI_XREF,
+    META_DBI_BUCKETCFG,
+    META_DBI_DIRTY,
     META_DBI__COUNT
 };
 
 /* DBI names, indexed by enum meta_dbi. */
 #define META_DBI_NAMES                                                                             \
     {                                                                                              \
-        "meta", "inodes", "dirents", "dircookie", "dirpath", "keyidx", "extents", "inline",       \
-            "free", "roots", "usage", "mpu", "mpupart", "orphans", "objmeta", "xcrc",              \
-            "t_tenants", "t_users", "t_keys", "t_exports", "t_qos", "t_config"                     \
+        "meta", "inodes", "dirents", "dircookie", "dirpath", "keyidx", "extents", "inline",        \
+            "free", "roots", "usage", "mpu", "mpupart", "orphans", "objmeta", "xcrc", "t_tenants", \
+            "t_users", "t_keys", "t_exports", "t_qos", "t_config", "vkeys", "versions", "vino",    \
+            "xref", "bucketcfg", "dirty"                                                           \
     }
 
 /* ---- inodes ---- */
 #define META_INODE_REC_VER 1
 #define META_I_INLINE 0x100 /* data lives in the inline DBI (not extents) */
+#define META_I_VLOCK 0x2000 /* its version has (or had) retention or a legal hold: check it */
+#define META_I_VSEALED 0x4000 /* its version is sealed: a change makes a new version first */
+#define META_I_VREC                                                                                \
+    0x8000 /* it holds a version (vino); without a directory entry (nlink 0)                       \
+            * it is a noncurrent version */
 /* flags also carry CORE_A_* in the low byte */
 
 struct meta_inode {
@@ -202,6 +239,59 @@ struct meta_part {
                     * additional checksum "A:base64", NUL-terminated (zeros in older records) */
     /* followed by nextents struct meta_extent; extent i covers part bytes
      * [sum of previous lengths, + len) */
+};
+
+/* ---- versions ---- */
+struct meta_vchain {
+    uint64_t bucket;
+    uint64_t null_vseq; /* vseq of the chain's null version, 0: none */
+    uint32_t keylen;    /* followed by the key bytes */
+    uint32_t pad;
+};
+#define META_V_NULL 0x1   /* the "null" version (suspended or never-versioned puts) */
+#define META_V_DMARK 0x2  /* a delete marker (ino 0) */
+#define META_V_HOLD 0x4   /* legal hold on */
+#define META_V_SEALED 0x8 /* content final: an NFS change makes a new version first */
+#define META_LOCK_NONE 0
+#define META_LOCK_GOVERNANCE 1
+#define META_LOCK_COMPLIANCE 2
+struct meta_version {
+    uint64_t ino;    /* the inode holding the version's data and metadata; 0: delete marker */
+    uint64_t rand;   /* second half of the version id (0 for the null version) */
+    uint32_t flags;  /* META_V_* */
+    uint32_t uid;    /* who made it (the owner of a delete marker) */
+    int64_t mtime_s; /* when it was made */
+    uint32_t mtime_ns;
+    uint32_t lock;    /* META_LOCK_*: retention mode */
+    int64_t until_s;  /* retained until (seconds since the epoch), with lock */
+    int64_t noncur_s; /* when it stopped being the current version (0: current) */
+};
+
+/* ---- bucket configuration (bucketcfg kind 1) ---- */
+#define META_BCFG_CORE 1
+#define META_BCFG_LIFECYCLE 2
+#define META_VERS_NONE 0 /* never versioned */
+#define META_VERS_ENABLED 1
+#define META_VERS_SUSPENDED 2
+#define META_BC_OBJLOCK 0x1 /* object lock enabled (versioning stays enabled) */
+struct meta_bucketcfg {
+    uint32_t versioning; /* META_VERS_* */
+    uint32_t flags;      /* META_BC_* */
+    uint32_t lock;       /* default retention mode (META_LOCK_*), with ... */
+    uint32_t lock_days;  /* ... this many days, or ... */
+    uint32_t lock_years; /* ... years (one of the two is 0) */
+    uint32_t pad;
+};
+
+/* ---- background work (dirty) ---- */
+#define META_DIRTY_ETAG 0x1 /* the ETag is unknown: compute the MD5 */
+#define META_DIRTY_SEAL 0x2 /* the file's current version is open: seal it */
+struct meta_dirty {
+    uint64_t bucket;
+    uint64_t change; /* the inode's change counter when noted */
+    int64_t since_s; /* when the file last changed */
+    uint32_t since_ns;
+    uint32_t flags; /* META_DIRTY_* */
 };
 
 /* ---- big-endian helpers for keys ---- */

@@ -62,7 +62,7 @@ static int auth_anon(struct s3_ctx *x)
     struct tenant_info ti;
     memset(&x->p, 0, sizeof(x->p));
     x->p.uid = x->p.gid = S3_ANON_ID;
-    x->p.flags = CORE_P_ANON;
+    x->p.flags = CORE_P_ANON | CORE_P_VERSIONS; /* what it may read: the bucket says */
     if (x->srv->anon_tenant && tenants_tenant_find(x->srv->tenants, x->srv->anon_tenant, &ti) == 0)
         x->p.tenant = ti.id;
     if (qualified_bucket(x, true))
@@ -201,6 +201,8 @@ int s3__ctx_auth(struct s3_ctx *x)
         s3__resp_err(x, SRV_ENOBUCKET, "the specified bucket does not exist");
         return -1;
     }
+    /* S3 reads versions by version id (the NFS front end never reaches them) */
+    x->p.flags |= CORE_P_VERSIONS;
     /* payload mode */
     const char *ph = x->auth.sig.payload_hash;
     if (strcmp(ph, SRV_SIGV4_STREAMING_SIGNED) == 0 ||

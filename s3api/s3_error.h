@@ -74,6 +74,8 @@
       "the server side encryption configuration was not found")                                    \
     X(NO_OBJECT_LOCK_CONFIG, "ObjectLockConfigurationNotFoundError", 404,                          \
       "object lock configuration does not exist for this bucket")                                  \
+    X(NO_SUCH_OBJECT_LOCK_CONFIG, "NoSuchObjectLockConfiguration", 404,                            \
+      "the specified object does not have an object lock configuration")                           \
     X(NO_SUCH_WEBSITE, "NoSuchWebsiteConfiguration", 404,                                          \
       "the specified bucket does not have a website configuration")                                \
     X(NO_REPLICATION_CONFIG, "ReplicationConfigurationNotFoundError", 404,                         \

@@ -745,3 +745,33 @@ void s3__iso_date_fmt(const struct timespec *ts, char *out)
     memcpy(out, tmp, 24);
     out[24] = '\0';
 }
+
+int s3__iso_date_parse(const char *s, time_t *out)
+{
+    int y, mo, d, H, M, S, n = 0;
+    struct tm tm;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &H, &M, &S, &n) != 6 || n != 19)
+        return -EINVAL;
+    const char *p = s + n;
+    if (*p == '.') { /* fractions of a second: dropped */
+        p++;
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (!(strcmp(p, "Z") == 0 || strcmp(p, "+00:00") == 0))
+        return -EINVAL;
+    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || H > 23 || M > 59 ||
+        S > 60 || H < 0 || M < 0 || S < 0)
+        return -EINVAL;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = H;
+    tm.tm_min = M;
+    tm.tm_sec = S;
+    *out = timegm(&tm);
+    return 0;
+}

@@ -188,6 +188,9 @@ void s3__http_date_fmt(time_t t, char *out);
 size_t s3__u64_dec(char *out, uint64_t v);
 /** Format ISO 8601 with milliseconds "2009-10-12T17:50:30.000Z"; out: 25 bytes. */
 void s3__iso_date_fmt(const struct timespec *ts, char *out);
+/** Parse ISO 8601 in UTC as S3 sends it: "2009-10-12T17:50:30Z", with optional fractions
+ * of a second (dropped) and "+00:00" for "Z". @return 0, -EINVAL. */
+int s3__iso_date_parse(const char *s, time_t *out);
 
 /* ---------------------------------------------------------------- SigV4 (S3 glue)
  * The parser, verifier and aws-chunked decoder are sigv4/'s (srv_sigv4.h);
@@ -293,6 +296,8 @@ enum s3_meta_type {
     S3_M_PARTS = 5,
     S3_M_ACL = 6,  /* an ACL grant (s3_acl.c): key "uid:N", "auth" or "all", value perms */
     S3_M_BCFG = 7, /* bucket configuration (bucket blobs only, s3_authz.c): key its name */
+    S3_M_LOCK = 8, /* the object lock a multipart upload asked for at its creation ("mode",
+                    * "until", "hold"), applied at its completion */
 };
 struct s3_meta_ent {
     enum s3_meta_type type;
@@ -777,7 +782,12 @@ extern const struct s3_op s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_
     s3_op_put_pab, s3_op_delete_pab, s3_op_put_ownership, s3_op_delete_ownership, s3_op_put_cors,
     s3_op_delete_cors, s3_op_cors_preflight, s3_op_post_object, s3_op_mpu_create,
     s3_op_mpu_upload_part, s3_op_mpu_upload_part_copy, s3_op_mpu_complete, s3_op_mpu_abort,
-    s3_op_mpu_list_parts, s3_op_mpu_list_uploads;
+    s3_op_mpu_list_parts, s3_op_mpu_list_uploads, s3_op_get_versioning, s3_op_put_versioning,
+    s3_op_get_objlock, s3_op_put_objlock, s3_op_get_retention, s3_op_put_retention,
+    s3_op_get_legal_hold, s3_op_put_legal_hold, s3_op_get_lifecycle, s3_op_put_lifecycle,
+    s3_op_delete_lifecycle;
+
+#define S3_EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e" /* ETag of empty content */
 
 /** The user of access key @p akey: its secret (TENANT_SECRET_MAX + 1 bytes) and principal
  * (s3_auth.c). @return 0, or -1 with InvalidAccessKeyId / AccessDenied (disabled) set. */
@@ -819,5 +829,87 @@ int s3__op_meta_from_req(struct s3_ctx *x, struct s3_meta *m);
 void s3__op_meta_to_resp(struct s3_ctx *x, const struct s3_meta *m);
 /** Parse a URL-encoded tag set ("k1=v1&k2=v2"). @return 0, -EINVAL (message in @p why). */
 int s3__tags_parse_query(struct s3_arena *a, const char *s, struct s3_meta *m, const char **why);
+
+/* shared by the listings (s3_op_bucket.c) */
+/* <Owner> of listing entries: the last owner's element is kept, as a listing's keys
+ * mostly share their owner (its display name costs a scan of the tenant's users). */
+struct s3_owner_cache {
+    bool set;
+    uint32_t uid;
+    const char *xml;
+};
+/** User @p uid as an <Owner> element. */
+void s3__owner_xml(struct s3_ctx *x, struct evbuffer *b, uint32_t uid, struct s3_owner_cache *oc);
+/** Append "<tag>s</tag>", @p s URL-encoded when @p url (encoding-type=url) else XML-escaped. */
+void s3__list_text(bool url, struct evbuffer *b, const char *tag, const char *s, size_t n);
+/** The max-keys parameter (default and cap 1000). @return 0, or responds and returns -1. */
+int s3__parse_max_keys(struct s3_ctx *x, uint32_t *out);
+
+/* lifecycle configurations (s3_lc.c: pure; the operations and the worker: s3_lifecycle.c) */
+#define S3_LC_RULES_MAX 1000
+#define S3_LC_TAGS_MAX 10
+struct s3_lc_tag {
+    const char *key, *val;
+    size_t klen, vlen;
+};
+struct s3_lc_trans {
+    int64_t days; /* with date 0 */
+    time_t date;
+    const char *sclass;
+};
+struct s3_lc_rule {
+    const char *id; /* "" when none */
+    bool enabled;
+    /* the filter: prefix (NULL: none), tags, sizes (-1: none); legacy_prefix: the rule's
+     * own <Prefix>; and_form: written with <And> */
+    bool legacy_prefix, and_form;
+    const char *prefix;
+    size_t prefixlen;
+    struct s3_lc_tag *tags;
+    size_t ntags;
+    int64_t size_gt, size_lt;
+    /* actions (0 / -1: none) */
+    int64_t exp_days;
+    time_t exp_date;
+    int exp_dmarker; /* ExpiredObjectDeleteMarker: -1 none, 0 false, 1 true */
+    int64_t nc_days, nc_newer;
+    int64_t abort_days;
+    struct s3_lc_trans *trans, *nctrans;
+    size_t ntrans, nnctrans;
+};
+struct s3_lc {
+    struct s3_lc_rule *rules;
+    size_t n;
+};
+/** Parse and validate a LifecycleConfiguration document (arena copies).
+ * @return 0, SRV_EBADREQ (MalformedXML), -EINVAL (InvalidArgument); @p why says which. */
+int s3__lc_parse(struct s3_arena *a, const char *doc, size_t len, struct s3_lc *out,
+                 const char **why);
+/** Whether a rule moves data (Transition, NoncurrentVersionTransition). */
+bool s3__lc_has_transition(const struct s3_lc *lc);
+/** The canonical document of @p lc (what is stored and what GET answers). */
+void s3__lc_xml(const struct s3_lc *lc, struct evbuffer *b);
+/** Whether enabled rule @p r's filter takes an object (@p meta: its tags, may be NULL). */
+bool s3__lc_match(const struct s3_lc_rule *r, const char *key, size_t klen, uint64_t size,
+                  const struct s3_meta *meta);
+/** Whether @p days lifecycle days have passed since @p since at @p now: with 86400-second
+ * days S3's rule (since + days, rounded up to the next midnight UTC), with shorter (test)
+ * days since + days * @p day_s. */
+bool s3__lc_due(int64_t since, int64_t days, int64_t now, int64_t day_s);
+
+/* versions and object lock (s3_op_version.c) */
+/** The x-amz-object-lock-* headers of a request into @p lk (@p has: any was given; the
+ * request's bucket, x->bucket_ino, must have object lock). @return 0, or responds
+ * (InvalidArgument, InvalidRequest) and returns -1. */
+int s3__lock_from_req(struct s3_ctx *x, struct core_lock *lk, bool *has);
+/** Response headers of a version: x-amz-version-id (when it has one), x-amz-delete-marker,
+ * x-amz-object-lock-mode/-retain-until-date/-legal-hold (when set). */
+void s3__resp_version(struct s3_ctx *x, const struct core_objinfo *oi);
+/** The IAM action a request on one version checks instead of @p action (s3:GetObject ->
+ * s3:GetObjectVersion, ...); @p action itself when it has no version form. */
+const char *s3__version_action(const char *action);
+/** x-amz-bypass-governance-retention of a request on x->b: CORE_DEL_BYPASS when asked and
+ * allowed (s3:BypassGovernanceRetention), 0 when not asked, -1 with 403 set when refused. */
+int s3__bypass_flags(struct s3_ctx *x);
 
 #endif

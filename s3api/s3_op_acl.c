@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3_op_acl: the ACL operations — GetBucketAcl, PutBucketAcl, GetObjectAcl,
- * PutObjectAcl — over s3_acl.c's model (an ACL is the resource's mode bits
- * plus the grants S3 alone expresses), and the bucket settings kept in the
- * bucket's configuration blob that GET ?SUB answers (s3__bcfg_get).
+ * PutObjectAcl (of a version too: ?versionId) — over s3_acl.c's model (an ACL is the resource's
+ * mode bits plus the grants S3 alone expresses), and the bucket settings kept in the bucket's
+ * configuration blob that GET ?SUB answers (s3__bcfg_get).
  *
  * A PUT ?acl takes the ACL from x-amz-acl, x-amz-grant-* or an
  * AccessControlPolicy document (one of them), stores its grants and sets the
@@ -96,6 +96,8 @@ static void get_object_acl(struct s3_ctx *x)
     bool enforced = x->b.cfg.ownership == S3_OWN_ENFORCED;
     s3__acl_load(&acl, x->a, enforced ? NULL : &m);
     s3__resp_xml(x);
+    if (oi.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", oi.vid);
     s3__acl_xml(x, x->out.body, &oi.attr, &acl, false, enforced ? x->b.attr.uid : oi.attr.uid);
 }
 
@@ -111,15 +113,18 @@ static void put_object_acl(struct s3_ctx *x)
     size_t len = 0;
     int rc = s3__meta_encode(&m, &blob, &len);
     struct core_principal sp = s3__super(x); /* decided: WRITE_ACP on this object */
-    if (rc == 0)
-        rc = core_key_set_meta_mode(x->core, &sp, x->b.ino, x->rt.key, x->rt.keylen, blob, len,
-                                    (int)s3__acl_mode(&acl, false));
+    if (rc == 0)                             /* ?versionId: that version's */
+        rc = core_version_set_meta_mode(x->core, &sp, x->b.ino, x->rt.key, x->rt.keylen,
+                                        s3__req_param(x->req, "versionId"), blob, len,
+                                        (int)s3__acl_mode(&acl, false));
     free(blob);
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
     x->out.status = 200;
+    if (oi.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", oi.vid);
 }
 
 const struct s3_op s3_op_put_bucket_acl = {.name = "PutBucketAcl",

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3_op_bucket: service and bucket operations — ListBuckets, CreateBucket,
- * DeleteBucket, HeadBucket, GetBucketLocation, ListObjects (V1, V2),
- * ListObjectVersions (an unversioned bucket: every object is its one "null"
- * version) and the defaults of bucket configuration subresources.
+ * DeleteBucket, HeadBucket, GetBucketLocation, ListObjects (V1, V2) and the
+ * defaults of bucket configuration subresources (ListObjectVersions and the
+ * versioning ones are in s3_op_version.c).
  *
  * Listings come from the core's ordered key index (core_list), so keys come
  * back in S3 (binary UTF-8) order with prefix/delimiter roll-up. A page that
@@ -14,13 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 
 #include "s3_internal.h"
 #include "srv_err.h"
-
-#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 
 int s3__op_bucket(struct s3_ctx *x)
 {
@@ -35,22 +34,17 @@ int s3__op_bucket(struct s3_ctx *x)
         return rc;
     }
     x->bucket_ino = x->b.ino;
-    /* object checks wait for the object; an op without an action decides itself */
-    if (op->action && op->az < S3_AZ_O_READ && s3__authz(x, &x->b, op->action, op->az, NULL, NULL))
+    /* object checks wait for the object; an op without an action decides itself; a
+     * request on one version (?versionId) checks the action's version form */
+    const char *action = op->action;
+    if (action && x->rt.key && s3__req_has_param(x->req, "versionId"))
+        action = s3__version_action(action);
+    if (action && op->az < S3_AZ_O_READ && s3__authz(x, &x->b, action, op->az, NULL, NULL))
         return -EACCES;
     return 0;
 }
 
-/* <Owner> of listing entries: the last owner's element is kept, as a
- * listing's keys mostly share their owner (its display name costs a scan of
- * the tenant's users). */
-struct owner_cache {
-    bool set;
-    uint32_t uid;
-    const char *xml;
-};
-
-static void owner_xml(struct s3_ctx *x, struct evbuffer *b, uint32_t uid, struct owner_cache *oc)
+void s3__owner_xml(struct s3_ctx *x, struct evbuffer *b, uint32_t uid, struct s3_owner_cache *oc)
 {
     if (!oc->set || oc->uid != uid) {
         struct evbuffer *t = evbuffer_new();
@@ -59,7 +53,7 @@ static void owner_xml(struct s3_ctx *x, struct evbuffer *b, uint32_t uid, struct
         char *s = s3__arena_alloc(x->a, n + 1);
         evbuffer_remove(t, s, n);
         evbuffer_free(t);
-        *oc = (struct owner_cache){true, uid, s};
+        *oc = (struct s3_owner_cache){true, uid, s};
     }
     evbuffer_add(b, oc->xml, strlen(oc->xml));
 }
@@ -134,8 +128,8 @@ static void list_buckets(struct s3_ctx *x)
     l.prefix = s3__req_param(x->req, "prefix");
     s3__resp_xml(x);
     evbuffer_add_printf(x->out.body, "<ListAllMyBucketsResult xmlns=\"%s\">", S3_XMLNS);
-    struct owner_cache oc = {0};
-    owner_xml(x, x->out.body, x->id.uid, &oc);
+    struct s3_owner_cache oc = {0};
+    s3__owner_xml(x, x->out.body, x->id.uid, &oc);
     evbuffer_add_printf(x->out.body, "<Buckets>");
     int rc = core_bucket_list(x->core, &x->p, bucket_cb, &l);
     if (rc) {
@@ -155,15 +149,15 @@ static void list_buckets(struct s3_ctx *x)
 
 /* ---------------------------------------------------------------- bucket CRUD */
 
-/* x-amz-bucket-object-lock-enabled: object lock is not built here (issue 16
- * builds versions and object lock): any capitalisation of "true" is refused
- * rather than making an ordinary bucket. @return 0, or -1 with 501 set. */
-static int object_lock_refused(struct s3_ctx *x)
+/* x-amz-bucket-object-lock-enabled: any capitalisation of "true" (botocore sends
+ * "True") makes the bucket with versioning and object lock, "false" without.
+ * @return 0 (*@p lock set), or -1 with 400 InvalidArgument set. */
+static int object_lock_of_req(struct s3_ctx *x, bool *lock)
 {
     const char *v = s3__req_header(x->req, "x-amz-bucket-object-lock-enabled");
-    if (v && strcasecmp(v, "true") == 0) {
-        s3__resp_err(x, SRV_ENOTSUPP,
-                     "object lock (x-amz-bucket-object-lock-enabled) is not implemented");
+    *lock = v && strcasecmp(v, "true") == 0;
+    if (v && !*lock && strcasecmp(v, "false") != 0) {
+        s3__resp_err(x, -EINVAL, "x-amz-bucket-object-lock-enabled must be true or false");
         return -1;
     }
     return 0;
@@ -228,7 +222,8 @@ static void create_bucket(struct s3_ctx *x)
             return;
         }
     }
-    if (object_lock_refused(x))
+    bool lock;
+    if (object_lock_of_req(x, &lock))
         return;
     enum s3_own own;
     bool own_given, acl_given;
@@ -243,6 +238,13 @@ static void create_bucket(struct s3_ctx *x)
     x->p.fmode = s3__acl_mode(&acl, true) & 0666;
     struct core_attr attr;
     int rc = core_bucket_create(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, &attr);
+    if (rc == 0 && lock) {
+        /* versioning and object lock on for good; a bucket that cannot have them goes */
+        struct core_bucket_vcfg vc = {.versioning = CORE_VERS_ENABLED};
+        rc = core_bucket_objlock_set(x->core, &x->p, attr.ino, &vc);
+        if (rc)
+            core_bucket_delete(x->core, &x->p, x->rt.bucket, x->rt.bucketlen);
+    }
     if (rc == -EEXIST) {
         struct core_objinfo bi;
         rc = core_bucket_get(x->core, &x->p, x->rt.bucket, x->rt.bucketlen, &bi);
@@ -378,10 +380,8 @@ static void bucket_config(struct s3_ctx *x)
     } missing[] = {
         {"policy", S3E_NO_SUCH_BUCKET_POLICY},
         {"policyStatus", S3E_NO_SUCH_BUCKET_POLICY},
-        {"lifecycle", S3E_NO_SUCH_LIFECYCLE},
         {"cors", S3E_NO_SUCH_CORS},
         {"encryption", S3E_NO_SSE_CONFIG},
-        {"object-lock", S3E_NO_OBJECT_LOCK_CONFIG},
         {"website", S3E_NO_SUCH_WEBSITE},
         {"replication", S3E_NO_REPLICATION_CONFIG},
         {"ownershipControls", S3E_NO_OWNERSHIP_CONTROLS},
@@ -394,9 +394,7 @@ static void bucket_config(struct s3_ctx *x)
             return;
         }
     s3__resp_xml(x);
-    if (strcmp(s, "versioning") == 0)
-        evbuffer_add_printf(b, "<VersioningConfiguration xmlns=\"%s\"/>\n", S3_XMLNS);
-    else if (strcmp(s, "logging") == 0)
+    if (strcmp(s, "logging") == 0)
         evbuffer_add_printf(b, "<BucketLoggingStatus xmlns=\"%s\"/>\n", S3_XMLNS);
     else if (strcmp(s, "notification") == 0)
         evbuffer_add_printf(b, "<NotificationConfiguration xmlns=\"%s\"/>\n", S3_XMLNS);
@@ -414,7 +412,7 @@ static void bucket_config(struct s3_ctx *x)
 
 /* ---------------------------------------------------------------- listings */
 
-enum list_kind { L_V1, L_V2, L_VERSIONS };
+enum list_kind { L_V1, L_V2 };
 
 struct list_state {
     struct s3_ctx *x;
@@ -428,18 +426,23 @@ struct list_state {
     char *last; /* last key or prefix given */
     size_t lastlen;
     bool last_is_prefix;
-    struct owner_cache oc;
+    struct s3_owner_cache oc;
 };
 
-static void list_text(struct list_state *st, struct evbuffer *b, const char *tag, const char *s,
-                      size_t n)
+void s3__list_text(bool url, struct evbuffer *b, const char *tag, const char *s, size_t n)
 {
     evbuffer_add_printf(b, "<%s>", tag);
-    if (st->url)
+    if (url)
         s3__url_encode_buf(b, s, n, true);
     else
         s3__xml_esc(b, s, n);
     evbuffer_add_printf(b, "</%s>", tag);
+}
+
+static void list_text(struct list_state *st, struct evbuffer *b, const char *tag, const char *s,
+                      size_t n)
+{
+    s3__list_text(st->url, b, tag, s, n);
 }
 
 static int list_cb(void *arg, const struct core_listent *e)
@@ -465,24 +468,24 @@ static int list_cb(void *arg, const struct core_listent *e)
     s3__iso_date_fmt(&oi->attr.mtime, iso);
     bool dir = oi->attr.type == CORE_DIR;
     struct evbuffer *b = st->contents;
-    evbuffer_add_printf(b, st->kind == L_VERSIONS ? "<Version>" : "<Contents>");
+    evbuffer_add_printf(b, "<Contents>");
     list_text(st, b, "Key", e->key, e->keylen);
-    if (st->kind == L_VERSIONS)
-        evbuffer_add_printf(b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
     evbuffer_add_printf(b,
                         "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
                         "<Size>%" PRIu64 "</Size>",
-                        iso, dir || !oi->etag[0] ? EMPTY_MD5 : oi->etag, dir ? 0 : oi->attr.size);
+                        iso, dir || !oi->etag[0] ? S3_EMPTY_MD5 : oi->etag,
+                        dir ? 0 : oi->attr.size);
     if (st->owner)
-        owner_xml(x, b, x->b.cfg.ownership == S3_OWN_ENFORCED ? x->b.attr.uid : oi->attr.uid,
-                  &st->oc);
+        s3__owner_xml(x, b, x->b.cfg.ownership == S3_OWN_ENFORCED ? x->b.attr.uid : oi->attr.uid,
+                      &st->oc);
     evbuffer_add_printf(b, "<StorageClass>STANDARD</StorageClass>");
-    evbuffer_add_printf(b, st->kind == L_VERSIONS ? "</Version>" : "</Contents>");
+    evbuffer_add_printf(b, "</Contents>");
     return 0;
 }
 
-static int parse_max(struct s3_ctx *x, const char *name, uint32_t *out)
+int s3__parse_max_keys(struct s3_ctx *x, uint32_t *out)
 {
+    const char *name = "max-keys";
     const char *v = s3__req_param(x->req, name);
     *out = 1000;
     if (!v)
@@ -510,16 +513,13 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
         return;
     }
     st.url = enc != NULL;
-    if (parse_max(x, "max-keys", &max))
+    if (s3__parse_max_keys(x, &max))
         return;
     if (s3__op_bucket(x))
         return;
     const char *after = NULL, *token = NULL;
     if (kind == L_V1) {
         after = s3__req_param(r, "marker");
-        st.owner = true;
-    } else if (kind == L_VERSIONS) {
-        after = s3__req_param(r, "key-marker");
         st.owner = true;
     } else {
         token = s3__req_param(r, "continuation-token");
@@ -574,7 +574,7 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
     }
     struct evbuffer *b = x->out.body;
     s3__resp_xml(x);
-    const char *root = kind == L_VERSIONS ? "ListVersionsResult" : "ListBucketResult";
+    const char *root = "ListBucketResult";
     evbuffer_add_printf(b, "<%s xmlns=\"%s\">", root, S3_XMLNS);
     s3__xml_elem(b, "Name", x->rt.bucket);
     list_text(&st, b, "Prefix", prefix ? prefix : "", prefix ? strlen(prefix) : 0);
@@ -582,13 +582,6 @@ static void list_common(struct s3_ctx *x, enum list_kind kind)
         list_text(&st, b, "Marker", after ? after : "", afterlen);
         if (truncated && st.last)
             list_text(&st, b, "NextMarker", st.last, st.lastlen);
-    } else if (kind == L_VERSIONS) {
-        list_text(&st, b, "KeyMarker", after ? after : "", afterlen);
-        s3__xml_elem(b, "VersionIdMarker", s3__req_param(r, "version-id-marker"));
-        if (truncated && st.last) {
-            list_text(&st, b, "NextKeyMarker", st.last, st.lastlen);
-            s3__xml_elem(b, "NextVersionIdMarker", "null");
-        }
     } else {
         if (token)
             s3__xml_elem(b, "ContinuationToken", token);
@@ -626,11 +619,6 @@ static void list_v2(struct s3_ctx *x)
     list_common(x, L_V2);
 }
 
-static void list_versions(struct s3_ctx *x)
-{
-    list_common(x, L_VERSIONS);
-}
-
 const struct s3_op s3_op_list_buckets = {
     .name = "ListBuckets", .qos = QOS_META, .work = list_buckets};
 const struct s3_op s3_op_create_bucket = {
@@ -662,8 +650,3 @@ const struct s3_op s3_op_list_objects_v2 = {.name = "ListObjectsV2",
                                             .az = S3_AZ_B_READ,
                                             .qos = QOS_META,
                                             .work = list_v2};
-const struct s3_op s3_op_list_versions = {.name = "ListObjectVersions",
-                                          .action = "s3:ListBucketVersions",
-                                          .az = S3_AZ_B_READ,
-                                          .qos = QOS_META,
-                                          .work = list_versions};

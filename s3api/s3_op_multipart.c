@@ -38,8 +38,19 @@ static bool upload_failed(struct s3_ctx *x, int rc)
 static void mpu_create(struct s3_ctx *x)
 {
     struct s3_meta m;
-    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &m))
+    struct core_lock lk;
+    bool has_lock;
+    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &m) || s3__lock_from_req(x, &lk, &has_lock))
         return;
+    if (has_lock) {
+        /* kept with the upload's metadata, applied at completion */
+        char v[24];
+        int n = snprintf(v, sizeof(v), "%u", lk.mode);
+        s3__meta_add(&m, x->a, S3_M_LOCK, "mode", 4, v, (size_t)n);
+        n = snprintf(v, sizeof(v), "%lld", (long long)lk.until);
+        s3__meta_add(&m, x->a, S3_M_LOCK, "until", 5, v, (size_t)n);
+        s3__meta_add(&m, x->a, S3_M_LOCK, "hold", 4, lk.hold ? "1" : "0", 1);
+    }
     /* x-amz-checksum-algorithm: each part's checksum is verified as it arrives
      * (UploadPart); no composite checksum of the whole object is kept. */
     const char *alg = s3__req_header(x->req, "x-amz-checksum-algorithm");
@@ -72,6 +83,29 @@ static void mpu_create(struct s3_ctx *x)
     s3__xml_elemn(x->out.body, "Key", x->rt.key, x->rt.keylen);
     s3__xml_elem(x->out.body, "UploadId", id);
     evbuffer_add_printf(x->out.body, "</InitiateMultipartUploadResult>\n");
+}
+
+/* The object lock upload @p id asked for at its creation, into @p lk.
+ * @return 1 (one was asked), 0 (none, or the upload is gone: completion answers). */
+static int upload_lock(struct s3_ctx *x, const char *id, struct core_lock *lk)
+{
+    void *blob = NULL;
+    size_t len = 0;
+    struct s3_meta m;
+    memset(lk, 0, sizeof(*lk));
+    if (core_mpu_get_meta(x->core, &x->p, x->bucket_ino, id, &blob, &len) != 0)
+        return 0;
+    int rc = s3__meta_decode(&m, x->a, blob, len);
+    free(blob);
+    const struct s3_meta_ent *mode = rc ? NULL : s3__meta_find(&m, S3_M_LOCK, "mode");
+    const struct s3_meta_ent *until = rc ? NULL : s3__meta_find(&m, S3_M_LOCK, "until");
+    const struct s3_meta_ent *hold = rc ? NULL : s3__meta_find(&m, S3_M_LOCK, "hold");
+    if (!mode || !until || !hold)
+        return 0;
+    lk->mode = (uint32_t)strtoul(mode->val, NULL, 10);
+    lk->until = strtoll(until->val, NULL, 10);
+    lk->hold = hold->val[0] == '1';
+    return 1;
 }
 
 /* ---------------------------------------------------------------- parts collection */
@@ -362,7 +396,12 @@ static void mpu_complete(struct s3_ctx *x)
     char final[CORE_ETAG_MAX + 1];
     final_etag(etags, np, final);
     struct core_attr attr;
-    rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &attr);
+    char vid[CORE_VID_MAX + 1] = "";
+    struct core_lock lk;
+    struct core_putopt opt = {NULL, vid};
+    if (upload_lock(x, id, &lk) == 1)
+        opt.lock = &lk;
+    rc = core_mpu_complete(x->core, &x->p, x->bucket_ino, id, nums, etags, np, final, &opt, &attr);
     if (rc == SRV_EPRECOND || rc == -EINVAL) {
         s3__resp_s3err(x, S3E_INVALID_PART, NULL);
         return;
@@ -372,6 +411,8 @@ static void mpu_complete(struct s3_ctx *x)
     enum s3_ck_algo algo = S3_CK_NONE;
     char cksum[100] = "";
     record_parts(x, ps.v, idx, np, final, &algo, cksum);
+    if (vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", vid);
     complete_result(x, final, algo, cksum);
 }
 

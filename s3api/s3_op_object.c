@@ -2,7 +2,9 @@
  * s3_op_object: object operations — PutObject and UploadPart (streamed into a
  * core upload), GetObject/HeadObject (ranges, conditionals, response-*
  * overrides; bodies streamed by s3_conn), DeleteObject, DeleteObjects,
- * CopyObject and UploadPartCopy, object tagging.
+ * CopyObject and UploadPartCopy, object tagging; each of them on a version of
+ * a versioned bucket (?versionId, the copy source's ?versionId) with the
+ * version headers of s3_op_version.c.
  *
  * Object metadata (stored headers, x-amz-meta-*, tags, additional checksum)
  * travels in the core's opaque meta blob (s3_meta.c). ETag = hex MD5 of the
@@ -23,7 +25,6 @@
 #include "s3_internal.h"
 #include "srv_err.h"
 
-#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
 #define USER_META_MAX 2048
 #define TAGS_MAX 10
 #define COPY_CHUNK (1u << 20)
@@ -132,9 +133,9 @@ static const char *strip_aws_chunked(struct s3_arena *a, const char *v)
 }
 
 /* Request headers that ask for a protection this server does not give
- * (encryption at rest, retention): accepting and dropping them would tell the
- * client its data is protected when it is not, so they are refused with 501.
- * Returns 0 or -1 with the response set. */
+ * (encryption at rest): accepting and dropping them would tell the client its
+ * data is protected when it is not, so they are refused with 501. Returns 0 or
+ * -1 with the response set. */
 static int refuse_unbuilt(struct s3_ctx *x)
 {
     const struct s3_req *r = x->req;
@@ -143,8 +144,6 @@ static int refuse_unbuilt(struct s3_ctx *x)
         const char *n = r->hdrs[i].name;
         if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
             why = "server-side encryption is not implemented (data is stored unencrypted)";
-        else if (strncmp(n, "x-amz-object-lock-", 18) == 0)
-            why = "object lock is not implemented";
     }
     if (!why)
         return 0;
@@ -367,6 +366,26 @@ struct obj {
 static int obj_found(struct s3_ctx *x, struct s3_bref *b, const char *key, size_t keylen,
                      struct obj *o, int rc, bool is_source, const char *action, enum s3_az az)
 {
+    if (rc == 0 && o->info.dmarker) {
+        /* a version id naming a delete marker (decided as the version it names) */
+        free(o->info.meta);
+        o->info.meta = NULL;
+        if (s3__authz(x, b, action, az >= S3_AZ_O_READ ? S3_AZ_B_READ : az, NULL, NULL))
+            return -EACCES;
+        if (is_source) {
+            s3__resp_s3err(x, S3E_INVALID_REQUEST,
+                           "the source of a copy request may not specifically refer to a delete "
+                           "marker by version id");
+            return -EINVAL;
+        }
+        char d[32];
+        s3__resp_s3err(x, S3E_METHOD_NOT_ALLOWED,
+                       "the specified method is not allowed against a delete marker");
+        s3__http_date_fmt(o->info.attr.mtime.tv_sec, d);
+        s3__resp_header(x, "Last-Modified", "%s", d);
+        s3__resp_version(x, &o->info);
+        return -EINVAL;
+    }
     if (rc == 0) {
         o->dir = o->info.attr.type == CORE_DIR;
         if (o->dir && (keylen == 0 || key[keylen - 1] != '/'))
@@ -382,11 +401,24 @@ static int obj_found(struct s3_ctx *x, struct s3_bref *b, const char *key, size_
         struct core_principal keep = x->p;
         rc = s3__authz(x, b, "s3:ListBucket", S3_AZ_B_READ, NULL, NULL);
         x->p = keep;
-        if (rc == 0)
+        if (rc == 0) {
             s3__resp_err(x, -ENOENT,
                          is_source ? "the specified copy source key does not exist"
                                    : "the specified key does not exist");
+            if (o->info.dmarker && !is_source)
+                s3__resp_version(x, &o->info); /* its newest version is a delete marker */
+        }
         return rc ? -EACCES : -ENOENT;
+    }
+    if (rc == SRV_ENOVERSION || rc == -EINVAL) {
+        /* as a missing key: only to a requester who may list the bucket's versions */
+        struct core_principal keep = x->p;
+        int ok = s3__authz(x, b, "s3:ListBucketVersions", S3_AZ_B_READ, NULL, NULL);
+        x->p = keep;
+        if (ok)
+            return -EACCES;
+        s3__resp_err(x, rc, rc == -EINVAL ? "invalid version id specified" : NULL);
+        return rc;
     }
     if (rc) {
         s3__resp_err(x, rc, NULL);
@@ -394,29 +426,43 @@ static int obj_found(struct s3_ctx *x, struct s3_bref *b, const char *key, size_
     }
     if (az >= S3_AZ_O_READ && s3__authz(x, b, action, az, &o->info.attr, &o->meta))
         return -EACCES;
-    o->etag = o->dir || !o->info.etag[0] ? EMPTY_MD5 : o->info.etag;
+    o->etag = o->dir || !o->info.etag[0] ? S3_EMPTY_MD5 : o->info.etag;
     if (o->dir)
         o->info.attr.size = 0;
     return 0;
 }
 
-/* Look @p key up in bucket @p b (elevated: obj_found decides), then as obj_found.
- * @return 0, or responds (NoSuchKey, ...) and returns < 0. */
+/* The ?versionId of the request, or NULL. */
+static const char *req_vid(struct s3_ctx *x)
+{
+    return s3__req_param(x->req, "versionId");
+}
+
+/* Look version @p vid (NULL: the current one) of @p key up in bucket @p b (elevated:
+ * obj_found decides, on @p action's version form for a version), then as obj_found.
+ * @return 0, or responds (NoSuchKey, NoSuchVersion, 405 for a delete marker, ...) and
+ * returns < 0. */
 static int obj_lookup(struct s3_ctx *x, struct s3_bref *b, const char *key, size_t keylen,
-                      struct obj *o, bool is_source, const char *action, enum s3_az az)
+                      const char *vid, struct obj *o, bool is_source, const char *action,
+                      enum s3_az az)
 {
     struct core_principal sp = s3__super(x);
     memset(o, 0, sizeof(*o));
-    int rc = core_key_lookup(x->core, &sp, b->ino, key, keylen, &o->info);
+    int rc = vid ? core_version_lookup(x->core, &sp, b->ino, key, keylen, vid, &o->info)
+                 : core_key_lookup(x->core, &sp, b->ino, key, keylen, &o->info);
+    if (vid)
+        action = s3__version_action(action);
     return obj_found(x, b, key, keylen, o, rc, is_source, action, az);
 }
 
-/* The request's object, for an operation checked on it (x->rt.op's action). */
+/* The request's object (its ?versionId), for an operation checked on it (x->rt.op's
+ * action). */
 static int op_object(struct s3_ctx *x, struct obj *o)
 {
     if (s3__op_bucket(x))
         return -1;
-    return obj_lookup(x, &x->b, x->rt.key, x->rt.keylen, o, false, x->rt.op->action, x->rt.op->az);
+    return obj_lookup(x, &x->b, x->rt.key, x->rt.keylen, req_vid(x), o, false, x->rt.op->action,
+                      x->rt.op->az);
 }
 
 int s3__op_object(struct s3_ctx *x, struct core_objinfo *info, struct s3_meta *meta)
@@ -591,6 +637,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
     s3__resp_hdr(x, "ETag", qetag);
     s3__resp_header(x, "Last-Modified", "%s", d);
     s3__resp_header(x, "Accept-Ranges", "bytes");
+    s3__resp_version(x, &o->info);
     if (rr)
         s3__resp_header(x, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, end - 1,
                         size);
@@ -751,6 +798,8 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
     char buf[S3_PEEK_MAX];
     struct core_peek pk;
     struct obj o;
+    if (req_vid(x))
+        return S3_FAST_NO; /* a version: the worker looks it up */
     memset(&o, 0, sizeof(o));
     struct core_principal sp = s3__super(x); /* obj_found decides */
     int rc = core_key_peek(x->core, &sp, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
@@ -785,6 +834,9 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
 
 struct put_st {
     struct s3_meta meta;
+    struct core_lock lock; /* x-amz-object-lock-* (with has_lock) */
+    bool has_lock;
+    char vid[CORE_VID_MAX + 1];
     char md5_expect[33];
     const char *if_match;
     bool if_none_match;
@@ -848,7 +900,8 @@ static void put_begin(struct s3_ctx *x)
 {
     struct put_st *st = s3__arena_alloc(x->a, sizeof(*st));
     x->opdata = st;
-    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &st->meta) || upload_prepare(x, st))
+    if (s3__op_bucket(x) || s3__op_meta_from_req(x, &st->meta) ||
+        s3__lock_from_req(x, &st->lock, &st->has_lock) || upload_prepare(x, st))
         return;
     const char *im = s3__req_header(x->req, "if-match");
     const char *inm = s3__req_header(x->req, "if-none-match");
@@ -868,8 +921,12 @@ static void put_begin(struct s3_ctx *x)
                     : x->req->has_clen     ? x->req->content_length
                                            : UINT64_MAX;
     int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, hint, &x->wr.up);
-    if (rc)
+    if (rc) {
         s3__resp_err(x, rc, NULL);
+        return;
+    }
+    struct core_putopt opt = {st->has_lock ? &st->lock : NULL, st->vid};
+    core_upload_set_opt(x->wr.up, &opt);
 }
 
 /* After the last byte: verify digests. @return 0 or responds and returns < 0. */
@@ -957,6 +1014,8 @@ static void put_finish(struct s3_ctx *x)
     }
     x->out.status = 200;
     s3__resp_header(x, "ETag", "\"%s\"", etag);
+    if (st->vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", st->vid);
     if (st->ck)
         s3__resp_header(x, s3__ck_header(st->ck), "%s", ckval);
 }
@@ -1021,28 +1080,62 @@ static void part_finish(struct s3_ctx *x)
 
 /* ---------------------------------------------------------------- delete */
 
-static void delete_object(struct s3_ctx *x)
+/* Delete @p key (version @p vid, or NULL) into @p dr. A version that does not exist is
+ * deleted already (204, as S3 answers). @return 0 or the core's error. */
+static int delete_one(struct s3_ctx *x, const char *key, size_t keylen, const char *vid,
+                      unsigned flags, struct core_delres *dr)
 {
-    if (s3__op_bucket(x))
-        return;
-    int rc = core_key_delete(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen);
+    int rc = core_key_delete_v(x->core, &x->p, x->bucket_ino, key, keylen, vid, flags, dr);
     if (rc == -ENOENT)
         rc = 0;
+    if (rc == SRV_ENOVERSION) {
+        snprintf(dr->vid, sizeof(dr->vid), "%s", vid);
+        rc = 0;
+    }
+    return rc;
+}
+
+static void delete_object(struct s3_ctx *x)
+{
+    struct core_delres dr;
+    const char *vid = req_vid(x);
+    if (s3__op_bucket(x))
+        return;
+    int flags = s3__bypass_flags(x);
+    if (flags < 0)
+        return;
+    int rc = delete_one(x, x->rt.key, x->rt.keylen, vid, (unsigned)flags, &dr);
+    if (rc == -EINVAL && vid) {
+        s3__resp_err(x, rc, "invalid version id specified");
+        return;
+    }
+    if (rc == SRV_ELOCKED) {
+        s3__resp_err(x, rc,
+                     "access denied because the object version is protected by object "
+                     "lock (retention or legal hold)");
+        return;
+    }
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
     x->out.status = 204;
+    if (dr.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", dr.vid);
+    if (dr.dmarker)
+        s3__resp_hdr(x, "x-amz-delete-marker", "true");
 }
 
-/* DeleteObjects: does the bucket policy deny s3:DeleteObject on this key? */
-static bool key_denied(struct s3_ctx *x, const char *key, size_t keylen)
+/* DeleteObjects: does the bucket policy deny s3:DeleteObject (of a version:
+ * s3:DeleteObjectVersion) on this key? */
+static bool key_denied(struct s3_ctx *x, const char *key, size_t keylen, bool version)
 {
     if (!x->b.cfg.policy)
         return false;
     x->b.key = key;
     x->b.keylen = keylen;
-    return s3__policy_decide(x, &x->b, "s3:DeleteObject", NULL) == S3_POL_DENY;
+    return s3__policy_decide(x, &x->b, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject",
+                             NULL) == S3_POL_DENY;
 }
 
 static void delete_objects(struct s3_ctx *x)
@@ -1072,6 +1165,9 @@ static void delete_objects(struct s3_ctx *x)
     bool quiet = q && strcasecmp(q->text, "true") == 0;
     if (s3__op_bucket(x))
         return;
+    int flags = s3__bypass_flags(x);
+    if (flags < 0)
+        return;
     s3__resp_xml(x);
     struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<DeleteResult xmlns=\"%s\">", S3_XMLNS);
@@ -1080,23 +1176,24 @@ static void delete_objects(struct s3_ctx *x)
             continue;
         struct s3_xnode *k = s3__xml_child(c, "Key");
         struct s3_xnode *v = s3__xml_child(c, "VersionId");
+        struct core_delres dr;
         int rc;
-        if (v && strcmp(v->text, "null") != 0)
-            rc = SRV_ENOTSUPP;
-        else if (k->textlen > CORE_KEY_MAX)
+        if (k->textlen > CORE_KEY_MAX)
             rc = -ENAMETOOLONG;
-        else if (key_denied(x, k->text, k->textlen))
+        else if (key_denied(x, k->text, k->textlen, v != NULL))
             rc = -EACCES;
         else
-            rc = core_key_delete(x->core, &x->p, x->bucket_ino, k->text, k->textlen);
-        if (rc == -ENOENT)
-            rc = 0;
+            rc = delete_one(x, k->text, k->textlen, v ? v->text : NULL, (unsigned)flags, &dr);
         if (rc == 0) {
             if (!quiet) {
                 evbuffer_add_printf(b, "<Deleted>");
                 s3__xml_elemn(b, "Key", k->text, k->textlen);
                 if (v)
                     s3__xml_elem(b, "VersionId", v->text);
+                if (dr.dmarker) {
+                    evbuffer_add_printf(b, "<DeleteMarker>true</DeleteMarker>");
+                    s3__xml_elem(b, "DeleteMarkerVersionId", dr.vid);
+                }
                 evbuffer_add_printf(b, "</Deleted>");
             }
             continue;
@@ -1120,6 +1217,7 @@ static void delete_objects(struct s3_ctx *x)
 struct copy_src {
     char *bucket, *key;
     size_t bucketlen, keylen;
+    const char *vid; /* ?versionId of the source, or NULL */
     struct s3_bref b;
     struct obj o;
 };
@@ -1130,11 +1228,13 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     const char *h = s3__req_header(x->req, "x-amz-copy-source");
     size_t hl = strlen(h);
     const char *q = strchr(h, '?');
+    s->vid = NULL;
     if (q) {
-        if (strncmp(q, "?versionId=", 11) != 0 || strcmp(q + 11, "null") != 0) {
-            s3__resp_err(x, SRV_ENOTSUPP, "copying a specific version is not implemented");
+        if (strncmp(q, "?versionId=", 11) != 0) {
+            s3__resp_err(x, -EINVAL, "the copy source may name a version only: ?versionId=ID");
             return -1;
         }
+        s->vid = q + 11;
         hl = (size_t)(q - h);
     }
     size_t dl = 0;
@@ -1162,7 +1262,7 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
         s3__resp_err(x, SRV_ENOBUCKET, "the copy source bucket does not exist");
         return -1;
     }
-    if (obj_lookup(x, &s->b, s->key, s->keylen, &s->o, true, "s3:GetObject", S3_AZ_O_READ))
+    if (obj_lookup(x, &s->b, s->key, s->keylen, s->vid, &s->o, true, "s3:GetObject", S3_AZ_O_READ))
         return -1;
     int st = cond_eval(x, "x-amz-copy-source-", s->o.etag, &s->o.info.attr.mtime, false);
     if (st) {
@@ -1290,10 +1390,18 @@ static void copy_object(struct s3_ctx *x)
         return;
     }
     struct s3_meta req_meta, meta;
-    if (s3__op_meta_from_req(x, &req_meta))
+    struct core_lock lk;
+    bool has_lock;
+    if (s3__op_meta_from_req(x, &req_meta) || s3__lock_from_req(x, &lk, &has_lock))
         return;
+    /* onto itself: only the metadata changes, in place, unless the bucket is versioned
+     * (then, as S3 does, the copy is a new version) */
+    struct core_bucket_vcfg vc;
     bool same = s.b.ino == x->bucket_ino && s.keylen == x->rt.keylen &&
-                memcmp(s.key, x->rt.key, s.keylen) == 0;
+                memcmp(s.key, x->rt.key, s.keylen) == 0 && !s.vid;
+    bool in_place = same && !has_lock &&
+                    core_bucket_vcfg_get(x->core, &x->p, x->bucket_ino, &vc) == 0 &&
+                    vc.versioning == CORE_VERS_NONE;
     if (same && !replace && !treplace) {
         s3__resp_s3err(x, S3E_INVALID_REQUEST,
                        "this copy request is illegal because it is trying to copy an object "
@@ -1304,8 +1412,13 @@ static void copy_object(struct s3_ctx *x)
     struct core_upload *up = NULL;
     /* the data first: a source replaced meanwhile is looked up again, and the
      * metadata copied below is then that version's */
-    if (!same && copy_data(x, &s, NULL, &up, etag))
+    char vid[CORE_VID_MAX + 1] = "";
+    if (!in_place && copy_data(x, &s, NULL, &up, etag))
         return;
+    if (up) {
+        struct core_putopt opt = {has_lock ? &lk : NULL, vid};
+        core_upload_set_opt(up, &opt);
+    }
     memset(&meta, 0, sizeof(meta));
     const struct s3_meta *from = replace ? &req_meta : &s.o.meta;
     for (size_t i = 0; i < from->n; i++)
@@ -1333,7 +1446,7 @@ static void copy_object(struct s3_ctx *x)
     }
     struct core_attr attr;
     memset(&attr, 0, sizeof(attr));
-    if (same) {
+    if (in_place) {
         rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob,
                                bloblen);
         snprintf(etag, sizeof(etag), "%s", s.o.etag);
@@ -1355,6 +1468,10 @@ static void copy_object(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&attr.mtime, iso);
     s3__resp_xml(x);
+    if (vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", vid);
+    if (s.o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-copy-source-version-id", s.o.info.vid);
     evbuffer_add_printf(x->out.body,
                         "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
@@ -1381,6 +1498,8 @@ static void part_copy(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&now, iso);
     s3__resp_xml(x);
+    if (s.o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-copy-source-version-id", s.o.info.vid);
     evbuffer_add_printf(x->out.body,
                         "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
@@ -1395,6 +1514,8 @@ static void get_tagging(struct s3_ctx *x)
     if (op_object(x, &o))
         return;
     s3__resp_xml(x);
+    if (o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", o.info.vid);
     struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<Tagging xmlns=\"%s\"><TagSet>", S3_XMLNS);
     for (size_t i = 0; i < o.meta.n; i++)
@@ -1421,13 +1542,16 @@ static void set_tags(struct s3_ctx *x, struct s3_meta *tags, bool clear)
     size_t len = 0;
     int rc = s3__meta_encode(&o.meta, &blob, &len);
     if (!rc)
-        rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob, len);
+        rc = core_version_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen,
+                                   req_vid(x), blob, len);
     free(blob);
     if (rc) {
         s3__resp_err(x, rc, NULL);
         return;
     }
     x->out.status = clear ? 204 : 200;
+    if (o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", o.info.vid);
 }
 
 static void put_tagging(struct s3_ctx *x)
@@ -1506,6 +1630,8 @@ static void get_attributes(struct s3_ctx *x)
     char d[32];
     s3__http_date_fmt(o.info.attr.mtime.tv_sec, d);
     s3__resp_header(x, "Last-Modified", "%s", d);
+    if (o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-version-id", o.info.vid);
     s3__resp_xml(x);
     struct evbuffer *b = x->out.body;
     evbuffer_add_printf(b, "<GetObjectAttributesResponse xmlns=\"%s\">", S3_XMLNS);

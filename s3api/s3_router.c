@@ -50,7 +50,7 @@ static const char *const BUCKET_CONFIG_GET[] = {
 
 /* Subresources we recognise on objects but do not implement. */
 static const char *const OBJECT_UNSUPPORTED[] = {
-    "retention", "legal-hold", "torrent", "restore", "select", "renameObject", "versionId", NULL,
+    "torrent", "restore", "select", "renameObject", NULL,
 };
 
 static const char *find_sub(const struct s3_req *r, const char *const *list)
@@ -89,6 +89,9 @@ static const struct s3_op *bucket_setting(const struct s3_req *r, bool put)
         {"publicAccessBlock", &s3_op_put_pab, &s3_op_delete_pab},
         {"ownershipControls", &s3_op_put_ownership, &s3_op_delete_ownership},
         {"cors", &s3_op_put_cors, &s3_op_delete_cors},
+        {"versioning", &s3_op_put_versioning, NULL},
+        {"object-lock", &s3_op_put_objlock, NULL},
+        {"lifecycle", &s3_op_put_lifecycle, &s3_op_delete_lifecycle},
     };
     for (size_t i = 0; i < sizeof(S) / sizeof(S[0]); i++)
         if (s3__req_has_param(r, S[i].sub))
@@ -107,6 +110,12 @@ static void route_bucket(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_mpu_list_uploads;
         else if (s3__req_has_param(r, "versions"))
             out->op = &s3_op_list_versions;
+        else if (s3__req_has_param(r, "versioning"))
+            out->op = &s3_op_get_versioning;
+        else if (s3__req_has_param(r, "object-lock"))
+            out->op = &s3_op_get_objlock;
+        else if (s3__req_has_param(r, "lifecycle"))
+            out->op = &s3_op_get_lifecycle;
         else if ((sub = find_sub(r, BUCKET_CONFIG_GET)) != NULL) {
             out->op = &s3_op_bucket_config;
             out->sub = sub;
@@ -166,8 +175,7 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
 {
     const char *m = r->method;
     const char *sub = find_sub(r, OBJECT_UNSUPPORTED);
-    if (sub &&
-        !(strcmp(sub, "versionId") == 0 && strcmp(s3__req_param(r, "versionId"), "null") == 0)) {
+    if (sub) {
         unsupported(a, out, s3__arena_printf(a, "%s Object ?%s", m, sub));
         return;
     }
@@ -181,6 +189,10 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_get_object_acl;
         else if (s3__req_has_param(r, "attributes"))
             out->op = &s3_op_get_attributes;
+        else if (s3__req_has_param(r, "retention"))
+            out->op = &s3_op_get_retention;
+        else if (s3__req_has_param(r, "legal-hold"))
+            out->op = &s3_op_get_legal_hold;
         else
             out->op = &s3_op_get_object;
         return;
@@ -202,6 +214,10 @@ static void route_object(struct s3_arena *a, const struct s3_req *r, struct s3_r
             out->op = &s3_op_put_tagging;
         else if (s3__req_has_param(r, "acl"))
             out->op = &s3_op_put_object_acl;
+        else if (s3__req_has_param(r, "retention"))
+            out->op = &s3_op_put_retention;
+        else if (s3__req_has_param(r, "legal-hold"))
+            out->op = &s3_op_put_legal_hold;
         else
             out->op = copy ? &s3_op_copy_object : &s3_op_put_object;
         return;

@@ -44,4 +44,22 @@ int s3_server_start(struct s3_server **out, const struct s3_server_config *cfg, 
  * and free the server. Safe on NULL. */
 void s3_server_stop(struct s3_server *s);
 
+/* The lifecycle worker (s3_lifecycle.c): applies the buckets' lifecycle rules. */
+struct s3_lifecycle;
+struct s3_lifecycle_config {
+    int64_t day_s;      /* seconds in a lifecycle day; 0 = 86400 (less: a test aid) */
+    int64_t interval_s; /* seconds between passes; 0 = 3600 */
+    uint32_t batch;     /* entries read per batch (a short pause follows); 0 = 256 */
+};
+/** Start the worker thread (its first pass after interval_s).
+ * @param[in] c borrowed; must outlive the worker. @return 0, -ENOMEM, -errno. */
+int s3_lifecycle_start(struct s3_lifecycle **out, struct core *c,
+                       const struct s3_lifecycle_config *cfg);
+/** One pass over every bucket with a lifecycle configuration, on the caller's thread.
+ * @return 0, or the error of the scan of configurations. */
+int s3_lifecycle_run(struct s3_lifecycle *w);
+/** Stop the worker (a pass in progress ends after its current entry) and free it. Safe on
+ * NULL. */
+void s3_lifecycle_stop(struct s3_lifecycle *w);
+
 #endif

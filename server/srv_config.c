@@ -368,6 +368,7 @@ enum {
     OPT_SET,
     OPT_DUMP_DOC,
     OPT_RESET_ADMIN,
+    OPT_CHECK_STORE,
     OPT_SHORTCUT, /* OPT_SHORTCUT + i: cli_shortcuts[i] */
 };
 
@@ -396,6 +397,7 @@ static const struct option other_opts[] = {
     {"set", required_argument, NULL, OPT_SET},
     {"dump-config-doc", no_argument, NULL, OPT_DUMP_DOC},
     {"reset-admin", no_argument, NULL, OPT_RESET_ADMIN},
+    {"check-store", no_argument, NULL, OPT_CHECK_STORE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -456,6 +458,9 @@ int srv_cli_parse(struct srv_cli *cli, int argc, char **argv, char *err, size_t 
             break;
         case OPT_RESET_ADMIN:
             cli->reset_admin = true;
+            break;
+        case OPT_CHECK_STORE:
+            cli->check_store = true;
             break;
         case OPT_SET: {
             const char *eq = strchr(optarg, '=');
@@ -579,6 +584,8 @@ void srv_cli_usage(FILE *f, const char *argv0)
             "  --check-config        validate the configuration, print it, and exit\n"
             "  --reset-admin         with the daemon stopped: make a new admin token and a\n"
             "                        new access key for the bootstrap admin, print them, exit\n"
+            "  --check-store         with the daemon stopped: check the store's consistency\n"
+            "                        (space, accounting, versions), print problems, exit 0/1\n"
             "  --help, --version\n"
             "\n"
             "Environment: S3NFS_ACCESS_KEY, S3NFS_SECRET_KEY (bootstrap S3 credentials),\n"

@@ -68,6 +68,9 @@ struct srv_config {
     int64_t s3_max_conns;
     char *s3_tls_cert;
     char *s3_tls_key;
+    int64_t lifecycle_day_s;
+    int64_t lifecycle_interval_s;
+    int64_t lifecycle_batch;
     /* NFS */
     bool nfs_register_rpcbind;
     uint64_t nfs_max_record;
@@ -84,6 +87,7 @@ struct srv_config {
     uint64_t map_size;
     uint64_t inline_max;
     int64_t commit_max_batch;
+    int64_t settle_ms;
     /* admin */
     bool admin_enabled;
     char *admin_tls_cert;
@@ -136,6 +140,7 @@ struct srv_cli {
     const char *config_path;
     bool check_config, help, version, dump_doc;
     bool reset_admin; /* --reset-admin: new admin token and bootstrap key, offline */
+    bool check_store; /* --check-store: the store's consistency, offline */
     int nsets;
     const char *set_names[SRV_CLI_MAX_SETS];
     const char *set_values[SRV_CLI_MAX_SETS];

@@ -125,6 +125,16 @@ const struct srv_config_opt srv_config_table[] = {
         "PEM certificate chain for HTTPS on s3_listen. Empty: plain HTTP."),
     OPT(s3_tls_key, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "PEM private key for s3_tls_cert (required with it)."),
+    OPT(lifecycle_interval_s, SRV_CFG_INT, "3600", 1, 86400, SRV_CFG_IMMUTABLE, NULL,
+        "Seconds between two passes of the lifecycle worker over the buckets with a "
+        "lifecycle configuration."),
+    OPT(lifecycle_batch, SRV_CFG_INT, "256", 1, 100000, SRV_CFG_IMMUTABLE, NULL,
+        "Objects, versions or uploads the lifecycle worker reads in one batch; it pauses 20 ms "
+        "between batches so that requests are not held up behind it."),
+    OPT(lifecycle_day_s, SRV_CFG_INT, "86400", 1, 86400, SRV_CFG_IMMUTABLE, NULL,
+        "A test aid: seconds in one lifecycle day (Days of lifecycle rules). Below 86400, "
+        "days count from the object's time without S3's rounding up to midnight UTC, so that "
+        "tests see rules fire within seconds; logged as a warning. Keep 86400 in production."),
     /* NFS */
     OPT(nfs_register_rpcbind, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "Register NFS and MOUNT with a running rpcbind (failure is only logged). Without it "
@@ -172,6 +182,11 @@ const struct srv_config_opt srv_config_table[] = {
         "Files up to this size are stored inline in the metadata instead of in extents."),
     OPT(commit_max_batch, SRV_CFG_INT, "256", 1, 65536, SRV_CFG_IMMUTABLE, NULL,
         "Most metadata operations carried by one group commit."),
+    OPT(settle_ms, SRV_CFG_INT, "2000", 0, 3600000, SRV_CFG_IMMUTABLE, NULL,
+        "A file changed over NFS is settled once its writes are committed and it has not "
+        "changed for this long: a background worker then stores the MD5 of its content as its "
+        "ETag (when it was not written in order) and, in a versioned bucket, seals its new "
+        "version. See cross-protocol.md (ETag) and s3-compatibility.md (Versioning)."),
     /* admin */
     OPT(admin_enabled, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "Serve the admin listener. /healthz needs no credentials; /api/v1/ needs the admin "

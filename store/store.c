@@ -275,6 +275,29 @@ static int map_range_rec(void *arg, uint32_t dev, uint64_t off, uint64_t len)
     return 0;
 }
 
+struct frscan {
+    int (*cb)(void *arg, uint32_t dev, uint64_t off, uint64_t len);
+    void *arg;
+    int rc;
+};
+
+static int free_range_ent(void *arg, uint32_t dev, uint64_t off, uint64_t len)
+{
+    struct frscan *f = arg;
+    if (dev == STORE_MARKER_DEV)
+        return 1; /* the ranges are over */
+    f->rc = f->cb(f->arg, dev, off, len);
+    return f->rc ? 1 : 0;
+}
+
+int store_map_free_ranges(const struct store_map *map,
+                          int (*cb)(void *arg, uint32_t dev, uint64_t off, uint64_t len), void *arg)
+{
+    struct frscan f = {cb, arg, 0};
+    int rc = map->scan(map->txn, 0, 0, free_range_ent, &f);
+    return rc < 0 ? rc : f.rc;
+}
+
 /* Read the persistent free map into the allocator and each device's recorded
  * size. @return 0, -EIO, SRV_ECORRUPT, SRV_EBADVERSION, -EINVAL (device count
  * changed), -ENOMEM. */

@@ -89,6 +89,13 @@ struct store_map {
                 int (*cb)(void *arg, uint32_t dev, uint64_t off, uint64_t len), void *arg);
 };
 
+/** The free ranges of map @p map (not its other records), in (dev, off) order, to @p cb
+ * until it returns nonzero (then its result). For checks of a store's consistency.
+ * @return 0, the callback's result, or the map's error. */
+int store_map_free_ranges(const struct store_map *map,
+                          int (*cb)(void *arg, uint32_t dev, uint64_t off, uint64_t len),
+                          void *arg);
+
 /** Open data files/devices, creating missing files, and rebuild the allocator
  * from the free map @p map (over a read or write txn).
  * Data files start at cfg->file_initial bytes (preallocated) and grow on

@@ -5,6 +5,8 @@ objects, one permission check for both protocols (docs/cross-protocol.md,
 "Attributes")."""
 import calendar
 import datetime
+import hashlib
+import time
 
 import botocore.exceptions
 import pytest
@@ -103,6 +105,56 @@ def test_list_etag_of_nfs_file_before_any_head(s3, nfs, bucket):
     nfs.put(f"{bucket}/fresh", data)
     e = listed(s3, bucket, "fresh")["ETag"].strip('"')
     assert e == md5(data), f"ListObjects ETag {e} is not the MD5 of the content"
+
+
+def wait_listed_etag(s3, bucket, key, want, timeout=60):
+    """Poll ListObjects until key's ETag is want; returns the seconds it took."""
+    t0 = time.monotonic()
+    while True:
+        e = listed(s3, bucket, key)["ETag"].strip('"')
+        if e == want:
+            return time.monotonic() - t0
+        assert time.monotonic() - t0 < timeout, f"ETag of {key} still {e}, not {want}"
+        time.sleep(0.2)
+
+
+def test_listed_etag_settles_for_every_file(s3, nfs, bucket):
+    """Files whose MD5 is not known when their data is committed get it from the
+    background worker once settled (settle_ms, 2 s by default): past the 16 MiB
+    hashed while written, written out of order, and past the 256 MiB that a
+    HEAD hashes on demand (a sparse file: its holes read as zeros). Before,
+    listings show the multipart-form placeholder."""
+    # sequential but past 16 MiB: no running MD5 for the whole
+    data = pattern(17 << 20, 3)
+    nfs.put(f"{bucket}/big", data, stable=0)
+    first = listed(s3, bucket, "big")["ETag"].strip('"')
+    assert first == md5(data) or first.endswith("-1")
+    # out of order
+    fh = nfs.put(f"{bucket}/ooo", b"")
+    nfs.write_all(fh, 100000, b"B" * 1000, stable=0)
+    nfs.write_all(fh, 0, b"A" * 1000, stable=0)
+    nfs.commit_fh(fh)
+    ooo = bytearray(101000)
+    ooo[0:1000] = b"A" * 1000
+    ooo[100000:101000] = b"B" * 1000
+    # 300 MiB, sparse
+    size = 300 << 20
+    fh = nfs.put(f"{bucket}/sparse", b"")
+    nfs.write_all(fh, size - 5, b"tail!", stable=0)
+    nfs.write_all(fh, 0, b"head!", stable=0)
+    nfs.commit_fh(fh)
+    h = hashlib.md5(b"head!")
+    zeros = bytes(1 << 20)
+    left = size - 10
+    while left:
+        n = min(left, len(zeros))
+        h.update(zeros[:n])
+        left -= n
+    h.update(b"tail!")
+    wait_listed_etag(s3, bucket, "big", md5(data))
+    wait_listed_etag(s3, bucket, "ooo", md5(bytes(ooo)))
+    wait_listed_etag(s3, bucket, "sparse", h.hexdigest())
+    assert head(s3, bucket, "sparse")["ETag"] == f'"{h.hexdigest()}"'
 
 
 def test_s3_metadata_survives_nfs_changes(s3, nfs, bucket):

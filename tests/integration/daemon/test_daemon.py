@@ -425,3 +425,32 @@ def test_make_install_and_unit(tmp_path):
     r = subprocess.run(["make", "-C", build, "install", f"DESTDIR={dest}"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "log_level = debug" in open(conf).read()
+
+
+def test_check_store(daemon_factory, tmp_path):
+    """--check-store refuses while the daemon runs; stopped, it passes on a store with
+    objects, versions and a pending multipart upload, and fails where there is no
+    store (docs/operations.md, "Checking a store")."""
+    d = daemon_factory().start()
+    s3 = d.boto3()
+    s3.create_bucket(Bucket="chk")
+    s3.put_bucket_versioning(Bucket="chk", VersioningConfiguration={"Status": "Enabled"})
+    for i in range(3):
+        s3.put_object(Bucket="chk", Key="k", Body=b"x" * (i * 5000))
+    s3.delete_object(Bucket="chk", Key="k")
+    up = s3.create_multipart_upload(Bucket="chk", Key="m")["UploadId"]
+    s3.upload_part(Bucket="chk", Key="m", UploadId=up, PartNumber=1, Body=b"p" * 9000)
+    check = [BIN, "--data-dir", d.data_dir, "--set",
+             f"data_file_size={os.environ.get('S3NFS_TEST_DATA_FILE_SIZE', '2GiB')}",
+             "--check-store"]
+    r = subprocess.run(check, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and f"is in use by another s3nfsd (pid {d.proc.pid})" in r.stderr
+    d.stop()
+    r = subprocess.run(check, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "store check: consistent" in r.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = subprocess.run([BIN, "--data-dir", str(empty), "--check-store"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1 and "no store in" in r.stderr

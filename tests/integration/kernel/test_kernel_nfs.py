@@ -319,6 +319,44 @@ def test_kernel_permissions(nfsvm, knfs_target, tmp_path):
     host_checks(knfs_target, res)
 
 
+# ---------------------------------------------------------------- versions and object lock
+
+def test_kernel_versions(nfsvm, knfs_target, tmp_path):
+    """The kernel client in a versioned bucket and on a locked version."""
+    import datetime
+    d = knfs_target.daemon
+    if d is None:
+        pytest.skip("checks versions over S3: needs the s3nfsd fixture")
+    b = bucket_name("ver")
+    s3 = d.boto3()
+
+    def on_request(what):
+        if what != "setup":
+            raise ValueError(f"unknown request {what}")
+        s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+        s3.put_object(Bucket=b, Key="h", Body=b"from s3\n")
+        s3.create_bucket(Bucket=b + "l", ObjectLockEnabledForBucket=True)
+        until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=10)
+        s3.put_object(Bucket=b + "l", Key="locked", Body=b"locked\n",
+                      ObjectLockMode="GOVERNANCE", ObjectLockRetainUntilDate=until)
+
+    run_ok(nfsvm, knfs_target, tmp_path, "versions", [b], on_request=on_request, timeout=240)
+    r = s3.list_object_versions(Bucket=b)
+    f = sorted([v for v in r.get("Versions", []) if v["Key"] == "f"],
+               key=lambda v: v["LastModified"])
+    assert [m["Key"] for m in r.get("DeleteMarkers", [])] == ["f"]
+    assert [s3.get_object(Bucket=b, Key="f", VersionId=v["VersionId"])["Body"].read()
+            for v in f] == [b"one\n", b"TWO\n"], "the first version lost its bytes"
+    h = [v for v in r["Versions"] if v["Key"] == "h"]
+    assert len(h) == 2
+    assert s3.get_object(Bucket=b, Key="h")["Body"].read() == b"g\n"
+    old = [v["VersionId"] for v in h if not v["IsLatest"]][0]
+    assert s3.get_object(Bucket=b, Key="h", VersionId=old)["Body"].read() == b"from s3\n"
+    lv = s3.list_object_versions(Bucket=b + "l", Prefix="locked")["Versions"]
+    assert len(lv) == 1 and s3.get_object(Bucket=b + "l", Key="locked")["Body"].read() == \
+        b"locked\n"
+
+
 # ---------------------------------------------------------------- server restarts
 
 def test_kernel_server_restart(nfsvm, knfs_target, tmp_path):

@@ -378,18 +378,27 @@ def test_object_ownership_controls(d, two):
     alice.delete_bucket_ownership_controls(Bucket="alice-canned")
     assert err(alice.get_bucket_ownership_controls,
                Bucket="alice-canned")[0] == "OwnershipControlsNotFoundError"
-    # object lock at CreateBucket is refused in any capitalisation, never an ordinary bucket
-    for v in ("true", "True", "TRUE"):
-        host = d.s3_endpoint
-        from s3util import connect, read_response, signed_request
-        req = signed_request(d, "PUT", "/lock-bucket",
+    # object lock at CreateBucket in any capitalisation makes a bucket with object lock
+    # (test_s3_objlock.py tests it further); another value is refused
+    from s3util import connect, read_response, signed_request
+    for i, v in enumerate(("true", "True", "TRUE")):
+        req = signed_request(d, "PUT", f"/lock-bucket{i}",
                              headers={"x-amz-bucket-object-lock-enabled": v})[0]
         s = connect(d)
         s.sendall(req)
         st, _, body = read_response(s)
         s.close()
-        assert st == 501 and b"object lock" in body, (v, host)
-    assert err(alice.head_bucket, Bucket="lock-bucket")[1] == 404
+        assert st == 200, (v, body)
+        assert d.boto3().get_object_lock_configuration(Bucket=f"lock-bucket{i}")[
+            "ObjectLockConfiguration"]["ObjectLockEnabled"] == "Enabled"
+    req = signed_request(d, "PUT", "/lock-bucket-x",
+                         headers={"x-amz-bucket-object-lock-enabled": "yes"})[0]
+    s = connect(d)
+    s.sendall(req)
+    st, _, body = read_response(s)
+    s.close()
+    assert st == 400 and b"InvalidArgument" in body
+    assert err(alice.head_bucket, Bucket="lock-bucket-x")[1] == 404
 
 
 @pytest.mark.skipif(not shutil.which("aws"), reason="aws cli not installed")

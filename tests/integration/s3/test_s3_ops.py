@@ -496,21 +496,27 @@ def test_subresource_defaults(s3, bucket):
         s3.get_bucket_cors(Bucket=bucket)
     assert code(e) == "NoSuchCORSConfiguration"
     with pytest.raises(ClientError) as e:
-        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
     assert code(e) == "NotImplemented" and status(e) == 501
     s3.put_object(Bucket=bucket, Key="o", Body=b"1")
     assert s3.get_object_acl(Bucket=bucket, Key="o")["Grants"][0]["Permission"] == "FULL_CONTROL"
 
 
 def test_unbuilt_protections_refused(s3, bucket):
-    """Encryption at rest and object lock are not built: asking for them on a
-    write is refused (501), never silently dropped."""
+    """Encryption at rest is not built: asking for it on a write is refused
+    (501), never silently dropped; object lock on a bucket without it is refused
+    too (400, as S3)."""
     import datetime
+    for kw in [dict(ObjectLockMode="GOVERNANCE",
+                    ObjectLockRetainUntilDate=datetime.datetime(2030, 1, 1)),
+               dict(ObjectLockLegalHoldStatus="ON")]:
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket=bucket, Key="protected", Body=b"x", **kw)
+        assert code(e) == "InvalidRequest" and status(e) == 400, kw
+        assert "Object Lock" in e.value.response["Error"]["Message"]
     asks = [dict(ServerSideEncryption="AES256"),
-            dict(SSECustomerAlgorithm="AES256", SSECustomerKey="k" * 32),
-            dict(ObjectLockMode="GOVERNANCE",
-                 ObjectLockRetainUntilDate=datetime.datetime(2030, 1, 1)),
-            dict(ObjectLockLegalHoldStatus="ON")]
+            dict(SSECustomerAlgorithm="AES256", SSECustomerKey="k" * 32)]
     for kw in asks:
         with pytest.raises(ClientError) as e:
             s3.put_object(Bucket=bucket, Key="protected", Body=b"x", **kw)

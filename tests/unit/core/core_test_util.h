@@ -88,16 +88,44 @@ static inline int fx_setup(void **state)
     return 0;
 }
 
-static inline int fx_teardown(void **state)
+static inline void fx_check_report(void *arg, const char *problem)
+{
+    (void)arg;
+    fprintf(stderr, "store check: %s\n", problem);
+}
+
+/* Close the core; reopened, the store must pass the store check (core_check) when
+ * @p checked. Remove its directory. */
+static inline int fx_close(void **state, bool checked)
 {
     struct fx *f = *state;
     char cmd[128];
     core_close(f->c);
+    struct core_config cfg = fx_config(f->dir);
+    int bad = 0;
+    if (checked && !fx_meta_mem()) { /* the in-memory engine keeps nothing across a close */
+        bad = core_open(&f->c, &cfg);
+        if (bad == 0) {
+            bad = core_check(f->c, fx_check_report, NULL);
+            core_close(f->c);
+        }
+    }
     snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
     if (system(cmd) != 0)
         return -1;
     free(f);
-    return 0;
+    return bad ? -1 : 0;
+}
+
+static inline int fx_teardown(void **state)
+{
+    return fx_close(state, true);
+}
+
+/* For a test that leaves the store inconsistent on purpose. */
+static inline int fx_teardown_unchecked(void **state)
+{
+    return fx_close(state, false);
 }
 
 /* Put a whole object. @return the core's result. */

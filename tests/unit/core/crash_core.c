@@ -14,8 +14,14 @@
  *     acknowledged; before that a crash may lose it, but only in order: the
  *     file equals its durable model with some prefix of the later writes
  *     applied (a flush commits every pending write of the file at once);
- *   - the free map is consistent: no two extents overlap, no extent overlaps
- *     free space, and free + used == capacity (nothing reserved or leaked);
+ *   - versions (a second, versioned bucket "vcrash"): every acknowledged
+ *     version is there with its bytes, every version whose deletion was
+ *     acknowledged is gone; NFS writes to its files make versions (sealed by
+ *     core_bg_run, an op of its own) and follow the rules above;
+ *   - the whole store is consistent (core_check: no two extents overlap, none
+ *     overlaps free space, free + used == capacity, shared extents match
+ *     their holder counts, usage matches, versions and their inodes agree:
+ *     nothing reserved or leaked);
  *   - the data file grows on demand (from 1 MiB in steps of 1 MiB or 1/8, so
  *     crashes hit growths too) and is never shorter than the capacity the map
  *     records.
@@ -46,7 +52,10 @@
 #include "store_int.h"
 
 #define NKEYS 8
-#define NFILES 4
+#define NFILES 6 /* f0..f3 in "crash", g0, g1 (VFILE0 on) in the versioned "vcrash" */
+#define VFILE0 4
+#define NVKEYS 4
+#define VOBJ_MAX (256u << 10)
 #define OBJ_MAX (2u << 20)
 #define FILE_MAX (3u << 20)
 #define WRITE_MAX (1200u * 1024)
@@ -74,6 +83,19 @@ struct nfile {
 
 static struct obj objs[NKEYS];
 static struct nfile files[NFILES];
+
+/* The acknowledged versions of key v<k> of "vcrash". */
+struct vrec {
+    char vid[CORE_VID_MAX + 1];
+    uint64_t ver;
+    uint32_t size;
+    bool gone; /* its deletion was acknowledged */
+};
+struct vkey {
+    struct vrec *v;
+    size_t n, cap;
+};
+static struct vkey vkeys[NVKEYS];
 
 static void gen(uint8_t *b, size_t len, uint64_t seed)
 {
@@ -118,13 +140,14 @@ static struct core_principal principal(void)
     p.tenant = 1;
     p.uid = 1000;
     p.gid = 1000;
+    p.flags = CORE_P_VERSIONS; /* as the S3 front end: reads versions by id */
     return p;
 }
 
 struct env {
     struct core *c;
     struct core_principal p;
-    uint64_t bucket;
+    uint64_t bucket, vbucket;
     uint64_t fino[NFILES];
 };
 
@@ -140,10 +163,14 @@ static void env_open(struct env *e)
     if (rc)
         die("bucket lookup", rc);
     e->bucket = a.ino;
+    rc = core_bucket_lookup(e->c, &e->p, "vcrash", 6, &a);
+    if (rc)
+        die("bucket lookup", rc);
+    e->vbucket = a.ino;
     for (int i = 0; i < NFILES; i++) {
         char name[8];
-        snprintf(name, sizeof(name), "f%d", i);
-        rc = core_lookup(e->c, &e->p, e->bucket, name, strlen(name), &a);
+        snprintf(name, sizeof(name), i < VFILE0 ? "f%d" : "g%d", i - (i < VFILE0 ? 0 : VFILE0));
+        rc = core_lookup(e->c, &e->p, i < VFILE0 ? e->bucket : e->vbucket, name, strlen(name), &a);
         if (rc)
             die("file lookup", rc);
         e->fino[i] = a.ino;
@@ -153,6 +180,109 @@ static void env_open(struct env *e)
 /* ---- child ---- */
 
 static void logline(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A whole-object PUT of @p key (@p vid, when not NULL, gets its version id). */
+static void put(struct env *e, uint64_t bucket, const char *key, const uint8_t *buf, uint32_t size,
+                char *vid)
+{
+    struct core_putopt po = {NULL, vid};
+    struct core_upload *u;
+    int rc = core_upload_begin(e->c, &e->p, bucket, size, &u);
+    if (rc == 0) {
+        core_upload_set_opt(u, &po);
+        rc = core_upload_write(u, buf, size);
+    }
+    if (rc == 0)
+        rc = core_upload_commit(u, key, strlen(key), "etag", NULL, 0, NULL, false, NULL);
+    else
+        core_upload_abort(u);
+    if (rc)
+        die("put", rc);
+}
+
+struct pick {
+    char vid[CORE_VID_MAX + 1];
+    int n;     /* data versions it may delete */
+    int total; /* versions */
+};
+
+static int pick_ent(void *arg, const struct core_listent *le)
+{
+    struct pick *pk = arg;
+    if (le->is_prefix)
+        return 0;
+    pk->total++;
+    /* g<i>'s current version is an NFS file the model follows: only older ones go */
+    if (le->info->dmarker || (le->key[0] == 'g' && le->info->latest))
+        return 0;
+    if (rand() % ++pk->n == 0)
+        snprintf(pk->vid, sizeof(pk->vid), "%s", le->info->vid);
+    return 0;
+}
+
+#define VKEEP 8 /* versions a key keeps at most (the store is 128 MiB) */
+
+static void key_of(int k, char *key, size_t size)
+{
+    snprintf(key, size, k < NVKEYS ? "v%d" : "g%d", k < NVKEYS ? k : k - NVKEYS);
+}
+
+/* A version of key number @p k (v<k>, then g<k - NVKEYS>) to delete, and how many it has. */
+static void pick(struct env *e, int k, struct pick *pk)
+{
+    char key[16];
+    bool trunc;
+    key_of(k, key, sizeof(key));
+    memset(pk, 0, sizeof(*pk));
+    int rc = core_list_versions(e->c, &e->p, e->vbucket, key, strlen(key), NULL, 0, NULL, NULL, 0,
+                                64, pick_ent, pk, &trunc);
+    if (rc)
+        die("list versions", rc);
+}
+
+/* One op on the versioned bucket, logged (intent, then ack) unless skipped: PUTs and
+ * delete markers of v<k>, deletions of one version of v<k> or g<k>, worker passes
+ * (sealing the versions NFS writes to g<k> opened). A key with VKEEP versions loses
+ * one instead of getting one more. */
+static void vchild_op(struct env *e, int fd, int op, uint64_t ver, uint8_t *buf)
+{
+    int k = op == 18 || (op >= 15 && rand() % 2) ? NVKEYS + rand() % 2 : rand() % NVKEYS, rc;
+    char key[16];
+    struct pick pk;
+    key_of(k, key, sizeof(key));
+    pick(e, k, &pk);
+    if (op < 15 && pk.total >= VKEEP)
+        op = 15;
+    if (op == 18 && pk.total < VKEEP) {
+        logline(fd, "I s 0\n");
+        rc = core_bg_run(e->c, true, NULL);
+        if (rc)
+            die("bg run", rc);
+    } else if (op >= 15) {
+        if (!pk.n)
+            return;
+        logline(fd, "I x %d %s\n", k, pk.vid);
+        rc = core_key_delete_v(e->c, &e->p, e->vbucket, key, strlen(key), pk.vid, 0, NULL);
+        if (rc) /* flat keys: never SRV_ECLASH */
+            die("version delete", rc);
+    } else if (op == 14) {
+        logline(fd, "I d %d\n", k);
+        rc = core_key_delete_v(e->c, &e->p, e->vbucket, key, strlen(key), NULL, 0, NULL);
+        if (rc)
+            die("versioned delete", rc);
+    } else {
+        /* a PUT: a new version; its id comes with the ack */
+        char vid[CORE_VID_MAX + 1];
+        uint32_t size = (uint32_t)(rand() % (int)VOBJ_MAX);
+        gen(buf, size, ver);
+        logline(fd, "I p %d %llu %u\n", k, (unsigned long long)ver, size);
+        put(e, e->vbucket, key, buf, size, vid);
+        logline(fd, "A %s\n", vid);
+        return;
+    }
+    logline(fd, "A\n");
+}
+
 static void logline(int fd, const char *fmt, ...)
 {
     char line[160];
@@ -176,25 +306,20 @@ static void child(uint64_t round)
     srand((unsigned)(round * 7919 + (uint64_t)getpid()));
     for (uint64_t n = 0;; n++) {
         uint64_t ver = round * 1000000 + n + 1;
-        int op = rand() % 12;
+        int op = rand() % 19;
         int rc;
+        if (op >= 12) {
+            vchild_op(&e, fd, op, ver, buf); /* acks itself */
+            continue;
+        }
         if (op < 4) {
             int k = rand() % NKEYS;
             uint32_t size = (uint32_t)(rand() % 4 == 0 ? rand() % 4096 : rand() % (int)OBJ_MAX);
             char key[32];
-            struct core_upload *u;
             snprintf(key, sizeof(key), "d%d/k%d", k % 3, k);
             gen(buf, size, ver);
             logline(fd, "I P %d %llu %u\n", k, (unsigned long long)ver, size);
-            rc = core_upload_begin(e.c, &e.p, e.bucket, size, &u);
-            if (rc == 0)
-                rc = core_upload_write(u, buf, size);
-            if (rc == 0)
-                rc = core_upload_commit(u, key, strlen(key), "etag", NULL, 0, NULL, false, NULL);
-            else
-                core_upload_abort(u);
-            if (rc)
-                die("put", rc);
+            put(&e, e.bucket, key, buf, size, NULL);
         } else if (op < 5) {
             int k = rand() % NKEYS;
             char key[32];
@@ -265,7 +390,38 @@ struct pending {
     char op;
     int idx;
     uint64_t a, b, c, d;
+    char vid[CORE_VID_MAX + 1]; /* 'x' */
 };
+
+static struct vrec *vrec_find(int k, const char *vid)
+{
+    for (size_t i = 0; i < vkeys[k].n; i++)
+        if (strcmp(vkeys[k].v[i].vid, vid) == 0)
+            return &vkeys[k].v[i];
+    return NULL;
+}
+
+/* The ack (line @p ack) of a versioned op. */
+static void vapply(const struct pending *pd, const char *ack)
+{
+    struct vkey *vk = &vkeys[pd->idx % NVKEYS];
+    if (pd->op == 'p') {
+        struct vrec r = {.ver = pd->a, .size = (uint32_t)pd->b};
+        if (sscanf(ack, "A %32s", r.vid) != 1) {
+            fprintf(stderr, "crash_core: a PUT acknowledged without a version id\n");
+            exit(1);
+        }
+        if (vk->n == vk->cap) {
+            vk->cap = vk->cap ? vk->cap * 2 : 16;
+            vk->v = realloc(vk->v, vk->cap * sizeof(*vk->v));
+        }
+        vk->v[vk->n++] = r;
+    } else if (pd->op == 'x') {
+        struct vrec *r = pd->idx < NVKEYS ? vrec_find(pd->idx, pd->vid) : NULL;
+        if (r) /* else made by an op that crashed before its ack */
+            r->gone = true;
+    }
+}
 
 static void apply(const struct pending *pd, struct obj *o, struct nfile *f)
 {
@@ -355,131 +511,62 @@ static bool file_matches(struct env *e, int i, const struct nfile *f, uint8_t *g
     return rc == 0 && n == f->size && memcmp(got, f->data, f->size) == 0;
 }
 
-struct xent {
-    uint32_t dev;
-    uint64_t off, len;
-};
-
-static int xent_cmp(const void *x, const void *y)
+static void check_report(void *arg, const char *problem)
 {
-    const struct xent *a = x, *b = y;
-    if (a->dev != b->dev)
-        return a->dev < b->dev ? -1 : 1;
-    return a->off < b->off ? -1 : a->off > b->off;
+    (void)arg;
+    fprintf(stderr, "crash_core: store check: %s\n", problem);
 }
 
-/* What space_consistent reads from the tables. */
-struct space {
-    struct xent *xs;
-    size_t n, cap;
-    uint64_t used, freeb;
-    bool free_tab;
-};
-
-static int space_add(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+/* The versions of "vcrash": acknowledged ones there with their bytes, acknowledged
+ * deletions done (the op in flight either way). */
+static int vverify(struct env *e, const struct pending *pd, bool pending, uint8_t *tmp)
 {
-    struct space *s = arg;
-    struct xent x;
-    if (!s->free_tab) {
-        struct meta_extent me;
-        if (vlen != sizeof(me))
-            return 0;
-        memcpy(&me, val, sizeof(me));
-        x.dev = me.dev;
-        x.off = me.off;
-        x.len = ((uint64_t)me.len + STORE_ALIGN - 1) / STORE_ALIGN * STORE_ALIGN;
-        s->used += x.len;
-    } else {
-        /* meta_schema.h: key be32 dev + be64 off, value be64 len; marker dev ~0 */
-        if (klen != 12 || vlen != 8)
-            return 0;
-        x.dev = meta_be32_get(key);
-        if (x.dev == 0xffffffffu)
-            return 0;
-        x.off = meta_be64_get((const uint8_t *)key + 4);
-        x.len = meta_be64_get(val);
-        s->freeb += x.len;
-    }
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 1024;
-        s->xs = realloc(s->xs, s->cap * sizeof(*s->xs));
-    }
-    s->xs[s->n++] = x;
-    return 0;
-}
-
-struct xcrc_check {
-    struct space *s;
-    bool ok;
-};
-
-/* every block-CRC record belongs to a used extent (none leaked by frees) */
-static int xcrc_ent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
-{
-    struct xcrc_check *k = arg;
-    (void)klen;
-    (void)val;
-    (void)vlen;
-    struct xent x = {meta_be32_get(key), meta_be64_get((const uint8_t *)key + 4), 0};
-    struct xent *hit = bsearch(&x, k->s->xs, k->s->n, sizeof(x), xent_cmp);
-    if (!hit || k->s->used == 0) {
-        fprintf(stderr, "crash_core: block CRCs of a free extent dev=%u off=%llu\n", x.dev,
-                (unsigned long long)x.off);
-        k->ok = false;
-    }
-    return 0;
-}
-
-/* Free map consistency: extents, parts and free ranges tile the devices exactly. */
-static bool space_consistent(struct env *e)
-{
-    struct core *c = e->c;
-    struct meta_txn *t;
-    struct space sp = {0};
-    struct meta_range all = {0};
-    struct xcrc_check xc = {&sp, true};
-    struct store_stats ss;
-
-    if (meta_rtxn_begin(c->meta, &t) != 0)
-        return false;
-    meta__scan(t, META_DBI_EXTENTS, &all, space_add, &sp);
-    sp.free_tab = true;
-    meta__scan(t, META_DBI_FREE, &all, space_add, &sp);
-    struct xent *xs = sp.xs;
-    size_t n = sp.n;
-    uint64_t used = sp.used, freeb = sp.freeb;
-    bool ok;
-    qsort(xs, n, sizeof(*xs), xent_cmp);
-    meta__scan(t, META_DBI_XCRC, &all, xcrc_ent, &xc);
-    meta_rtxn_end(t);
-    ok = xc.ok;
-    for (size_t i = 1; i < n; i++)
-        if (xs[i].dev == xs[i - 1].dev && xs[i - 1].off + xs[i - 1].len > xs[i].off) {
-            fprintf(stderr, "crash_core: overlap dev=%u off=%llu len=%llu with off=%llu\n",
-                    xs[i].dev, (unsigned long long)xs[i - 1].off,
-                    (unsigned long long)xs[i - 1].len, (unsigned long long)xs[i].off);
-            ok = false;
+    int bad = 0;
+    for (int k = 0; k < NVKEYS; k++) {
+        char key[16];
+        snprintf(key, sizeof(key), "v%d", k);
+        for (size_t i = 0; i < vkeys[k].n; i++) {
+            struct vrec *r = &vkeys[k].v[i];
+            struct core_objinfo oi;
+            int rc = core_version_lookup(e->c, &e->p, e->vbucket, key, strlen(key), r->vid, &oi);
+            if (pending && pd->op == 'x' && pd->idx == k && strcmp(pd->vid, r->vid) == 0) {
+                if (rc == SRV_ENOVERSION || rc == -ENOENT) {
+                    r->gone = true;
+                    continue;
+                }
+            }
+            if (r->gone) {
+                if (rc == 0)
+                    free(oi.meta);
+                if (rc != SRV_ENOVERSION && rc != -ENOENT) {
+                    fprintf(stderr, "crash_core: deleted version %s of %s is back (%d)\n", r->vid,
+                            key, rc);
+                    bad++;
+                }
+                continue;
+            }
+            if (rc) {
+                fprintf(stderr, "crash_core: version %s of %s lost (%d)\n", r->vid, key, rc);
+                bad++;
+                continue;
+            }
+            free(oi.meta);
+            size_t n = 0;
+            bool eof;
+            uint8_t *got = malloc(r->size + 1);
+            if (!oi.dmarker && oi.attr.size == r->size)
+                rc = core_read(e->c, &e->p, oi.attr.ino, 0, got, r->size, &n, &eof);
+            gen(tmp, r->size, r->ver);
+            if (oi.dmarker || oi.attr.size != r->size || rc || n != r->size ||
+                memcmp(got, tmp, r->size) != 0) {
+                fprintf(stderr, "crash_core: version %s of %s wrong (size %llu of %u)\n", r->vid,
+                        key, (unsigned long long)oi.attr.size, r->size);
+                bad++;
+            }
+            free(got);
         }
-    free(xs);
-    store_stats_get(c->store, &ss);
-    char path[600];
-    struct stat st;
-    snprintf(path, sizeof(path), "%s/data.000", dir);
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ss.capacity) {
-        fprintf(stderr, "crash_core: data file is %lld bytes, capacity %llu\n",
-                (long long)st.st_size, (unsigned long long)ss.capacity);
-        ok = false;
     }
-    if (used + freeb != ss.capacity || ss.free != freeb || ss.reserved != 0) {
-        fprintf(stderr,
-                "crash_core: space: used=%llu free(map)=%llu free(mem)=%llu reserved=%llu "
-                "capacity=%llu\n",
-                (unsigned long long)used, (unsigned long long)freeb,
-                (unsigned long long)ss.free, (unsigned long long)ss.reserved,
-                (unsigned long long)ss.capacity);
-        ok = false;
-    }
-    return ok;
+    return bad;
 }
 
 /* Read the child's log: apply acked ops; return the pending (unacked) op if any. */
@@ -500,6 +587,8 @@ static bool read_log(long *pos, struct pending *pd)
             if (have && pd->op == 'R') {
                 objs[pd->a % NKEYS] = objs[pd->idx % NKEYS];
                 objs[pd->idx % NKEYS].exists = false;
+            } else if (have && strchr("pdxs", pd->op)) {
+                vapply(pd, line);
             } else if (have && (pd->op == 'W' || pd->op == 'T' || pd->op == 'C')) {
                 file_ack(&files[pd->idx % NFILES], pd);
             } else if (have) {
@@ -511,6 +600,8 @@ static bool read_log(long *pos, struct pending *pd)
         unsigned long long a = 0, b = 0, c2 = 0, d = 0;
         memset(pd, 0, sizeof(*pd));
         if (sscanf(line, "I %c %d %llu %llu %llu %llu", &pd->op, &pd->idx, &a, &b, &c2, &d) < 2)
+            continue;
+        if (pd->op == 'x' && sscanf(line, "I x %d %32s", &pd->idx, pd->vid) != 2)
             continue;
         pd->a = a;
         pd->b = b;
@@ -579,8 +670,23 @@ static int verify(struct pending *pd, bool pending, uint8_t *tmp)
                 i, pending, pending ? pd->op : '-', files[i].nops);
         bad++;
     }
-    if (!space_consistent(&e))
+    bad += vverify(&e, pd, pending, tmp);
+    /* the data file grows on demand, never shorter than the capacity recorded */
+    struct store_stats ss;
+    char path[600];
+    struct stat st;
+    store_stats_get(e.c->store, &ss);
+    snprintf(path, sizeof(path), "%s/data.000", dir);
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ss.capacity) {
+        fprintf(stderr, "crash_core: data file is %lld bytes, capacity %llu\n",
+                (long long)st.st_size, (unsigned long long)ss.capacity);
         bad++;
+    }
+    int rc = core_check(e.c, check_report, NULL);
+    if (rc) {
+        fprintf(stderr, "crash_core: store check: %d\n", rc);
+        bad++;
+    }
     core_close(e.c);
     return bad;
 }
@@ -598,12 +704,17 @@ static void setup_store(void)
         die("tenant", rc);
     if ((rc = core_bucket_create(c, &p, "crash", 5, &a)) != 0)
         die("bucket", rc);
+    struct core_attr va;
+    if ((rc = core_bucket_create(c, &p, "vcrash", 6, &va)) != 0)
+        die("bucket", rc);
+    if ((rc = core_bucket_versioning_set(c, &p, va.ino, CORE_VERS_ENABLED)) != 0)
+        die("versioning", rc);
     for (int i = 0; i < NFILES; i++) {
         char name[8];
         struct core_attr fa;
-        snprintf(name, sizeof(name), "f%d", i);
-        if ((rc = core_create(c, &p, a.ino, name, strlen(name), 0644, CORE_CREATE_GUARDED, 0,
-                              &fa)) != 0)
+        snprintf(name, sizeof(name), i < VFILE0 ? "f%d" : "g%d", i - (i < VFILE0 ? 0 : VFILE0));
+        if ((rc = core_create(c, &p, i < VFILE0 ? a.ino : va.ino, name, strlen(name), 0644,
+                              CORE_CREATE_GUARDED, 0, &fa)) != 0)
             die("create", rc);
     }
     core_close(c);
@@ -671,6 +782,8 @@ int main(int argc, char **argv)
         free(files[i].data);
         free(files[i].ops);
     }
+    for (int k = 0; k < NVKEYS; k++)
+        free(vkeys[k].v);
     free(tmp);
     return 0;
 }

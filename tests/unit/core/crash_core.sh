@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Runs crash_core (SIGKILL at random moments, restart, verify acked writes and
-# the free map) in a temporary directory for CRASH_SECONDS (default 40).
+# Runs crash_core (SIGKILL at random moments, restart, verify acked writes,
+# versions and the store check) in a temporary directory for CRASH_SECONDS
+# (default 40).
 set -e
 dir=$(mktemp -d /tmp/crash-core-XXXXXX)
 trap 'rm -rf "$dir"' EXIT

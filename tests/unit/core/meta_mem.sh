@@ -6,7 +6,7 @@
 set -e
 dir=$(dirname "$0")
 [ -x "$dir/test_core_posix" ] || dir=./tests/unit/core
-for t in test_core_posix test_core_s3 test_core_data test_core_quota test_core_zc \
+for t in test_core_posix test_core_s3 test_core_data test_core_quota test_core_zc test_core_version \
     test_core_main; do
     echo "== $t (metadata in memory)"
     S3NFS_TEST_META=mem "$dir/$t"

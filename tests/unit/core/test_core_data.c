@@ -3,12 +3,16 @@
  * core_quota.c): inline files and their conversion to extents, partial
  * overwrites (copy-on-write), holes, writes across chunk boundaries,
  * truncation, concurrent writers, CRC corruption surfacing as SRV_ECORRUPT,
- * unlinked-but-referenced files, orphans across reopen, quotas. */
+ * unlinked-but-referenced files, orphans across reopen, quotas, the MD5 ETag
+ * of files NFS changed (kept while written in order, else computed by the
+ * background worker once settled). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "core_test_util.h"
 
@@ -854,6 +858,106 @@ static void test_nfs_etag(void **state)
     free(oi.meta);
 }
 
+static void md5_hex(const void *buf, size_t len, char *out)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_Digest(buf, len, md, &n, EVP_md5(), NULL);
+    for (unsigned i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static int bytes_io(void *arg, uint64_t bytes)
+{
+    *(uint64_t *)arg += bytes;
+    return 0;
+}
+
+/* The ETag a listing shows for @p key. */
+static void listed_etag(struct fx *f, const char *key, char *out)
+{
+    bool tr;
+    out[0] = '\0';
+    assert_int_equal(
+        core_list(f->c, &f->p, f->bucket, key, strlen(key), NULL, 0, NULL, 0, 1, etag_cb, out, &tr),
+        0);
+}
+
+/* Files whose MD5 is not known when their data is committed (written out of
+ * order, truncated) get it from the background worker once settled, through
+ * its read hook; pending writes hold a file back; the work survives a restart. */
+static void test_bg_etag(void **state)
+{
+    struct fx *f = *state;
+    size_t size = 3 * MB + 1234;
+    uint8_t *data = malloc(size);
+    char want[33], got[CORE_ETAG_MAX + 1];
+    uint64_t io = 0;
+    unsigned n = 0;
+    fx_fill(data, size, 11);
+    uint64_t ino = mkfile(f, "md");
+    wr(f, ino, 2 * MB, data + 2 * MB, size - 2 * MB); /* out of order: no running MD5 */
+    wr(f, ino, 0, data, 2 * MB);
+    assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    listed_etag(f, "md", got);
+    assert_non_null(strstr(got, "-1")); /* the placeholder until settled */
+    core_bg_set_io(f->c, bytes_io, &io);
+    /* pending writes: not settled yet */
+    wr(f, ino, 5, data + 5, 10);
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    /* noted again at the commit; survives a restart */
+    fx_reopen(f);
+    core_bg_set_io(f->c, bytes_io, &io);
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(io, size);
+    md5_hex(data, size, want);
+    listed_etag(f, "md", got);
+    assert_string_equal(got, want);
+    /* settled: nothing more to do */
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 0);
+    /* a truncate drops the MD5; the worker computes the new one */
+    struct core_setattr sa = {.mask = CORE_SET_SIZE, .size = MB + 7};
+    assert_int_equal(core_setattr(f->c, &f->p, ino, &sa, NULL, NULL), 0);
+    listed_etag(f, "md", got);
+    assert_non_null(strstr(got, "-1"));
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 1);
+    md5_hex(data, MB + 7, want);
+    listed_etag(f, "md", got);
+    assert_string_equal(got, want);
+    /* a file written in order has its MD5 at commit: no work for the worker; one
+     * removed before it settled leaves none either */
+    uint64_t seq = mkfile(f, "seq");
+    wr(f, seq, 0, data, MB);
+    assert_int_equal(core_commit(f->c, &f->p, seq), 0);
+    uint64_t gone = mkfile(f, "gone");
+    wr(f, gone, MB, data, 10);
+    wr(f, gone, 0, data, 10);
+    assert_int_equal(core_commit(f->c, &f->p, gone), 0);
+    assert_int_equal(core_remove(f->c, &f->p, f->bucket, "gone", 4), 0);
+    io = 0;
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(io, 0);
+    /* without all, settle_ms counts: a long one keeps a fresh change waiting */
+    struct core_config cfg = fx_config(f->dir);
+    cfg.settle_ms = 3600 * 1000;
+    core_close(f->c);
+    assert_int_equal(core_open(&f->c, &cfg), 0);
+    wr(f, ino, 2 * MB, data, 10);
+    wr(f, ino, 0, data, 10);
+    assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 1);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -873,6 +977,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_quota_race, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nfs_etag, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_bg_etag, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,7 +214,7 @@ static void *mpu_completer(void *arg)
     for (int i = 0; i < q->nids; i++) {
         uint32_t one = 1;
         int rc = core_mpu_complete(q->f->c, &q->f->p, q->f->bucket, q->ids[i], &one, NULL, 1,
-                                   "final-1", NULL);
+                                   "final-1", NULL, NULL);
         assert_true(rc == 0 || rc == -EDQUOT);
         if (rc == 0)
             atomic_fetch_add(q->acked, 64 * KB);

@@ -393,14 +393,15 @@ static void test_multipart(void **state)
     assert_int_equal(n, 3);
     uint32_t pn[] = {1, 3};
     const char *ets[] = {"e1", "e2"};
-    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, pn, ets, 2, "x-2", NULL),
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, pn, ets, 2, "x-2", NULL, NULL),
                      SRV_EPRECOND);
     const char *ets2[] = {"e1", "e3"};
     uint32_t bad[] = {3, 1};
-    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, bad, ets2, 2, "x-2", NULL),
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, bad, ets2, 2, "x-2", NULL, NULL),
                      -EINVAL);
     struct core_attr a;
-    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, pn, ets2, 2, "x-2", &a), 0);
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id, pn, ets2, 2, "x-2", NULL, &a),
+                     0);
     assert_int_equal(a.size, 2 * psz);
     void *d = NULL;
     size_t len;
@@ -521,11 +522,12 @@ static void test_multipart_more(void **state)
     assert_int_equal(core_mpu_part_commit(u, id1, 0, "x", NULL), -EINVAL);
     uint32_t pn[] = {1};
     const char *et[] = {"p1a"};
-    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id1, pn, et, 1, "f-1", NULL),
+    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id1, pn, et, 1, "f-1", NULL, NULL),
                      SRV_EPRECOND);
     uint32_t pn2[] = {2};
-    assert_int_equal(core_mpu_complete(f->c, &f->p, f->bucket, id1, pn2, NULL, 1, "f-1", NULL),
-                     SRV_EPRECOND);
+    assert_int_equal(
+        core_mpu_complete(f->c, &f->p, f->bucket, id1, pn2, NULL, 1, "f-1", NULL, NULL),
+        SRV_EPRECOND);
     /* abort frees every part */
     assert_int_equal(core_mpu_abort(f->c, &f->p, f->bucket, id1), 0);
     assert_int_equal(core_mpu_abort(f->c, &f->p, f->bucket, id1), -ENOENT);

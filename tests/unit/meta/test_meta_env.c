@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for meta/meta_env.c: creating a store (LMDB and in memory: both
  * found again by a new open of their directory), the schema version record (a
- * newer or unknown version is refused with SRV_EBADVERSION), LMDB error
+ * newer or unknown version is refused with SRV_EBADVERSION, an older one is
+ * upgraded), LMDB error
  * mapping, the raw get/put/del and where a scan starts. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,6 +108,28 @@ static void test_newer_version_refused(void **state)
     meta_env_close(m);
 }
 
+/* A store of the oldest schema this build reads (what main made before the
+ * version tables) opens, is upgraded, and its new tables work. */
+static void test_old_version_upgraded(void **state)
+{
+    struct meta_env *m;
+    struct meta_txn *t;
+    struct meta_val v;
+    (void)state;
+    assert_int_equal(env_open(&m, META_BACKEND_LMDB), 0);
+    assert_int_equal(meta_submit(m, put_fn, m, 0), 0);
+    meta_env_close(m);
+    meta_test_version_set(dir, META_SCHEMA_OLDEST);
+    assert_int_equal(env_open(&m, META_BACKEND_LMDB), 0);
+    assert_int_equal(meta_rtxn_begin(m, &t), 0);
+    assert_int_equal(meta__get(t, META_DBI_META, "version", 7, &v), 0);
+    assert_int_equal(meta_be32_get(v.data), META_SCHEMA_VERSION);
+    assert_int_equal(meta__get(t, META_DBI_T_CONFIG, "k", 1, &v), 0);
+    assert_int_equal(meta__get(t, META_DBI_VERSIONS, "k", 1, &v), -ENOENT);
+    meta_rtxn_end(t);
+    meta_env_close(m);
+}
+
 static void test_error_map(void **state)
 {
     (void)state;
@@ -193,6 +217,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_and_reopen_mem, setup, teardown),
         cmocka_unit_test(test_scan_seek),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_version_upgraded, setup, teardown),
         cmocka_unit_test(test_error_map),
         cmocka_unit_test(test_bad_dir),
         cmocka_unit_test(test_keyenc),

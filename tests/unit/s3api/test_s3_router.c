@@ -52,7 +52,14 @@ static void test_ops(void **state)
     OP("GET", "/bkt?list-type=2&prefix=a", s3_op_list_objects_v2);
     OP("GET", "/bkt?versions", s3_op_list_versions);
     OP("GET", "/bkt?uploads", s3_op_mpu_list_uploads);
-    OP("GET", "/bkt?versioning", s3_op_bucket_config);
+    OP("GET", "/bkt?versioning", s3_op_get_versioning);
+    OP("PUT", "/bkt?versioning", s3_op_put_versioning);
+    OP("GET", "/bkt?object-lock", s3_op_get_objlock);
+    OP("PUT", "/bkt?object-lock", s3_op_put_objlock);
+    OP("GET", "/bkt?cors", s3_op_bucket_config);
+    OP("GET", "/bkt?lifecycle", s3_op_get_lifecycle);
+    OP("PUT", "/bkt?lifecycle", s3_op_put_lifecycle);
+    OP("DELETE", "/bkt?lifecycle", s3_op_delete_lifecycle);
     OP("POST", "/bkt?delete", s3_op_delete_objects);
     OP("PUT", "/bkt/k", s3_op_put_object);
     OP("GET", "/bkt/k", s3_op_get_object);
@@ -77,6 +84,12 @@ static void test_ops(void **state)
     OP("DELETE", "/bkt/k?uploadId=x", s3_op_mpu_abort);
     OP("GET", "/bkt/k?uploadId=x", s3_op_mpu_list_parts);
     OP("GET", "/bkt/k?versionId=null", s3_op_get_object);
+    OP("GET", "/bkt/k?versionId=0123", s3_op_get_object);
+    OP("DELETE", "/bkt/k?versionId=0123", s3_op_delete_object);
+    OP("GET", "/bkt/k?retention", s3_op_get_retention);
+    OP("PUT", "/bkt/k?retention&versionId=1", s3_op_put_retention);
+    OP("GET", "/bkt/k?legal-hold", s3_op_get_legal_hold);
+    OP("PUT", "/bkt/k?legal-hold", s3_op_put_legal_hold);
 }
 
 static void test_copy_and_keys(void **state)
