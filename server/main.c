@@ -428,6 +428,8 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     qos_cfg_of(&d->cfg, &qc);
     if (d->qos)
         qos_configure(d->qos, &qc);
+    if (d->tenants)
+        tenants_remote_set_allow_private(d->tenants, d->cfg.tier_allow_private_remotes);
     srv_log(INFO, SRV, "reload done: %d option%s changed", n, n == 1 ? "" : "s");
     srv_notify("READY=1\nSTATUS=serving");
 }
@@ -621,6 +623,7 @@ static int start_all(struct daemon *d)
         srv_log(ERROR, SRV, "cannot load tenants: %s", err_text(rc));
         return rc;
     }
+    tenants_remote_set_allow_private(d->tenants, d->cfg.tier_allow_private_remotes);
     srv_metrics_add_renderer(render_tenants, d);
     const char *show_ak = NULL, *show_sk = NULL;
     if (env_ak) {

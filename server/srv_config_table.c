@@ -218,6 +218,11 @@ const struct srv_config_opt srv_config_table[] = {
         "Operations per second the daemon can serve, for QoS minimum guarantees. 0: unknown. "
         "With a capacity set, requests beyond it wait, and tenants with a guarantee go first "
         "up to their minimum."),
+    /* tier */
+    OPT(tier_allow_private_remotes, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_RELOADABLE, NULL,
+        "Let a tenant's remote (tier) reach this host's loopback, link-local, unspecified or "
+        "interface addresses. false: a tenant admin cannot point the daemon at services of "
+        "its own host (SSRF); system-wide remotes may always. See tiering.md."),
 };
 /* clang-format on */
 
