@@ -40,6 +40,7 @@
 #include "srv_path.h"
 #include "tenants.h"
 #include "tier_policy.h"
+#include "tier_upload.h"
 
 #define SEG_MAX 8
 
@@ -1314,14 +1315,99 @@ static const char *const tier_unbuilt[] = {"evict_after_s", "evict_watermark", "
                                            "eviction",      "recall",          "cache_mode",
                                            "mode",          "preset",          NULL};
 
-static json_t *policy_json(struct api_req *x, const char *bucket, const struct tier_policy *p)
+/* What the uploader's last pass found in bucket @p ino (null before its first pass). */
+static json_t *uploads_json(uint64_t ino)
+{
+    struct tier_upload *u = tier_upload_default();
+    struct tier_bucket_stats st;
+    if (!u || tier_upload_bucket_stats(u, ino, &st) < 0)
+        return json_null();
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I}", "pending_files",
+                     (json_int_t)st.pending_files, "pending_bytes", (json_int_t)st.pending_bytes,
+                     "oldest_pending_s", (json_int_t)st.oldest_s, "deletes_pending",
+                     (json_int_t)st.deletes_pending, "uploaded_files",
+                     (json_int_t)st.uploaded_files, "uploading", (json_int_t)st.uploading,
+                     "last_error", st.last_error, "last_error_time", (json_int_t)st.last_error_s);
+}
+
+static json_t *policy_json(struct api_req *x, const char *bucket, uint64_t ino,
+                           const struct tier_policy *p)
 {
     struct tenant_remote r;
     bool have = tenants_remote_get(x->a->tenants, p->remote, &r) == 0;
-    return json_pack("{s:s,s:I,s:s,s:I,s:I,s:s}", "bucket", bucket, "remote", (json_int_t)p->remote,
-                     "remote_name", have ? r.name : "", "remote_tenant",
+    return json_pack("{s:s,s:I,s:s,s:I,s:I,s:s,s:o}", "bucket", bucket, "remote",
+                     (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_tenant",
                      (json_int_t)(have ? r.tenant : 0), "upload_after_s",
-                     (json_int_t)p->upload_after_s, "eviction", "not built");
+                     (json_int_t)p->upload_after_s, "eviction", "not built", "uploads",
+                     uploads_json(ino));
+}
+
+struct remote_user {
+    uint32_t remote;
+    uint64_t self;   /* this bucket: not a conflict */
+    uint64_t bucket; /* another bucket whose policy names the remote */
+};
+
+static int remote_user_cb(void *arg, uint32_t tenant, uint64_t bucket, const void *val, size_t len)
+{
+    struct remote_user *ru = arg;
+    struct tier_policy p;
+    (void)tenant;
+    if (bucket != ru->self && tier_policy_decode(val, len, &p) == 0 && p.remote == ru->remote) {
+        ru->bucket = bucket;
+        return 1;
+    }
+    return 0;
+}
+
+/* Flush barrier of a tiered bucket: POST starts one, GET ?barrier=N asks about one. */
+static void tier_flush(struct api_req *x)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    struct core_attr at;
+    struct tier_upload *u = tier_upload_default();
+    int rc = core_bucket_lookup(x->a->core, &sp, x->bucket, strlen(x->bucket), &at);
+    if (rc < 0) {
+        lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
+                      x->ti.name);
+        return;
+    }
+    void *val = NULL;
+    size_t len = 0;
+    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
+    free(val);
+    if (rc == -ENOENT) {
+        admin__error_of(x->req, -ENOENT, "the bucket has no tier policy");
+        return;
+    }
+    if (rc < 0) {
+        reply_err(x->req, rc, "tier policy");
+        return;
+    }
+    if (!u) {
+        admin__error(x->req, ADMIN_E_UNAVAILABLE, "the tier's uploader is not running");
+        return;
+    }
+    uint64_t barrier = 0;
+    if (x->cmd == EVHTTP_REQ_POST) {
+        tier_upload_flush(u, at.ino, &barrier);
+    } else {
+        const char *b = evhttp_find_header(&x->query, "barrier");
+        if (!b || !parse_u64(b, &barrier) || barrier == 0) {
+            bad(x->req, "'barrier' (the number a POST answered) is required");
+            return;
+        }
+    }
+    bool done = false;
+    if (tier_upload_flush_done(u, at.ino, barrier, &done) < 0) {
+        admin__error_of(x->req, -ENOENT,
+                        "no such barrier on this bucket (the daemon may have "
+                        "restarted: start a new one)");
+        return;
+    }
+    reply_json(x->req, 200,
+               json_pack("{s:s,s:I,s:b,s:o}", "bucket", x->bucket, "barrier", (json_int_t)barrier,
+                         "done", done, "uploads", uploads_json(at.ino)));
 }
 
 static void tier_item(struct api_req *x)
@@ -1354,7 +1440,7 @@ static void tier_item(struct api_req *x)
             return;
         }
         if (x->cmd == EVHTTP_REQ_GET) {
-            reply_json(x->req, 200, policy_json(x, x->bucket, &cur));
+            reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &cur));
             return;
         }
         if (tenants_remote_usable(x->a->tenants, cur.remote, x->tenant, is_system(x)) == -EACCES) {
@@ -1366,6 +1452,8 @@ static void tier_item(struct api_req *x)
         if (rc == 0)
             srv_log(INFO, ADMIN, "tenant=%u tier policy of bucket %s removed by %s", x->tenant,
                     x->bucket, x->who->name);
+        if (rc == 0 && tier_upload_default())
+            tier_upload_kick(tier_upload_default());
         reply_deleted(x, rc, "delete tier policy");
         return;
     }
@@ -1429,6 +1517,23 @@ static void tier_item(struct api_req *x)
                           "admin may change it");
         return;
     }
+    /* keys are the remote's prefix + the bucket's keys: one remote serves one bucket */
+    struct remote_user ru = {r.id, at.ino, 0};
+    rc = core_bucket_blob_scan(x->a->core, CORE_BLOB_TIER, remote_user_cb, &ru);
+    if (rc < 0) {
+        reply_err(x->req, rc, "tier policies");
+        return;
+    }
+    if (ru.bucket) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "remote %u already serves another bucket (inode %llu): objects are named by "
+                 "the remote's prefix and the bucket's keys, so each bucket needs a remote (or "
+                 "a prefix) of its own",
+                 r.id, (unsigned long long)ru.bucket);
+        admin__error_of(x->req, -EBUSY, msg);
+        return;
+    }
     p.remote = r.id;
     p.upload_after_s = (uint32_t)after;
     char why[160];
@@ -1447,7 +1552,9 @@ static void tier_item(struct api_req *x)
             "tenant=%u tier policy of bucket %s set by %s: remote %u, upload after "
             "%u s",
             x->tenant, x->bucket, x->who->name, p.remote, p.upload_after_s);
-    reply_json(x->req, 200, policy_json(x, x->bucket, &p));
+    if (tier_upload_default())
+        tier_upload_kick(tier_upload_default());
+    reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));
 }
 
 /* ---- routing ---- */
@@ -1508,6 +1615,8 @@ static const struct route routes[] = {
     ROUTE(M_GET | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
     ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/tier",
           NEED_CORE | NEED_TENANT, tier_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/buckets/{bucket}/tier/flush",
+          NEED_CORE | NEED_TENANT, tier_flush),
 };
 
 /* Split "/a/b/c" into at most SEG_MAX decoded segments. @return count or -1. */

@@ -102,6 +102,11 @@ struct srv_config {
     int64_t qos_capacity_iops;
     /* tier */
     bool tier_allow_private_remotes;
+    int64_t tier_upload_workers;
+    int64_t tier_poll_ms;
+    uint64_t tier_part_size;
+    int64_t tier_retry_base_ms;
+    int64_t tier_retry_max_ms;
 };
 
 extern const struct srv_config_opt srv_config_table[];

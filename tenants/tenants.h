@@ -287,5 +287,14 @@ int tenants_remote_list(struct tenants *t, uint32_t tenant, tenants_remote_cb cb
  * @return 0, -ENOENT (no such remote, or another tenant's: not visible),
  *         -EACCES (a system-wide remote named by a tenant admin). */
 int tenants_remote_usable(struct tenants *t, uint32_t id, uint32_t bucket_tenant, bool system);
+struct tier_upload_remote;
+/** For the tier's uploader: how to reach remote @p id, its secret unsealed from the
+ * store (wipe @p out after use). A tenant's remote is resolved and checked against this
+ * host's addresses again, as at creation (the operator may have changed
+ * tier_allow_private_remotes; the name may lead elsewhere now), and pinned to the
+ * address checked. May block (name resolution).
+ * @return 0, -ENOENT, -EACCES (it leads to this host now), -EHOSTUNREACH,
+ *         SRV_ECORRUPT (the secret does not unseal). */
+int tenants_remote_conn(struct tenants *t, uint32_t id, struct tier_upload_remote *out);
 
 #endif

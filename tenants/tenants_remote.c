@@ -33,6 +33,7 @@
 #include "tier_policy.h"
 #include "tier_remote.h"
 #include "tier_s3.h"
+#include "tier_upload.h"
 
 #define REC_VERSION 1
 #define REC_PREFIX "tier.remote."
@@ -132,8 +133,9 @@ static int validate(const struct tenant_remote *r, const char *secret, char *why
         return -EINVAL;
     }
     if (!prefix_ok(r->prefix)) {
-        snprintf(why, whylen, "prefix must be under 512 bytes, without control characters, "
-                              "and must not start with '/'");
+        snprintf(why, whylen,
+                 "prefix must be under 512 bytes, without control characters, "
+                 "and must not start with '/'");
         return -EINVAL;
     }
     if (!token_ok(r->access_key, 1, TENANT_REMOTE_KEY_MAX)) {
@@ -173,11 +175,11 @@ static int save(struct tenants *t, const struct tenant_remote *r, const char *se
     json_t *j = json_pack(
         "{s:i,s:I,s:I,s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "v", REC_VERSION,
         "id", (json_int_t)r->id, "tenant", (json_int_t)r->tenant, "name", r->name, "endpoint",
-        r->endpoint, "region", r->region, "bucket", r->bucket, "prefix", r->prefix,
-        "virtual_host", r->virtual_host, "tls_no_verify", r->tls_no_verify, "ca_file", r->ca_file,
-        "access_key", r->access_key, "secret", sealed, "max_conns", (json_int_t)r->max_conns,
-        "parallel", (json_int_t)r->parallel, "connect_timeout_ms",
-        (json_int_t)r->connect_timeout_ms, "created", (json_int_t)r->created);
+        r->endpoint, "region", r->region, "bucket", r->bucket, "prefix", r->prefix, "virtual_host",
+        r->virtual_host, "tls_no_verify", r->tls_no_verify, "ca_file", r->ca_file, "access_key",
+        r->access_key, "secret", sealed, "max_conns", (json_int_t)r->max_conns, "parallel",
+        (json_int_t)r->parallel, "connect_timeout_ms", (json_int_t)r->connect_timeout_ms, "created",
+        (json_int_t)r->created);
     OPENSSL_cleanse(sealed, sizeof(sealed));
     if (!j)
         return -ENOMEM;
@@ -265,8 +267,9 @@ static int load_cb(void *arg, const void *key, size_t klen, const void *val, siz
         return 1;
     struct tenant_remote r;
     if (decode(val, vlen, &r, NULL) < 0) {
-        srv_log(ERROR, TIER, "a remote's record failed to decode (corrupt or unknown version); "
-                             "skipped");
+        srv_log(ERROR, TIER,
+                "a remote's record failed to decode (corrupt or unknown version); "
+                "skipped");
         return 0;
     }
     if ((l->rc = push(l->rs, &r)) < 0)
@@ -289,8 +292,8 @@ int tenants__remotes_open(struct tenants *t)
     pthread_mutex_init(&rs->mu, NULL);
     *tenants__remotes_slot(t) = rs;
     struct load l = {rs, 0, false};
-    int rc = meta_record_scan(tenants__meta(t), META_REC_CONFIG, REC_PREFIX,
-                              sizeof(REC_PREFIX) - 1, load_cb, &l);
+    int rc = meta_record_scan(tenants__meta(t), META_REC_CONFIG, REC_PREFIX, sizeof(REC_PREFIX) - 1,
+                              load_cb, &l);
     return rc < 0 ? rc : l.rc;
 }
 
@@ -362,8 +365,7 @@ static int next_id(struct tenants *t, uint32_t *out)
 /* ---- public calls ---- */
 
 int tenants_remote_create(struct tenants *t, const struct tenant_remote *in, const char *secret,
-                          char *why, size_t whylen, bool *check_failed,
-                          struct tenant_remote *out)
+                          char *why, size_t whylen, bool *check_failed, struct tenant_remote *out)
 {
     struct remotes *rs = R(t);
     struct tenant_remote r = *in;
@@ -382,8 +384,9 @@ int tenants_remote_create(struct tenants *t, const struct tenant_remote *in, con
         }
         if (r.ca_file[0]) {
             /* a tenant must not make the daemon open files of its host */
-            snprintf(why, whylen, "ca_file names a file of this host: only a system-wide "
-                                  "remote may have one");
+            snprintf(why, whylen,
+                     "ca_file names a file of this host: only a system-wide "
+                     "remote may have one");
             return -EACCES;
         }
     }
@@ -415,7 +418,7 @@ int tenants_remote_create(struct tenants *t, const struct tenant_remote *in, con
         .ca_file = r.ca_file[0] ? r.ca_file : NULL,
         .max_conns = 1,
         .connect_timeout_ms = (int)(r.connect_timeout_ms < CHECK_CONNECT_MS ? r.connect_timeout_ms
-                                                                           : CHECK_CONNECT_MS),
+                                                                            : CHECK_CONNECT_MS),
         .first_byte_timeout_ms = CHECK_ANSWER_MS,
         .idle_timeout_ms = CHECK_ANSWER_MS,
     };
@@ -582,4 +585,65 @@ int tenants_remote_usable(struct tenants *t, uint32_t id, uint32_t bucket_tenant
     if (r.tenant == 0)
         return system ? 0 : -EACCES;
     return r.tenant == bucket_tenant ? 0 : -ENOENT;
+}
+
+int tenants_remote_conn(struct tenants *t, uint32_t id, struct tier_upload_remote *out)
+{
+    struct remotes *rs = R(t);
+    struct tenant_remote r;
+    char key[32], aad[32], sealed[SEALED_MAX], why[300];
+    void *val = NULL;
+    size_t vlen = 0;
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&rs->mu);
+    bool allow = rs->allow_private;
+    pthread_mutex_unlock(&rs->mu);
+    rec_key(id, key, sizeof(key));
+    int rc = meta_record_get(tenants__meta(t), META_REC_CONFIG, key, strlen(key), &val, &vlen);
+    if (rc)
+        return rc;
+    rc = decode(val, vlen, &r, sealed) == 0 ? 0 : SRV_ECORRUPT;
+    OPENSSL_cleanse(val, vlen);
+    free(val);
+    snprintf(aad, sizeof(aad), "remote:%u", id);
+    if (rc == 0)
+        rc = tenants__unseal(tenants__mkey(t), aad, sealed, out->secret_key,
+                             sizeof(out->secret_key));
+    OPENSSL_cleanse(sealed, sizeof(sealed));
+    if (rc) {
+        srv_log(ERROR, TIER, "remote %u: its secret does not unseal (wrong master.key?)", id);
+        memset(out, 0, sizeof(*out));
+        return SRV_ECORRUPT;
+    }
+    snprintf(out->endpoint, sizeof(out->endpoint), "%s", r.endpoint);
+    snprintf(out->region, sizeof(out->region), "%s", r.region);
+    snprintf(out->bucket, sizeof(out->bucket), "%s", r.bucket);
+    snprintf(out->prefix, sizeof(out->prefix), "%s", r.prefix);
+    snprintf(out->ca_file, sizeof(out->ca_file), "%s", r.ca_file);
+    snprintf(out->access_key, sizeof(out->access_key), "%s", r.access_key);
+    out->parallel = (int)r.parallel;
+    out->cfg = (struct tier_s3_config){
+        .endpoint = out->endpoint,
+        .region = out->region,
+        .bucket = out->bucket,
+        .prefix = out->prefix,
+        .access_key = out->access_key,
+        .secret_key = out->secret_key,
+        .virtual_host = r.virtual_host,
+        .tls_no_verify = r.tls_no_verify,
+        .ca_file = out->ca_file[0] ? out->ca_file : NULL,
+        .max_conns = (int)r.max_conns,
+        .connect_timeout_ms = (int)r.connect_timeout_ms,
+    };
+    if (r.tenant) {
+        rc = tier_remote_resolve(&out->cfg, allow, out->connect_host, sizeof(out->connect_host),
+                                 why, sizeof(why));
+        if (rc) {
+            srv_log(WARN, TIER, "tenant=%u remote %u: %s", r.tenant, id, why);
+            memset(out, 0, sizeof(*out));
+            return rc;
+        }
+        out->cfg.connect_host = out->connect_host;
+    }
+    return 0;
 }

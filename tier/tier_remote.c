@@ -230,8 +230,8 @@ int tier_remote_resolve(const struct tier_s3_config *cfg, bool allow_private, ch
     rc = 0;
     for (struct addrinfo *a = ai; a && rc == 0; a = a->ai_next) {
         char text[TIER_REMOTE_ADDR_MAX];
-        if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof(text), NULL, 0,
-                        NI_NUMERICHOST) != 0) {
+        if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof(text), NULL, 0, NI_NUMERICHOST) !=
+            0) {
             say(why, whylen, "cannot use an address of '%s'", name);
             rc = -EHOSTUNREACH;
             break;

@@ -78,9 +78,11 @@ static const struct cmd_doc {
      "                [--region R] [--prefix P] [--virtual-host] [--ca-file FILE]\n"
      "                [--no-verify] [--max-conns N] [--parallel N] [--connect-timeout-ms N]\n"
      "      (the secret key: --secret-file FILE, '-' for stdin, or S3NFS_REMOTE_SECRET_KEY)\n"},
-    {"tier", "get delete set",
-     "  tier get T BUCKET | delete T BUCKET\n"
-     "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS]\n"},
+    {"tier", "get delete set flush",
+     "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
+     "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS]\n"
+     "  tier flush T BUCKET [--timeout SECONDS]   wait until everything written before\n"
+     "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
 };
 #define NCMDS (sizeof(cmd_docs) / sizeof(cmd_docs[0]))
@@ -1225,6 +1227,7 @@ static int cmd_tier(int argc, char **argv)
     static const struct opt opts[] = {
         {"--remote", NULL, OPT_ARG, 0},
         {"--upload-after", "upload_after_s", OPT_NUM, FOR_UPDATE},
+        {"--timeout", NULL, OPT_ARG, 0},
         {NULL, NULL, OPT_ARG, 0},
     };
     char p[512];
@@ -1236,6 +1239,42 @@ static int cmd_tier(int argc, char **argv)
         api("GET", NULL, "%s", p);
     } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
         api("DELETE", NULL, "%s", p);
+    } else if (strcmp(argv[0], "flush") == 0) {
+        const char *ts = flag(argc, argv, 3, "--timeout", true);
+        uint64_t timeout = ts ? parse_num(ts, false) : 300;
+        char fp[600];
+        snprintf(fp, sizeof(fp), "%s/flush", p);
+        json_t *j = call("POST", fp, NULL, false);
+        uint64_t barrier = (uint64_t)json_integer_value(json_object_get(j, "barrier"));
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+            if (json_is_true(json_object_get(j, "done"))) {
+                show(j, 200);
+                json_decref(j);
+                return 0;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((uint64_t)(now.tv_sec - start.tv_sec) >= timeout)
+                break;
+            json_decref(j);
+            struct timespec pause = {0, 250000000};
+            nanosleep(&pause, NULL);
+            char gp[700];
+            snprintf(gp, sizeof(gp), "%s?barrier=%" PRIu64, fp, barrier);
+            j = call("GET", gp, NULL, false);
+        }
+        json_t *up = json_object_get(j, "uploads");
+        fprintf(stderr,
+                "s3nfsctl: tier flush: not done after %" PRIu64 " s: %" JSON_INTEGER_FORMAT
+                " file(s) (%" JSON_INTEGER_FORMAT " bytes) to upload, %" JSON_INTEGER_FORMAT
+                " remote delete(s) left; last error: %s\n",
+                timeout, json_integer_value(json_object_get(up, "pending_files")),
+                json_integer_value(json_object_get(up, "pending_bytes")),
+                json_integer_value(json_object_get(up, "deletes_pending")),
+                json_string_value(json_object_get(up, "last_error")) ?: "none");
+        json_decref(j);
+        return 1;
     } else if (strcmp(argv[0], "set") == 0) {
         const char *r = flag(argc, argv, 3, "--remote", true);
         if (!r)

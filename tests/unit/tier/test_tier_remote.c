@@ -41,9 +41,13 @@ static void test_endpoint_parse(void **state)
     assert_int_equal(tier_endpoint_parse("https://[fe80::1]", &ep, why, sizeof(why)), 0);
     assert_int_equal(ep.port, 443);
 
-    const char *bad[] = {"ftp://h", "h:80", "http://", "http://h/path", "http://h:0",
-                         "http://h:65536", "http://h:x", "http://[::1", "http://[::1]x",
-                         "http://user@h", "http://h?x=1", "http://h h", "http://h:", NULL};
+    const char *bad[] = {"ftp://h",       "h:80",
+                         "http://",       "http://h/path",
+                         "http://h:0",    "http://h:65536",
+                         "http://h:x",    "http://[::1",
+                         "http://[::1]x", "http://user@h",
+                         "http://h?x=1",  "http://h h",
+                         "http://h:",     NULL};
     for (int i = 0; bad[i]; i++) {
         why[0] = '\0';
         assert_int_equal(tier_endpoint_parse(bad[i], &ep, why, sizeof(why)), -EINVAL);
