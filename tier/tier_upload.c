@@ -1125,6 +1125,15 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         return 0;
     bool have = meta_tier_get(s->t, kv->ino, &s->c) == 0;
     bool same_key = have && s->c.st.keylen == klen && memcmp(s->c.key, key, klen) == 0;
+    if (have && !same_key) {
+        /* a second name (hard link) of a file whose copy is under its first name: the
+         * file is uploaded under one name only, the one its record has */
+        uint64_t other = 0;
+        uint32_t ot = 0;
+        if (meta_keyidx_get(s->t, s->pe->bucket, s->c.key, s->c.st.keylen, &other, &ot) == 0 &&
+            other == kv->ino)
+            return 0;
+    }
     pthread_mutex_lock(&u->mu);
     struct bstat *b = bstat_get(u, s->pe->bucket, true);
     if (!b) {
@@ -1145,10 +1154,11 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
     bool due = age_s >= (int64_t)s->pe->p.upload_after_s || (b->barrier_ns && ct <= b->barrier_ns);
-    struct fail *f = fail_find(u, kv->ino);
     int rc = 0;
-    if (due && !inflight_has(u, kv->ino) && !(f && f->until_ms > now_ms()) &&
-        !remote_down(u, s->pe->p.remote) && u->queued < (size_t)u->nwork * 8) {
+    /* cheapest checks first: this runs for every pending file of every pass */
+    if (due && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
+        !inflight_has(u, kv->ino) &&
+        !(fail_find(u, kv->ino) && fail_find(u, kv->ino)->until_ms > now_ms())) {
         struct job *j = calloc(1, sizeof(*j));
         if (j && (j->key = strndup(key, klen))) {
             j->ino = kv->ino;
@@ -1253,9 +1263,8 @@ static int dscan_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
             b->pend_barrier_cur++;
     }
     rc = 0;
-    if (!inflight_has(u, ino) && !remote_down(u, c->st.remote) &&
-        !(fail_find(u, ino) && fail_find(u, ino)->until_ms > now_ms()) &&
-        u->queued < (size_t)u->nwork * 8) {
+    if (u->queued < (size_t)u->nwork * 8 && !remote_down(u, c->st.remote) &&
+        !inflight_has(u, ino) && !(fail_find(u, ino) && fail_find(u, ino)->until_ms > now_ms())) {
         struct job *j = calloc(1, sizeof(*j));
         if (j && (j->key = strdup(c->key))) {
             j->del = true;
@@ -1563,6 +1572,14 @@ int tier_upload_state(struct tier_upload *u, uint64_t bucket, uint64_t ino, uint
     size_t vl;
     struct tier_policy p;
     memset(out, 0, sizeof(*out));
+    /* GET and HEAD of every bucket ask, on event-loop threads: a bucket the last pass
+     * did not find tiered costs no metadata read (a new policy shows after one pass) */
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, bucket, false);
+    bool tiered = b && b->st.tiered;
+    pthread_mutex_unlock(&u->mu);
+    if (!tiered)
+        return 0;
     int rc = meta_rtxn_begin(u->cfg.meta, &t);
     if (rc)
         return rc;

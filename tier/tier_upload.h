@@ -96,6 +96,9 @@ struct tier_file_info {
     int64_t time_s; /* UPLOADED: when it was confirmed */
 };
 /** The state of file @p ino at @p key of @p bucket whose change counter is @p change.
+ * A bucket the last pass did not find tiered answers TIER_STATE_NONE without reading
+ * the store (so a new policy shows after one pass). Cheap enough for an event-loop
+ * thread (a lock held briefly, one read transaction for tiered buckets).
  * @return 0, or a store error. */
 int tier_upload_state(struct tier_upload *u, uint64_t bucket, uint64_t ino, uint64_t change,
                       const char *key, size_t keylen, struct tier_file_info *out);

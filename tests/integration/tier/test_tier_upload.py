@@ -59,6 +59,9 @@ def tiered_bucket(d, endpoint, akey, skey, rbucket, delay, prefix="p/"):
     b = "lb" + uuid.uuid4().hex[:8]
     d.boto3().create_bucket(Bucket=b)
     adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": delay})
+    # the state header shows once a pass of the uploader has seen the policy
+    wait_for(lambda: adm.get(f"/tenants/1/buckets/{b}/tier")["uploads"] is not None,
+             what="a first pass")
     return b, r
 
 
@@ -169,6 +172,36 @@ def test_nfs_written_file_rename_and_flush(d, rgw):
     assert remote_body(rs3, rb, "p/old-name") is None
     st, js = adm.call("GET", f"/tenants/1/buckets/{b}/tier/flush?barrier=999")
     assert st == 404
+    # a directory rename moves every file under it; a hard link is copied under one name
+    with Nfs(d) as n:
+        st, root = n.mount("/")
+        st, bfh = n.lookup(root, b)
+        st, dfh = n.mkdir(bfh, "d1")
+        assert st == 0
+        st, xfh = n.create(dfh, "x")
+        assert n.write_all(xfh, b"in d1", stable=FILE_SYNC)[0] == 0
+    flush(adm, b)
+    assert remote_body(rs3, rb, "p/d1/x") == b"in d1"
+    with Nfs(d) as n:
+        st, root = n.mount("/")
+        st, bfh = n.lookup(root, b)
+        assert n.rename(bfh, "d1", bfh, "d2") == 0
+        st, cfh = n.lookup(bfh, "ckpt.bin")
+        st, _ = n.nfs(15, Packer().opaque(cfh).opaque(bfh).string("ckpt-link").bytes())  # LINK
+        assert st == 0
+    flush(adm, b)
+    assert remote_body(rs3, rb, "p/d2/x") == b"in d1"
+    assert remote_body(rs3, rb, "p/d1/x") is None
+    assert state(d, b, "ckpt.bin")[0] == "uploaded"
+    time.sleep(1)  # no ping-pong between the two names: still uploaded, nothing pending
+    assert state(d, b, "ckpt.bin")[0] == "uploaded"
+    assert adm.get(f"/tenants/1/buckets/{b}/tier")["uploads"]["pending_files"] == 0
+
+
+def flush(adm, b):
+    bar = adm.call("POST", f"/tenants/1/buckets/{b}/tier/flush")[1]["barrier"]
+    wait_for(lambda: adm.get(f"/tenants/1/buckets/{b}/tier/flush?barrier={bar}")["done"],
+             what="flush")
 
 
 def test_flush_times_out_with_a_clear_answer(daemon_factory, rgw):
