@@ -155,9 +155,16 @@ def test_tenant_isolation_and_policies(d, rgw, rbucket):
     assert st == 403, js
     # A tiers its own bucket to its own remote (by name)
     pol = aa.put(f"/tenants/{a.id}/buckets/abkt/tier", {"remote": "mine", "upload_after_s": 5})
+    assert "uploads" in pol  # null until the uploader's first pass over the bucket
+    pol.pop("uploads")
     assert pol == {"bucket": "abkt", "remote": ra["id"], "remote_name": "mine",
                    "remote_tenant": a.id, "upload_after_s": 5, "eviction": "not built"}
-    assert aa.get(f"/tenants/{a.id}/buckets/abkt/tier") == pol
+
+    def policy(adm_, t, b):
+        p = adm_.get(f"/tenants/{t}/buckets/{b}/tier")
+        p.pop("uploads")
+        return p
+    assert policy(aa, a.id, "abkt") == pol
     # ...and not another tenant's bucket
     st, _ = aa.call("GET", f"/tenants/{b.id}/buckets/bbkt/tier")
     assert st == 403
@@ -172,7 +179,11 @@ def test_tenant_isolation_and_policies(d, rgw, rbucket):
     assert st == 400, js
     st, js = aa.call("PUT", f"/tenants/{a.id}/buckets/abkt/tier", {})
     assert st == 400, js
-    assert aa.get(f"/tenants/{a.id}/buckets/abkt/tier") == pol  # unchanged by the refusals
+    assert policy(aa, a.id, "abkt") == pol  # unchanged by the refusals
+    # one remote serves one bucket (objects are named by the bucket's keys)
+    s3_for(d, a).create_bucket(Bucket="abkt2")
+    st, js = aa.call("PUT", f"/tenants/{a.id}/buckets/abkt2/tier", {"remote": "mine"})
+    assert st == 409 and "another bucket" in js["message"], js
     # a remote in use cannot go
     st, js = aa.call("DELETE", f"/remotes/{ra['id']}")
     assert st == 409 and js["error"] == "InUse", js
