@@ -39,8 +39,8 @@
 #define BUCKET_KIND_TIER 3 /* bucketcfg kind of a tier policy (core.h CORE_BLOB_TIER) */
 #define SCAN_CHUNK 512     /* keys looked at per read txn */
 #define META_PAIRS_MAX 64
-#define FAIL_MAX 4096      /* files backing off, remembered at once */
-#define FILE_TYPE_REG 1    /* enum core_ftype CORE_REG */
+#define FAIL_MAX 4096   /* files backing off, remembered at once */
+#define FILE_TYPE_REG 1 /* enum core_ftype CORE_REG */
 
 /* ---- pure helpers ---- */
 
@@ -121,38 +121,38 @@ int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
 
 struct job {
     struct job *next;
-    bool del;               /* delete a stale remote copy (its record: ino) */
+    bool del; /* delete a stale remote copy (its record: ino) */
     uint64_t ino, bucket, change, size;
     uint32_t tenant, remote;
-    char *key;              /* upload: the file's key; del: the copy's key */
-    char *oldkey;           /* upload: a copy under another key to delete after, or NULL */
+    char *key;    /* upload: the file's key; del: the copy's key */
+    char *oldkey; /* upload: a copy under another key to delete after, or NULL */
     uint32_t oldremote;
-    int64_t ctime_ns;       /* the change's time (for barriers) */
+    int64_t ctime_ns; /* the change's time (for barriers) */
 };
 
 struct bstat {
     uint64_t bucket;
     uint32_t tenant;
     char name[256];
-    struct tier_bucket_stats st; /* of the last complete pass */
+    struct tier_bucket_stats st;  /* of the last complete pass */
     struct tier_bucket_stats cur; /* being gathered */
     uint64_t uploading;
-    int64_t barrier_ns;     /* files changed before this are due at once (0: none) */
-    uint64_t barrier_pass;  /* the pass counter when the barrier was set */
+    int64_t barrier_ns;    /* files changed before this are due at once (0: none) */
+    uint64_t barrier_pass; /* the pass counter when the barrier was set */
     uint64_t barrier_seq;
-    uint64_t pend_barrier;  /* last complete pass: files/deletes not done before barrier */
+    uint64_t pend_barrier; /* last complete pass: files/deletes not done before barrier */
     uint64_t pend_barrier_cur;
-    uint64_t done_pass;     /* last complete pass that looked at it */
-    bool seen;              /* the current pass looked at it */
+    uint64_t done_pass; /* last complete pass that looked at it */
+    bool seen;          /* the current pass looked at it */
 };
 
 struct rclient {
     uint32_t id;
     struct tier_s3 *s3;
     int parallel;
-    unsigned tries;         /* retryable failures in a row */
-    int64_t down_until_ms;  /* backing off until */
-    bool swept;             /* leftovers of earlier runs aborted */
+    unsigned tries;        /* retryable failures in a row */
+    int64_t down_until_ms; /* backing off until */
+    bool swept;            /* leftovers of earlier runs aborted */
 };
 
 struct fail {
@@ -164,13 +164,14 @@ struct fail {
 struct tier_upload {
     struct tier_upload_config cfg;
     pthread_mutex_t mu;
-    pthread_cond_t work_cv;  /* a job is queued, or stop */
-    pthread_cond_t scan_cv;  /* kick, or stop */
+    pthread_mutex_t mk;     /* held while a client is made and its remote swept */
+    pthread_cond_t work_cv; /* a job is queued, or stop */
+    pthread_cond_t scan_cv; /* kick, or stop */
     bool stop, kicked;
-    bool closing;            /* the clients are being freed: no request may start */
+    bool closing; /* the clients are being freed: no request may start */
     struct job *head, *tail;
     size_t queued;
-    uint64_t *inflight;      /* inos of jobs queued or running */
+    uint64_t *inflight; /* inos of jobs queued or running */
     size_t ninflight, capinflight;
     struct bstat *b;
     size_t nb, capb;
@@ -178,7 +179,7 @@ struct tier_upload {
     size_t nrc, caprc;
     struct fail fails[FAIL_MAX];
     size_t nfails;
-    uint64_t passes;         /* passes begun */
+    uint64_t passes; /* passes begun */
     uint64_t seq;
     int64_t started_s;
     /* counters */
@@ -194,8 +195,7 @@ struct tier_upload {
 };
 
 enum { EK_CONNECT, EK_TIMEOUT, EK_AUTH, EK_REMOTE, EK_LOCAL, EK_CHANGED };
-static const char *const ek_names[] = {"connect", "timeout", "auth", "remote", "local",
-                                       "changed"};
+static const char *const ek_names[] = {"connect", "timeout", "auth", "remote", "local", "changed"};
 
 static _Atomic(struct tier_upload *) the_uploader;
 
@@ -542,16 +542,16 @@ static void failed(struct tier_upload *u, uint64_t bucket, uint32_t id, uint64_t
     srv_log(WARN, TIER, "remote %u: %s: %s (tried again later)", id, what, msg);
 }
 
-/* Abort the multipart uploads an earlier run left on remote @p r (begun before this
- * start): its prefix belongs to one bucket of this daemon (a policy is refused for a
- * remote another bucket uses). */
+/* Abort the multipart uploads an earlier run left on remote @p id: its prefix belongs to
+ * one bucket of this daemon (a policy is refused for a remote another bucket uses), and
+ * this runs (u->mk held) before the remote's first use since the start. */
 static void sweep(struct tier_upload *u, struct tier_s3 *s3, uint32_t id)
 {
     char *km = NULL, *um = NULL;
     unsigned aborted = 0;
     for (int page = 0; page < 100; page++) {
-        struct tier_s3_op op = {.code = TIER_S3_MPU_LIST, .prefix = "", .key_marker = km,
-                                .upload_marker = um};
+        struct tier_s3_op op = {
+            .code = TIER_S3_MPU_LIST, .prefix = "", .key_marker = km, .upload_marker = um};
         struct tier_s3_result res;
         int rc = run_one(u, s3, &op, &res);
         free(km);
@@ -564,11 +564,10 @@ static void sweep(struct tier_upload *u, struct tier_s3 *s3, uint32_t id)
             break;
         }
         for (size_t i = 0; i < res.nentries; i++) {
+            /* none is this run's: the sweep runs before the remote's first use */
             struct tier_s3_entry *e = &res.entries[i];
-            if (e->time && e->time >= u->started_s)
-                continue; /* begun by this run */
-            struct tier_s3_op ab = {.code = TIER_S3_MPU_ABORT, .key = e->key,
-                                    .upload_id = e->upload_id};
+            struct tier_s3_op ab = {
+                .code = TIER_S3_MPU_ABORT, .key = e->key, .upload_id = e->upload_id};
             struct tier_s3_result ar;
             if (run_one(u, s3, &ab, &ar) == 0)
                 aborted++;
@@ -587,14 +586,18 @@ static void sweep(struct tier_upload *u, struct tier_s3 *s3, uint32_t id)
     free(km);
     free(um);
     if (aborted)
-        srv_log(INFO, TIER, "remote %u: aborted %u multipart upload%s left by an earlier run",
-                id, aborted, aborted == 1 ? "" : "s");
+        srv_log(INFO, TIER, "remote %u: aborted %u multipart upload%s left by an earlier run", id,
+                aborted, aborted == 1 ? "" : "s");
 }
+
+static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *parallel, char *why,
+                                   size_t whylen, int *err);
 
 /* The client of remote @p id, made on first use. @return it, or NULL (@p why says). */
 static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parallel, char *why,
-                                 size_t whylen)
+                                 size_t whylen, int *err)
 {
+    *err = -EIO;
     pthread_mutex_lock(&u->mu);
     if (u->closing) {
         pthread_mutex_unlock(&u->mu);
@@ -609,6 +612,29 @@ static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parall
         return s3;
     }
     pthread_mutex_unlock(&u->mu);
+    /* one maker at a time: the first worker makes the client and sweeps the remote,
+     * the others wait and then find it */
+    pthread_mutex_lock(&u->mk);
+    pthread_mutex_lock(&u->mu);
+    r = rclient_find(u, id);
+    if (r && r->s3) {
+        *parallel = r->parallel;
+        struct tier_s3 *s3 = r->s3;
+        pthread_mutex_unlock(&u->mu);
+        pthread_mutex_unlock(&u->mk);
+        return s3;
+    }
+    pthread_mutex_unlock(&u->mu);
+    struct tier_s3 *made = client_make(u, id, parallel, why, whylen, err);
+    pthread_mutex_unlock(&u->mk);
+    return made;
+}
+
+/* client_of's second half, u->mk held. */
+static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *parallel, char *why,
+                                   size_t whylen, int *err)
+{
+    struct rclient *r;
     struct tier_upload_remote *rem = calloc(1, sizeof(*rem));
     if (!rem) {
         snprintf(why, whylen, "out of memory");
@@ -621,6 +647,7 @@ static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parall
     if (rc == 0)
         rc = m.rc;
     if (rc) {
+        *err = rc;
         snprintf(why, whylen, "%s", m.why[0] ? m.why : srv_strerror(rc));
         memset(rem, 0, sizeof(*rem));
         free(rem);
@@ -722,8 +749,8 @@ static bool key_used(struct tier_upload *u, uint64_t bucket, const char *key)
 
 /* ---- one job ---- */
 
-static int delete_copy(struct tier_upload *u, struct tier_s3 *s3, uint32_t remote,
-                       uint64_t bucket, uint64_t ino, const char *key)
+static int delete_copy(struct tier_upload *u, struct tier_s3 *s3, uint32_t remote, uint64_t bucket,
+                       uint64_t ino, const char *key)
 {
     struct tier_s3_op op = {.code = TIER_S3_DELETE_OBJECT, .key = key};
     struct tier_s3_result res;
@@ -744,7 +771,16 @@ static void do_delete(struct tier_upload *u, struct job *j)
         meta_submit(u->cfg.meta, rec_fn, &a, 0);
         return;
     }
-    struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why));
+    int err;
+    struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why), &err);
+    if (!s3 && err == -ENOENT) {
+        /* the remote was deleted: its copies are out of reach; forget them */
+        struct rec_op a = {j->ino, NULL, j->key, j->change};
+        if (meta_submit(u->cfg.meta, rec_fn, &a, 0) == 0)
+            srv_log(WARN, TIER, "remote %u no longer exists: its copy of %s stays there", j->remote,
+                    j->key);
+        return;
+    }
     if (!s3) {
         failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "remote", why);
         return;
@@ -807,12 +843,13 @@ static int do_upload(struct tier_upload *u, struct job *j)
     int par = 4, rc;
     char **bufs = NULL;
     struct tier_s3_part *parts = NULL;
-    char (*etags)[TIER_S3_ETAG_MAX] = NULL;
+    char(*etags)[TIER_S3_ETAG_MAX] = NULL;
     char *upload_id = NULL;
     uint64_t nparts = 1, psize = u->cfg.part_size;
     struct tier_s3_result res;
     memset(&res, 0, sizeof(res));
-    struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why));
+    int err;
+    struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why), &err);
     if (!s3) {
         failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "remote", why);
         return -EIO;
@@ -847,9 +884,13 @@ static int do_upload(struct tier_upload *u, struct job *j)
                    "read", rc == -EAGAIN ? "the file changed while read" : srv_strerror(rc));
             goto out;
         }
-        struct tier_s3_op op = {.code = TIER_S3_PUT_OBJECT, .key = j->key, .data = bufs[0],
-                                .size = len, .content_type = ctype[0] ? ctype : NULL,
-                                .meta = kv, .nmeta = (size_t)nmeta};
+        struct tier_s3_op op = {.code = TIER_S3_PUT_OBJECT,
+                                .key = j->key,
+                                .data = bufs[0],
+                                .size = len,
+                                .content_type = ctype[0] ? ctype : NULL,
+                                .meta = kv,
+                                .nmeta = (size_t)nmeta};
         rc = run_one(u, s3, &op, &res);
         if (rc) {
             failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
@@ -859,8 +900,10 @@ static int do_upload(struct tier_upload *u, struct job *j)
         snprintf(etag, sizeof(etag), "%s", res.obj.etag);
         tier_s3_result_fini(&res);
     } else {
-        struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE, .key = j->key,
-                                .content_type = ctype[0] ? ctype : NULL, .meta = kv,
+        struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
+                                .key = j->key,
+                                .content_type = ctype[0] ? ctype : NULL,
+                                .meta = kv,
                                 .nmeta = (size_t)nmeta};
         rc = run_one(u, s3, &op, &res);
         if (rc) {
@@ -886,9 +929,11 @@ static int do_upload(struct tier_upload *u, struct job *j)
                 uint64_t off = (p0 + i) * psize;
                 size_t len = (size_t)(j->size - off < psize ? j->size - off : psize);
                 rc = read_all(u, j, off, bufs[i], len);
-                ops[i] = (struct tier_s3_op){.code = TIER_S3_MPU_PART, .key = j->key,
+                ops[i] = (struct tier_s3_op){.code = TIER_S3_MPU_PART,
+                                             .key = j->key,
                                              .upload_id = upload_id,
-                                             .part_number = (int)(p0 + i + 1), .data = bufs[i],
+                                             .part_number = (int)(p0 + i + 1),
+                                             .data = bufs[i],
                                              .size = len};
             }
             if (rc) {
@@ -916,8 +961,10 @@ static int do_upload(struct tier_upload *u, struct job *j)
                    "the file changed while read");
         }
         if (rc == 0) {
-            struct tier_s3_op cop = {.code = TIER_S3_MPU_COMPLETE, .key = j->key,
-                                     .upload_id = upload_id, .parts = parts,
+            struct tier_s3_op cop = {.code = TIER_S3_MPU_COMPLETE,
+                                     .key = j->key,
+                                     .upload_id = upload_id,
+                                     .parts = parts,
                                      .nparts = (size_t)nparts};
             rc = run_one(u, s3, &cop, &res);
             if (rc)
@@ -928,8 +975,8 @@ static int do_upload(struct tier_upload *u, struct job *j)
             tier_s3_result_fini(&res);
         }
         if (rc) {
-            struct tier_s3_op ab = {.code = TIER_S3_MPU_ABORT, .key = j->key,
-                                    .upload_id = upload_id};
+            struct tier_s3_op ab = {
+                .code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
             run_one(u, s3, &ab, &res);
             tier_s3_result_fini(&res);
             goto out;
@@ -956,8 +1003,9 @@ static int do_upload(struct tier_upload *u, struct job *j)
     /* the copy under the file's former key goes, unless another file took that key */
     if (j->oldkey && !key_used(u, j->bucket, j->oldkey)) {
         int orc;
-        struct tier_s3 *os3 = j->oldremote == j->remote ? s3 : client_of(u, j->oldremote, &orc,
-                                                                          why, sizeof(why));
+        struct tier_s3 *os3 = j->oldremote == j->remote
+                                  ? s3
+                                  : client_of(u, j->oldremote, &orc, why, sizeof(why), &err);
         if (os3 && (rc = delete_copy(u, os3, j->oldremote, j->bucket, j->ino, j->oldkey)) != 0)
             goto out;
     }
@@ -1482,6 +1530,7 @@ void tier_upload_stop(struct tier_upload *u)
     free(u->b);
     free(u->rc);
     pthread_mutex_destroy(&u->mu);
+    pthread_mutex_destroy(&u->mk);
     pthread_cond_destroy(&u->work_cv);
     pthread_cond_destroy(&u->scan_cv);
     free(u);
@@ -1512,6 +1561,7 @@ int tier_upload_start(struct tier_upload **out, const struct tier_upload_config 
     u->started_s = (int64_t)time(NULL);
     u->rnd = (uint32_t)real_ns() | 1;
     pthread_mutex_init(&u->mu, NULL);
+    pthread_mutex_init(&u->mk, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1615,8 +1665,7 @@ int tier_upload_state(struct tier_upload *u, uint64_t bucket, uint64_t ino, uint
     return 0;
 }
 
-int tier_upload_bucket_stats(struct tier_upload *u, uint64_t bucket,
-                             struct tier_bucket_stats *out)
+int tier_upload_bucket_stats(struct tier_upload *u, uint64_t bucket, struct tier_bucket_stats *out)
 {
     pthread_mutex_lock(&u->mu);
     struct bstat *b = bstat_get(u, bucket, false);

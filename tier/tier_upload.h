@@ -92,7 +92,7 @@ const char *tier_file_state_name(enum tier_file_state s);
 
 struct tier_file_info {
     enum tier_file_state state;
-    char etag[80]; /* UPLOADED: the remote's ETag */
+    char etag[80];  /* UPLOADED: the remote's ETag */
     int64_t time_s; /* UPLOADED: when it was confirmed */
 };
 /** The state of file @p ino at @p key of @p bucket whose change counter is @p change.
@@ -105,20 +105,19 @@ int tier_upload_state(struct tier_upload *u, uint64_t bucket, uint64_t ino, uint
 
 /** What the last complete pass found in one bucket. */
 struct tier_bucket_stats {
-    bool tiered;             /* the bucket has a policy (at the last pass) */
-    uint64_t passes;         /* complete passes that looked at it */
-    uint64_t pending_files;  /* files to upload (regardless of the delay) */
+    bool tiered;            /* the bucket has a policy (at the last pass) */
+    uint64_t passes;        /* complete passes that looked at it */
+    uint64_t pending_files; /* files to upload (regardless of the delay) */
     uint64_t pending_bytes;
-    int64_t oldest_s;        /* age of the oldest change not uploaded, seconds */
+    int64_t oldest_s;         /* age of the oldest change not uploaded, seconds */
     uint64_t deletes_pending; /* remote copies to delete */
-    uint64_t uploaded_files; /* files whose copy is current */
-    uint64_t uploading;      /* now */
-    char last_error[256];    /* the last failure on this bucket's remote, or "" */
+    uint64_t uploaded_files;  /* files whose copy is current */
+    uint64_t uploading;       /* now */
+    char last_error[256];     /* the last failure on this bucket's remote, or "" */
     int64_t last_error_s;
 };
 /** @return 0, -ENOENT (no pass looked at the bucket yet). */
-int tier_upload_bucket_stats(struct tier_upload *u, uint64_t bucket,
-                             struct tier_bucket_stats *out);
+int tier_upload_bucket_stats(struct tier_upload *u, uint64_t bucket, struct tier_bucket_stats *out);
 
 /** Flush barrier: from now on every file of @p bucket changed before this moment is
  * due at once (its delay does not apply), and @p barrier names the moment.

@@ -36,7 +36,8 @@ static void test_backoff(void **state)
     assert_true(tier_backoff_ms(1000, 1000, 300000, UINT32_MAX) < 450000);
     assert_int_equal(tier_backoff_ms(0, 0, 10, 0x80000000u), 1);
     /* spread: different random numbers give different delays */
-    assert_true(tier_backoff_ms(3, 100, 10000, 1u << 30) != tier_backoff_ms(3, 100, 10000, 3u << 30));
+    assert_true(tier_backoff_ms(3, 100, 10000, 1u << 30) !=
+                tier_backoff_ms(3, 100, 10000, 3u << 30));
 }
 
 static size_t rec(uint8_t *p, int type, const char *k, const char *v)
@@ -212,8 +213,10 @@ static void test_tier_records_in_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_backoff),          cmocka_unit_test(test_objmeta_parse),
-        cmocka_unit_test(test_state_names),      cmocka_unit_test(test_tier_record_codec),
+        cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_objmeta_parse),
+        cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_tier_record_codec),
         cmocka_unit_test(test_tier_records_in_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
