@@ -232,10 +232,16 @@ def test_sigkill_with_uploads_pending_then_restart(daemon_factory, rgw):
         s3.put_object(Bucket=b, Key=k, Body=v)
     dm.kill()  # within the delay: nothing uploaded yet
     assert all(remote_body(rs3, rb, "p/" + k) is None for k in files)
+    # a multipart upload the killed run left behind (as one killed mid-upload would)
+    left = rs3.create_multipart_upload(Bucket=rb, Key="p/k0")["UploadId"]
+    rs3.upload_part(Bucket=rb, Key="p/k0", UploadId=left, PartNumber=1, Body=b"x" * 100)
     dm.start()
     for k, v in files.items():
         wait_for(lambda k=k, v=v: remote_body(rs3, rb, "p/" + k) == v, what=f"{k} after restart")
     wait_for(lambda: state(dm, b, "k0")[0] == "uploaded", what="state after restart")
+    # the leftover was aborted before the first upload to the remote
+    assert rs3.list_multipart_uploads(Bucket=rb).get("Uploads", []) == []
+    assert "aborted 1 multipart upload left by an earlier run" in open(dm.log_path).read()
 
 
 def test_remote_down_local_writes_go_on(daemon_factory, own_s3nfsd):
@@ -270,3 +276,24 @@ def urlget(url):
     import urllib.request
     with urllib.request.urlopen(url, timeout=10) as r:
         return r.read().decode()
+
+
+def test_file_changed_during_its_upload_goes_again(daemon_factory, own_s3nfsd):
+    """The remote (a second s3nfsd) takes writes at 4 MiB/s (its QoS), so a 16 MiB upload
+    lasts seconds; the file is replaced meanwhile: the remote ends with the new content
+    and the state never says uploaded for the old one."""
+    rem = own_s3nfsd
+    Admin(rem.daemon).put("/tenants/1/qos", {"write_bps": 4 * 1024 * 1024})
+    dm = daemon_factory(extra_args=FAST).start()
+    b, _ = tiered_bucket(dm, rem.endpoint, rem.access_key, rem.secret_key, rem.bucket, 0)
+    s3 = dm.boto3()
+    s3.put_object(Bucket=b, Key="f", Body=os.urandom(16 * 1024 * 1024))
+    wait_for(lambda: state(dm, b, "f")[0] == "uploading", timeout=30, step=0.05,
+             what="the upload to start")
+    s3.put_object(Bucket=b, Key="f", Body=b"second content")
+    assert state(dm, b, "f")[0] in ("local", "uploading")
+    rs3 = rem.daemon.boto3()
+    wait_for(lambda: remote_body(rs3, rem.bucket, "p/f") == b"second content", timeout=90,
+             what="the new content on the remote")
+    wait_for(lambda: state(dm, b, "f")[0] == "uploaded", what="uploaded")
+    assert rs3.list_multipart_uploads(Bucket=rem.bucket).get("Uploads", []) == []
