@@ -673,7 +673,10 @@ static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *para
         r->id = id;
     }
     struct tier_s3 *out = m.s3;
-    if (r && !r->s3) {
+    if (u->closing) {
+        r = NULL; /* stopping: the loop frees no client made now, so free it here */
+        out = NULL;
+    } else if (r && !r->s3) {
         r->s3 = m.s3;
         r->parallel = par;
         r->swept = true;
@@ -687,8 +690,8 @@ static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *para
         struct tier_s3 *extra = m.s3;
         run_on_loop(u, client_free_fn, extra);
     }
-    if (!r) {
-        snprintf(why, whylen, "out of memory");
+    if (!r || !out) {
+        snprintf(why, whylen, "%s", u->closing ? "stopping" : "out of memory");
         return NULL;
     }
     return out;
@@ -749,6 +752,37 @@ static bool key_used(struct tier_upload *u, uint64_t bucket, const char *key)
 
 /* ---- one job ---- */
 
+static int forget_fn(struct meta_txn *t, void *arg)
+{
+    const struct rec_op *a = arg;
+    struct meta_tier_copy cur;
+    int rc = meta_tier_get(t, a->ino, &cur);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc == 0 && strcmp(cur.key, a->old_key) != 0)
+        return 0;
+    rc = meta_tier_del(t, a->ino);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* A remote copy at @p key was just deleted because no file had the key. Should a file
+ * have taken the key and been uploaded between that check and the delete, its copy is
+ * gone: forget its record, so the next pass uploads it again. */
+static void after_delete(struct tier_upload *u, uint64_t bucket, const char *key)
+{
+    struct meta_txn *t;
+    uint64_t ino = 0;
+    uint32_t type = 0;
+    if (meta_rtxn_begin(u->cfg.meta, &t) != 0)
+        return;
+    int rc = meta_keyidx_get(t, bucket, key, strlen(key), &ino, &type);
+    meta_rtxn_end(t);
+    if (rc == 0 && ino) {
+        struct rec_op a = {ino, NULL, key, 0};
+        meta_submit(u->cfg.meta, forget_fn, &a, 0);
+    }
+}
+
 static int delete_copy(struct tier_upload *u, struct tier_s3 *s3, uint32_t remote, uint64_t bucket,
                        uint64_t ino, const char *key)
 {
@@ -787,6 +821,7 @@ static void do_delete(struct tier_upload *u, struct job *j)
     }
     if (delete_copy(u, s3, j->remote, j->bucket, j->ino, j->key) != 0)
         return;
+    after_delete(u, j->bucket, j->key);
     struct rec_op a = {j->ino, NULL, j->key, j->change};
     if (meta_submit(u->cfg.meta, rec_fn, &a, 0) == 0) {
         pthread_mutex_lock(&u->mu);
@@ -1008,6 +1043,8 @@ static int do_upload(struct tier_upload *u, struct job *j)
                                   : client_of(u, j->oldremote, &orc, why, sizeof(why), &err);
         if (os3 && (rc = delete_copy(u, os3, j->oldremote, j->bucket, j->ino, j->oldkey)) != 0)
             goto out;
+        if (os3)
+            after_delete(u, j->bucket, j->oldkey);
     }
     struct meta_tier_copy *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -1476,14 +1513,15 @@ static void *scan_main(void *arg)
 static void loop_close_fn(void *arg)
 {
     struct tier_upload *u = arg;
+    /* held throughout: no worker registers a client meanwhile (the done callbacks that
+     * tier_s3_free runs take only their own request's lock) */
     pthread_mutex_lock(&u->mu);
     u->closing = true;
-    size_t n = u->nrc;
-    pthread_mutex_unlock(&u->mu);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < u->nrc; i++) {
         tier_s3_free(u->rc[i].s3); /* done callbacks run now, with -ECANCELED */
         u->rc[i].s3 = NULL;
     }
+    pthread_mutex_unlock(&u->mu);
 }
 
 static void loop_break_fn(void *arg)
