@@ -1275,6 +1275,12 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, int6
     struct bscan *s = calloc(1, sizeof(*s));
     if (!s)
         return;
+    char *prev = malloc(META_KEY_MAX + 1);
+    size_t prevlen = 0;
+    if (!prev) {
+        free(s);
+        return;
+    }
     s->u = u;
     s->pe = pe;
     s->now_ns = now_ns;
@@ -1304,6 +1310,10 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, int6
             memcpy(from, s->last, s->lastlen);
             from[s->lastlen] = '\0';
             size_t fl = s->lastlen + 1; /* the smallest key after it */
+            if (s->lastlen > META_KEY_HEAD)
+                fl = META_KEY_HEAD; /* long keys are ordered by a hash after their head:
+                                     * go back to the head (its keys are seen again)
+                                     * rather than skip any */
             rc = meta_keyidx_scan(s->t, pe->bucket, "", 0, from, fl, bscan_cb, s);
         } else {
             rc = meta_keyidx_scan(s->t, pe->bucket, "", 0, NULL, 0, bscan_cb, s);
@@ -1311,7 +1321,14 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, int6
         meta_rtxn_end(s->t);
         if (rc < 0 || !s->more || u->stop)
             break;
+        /* a chunk of nothing but long keys of one head would go round: stop (the rest
+         * of the bucket waits; it takes 512 keys sharing their first 495 bytes) */
+        if (s->lastlen == prevlen && memcmp(s->last, prev, prevlen) == 0)
+            break;
+        prevlen = s->lastlen;
+        memcpy(prev, s->last, prevlen);
     }
+    free(prev);
     free(s);
 }
 
