@@ -41,6 +41,23 @@ int meta_record_scan(struct meta_env *m, enum meta_rec_table t, const void *star
     return -ENOSYS;
 }
 
+/* Scope resolution needs a core; these tests pass resolved scopes instead. */
+int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
+                 struct core_attr *out)
+{
+    return SRV_ESTALE;
+}
+int core_bucket_lookup(struct core *c, const struct core_principal *p, const char *name,
+                       size_t namelen, struct core_attr *out)
+{
+    return -ENOENT;
+}
+int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen, struct core_attr *out)
+{
+    return -ENOENT;
+}
+
 struct rec {
     int order[16];
     int err[16];
@@ -123,7 +140,7 @@ static void test_throttle_and_queue_full(void **state)
 {
     (void)state;
     struct event_base *base = event_base_new();
-    struct qos *q = mk(1, 2); /* wait at most 1 ms; 2 waiters */
+    struct qos *q = mk(1, 2);                                 /* wait at most 1 ms; 2 waiters */
     struct qos_policy pol = {.tenant = 7, .write_bps = 1000}; /* burst 1000 B */
     assert_int_equal(qos_policy_set(q, &pol), 0);
     struct rec rec = {0};
@@ -143,9 +160,11 @@ static void test_throttle_and_queue_full(void **state)
     srv_metrics_render(m);
     evbuffer_add(m, "", 1);
     const char *text = (const char *)evbuffer_pullup(m, -1);
-    assert_non_null(strstr(text, "s3nfs_qos_delayed_total{tenant=\"7\",user=\"0\"} 2\n"));
-    assert_non_null(strstr(text, "s3nfs_qos_throttled_total{tenant=\"7\",user=\"0\"} 3\n"));
-    assert_non_null(strstr(text, "s3nfs_qos_waiting{tenant=\"7\",user=\"0\"} 0\n"));
+    assert_non_null(
+        strstr(text, "s3nfs_qos_delayed_total{tenant=\"7\",level=\"tenant\",id=\"0\"} 2\n"));
+    assert_non_null(
+        strstr(text, "s3nfs_qos_throttled_total{tenant=\"7\",level=\"tenant\",id=\"0\"} 3\n"));
+    assert_non_null(strstr(text, "s3nfs_qos_waiting{tenant=\"7\",level=\"tenant\",id=\"0\"} 0\n"));
     evbuffer_free(m);
     qos_close(q);
     event_base_free(base);
