@@ -106,6 +106,7 @@ struct waiter {
     void (*go)(void *arg, int err);
     void *arg;
     uint64_t enq_us, deadline_us;
+    uint64_t seq; /* arrival order */
     enum waiter_force force;
     bool cancelled; /* unlinked by qos_cancel; its timer callback must not touch the queue */
 };
@@ -121,6 +122,7 @@ struct qos {
     size_t nscoped; /* bucket and directory policies (skip scope resolution when 0) */
     size_t ndirpol; /* directory policies (skip the ancestor walk when 0) */
     struct waiter *all;
+    uint64_t seq;
     double clock; /* tag of the last tenant admitted by the scheduler */
     uint64_t last_pump_us;
 };
@@ -374,7 +376,7 @@ static void fifo_insert(struct waiter *w)
 {
     struct node *h = home_of(w);
     struct waiter *after = h->tail;
-    while (after && after->enq_us > w->enq_us)
+    while (after && after->seq > w->seq)
         after = after->prev;
     w->prev = after;
     w->next = after ? after->next : h->head;
@@ -573,10 +575,12 @@ static void charge(struct qos *q, struct node *const *path, int npath, enum qos_
     struct node *t = path[0], *h = path[npath - 1];
     if (t->tag < q->clock)
         t->tag = q->clock;
+    q->clock = t->tag; /* virtual time: the start tag of the last admitted */
     t->tag += cost / weight_of(t);
     if (h != t) {
         if (h->tag < t->child_clock)
             h->tag = t->child_clock;
+        t->child_clock = h->tag;
         h->tag += cost / weight_of(h);
     }
 }
@@ -615,7 +619,7 @@ static bool better(const struct qos *q, const struct verdict *a, const struct wa
     double ha = home_tag(wa), hb = home_tag(wb);
     if (ha != hb)
         return ha < hb;
-    return wa->enq_us < wb->enq_us;
+    return wa->seq < wb->seq;
 }
 
 /* Admit the admissible heads, best first; then arm every head's timer.
@@ -646,11 +650,7 @@ static void pump(struct qos *q, uint64_t now, struct waiter *self, bool *self_ad
         }
         if (!best)
             break;
-        struct node *t = best->path[0], *h = home_of(best);
-        if (bv.phase == 2) {
-            q->clock = tenant_tag(q, best);
-            t->child_clock = home_tag(best);
-        }
+        struct node *h = home_of(best);
         charge(q, best->path, best->npath, best->cls, best->bytes, &bv, now);
         h->wait_us += now > best->enq_us ? now - best->enq_us : 0;
         fifo_unlink(best);
@@ -889,6 +889,7 @@ int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos
         goto out;
     }
     w->enq_us = now;
+    w->seq = ++q->seq;
     w->deadline_us = now + (uint64_t)q->cfg.max_wait_ms * 1000u;
     path_ref(w, 1);
     fifo_insert(w);
