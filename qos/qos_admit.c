@@ -249,13 +249,29 @@ static double weight_of(const struct node *n)
     return n->has_pol && n->pol.weight ? (double)n->pol.weight : (double)QOS_WEIGHT_DEFAULT;
 }
 
-/* Daemon-wide buckets from the configuration (one second of burst). */
+static bool any_minimum(const struct qos *q)
+{
+    for (size_t i = 0; i < q->nn; i++)
+        if (q->n[i]->has_pol && q->n[i]->level == QOS_LEVEL_TENANT && has_minimum(&q->n[i]->pol))
+            return true;
+    return false;
+}
+
+/* Daemon-wide buckets (one second of burst): the configured capacity, else
+ * the measured one while a tenant has a minimum (under the lock, or before
+ * the instance is shared). */
 static void global_apply(struct qos *q, bool fresh)
 {
     uint64_t now = qos_clock_us();
-    const uint64_t caps[G__COUNT] = {q->cfg.cap_read_bps, q->cfg.cap_write_bps, q->cfg.cap_iops};
-    for (int i = 0; i < G__COUNT; i++)
-        bucket_apply(&q->g[i], caps[i], 1.0, now, fresh);
+    bool measured = any_minimum(q);
+    const uint64_t conf[G__COUNT] = {q->cfg.cap_read_bps, q->cfg.cap_write_bps, q->cfg.cap_iops};
+    const uint64_t probe[G__COUNT] = {q->cfg.probe_read_bps, q->cfg.probe_write_bps,
+                                      q->cfg.probe_iops};
+    uint64_t caps[G__COUNT];
+    for (int i = 0; i < G__COUNT; i++) {
+        caps[i] = conf[i] ? conf[i] : measured ? probe[i] : 0;
+        bucket_apply(&q->g[i], caps[i], 1.0, now, fresh || q->g[i].rate <= 0);
+    }
     q->global = caps[0] || caps[1] || caps[2];
 }
 
@@ -964,6 +980,7 @@ void qos_drain(struct qos *q)
 /* Re-path every waiter after a policy change, then schedule. Under the lock. */
 static void repath_all(struct qos *q)
 {
+    global_apply(q, false);
     for (struct waiter *w = q->all; w; w = w->anext)
         if (!w->force)
             path_rebuild(q, w);
@@ -1410,6 +1427,7 @@ int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg)
             return rc;
         }
     }
+    global_apply(q, false); /* a stored minimum turns the measured capacity on */
     srv_log(INFO, QOS, "QoS %s, %zu policies", q->cfg.enabled ? "on" : "off", q->nn);
     srv_metrics_add_renderer(qos_render, q);
     *out = q;

@@ -21,8 +21,9 @@
  *
  * Sharing (dmClock-style reservation, weight, limit): every admitted request
  * also draws from daemon-wide capacity buckets (read bytes, write bytes,
- * operations) whenever a capacity is known (qos_config cap_*: configured, or
- * measured by the daemon at start). Among the heads of the waiting queues the
+ * operations) whenever a capacity is known (qos_config cap_*: configured,
+ * always; probe_*: measured by the daemon at start, while a tenant has a
+ * minimum). Among the heads of the waiting queues the
  * scheduler admits first those covered by a minimum (reservation): a
  * dimension is covered while the tenant's minimum bucket, and the minimum
  * bucket of every deeper level on the path that has one, hold tokens; such
@@ -59,8 +60,13 @@ struct qos_config {
     bool enabled;         /* false: every request is admitted at once */
     uint32_t max_wait_ms; /* longest wait before SRV_ETHROTTLE; 0 = 30000 */
     uint32_t queue_max;   /* most waiters per tenant; 0 = 4096 */
-    /* Daemon capacity for guarantees; 0 = unknown (no daemon-wide limit). */
+    /* Daemon capacity for guarantees, configured (qos_capacity_*): a hard
+     * daemon-wide limit whenever nonzero; 0 = not configured. */
     uint64_t cap_read_bps, cap_write_bps, cap_iops;
+    /* Measured capacity (qos_capacity.h); 0 = not measured. Used for a
+     * dimension whose cap_* is 0, and only while some tenant has a minimum
+     * (so a measurement never limits a daemon that guarantees nothing). */
+    uint64_t probe_read_bps, probe_write_bps, probe_iops;
 };
 
 /* Levels of the hierarchy. */

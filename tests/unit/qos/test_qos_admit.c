@@ -676,6 +676,39 @@ static void test_change_applies_to_queued(void **state)
     qos_clock_us = saved;
 }
 
+static void test_measured_capacity_only_with_a_minimum(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    /* Measured: 1 op/s; nothing configured. */
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000, .probe_iops = 1};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct rec rec = {0};
+    struct req r[4] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}};
+    /* Nobody has a minimum: the measurement limits nothing. */
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 2);
+    /* Tenant 7 gets a minimum: now the measured capacity is shared. */
+    struct qos_policy g = {.tenant = 7, .min_iops = 1};
+    assert_int_equal(qos_policy_set(q, &g), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[2]), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[3]), 0);
+    assert_int_equal(rec.n, 3);
+    /* A configured capacity overrides the measurement. */
+    cfg.cap_iops = 1000;
+    tick(q, &cfg, base, 0);
+    tick(q, &cfg, base, 2000); /* 2 ms at 1000 op/s */
+    assert_int_equal(rec.n, 4);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -690,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_reservation_first),
         cmocka_unit_test(test_weights_share_the_rest),
         cmocka_unit_test(test_change_applies_to_queued),
+        cmocka_unit_test(test_measured_capacity_only_with_a_minimum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
