@@ -298,3 +298,34 @@ def test_throttled_answers_slowdown_with_retry_after_and_jukebox(daemon_factory)
             assert NFS3ERR_JUKEBOX in sts, sts
     finally:
         dd.stop()
+
+
+def test_cli_every_level(d, t):
+    from tenutil import CTL
+    env = dict(os.environ, S3NFS_ADMIN=f"127.0.0.1:{d.admin_port}", S3NFS_ADMIN_TOKEN=d.admin_token)
+
+    def cli(*args, rc=0):
+        r = subprocess.run([CTL, "--json", *args], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == rc, (args, r.returncode, r.stdout, r.stderr)
+        return r.stdout
+
+    import json
+    t.s3.put_object(Bucket="bkt", Key="dir/x", Body=b"x")
+    p = json.loads(cli("qos", "set", t.name, "bkt", "--read-bps", "2M", "--weight", "200"))
+    assert p["level"] == "bucket" and p["read_bps"] == 2 * MiB and p["weight"] == 200
+    p = json.loads(cli("qos", "set", t.name, "bkt", "--dir", "dir", "--write-iops", "9"))
+    assert p["level"] == "dir" and p["write_iops"] == 9
+    p = json.loads(cli("qos", "set", t.name, "--nfs-default", "--meta-iops", "5"))
+    assert p["level"] == "nfs_default" and p["meta_iops"] == 5
+    p = json.loads(cli("qos", "set", t.name, "--user", str(t.uid), "--min-iops", "3"))
+    assert p["level"] == "user" and p["min_iops"] == 3
+    assert json.loads(cli("qos", "get", t.name, "bkt", "--dir", "dir"))["write_iops"] == 9
+    levels = sorted(x["level"] for x in json.loads(cli("qos", "list", t.name))["policies"])
+    assert levels == ["bucket", "dir", "nfs_default", "user"]
+    cli("qos", "set", t.name, "bkt", "--user", "1", "--read-bps", "1", rc=2)
+    cli("qos", "delete", t.name, "bkt", "--dir", "dir")
+    cli("qos", "delete", t.name, "bkt")
+    cli("qos", "delete", t.name, "--nfs-default")
+    cli("qos", "delete", t.name, "--user", str(t.uid))
+    assert json.loads(cli("qos", "list", t.name))["policies"] == []
