@@ -78,6 +78,7 @@ struct node {
     size_t nwait;                   /* in the FIFO */
     size_t refs;                    /* waiters whose path names this node */
     size_t tenant_wait;             /* tenant nodes: waiters of the tenant */
+    size_t nscoped, ndirpol;        /* tenant nodes: its bucket + directory, directory policies */
     /* metrics */
     uint64_t ops[3], bytes[2]; /* admitted through this level, by class */
     uint64_t delayed, throttled;
@@ -632,6 +633,8 @@ static bool better(const struct qos *q, const struct verdict *a, const struct wa
     double ta = tenant_tag(q, wa), tb = tenant_tag(q, wb);
     if (ta != tb)
         return ta < tb;
+    if (wa->path[0] != wb->path[0]) /* a tenant's own weights never order other tenants */
+        return wa->seq < wb->seq;
     double ha = home_tag(wa), hb = home_tag(wb);
     if (ha != hb)
         return ha < hb;
@@ -860,8 +863,14 @@ int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos
         w->nfs = s->ino != 0 || s->has_uid;
         w->has_uid = s->has_uid;
         w->uid = s->uid;
-        bool scoped = __atomic_load_n(&q->nscoped, __ATOMIC_RELAXED) != 0;
-        bool dirs = __atomic_load_n(&q->ndirpol, __ATOMIC_RELAXED) != 0;
+        bool scoped = false, dirs = false;
+        if (__atomic_load_n(&q->nscoped, __ATOMIC_RELAXED) != 0) {
+            pthread_mutex_lock(&q->lock);
+            const struct node *t = node_find(q, p->tenant, QOS_LEVEL_TENANT, 0);
+            scoped = t && t->nscoped;
+            dirs = t && t->ndirpol;
+            pthread_mutex_unlock(&q->lock);
+        }
         if (scoped || s->bucket_ino)
             scope_resolve(q, p, s, dirs, w);
     }
@@ -1066,17 +1075,27 @@ static size_t tenant_policies(struct qos *q, uint32_t tenant)
     return n;
 }
 
+/* Recount the bucket and directory policies, daemon-wide (a lock-free fast
+ * path) and per tenant (so one tenant's policies never make another's
+ * requests walk directories). Under the lock. */
 static void count_scoped(struct qos *q)
 {
     size_t sc = 0, d = 0;
+    for (size_t i = 0; i < q->nn; i++)
+        if (q->n[i]->level == QOS_LEVEL_TENANT)
+            q->n[i]->nscoped = q->n[i]->ndirpol = 0;
     for (size_t i = 0; i < q->nn; i++) {
         const struct node *n = q->n[i];
-        if (!n->has_pol)
+        if (!n->has_pol || (n->level != QOS_LEVEL_BUCKET && n->level != QOS_LEVEL_DIR))
             continue;
-        if (n->level == QOS_LEVEL_BUCKET || n->level == QOS_LEVEL_DIR)
-            sc++;
-        if (n->level == QOS_LEVEL_DIR)
-            d++;
+        struct node *t = node_find(q, n->tenant, QOS_LEVEL_TENANT, 0);
+        bool dir = n->level == QOS_LEVEL_DIR;
+        sc++;
+        d += dir ? 1 : 0;
+        if (t) {
+            t->nscoped++;
+            t->ndirpol += dir ? 1 : 0;
+        }
     }
     __atomic_store_n(&q->nscoped, sc, __ATOMIC_RELAXED);
     __atomic_store_n(&q->ndirpol, d, __ATOMIC_RELAXED);
@@ -1091,6 +1110,10 @@ static int policy_install(struct qos *q, const struct qos_policy *pol)
     struct qos_policy p = *pol;
     p.level = lv;
     if (!n && !(n = node_new(q, pol->tenant, lv, id_of(pol))))
+        return -ENOMEM;
+    /* the tenant node carries the tenant's counts of scoped policies */
+    if (lv != QOS_LEVEL_TENANT && !node_find(q, pol->tenant, QOS_LEVEL_TENANT, 0) &&
+        !node_new(q, pol->tenant, QOS_LEVEL_TENANT, 0))
         return -ENOMEM;
     node_apply(n, &p, now, !n->has_pol && !n->refs);
     n->has_pol = true;
