@@ -329,3 +329,59 @@ def test_cli_every_level(d, t):
     cli("qos", "delete", t.name, "--nfs-default")
     cli("qos", "delete", t.name, "--user", str(t.uid))
     assert json.loads(cli("qos", "list", t.name))["policies"] == []
+
+
+def test_minimum_and_weight_under_contention(daemon_factory):
+    """A daemon at capacity (qos_capacity_read_bps=2MiB): a tenant with a minimum
+    gets it while another saturates the rest; without minimums, weights split it."""
+    cap = 2 * MiB
+    dd = daemon_factory(extra_args=["--set", f"qos_capacity_read_bps={cap}",
+                                    "--set", "qos_max_wait_ms=60000"]).start()
+    try:
+        adm = Admin(dd)
+        ts = []
+        for name in ("qmina", "qminb"):
+            ten = make_tenant(adm, name)
+            ten.s3 = s3_for(dd, ten)
+            ten.s3.create_bucket(Bucket="bkt")
+            ten.s3.put_object(Bucket="bkt", Key="o", Body=b"m" * (256 * KiB))
+            ts.append(ten)
+        a, b = ts
+
+        def share(window=3.0):
+            got = {a.id: 0, b.id: 0}
+            lock = threading.Lock()
+            t0 = time.monotonic()
+            stop = t0 + window
+
+            def reader(ten):
+                def f():
+                    while time.monotonic() < stop:
+                        n = len(ten.s3.get_object(Bucket="bkt", Key="o")["Body"].read())
+                        with lock:
+                            got[ten.id] += n
+                return f
+            # two readers per tenant keep both queues full
+            secs = run_parallel(reader(a), reader(a), reader(b), reader(b))
+            return got[a.id] / secs, got[b.id] / secs
+
+        # a's minimum of 1.5 MiB/s (set by a system admin) holds against b's load
+        adm.put(f"/tenants/{a.id}/qos", {"min_read_bps": 3 * cap // 4})
+        share(1.0)  # let the bursts drain
+        ra, rb = share()
+        assert ra >= 0.6 * (3 * cap // 4), (ra / MiB, rb / MiB)
+        assert ra >= 1.8 * rb, (ra / MiB, rb / MiB)
+        assert ra + rb <= 1.6 * cap, (ra / MiB, rb / MiB)
+        # no minimum; weights 300:100 share the daemon 3:1
+        adm.delete(f"/tenants/{a.id}/qos")
+        adm.put(f"/tenants/{a.id}/qos", {"weight": 300})
+        adm.put(f"/tenants/{b.id}/qos", {"weight": 100})
+        share(1.0)  # let the burst drain
+        ra, rb = share()
+        assert ra >= 1.8 * rb, (ra / MiB, rb / MiB)
+        adm.put(f"/tenants/{b.id}/qos", {"weight": 300})
+        share(1.0)
+        ra, rb = share()
+        assert 0.5 <= ra / rb <= 2.0, (ra / MiB, rb / MiB)
+    finally:
+        dd.stop()
