@@ -1214,6 +1214,22 @@ static void qos_level_item(struct api_req *x, enum qos_level lv)
     reply_json(x->req, 200, qos_json(&p));
 }
 
+static int sync_uid(void *arg, const struct qos_policy *p)
+{
+    struct admin *a = arg;
+    struct tenant_user u;
+    if (p->level == QOS_LEVEL_USER && !p->has_uid &&
+        tenants_user_get(a->tenants, p->tenant, p->user, &u) == 0)
+        qos_policy_set_uid(a->qos, p->tenant, p->user, u.uid);
+    return 0;
+}
+
+void admin__qos_uids_sync(struct admin *a)
+{
+    if (a->qos && a->tenants)
+        qos_policy_list(a->qos, sync_uid, a);
+}
+
 /* /tenants/{tenant}/qos and /tenants/{tenant}/users/{user}/qos. */
 static void qos_item(struct api_req *x)
 {
