@@ -164,6 +164,35 @@ def test_directory_cap_covers_everything_below(t):
     assert [x["level"] for x in listed] == ["dir"]
 
 
+def test_directory_write_cap_s3_puts_and_nfs_writes(t):
+    t.s3.put_object(Bucket="bkt", Key="wdir/", Body=b"")
+    p = t.adm.put(f"/tenants/{t.id}/buckets/bkt/qos?dir=wdir",
+                  {"write_bps": CAP, "burst_ms": 100})
+    assert p["level"] == "dir" and p["write_bps"] == CAP
+
+    def puts(prefix):
+        def f():
+            for i in range(3):
+                t.s3.put_object(Bucket="bkt", Key=f"{prefix}/p{i}", Body=b"w" * OBJ)
+        return f
+
+    def nfs_writes():
+        with Nfs(t.d, uid=1000, gid=1000, timeout=60) as c:
+            st, fh = c.mount(f"/{t.name}")
+            st, b = c.lookup(fh, "bkt")
+            st, dfh = c.lookup(b, "wdir")
+            assert st == 0
+            st, f = c.create(dfh, "nfsfile")
+            assert st == 0
+            st, n = c.write_all(f, b"n" * (3 * OBJ))
+            assert st == 0 and n == 3 * OBJ
+
+    secs = run_parallel(puts("wdir"), nfs_writes)
+    assert_capped(6 * OBJ, secs, "directory write cap, S3 PUT + NFS WRITE")
+    outside = run_parallel(puts("elsewhere"))
+    assert outside < secs / 3, (outside, secs)
+
+
 def test_user_cap_s3_key_and_nfs_uid_via_libnfs(t):
     adm = t.adm
     u = adm.post(f"/tenants/{t.id}/users", {"name": f"{t.name}-capped", "uid": 2001, "gid": 2001})
