@@ -553,6 +553,18 @@ static uint64_t qos_id_of(const struct qos_policy *p)
     }
 }
 
+/* Like collect_policy, for every tenant. */
+static int collect_any(void *arg, const struct qos_policy *p)
+{
+    struct drop_ctx *d = arg;
+    if (d->n == sizeof(d->pol) / sizeof(d->pol[0])) {
+        d->more = true;
+        return 1;
+    }
+    d->pol[d->n++] = *p;
+    return 0;
+}
+
 /* Remove every QoS policy of the tenant, at every level. */
 static void drop_tenant_qos(struct qos *q, uint32_t tenant)
 {
@@ -1125,6 +1137,8 @@ static int qos_fields_parse(struct evhttp_request *req, json_t *j, struct qos_po
     return 0;
 }
 
+static void drop_stale_qos(struct admin *a, uint32_t tenant);
+
 /* The QoS policy of one level: the tenant, one of its users, a bucket, a
  * directory of a bucket (?dir=PATH, as for quotas) or the NFS default class.
  * A level without a policy answers all zeros (unlimited). */
@@ -1197,6 +1211,10 @@ static void qos_level_item(struct api_req *x, enum qos_level lv)
     if (b < 0)
         return;
     rc = qos_policy_set(x->a->qos, &p);
+    if (rc == -ENOSPC) { /* deleted buckets' and directories' policies make room */
+        drop_stale_qos(x->a, x->tenant);
+        rc = qos_policy_set(x->a->qos, &p);
+    }
     if (rc == -ENOSPC) {
         char msg[160];
         snprintf(msg, sizeof(msg),
@@ -1224,10 +1242,39 @@ static int sync_uid(void *arg, const struct qos_policy *p)
     return 0;
 }
 
+/* Bucket and directory policies whose inode is gone (the bucket or directory
+ * was deleted) can no longer be named through the API: drop them. */
+static void drop_stale_qos(struct admin *a, uint32_t tenant)
+{
+    static struct drop_ctx d; /* large; the admin API runs on one thread */
+    if (!a->qos || !a->core)
+        return;
+    memset(&d, 0, sizeof(d));
+    d.tenant = tenant;
+    if (qos_policy_list(a->qos, tenant ? collect_policy : collect_any, &d) < 0)
+        return;
+    for (size_t i = 0; i < d.n; i++) {
+        const struct qos_policy *p = &d.pol[i];
+        if (p->level != QOS_LEVEL_BUCKET && p->level != QOS_LEVEL_DIR)
+            continue;
+        struct core_principal cp = {.tenant = p->tenant, .flags = CORE_P_SUPER};
+        struct core_attr at;
+        uint64_t ino = p->level == QOS_LEVEL_DIR ? p->dir : p->bucket;
+        if (core_getattr(a->core, &cp, ino, 0, &at) == SRV_ESTALE ||
+            (p->level == QOS_LEVEL_DIR &&
+             core_getattr(a->core, &cp, p->bucket, 0, &at) == SRV_ESTALE)) {
+            srv_log(INFO, ADMIN, "tenant=%u QoS policy of %s %llu dropped: it no longer exists",
+                    p->tenant, qos_level_name(p->level), (unsigned long long)ino);
+            qos_policy_delete_at(a->qos, p->tenant, p->level, ino);
+        }
+    }
+}
+
 void admin__qos_uids_sync(struct admin *a)
 {
     if (a->qos && a->tenants)
         qos_policy_list(a->qos, sync_uid, a);
+    drop_stale_qos(a, 0);
 }
 
 /* /tenants/{tenant}/qos and /tenants/{tenant}/users/{user}/qos. */
@@ -1264,6 +1311,7 @@ static int append_qos(void *arg, const struct qos_policy *p)
 /* /tenants/{tenant}/qos/policies: every policy of the tenant, at every level. */
 static void qos_list(struct api_req *x)
 {
+    drop_stale_qos(x->a, x->tenant);
     struct qos_list_ctx c = {x->tenant, json_array()};
     int rc = c.arr ? qos_policy_list(x->a->qos, append_qos, &c) : -ENOMEM;
     if (rc < 0) {

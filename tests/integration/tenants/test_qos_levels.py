@@ -162,6 +162,10 @@ def test_directory_cap_covers_everything_below(t):
     assert outside < secs / 2, (outside, secs)
     listed = t.adm.get(f"/tenants/{t.id}/qos/policies")["policies"]
     assert [x["level"] for x in listed] == ["dir"]
+    # A deleted directory's policy can no longer be named: listing drops it.
+    t.s3.delete_object(Bucket="bkt", Key="dir/sub/obj")
+    t.s3.put_object(Bucket="free", Key="keep", Body=b"k")
+    assert t.adm.get(f"/tenants/{t.id}/qos/policies")["policies"] == []
 
 
 def test_directory_write_cap_s3_puts_and_nfs_writes(t):
