@@ -65,6 +65,7 @@ enum waiter_force { FORCE_NONE = 0, FORCE_ADMIT, FORCE_THROTTLE };
 enum { G_RBPS, G_WBPS, G_IOPS, G__COUNT };
 
 struct node {
+    struct node *hnext; /* in q->hash */
     uint32_t tenant;
     enum qos_level level;
     uint64_t id;
@@ -79,6 +80,7 @@ struct node {
     size_t refs;                    /* waiters whose path names this node */
     size_t tenant_wait;             /* tenant nodes: waiters of the tenant */
     size_t nscoped, ndirpol;        /* tenant nodes: its bucket + directory, directory policies */
+    size_t nuid;                    /* tenant nodes: its user policies that name a uid */
     /* metrics */
     uint64_t ops[3], bytes[2]; /* admitted through this level, by class */
     uint64_t delayed, throttled;
@@ -120,6 +122,8 @@ struct qos {
     struct qos_bucket g[G__COUNT]; /* daemon-wide capacity */
     struct node **n;
     size_t nn, capn;
+    struct node **hash; /* (tenant, level, id) -> node, chained; nhash a power of two */
+    size_t nhash;
     size_t nscoped; /* bucket and directory policies (skip scope resolution when 0) */
     size_t ndirpol; /* directory policies (skip the ancestor walk when 0) */
     struct waiter *all;
@@ -186,14 +190,57 @@ static uint64_t id_of(const struct qos_policy *p)
     }
 }
 
+static size_t hash_of(uint32_t tenant, enum qos_level level, uint64_t id, size_t nhash)
+{
+    uint64_t h = (id ^ ((uint64_t)tenant << 32) ^ (uint64_t)level) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 32) & (nhash - 1);
+}
+
 static struct node *node_find(struct qos *q, uint32_t tenant, enum qos_level level, uint64_t id)
 {
-    for (size_t i = 0; i < q->nn; i++) {
-        struct node *n = q->n[i];
+    if (!q->nhash)
+        return NULL;
+    for (struct node *n = q->hash[hash_of(tenant, level, id, q->nhash)]; n; n = n->hnext)
         if (n->tenant == tenant && n->level == level && n->id == id)
             return n;
-    }
     return NULL;
+}
+
+/* Put @p n in the hash, growing it to keep chains short. @return 0, -ENOMEM. */
+static int hash_add(struct qos *q, struct node *n)
+{
+    if (q->nn + 1 > q->nhash) {
+        size_t nh = q->nhash ? q->nhash * 4 : 64;
+        struct node **h = calloc(nh, sizeof(*h));
+        if (!h)
+            return -ENOMEM;
+        for (size_t i = 0; i < q->nhash; i++) {
+            for (struct node *e = q->hash[i], *next; e; e = next) {
+                next = e->hnext;
+                size_t k = hash_of(e->tenant, e->level, e->id, nh);
+                e->hnext = h[k];
+                h[k] = e;
+            }
+        }
+        free(q->hash);
+        q->hash = h;
+        q->nhash = nh;
+    }
+    size_t k = hash_of(n->tenant, n->level, n->id, q->nhash);
+    n->hnext = q->hash[k];
+    q->hash[k] = n;
+    return 0;
+}
+
+static void hash_del(struct qos *q, struct node *n)
+{
+    for (struct node **pp = &q->hash[hash_of(n->tenant, n->level, n->id, q->nhash)]; *pp;
+         pp = &(*pp)->hnext) {
+        if (*pp == n) {
+            *pp = n->hnext;
+            return;
+        }
+    }
 }
 
 /* The user node NFS calls with @p uid belong to. */
@@ -295,6 +342,10 @@ static struct node *node_new(struct qos *q, uint32_t tenant, enum qos_level leve
     n->id = id;
     struct qos_policy none = {.tenant = tenant};
     node_apply(n, &none, qos_clock_us(), true);
+    if (hash_add(q, n) < 0) {
+        free(n);
+        return NULL;
+    }
     q->n[q->nn++] = n;
     return n;
 }
@@ -313,6 +364,7 @@ static void node_gc(struct qos *q, struct node *n)
         return; /* capacity is shared: every tenant seen keeps its tags */
     for (size_t i = 0; i < q->nn; i++) {
         if (q->n[i] == n) {
+            hash_del(q, n);
             q->n[i] = q->n[--q->nn];
             break;
         }
@@ -331,7 +383,8 @@ static int path_build(struct qos *q, struct waiter *w, struct node **path, int *
     if (w->user)
         user = node_find(q, w->tenant, QOS_LEVEL_USER, w->user);
     else if (w->nfs) {
-        user = w->has_uid ? node_find_uid(q, w->tenant, w->uid) : NULL;
+        const struct node *tn = node_find(q, w->tenant, QOS_LEVEL_TENANT, 0);
+        user = w->has_uid && tn && tn->nuid ? node_find_uid(q, w->tenant, w->uid) : NULL;
         if (!user)
             user = node_find(q, w->tenant, QOS_LEVEL_NFS_DEFAULT, 0);
     }
@@ -1083,9 +1136,14 @@ static void count_scoped(struct qos *q)
     size_t sc = 0, d = 0;
     for (size_t i = 0; i < q->nn; i++)
         if (q->n[i]->level == QOS_LEVEL_TENANT)
-            q->n[i]->nscoped = q->n[i]->ndirpol = 0;
+            q->n[i]->nscoped = q->n[i]->ndirpol = q->n[i]->nuid = 0;
     for (size_t i = 0; i < q->nn; i++) {
         const struct node *n = q->n[i];
+        if (n->has_pol && n->level == QOS_LEVEL_USER && n->pol.has_uid) {
+            struct node *t = node_find(q, n->tenant, QOS_LEVEL_TENANT, 0);
+            if (t)
+                t->nuid++;
+        }
         if (!n->has_pol || (n->level != QOS_LEVEL_BUCKET && n->level != QOS_LEVEL_DIR))
             continue;
         struct node *t = node_find(q, n->tenant, QOS_LEVEL_TENANT, 0);
@@ -1472,6 +1530,7 @@ void qos_close(struct qos *q)
     for (size_t i = 0; i < q->nn; i++)
         free(q->n[i]);
     free(q->n);
+    free(q->hash);
     pthread_mutex_destroy(&q->lock);
     free(q);
 }

@@ -709,6 +709,45 @@ static void test_measured_capacity_only_with_a_minimum(void **state)
     qos_clock_us = saved;
 }
 
+static void test_many_policies(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    for (uint64_t i = 1; i <= QOS_POLICIES_PER_TENANT_MAX; i++) {
+        struct qos_policy bp = {
+            .tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 1000 + i, .meta_iops = 1};
+        assert_int_equal(qos_policy_set(q, &bp), 0);
+    }
+    struct qos_policy more = {.tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 1, .meta_iops = 1};
+    assert_int_equal(qos_policy_set(q, &more), -ENOSPC);
+    more.tenant = 8; /* another tenant has its own allowance */
+    assert_int_equal(qos_policy_set(q, &more), 0);
+    struct qos_policy tp = {.tenant = 7, .meta_iops = 1000000};
+    assert_int_equal(qos_policy_set(q, &tp), 0); /* the tenant level is not counted */
+    /* Every bucket is its own level: one op each now, the second waits. */
+    struct rec rec = {0};
+    static struct req r[16];
+    for (int i = 0; i < 8; i++) {
+        uint64_t b = 1000 + 1 + (uint64_t)i * 500;
+        const struct qos_scope sc = {.bucket_ino = b};
+        r[2 * i] = (struct req){&rec, 2 * i};
+        r[2 * i + 1] = (struct req){&rec, 2 * i + 1};
+        assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_META, 0, base, go, &r[2 * i]), 0);
+        assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_META, 0, base, go, &r[2 * i + 1]), 0);
+    }
+    assert_int_equal(rec.n, 8);
+    for (uint64_t i = 1; i <= QOS_POLICIES_PER_TENANT_MAX; i++)
+        assert_int_equal(qos_policy_delete_at(q, 7, QOS_LEVEL_BUCKET, 1000 + i), 0);
+    settle(base); /* the waiters lost their level: they go */
+    assert_int_equal(rec.n, 16);
+    struct qos_policy got;
+    assert_int_equal(qos_policy_get_at(q, 7, QOS_LEVEL_BUCKET, 1001, &got), -ENOENT);
+    assert_int_equal(qos_policy_get_at(q, 8, QOS_LEVEL_BUCKET, 1, &got), 0);
+    qos_close(q);
+    event_base_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -724,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_weights_share_the_rest),
         cmocka_unit_test(test_change_applies_to_queued),
         cmocka_unit_test(test_measured_capacity_only_with_a_minimum),
+        cmocka_unit_test(test_many_policies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
