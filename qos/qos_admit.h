@@ -12,7 +12,10 @@
  * touches, the way the core finds quota'd directories). A request is
  * admitted only when every level on its path that has a policy admits it
  * (caps: read/write bandwidth, read/write/metadata IOPS, burst). When every
- * level allows it, go() runs at once, inside qos_admit_at(). Otherwise the
+ * level allows it and nothing is waiting that the scheduler must weigh it
+ * against (a request of its tenant; with a daemon capacity, any request),
+ * go() runs at once, inside qos_admit_at(); when the scheduler picks it
+ * among waiters at once, too. Otherwise the
  * request joins the FIFO of the deepest level on its path that has a policy
  * (its "home") and go() runs later on the caller's event_base: a waiting
  * request never blocks a thread. A request that waits longer than
@@ -23,8 +26,8 @@
  * also draws from daemon-wide capacity buckets (read bytes, write bytes,
  * operations) whenever a capacity is known (qos_config cap_*: configured,
  * always; probe_*: measured by the daemon at start, while a tenant has a
- * minimum). Among the heads of the waiting queues the
- * scheduler admits first those covered by a minimum (reservation): a
+ * minimum). Among the heads of the waiting queues the scheduler admits
+ * first those covered by a minimum (reservation): a
  * dimension is covered while the tenant's minimum bucket, and the minimum
  * bucket of every deeper level on the path that has one, hold tokens; such
  * requests go even when the daemon-wide bucket is empty. A sub-tenant
