@@ -748,6 +748,67 @@ static void test_many_policies(void **state)
     event_base_free(base);
 }
 
+/* The front ends admit a large transfer in pieces: qos_admit again from go,
+ * one piece at a time, with the same arg. */
+struct xfer {
+    struct qos *q;
+    struct event_base *base;
+    const struct qos_scope *sc;
+    int left, done, err;
+};
+
+static void piece_go(void *arg, int err)
+{
+    struct xfer *x = arg;
+    if (err) {
+        x->err = err;
+        return;
+    }
+    x->done++;
+    if (--x->left > 0)
+        assert_int_equal(qos_admit_at(x->q, &P7, x->sc, QOS_WRITE, 1000, x->base, piece_go, x), 0);
+}
+
+static void test_pieces_reenter(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct qos_policy bp = {
+        .tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 100, .write_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    const struct qos_scope sc = {.bucket_ino = 100};
+    struct xfer x = {q, base, &sc, 4, 0, 0};
+    /* The first piece goes at once and asks for the second from go. */
+    assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_WRITE, 1000, base, piece_go, &x), 0);
+    assert_int_equal(x.done, 1);
+    for (int i = 2; i <= 4; i++) { /* one more piece per second of tokens */
+        tick(q, &cfg, base, 500000);
+        assert_int_equal(x.done, i - 1);
+        tick(q, &cfg, base, 500000);
+        assert_int_equal(x.done, i);
+    }
+    assert_int_equal(x.left, 0);
+    assert_int_equal(x.err, 0);
+    /* A waiting piece can be withdrawn by its arg. */
+    x.left = 2;
+    x.done = 0;
+    assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_WRITE, 1000, base, piece_go, &x), 0);
+    assert_int_equal(x.done, 0);
+    assert_int_equal(qos_cancel(q, &x), 0);
+    assert_int_equal(qos_cancel(q, &x), -ENOENT);
+    tick(q, &cfg, base, 2000000);
+    assert_int_equal(x.done, 0);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -764,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_change_applies_to_queued),
         cmocka_unit_test(test_measured_capacity_only_with_a_minimum),
         cmocka_unit_test(test_many_policies),
+        cmocka_unit_test(test_pieces_reenter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
