@@ -100,6 +100,8 @@ struct srv_config {
     uint64_t qos_capacity_read_bps;
     uint64_t qos_capacity_write_bps;
     int64_t qos_capacity_iops;
+    bool qos_capacity_probe;
+    int64_t qos_capacity_probe_mib;
 };
 
 extern const struct srv_config_opt srv_config_table[];
