@@ -271,6 +271,7 @@ int admin_start(struct admin **out, const struct admin_config *cfg, struct core 
     a->core = c;
     a->tenants = t;
     a->qos = q;
+    admin__qos_uids_sync(a);
     /* admin_stop() breaks the loop from another thread: the base must be
      * created with libevent's threading support on (idempotent). */
     if (evthread_use_pthreads() < 0) {

@@ -230,14 +230,20 @@ static json_t *usage_json(const struct core_usage *u)
 
 static json_t *qos_json(const struct qos_policy *p)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "tenant",
-                     (json_int_t)p->tenant, "user", (json_int_t)p->user, "read_bps",
-                     (json_int_t)p->read_bps, "write_bps", (json_int_t)p->write_bps,
-                     "read_iops", (json_int_t)p->read_iops, "write_iops",
-                     (json_int_t)p->write_iops, "meta_iops", (json_int_t)p->meta_iops,
-                     "burst_ms", (json_int_t)p->burst_ms, "min_read_bps",
-                     (json_int_t)p->min_read_bps, "min_write_bps", (json_int_t)p->min_write_bps,
-                     "min_iops", (json_int_t)p->min_iops);
+    json_t *j = json_pack(
+        "{s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "tenant",
+        (json_int_t)p->tenant, "level", qos_level_name(p->level), "user", (json_int_t)p->user,
+        "read_bps", (json_int_t)p->read_bps, "write_bps", (json_int_t)p->write_bps, "read_iops",
+        (json_int_t)p->read_iops, "write_iops", (json_int_t)p->write_iops, "meta_iops",
+        (json_int_t)p->meta_iops, "burst_ms", (json_int_t)p->burst_ms, "min_read_bps",
+        (json_int_t)p->min_read_bps, "min_write_bps", (json_int_t)p->min_write_bps, "min_iops",
+        (json_int_t)p->min_iops, "weight", (json_int_t)(p->weight ? p->weight : QOS_WEIGHT_DEFAULT),
+        "bucket_ino", (json_int_t)p->bucket);
+    if (j && p->level == QOS_LEVEL_DIR)
+        json_object_set_new(j, "dir_ino", json_integer((json_int_t)p->dir));
+    if (j && p->has_uid)
+        json_object_set_new(j, "uid", json_integer(p->uid));
+    return j;
 }
 
 static int append_tenant(void *arg, const struct tenant_info *ti)
@@ -518,7 +524,7 @@ static uint32_t free_uid(struct tenants *t, uint32_t tenant)
 
 struct drop_ctx {
     uint32_t tenant;
-    uint64_t users[256];
+    struct qos_policy pol[256];
     size_t n;
     bool more;
 };
@@ -528,25 +534,51 @@ static int collect_policy(void *arg, const struct qos_policy *p)
     struct drop_ctx *d = arg;
     if (p->tenant != d->tenant)
         return 0;
-    if (d->n == sizeof(d->users) / sizeof(d->users[0])) {
+    if (d->n == sizeof(d->pol) / sizeof(d->pol[0])) {
         d->more = true;
         return 1;
     }
-    d->users[d->n++] = p->user;
+    d->pol[d->n++] = *p;
     return 0;
 }
 
-/* Remove the tenant's policy and its users' policies. */
+static uint64_t qos_id_of(const struct qos_policy *p)
+{
+    switch (p->level) {
+    case QOS_LEVEL_USER:
+        return p->user;
+    case QOS_LEVEL_BUCKET:
+        return p->bucket;
+    case QOS_LEVEL_DIR:
+        return p->dir;
+    default:
+        return 0;
+    }
+}
+
+/* Like collect_policy, for every tenant. */
+static int collect_any(void *arg, const struct qos_policy *p)
+{
+    struct drop_ctx *d = arg;
+    if (d->n == sizeof(d->pol) / sizeof(d->pol[0])) {
+        d->more = true;
+        return 1;
+    }
+    d->pol[d->n++] = *p;
+    return 0;
+}
+
+/* Remove every QoS policy of the tenant, at every level. */
 static void drop_tenant_qos(struct qos *q, uint32_t tenant)
 {
-    struct drop_ctx d;
+    static struct drop_ctx d; /* large; the admin API runs on one thread */
     do {
         memset(&d, 0, sizeof(d));
         d.tenant = tenant;
         if (qos_policy_list(q, collect_policy, &d) < 0)
             return;
         for (size_t i = 0; i < d.n; i++)
-            qos_policy_delete_user(q, tenant, d.users[i]);
+            qos_policy_delete_at(q, tenant, d.pol[i].level, qos_id_of(&d.pol[i]));
     } while (d.more);
 }
 
@@ -699,6 +731,8 @@ static void user_item(struct api_req *x)
         reply_err(x->req, rc, "update user");
         return;
     }
+    if (x->a->qos) /* NFS calls with the new uid are the user's (-ENOENT: no policy) */
+        qos_policy_set_uid(x->a->qos, x->tenant, x->user, x->u.uid);
     reply_json(x->req, 200, user_json(&x->u));
 }
 
@@ -1055,17 +1089,106 @@ static void usage_quota(struct api_req *x)
     reply_json(x->req, 200, usage_json(&u));
 }
 
-/* QoS policy of a tenant ({user} absent) or of one of its users. */
-static void qos_item(struct api_req *x)
+/* Fields a QoS body may set; the others a GET answers are accepted and ignored
+ * (so a GET's answer can be PUT back), anything else is a 400. */
+static const char *const qos_fields[] = {
+    "read_bps",     "write_bps",     "read_iops", "write_iops", "meta_iops", "burst_ms",
+    "min_read_bps", "min_write_bps", "min_iops",  "weight",     NULL};
+static const char *const qos_readonly[] = {"tenant", "level",  "user", "bucket_ino", "dir_ino",
+                                           "uid",    "bucket", "dir",  NULL};
+
+static bool in_list(const char *const *l, const char *k)
 {
-    uint32_t tid = x->tenant;
-    uint64_t uid = x->user;
+    for (; *l; l++)
+        if (strcmp(*l, k) == 0)
+            return true;
+    return false;
+}
+
+/* Parse a QoS body into @p p. @return 0, -1 (400 sent). */
+static int qos_fields_parse(struct evhttp_request *req, json_t *j, struct qos_policy *p)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v)
+    {
+        if (!in_list(qos_fields, k) && !in_list(qos_readonly, k)) {
+            char msg[300];
+            snprintf(msg, sizeof(msg),
+                     "unknown QoS field '%.64s' (read_bps, write_bps, read_iops, write_iops, "
+                     "meta_iops, burst_ms, min_read_bps, min_write_bps, min_iops, weight)",
+                     k);
+            bad(req, msg);
+            return -1;
+        }
+    }
+    const uint64_t lim = (uint64_t)1 << 52;
+    uint64_t burst = p->burst_ms, weight = p->weight;
+    if (get_uint(req, j, "read_bps", lim, &p->read_bps) < 0 ||
+        get_uint(req, j, "write_bps", lim, &p->write_bps) < 0 ||
+        get_uint(req, j, "read_iops", lim, &p->read_iops) < 0 ||
+        get_uint(req, j, "write_iops", lim, &p->write_iops) < 0 ||
+        get_uint(req, j, "meta_iops", lim, &p->meta_iops) < 0 ||
+        get_uint(req, j, "min_read_bps", lim, &p->min_read_bps) < 0 ||
+        get_uint(req, j, "min_write_bps", lim, &p->min_write_bps) < 0 ||
+        get_uint(req, j, "min_iops", lim, &p->min_iops) < 0 ||
+        get_uint(req, j, "burst_ms", 60000, &burst) < 0 ||
+        get_uint(req, j, "weight", QOS_WEIGHT_MAX, &weight) < 0)
+        return -1;
+    p->burst_ms = (uint32_t)burst;
+    p->weight = (uint32_t)weight;
+    return 0;
+}
+
+static void drop_stale_qos(struct admin *a, uint32_t tenant);
+
+/* The QoS policy of one level: the tenant, one of its users, a bucket, a
+ * directory of a bucket (?dir=PATH, as for quotas) or the NFS default class.
+ * A level without a policy answers all zeros (unlimited). */
+static void qos_level_item(struct api_req *x, enum qos_level lv)
+{
+    struct qos_policy id = {.tenant = x->tenant, .level = lv};
+    uint64_t key = 0;
     int rc;
-    struct qos_policy p = {.tenant = tid, .user = uid};
+    const char *dir = evhttp_find_header(&x->query, "dir");
+    if (lv == QOS_LEVEL_USER) {
+        id.user = key = x->user;
+        id.has_uid = true; /* NFS calls with the user's uid are the user's */
+        id.uid = x->u.uid;
+    }
+    if (lv == QOS_LEVEL_BUCKET) {
+        struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+        struct core_attr at;
+        rc = core_bucket_lookup(x->a->core, &p, x->bucket, strlen(x->bucket), &at);
+        if (rc < 0) {
+            lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
+                          x->ti.name);
+            return;
+        }
+        id.bucket = key = at.ino;
+        uint64_t dino = at.ino;
+        if (dir && *dir && (rc = resolve_dir(x->a, x->tenant, at.ino, dir, &dino)) < 0) {
+            if (rc == -EINVAL || rc == -ENOTDIR)
+                bad(x->req, rc == -EINVAL ? "'dir' may not contain '.' or '..'"
+                                          : "'dir' names a file, not a directory");
+            else
+                lookup_failed(x->req, rc, "directory", "no such directory '%s' in bucket '%s'", dir,
+                              x->bucket);
+            return;
+        }
+        if (dino != at.ino) {
+            id.level = lv = QOS_LEVEL_DIR;
+            id.dir = key = dino;
+        }
+    } else if (dir) {
+        bad(x->req, "'dir' needs a bucket: /tenants/ID/buckets/NAME/qos?dir=PATH");
+        return;
+    }
+    struct qos_policy p = id;
     if (x->cmd == EVHTTP_REQ_GET) {
-        rc = qos_policy_get_user(x->a->qos, tid, uid, &p);
+        rc = qos_policy_get_at(x->a->qos, x->tenant, lv, key, &p);
         if (rc == -ENOENT) {
-            p = (struct qos_policy){.tenant = tid, .user = uid}; /* unlimited, all zero */
+            p = id; /* unlimited, all zero */
             rc = 0;
         }
         if (rc < 0)
@@ -1075,37 +1198,40 @@ static void qos_item(struct api_req *x)
         return;
     }
     if (x->cmd == EVHTTP_REQ_DELETE) {
-        rc = qos_policy_delete_user(x->a->qos, tid, uid);
+        rc = qos_policy_delete_at(x->a->qos, x->tenant, lv, key);
         reply_deleted(x, rc == -ENOENT ? 0 : rc, "delete qos");
         return;
     }
-    if (x->cmd == EVHTTP_REQ_PATCH && qos_policy_get_user(x->a->qos, tid, uid, &p) < 0)
-        p = (struct qos_policy){.tenant = tid, .user = uid};
+    if (x->cmd == EVHTTP_REQ_PATCH && qos_policy_get_at(x->a->qos, x->tenant, lv, key, &p) < 0)
+        p = id;
+    p.has_uid = id.has_uid;
+    p.uid = id.uid;
     json_t *j = body_json(x->req);
     if (!j)
         return;
-    const uint64_t lim = (uint64_t)1 << 52;
-    uint64_t burst = p.burst_ms;
-    int b = 0;
-    if (get_uint(x->req, j, "read_bps", lim, &p.read_bps) < 0 ||
-        get_uint(x->req, j, "write_bps", lim, &p.write_bps) < 0 ||
-        get_uint(x->req, j, "read_iops", lim, &p.read_iops) < 0 ||
-        get_uint(x->req, j, "write_iops", lim, &p.write_iops) < 0 ||
-        get_uint(x->req, j, "meta_iops", lim, &p.meta_iops) < 0 ||
-        get_uint(x->req, j, "min_read_bps", lim, &p.min_read_bps) < 0 ||
-        get_uint(x->req, j, "min_write_bps", lim, &p.min_write_bps) < 0 ||
-        get_uint(x->req, j, "min_iops", lim, &p.min_iops) < 0 ||
-        get_uint(x->req, j, "burst_ms", 60000, &burst) < 0)
-        b = -1;
+    int b = qos_fields_parse(x->req, j, &p);
     json_decref(j);
     if (b < 0)
         return;
-    p.burst_ms = (uint32_t)burst;
     rc = qos_policy_set(x->a->qos, &p);
+    if (rc == -ENOSPC) { /* deleted buckets' and directories' policies make room */
+        drop_stale_qos(x->a, x->tenant);
+        rc = qos_policy_set(x->a->qos, &p);
+    }
+    if (rc == -ENOSPC) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "tenant %u already has %d QoS policies below the tenant level; delete some",
+                 x->tenant, QOS_POLICIES_PER_TENANT_MAX);
+        bad(x->req, msg);
+        return;
+    }
     if (rc < 0) {
         reply_err(x->req, rc, "set qos");
         return;
     }
+    srv_log(INFO, ADMIN, "tenant=%u QoS of %s %llu%s%s set by %s", x->tenant, qos_level_name(lv),
+            (unsigned long long)key, dir ? " dir " : "", dir ? dir : "", x->who->name);
     reply_json(x->req, 200, qos_json(&p));
 }
 
@@ -1557,6 +1683,96 @@ static void tier_item(struct api_req *x)
     reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));
 }
 
+static int sync_uid(void *arg, const struct qos_policy *p)
+{
+    struct admin *a = arg;
+    struct tenant_user u;
+    if (p->level == QOS_LEVEL_USER && !p->has_uid &&
+        tenants_user_get(a->tenants, p->tenant, p->user, &u) == 0)
+        qos_policy_set_uid(a->qos, p->tenant, p->user, u.uid);
+    return 0;
+}
+
+/* Bucket and directory policies whose inode is gone (the bucket or directory
+ * was deleted) can no longer be named through the API: drop them. */
+static void drop_stale_qos(struct admin *a, uint32_t tenant)
+{
+    static struct drop_ctx d; /* large; the admin API runs on one thread */
+    if (!a->qos || !a->core)
+        return;
+    memset(&d, 0, sizeof(d));
+    d.tenant = tenant;
+    if (qos_policy_list(a->qos, tenant ? collect_policy : collect_any, &d) < 0)
+        return;
+    for (size_t i = 0; i < d.n; i++) {
+        const struct qos_policy *p = &d.pol[i];
+        if (p->level != QOS_LEVEL_BUCKET && p->level != QOS_LEVEL_DIR)
+            continue;
+        struct core_principal cp = {.tenant = p->tenant, .flags = CORE_P_SUPER};
+        struct core_attr at;
+        uint64_t ino = p->level == QOS_LEVEL_DIR ? p->dir : p->bucket;
+        if (core_getattr(a->core, &cp, ino, 0, &at) == SRV_ESTALE ||
+            (p->level == QOS_LEVEL_DIR &&
+             core_getattr(a->core, &cp, p->bucket, 0, &at) == SRV_ESTALE)) {
+            srv_log(INFO, ADMIN, "tenant=%u QoS policy of %s %llu dropped: it no longer exists",
+                    p->tenant, qos_level_name(p->level), (unsigned long long)ino);
+            qos_policy_delete_at(a->qos, p->tenant, p->level, ino);
+        }
+    }
+}
+
+void admin__qos_uids_sync(struct admin *a)
+{
+    if (a->qos && a->tenants)
+        qos_policy_list(a->qos, sync_uid, a);
+    drop_stale_qos(a, 0);
+}
+
+/* /tenants/{tenant}/qos and /tenants/{tenant}/users/{user}/qos. */
+static void qos_item(struct api_req *x)
+{
+    qos_level_item(x, x->user ? QOS_LEVEL_USER : QOS_LEVEL_TENANT);
+}
+
+/* /tenants/{tenant}/buckets/{bucket}/qos[?dir=PATH]. */
+static void qos_bucket_item(struct api_req *x)
+{
+    qos_level_item(x, QOS_LEVEL_BUCKET);
+}
+
+/* /tenants/{tenant}/qos/nfs-default. */
+static void qos_nfs_default_item(struct api_req *x)
+{
+    qos_level_item(x, QOS_LEVEL_NFS_DEFAULT);
+}
+
+struct qos_list_ctx {
+    uint32_t tenant;
+    json_t *arr;
+};
+
+static int append_qos(void *arg, const struct qos_policy *p)
+{
+    struct qos_list_ctx *c = arg;
+    if (p->tenant != c->tenant)
+        return 0;
+    return json_array_append_new(c->arr, qos_json(p)) ? -ENOMEM : 0;
+}
+
+/* /tenants/{tenant}/qos/policies: every policy of the tenant, at every level. */
+static void qos_list(struct api_req *x)
+{
+    drop_stale_qos(x->a, x->tenant);
+    struct qos_list_ctx c = {x->tenant, json_array()};
+    int rc = c.arr ? qos_policy_list(x->a->qos, append_qos, &c) : -ENOMEM;
+    if (rc < 0) {
+        json_decref(c.arr);
+        reply_err(x->req, rc, "list qos");
+        return;
+    }
+    reply_json(x->req, 200, json_pack("{s:o}", "policies", c.arr));
+}
+
 /* ---- routing ---- */
 
 #define M_GET EVHTTP_REQ_GET
@@ -1567,10 +1783,11 @@ static void tier_item(struct api_req *x)
 
 /* What a route's handler may take for granted; the router checks these in
  * this order, after the method and the caller's scope, and answers for it. */
-#define NEED_CORE 0x1    /* the store is open (else 503) */
-#define NEED_QOS 0x2     /* QoS is running (else 503) */
-#define NEED_TENANT 0x4  /* {tenant} exists, in x->ti (else 404 "no such tenant N") */
-#define NEED_USER 0x8    /* {tenant} and its {user} exist, in x->ti and x->u (else 404
+#define NEED_CORE 0x1   /* the store is open (else 503) */
+#define NEED_QOS 0x2    /* QoS is running (else 503) */
+#define NEED_TENANT 0x4 /* {tenant} exists, in x->ti (else 404 "no such tenant N") */
+#define NEED_USER                                                                                  \
+    0x8                  /* {tenant} and its {user} exist, in x->ti and x->u (else 404             \
                           * "no such user N in tenant 'NAME' (ID)") */
 #define NEED_KEY 0x10    /* {akey} exists, in x->k (else 404 "no such access key 'AKEY'") */
 #define NEED_EXPORT 0x20 /* {export} exists, in x->e (else 404 "no such export N") */
@@ -1611,6 +1828,11 @@ static const struct route routes[] = {
           NEED_CORE | NEED_TENANT, usage_quota),
     ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, M_PUT | M_PATCH | M_DELETE, "/tenants/{tenant}/qos",
           NEED_QOS | NEED_TENANT, qos_item),
+    ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/qos",
+          NEED_CORE | NEED_QOS | NEED_TENANT, qos_bucket_item),
+    ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, 0, "/tenants/{tenant}/qos/nfs-default",
+          NEED_QOS | NEED_TENANT, qos_nfs_default_item),
+    ROUTE(M_GET, 0, "/tenants/{tenant}/qos/policies", NEED_QOS | NEED_TENANT, qos_list),
     ROUTE(M_GET | M_POST, 0, "/remotes", 0, remotes_collection),
     ROUTE(M_GET | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
     ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/tier",

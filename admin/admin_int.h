@@ -81,4 +81,8 @@ int admin__error(struct evhttp_request *req, enum admin_err e, const char *msg);
  * message @p msg (NULL: the map's). @return the HTTP status sent. */
 int admin__error_of(struct evhttp_request *req, int err, const char *msg);
 
+/** Give every stored user QoS policy that has no uid (written before user
+ * policies carried one) its user's uid, so NFS calls map to it. */
+void admin__qos_uids_sync(struct admin *a);
+
 #endif

@@ -156,6 +156,7 @@ struct nfs_req {
     bool throttled;                 /* QoS refused it: answered NFS3ERR_JUKEBOX */
     bool name_nul;                  /* a name of the arguments holds a NUL (nfs3_names_decode) */
     struct nfs_req *qprev, *qnext;  /* the connection's requests waiting in QoS */
+    uint64_t qos_ino;               /* the first handle's inode (QoS bucket/directory levels) */
     uint64_t start_us;
     bool on_loop;    /* running on the loop thread: the principal gets CORE_P_NOWAIT */
     bool wouldblock; /* on the loop, a core call would have waited: run on a worker */

@@ -714,6 +714,7 @@ static bool req_qos_class(struct nfs_req *r, uint32_t *tenant, enum qos_class *c
         nfs_fh_decode(r->srv->fh_key, a + 4, fl, &h) < 0)
         return false;
     *tenant = h.tenant;
+    r->qos_ino = h.ino;
     *bytes = 0;
     *cls = QOS_META;
     size_t cpos = 4 + padded + 8; /* count3 after the handle and the offset */
@@ -740,7 +741,10 @@ static void req_dispatch(struct nfs_conn *cn, struct nfs_req *r)
         cn->qwait->qprev = r;
     cn->qwait = r;
     /* go may run inside qos_admit (admitted at once); r is not touched after. */
-    if (qos_admit(q, &p, cls, bytes, srv_loop_base(cn->loop), req_qos_go, r) != 0) {
+    /* the handle's inode and the caller's uid: bucket, directory and NFS user levels */
+    const struct qos_scope sc = {
+        .ino = r->qos_ino, .has_uid = r->call.cred.flavor == AUTH_UNIX, .uid = r->call.cred.uid};
+    if (qos_admit_at(q, &p, &sc, cls, bytes, srv_loop_base(cn->loop), req_qos_go, r) != 0) {
         qwait_unlink(r);
         req_throttled(r);
     }

@@ -1,32 +1,55 @@
 /* SPDX-License-Identifier: Apache-2.0
- * qos_admit: QoS admission before a request is dispatched.
+ * qos_admit: QoS admission before a request is dispatched, over a hierarchy
+ * of levels.
  *
- * Each tenant may have a policy (stored in the core's META_REC_QOS table,
- * managed through the admin API) capping read and write bandwidth and read,
- * write and metadata operations per second; a tenant without a policy is
- * unlimited. Every request asks qos_admit() first. When the tenant's token
- * buckets allow it, go() runs at once, inside qos_admit(). Otherwise the
- * request joins the tenant's FIFO and go() runs later from an event timer on
- * the caller's event_base: a waiting request never blocks a thread. A request
- * that waits longer than max_wait_ms, or finds the queue full, gets
- * SRV_ETHROTTLE (S3 SlowDown / NFS3ERR_JUKEBOX).
+ * Levels (each may hold a policy, stored in the core's META_REC_QOS table and
+ * managed through the admin API):
+ *   tenant -> bucket -> directories (outermost first) -> user
+ * where "user" is the S3 user of the request's access key, or for NFS the
+ * tenant user whose user policy names the call's AUTH_UNIX uid, else the
+ * tenant's NFS default class. A directory policy covers everything below the
+ * directory (its inode is found among the ancestors of what the request
+ * touches, the way the core finds quota'd directories). A request is
+ * admitted only when every level on its path that has a policy admits it
+ * (caps: read/write bandwidth, read/write/metadata IOPS, burst). When every
+ * level allows it and nothing is waiting that the scheduler must weigh it
+ * against (a request of its tenant; with a daemon capacity, any request),
+ * go() runs at once, inside qos_admit_at(); when the scheduler picks it
+ * among waiters at once, too. Otherwise the
+ * request joins the FIFO of the deepest level on its path that has a policy
+ * (its "home") and go() runs later on the caller's event_base: a waiting
+ * request never blocks a thread. A request that waits longer than
+ * max_wait_ms, or finds its tenant's queue full, gets SRV_ETHROTTLE (S3
+ * SlowDown / NFS3ERR_JUKEBOX).
  *
- * Minimum guarantees: when the daemon knows its capacity (qos_config cap_*),
- * every request also draws from daemon-wide buckets at that capacity. A
- * request whose tenant (or user) has a guarantee for it goes at once while its
- * guarantee bucket (at the minimum rate) holds tokens, even when the
- * daemon-wide bucket is empty; the others wait for capacity. So under
- * contention guaranteed traffic goes first, up to its minimum.
+ * Sharing (dmClock-style reservation, weight, limit): every admitted request
+ * also draws from daemon-wide capacity buckets (read bytes, write bytes,
+ * operations) whenever a capacity is known (qos_config cap_*: configured,
+ * always; probe_*: measured by the daemon at start, while a tenant has a
+ * minimum). Among the heads of the waiting queues the scheduler admits
+ * first those covered by a minimum (reservation): a
+ * dimension is covered while the tenant's minimum bucket, and the minimum
+ * bucket of every deeper level on the path that has one, hold tokens; such
+ * requests go even when the daemon-wide bucket is empty. A sub-tenant
+ * minimum is carved out of its tenant's minimum (it never reaches beyond it),
+ * so what a tenant admin sets cannot take capacity from another tenant. The
+ * rest is shared by weight: start-time fair queueing tags, first between
+ * tenants (tenant weight), then between the queues of one tenant (the home
+ * level's weight). Cost of a request for tags: 1 + bytes / 64 KiB.
  *
- * Policy changes apply at once to waiting and new requests.
- * Not yet built: per-bucket/per-directory policies.
- * Thread: qos_admit from the loop thread that owns @p base; qos_cancel
- * preferably from that thread too (from another it is safe but waits for a
- * timer callback of that request that is running); the rest from any thread. */
+ * Policy changes (set or delete, at any level) apply at once to waiting and
+ * new requests: the path of every waiting request is rebuilt.
+ * Thread: qos_admit/qos_admit_at from the loop thread that owns @p base;
+ * qos_cancel preferably from that thread too (from another it is safe but
+ * waits for a timer callback of that request that is running); the rest from
+ * any thread. With a scope, qos_admit_at may read the core's metadata map
+ * (bucket lookup, parent walk) on the calling thread, as core_key_peek does;
+ * it never waits for a writer. */
 #ifndef QOS_ADMIT_H
 #define QOS_ADMIT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct core;
@@ -37,25 +60,75 @@ struct qos;
 enum qos_class { QOS_READ = 0, QOS_WRITE = 1, QOS_META = 2 };
 
 struct qos_config {
-    bool enabled;        /* false: every request is admitted at once */
+    bool enabled;         /* false: every request is admitted at once */
     uint32_t max_wait_ms; /* longest wait before SRV_ETHROTTLE; 0 = 30000 */
-    uint32_t queue_max;  /* most waiters per tenant; 0 = 4096 */
-    /* Daemon capacity for guarantees; 0 = unknown (no daemon-wide limit). */
+    uint32_t queue_max;   /* most waiters per tenant; 0 = 4096 */
+    /* Daemon capacity for guarantees, configured (qos_capacity_*): a hard
+     * daemon-wide limit whenever nonzero; 0 = not configured. */
     uint64_t cap_read_bps, cap_write_bps, cap_iops;
+    /* Measured capacity (qos_capacity.h); 0 = not measured. Used for a
+     * dimension whose cap_* is 0, and only while some tenant has a minimum
+     * (so a measurement never limits a daemon that guarantees nothing). */
+    uint64_t probe_read_bps, probe_write_bps, probe_iops;
 };
 
-/* Limits of one tenant (user 0) or of one user of a tenant; 0 = unlimited.
- * A user's requests must fit both the user's and the tenant's caps; they wait
- * in the user's queue, so one throttled user does not hold up the others.
- * Bursts: one second of the rate unless burst_ms says otherwise. */
+/* Levels of the hierarchy. */
+enum qos_level {
+    QOS_LEVEL_TENANT = 0, /* the whole tenant (id 0) */
+    QOS_LEVEL_USER,       /* one user of the tenant (id: user id) */
+    QOS_LEVEL_BUCKET,     /* one bucket (id: the bucket's inode) */
+    QOS_LEVEL_DIR,        /* one directory and all below it (id: its inode) */
+    QOS_LEVEL_NFS_DEFAULT /* NFS calls whose uid no user policy names (id 0) */
+};
+#define QOS_LEVEL__COUNT 5
+
+#define QOS_WEIGHT_DEFAULT 100
+#define QOS_WEIGHT_MAX 10000
+#define QOS_POLICIES_PER_TENANT_MAX 4096 /* bucket, directory and user policies */
+
+/* The policy of one level; 0 = unlimited / none. Bursts: one second of the
+ * rate unless burst_ms says otherwise.
+ * Identity: (tenant, level, id) where id is user for QOS_LEVEL_USER, dir for
+ * QOS_LEVEL_DIR, bucket for QOS_LEVEL_BUCKET, else 0. For compatibility a
+ * policy with level QOS_LEVEL_TENANT and a nonzero user is a user policy. */
 struct qos_policy {
     uint32_t tenant;
-    uint64_t user; /* 0 = the whole tenant */
+    uint64_t user; /* QOS_LEVEL_USER: the user id */
     uint64_t read_bps, write_bps;
     uint64_t read_iops, write_iops, meta_iops;
     uint32_t burst_ms; /* 0 = 1000 */
-    /* Guarantees (0 = none); effective only with a configured capacity. */
+    /* Minimums (reservations; 0 = none); effective only with a known daemon
+     * capacity, and below the tenant level only inside the tenant's minimum. */
     uint64_t min_read_bps, min_write_bps, min_iops;
+    /* ---- the hierarchy ---- */
+    enum qos_level level;
+    uint64_t bucket; /* QOS_LEVEL_BUCKET, QOS_LEVEL_DIR: the bucket's inode */
+    uint64_t dir;    /* QOS_LEVEL_DIR: the directory's inode */
+    bool has_uid;    /* QOS_LEVEL_USER: NFS calls with this uid are this user's */
+    uint32_t uid;
+    uint32_t weight; /* share of what is left, among siblings; 0 = QOS_WEIGHT_DEFAULT */
+};
+
+/* What a front end knows of where a request lands, for qos_admit_at. Every
+ * field is optional (zero: unknown). Pointers need to stay valid only during
+ * the call. */
+struct qos_scope {
+    /* S3: the bucket by name and the object key inside it. */
+    const char *bucket;
+    size_t bucketlen;
+    const char *key;
+    size_t keylen;
+    /* NFS: the inode the call works on (the file handle's) and the caller's
+     * AUTH_UNIX uid (has_uid false: AUTH_NONE or unknown). */
+    uint64_t ino;
+    bool has_uid;
+    uint32_t uid;
+    /* Already resolved (tests, or a front end that has them at hand): the
+     * bucket's inode and the directories above the object, innermost first.
+     * Used instead of bucket/key/ino when bucket_ino is nonzero. */
+    uint64_t bucket_ino;
+    const uint64_t *dirs;
+    size_t ndirs;
 };
 
 /** Load policies from the core. @p c may be NULL (no persistence; tests).
@@ -69,19 +142,42 @@ void qos_drain(struct qos *q);
 /** Free. Nothing may be waiting (qos_drain and the loops stopped). Safe on NULL. */
 void qos_close(struct qos *q);
 
-/** Admit a request of class @p cls moving @p bytes for principal @p p.
+/** Admit a request of class @p cls moving @p bytes for principal @p p, at
+ * the tenant and user levels only (the same as qos_admit_at with no scope).
+ * @return as qos_admit_at. */
+int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
+              struct event_base *base, void (*go)(void *arg, int err), void *arg);
+/** Admit a request of class @p cls moving @p bytes for principal @p p,
+ * landing where @p s says (NULL: tenant and user levels only). Levels of the
+ * scope that cannot be resolved (a bucket or inode that does not exist) are
+ * left out: the request still passes the tenant and user levels.
+ * @p bytes may be one piece of a larger transfer (call again per piece).
  * @return 0: go(arg, 0) has run (admitted now) or will run exactly once later
  *         on @p base with 0 (admitted) or SRV_ETHROTTLE (waited too long);
  *         SRV_ETHROTTLE: the tenant's queue is full, go never runs;
- *         -EINVAL: bad class or NULL go/base; -ENOMEM. */
-int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
-              struct event_base *base, void (*go)(void *arg, int err), void *arg);
+ *         -EINVAL: bad class, NULL go, or NULL base for a request that must
+ *         wait (go never runs); -ENOMEM (go never runs). */
+int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                 enum qos_class cls, uint64_t bytes, struct event_base *base,
+                 void (*go)(void *arg, int err), void *arg);
 /** Withdraw a waiting request (its connection closed): go will not run.
- * @return 0, -ENOENT (not waiting: already admitted or never queued). */
+ * @return 0, -ENOENT (not waiting: go already ran or it never queued). */
 int qos_cancel(struct qos *q, void *arg);
 
-/** Set (persist and apply) a tenant's policy. @return 0, -EINVAL, -errno from the core. */
+/** Set (persist and apply) the policy of one level (pol->level and its id).
+ * @return 0, -EINVAL (tenant 0, a missing id, burst_ms > 60000, a value past
+ *         2^52, weight > QOS_WEIGHT_MAX), -ENOSPC (the tenant already has
+ *         QOS_POLICIES_PER_TENANT_MAX policies), -ENOMEM, -errno from the core. */
 int qos_policy_set(struct qos *q, const struct qos_policy *pol);
+/** Policy of one level. @return 0, -ENOENT (no policy: unlimited), -EINVAL (bad level). */
+int qos_policy_get_at(struct qos *q, uint32_t tenant, enum qos_level level, uint64_t id,
+                      struct qos_policy *out);
+/** Remove the policy of one level (unlimited again).
+ * @return 0, -ENOENT, -EINVAL (bad level), -errno from the core. */
+int qos_policy_delete_at(struct qos *q, uint32_t tenant, enum qos_level level, uint64_t id);
+/** Set the uid that NFS calls of @p user carry, for its user policy (if any):
+ * the admin API calls it when a user's uid changes. @return 0, -ENOENT. */
+int qos_policy_set_uid(struct qos *q, uint32_t tenant, uint64_t user, uint32_t uid);
 /** Tenant-wide policy. @return 0, -ENOENT (no policy: unlimited). */
 int qos_policy_get(struct qos *q, uint32_t tenant, struct qos_policy *out);
 /** Policy of @p user of @p tenant (0 = tenant-wide). @return 0, -ENOENT. */
@@ -91,7 +187,13 @@ int qos_policy_delete(struct qos *q, uint32_t tenant);
 /** Remove a user's policy (0 = tenant-wide). @return 0, -ENOENT. */
 int qos_policy_delete_user(struct qos *q, uint32_t tenant, uint64_t user);
 typedef int (*qos_policy_cb)(void *arg, const struct qos_policy *pol);
+/** Call @p cb for every policy of every level (on copies, without the lock);
+ * a nonzero return from @p cb stops (positive: the call returns 0).
+ * @return 0, -ENOMEM, a negative return of @p cb. */
 int qos_policy_list(struct qos *q, qos_policy_cb cb, void *arg);
+/** Name of a level as the API and metrics spell it ("tenant", "user",
+ * "bucket", "dir", "nfs_default"). */
+const char *qos_level_name(enum qos_level level);
 
 /** The daemon's instance, for front ends (set by main; NULL = no QoS: admit
  * directly). */

@@ -262,7 +262,12 @@ void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
     }
     x->qos.next = next;
     x->qos.waiting = true;
-    int rc = qos_admit(q, &x->p, cls, bytes, srv_loop_base(x->loop), qos_go, x);
+    /* the bucket and key let QoS apply bucket and directory policies */
+    const struct qos_scope sc = {.bucket = x->rt.bucket,
+                                 .bucketlen = x->rt.bucketlen,
+                                 .key = x->rt.key,
+                                 .keylen = x->rt.keylen};
+    int rc = qos_admit_at(q, &x->p, &sc, cls, bytes, srv_loop_base(x->loop), qos_go, x);
     if (rc) {
         /* go never runs: answer here */
         x->qos.waiting = false;

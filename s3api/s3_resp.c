@@ -116,6 +116,8 @@ void s3__resp_err(struct s3_ctx *x, int err, const char *msg)
     }
     s3__error_map(err, x->rt.key != NULL, &code, &status);
     resp_error(x, err, code, status, msg ? msg : srv_strerror(err));
+    if (err == SRV_ETHROTTLE) /* SlowDown: QoS; SDKs back off by this */
+        s3__resp_header(x, "Retry-After", "1");
 }
 
 void s3__resp_s3err(struct s3_ctx *x, enum s3_err e, const char *msg)

@@ -38,6 +38,7 @@
 #include "main_creds.h"
 #include "nfs_server.h"
 #include "qos_admit.h"
+#include "qos_capacity.h"
 #include "s3_server.h"
 #include "srv_addr.h"
 #include "srv_config.h"
@@ -392,8 +393,14 @@ static void on_ignored(void *arg, const struct srv_config_opt *o, const char *ol
             o->name, old, now);
 }
 
+/* What qos_capacity_probe measured at start (zero: not measured). */
+static struct qos_capacity qos_measured;
+
 static void qos_cfg_of(const struct srv_config *c, struct qos_config *q)
 {
+    q->probe_read_bps = qos_measured.read_bps;
+    q->probe_write_bps = qos_measured.write_bps;
+    q->probe_iops = qos_measured.iops;
     q->enabled = c->qos_enabled;
     q->max_wait_ms = (uint32_t)c->qos_max_wait_ms;
     q->queue_max = (uint32_t)c->qos_queue_max;
@@ -670,6 +677,26 @@ static int start_all(struct daemon *d)
         return rc;
     }
 
+    if (d->cfg.qos_enabled && d->cfg.qos_capacity_probe) {
+        int prc = qos_capacity_probe(d->cfg.data_dir, (uint32_t)d->cfg.qos_capacity_probe_mib,
+                                     &qos_measured);
+        if (prc < 0)
+            srv_log(WARN, SRV,
+                    "QoS capacity probe in %s failed (%s): minimums need "
+                    "qos_capacity_* set",
+                    d->cfg.data_dir, err_text(prc));
+        else
+            srv_log(
+                INFO, SRV,
+                "QoS capacity measured in %u ms: disk write %llu B/s, read %llu "
+                "B/s, %llu op/s; network %llu B/s (0: unknown) -> read %llu B/s, write %llu "
+                "B/s, %llu op/s",
+                qos_measured.ms, (unsigned long long)qos_measured.disk_write_bps,
+                (unsigned long long)qos_measured.disk_read_bps,
+                (unsigned long long)qos_measured.disk_iops,
+                (unsigned long long)qos_measured.net_bps, (unsigned long long)qos_measured.read_bps,
+                (unsigned long long)qos_measured.write_bps, (unsigned long long)qos_measured.iops);
+    }
     struct qos_config qc;
     qos_cfg_of(&d->cfg, &qc);
     if ((rc = qos_open(&d->qos, d->core, &qc)) < 0) {

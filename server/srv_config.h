@@ -100,6 +100,8 @@ struct srv_config {
     uint64_t qos_capacity_read_bps;
     uint64_t qos_capacity_write_bps;
     int64_t qos_capacity_iops;
+    bool qos_capacity_probe;
+    int64_t qos_capacity_probe_mib;
     /* tier */
     bool tier_allow_private_remotes;
     int64_t tier_upload_workers;

@@ -218,6 +218,14 @@ const struct srv_config_opt srv_config_table[] = {
         "Operations per second the daemon can serve, for QoS minimum guarantees. 0: unknown. "
         "With a capacity set, requests beyond it wait, and tenants with a guarantee go first "
         "up to their minimum."),
+    OPT(qos_capacity_probe, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "At start, measure the store's disk (write, read and 4 KiB random-read rates of a "
+        "scratch file in data_dir) and the network link speed, and use that as the capacity "
+        "for every qos_capacity_* left at 0, while some tenant has a QoS minimum. false: "
+        "minimums work only with qos_capacity_* set."),
+    OPT(qos_capacity_probe_mib, SRV_CFG_INT, "32", 1, 1024, SRV_CFG_IMMUTABLE, NULL,
+        "Size in MiB of the scratch file qos_capacity_probe writes and reads (removed "
+        "after)."),
     /* tier */
     OPT(tier_allow_private_remotes, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_RELOADABLE, NULL,
         "Let a tenant's remote (tier) reach this host's loopback, link-local, unspecified or "

@@ -67,11 +67,13 @@ static const struct cmd_doc {
     {"quota", "get delete set",
      "  quota get|delete T [BUCKET [--dir PATH]]\n"
      "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"},
-    {"qos", "get delete set",
-     "  qos get T [--user USER] | delete T [--user USER]\n"
-     "  qos set T [--user USER] [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
-     "            [--write-iops N] [--meta-iops N] [--burst-ms N]\n"
-     "            [--min-read-bps SIZE] [--min-write-bps SIZE] [--min-iops N]\n"},
+    {"qos", "get delete set list",
+     "  qos get|delete T [BUCKET [--dir PATH] | --user USER | --nfs-default]\n"
+     "  qos set T [BUCKET [--dir PATH] | --user USER | --nfs-default]\n"
+     "            [--read-bps SIZE] [--write-bps SIZE] [--read-iops N] [--write-iops N]\n"
+     "            [--meta-iops N] [--burst-ms N] [--min-read-bps SIZE]\n"
+     "            [--min-write-bps SIZE] [--min-iops N] [--weight N]\n"
+     "  qos list T                  every policy of the tenant, at every level\n"},
     {"remote", "list get delete create",
      "  remote list [--tenant T] | get ID | delete ID\n"
      "  remote create NAME --endpoint URL --bucket B --key-id AKEY [--tenant T]\n"
@@ -1101,6 +1103,8 @@ static int cmd_qos(int argc, char **argv)
 {
     static const struct opt set_opts[] = {
         {"--user", NULL, OPT_ARG, 0},
+        {"--dir", NULL, OPT_ARG, 0},
+        {"--nfs-default", NULL, OPT_TRUE, 0},
         {"--read-bps", "read_bps", OPT_SIZE, FOR_UPDATE},
         {"--write-bps", "write_bps", OPT_SIZE, FOR_UPDATE},
         {"--read-iops", "read_iops", OPT_NUM, FOR_UPDATE},
@@ -1110,25 +1114,35 @@ static int cmd_qos(int argc, char **argv)
         {"--min-read-bps", "min_read_bps", OPT_SIZE, FOR_UPDATE},
         {"--min-write-bps", "min_write_bps", OPT_SIZE, FOR_UPDATE},
         {"--min-iops", "min_iops", OPT_NUM, FOR_UPDATE},
+        {"--weight", "weight", OPT_NUM, FOR_UPDATE},
         {NULL, NULL, OPT_ARG, 0},
     };
     char p[512];
+    int from;
     NEED(2);
+    if (strcmp(argv[0], "list") == 0) {
+        api("GET", NULL, "/tenants/%" PRIu64 "/qos/policies", tenant_id(argv[1]));
+        return 0;
+    }
+    /* BUCKET [--dir PATH] as for quotas; else the tenant, a user or the NFS default class */
+    usage_path(p, sizeof(p), argc - 1, argv + 1, "qos", set_opts, &from);
+    const char *user = flag(argc - 1, argv + 1, from, "--user", true);
+    bool nfs_default = flag(argc - 1, argv + 1, from, "--nfs-default", false) != NULL;
+    if ((user || nfs_default) && (from == 2 || (user && nfs_default)))
+        die(2, "qos: name one level: BUCKET [--dir PATH], --user USER or --nfs-default");
     uint64_t t = tenant_id(argv[1]);
-    check_flags(argc, argv, 2, set_opts);
-    const char *user = flag(argc, argv, 2, "--user", true);
     if (user)
         snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/users/%" PRIu64 "/qos", t,
                  user_id(t, user));
-    else
-        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/qos", t);
+    else if (nfs_default)
+        snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/qos/nfs-default", t);
     if (strcmp(argv[0], "get") == 0) {
         api("GET", NULL, "%s", p);
     } else if (strcmp(argv[0], "delete") == 0) {
         api("DELETE", NULL, "%s", p);
     } else if (strcmp(argv[0], "set") == 0) {
         json_t *o = json_object();
-        set_fields(o, argc, argv, 2, set_opts, FOR_UPDATE);
+        set_fields(o, argc - 1, argv + 1, from, set_opts, FOR_UPDATE);
         api("PATCH", o, "%s", p);
     } else {
         return bad_usage();

@@ -41,6 +41,23 @@ int meta_record_scan(struct meta_env *m, enum meta_rec_table t, const void *star
     return -ENOSYS;
 }
 
+/* Scope resolution needs a core; these tests pass resolved scopes instead. */
+int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, uint32_t gen,
+                 struct core_attr *out)
+{
+    return SRV_ESTALE;
+}
+int core_bucket_lookup(struct core *c, const struct core_principal *p, const char *name,
+                       size_t namelen, struct core_attr *out)
+{
+    return -ENOENT;
+}
+int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
+                size_t namelen, struct core_attr *out)
+{
+    return -ENOENT;
+}
+
 struct rec {
     int order[16];
     int err[16];
@@ -123,7 +140,7 @@ static void test_throttle_and_queue_full(void **state)
 {
     (void)state;
     struct event_base *base = event_base_new();
-    struct qos *q = mk(1, 2); /* wait at most 1 ms; 2 waiters */
+    struct qos *q = mk(1, 2);                                 /* wait at most 1 ms; 2 waiters */
     struct qos_policy pol = {.tenant = 7, .write_bps = 1000}; /* burst 1000 B */
     assert_int_equal(qos_policy_set(q, &pol), 0);
     struct rec rec = {0};
@@ -143,9 +160,11 @@ static void test_throttle_and_queue_full(void **state)
     srv_metrics_render(m);
     evbuffer_add(m, "", 1);
     const char *text = (const char *)evbuffer_pullup(m, -1);
-    assert_non_null(strstr(text, "s3nfs_qos_delayed_total{tenant=\"7\",user=\"0\"} 2\n"));
-    assert_non_null(strstr(text, "s3nfs_qos_throttled_total{tenant=\"7\",user=\"0\"} 3\n"));
-    assert_non_null(strstr(text, "s3nfs_qos_waiting{tenant=\"7\",user=\"0\"} 0\n"));
+    assert_non_null(
+        strstr(text, "s3nfs_qos_delayed_total{tenant=\"7\",level=\"tenant\",id=\"0\"} 2\n"));
+    assert_non_null(
+        strstr(text, "s3nfs_qos_throttled_total{tenant=\"7\",level=\"tenant\",id=\"0\"} 3\n"));
+    assert_non_null(strstr(text, "s3nfs_qos_waiting{tenant=\"7\",level=\"tenant\",id=\"0\"} 0\n"));
     evbuffer_free(m);
     qos_close(q);
     event_base_free(base);
@@ -298,6 +317,498 @@ static void test_guarantee(void **state)
     event_base_free(base);
 }
 
+/* ---- the hierarchy, on a fake clock (qos_clock_us) ---- */
+
+static uint64_t fake_now;
+static uint64_t fake_clock(void)
+{
+    return fake_now;
+}
+
+/* Let every waiter the scheduler woke run its go (timers armed on the real
+ * clock that are due run too; they see the fake clock). */
+static void settle(struct event_base *base)
+{
+    for (int i = 0; i < 4; i++)
+        event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+/* Advance the fake clock and let the scheduler look (qos_configure reruns it). */
+static void tick(struct qos *q, const struct qos_config *cfg, struct event_base *base, uint64_t us)
+{
+    fake_now += us;
+    qos_configure(q, cfg);
+    settle(base);
+}
+
+struct bigrec {
+    int n;
+    int ids[256];
+};
+struct breq {
+    struct bigrec *rec;
+    int id;
+};
+static void bgo(void *arg, int err)
+{
+    struct breq *r = arg;
+    if (err == 0)
+        r->rec->ids[r->rec->n++] = r->id;
+}
+
+static void test_every_level_must_admit(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    const uint64_t dirs[2] = {201, 200}; /* innermost first: 200/201 in bucket 100 */
+    const struct qos_scope in_dir = {.bucket_ino = 100, .dirs = dirs, .ndirs = 2};
+    const struct qos_scope in_b = {.bucket_ino = 100};
+    const struct qos_scope other_b = {.bucket_ino = 101};
+    const struct core_principal u1 = {.tenant = 7, .user = 1};
+    struct rec rec = {0};
+    struct req r[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = (struct req){&rec, i};
+
+    /* The bucket level: one op, then wait; another bucket is not held up. */
+    struct qos_policy bp = {.tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 100, .meta_iops = 1};
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    struct qos_policy got;
+    assert_int_equal(qos_policy_get_at(q, 7, QOS_LEVEL_BUCKET, 100, &got), 0);
+    assert_int_equal(got.meta_iops, 1);
+    assert_int_equal(qos_admit_at(q, &P7, &in_b, QOS_META, 0, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_META, 0, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 1);
+    assert_int_equal(qos_admit_at(q, &P7, &other_b, QOS_META, 0, base, go, &r[2]), 0);
+    assert_int_equal(qos_admit(q, &P7, QOS_META, 0, base, go, &r[3]), 0); /* no scope */
+    assert_int_equal(rec.n, 3);
+    /* Another tenant's bucket with the same inode number is not this policy. */
+    assert_int_equal(qos_admit_at(q, &P8, &in_b, QOS_META, 0, base, go, &r[4]), 0);
+    assert_int_equal(rec.n, 4);
+    assert_int_equal(qos_cancel(q, &r[1]), 0);
+    assert_int_equal(qos_policy_delete_at(q, 7, QOS_LEVEL_BUCKET, 100), 0);
+
+    /* The directory level applies to everything below the directory (200). */
+    rec.n = 0;
+    struct qos_policy dp = {
+        .tenant = 7, .level = QOS_LEVEL_DIR, .bucket = 100, .dir = 200, .write_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 1000, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 1000, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 1);
+    assert_int_equal(qos_admit_at(q, &P7, &in_b, QOS_WRITE, 1000, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 2); /* the bucket outside the directory is free */
+    assert_int_equal(qos_cancel(q, &r[1]), 0);
+    assert_int_equal(qos_policy_delete_at(q, 7, QOS_LEVEL_DIR, 200), 0);
+
+    /* The user level, and a looser user under a tight directory: both must admit. */
+    rec.n = 0;
+    struct qos_policy up = {.tenant = 7, .level = QOS_LEVEL_USER, .user = 1, .read_iops = 1};
+    assert_int_equal(qos_policy_set(q, &up), 0);
+    assert_int_equal(qos_admit_at(q, &u1, &in_b, QOS_READ, 10, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit_at(q, &u1, &other_b, QOS_READ, 10, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 1);
+    assert_int_equal(qos_cancel(q, &r[1]), 0);
+    up.read_iops = 1000000;
+    assert_int_equal(qos_policy_set(q, &up), 0);
+    tick(q, &cfg, base, 1000); /* a raised cap refills from the level it had */
+    dp.write_bps = 0;
+    dp.read_iops = 1;
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    rec.n = 0;
+    assert_int_equal(qos_admit_at(q, &u1, &in_dir, QOS_READ, 10, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit_at(q, &u1, &in_dir, QOS_READ, 10, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 1);
+    /* The tenant level caps them all. */
+    struct qos_policy tp = {.tenant = 7, .read_iops = 1};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    /* r[2] queues behind r[1] in user 1's FIFO (arrival order per queue). */
+    assert_int_equal(qos_admit_at(q, &u1, &other_b, QOS_READ, 10, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 1);
+    tick(q, &cfg, base, 1000000); /* the directory has an op again: r[1] */
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.order[1], 1);
+    tick(q, &cfg, base, 500000); /* the tenant has none yet */
+    assert_int_equal(rec.n, 2);
+    tick(q, &cfg, base, 500000);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.order[2], 2);
+
+    /* NFS: the uid named by a user policy is that user; any other uid is the
+     * tenant's NFS default class. */
+    assert_int_equal(qos_policy_delete(q, 7), 0);
+    assert_int_equal(qos_policy_delete_at(q, 7, QOS_LEVEL_DIR, 200), 0);
+    up = (struct qos_policy){.tenant = 7, .level = QOS_LEVEL_USER, .user = 5, .meta_iops = 1};
+    assert_int_equal(qos_policy_set(q, &up), 0);
+    assert_int_equal(qos_policy_set_uid(q, 7, 5, 1000), 0);
+    struct qos_policy nd = {.tenant = 7, .level = QOS_LEVEL_NFS_DEFAULT, .meta_iops = 1};
+    assert_int_equal(qos_policy_set(q, &nd), 0);
+    const struct qos_scope nfs1000 = {.ino = 1, .has_uid = true, .uid = 1000, .bucket_ino = 100};
+    const struct qos_scope nfs2000 = {.ino = 1, .has_uid = true, .uid = 2000, .bucket_ino = 100};
+    const struct qos_scope nfs3000 = {.ino = 1, .has_uid = true, .uid = 3000, .bucket_ino = 100};
+    rec.n = 0;
+    assert_int_equal(qos_admit_at(q, &P7, &nfs1000, QOS_META, 0, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit_at(q, &P7, &nfs1000, QOS_META, 0, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 1); /* user 5's one op is used */
+    assert_int_equal(qos_admit_at(q, &P7, &nfs2000, QOS_META, 0, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 2); /* the default class is another queue */
+    assert_int_equal(qos_admit_at(q, &P7, &nfs3000, QOS_META, 0, base, go, &r[3]), 0);
+    assert_int_equal(rec.n, 2); /* ...shared by every unmapped uid */
+    /* S3 requests (no uid) are not in the NFS default class. */
+    assert_int_equal(qos_admit_at(q, &P7, &in_b, QOS_META, 0, base, go, &r[4]), 0);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(qos_cancel(q, &r[1]), 0);
+    assert_int_equal(qos_cancel(q, &r[3]), 0);
+
+    /* Bad policies change nothing. */
+    struct qos_policy bad = {.tenant = 7, .level = QOS_LEVEL_DIR, .bucket = 100};
+    assert_int_equal(qos_policy_set(q, &bad), -EINVAL); /* no directory */
+    bad = (struct qos_policy){.tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 5, .weight = 10001};
+    assert_int_equal(qos_policy_set(q, &bad), -EINVAL);
+    assert_int_equal(qos_policy_get_at(q, 7, QOS_LEVEL_BUCKET, 5, &got), -ENOENT);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
+static void test_reservation_first(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    /* The daemon can do 1 op/s. */
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000, .cap_iops = 1};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct qos_policy tp = {.tenant = 7, .min_iops = 1};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    /* A bucket minimum larger than the tenant's is held to the tenant's. */
+    struct qos_policy bp = {.tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 100, .min_iops = 50};
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    const struct qos_scope in_b = {.bucket_ino = 100};
+    struct rec rec = {0};
+    struct req r[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = (struct req){&rec, i};
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[0]), 0); /* the daemon's token */
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[1]), 0); /* waits */
+    assert_int_equal(rec.n, 1);
+    /* Tenant 7's minimum lets one through although the daemon is out... */
+    assert_int_equal(qos_admit_at(q, &P7, &in_b, QOS_META, 0, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 2);
+    /* ...but not more than the tenant's minimum, whatever the bucket says. */
+    assert_int_equal(qos_admit_at(q, &P7, &in_b, QOS_META, 0, base, go, &r[3]), 0);
+    assert_int_equal(rec.n, 2);
+    /* A second later tenant 7's minimum has a token again, the daemon still
+     * none (its debt): tenant 7's request goes first though it came later. */
+    tick(q, &cfg, base, 1000000);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.order[2], 3);
+    /* Two more seconds pay the daemon's debt: tenant 8's request goes. */
+    tick(q, &cfg, base, 2000000);
+    assert_int_equal(rec.n, 4);
+    assert_int_equal(rec.order[3], 1);
+    assert_int_equal(rec.err[3], 0);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
+static void test_weights_share_the_rest(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 600000, .cap_iops = 100};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct qos_policy w7 = {.tenant = 7, .weight = 300}, w8 = {.tenant = 8, .weight = 100};
+    assert_int_equal(qos_policy_set(q, &w7), 0);
+    assert_int_equal(qos_policy_set(q, &w8), 0);
+    struct bigrec rec = {0};
+    static struct breq r[300];
+    const struct core_principal p9 = {.tenant = 9};
+    for (int i = 0; i < 100; i++) { /* tenant 9 empties the daemon's bucket */
+        r[i] = (struct breq){&rec, 900};
+        assert_int_equal(qos_admit(q, &p9, QOS_META, 0, base, bgo, &r[i]), 0);
+    }
+    assert_int_equal(rec.n, 100);
+    rec.n = 0;
+    for (int i = 0; i < 60; i++) {
+        r[100 + i] = (struct breq){&rec, 7};
+        r[160 + i] = (struct breq){&rec, 8};
+    }
+    for (int i = 0; i < 60; i++) { /* interleaved arrivals */
+        assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, bgo, &r[160 + i]), 0);
+        assert_int_equal(qos_admit(q, &P7, QOS_META, 0, base, bgo, &r[100 + i]), 0);
+    }
+    assert_int_equal(rec.n, 0);
+    /* 400 ms: 40 ops of capacity, shared 3:1. */
+    for (int i = 0; i < 40; i++)
+        tick(q, &cfg, base, 10000);
+    int n7 = 0, n8 = 0;
+    for (int i = 0; i < rec.n; i++) {
+        n7 += rec.ids[i] == 7;
+        n8 += rec.ids[i] == 8;
+    }
+    assert_true(rec.n >= 39 && rec.n <= 41);
+    assert_true(n7 >= 28 && n7 <= 32);
+    assert_true(n8 >= 8 && n8 <= 12);
+
+    /* Inside one tenant, the queues of its users share the tenant's cap by weight. */
+    struct qos_config nocap = {.enabled = true, .max_wait_ms = 600000};
+    qos_configure(q, &nocap);
+    settle(base);
+    struct qos_policy tp = {.tenant = 10, .meta_iops = 10};
+    struct qos_policy ua = {.tenant = 10, .user = 1, .weight = 100};
+    struct qos_policy ub = {.tenant = 10, .user = 2, .weight = 400};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    assert_int_equal(qos_policy_set(q, &ua), 0);
+    assert_int_equal(qos_policy_set(q, &ub), 0);
+    const struct core_principal pa = {.tenant = 10, .user = 1}, pb = {.tenant = 10, .user = 2};
+    static struct breq s[140];
+    struct bigrec rec2 = {0};
+    for (int i = 0; i < 10; i++) { /* empties the tenant's burst */
+        s[i] = (struct breq){&rec2, 0};
+        assert_int_equal(qos_admit(q, &pa, QOS_META, 0, base, bgo, &s[i]), 0);
+    }
+    rec2.n = 0;
+    for (int i = 0; i < 60; i++) {
+        s[10 + i] = (struct breq){&rec2, 1};
+        s[70 + i] = (struct breq){&rec2, 2};
+        assert_int_equal(qos_admit(q, &pa, QOS_META, 0, base, bgo, &s[10 + i]), 0);
+        assert_int_equal(qos_admit(q, &pb, QOS_META, 0, base, bgo, &s[70 + i]), 0);
+    }
+    for (int i = 0; i < 50; i++) /* 5 s: 50 ops, shared 1:4 */
+        tick(q, &nocap, base, 100000);
+    int na = 0, nb = 0;
+    for (int i = 0; i < rec2.n; i++) {
+        na += rec2.ids[i] == 1;
+        nb += rec2.ids[i] == 2;
+    }
+    assert_true(rec2.n >= 49 && rec2.n <= 51);
+    assert_true(na >= 8 && na <= 12);
+    assert_true(nb >= 38 && nb <= 42);
+    qos_drain(q);
+    settle(base);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
+static void test_change_applies_to_queued(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    const uint64_t dirs[1] = {200};
+    const struct qos_scope in_dir = {.bucket_ino = 100, .dirs = dirs, .ndirs = 1};
+    struct rec rec = {0};
+    struct req r[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = (struct req){&rec, i};
+    struct qos_policy dp = {
+        .tenant = 7, .level = QOS_LEVEL_DIR, .bucket = 100, .dir = 200, .write_iops = 1};
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 0, base, go, &r[i]), 0);
+    assert_int_equal(rec.n, 1);
+    /* Raising the directory's cap lets the queued requests go, in order. */
+    dp.write_iops = 1000;
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    tick(q, &cfg, base, 2000); /* a raised cap refills from the level it had */
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.order[1], 1);
+    assert_int_equal(rec.order[2], 2);
+
+    /* A new level on a queued request's path holds it too: a bucket policy
+     * set while it waits in the directory's queue. */
+    dp.write_iops = 1;
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    rec.n = 0;
+    tick(q, &cfg, base, 1000000);
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 0, base, go, &r[3]), 0);
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 0, base, go, &r[4]), 0);
+    assert_int_equal(rec.n, 1);
+    struct qos_policy bp = {
+        .tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 100, .write_iops = 1, .burst_ms = 1};
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    struct qos_policy loose = dp;
+    loose.write_iops = 1000;
+    assert_int_equal(qos_policy_set(q, &loose), 0); /* the directory no longer holds it... */
+    tick(q, &cfg, base, 2000);
+    assert_int_equal(rec.n, 2); /* ...and the new bucket level has its one token */
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 0, base, go, &r[5]), 0);
+    assert_int_equal(rec.n, 2); /* the bucket level now holds the next */
+    /* Deleting the bucket's policy releases it. */
+    assert_int_equal(qos_policy_delete_at(q, 7, QOS_LEVEL_BUCKET, 100), 0);
+    settle(base);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.err[2], 0);
+
+    /* Metrics name every level. */
+    struct evbuffer *m = evbuffer_new();
+    srv_metrics_render(m);
+    evbuffer_add(m, "", 1);
+    const char *text = (const char *)evbuffer_pullup(m, -1);
+    assert_non_null(strstr(text, "s3nfs_qos_admitted_ops_total{tenant=\"7\",level=\"dir\","
+                                 "id=\"200\",class=\"write\"} 6\n"));
+    assert_non_null(strstr(text, "s3nfs_qos_throttled_seconds_total{"));
+    assert_non_null(strstr(text, "s3nfs_qos_guarantee_shortfall_seconds_total{"));
+    evbuffer_free(m);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
+static void test_measured_capacity_only_with_a_minimum(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    /* Measured: 1 op/s; nothing configured. */
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000, .probe_iops = 1};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct rec rec = {0};
+    struct req r[4] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}};
+    /* Nobody has a minimum: the measurement limits nothing. */
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[0]), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 2);
+    /* Tenant 7 gets a minimum: now the measured capacity is shared. */
+    struct qos_policy g = {.tenant = 7, .min_iops = 1};
+    assert_int_equal(qos_policy_set(q, &g), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[2]), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_META, 0, base, go, &r[3]), 0);
+    assert_int_equal(rec.n, 3);
+    /* A configured capacity overrides the measurement. */
+    cfg.cap_iops = 1000;
+    tick(q, &cfg, base, 0);
+    tick(q, &cfg, base, 2000); /* 2 ms at 1000 op/s */
+    assert_int_equal(rec.n, 4);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
+static void test_many_policies(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    for (uint64_t i = 1; i <= QOS_POLICIES_PER_TENANT_MAX; i++) {
+        struct qos_policy bp = {
+            .tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 1000 + i, .meta_iops = 1};
+        assert_int_equal(qos_policy_set(q, &bp), 0);
+    }
+    struct qos_policy more = {.tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 1, .meta_iops = 1};
+    assert_int_equal(qos_policy_set(q, &more), -ENOSPC);
+    more.tenant = 8; /* another tenant has its own allowance */
+    assert_int_equal(qos_policy_set(q, &more), 0);
+    struct qos_policy tp = {.tenant = 7, .meta_iops = 1000000};
+    assert_int_equal(qos_policy_set(q, &tp), 0); /* the tenant level is not counted */
+    /* Every bucket is its own level: one op each now, the second waits. */
+    struct rec rec = {0};
+    static struct req r[16];
+    for (int i = 0; i < 8; i++) {
+        uint64_t b = 1000 + 1 + (uint64_t)i * 500;
+        const struct qos_scope sc = {.bucket_ino = b};
+        r[2 * i] = (struct req){&rec, 2 * i};
+        r[2 * i + 1] = (struct req){&rec, 2 * i + 1};
+        assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_META, 0, base, go, &r[2 * i]), 0);
+        assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_META, 0, base, go, &r[2 * i + 1]), 0);
+    }
+    assert_int_equal(rec.n, 8);
+    for (uint64_t i = 1; i <= QOS_POLICIES_PER_TENANT_MAX; i++)
+        assert_int_equal(qos_policy_delete_at(q, 7, QOS_LEVEL_BUCKET, 1000 + i), 0);
+    settle(base); /* the waiters lost their level: they go */
+    assert_int_equal(rec.n, 16);
+    struct qos_policy got;
+    assert_int_equal(qos_policy_get_at(q, 7, QOS_LEVEL_BUCKET, 1001, &got), -ENOENT);
+    assert_int_equal(qos_policy_get_at(q, 8, QOS_LEVEL_BUCKET, 1, &got), 0);
+    qos_close(q);
+    event_base_free(base);
+}
+
+/* The front ends admit a large transfer in pieces: qos_admit again from go,
+ * one piece at a time, with the same arg. */
+struct xfer {
+    struct qos *q;
+    struct event_base *base;
+    const struct qos_scope *sc;
+    int left, done, err;
+};
+
+static void piece_go(void *arg, int err)
+{
+    struct xfer *x = arg;
+    if (err) {
+        x->err = err;
+        return;
+    }
+    x->done++;
+    if (--x->left > 0)
+        assert_int_equal(qos_admit_at(x->q, &P7, x->sc, QOS_WRITE, 1000, x->base, piece_go, x), 0);
+}
+
+static void test_pieces_reenter(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct qos_policy bp = {
+        .tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 100, .write_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    const struct qos_scope sc = {.bucket_ino = 100};
+    struct xfer x = {q, base, &sc, 4, 0, 0};
+    /* The first piece goes at once and asks for the second from go. */
+    assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_WRITE, 1000, base, piece_go, &x), 0);
+    assert_int_equal(x.done, 1);
+    for (int i = 2; i <= 4; i++) { /* one more piece per second of tokens */
+        tick(q, &cfg, base, 500000);
+        assert_int_equal(x.done, i - 1);
+        tick(q, &cfg, base, 500000);
+        assert_int_equal(x.done, i);
+    }
+    assert_int_equal(x.left, 0);
+    assert_int_equal(x.err, 0);
+    /* A waiting piece can be withdrawn by its arg. */
+    x.left = 2;
+    x.done = 0;
+    assert_int_equal(qos_admit_at(q, &P7, &sc, QOS_WRITE, 1000, base, piece_go, &x), 0);
+    assert_int_equal(x.done, 0);
+    assert_int_equal(qos_cancel(q, &x), 0);
+    assert_int_equal(qos_cancel(q, &x), -ENOENT);
+    tick(q, &cfg, base, 2000000);
+    assert_int_equal(x.done, 0);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +819,13 @@ int main(void)
         cmocka_unit_test(test_disable),
         cmocka_unit_test(test_user_policy),
         cmocka_unit_test(test_guarantee),
+        cmocka_unit_test(test_every_level_must_admit),
+        cmocka_unit_test(test_reservation_first),
+        cmocka_unit_test(test_weights_share_the_rest),
+        cmocka_unit_test(test_change_applies_to_queued),
+        cmocka_unit_test(test_measured_capacity_only_with_a_minimum),
+        cmocka_unit_test(test_many_policies),
+        cmocka_unit_test(test_pieces_reenter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
