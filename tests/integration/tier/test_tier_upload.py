@@ -115,6 +115,22 @@ def test_s3_written_files_uploaded_after_delay(d, rgw):
     ob = rs3.get_object(Bucket=rb, Key="p/big.bin")
     assert hashlib.md5(ob["Body"].read()).digest() == hashlib.md5(big).digest()
     assert ob["ETag"].strip('"').endswith("-5")  # went as a multipart upload
+    # whatever wrote the file: an S3 copy, a client's multipart upload
+    s3.copy_object(Bucket=b, Key="copied.bin", CopySource={"Bucket": b, "Key": "dir/small.bin"})
+    mpu = s3.create_multipart_upload(Bucket=b, Key="mpu.bin", ContentType="text/csv")
+    p1 = os.urandom(5 * 1024 * 1024)
+    e1 = s3.upload_part(Bucket=b, Key="mpu.bin", UploadId=mpu["UploadId"], PartNumber=1,
+                        Body=p1)["ETag"]
+    e2 = s3.upload_part(Bucket=b, Key="mpu.bin", UploadId=mpu["UploadId"], PartNumber=2,
+                        Body=b"tail")["ETag"]
+    s3.complete_multipart_upload(Bucket=b, Key="mpu.bin", UploadId=mpu["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
+                                                            {"PartNumber": 2, "ETag": e2}]})
+    wait_for(lambda: remote_body(rs3, rb, "p/copied.bin") == small, what="copy uploaded")
+    wait_for(lambda: remote_body(rs3, rb, "p/mpu.bin") == p1 + b"tail", what="mpu uploaded")
+    assert rs3.head_object(Bucket=rb, Key="p/mpu.bin")["ContentType"] == "text/csv"
+    s3.delete_object(Bucket=b, Key="copied.bin")
+    s3.delete_object(Bucket=b, Key="mpu.bin")
     # a change makes it local again, and it goes again
     s3.put_object(Bucket=b, Key="dir/small.bin", Body=b"v2", ContentType="text/plain")
     assert state(d, b, "dir/small.bin")[0] == "local"
