@@ -36,7 +36,7 @@
 #include "srv_log.h"
 
 #define CORE_RC_CHUNK (2u * STORE_EXTENT_MAX) /* bytes of one ranged GET */
-#define LR_SLOTS 65536u                        /* last-read table */
+#define LR_SLOTS 65536u                       /* last-read table */
 #define RC_LAT_N CORE_TIER_LAT_N
 
 enum { CH_TODO = 0, CH_BUSY, CH_DONE };
@@ -193,8 +193,8 @@ static int evict_fn(struct meta_txn *t, void *arg)
     if (!cp)
         return -ENOMEM;
     rc = meta_tier_get(t, a->ino, cp);
-    bool confirmed = rc == 0 && cp->st.change == r.change && cp->st.size == r.size &&
-                     cp->st.etag[0] != '\0';
+    bool confirmed =
+        rc == 0 && cp->st.change == r.change && cp->st.size == r.size && cp->st.etag[0] != '\0';
     free(cp);
     if (rc && rc != -ENOENT)
         return rc;
@@ -301,8 +301,11 @@ static int install_fn(struct meta_txn *t, void *arg)
     if (empty) {
         for (size_t i = 0; rc == 0 && i < a->n; i++) {
             struct core__fext *x = &a->x[i];
-            struct meta_extent me = {.dev = x->e.dev, .len = x->e.len, .off = x->e.off,
-                                     .crc = x->e.crc, .vlen = x->vlen};
+            struct meta_extent me = {.dev = x->e.dev,
+                                     .len = x->e.len,
+                                     .off = x->e.off,
+                                     .crc = x->e.crc,
+                                     .vlen = x->vlen};
             rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
             if (rc == 0)
                 rc = meta_extent_put(t, a->ino, x->foff, &me);
@@ -513,9 +516,8 @@ static void *recall_main(void *arg)
             pick->st[ch] = CH_TODO;
             atomic_fetch_add(&k->recall_errors, 1);
             if (rc != SRV_ESTALE)
-                srv_log(WARN, TIER, "recall of ino=%llu at %llu: %s",
-                        (unsigned long long)ino, (unsigned long long)ch * CORE_RC_CHUNK,
-                        srv_strerror(rc));
+                srv_log(WARN, TIER, "recall of ino=%llu at %llu: %s", (unsigned long long)ino,
+                        (unsigned long long)ch * CORE_RC_CHUNK, srv_strerror(rc));
             pick->err = rc == SRV_ESTALE ? 1 : rc;
         }
         if (pick->err && pick->busy == 0 && pick->waiters == 0)

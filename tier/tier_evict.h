@@ -18,12 +18,12 @@
 
 struct tier_evict_cand {
     uint64_t ino, change;
-    uint64_t bytes;      /* local bytes eviction frees */
-    int64_t last_s;      /* last read (or change, or copy), seconds since the epoch */
-    uint32_t after_s;    /* the policy's evict_after_s (0: not by age) */
-    uint16_t high, low;  /* the policy's watermarks, 1/100 % (0: none) */
-    uint32_t group;      /* the policy's bucket, as a small index (watermark state) */
-    bool pick;           /* out: evict it */
+    uint64_t bytes;     /* local bytes eviction frees */
+    int64_t last_s;     /* last read (or change, or copy), seconds since the epoch */
+    uint32_t after_s;   /* the policy's evict_after_s (0: not by age) */
+    uint16_t high, low; /* the policy's watermarks, 1/100 % (0: none) */
+    uint32_t group;     /* the policy's bucket, as a small index (watermark state) */
+    bool pick;          /* out: evict it */
 };
 
 /** Mark the candidates to evict. Sorts @p v least recently read first (ties: ino).
