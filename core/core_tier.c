@@ -585,16 +585,13 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         pthread_mutex_unlock(&k->mu);
         return SRV_ERECALL; /* no recall running (starting or stopping) */
     }
+    /* join the file's recall; a failed one (or one that ended for an older content) is
+     * not joined: a new one starts (the old one goes once nobody uses it) */
     struct recall *r = k->head;
-    while (r && r->ino != ino)
+    while (r &&
+           (r->ino != ino || (r->err && r->err != 1) || (r->err == 1 && r->change != ri->change)))
         r = r->next;
-    if (r && r->err == 1 && (r->change != ri->change)) {
-        /* an ended recall of an older content: start over */
-        r = NULL;
-    }
-    if (!r || (r->err && r->waiters == 0 && r->busy == 0 && r->err != 1)) {
-        if (r)
-            recall_free(k, r); /* a failed one: the next read tries again */
+    if (!r) {
         r = calloc(1, sizeof(*r));
         uint32_t nch = (uint32_t)((ri->size + CORE_RC_CHUNK - 1) / CORE_RC_CHUNK);
         if (r)
