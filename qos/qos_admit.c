@@ -52,6 +52,7 @@ struct waiter {
     struct tstate *ts;
     enum qos_class cls;
     uint64_t bytes;
+    unsigned ops; /* operations charged: 1, or 0 for a later piece (qos_admit_piece) */
     struct event *ev;
     void (*go)(void *arg, int err);
     void *arg;
@@ -177,11 +178,12 @@ static void buckets_of(enum qos_class cls, int *bytes_b, int *ops_b)
     }
 }
 
-static uint64_t wait_of(struct tstate *ts, enum qos_class cls, uint64_t bytes, uint64_t now)
+static uint64_t wait_of(struct tstate *ts, enum qos_class cls, uint64_t bytes, unsigned ops,
+                        uint64_t now)
 {
     int bb, ob;
     buckets_of(cls, &bb, &ob);
-    uint64_t w = qos_bucket_wait_us(&ts->b[ob], 1, now);
+    uint64_t w = ops ? qos_bucket_wait_us(&ts->b[ob], ops, now) : 0;
     if (bb >= 0 && bytes) {
         uint64_t wb = qos_bucket_wait_us(&ts->b[bb], (double)bytes, now);
         if (wb > w)
@@ -190,11 +192,12 @@ static uint64_t wait_of(struct tstate *ts, enum qos_class cls, uint64_t bytes, u
     return w;
 }
 
-static void take(struct tstate *ts, enum qos_class cls, uint64_t bytes, uint64_t now)
+static void take(struct tstate *ts, enum qos_class cls, uint64_t bytes, unsigned ops, uint64_t now)
 {
     int bb, ob;
     buckets_of(cls, &bb, &ob);
-    qos_bucket_take(&ts->b[ob], 1, now);
+    if (ops)
+        qos_bucket_take(&ts->b[ob], ops, now);
     if (bb >= 0 && bytes)
         qos_bucket_take(&ts->b[bb], (double)bytes, now);
 }
@@ -240,20 +243,20 @@ static int gdim_bytes(enum qos_class cls)
     return cls == QOS_READ ? G_RBPS : cls == QOS_WRITE ? G_WBPS : -1;
 }
 
-static uint64_t wait_chain(struct qos *q, struct tstate *home, enum qos_class cls,
-                           uint64_t bytes, uint64_t now)
+static uint64_t wait_chain(struct qos *q, struct tstate *home, enum qos_class cls, uint64_t bytes,
+                           unsigned ops, uint64_t now)
 {
-    uint64_t w = wait_of(home, cls, bytes, now);
+    uint64_t w = wait_of(home, cls, bytes, ops, now);
     struct tstate *t = parent_of(q, home);
     if (t) {
-        uint64_t wt = wait_of(t, cls, bytes, now);
+        uint64_t wt = wait_of(t, cls, bytes, ops, now);
         if (wt > w)
             w = wt;
     }
     if (q->global) {
         struct tstate *gs = guarantor_of(q, home);
         bool g;
-        uint64_t wd = dim_wait(q, gs, G_IOPS, 1, now, &g);
+        uint64_t wd = ops ? dim_wait(q, gs, G_IOPS, ops, now, &g) : 0;
         if (wd > w)
             w = wd;
         int bd = gdim_bytes(cls);
@@ -278,15 +281,16 @@ static void take_dim(struct qos *q, struct tstate *gs, int d, double n, uint64_t
 }
 
 static void take_chain(struct qos *q, struct tstate *home, enum qos_class cls, uint64_t bytes,
-                       uint64_t now)
+                       unsigned ops, uint64_t now)
 {
-    take(home, cls, bytes, now);
+    take(home, cls, bytes, ops, now);
     struct tstate *t = parent_of(q, home);
     if (t)
-        take(t, cls, bytes, now);
+        take(t, cls, bytes, ops, now);
     if (q->global) {
         struct tstate *gs = guarantor_of(q, home);
-        take_dim(q, gs, G_IOPS, 1, now);
+        if (ops)
+            take_dim(q, gs, G_IOPS, ops, now);
         int bd = gdim_bytes(cls);
         if (bd >= 0 && bytes)
             take_dim(q, gs, bd, (double)bytes, now);
@@ -320,7 +324,7 @@ static void arm_head(struct qos *q, struct tstate *ts, uint64_t now)
     struct waiter *h = ts->head;
     if (!h || h->force)
         return;
-    uint64_t w = wait_chain(q, ts, h->cls, h->bytes, now);
+    uint64_t w = wait_chain(q, ts, h->cls, h->bytes, h->ops, now);
     uint64_t left = h->deadline_us > now ? h->deadline_us - now : 0;
     arm(h, w < left ? w : left);
 }
@@ -344,8 +348,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         err = 0;
     } else if (w->force == FORCE_THROTTLE) {
         err = SRV_ETHROTTLE;
-    } else if (ts->head == w && wait_chain(q, ts, w->cls, w->bytes, now) == 0) {
-        take_chain(q, ts, w->cls, w->bytes, now);
+    } else if (ts->head == w && wait_chain(q, ts, w->cls, w->bytes, w->ops, now) == 0) {
+        take_chain(q, ts, w->cls, w->bytes, w->ops, now);
         err = 0;
     } else if (now >= w->deadline_us) {
         err = SRV_ETHROTTLE;
@@ -375,9 +379,47 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     go(garg, err);
 }
 
-int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
-              struct event_base *base, void (*go)(void *arg, int err), void *arg)
+/* The smallest burst of the byte buckets a request of @p home in class @p cls
+ * draws from (its own, its tenant's, the daemon-wide and guarantee buckets);
+ * 0: its bytes are not limited. Under the lock. */
+static uint64_t piece_of(struct qos *q, struct tstate *home, enum qos_class cls)
 {
+    int bb, ob;
+    buckets_of(cls, &bb, &ob);
+    double m = 0;
+    const struct qos_bucket *cand[4] = {NULL, NULL, NULL, NULL};
+    if (bb >= 0) {
+        struct tstate *t = parent_of(q, home);
+        cand[0] = &home->b[bb];
+        cand[1] = t ? &t->b[bb] : NULL;
+        int bd = gdim_bytes(cls);
+        if (q->global && bd >= 0) {
+            struct tstate *gs = guarantor_of(q, home);
+            cand[2] = &q->g[bd];
+            cand[3] = gs ? &gs->gb[bd] : NULL;
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        if (cand[i] && cand[i]->rate > 0 && (m == 0 || cand[i]->burst < m))
+            m = cand[i]->burst;
+    if (m <= 0)
+        return 0;
+    /* A quarter of the burst (at least 64 KiB, never more than the burst):
+     * pieces that small keep the rate smooth over any burst-long window. */
+    double want = m / 4 > 65536 ? m / 4 : 65536;
+    if (want > m)
+        want = m;
+    return want < 1 ? 1 : (uint64_t)want;
+}
+
+/* qos_admit and qos_admit_piece: @p ops operations (0 or 1) and, with @p piece
+ * set, at most one piece of @p bytes (its size stored there before go may run). */
+static int admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
+                 unsigned ops, uint64_t *piece, struct event_base *base,
+                 void (*go)(void *arg, int err), void *arg)
+{
+    if (piece)
+        *piece = bytes;
     if (!go || (unsigned)cls > QOS_META)
         return -EINVAL;
     if (!q || !p) {
@@ -402,9 +444,15 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
         go(arg, 0);
         return 0;
     }
+    if (piece && !q->cfg.shaping_off) {
+        uint64_t m = piece_of(q, ts, cls);
+        if (m && bytes > m)
+            bytes = m;
+        *piece = bytes;
+    }
     uint64_t now = qos_clock_us();
-    if (!ts->head && wait_chain(q, ts, cls, bytes, now) == 0) {
-        take_chain(q, ts, cls, bytes, now);
+    if (!ts->head && wait_chain(q, ts, cls, bytes, ops, now) == 0) {
+        take_chain(q, ts, cls, bytes, ops, now);
         pthread_mutex_unlock(&q->lock);
         go(arg, 0);
         return 0;
@@ -434,6 +482,7 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
     w->ts = ts;
     w->cls = cls;
     w->bytes = bytes;
+    w->ops = ops;
     w->go = go;
     w->arg = arg;
     w->deadline_us = now + (uint64_t)q->cfg.max_wait_ms * 1000u;
@@ -451,6 +500,32 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
         arm(w, w->deadline_us - now);
     pthread_mutex_unlock(&q->lock);
     return 0;
+}
+
+int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
+              struct event_base *base, void (*go)(void *arg, int err), void *arg)
+{
+    return admit(q, p, cls, bytes, 1, NULL, base, go, arg);
+}
+
+int qos_admit_piece(struct qos *q, const struct core_principal *p, enum qos_class cls,
+                    uint64_t bytes, unsigned flags, uint64_t *piece, struct event_base *base,
+                    void (*go)(void *arg, int err), void *arg)
+{
+    if (!piece || (flags & ~QOS_PIECE_MORE))
+        return -EINVAL;
+    return admit(q, p, cls, bytes, (flags & QOS_PIECE_MORE) ? 0 : 1, piece, base, go, arg);
+}
+
+bool qos_applies(struct qos *q, const struct core_principal *p)
+{
+    if (!q || !p)
+        return false;
+    pthread_mutex_lock(&q->lock);
+    bool yes = q->cfg.enabled && (q->global || (p->user && ts_find(q, p->tenant, p->user)) ||
+                                  ts_find(q, p->tenant, 0));
+    pthread_mutex_unlock(&q->lock);
+    return yes;
 }
 
 int qos_cancel(struct qos *q, void *arg)

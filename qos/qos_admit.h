@@ -42,6 +42,9 @@ struct qos_config {
     uint32_t queue_max;  /* most waiters per tenant; 0 = 4096 */
     /* Daemon capacity for guarantees; 0 = unknown (no daemon-wide limit). */
     uint64_t cap_read_bps, cap_write_bps, cap_iops;
+    /* Test aid (config qos_shaping = false): qos_admit_piece admits whole
+     * requests, which may put buckets into debt, as qos_admit does. */
+    bool shaping_off;
 };
 
 /* Limits of one tenant (user 0) or of one user of a tenant; 0 = unlimited.
@@ -76,6 +79,33 @@ void qos_close(struct qos *q);
  *         -EINVAL: bad class or NULL go/base; -ENOMEM. */
 int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
               struct event_base *base, void (*go)(void *arg, int err), void *arg);
+/* qos_admit_piece flags */
+#define QOS_PIECE_MORE 0x1 /* a later piece of an admitted request: no operation charged */
+
+/** Shaping: admit the next piece of a request of class @p cls that still has
+ * @p bytes to move, so that a large request flows at the admitted rate
+ * instead of passing at once and leaving debt. The piece is at most @p bytes
+ * and never larger than the smallest burst of the byte buckets the request
+ * draws from (a quarter of it, at least 64 KiB when the burst allows: finer
+ * pieces give a smoother rate); it is all of @p bytes when they are not
+ * limited (QoS off, no policy, no byte cap) or when qos_config.shaping_off is
+ * set. The first piece (flags 0) also charges the request's operation; later
+ * ones (QOS_PIECE_MORE) charge bytes only. Each piece waits in the same FIFO
+ * as whole requests and has its own max_wait_ms: a long transfer fails only
+ * when one piece waits too long. The caller moves the piece, then asks for
+ * the next one with the bytes left, until none are left.
+ * @param[out] piece  bytes this call admits; set before go may run (0 when
+ *                    @p bytes is 0: then only the operation is charged)
+ * @return as qos_admit; -EINVAL also for a NULL @p piece or unknown @p flags. */
+int qos_admit_piece(struct qos *q, const struct core_principal *p, enum qos_class cls,
+                    uint64_t bytes, unsigned flags, uint64_t *piece, struct event_base *base,
+                    void (*go)(void *arg, int err), void *arg);
+/** Whether admission applies to @p p at all: QoS is on and a policy of its
+ * user or tenant, or a configured capacity, exists. Front ends use it to keep
+ * fast paths that touch data before admitting (an S3 GET of a small object)
+ * for the principals QoS leaves alone. A hint: policies may change the next
+ * moment. */
+bool qos_applies(struct qos *q, const struct core_principal *p);
 /** Withdraw a waiting request (its connection closed): go will not run.
  * @return 0, -ENOENT (not waiting: already admitted or never queued). */
 int qos_cancel(struct qos *q, void *arg);

@@ -100,6 +100,7 @@ struct srv_config {
     uint64_t qos_capacity_read_bps;
     uint64_t qos_capacity_write_bps;
     int64_t qos_capacity_iops;
+    bool qos_shaping;
 };
 
 extern const struct srv_config_opt srv_config_table[];

@@ -218,6 +218,10 @@ const struct srv_config_opt srv_config_table[] = {
         "Operations per second the daemon can serve, for QoS minimum guarantees. 0: unknown. "
         "With a capacity set, requests beyond it wait, and tenants with a guarantee go first "
         "up to their minimum."),
+    OPT(qos_shaping, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_RELOADABLE, NULL,
+        "Admit large transfers in pieces at the capped rate (S3 bodies read and sent at the "
+        "admitted rate, NFS READ/WRITE admitted in slices). false (a test aid): admit each "
+        "request whole at once, leaving the tenant's buckets in debt for the next requests."),
 };
 /* clang-format on */
 

@@ -298,6 +298,117 @@ static void test_guarantee(void **state)
     event_base_free(base);
 }
 
+/* ---- qos_admit_piece: shaping ---- */
+
+static uint64_t frozen_now = 1000000;
+static uint64_t frozen_clock(void)
+{
+    return frozen_now;
+}
+
+static void test_piece_size(void **state)
+{
+    (void)state;
+    struct qos *q = mk(0, 0);
+    struct rec rec = {0};
+    struct req r = {&rec, 1};
+    uint64_t piece = 0;
+    /* no policy: the whole request at once */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 10000000);
+    assert_int_equal(rec.n, 1);
+    assert_false(qos_applies(q, &P7));
+    /* a quarter of the burst, at least 64 KiB, never more than the burst */
+    struct qos_policy pol = {.tenant = 7, .write_bps = 1000000, .read_bps = 10000};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    assert_true(qos_applies(q, &P7));
+    assert_false(qos_applies(q, &P8));
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 250000);
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_READ, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 10000);
+    assert_int_equal(rec.n, 3);
+    /* metadata and uncapped classes: all of it (nothing to cut) */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_META, 5, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 5);
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 7, 9, &piece, NULL, go, &r), -EINVAL);
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 7, 0, NULL, NULL, go, &r), -EINVAL);
+    /* the test aid: whole requests again */
+    struct qos_config off = {.enabled = true, .shaping_off = true};
+    qos_configure(q, &off);
+    struct qos_policy big = {.tenant = 8, .write_bps = 1000000};
+    assert_int_equal(qos_policy_set(q, &big), 0);
+    assert_int_equal(qos_admit_piece(q, &P8, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 10000000);
+    qos_close(q);
+}
+
+static void test_piece_charges_one_op(void **state)
+{
+    (void)state;
+    uint64_t (*real_clock)(void) = qos_clock_us;
+    qos_clock_us = frozen_clock; /* no refill: what is taken stays taken */
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    struct qos_policy pol = {.tenant = 7, .write_iops = 1, .write_bps = 1 << 20};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct rec rec = {0};
+    struct req r[3] = {{&rec, 0}, {&rec, 1}, {&rec, 2}};
+    uint64_t piece;
+    /* the first piece takes the only operation token; later pieces need none */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 1000, 0, &piece, base, go, &r[0]), 0);
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 1000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 2);
+    /* a new request needs an operation: it waits */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 1000, 0, &piece, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(qos_cancel(q, &r[2]), 0);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = real_clock;
+}
+
+static void test_piece_waits_without_debt(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    /* 100 kB/s with a 10 ms burst: pieces of 1000 bytes, each waiting ~10 ms */
+    struct qos_policy pol = {.tenant = 7, .write_bps = 100000, .burst_ms = 10};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct rec rec = {0};
+    struct req r[2] = {{&rec, 0}, {&rec, 1}};
+    uint64_t piece;
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 5000, 0, &piece, base, go, &r[0]), 0);
+    assert_int_equal(piece, 1000);
+    assert_int_equal(rec.n, 1);
+    /* the bucket is empty, not in debt: the next piece waits for its tokens */
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 4000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    assert_int_equal(piece, 1000);
+    assert_int_equal(rec.n, 1);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.err[1], 0);
+    /* a piece larger than the burst (the policy shrank while it waited) still goes */
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 3000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 2);
+    struct qos_policy small = {.tenant = 7, .write_bps = 100000, .burst_ms = 1}; /* burst 100 */
+    assert_int_equal(qos_policy_set(q, &small), 0);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.err[2], 0);
+    /* a waiting piece can be withdrawn (its client went away) */
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 3000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    if (rec.n == 3)
+        assert_int_equal(qos_cancel(q, &r[1]), 0);
+    qos_close(q);
+    event_base_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +419,9 @@ int main(void)
         cmocka_unit_test(test_disable),
         cmocka_unit_test(test_user_policy),
         cmocka_unit_test(test_guarantee),
+        cmocka_unit_test(test_piece_size),
+        cmocka_unit_test(test_piece_charges_one_op),
+        cmocka_unit_test(test_piece_waits_without_debt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
