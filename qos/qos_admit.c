@@ -379,14 +379,22 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     go(garg, err);
 }
 
-/* The smallest burst of the byte buckets a request of @p home in class @p cls
- * draws from (its own, its tenant's, the daemon-wide and guarantee buckets);
- * 0: its bytes are not limited. Under the lock. */
+/* Pieces last about this long at the rate of the slowest bucket: short enough
+ * that other requests of the tenant, queued behind a waiting piece, wait
+ * little; long enough that a shaped transfer costs at most ~50 admissions a
+ * second. */
+#define PIECE_US 20000
+#define PIECE_MIN 4096
+
+/* The piece size for a request of @p home in class @p cls: PIECE_US worth of
+ * the slowest byte bucket it draws from (its own, its tenant's, the
+ * daemon-wide and guarantee buckets), at least PIECE_MIN, never more than
+ * the smallest burst. 0: its bytes are not limited. Under the lock. */
 static uint64_t piece_of(struct qos *q, struct tstate *home, enum qos_class cls)
 {
     int bb, ob;
     buckets_of(cls, &bb, &ob);
-    double m = 0;
+    double m = 0, r = 0;
     const struct qos_bucket *cand[4] = {NULL, NULL, NULL, NULL};
     if (bb >= 0) {
         struct tstate *t = parent_of(q, home);
@@ -399,14 +407,19 @@ static uint64_t piece_of(struct qos *q, struct tstate *home, enum qos_class cls)
             cand[3] = gs ? &gs->gb[bd] : NULL;
         }
     }
-    for (int i = 0; i < 4; i++)
-        if (cand[i] && cand[i]->rate > 0 && (m == 0 || cand[i]->burst < m))
+    for (int i = 0; i < 4; i++) {
+        if (!cand[i] || cand[i]->rate <= 0)
+            continue;
+        if (m == 0 || cand[i]->burst < m)
             m = cand[i]->burst;
+        if (r == 0 || cand[i]->rate < r)
+            r = cand[i]->rate;
+    }
     if (m <= 0)
         return 0;
-    /* A quarter of the burst (at least 64 KiB, never more than the burst):
-     * pieces that small keep the rate smooth over any burst-long window. */
-    double want = m / 4 > 65536 ? m / 4 : 65536;
+    double want = r * PIECE_US / 1e6;
+    if (want < PIECE_MIN)
+        want = PIECE_MIN;
     if (want > m)
         want = m;
     return want < 1 ? 1 : (uint64_t)want;

@@ -86,8 +86,9 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
  * @p bytes to move, so that a large request flows at the admitted rate
  * instead of passing at once and leaving debt. The piece is at most @p bytes
  * and never larger than the smallest burst of the byte buckets the request
- * draws from (a quarter of it, at least 64 KiB when the burst allows: finer
- * pieces give a smoother rate); it is all of @p bytes when they are not
+ * draws from: about 20 ms at the slowest of their rates, at least 4 KiB (so a
+ * tenant's other requests queued behind a waiting piece wait little, and the
+ * rate is smooth); it is all of @p bytes when they are not
  * limited (QoS off, no policy, no byte cap) or when qos_config.shaping_off is
  * set. The first piece (flags 0) also charges the request's operation; later
  * ones (QOS_PIECE_MORE) charge bytes only. Each piece waits in the same FIFO
