@@ -170,3 +170,29 @@ def test_s3_and_nfs_share_one_budget(qd, nfs):
     th.join()
     t = time.monotonic() - t0
     check_rate(2 * MiB, t, 1 * MiB, "S3 PUT + NFS WRITE of 1 MiB each")
+
+
+def test_nfs_connection_closes_while_slice_waits(qd, nfs):
+    """A connection that closes while a slice of its WRITE waits frees the call; the
+    daemon serves on and nothing waits any more."""
+    c, fh, _, _ = nfs
+    policy(qd, write_bps=256 * KiB)
+    c2 = RpcConn(qd.nfs_port)
+    from rpc3 import WRITE, NFS_PROG, Packer
+    args = Packer().opaque(fh).u64(0).u32(MiB).u32(2).opaque(os.urandom(MiB)).bytes()
+    _, msg = c2.call_bytes(NFS_PROG, 3, WRITE, args)
+    c2.send_raw(c2.record(msg))
+    time.sleep(0.3)
+    c2.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(qd.admin_endpoint + "/metrics", timeout=10) as r:
+            waiting = sum(int(float(line.split()[-1]))
+                          for line in r.read().decode().splitlines()
+                          if line.startswith("s3nfs_qos_waiting{"))
+        if waiting == 0:
+            break
+        time.sleep(0.1)
+    assert waiting == 0
+    policy(qd)
+    assert c.getattr(fh)[0] == 0

@@ -294,3 +294,37 @@ def test_tls_put_get_shaped(daemon_factory, tmp_path):
                                          Range="bytes=0-524287")["Body"].read())
     assert got == body[:524288]
     check_rate(524288, t, 1 * MiB, "TLS ranged GET of 512 KiB")
+
+
+def qos_waiting(d):
+    with urllib.request.urlopen(d.admin_endpoint + "/metrics", timeout=10) as r:
+        return sum(int(float(line.split()[-1])) for line in r.read().decode().splitlines()
+                   if line.startswith("s3nfs_qos_waiting{"))
+
+
+def test_client_vanishes_while_piece_waits(qd):
+    """A client that goes away while a piece of its upload or GET waits for admission
+    frees everything (the piece is withdrawn once the daemon sees it go: an upload's
+    bytes already in the socket buffer are read at the rate first); the daemon serves
+    on. (A copy whose client closes goes on like any request after a half-close.)"""
+    policy(qd, read_bps=256 * 1024, write_bps=256 * 1024)
+    body = os.urandom(2 * MiB)
+    req = signed_request(qd, "PUT", "/shape/gone-put", body=body)[0]
+    s = connect(qd)
+    s.sendall(req[:len(req) - len(body) + 256 * 1024])  # part of the body, then gone
+    time.sleep(0.3)
+    s.close()
+    s = connect(qd)
+    s.sendall(signed_request(qd, "GET", "/shape/src4")[0])
+    s.recv(65536)
+    time.sleep(0.3)
+    s.close()
+    deadline = time.monotonic() + 8
+    while qos_waiting(qd) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert qos_waiting(qd) == 0
+    policy(qd)
+    s3 = qd.boto3()
+    names = [o["Key"] for o in s3.list_objects_v2(Bucket="shape").get("Contents", [])]
+    assert "gone-put" not in names
+    assert s3.get_object(Bucket="shape", Key="tiny")["Body"].read() == b"tiny"
