@@ -530,13 +530,21 @@ int qos_admit_piece(struct qos *q, const struct core_principal *p, enum qos_clas
     return admit(q, p, cls, bytes, (flags & QOS_PIECE_MORE) ? 0 : 1, piece, base, go, arg);
 }
 
-bool qos_applies(struct qos *q, const struct core_principal *p)
+bool qos_applies(struct qos *q, const struct core_principal *p, enum qos_class cls)
 {
-    if (!q || !p)
+    if (!q || !p || (unsigned)cls > QOS_META)
         return false;
+    int bb, ob;
+    buckets_of(cls, &bb, &ob);
     pthread_mutex_lock(&q->lock);
-    bool yes = q->cfg.enabled && (q->global || (p->user && ts_find(q, p->tenant, p->user)) ||
-                                  ts_find(q, p->tenant, 0));
+    bool yes = q->cfg.enabled && q->global;
+    if (q->cfg.enabled && !yes) {
+        const struct tstate *s[2] = {p->user ? ts_find(q, p->tenant, p->user) : NULL,
+                                     ts_find(q, p->tenant, 0)};
+        for (int i = 0; i < 2; i++)
+            if (s[i] && (s[i]->b[ob].rate > 0 || (bb >= 0 && s[i]->b[bb].rate > 0)))
+                yes = true;
+    }
     pthread_mutex_unlock(&q->lock);
     return yes;
 }

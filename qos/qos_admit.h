@@ -101,12 +101,12 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
 int qos_admit_piece(struct qos *q, const struct core_principal *p, enum qos_class cls,
                     uint64_t bytes, unsigned flags, uint64_t *piece, struct event_base *base,
                     void (*go)(void *arg, int err), void *arg);
-/** Whether admission applies to @p p at all: QoS is on and a policy of its
- * user or tenant, or a configured capacity, exists. Front ends use it to keep
- * fast paths that touch data before admitting (an S3 GET of a small object)
- * for the principals QoS leaves alone. A hint: policies may change the next
- * moment. */
-bool qos_applies(struct qos *q, const struct core_principal *p);
+/** Whether admission may hold up requests of class @p cls of @p p: QoS is on
+ * and a policy of its user or tenant caps that class (bytes or operations),
+ * or a daemon capacity is configured. Front ends use it to keep fast paths
+ * that touch data before admitting (an S3 GET of a small object) for the
+ * principals QoS leaves alone. A hint: policies may change the next moment. */
+bool qos_applies(struct qos *q, const struct core_principal *p, enum qos_class cls);
 /** Withdraw a waiting request (its connection closed): go will not run.
  * @return 0, -ENOENT (not waiting: already admitted or never queued). */
 int qos_cancel(struct qos *q, void *arg);

@@ -208,8 +208,9 @@ int s3__qos_admit_piece(struct s3_ctx *x, enum qos_class cls, uint64_t bytes, bo
                         void (*next)(struct s3_ctx *x));
 /** Record the piece just admitted as credit (x->qos.piece). */
 void s3__qos_piece_got(struct s3_ctx *x);
-/** Whether QoS applies to the request's principal (qos_applies). */
-bool s3__qos_applies(struct s3_ctx *x);
+/** Whether QoS may hold up requests of class @p cls of the request's principal
+ * (qos_applies). */
+bool s3__qos_applies(struct s3_ctx *x, enum qos_class cls);
 /** Shaped upload bodies: raw body bytes the connection may read now
  * (SIZE_MAX: not shaped). 0: none; the next piece is being admitted (reading
  * is paused until it is) or the body failed (throttled: x->in.err). */

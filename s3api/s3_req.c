@@ -284,12 +284,13 @@ int s3__qos_admit_piece(struct s3_ctx *x, enum qos_class cls, uint64_t bytes, bo
     return x->qos.err ? x->qos.err : 1;
 }
 
-/* Whether QoS applies to this request's principal at all (a policy or a
- * capacity): GETs of those read no data before their first piece is admitted. */
-bool s3__qos_applies(struct s3_ctx *x)
+/* Whether QoS may hold up requests of class @p cls of this request's principal
+ * (a cap on the class, or a capacity): GETs of those read no data before their
+ * first piece is admitted. */
+bool s3__qos_applies(struct s3_ctx *x, enum qos_class cls)
 {
     struct qos *q = qos_global();
-    return q && qos_applies(q, &x->p);
+    return q && qos_applies(q, &x->p, cls);
 }
 
 void s3__qos_piece_got(struct s3_ctx *x)
@@ -318,7 +319,7 @@ static void ctx_admit_done(struct s3_ctx *x)
 void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
                    void (*next)(struct s3_ctx *))
 {
-    if (bytes == UINT64_MAX && !s3__qos_applies(x))
+    if (bytes == UINT64_MAX && !s3__qos_applies(x, cls))
         bytes = 0; /* a body of unknown length, nothing to shape it for */
     uint64_t ask = bytes == UINT64_MAX ? S3_WCHUNK : bytes;
     x->qos.then = next;
@@ -443,7 +444,8 @@ void s3__op_done(struct s3_ctx *x)
     if (x->b.cfg.cors)
         s3__cors_actual(x);
     uint64_t n = x->get.stream ? x->get.end - x->get.off : evbuffer_get_length(x->out.body);
-    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300 && n > 0)
+    /* an empty body is still one read operation */
+    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300)
         s3__ctx_admit(x, x->rt.op->qos, n, s3__resp_send);
     else
         s3__resp_send(x);
@@ -462,7 +464,7 @@ static void op_start(struct s3_ctx *x)
 {
     /* a GET of a principal QoS applies to reads no data before its first piece */
     if (x->rt.op->flags & S3_OPF_READ_AFTER)
-        x->qos.applies = s3__qos_applies(x);
+        x->qos.applies = s3__qos_applies(x, x->rt.op->qos);
     if (!x->rt.op->fast) {
         op_run(x);
         return;

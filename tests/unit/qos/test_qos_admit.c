@@ -317,12 +317,14 @@ static void test_piece_size(void **state)
     assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
     assert_int_equal(piece, 10000000);
     assert_int_equal(rec.n, 1);
-    assert_false(qos_applies(q, &P7));
+    assert_false(qos_applies(q, &P7, QOS_READ));
     /* 20 ms of the rate, at least 4 KiB, never more than the burst */
     struct qos_policy pol = {.tenant = 7, .write_bps = 1000000, .read_bps = 10000};
     assert_int_equal(qos_policy_set(q, &pol), 0);
-    assert_true(qos_applies(q, &P7));
-    assert_false(qos_applies(q, &P8));
+    assert_true(qos_applies(q, &P7, QOS_READ));
+    assert_true(qos_applies(q, &P7, QOS_WRITE));
+    assert_false(qos_applies(q, &P7, QOS_META)); /* not capped */
+    assert_false(qos_applies(q, &P8, QOS_READ));
     assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
     assert_int_equal(piece, 20000);
     assert_int_equal(qos_admit_piece(q, &P7, QOS_READ, 10000000, 0, &piece, NULL, go, &r), 0);
