@@ -138,6 +138,32 @@ def test_get_shaped_then_small_not_delayed(qd):
     policy(qd)
 
 
+def test_get_rate_holds_over_short_windows(qd):
+    """Not only on average: over any window of a few bursts the body moves at most
+    the burst plus the cap times the window (pieces are ~20 ms of the rate)."""
+    s3 = qd.boto3()
+    policy(qd, read_bps=1 * MiB)
+    body = s3.get_object(Bucket="shape", Key="src4", Range=f"bytes=0-{2 * MiB - 1}")["Body"]
+    t0, got, marks = time.monotonic(), 0, []
+    while True:
+        chunk = body.read(16 * 1024)
+        if not chunk:
+            break
+        got += len(chunk)
+        marks.append((time.monotonic() - t0, got))
+    assert got == 2 * MiB
+    check_rate(got, marks[-1][0], 1 * MiB, "GET of 2 MiB")
+    win, burst = 4 * BURST_MS / 1000, MiB * BURST_MS / 1000
+    worst, j = 0, 0
+    for i in range(len(marks)):  # the most bytes that arrived within any window
+        while marks[i][0] - marks[j][0] > win:
+            j += 1
+        worst = max(worst, marks[i][1] - (marks[j - 1][1] if j else 0))
+    assert worst <= burst + 1.1 * MiB * win + 16 * 1024, \
+        f"{worst} B arrived within {win:.1f} s under a cap of {MiB} B/s"
+    policy(qd)
+
+
 def test_get_ranged_charged_by_range(qd):
     s3 = qd.boto3()
     policy(qd, read_bps=1 * MiB)
