@@ -102,6 +102,7 @@ struct srv_config {
     int64_t qos_capacity_iops;
     bool qos_capacity_probe;
     int64_t qos_capacity_probe_mib;
+    bool qos_shaping;
 };
 
 extern const struct srv_config_opt srv_config_table[];
