@@ -39,6 +39,8 @@
 #include "srv_log.h"
 #include "srv_path.h"
 #include "tenants.h"
+#include "tier_policy.h"
+#include "tier_upload.h"
 
 #define SEG_MAX 8
 
@@ -278,6 +280,7 @@ struct api_req {
     uint32_t export;        /* {export} */
     const char *bucket;     /* {bucket} */
     const char *akey;       /* {akey} */
+    uint32_t remote;        /* {remote} */
     struct tenant_info ti;  /* {tenant}, when the route has NEED_TENANT */
     struct tenant_user u;   /* {user}, when the route has NEED_USER */
     struct tenant_key k;    /* {akey}, when the route has NEED_KEY */
@@ -1232,6 +1235,454 @@ static void qos_level_item(struct api_req *x, enum qos_level lv)
     reply_json(x->req, 200, qos_json(&p));
 }
 
+/* ---- remotes of the tier, and bucket tier policies ---- */
+
+static json_t *remote_json(const struct tenant_remote *r)
+{
+    /* never the secret: it is not even in the record's cache */
+    return json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:I,s:I,s:I,s:I}", "id",
+                     (json_int_t)r->id, "tenant", (json_int_t)r->tenant, "name", r->name,
+                     "endpoint", r->endpoint, "region", r->region, "bucket", r->bucket, "prefix",
+                     r->prefix, "addressing", r->virtual_host ? "virtual" : "path", "tls_verify",
+                     !r->tls_no_verify, "ca_file", r->ca_file, "access_key", r->access_key,
+                     "max_conns", (json_int_t)r->max_conns, "parallel", (json_int_t)r->parallel,
+                     "connect_timeout_ms", (json_int_t)r->connect_timeout_ms, "created",
+                     (json_int_t)r->created);
+}
+
+static int append_remote(void *arg, const struct tenant_remote *r)
+{
+    return json_array_append_new(arg, remote_json(r)) < 0 ? -ENOMEM : 0;
+}
+
+/* Optional string field of at most @p max bytes. @return 0 (absent: untouched), -1 (400
+ * sent). */
+static int get_str(struct evhttp_request *req, json_t *j, const char *field, char *out, size_t max)
+{
+    json_t *v = json_object_get(j, field);
+    if (!v)
+        return 0;
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) >= max) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "'%s' must be a string of at most %zu bytes", field, max - 1);
+        bad(req, msg);
+        return -1;
+    }
+    memcpy(out, s, strlen(s) + 1);
+    return 0;
+}
+
+/* Refuse a body field not in @p known (NULL-terminated). @return 0, -1 (400 sent). */
+static int only_fields(struct evhttp_request *req, json_t *j, const char *const *known)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; known[i] && !ok; i++)
+            ok = strcmp(k, known[i]) == 0;
+        if (!ok) {
+            char msg[200];
+            snprintf(msg, sizeof(msg), "unknown field '%.64s'", k);
+            bad(req, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A tenant admin sees only its own tenant's remotes: any other answers as missing. */
+static int remote_visible(struct api_req *x, uint32_t id, struct tenant_remote *r)
+{
+    int rc = tenants_remote_get(x->a->tenants, id, r);
+    if (rc == 0 && !is_system(x) && r->tenant != x->who->tenant)
+        rc = -ENOENT;
+    if (rc < 0)
+        lookup_failed(x->req, rc, "remote", "no such remote %u", id);
+    return rc;
+}
+
+static void remote_create(struct api_req *x)
+{
+    static const char *const known[] = {"name",       "tenant",
+                                        "endpoint",   "region",
+                                        "bucket",     "prefix",
+                                        "addressing", "tls_verify",
+                                        "ca_file",    "access_key",
+                                        "secret_key", "max_conns",
+                                        "parallel",   "connect_timeout_ms",
+                                        NULL};
+    struct tenant_remote r;
+    char secret[TENANT_SECRET_MAX + 2] = "", addressing[16] = "path", why[400];
+    uint64_t tenant = is_system(x) ? 0 : x->who->tenant, mc = 0, par = 0, cto = 0;
+    bool verify = true, failed = false;
+    memset(&r, 0, sizeof(r));
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    int b = only_fields(x->req, j, known);
+    static const char *const positive[] = {"max_conns", "parallel", "connect_timeout_ms", NULL};
+    for (size_t i = 0; b == 0 && positive[i]; i++) {
+        json_t *v = json_object_get(j, positive[i]);
+        if (v && json_is_integer(v) && json_integer_value(v) == 0) {
+            char msg[120];
+            snprintf(msg, sizeof(msg), "'%s' must be positive (leave it out for the default)",
+                     positive[i]);
+            bad(x->req, msg);
+            b = -1;
+        }
+    }
+    if (b == 0 && (get_str(x->req, j, "name", r.name, sizeof(r.name)) < 0 ||
+                   get_str(x->req, j, "endpoint", r.endpoint, sizeof(r.endpoint)) < 0 ||
+                   get_str(x->req, j, "region", r.region, sizeof(r.region)) < 0 ||
+                   get_str(x->req, j, "bucket", r.bucket, sizeof(r.bucket)) < 0 ||
+                   get_str(x->req, j, "prefix", r.prefix, sizeof(r.prefix)) < 0 ||
+                   get_str(x->req, j, "addressing", addressing, sizeof(addressing)) < 0 ||
+                   get_str(x->req, j, "ca_file", r.ca_file, sizeof(r.ca_file)) < 0 ||
+                   get_str(x->req, j, "access_key", r.access_key, sizeof(r.access_key)) < 0 ||
+                   get_str(x->req, j, "secret_key", secret, sizeof(secret)) < 0 ||
+                   get_bool(x->req, j, "tls_verify", &verify) < 0 ||
+                   get_uint(x->req, j, "tenant", UINT32_MAX, &tenant) < 0 ||
+                   get_uint(x->req, j, "max_conns", 1024, &mc) < 0 ||
+                   get_uint(x->req, j, "parallel", 64, &par) < 0 ||
+                   get_uint(x->req, j, "connect_timeout_ms", 60000, &cto) < 0))
+        b = -1;
+    json_decref(j);
+    if (b < 0)
+        goto out;
+    if (!is_system(x) && tenant != x->who->tenant) {
+        forbidden(x->req, "a tenant admin may make remotes only for its own tenant");
+        goto out;
+    }
+    if (strcmp(addressing, "path") != 0 && strcmp(addressing, "virtual") != 0) {
+        bad(x->req, "'addressing' must be \"path\" or \"virtual\"");
+        goto out;
+    }
+    r.tenant = (uint32_t)tenant;
+    r.virtual_host = strcmp(addressing, "virtual") == 0;
+    r.tls_no_verify = !verify;
+    r.max_conns = (uint32_t)mc;
+    r.parallel = (uint32_t)par;
+    r.connect_timeout_ms = (uint32_t)cto;
+    struct tenant_remote made;
+    int rc = tenants_remote_create(x->a->tenants, &r, secret, why, sizeof(why), &failed, &made);
+    if (rc == 0) {
+        srv_log(INFO, ADMIN, "tenant=%u remote %u '%s' made by %s", made.tenant, made.id, made.name,
+                x->who->name);
+        reply_json(x->req, 201, remote_json(&made));
+    } else if (failed) {
+        admin__error(x->req, ADMIN_E_REMOTE_CHECK, why);
+    } else {
+        admin__error_of(x->req, rc, why[0] ? why : NULL);
+    }
+out:
+    OPENSSL_cleanse(secret, sizeof(secret));
+}
+
+static void remotes_collection(struct api_req *x)
+{
+    if (x->cmd == EVHTTP_REQ_POST) {
+        remote_create(x);
+        return;
+    }
+    uint32_t scope = is_system(x) ? UINT32_MAX : x->who->tenant;
+    const char *ts = evhttp_find_header(&x->query, "tenant");
+    if (ts) {
+        uint64_t v;
+        if (!parse_u64(ts, &v) || v > UINT32_MAX) {
+            bad(x->req, "'tenant' must be a tenant id (0: system-wide remotes)");
+            return;
+        }
+        if (!is_system(x) && v != x->who->tenant) {
+            forbidden(x->req, "a tenant admin may list only its own tenant's remotes");
+            return;
+        }
+        scope = (uint32_t)v;
+    }
+    json_t *arr = json_array();
+    int rc = arr ? tenants_remote_list(x->a->tenants, scope, append_remote, arr) : -ENOMEM;
+    reply_list(x, rc, arr, "list remotes");
+}
+
+static void remote_item(struct api_req *x)
+{
+    struct tenant_remote r;
+    if (remote_visible(x, x->remote, &r) < 0)
+        return;
+    if (x->cmd == EVHTTP_REQ_GET) {
+        reply_json(x->req, 200, remote_json(&r));
+        return;
+    }
+    if (r.tenant == 0 && !is_system(x)) {
+        forbidden(x->req, "only a system admin may delete a system-wide remote");
+        return;
+    }
+    uint64_t bucket = 0;
+    int rc = tenants_remote_delete(x->a->tenants, r.id, &bucket);
+    if (rc == -EBUSY) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "remote %u is named by the tier policy of a bucket (inode %llu); delete that "
+                 "policy first",
+                 r.id, (unsigned long long)bucket);
+        admin__error(x->req, ADMIN_E_IN_USE, msg);
+        return;
+    }
+    if (rc == 0)
+        srv_log(INFO, ADMIN, "tenant=%u remote %u '%s' deleted by %s", r.tenant, r.id, r.name,
+                x->who->name);
+    reply_deleted(x, rc, "delete remote");
+}
+
+/* Fields a policy may name that belong to eviction, recall and cache mode: not built. */
+static const char *const tier_unbuilt[] = {"evict_after_s", "evict_watermark", "evict",
+                                           "eviction",      "recall",          "cache_mode",
+                                           "mode",          "preset",          NULL};
+
+/* What the uploader's last pass found in bucket @p ino (null before its first pass). */
+static json_t *uploads_json(uint64_t ino)
+{
+    struct tier_upload *u = tier_upload_default();
+    struct tier_bucket_stats st;
+    if (!u || tier_upload_bucket_stats(u, ino, &st) < 0)
+        return json_null();
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I}", "pending_files",
+                     (json_int_t)st.pending_files, "pending_bytes", (json_int_t)st.pending_bytes,
+                     "oldest_pending_s", (json_int_t)st.oldest_s, "deletes_pending",
+                     (json_int_t)st.deletes_pending, "uploaded_files",
+                     (json_int_t)st.uploaded_files, "uploading", (json_int_t)st.uploading,
+                     "last_error", st.last_error, "last_error_time", (json_int_t)st.last_error_s);
+}
+
+static json_t *policy_json(struct api_req *x, const char *bucket, uint64_t ino,
+                           const struct tier_policy *p)
+{
+    struct tenant_remote r;
+    bool have = tenants_remote_get(x->a->tenants, p->remote, &r) == 0;
+    return json_pack("{s:s,s:I,s:s,s:I,s:I,s:s,s:o}", "bucket", bucket, "remote",
+                     (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_tenant",
+                     (json_int_t)(have ? r.tenant : 0), "upload_after_s",
+                     (json_int_t)p->upload_after_s, "eviction", "not built", "uploads",
+                     uploads_json(ino));
+}
+
+struct remote_user {
+    uint32_t remote;
+    uint64_t self;   /* this bucket: not a conflict */
+    uint64_t bucket; /* another bucket whose policy names the remote */
+};
+
+static int remote_user_cb(void *arg, uint32_t tenant, uint64_t bucket, const void *val, size_t len)
+{
+    struct remote_user *ru = arg;
+    struct tier_policy p;
+    (void)tenant;
+    if (bucket != ru->self && tier_policy_decode(val, len, &p) == 0 && p.remote == ru->remote) {
+        ru->bucket = bucket;
+        return 1;
+    }
+    return 0;
+}
+
+/* Flush barrier of a tiered bucket: POST starts one, GET ?barrier=N asks about one. */
+static void tier_flush(struct api_req *x)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    struct core_attr at;
+    struct tier_upload *u = tier_upload_default();
+    int rc = core_bucket_lookup(x->a->core, &sp, x->bucket, strlen(x->bucket), &at);
+    if (rc < 0) {
+        lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
+                      x->ti.name);
+        return;
+    }
+    void *val = NULL;
+    size_t len = 0;
+    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
+    free(val);
+    if (rc == -ENOENT) {
+        admin__error_of(x->req, -ENOENT, "the bucket has no tier policy");
+        return;
+    }
+    if (rc < 0) {
+        reply_err(x->req, rc, "tier policy");
+        return;
+    }
+    if (!u) {
+        admin__error(x->req, ADMIN_E_UNAVAILABLE, "the tier's uploader is not running");
+        return;
+    }
+    uint64_t barrier = 0;
+    if (x->cmd == EVHTTP_REQ_POST) {
+        tier_upload_flush(u, at.ino, &barrier);
+    } else {
+        const char *b = evhttp_find_header(&x->query, "barrier");
+        if (!b || !parse_u64(b, &barrier) || barrier == 0) {
+            bad(x->req, "'barrier' (the number a POST answered) is required");
+            return;
+        }
+    }
+    bool done = false;
+    if (tier_upload_flush_done(u, at.ino, barrier, &done) < 0) {
+        admin__error_of(x->req, -ENOENT,
+                        "no such barrier on this bucket (the daemon may have "
+                        "restarted: start a new one)");
+        return;
+    }
+    reply_json(x->req, 200,
+               json_pack("{s:s,s:I,s:b,s:o}", "bucket", x->bucket, "barrier", (json_int_t)barrier,
+                         "done", done, "uploads", uploads_json(at.ino)));
+}
+
+static void tier_item(struct api_req *x)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    struct core_attr at;
+    struct tier_policy cur, p;
+    bool have = false;
+    int rc = core_bucket_lookup(x->a->core, &sp, x->bucket, strlen(x->bucket), &at);
+    if (rc < 0) {
+        lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
+                      x->ti.name);
+        return;
+    }
+    void *val = NULL;
+    size_t len = 0;
+    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
+    if (rc == 0) {
+        rc = tier_policy_decode(val, len, &cur);
+        have = rc == 0;
+    }
+    free(val);
+    if (rc < 0 && rc != -ENOENT) {
+        reply_err(x->req, rc, "tier policy");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET || x->cmd == EVHTTP_REQ_DELETE) {
+        if (!have) {
+            admin__error_of(x->req, -ENOENT, "the bucket has no tier policy");
+            return;
+        }
+        if (x->cmd == EVHTTP_REQ_GET) {
+            reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &cur));
+            return;
+        }
+        if (tenants_remote_usable(x->a->tenants, cur.remote, x->tenant, is_system(x)) == -EACCES) {
+            forbidden(x->req, "a system admin set this policy (a system-wide remote): only a "
+                              "system admin may remove it");
+            return;
+        }
+        rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER, NULL, 0);
+        if (rc == 0)
+            srv_log(INFO, ADMIN, "tenant=%u tier policy of bucket %s removed by %s", x->tenant,
+                    x->bucket, x->who->name);
+        if (rc == 0 && tier_upload_default())
+            tier_upload_kick(tier_upload_default());
+        reply_deleted(x, rc, "delete tier policy");
+        return;
+    }
+    /* PUT */
+    static const char *const known[] = {
+        "remote", "upload_after_s", "evict_after_s", "evict_watermark", "evict", "eviction",
+        "recall", "cache_mode",     "mode",          "preset",          NULL};
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    if (only_fields(x->req, j, known) < 0) {
+        json_decref(j);
+        return;
+    }
+    for (size_t i = 0; tier_unbuilt[i]; i++) {
+        if (json_object_get(j, tier_unbuilt[i])) {
+            char msg[300];
+            snprintf(msg, sizeof(msg),
+                     "'%s': eviction, recall and cache mode are not built yet; a tier policy "
+                     "uploads copies only (docs/tiering.md)",
+                     tier_unbuilt[i]);
+            json_decref(j);
+            admin__error_of(x->req, SRV_ENOTSUPP, msg);
+            return;
+        }
+    }
+    uint64_t after = TIER_UPLOAD_AFTER_DEFAULT;
+    memset(&p, 0, sizeof(p));
+    json_t *rv = json_object_get(j, "remote");
+    struct tenant_remote r;
+    rc = -ENOENT;
+    if (json_is_integer(rv) && json_integer_value(rv) > 0 && json_integer_value(rv) <= UINT32_MAX) {
+        rc = tenants_remote_get(x->a->tenants, (uint32_t)json_integer_value(rv), &r);
+    } else if (json_is_string(rv)) {
+        /* by name: the bucket's tenant's remote, else a system-wide one */
+        rc = tenants_remote_find(x->a->tenants, x->tenant, json_string_value(rv), &r);
+        if (rc == -ENOENT)
+            rc = tenants_remote_find(x->a->tenants, 0, json_string_value(rv), &r);
+    } else {
+        json_decref(j);
+        bad(x->req, "'remote' (a remote's id or name) is required");
+        return;
+    }
+    int b = get_uint(x->req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &after);
+    json_decref(j);
+    if (b < 0)
+        return;
+    if (rc == 0)
+        rc = tenants_remote_usable(x->a->tenants, r.id, x->tenant, is_system(x));
+    if (rc == -EACCES) {
+        forbidden(x->req, "only a system admin may use a system-wide remote");
+        return;
+    }
+    if (rc < 0) {
+        admin__error_of(x->req, -ENOENT, "no such remote for this bucket's tenant");
+        return;
+    }
+    if (have && !is_system(x) &&
+        tenants_remote_usable(x->a->tenants, cur.remote, x->tenant, false) == -EACCES) {
+        forbidden(x->req, "a system admin set this policy (a system-wide remote): only a system "
+                          "admin may change it");
+        return;
+    }
+    /* keys are the remote's prefix + the bucket's keys: one remote serves one bucket */
+    struct remote_user ru = {r.id, at.ino, 0};
+    rc = core_bucket_blob_scan(x->a->core, CORE_BLOB_TIER, remote_user_cb, &ru);
+    if (rc < 0) {
+        reply_err(x->req, rc, "tier policies");
+        return;
+    }
+    if (ru.bucket) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "remote %u already serves another bucket (inode %llu): objects are named by "
+                 "the remote's prefix and the bucket's keys, so each bucket needs a remote (or "
+                 "a prefix) of its own",
+                 r.id, (unsigned long long)ru.bucket);
+        admin__error_of(x->req, -EBUSY, msg);
+        return;
+    }
+    p.remote = r.id;
+    p.upload_after_s = (uint32_t)after;
+    char why[160];
+    if (tier_policy_validate(&p, why, sizeof(why)) < 0) {
+        bad(x->req, why);
+        return;
+    }
+    uint8_t enc[TIER_POLICY_LEN];
+    size_t elen = tier_policy_encode(&p, enc);
+    rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER, enc, elen);
+    if (rc < 0) {
+        reply_err(x->req, rc, "set tier policy");
+        return;
+    }
+    srv_log(INFO, ADMIN,
+            "tenant=%u tier policy of bucket %s set by %s: remote %u, upload after "
+            "%u s",
+            x->tenant, x->bucket, x->who->name, p.remote, p.upload_after_s);
+    if (tier_upload_default())
+        tier_upload_kick(tier_upload_default());
+    reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));
+}
+
 static int sync_uid(void *arg, const struct qos_policy *p)
 {
     struct admin *a = arg;
@@ -1382,6 +1833,12 @@ static const struct route routes[] = {
     ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, 0, "/tenants/{tenant}/qos/nfs-default",
           NEED_QOS | NEED_TENANT, qos_nfs_default_item),
     ROUTE(M_GET, 0, "/tenants/{tenant}/qos/policies", NEED_QOS | NEED_TENANT, qos_list),
+    ROUTE(M_GET | M_POST, 0, "/remotes", 0, remotes_collection),
+    ROUTE(M_GET | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
+    ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/tier",
+          NEED_CORE | NEED_TENANT, tier_item),
+    ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/buckets/{bucket}/tier/flush",
+          NEED_CORE | NEED_TENANT, tier_flush),
 };
 
 /* Split "/a/b/c" into at most SEG_MAX decoded segments. @return count or -1. */
@@ -1445,6 +1902,12 @@ static int route_match(const struct route *r, char seg[SEG_MAX][256], int n, str
                 return -1;
             }
             x->export = (uint32_t)v;
+        } else if (strcmp(pat[i], "{remote}") == 0) {
+            if (!parse_u64(seg[i], &v) || v == 0 || v > UINT32_MAX) {
+                admin__error_of(x->req, -ENOENT, "remote ids are positive integers");
+                return -1;
+            }
+            x->remote = (uint32_t)v;
         } else if (strcmp(pat[i], "{bucket}") == 0) {
             x->bucket = seg[i];
         } else if (strcmp(pat[i], "{akey}") == 0) {

@@ -57,7 +57,9 @@ int admin__sigv4_check(struct admin *a, struct evhttp_request *req, const char *
     X(UNAUTHORIZED, "Unauthorized", 401) /* no credentials, or another scheme */                   \
     X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405)                                                 \
     X(IN_USE, "InUse", 409)            /* the bootstrap tenant cannot go */                        \
-    X(UNAVAILABLE, "Unavailable", 503) /* a component (store, QoS) is not running */
+    X(UNAVAILABLE, "Unavailable", 503) /* a component (store, QoS) is not running */               \
+    /* a remote did not pass its check (unreachable, TLS, credentials, no bucket) */               \
+    X(REMOTE_CHECK, "RemoteCheckFailed", 400)
 
 enum admin_err {
 #define ADMIN_ERR_ENUM(name, code, status) ADMIN_E_##name,

@@ -87,20 +87,27 @@
  *   dirty     be64 ino -> struct meta_dirty: files whose ETag is unknown or
  *             whose open version is to be sealed, for the background worker
  *             (core_bg.c) (meta_inode.c)
+ *   tierst    be64 ino -> struct meta_tierst + key bytes: the copy of a file that
+ *             the tier's uploader made on a remote (tier_upload.c): which remote,
+ *             which key, the inode's change counter the copy was made from, its
+ *             size, remote ETag and time (meta_tier.c). A record whose file is
+ *             gone, or whose key no longer names the file, is a remote copy to
+ *             delete.
  *
  * Version history: 1 = initial layout. Compatible additions within version 1
  * (older stores read as before): meta_mpu.mode (was padding, 0 = 0600); a
  * bucket inode's objmeta record (absent = no configuration); a part's
  * checksum after its ETag in meta_part.etag (zeros before: none).
  * 2 = vkeys, versions, vino, xref, bucketcfg, dirty (a version 1 store is
- * upgraded at open: the new tables start empty). */
+ * upgraded at open: the new tables start empty).
+ * 3 = tierst (a version 1 or 2 store is upgraded at open: it starts empty). */
 #ifndef META_SCHEMA_H
 #define META_SCHEMA_H
 
 #include <stdint.h>
 #include <string.h>
 
-#define META_SCHEMA_VERSION 2u
+#define META_SCHEMA_VERSION 3u
 #define META_SCHEMA_OLDEST 1u /* older versions this build upgrades at open */
 
 #define META_NAME_MAX 255  /* bytes of a directory entry's name */
@@ -136,6 +143,7 @@ enum meta_dbi {
     META_DBI_XREF,
     META_DBI_BUCKETCFG,
     META_DBI_DIRTY,
+    META_DBI_TIERST,
     META_DBI__COUNT
 };
 
@@ -145,7 +153,7 @@ enum meta_dbi {
         "meta", "inodes", "dirents", "dircookie", "dirpath", "keyidx", "extents", "inline",        \
             "free", "roots", "usage", "mpu", "mpupart", "orphans", "objmeta", "xcrc", "t_tenants", \
             "t_users", "t_keys", "t_exports", "t_qos", "t_config", "vkeys", "versions", "vino",    \
-            "xref", "bucketcfg", "dirty"                                                           \
+            "xref", "bucketcfg", "dirty", "tierst"                                                 \
     }
 
 /* ---- inodes ---- */
@@ -292,6 +300,20 @@ struct meta_dirty {
     int64_t since_s; /* when the file last changed */
     uint32_t since_ns;
     uint32_t flags; /* META_DIRTY_* */
+};
+
+/* ---- the tier's remote copies (tierst) ---- */
+#define META_TIERST_REC_VER 1
+struct meta_tierst {
+    uint32_t rec_ver; /* META_TIERST_REC_VER */
+    uint32_t remote;  /* the remote's id (tenants' records) */
+    uint64_t bucket;  /* the bucket inode the file was in */
+    uint64_t change;  /* the inode's change counter the copy was made from */
+    uint64_t size;    /* bytes copied */
+    int64_t time_s;   /* when the copy was confirmed (seconds since the epoch) */
+    uint32_t keylen;  /* bytes of the bucket-relative key that follow this struct */
+    uint32_t pad;
+    char etag[META_ETAG_MAX]; /* the remote's ETag, NUL-terminated */
 };
 
 /* ---- big-endian helpers for keys ---- */

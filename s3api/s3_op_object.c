@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 
 #include "s3_internal.h"
+#include "tier_upload.h"
 #include "srv_err.h"
 
 #define USER_META_MAX 2048
@@ -589,6 +590,27 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
     return 1;
 }
 
+/* x-s3nfs-tier-state (local, uploading, uploaded) of a file of a tiered bucket, and
+ * for an uploaded one the remote's ETag and when it was confirmed (tiering.md). */
+static void tier_state_resp(struct s3_ctx *x, const struct obj *o)
+{
+    struct tier_upload *u = tier_upload_default();
+    struct tier_file_info ti;
+    if (!u || o->dir || o->info.attr.type != CORE_REG || !x->b.key ||
+        s3__req_param(x->req, "versionId") ||
+        tier_upload_state(u, x->b.ino, o->info.attr.ino, o->info.attr.change, x->b.key, x->b.keylen,
+                          &ti) != 0 ||
+        ti.state == TIER_STATE_NONE)
+        return;
+    s3__resp_hdr(x, "x-s3nfs-tier-state", tier_file_state_name(ti.state));
+    if (ti.state == TIER_STATE_UPLOADED) {
+        char d[32];
+        s3__http_date_fmt((time_t)ti.time_s, d);
+        s3__resp_header(x, "x-s3nfs-tier-etag", "\"%s\"", ti.etag);
+        s3__resp_header(x, "x-s3nfs-tier-time", "%s", d);
+    }
+}
+
 /* Forget a half-built GET/HEAD response (before looking the key up again). */
 static void get_reset(struct s3_ctx *x)
 {
@@ -678,6 +700,7 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
         s3__resp_header(x, "Content-Type", "%s",
                         o->dir ? "application/x-directory" : "binary/octet-stream");
     user_meta_resp(x, &o->meta);
+    tier_state_resp(x, o);
     size_t ntags = s3__meta_count(&o->meta, S3_M_TAG);
     if (ntags)
         s3__resp_header(x, "x-amz-tagging-count", "%zu", ntags);

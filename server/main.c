@@ -51,6 +51,7 @@
 #include "srv_size.h"
 #include "srv_tls.h"
 #include "tenants.h"
+#include "tier_upload.h"
 
 #ifndef S3NFS_VERSION
 #define S3NFS_VERSION "dev"
@@ -69,6 +70,7 @@ struct daemon {
     struct admin *admin;
     struct s3_server *s3;
     struct s3_lifecycle *lifecycle;
+    struct tier_upload *tier;
     struct nfs_server *nfs;
     struct event_base *base;
     struct event *sig_term, *sig_int, *sig_hup;
@@ -82,6 +84,25 @@ struct daemon {
     char gen_secret[TENANT_SECRET_MAX + 1];
     char gen_token[CREDS_TOKEN_LEN + 1];
 };
+
+/* The tier's uploader reads files through the core, as their owner would. */
+static int tier_read(void *arg, uint32_t tenant, uint64_t ino, uint64_t off, void *buf, size_t len,
+                     size_t *n)
+{
+    struct core_principal p = {.tenant = tenant, .flags = CORE_P_SUPER | CORE_P_VERSIONS};
+    bool eof = false;
+    return core_read(arg, &p, ino, off, buf, len, n, &eof);
+}
+
+static int tier_remote(void *arg, uint32_t id, struct tier_upload_remote *out)
+{
+    return tenants_remote_conn(arg, id, out);
+}
+
+static void render_tier(void *arg, struct evbuffer *out)
+{
+    tier_upload_metrics(arg, out);
+}
 
 /* Message for an internal error: the project's own text for SRV_E*, else errno's. */
 static const char *err_text(int rc)
@@ -436,6 +457,8 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     qos_cfg_of(&d->cfg, &qc);
     if (d->qos)
         qos_configure(d->qos, &qc);
+    if (d->tenants)
+        tenants_remote_set_allow_private(d->tenants, d->cfg.tier_allow_private_remotes);
     srv_log(INFO, SRV, "reload done: %d option%s changed", n, n == 1 ? "" : "s");
     srv_notify("READY=1\nSTATUS=serving");
 }
@@ -462,6 +485,11 @@ static void stop_all(struct daemon *d)
     }
     admin_stop(d->admin);
     d->admin = NULL;
+    if (d->tier) {
+        srv_metrics_remove_renderer(render_tier, d->tier);
+        tier_upload_stop(d->tier);
+        d->tier = NULL;
+    }
     srv_metrics_remove_renderer(render_tenants, d);
     if (d->core)
         srv_metrics_remove_renderer(render_core, d->core);
@@ -629,6 +657,7 @@ static int start_all(struct daemon *d)
         srv_log(ERROR, SRV, "cannot load tenants: %s", err_text(rc));
         return rc;
     }
+    tenants_remote_set_allow_private(d->tenants, d->cfg.tier_allow_private_remotes);
     srv_metrics_add_renderer(render_tenants, d);
     const char *show_ak = NULL, *show_sk = NULL;
     if (env_ak) {
@@ -676,6 +705,23 @@ static int start_all(struct daemon *d)
         return rc;
     }
     qos_set_global(d->qos);
+
+    /* The tier's uploader: local writes never wait for it (tiering.md). */
+    struct tier_upload_config tc = {.meta = core_meta(d->core),
+                                    .read = tier_read,
+                                    .read_arg = d->core,
+                                    .remote = tier_remote,
+                                    .remote_arg = d->tenants,
+                                    .workers = (uint32_t)d->cfg.tier_upload_workers,
+                                    .poll_ms = (uint32_t)d->cfg.tier_poll_ms,
+                                    .part_size = d->cfg.tier_part_size,
+                                    .retry_base_ms = (uint32_t)d->cfg.tier_retry_base_ms,
+                                    .retry_max_ms = (uint32_t)d->cfg.tier_retry_max_ms};
+    if ((rc = tier_upload_start(&d->tier, &tc)) < 0) {
+        srv_log(ERROR, SRV, "cannot start the tier's uploader: %s", err_text(rc));
+        return rc;
+    }
+    srv_metrics_add_renderer(render_tier, d->tier);
 
     int nloops = (int)d->cfg.loop_threads;
     if (nloops == 0)

@@ -103,6 +103,13 @@ struct srv_config {
     bool qos_capacity_probe;
     int64_t qos_capacity_probe_mib;
     bool qos_shaping;
+    /* tier */
+    bool tier_allow_private_remotes;
+    int64_t tier_upload_workers;
+    int64_t tier_poll_ms;
+    uint64_t tier_part_size;
+    int64_t tier_retry_base_ms;
+    int64_t tier_retry_max_ms;
 };
 
 extern const struct srv_config_opt srv_config_table[];

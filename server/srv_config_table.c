@@ -231,6 +231,26 @@ const struct srv_config_opt srv_config_table[] = {
         "admitted rate, NFS READ/WRITE admitted in slices). false (a test aid): admit each "
         "request whole at once, leaving the buckets of its QoS levels in debt for the next "
         "requests."),
+    /* tier */
+    OPT(tier_allow_private_remotes, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_RELOADABLE, NULL,
+        "Let a tenant's remote (tier) reach this host's loopback, link-local, unspecified or "
+        "interface addresses. false: a tenant admin cannot point the daemon at services of "
+        "its own host (SSRF); system-wide remotes may always. See tiering.md."),
+    OPT(tier_upload_workers, SRV_CFG_INT, "4", 1, 64, SRV_CFG_IMMUTABLE, NULL,
+        "Threads of the tier's uploader: files uploaded at once (each large file also has "
+        "its remote's `parallel` parts in flight)."),
+    OPT(tier_poll_ms, SRV_CFG_INT, "1000", 50, 600000, SRV_CFG_IMMUTABLE, NULL,
+        "How often the tier's uploader passes over the tiered buckets to find files to "
+        "upload and remote copies to delete."),
+    OPT(tier_part_size, SRV_CFG_SIZE, "8MiB", 5LL * 1024 * 1024, 5 * GiB, SRV_CFG_IMMUTABLE, NULL,
+        "Files larger than this are uploaded to a remote as multipart uploads with parts of "
+        "this size (larger when a file would need more than 10000 parts)."),
+    OPT(tier_retry_base_ms, SRV_CFG_INT, "1000", 10, 600000, SRV_CFG_IMMUTABLE, NULL,
+        "First back-off after a failed upload or remote delete; it doubles with each "
+        "failure in a row (with jitter) up to tier_retry_max_ms."),
+    OPT(tier_retry_max_ms, SRV_CFG_INT, "300000", 10, 86400000, SRV_CFG_IMMUTABLE, NULL,
+        "Longest back-off between tries of a remote that fails (down, 5xx, timeouts) or of a "
+        "file whose upload failed."),
 };
 /* clang-format on */
 

@@ -61,6 +61,7 @@ struct tenants {
     pthread_rwlock_t lock;   /* guards the cache */
     pthread_mutex_t mgmt;    /* serialises changes */
     uint8_t mkey[TENANTS_MKEY_LEN];
+    void *remotes; /* tenants_remote.c's state */
     VEC(struct tenant_info) tenants;
     VEC(struct tenant_user) users;
     VEC(struct key_ent) keys;
@@ -434,7 +435,7 @@ static bool table_has_rows(struct meta_env *m, enum meta_rec_table tab)
 static int master_key_load(struct tenants *t, const char *keyfile)
 {
     int rc;
-    bool have_keys = table_has_rows(t->meta, META_REC_KEYS);
+    bool have_keys = table_has_rows(t->meta, META_REC_KEYS) || tenants__remotes_stored(t->meta);
 
     if (!keyfile) {
         void *val = NULL;
@@ -786,6 +787,21 @@ static int bootstrap(struct tenants *t, const char *akey, const char *secret)
     return 0;
 }
 
+const uint8_t *tenants__mkey(struct tenants *t)
+{
+    return t->mkey;
+}
+
+struct meta_env *tenants__meta(struct tenants *t)
+{
+    return t->meta;
+}
+
+void **tenants__remotes_slot(struct tenants *t)
+{
+    return &t->remotes;
+}
+
 struct core *tenants__core(struct tenants *t)
 {
     return t->core;
@@ -796,6 +812,7 @@ void tenants_close(struct tenants *t)
     if (!t)
         return;
     tenants__metrics_stop(t);
+    tenants__remotes_close(t);
     OPENSSL_cleanse(t->mkey, sizeof(t->mkey));
     if (t->keys.v)
         OPENSSL_cleanse(t->keys.v, t->keys.cap * sizeof(*t->keys.v));
@@ -847,7 +864,7 @@ int tenants_open_keyfile(struct tenants **out, struct core *c, const char *keyfi
         (rc = meta_record_scan(t->meta, META_REC_KEYS, NULL, 0, load_key_cb, &lc)) < 0 ||
         (rc = lc.rc) < 0 ||
         (rc = meta_record_scan(t->meta, META_REC_EXPORTS, NULL, 0, load_export_cb, &lc)) < 0 ||
-        (rc = lc.rc) < 0)
+        (rc = lc.rc) < 0 || (rc = tenants__remotes_open(t)) < 0)
         goto fail;
 
     size_t suspended = exports_settle(t);
@@ -1219,6 +1236,7 @@ int tenants_tenant_delete(struct tenants *t, uint32_t id)
     del_row32(t, META_REC_TENANTS, id);
     exports_settle(t);
     pthread_rwlock_unlock(&t->lock);
+    tenants__remotes_drop_tenant(t, id);
     srv_log(INFO, TENANT, "tenant %u deleted", id);
     rc = 0;
 out:

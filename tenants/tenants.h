@@ -217,4 +217,84 @@ int tenants_tenant_rename(struct tenants *t, uint32_t id, const char *name);
 int tenants_export_update(struct tenants *t, const struct tenant_export *e,
                           struct tenant_export *out);
 
+/* ---- remotes of the tier (tenants_remote.c) ----
+ *
+ * A remote is an S3 bucket somewhere (endpoint, region, bucket, optional key
+ * prefix, addressing, TLS settings, a key pair, connection limits) that tier
+ * policies upload to. It is system-wide (tenant 0: made by a system admin) or
+ * owned by one tenant; a tenant's remote is usable only in that tenant's
+ * buckets, a system-wide one only in policies a system admin sets. Its secret
+ * key is sealed at rest under the master key (AES-256-GCM, bound to the
+ * remote's id), kept in memory only while a caller needs it, never returned
+ * by the listing calls and never logged.
+ *
+ * A remote is checked when it is made: its host must resolve and, for a
+ * tenant's remote, lead to no loopback, link-local, unspecified, multicast or
+ * local interface address of this host unless the operator allowed it
+ * (tenants_remote_set_allow_private); then the remote must answer a listing of
+ * its bucket with the credentials given (tier_remote_check). Both checks run
+ * before anything is stored and block the caller (bounded by the timeouts). */
+#define TENANT_REMOTE_NAME_MAX 63
+#define TENANT_REMOTE_KEY_MAX 128
+struct tenant_remote {
+    uint32_t id;                           /* nonzero, never reused */
+    uint32_t tenant;                       /* owner; 0: system-wide */
+    char name[TENANT_REMOTE_NAME_MAX + 1]; /* unique per owner */
+    char endpoint[256];                    /* http[s]://host[:port] */
+    char region[64];                       /* "" = us-east-1 */
+    char bucket[64];
+    char prefix[512];   /* prepended to every key; "" none */
+    bool virtual_host;  /* bucket.host addressing (else path style) */
+    bool tls_no_verify; /* https without certificate checks (tests) */
+    char ca_file[512];  /* PEM CA bundle ("" = system CAs); system remotes only */
+    char access_key[TENANT_REMOTE_KEY_MAX + 1];
+    uint32_t max_conns;          /* connections open at once, 1..1024 (0 = 16) */
+    uint32_t parallel;           /* parts of one file in flight, 1..64 (0 = 4) */
+    uint32_t connect_timeout_ms; /* 100..60000 (0 = 10000) */
+    int64_t created;             /* seconds since the epoch */
+};
+
+/** Let tenants' remotes reach this host's own addresses (tier_allow_private_remotes).
+ * Takes effect for the next create and the next tenants_remote_conn. */
+void tenants_remote_set_allow_private(struct tenants *t, bool allow);
+
+/** Check and store a new remote (@p r->id and created are set here; @p secret is the
+ * secret key). Nothing is stored unless every check passed.
+ * @param[out] why on error, a message for people (@p whylen bytes).
+ * @param[out] check_failed set when the remote itself failed the check (unreachable,
+ *             TLS, credentials refused, no bucket): the error is then the tier
+ *             client's (tier_s3.h).
+ * @param[out] out the remote made (may be NULL).
+ * @return 0, -EINVAL (a field is malformed), -ENOENT (no such tenant), -EEXIST (the
+ *         owner has a remote of that name), -EACCES (a tenant's remote leads to this
+ *         host, or names a CA file), the check's error, or the store's error. */
+int tenants_remote_create(struct tenants *t, const struct tenant_remote *r, const char *secret,
+                          char *why, size_t whylen, bool *check_failed, struct tenant_remote *out);
+/** @return 0, -ENOENT. (Never the secret.) */
+int tenants_remote_get(struct tenants *t, uint32_t id, struct tenant_remote *out);
+/** Find remote @p name of owner @p tenant (0: system-wide). @return 0, -ENOENT. */
+int tenants_remote_find(struct tenants *t, uint32_t tenant, const char *name,
+                        struct tenant_remote *out);
+/** Delete remote @p id. @return 0, -ENOENT, -EBUSY (a bucket's tier policy names it;
+ * @p bucket_out, when not NULL, gets that bucket's inode). */
+int tenants_remote_delete(struct tenants *t, uint32_t id, uint64_t *bucket_out);
+typedef int (*tenants_remote_cb)(void *arg, const struct tenant_remote *r);
+/** Visit the remotes of owner @p tenant (0: system-wide ones; UINT32_MAX: all) in id
+ * order. @return 0 or the callback's first nonzero result. */
+int tenants_remote_list(struct tenants *t, uint32_t tenant, tenants_remote_cb cb, void *arg);
+/** May a policy on a bucket of tenant @p bucket_tenant, set by a system admin
+ * (@p system) or by that tenant's admin, name remote @p id?
+ * @return 0, -ENOENT (no such remote, or another tenant's: not visible),
+ *         -EACCES (a system-wide remote named by a tenant admin). */
+int tenants_remote_usable(struct tenants *t, uint32_t id, uint32_t bucket_tenant, bool system);
+struct tier_upload_remote;
+/** For the tier's uploader: how to reach remote @p id, its secret unsealed from the
+ * store (wipe @p out after use). A tenant's remote is resolved and checked against this
+ * host's addresses again, as at creation (the operator may have changed
+ * tier_allow_private_remotes; the name may lead elsewhere now), and pinned to the
+ * address checked. May block (name resolution).
+ * @return 0, -ENOENT, -EACCES (it leads to this host now), -EHOSTUNREACH,
+ *         SRV_ECORRUPT (the secret does not unseal). */
+int tenants_remote_conn(struct tenants *t, uint32_t id, struct tier_upload_remote *out);
+
 #endif

@@ -5,6 +5,7 @@
 #ifndef TENANTS_INT_H
 #define TENANTS_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,5 +38,21 @@ struct core *tenants__core(struct tenants *t);
  * (tenants_metrics.c). Called by tenants_open / tenants_close. */
 void tenants__metrics_start(struct tenants *t);
 void tenants__metrics_stop(struct tenants *t);
+
+/* ---- remotes (tenants_remote.c) ---- */
+struct meta_env;
+/** The master key sealing secrets, and the store (tenants.c). */
+const uint8_t *tenants__mkey(struct tenants *t);
+struct meta_env *tenants__meta(struct tenants *t);
+/** Where tenants_remote.c keeps its state in @p t (NULL until tenants__remotes_open). */
+void **tenants__remotes_slot(struct tenants *t);
+/** Load the remotes' records (secrets stay sealed until needed). Called by tenants_open
+ * after the master key is loaded. @return 0, -ENOMEM, -EIO. */
+int tenants__remotes_open(struct tenants *t);
+void tenants__remotes_close(struct tenants *t);
+/** Delete every remote of tenant @p tenant (the tenant is being deleted). */
+void tenants__remotes_drop_tenant(struct tenants *t, uint32_t tenant);
+/** Does the store hold a remote (a sealed secret)? */
+bool tenants__remotes_stored(struct meta_env *m);
 
 #endif

@@ -74,6 +74,17 @@ static const struct cmd_doc {
      "            [--meta-iops N] [--burst-ms N] [--min-read-bps SIZE]\n"
      "            [--min-write-bps SIZE] [--min-iops N] [--weight N]\n"
      "  qos list T                  every policy of the tenant, at every level\n"},
+    {"remote", "list get delete create",
+     "  remote list [--tenant T] | get ID | delete ID\n"
+     "  remote create NAME --endpoint URL --bucket B --key-id AKEY [--tenant T]\n"
+     "                [--region R] [--prefix P] [--virtual-host] [--ca-file FILE]\n"
+     "                [--no-verify] [--max-conns N] [--parallel N] [--connect-timeout-ms N]\n"
+     "      (the secret key: --secret-file FILE, '-' for stdin, or S3NFS_REMOTE_SECRET_KEY)\n"},
+    {"tier", "get delete set flush",
+     "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
+     "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS]\n"
+     "  tier flush T BUCKET [--timeout SECONDS]   wait until everything written before\n"
+     "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
 };
 #define NCMDS (sizeof(cmd_docs) / sizeof(cmd_docs[0]))
@@ -1139,6 +1150,162 @@ static int cmd_qos(int argc, char **argv)
     return 0;
 }
 
+/* The secret key of a remote being made: from --secret-file (a file, or '-' for
+ * stdin: its first line) or S3NFS_REMOTE_SECRET_KEY, never from the command line
+ * (other users could read it in the process list). */
+static char *remote_secret(int argc, char **argv, int from)
+{
+    const char *file = flag(argc, argv, from, "--secret-file", true);
+    char buf[512];
+    if (!file) {
+        const char *e = getenv("S3NFS_REMOTE_SECRET_KEY");
+        if (!e || !*e)
+            die(2, "remote create needs the secret key: --secret-file FILE ('-': stdin) or "
+                   "S3NFS_REMOTE_SECRET_KEY");
+        return strdup(e);
+    }
+    FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (!f)
+        die(1, "cannot read %s: %s", file, strerror(errno));
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = '\0';
+    if (f != stdin)
+        fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!buf[0])
+        die(2, "%s holds no secret key", file);
+    char *s = strdup(buf);
+    memset(buf, 0, sizeof(buf));
+    return s;
+}
+
+static int cmd_remote(int argc, char **argv)
+{
+    static const struct opt opts[] = {
+        {"--tenant", NULL, OPT_ARG, 0},
+        {"--secret-file", NULL, OPT_ARG, 0},
+        {"--endpoint", "endpoint", OPT_STR, FOR_CREATE},
+        {"--bucket", "bucket", OPT_STR, FOR_CREATE},
+        {"--key-id", "access_key", OPT_STR, FOR_CREATE},
+        {"--region", "region", OPT_STR, FOR_CREATE},
+        {"--prefix", "prefix", OPT_STR, FOR_CREATE},
+        {"--ca-file", "ca_file", OPT_STR, FOR_CREATE},
+        {"--no-verify", "tls_verify", OPT_FALSE, FOR_CREATE},
+        {"--max-conns", "max_conns", OPT_NUM, FOR_CREATE},
+        {"--parallel", "parallel", OPT_NUM, FOR_CREATE},
+        {"--connect-timeout-ms", "connect_timeout_ms", OPT_NUM, FOR_CREATE},
+        {"--virtual-host", NULL, OPT_TRUE, 0}, /* no field: "addressing" below */
+        {NULL, NULL, OPT_ARG, 0},
+    };
+    NEED(1);
+    if (strcmp(argv[0], "list") == 0) {
+        check_flags(argc, argv, 1, opts);
+        const char *t = flag(argc, argv, 1, "--tenant", true);
+        if (t && strcmp(t, "0") == 0)
+            api_list("/remotes?tenant=0");
+        else if (t)
+            api_list("/remotes?tenant=%" PRIu64, tenant_id(t));
+        else
+            api_list("/remotes");
+        return 0;
+    }
+    NEED(2);
+    if ((strcmp(argv[0], "get") == 0 || strcmp(argv[0], "delete") == 0) && argc == 2) {
+        api(argv[0][0] == 'g' ? "GET" : "DELETE", NULL, "/remotes/%" PRIu64,
+            parse_num(argv[1], false));
+        return 0;
+    }
+    if (strcmp(argv[0], "create") != 0)
+        return bad_usage();
+    check_flags(argc, argv, 2, opts);
+    if (!flag(argc, argv, 2, "--endpoint", true) || !flag(argc, argv, 2, "--bucket", true) ||
+        !flag(argc, argv, 2, "--key-id", true))
+        die(2, "remote create needs --endpoint URL --bucket B --key-id AKEY");
+    json_t *o = json_pack("{s:s}", "name", argv[1]);
+    set_fields(o, argc, argv, 2, opts, FOR_CREATE);
+    if (flag(argc, argv, 2, "--virtual-host", false))
+        json_object_set_new(o, "addressing", json_string("virtual"));
+    const char *t = flag(argc, argv, 2, "--tenant", true);
+    if (t)
+        json_object_set_new(o, "tenant", json_integer((json_int_t)tenant_id(t)));
+    char *secret = remote_secret(argc, argv, 2);
+    json_object_set_new(o, "secret_key", json_string(secret));
+    memset(secret, 0, strlen(secret));
+    free(secret);
+    api("POST", o, "/remotes");
+    return 0;
+}
+
+static int cmd_tier(int argc, char **argv)
+{
+    static const struct opt opts[] = {
+        {"--remote", NULL, OPT_ARG, 0},
+        {"--upload-after", "upload_after_s", OPT_NUM, FOR_UPDATE},
+        {"--timeout", NULL, OPT_ARG, 0},
+        {NULL, NULL, OPT_ARG, 0},
+    };
+    char p[512];
+    NEED(3);
+    uint64_t t = tenant_id(argv[1]);
+    check_flags(argc, argv, 3, opts);
+    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets/%s/tier", t, argv[2]);
+    if (strcmp(argv[0], "get") == 0 && argc == 3) {
+        api("GET", NULL, "%s", p);
+    } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
+        api("DELETE", NULL, "%s", p);
+    } else if (strcmp(argv[0], "flush") == 0) {
+        const char *ts = flag(argc, argv, 3, "--timeout", true);
+        uint64_t timeout = ts ? parse_num(ts, false) : 300;
+        char fp[600];
+        snprintf(fp, sizeof(fp), "%s/flush", p);
+        json_t *j = call("POST", fp, NULL, false);
+        uint64_t barrier = (uint64_t)json_integer_value(json_object_get(j, "barrier"));
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+            if (json_is_true(json_object_get(j, "done"))) {
+                show(j, 200);
+                json_decref(j);
+                return 0;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((uint64_t)(now.tv_sec - start.tv_sec) >= timeout)
+                break;
+            json_decref(j);
+            struct timespec pause = {0, 250000000};
+            nanosleep(&pause, NULL);
+            char gp[700];
+            snprintf(gp, sizeof(gp), "%s?barrier=%" PRIu64, fp, barrier);
+            j = call("GET", gp, NULL, false);
+        }
+        json_t *up = json_object_get(j, "uploads");
+        fprintf(stderr,
+                "s3nfsctl: tier flush: not done after %" PRIu64 " s: %" JSON_INTEGER_FORMAT
+                " file(s) (%" JSON_INTEGER_FORMAT " bytes) to upload, %" JSON_INTEGER_FORMAT
+                " remote delete(s) left; last error: %s\n",
+                timeout, json_integer_value(json_object_get(up, "pending_files")),
+                json_integer_value(json_object_get(up, "pending_bytes")),
+                json_integer_value(json_object_get(up, "deletes_pending")),
+                json_string_value(json_object_get(up, "last_error")) ?: "none");
+        json_decref(j);
+        return 1;
+    } else if (strcmp(argv[0], "set") == 0) {
+        const char *r = flag(argc, argv, 3, "--remote", true);
+        if (!r)
+            die(2, "tier set needs --remote ID|NAME");
+        json_t *o = json_object();
+        if (strspn(r, "0123456789") == strlen(r))
+            json_object_set_new(o, "remote", json_integer((json_int_t)parse_num(r, false)));
+        else
+            json_object_set_new(o, "remote", json_string(r));
+        set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        api("PUT", o, "%s", p);
+    } else {
+        return bad_usage();
+    }
+    return 0;
+}
+
 /* GET a plain-text path (/healthz, /metrics): the body on stdout, or the
  * error on stderr and exit 1. */
 static int plain_get(const char *path)
@@ -1265,6 +1432,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "qos") == 0)
         return cmd_qos(argc, argv);
+    if (strcmp(cmd, "remote") == 0)
+        return cmd_remote(argc, argv);
+    if (strcmp(cmd, "tier") == 0)
+        return cmd_tier(argc, argv);
     if (strcmp(cmd, "api") == 0 && argc >= 2 && argc <= 3) {
         json_t *body = NULL;
         if (argc == 3) {

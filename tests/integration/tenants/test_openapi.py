@@ -94,7 +94,7 @@ def d(s3nfsd_module):
 def test_live_daemon_answers_every_documented_operation(d):
     adm = Admin(d)
     values = {"tenant": "999999", "user": "999999", "export": "999999", "bucket": "nosuch",
-              "akey": "S3NNOSUCHKEY0000000"}
+              "akey": "S3NNOSUCHKEY0000000", "remote": "999999"}
     for path, item in spec()["paths"].items():
         url = re.sub(r"{(\w+)}", lambda m: values[m.group(1)], path)
         for method in [k for k in item if k in METHODS.values()]:

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for tier/tier_remote.c (endpoint parsing, the address classes of
+ * the SSRF rule, resolving with and without private addresses allowed, and a
+ * check against a port nobody listens on) and tier/tier_policy.c (validation
+ * and the stored form of a bucket's tier policy). The checks against a real
+ * remote are in tests/integration/tier/test_tier_remotes.py. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "srv_err.h"
+#include "tier_policy.h"
+#include "tier_remote.h"
+#include "tier_s3.h"
+
+static void test_endpoint_parse(void **state)
+{
+    (void)state;
+    struct tier_endpoint ep;
+    char why[200];
+    assert_int_equal(tier_endpoint_parse("http://s3.example.com", &ep, why, sizeof(why)), 0);
+    assert_false(ep.https);
+    assert_string_equal(ep.host, "s3.example.com");
+    assert_int_equal(ep.port, 80);
+    assert_int_equal(tier_endpoint_parse("HTTPS://10.1.2.3:9000/", &ep, why, sizeof(why)), 0);
+    assert_true(ep.https);
+    assert_string_equal(ep.host, "10.1.2.3");
+    assert_int_equal(ep.port, 9000);
+    assert_int_equal(tier_endpoint_parse("https://[::1]:8443", &ep, why, sizeof(why)), 0);
+    assert_string_equal(ep.host, "::1");
+    assert_int_equal(ep.port, 8443);
+    assert_int_equal(tier_endpoint_parse("https://[fe80::1]", &ep, why, sizeof(why)), 0);
+    assert_int_equal(ep.port, 443);
+
+    const char *bad[] = {"ftp://h",       "h:80",
+                         "http://",       "http://h/path",
+                         "http://h:0",    "http://h:65536",
+                         "http://h:x",    "http://[::1",
+                         "http://[::1]x", "http://user@h",
+                         "http://h?x=1",  "http://h h",
+                         "http://h:",     NULL};
+    for (int i = 0; bad[i]; i++) {
+        why[0] = '\0';
+        assert_int_equal(tier_endpoint_parse(bad[i], &ep, why, sizeof(why)), -EINVAL);
+        assert_true(why[0] != '\0');
+    }
+    assert_int_equal(tier_endpoint_parse(NULL, &ep, NULL, 0), -EINVAL);
+}
+
+static enum tier_addr_class cls(const char *text)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (strchr(text, ':')) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        assert_int_equal(inet_pton(AF_INET6, text, &s6->sin6_addr), 1);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        assert_int_equal(inet_pton(AF_INET, text, &s4->sin_addr), 1);
+    }
+    return tier_addr_classify((struct sockaddr *)&ss);
+}
+
+static void test_classify(void **state)
+{
+    (void)state;
+    assert_int_equal(cls("127.0.0.1"), TIER_ADDR_LOOPBACK);
+    assert_int_equal(cls("127.255.1.2"), TIER_ADDR_LOOPBACK);
+    assert_int_equal(cls("0.0.0.0"), TIER_ADDR_UNSPEC);
+    assert_int_equal(cls("0.1.2.3"), TIER_ADDR_UNSPEC);
+    assert_int_equal(cls("169.254.169.254"), TIER_ADDR_LINKLOCAL); /* cloud metadata */
+    assert_int_equal(cls("224.0.0.1"), TIER_ADDR_MULTICAST);
+    assert_int_equal(cls("255.255.255.255"), TIER_ADDR_MULTICAST);
+    assert_int_equal(cls("10.0.0.1"), TIER_ADDR_REMOTE);
+    assert_int_equal(cls("8.8.8.8"), TIER_ADDR_REMOTE);
+    assert_int_equal(cls("128.0.0.1"), TIER_ADDR_REMOTE);
+    assert_int_equal(cls("::"), TIER_ADDR_UNSPEC);
+    assert_int_equal(cls("::1"), TIER_ADDR_LOOPBACK);
+    assert_int_equal(cls("fe80::1"), TIER_ADDR_LINKLOCAL);
+    assert_int_equal(cls("febf::1"), TIER_ADDR_LINKLOCAL);
+    assert_int_equal(cls("fec0::1"), TIER_ADDR_REMOTE);
+    assert_int_equal(cls("ff02::1"), TIER_ADDR_MULTICAST);
+    assert_int_equal(cls("2001:db8::1"), TIER_ADDR_REMOTE);
+    /* IPv4 inside IPv6: judged by the IPv4 address */
+    assert_int_equal(cls("::ffff:127.0.0.1"), TIER_ADDR_LOOPBACK);
+    assert_int_equal(cls("::ffff:169.254.1.1"), TIER_ADDR_LINKLOCAL);
+    assert_int_equal(cls("::ffff:8.8.8.8"), TIER_ADDR_REMOTE);
+    assert_int_equal(cls("::127.0.0.1"), TIER_ADDR_LOOPBACK);
+    assert_int_equal(cls("64:ff9b::7f00:1"), TIER_ADDR_LOOPBACK);
+    assert_int_equal(cls("64:ff9b::808:808"), TIER_ADDR_REMOTE);
+    struct sockaddr sa = {.sa_family = AF_UNIX};
+    assert_int_equal(tier_addr_classify(&sa), TIER_ADDR_UNSPEC);
+    assert_string_equal(tier_addr_class_name(TIER_ADDR_LINKLOCAL), "link-local");
+}
+
+static void test_resolve(void **state)
+{
+    (void)state;
+    char addr[TIER_REMOTE_ADDR_MAX], why[300];
+    struct tier_s3_config cfg = {.endpoint = "http://127.0.0.1:9", .bucket = "b"};
+    assert_int_equal(tier_remote_resolve(&cfg, true, addr, sizeof(addr), why, sizeof(why)), 0);
+    assert_string_equal(addr, "127.0.0.1");
+    why[0] = '\0';
+    assert_int_equal(tier_remote_resolve(&cfg, false, addr, sizeof(addr), why, sizeof(why)),
+                     -EACCES);
+    assert_non_null(strstr(why, "loopback"));
+    assert_non_null(strstr(why, "tier_allow_private_remotes"));
+    cfg.endpoint = "http://[::1]:9";
+    assert_int_equal(tier_remote_resolve(&cfg, false, addr, sizeof(addr), why, sizeof(why)),
+                     -EACCES);
+    cfg.endpoint = "http://169.254.169.254";
+    assert_int_equal(tier_remote_resolve(&cfg, false, addr, sizeof(addr), why, sizeof(why)),
+                     -EACCES);
+    assert_non_null(strstr(why, "link-local"));
+    cfg.endpoint = "http://0.0.0.0:80";
+    assert_int_equal(tier_remote_resolve(&cfg, false, addr, sizeof(addr), why, sizeof(why)),
+                     -EACCES);
+    cfg.endpoint = "http://localhost:80"; /* a name leading to loopback */
+    assert_int_equal(tier_remote_resolve(&cfg, false, addr, sizeof(addr), why, sizeof(why)),
+                     -EACCES);
+    /* virtual-host addressing resolves bucket.host */
+    cfg.endpoint = "http://localhost:80";
+    cfg.virtual_host = true;
+    cfg.bucket = "no-such-bucket-name";
+    int rc = tier_remote_resolve(&cfg, true, addr, sizeof(addr), why, sizeof(why));
+    assert_true(rc == 0 || rc == -EHOSTUNREACH);
+    cfg.virtual_host = false;
+    cfg.endpoint = "http://no-such-host.invalid";
+    assert_int_equal(tier_remote_resolve(&cfg, true, addr, sizeof(addr), why, sizeof(why)),
+                     -EHOSTUNREACH);
+    cfg.endpoint = "gopher://x";
+    assert_int_equal(tier_remote_resolve(&cfg, true, addr, sizeof(addr), why, sizeof(why)),
+                     -EINVAL);
+}
+
+/* A port with no listener: the check fails as unreachable, with a message. */
+static void test_check_refused(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sin);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+    close(fd); /* the port is free now, and nobody listens */
+    char ep[64], why[320];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%u", ntohs(sin.sin_port));
+    struct tier_s3_config cfg = {.endpoint = ep,
+                                 .bucket = "bkt",
+                                 .access_key = "AK",
+                                 .secret_key = "SECRETSECRET",
+                                 .connect_timeout_ms = 2000};
+    int rc = tier_remote_check(&cfg, why, sizeof(why));
+    assert_int_equal(rc, -ECONNREFUSED);
+    assert_non_null(strstr(why, "127.0.0.1"));
+    assert_null(strstr(why, "SECRETSECRET"));
+    cfg.access_key = NULL; /* refused by the client up front */
+    assert_int_equal(tier_remote_check(&cfg, why, sizeof(why)), -EINVAL);
+}
+
+static void test_policy(void **state)
+{
+    (void)state;
+    struct tier_policy p = {.remote = 7, .upload_after_s = 30}, q;
+    char why[100];
+    uint8_t buf[TIER_POLICY_LEN + 8];
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), 0);
+    assert_int_equal(tier_policy_encode(&p, buf), TIER_POLICY_LEN);
+    assert_int_equal(buf[0], TIER_POLICY_VERSION);
+    assert_int_equal(buf[7], 7); /* be32 remote */
+    assert_int_equal(buf[11], 30);
+    memset(&q, 0xff, sizeof(q));
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN, &q), 0);
+    assert_int_equal(q.remote, 7);
+    assert_int_equal(q.upload_after_s, 30);
+    /* longer (a later version's additions): read */
+    memset(buf + TIER_POLICY_LEN, 0xaa, 8);
+    assert_int_equal(tier_policy_decode(buf, sizeof(buf), &q), 0);
+    /* short, version 0, newer version, bad fields */
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN - 1, &q), -EINVAL);
+    buf[0] = 0;
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN, &q), -EINVAL);
+    buf[0] = TIER_POLICY_VERSION + 1;
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN, &q), SRV_EBADVERSION);
+    p.remote = 0;
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "remote"));
+    tier_policy_encode(&p, buf);
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN, &q), -EINVAL);
+    p.remote = 1;
+    p.upload_after_s = TIER_UPLOAD_AFTER_MAX;
+    assert_int_equal(tier_policy_validate(&p, NULL, 0), 0);
+    p.upload_after_s = TIER_UPLOAD_AFTER_MAX + 1;
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "upload_after_s"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_endpoint_parse), cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_resolve),        cmocka_unit_test(test_check_refused),
+        cmocka_unit_test(test_policy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1813 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * tier_upload: the uploader (tier_upload.h).
+ *
+ * Threads: one scanner (passes over the tiered buckets, fills the job queue),
+ * `workers` upload threads (read the file, talk to the remote through
+ * tier_s3_run, record the copy), and one event loop thread that runs the S3
+ * clients (one per remote, made on first use). One mutex (u->mu) guards the
+ * queue, the set of files in flight, the per-bucket statistics, the barriers
+ * and the back-off state.
+ *
+ * Invariants: a file is in the queue or in flight at most once; a job whose
+ * remote is backing off is not queued; the tierst record of a file is written
+ * only after the remote confirmed the bytes read under one unchanged change
+ * counter. Thread: see above. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "meta.h"
+#include "meta_bucket.h"
+#include "meta_dirent.h"
+#include "meta_inode.h"
+#include "meta_keyidx.h"
+#include "meta_tier.h"
+#include "srv_err.h"
+#include "srv_log.h"
+#include "tier_policy.h"
+#include "tier_upload.h"
+
+#define BUCKET_KIND_TIER 3 /* bucketcfg kind of a tier policy (core.h CORE_BLOB_TIER) */
+#define SCAN_CHUNK 512     /* keys looked at per read txn */
+#define META_PAIRS_MAX 64
+#define FAIL_MAX 4096   /* files backing off, remembered at once */
+#define FILE_TYPE_REG 1 /* enum core_ftype CORE_REG */
+
+/* ---- pure helpers ---- */
+
+uint64_t tier_backoff_ms(unsigned tries, uint32_t base_ms, uint32_t max_ms, uint32_t rnd)
+{
+    uint64_t d = base_ms ? base_ms : 1;
+    for (unsigned i = 0; i < tries && d < max_ms; i++)
+        d *= 2;
+    if (d > max_ms)
+        d = max_ms;
+    /* jitter: d * [0.5, 1.5), i.e. d * (2^31 + rnd) / 2^32 */
+    return (uint64_t)(((unsigned __int128)d * ((uint64_t)rnd + (1ull << 31))) >> 32);
+}
+
+const char *tier_file_state_name(enum tier_file_state s)
+{
+    switch (s) {
+    case TIER_STATE_LOCAL:
+        return "local";
+    case TIER_STATE_UPLOADING:
+        return "uploading";
+    case TIER_STATE_UPLOADED:
+        return "uploaded";
+    case TIER_STATE_NONE:
+        break;
+    }
+    return "none";
+}
+
+int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
+                       struct tier_s3_kv *kv, size_t max, char *strs, size_t strslen)
+{
+    const unsigned char *p = blob, *end = p + len;
+    size_t n = 0, used = 0;
+    ctype[0] = '\0';
+    if (len == 0)
+        return 0;
+    if (len < 4 || memcmp(p, "S3M1", 4) != 0)
+        return -EINVAL;
+    p += 4;
+    while (p < end) {
+        if (end - p < 3)
+            return -EINVAL;
+        int type = p[0];
+        size_t kl = ((size_t)p[1] << 8) | p[2];
+        p += 3;
+        if ((size_t)(end - p) < kl + 4)
+            return -EINVAL;
+        const unsigned char *k = p;
+        p += kl;
+        size_t vl = ((size_t)p[0] << 24) | ((size_t)p[1] << 16) | ((size_t)p[2] << 8) | p[3];
+        p += 4;
+        if ((size_t)(end - p) < vl)
+            return -EINVAL;
+        const unsigned char *v = p;
+        p += vl;
+        if (type == 1 && kl == 12 && strncasecmp((const char *)k, "content-type", 12) == 0) {
+            if (vl < ctlen) {
+                memcpy(ctype, v, vl);
+                ctype[vl] = '\0';
+            }
+        } else if (type == 2 && n < max && used + kl + vl + 2 <= strslen) {
+            kv[n].name = strs + used;
+            memcpy(strs + used, k, kl);
+            strs[used + kl] = '\0';
+            used += kl + 1;
+            kv[n].value = strs + used;
+            memcpy(strs + used, v, vl);
+            strs[used + vl] = '\0';
+            used += vl + 1;
+            n++;
+        }
+    }
+    return (int)n;
+}
+
+/* ---- state ---- */
+
+struct job {
+    struct job *next;
+    bool del; /* delete a stale remote copy (its record: ino) */
+    uint64_t ino, bucket, change, size;
+    uint32_t tenant, remote;
+    char *key;    /* upload: the file's key; del: the copy's key */
+    char *oldkey; /* upload: a copy under another key to delete after, or NULL */
+    uint32_t oldremote;
+    int64_t ctime_ns; /* the change's time (for barriers) */
+};
+
+struct bstat {
+    uint64_t bucket;
+    uint32_t tenant;
+    char name[256];
+    struct tier_bucket_stats st;  /* of the last complete pass */
+    struct tier_bucket_stats cur; /* being gathered */
+    uint64_t uploading;
+    int64_t barrier_ns;    /* files changed before this are due at once (0: none) */
+    uint64_t barrier_pass; /* the pass counter when the barrier was set */
+    uint64_t barrier_seq;
+    uint64_t pend_barrier; /* last complete pass: files/deletes not done before barrier */
+    uint64_t pend_barrier_cur;
+    uint64_t done_pass; /* last complete pass that looked at it */
+    bool seen;          /* the current pass looked at it */
+};
+
+struct rclient {
+    uint32_t id;
+    struct tier_s3 *s3;
+    int parallel;
+    unsigned tries;        /* retryable failures in a row */
+    int64_t down_until_ms; /* backing off until */
+    bool swept;            /* leftovers of earlier runs aborted */
+};
+
+struct fail {
+    uint64_t ino;
+    unsigned tries;
+    int64_t until_ms;
+};
+
+struct tier_upload {
+    struct tier_upload_config cfg;
+    pthread_mutex_t mu;
+    pthread_mutex_t mk;     /* held while a client is made and its remote swept */
+    pthread_cond_t work_cv; /* a job is queued, or stop */
+    pthread_cond_t scan_cv; /* kick, or stop */
+    bool stop, kicked;
+    bool closing; /* the clients are being freed: no request may start */
+    struct job *head, *tail;
+    size_t queued;
+    uint64_t *inflight; /* inos of jobs queued or running */
+    size_t ninflight, capinflight;
+    struct bstat *b;
+    size_t nb, capb;
+    struct rclient *rc;
+    size_t nrc, caprc;
+    struct fail fails[FAIL_MAX];
+    size_t nfails;
+    uint64_t passes; /* passes begun */
+    uint64_t seq;
+    int64_t started_s;
+    /* counters */
+    uint64_t up_files, up_bytes, del_files, err_total;
+    uint64_t err_kind[6];
+    /* threads */
+    struct event_base *base;
+    struct event *keep;
+    pthread_t loop_thread, scan_thread, *work_threads;
+    uint32_t nwork;
+    bool loop_started, scan_started;
+    uint32_t rnd;
+};
+
+enum { EK_CONNECT, EK_TIMEOUT, EK_AUTH, EK_REMOTE, EK_LOCAL, EK_CHANGED };
+static const char *const ek_names[] = {"connect", "timeout", "auth", "remote", "local", "changed"};
+
+static _Atomic(struct tier_upload *) the_uploader;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static uint32_t rnd32(struct tier_upload *u)
+{
+    /* xorshift: jitter only, no secrecy needed (mu held) */
+    uint32_t x = u->rnd;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    u->rnd = x ? x : 0x9e3779b9u;
+    return u->rnd;
+}
+
+/* mu held */
+static struct bstat *bstat_get(struct tier_upload *u, uint64_t bucket, bool make)
+{
+    for (size_t i = 0; i < u->nb; i++)
+        if (u->b[i].bucket == bucket)
+            return &u->b[i];
+    if (!make)
+        return NULL;
+    if (u->nb == u->capb) {
+        size_t nc = u->capb ? u->capb * 2 : 8;
+        void *nv = realloc(u->b, nc * sizeof(*u->b));
+        if (!nv)
+            return NULL;
+        u->b = nv;
+        u->capb = nc;
+    }
+    struct bstat *b = &u->b[u->nb++];
+    memset(b, 0, sizeof(*b));
+    b->bucket = bucket;
+    return b;
+}
+
+static bool inflight_has(struct tier_upload *u, uint64_t ino)
+{
+    for (size_t i = 0; i < u->ninflight; i++)
+        if (u->inflight[i] == ino)
+            return true;
+    return false;
+}
+
+static int inflight_add(struct tier_upload *u, uint64_t ino)
+{
+    if (u->ninflight == u->capinflight) {
+        size_t nc = u->capinflight ? u->capinflight * 2 : 64;
+        void *nv = realloc(u->inflight, nc * sizeof(*u->inflight));
+        if (!nv)
+            return -ENOMEM;
+        u->inflight = nv;
+        u->capinflight = nc;
+    }
+    u->inflight[u->ninflight++] = ino;
+    return 0;
+}
+
+static void inflight_del(struct tier_upload *u, uint64_t ino)
+{
+    for (size_t i = 0; i < u->ninflight; i++) {
+        if (u->inflight[i] == ino) {
+            u->inflight[i] = u->inflight[--u->ninflight];
+            return;
+        }
+    }
+}
+
+static struct fail *fail_find(struct tier_upload *u, uint64_t ino)
+{
+    for (size_t i = 0; i < u->nfails; i++)
+        if (u->fails[i].ino == ino)
+            return &u->fails[i];
+    return NULL;
+}
+
+static void fail_note(struct tier_upload *u, uint64_t ino)
+{
+    struct fail *f = fail_find(u, ino);
+    if (!f) {
+        if (u->nfails == FAIL_MAX) { /* forget the one due first */
+            size_t m = 0;
+            for (size_t i = 1; i < u->nfails; i++)
+                if (u->fails[i].until_ms < u->fails[m].until_ms)
+                    m = i;
+            u->fails[m] = u->fails[--u->nfails];
+        }
+        f = &u->fails[u->nfails++];
+        f->ino = ino;
+        f->tries = 0;
+    }
+    f->until_ms = now_ms() + (int64_t)tier_backoff_ms(f->tries, u->cfg.retry_base_ms,
+                                                      u->cfg.retry_max_ms, rnd32(u));
+    f->tries++;
+}
+
+static void fail_clear(struct tier_upload *u, uint64_t ino)
+{
+    struct fail *f = fail_find(u, ino);
+    if (f)
+        *f = u->fails[--u->nfails];
+}
+
+static struct rclient *rclient_find(struct tier_upload *u, uint32_t id)
+{
+    for (size_t i = 0; i < u->nrc; i++)
+        if (u->rc[i].id == id)
+            return &u->rc[i];
+    return NULL;
+}
+
+static bool remote_down(struct tier_upload *u, uint32_t id)
+{
+    struct rclient *r = rclient_find(u, id);
+    return r && r->down_until_ms > now_ms();
+}
+
+/* ---- the client loop ---- */
+
+static void keep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+static void *loop_main(void *arg)
+{
+    struct tier_upload *u = arg;
+    event_base_dispatch(u->base);
+    return NULL;
+}
+
+/* Run @p fn(arg) on the loop thread and wait for it. */
+struct on_loop {
+    void (*fn)(void *);
+    void *arg;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+};
+
+static void on_loop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct on_loop *o = arg;
+    (void)fd;
+    (void)what;
+    o->fn(o->arg);
+    pthread_mutex_lock(&o->mu);
+    o->done = true;
+    pthread_cond_signal(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
+static int run_on_loop(struct tier_upload *u, void (*fn)(void *), void *arg)
+{
+    struct on_loop o = {.fn = fn, .arg = arg};
+    pthread_mutex_init(&o.mu, NULL);
+    pthread_cond_init(&o.cv, NULL);
+    int rc = event_base_once(u->base, -1, EV_TIMEOUT, on_loop_cb, &o, NULL);
+    if (rc == 0) {
+        pthread_mutex_lock(&o.mu);
+        while (!o.done)
+            pthread_cond_wait(&o.cv, &o.mu);
+        pthread_mutex_unlock(&o.mu);
+    }
+    pthread_mutex_destroy(&o.mu);
+    pthread_cond_destroy(&o.cv);
+    return rc == 0 ? 0 : -ENOMEM;
+}
+
+struct mk_client {
+    struct tier_upload *u;
+    struct tier_upload_remote *r;
+    struct event_base *base;
+    struct tier_s3 *s3;
+    int rc;
+    char why[256];
+};
+
+static void mk_client_fn(void *arg)
+{
+    struct mk_client *m = arg;
+    if (m->u->closing) {
+        m->rc = -ECANCELED;
+        return;
+    }
+    m->rc = tier_s3_new(&m->r->cfg, m->base, &m->s3, m->why, sizeof(m->why));
+}
+
+static void client_free_fn(void *arg)
+{
+    tier_s3_free(arg);
+}
+
+struct many {
+    struct tier_upload *u;
+    const struct tier_s3_op *ops;
+    struct tier_s3_result *res;
+    size_t n, left;
+    struct tier_s3 *s3;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+struct many_one {
+    struct many *m;
+    size_t i;
+};
+
+static void many_done(void *arg, struct tier_s3_result *res)
+{
+    struct many_one *o = arg;
+    struct many *m = o->m;
+    tier_s3_result_take(&m->res[o->i], res);
+    pthread_mutex_lock(&m->mu);
+    m->left--;
+    pthread_cond_signal(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+struct many_start {
+    struct many *m;
+    struct tier_s3_op *ops; /* copies with done/arg set */
+    struct many_one *ones;
+};
+
+static void many_start_fn(void *arg)
+{
+    struct many_start *s = arg;
+    struct many *m = s->m;
+    for (size_t i = 0; i < m->n; i++) {
+        /* the loop thread frees the clients when stopping: after that, start nothing */
+        int rc = m->u->closing ? -ECANCELED : tier_s3_start(m->s3, &s->ops[i], NULL);
+        if (rc) {
+            m->res[i].err = rc;
+            snprintf(m->res[i].message, sizeof(m->res[i].message), "%s", srv_strerror(rc));
+            pthread_mutex_lock(&m->mu);
+            m->left--;
+            pthread_mutex_unlock(&m->mu);
+        }
+    }
+}
+
+/* Run @p n ops at once on the client's loop and wait for all (results in @p res). */
+static int run_many(struct tier_upload *u, struct tier_s3 *s3, const struct tier_s3_op *ops,
+                    size_t n, struct tier_s3_result *res)
+{
+    struct many m = {.u = u, .ops = ops, .res = res, .n = n, .left = n, .s3 = s3};
+    struct many_start s = {&m, calloc(n, sizeof(*s.ops)), calloc(n, sizeof(*s.ones))};
+    if (!s.ops || !s.ones) {
+        free(s.ops);
+        free(s.ones);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&m.mu, NULL);
+    pthread_cond_init(&m.cv, NULL);
+    for (size_t i = 0; i < n; i++) {
+        memset(&res[i], 0, sizeof(res[i]));
+        s.ops[i] = ops[i];
+        s.ones[i] = (struct many_one){&m, i};
+        s.ops[i].done = many_done;
+        s.ops[i].arg = &s.ones[i];
+    }
+    int rc = run_on_loop(u, many_start_fn, &s);
+    if (rc == 0) {
+        pthread_mutex_lock(&m.mu);
+        while (m.left)
+            pthread_cond_wait(&m.cv, &m.mu);
+        pthread_mutex_unlock(&m.mu);
+    }
+    pthread_mutex_destroy(&m.mu);
+    pthread_cond_destroy(&m.cv);
+    free(s.ops);
+    free(s.ones);
+    return rc;
+}
+
+static int run_one(struct tier_upload *u, struct tier_s3 *s3, const struct tier_s3_op *op,
+                   struct tier_s3_result *res)
+{
+    int rc = run_many(u, s3, op, 1, res);
+    return rc ? rc : res->err;
+}
+
+/* ---- remotes ---- */
+
+static int err_kind(int err)
+{
+    switch (err) {
+    case -ECONNREFUSED:
+    case -EHOSTUNREACH:
+    case -ENETUNREACH:
+    case -ECONNRESET:
+    case -EPIPE:
+        return EK_CONNECT;
+    case -ETIMEDOUT:
+        return EK_TIMEOUT;
+    case SRV_EAUTH:
+    case -EACCES:
+    case SRV_ETLS:
+        return EK_AUTH;
+    default:
+        return EK_REMOTE;
+    }
+}
+
+/* Note a failure of @p bucket's work on remote @p id: the message for the stats, the
+ * counters, and the back-off (the remote's when @p retryable, else the file's). */
+static void failed(struct tier_upload *u, uint64_t bucket, uint32_t id, uint64_t ino, int kind,
+                   bool retryable, const char *what, const char *msg)
+{
+    pthread_mutex_lock(&u->mu);
+    u->err_total++;
+    u->err_kind[kind]++;
+    struct bstat *b = bstat_get(u, bucket, false);
+    if (b) {
+        snprintf(b->st.last_error, sizeof(b->st.last_error), "%s: %s", what, msg);
+        b->st.last_error_s = (int64_t)time(NULL);
+    }
+    struct rclient *r = rclient_find(u, id);
+    if (retryable && r) {
+        r->down_until_ms = now_ms() + (int64_t)tier_backoff_ms(r->tries, u->cfg.retry_base_ms,
+                                                               u->cfg.retry_max_ms, rnd32(u));
+        r->tries++;
+    } else if (kind != EK_CHANGED) {
+        fail_note(u, ino);
+    }
+    pthread_mutex_unlock(&u->mu);
+    srv_log(WARN, TIER, "remote %u: %s: %s (tried again later)", id, what, msg);
+}
+
+/* Abort the multipart uploads an earlier run left on remote @p id: its prefix belongs to
+ * one bucket of this daemon (a policy is refused for a remote another bucket uses), and
+ * this runs (u->mk held) before the remote's first use since the start. */
+static void sweep(struct tier_upload *u, struct tier_s3 *s3, uint32_t id)
+{
+    char *km = NULL, *um = NULL;
+    unsigned aborted = 0;
+    for (int page = 0; page < 100; page++) {
+        struct tier_s3_op op = {
+            .code = TIER_S3_MPU_LIST, .prefix = "", .key_marker = km, .upload_marker = um};
+        struct tier_s3_result res;
+        int rc = run_one(u, s3, &op, &res);
+        free(km);
+        free(um);
+        km = um = NULL;
+        if (rc) {
+            srv_log(WARN, TIER, "remote %u: listing leftover multipart uploads: %s", id,
+                    res.message);
+            tier_s3_result_fini(&res);
+            break;
+        }
+        for (size_t i = 0; i < res.nentries; i++) {
+            /* none is this run's: the sweep runs before the remote's first use */
+            struct tier_s3_entry *e = &res.entries[i];
+            struct tier_s3_op ab = {
+                .code = TIER_S3_MPU_ABORT, .key = e->key, .upload_id = e->upload_id};
+            struct tier_s3_result ar;
+            if (run_one(u, s3, &ab, &ar) == 0)
+                aborted++;
+            tier_s3_result_fini(&ar);
+        }
+        bool more = res.truncated && res.next_key_marker;
+        if (more) {
+            km = res.next_key_marker;
+            um = res.next_upload_marker;
+            res.next_key_marker = res.next_upload_marker = NULL;
+        }
+        tier_s3_result_fini(&res);
+        if (!more)
+            break;
+    }
+    free(km);
+    free(um);
+    if (aborted)
+        srv_log(INFO, TIER, "remote %u: aborted %u multipart upload%s left by an earlier run", id,
+                aborted, aborted == 1 ? "" : "s");
+}
+
+static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *parallel, char *why,
+                                   size_t whylen, int *err);
+
+/* The client of remote @p id, made on first use. @return it, or NULL (@p why says). */
+static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parallel, char *why,
+                                 size_t whylen, int *err)
+{
+    *err = -EIO;
+    pthread_mutex_lock(&u->mu);
+    if (u->closing) {
+        pthread_mutex_unlock(&u->mu);
+        snprintf(why, whylen, "stopping");
+        return NULL;
+    }
+    struct rclient *r = rclient_find(u, id);
+    if (r && r->s3) {
+        *parallel = r->parallel;
+        struct tier_s3 *s3 = r->s3;
+        pthread_mutex_unlock(&u->mu);
+        return s3;
+    }
+    pthread_mutex_unlock(&u->mu);
+    /* one maker at a time: the first worker makes the client and sweeps the remote,
+     * the others wait and then find it */
+    pthread_mutex_lock(&u->mk);
+    pthread_mutex_lock(&u->mu);
+    r = rclient_find(u, id);
+    if (r && r->s3) {
+        *parallel = r->parallel;
+        struct tier_s3 *s3 = r->s3;
+        pthread_mutex_unlock(&u->mu);
+        pthread_mutex_unlock(&u->mk);
+        return s3;
+    }
+    pthread_mutex_unlock(&u->mu);
+    struct tier_s3 *made = client_make(u, id, parallel, why, whylen, err);
+    pthread_mutex_unlock(&u->mk);
+    return made;
+}
+
+/* client_of's second half, u->mk held. */
+static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *parallel, char *why,
+                                   size_t whylen, int *err)
+{
+    struct rclient *r;
+    struct tier_upload_remote *rem = calloc(1, sizeof(*rem));
+    if (!rem) {
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    int rc = u->cfg.remote(u->cfg.remote_arg, id, rem);
+    struct mk_client m = {.u = u, .r = rem, .base = u->base};
+    if (rc == 0)
+        rc = run_on_loop(u, mk_client_fn, &m);
+    if (rc == 0)
+        rc = m.rc;
+    if (rc) {
+        *err = rc;
+        snprintf(why, whylen, "%s", m.why[0] ? m.why : srv_strerror(rc));
+        memset(rem, 0, sizeof(*rem));
+        free(rem);
+        return NULL;
+    }
+    int par = rem->parallel > 0 ? rem->parallel : 4;
+    memset(rem, 0, sizeof(*rem)); /* the secret: the client keeps its own copy */
+    free(rem);
+    sweep(u, m.s3, id);
+    pthread_mutex_lock(&u->mu);
+    r = rclient_find(u, id);
+    if (!r && u->nrc == u->caprc) {
+        size_t nc = u->caprc ? u->caprc * 2 : 4;
+        void *nv = realloc(u->rc, nc * sizeof(*u->rc));
+        if (nv) {
+            u->rc = nv;
+            u->caprc = nc;
+        }
+    }
+    if (!r && u->nrc < u->caprc) {
+        r = &u->rc[u->nrc++];
+        memset(r, 0, sizeof(*r));
+        r->id = id;
+    }
+    struct tier_s3 *out = m.s3;
+    if (u->closing) {
+        r = NULL; /* stopping: the loop frees no client made now, so free it here */
+        out = NULL;
+    } else if (r && !r->s3) {
+        r->s3 = m.s3;
+        r->parallel = par;
+        r->swept = true;
+        m.s3 = NULL;
+    } else if (r) {
+        out = r->s3; /* another worker made one meanwhile */
+    }
+    *parallel = r ? r->parallel : par;
+    pthread_mutex_unlock(&u->mu);
+    if (m.s3 && out != m.s3) {
+        struct tier_s3 *extra = m.s3;
+        run_on_loop(u, client_free_fn, extra);
+    }
+    if (!r || !out) {
+        snprintf(why, whylen, "%s", u->closing ? "stopping" : "out of memory");
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- recording ---- */
+
+struct rec_op {
+    uint64_t ino;
+    const struct meta_tier_copy *c; /* NULL: delete the record if it still is @p old */
+    const char *old_key;
+    uint64_t old_change;
+};
+
+static int rec_fn(struct meta_txn *t, void *arg)
+{
+    struct rec_op *a = arg;
+    if (a->c)
+        return meta_tier_put(t, a->ino, a->c);
+    struct meta_tier_copy cur;
+    int rc = meta_tier_get(t, a->ino, &cur);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc == 0 && (strcmp(cur.key, a->old_key) != 0 || cur.st.change != a->old_change))
+        return 0; /* replaced meanwhile: keep the new record */
+    rc = meta_tier_del(t, a->ino);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* The inode's change counter now (0: gone or not a file). */
+static uint64_t change_now(struct tier_upload *u, uint64_t ino)
+{
+    struct meta_txn *t;
+    struct meta_inode r;
+    uint64_t ch = 0;
+    if (meta_rtxn_begin(u->cfg.meta, &t) == 0) {
+        if (meta_inode_get(t, ino, &r) == 0 && r.type == FILE_TYPE_REG && r.nlink)
+            ch = r.change;
+        meta_rtxn_end(t);
+    }
+    return ch;
+}
+
+/* Does @p key of @p bucket name a file now? */
+static bool key_used(struct tier_upload *u, uint64_t bucket, const char *key)
+{
+    struct meta_txn *t;
+    uint64_t ino = 0;
+    uint32_t type = 0;
+    bool used = true; /* when unsure, keep the remote copy */
+    if (meta_rtxn_begin(u->cfg.meta, &t) == 0) {
+        int rc = meta_keyidx_get(t, bucket, key, strlen(key), &ino, &type);
+        used = rc != -ENOENT;
+        meta_rtxn_end(t);
+    }
+    return used;
+}
+
+/* ---- one job ---- */
+
+static int forget_fn(struct meta_txn *t, void *arg)
+{
+    const struct rec_op *a = arg;
+    struct meta_tier_copy cur;
+    int rc = meta_tier_get(t, a->ino, &cur);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc == 0 && strcmp(cur.key, a->old_key) != 0)
+        return 0;
+    rc = meta_tier_del(t, a->ino);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* A remote copy at @p key was just deleted because no file had the key. Should a file
+ * have taken the key and been uploaded between that check and the delete, its copy is
+ * gone: forget its record, so the next pass uploads it again. */
+static void after_delete(struct tier_upload *u, uint64_t bucket, const char *key)
+{
+    struct meta_txn *t;
+    uint64_t ino = 0;
+    uint32_t type = 0;
+    if (meta_rtxn_begin(u->cfg.meta, &t) != 0)
+        return;
+    int rc = meta_keyidx_get(t, bucket, key, strlen(key), &ino, &type);
+    meta_rtxn_end(t);
+    if (rc == 0 && ino) {
+        struct rec_op a = {ino, NULL, key, 0};
+        meta_submit(u->cfg.meta, forget_fn, &a, 0);
+    }
+}
+
+static int delete_copy(struct tier_upload *u, struct tier_s3 *s3, uint32_t remote, uint64_t bucket,
+                       uint64_t ino, const char *key)
+{
+    struct tier_s3_op op = {.code = TIER_S3_DELETE_OBJECT, .key = key};
+    struct tier_s3_result res;
+    int rc = run_one(u, s3, &op, &res);
+    if (rc)
+        failed(u, bucket, remote, ino, err_kind(rc), res.retryable, "delete", res.message);
+    tier_s3_result_fini(&res);
+    return rc;
+}
+
+static void do_delete(struct tier_upload *u, struct job *j)
+{
+    char why[256];
+    int par;
+    if (key_used(u, j->bucket, j->key)) {
+        /* another file took the key: its upload replaces the copy */
+        struct rec_op a = {j->ino, NULL, j->key, j->change};
+        meta_submit(u->cfg.meta, rec_fn, &a, 0);
+        return;
+    }
+    int err;
+    struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why), &err);
+    if (!s3 && err == -ENOENT) {
+        /* the remote was deleted: its copies are out of reach; forget them */
+        struct rec_op a = {j->ino, NULL, j->key, j->change};
+        if (meta_submit(u->cfg.meta, rec_fn, &a, 0) == 0)
+            srv_log(WARN, TIER, "remote %u no longer exists: its copy of %s stays there", j->remote,
+                    j->key);
+        return;
+    }
+    if (!s3) {
+        failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "remote", why);
+        return;
+    }
+    if (delete_copy(u, s3, j->remote, j->bucket, j->ino, j->key) != 0)
+        return;
+    after_delete(u, j->bucket, j->key);
+    struct rec_op a = {j->ino, NULL, j->key, j->change};
+    if (meta_submit(u->cfg.meta, rec_fn, &a, 0) == 0) {
+        pthread_mutex_lock(&u->mu);
+        u->del_files++;
+        pthread_mutex_unlock(&u->mu);
+        srv_log(DEBUG, TIER, "remote %u: deleted %s (its file is gone)", j->remote, j->key);
+    }
+}
+
+/* Content-Type and user metadata of @p ino (empty when none). */
+static int obj_meta(struct tier_upload *u, uint64_t ino, char *ctype, size_t ctlen,
+                    struct tier_s3_kv *kv, char *strs, size_t strslen)
+{
+    struct meta_txn *t;
+    void *blob = NULL;
+    size_t len = 0;
+    char etag[META_ETAG_MAX + 1];
+    ctype[0] = '\0';
+    int rc = meta_rtxn_begin(u->cfg.meta, &t);
+    if (rc)
+        return rc;
+    rc = meta_objmeta_get(t, ino, etag, sizeof(etag), &blob, &len);
+    meta_rtxn_end(t);
+    int n = 0;
+    if (rc == 0)
+        n = tier_objmeta_parse(blob, len, ctype, ctlen, kv, META_PAIRS_MAX, strs, strslen);
+    free(blob);
+    if (rc == -ENOENT)
+        return 0;
+    return rc ? rc : (n < 0 ? 0 : n); /* a malformed blob: upload without metadata */
+}
+
+static int read_all(struct tier_upload *u, struct job *j, uint64_t off, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        size_t n = 0;
+        int rc = u->cfg.read(u->cfg.read_arg, j->tenant, j->ino, off + got, (char *)buf + got,
+                             len - got, &n);
+        if (rc)
+            return rc;
+        if (n == 0)
+            return -EAGAIN; /* shrank meanwhile */
+        got += n;
+    }
+    return 0;
+}
+
+/* Upload @p j: @return 0 (recorded), or nonzero (noted as a failure). */
+static int do_upload(struct tier_upload *u, struct job *j)
+{
+    char why[256], ctype[256], *strs = NULL;
+    struct tier_s3_kv kv[META_PAIRS_MAX];
+    int par = 4, rc;
+    char **bufs = NULL;
+    struct tier_s3_part *parts = NULL;
+    char(*etags)[TIER_S3_ETAG_MAX] = NULL;
+    char *upload_id = NULL;
+    uint64_t nparts = 1, psize = u->cfg.part_size;
+    struct tier_s3_result res;
+    memset(&res, 0, sizeof(res));
+    int err;
+    struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why), &err);
+    if (!s3) {
+        failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "remote", why);
+        return -EIO;
+    }
+    strs = malloc(16384);
+    if (!strs)
+        return -ENOMEM;
+    int nmeta = obj_meta(u, j->ino, ctype, sizeof(ctype), kv, strs, 16384);
+    if (nmeta < 0) {
+        failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "metadata", srv_strerror(nmeta));
+        rc = nmeta;
+        goto out;
+    }
+    nparts = j->size <= psize ? 1 : (j->size + psize - 1) / psize;
+    if (nparts > 10000) { /* S3's limit: larger parts */
+        psize = (j->size + 9999) / 10000;
+        nparts = (j->size + psize - 1) / psize;
+    }
+    char etag[TIER_S3_ETAG_MAX] = "";
+    if (nparts == 1) {
+        size_t len = (size_t)j->size;
+        bufs = calloc(1, sizeof(*bufs));
+        if (!bufs || !(bufs[0] = malloc(len ? len : 1))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        rc = read_all(u, j, 0, bufs[0], len);
+        if (rc == 0 && change_now(u, j->ino) != j->change)
+            rc = -EAGAIN;
+        if (rc) {
+            failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL, false,
+                   "read", rc == -EAGAIN ? "the file changed while read" : srv_strerror(rc));
+            goto out;
+        }
+        struct tier_s3_op op = {.code = TIER_S3_PUT_OBJECT,
+                                .key = j->key,
+                                .data = bufs[0],
+                                .size = len,
+                                .content_type = ctype[0] ? ctype : NULL,
+                                .meta = kv,
+                                .nmeta = (size_t)nmeta};
+        rc = run_one(u, s3, &op, &res);
+        if (rc) {
+            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
+                   res.message);
+            goto out;
+        }
+        snprintf(etag, sizeof(etag), "%s", res.obj.etag);
+        tier_s3_result_fini(&res);
+    } else {
+        struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
+                                .key = j->key,
+                                .content_type = ctype[0] ? ctype : NULL,
+                                .meta = kv,
+                                .nmeta = (size_t)nmeta};
+        rc = run_one(u, s3, &op, &res);
+        if (rc) {
+            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
+                   res.message);
+            goto out;
+        }
+        upload_id = res.upload_id;
+        res.upload_id = NULL;
+        tier_s3_result_fini(&res);
+        parts = calloc(nparts, sizeof(*parts));
+        etags = calloc(nparts, sizeof(*etags));
+        bufs = calloc((size_t)par, sizeof(*bufs));
+        struct tier_s3_op *ops = calloc((size_t)par, sizeof(*ops));
+        struct tier_s3_result *rs = calloc((size_t)par, sizeof(*rs));
+        rc = parts && etags && bufs && ops && rs ? 0 : -ENOMEM;
+        for (int i = 0; rc == 0 && i < par; i++)
+            if (!(bufs[i] = malloc(psize)))
+                rc = -ENOMEM;
+        for (uint64_t p0 = 0; rc == 0 && p0 < nparts; p0 += (uint64_t)par) {
+            size_t n = nparts - p0 < (uint64_t)par ? (size_t)(nparts - p0) : (size_t)par;
+            for (size_t i = 0; rc == 0 && i < n; i++) {
+                uint64_t off = (p0 + i) * psize;
+                size_t len = (size_t)(j->size - off < psize ? j->size - off : psize);
+                rc = read_all(u, j, off, bufs[i], len);
+                ops[i] = (struct tier_s3_op){.code = TIER_S3_MPU_PART,
+                                             .key = j->key,
+                                             .upload_id = upload_id,
+                                             .part_number = (int)(p0 + i + 1),
+                                             .data = bufs[i],
+                                             .size = len};
+            }
+            if (rc) {
+                failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL,
+                       false, "read", srv_strerror(rc));
+                break;
+            }
+            rc = run_many(u, s3, ops, n, rs);
+            for (size_t i = 0; i < n; i++) {
+                if (rc == 0 && rs[i].err) {
+                    rc = rs[i].err;
+                    failed(u, j->bucket, j->remote, j->ino, err_kind(rc), rs[i].retryable,
+                           "upload part", rs[i].message);
+                }
+                snprintf(etags[p0 + i], TIER_S3_ETAG_MAX, "%s", rs[i].obj.etag);
+                parts[p0 + i] = (struct tier_s3_part){(int)(p0 + i + 1), etags[p0 + i]};
+                tier_s3_result_fini(&rs[i]);
+            }
+        }
+        free(ops);
+        free(rs);
+        if (rc == 0 && change_now(u, j->ino) != j->change) {
+            rc = -EAGAIN;
+            failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",
+                   "the file changed while read");
+        }
+        if (rc == 0) {
+            struct tier_s3_op cop = {.code = TIER_S3_MPU_COMPLETE,
+                                     .key = j->key,
+                                     .upload_id = upload_id,
+                                     .parts = parts,
+                                     .nparts = (size_t)nparts};
+            rc = run_one(u, s3, &cop, &res);
+            if (rc)
+                failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable,
+                       "complete upload", res.message);
+            else
+                snprintf(etag, sizeof(etag), "%s", res.obj.etag);
+            tier_s3_result_fini(&res);
+        }
+        if (rc) {
+            struct tier_s3_op ab = {
+                .code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
+            run_one(u, s3, &ab, &res);
+            tier_s3_result_fini(&res);
+            goto out;
+        }
+    }
+    /* confirm */
+    struct tier_s3_op hop = {.code = TIER_S3_HEAD_OBJECT, .key = j->key};
+    rc = run_one(u, s3, &hop, &res);
+    if (rc == 0 && (res.obj.size != j->size || (etag[0] && strcmp(etag, res.obj.etag) != 0))) {
+        rc = -EIO;
+        snprintf(res.message, sizeof(res.message),
+                 "the remote holds %" PRIu64 " bytes (ETag %s) after an upload of %" PRIu64
+                 " bytes (ETag %s)",
+                 res.obj.size, res.obj.etag, j->size, etag);
+    }
+    if (rc) {
+        failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "confirm",
+               res.message);
+        tier_s3_result_fini(&res);
+        goto out;
+    }
+    snprintf(etag, sizeof(etag), "%s", res.obj.etag);
+    tier_s3_result_fini(&res);
+    /* the copy under the file's former key goes, unless another file took that key */
+    if (j->oldkey && !key_used(u, j->bucket, j->oldkey)) {
+        int orc;
+        struct tier_s3 *os3 = j->oldremote == j->remote
+                                  ? s3
+                                  : client_of(u, j->oldremote, &orc, why, sizeof(why), &err);
+        if (os3 && (rc = delete_copy(u, os3, j->oldremote, j->bucket, j->ino, j->oldkey)) != 0)
+            goto out;
+        if (os3)
+            after_delete(u, j->bucket, j->oldkey);
+    }
+    struct meta_tier_copy *c = calloc(1, sizeof(*c));
+    if (!c) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    c->st.remote = j->remote;
+    c->st.bucket = j->bucket;
+    c->st.change = j->change;
+    c->st.size = j->size;
+    c->st.time_s = (int64_t)time(NULL);
+    snprintf(c->st.etag, sizeof(c->st.etag), "%s", etag);
+    snprintf(c->key, sizeof(c->key), "%s", j->key);
+    struct rec_op a = {j->ino, c, NULL, 0};
+    rc = meta_submit(u->cfg.meta, rec_fn, &a, 0);
+    free(c);
+    if (rc) {
+        failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "record", srv_strerror(rc));
+        goto out;
+    }
+    pthread_mutex_lock(&u->mu);
+    u->up_files++;
+    u->up_bytes += j->size;
+    fail_clear(u, j->ino);
+    struct rclient *r = rclient_find(u, j->remote);
+    if (r)
+        r->tries = 0;
+    pthread_mutex_unlock(&u->mu);
+    srv_log(DEBUG, TIER, "tenant=%u remote %u: uploaded %s (%" PRIu64 " bytes, %s)", j->tenant,
+            j->remote, j->key, j->size, nparts > 1 ? "multipart" : "one PUT");
+out:
+    if (bufs) {
+        for (int i = 0; i < (nparts == 1 ? 1 : par); i++)
+            free(bufs[i]);
+        free(bufs);
+    }
+    free(parts);
+    free(etags);
+    free(upload_id);
+    free(strs);
+    return rc;
+}
+
+static void job_free(struct job *j)
+{
+    free(j->key);
+    free(j->oldkey);
+    free(j);
+}
+
+static void *work_main(void *arg)
+{
+    struct tier_upload *u = arg;
+    pthread_mutex_lock(&u->mu);
+    for (;;) {
+        while (!u->stop && !u->head)
+            pthread_cond_wait(&u->work_cv, &u->mu);
+        if (u->stop)
+            break;
+        struct job *j = u->head;
+        u->head = j->next;
+        if (!u->head)
+            u->tail = NULL;
+        u->queued--;
+        struct bstat *b = bstat_get(u, j->bucket, false);
+        if (b && !j->del)
+            b->uploading++;
+        pthread_mutex_unlock(&u->mu);
+        if (j->del)
+            do_delete(u, j);
+        else
+            do_upload(u, j);
+        pthread_mutex_lock(&u->mu);
+        b = bstat_get(u, j->bucket, false);
+        if (b && !j->del && b->uploading)
+            b->uploading--;
+        inflight_del(u, j->ino);
+        job_free(j);
+    }
+    pthread_mutex_unlock(&u->mu);
+    return NULL;
+}
+
+/* ---- the scanner ---- */
+
+struct policy_ent {
+    uint64_t bucket;
+    struct tier_policy p;
+};
+
+struct policies {
+    struct policy_ent *v;
+    size_t n, cap;
+};
+
+static int policy_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, size_t len)
+{
+    struct policies *ps = arg;
+    struct tier_policy p;
+    (void)kind;
+    if (tier_policy_decode(val, len, &p) != 0)
+        return 0; /* a policy of a newer build, or malformed: not ours to act on */
+    if (ps->n == ps->cap) {
+        size_t nc = ps->cap ? ps->cap * 2 : 8;
+        void *nv = realloc(ps->v, nc * sizeof(*ps->v));
+        if (!nv)
+            return -ENOMEM;
+        ps->v = nv;
+        ps->cap = nc;
+    }
+    ps->v[ps->n++] = (struct policy_ent){bucket, p};
+    return 0;
+}
+
+static int queue(struct tier_upload *u, struct job *j)
+{
+    /* mu held */
+    if (inflight_add(u, j->ino) < 0) {
+        job_free(j);
+        return -ENOMEM;
+    }
+    j->next = NULL;
+    if (u->tail)
+        u->tail->next = j;
+    else
+        u->head = j;
+    u->tail = j;
+    u->queued++;
+    pthread_cond_signal(&u->work_cv);
+    return 0;
+}
+
+struct bscan {
+    struct tier_upload *u;
+    struct meta_txn *t;
+    const struct policy_ent *pe;
+    uint32_t tenant;
+    int64_t now_ns;
+    char last[META_KEY_MAX + 1];
+    size_t lastlen;
+    size_t seen;
+    bool more;
+    struct meta_tier_copy c;
+};
+
+static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_keyval *kv,
+                    size_t *skip)
+{
+    struct bscan *s = arg;
+    struct tier_upload *u = s->u;
+    (void)skip;
+    if (s->seen == SCAN_CHUNK) {
+        s->more = true;
+        return 1;
+    }
+    s->seen++;
+    memcpy(s->last, key, klen);
+    s->last[klen] = '\0';
+    s->lastlen = klen;
+    struct meta_inode r;
+    if (kv->type != FILE_TYPE_REG || meta_inode_get(s->t, kv->ino, &r) != 0 ||
+        r.type != FILE_TYPE_REG || memchr(key, '\0', klen))
+        return 0;
+    bool have = meta_tier_get(s->t, kv->ino, &s->c) == 0;
+    bool same_key = have && s->c.st.keylen == klen && memcmp(s->c.key, key, klen) == 0;
+    if (have && !same_key) {
+        /* a second name (hard link) of a file whose copy is under its first name: the
+         * file is uploaded under one name only, the one its record has */
+        uint64_t other = 0;
+        uint32_t ot = 0;
+        if (meta_keyidx_get(s->t, s->pe->bucket, s->c.key, s->c.st.keylen, &other, &ot) == 0 &&
+            other == kv->ino)
+            return 0;
+    }
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, s->pe->bucket, true);
+    if (!b) {
+        pthread_mutex_unlock(&u->mu);
+        return -ENOMEM;
+    }
+    if (have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote) {
+        b->cur.uploaded_files++;
+        pthread_mutex_unlock(&u->mu);
+        return 0;
+    }
+    int64_t ct = (int64_t)r.ctime_s * 1000000000ll + r.ctime_ns;
+    int64_t age_s = (s->now_ns - ct) / 1000000000ll;
+    b->cur.pending_files++;
+    b->cur.pending_bytes += r.size;
+    if (age_s > b->cur.oldest_s)
+        b->cur.oldest_s = age_s;
+    if (b->barrier_ns && ct <= b->barrier_ns)
+        b->pend_barrier_cur++;
+    bool due = age_s >= (int64_t)s->pe->p.upload_after_s || (b->barrier_ns && ct <= b->barrier_ns);
+    int rc = 0;
+    /* cheapest checks first: this runs for every pending file of every pass */
+    if (due && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
+        !inflight_has(u, kv->ino) &&
+        !(fail_find(u, kv->ino) && fail_find(u, kv->ino)->until_ms > now_ms())) {
+        struct job *j = calloc(1, sizeof(*j));
+        if (j && (j->key = strndup(key, klen))) {
+            j->ino = kv->ino;
+            j->bucket = s->pe->bucket;
+            j->change = r.change;
+            j->size = r.size;
+            j->tenant = r.tenant;
+            j->remote = s->pe->p.remote;
+            j->ctime_ns = ct;
+            if (have && !same_key) {
+                j->oldkey = strdup(s->c.key);
+                j->oldremote = s->c.st.remote;
+            } else if (have && s->c.st.remote != s->pe->p.remote) {
+                /* the policy moved to another remote: the old copy stays there */
+            }
+            rc = queue(u, j);
+        } else {
+            if (j)
+                job_free(j);
+            rc = -ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&u->mu);
+    return rc;
+}
+
+static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, int64_t now_ns)
+{
+    struct bscan *s = calloc(1, sizeof(*s));
+    if (!s)
+        return;
+    char *prev = malloc(META_KEY_MAX + 1);
+    size_t prevlen = 0;
+    if (!prev) {
+        free(s);
+        return;
+    }
+    s->u = u;
+    s->pe = pe;
+    s->now_ns = now_ns;
+    bool first = true;
+    for (;;) {
+        if (meta_rtxn_begin(u->cfg.meta, &s->t) != 0)
+            break;
+        if (first) {
+            struct meta_inode b;
+            if (meta_inode_get(s->t, pe->bucket, &b) == 0) {
+                pthread_mutex_lock(&u->mu);
+                struct bstat *bs = bstat_get(u, pe->bucket, true);
+                if (bs) {
+                    bs->tenant = b.tenant;
+                    bs->seen = true;
+                }
+                pthread_mutex_unlock(&u->mu);
+            }
+            first = false;
+        }
+        s->seen = 0;
+        s->more = false;
+        int rc;
+        if (s->lastlen) {
+            /* continue after the last key: from it, skipping it */
+            char from[META_KEY_MAX + 2];
+            memcpy(from, s->last, s->lastlen);
+            from[s->lastlen] = '\0';
+            size_t fl = s->lastlen + 1; /* the smallest key after it */
+            if (s->lastlen > META_KEY_HEAD)
+                fl = META_KEY_HEAD; /* long keys are ordered by a hash after their head:
+                                     * go back to the head (its keys are seen again)
+                                     * rather than skip any */
+            rc = meta_keyidx_scan(s->t, pe->bucket, "", 0, from, fl, bscan_cb, s);
+        } else {
+            rc = meta_keyidx_scan(s->t, pe->bucket, "", 0, NULL, 0, bscan_cb, s);
+        }
+        meta_rtxn_end(s->t);
+        if (rc < 0 || !s->more || u->stop)
+            break;
+        /* a chunk of nothing but long keys of one head would go round: stop (the rest
+         * of the bucket waits; it takes 512 keys sharing their first 495 bytes) */
+        if (s->lastlen == prevlen && memcmp(s->last, prev, prevlen) == 0)
+            break;
+        prevlen = s->lastlen;
+        memcpy(prev, s->last, prevlen);
+    }
+    free(prev);
+    free(s);
+}
+
+/* The tierst records whose file is gone: remote copies to delete. */
+struct dscan {
+    struct tier_upload *u;
+    struct meta_txn *t;
+    uint64_t last;
+    size_t seen;
+    bool more;
+};
+
+static int dscan_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
+{
+    struct dscan *s = arg;
+    struct tier_upload *u = s->u;
+    if (s->seen == SCAN_CHUNK) {
+        s->more = true;
+        return 1;
+    }
+    s->seen++;
+    s->last = ino;
+    if (!c)
+        return 0;
+    struct meta_inode r;
+    int rc = meta_inode_get(s->t, ino, &r);
+    if (rc == 0 && r.type == FILE_TYPE_REG && r.nlink > 0 && r.bucket == c->st.bucket)
+        return 0; /* the file lives: the bucket's pass handles a changed key */
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, c->st.bucket, true);
+    if (b) {
+        b->cur.deletes_pending++;
+        if (b->barrier_ns)
+            b->pend_barrier_cur++;
+    }
+    rc = 0;
+    if (u->queued < (size_t)u->nwork * 8 && !remote_down(u, c->st.remote) &&
+        !inflight_has(u, ino) && !(fail_find(u, ino) && fail_find(u, ino)->until_ms > now_ms())) {
+        struct job *j = calloc(1, sizeof(*j));
+        if (j && (j->key = strdup(c->key))) {
+            j->del = true;
+            j->ino = ino;
+            j->bucket = c->st.bucket;
+            j->change = c->st.change;
+            j->remote = c->st.remote;
+            rc = queue(u, j);
+        } else {
+            if (j)
+                job_free(j);
+            rc = -ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&u->mu);
+    return rc;
+}
+
+static void scan_deletes(struct tier_upload *u)
+{
+    struct dscan s = {.u = u};
+    for (;;) {
+        if (meta_rtxn_begin(u->cfg.meta, &s.t) != 0)
+            return;
+        s.seen = 0;
+        s.more = false;
+        int rc = meta_tier_scan(s.t, s.last, dscan_cb, &s);
+        meta_rtxn_end(s.t);
+        if (rc < 0 || !s.more || u->stop)
+            return;
+    }
+}
+
+struct name_find {
+    uint64_t ino;
+    char *out;
+    size_t outlen;
+};
+
+static int name_cb(void *arg, uint64_t cookie, uint64_t ino, const char *name, size_t len)
+{
+    struct name_find *f = arg;
+    (void)cookie;
+    if (ino != f->ino)
+        return 0;
+    snprintf(f->out, f->outlen, "%.*s", (int)len, name);
+    return 1;
+}
+
+/* The names of buckets first seen (for /metrics). */
+static void name_buckets(struct tier_upload *u)
+{
+    for (size_t i = 0;; i++) {
+        uint64_t bucket = 0;
+        pthread_mutex_lock(&u->mu);
+        if (i >= u->nb) {
+            pthread_mutex_unlock(&u->mu);
+            return;
+        }
+        if (!u->b[i].name[0])
+            bucket = u->b[i].bucket;
+        pthread_mutex_unlock(&u->mu);
+        if (!bucket)
+            continue;
+        struct meta_txn *t;
+        struct meta_inode r;
+        char name[256] = "";
+        if (meta_rtxn_begin(u->cfg.meta, &t) != 0)
+            return;
+        if (meta_inode_get(t, bucket, &r) == 0) {
+            struct name_find f = {bucket, name, sizeof(name)};
+            meta_dirent_scan_names(t, r.parent, name_cb, &f);
+        }
+        meta_rtxn_end(t);
+        pthread_mutex_lock(&u->mu);
+        struct bstat *b = bstat_get(u, bucket, false);
+        if (b)
+            snprintf(b->name, sizeof(b->name), "%s", name[0] ? name : "?");
+        pthread_mutex_unlock(&u->mu);
+    }
+}
+
+static void pass(struct tier_upload *u)
+{
+    struct policies ps = {0};
+    struct meta_txn *t;
+    if (meta_rtxn_begin(u->cfg.meta, &t) != 0)
+        return;
+    int rc = meta_bucketcfg_scan(t, BUCKET_KIND_TIER, policy_cb, &ps);
+    meta_rtxn_end(t);
+    if (rc < 0) {
+        free(ps.v);
+        return;
+    }
+    int64_t now_ns = real_ns();
+    pthread_mutex_lock(&u->mu);
+    uint64_t passno = ++u->passes;
+    for (size_t i = 0; i < u->nb; i++) {
+        memset(&u->b[i].cur, 0, sizeof(u->b[i].cur));
+        u->b[i].pend_barrier_cur = 0;
+        u->b[i].seen = false;
+    }
+    pthread_mutex_unlock(&u->mu);
+    for (size_t i = 0; i < ps.n && !u->stop; i++)
+        scan_bucket(u, &ps.v[i], now_ns);
+    if (!u->stop)
+        scan_deletes(u);
+    pthread_mutex_lock(&u->mu);
+    for (size_t i = 0; i < u->nb; i++) {
+        struct bstat *b = &u->b[i];
+        char err[sizeof(b->st.last_error)];
+        int64_t errs = b->st.last_error_s;
+        memcpy(err, b->st.last_error, sizeof(err));
+        bool tiered = false;
+        for (size_t k = 0; k < ps.n; k++)
+            tiered |= ps.v[k].bucket == b->bucket;
+        b->st = b->cur;
+        b->st.tiered = tiered;
+        b->st.passes = b->done_pass + 1;
+        memcpy(b->st.last_error, err, sizeof(err));
+        b->st.last_error_s = errs;
+        /* a barrier counts files still to do, and those in flight */
+        b->pend_barrier = b->pend_barrier_cur;
+        b->done_pass = passno;
+    }
+    pthread_mutex_unlock(&u->mu);
+    free(ps.v);
+    name_buckets(u);
+}
+
+static void *scan_main(void *arg)
+{
+    struct tier_upload *u = arg;
+    pthread_mutex_lock(&u->mu);
+    while (!u->stop) {
+        pthread_mutex_unlock(&u->mu);
+        pass(u);
+        pthread_mutex_lock(&u->mu);
+        if (u->stop)
+            break;
+        if (!u->kicked) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += u->cfg.poll_ms / 1000;
+            until.tv_nsec += (long)(u->cfg.poll_ms % 1000) * 1000000l;
+            if (until.tv_nsec >= 1000000000l) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000l;
+            }
+            pthread_cond_timedwait(&u->scan_cv, &u->mu, &until);
+        }
+        u->kicked = false;
+    }
+    pthread_mutex_unlock(&u->mu);
+    return NULL;
+}
+
+/* ---- public calls ---- */
+
+/* Loop thread: cancel every request and free the clients; none is made or used after. */
+static void loop_close_fn(void *arg)
+{
+    struct tier_upload *u = arg;
+    /* held throughout: no worker registers a client meanwhile (the done callbacks that
+     * tier_s3_free runs take only their own request's lock) */
+    pthread_mutex_lock(&u->mu);
+    u->closing = true;
+    for (size_t i = 0; i < u->nrc; i++) {
+        tier_s3_free(u->rc[i].s3); /* done callbacks run now, with -ECANCELED */
+        u->rc[i].s3 = NULL;
+    }
+    pthread_mutex_unlock(&u->mu);
+}
+
+static void loop_break_fn(void *arg)
+{
+    struct tier_upload *u = arg;
+    event_del(u->keep);
+    event_base_loopbreak(u->base);
+}
+
+void tier_upload_stop(struct tier_upload *u)
+{
+    if (!u)
+        return;
+    struct tier_upload *me = u;
+    atomic_compare_exchange_strong(&the_uploader, &me, NULL);
+    pthread_mutex_lock(&u->mu);
+    u->stop = true;
+    pthread_cond_broadcast(&u->work_cv);
+    pthread_cond_broadcast(&u->scan_cv);
+    pthread_mutex_unlock(&u->mu);
+    if (u->scan_started)
+        pthread_join(u->scan_thread, NULL);
+    /* workers may wait on the loop: cancel their requests by freeing the clients there,
+     * then let the workers end, then the loop */
+    if (u->loop_started)
+        run_on_loop(u, loop_close_fn, u);
+    for (uint32_t i = 0; i < u->nwork; i++)
+        pthread_join(u->work_threads[i], NULL);
+    if (u->loop_started) {
+        run_on_loop(u, loop_break_fn, u);
+        pthread_join(u->loop_thread, NULL);
+    }
+    while (u->head) {
+        struct job *j = u->head;
+        u->head = j->next;
+        job_free(j);
+    }
+    if (u->keep)
+        event_free(u->keep);
+    if (u->base)
+        event_base_free(u->base);
+    free(u->work_threads);
+    free(u->inflight);
+    free(u->b);
+    free(u->rc);
+    pthread_mutex_destroy(&u->mu);
+    pthread_mutex_destroy(&u->mk);
+    pthread_cond_destroy(&u->work_cv);
+    pthread_cond_destroy(&u->scan_cv);
+    free(u);
+}
+
+int tier_upload_start(struct tier_upload **out, const struct tier_upload_config *cfg)
+{
+    if (!cfg->meta || !cfg->read || !cfg->remote)
+        return -EINVAL;
+    struct tier_upload *u = calloc(1, sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    u->cfg = *cfg;
+    if (!u->cfg.workers)
+        u->cfg.workers = 4;
+    if (!u->cfg.poll_ms)
+        u->cfg.poll_ms = 1000;
+    if (!u->cfg.part_size)
+        u->cfg.part_size = 8u << 20;
+    if (u->cfg.part_size < (5u << 20))
+        u->cfg.part_size = 5u << 20; /* S3's smallest part */
+    if (!u->cfg.retry_base_ms)
+        u->cfg.retry_base_ms = 1000;
+    if (!u->cfg.retry_max_ms)
+        u->cfg.retry_max_ms = 300000;
+    if (u->cfg.retry_max_ms < u->cfg.retry_base_ms)
+        u->cfg.retry_max_ms = u->cfg.retry_base_ms;
+    u->started_s = (int64_t)time(NULL);
+    u->rnd = (uint32_t)real_ns() | 1;
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_mutex_init(&u->mk, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&u->scan_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&u->work_cv, NULL);
+    int rc = -ENOMEM;
+    evthread_use_pthreads();
+    u->base = event_base_new();
+    if (!u->base)
+        goto fail;
+    /* keep the loop running while it has nothing to do */
+    u->keep = event_new(u->base, -1, EV_PERSIST, keep_cb, NULL);
+    struct timeval day = {86400, 0};
+    if (!u->keep || event_add(u->keep, &day) < 0)
+        goto fail;
+    if ((rc = -pthread_create(&u->loop_thread, NULL, loop_main, u)) != 0)
+        goto fail;
+    u->loop_started = true;
+    u->work_threads = calloc(u->cfg.workers, sizeof(*u->work_threads));
+    if (!u->work_threads) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    for (; u->nwork < u->cfg.workers; u->nwork++)
+        if ((rc = -pthread_create(&u->work_threads[u->nwork], NULL, work_main, u)) != 0)
+            goto fail;
+    if ((rc = -pthread_create(&u->scan_thread, NULL, scan_main, u)) != 0)
+        goto fail;
+    u->scan_started = true;
+    struct tier_upload *none = NULL;
+    atomic_compare_exchange_strong(&the_uploader, &none, u);
+    *out = u;
+    return 0;
+fail:
+    tier_upload_stop(u);
+    return rc;
+}
+
+struct tier_upload *tier_upload_default(void)
+{
+    return atomic_load(&the_uploader);
+}
+
+void tier_upload_kick(struct tier_upload *u)
+{
+    pthread_mutex_lock(&u->mu);
+    u->kicked = true;
+    pthread_cond_signal(&u->scan_cv);
+    pthread_mutex_unlock(&u->mu);
+}
+
+int tier_upload_state(struct tier_upload *u, uint64_t bucket, uint64_t ino, uint64_t change,
+                      const char *key, size_t keylen, struct tier_file_info *out)
+{
+    struct meta_txn *t;
+    const void *v;
+    size_t vl;
+    struct tier_policy p;
+    memset(out, 0, sizeof(*out));
+    /* GET and HEAD of every bucket ask, on event-loop threads: a bucket the last pass
+     * did not find tiered costs no metadata read (a new policy shows after one pass) */
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, bucket, false);
+    bool tiered = b && b->st.tiered;
+    pthread_mutex_unlock(&u->mu);
+    if (!tiered)
+        return 0;
+    int rc = meta_rtxn_begin(u->cfg.meta, &t);
+    if (rc)
+        return rc;
+    rc = meta_bucketcfg_get(t, bucket, BUCKET_KIND_TIER, &v, &vl);
+    if (rc == -ENOENT || (rc == 0 && tier_policy_decode(v, vl, &p) != 0)) {
+        meta_rtxn_end(t);
+        return 0; /* not tiered */
+    }
+    if (rc) {
+        meta_rtxn_end(t);
+        return rc;
+    }
+    struct meta_tier_copy *c = malloc(sizeof(*c));
+    if (!c) {
+        meta_rtxn_end(t);
+        return -ENOMEM;
+    }
+    out->state = TIER_STATE_LOCAL;
+    if (meta_tier_get(t, ino, c) == 0 && c->st.change == change && c->st.remote == p.remote &&
+        c->st.keylen == keylen && memcmp(c->key, key, keylen) == 0) {
+        out->state = TIER_STATE_UPLOADED;
+        snprintf(out->etag, sizeof(out->etag), "%s", c->st.etag);
+        out->time_s = c->st.time_s;
+    }
+    meta_rtxn_end(t);
+    free(c);
+    if (out->state == TIER_STATE_LOCAL) {
+        pthread_mutex_lock(&u->mu);
+        if (inflight_has(u, ino))
+            out->state = TIER_STATE_UPLOADING;
+        pthread_mutex_unlock(&u->mu);
+    }
+    return 0;
+}
+
+int tier_upload_bucket_stats(struct tier_upload *u, uint64_t bucket, struct tier_bucket_stats *out)
+{
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, bucket, false);
+    if (b) {
+        *out = b->st;
+        out->uploading = b->uploading;
+    }
+    pthread_mutex_unlock(&u->mu);
+    return b ? 0 : -ENOENT;
+}
+
+int tier_upload_flush(struct tier_upload *u, uint64_t bucket, uint64_t *barrier)
+{
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, bucket, true);
+    if (!b) {
+        pthread_mutex_unlock(&u->mu);
+        return -ENOMEM;
+    }
+    b->barrier_ns = real_ns();
+    b->barrier_pass = u->passes; /* a pass begun after this one decides */
+    b->barrier_seq = ++u->seq;
+    *barrier = b->barrier_seq;
+    u->kicked = true;
+    pthread_cond_signal(&u->scan_cv);
+    pthread_mutex_unlock(&u->mu);
+    return 0;
+}
+
+int tier_upload_flush_done(struct tier_upload *u, uint64_t bucket, uint64_t barrier, bool *done)
+{
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, bucket, false);
+    int rc = 0;
+    if (!b || barrier == 0 || barrier > b->barrier_seq) {
+        rc = -EINVAL;
+    } else {
+        /* the latest barrier covers the older ones (it is later) */
+        *done = b->done_pass > b->barrier_pass && b->pend_barrier == 0;
+        if (!*done && b->done_pass > b->barrier_pass) {
+            u->kicked = true; /* look again soon */
+            pthread_cond_signal(&u->scan_cv);
+        }
+    }
+    pthread_mutex_unlock(&u->mu);
+    return rc;
+}
+
+void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
+{
+    pthread_mutex_lock(&u->mu);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_tier_uploaded_files_total Files the tier copied to a "
+                        "remote.\n# TYPE s3nfs_tier_uploaded_files_total counter\n"
+                        "s3nfs_tier_uploaded_files_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_uploaded_bytes_total Bytes the tier copied to "
+                        "remotes.\n# TYPE s3nfs_tier_uploaded_bytes_total counter\n"
+                        "s3nfs_tier_uploaded_bytes_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_deleted_total Remote copies deleted because their "
+                        "file went.\n# TYPE s3nfs_tier_deleted_total counter\n"
+                        "s3nfs_tier_deleted_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_remote_errors_total Failed tier operations, by kind."
+                        "\n# TYPE s3nfs_tier_remote_errors_total counter\n",
+                        u->up_files, u->up_bytes, u->del_files);
+    for (int k = 0; k < 6; k++)
+        evbuffer_add_printf(out, "s3nfs_tier_remote_errors_total{kind=\"%s\"} %" PRIu64 "\n",
+                            ek_names[k], u->err_kind[k]);
+    static const char *const fam[][2] = {
+        {"s3nfs_tier_pending_files", "Files of a tiered bucket not uploaded yet."},
+        {"s3nfs_tier_pending_bytes", "Bytes of those files."},
+        {"s3nfs_tier_upload_lag_seconds", "Age of the oldest change not uploaded yet."},
+        {"s3nfs_tier_deletes_pending", "Remote copies whose file is gone, to delete."},
+    };
+    for (int f = 0; f < 4; f++) {
+        evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", fam[f][0], fam[f][1],
+                            fam[f][0]);
+        for (size_t i = 0; i < u->nb; i++) {
+            struct bstat *b = &u->b[i];
+            if (!b->st.tiered && !b->st.deletes_pending)
+                continue;
+            uint64_t v = f == 0   ? b->st.pending_files
+                         : f == 1 ? b->st.pending_bytes
+                         : f == 2 ? (uint64_t)b->st.oldest_s
+                                  : b->st.deletes_pending;
+            evbuffer_add_printf(out, "%s{tenant=\"%u\",bucket=\"%s\"} %" PRIu64 "\n", fam[f][0],
+                                b->tenant, b->name[0] ? b->name : "?", v);
+        }
+    }
+    pthread_mutex_unlock(&u->mu);
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * tier_upload: the uploader of the remote tier. It copies every regular file
+ * of a bucket with a tier policy (tier_policy.h) to the policy's remote as a
+ * plain object (remote prefix + the file's bucket-relative key, its
+ * Content-Type and user metadata), once the file has been unchanged for the
+ * policy's upload_after_s, and deletes remote copies whose file is gone.
+ *
+ * What is to do is found by scanning, not queued: a file is uploaded when its
+ * inode's change counter, its key or its bucket's remote differ from its
+ * record in the tierst table (meta_tier.h), and a tierst record whose file is
+ * gone (and whose key names no other file) is a remote copy to delete. So
+ * nothing written is ever forgotten, after a crash or a SIGKILL included: the
+ * next pass finds it. A scanner thread passes over the tiered buckets every
+ * poll_ms; worker threads upload (small files in one PUT, larger ones as a
+ * multipart upload with `parallel` parts in flight), confirm with a HEAD
+ * (size, and the ETag when the remote gave one), and record the copy in one
+ * metadata op. A file that changed while it was read is not recorded (its
+ * multipart upload is aborted) and goes again on a later pass.
+ *
+ * Remotes are reached through the tier's S3 client (tier_s3.h) on one event
+ * loop thread of the uploader's own; workers block on disk reads and wait for
+ * the client with tier_s3_run(), so no front-end loop ever waits for a remote.
+ * A retryable failure (remote down, 5xx, timeouts) backs the whole remote off
+ * (exponential, with jitter, up to retry_max_ms); other failures back the file
+ * off. Local writes never wait for the uploader. At start, multipart uploads
+ * left on a remote by an earlier run (begun before this start) are aborted.
+ *
+ * The daemon provides the bytes and the remotes through callbacks (the core's
+ * read; tenants' remote records), so this module knows nothing above meta/.
+ * Thread: every call is thread-safe. */
+#ifndef TIER_UPLOAD_H
+#define TIER_UPLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tier_s3.h"
+
+struct meta_env;
+struct evbuffer;
+struct tier_upload;
+
+/** A remote as the uploader needs it: cfg points into the strings below. */
+struct tier_upload_remote {
+    struct tier_s3_config cfg;
+    int parallel; /* parts of one file in flight */
+    char endpoint[256], region[64], bucket[64], prefix[512], ca_file[512];
+    char access_key[160], secret_key[160], connect_host[64];
+};
+
+/** Fill @p out for remote @p id (may block: name resolution). @return 0, -ENOENT (no
+ * such remote), -EACCES (it may not be reached now), or another error. */
+typedef int (*tier_upload_remote_fn)(void *arg, uint32_t id, struct tier_upload_remote *out);
+/** Read [off, off + len) of file @p ino of @p tenant into @p buf (@p n: bytes read; fewer
+ * at the end of the file). @return 0 or an error. */
+typedef int (*tier_upload_read_fn)(void *arg, uint32_t tenant, uint64_t ino, uint64_t off,
+                                   void *buf, size_t len, size_t *n);
+
+struct tier_upload_config {
+    struct meta_env *meta;
+    tier_upload_read_fn read;
+    void *read_arg;
+    tier_upload_remote_fn remote;
+    void *remote_arg;
+    uint32_t workers;       /* upload threads (0: 4) */
+    uint32_t poll_ms;       /* period of the scanner's passes (0: 1000) */
+    uint64_t part_size;     /* multipart part size; larger files go multipart (0: 8 MiB) */
+    uint32_t retry_base_ms; /* first back-off (0: 1000) */
+    uint32_t retry_max_ms;  /* longest back-off (0: 300000) */
+};
+
+/** Start the scanner, the workers and the client loop. The first started uploader
+ * is also the process's (tier_upload_default()).
+ * @return 0, -EINVAL, -ENOMEM, -errno (threads). */
+int tier_upload_start(struct tier_upload **out, const struct tier_upload_config *cfg);
+/** Stop every thread (uploads in flight are cancelled; they go again after the next
+ * start) and free. Safe on NULL. */
+void tier_upload_stop(struct tier_upload *u);
+/** The uploader started first and not stopped yet, or NULL. */
+struct tier_upload *tier_upload_default(void);
+/** Run a pass soon (a policy changed). */
+void tier_upload_kick(struct tier_upload *u);
+
+enum tier_file_state {
+    TIER_STATE_NONE = 0,  /* not in a tiered bucket */
+    TIER_STATE_LOCAL,     /* only local (not uploaded yet, or changed since) */
+    TIER_STATE_UPLOADING, /* being uploaded now */
+    TIER_STATE_UPLOADED,  /* the remote holds this content under this key */
+};
+const char *tier_file_state_name(enum tier_file_state s);
+
+struct tier_file_info {
+    enum tier_file_state state;
+    char etag[80];  /* UPLOADED: the remote's ETag */
+    int64_t time_s; /* UPLOADED: when it was confirmed */
+};
+/** The state of file @p ino at @p key of @p bucket whose change counter is @p change.
+ * A bucket the last pass did not find tiered answers TIER_STATE_NONE without reading
+ * the store (so a new policy shows after one pass). Cheap enough for an event-loop
+ * thread (a lock held briefly, one read transaction for tiered buckets).
+ * @return 0, or a store error. */
+int tier_upload_state(struct tier_upload *u, uint64_t bucket, uint64_t ino, uint64_t change,
+                      const char *key, size_t keylen, struct tier_file_info *out);
+
+/** What the last complete pass found in one bucket. */
+struct tier_bucket_stats {
+    bool tiered;            /* the bucket has a policy (at the last pass) */
+    uint64_t passes;        /* complete passes that looked at it */
+    uint64_t pending_files; /* files to upload (regardless of the delay) */
+    uint64_t pending_bytes;
+    int64_t oldest_s;         /* age of the oldest change not uploaded, seconds */
+    uint64_t deletes_pending; /* remote copies to delete */
+    uint64_t uploaded_files;  /* files whose copy is current */
+    uint64_t uploading;       /* now */
+    char last_error[256];     /* the last failure on this bucket's remote, or "" */
+    int64_t last_error_s;
+};
+/** @return 0, -ENOENT (no pass looked at the bucket yet). */
+int tier_upload_bucket_stats(struct tier_upload *u, uint64_t bucket, struct tier_bucket_stats *out);
+
+/** Flush barrier: from now on every file of @p bucket changed before this moment is
+ * due at once (its delay does not apply), and @p barrier names the moment.
+ * @return 0. */
+int tier_upload_flush(struct tier_upload *u, uint64_t bucket, uint64_t *barrier);
+/** Is everything of @p bucket written before @p barrier uploaded (and every remote
+ * delete before it sent)? Known only after a pass that began after the barrier.
+ * @return 0, -EINVAL (not a barrier of this bucket). */
+int tier_upload_flush_done(struct tier_upload *u, uint64_t bucket, uint64_t barrier, bool *done);
+
+/** Append the uploader's Prometheus series to @p out (/metrics). */
+void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out);
+
+/** Back-off before try @p tries (0-based) of something that failed: base * 2^tries,
+ * at most max, scaled by a jitter factor in [0.5, 1.5) taken from @p rnd (any 32-bit
+ * random number). Pure. */
+uint64_t tier_backoff_ms(unsigned tries, uint32_t base_ms, uint32_t max_ms, uint32_t rnd);
+
+/** Content-Type and user metadata of an S3 metadata blob (objmeta; format in
+ * docs/on-disk-format.md): @p ctype gets the Content-Type ("" when none), @p kv up to
+ * @p max user metadata pairs pointing into @p ctype-independent storage @p strs
+ * (@p strslen bytes). Pure. @return the number of pairs, or -EINVAL (malformed). */
+int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
+                       struct tier_s3_kv *kv, size_t max, char *strs, size_t strslen);
+
+#endif
