@@ -33,6 +33,7 @@
 #include "nfs_rec.h"
 #include "nfs_server.h"
 #include "nlm_host.h"
+#include "qos_admit.h"
 #include "tenants.h"
 #include "xdr/mount_prot.h"
 #include "xdr/nfs3_prot.h"
@@ -157,6 +158,17 @@ struct nfs_req {
     bool name_nul;                  /* a name of the arguments holds a NUL (nfs3_names_decode) */
     struct nfs_req *qprev, *qnext;  /* the connection's requests waiting in QoS */
     uint64_t qos_ino;               /* the first handle's inode (QoS bucket/directory levels) */
+    /* QoS admission in pieces (nfs_rpc.c req_qos_step): the call runs once
+     * all its bytes are admitted, each piece at most the smallest burst on
+     * its QoS path (qos_ino, the caller's uid) */
+    uint32_t qos_tenant;
+    enum qos_class qos_cls;
+    uint64_t qos_left;  /* bytes not yet admitted */
+    uint64_t qos_piece; /* size of the piece being admitted */
+    bool qos_started;   /* the operation was charged (with the first piece) */
+    bool qos_sync;      /* inside qos_admit_piece: a grant there is only noted */
+    bool qos_now;       /* ... and was */
+    int qos_err;
     uint64_t start_us;
     bool on_loop;    /* running on the loop thread: the principal gets CORE_P_NOWAIT */
     bool wouldblock; /* on the loop, a core call would have waited: run on a worker */

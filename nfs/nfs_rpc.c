@@ -41,11 +41,18 @@
  * request cache so a retransmission gets the first reply.
  *
  * QoS: a call whose procedure has a QoS class (the descriptor's qos: every
- * NFS procedure but NULL) asks qos_admit() before it goes to the worker
- * pool, as the tenant named in its (MAC-checked) first file handle with
- * user 0: READ and WRITE as read/write of their byte count, the rest as
- * metadata operations. A call that waits does so on the loop's timers; a
- * call QoS refuses is answered NFS3ERR_JUKEBOX (the client retries later).
+ * NFS procedure but NULL) is admitted before it goes to the worker pool, as
+ * the tenant named in its (MAC-checked) first file handle with user 0, at the
+ * bucket and directory levels of that handle's inode and at the level of its
+ * AUTH_UNIX uid (a tenant user's policy naming it, else the NFS default
+ * class): READ and WRITE as read/write of their byte count, the rest as
+ * metadata operations. A READ or WRITE larger than the smallest burst on its
+ * path is admitted in pieces (qos_admit_piece_at), each waiting for its
+ * tokens at every level, and runs once all are admitted: it never passes at
+ * once leaving debt behind. A call
+ * that waits does so on the loop's timers; a call QoS refuses (a piece waited
+ * longer than qos_max_wait_ms) is answered NFS3ERR_JUKEBOX (the client
+ * retries later).
  *
  * Thread: nfs_server_start/stop on the main thread; connection state on the
  * connection's loop thread only; nfs_server fields under s->lock. */
@@ -680,15 +687,81 @@ static void req_run(struct nfs_req *r)
     srv_work_submit(r->conn->loop, req_work, req_done, r);
 }
 
+static void req_qos_go(void *arg, int err);
+
+/* Ask QoS for the call's next piece: its operation with its first bytes, then
+ * the rest (QOS_PIECE_MORE), each piece at most the smallest burst on its
+ * path (qos_admit_piece_at). The one place NFS asks QoS, with the call's
+ * scope: the handle's inode (bucket and directory levels) and the caller's
+ * AUTH_UNIX uid (the tenant user whose policy names it, else the NFS default
+ * class); every level on that path is charged for each piece.
+ * @return 1: admitted now (r->qos_piece bytes); 0: waiting, req_qos_go runs
+ *         later; SRV_ETHROTTLE or -errno: refused (req_qos_go never runs). */
+static int req_qos_piece(struct nfs_req *r)
+{
+    struct core_principal p = {.tenant = r->qos_tenant};
+    const struct qos_scope sc = {
+        .ino = r->qos_ino, .has_uid = r->call.cred.flavor == AUTH_UNIX, .uid = r->call.cred.uid};
+    r->qos_sync = true;
+    r->qos_now = false;
+    r->qos_err = 0;
+    int rc = qos_admit_piece_at(qos_global(), &p, &sc, r->qos_cls, r->qos_left,
+                                r->qos_started ? QOS_PIECE_MORE : 0, &r->qos_piece,
+                                srv_loop_base(r->conn->loop), req_qos_go, r);
+    r->qos_sync = false;
+    if (rc)
+        return rc;
+    r->qos_started = true;
+    if (!r->qos_now)
+        return 0;
+    return r->qos_err ? r->qos_err : 1;
+}
+
+/* A piece was admitted: run the call once nothing is left to admit. @return
+ * true when the call left the QoS wait (run; r may be gone). */
+static bool req_qos_admitted(struct nfs_req *r)
+{
+    r->qos_left -= r->qos_piece < r->qos_left ? r->qos_piece : r->qos_left;
+    if (r->qos_left > 0)
+        return false;
+    qwait_unlink(r);
+    req_run(r);
+    return true;
+}
+
+/* Admit pieces until one has to wait or the call is admitted whole (then it
+ * runs) or refused (then it is answered NFS3ERR_JUKEBOX). */
+static void req_qos_step(struct nfs_req *r)
+{
+    for (;;) {
+        int rc = req_qos_piece(r);
+        if (rc == 0)
+            return;
+        if (rc < 0) {
+            qwait_unlink(r);
+            req_throttled(r);
+            return;
+        }
+        if (req_qos_admitted(r))
+            return;
+    }
+}
+
 static void req_qos_go(void *arg, int err)
 {
     struct nfs_req *r = arg;
-    qwait_unlink(r);
+    if (r->qos_sync) { /* inside qos_admit_piece: req_qos_piece goes on */
+        r->qos_now = true;
+        r->qos_err = err;
+        return;
+    }
     if (err) {
+        qwait_unlink(r);
         req_throttled(r);
         return;
     }
-    req_run(r);
+    if (!req_qos_admitted(r))
+        req_qos_step(r);
 }
 
 static uint32_t rd32(const uint8_t *p)
@@ -740,14 +813,11 @@ static void req_dispatch(struct nfs_conn *cn, struct nfs_req *r)
     if (cn->qwait)
         cn->qwait->qprev = r;
     cn->qwait = r;
-    /* go may run inside qos_admit (admitted at once); r is not touched after. */
-    /* the handle's inode and the caller's uid: bucket, directory and NFS user levels */
-    const struct qos_scope sc = {
-        .ino = r->qos_ino, .has_uid = r->call.cred.flavor == AUTH_UNIX, .uid = r->call.cred.uid};
-    if (qos_admit_at(q, &p, &sc, cls, bytes, srv_loop_base(cn->loop), req_qos_go, r) != 0) {
-        qwait_unlink(r);
-        req_throttled(r);
-    }
+    r->qos_tenant = p.tenant;
+    r->qos_cls = cls;
+    r->qos_left = bytes;
+    r->qos_started = false;
+    req_qos_step(r);
 }
 
 /* Handle one complete record (takes ownership of @p rec). */

@@ -11,11 +11,13 @@
  *
  * A waiting request ("waiter") keeps what its scope resolved to (tenant,
  * user, uid, bucket inode, ancestor directories) and its path: the nodes it
- * must pass, tenant first, home last. The path is rebuilt on every policy
- * change, moving the waiter to its new home's FIFO (in arrival order), so a
- * change applies to queued requests at once. Nodes hold a count of the
- * waiters whose path names them; a deleted policy's node stays, unlimited,
- * until that count drops to zero.
+ * must pass, tenant first, home last. A waiter may be one piece of a shaped
+ * transfer (qos_admit_piece_at): its bytes are cut to the smallest burst on
+ * its path (piece_of), and a later piece charges no operation (ops 0). The
+ * path is rebuilt on every policy change, moving the waiter to its new home's
+ * FIFO (in arrival order), so a change applies to queued requests at once.
+ * Nodes hold a count of the waiters whose path names them; a deleted policy's
+ * node stays, unlimited, until that count drops to zero.
  *
  * pump() is the scheduler. Under the lock it looks at the head of every
  * FIFO, admits the best head that every level admits, and repeats: first
@@ -105,6 +107,7 @@ struct waiter {
     size_t ndirs;
     enum qos_class cls;
     uint64_t bytes;
+    unsigned ops; /* operations charged: 1, or 0 for a later piece (qos_admit_piece_at) */
     struct event *ev;
     void (*go)(void *arg, int err);
     void *arg;
@@ -528,11 +531,12 @@ static int gdim_bytes(enum qos_class cls)
     return cls == QOS_READ ? G_RBPS : cls == QOS_WRITE ? G_WBPS : -1;
 }
 
-static uint64_t caps_wait(struct node *n, enum qos_class cls, uint64_t bytes, uint64_t now)
+static uint64_t caps_wait(struct node *n, enum qos_class cls, uint64_t bytes, unsigned ops,
+                          uint64_t now)
 {
     int bb, ob;
     buckets_of(cls, &bb, &ob);
-    uint64_t w = qos_bucket_wait_us(&n->b[ob], 1, now);
+    uint64_t w = ops ? qos_bucket_wait_us(&n->b[ob], ops, now) : 0;
     if (bb >= 0 && bytes) {
         uint64_t wb = qos_bucket_wait_us(&n->b[bb], (double)bytes, now);
         if (wb > w)
@@ -575,18 +579,20 @@ static bool min_covered(struct node *const *path, int npath, int d, double amoun
     return w == 0;
 }
 
+/* How a request of @p ops operations (0 for a later piece: its operation
+ * dimensions are left alone) and @p bytes stands on @p path now. */
 static void judge(struct qos *q, struct node *const *path, int npath, enum qos_class cls,
-                  uint64_t bytes, uint64_t now, struct verdict *v)
+                  uint64_t bytes, unsigned ops, uint64_t now, struct verdict *v)
 {
     memset(v, 0, sizeof(*v));
     v->phase = 2;
     for (int i = 0; i < npath; i++) {
-        uint64_t w = caps_wait(path[i], cls, bytes, now);
+        uint64_t w = caps_wait(path[i], cls, bytes, ops, now);
         if (w > v->wait_us)
             v->wait_us = w;
     }
     int dims[2] = {G_IOPS, gdim_bytes(cls)};
-    double amt[2] = {1, (double)bytes};
+    double amt[2] = {(double)ops, (double)bytes};
     for (int k = 0; k < 2; k++) {
         int d = dims[k];
         if (d < 0 || amt[k] <= 0)
@@ -612,24 +618,26 @@ static void judge(struct qos *q, struct node *const *path, int npath, enum qos_c
     }
 }
 
-/* Take the request's tokens along its path and advance the tags. */
+/* Take the request's tokens (@p ops operations, @p bytes) along its path and
+ * advance the tags. */
 static void charge(struct qos *q, struct node *const *path, int npath, enum qos_class cls,
-                   uint64_t bytes, const struct verdict *v, uint64_t now)
+                   uint64_t bytes, unsigned ops, const struct verdict *v, uint64_t now)
 {
     int bb, ob;
     buckets_of(cls, &bb, &ob);
-    double cost = 1.0 + (double)bytes / TAG_BYTES;
+    double cost = (double)ops + (double)bytes / TAG_BYTES;
     for (int i = 0; i < npath; i++) {
         struct node *n = path[i];
-        qos_bucket_charge(&n->b[ob], 1, now);
+        if (ops)
+            qos_bucket_charge(&n->b[ob], ops, now);
         if (bb >= 0 && bytes)
             qos_bucket_charge(&n->b[bb], (double)bytes, now);
-        n->ops[cls]++;
+        n->ops[cls] += ops;
         if (cls != QOS_META)
             n->bytes[cls] += bytes;
     }
     int dims[2] = {G_IOPS, gdim_bytes(cls)};
-    double amt[2] = {1, (double)bytes};
+    double amt[2] = {(double)ops, (double)bytes};
     for (int k = 0; k < 2; k++) {
         int d = dims[k];
         if (d < 0 || amt[k] <= 0)
@@ -712,7 +720,7 @@ static void pump(struct qos *q, uint64_t now, struct waiter *self, bool *self_ad
             if (!w || w->force)
                 continue;
             struct verdict v;
-            judge(q, w->path, w->npath, w->cls, w->bytes, now, &v);
+            judge(q, w->path, w->npath, w->cls, w->bytes, w->ops, now, &v);
             if (v.wait_us)
                 continue;
             if (!best || better(q, &v, w, &bv, best)) {
@@ -723,7 +731,7 @@ static void pump(struct qos *q, uint64_t now, struct waiter *self, bool *self_ad
         if (!best)
             break;
         struct node *h = home_of(best);
-        charge(q, best->path, best->npath, best->cls, best->bytes, &bv, now);
+        charge(q, best->path, best->npath, best->cls, best->bytes, best->ops, &bv, now);
         h->wait_us += now > best->enq_us ? now - best->enq_us : 0;
         fifo_unlink(best);
         best->force = FORCE_ADMIT;
@@ -738,7 +746,7 @@ static void pump(struct qos *q, uint64_t now, struct waiter *self, bool *self_ad
         if (!w || w->force)
             continue;
         struct verdict v;
-        judge(q, w->path, w->npath, w->cls, w->bytes, now, &v);
+        judge(q, w->path, w->npath, w->cls, w->bytes, w->ops, now, &v);
         if (v.min_ready)
             for (int k = 0; k < w->npath; k++)
                 if (w->path[k]->has_pol && has_minimum(&w->path[k]->pol))
@@ -885,17 +893,89 @@ static void scope_resolve(struct qos *q, const struct core_principal *p, const s
     }
 }
 
-int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
-              struct event_base *base, void (*go)(void *arg, int err), void *arg)
+/* What @p w's request is and where it lands (tenant, user, uid, bucket,
+ * ancestor directories), from @p p and the scope @p s (may be NULL). Without
+ * the lock. */
+static void waiter_scope(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                         struct waiter *w)
 {
-    return qos_admit_at(q, p, NULL, cls, bytes, base, go, arg);
+    w->tenant = p->tenant;
+    w->user = p->user;
+    if (!s)
+        return;
+    w->nfs = s->ino != 0 || s->has_uid;
+    w->has_uid = s->has_uid;
+    w->uid = s->uid;
+    bool scoped = false, dirs = false;
+    if (__atomic_load_n(&q->nscoped, __ATOMIC_RELAXED) != 0) {
+        pthread_mutex_lock(&q->lock);
+        const struct node *t = node_find(q, p->tenant, QOS_LEVEL_TENANT, 0);
+        scoped = t && t->nscoped;
+        dirs = t && t->ndirpol;
+        pthread_mutex_unlock(&q->lock);
+    }
+    if (scoped || s->bucket_ino)
+        scope_resolve(q, p, s, dirs, w);
 }
 
-int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
-                 enum qos_class cls, uint64_t bytes, struct event_base *base,
-                 void (*go)(void *arg, int err), void *arg)
+/* Pieces last about this long at the rate of the slowest byte bucket on the
+ * path: short enough that other requests queued behind a waiting piece wait
+ * little, long enough that a shaped transfer costs at most ~50 admissions a
+ * second. */
+#define PIECE_US 20000
+#define PIECE_MIN 4096
+
+/* Fold @p b into the smallest burst and the slowest rate seen so far. */
+static void slowest(const struct qos_bucket *b, double *burst, double *rate)
+{
+    if (b->rate <= 0)
+        return;
+    if (*burst == 0 || b->burst < *burst)
+        *burst = b->burst;
+    if (*rate == 0 || b->rate < *rate)
+        *rate = b->rate;
+}
+
+/* The piece size for a request of class @p cls on @p path: PIECE_US worth of
+ * the slowest byte bucket it draws from (the cap of every level on the path;
+ * with a daemon capacity, the daemon-wide bucket and the minimum of every
+ * level that has one), at least PIECE_MIN, never more than the smallest burst
+ * among them. 0: its bytes are not limited. Under the lock. */
+static uint64_t piece_of(const struct qos *q, struct node *const *path, int npath,
+                         enum qos_class cls)
+{
+    int bb, ob, bd = gdim_bytes(cls);
+    buckets_of(cls, &bb, &ob);
+    if (bb < 0 || bd < 0)
+        return 0;
+    double m = 0, r = 0;
+    for (int i = 0; i < npath; i++) {
+        slowest(&path[i]->b[bb], &m, &r);
+        if (q->global)
+            slowest(&path[i]->gb[bd], &m, &r);
+    }
+    if (q->global)
+        slowest(&q->g[bd], &m, &r);
+    if (m <= 0)
+        return 0;
+    double want = r * PIECE_US / 1e6;
+    if (want < PIECE_MIN)
+        want = PIECE_MIN;
+    if (want > m)
+        want = m;
+    return want < 1 ? 1 : (uint64_t)want;
+}
+
+/* qos_admit_at and qos_admit_piece_at: @p ops operations (0 or 1) and, with
+ * @p piece set, at most one piece of @p bytes (its size stored there before
+ * go may run). */
+static int admit(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                 enum qos_class cls, uint64_t bytes, unsigned ops, uint64_t *piece,
+                 struct event_base *base, void (*go)(void *arg, int err), void *arg)
 {
     int rc = 0;
+    if (piece)
+        *piece = bytes;
     if (!go || (unsigned)cls > QOS_META)
         return -EINVAL;
     if (!q || !p) {
@@ -906,27 +986,11 @@ int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos
     if (!w)
         return -ENOMEM;
     w->q = q;
-    w->tenant = p->tenant;
-    w->user = p->user;
     w->cls = cls;
-    w->bytes = bytes;
+    w->ops = ops;
     w->go = go;
     w->arg = arg;
-    if (s) {
-        w->nfs = s->ino != 0 || s->has_uid;
-        w->has_uid = s->has_uid;
-        w->uid = s->uid;
-        bool scoped = false, dirs = false;
-        if (__atomic_load_n(&q->nscoped, __ATOMIC_RELAXED) != 0) {
-            pthread_mutex_lock(&q->lock);
-            const struct node *t = node_find(q, p->tenant, QOS_LEVEL_TENANT, 0);
-            scoped = t && t->nscoped;
-            dirs = t && t->ndirpol;
-            pthread_mutex_unlock(&q->lock);
-        }
-        if (scoped || s->bucket_ino)
-            scope_resolve(q, p, s, dirs, w);
-    }
+    waiter_scope(q, p, s, w);
 
     pthread_mutex_lock(&q->lock);
     if (!q->cfg.enabled || path_build(q, w, w->path, &w->npath) < 0 || w->npath == 0) {
@@ -935,6 +999,14 @@ int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos
         go(arg, 0);
         return 0;
     }
+    if (piece && !q->cfg.shaping_off) {
+        /* shaping: one piece, sized by every level on the path */
+        uint64_t m = piece_of(q, w->path, w->npath, cls);
+        if (m && bytes > m)
+            bytes = m;
+        *piece = bytes;
+    }
+    w->bytes = bytes;
     uint64_t now = qos_clock_us();
     struct verdict v;
     struct node *t = w->path[0];
@@ -942,9 +1014,9 @@ int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos
      * (with capacity shared, only when nobody waits at all: then the scheduler
      * decides between tenants). */
     bool others = q->global ? q->all != NULL : t->tenant_wait != 0;
-    judge(q, w->path, w->npath, cls, bytes, now, &v);
+    judge(q, w->path, w->npath, cls, bytes, ops, now, &v);
     if (!others && v.wait_us == 0) {
-        charge(q, w->path, w->npath, cls, bytes, &v, now);
+        charge(q, w->path, w->npath, cls, bytes, ops, &v, now);
         pthread_mutex_unlock(&q->lock);
         free(w);
         go(arg, 0);
@@ -993,6 +1065,66 @@ out:
     pthread_mutex_unlock(&q->lock);
     free(w);
     return rc;
+}
+
+int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
+              struct event_base *base, void (*go)(void *arg, int err), void *arg)
+{
+    return admit(q, p, NULL, cls, bytes, 1, NULL, base, go, arg);
+}
+
+int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                 enum qos_class cls, uint64_t bytes, struct event_base *base,
+                 void (*go)(void *arg, int err), void *arg)
+{
+    return admit(q, p, s, cls, bytes, 1, NULL, base, go, arg);
+}
+
+int qos_admit_piece(struct qos *q, const struct core_principal *p, enum qos_class cls,
+                    uint64_t bytes, unsigned flags, uint64_t *piece, struct event_base *base,
+                    void (*go)(void *arg, int err), void *arg)
+{
+    return qos_admit_piece_at(q, p, NULL, cls, bytes, flags, piece, base, go, arg);
+}
+
+int qos_admit_piece_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                       enum qos_class cls, uint64_t bytes, unsigned flags, uint64_t *piece,
+                       struct event_base *base, void (*go)(void *arg, int err), void *arg)
+{
+    if (!piece || (flags & ~QOS_PIECE_MORE))
+        return -EINVAL;
+    return admit(q, p, s, cls, bytes, (flags & QOS_PIECE_MORE) ? 0 : 1, piece, base, go, arg);
+}
+
+bool qos_applies(struct qos *q, const struct core_principal *p, enum qos_class cls)
+{
+    return qos_applies_at(q, p, NULL, cls);
+}
+
+bool qos_applies_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                    enum qos_class cls)
+{
+    if (!q || !p || (unsigned)cls > QOS_META)
+        return false;
+    struct waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        return true; /* the caller takes the careful path */
+    waiter_scope(q, p, s, w);
+    int bb, ob;
+    buckets_of(cls, &bb, &ob);
+    pthread_mutex_lock(&q->lock);
+    bool yes = q->cfg.enabled && q->global;
+    if (q->cfg.enabled && !yes) {
+        /* without a capacity, path_build finds the nodes and makes none */
+        struct node *path[PATH_MAX_NODES];
+        int n = 0;
+        if (path_build(q, w, path, &n) == 0)
+            for (int i = 0; i < n && !yes; i++)
+                yes = path[i]->b[ob].rate > 0 || (bb >= 0 && path[i]->b[bb].rate > 0);
+    }
+    pthread_mutex_unlock(&q->lock);
+    free(w);
+    return yes;
 }
 
 int qos_cancel(struct qos *q, void *arg)

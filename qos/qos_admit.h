@@ -35,16 +35,22 @@
  * so what a tenant admin sets cannot take capacity from another tenant. The
  * rest is shared by weight: start-time fair queueing tags, first between
  * tenants (tenant weight), then between the queues of one tenant (the home
- * level's weight). Cost of a request for tags: 1 + bytes / 64 KiB.
+ * level's weight). Cost of a request for tags: 1 + bytes / 64 KiB (a later
+ * piece of a shaped request: bytes / 64 KiB).
+ *
+ * Shaping: qos_admit_piece_at admits a large transfer piece by piece, each
+ * piece no larger than the smallest burst on its path, so no level goes into
+ * debt and every level is charged for every byte before it moves.
  *
  * Policy changes (set or delete, at any level) apply at once to waiting and
  * new requests: the path of every waiting request is rebuilt.
- * Thread: qos_admit/qos_admit_at from the loop thread that owns @p base;
- * qos_cancel preferably from that thread too (from another it is safe but
- * waits for a timer callback of that request that is running); the rest from
- * any thread. With a scope, qos_admit_at may read the core's metadata map
+ * Thread: qos_admit/qos_admit_at/qos_admit_piece(_at) from the loop thread
+ * that owns @p base; qos_cancel preferably from that thread too (from another
+ * it is safe but waits for a timer callback of that request that is
+ * running); the rest from any thread. With a scope, qos_admit_at,
+ * qos_admit_piece_at and qos_applies_at may read the core's metadata map
  * (bucket lookup, parent walk) on the calling thread, as core_key_peek does;
- * it never waits for a writer. */
+ * they never wait for a writer. */
 #ifndef QOS_ADMIT_H
 #define QOS_ADMIT_H
 
@@ -70,6 +76,9 @@ struct qos_config {
      * dimension whose cap_* is 0, and only while some tenant has a minimum
      * (so a measurement never limits a daemon that guarantees nothing). */
     uint64_t probe_read_bps, probe_write_bps, probe_iops;
+    /* Test aid (config qos_shaping = false): qos_admit_piece_at admits whole
+     * requests, which may put buckets into debt, as qos_admit_at does. */
+    bool shaping_off;
 };
 
 /* Levels of the hierarchy. */
@@ -160,6 +169,48 @@ int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls,
 int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
                  enum qos_class cls, uint64_t bytes, struct event_base *base,
                  void (*go)(void *arg, int err), void *arg);
+/* qos_admit_piece_at flags */
+#define QOS_PIECE_MORE 0x1 /* a later piece of an admitted request: no operation charged */
+
+/** Shaping: admit the next piece of a request of class @p cls that still has
+ * @p bytes to move, landing where @p s says (NULL: tenant and user levels
+ * only, as qos_admit_at), so that a large request flows at the admitted rate
+ * instead of passing at once and leaving debt. Every level on the request's
+ * path is charged for each piece. The piece is at most @p bytes and never
+ * larger than the smallest burst of the byte buckets the request draws from
+ * (the caps of every level on its path: tenant, bucket, directories, user or
+ * NFS default class; with a daemon capacity also the daemon-wide bucket and
+ * the minimums on the path): about 20 ms at the slowest of their rates, at
+ * least 4 KiB (so requests queued behind a waiting piece wait little, and the
+ * rate is smooth); it is all of @p bytes when they are not limited (QoS off,
+ * no policy on the path, no byte cap) or when qos_config.shaping_off is set.
+ * The first piece (flags 0) also charges the request's operation; later ones
+ * (QOS_PIECE_MORE) charge bytes only. Each piece waits in the same FIFO as
+ * whole requests and has its own max_wait_ms: a long transfer fails only when
+ * one piece waits too long. The caller moves the piece, then asks for the
+ * next one with the bytes left, until none are left.
+ * @param[out] piece  bytes this call admits; set before go may run (0 when
+ *                    @p bytes is 0: then only the operation is charged)
+ * @return as qos_admit_at; -EINVAL also for a NULL @p piece or unknown
+ *         @p flags. */
+int qos_admit_piece_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                       enum qos_class cls, uint64_t bytes, unsigned flags, uint64_t *piece,
+                       struct event_base *base, void (*go)(void *arg, int err), void *arg);
+/** qos_admit_piece_at with no scope (tenant and user levels only). */
+int qos_admit_piece(struct qos *q, const struct core_principal *p, enum qos_class cls,
+                    uint64_t bytes, unsigned flags, uint64_t *piece, struct event_base *base,
+                    void (*go)(void *arg, int err), void *arg);
+/** Whether admission may hold up requests of class @p cls of @p p landing
+ * where @p s says (NULL: tenant and user levels only): QoS is on and a
+ * policy of some level on the path caps that class (bytes or operations), or
+ * a daemon capacity is known. Front ends use it to keep fast paths that touch
+ * data before admitting (an S3 GET of a small object) for the requests QoS
+ * leaves alone. A hint: policies may change the next moment. Resolves the
+ * scope as qos_admit_at does (same thread rules). */
+bool qos_applies_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                    enum qos_class cls);
+/** qos_applies_at with no scope. */
+bool qos_applies(struct qos *q, const struct core_principal *p, enum qos_class cls);
 /** Withdraw a waiting request (its connection closed): go will not run.
  * @return 0, -ENOENT (not waiting: go already ran or it never queued). */
 int qos_cancel(struct qos *q, void *arg);

@@ -11,6 +11,11 @@
  * decoded in place), the others go through the bufferevent and are copied in.
  * Nothing is visible until the op commits after the last byte, so a client
  * that disconnects mid-upload leaves nothing behind.
+ * QoS shaping: a body larger than the smallest burst on its QoS path (tenant,
+ * bucket, directories, user) is admitted in pieces (s3__body_credit); the
+ * socket is read only as far as the admitted bytes, and not at all while the
+ * next piece waits, so the client is held to the rate by TCP back-pressure
+ * and nothing is buffered beyond the usual.
  * Thread: the connection's loop; the hash and write steps on workers, each
  * reading only the chunk in flight. */
 #include <errno.h>
@@ -59,6 +64,66 @@ void s3__body_fail_resp(struct s3_ctx *x)
         s3__resp_s3err(x, x->in.s3err, x->in.errmsg);
     else
         s3__resp_err(x, x->in.err, x->in.errmsg);
+}
+
+/* Stop reading the socket while the next piece waits for admission (TCP
+ * back-pressure on the client). */
+static void body_pause(struct s3_conn *c)
+{
+    if (c->body_direct) {
+        if (c->body_ev)
+            event_del(c->body_ev);
+    } else if (c->bev) {
+        bufferevent_disable(c->bev, EV_READ);
+    }
+}
+
+/* The next piece of a shaped body was decided: read on, or fail (it waited
+ * too long: 503 SlowDown, the rest of the body is not read). */
+static void body_piece_go(struct s3_ctx *x)
+{
+    struct s3_conn *c = x->conn;
+    if (x->qos.err) {
+        s3__body_fail(x, SRV_ETHROTTLE,
+                      "please reduce your request rate (the tenant's QoS limit was reached)");
+        s3__body_pump(x);
+        return;
+    }
+    s3__qos_piece_got(x);
+    if (!c->body_direct && c->bev)
+        bufferevent_enable(c->bev, EV_READ);
+    s3__conn_pump(c);
+}
+
+size_t s3__body_credit(struct s3_ctx *x)
+{
+    if (!x->qos.shaped)
+        return SIZE_MAX;
+    while (x->qos.credit == 0) {
+        if (x->qos.waiting || x->in.err)
+            return 0;
+        if (x->qos.left == 0)
+            return SIZE_MAX; /* all admitted (the parser stops at the body's end) */
+        uint64_t ask = x->qos.left == UINT64_MAX ? S3_WCHUNK : x->qos.left;
+        int rc = s3__qos_admit_piece(x, x->rt.op->qos, ask, true, body_piece_go);
+        if (rc == 0) {
+            body_pause(x->conn);
+            return 0;
+        }
+        if (rc < 0) {
+            s3__body_fail(x, SRV_ETHROTTLE,
+                          "please reduce your request rate (the tenant's QoS queue is full)");
+            return 0;
+        }
+        s3__qos_piece_got(x);
+    }
+    return x->qos.credit > SIZE_MAX ? SIZE_MAX : (size_t)x->qos.credit;
+}
+
+void s3__body_spent(struct s3_ctx *x, size_t n)
+{
+    if (x->qos.shaped)
+        x->qos.credit -= n < x->qos.credit ? n : x->qos.credit;
 }
 
 /* The payload size the request announced (0 if it did not). */
@@ -426,6 +491,14 @@ void s3__body_read(struct s3_conn *c)
             continue;
         }
         size_t want = left < space ? (size_t)left : space;
+        size_t credit = s3__body_credit(x);
+        if (credit == 0) { /* the next piece waits for admission (or was refused) */
+            if (x->in.err)
+                s3__body_pump(x);
+            return;
+        }
+        if (want > credit)
+            want = credit;
         ssize_t n = recv(fd, x->wr.cbuf[x->wr.ccur] + x->wr.cfill, want, 0);
         if (n < 0 && errno == EINTR)
             continue;
@@ -444,6 +517,7 @@ void s3__body_read(struct s3_conn *c)
             s3__conn_close(c);
             return;
         }
+        s3__body_spent(x, (size_t)n);
         size_t used = 0;
         int ev = s3__http_feed(&c->http, (const char *)x->wr.cbuf[x->wr.ccur] + x->wr.cfill,
                                (size_t)n, &used);

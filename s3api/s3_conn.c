@@ -83,6 +83,10 @@ void s3__conn_close(struct s3_conn *c)
     if (c->dead)
         return;
     c->dead = true;
+    if (c->x && c->x->qos.waiting) { /* a piece waiting for QoS: withdraw it now */
+        qos_cancel(qos_global(), c->x);
+        c->x->qos.waiting = false;
+    }
     if (c->body_ev)
         event_del(c->body_ev);
     c->body_direct = false;
@@ -200,6 +204,11 @@ void s3__conn_pump(struct s3_conn *c)
                 room = s3__body_room(x);
                 if (room == 0)
                     break; /* both chunks taken: stream_write_done calls again */
+                size_t credit = s3__body_credit(x);
+                if (credit == 0)
+                    break; /* the next piece waits for QoS, or the body failed */
+                if (credit < room)
+                    room = credit;
                 if (s3__body_direct_ok(c)) {
                     if (!c->body_direct)
                         s3__body_direct_begin(c);
@@ -225,7 +234,10 @@ void s3__conn_pump(struct s3_conn *c)
             n = room; /* decoded payload is never more than its input */
         size_t used = 0;
         enum s3_conn_state before = c->state;
+        struct s3_ctx *bx = before == S3_CS_BODY ? c->x : NULL;
         int ev = s3__http_feed(&c->http, data, n, &used);
+        if (bx && bx->in.mode == S3_BODY_STREAM)
+            s3__body_spent(bx, used);
         if (used)
             evbuffer_drain(in, used);
         if (!s3__conn_event(c, ev, before))

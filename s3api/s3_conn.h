@@ -195,10 +195,30 @@ void s3__ctx_submit(struct s3_ctx *x, void (*work)(struct s3_ctx *), void (*done
 /** As s3__ctx_submit, passing @p arg to both functions. */
 void s3__ctx_submit_arg(struct s3_ctx *x, void (*work)(struct s3_ctx *, void *),
                         void (*done)(struct s3_ctx *, void *), void *arg);
-/** Ask QoS before dispatching; @p next runs on this loop once admitted (maybe at once).
- * Throttled requests answer 503 SlowDown. */
+/** Ask QoS before dispatching (the operation and the first piece of @p bytes;
+ * UINT64_MAX: a body of unknown length); @p next runs on this loop once
+ * admitted (maybe at once). Throttled requests answer 503 SlowDown. */
 void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
                    void (*next)(struct s3_ctx *));
+/** The one place s3api asks QoS (s3_req.c), with the request's scope (its
+ * bucket and key; a copy's read side: its source): a piece of at most @p bytes
+ * (@p more: a later piece, bytes only), charged to every QoS level on the
+ * path; x->qos.piece is its size.
+ * @return 1 admitted now; 0 waiting (@p next runs later, x->qos.err says how it
+ *         went); SRV_ETHROTTLE or -errno: refused, @p next never runs. */
+int s3__qos_admit_piece(struct s3_ctx *x, enum qos_class cls, uint64_t bytes, bool more,
+                        void (*next)(struct s3_ctx *x));
+/** Record the piece just admitted as credit (x->qos.piece). */
+void s3__qos_piece_got(struct s3_ctx *x);
+/** Whether QoS may hold up requests of class @p cls of the request's principal
+ * at the levels of its scope (qos_applies_at). */
+bool s3__qos_applies(struct s3_ctx *x, enum qos_class cls);
+/** Shaped upload bodies: raw body bytes the connection may read now
+ * (SIZE_MAX: not shaped). 0: none; the next piece is being admitted (reading
+ * is paused until it is) or the body failed (throttled: x->in.err). */
+size_t s3__body_credit(struct s3_ctx *x);
+/** Shaped upload bodies: @p n raw body bytes were read. */
+void s3__body_spent(struct s3_ctx *x, size_t n);
 /** The op's work is done: admit an S3_OPF_READ_AFTER op, then send the response. */
 void s3__op_done(struct s3_ctx *x);
 /** The response is out: log, release the context, read the next request (or close). */

@@ -14,6 +14,10 @@
  * output below S3_OUT_LOW, as the copy path does, so a cold GET holds no more
  * memory than it did. A body that fails after its head was sent cuts the
  * connection (the only honest signal left).
+ * QoS shaping: a GET larger than the smallest burst on its QoS path was
+ * admitted with its first piece only (s3__op_done); each later piece is
+ * admitted before its bytes are read (get_credit), so the body leaves at the
+ * admitted rate.
  * Thread: the connection's loop; reads and windows are prepared on workers. */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +37,47 @@
 
 static void zc_pump(struct s3_ctx *x);
 static void stream_cut(struct s3_ctx *x, uint64_t at, int rc);
+
+/* QoS shaping: the next piece of a shaped GET was decided. */
+static void get_piece_go(struct s3_ctx *x)
+{
+    if (x->qos.err) { /* a piece waited too long: the head is out, cut */
+        stream_cut(x, x->get.off, x->qos.err);
+        return;
+    }
+    s3__qos_piece_got(x);
+    s3__get_pump(x);
+}
+
+/* Bytes the GET may read (and then send) now: all when it is not shaped;
+ * else its admitted bytes, admitting the next piece when they are spent.
+ * 0: the piece waits (get_piece_go pumps again), or the GET was cut. */
+static uint64_t get_credit(struct s3_ctx *x)
+{
+    if (!x->qos.shaped || !x->get.ref_held)
+        return UINT64_MAX; /* one window without a hold is never cut */
+    while (x->qos.credit == 0) {
+        if (x->qos.waiting)
+            return 0;
+        if (x->qos.left == 0) /* read again after a retry: admit the rest anew */
+            x->qos.left = x->get.end - x->get.next;
+        int rc = s3__qos_admit_piece(x, QOS_READ, x->qos.left, true, get_piece_go);
+        if (rc == 0)
+            return 0;
+        if (rc < 0) {
+            stream_cut(x, x->get.off, rc);
+            return 0;
+        }
+        s3__qos_piece_got(x);
+    }
+    return x->qos.credit;
+}
+
+static void get_spent(struct s3_ctx *x, uint64_t n)
+{
+    if (x->qos.shaped)
+        x->qos.credit -= n < x->qos.credit ? n : x->qos.credit;
+}
 
 static void stream_end_work(struct s3_ctx *x)
 {
@@ -103,9 +148,15 @@ void s3__get_pump(struct s3_ctx *x)
     /* the write callback calls again once the client caught up */
     while (x->get.rs_count < S3_READS_INFLIGHT && x->get.next < x->get.end &&
            evbuffer_get_length(out) + (size_t)x->get.rs_count * S3_RCHUNK < S3_OUT_LOW) {
+        uint64_t credit = get_credit(x);
+        if (credit == 0)
+            return; /* the next piece waits for QoS (or the GET was cut) */
         int i = (x->get.rs_head + x->get.rs_count) % S3_READS_INFLIGHT;
         struct s3_rslot *r = &x->get.rs[i];
         uint64_t len = x->get.end - x->get.next;
+        if (len > credit)
+            len = credit;
+        get_spent(x, len > S3_RCHUNK ? S3_RCHUNK : len);
         r->off = x->get.next;
         r->len = (size_t)(len > S3_RCHUNK ? S3_RCHUNK : len);
         r->rc = 0;
@@ -274,6 +325,9 @@ static void zc_pump(struct s3_ctx *x)
     /* one window until the head is out: its failure can still be a clean error */
     while (x->get.zw_count < (x->get.zc_head ? S3_ZC_INFLIGHT : 1) && x->get.next < x->get.end &&
            evbuffer_get_length(out) + (size_t)x->get.zw_count * win < limit) {
+        uint64_t credit = get_credit(x);
+        if (credit == 0)
+            return; /* the next piece waits for QoS (or the GET was cut) */
         struct s3_zwin *w = calloc(1, sizeof(*w));
         if (!w)
             abort();
@@ -283,6 +337,9 @@ static void zc_pump(struct s3_ctx *x)
             len = x->get.end - x->get.next;
         if (len > x->get.end - x->get.next)
             len = x->get.end - x->get.next;
+        if (len > credit)
+            len = credit;
+        get_spent(x, len);
         w->off = x->get.next;
         w->len = len;
         x->get.next += len;

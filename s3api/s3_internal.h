@@ -650,6 +650,7 @@ struct srv_loop;
 #define S3_ZC_MIN (64u << 10)   /* bodies larger than this go zero-copy (without TLS) */
 #define S3_ZC_ONE (4u << 20)    /* ... in one window, without core_ref, up to this */
 struct s3_zwin;
+struct s3_copy;
 
 struct s3_ctx {
     struct s3_server *srv;
@@ -751,10 +752,41 @@ struct s3_ctx {
         int zw_head, zw_count;
     } get;
 
+    /* CopyObject / UploadPartCopy moving its data: the op prepares it and
+     * copies each step on a worker (s3_op_object.c); the loop admits every
+     * step's bytes, as a read and as a write, before it runs (s3_req.c) */
+    struct s3_ctx_copy {
+        bool active;                 /* set by the op: s3__op_done moves the data first */
+        bool finished;               /* s3__copy_end_work ran: answer */
+        bool failed;                 /* the answer is an error: the end step only cleans up */
+        uint64_t off, end;           /* next source byte to copy; end of the copy */
+        uint64_t r_credit, w_credit; /* admitted, not yet copied */
+        uint64_t r_left, w_left;     /* not yet admitted */
+        bool r_started;              /* the read operation was charged */
+        enum qos_class asking;       /* the side whose piece waits */
+        uint64_t step;               /* bytes of the step on a worker */
+        int rc;                      /* the step failed */
+        struct s3_copy *op;          /* the op's own state (arena) */
+        /* the source (arena): where the read side lands, for QoS levels */
+        const char *src_bucket, *src_key;
+        size_t src_bucketlen, src_keylen;
+    } copy;
+
     /* QoS admission (s3_req.c) */
     struct s3_ctx_qos {
-        bool waiting; /* queued in qos_admit; cancel if the connection goes */
-        void (*next)(struct s3_ctx *x);
+        bool waiting; /* queued in qos_admit_piece; cancel if the connection goes */
+        void (*next)(struct s3_ctx *x); /* runs when a waiting piece was decided */
+        void (*then)(struct s3_ctx *x); /* s3__ctx_admit: runs once admitted */
+        bool sync;                      /* inside qos_admit_piece: a decision there is only noted */
+        bool now;                       /* ... and there was one */
+        int err;                        /* the decision: 0 admitted, SRV_ETHROTTLE */
+        uint64_t piece;                 /* bytes of the piece being (or last) admitted */
+        /* Shaping (qos_admit_piece): a body moves only as far as its admitted
+         * bytes; the next piece is admitted before it is read or sent. */
+        bool shaped;     /* this request's bytes go in pieces */
+        bool applies;    /* a GET: QoS applies to the principal (decided at op start) */
+        uint64_t credit; /* bytes admitted, not yet read/sent */
+        uint64_t left;   /* bytes not yet admitted (UINT64_MAX: unknown, a body without length) */
     } qos;
 };
 
@@ -795,6 +827,12 @@ int s3__auth_key(struct s3_ctx *x, const char *akey, char *secret, struct core_p
 /** Decoded payload bytes of x (@p arg): into the upload's chunk (s3_body.c; the callback of
  * the aws-chunked and form decoders). @return 0, or -1 with the body failed. */
 int s3__body_payload(void *arg, const char *data, size_t len);
+/** Worker: copy x->copy.step bytes of a copy's source from x->copy.off into its
+ * upload (s3_op_object.c); x->copy.rc on failure. */
+void s3__copy_step_work(struct s3_ctx *x);
+/** Worker: a copy's last step: commit and set the answer or, when
+ * x->copy.failed, drop the upload and the source's hold. */
+void s3__copy_end_work(struct s3_ctx *x);
 /** Loop thread: GET or HEAD of an object from core_key_peek (the ops' fast path). */
 enum s3_fast s3__get_fast(struct s3_ctx *x);
 /** Worker: the data step after S3_FAST_DATA (looks the key up again if the

@@ -748,9 +748,11 @@ static int get_data(struct s3_ctx *x)
 {
     uint64_t off = x->get.off, end = x->get.end;
     x->get.need_data = false;
-    if (zc_one(x))
+    /* under QoS every byte is admitted before it is read: a GET then streams,
+     * held, in pieces (s3_get.c), whatever its size */
+    if (zc_one(x) && !x->qos.applies)
         return 0; /* streamed in one zero-copy window (s3_conn.c) */
-    if (end - off <= COPY_CHUNK) {
+    if (end - off <= COPY_CHUNK && !x->qos.applies) {
         /* small: one read here, no inode hold needed */
         size_t n = (size_t)(end - off), got = 0;
         bool eof = false;
@@ -825,8 +827,9 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
         return S3_FAST_NO; /* a version: the worker looks it up */
     memset(&o, 0, sizeof(o));
     struct core_principal sp = s3__super(x); /* obj_found decides */
+    /* under QoS no content comes with the lookup: it is read once admitted */
     int rc = core_key_peek(x->core, &sp, x->rt.bucket, x->rt.bucketlen, x->rt.key, x->rt.keylen,
-                           buf, x->out.head ? 0 : sizeof(buf), &pk);
+                           buf, x->out.head || x->qos.applies ? 0 : sizeof(buf), &pk);
     if (rc == -EAGAIN) {
         free(pk.bmeta);
         return S3_FAST_NO;
@@ -847,7 +850,7 @@ enum s3_fast s3__get_fast(struct s3_ctx *x)
         return S3_FAST_DONE;
     x->p = sp;
     get_respond(x, &o, pk.data ? buf : NULL);
-    if (x->get.need_data && zc_one(x))
+    if (x->get.need_data && zc_one(x) && !x->qos.applies)
         x->get.need_data = false; /* its one window is the only worker step */
     return x->get.need_data ? S3_FAST_DATA : S3_FAST_DONE;
 }
@@ -1295,67 +1298,42 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
     return 0;
 }
 
-/* Stream [off, off+len) of @p ino into a fresh upload.
- * @return 0, SRV_ESTALE (the inode went away: look the source up again), -errno. */
-static int copy_stream(struct s3_ctx *x, uint64_t ino, uint64_t off, uint64_t len,
-                       struct core_upload **upp, char etag[33])
-{
-    int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, len, upp);
-    if (rc)
-        return rc;
-    rc = core_ref(x->core, ino);
-    if (rc)
-        return rc == -ENOENT ? SRV_ESTALE : rc;
-    struct core_principal rp = s3__super(x); /* the source was decided on (copy_source) */
+/* A copy's data (CopyObject, UploadPartCopy) moves in steps (x->copy): the
+ * op looks the source up, begins the upload and holds the source here; then
+ * the loop admits each step's bytes as a read and as a write (s3_req.c) and a
+ * worker copies them (s3__copy_step_work); the last step commits
+ * (s3__copy_end_work). While the data moves, the upload is x->wr.up and the
+ * source is held (x->get.ino, ref_held), so a client that goes away leaves
+ * nothing behind (ctx_cleanup_work). The op's own state: */
+struct s3_copy {
+    struct copy_src s;
+    const char *range; /* x-amz-copy-source-range (UploadPartCopy), or NULL */
+    bool part;         /* UploadPartCopy of part partno */
+    uint32_t partno;
+    /* CopyObject: what its commit needs */
+    struct s3_meta req_meta;
+    struct core_lock lk;
+    bool has_lock, replace, treplace, in_place;
     struct srv_md5 md5;
-    char *buf = malloc(COPY_CHUNK);
-    if (!buf) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    srv_md5_init(&md5);
-    while (len) {
-        size_t n = len > COPY_CHUNK ? COPY_CHUNK : (size_t)len, got = 0;
-        bool eof = false;
-        rc = core_read(x->core, &rp, ino, off, buf, n, &got, &eof);
-        if (rc)
-            goto out;
-        if (got == 0) {
-            rc = -EIO;
-            goto out;
-        }
-        srv_md5_update(&md5, buf, got);
-        rc = core_upload_write(*upp, buf, got);
-        if (rc)
-            goto out;
-        off += got;
-        len -= got;
-        x->bytes_in += got;
-    }
-    unsigned char md[SRV_MD5_LEN];
-    srv_md5_final(&md5, md);
-    srv_sigv4_hex(md, 16, etag);
-out:
-    core_unref(x->core, ino);
-    free(buf);
-    return rc;
-}
+    uint64_t in0;
+    int tries;
+    char etag[33];
+};
 
-/* The source's bytes (all, or x-amz-copy-source-range @p range) into a fresh
- * upload. A source replaced between its lookup and its read (an NFS rename
- * over it, a PUT) is looked up again (conditions included), so the copy is
- * always one whole version; @p s then describes that version.
- * @return 0 (*upp holds the data, @p etag its MD5), or responds and returns
- * < 0 with *upp NULL. */
-static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
-                     struct core_upload **upp, char etag[33])
+/* Worker: the source range, a fresh upload and a hold on the source. A source
+ * replaced since its lookup (an NFS rename over it, a PUT) is looked up again
+ * (conditions included), so the copy is always one whole version.
+ * @return 0, or responds and returns < 0 with nothing held. */
+static int copy_begin(struct s3_ctx *x, struct s3_copy *k)
 {
-    uint64_t in0 = x->bytes_in;
-    for (int tries = 0;; tries++) {
-        if (tries && copy_source(x, s))
+    struct copy_src *s = &k->s;
+    k->in0 = x->bytes_in;
+    for (;; k->tries++) {
+        if (k->tries && copy_source(x, s))
             return -1;
         uint64_t size = s->o.info.attr.size, off = 0, end = size;
-        if (range) {
+        if (k->range) {
+            const char *range = k->range;
             unsigned long long first, last;
             int n = -1;
             if (sscanf(range, "bytes=%llu-%llu%n", &first, &last, &n) != 2 ||
@@ -1377,13 +1355,31 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
             off = first;
             end = last + 1;
         }
-        x->bytes_in = in0;
-        int rc = copy_stream(x, s->o.info.attr.ino, off, end - off, upp, etag);
-        if (rc == 0)
+        x->bytes_in = k->in0;
+        int rc = core_upload_begin(x->core, &x->p, x->bucket_ino, end - off, &x->wr.up);
+        if (rc == 0) {
+            rc = core_ref(x->core, s->o.info.attr.ino);
+            if (rc == -ENOENT)
+                rc = SRV_ESTALE;
+        }
+        if (rc == 0) {
+            x->get.ino = s->o.info.attr.ino;
+            x->get.ref_held = true;
+            memset(&x->copy, 0, sizeof(x->copy));
+            x->copy.off = off;
+            x->copy.end = end;
+            x->copy.r_left = x->copy.w_left = end - off;
+            x->copy.op = k;
+            x->copy.src_bucket = s->bucket;
+            x->copy.src_bucketlen = s->bucketlen;
+            x->copy.src_key = s->key;
+            x->copy.src_keylen = s->keylen;
+            srv_md5_init(&k->md5);
             return 0;
-        core_upload_abort(*upp);
-        *upp = NULL;
-        if (rc == SRV_ESTALE && tries + 1 < GET_RETRIES)
+        }
+        core_upload_abort(x->wr.up);
+        x->wr.up = NULL;
+        if (rc == SRV_ESTALE && k->tries + 1 < GET_RETRIES)
             continue;
         if (rc == SRV_ESTALE)
             s3__resp_s3err(x, S3E_SERVICE_UNAVAILABLE,
@@ -1394,67 +1390,91 @@ static int copy_data(struct s3_ctx *x, struct copy_src *s, const char *range,
     }
 }
 
-static void copy_object(struct s3_ctx *x)
+/* Worker: copy the step's bytes (read as the source was decided: copy_source). */
+void s3__copy_step_work(struct s3_ctx *x)
 {
-    struct copy_src s;
-    if (s3__op_bucket(x) || copy_source(x, &s))
-        return;
-    if (s.o.dir) {
-        s3__resp_s3err(x, S3E_INVALID_REQUEST, "a directory marker cannot be copied");
-        return;
-    }
-    const char *md = s3__req_header(x->req, "x-amz-metadata-directive");
-    const char *td = s3__req_header(x->req, "x-amz-tagging-directive");
-    bool replace = md && strcasecmp(md, "REPLACE") == 0;
-    bool treplace = td && strcasecmp(td, "REPLACE") == 0;
-    if ((md && !replace && strcasecmp(md, "COPY") != 0) ||
-        (td && !treplace && strcasecmp(td, "COPY") != 0)) {
-        s3__resp_err(x, -EINVAL, "unknown metadata or tagging directive");
+    struct s3_copy *k = x->copy.op;
+    struct core_principal rp = s3__super(x);
+    uint64_t left = x->copy.step;
+    char *buf = malloc(left < COPY_CHUNK ? (size_t)left : COPY_CHUNK);
+    if (!buf) {
+        x->copy.rc = -ENOMEM;
         return;
     }
-    struct s3_meta req_meta, meta;
-    struct core_lock lk;
-    bool has_lock;
-    if (s3__op_meta_from_req(x, &req_meta) || s3__lock_from_req(x, &lk, &has_lock))
-        return;
-    /* onto itself: only the metadata changes, in place, unless the bucket is versioned
-     * (then, as S3 does, the copy is a new version) */
-    struct core_bucket_vcfg vc;
-    bool same = s.b.ino == x->bucket_ino && s.keylen == x->rt.keylen &&
-                memcmp(s.key, x->rt.key, s.keylen) == 0 && !s.vid;
-    bool in_place = same && !has_lock &&
-                    core_bucket_vcfg_get(x->core, &x->p, x->bucket_ino, &vc) == 0 &&
-                    vc.versioning == CORE_VERS_NONE;
-    if (same && !replace && !treplace) {
-        s3__resp_s3err(x, S3E_INVALID_REQUEST,
-                       "this copy request is illegal because it is trying to copy an object "
-                       "to itself without changing the object's metadata");
+    while (left) {
+        size_t n = left > COPY_CHUNK ? COPY_CHUNK : (size_t)left, got = 0;
+        bool eof = false;
+        int rc = core_read(x->core, &rp, x->get.ino, x->copy.off, buf, n, &got, &eof);
+        if (rc == 0 && got == 0)
+            rc = -EIO;
+        if (rc == 0) {
+            srv_md5_update(&k->md5, buf, got);
+            rc = core_upload_write(x->wr.up, buf, got);
+        }
+        if (rc) {
+            x->copy.rc = rc;
+            break;
+        }
+        x->copy.off += got;
+        left -= got;
+        x->bytes_in += got;
+    }
+    free(buf);
+}
+
+static void copy_object_commit(struct s3_ctx *x, struct s3_copy *k);
+static void part_copy_commit(struct s3_ctx *x, struct s3_copy *k);
+
+/* Worker: the copy's last step: commit (the metadata and the response), or,
+ * after a failure, drop the upload and the hold. */
+void s3__copy_end_work(struct s3_ctx *x)
+{
+    struct s3_copy *k = x->copy.op;
+    x->copy.finished = true;
+    if (x->get.ref_held)
+        core_unref(x->core, x->get.ino);
+    x->get.ref_held = false;
+    if (x->copy.failed) {
+        core_upload_abort(x->wr.up);
+        x->wr.up = NULL;
         return;
     }
-    char etag[33];
-    struct core_upload *up = NULL;
-    /* the data first: a source replaced meanwhile is looked up again, and the
-     * metadata copied below is then that version's */
+    unsigned char md[SRV_MD5_LEN];
+    srv_md5_final(&k->md5, md);
+    srv_sigv4_hex(md, 16, k->etag);
+    if (k->part)
+        part_copy_commit(x, k);
+    else
+        copy_object_commit(x, k);
+}
+
+/* CopyObject's metadata and commit (after its data, or in place). */
+static void copy_object_commit(struct s3_ctx *x, struct s3_copy *k)
+{
+    struct copy_src *s = &k->s;
+    struct s3_meta meta;
+    struct core_upload *up = x->wr.up;
+    x->wr.up = NULL; /* committed or dropped below */
     char vid[CORE_VID_MAX + 1] = "";
-    if (!in_place && copy_data(x, &s, NULL, &up, etag))
-        return;
+    char etag[33];
+    snprintf(etag, sizeof(etag), "%s", k->etag);
     if (up) {
-        struct core_putopt opt = {has_lock ? &lk : NULL, vid};
+        struct core_putopt opt = {k->has_lock ? &k->lk : NULL, vid};
         core_upload_set_opt(up, &opt);
     }
     memset(&meta, 0, sizeof(meta));
-    const struct s3_meta *from = replace ? &req_meta : &s.o.meta;
+    const struct s3_meta *from = k->replace ? &k->req_meta : &s->o.meta;
     for (size_t i = 0; i < from->n; i++)
         if (from->ents[i].type != S3_M_TAG && from->ents[i].type != S3_M_PARTS &&
             from->ents[i].type != S3_M_ACL)
             s3__meta_add(&meta, x->a, from->ents[i].type, from->ents[i].key, from->ents[i].klen,
                          from->ents[i].val, from->ents[i].vlen);
     /* the copy's ACL is the request's (default: private), never the source's */
-    for (size_t i = 0; i < req_meta.n; i++)
-        if (req_meta.ents[i].type == S3_M_ACL)
-            s3__meta_add(&meta, x->a, S3_M_ACL, req_meta.ents[i].key, req_meta.ents[i].klen,
-                         req_meta.ents[i].val, req_meta.ents[i].vlen);
-    const struct s3_meta *tfrom = treplace ? &req_meta : &s.o.meta;
+    for (size_t i = 0; i < k->req_meta.n; i++)
+        if (k->req_meta.ents[i].type == S3_M_ACL)
+            s3__meta_add(&meta, x->a, S3_M_ACL, k->req_meta.ents[i].key, k->req_meta.ents[i].klen,
+                         k->req_meta.ents[i].val, k->req_meta.ents[i].vlen);
+    const struct s3_meta *tfrom = k->treplace ? &k->req_meta : &s->o.meta;
     for (size_t i = 0; i < tfrom->n; i++)
         if (tfrom->ents[i].type == S3_M_TAG)
             s3__meta_add(&meta, x->a, S3_M_TAG, tfrom->ents[i].key, tfrom->ents[i].klen,
@@ -1469,10 +1489,10 @@ static void copy_object(struct s3_ctx *x)
     }
     struct core_attr attr;
     memset(&attr, 0, sizeof(attr));
-    if (in_place) {
+    if (k->in_place) {
         rc = core_key_set_meta(x->core, &x->p, x->bucket_ino, x->rt.key, x->rt.keylen, blob,
                                bloblen);
-        snprintf(etag, sizeof(etag), "%s", s.o.etag);
+        snprintf(etag, sizeof(etag), "%s", s->o.etag);
         clock_gettime(CLOCK_REALTIME, &attr.mtime);
     } else {
         const char *inm = s3__req_header(x->req, "if-none-match");
@@ -1493,27 +1513,69 @@ static void copy_object(struct s3_ctx *x)
     s3__resp_xml(x);
     if (vid[0])
         s3__resp_hdr(x, "x-amz-version-id", vid);
-    if (s.o.info.vid[0])
-        s3__resp_hdr(x, "x-amz-copy-source-version-id", s.o.info.vid);
+    if (s->o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-copy-source-version-id", s->o.info.vid);
     evbuffer_add_printf(x->out.body,
                         "<CopyObjectResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
                         S3_XMLNS, iso, etag);
 }
 
-static void part_copy(struct s3_ctx *x)
+static void copy_object(struct s3_ctx *x)
 {
-    uint32_t partno;
-    struct copy_src s;
-    if (parse_partno(x, &partno) || s3__op_bucket(x) || copy_source(x, &s))
+    struct s3_copy *k = s3__arena_alloc(x->a, sizeof(*k));
+    memset(k, 0, sizeof(*k));
+    struct copy_src *s = &k->s;
+    if (s3__op_bucket(x) || copy_source(x, s))
         return;
-    char etag[33];
-    struct core_upload *up = NULL;
-    if (copy_data(x, &s, s3__req_header(x->req, "x-amz-copy-source-range"), &up, etag))
+    if (s->o.dir) {
+        s3__resp_s3err(x, S3E_INVALID_REQUEST, "a directory marker cannot be copied");
         return;
-    int rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), partno, etag, NULL);
+    }
+    const char *md = s3__req_header(x->req, "x-amz-metadata-directive");
+    const char *td = s3__req_header(x->req, "x-amz-tagging-directive");
+    k->replace = md && strcasecmp(md, "REPLACE") == 0;
+    k->treplace = td && strcasecmp(td, "REPLACE") == 0;
+    if ((md && !k->replace && strcasecmp(md, "COPY") != 0) ||
+        (td && !k->treplace && strcasecmp(td, "COPY") != 0)) {
+        s3__resp_err(x, -EINVAL, "unknown metadata or tagging directive");
+        return;
+    }
+    if (s3__op_meta_from_req(x, &k->req_meta) || s3__lock_from_req(x, &k->lk, &k->has_lock))
+        return;
+    /* onto itself: only the metadata changes, in place, unless the bucket is versioned
+     * (then, as S3 does, the copy is a new version) */
+    struct core_bucket_vcfg vc;
+    bool same = s->b.ino == x->bucket_ino && s->keylen == x->rt.keylen &&
+                memcmp(s->key, x->rt.key, s->keylen) == 0 && !s->vid;
+    k->in_place = same && !k->has_lock &&
+                  core_bucket_vcfg_get(x->core, &x->p, x->bucket_ino, &vc) == 0 &&
+                  vc.versioning == CORE_VERS_NONE;
+    if (same && !k->replace && !k->treplace) {
+        s3__resp_s3err(x, S3E_INVALID_REQUEST,
+                       "this copy request is illegal because it is trying to copy an object "
+                       "to itself without changing the object's metadata");
+        return;
+    }
+    if (k->in_place) {
+        copy_object_commit(x, k);
+        return;
+    }
+    /* the data first (on the loop, admitted step by step: copy_pump); a source
+     * replaced meanwhile is looked up again, and the metadata copied at the
+     * end is then that version's */
+    if (copy_begin(x, k))
+        return;
+    x->copy.active = true;
+}
+
+static void part_copy_commit(struct s3_ctx *x, struct s3_copy *k)
+{
+    struct core_upload *up = x->wr.up;
+    x->wr.up = NULL; /* the commit frees it */
+    int rc = core_mpu_part_commit(up, s3__req_param(x->req, "uploadId"), k->partno, k->etag, NULL);
     if (rc) {
-        part_result(x, rc, etag);
+        part_result(x, rc, k->etag);
         return;
     }
     struct timespec now;
@@ -1521,12 +1583,25 @@ static void part_copy(struct s3_ctx *x)
     char iso[25];
     s3__iso_date_fmt(&now, iso);
     s3__resp_xml(x);
-    if (s.o.info.vid[0])
-        s3__resp_hdr(x, "x-amz-copy-source-version-id", s.o.info.vid);
+    if (k->s.o.info.vid[0])
+        s3__resp_hdr(x, "x-amz-copy-source-version-id", k->s.o.info.vid);
     evbuffer_add_printf(x->out.body,
                         "<CopyPartResult xmlns=\"%s\"><LastModified>%s</LastModified>"
                         "<ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
-                        S3_XMLNS, iso, etag);
+                        S3_XMLNS, iso, k->etag);
+}
+
+static void part_copy(struct s3_ctx *x)
+{
+    struct s3_copy *k = s3__arena_alloc(x->a, sizeof(*k));
+    memset(k, 0, sizeof(*k));
+    if (parse_partno(x, &k->partno) || s3__op_bucket(x) || copy_source(x, &k->s))
+        return;
+    k->part = true;
+    k->range = s3__req_header(x->req, "x-amz-copy-source-range");
+    if (copy_begin(x, k))
+        return;
+    x->copy.active = true;
 }
 
 /* ---------------------------------------------------------------- tagging */

@@ -239,41 +239,217 @@ static void qos_go(void *arg, int err)
     struct s3_ctx *x = arg;
     struct s3_conn *c = x->conn;
     x->qos.waiting = false;
-    c->nest++;
-    if (err) {
-        s3__resp_err(x, SRV_ETHROTTLE,
-                     "please reduce your request rate (the tenant's QoS limit was reached)");
-        s3__resp_send(x);
-    } else {
-        x->qos.next(x);
+    x->qos.err = err;
+    if (x->qos.sync) { /* inside qos_admit_piece: s3__qos_admit_piece reports it */
+        x->qos.now = true;
+        return;
     }
+    if (!c || c->dead) /* the context is released with the connection */
+        return;
+    c->nest++;
+    x->qos.next(x);
     s3__conn_leave(c);
 }
 
-/* Ask QoS before dispatching; @p next runs on this loop once admitted (maybe at once).
- * Throttled requests answer 503 SlowDown. */
+/* Where a request's bytes of class @p cls land, for the bucket and directory
+ * levels of QoS: the request's bucket and key, except the read side of a copy
+ * in progress, which reads its source. */
+static void ctx_scope(const struct s3_ctx *x, enum qos_class cls, struct qos_scope *sc)
+{
+    memset(sc, 0, sizeof(*sc));
+    if (cls == QOS_READ && x->copy.active && !x->copy.finished && x->copy.src_bucket) {
+        sc->bucket = x->copy.src_bucket;
+        sc->bucketlen = x->copy.src_bucketlen;
+        sc->key = x->copy.src_key;
+        sc->keylen = x->copy.src_keylen;
+        return;
+    }
+    sc->bucket = x->rt.bucket;
+    sc->bucketlen = x->rt.bucketlen;
+    sc->key = x->rt.key;
+    sc->keylen = x->rt.keylen;
+}
+
+/* The one place s3api asks QoS (with the request's scope: ctx_scope): admit a
+ * piece of at most @p bytes of class @p cls for this request; its operation
+ * is charged with its first piece (@p more false), later pieces are bytes
+ * only. Every level on the request's path (tenant, bucket, directories,
+ * user) is charged for each piece. The piece's size is in x->qos.piece (all
+ * of @p bytes unless shaping cuts it to the smallest burst on the path).
+ * @return 1: admitted now (@p next does not run); 0: waiting, @p next runs on
+ *         this loop later with x->qos.err 0 (admitted) or SRV_ETHROTTLE (it
+ *         waited longer than qos_max_wait_ms); SRV_ETHROTTLE (queue full) or
+ *         -errno: refused now (@p next never runs). */
+int s3__qos_admit_piece(struct s3_ctx *x, enum qos_class cls, uint64_t bytes, bool more,
+                        void (*next)(struct s3_ctx *x))
+{
+    struct qos *q = qos_global();
+    x->qos.piece = bytes;
+    if (!q)
+        return 1;
+    x->qos.next = next;
+    x->qos.sync = true;
+    x->qos.now = false;
+    x->qos.err = 0;
+    x->qos.waiting = true;
+    struct qos_scope sc;
+    ctx_scope(x, cls, &sc);
+    int rc = qos_admit_piece_at(q, &x->p, &sc, cls, bytes, more ? QOS_PIECE_MORE : 0, &x->qos.piece,
+                                srv_loop_base(x->loop), qos_go, x);
+    x->qos.sync = false;
+    if (rc) {
+        x->qos.waiting = false;
+        return rc;
+    }
+    if (!x->qos.now)
+        return 0;
+    return x->qos.err ? x->qos.err : 1;
+}
+
+/* Whether QoS may hold up requests of class @p cls of this request (a cap on
+ * the class at some level of its path, or a capacity): GETs of those read no
+ * data before their first piece is admitted. */
+bool s3__qos_applies(struct s3_ctx *x, enum qos_class cls)
+{
+    struct qos *q = qos_global();
+    if (!q)
+        return false;
+    struct qos_scope sc;
+    ctx_scope(x, cls, &sc);
+    return qos_applies_at(q, &x->p, &sc, cls);
+}
+
+void s3__qos_piece_got(struct s3_ctx *x)
+{
+    x->qos.credit += x->qos.piece;
+    if (x->qos.left != UINT64_MAX)
+        x->qos.left -= x->qos.piece < x->qos.left ? x->qos.piece : x->qos.left;
+}
+
+static void ctx_admit_done(struct s3_ctx *x)
+{
+    if (x->qos.err) {
+        s3__resp_err(x, SRV_ETHROTTLE,
+                     "please reduce your request rate (the tenant's QoS limit was reached)");
+        s3__resp_send(x);
+        return;
+    }
+    x->qos.then(x);
+}
+
+/* Admit the request's operation and the first piece of its @p bytes
+ * (UINT64_MAX: a body of unknown length) before dispatching; @p next runs on
+ * this loop once admitted (maybe at once). When shaping cuts the bytes, the
+ * rest is admitted piece by piece as the body moves (x->qos.shaped, credit,
+ * left). Throttled requests answer 503 SlowDown. */
 void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
                    void (*next)(struct s3_ctx *))
 {
-    struct qos *q = qos_global();
-    if (!q) {
-        next(x);
-        return;
-    }
-    x->qos.next = next;
-    x->qos.waiting = true;
-    /* the bucket and key let QoS apply bucket and directory policies */
-    const struct qos_scope sc = {.bucket = x->rt.bucket,
-                                 .bucketlen = x->rt.bucketlen,
-                                 .key = x->rt.key,
-                                 .keylen = x->rt.keylen};
-    int rc = qos_admit_at(q, &x->p, &sc, cls, bytes, srv_loop_base(x->loop), qos_go, x);
-    if (rc) {
-        /* go never runs: answer here */
-        x->qos.waiting = false;
+    if (bytes == UINT64_MAX && !s3__qos_applies(x, cls))
+        bytes = 0; /* a body of unknown length, nothing to shape it for */
+    uint64_t ask = bytes == UINT64_MAX ? S3_WCHUNK : bytes;
+    x->qos.then = next;
+    int rc = s3__qos_admit_piece(x, cls, ask, false, ctx_admit_done);
+    if (rc < 0) {
+        /* next never runs: answer here */
         s3__resp_err(x, SRV_ETHROTTLE,
                      "please reduce your request rate (the tenant's QoS queue is full)");
         s3__resp_send(x);
+        return;
+    }
+    /* the piece's size is known now, admitted or not */
+    x->qos.credit = x->qos.piece;
+    x->qos.left = bytes == UINT64_MAX ? UINT64_MAX : bytes - x->qos.piece;
+    x->qos.shaped = x->qos.left > 0;
+    if (rc == 1)
+        next(x);
+}
+
+/* ---- a copy's data (CopyObject, UploadPartCopy): admitted step by step ---- */
+
+static void copy_pump(struct s3_ctx *x);
+
+/* The copy failed with @p err: drop its upload and hold, then answer. */
+static void copy_fail(struct s3_ctx *x, int err, const char *msg)
+{
+    x->copy.failed = true;
+    if (err == SRV_ESTALE || err == -ENOENT)
+        s3__resp_s3err(x, S3E_SERVICE_UNAVAILABLE,
+                       "the copy source kept changing while it was read; please retry");
+    else
+        s3__resp_err(x, err, msg);
+    s3__ctx_submit(x, s3__copy_end_work, s3__op_done);
+}
+
+/* A piece of the side x->copy.asking was admitted now or after waiting. */
+static void copy_piece_got(struct s3_ctx *x)
+{
+    struct s3_ctx_copy *k = &x->copy;
+    uint64_t got = x->qos.piece;
+    uint64_t *credit = k->asking == QOS_READ ? &k->r_credit : &k->w_credit;
+    uint64_t *left = k->asking == QOS_READ ? &k->r_left : &k->w_left;
+    *credit += got;
+    *left -= got < *left ? got : *left;
+}
+
+static void copy_piece_go(struct s3_ctx *x)
+{
+    if (x->qos.err) {
+        copy_fail(x, SRV_ETHROTTLE,
+                  "please reduce your request rate (the tenant's QoS limit was reached)");
+        return;
+    }
+    copy_piece_got(x);
+    copy_pump(x);
+}
+
+static void copy_step_done(struct s3_ctx *x)
+{
+    struct s3_ctx_copy *k = &x->copy;
+    if (k->rc) {
+        copy_fail(x, k->rc, NULL);
+        return;
+    }
+    k->r_credit -= k->step < k->r_credit ? k->step : k->r_credit;
+    k->w_credit -= k->step < k->w_credit ? k->step : k->w_credit;
+    copy_pump(x);
+}
+
+/* Admit the next step, as a read and as a write of its bytes (pieces of at
+ * most a burst when shaped; the whole copy at once when its bytes are not
+ * capped), then copy it on a worker; at the end commit. The write operation
+ * was charged before the op ran, the read one goes with the first read piece. */
+static void copy_pump(struct s3_ctx *x)
+{
+    struct s3_ctx_copy *k = &x->copy;
+    for (;;) {
+        uint64_t rest = k->end - k->off;
+        if (rest == 0) {
+            s3__ctx_submit(x, s3__copy_end_work, s3__op_done);
+            return;
+        }
+        if (k->r_credit && k->w_credit) {
+            uint64_t step = k->r_credit < k->w_credit ? k->r_credit : k->w_credit;
+            k->step = step < rest ? step : rest;
+            s3__ctx_submit(x, s3__copy_step_work, copy_step_done);
+            return;
+        }
+        bool rd = k->r_credit == 0;
+        uint64_t *left = rd ? &k->r_left : &k->w_left;
+        if (*left == 0)
+            *left = rest; /* (a step copied less than admitted: admit what is left) */
+        k->asking = rd ? QOS_READ : QOS_WRITE;
+        int rc = s3__qos_admit_piece(x, k->asking, *left, rd ? k->r_started : true, copy_piece_go);
+        if (rd)
+            k->r_started = true;
+        if (rc == 0)
+            return; /* copy_piece_go goes on */
+        if (rc < 0) {
+            copy_fail(x, SRV_ETHROTTLE,
+                      "please reduce your request rate (the tenant's QoS queue is full)");
+            return;
+        }
+        copy_piece_got(x);
     }
 }
 
@@ -281,6 +457,10 @@ void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
  * the bytes it will send. */
 void s3__op_done(struct s3_ctx *x)
 {
+    if (x->copy.active && !x->copy.finished) {
+        copy_pump(x); /* its data moves first, admitted step by step */
+        return;
+    }
     if (x->rt.bucket && !x->authz_done && x->out.status < 300) {
         /* fail closed: an operation on a bucket answered without a decision */
         srv_log(ERROR, S3, "req=%s tenant=%u %s answered without an access decision", x->reqid,
@@ -290,7 +470,8 @@ void s3__op_done(struct s3_ctx *x)
     if (x->b.cfg.cors)
         s3__cors_actual(x);
     uint64_t n = x->get.stream ? x->get.end - x->get.off : evbuffer_get_length(x->out.body);
-    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300 && n > 0)
+    /* an empty body is still one read operation */
+    if ((x->rt.op->flags & S3_OPF_READ_AFTER) && x->out.status < 300)
         s3__ctx_admit(x, x->rt.op->qos, n, s3__resp_send);
     else
         s3__resp_send(x);
@@ -307,6 +488,9 @@ static void op_run(struct s3_ctx *x)
  * round trip; only a body in extents goes to a worker). */
 static void op_start(struct s3_ctx *x)
 {
+    /* a GET of a principal QoS applies to reads no data before its first piece */
+    if (x->rt.op->flags & S3_OPF_READ_AFTER)
+        x->qos.applies = s3__qos_applies(x, x->rt.op->qos);
     if (!x->rt.op->fast) {
         op_run(x);
         return;
@@ -385,7 +569,10 @@ void s3__req_headers(struct s3_conn *c)
     x->in.limit = S3_XML_BODY_MAX;
     if (x->in.mode == S3_BODY_STREAM) {
         srv_md5_init(&x->in.md5);
-        s3__ctx_admit(x, x->rt.op->qos, declared, s3__body_start);
+        /* admitted as the bytes read from the socket (framing included), in
+         * pieces when shaped: s3__body_credit */
+        s3__ctx_admit(x, x->rt.op->qos, r->has_clen ? r->content_length : UINT64_MAX,
+                      s3__body_start);
         return;
     }
     if (r->expect_continue && (r->content_length > 0 || r->chunked))

@@ -476,6 +476,7 @@ static void qos_cfg_of(const struct srv_config *c, struct qos_config *q)
     q->cap_read_bps = c->qos_capacity_read_bps;
     q->cap_write_bps = c->qos_capacity_write_bps;
     q->cap_iops = (uint64_t)c->qos_capacity_iops;
+    q->shaping_off = !c->qos_shaping;
 }
 
 /* RELOADING=1 with the monotonic time, as systemd (253+) wants it. */

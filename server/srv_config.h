@@ -102,6 +102,7 @@ struct srv_config {
     int64_t qos_capacity_iops;
     bool qos_capacity_probe;
     int64_t qos_capacity_probe_mib;
+    bool qos_shaping;
     /* tier */
     bool tier_allow_private_remotes;
     int64_t tier_upload_workers;

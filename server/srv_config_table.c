@@ -226,6 +226,11 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(qos_capacity_probe_mib, SRV_CFG_INT, "32", 1, 1024, SRV_CFG_IMMUTABLE, NULL,
         "Size in MiB of the scratch file qos_capacity_probe writes and reads (removed "
         "after)."),
+    OPT(qos_shaping, SRV_CFG_BOOL, "true", 0, 0, SRV_CFG_RELOADABLE, NULL,
+        "Admit large transfers in pieces at the capped rate (S3 bodies read and sent at the "
+        "admitted rate, NFS READ/WRITE admitted in slices). false (a test aid): admit each "
+        "request whole at once, leaving the buckets of its QoS levels in debt for the next "
+        "requests."),
     /* tier */
     OPT(tier_allow_private_remotes, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_RELOADABLE, NULL,
         "Let a tenant's remote (tier) reach this host's loopback, link-local, unspecified or "

@@ -418,3 +418,71 @@ def test_minimum_and_weight_under_contention(daemon_factory):
         assert 0.5 <= ra / rb <= 2.0, (ra / MiB, rb / MiB)
     finally:
         dd.stop()
+
+
+def test_bucket_and_directory_caps_shape_single_large_requests(daemon_factory):
+    """One large S3 PUT under a bucket's write cap and one large NFS READ under a
+    directory's read cap (no tenant policy): each moves at its level's rate, not
+    at once, and leaves no debt, so the next small request of the same level
+    goes at once. Fails with S3NFS_TEST_QOS_SHAPING=false (qos_shaping=false:
+    the whole request passes at once and the next one pays for it)."""
+    shaping = os.environ.get("S3NFS_TEST_QOS_SHAPING", "true")
+    burst_ms, wcap, rcap = 100, 1 * MiB, 512 * KiB
+    dd = daemon_factory(extra_args=["--set", f"qos_shaping={shaping}",
+                                    "--set", "qos_max_wait_ms=60000"]).start()
+
+    def check_rate(nbytes, secs, cap, what):
+        burst = cap * burst_ms / 1000
+        assert (nbytes - burst) / secs <= 1.1 * cap, \
+            f"{what}: {nbytes} B in {secs:.2f} s is over the cap of {cap} B/s"
+        assert nbytes / secs >= 0.5 * cap, \
+            f"{what}: {nbytes} B in {secs:.2f} s is far under the cap of {cap} B/s"
+
+    try:
+        adm = Admin(dd)
+        ten = make_tenant(adm, "qshape", clients=["127.0.0.1/32"], export_path="/qshape")
+        s3 = s3_for(dd, ten)
+        s3.create_bucket(Bucket="bkt")
+        data = os.urandom(MiB)
+        s3.put_object(Bucket="bkt", Key="dir/big", Body=data)
+        b = adm.put(f"/tenants/{ten.id}/buckets/bkt/qos",
+                    {"write_bps": wcap, "burst_ms": burst_ms})
+        dp = adm.put(f"/tenants/{ten.id}/buckets/bkt/qos?dir=dir",
+                     {"read_bps": rcap, "burst_ms": burst_ms})
+        assert b["level"] == "bucket" and dp["level"] == "dir"
+        assert adm.get(f"/tenants/{ten.id}/qos")["write_bps"] == 0  # no tenant cap
+
+        # S3: one 2 MiB PUT under the bucket's 1 MiB/s, then a small PUT.
+        t0 = time.monotonic()
+        s3.put_object(Bucket="bkt", Key="put", Body=b"p" * (2 * MiB))
+        check_rate(2 * MiB, time.monotonic() - t0, wcap, "one 2 MiB PUT, bucket cap")
+        t0 = time.monotonic()
+        s3.put_object(Bucket="bkt", Key="small", Body=b"s" * KiB)
+        small = time.monotonic() - t0
+        assert small < 0.5, f"a small PUT after a large one waited {small:.2f} s (debt)"
+        got = metric(dd, "s3nfs_qos_admitted_bytes_total", tenant=ten.id, level="bucket",
+                     id=b["bucket_ino"], **{"class": "write"})
+        assert got is not None and got >= 2 * MiB, got
+
+        # NFS: one 1 MiB READ under the directory's 512 KiB/s, then a small READ.
+        with Nfs(dd, uid=1000, gid=1000, timeout=60) as c:
+            st, fh = c.mount("/qshape")
+            assert st == 0
+            for part in ("bkt", "dir", "big"):
+                st, fh = c.lookup(fh, part)
+                assert st == 0, (part, st)
+            t0 = time.monotonic()
+            st, r = c.read(fh, 0, MiB)
+            secs = time.monotonic() - t0
+            assert st == 0 and r[0] == data
+            check_rate(MiB, secs, rcap, "one 1 MiB NFS READ, directory cap")
+            t0 = time.monotonic()
+            st, _ = c.read(fh, 0, 4 * KiB)
+            small = time.monotonic() - t0
+            assert st == 0 and small < 0.5, \
+                f"a small READ after a large one waited {small:.2f} s (debt)"
+        got = metric(dd, "s3nfs_qos_admitted_bytes_total", tenant=ten.id, level="dir",
+                     id=dp["dir_ino"], **{"class": "read"})
+        assert got is not None and got >= MiB + 4 * KiB, got
+    finally:
+        dd.stop()

@@ -809,6 +809,192 @@ static void test_pieces_reenter(void **state)
     qos_clock_us = saved;
 }
 
+/* ---- qos_admit_piece: shaping ---- */
+
+static uint64_t frozen_now = 1000000;
+static uint64_t frozen_clock(void)
+{
+    return frozen_now;
+}
+
+static void test_piece_size(void **state)
+{
+    (void)state;
+    struct qos *q = mk(0, 0);
+    struct rec rec = {0};
+    struct req r = {&rec, 1};
+    uint64_t piece = 0;
+    /* no policy: the whole request at once */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 10000000);
+    assert_int_equal(rec.n, 1);
+    assert_false(qos_applies(q, &P7, QOS_READ));
+    /* 20 ms of the rate, at least 4 KiB, never more than the burst */
+    struct qos_policy pol = {.tenant = 7, .write_bps = 1000000, .read_bps = 10000};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    assert_true(qos_applies(q, &P7, QOS_READ));
+    assert_true(qos_applies(q, &P7, QOS_WRITE));
+    assert_false(qos_applies(q, &P7, QOS_META)); /* not capped */
+    assert_false(qos_applies(q, &P8, QOS_READ));
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 20000);
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_READ, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 4096);
+    struct qos_policy tiny = {.tenant = 7, .write_bps = 1000000, .read_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &tiny), 0);
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_READ, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 1000); /* the burst */
+    assert_int_equal(rec.n, 4);
+    /* metadata and uncapped classes: all of it (nothing to cut) */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_META, 5, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 5);
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 7, 9, &piece, NULL, go, &r), -EINVAL);
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 7, 0, NULL, NULL, go, &r), -EINVAL);
+    /* the test aid: whole requests again */
+    struct qos_config off = {.enabled = true, .shaping_off = true};
+    qos_configure(q, &off);
+    struct qos_policy big = {.tenant = 8, .write_bps = 1000000};
+    assert_int_equal(qos_policy_set(q, &big), 0);
+    assert_int_equal(qos_admit_piece(q, &P8, QOS_WRITE, 10000000, 0, &piece, NULL, go, &r), 0);
+    assert_int_equal(piece, 10000000);
+    qos_close(q);
+}
+
+static void test_piece_charges_one_op(void **state)
+{
+    (void)state;
+    uint64_t (*real_clock)(void) = qos_clock_us;
+    qos_clock_us = frozen_clock; /* no refill: what is taken stays taken */
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    struct qos_policy pol = {.tenant = 7, .write_iops = 1, .write_bps = 1 << 20};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct rec rec = {0};
+    struct req r[3] = {{&rec, 0}, {&rec, 1}, {&rec, 2}};
+    uint64_t piece;
+    /* the first piece takes the only operation token; later pieces need none */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 1000, 0, &piece, base, go, &r[0]), 0);
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 1000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 2);
+    /* a new request needs an operation: it waits */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 1000, 0, &piece, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(qos_cancel(q, &r[2]), 0);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = real_clock;
+}
+
+static void test_piece_waits_without_debt(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    /* 100 kB/s with a 10 ms burst: pieces of 1000 bytes, each waiting ~10 ms */
+    struct qos_policy pol = {.tenant = 7, .write_bps = 100000, .burst_ms = 10};
+    assert_int_equal(qos_policy_set(q, &pol), 0);
+    struct rec rec = {0};
+    struct req r[2] = {{&rec, 0}, {&rec, 1}};
+    uint64_t piece;
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 5000, 0, &piece, base, go, &r[0]), 0);
+    assert_int_equal(piece, 1000);
+    assert_int_equal(rec.n, 1);
+    /* the bucket is empty, not in debt: the next piece waits for its tokens */
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 4000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    assert_int_equal(piece, 1000);
+    assert_int_equal(rec.n, 1);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.err[1], 0);
+    /* a piece larger than the burst (the policy shrank while it waited) still goes */
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 3000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    assert_int_equal(rec.n, 2);
+    struct qos_policy small = {.tenant = 7, .write_bps = 100000, .burst_ms = 1}; /* burst 100 */
+    assert_int_equal(qos_policy_set(q, &small), 0);
+    event_base_dispatch(base);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.err[2], 0);
+    /* a waiting piece can be withdrawn (its client went away) */
+    assert_int_equal(
+        qos_admit_piece(q, &P7, QOS_WRITE, 3000, QOS_PIECE_MORE, &piece, base, go, &r[1]), 0);
+    if (rec.n == 3)
+        assert_int_equal(qos_cancel(q, &r[1]), 0);
+    qos_close(q);
+    event_base_free(base);
+}
+
+/* Scoped pieces: sized by the slowest byte cap and smallest burst over every
+ * level of the path (bucket, directories, NFS default class), and charged to
+ * every one of them. */
+static void test_piece_scoped(void **state)
+{
+    (void)state;
+    uint64_t (*real_clock)(void) = qos_clock_us;
+    qos_clock_us = frozen_clock; /* no refill: what is taken stays taken */
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(60000, 0);
+    struct qos_policy tp = {.tenant = 7, .write_bps = 10000000, .burst_ms = 21}; /* 210000 */
+    struct qos_policy bp = {.tenant = 7,
+                            .level = QOS_LEVEL_BUCKET,
+                            .bucket = 100,
+                            .write_bps = 100000,
+                            .burst_ms = 100}; /* burst 10000 */
+    struct qos_policy dp = {
+        .tenant = 7, .level = QOS_LEVEL_DIR, .bucket = 100, .dir = 200, .write_bps = 1000000};
+    struct qos_policy np = {.tenant = 7, .level = QOS_LEVEL_NFS_DEFAULT, .read_bps = 1000000};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    assert_int_equal(qos_policy_set(q, &np), 0);
+    const uint64_t dirs[1] = {200};
+    const struct qos_scope in_bucket = {.bucket_ino = 100};
+    const struct qos_scope in_dir = {.bucket_ino = 100, .dirs = dirs, .ndirs = 1};
+    const struct qos_scope nfs = {.bucket_ino = 300, .has_uid = true, .uid = 4242};
+    struct rec rec = {0};
+    struct req r[4] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}};
+    uint64_t piece = 0;
+    /* unscoped: the tenant's rate alone (20 ms of 10 MB/s) */
+    assert_int_equal(qos_admit_piece(q, &P7, QOS_WRITE, 1 << 30, 0, &piece, base, go, &r[0]), 0);
+    assert_int_equal(piece, 200000);
+    frozen_now += 1000; /* 10000 back */
+    assert_false(qos_applies(q, &P7, QOS_READ));
+    /* the NFS default class caps reads of unmapped uids */
+    assert_true(qos_applies_at(q, &P7, &nfs, QOS_READ));
+    assert_false(qos_applies_at(q, &P7, &in_bucket, QOS_READ));
+    assert_true(qos_applies_at(q, &P7, &in_bucket, QOS_WRITE));
+    assert_int_equal(
+        qos_admit_piece_at(q, &P7, &nfs, QOS_READ, 1 << 30, 0, &piece, base, go, &r[0]), 0);
+    assert_int_equal(piece, 20000);
+    assert_int_equal(rec.n, 2);
+    /* in the directory: the bucket's rate (20 ms of 100 kB/s, at least 4 KiB)
+     * decides, and each piece takes the bucket's tokens too */
+    rec.n = 0;
+    assert_int_equal(
+        qos_admit_piece_at(q, &P7, &in_dir, QOS_WRITE, 1 << 20, 0, &piece, base, go, &r[0]), 0);
+    assert_int_equal(piece, 4096);
+    assert_int_equal(qos_admit_piece_at(q, &P7, &in_dir, QOS_WRITE, 1 << 20, QOS_PIECE_MORE, &piece,
+                                        base, go, &r[1]),
+                     0);
+    assert_int_equal(rec.n, 2); /* 8192 of the bucket's 10000 taken */
+    assert_int_equal(
+        qos_admit_piece_at(q, &P7, &in_bucket, QOS_WRITE, 1 << 20, 0, &piece, base, go, &r[2]), 0);
+    assert_int_equal(piece, 4096);
+    assert_int_equal(rec.n, 2); /* the bucket has 1808 left: no debt, it waits */
+    assert_int_equal(qos_cancel(q, &r[2]), 0);
+    /* the tenant level was charged for them too: 210000 - 200000 + 10000 - 8192 */
+    assert_int_equal(qos_admit_at(q, &P7, NULL, QOS_WRITE, 11808, base, go, &r[3]), 0);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(qos_admit_at(q, &P7, NULL, QOS_WRITE, 100, base, go, &r[3]), 0);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(qos_cancel(q, &r[3]), 0);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = real_clock;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -826,6 +1012,10 @@ int main(void)
         cmocka_unit_test(test_measured_capacity_only_with_a_minimum),
         cmocka_unit_test(test_many_policies),
         cmocka_unit_test(test_pieces_reenter),
+        cmocka_unit_test(test_piece_size),
+        cmocka_unit_test(test_piece_charges_one_op),
+        cmocka_unit_test(test_piece_waits_without_debt),
+        cmocka_unit_test(test_piece_scoped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

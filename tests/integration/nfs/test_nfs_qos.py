@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: Apache-2.0
+"""QoS on the NFS path, measured: READ and WRITE are charged by their count
+before they run, a call larger than the burst is admitted in slices (never
+passed at once, never leaving debt for the next call), IOPS caps hold per
+class, and S3 and NFS share one tenant budget.
+
+Rates are checked against the cap as in tests/integration/s3/test_s3_qos.py:
+(bytes - burst) / t within 1.1 * cap, bytes / t at least 0.7 * cap. Each test
+fails with shaping switched off (S3NFS_TEST_QOS_SHAPING=false runs the daemon
+with qos_shaping=false: whole calls at once, with debt)."""
+import json
+import os
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rpc3 import RpcConn  # noqa: E402
+
+KiB, MiB = 1 << 10, 1 << 20
+BURST_MS = 100
+SHAPING = os.environ.get("S3NFS_TEST_QOS_SHAPING", "true")
+
+
+@pytest.fixture(scope="module")
+def qd(tmp_path_factory):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from s3nfsd_harness import Daemon
+    d = Daemon(str(tmp_path_factory.mktemp("nfsqos")),
+               ["--set", f"qos_shaping={SHAPING}", "--set", "data_file_size=512MiB"])
+    os.makedirs(d.data_dir, exist_ok=True)
+    d.start()
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def nfs(qd):
+    """(connection, a file handle of a fresh 1 MiB file, its bucket's name)."""
+    c = RpcConn(qd.nfs_port)
+    name, bfh = c.new_bucket()
+    st, fh = c.create(bfh, "f")
+    assert st == 0
+    data = os.urandom(MiB)
+    for off in range(0, MiB, 256 * KiB):
+        assert c.write(fh, off, data[off:off + 256 * KiB])[0] == 0
+    yield c, fh, name, data
+    policy(qd)
+    c.close()
+
+
+def admin(d, method, path, body=None):
+    req = urllib.request.Request(d.admin_endpoint + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Bearer {d.admin_token}",
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status
+
+
+def policy(d, **caps):
+    """Replace tenant 1's policy (a fresh one starts with full buckets)."""
+    try:
+        admin(d, "DELETE", "/api/v1/tenants/1/qos")
+    except urllib.error.HTTPError:
+        pass
+    if caps:
+        caps.setdefault("burst_ms", BURST_MS)
+        assert admin(d, "PUT", "/api/v1/tenants/1/qos", caps) == 200
+
+
+def timed(fn, *a, **kw):
+    t = time.monotonic()
+    r = fn(*a, **kw)
+    return time.monotonic() - t, r
+
+
+def check_rate(nbytes, secs, cap, what):
+    burst = cap * BURST_MS / 1000
+    assert (nbytes - burst) / secs <= 1.1 * cap, \
+        f"{what}: {nbytes} B in {secs:.2f} s is over the cap of {cap} B/s"
+    assert nbytes / secs >= 0.7 * cap, \
+        f"{what}: {nbytes} B in {secs:.2f} s is far under the cap of {cap} B/s"
+
+
+def check_ops(n, secs, cap, what):
+    burst = max(1, cap * BURST_MS / 1000)
+    assert (n - burst) / secs <= 1.1 * cap, f"{what}: {n} ops in {secs:.2f} s over {cap}/s"
+    assert n / secs >= 0.7 * cap, f"{what}: {n} ops in {secs:.2f} s far under {cap}/s"
+
+
+def test_nfs_write_sliced_then_small(qd, nfs):
+    c, fh, _, _ = nfs
+    policy(qd, write_bps=512 * KiB)
+    data = os.urandom(MiB)
+    t, (st, _) = timed(c.write, fh, 0, data)
+    assert st == 0
+    check_rate(MiB, t, 512 * KiB, "one 1 MiB WRITE")
+    t, (st, _) = timed(c.write, fh, 0, b"y" * 4096)
+    assert st == 0 and t < 0.5, f"a small WRITE after a large one waited {t:.2f} s (debt)"
+
+
+def test_nfs_read_sliced_then_small(qd, nfs):
+    c, fh, _, data = nfs
+    policy(qd, read_bps=512 * KiB)
+    t, (st, res) = timed(c.read, fh, 0, MiB)
+    assert st == 0 and res[0] == data
+    check_rate(MiB, t, 512 * KiB, "one 1 MiB READ")
+    t, (st, _) = timed(c.read, fh, 0, 4096)
+    assert st == 0 and t < 0.5, f"a small READ after a large one waited {t:.2f} s (debt)"
+
+
+def test_nfs_read_iops_after_large_read(qd, nfs):
+    c, fh, _, _ = nfs
+    policy(qd, read_bps=1 * MiB, read_iops=20)
+    t, (st, _) = timed(c.read, fh, 0, MiB)
+    assert st == 0
+    check_rate(MiB, t, 1 * MiB, "READ 1 MiB")
+    t, _ = timed(lambda: [c.read(fh, 0, 4096) for _ in range(16)])
+    check_ops(16, t, 20, "READs at read_iops=20")
+
+
+def test_nfs_write_iops_after_large_write(qd, nfs):
+    c, fh, _, _ = nfs
+    policy(qd, write_bps=1 * MiB, write_iops=20)
+    t, (st, _) = timed(c.write, fh, 0, os.urandom(MiB))
+    assert st == 0
+    check_rate(MiB, t, 1 * MiB, "WRITE 1 MiB")
+    t, _ = timed(lambda: [c.write(fh, 0, b"z" * 4096) for _ in range(16)])
+    check_ops(16, t, 20, "WRITEs at write_iops=20")
+
+
+def test_nfs_meta_iops_beside_sliced_write(qd, nfs):
+    """GETATTRs keep the metadata cap while a large WRITE of the tenant is sliced."""
+    c, fh, _, _ = nfs
+    policy(qd, write_bps=512 * KiB, meta_iops=20)
+    res = {}
+
+    def big():
+        c2 = RpcConn(qd.nfs_port)
+        res["t"], res["r"] = timed(c2.write, fh, 0, os.urandom(MiB))
+        c2.close()
+    th = threading.Thread(target=big)
+    th.start()
+    t, _ = timed(lambda: [c.getattr(fh) for _ in range(16)])
+    th.join()
+    check_ops(16, t, 20, "GETATTRs at meta_iops=20")
+    assert res["r"][0] == 0
+    check_rate(MiB, res["t"], 512 * KiB, "WRITE 1 MiB beside metadata calls")
+
+
+def test_s3_and_nfs_share_one_budget(qd, nfs):
+    """An S3 PUT and an NFS WRITE of the same tenant at once share its write cap."""
+    c, fh, bucket, _ = nfs
+    policy(qd, write_bps=1 * MiB)
+    s3 = qd.boto3()
+    res = {}
+
+    def put():
+        res["s3"], _ = timed(s3.put_object, Bucket=bucket, Key="s3obj", Body=os.urandom(MiB))
+    t0 = time.monotonic()
+    th = threading.Thread(target=put)
+    th.start()
+    st, _ = c.write(fh, 0, os.urandom(MiB))
+    assert st == 0
+    th.join()
+    t = time.monotonic() - t0
+    check_rate(2 * MiB, t, 1 * MiB, "S3 PUT + NFS WRITE of 1 MiB each")
+
+
+def test_nfs_connection_closes_while_slice_waits(qd, nfs):
+    """A connection that closes while a slice of its WRITE waits frees the call; the
+    daemon serves on and nothing waits any more."""
+    c, fh, _, _ = nfs
+    policy(qd, write_bps=256 * KiB)
+    c2 = RpcConn(qd.nfs_port)
+    from rpc3 import WRITE, NFS_PROG, Packer
+    args = Packer().opaque(fh).u64(0).u32(MiB).u32(2).opaque(os.urandom(MiB)).bytes()
+    _, msg = c2.call_bytes(NFS_PROG, 3, WRITE, args)
+    c2.send_raw(c2.record(msg))
+    time.sleep(0.3)
+    c2.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(qd.admin_endpoint + "/metrics", timeout=10) as r:
+            waiting = sum(int(float(line.split()[-1]))
+                          for line in r.read().decode().splitlines()
+                          if line.startswith("s3nfs_qos_waiting{"))
+        if waiting == 0:
+            break
+        time.sleep(0.1)
+    assert waiting == 0
+    policy(qd)
+    assert c.getattr(fh)[0] == 0
