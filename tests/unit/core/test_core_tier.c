@@ -155,8 +155,8 @@ static void test_evict_and_recall(void **state)
     core_tier_stop(f->c);
     fx_reopen(f);
     checked(f);
-    struct core_tier_config cfg = {.fetch = fake_fetch, .threads = 2, .wait_ms = 5000,
-                                   .fail_ms = 300};
+    struct core_tier_config cfg = {
+        .fetch = fake_fetch, .threads = 2, .wait_ms = 5000, .fail_ms = 300};
     assert_int_equal(core_tier_start(f->c, &cfg), 0);
     read_eq(f, ino, 0, SIZE, model);
     checked(f);
@@ -174,8 +174,7 @@ static void test_remote_fails_or_changed(void **state)
     bool eof;
     /* changed or gone: never its bytes */
     atomic_store(&mode, SRV_EREMOTECHG);
-    assert_int_equal(core_read(f->c, &f->su, ino, 0, buf, sizeof(buf), &n, &eof),
-                     SRV_EREMOTECHG);
+    assert_int_equal(core_read(f->c, &f->su, ino, 0, buf, sizeof(buf), &n, &eof), SRV_EREMOTECHG);
     /* down: retryable, then EIO once it failed for fail_ms (300 ms) */
     atomic_store(&mode, SRV_ERECALL);
     assert_int_equal(core_read(f->c, &f->su, ino, 0, buf, sizeof(buf), &n, &eof), SRV_ERECALL);
