@@ -366,7 +366,7 @@ def test_writes_truncate_rename_overwrite_delete_of_evicted(d, rgw):
     rb = new_remote_bucket(rs3)
     b = tiered_bucket(d, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, evict_after_s=1)
     s3 = d.boto3()
-    v = {k: os.urandom(5 * MiB + 3) for k in ("w", "t", "r", "o", "x")}
+    v = {k: os.urandom(5 * MiB + 3) for k in ("w", "t", "r", "o", "x", "c")}
     for k, val in v.items():
         s3.put_object(Bucket=b, Key=k, Body=val)
     for k in v:
@@ -397,6 +397,9 @@ def test_writes_truncate_rename_overwrite_delete_of_evicted(d, rgw):
     assert get(d, b, "w") == bytes(w)
     assert get(d, b, "t") == v["t"][:1000]
     assert get(d, b, "r2") == v["r"]
+    # an evicted file as a copy's source: its bytes are recalled for the copy
+    s3.copy_object(Bucket=b, Key="c2", CopySource={"Bucket": b, "Key": "c"})
+    assert get(d, b, "c2") == v["c"]
     # S3 overwrite and delete need no recall
     r0 = metric(d, "s3nfs_tier_recalls_total")
     s3.put_object(Bucket=b, Key="o", Body=b"new")
