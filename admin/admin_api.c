@@ -1430,6 +1430,15 @@ static void remote_item(struct api_req *x)
         admin__error(x->req, ADMIN_E_IN_USE, msg);
         return;
     }
+    if (rc == -ENOTEMPTY) {
+        char msg[240];
+        snprintf(msg, sizeof(msg),
+                 "remote %u holds the only copy of evicted files (inode %llu, maybe more); "
+                 "read them back (recall) or delete them first",
+                 r.id, (unsigned long long)bucket);
+        admin__error(x->req, ADMIN_E_IN_USE, msg);
+        return;
+    }
     if (rc == 0)
         srv_log(INFO, ADMIN, "tenant=%u remote %u '%s' deleted by %s", r.tenant, r.id, r.name,
                 x->who->name);

@@ -754,6 +754,9 @@ int core_tier_evict(struct core *c, uint64_t ino, uint64_t change, uint64_t *fre
 /** When file @p ino was last read, seconds since the epoch (a lower bound: never earlier
  * than the truth; reads before this start count as at the start). */
 int64_t core_tier_last_read(struct core *c, uint64_t ino);
+/** Does an evicted file need remote @p remote (its only copy of the bytes is there)?
+ * @param[out] ino one such file. @return 1 (yes), 0 (no), or a store error. */
+int core_tier_remote_needed(struct core *c, uint32_t remote, uint64_t *ino);
 #define CORE_TIER_LAT_N 12
 struct core_tier_stats {
     uint64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes, active;

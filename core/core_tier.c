@@ -169,6 +169,39 @@ int64_t core_tier_last_read(struct core *c, uint64_t ino)
     return t > k->t0_s ? t : k->t0_s; /* reads before this start are not known */
 }
 
+struct needed {
+    struct meta_txn *t;
+    uint32_t remote;
+    uint64_t ino;
+};
+
+static int needed_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
+{
+    struct needed *n = arg;
+    struct meta_inode r;
+    if (c && c->st.remote == n->remote && meta_inode_get(n->t, ino, &r) == 0 &&
+        (r.flags & META_I_EVICTED)) {
+        n->ino = ino;
+        return 1;
+    }
+    return 0;
+}
+
+int core_tier_remote_needed(struct core *c, uint32_t remote, uint64_t *ino)
+{
+    struct needed n = {.remote = remote};
+    int rc = meta_rtxn_begin(c->meta, &n.t);
+    if (rc)
+        return rc;
+    rc = meta_tier_scan(n.t, 0, needed_cb, &n);
+    meta_rtxn_end(n.t);
+    if (rc < 0)
+        return rc;
+    if (ino)
+        *ino = n.ino;
+    return n.ino ? 1 : 0;
+}
+
 /* ---- eviction ---- */
 
 struct evict_op {

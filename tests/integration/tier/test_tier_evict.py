@@ -351,6 +351,14 @@ def test_remote_changed_deleted_and_down(daemon_factory, own_s3nfsd):
     got = wait_for(lambda: (lambda r: r if r == vals["down"] else None)(
         _try_get(dm, b, "down")), timeout=30, what="recall after the remote is back")
     assert got == vals["down"]
+    # a remote holding the only copy of evicted files cannot be deleted, even once no
+    # policy names it
+    adm = Admin(dm)
+    rid = adm.get(f"/tenants/1/buckets/{b}/tier")["remote"]
+    adm.delete(f"/tenants/1/buckets/{b}/tier")
+    st, js = adm.call("DELETE", f"/remotes/{rid}")
+    assert st == 409 and "only copy of evicted files" in js["message"], js
+    assert dm.boto3().head_object(Bucket=b, Key="tampered")["ContentLength"] == 3 * MiB + 7
 
 
 def _try_get(d, b, k):
