@@ -312,4 +312,6 @@ def test_file_changed_during_its_upload_goes_again(daemon_factory, own_s3nfsd):
     wait_for(lambda: remote_body(rs3, rem.bucket, "p/f") == b"second content", timeout=90,
              what="the new content on the remote")
     wait_for(lambda: state(dm, b, "f")[0] == "uploaded", what="uploaded")
-    assert rs3.list_multipart_uploads(Bucket=rem.bucket).get("Uploads", []) == []
+    # the torn upload of the old content is aborted (it may end after the new one)
+    wait_for(lambda: rs3.list_multipart_uploads(Bucket=rem.bucket).get("Uploads", []) == [],
+             timeout=60, what="the torn multipart upload aborted")
