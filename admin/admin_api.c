@@ -1430,16 +1430,23 @@ static void remote_item(struct api_req *x)
         admin__error(x->req, ADMIN_E_IN_USE, msg);
         return;
     }
+    if (rc == -ENOTEMPTY) {
+        char msg[240];
+        snprintf(msg, sizeof(msg),
+                 "remote %u holds the only copy of evicted files (inode %llu, maybe more); "
+                 "read them back (recall) or delete them first",
+                 r.id, (unsigned long long)bucket);
+        admin__error(x->req, ADMIN_E_IN_USE, msg);
+        return;
+    }
     if (rc == 0)
         srv_log(INFO, ADMIN, "tenant=%u remote %u '%s' deleted by %s", r.tenant, r.id, r.name,
                 x->who->name);
     reply_deleted(x, rc, "delete remote");
 }
 
-/* Fields a policy may name that belong to eviction, recall and cache mode: not built. */
-static const char *const tier_unbuilt[] = {"evict_after_s", "evict_watermark", "evict",
-                                           "eviction",      "recall",          "cache_mode",
-                                           "mode",          "preset",          NULL};
+/* Fields a policy may name that belong to cache mode and recall tuning: not built. */
+static const char *const tier_unbuilt[] = {"evict", "recall", "cache_mode", "mode", "preset", NULL};
 
 /* What the uploader's last pass found in bucket @p ino (null before its first pass). */
 static json_t *uploads_json(uint64_t ino)
@@ -1448,12 +1455,21 @@ static json_t *uploads_json(uint64_t ino)
     struct tier_bucket_stats st;
     if (!u || tier_upload_bucket_stats(u, ino, &st) < 0)
         return json_null();
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I}", "pending_files",
-                     (json_int_t)st.pending_files, "pending_bytes", (json_int_t)st.pending_bytes,
-                     "oldest_pending_s", (json_int_t)st.oldest_s, "deletes_pending",
-                     (json_int_t)st.deletes_pending, "uploaded_files",
-                     (json_int_t)st.uploaded_files, "uploading", (json_int_t)st.uploading,
-                     "last_error", st.last_error, "last_error_time", (json_int_t)st.last_error_s);
+    json_t *j = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I}", "pending_files", (json_int_t)st.pending_files,
+        "pending_bytes", (json_int_t)st.pending_bytes, "oldest_pending_s", (json_int_t)st.oldest_s,
+        "deletes_pending", (json_int_t)st.deletes_pending, "uploaded_files",
+        (json_int_t)st.uploaded_files, "uploading", (json_int_t)st.uploading, "last_error",
+        st.last_error, "last_error_time", (json_int_t)st.last_error_s);
+    json_t *more = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "local_bytes", (json_int_t)st.local_bytes, "remote_bytes",
+        (json_int_t)st.remote_bytes, "evicted_files", (json_int_t)st.evicted_files, "evicted_bytes",
+        (json_int_t)st.evicted_bytes, "evictable_files", (json_int_t)st.evictable_files,
+        "evictable_bytes", (json_int_t)st.evictable_bytes, "evictions", (json_int_t)st.evictions);
+    if (j && more)
+        json_object_update(j, more);
+    json_decref(more);
+    return j;
 }
 
 static json_t *policy_json(struct api_req *x, const char *bucket, uint64_t ino,
@@ -1461,11 +1477,64 @@ static json_t *policy_json(struct api_req *x, const char *bucket, uint64_t ino,
 {
     struct tenant_remote r;
     bool have = tenants_remote_get(x->a->tenants, p->remote, &r) == 0;
-    return json_pack("{s:s,s:I,s:s,s:I,s:I,s:s,s:o}", "bucket", bucket, "remote",
+    json_t *pins = json_array();
+    for (uint32_t i = 0; pins && i < p->npins; i++)
+        json_array_append_new(pins, json_string(p->pins[i]));
+    json_t *wm = p->evict_high ? json_pack("{s:f,s:f}", "high", p->evict_high / 100.0, "low",
+                                           p->evict_low / 100.0)
+                               : json_null();
+    return json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "bucket", bucket, "remote",
                      (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_tenant",
                      (json_int_t)(have ? r.tenant : 0), "upload_after_s",
-                     (json_int_t)p->upload_after_s, "eviction", "not built", "uploads",
-                     uploads_json(ino));
+                     (json_int_t)p->upload_after_s, "evict_after_s", (json_int_t)p->evict_after_s,
+                     "evict_watermark", wm, "pin_prefixes", pins, "uploads", uploads_json(ino));
+}
+
+/* The eviction fields of a policy PUT into @p p. @return 0, or -1 (answered). */
+static int evict_fields(struct evhttp_request *req, json_t *j, struct tier_policy *p)
+{
+    uint64_t after = 0;
+    if (get_uint(req, j, "evict_after_s", TIER_EVICT_AFTER_MAX, &after) < 0)
+        return -1;
+    p->evict_after_s = (uint32_t)after;
+    json_t *wm = json_object_get(j, "evict_watermark");
+    if (wm && !json_is_null(wm)) {
+        json_t *hi = json_object_get(wm, "high"), *lo = json_object_get(wm, "low");
+        if (!json_is_object(wm) || json_object_size(wm) != 2 || !json_is_number(hi) ||
+            !json_is_number(lo) || json_number_value(hi) <= 0 || json_number_value(hi) > 100 ||
+            json_number_value(lo) <= 0 || json_number_value(lo) >= json_number_value(hi)) {
+            bad(req, "'evict_watermark' must be {\"high\": H, \"low\": L}, percent of the "
+                     "store's capacity, 0 < L < H <= 100 (hundredths count)");
+            return -1;
+        }
+        p->evict_high = (uint16_t)(json_number_value(hi) * 100 + 0.5);
+        p->evict_low = (uint16_t)(json_number_value(lo) * 100 + 0.5);
+        if (p->evict_low == 0 || p->evict_low >= p->evict_high) {
+            bad(req, "'evict_watermark': low and high must differ by at least 0.01 and low "
+                     "be at least 0.01");
+            return -1;
+        }
+    }
+    json_t *pins = json_object_get(j, "pin_prefixes");
+    if (pins && !json_is_null(pins)) {
+        size_t i;
+        json_t *v;
+        if (!json_is_array(pins) || json_array_size(pins) > TIER_PIN_MAX) {
+            bad(req, "'pin_prefixes' must be an array of at most 8 key prefixes");
+            return -1;
+        }
+        json_array_foreach(pins, i, v)
+        {
+            const char *sv = json_is_string(v) ? json_string_value(v) : NULL;
+            if (!sv || !*sv || strlen(sv) > TIER_PIN_LEN) {
+                bad(req, "'pin_prefixes': each is a key prefix of 1 to 256 bytes");
+                return -1;
+            }
+            snprintf(p->pins[i], sizeof(p->pins[i]), "%s", sv);
+        }
+        p->npins = (uint32_t)json_array_size(pins);
+    }
+    return 0;
 }
 
 struct remote_user {
@@ -1584,9 +1653,17 @@ static void tier_item(struct api_req *x)
         return;
     }
     /* PUT */
-    static const char *const known[] = {
-        "remote", "upload_after_s", "evict_after_s", "evict_watermark", "evict", "eviction",
-        "recall", "cache_mode",     "mode",          "preset",          NULL};
+    static const char *const known[] = {"remote",
+                                        "upload_after_s",
+                                        "evict_after_s",
+                                        "evict_watermark",
+                                        "pin_prefixes",
+                                        "evict",
+                                        "recall",
+                                        "cache_mode",
+                                        "mode",
+                                        "preset",
+                                        NULL};
     json_t *j = body_json(x->req);
     if (!j)
         return;
@@ -1598,8 +1675,9 @@ static void tier_item(struct api_req *x)
         if (json_object_get(j, tier_unbuilt[i])) {
             char msg[300];
             snprintf(msg, sizeof(msg),
-                     "'%s': eviction, recall and cache mode are not built yet; a tier policy "
-                     "uploads copies only (docs/tiering.md)",
+                     "'%s': cache mode, presets and recall settings are not built yet; a "
+                     "tier policy uploads copies and evicts by evict_after_s, "
+                     "evict_watermark and pin_prefixes (docs/tiering.md)",
                      tier_unbuilt[i]);
             json_decref(j);
             admin__error_of(x->req, SRV_ENOTSUPP, msg);
@@ -1624,6 +1702,8 @@ static void tier_item(struct api_req *x)
         return;
     }
     int b = get_uint(x->req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &after);
+    if (b == 0)
+        b = evict_fields(x->req, j, &p);
     json_decref(j);
     if (b < 0)
         return;
@@ -1667,7 +1747,7 @@ static void tier_item(struct api_req *x)
         bad(x->req, why);
         return;
     }
-    uint8_t enc[TIER_POLICY_LEN];
+    uint8_t enc[TIER_POLICY_MAX];
     size_t elen = tier_policy_encode(&p, enc);
     rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER, enc, elen);
     if (rc < 0) {
@@ -1676,8 +1756,9 @@ static void tier_item(struct api_req *x)
     }
     srv_log(INFO, ADMIN,
             "tenant=%u tier policy of bucket %s set by %s: remote %u, upload after "
-            "%u s",
-            x->tenant, x->bucket, x->who->name, p.remote, p.upload_after_s);
+            "%u s, evict after %u s, watermarks %u/%u (1/100 %%), %u pins",
+            x->tenant, x->bucket, x->who->name, p.remote, p.upload_after_s, p.evict_after_s,
+            p.evict_high, p.evict_low, p.npins);
     if (tier_upload_default())
         tier_upload_kick(tier_upload_default());
     reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));

@@ -30,6 +30,8 @@
 #define SRV_ELOCKED (-20015)     /* the version is protected by object lock (retention, hold) */
 #define SRV_EBADSTATE (-20016)   /* the bucket's state forbids it (object lock, versioning) */
 #define SRV_ETLS       (-20020) /* tier: TLS handshake or certificate verification failed */
+#define SRV_ERECALL (-20021)    /* tier: an evicted file's bytes are being recalled; retry later */
+#define SRV_EREMOTECHG (-20022) /* tier: an evicted file's remote copy changed or is gone */
 
 /* X(name, value, S3 code for an object, S3 code for a bucket or the service,
  *   S3 HTTP status, nfsstat3, admin API code, admin API HTTP status, message)
@@ -130,7 +132,13 @@
     X(ESRV_BADSTATE, SRV_EBADSTATE, "InvalidBucketState", "InvalidBucketState",                    \
       409, 22, "Conflict", 409, "the bucket's versioning or object lock state forbids it")         \
     X(ESRV_TLS, SRV_ETLS, "InternalError", "InternalError",                                        \
-      500, 5, "InternalError", 500, "TLS handshake or certificate check failed")
+      500, 5, "InternalError", 500, "TLS handshake or certificate check failed")                   \
+    /* a recall from the remote tier that has not brought the bytes yet (or the remote             \
+     * is down): retryable, JUKEBOX over NFS */                                                    \
+    X(ESRV_RECALL, SRV_ERECALL, "ServiceUnavailable", "ServiceUnavailable",                        \
+      503, 10008, "InternalError", 500, "the file is being recalled from the remote tier: retry")    \
+    X(ESRV_REMOTECHG, SRV_EREMOTECHG, "InternalError", "InternalError",                            \
+      500, 5, "InternalError", 500, "the remote copy of an evicted file changed or is gone")
 /* clang-format on */
 
 /* One row of SRV_ERR_MAP. */

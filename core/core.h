@@ -71,6 +71,9 @@ struct core_principal {
  * them by version id). Without it, an inode that became a noncurrent version is gone
  * (SRV_ESTALE), as a replaced file is: NFS handles never reach old versions. */
 #define CORE_P_VERSIONS 0x20
+/* A read of the tier's own (the uploader copying the file): not a use of the file, so
+ * it does not make the file look recently read for eviction. */
+#define CORE_P_TIER 0x40
 
 enum core_ftype { CORE_REG = 1, CORE_DIR = 2, CORE_LNK = 3 };
 
@@ -720,6 +723,49 @@ struct core_stats {
 };
 void core_stats_get(struct core *c, struct core_stats *out);
 
+/* ---- the remote tier: eviction and recall (core_tier.c) ----
+ * The tier (tier/, below the core) decides what to evict and holds the remote
+ * copies; the core frees and brings back extents. An evicted file keeps its
+ * metadata (size, ETag, times, usage); its reads wait for the range they need
+ * (docs/tiering.md). */
+/** Read [off, off + len) of evicted file @p ino's remote copy into @p buf (@p n: bytes
+ * read). Blocks (a recall thread calls it). @return 0, SRV_ERECALL (the remote is down
+ * or failed: retry), SRV_EREMOTECHG (the copy changed or is gone), or another error. */
+typedef int (*core_tier_fetch_fn)(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len,
+                                  size_t *n);
+struct core_tier_config {
+    core_tier_fetch_fn fetch;
+    void *fetch_arg;
+    uint32_t threads; /* recall threads: chunks fetched at once (0: 4) */
+    uint32_t wait_ms; /* longest wait of a read for its range (0: 10000) */
+    uint32_t fail_ms; /* a remote failing this long fails reads with -EIO (0: 60000) */
+};
+/** Start the recall threads. Until then a read of an evicted file answers SRV_ERECALL.
+ * @return 0, -EINVAL, -ENOMEM, -errno. */
+int core_tier_start(struct core *c, const struct core_tier_config *cfg);
+/** Stop them (core_close does too). */
+void core_tier_stop(struct core *c);
+/** Free the extents of file @p ino, whose content is the one of change counter @p change,
+ * and mark it evicted, in one txn: only when its tierst record is a confirmed copy of this
+ * very content and no background work or uncommitted write is pending on it.
+ * @param[out] freed bytes freed (may be NULL). @return 0, -EAGAIN (not evictable now),
+ * SRV_ESTALE (gone), or a store error. */
+int core_tier_evict(struct core *c, uint64_t ino, uint64_t change, uint64_t *freed);
+/** When file @p ino was last read, seconds since the epoch (a lower bound: never earlier
+ * than the truth; reads before this start count as at the start). */
+int64_t core_tier_last_read(struct core *c, uint64_t ino);
+/** Does an evicted file need remote @p remote (its only copy of the bytes is there)?
+ * @param[out] ino one such file. @return 1 (yes), 0 (no), or a store error. */
+int core_tier_remote_needed(struct core *c, uint32_t remote, uint64_t *ino);
+#define CORE_TIER_LAT_N 12
+struct core_tier_stats {
+    uint64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes, active;
+    double lat_bounds[CORE_TIER_LAT_N];       /* recall latency buckets (seconds) */
+    uint64_t lat_counts[CORE_TIER_LAT_N + 1]; /* per bucket (not cumulative); last: +Inf */
+    double lat_sum_s;
+    uint64_t lat_n;
+};
+void core_tier_stats_get(struct core *c, struct core_tier_stats *out);
 
 /* ==== fast S3 read paths (core_zc.c) ==================================== */
 

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meta_tier.h"
 #include "srv_err.h"
 
 struct ck_ino {
@@ -394,6 +395,20 @@ static void check_usage(struct ck *k)
         if (i->type == CORE_LNK || meta_inline_get(k->t, i->ino, &data, &len) != 0)
             len = 0; /* a symbolic link's target is not data: not counted */
         i->held += len;
+        if ((i->flags & META_I_EVICTED) && i->held <= i->used && i->type == CORE_REG) {
+            /* evicted: it holds what a recall brought back; used and usage keep the
+             * bytes it held before (they are on the remote) */
+            struct ck_bucket *eb = bucket_find(k, i->bucket);
+            if (eb)
+                eb->bytes += i->used - i->held;
+            i->held = i->used;
+            static struct meta_tier_copy cp; /* offline, one thread */
+            struct meta_inode r;
+            if (meta_tier_get(k->t, i->ino, &cp) != 0 || meta_inode_get(k->t, i->ino, &r) != 0 ||
+                cp.st.change != r.change || cp.st.size != r.size || !cp.st.etag[0])
+                say(k, "inode %llu: evicted without a confirmed remote copy of its content",
+                    (unsigned long long)i->ino);
+        }
         if (i->held != i->used)
             say(k, "inode %llu: used %llu, holds %llu bytes", (unsigned long long)i->ino,
                 (unsigned long long)i->used, (unsigned long long)i->held);

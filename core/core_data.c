@@ -106,6 +106,8 @@ int core__truncate_t(struct core *c, struct meta_txn *t, uint64_t ino, struct me
     int rc = 0;
     if (cut)
         cut->used = false;
+    if (r->flags & META_I_EVICTED)
+        return SRV_ERECALL; /* core_setattr recalls first; evicted again since: retry */
     if (r->flags & META_I_INLINE) {
         const void *vd;
         size_t vl;
@@ -290,6 +292,8 @@ int core__pend_apply_t(struct core *c, struct meta_txn *t, uint64_t ino, struct 
     size_t vl;
     if (!b->ext.n && !b->inl)
         return 0;
+    if (r->flags & META_I_EVICTED)
+        return SRV_ERECALL; /* writes recall first; evicted again since: retry */
     if (b->inl) {
         if (!(r->flags & META_I_INLINE)) {
             srv_log(ERROR, META, "ino=%llu: pending inline data for a file with extents",
@@ -473,8 +477,9 @@ out:
     return rc;
 }
 
-int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
-                    uint64_t len, struct core__pend_snap *ps, struct meta_txn **t, struct meta_inode *r)
+static int read_view_once(struct core *c, const struct core_principal *p, uint64_t ino,
+                          uint64_t off, uint64_t len, struct core__pend_snap *ps,
+                          struct meta_txn **t, struct meta_inode *r)
 {
     /* pending snapshot before the read txn, retaken until it is still valid
      * once the txn is open (see core_pend.c) */
@@ -512,6 +517,40 @@ int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino
     if (p->uid != r->uid && (rc = core__perm(p, r, CORE_MAY_R)) != 0)
         return rc;
     return 0;
+}
+
+int core__read_view(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
+                    uint64_t len, struct core__pend_snap *ps, struct meta_txn **t,
+                    struct meta_inode *r)
+{
+    for (int tries = 0;; tries++) {
+        int rc = read_view_once(c, p, ino, off, len, ps, t, r);
+        if (rc || !(r->flags & META_I_EVICTED)) {
+            if (rc == 0 && !(p->flags & CORE_P_TIER))
+                core__tier_note_read(c, ino);
+            return rc;
+        }
+        /* evicted: is the range back already? (pending writes cannot exist: a write
+         * recalls the whole file first) */
+        uint64_t hi = len > r->size - (off < r->size ? off : r->size) ? r->size : off + len;
+        bool have = true;
+        if (off < hi)
+            rc = core__tier_resident(*t, ino, off, hi, &have);
+        if (rc || have) {
+            if (rc == 0 && !(p->flags & CORE_P_TIER))
+                core__tier_note_read(c, ino);
+            return rc;
+        }
+        struct meta_inode copy = *r;
+        meta_rtxn_end(*t);
+        *t = NULL;
+        core__pend_snap_free(ps);
+        if (tries == 100)
+            return SRV_ERECALL;
+        rc = core__tier_wait(c, ino, &copy, off, hi, (p->flags & CORE_P_NOWAIT) != 0);
+        if (rc)
+            return rc;
+    }
 }
 
 int core_read(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
@@ -674,6 +713,8 @@ static int write_plan(struct core *c, struct wplan *a, struct meta_txn *t, const
 {
     uint64_t end = a->off + a->len;
     bool eff_inline = (r->flags & META_I_INLINE) && !ps->has_ext;
+    if (r->flags & META_I_EVICTED)
+        return SRV_ERECALL; /* evicted since the recall before the write: retry */
     a->olds.n = 0;
     a->change = r->change;
     a->csize = r->size;
@@ -994,6 +1035,13 @@ int core__write(struct core *c, const struct core_principal *p, uint64_t ino, ui
     pd = core__pend_get(c, ino, true);
     if (!pd)
         return -ENOMEM;
+    /* an evicted file is recalled whole first (after the pending record exists, so no
+     * eviction starts meanwhile: it refuses files with one) */
+    rc = core__tier_local(c, p, ino);
+    if (rc) {
+        core__pend_put(c, pd);
+        return rc;
+    }
     for (int attempt = 0;; attempt++) {
         struct meta_txn *t = NULL;
         struct core__pend_snap ps;

@@ -64,7 +64,29 @@ struct core__data {
     uint64_t *vb; /* buckets that may have versioning or object lock */
     size_t nvb, capvb;
     atomic_uint nvb_any; /* nvb, read without the lock */
+    struct core__tier *tier; /* eviction and recall (core_tier.c) */
 };
+
+/* ---- core_tier.c: eviction and recall of the remote tier ---- */
+struct core__tier;
+/** Set up / tear down c->data->tier (the recall threads stop). @return 0, -ENOMEM. */
+int core__tier_init(struct core *c);
+void core__tier_fini(struct core *c);
+/** A read of file @p ino (for eviction by age). Cheap: a few atomics. */
+void core__tier_note_read(struct core *c, uint64_t ino);
+/** Does the map of @p ino hold [lo, hi) without a gap (read txn @p t)? @return 0 or an error. */
+int core__tier_resident(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi, bool *yes);
+/** Evicted file @p ino (@p r, read outside any txn) is read at [lo, hi): join (or start) its
+ * recall and wait until that range is in the map, at most the configured wait.
+ * @return 0 (look again), -EWOULDBLOCK (@p nowait: nothing waited), SRV_ERECALL (not yet,
+ * or the remote fails: retry later), SRV_EREMOTECHG, -EIO (the remote failed too long),
+ * -ENOMEM. */
+int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *r, uint64_t lo,
+                    uint64_t hi, bool nowait);
+/** Before a change of file @p ino's data: an evicted file is recalled whole first (waits
+ * as core__tier_wait; with CORE_P_NOWAIT in @p p, -EWOULDBLOCK). @return 0 (local, or not
+ * a regular file), or core__tier_wait's errors. */
+int core__tier_local(struct core *c, const struct core_principal *p, uint64_t ino);
 
 /* ---- core_extent.c: extent maps, the store's side of commits ---- */
 /** Set up (c->data: pending records, read cache, write locks) / tear down the

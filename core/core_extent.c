@@ -36,7 +36,8 @@ int core__data_init(struct core *c)
     core__pend_init(c);
     for (int i = 0; i < CORE_WLOCKS; i++)
         pthread_mutex_init(&d->wlock[i], NULL);
-    return core__cache_init(c, CORE_CACHE_BYTES);
+    int rc = core__tier_init(c);
+    return rc ? rc : core__cache_init(c, CORE_CACHE_BYTES);
 }
 
 void core__data_fini(struct core *c)
@@ -44,6 +45,7 @@ void core__data_fini(struct core *c)
     struct core__data *d = c->data;
     if (!d)
         return;
+    core__tier_fini(c);
     core__pend_fini(c); /* what a failed flush left: lost, its space free at the next open */
     for (int i = 0; i < CORE_WLOCKS; i++)
         pthread_mutex_destroy(&d->wlock[i]);

@@ -261,6 +261,11 @@ int core_setattr(struct core *c, const struct core_principal *p, uint64_t ino,
     struct core__pend *pd = NULL;
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
+    if (sa->mask & CORE_SET_SIZE) {
+        int rc = core__tier_local(c, p, ino); /* an evicted file comes back first */
+        if (rc)
+            return rc;
+    }
     if (sa->mask & (CORE_SET_SIZE | CORE_SET_MTIME | CORE_SET_MTIME_NOW)) {
         /* size and mtime are also kept by pending writes: commit those in this
          * op, and let no write become pending until it is done */

@@ -100,14 +100,16 @@
  * checksum after its ETag in meta_part.etag (zeros before: none).
  * 2 = vkeys, versions, vino, xref, bucketcfg, dirty (a version 1 store is
  * upgraded at open: the new tables start empty).
- * 3 = tierst (a version 1 or 2 store is upgraded at open: it starts empty). */
+ * 3 = tierst (a version 1 or 2 store is upgraded at open: it starts empty).
+ * 4 = the inode flag META_I_EVICTED (nothing to upgrade; a build that does not know
+ *     the flag would read an evicted file as zeros, so it must refuse the store). */
 #ifndef META_SCHEMA_H
 #define META_SCHEMA_H
 
 #include <stdint.h>
 #include <string.h>
 
-#define META_SCHEMA_VERSION 3u
+#define META_SCHEMA_VERSION 4u
 #define META_SCHEMA_OLDEST 1u /* older versions this build upgrades at open */
 
 #define META_NAME_MAX 255  /* bytes of a directory entry's name */
@@ -159,6 +161,10 @@ enum meta_dbi {
 /* ---- inodes ---- */
 #define META_INODE_REC_VER 1
 #define META_I_INLINE 0x100 /* data lives in the inline DBI (not extents) */
+#define META_I_EVICTED                                                                             \
+    0x1000 /* the tier evicted its data: its extents (if any) are recalled parts; the rest is      \
+            * on the remote (its tierst record); used keeps the bytes it held (core/core_tier.c)   \
+            */
 #define META_I_VLOCK 0x2000 /* its version has (or had) retention or a legal hold: check it */
 #define META_I_VSEALED 0x4000 /* its version is sealed: a change makes a new version first */
 #define META_I_VREC                                                                                \

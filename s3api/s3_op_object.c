@@ -603,7 +603,7 @@ static void tier_state_resp(struct s3_ctx *x, const struct obj *o)
         ti.state == TIER_STATE_NONE)
         return;
     s3__resp_hdr(x, "x-s3nfs-tier-state", tier_file_state_name(ti.state));
-    if (ti.state == TIER_STATE_UPLOADED) {
+    if (ti.state == TIER_STATE_UPLOADED || (ti.state == TIER_STATE_EVICTED && ti.etag[0])) {
         char d[32];
         s3__http_date_fmt((time_t)ti.time_s, d);
         s3__resp_header(x, "x-s3nfs-tier-etag", "\"%s\"", ti.etag);

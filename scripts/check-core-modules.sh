@@ -25,7 +25,7 @@ declare -A module=(
     [core_perm.c]=base
     [core_quota.c]=quota [core_resv.c]=quota
     [core_extent.c]=data [core_data.c]=data [core_pend.c]=data [core_cache.c]=data
-    [core_zc.c]=data [core_vdata.c]=data
+    [core_zc.c]=data [core_vdata.c]=data [core_tier.c]=data
     [core_ns.c]=ns [core_posix.c]=ns [core_s3.c]=ns [core_upload.c]=ns [core_main.c]=ns
     [core_bg.c]=ns [core_version.c]=ns [core_check.c]=ns
 )

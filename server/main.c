@@ -89,7 +89,8 @@ struct daemon {
 static int tier_read(void *arg, uint32_t tenant, uint64_t ino, uint64_t off, void *buf, size_t len,
                      size_t *n)
 {
-    struct core_principal p = {.tenant = tenant, .flags = CORE_P_SUPER | CORE_P_VERSIONS};
+    struct core_principal p = {.tenant = tenant,
+                               .flags = CORE_P_SUPER | CORE_P_VERSIONS | CORE_P_TIER};
     bool eof = false;
     return core_read(arg, &p, ino, off, buf, len, n, &eof);
 }
@@ -102,6 +103,74 @@ static int tier_remote(void *arg, uint32_t id, struct tier_upload_remote *out)
 static void render_tier(void *arg, struct evbuffer *out)
 {
     tier_upload_metrics(arg, out);
+}
+
+/* The core's recall threads fetch evicted bytes through the tier. */
+static int tier_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
+{
+    struct tier_upload *u = tier_upload_default();
+    (void)arg;
+    *n = 0;
+    return u ? tier_upload_fetch(u, ino, off, buf, len, n) : SRV_ERECALL;
+}
+
+static int tier_evict(void *arg, uint64_t ino, uint64_t change, uint64_t *freed)
+{
+    return core_tier_evict(arg, ino, change, freed);
+}
+
+static int64_t tier_last_read(void *arg, uint64_t ino)
+{
+    return core_tier_last_read(arg, ino);
+}
+
+/* Used bytes and capacity of the store for eviction watermarks: what its data files may
+ * grow to, bounded by what their file system can still give. */
+static int tier_capacity(void *arg, uint64_t *used, uint64_t *cap)
+{
+    struct core_stats st;
+    core_stats_get(arg, &st);
+    uint64_t c = st.store_limit > st.store_capacity ? st.store_limit : st.store_capacity;
+    if (st.fs_size && c > st.store_capacity + st.fs_free)
+        c = st.store_capacity + st.fs_free;
+    *used = st.store_capacity > st.store_free ? st.store_capacity - st.store_free : 0;
+    *cap = c;
+    return c ? 0 : -ENOSPC;
+}
+
+static void render_recall(void *arg, struct evbuffer *out)
+{
+    struct core_tier_stats st;
+    core_tier_stats_get(arg, &st);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_tier_recalled_bytes_total Bytes of evicted files brought "
+                        "back from remotes.\n# TYPE s3nfs_tier_recalled_bytes_total counter\n"
+                        "s3nfs_tier_recalled_bytes_total %llu\n"
+                        "# HELP s3nfs_tier_recalls_total Recalls started (one per file, shared "
+                        "by its readers).\n# TYPE s3nfs_tier_recalls_total counter\n"
+                        "s3nfs_tier_recalls_total %llu\n"
+                        "# HELP s3nfs_tier_recall_errors_total Chunks of recalls that failed."
+                        "\n# TYPE s3nfs_tier_recall_errors_total counter\n"
+                        "s3nfs_tier_recall_errors_total %llu\n"
+                        "# HELP s3nfs_tier_recalls_active Recalls in progress.\n"
+                        "# TYPE s3nfs_tier_recalls_active gauge\n"
+                        "s3nfs_tier_recalls_active %llu\n"
+                        "# HELP s3nfs_tier_recall_seconds Time from a recall's start until the "
+                        "whole file is local.\n# TYPE s3nfs_tier_recall_seconds histogram\n",
+                        (unsigned long long)st.recalled_bytes, (unsigned long long)st.recalls,
+                        (unsigned long long)st.recall_errors, (unsigned long long)st.active);
+    uint64_t cum = 0;
+    for (int i = 0; i < CORE_TIER_LAT_N; i++) {
+        cum += st.lat_counts[i];
+        evbuffer_add_printf(out, "s3nfs_tier_recall_seconds_bucket{le=\"%g\"} %llu\n",
+                            st.lat_bounds[i], (unsigned long long)cum);
+    }
+    cum += st.lat_counts[CORE_TIER_LAT_N];
+    evbuffer_add_printf(out,
+                        "s3nfs_tier_recall_seconds_bucket{le=\"+Inf\"} %llu\n"
+                        "s3nfs_tier_recall_seconds_sum %.6f\n"
+                        "s3nfs_tier_recall_seconds_count %llu\n",
+                        (unsigned long long)cum, st.lat_sum_s, (unsigned long long)st.lat_n);
 }
 
 /* Message for an internal error: the project's own text for SRV_E*, else errno's. */
@@ -485,6 +554,10 @@ static void stop_all(struct daemon *d)
     }
     admin_stop(d->admin);
     d->admin = NULL;
+    if (d->core) {
+        srv_metrics_remove_renderer(render_recall, d->core);
+        core_tier_stop(d->core); /* its threads fetch through the uploader */
+    }
     if (d->tier) {
         srv_metrics_remove_renderer(render_tier, d->tier);
         tier_upload_stop(d->tier);
@@ -716,12 +789,26 @@ static int start_all(struct daemon *d)
                                     .poll_ms = (uint32_t)d->cfg.tier_poll_ms,
                                     .part_size = d->cfg.tier_part_size,
                                     .retry_base_ms = (uint32_t)d->cfg.tier_retry_base_ms,
-                                    .retry_max_ms = (uint32_t)d->cfg.tier_retry_max_ms};
+                                    .retry_max_ms = (uint32_t)d->cfg.tier_retry_max_ms,
+                                    .evict = tier_evict,
+                                    .last_read = tier_last_read,
+                                    .capacity = tier_capacity,
+                                    .core_arg = d->core};
     if ((rc = tier_upload_start(&d->tier, &tc)) < 0) {
         srv_log(ERROR, SRV, "cannot start the tier's uploader: %s", err_text(rc));
         return rc;
     }
     srv_metrics_add_renderer(render_tier, d->tier);
+    /* recall of evicted files: the core's threads, the tier's fetches */
+    struct core_tier_config rcfg = {.fetch = tier_fetch,
+                                    .threads = (uint32_t)d->cfg.tier_recall_threads,
+                                    .wait_ms = (uint32_t)d->cfg.tier_recall_wait_ms,
+                                    .fail_ms = (uint32_t)d->cfg.tier_recall_fail_ms};
+    if ((rc = core_tier_start(d->core, &rcfg)) < 0) {
+        srv_log(ERROR, SRV, "cannot start the tier's recall threads: %s", err_text(rc));
+        return rc;
+    }
+    srv_metrics_add_renderer(render_recall, d->core);
 
     int nloops = (int)d->cfg.loop_threads;
     if (nloops == 0)

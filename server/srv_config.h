@@ -110,6 +110,9 @@ struct srv_config {
     uint64_t tier_part_size;
     int64_t tier_retry_base_ms;
     int64_t tier_retry_max_ms;
+    int64_t tier_recall_threads;
+    int64_t tier_recall_wait_ms;
+    int64_t tier_recall_fail_ms;
 };
 
 extern const struct srv_config_opt srv_config_table[];

@@ -251,6 +251,15 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(tier_retry_max_ms, SRV_CFG_INT, "300000", 10, 86400000, SRV_CFG_IMMUTABLE, NULL,
         "Longest back-off between tries of a remote that fails (down, 5xx, timeouts) or of a "
         "file whose upload failed."),
+    OPT(tier_recall_threads, SRV_CFG_INT, "4", 1, 64, SRV_CFG_IMMUTABLE, NULL,
+        "Threads that recall evicted files: ranged GETs (2 MiB each) in flight at once, "
+        "shared by all recalls."),
+    OPT(tier_recall_wait_ms, SRV_CFG_INT, "10000", 100, 600000, SRV_CFG_IMMUTABLE, NULL,
+        "Longest wait of a read of an evicted file for its range; then it answers a "
+        "retryable error (S3 503, NFS JUKEBOX)."),
+    OPT(tier_recall_fail_ms, SRV_CFG_INT, "60000", 100, 3600000, SRV_CFG_IMMUTABLE, NULL,
+        "A recall whose remote keeps failing for this long fails its readers with an I/O "
+        "error (S3 500, NFS EIO) instead of a retryable one; the next read tries again."),
 };
 /* clang-format on */
 

@@ -276,7 +276,8 @@ int tenants_remote_get(struct tenants *t, uint32_t id, struct tenant_remote *out
 int tenants_remote_find(struct tenants *t, uint32_t tenant, const char *name,
                         struct tenant_remote *out);
 /** Delete remote @p id. @return 0, -ENOENT, -EBUSY (a bucket's tier policy names it;
- * @p bucket_out, when not NULL, gets that bucket's inode). */
+ * @p bucket_out, when not NULL, gets that bucket's inode), -ENOTEMPTY (an evicted file's
+ * bytes are only there; @p bucket_out gets that file's inode). */
 int tenants_remote_delete(struct tenants *t, uint32_t id, uint64_t *bucket_out);
 typedef int (*tenants_remote_cb)(void *arg, const struct tenant_remote *r);
 /** Visit the remotes of owner @p tenant (0: system-wide ones; UINT32_MAX: all) in id

@@ -536,6 +536,18 @@ int tenants_remote_delete(struct tenants *t, uint32_t id, uint64_t *bucket_out)
         rc = -EBUSY;
         goto out;
     }
+    /* nor while an evicted file's only copy is there (files are evicted by the uploader,
+     * which names remotes of policies only: none can be evicted to it from now on) */
+    uint64_t ino = 0;
+    rc = core_tier_remote_needed(tenants__core(t), id, &ino);
+    if (rc < 0)
+        goto out;
+    if (rc == 1) {
+        if (bucket_out)
+            *bucket_out = ino;
+        rc = -ENOTEMPTY;
+        goto out;
+    }
     rc = drop(t, rs, id);
     if (rc == 0)
         srv_log(INFO, TIER, "remote %u deleted", id);

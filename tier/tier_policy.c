@@ -16,6 +16,17 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
 static uint32_t get32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -33,16 +44,68 @@ int tier_policy_validate(const struct tier_policy *p, char *why, size_t whylen)
             snprintf(why, whylen, "upload_after_s must be 0..%u", TIER_UPLOAD_AFTER_MAX);
         return -EINVAL;
     }
+    if (p->evict_after_s > TIER_EVICT_AFTER_MAX) {
+        if (why)
+            snprintf(why, whylen, "evict_after_s must be 0..%u", TIER_EVICT_AFTER_MAX);
+        return -EINVAL;
+    }
+    if (p->evict_high > TIER_WM_MAX || p->evict_low > TIER_WM_MAX ||
+        (p->evict_high == 0) != (p->evict_low == 0) ||
+        (p->evict_high && p->evict_low >= p->evict_high)) {
+        if (why)
+            snprintf(why, whylen,
+                     "evict_watermark needs high and low, 0 < low < high <= 100 (percent)");
+        return -EINVAL;
+    }
+    if (p->npins > TIER_PIN_MAX) {
+        if (why)
+            snprintf(why, whylen, "at most %u pinned prefixes", TIER_PIN_MAX);
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < p->npins; i++) {
+        size_t n = strnlen(p->pins[i], TIER_PIN_LEN + 1);
+        if (n == 0 || n > TIER_PIN_LEN) {
+            if (why)
+                snprintf(why, whylen, "a pinned prefix has 1..%u bytes", TIER_PIN_LEN);
+            return -EINVAL;
+        }
+    }
     return 0;
 }
 
-size_t tier_policy_encode(const struct tier_policy *p, uint8_t out[TIER_POLICY_LEN])
+int tier_policy_pinned(const struct tier_policy *p, const char *key, size_t len)
+{
+    for (uint32_t i = 0; i < p->npins; i++) {
+        size_t n = strlen(p->pins[i]);
+        if (n <= len && memcmp(key, p->pins[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+size_t tier_policy_encode(const struct tier_policy *p, uint8_t out[TIER_POLICY_MAX])
 {
     memset(out, 0, TIER_POLICY_LEN);
-    out[0] = TIER_POLICY_VERSION;
+    out[0] = 1;
     put32(out + 4, p->remote);
     put32(out + 8, p->upload_after_s);
-    return TIER_POLICY_LEN;
+    if (!tier_policy_evicts(p) && p->npins == 0)
+        return TIER_POLICY_LEN; /* what version 1 builds read */
+    out[0] = 2;
+    uint8_t *q = out + TIER_POLICY_LEN;
+    put32(q, p->evict_after_s);
+    put16(q + 4, p->evict_high);
+    put16(q + 6, p->evict_low);
+    q[8] = (uint8_t)p->npins;
+    q[9] = q[10] = q[11] = 0;
+    q += 12;
+    for (uint32_t i = 0; i < p->npins && i < TIER_PIN_MAX; i++) {
+        size_t n = strnlen(p->pins[i], TIER_PIN_LEN);
+        put16(q, (uint16_t)n);
+        memcpy(q + 2, p->pins[i], n);
+        q += 2 + n;
+    }
+    return (size_t)(q - out);
 }
 
 int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out)
@@ -52,7 +115,32 @@ int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out)
         return -EINVAL;
     if (b[0] > TIER_POLICY_VERSION)
         return SRV_EBADVERSION;
+    memset(out, 0, sizeof(*out));
     out->remote = get32(b + 4);
     out->upload_after_s = get32(b + 8);
+    if (b[0] >= 2) {
+        const uint8_t *q = b + TIER_POLICY_LEN, *end = b + len;
+        if (end - q < 12)
+            return -EINVAL;
+        out->evict_after_s = get32(q);
+        out->evict_high = get16(q + 4);
+        out->evict_low = get16(q + 6);
+        out->npins = q[8];
+        if (out->npins > TIER_PIN_MAX)
+            return -EINVAL;
+        q += 12;
+        for (uint32_t i = 0; i < out->npins; i++) {
+            if (end - q < 2)
+                return -EINVAL;
+            size_t n = get16(q);
+            if (n == 0 || n > TIER_PIN_LEN || (size_t)(end - q - 2) < n)
+                return -EINVAL;
+            memcpy(out->pins[i], q + 2, n);
+            out->pins[i][n] = '\0';
+            if (memchr(out->pins[i], '\0', n))
+                return -EINVAL;
+            q += 2 + n;
+        }
+    }
     return tier_policy_validate(out, NULL, 0);
 }

@@ -33,6 +33,7 @@
 #include "meta_tier.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "tier_evict.h"
 #include "tier_policy.h"
 #include "tier_upload.h"
 
@@ -64,6 +65,8 @@ const char *tier_file_state_name(enum tier_file_state s)
         return "uploading";
     case TIER_STATE_UPLOADED:
         return "uploaded";
+    case TIER_STATE_EVICTED:
+        return "evicted";
     case TIER_STATE_NONE:
         break;
     }
@@ -143,6 +146,7 @@ struct bstat {
     uint64_t pend_barrier; /* last complete pass: files/deletes not done before barrier */
     uint64_t pend_barrier_cur;
     uint64_t done_pass; /* last complete pass that looked at it */
+    uint64_t evictions; /* files evicted since the start */
     bool seen;          /* the current pass looked at it */
 };
 
@@ -180,6 +184,11 @@ struct tier_upload {
     struct fail fails[FAIL_MAX];
     size_t nfails;
     uint64_t passes; /* passes begun */
+    /* eviction candidates of the current pass (the scanner thread's) */
+    struct tier_evict_cand *cands;
+    size_t ncands, capcands;
+    uint64_t evict_files, evict_bytes, evict_errors;
+    uint64_t fetch_ok, fetch_bytes, fetch_retry, fetch_changed;
     uint64_t seq;
     int64_t started_s;
     /* counters */
@@ -1181,6 +1190,7 @@ struct bscan {
     struct tier_upload *u;
     struct meta_txn *t;
     const struct policy_ent *pe;
+    uint32_t group; /* pe's index in the pass's policies */
     uint32_t tenant;
     int64_t now_ns;
     char last[META_KEY_MAX + 1];
@@ -1189,6 +1199,34 @@ struct bscan {
     bool more;
     struct meta_tier_copy c;
 };
+
+/* A file that may be evicted (mu held). */
+static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
+                    const struct meta_inode *r)
+{
+    if (u->ncands == u->capcands) {
+        size_t nc = u->capcands ? u->capcands * 2 : 256;
+        void *nv = realloc(u->cands, nc * sizeof(*u->cands));
+        if (!nv)
+            return -ENOMEM;
+        u->cands = nv;
+        u->capcands = nc;
+    }
+    int64_t last = u->cfg.last_read ? u->cfg.last_read(u->cfg.core_arg, ino) : 0;
+    if (r->ctime_s > last)
+        last = r->ctime_s; /* a change counts as a use (the copy does not) */
+    u->cands[u->ncands++] = (struct tier_evict_cand){
+        .ino = ino,
+        .change = r->change,
+        .bytes = r->used,
+        .last_s = last,
+        .after_s = s->pe->p.evict_after_s,
+        .high = s->pe->p.evict_high,
+        .low = s->pe->p.evict_low,
+        .group = s->group,
+    };
+    return 0;
+}
 
 static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_keyval *kv,
                     size_t *skip)
@@ -1225,10 +1263,25 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         pthread_mutex_unlock(&u->mu);
         return -ENOMEM;
     }
+    bool evicted = (r.flags & META_I_EVICTED) != 0;
+    if (!evicted)
+        b->cur.local_bytes += r.used;
     if (have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote) {
         b->cur.uploaded_files++;
+        b->cur.remote_bytes += r.size;
+        int rc = 0;
+        if (evicted) {
+            b->cur.evicted_files++;
+            b->cur.evicted_bytes += r.size;
+        } else if (u->cfg.evict && tier_policy_evicts(&s->pe->p) && r.nlink > 0 &&
+                   !(r.flags & (META_I_VREC | META_I_INLINE)) && s->c.st.etag[0] &&
+                   s->c.st.size == r.size && !tier_policy_pinned(&s->pe->p, key, klen)) {
+            b->cur.evictable_files++;
+            b->cur.evictable_bytes += r.used;
+            rc = cand_add(u, s, kv->ino, &r);
+        }
         pthread_mutex_unlock(&u->mu);
-        return 0;
+        return rc;
     }
     int64_t ct = (int64_t)r.ctime_s * 1000000000ll + r.ctime_ns;
     int64_t age_s = (s->now_ns - ct) / 1000000000ll;
@@ -1270,7 +1323,8 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     return rc;
 }
 
-static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, int64_t now_ns)
+static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint32_t group,
+                        int64_t now_ns)
 {
     struct bscan *s = calloc(1, sizeof(*s));
     if (!s)
@@ -1283,6 +1337,7 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, int6
     }
     s->u = u;
     s->pe = pe;
+    s->group = group;
     s->now_ns = now_ns;
     bool first = true;
     for (;;) {
@@ -1449,6 +1504,47 @@ static void name_buckets(struct tier_upload *u)
     }
 }
 
+/* Evict what the policies say, from the candidates the scan found. */
+static void evict_pass(struct tier_upload *u, const struct policies *ps, int64_t now_ns)
+{
+    if (!u->ncands || !u->cfg.evict)
+        return;
+    uint64_t used = 0, cap = 0;
+    if (!u->cfg.capacity || u->cfg.capacity(u->cfg.core_arg, &used, &cap) != 0)
+        cap = 0;
+    uint32_t ngroups = ps->n < 1024 ? (uint32_t)ps->n : 1024;
+    tier_evict_plan(u->cands, u->ncands, now_ns / 1000000000ll, used, cap, ngroups);
+    for (size_t i = 0; i < u->ncands && !u->stop; i++) {
+        struct tier_evict_cand *c = &u->cands[i];
+        if (!c->pick)
+            continue;
+        uint64_t freed = 0;
+        int rc = u->cfg.evict(u->cfg.core_arg, c->ino, c->change, &freed);
+        pthread_mutex_lock(&u->mu);
+        if (rc == 0) {
+            u->evict_files++;
+            u->evict_bytes += freed;
+            struct bstat *b = c->group < ps->n ? bstat_get(u, ps->v[c->group].bucket, false) : NULL;
+            if (b)
+                b->evictions++;
+        } else if (rc != -EAGAIN && rc != SRV_ESTALE) {
+            u->evict_errors++;
+        }
+        pthread_mutex_unlock(&u->mu);
+        if (rc == 0)
+            srv_log(INFO, TIER,
+                    "evicted ino=%" PRIu64 " (%" PRIu64 " bytes freed, last read %lld"
+                    " s ago, %s; store %" PRIu64 " of %" PRIu64 " bytes used)",
+                    c->ino, freed, (long long)(now_ns / 1000000000ll - c->last_s),
+                    c->after_s && now_ns / 1000000000ll - c->last_s >= c->after_s
+                        ? "not read for evict_after_s"
+                        : "over the high watermark",
+                    used, cap);
+        else if (rc != -EAGAIN && rc != SRV_ESTALE)
+            srv_log(WARN, TIER, "eviction of ino=%" PRIu64 ": %s", c->ino, srv_strerror(rc));
+    }
+}
+
 static void pass(struct tier_upload *u)
 {
     struct policies ps = {0};
@@ -1470,10 +1566,13 @@ static void pass(struct tier_upload *u)
         u->b[i].seen = false;
     }
     pthread_mutex_unlock(&u->mu);
+    u->ncands = 0;
     for (size_t i = 0; i < ps.n && !u->stop; i++)
-        scan_bucket(u, &ps.v[i], now_ns);
+        scan_bucket(u, &ps.v[i], (uint32_t)i, now_ns);
     if (!u->stop)
         scan_deletes(u);
+    if (!u->stop)
+        evict_pass(u, &ps, now_ns);
     pthread_mutex_lock(&u->mu);
     for (size_t i = 0; i < u->nb; i++) {
         struct bstat *b = &u->b[i];
@@ -1488,6 +1587,7 @@ static void pass(struct tier_upload *u)
         b->st.passes = b->done_pass + 1;
         memcpy(b->st.last_error, err, sizeof(err));
         b->st.last_error_s = errs;
+        b->st.evictions = b->evictions;
         /* a barrier counts files still to do, and those in flight */
         b->pend_barrier = b->pend_barrier_cur;
         b->done_pass = passno;
@@ -1582,6 +1682,7 @@ void tier_upload_stop(struct tier_upload *u)
         event_base_free(u->base);
     free(u->work_threads);
     free(u->inflight);
+    free(u->cands);
     free(u->b);
     free(u->rc);
     pthread_mutex_destroy(&u->mu);
@@ -1703,11 +1804,15 @@ int tier_upload_state(struct tier_upload *u, uint64_t bucket, uint64_t ino, uint
         return -ENOMEM;
     }
     out->state = TIER_STATE_LOCAL;
+    struct meta_inode r;
+    bool evicted = meta_inode_get(t, ino, &r) == 0 && (r.flags & META_I_EVICTED);
     if (meta_tier_get(t, ino, c) == 0 && c->st.change == change && c->st.remote == p.remote &&
         c->st.keylen == keylen && memcmp(c->key, key, keylen) == 0) {
-        out->state = TIER_STATE_UPLOADED;
+        out->state = evicted ? TIER_STATE_EVICTED : TIER_STATE_UPLOADED;
         snprintf(out->etag, sizeof(out->etag), "%s", c->st.etag);
         out->time_s = c->st.time_s;
+    } else if (evicted) {
+        out->state = TIER_STATE_EVICTED; /* its copy is under another key or remote */
     }
     meta_rtxn_end(t);
     free(c);
@@ -1769,6 +1874,76 @@ int tier_upload_flush_done(struct tier_upload *u, uint64_t bucket, uint64_t barr
     return rc;
 }
 
+int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *buf, size_t len,
+                      size_t *n)
+{
+    struct meta_txn *t;
+    struct meta_tier_copy *c = malloc(sizeof(*c));
+    *n = 0;
+    if (!c)
+        return -ENOMEM;
+    int rc = meta_rtxn_begin(u->cfg.meta, &t);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    rc = meta_tier_get(t, ino, c);
+    meta_rtxn_end(t);
+    if (rc) {
+        free(c);
+        srv_log(WARN, TIER, "recall of ino=%" PRIu64 ": no record of its remote copy (%s)", ino,
+                srv_strerror(rc));
+        return rc == -ENOENT ? SRV_EREMOTECHG : rc;
+    }
+    char why[256];
+    int parallel = 0, err = 0;
+    struct tier_s3 *s3 = client_of(u, c->st.remote, &parallel, why, sizeof(why), &err);
+    if (!s3) {
+        srv_log(WARN, TIER, "recall of ino=%" PRIu64 " from remote %u: %s", ino, c->st.remote, why);
+        free(c);
+        pthread_mutex_lock(&u->mu);
+        u->fetch_retry++;
+        pthread_mutex_unlock(&u->mu);
+        return err == -ENOENT ? SRV_EREMOTECHG : SRV_ERECALL;
+    }
+    struct tier_s3_op op = {
+        .code = TIER_S3_GET_OBJECT, .key = c->key, .off = off, .len = len, .if_match = c->st.etag};
+    struct tier_s3_result res;
+    memset(&res, 0, sizeof(res));
+    rc = run_one(u, s3, &op, &res);
+    size_t got = res.body ? evbuffer_get_length(res.body) : 0;
+    if (rc) {
+        bool gone = res.status == 404 || res.status == 412 || res.status == 416;
+        srv_log(WARN, TIER, "recall of ino=%" PRIu64 " (remote %u key '%s' at %" PRIu64 "): %s%s",
+                ino, c->st.remote, c->key, off, res.message[0] ? res.message : srv_strerror(rc),
+                gone ? " (the remote object changed or is gone: not served)" : "");
+        rc = gone ? SRV_EREMOTECHG : (res.retryable || res.status == 0) ? SRV_ERECALL : -EIO;
+    } else if (res.obj.size != c->st.size || got != len ||
+               (res.obj.etag[0] && strcmp(res.obj.etag, c->st.etag) != 0)) {
+        srv_log(WARN, TIER,
+                "recall of ino=%" PRIu64 ": the remote object '%s' has %" PRIu64
+                " bytes (ETag %s), its record %" PRIu64 " (ETag %s): not served",
+                ino, c->key, res.obj.size, res.obj.etag, c->st.size, c->st.etag);
+        rc = SRV_EREMOTECHG;
+    } else {
+        evbuffer_remove(res.body, buf, len);
+        *n = len;
+    }
+    tier_s3_result_fini(&res);
+    free(c);
+    pthread_mutex_lock(&u->mu);
+    if (rc == 0) {
+        u->fetch_ok++;
+        u->fetch_bytes += len;
+    } else if (rc == SRV_EREMOTECHG) {
+        u->fetch_changed++;
+    } else {
+        u->fetch_retry++;
+    }
+    pthread_mutex_unlock(&u->mu);
+    return rc;
+}
+
 void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
 {
     pthread_mutex_lock(&u->mu);
@@ -1788,13 +1963,36 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
     for (int k = 0; k < 6; k++)
         evbuffer_add_printf(out, "s3nfs_tier_remote_errors_total{kind=\"%s\"} %" PRIu64 "\n",
                             ek_names[k], u->err_kind[k]);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_tier_evictions_total Files whose local extents the tier "
+                        "freed.\n# TYPE s3nfs_tier_evictions_total counter\n"
+                        "s3nfs_tier_evictions_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_evicted_bytes_total Local bytes freed by evictions."
+                        "\n# TYPE s3nfs_tier_evicted_bytes_total counter\n"
+                        "s3nfs_tier_evicted_bytes_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_eviction_errors_total Evictions that failed."
+                        "\n# TYPE s3nfs_tier_eviction_errors_total counter\n"
+                        "s3nfs_tier_eviction_errors_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_recall_gets_total Ranged GETs of recalls, by result."
+                        "\n# TYPE s3nfs_tier_recall_gets_total counter\n"
+                        "s3nfs_tier_recall_gets_total{result=\"ok\"} %" PRIu64 "\n"
+                        "s3nfs_tier_recall_gets_total{result=\"retry\"} %" PRIu64 "\n"
+                        "s3nfs_tier_recall_gets_total{result=\"changed\"} %" PRIu64 "\n",
+                        u->evict_files, u->evict_bytes, u->evict_errors, u->fetch_ok,
+                        u->fetch_retry, u->fetch_changed);
     static const char *const fam[][2] = {
         {"s3nfs_tier_pending_files", "Files of a tiered bucket not uploaded yet."},
         {"s3nfs_tier_pending_bytes", "Bytes of those files."},
         {"s3nfs_tier_upload_lag_seconds", "Age of the oldest change not uploaded yet."},
         {"s3nfs_tier_deletes_pending", "Remote copies whose file is gone, to delete."},
+        {"s3nfs_tier_local_bytes", "Bytes of a tiered bucket's files held locally."},
+        {"s3nfs_tier_remote_bytes", "Bytes of a tiered bucket's files with a current remote copy."},
+        {"s3nfs_tier_evictable_bytes", "Local bytes of files that may be evicted (copied, not "
+                                       "pinned)."},
+        {"s3nfs_tier_evicted_bytes", "Bytes of evicted files (on the remote only)."},
+        {"s3nfs_tier_evicted_files", "Evicted files."},
     };
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 9; f++) {
         evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", fam[f][0], fam[f][1],
                             fam[f][0]);
         for (size_t i = 0; i < u->nb; i++) {
@@ -1804,7 +2002,12 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
             uint64_t v = f == 0   ? b->st.pending_files
                          : f == 1 ? b->st.pending_bytes
                          : f == 2 ? (uint64_t)b->st.oldest_s
-                                  : b->st.deletes_pending;
+                         : f == 3 ? b->st.deletes_pending
+                         : f == 4 ? b->st.local_bytes
+                         : f == 5 ? b->st.remote_bytes
+                         : f == 6 ? b->st.evictable_bytes
+                         : f == 7 ? b->st.evicted_bytes
+                                  : b->st.evicted_files;
             evbuffer_add_printf(out, "%s{tenant=\"%u\",bucket=\"%s\"} %" PRIu64 "\n", fam[f][0],
                                 b->tenant, b->name[0] ? b->name : "?", v);
         }

@@ -57,6 +57,15 @@ typedef int (*tier_upload_remote_fn)(void *arg, uint32_t id, struct tier_upload_
 typedef int (*tier_upload_read_fn)(void *arg, uint32_t tenant, uint64_t ino, uint64_t off,
                                    void *buf, size_t len, size_t *n);
 
+/** Free file @p ino's local extents (its content: change counter @p change) and mark it
+ * evicted (the core checks its copy is confirmed in the same txn). @return 0, -EAGAIN
+ * (not evictable now), or another error. */
+typedef int (*tier_upload_evict_fn)(void *arg, uint64_t ino, uint64_t change, uint64_t *freed);
+/** When file @p ino was last read (seconds since the epoch; a lower bound). */
+typedef int64_t (*tier_upload_last_read_fn)(void *arg, uint64_t ino);
+/** The local store's used bytes and capacity now. @return 0 or an error. */
+typedef int (*tier_upload_capacity_fn)(void *arg, uint64_t *used, uint64_t *cap);
+
 struct tier_upload_config {
     struct meta_env *meta;
     tier_upload_read_fn read;
@@ -68,6 +77,11 @@ struct tier_upload_config {
     uint64_t part_size;     /* multipart part size; larger files go multipart (0: 8 MiB) */
     uint32_t retry_base_ms; /* first back-off (0: 1000) */
     uint32_t retry_max_ms;  /* longest back-off (0: 300000) */
+    /* eviction (NULL evict: policies' eviction fields are not acted on) */
+    tier_upload_evict_fn evict;
+    tier_upload_last_read_fn last_read;
+    tier_upload_capacity_fn capacity;
+    void *core_arg; /* the three callbacks' argument */
 };
 
 /** Start the scanner, the workers and the client loop. The first started uploader
@@ -87,13 +101,14 @@ enum tier_file_state {
     TIER_STATE_LOCAL,     /* only local (not uploaded yet, or changed since) */
     TIER_STATE_UPLOADING, /* being uploaded now */
     TIER_STATE_UPLOADED,  /* the remote holds this content under this key */
+    TIER_STATE_EVICTED,   /* and the local extents were freed: reads recall it */
 };
 const char *tier_file_state_name(enum tier_file_state s);
 
 struct tier_file_info {
     enum tier_file_state state;
-    char etag[80];  /* UPLOADED: the remote's ETag */
-    int64_t time_s; /* UPLOADED: when it was confirmed */
+    char etag[80];  /* UPLOADED, EVICTED: the remote's ETag */
+    int64_t time_s; /* UPLOADED, EVICTED: when it was confirmed */
 };
 /** The state of file @p ino at @p key of @p bucket whose change counter is @p change.
  * A bucket the last pass did not find tiered answers TIER_STATE_NONE without reading
@@ -113,6 +128,13 @@ struct tier_bucket_stats {
     uint64_t deletes_pending; /* remote copies to delete */
     uint64_t uploaded_files;  /* files whose copy is current */
     uint64_t uploading;       /* now */
+    uint64_t remote_bytes;    /* bytes of the files whose copy is current */
+    uint64_t local_bytes;     /* bytes held locally by the bucket's regular files */
+    uint64_t evicted_files;   /* files evicted (their bytes on the remote only) */
+    uint64_t evicted_bytes;
+    uint64_t evictable_files; /* copied, not pinned, not evicted: may be evicted */
+    uint64_t evictable_bytes;
+    uint64_t evictions;       /* files this daemon evicted since it started */
     char last_error[256];     /* the last failure on this bucket's remote, or "" */
     int64_t last_error_s;
 };
@@ -127,6 +149,14 @@ int tier_upload_flush(struct tier_upload *u, uint64_t bucket, uint64_t *barrier)
  * delete before it sent)? Known only after a pass that began after the barrier.
  * @return 0, -EINVAL (not a barrier of this bucket). */
 int tier_upload_flush_done(struct tier_upload *u, uint64_t bucket, uint64_t barrier, bool *done);
+
+/** Read [off, off + len) of the remote copy of evicted file @p ino into @p buf (@p n:
+ * bytes read), checked against its tierst record: the remote object must still have the
+ * recorded ETag (If-Match) and size. Blocks: call it from a thread that may wait (not an
+ * event loop). @return 0, SRV_ERECALL (the remote is down or failed: retry later),
+ * SRV_EREMOTECHG (no record, or the object changed or is gone), or another error. */
+int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *buf, size_t len,
+                      size_t *n);
 
 /** Append the uploader's Prometheus series to @p out (/metrics). */
 void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out);

@@ -82,7 +82,7 @@ static const struct cmd_doc {
      "      (the secret key: --secret-file FILE, '-' for stdin, or S3NFS_REMOTE_SECRET_KEY)\n"},
     {"tier", "get delete set flush",
      "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
-     "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS]\n"
+     "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS] [--evict-after SECONDS]\n"
      "  tier flush T BUCKET [--timeout SECONDS]   wait until everything written before\n"
      "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
@@ -1241,6 +1241,7 @@ static int cmd_tier(int argc, char **argv)
     static const struct opt opts[] = {
         {"--remote", NULL, OPT_ARG, 0},
         {"--upload-after", "upload_after_s", OPT_NUM, FOR_UPDATE},
+        {"--evict-after", "evict_after_s", OPT_NUM, FOR_UPDATE},
         {"--timeout", NULL, OPT_ARG, 0},
         {NULL, NULL, OPT_ARG, 0},
     };

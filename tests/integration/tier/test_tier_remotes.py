@@ -158,7 +158,8 @@ def test_tenant_isolation_and_policies(d, rgw, rbucket):
     assert "uploads" in pol  # null until the uploader's first pass over the bucket
     pol.pop("uploads")
     assert pol == {"bucket": "abkt", "remote": ra["id"], "remote_name": "mine",
-                   "remote_tenant": a.id, "upload_after_s": 5, "eviction": "not built"}
+                   "remote_tenant": a.id, "upload_after_s": 5, "evict_after_s": 0,
+                   "evict_watermark": None, "pin_prefixes": []}
 
     def policy(adm_, t, b):
         p = adm_.get(f"/tenants/{t}/buckets/{b}/tier")
@@ -168,9 +169,9 @@ def test_tenant_isolation_and_policies(d, rgw, rbucket):
     # ...and not another tenant's bucket
     st, _ = aa.call("GET", f"/tenants/{b.id}/buckets/bbkt/tier")
     assert st == 403
-    # eviction is not built: said, not accepted and ignored
+    # cache mode is not built: said, not accepted and ignored
     st, js = aa.call("PUT", f"/tenants/{a.id}/buckets/abkt/tier",
-                     {"remote": "mine", "evict_after_s": 3600})
+                     {"remote": "mine", "cache_mode": True})
     assert st == 501 and js["error"] == "NotImplemented" and "not built" in js["message"], js
     st, js = aa.call("PUT", f"/tenants/{a.id}/buckets/abkt/tier", {"remote": "mine", "x": 1})
     assert st == 400 and "unknown field" in js["message"], js
@@ -261,8 +262,9 @@ def test_cli(d, rgw, rbucket):
              "--key-id", "k", ok=False)
     assert r2.returncode == 2 and "secret key" in r2.stderr
     pol = json.loads(ctl("--json", "tier", "set", t.name, "clibkt", "--remote", name,
-                         "--upload-after", "7").stdout)
+                         "--upload-after", "7", "--evict-after", "3600").stdout)
     assert pol["remote"] == made["id"] and pol["upload_after_s"] == 7
+    assert pol["evict_after_s"] == 3600
     assert "upload_after_s" in ctl("tier", "get", t.name, "clibkt").stdout
     busy = ctl("remote", "delete", str(made["id"]), ok=False)
     assert busy.returncode == 1 and "InUse" in busy.stderr

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "srv_err.h"
+#include "tier_evict.h"
 #include "tier_policy.h"
 #include "tier_remote.h"
 #include "tier_s3.h"
@@ -174,10 +175,10 @@ static void test_policy(void **state)
     (void)state;
     struct tier_policy p = {.remote = 7, .upload_after_s = 30}, q;
     char why[100];
-    uint8_t buf[TIER_POLICY_LEN + 8];
+    uint8_t buf[TIER_POLICY_MAX];
     assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), 0);
     assert_int_equal(tier_policy_encode(&p, buf), TIER_POLICY_LEN);
-    assert_int_equal(buf[0], TIER_POLICY_VERSION);
+    assert_int_equal(buf[0], 1); /* no eviction: what version 1 builds read */
     assert_int_equal(buf[7], 7); /* be32 remote */
     assert_int_equal(buf[11], 30);
     memset(&q, 0xff, sizeof(q));
@@ -186,7 +187,7 @@ static void test_policy(void **state)
     assert_int_equal(q.upload_after_s, 30);
     /* longer (a later version's additions): read */
     memset(buf + TIER_POLICY_LEN, 0xaa, 8);
-    assert_int_equal(tier_policy_decode(buf, sizeof(buf), &q), 0);
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN + 8, &q), 0);
     /* short, version 0, newer version, bad fields */
     assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN - 1, &q), -EINVAL);
     buf[0] = 0;
@@ -206,12 +207,117 @@ static void test_policy(void **state)
     assert_non_null(strstr(why, "upload_after_s"));
 }
 
+static void test_policy_evict(void **state)
+{
+    (void)state;
+    struct tier_policy p = {.remote = 3,
+                            .upload_after_s = 5,
+                            .evict_after_s = 600,
+                            .evict_high = 9000,
+                            .evict_low = 7550,
+                            .npins = 2},
+                       q;
+    char why[160];
+    uint8_t buf[TIER_POLICY_MAX];
+    snprintf(p.pins[0], sizeof(p.pins[0]), "models/");
+    snprintf(p.pins[1], sizeof(p.pins[1]), "hot");
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), 0);
+    size_t n = tier_policy_encode(&p, buf);
+    assert_int_equal(n, TIER_POLICY_LEN + 12 + 2 + 7 + 2 + 3);
+    assert_int_equal(buf[0], 2);
+    memset(&q, 0xee, sizeof(q));
+    assert_int_equal(tier_policy_decode(buf, n, &q), 0);
+    assert_int_equal(q.evict_after_s, 600);
+    assert_int_equal(q.evict_high, 9000);
+    assert_int_equal(q.evict_low, 7550);
+    assert_int_equal(q.npins, 2);
+    assert_string_equal(q.pins[0], "models/");
+    assert_string_equal(q.pins[1], "hot");
+    assert_true(tier_policy_pinned(&q, "models/a.bin", 12));
+    assert_true(tier_policy_pinned(&q, "hotter", 6));
+    assert_false(tier_policy_pinned(&q, "model", 5));
+    assert_false(tier_policy_pinned(&q, "cold/hot", 8));
+    assert_true(tier_policy_evicts(&q));
+    /* every cut short is refused, never half read */
+    for (size_t k = TIER_POLICY_LEN; k < n; k++)
+        assert_int_equal(tier_policy_decode(buf, k, &q), -EINVAL);
+    /* watermarks: both or neither, low below high */
+    p.evict_low = 0;
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "evict_watermark"));
+    p.evict_low = 9000;
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), -EINVAL);
+    p.evict_low = 100;
+    p.evict_high = TIER_WM_MAX + 1;
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), -EINVAL);
+    p.evict_high = 200;
+    p.evict_after_s = TIER_EVICT_AFTER_MAX + 1;
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), -EINVAL);
+    p.evict_after_s = 0;
+    p.pins[1][0] = '\0';
+    assert_int_equal(tier_policy_validate(&p, why, sizeof(why)), -EINVAL);
+    /* no eviction field: version 1 form */
+    struct tier_policy v1 = {.remote = 1};
+    assert_false(tier_policy_evicts(&v1));
+    assert_int_equal(tier_policy_encode(&v1, buf), TIER_POLICY_LEN);
+}
+
+static void test_evict_plan(void **state)
+{
+    (void)state;
+    /* by age: only files not read for after_s; the order is least recently read first */
+    struct tier_evict_cand v[5] = {
+        {.ino = 1, .bytes = 10, .last_s = 1000, .after_s = 100},
+        {.ino = 2, .bytes = 10, .last_s = 950, .after_s = 100},
+        {.ino = 3, .bytes = 10, .last_s = 850, .after_s = 100},
+        {.ino = 4, .bytes = 10, .last_s = 899, .after_s = 100},
+        {.ino = 5, .bytes = 10, .last_s = 100, .after_s = 0}, /* no age rule */
+    };
+    assert_int_equal(tier_evict_plan(v, 5, 1000, 0, 0, 1), 2);
+    assert_int_equal(v[0].ino, 5);
+    assert_false(v[0].pick);
+    assert_int_equal(v[1].ino, 3);
+    assert_true(v[1].pick);
+    assert_int_equal(v[2].ino, 4);
+    assert_true(v[2].pick);
+    assert_false(v[3].pick);
+    assert_false(v[4].pick);
+
+    /* watermarks: over high (90 %): least recently read first until under low (50 %) */
+    struct tier_evict_cand w[4] = {
+        {.ino = 10, .bytes = 20, .last_s = 40, .high = 9000, .low = 5000},
+        {.ino = 11, .bytes = 20, .last_s = 10, .high = 9000, .low = 5000},
+        {.ino = 12, .bytes = 20, .last_s = 30, .high = 9000, .low = 5000},
+        {.ino = 13, .bytes = 20, .last_s = 20, .high = 9000, .low = 5000},
+    };
+    assert_int_equal(tier_evict_plan(w, 4, 50, 95, 100, 1), 3); /* 95 -> 75 -> 55 -> 35 */
+    assert_int_equal(w[0].ino, 11);
+    assert_true(w[0].pick && w[1].pick && w[2].pick);
+    assert_false(w[3].pick);
+    /* under high: nothing */
+    assert_int_equal(tier_evict_plan(w, 4, 50, 90, 100, 1), 0);
+    /* no capacity known: no watermark rule */
+    assert_int_equal(tier_evict_plan(w, 4, 50, 95, 0, 1), 0);
+    /* the age rule's bytes count first: 95 - 20 = 75 < 90, nothing more */
+    w[3].after_s = 1;
+    assert_int_equal(tier_evict_plan(w, 4, 50, 95, 100, 1), 1);
+    /* a group whose watermark did not fire keeps its files */
+    struct tier_evict_cand g[2] = {
+        {.ino = 20, .bytes = 10, .last_s = 1, .high = 9500, .low = 100, .group = 0},
+        {.ino = 21, .bytes = 10, .last_s = 2, .high = 5000, .low = 100, .group = 1},
+    };
+    assert_int_equal(tier_evict_plan(g, 2, 50, 60, 100, 2), 1);
+    assert_false(g[0].pick);
+    assert_true(g[1].pick);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoint_parse), cmocka_unit_test(test_classify),
         cmocka_unit_test(test_resolve),        cmocka_unit_test(test_check_refused),
-        cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_policy),         cmocka_unit_test(test_policy_evict),
+        cmocka_unit_test(test_evict_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

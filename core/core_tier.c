@@ -1,0 +1,745 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * core_tier: the core's side of the remote tier (data sub-module): eviction of
+ * a copied file's extents, recall of an evicted file's bytes, and the last
+ * read time of files (for eviction by age).
+ *
+ * An evicted file (META_I_EVICTED) keeps its inode, size, ETag, metadata and
+ * `used` (the bytes it held: usage keeps counting them); its extent map holds
+ * only what a recall brought back so far. Its bytes are on the remote under
+ * its tierst record (meta_tier.h), which the eviction checked in the same txn
+ * that freed the extents: the record's change counter is the inode's, its
+ * size the file's, its remote ETag known, and no background work or pending
+ * write is left on the file. So after a crash a file is either local or
+ * evicted with a confirmed copy, and freed extents went through the store's
+ * normal commit path (no leak, no double free).
+ *
+ * Recall: a read of a range the map does not hold joins the file's recall (one
+ * per file, shared by every reader) and waits for the chunks it needs only;
+ * CORE_RC_CHUNK chunks are fetched by recall threads through the daemon's
+ * fetch callback (the tier: ranged GETs checked against the recorded ETag and
+ * size), written to new extents with their CRCs, and each chunk is put into the
+ * map in a txn of its own, which also clears the flag once the whole file is
+ * back. A remote that fails answers SRV_ERECALL (retryable: 503, JUKEBOX) until
+ * fail_ms have passed, then -EIO; a remote copy that changed or went answers
+ * SRV_EREMOTECHG, never its bytes. A read with CORE_P_NOWAIT (an event loop)
+ * never waits: -EWOULDBLOCK, so the front end runs it again on a worker.
+ * Thread: any; recall threads of its own. */
+#include "core_data_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "meta_tier.h"
+#include "srv_err.h"
+#include "srv_log.h"
+
+#define CORE_RC_CHUNK (2u * STORE_EXTENT_MAX) /* bytes of one ranged GET */
+#define LR_SLOTS 65536u                       /* last-read table */
+#define RC_LAT_N CORE_TIER_LAT_N
+
+enum { CH_TODO = 0, CH_BUSY, CH_DONE };
+
+struct recall {
+    struct recall *next;
+    uint64_t ino, size, change;
+    uint32_t nch, ndone;
+    uint8_t *st;   /* per chunk: CH_* */
+    uint32_t want; /* a chunk a reader waits for: fetched first (UINT32_MAX: none) */
+    int err;       /* terminal: SRV_EREMOTECHG, -EIO, or 1: the recall ended (file local,
+                    * changed or gone: readers look again) */
+    int64_t fail_since_ms, retry_at_ms;
+    unsigned fails; /* retryable failures in a row */
+    unsigned busy;  /* chunks being fetched */
+    int waiters;
+    int64_t touch_ms; /* the last read that wanted it */
+    int64_t start_ns;
+};
+
+struct lr_slot {
+    atomic_uint_fast64_t ino;
+    atomic_int_fast64_t t;     /* last read of ino (seconds) */
+    atomic_int_fast64_t floor; /* the latest read of an ino this slot forgot */
+};
+
+struct core__tier {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+    struct recall *head;
+    pthread_t *threads;
+    uint32_t nthreads;
+    bool stop;
+    struct core_tier_config cfg;
+    struct lr_slot *lr;
+    int64_t t0_s;
+    atomic_uint_fast64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes;
+    atomic_uint_fast64_t lat[RC_LAT_N + 1], lat_sum_us, lat_n;
+};
+
+static const double lat_bounds[RC_LAT_N] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                            1,    2.5,   5,    10,  30,   60};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+int core__tier_init(struct core *c)
+{
+    struct core__tier *k = calloc(1, sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    k->lr = calloc(LR_SLOTS, sizeof(*k->lr));
+    if (!k->lr) {
+        free(k);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->work_cv, NULL);
+    pthread_cond_init(&k->done_cv, NULL);
+    k->t0_s = (int64_t)time(NULL);
+    c->data->tier = k;
+    return 0;
+}
+
+void core__tier_fini(struct core *c)
+{
+    struct core__tier *k = c->data ? c->data->tier : NULL;
+    if (!k)
+        return;
+    core_tier_stop(c);
+    while (k->head) {
+        struct recall *r = k->head;
+        k->head = r->next;
+        free(r->st);
+        free(r);
+    }
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->work_cv);
+    pthread_cond_destroy(&k->done_cv);
+    free(k->lr);
+    free(k);
+    c->data->tier = NULL;
+}
+
+/* ---- last read times ---- */
+
+static uint64_t lr_hash(uint64_t ino)
+{
+    ino ^= ino >> 33;
+    ino *= 0xff51afd7ed558ccdull;
+    ino ^= ino >> 33;
+    return ino % LR_SLOTS;
+}
+
+void core__tier_note_read(struct core *c, uint64_t ino)
+{
+    struct lr_slot *s = &c->data->tier->lr[lr_hash(ino)];
+    int64_t now = (int64_t)time(NULL);
+    uint64_t had = atomic_load(&s->ino);
+    if (had != ino) {
+        /* the slot forgets its ino: remember its time as a floor for every ino it
+         * may have held (never younger than the truth: eviction errs towards keeping) */
+        int64_t ht = atomic_load(&s->t);
+        int64_t f = atomic_load(&s->floor);
+        while (ht > f && !atomic_compare_exchange_weak(&s->floor, &f, ht))
+            ;
+        atomic_store(&s->ino, ino);
+    }
+    atomic_store(&s->t, now);
+}
+
+int64_t core_tier_last_read(struct core *c, uint64_t ino)
+{
+    struct core__tier *k = c->data->tier;
+    struct lr_slot *s = &k->lr[lr_hash(ino)];
+    int64_t t = atomic_load(&s->floor);
+    if (atomic_load(&s->ino) == ino && atomic_load(&s->t) > t)
+        t = atomic_load(&s->t);
+    return t > k->t0_s ? t : k->t0_s; /* reads before this start are not known */
+}
+
+struct needed {
+    struct meta_txn *t;
+    uint32_t remote;
+    uint64_t ino;
+};
+
+static int needed_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
+{
+    struct needed *n = arg;
+    struct meta_inode r;
+    if (c && c->st.remote == n->remote && meta_inode_get(n->t, ino, &r) == 0 &&
+        (r.flags & META_I_EVICTED)) {
+        n->ino = ino;
+        return 1;
+    }
+    return 0;
+}
+
+int core_tier_remote_needed(struct core *c, uint32_t remote, uint64_t *ino)
+{
+    struct needed n = {.remote = remote};
+    int rc = meta_rtxn_begin(c->meta, &n.t);
+    if (rc)
+        return rc;
+    rc = meta_tier_scan(n.t, 0, needed_cb, &n);
+    meta_rtxn_end(n.t);
+    if (rc < 0)
+        return rc;
+    if (ino)
+        *ino = n.ino;
+    return n.ino ? 1 : 0;
+}
+
+/* ---- eviction ---- */
+
+struct evict_op {
+    struct core *c;
+    uint64_t ino, change;
+    uint64_t freed;
+};
+
+static int evict_fn(struct meta_txn *t, void *arg)
+{
+    struct evict_op *a = arg;
+    struct core *c = a->c;
+    struct meta_inode r;
+    struct meta_dirty d;
+    int rc = meta_inode_get(t, a->ino, &r);
+    if (rc)
+        return rc == -ENOENT ? SRV_ESTALE : rc;
+    if (r.type != CORE_REG || r.nlink == 0 || r.change != a->change ||
+        (r.flags & (META_I_EVICTED | META_I_VREC | META_I_INLINE)))
+        return -EAGAIN;
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    if (!cp)
+        return -ENOMEM;
+    rc = meta_tier_get(t, a->ino, cp);
+    bool confirmed =
+        rc == 0 && cp->st.change == r.change && cp->st.size == r.size && cp->st.etag[0] != '\0';
+    free(cp);
+    if (rc && rc != -ENOENT)
+        return rc;
+    if (!confirmed)
+        return -EAGAIN; /* no confirmed copy of this content */
+    rc = meta_dirty_get(t, a->ino, &d);
+    if (rc == 0)
+        return -EAGAIN; /* background work (its ETag, a seal) would read it */
+    if (rc != -ENOENT)
+        return rc;
+    struct core__pend *pd = core__pend_get(c, a->ino, false);
+    if (pd) {
+        core__pend_put(c, pd);
+        return -EAGAIN; /* uncommitted writes */
+    }
+    struct core__fext_list l = {0};
+    rc = core__overlaps(t, a->ino, 0, UINT64_MAX, &l, false);
+    for (size_t i = 0; rc == 0 && i < l.n; i++) {
+        rc = core__extent_free(c, t, &l.v[i].e);
+        if (rc >= 0)
+            rc = meta_extent_del(t, a->ino, l.v[i].foff);
+        a->freed += l.v[i].e.len;
+    }
+    free(l.v);
+    if (rc)
+        return rc;
+    r.flags |= META_I_EVICTED; /* change, times and used stay: nothing a client sees changes */
+    return meta_inode_put(t, a->ino, &r);
+}
+
+int core_tier_evict(struct core *c, uint64_t ino, uint64_t change, uint64_t *freed)
+{
+    struct evict_op a = {.c = c, .ino = ino, .change = change};
+    if (freed)
+        *freed = 0;
+    int rc = meta_submit(c->meta, evict_fn, &a, 0);
+    if (rc)
+        return rc;
+    atomic_fetch_add(&c->data->tier->evictions, 1);
+    atomic_fetch_add(&c->data->tier->evicted_bytes, a.freed);
+    if (freed)
+        *freed = a.freed;
+    srv_log(DEBUG, TIER, "evicted ino=%llu (%llu bytes freed)", (unsigned long long)ino,
+            (unsigned long long)a.freed);
+    return 0;
+}
+
+/* ---- recall ---- */
+
+/* Do the committed extents in @p l cover [lo, hi) without a gap? */
+static bool covers(const struct core__fext_list *l, uint64_t lo, uint64_t hi)
+{
+    uint64_t pos = lo;
+    for (size_t i = 0; i < l->n && pos < hi; i++) {
+        if (l->v[i].foff > pos)
+            return false;
+        if (l->v[i].foff + l->v[i].vlen > pos)
+            pos = l->v[i].foff + l->v[i].vlen;
+    }
+    return pos >= hi;
+}
+
+int core__tier_resident(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi, bool *yes)
+{
+    struct core__fext_list l = {0};
+    *yes = true;
+    if (hi <= lo)
+        return 0;
+    int rc = core__overlaps(t, ino, lo, hi, &l, false);
+    if (rc == 0)
+        *yes = covers(&l, lo, hi);
+    free(l.v);
+    return rc;
+}
+
+struct install_op {
+    struct core *c;
+    uint64_t ino, change, foff;
+    struct core__fext *x;
+    size_t n;
+    bool used;  /* the extents went into the map */
+    bool local; /* the file is whole again */
+};
+
+static int install_fn(struct meta_txn *t, void *arg)
+{
+    struct install_op *a = arg;
+    struct meta_inode r;
+    a->used = a->local = false;
+    int rc = meta_inode_get(t, a->ino, &r);
+    if (rc)
+        return rc == -ENOENT ? SRV_ESTALE : rc;
+    if (!(r.flags & META_I_EVICTED))
+        return 1; /* local already */
+    if (r.change != a->change || r.nlink == 0)
+        return SRV_ESTALE; /* changed (it would have been recalled first) or going */
+    uint64_t hi = a->x[a->n - 1].foff + a->x[a->n - 1].vlen;
+    struct core__fext_list l = {0};
+    rc = core__overlaps(t, a->ino, a->foff, hi, &l, false);
+    bool empty = l.n == 0;
+    free(l.v);
+    if (rc)
+        return rc;
+    if (empty) {
+        for (size_t i = 0; rc == 0 && i < a->n; i++) {
+            struct core__fext *x = &a->x[i];
+            struct meta_extent me = {.dev = x->e.dev,
+                                     .len = x->e.len,
+                                     .off = x->e.off,
+                                     .crc = x->e.crc,
+                                     .vlen = x->vlen};
+            rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
+            if (rc == 0)
+                rc = meta_extent_put(t, a->ino, x->foff, &me);
+        }
+        if (rc)
+            return rc;
+        a->used = true;
+    }
+    /* whole again? then it is an ordinary local file; used becomes what it holds now */
+    rc = core__overlaps(t, a->ino, 0, r.size, &l, false);
+    if (rc == 0 && covers(&l, 0, r.size)) {
+        uint64_t held = 0;
+        for (size_t i = 0; i < l.n; i++)
+            held += l.v[i].e.len;
+        int64_t delta = (int64_t)held - (int64_t)r.used;
+        r.flags &= (uint16_t)~META_I_EVICTED;
+        r.used = held;
+        rc = delta ? core__usage_charge(a->c, t, r.tenant, r.parent, delta, 0, false) : 0;
+        if (rc == 0)
+            rc = meta_inode_put(t, a->ino, &r);
+        a->local = rc == 0;
+    }
+    free(l.v);
+    return rc;
+}
+
+/* Fetch chunk @p ch of @p rc's file and put it into the map.
+ * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
+ * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
+static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size, uint32_t ch,
+                        uint64_t *got)
+{
+    struct core__tier *k = c->data->tier;
+    uint64_t off = (uint64_t)ch * CORE_RC_CHUNK;
+    size_t len = size - off < CORE_RC_CHUNK ? (size_t)(size - off) : CORE_RC_CHUNK;
+    struct meta_txn *t;
+    struct meta_inode r;
+    bool have = false;
+    *got = 0;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = meta_inode_get(t, ino, &r);
+    if (rc == 0 && !(r.flags & META_I_EVICTED))
+        rc = 1;
+    else if (rc == 0 && (r.change != change || r.nlink == 0))
+        rc = SRV_ESTALE;
+    else if (rc == 0)
+        rc = core__tier_resident(t, ino, off, off + len, &have);
+    else if (rc == -ENOENT)
+        rc = SRV_ESTALE;
+    meta_rtxn_end(t);
+    if (rc || have)
+        return rc; /* brought back before a crash or a restart */
+    char *buf = NULL;
+    if (posix_memalign((void **)&buf, STORE_ALIGN, CORE_RC_CHUNK) != 0)
+        return -ENOMEM;
+    size_t n = 0;
+    rc = k->cfg.fetch(k->cfg.fetch_arg, ino, off, buf, len, &n);
+    if (rc == 0 && n != len)
+        rc = SRV_EREMOTECHG;
+    struct core__fext x[CORE_RC_CHUNK / STORE_EXTENT_MAX];
+    size_t nx = 0;
+    for (size_t pos = 0; rc == 0 && pos < len; pos += STORE_EXTENT_MAX) {
+        uint32_t pl = len - pos < STORE_EXTENT_MAX ? (uint32_t)(len - pos) : STORE_EXTENT_MAX;
+        struct core__fext *f = &x[nx];
+        memset(f, 0, sizeof(*f));
+        rc = store_alloc_near(c->store, nx ? &x[nx - 1].e : NULL, pl, &f->e);
+        if (rc)
+            break;
+        nx++;
+        core__cache_invalidate(c, &f->e);
+        f->foff = off + pos;
+        f->vlen = pl;
+        f->nb = core__bcrc_compute(buf + pos, pl, f->bcrc);
+        rc = store_write(c->store, &f->e, buf + pos, pl);
+        if (rc == 0)
+            core__zc_written(c, &f->e);
+    }
+    if (rc == 0)
+        rc = store_sync(c->store);
+    free(buf);
+    if (rc == 0) {
+        struct install_op a = {.c = c, .ino = ino, .change = change, .foff = off, .x = x, .n = nx};
+        rc = meta_submit(c->meta, install_fn, &a, 0);
+        if (rc == 0 || rc == 1) {
+            if (!a.used)
+                for (size_t i = 0; i < nx; i++)
+                    store_unreserve(c->store, &x[i].e);
+            if (a.used)
+                *got = len;
+            return a.local ? 1 : rc;
+        }
+    }
+    for (size_t i = 0; i < nx; i++)
+        store_unreserve(c->store, &x[i].e);
+    return rc;
+}
+
+static bool retryable(int rc)
+{
+    return rc == SRV_ERECALL || rc == -ENOMEM || rc == -ENOSPC || rc == -EAGAIN;
+}
+
+static void recall_free(struct core__tier *k, struct recall *r)
+{
+    /* mu held; only once nobody waits and no chunk is in flight */
+    for (struct recall **pp = &k->head; *pp; pp = &(*pp)->next) {
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    }
+    free(r->st);
+    free(r);
+}
+
+static void lat_note(struct core__tier *k, int64_t ns)
+{
+    double s = (double)ns / 1e9;
+    size_t i = 0;
+    while (i < RC_LAT_N && s > lat_bounds[i])
+        i++;
+    atomic_fetch_add(&k->lat[i], 1);
+    atomic_fetch_add(&k->lat_sum_us, (uint64_t)(ns / 1000));
+    atomic_fetch_add(&k->lat_n, 1);
+}
+
+static void *recall_main(void *arg)
+{
+    struct core *c = arg;
+    struct core__tier *k = c->data->tier;
+    pthread_mutex_lock(&k->mu);
+    while (!k->stop) {
+        struct recall *pick = NULL;
+        uint32_t ch = 0;
+        int64_t now = mono_ms(), next = now + 1000;
+        for (struct recall *r = k->head; r && !pick; r = r->next) {
+            if (r->err)
+                continue;
+            if (r->fails && now - r->touch_ms > (int64_t)k->cfg.fail_ms) {
+                /* the remote fails and nobody asked for a while: drop it (the next read
+                 * starts over) */
+                r->err = SRV_ERECALL;
+                if (r->busy == 0 && r->waiters == 0) {
+                    recall_free(k, r);
+                    break; /* the list changed: look again */
+                }
+                continue;
+            }
+            if (r->retry_at_ms > now) {
+                if (r->retry_at_ms < next)
+                    next = r->retry_at_ms;
+                continue;
+            }
+            if (r->want != UINT32_MAX && r->st[r->want] == CH_TODO) {
+                pick = r;
+                ch = r->want;
+                break;
+            }
+            for (uint32_t i = 0; i < r->nch; i++) {
+                if (r->st[i] == CH_TODO) {
+                    pick = r;
+                    ch = i;
+                    break;
+                }
+            }
+        }
+        if (!pick) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            int64_t wait = next - now;
+            until.tv_sec += wait / 1000;
+            until.tv_nsec += (long)(wait % 1000) * 1000000l;
+            if (until.tv_nsec >= 1000000000l) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000l;
+            }
+            pthread_cond_timedwait(&k->work_cv, &k->mu, &until);
+            continue;
+        }
+        pick->st[ch] = CH_BUSY;
+        pick->busy++;
+        uint64_t ino = pick->ino, change = pick->change, size = pick->size, got = 0;
+        pthread_mutex_unlock(&k->mu);
+        int rc = recall_chunk(c, ino, change, size, ch, &got);
+        pthread_mutex_lock(&k->mu);
+        pick->busy--;
+        atomic_fetch_add(&k->recalled_bytes, got);
+        if (rc == 0 || rc == 1) {
+            pick->st[ch] = CH_DONE;
+            pick->ndone++;
+            pick->fails = 0;
+            pick->fail_since_ms = 0;
+            if (rc == 1 || pick->ndone == pick->nch) {
+                pick->err = 1;
+                lat_note(k, mono_ns() - pick->start_ns);
+            }
+        } else if (retryable(rc)) {
+            pick->st[ch] = CH_TODO;
+            now = mono_ms();
+            if (!pick->fails++)
+                pick->fail_since_ms = now;
+            unsigned sh = pick->fails < 4 ? pick->fails : 4;
+            pick->retry_at_ms = now + (100ll << sh);
+            atomic_fetch_add(&k->recall_errors, 1);
+        } else {
+            pick->st[ch] = CH_TODO;
+            atomic_fetch_add(&k->recall_errors, 1);
+            if (rc != SRV_ESTALE)
+                srv_log(WARN, TIER, "recall of ino=%llu at %llu: %s", (unsigned long long)ino,
+                        (unsigned long long)ch * CORE_RC_CHUNK, srv_strerror(rc));
+            pick->err = rc == SRV_ESTALE ? 1 : rc;
+        }
+        if (pick->err && pick->busy == 0 && pick->waiters == 0)
+            recall_free(k, pick);
+        pthread_cond_broadcast(&k->done_cv);
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+int core_tier_start(struct core *c, const struct core_tier_config *cfg)
+{
+    struct core__tier *k = c->data->tier;
+    if (!cfg->fetch || k->threads)
+        return -EINVAL;
+    k->cfg = *cfg;
+    if (!k->cfg.threads)
+        k->cfg.threads = 4;
+    if (!k->cfg.wait_ms)
+        k->cfg.wait_ms = 10000;
+    if (!k->cfg.fail_ms)
+        k->cfg.fail_ms = 60000;
+    k->threads = calloc(k->cfg.threads, sizeof(*k->threads));
+    if (!k->threads)
+        return -ENOMEM;
+    k->stop = false;
+    for (uint32_t i = 0; i < k->cfg.threads; i++) {
+        int e = pthread_create(&k->threads[i], NULL, recall_main, c);
+        if (e) {
+            core_tier_stop(c);
+            return -e;
+        }
+        k->nthreads++;
+    }
+    return 0;
+}
+
+void core_tier_stop(struct core *c)
+{
+    struct core__tier *k = c->data ? c->data->tier : NULL;
+    if (!k || !k->threads)
+        return;
+    pthread_mutex_lock(&k->mu);
+    k->stop = true;
+    pthread_cond_broadcast(&k->work_cv);
+    pthread_cond_broadcast(&k->done_cv);
+    pthread_mutex_unlock(&k->mu);
+    for (uint32_t i = 0; i < k->nthreads; i++)
+        pthread_join(k->threads[i], NULL);
+    free(k->threads);
+    k->threads = NULL;
+    k->nthreads = 0;
+}
+
+int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, uint64_t lo,
+                    uint64_t hi, bool nowait)
+{
+    struct core__tier *k = c->data->tier;
+    if (hi > ri->size)
+        hi = ri->size;
+    if (hi <= lo)
+        hi = lo + 1;
+    pthread_mutex_lock(&k->mu);
+    if (!k->threads || k->stop) {
+        pthread_mutex_unlock(&k->mu);
+        return SRV_ERECALL; /* no recall running (starting or stopping) */
+    }
+    /* join the file's recall; a failed one (or one that ended for an older content) is
+     * not joined: a new one starts (the old one goes once nobody uses it) */
+    struct recall *r = k->head;
+    while (r &&
+           (r->ino != ino || (r->err && r->err != 1) || (r->err == 1 && r->change != ri->change)))
+        r = r->next;
+    if (!r) {
+        r = calloc(1, sizeof(*r));
+        uint32_t nch = (uint32_t)((ri->size + CORE_RC_CHUNK - 1) / CORE_RC_CHUNK);
+        if (r)
+            r->st = calloc(nch ? nch : 1, 1);
+        if (!r || !r->st) {
+            if (r)
+                free(r);
+            pthread_mutex_unlock(&k->mu);
+            return -ENOMEM;
+        }
+        r->ino = ino;
+        r->size = ri->size;
+        r->change = ri->change;
+        r->nch = nch;
+        r->want = UINT32_MAX;
+        r->start_ns = mono_ns();
+        r->touch_ms = mono_ms();
+        r->next = k->head;
+        k->head = r;
+        atomic_fetch_add(&k->recalls, 1);
+    }
+    uint32_t c0 = (uint32_t)(lo / CORE_RC_CHUNK), c1 = (uint32_t)((hi - 1) / CORE_RC_CHUNK);
+    int64_t deadline = mono_ms() + k->cfg.wait_ms;
+    int rc;
+    r->waiters++;
+    for (;;) {
+        if (r->err) {
+            rc = r->err == 1 ? 0 : r->err;
+            break;
+        }
+        uint32_t todo = UINT32_MAX;
+        for (uint32_t i = c0; i <= c1 && i < r->nch; i++)
+            if (r->st[i] != CH_DONE) {
+                todo = i;
+                break;
+            }
+        if (todo == UINT32_MAX) {
+            rc = 0;
+            break;
+        }
+        if (r->st[todo] == CH_TODO)
+            r->want = todo;
+        pthread_cond_broadcast(&k->work_cv);
+        if (nowait) {
+            rc = -EWOULDBLOCK;
+            break;
+        }
+        int64_t now = mono_ms();
+        r->touch_ms = now;
+        if (r->fails) {
+            /* the remote fails now: the client retries later, until it has failed for
+             * fail_ms; then reads fail (an NFS client would retry JUKEBOX forever) */
+            rc = now - r->fail_since_ms >= (int64_t)k->cfg.fail_ms ? -EIO : SRV_ERECALL;
+            break;
+        }
+        if (now >= deadline || k->stop) {
+            rc = SRV_ERECALL;
+            break;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t w = deadline - now < 200 ? deadline - now : 200;
+        until.tv_nsec += (long)w * 1000000l;
+        if (until.tv_nsec >= 1000000000l) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000l;
+        }
+        pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
+    }
+    r->waiters--;
+    if (r->err && r->waiters == 0 && r->busy == 0)
+        recall_free(k, r);
+    pthread_mutex_unlock(&k->mu);
+    return rc;
+}
+
+int core__tier_local(struct core *c, const struct core_principal *p, uint64_t ino)
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        struct meta_txn *t;
+        struct meta_inode r;
+        int rc = meta_rtxn_begin(c->meta, &t);
+        if (rc)
+            return rc;
+        rc = meta_inode_get(t, ino, &r);
+        meta_rtxn_end(t);
+        if (rc == -ENOENT)
+            return 0; /* the op itself answers */
+        if (rc || r.type != CORE_REG || !(r.flags & META_I_EVICTED))
+            return rc;
+        rc = core__tier_wait(c, ino, &r, 0, r.size ? r.size : 1, (p->flags & CORE_P_NOWAIT) != 0);
+        if (rc)
+            return rc;
+    }
+    return SRV_ERECALL;
+}
+
+void core_tier_stats_get(struct core *c, struct core_tier_stats *out)
+{
+    struct core__tier *k = c->data->tier;
+    memset(out, 0, sizeof(*out));
+    out->recalled_bytes = atomic_load(&k->recalled_bytes);
+    out->recalls = atomic_load(&k->recalls);
+    out->recall_errors = atomic_load(&k->recall_errors);
+    out->evictions = atomic_load(&k->evictions);
+    out->evicted_bytes = atomic_load(&k->evicted_bytes);
+    for (size_t i = 0; i < RC_LAT_N; i++) {
+        out->lat_bounds[i] = lat_bounds[i];
+        out->lat_counts[i] = atomic_load(&k->lat[i]);
+    }
+    out->lat_counts[RC_LAT_N] = atomic_load(&k->lat[RC_LAT_N]);
+    out->lat_sum_s = (double)atomic_load(&k->lat_sum_us) / 1e6;
+    out->lat_n = atomic_load(&k->lat_n);
+    pthread_mutex_lock(&k->mu);
+    for (struct recall *r = k->head; r; r = r->next)
+        out->active += r->err == 0;
+    pthread_mutex_unlock(&k->mu);
+}

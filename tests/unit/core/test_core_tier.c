@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for core/core_tier.c: eviction (only with a confirmed copy of the
+ * current content; metadata and usage unchanged) and recall through a fake
+ * remote (whole and ranged reads, the range first, a remote that fails or
+ * changed, reads on an event loop that must not wait, writes and truncation
+ * of an evicted file). The store check (core_check) must pass after each
+ * step and after a reopen. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "core_test_util.h"
+
+#include "meta.h"
+#include "meta_tier.h"
+
+#define MB (1024 * 1024)
+#define SIZE (5 * MB + 12345)
+
+/* The fake remote: serves model[], or fails with mode. */
+static uint8_t *model;
+static atomic_int mode;
+static atomic_uint_fast64_t fetched, fetches;
+
+static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
+{
+    (void)arg;
+    (void)ino;
+    *n = 0;
+    if (atomic_load(&mode))
+        return atomic_load(&mode);
+    if (off + len > SIZE)
+        return SRV_EREMOTECHG;
+    memcpy(buf, model + off, len);
+    *n = len;
+    atomic_fetch_add(&fetched, len);
+    atomic_fetch_add(&fetches, 1);
+    return 0;
+}
+
+struct rec_op {
+    uint64_t ino;
+    struct meta_tier_copy c;
+};
+
+static int rec_fn(struct meta_txn *t, void *arg)
+{
+    struct rec_op *a = arg;
+    return meta_tier_put(t, a->ino, &a->c);
+}
+
+/* Record a confirmed copy of @p key's current content, as the uploader does. */
+static uint64_t copied(struct fx *f, const char *key, uint64_t *change)
+{
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, key, strlen(key), &oi), 0);
+    free(oi.meta);
+    struct rec_op *a = calloc(1, sizeof(*a));
+    a->ino = oi.attr.ino;
+    a->c.st.rec_ver = META_TIERST_REC_VER;
+    a->c.st.remote = 1;
+    a->c.st.bucket = f->bucket;
+    a->c.st.change = oi.attr.change;
+    a->c.st.size = oi.attr.size;
+    a->c.st.keylen = (uint32_t)strlen(key);
+    snprintf(a->c.st.etag, sizeof(a->c.st.etag), "%.79s", oi.etag);
+    snprintf(a->c.key, sizeof(a->c.key), "%s", key);
+    assert_int_equal(meta_submit(core_meta(f->c), rec_fn, a, 0), 0);
+    free(a);
+    *change = oi.attr.change;
+    return oi.attr.ino;
+}
+
+static void checked(struct fx *f)
+{
+    assert_int_equal(core_sync(f->c), 0);
+    assert_int_equal(core_check(f->c, fx_check_report, NULL), 0);
+}
+
+static void read_eq(struct fx *f, uint64_t ino, uint64_t off, size_t len, const uint8_t *want)
+{
+    uint8_t *buf = malloc(len);
+    size_t n = 0;
+    bool eof;
+    assert_int_equal(core_read(f->c, &f->su, ino, off, buf, len, &n, &eof), 0);
+    assert_int_equal(n, len);
+    assert_memory_equal(buf, want, len);
+    free(buf);
+}
+
+static int setup(void **state)
+{
+    if (fx_setup(state) != 0)
+        return -1;
+    struct fx *f = *state;
+    model = malloc(SIZE);
+    fx_fill(model, SIZE, 42);
+    atomic_store(&mode, 0);
+    struct core_tier_config cfg = {
+        .fetch = fake_fetch, .threads = 3, .wait_ms = 5000, .fail_ms = 300};
+    return core_tier_start(f->c, &cfg);
+}
+
+static int teardown(void **state)
+{
+    free(model);
+    model = NULL;
+    return fx_teardown(state);
+}
+
+static void test_evict_and_recall(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change, freed = 0;
+    assert_int_equal(fx_put(f, "big", model, SIZE), 0);
+    struct core_attr before, after;
+    /* no copy recorded: not evictable */
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "big", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(core_tier_evict(f->c, oi.attr.ino, oi.attr.change, NULL), -EAGAIN);
+    uint64_t ino = copied(f, "big", &change);
+    /* a copy of another content (change counter) is not enough either */
+    assert_int_equal(core_tier_evict(f->c, ino, change + 1, NULL), -EAGAIN);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &before), 0);
+    assert_int_equal(core_tier_evict(f->c, ino, change, &freed), 0);
+    assert_true(freed >= SIZE);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), -EAGAIN); /* evicted already */
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &after), 0);
+    assert_int_equal(after.size, before.size);
+    assert_int_equal(after.used, before.used); /* usage keeps counting it */
+    assert_int_equal(after.change, before.change);
+    assert_int_equal(after.mtime.tv_sec, before.mtime.tv_sec);
+    checked(f);
+    /* a read on an event loop never waits */
+    struct core_principal nw = f->su;
+    nw.flags |= CORE_P_NOWAIT;
+    uint8_t small[100];
+    size_t n;
+    bool eof;
+    assert_int_equal(core_read(f->c, &nw, ino, 0, small, sizeof(small), &n, &eof), -EWOULDBLOCK);
+    /* the last bytes first, then everything */
+    read_eq(f, ino, SIZE - 1000, 1000, model + SIZE - 1000);
+    read_eq(f, ino, 0, SIZE, model);
+    assert_true(atomic_load(&fetched) >= SIZE);
+    checked(f);
+    /* local again: evictable again, and no more fetches for reads */
+    uint64_t was = atomic_load(&fetches);
+    read_eq(f, ino, 12345, 4 * MB, model + 12345);
+    assert_int_equal(atomic_load(&fetches), was);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    checked(f);
+    /* a recall interrupted (the core stops) leaves chunks in; a reopen keeps them */
+    read_eq(f, ino, 0, 100, model);
+    core_tier_stop(f->c);
+    fx_reopen(f);
+    checked(f);
+    struct core_tier_config cfg = {
+        .fetch = fake_fetch, .threads = 2, .wait_ms = 5000, .fail_ms = 300};
+    assert_int_equal(core_tier_start(f->c, &cfg), 0);
+    read_eq(f, ino, 0, SIZE, model);
+    checked(f);
+}
+
+static void test_remote_fails_or_changed(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    assert_int_equal(fx_put(f, "f", model, 3 * MB), 0);
+    uint64_t ino = copied(f, "f", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    uint8_t buf[4096];
+    size_t n;
+    bool eof;
+    /* changed or gone: never its bytes */
+    atomic_store(&mode, SRV_EREMOTECHG);
+    assert_int_equal(core_read(f->c, &f->su, ino, 0, buf, sizeof(buf), &n, &eof), SRV_EREMOTECHG);
+    /* down: retryable, then EIO once it failed for fail_ms (300 ms) */
+    atomic_store(&mode, SRV_ERECALL);
+    assert_int_equal(core_read(f->c, &f->su, ino, 0, buf, sizeof(buf), &n, &eof), SRV_ERECALL);
+    int rc = SRV_ERECALL;
+    for (int i = 0; i < 100 && rc == SRV_ERECALL; i++) {
+        usleep(20000);
+        rc = core_read(f->c, &f->su, ino, 0, buf, sizeof(buf), &n, &eof);
+    }
+    assert_int_equal(rc, -EIO);
+    /* back: the next reads succeed */
+    atomic_store(&mode, 0);
+    rc = -EIO;
+    for (int i = 0; i < 200 && rc != 0; i++) {
+        rc = core_read(f->c, &f->su, ino, 0, buf, sizeof(buf), &n, &eof);
+        if (rc)
+            usleep(20000);
+    }
+    assert_int_equal(rc, 0);
+    assert_memory_equal(buf, model, sizeof(buf));
+    checked(f);
+}
+
+static void test_write_and_truncate_recall_first(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    uint8_t *want = malloc(SIZE);
+    memcpy(want, model, SIZE);
+    assert_int_equal(fx_put(f, "w", model, SIZE), 0);
+    uint64_t ino = copied(f, "w", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    enum core_stable st;
+    assert_int_equal(
+        core_write(f->c, &f->p, ino, 2 * MB + 3, "written", 7, CORE_FILE_SYNC, &st, NULL, NULL), 0);
+    memcpy(want + 2 * MB + 3, "written", 7);
+    read_eq(f, ino, 0, SIZE, want);
+    checked(f);
+    /* a changed file is not evictable with the old copy */
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), -EAGAIN);
+    /* truncation */
+    assert_int_equal(fx_put(f, "t", model, SIZE), 0);
+    ino = copied(f, "t", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    struct core_setattr sa = {.mask = CORE_SET_SIZE, .size = 1000};
+    assert_int_equal(core_setattr(f->c, &f->p, ino, &sa, NULL, NULL), 0);
+    struct core_attr a;
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &a), 0);
+    assert_int_equal(a.size, 1000);
+    read_eq(f, ino, 0, 1000, model);
+    checked(f);
+    /* an evicted file deleted: nothing leaks */
+    assert_int_equal(fx_put(f, "d", model, SIZE), 0);
+    ino = copied(f, "d", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "d", 1), 0);
+    checked(f);
+    free(want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_evict_and_recall, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remote_fails_or_changed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_and_truncate_recall_first, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
