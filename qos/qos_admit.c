@@ -932,6 +932,23 @@ static void waiter_scope(struct qos *q, const struct core_principal *p, const st
         scope_resolve(q, p, s, dirs, w);
 }
 
+/* Whether some waiting head could go now, so a newcomer must be weighed
+ * against it by the scheduler: heads of @p tenant only, unless capacity is
+ * shared. Under the lock. */
+static bool head_ready(struct qos *q, uint32_t tenant, uint64_t now)
+{
+    for (size_t i = 0; i < q->nn; i++) {
+        struct waiter *h = q->n[i]->head;
+        if (!h || h->force || (!q->global && h->tenant != tenant))
+            continue;
+        struct verdict v;
+        judge(q, h->path, h->npath, h->cls, h->bytes, h->ops, now, &v);
+        if (!v.wait_us)
+            return true;
+    }
+    return false;
+}
+
 /* Pieces last about this long at the rate of the slowest byte bucket on the
  * path: short enough that other requests queued behind a waiting piece wait
  * little, long enough that a shaped transfer costs at most ~50 admissions a
@@ -1029,11 +1046,16 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     uint64_t now = qos_clock_us();
     struct verdict v;
     struct node *t = w->path[0];
-    /* Straight through when nothing of its tenant waits and every level admits
-     * (with capacity shared, only when nobody waits at all: then the scheduler
-     * decides between tenants). */
+    /* Straight through when every level admits and nothing waits that the
+     * scheduler must weigh it against: nothing of its tenant (with capacity
+     * shared, nothing at all), or only heads that cannot go now anyway (held
+     * by their own caps) and nothing in its own home's FIFO. Then the
+     * scheduler would pick it at once too; going straight spares a timer per
+     * request while a capped neighbour waits. */
     bool others = q->global ? q->all != NULL : t->tenant_wait != 0;
     judge(q, w->path, w->npath, cls, bytes, ops, now, &v);
+    if (v.wait_us == 0 && others && !home_of(w)->head && !head_ready(q, p->tenant, now))
+        others = false;
     if (!others && v.wait_us == 0) {
         charge(q, w->path, w->npath, cls, bytes, ops, &v, now);
         pthread_mutex_unlock(&q->lock);
