@@ -67,7 +67,7 @@ static const struct cmd_doc {
     {"quota", "get delete set",
      "  quota get|delete T [BUCKET [--dir PATH]]\n"
      "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"},
-    {"qos", "get delete set list",
+    {"qos", "get delete set list system",
      "  qos get|delete T [BUCKET [--dir PATH] | --user USER | --nfs-default]\n"
      "  qos set T [BUCKET [--dir PATH] | --user USER | --nfs-default]\n"
      "            [--read-bps SIZE] [--write-bps SIZE] [--read-iops N] [--write-iops N]\n"
