@@ -90,6 +90,9 @@ def test_system_policy_api(sd):
     assert e.value.code == 400
     st, p = admin(sd, "PATCH", "/api/v1/qos/system", {"meta_iops": 1000, "weight": 20})
     assert st == 200 and p["source"] == "api" and p["meta_iops"] == 1000 and p["weight"] == 20
+    sd.restart()  # stored: it survives a restart
+    st, p = admin(sd, "GET", "/api/v1/qos/system")
+    assert p["source"] == "api" and p["meta_iops"] == 1000 and p["weight"] == 20
     st, _ = admin(sd, "DELETE", "/api/v1/qos/system")
     assert st == 204
     st, p = admin(sd, "GET", "/api/v1/qos/system")
