@@ -312,7 +312,10 @@ def test_file_changed_during_its_upload_goes_again(daemon_factory, own_s3nfsd):
     wait_for(lambda: remote_body(rs3, rem.bucket, "p/f") == b"second content", timeout=90,
              what="the new content on the remote")
     wait_for(lambda: state(dm, b, "f")[0] == "uploaded", what="uploaded")
-    assert rs3.list_multipart_uploads(Bucket=rem.bucket).get("Uploads", []) == []
+    # the old job aborts its multipart upload once its part in flight returns, which at
+    # 4 MiB/s may be after the new content's small PUT was confirmed
+    wait_for(lambda: rs3.list_multipart_uploads(Bucket=rem.bucket).get("Uploads", []) == [],
+             timeout=30, what="the old multipart upload aborted")
 
 
 def system_read_bytes(d):
