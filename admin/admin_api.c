@@ -1854,6 +1854,61 @@ static void qos_list(struct api_req *x)
     reply_json(x->req, 200, json_pack("{s:o}", "policies", c.arr));
 }
 
+/* /qos/system: the policy of the system class (background work), for system
+ * admins only. GET answers the policy in force and where it comes from
+ * ("config": the qos_system_* options, or "api": stored here); PUT replaces
+ * it, PATCH changes the fields given, DELETE goes back to the options. It
+ * takes caps, burst_ms and weight; never a minimum (400). */
+static void qos_system_item(struct api_req *x)
+{
+    struct qos_policy p;
+    bool stored = false;
+    int rc;
+    if (x->cmd == EVHTTP_REQ_DELETE) {
+        rc = qos_system_reset(x->a->qos);
+        reply_deleted(x, rc == -ENOENT ? 0 : rc, "reset system qos");
+        if (rc == 0)
+            srv_log(INFO, ADMIN, "system QoS class back to its configured default by %s",
+                    x->who->name);
+        return;
+    }
+    qos_system_get(x->a->qos, &p, &stored);
+    if (x->cmd != EVHTTP_REQ_GET) {
+        if (x->cmd == EVHTTP_REQ_PUT)
+            memset(&p, 0, sizeof(p));
+        json_t *j = body_json(x->req);
+        if (!j)
+            return;
+        int b = qos_fields_parse(x->req, j, &p);
+        json_decref(j);
+        if (b < 0)
+            return;
+        if (p.min_read_bps || p.min_write_bps || p.min_iops) {
+            bad(x->req, "the system class takes no minimum (min_read_bps, min_write_bps, "
+                        "min_iops): it would be carved out of the tenants' guarantees");
+            return;
+        }
+        rc = qos_system_set(x->a->qos, &p);
+        if (rc < 0) {
+            reply_err(x->req, rc, "set system qos");
+            return;
+        }
+        srv_log(INFO, ADMIN,
+                "system QoS class set by %s: read %llu B/s, write %llu B/s, meta %llu op/s, "
+                "weight %u",
+                x->who->name, (unsigned long long)p.read_bps, (unsigned long long)p.write_bps,
+                (unsigned long long)p.meta_iops, p.weight);
+        qos_system_get(x->a->qos, &p, &stored);
+    }
+    json_t *j = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "level", "system", "read_bps",
+                          (json_int_t)p.read_bps, "write_bps", (json_int_t)p.write_bps, "read_iops",
+                          (json_int_t)p.read_iops, "write_iops", (json_int_t)p.write_iops,
+                          "meta_iops", (json_int_t)p.meta_iops, "burst_ms", (json_int_t)p.burst_ms,
+                          "weight", (json_int_t)(p.weight ? p.weight : QOS_SYSTEM_WEIGHT_DEFAULT),
+                          "source", stored ? "api" : "config");
+    reply_json(x->req, 200, j);
+}
+
 /* ---- routing ---- */
 
 #define M_GET EVHTTP_REQ_GET
@@ -1914,6 +1969,8 @@ static const struct route routes[] = {
     ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, 0, "/tenants/{tenant}/qos/nfs-default",
           NEED_QOS | NEED_TENANT, qos_nfs_default_item),
     ROUTE(M_GET, 0, "/tenants/{tenant}/qos/policies", NEED_QOS | NEED_TENANT, qos_list),
+    ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, M_GET | M_PUT | M_PATCH | M_DELETE, "/qos/system",
+          NEED_QOS, qos_system_item),
     ROUTE(M_GET | M_POST, 0, "/remotes", 0, remotes_collection),
     ROUTE(M_GET | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
     ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/tier",

@@ -15,8 +15,11 @@
  *
  * Every disk read of this work goes through one function, bg_read, which
  * first hands the byte count to the I/O hook (core_bg_set_io: the daemon's
- * system QoS class) so that background reads can be throttled; the on-demand
- * MD5 of a HEAD/GET (core__etag_compute) reads through it too.
+ * system QoS class, which may make the worker sleep) so that background
+ * reads can be throttled. The on-demand MD5 of a HEAD/GET (core__etag_compute
+ * from core_s3.c, small files only) reads through it too but skips the hook:
+ * it is work of a client request, already admitted as that request, on a
+ * thread that must not sleep for the system class.
  *
  * Bound: a file's ETag is known settle_ms after its last change was
  * committed, plus the time to read it at the rate the hook allows, plus one
@@ -40,14 +43,18 @@
 /* ---- the one read function of background work ---- */
 
 static int bg_read(struct core *c, const struct core_principal *p, uint64_t ino, uint64_t off,
-                   void *buf, size_t len, size_t *n)
+                   void *buf, size_t len, size_t *n, bool hooked)
 {
     struct core__bg *bg = &c->ns->bg;
     bool eof = false;
-    pthread_mutex_lock(&bg->mu);
-    core_bg_io_fn io = bg->io;
-    void *ioarg = bg->ioarg;
-    pthread_mutex_unlock(&bg->mu);
+    core_bg_io_fn io = NULL;
+    void *ioarg = NULL;
+    if (hooked) {
+        pthread_mutex_lock(&bg->mu);
+        io = bg->io;
+        ioarg = bg->ioarg;
+        pthread_mutex_unlock(&bg->mu);
+    }
     if (io) {
         int rc = io(ioarg, len);
         if (rc)
@@ -114,7 +121,7 @@ static int settle_fn(struct meta_txn *t, void *arg)
 }
 
 int core__etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                       uint64_t change, bool store, char *etag)
+                       uint64_t change, bool store, bool hooked, char *etag)
 {
     struct core_principal sp;
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -132,7 +139,7 @@ int core__etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t s
     for (uint64_t off = 0; off < size && rc == 0;) {
         size_t n = 0;
         size_t want = size - off < STORE_EXTENT_MAX ? (size_t)(size - off) : STORE_EXTENT_MAX;
-        rc = bg_read(c, &sp, ino, off, buf, want, &n);
+        rc = bg_read(c, &sp, ino, off, buf, want, &n, hooked);
         if (rc == 0 && n == 0)
             rc = -EAGAIN; /* shrank meanwhile */
         if (rc == 0)
@@ -180,7 +187,7 @@ static int settle(struct core *c, uint64_t ino, uint32_t flags)
         return rc;
     struct settle_op a = {c, ino, rc == 0 ? r.change : 0, NULL, true};
     if (need) {
-        rc = core__etag_compute(c, r.tenant, ino, r.size, r.change, false, etag);
+        rc = core__etag_compute(c, r.tenant, ino, r.size, r.change, false, true, etag);
         if (rc == -EAGAIN || rc == SRV_ESTALE || rc == -ENOENT)
             return -EAGAIN; /* changed or went away while read: looked at again */
         if (rc)

@@ -186,11 +186,12 @@ void core__bg_fini(struct core *c);
 int core__bg_start(struct core *c);
 void core__bg_stop(struct core *c);
 /** MD5 of the first @p size bytes of file @p ino (of @p tenant) into @p etag (33 bytes),
- * read through the background read function; with @p store, stored as its ETag if the
- * inode's change counter is still @p change. @return 0, -EAGAIN (it changed or shrank),
- * -ENOMEM, or a read error. */
+ * read through the background read function (@p hooked: each read passes the I/O hook
+ * first, which may sleep: only on the worker's thread); with @p store, stored as its ETag
+ * if the inode's change counter is still @p change. @return 0, -EAGAIN (it changed or
+ * shrank), -ENOMEM, or a read error (the hook's included). */
 int core__etag_compute(struct core *c, uint32_t tenant, uint64_t ino, uint64_t size,
-                       uint64_t change, bool store, char *etag);
+                       uint64_t change, bool store, bool hooked, char *etag);
 
 /* ---- core_upload.c ---- */
 /** The parent directory of @p key, creating missing ones as implicit directories.

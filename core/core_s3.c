@@ -356,7 +356,8 @@ out:
     meta_rtxn_end(t);
     if (rc == 0 && compute) {
         char md5[CORE_ETAG_MAX + 1];
-        if (core__etag_compute(c, r.tenant, ino, out->attr.size, r.change, !pending, md5) == 0)
+        if (core__etag_compute(c, r.tenant, ino, out->attr.size, r.change, !pending, false, md5) ==
+            0)
             memcpy(out->etag, md5, sizeof(md5));
     }
     if (rc) {

@@ -34,6 +34,12 @@
  * be64 user (the original two), and, added with the hierarchy, "b" + be32
  * tenant + be64 bucket inode, "d" + be32 tenant + be64 directory inode, "n" +
  * be32 tenant (NFS default class) -> JSON.
+ *
+ * The system class is the tenant-level node of QOS_SYSTEM_TENANT: the
+ * scheduler weighs it against tenants like any tenant. Its policy is the
+ * configured default (sys_*) unless one is stored ("t" + be32 0xffffffff).
+ * Its waiters wait on sys_base, run by a thread of the instance, and the
+ * worker that asked sleeps until go runs (qos_system_wait).
  * Thread: see qos_admit.h. */
 #include "qos_admit.h"
 
@@ -133,7 +139,15 @@ struct qos {
     uint64_t seq;
     double clock; /* tag of the last tenant admitted by the scheduler */
     uint64_t last_pump_us;
+    /* the system class (qos_system_*) */
+    bool sys_stored;             /* its policy is stored (qos_system_set), not the default */
+    bool sys_stopping;           /* qos_system_drain ran: no more grants */
+    struct event_base *sys_base; /* where its waiters wait; made on first need */
+    pthread_t sys_thread;        /* runs sys_base */
+    struct event *sys_quit;      /* made active by qos_close: ends the loop */
 };
+
+static void sys_default_apply(struct qos *q);
 
 static uint64_t mono_us(void)
 {
@@ -918,6 +932,23 @@ static void waiter_scope(struct qos *q, const struct core_principal *p, const st
         scope_resolve(q, p, s, dirs, w);
 }
 
+/* Whether some waiting head could go now, so a newcomer must be weighed
+ * against it by the scheduler: heads of @p tenant only, unless capacity is
+ * shared. Under the lock. */
+static bool head_ready(struct qos *q, uint32_t tenant, uint64_t now)
+{
+    for (size_t i = 0; i < q->nn; i++) {
+        struct waiter *h = q->n[i]->head;
+        if (!h || h->force || (!q->global && h->tenant != tenant))
+            continue;
+        struct verdict v;
+        judge(q, h->path, h->npath, h->cls, h->bytes, h->ops, now, &v);
+        if (!v.wait_us)
+            return true;
+    }
+    return false;
+}
+
 /* Pieces last about this long at the rate of the slowest byte bucket on the
  * path: short enough that other requests queued behind a waiting piece wait
  * little, long enough that a shaped transfer costs at most ~50 admissions a
@@ -993,6 +1024,11 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     waiter_scope(q, p, s, w);
 
     pthread_mutex_lock(&q->lock);
+    if (p->tenant == QOS_SYSTEM_TENANT && q->sys_stopping) {
+        pthread_mutex_unlock(&q->lock);
+        free(w);
+        return SRV_ETHROTTLE; /* stopping: the system class gets no grant */
+    }
     if (!q->cfg.enabled || path_build(q, w, w->path, &w->npath) < 0 || w->npath == 0) {
         pthread_mutex_unlock(&q->lock);
         free(w);
@@ -1010,11 +1046,16 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     uint64_t now = qos_clock_us();
     struct verdict v;
     struct node *t = w->path[0];
-    /* Straight through when nothing of its tenant waits and every level admits
-     * (with capacity shared, only when nobody waits at all: then the scheduler
-     * decides between tenants). */
+    /* Straight through when every level admits and nothing waits that the
+     * scheduler must weigh it against: nothing of its tenant (with capacity
+     * shared, nothing at all), or only heads that cannot go now anyway (held
+     * by their own caps) and nothing in its own home's FIFO. Then the
+     * scheduler would pick it at once too; going straight spares a timer per
+     * request while a capped neighbour waits. */
     bool others = q->global ? q->all != NULL : t->tenant_wait != 0;
     judge(q, w->path, w->npath, cls, bytes, ops, now, &v);
+    if (v.wait_us == 0 && others && !home_of(w)->head && !head_ready(q, p->tenant, now))
+        others = false;
     if (!others && v.wait_us == 0) {
         charge(q, w->path, w->npath, cls, bytes, ops, &v, now);
         pthread_mutex_unlock(&q->lock);
@@ -1167,6 +1208,7 @@ void qos_drain(struct qos *q)
     if (!q)
         return;
     pthread_mutex_lock(&q->lock);
+    q->sys_stopping = true;
     force_all(q, FORCE_THROTTLE);
     pthread_mutex_unlock(&q->lock);
 }
@@ -1186,6 +1228,7 @@ void qos_configure(struct qos *q, const struct qos_config *cfg)
     pthread_mutex_lock(&q->lock);
     q->cfg = *cfg;
     cfg_norm(&q->cfg);
+    sys_default_apply(q);
     global_apply(q, false);
     if (!q->cfg.enabled)
         force_all(q, FORCE_ADMIT);
@@ -1504,14 +1547,245 @@ int qos_policy_list(struct qos *q, qos_policy_cb cb, void *arg)
         return -ENOMEM;
     }
     for (size_t i = 0; i < q->nn; i++)
-        if (q->n[i]->has_pol)
-            copy[n++] = q->n[i]->pol;
+        if (q->n[i]->has_pol && q->n[i]->tenant != QOS_SYSTEM_TENANT)
+            copy[n++] = q->n[i]->pol; /* the system class is listed by qos_system_get */
     pthread_mutex_unlock(&q->lock);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = cb(arg, &copy[i]);
     free(copy);
     return rc > 0 ? 0 : rc;
+}
+
+/* ---- the system class ---- */
+
+/* The configured default policy of the system class. */
+static void sys_default_of(const struct qos *q, struct qos_policy *pol)
+{
+    memset(pol, 0, sizeof(*pol));
+    pol->tenant = QOS_SYSTEM_TENANT;
+    pol->level = QOS_LEVEL_TENANT;
+    pol->read_bps = q->cfg.sys_read_bps;
+    pol->write_bps = q->cfg.sys_write_bps;
+    pol->meta_iops = q->cfg.sys_meta_iops;
+    pol->weight = q->cfg.sys_weight ? q->cfg.sys_weight : QOS_SYSTEM_WEIGHT_DEFAULT;
+}
+
+/* Install the configured default unless a policy is stored (under the lock,
+ * or before the instance is shared). */
+static void sys_default_apply(struct qos *q)
+{
+    if (q->sys_stored)
+        return;
+    struct qos_policy pol;
+    sys_default_of(q, &pol);
+    if (policy_unlimited(&pol) || !policy_valid(&pol))
+        policy_uninstall(q, QOS_SYSTEM_TENANT, QOS_LEVEL_TENANT, 0);
+    else if (policy_install(q, &pol) < 0)
+        srv_log(ERROR, QOS, "out of memory setting the system class's policy");
+}
+
+int qos_system_get(struct qos *q, struct qos_policy *out, bool *stored)
+{
+    pthread_mutex_lock(&q->lock);
+    struct node *n = node_find(q, QOS_SYSTEM_TENANT, QOS_LEVEL_TENANT, 0);
+    if (n && n->has_pol)
+        *out = n->pol;
+    else
+        sys_default_of(q, out);
+    if (stored)
+        *stored = q->sys_stored;
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+int qos_system_set(struct qos *q, const struct qos_policy *pol)
+{
+    if (!pol || has_minimum(pol))
+        return -EINVAL; /* a minimum would be carved out of the tenants' */
+    struct qos_policy p = *pol;
+    p.tenant = QOS_SYSTEM_TENANT;
+    p.level = QOS_LEVEL_TENANT;
+    p.user = p.bucket = p.dir = 0;
+    p.has_uid = false;
+    p.uid = 0;
+    if (!p.weight)
+        p.weight = QOS_SYSTEM_WEIGHT_DEFAULT; /* its own default, not a tenant's */
+    int rc = qos_policy_set(q, &p);
+    if (rc == 0) {
+        pthread_mutex_lock(&q->lock);
+        q->sys_stored = true;
+        if (policy_unlimited(&p)) {
+            /* stored as "no policy": an all-zero policy means unlimited, weight default */
+            q->sys_stored = false;
+            sys_default_apply(q);
+            repath_all(q);
+        }
+        pthread_mutex_unlock(&q->lock);
+    }
+    return rc;
+}
+
+int qos_system_reset(struct qos *q)
+{
+    pthread_mutex_lock(&q->lock);
+    bool stored = q->sys_stored;
+    pthread_mutex_unlock(&q->lock);
+    if (!stored)
+        return -ENOENT;
+    int rc = qos_policy_delete_at(q, QOS_SYSTEM_TENANT, QOS_LEVEL_TENANT, 0);
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    pthread_mutex_lock(&q->lock);
+    q->sys_stored = false;
+    sys_default_apply(q);
+    repath_all(q);
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+static void sys_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+/* An active event runs even when made active before the loop started (a
+ * loopbreak then would be forgotten). */
+static void sys_quit_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(arg);
+}
+
+static void *sys_main(void *arg)
+{
+    struct event_base *base = arg;
+    /* a persistent timer keeps the loop running while nothing waits */
+    struct event *ka = event_new(base, -1, EV_PERSIST, sys_keepalive, NULL);
+    struct timeval tv = {3600, 0};
+    if (ka)
+        event_add(ka, &tv);
+    event_base_dispatch(base);
+    if (ka)
+        event_free(ka);
+    return NULL;
+}
+
+/* The loop system waiters wait on, started on first need. @return NULL: -ENOMEM. */
+static struct event_base *sys_base_get(struct qos *q)
+{
+    pthread_mutex_lock(&q->lock);
+    if (!q->sys_base) {
+        struct event_base *b = event_base_new();
+        struct event *quit = b ? event_new(b, -1, 0, sys_quit_cb, b) : NULL;
+        if (b && (!quit || pthread_create(&q->sys_thread, NULL, sys_main, b) != 0)) {
+            if (quit)
+                event_free(quit);
+            event_base_free(b);
+            b = NULL;
+            quit = NULL;
+        }
+        q->sys_base = b;
+        q->sys_quit = quit;
+    }
+    struct event_base *b = q->sys_base;
+    pthread_mutex_unlock(&q->lock);
+    return b;
+}
+
+struct sys_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int err;
+};
+
+static void sys_go(void *arg, int err)
+{
+    struct sys_wait *sw = arg;
+    pthread_mutex_lock(&sw->mu);
+    sw->done = true;
+    sw->err = err;
+    pthread_cond_signal(&sw->cv);
+    pthread_mutex_unlock(&sw->mu);
+}
+
+static bool sys_stopping(struct qos *q)
+{
+    pthread_mutex_lock(&q->lock);
+    bool s = q->sys_stopping;
+    pthread_mutex_unlock(&q->lock);
+    return s;
+}
+
+int qos_system_wait(struct qos *q, enum qos_class cls, uint64_t bytes)
+{
+    if (!q)
+        return 0;
+    if ((unsigned)cls > QOS_META)
+        return -EINVAL;
+    struct event_base *base = sys_base_get(q);
+    if (!base)
+        return -ENOMEM;
+    const struct core_principal p = {.tenant = QOS_SYSTEM_TENANT};
+    struct sys_wait sw;
+    pthread_mutex_init(&sw.mu, NULL);
+    pthread_cond_init(&sw.cv, NULL);
+    uint64_t left = bytes;
+    unsigned flags = 0;
+    int rc = 0;
+    for (;;) {
+        uint64_t piece = 0;
+        sw.done = false;
+        sw.err = 0;
+        rc = qos_admit_piece_at(q, &p, NULL, cls, left, flags, &piece, base, sys_go, &sw);
+        if (rc == SRV_ETHROTTLE && !sys_stopping(q)) {
+            struct timespec ts = {0, 10 * 1000000l}; /* queue full: ask again soon */
+            nanosleep(&ts, NULL);
+            rc = 0;
+            continue;
+        }
+        if (rc < 0)
+            break;
+        pthread_mutex_lock(&sw.mu);
+        while (!sw.done)
+            pthread_cond_wait(&sw.cv, &sw.mu);
+        pthread_mutex_unlock(&sw.mu);
+        rc = sw.err;
+        if (rc == SRV_ETHROTTLE && !sys_stopping(q)) {
+            rc = 0; /* waited max_wait_ms: ask again for the same piece */
+            continue;
+        }
+        if (rc < 0)
+            break;
+        left -= piece;
+        flags = QOS_PIECE_MORE;
+        if (left == 0)
+            break;
+    }
+    pthread_cond_destroy(&sw.cv);
+    pthread_mutex_destroy(&sw.mu);
+    return rc;
+}
+
+void qos_system_drain(struct qos *q)
+{
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->lock);
+    q->sys_stopping = true;
+    for (struct waiter *w = q->all; w; w = w->anext) {
+        if (w->tenant != QOS_SYSTEM_TENANT || w->force)
+            continue;
+        if (w->queued)
+            fifo_unlink(w);
+        w->force = FORCE_THROTTLE;
+        event_active(w->ev, EV_TIMEOUT, 0);
+    }
+    pthread_mutex_unlock(&q->lock);
 }
 
 struct load_ctx {
@@ -1545,6 +1819,8 @@ static int load_cb(void *arg, const void *key, size_t klen, const void *val, siz
         lc->rc = -ENOMEM;
         return 1;
     }
+    if (pol.tenant == QOS_SYSTEM_TENANT && lv == QOS_LEVEL_TENANT)
+        lc->q->sys_stored = true;
     return 0;
 }
 
@@ -1573,8 +1849,11 @@ static void render_node(struct evbuffer *out, int f, const struct node *n)
 {
     static const char *const cls[3] = {"read", "write", "meta"};
     char lab[96];
-    snprintf(lab, sizeof(lab), "tenant=\"%u\",level=\"%s\",id=\"%llu\"", n->tenant,
-             qos_level_name(n->level), (unsigned long long)n->id);
+    if (n->tenant == QOS_SYSTEM_TENANT)
+        snprintf(lab, sizeof(lab), "tenant=\"system\",level=\"system\",id=\"0\"");
+    else
+        snprintf(lab, sizeof(lab), "tenant=\"%u\",level=\"%s\",id=\"%llu\"", n->tenant,
+                 qos_level_name(n->level), (unsigned long long)n->id);
     switch (f) {
     case 0:
         evbuffer_add_printf(out, "%s{%s} %zu\n", metrics[f].name, lab, n->nwait);
@@ -1640,6 +1919,7 @@ int qos_open(struct qos **out, struct core *c, const struct qos_config *cfg)
             return rc;
         }
     }
+    sys_default_apply(q);
     global_apply(q, false); /* a stored minimum turns the measured capacity on */
     srv_log(INFO, QOS, "QoS %s, %zu policies", q->cfg.enabled ? "on" : "off", q->nn);
     srv_metrics_add_renderer(qos_render, q);
@@ -1652,6 +1932,11 @@ void qos_close(struct qos *q)
     if (!q)
         return;
     srv_metrics_remove_renderer(qos_render, q);
+    if (q->sys_base) {
+        event_active(q->sys_quit, EV_READ, 0);
+        pthread_join(q->sys_thread, NULL);
+        event_free(q->sys_quit);
+    }
     while (q->all) {
         struct waiter *w = q->all;
         srv_log(WARN, QOS, "tenant=%u a waiting request was dropped at close", w->tenant);
@@ -1663,6 +1948,8 @@ void qos_close(struct qos *q)
         free(q->n[i]);
     free(q->n);
     free(q->hash);
+    if (q->sys_base)
+        event_base_free(q->sys_base);
     pthread_mutex_destroy(&q->lock);
     free(q);
 }

@@ -79,7 +79,22 @@ struct qos_config {
     /* Test aid (config qos_shaping = false): qos_admit_piece_at admits whole
      * requests, which may put buckets into debt, as qos_admit_at does. */
     bool shaping_off;
+    /* The system class's default policy (qos_system_set overrides it): caps
+     * on background reads and writes (B/s) and metadata operations (op/s),
+     * 0 = none; its weight against tenants (0 = QOS_SYSTEM_WEIGHT_DEFAULT). */
+    uint64_t sys_read_bps, sys_write_bps, sys_meta_iops;
+    uint32_t sys_weight;
 };
+
+/* The system class: the daemon's background work (the core's MD5 reads of
+ * files NFS changed, the lifecycle worker's listings and removals, the tier
+ * uploader's reads) is admitted as one more "tenant" of its own, with this
+ * reserved id. Its policy has caps and a weight, never a minimum: under
+ * contention it shares by weight what the tenants' minimums leave (the
+ * scheduler serves requests covered by a minimum first), so it cannot take
+ * a tenant's guarantee, and its caps bound it even when nobody else runs. */
+#define QOS_SYSTEM_TENANT UINT32_MAX
+#define QOS_SYSTEM_WEIGHT_DEFAULT 50
 
 /* Levels of the hierarchy. */
 enum qos_level {
@@ -245,6 +260,37 @@ int qos_policy_list(struct qos *q, qos_policy_cb cb, void *arg);
 /** Name of a level as the API and metrics spell it ("tenant", "user",
  * "bucket", "dir", "nfs_default"). */
 const char *qos_level_name(enum qos_level level);
+
+/** The system class's policy now in force: the one qos_system_set stored
+ * (@p *stored true), else the configured default (qos_config sys_*).
+ * @p stored may be NULL. @return 0. */
+int qos_system_get(struct qos *q, struct qos_policy *out, bool *stored);
+/** Set (persist and apply) the system class's policy. Its tenant, level and
+ * ids are ignored (the system class's). @return 0, -EINVAL (a minimum, or
+ * a value qos_policy_set refuses), -ENOMEM, -errno from the core. */
+int qos_system_set(struct qos *q, const struct qos_policy *pol);
+/** Forget the stored system policy: the configured default applies again.
+ * @return 0, -ENOENT (none stored), -errno from the core. */
+int qos_system_reset(struct qos *q);
+/** Blocking admission for the system class, for worker threads only (never a
+ * loop thread: it sleeps). Admits @p bytes of class @p cls (QOS_META: one
+ * operation, @p bytes 0) in pieces, as qos_admit_piece_at does, each piece
+ * waiting on a private loop thread of the instance while the caller sleeps
+ * on a condition variable. A piece that waits past max_wait_ms, or finds the
+ * queue full, is asked for again: background work is slowed, never failed,
+ * by QoS. Returns at once with 0 when QoS is off or the system class has no
+ * policy (and no daemon capacity is known). Safe on NULL @p q (returns 0).
+ * Needs libevent's thread support (evthread_use_pthreads, which the daemon
+ * turns on at start) before the first call: the private loop is woken from
+ * the threads that admit.
+ * @return 0 (all admitted), SRV_ETHROTTLE (the daemon is stopping:
+ *         qos_system_drain or qos_drain ran; what was not admitted must not
+ *         be done), -EINVAL, -ENOMEM. */
+int qos_system_wait(struct qos *q, enum qos_class cls, uint64_t bytes);
+/** The daemon is stopping: fail every waiting system-class request now and
+ * every later qos_system_wait at once, so that no worker's stop waits for a
+ * grant. qos_drain does this too. Safe on NULL. */
+void qos_system_drain(struct qos *q);
 
 /** The daemon's instance, for front ends (set by main; NULL = no QoS: admit
  * directly). */

@@ -20,8 +20,10 @@
  * one core call (one group-commit op), so foreground requests interleave
  * with it; a crash leaves every deletion done or not, and the next pass
  * finishes the work. Days are `day_s` seconds (86400; a test aid makes them
- * shorter, see s3__lc_due). Its work is metadata only, so it needs no I/O
- * admission.
+ * shorter, see s3__lc_due). Its work is metadata only; every entry it reads
+ * and every removal it makes is one metadata operation of the QoS system
+ * class, admitted first through cfg.admit (which may sleep: this is the
+ * worker's own thread), so an admin can cap it (qos_system_meta_iops).
  * Thread: the ops on workers; the worker on its own thread. */
 #include <errno.h>
 #include <inttypes.h>
@@ -161,8 +163,19 @@ static bool stopping(struct s3_lifecycle *w)
 }
 
 /* After each entry: a pause once a batch is full. @return true to stop (shutting down). */
+/* Admission of one metadata operation (the system class). @return true: stop (the
+ * daemon is stopping: what was not admitted is not done). */
+static bool admit_op(struct lcpass *s)
+{
+    if (!s->w->cfg.admit)
+        return false;
+    return s->w->cfg.admit(s->w->cfg.admit_arg) != 0;
+}
+
 static bool pace(struct lcpass *s)
 {
+    if (admit_op(s))
+        return true;
     if (++s->seen < s->w->cfg.batch)
         return stopping(s->w);
     s->seen = 0;
@@ -194,6 +207,8 @@ static void tags_of(struct lcpass *s, const char *key, size_t klen, const char *
 
 static void del(struct lcpass *s, const char *key, size_t klen, const char *vid, const char *why)
 {
+    if (admit_op(s))
+        return;
     int rc = core_key_delete_v(s->w->core, &s->p, s->bucket, key, klen, vid, 0, NULL);
     if (rc == 0) {
         s->deleted++;
@@ -366,6 +381,8 @@ static int mpu_cb(void *arg, const struct core_mpu_info *u)
         const struct s3_lc_rule *r = &s->lc.rules[i];
         if (r->abort_days && s3__lc_match(r, u->key, u->keylen, 0, NULL) &&
             s3__lc_due(u->initiated.tv_sec, r->abort_days, s->now, s->w->cfg.day_s)) {
+            if (admit_op(s))
+                return 1;
             int rc = core_mpu_abort(s->w->core, &s->p, s->bucket, u->upload_id);
             if (rc == 0)
                 s->deleted++;

@@ -50,6 +50,11 @@ struct s3_lifecycle_config {
     int64_t day_s;      /* seconds in a lifecycle day; 0 = 86400 (less: a test aid) */
     int64_t interval_s; /* seconds between passes; 0 = 3600 */
     uint32_t batch;     /* entries read per batch (a short pause follows); 0 = 256 */
+    /* Admission of one metadata operation (an entry read or a removal) of the
+     * worker, before it is done; may sleep (the daemon: the QoS system class).
+     * Nonzero: do not do it and end the pass (stopping). NULL: none. */
+    int (*admit)(void *arg);
+    void *admit_arg;
 };
 /** Start the worker thread (its first pass after interval_s).
  * @param[in] c borrowed; must outlive the worker. @return 0, -ENOMEM, -errno. */

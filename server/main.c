@@ -85,14 +85,34 @@ struct daemon {
     char gen_token[CREDS_TOKEN_LEN + 1];
 };
 
-/* The tier's uploader reads files through the core, as their owner would. */
+/* Background work is admitted as the QoS system class, on the workers' own
+ * threads (qos_system_wait sleeps): the core's MD5 reads (core_bg_set_io), the
+ * tier uploader's reads (tier_read) and the lifecycle worker's operations
+ * (lc_admit). stop_all fails their waits first (qos_system_drain) and closes
+ * the QoS instance only after every one of those workers has been joined. */
+static int bg_io(void *arg, uint64_t bytes)
+{
+    return qos_system_wait(arg, QOS_READ, bytes);
+}
+
+static int lc_admit(void *arg)
+{
+    return qos_system_wait(arg, QOS_META, 0);
+}
+
+/* The tier's uploader reads files through the core, as their owner would,
+ * each read admitted first as the system class. */
 static int tier_read(void *arg, uint32_t tenant, uint64_t ino, uint64_t off, void *buf, size_t len,
                      size_t *n)
 {
+    struct daemon *d = arg;
     struct core_principal p = {.tenant = tenant,
                                .flags = CORE_P_SUPER | CORE_P_VERSIONS | CORE_P_TIER};
     bool eof = false;
-    return core_read(arg, &p, ino, off, buf, len, n, &eof);
+    int rc = qos_system_wait(d->qos, QOS_READ, len);
+    if (rc < 0)
+        return rc;
+    return core_read(d->core, &p, ino, off, buf, len, n, &eof);
 }
 
 static int tier_remote(void *arg, uint32_t id, struct tier_upload_remote *out)
@@ -477,6 +497,10 @@ static void qos_cfg_of(const struct srv_config *c, struct qos_config *q)
     q->cap_write_bps = c->qos_capacity_write_bps;
     q->cap_iops = (uint64_t)c->qos_capacity_iops;
     q->shaping_off = !c->qos_shaping;
+    q->sys_read_bps = c->qos_system_read_bps;
+    q->sys_write_bps = c->qos_system_write_bps;
+    q->sys_meta_iops = (uint64_t)c->qos_system_meta_iops;
+    q->sys_weight = (uint32_t)c->qos_system_weight;
 }
 
 /* RELOADING=1 with the monotonic time, as systemd (253+) wants it. */
@@ -537,6 +561,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 static void stop_all(struct daemon *d)
 {
     admin_set_ready(d->admin, false);
+    qos_system_drain(d->qos); /* no worker below waits for a grant */
     s3_lifecycle_stop(d->lifecycle);
     d->lifecycle = NULL;
     if (d->s3) {
@@ -567,17 +592,17 @@ static void stop_all(struct daemon *d)
     if (d->core)
         srv_metrics_remove_renderer(render_core, d->core);
     qos_set_global(NULL);
-    qos_close(d->qos);
-    d->qos = NULL;
     tenants_close(d->tenants);
     d->tenants = NULL;
     if (d->core) {
         int rc = core_sync(d->core);
         if (rc < 0)
             srv_log(ERROR, SRV, "final sync failed: %s", err_text(rc));
-        core_close(d->core);
+        core_close(d->core); /* joins the background worker, which may call bg_io */
         d->core = NULL;
     }
+    qos_close(d->qos);
+    d->qos = NULL;
 }
 
 /* Everything that can be checked before the data folder is touched: a start
@@ -778,11 +803,12 @@ static int start_all(struct daemon *d)
         return rc;
     }
     qos_set_global(d->qos);
+    core_bg_set_io(d->core, bg_io, d->qos);
 
     /* The tier's uploader: local writes never wait for it (tiering.md). */
     struct tier_upload_config tc = {.meta = core_meta(d->core),
                                     .read = tier_read,
-                                    .read_arg = d->core,
+                                    .read_arg = d,
                                     .remote = tier_remote,
                                     .remote_arg = d->tenants,
                                     .workers = (uint32_t)d->cfg.tier_upload_workers,
@@ -851,7 +877,9 @@ static int start_all(struct daemon *d)
     }
     struct s3_lifecycle_config lc = {.day_s = d->cfg.lifecycle_day_s,
                                      .interval_s = d->cfg.lifecycle_interval_s,
-                                     .batch = (uint32_t)d->cfg.lifecycle_batch};
+                                     .batch = (uint32_t)d->cfg.lifecycle_batch,
+                                     .admit = lc_admit,
+                                     .admit_arg = d->qos};
     rc = s3_lifecycle_start(&d->lifecycle, d->core, &lc);
     if (rc < 0) {
         srv_log(ERROR, SRV, "cannot start the lifecycle worker: %s", err_text(rc));

@@ -103,6 +103,10 @@ struct srv_config {
     bool qos_capacity_probe;
     int64_t qos_capacity_probe_mib;
     bool qos_shaping;
+    uint64_t qos_system_read_bps;
+    uint64_t qos_system_write_bps;
+    int64_t qos_system_meta_iops;
+    int64_t qos_system_weight;
     /* tier */
     bool tier_allow_private_remotes;
     int64_t tier_upload_workers;

@@ -231,6 +231,20 @@ const struct srv_config_opt srv_config_table[] = {
         "admitted rate, NFS READ/WRITE admitted in slices). false (a test aid): admit each "
         "request whole at once, leaving the buckets of its QoS levels in debt for the next "
         "requests."),
+    OPT(qos_system_read_bps, SRV_CFG_SIZE, "0", 0, 64 * TiB, SRV_CFG_RELOADABLE, NULL,
+        "Cap (bytes/s) on the disk reads of background work, the QoS system class: the MD5 "
+        "of files NFS changed and the tier uploader's reads. 0: no cap. A system policy set "
+        "through the admin API (/api/v1/qos/system) overrides the qos_system_* options."),
+    OPT(qos_system_write_bps, SRV_CFG_SIZE, "0", 0, 64 * TiB, SRV_CFG_RELOADABLE, NULL,
+        "Cap (bytes/s) on the disk writes of background work (the QoS system class). 0: no "
+        "cap."),
+    OPT(qos_system_meta_iops, SRV_CFG_INT, "0", 0, 100000000, SRV_CFG_RELOADABLE, NULL,
+        "Cap (operations/s) on the metadata operations of background work (the lifecycle "
+        "worker's listings and removals; the QoS system class). 0: no cap."),
+    OPT(qos_system_weight, SRV_CFG_INT, "50", 1, 10000, SRV_CFG_RELOADABLE, NULL,
+        "Share of the QoS system class (background work) against tenants (a tenant's "
+        "default weight is 100) when a daemon capacity is known and requests wait for it. "
+        "It never has a minimum: tenants' minimums are served first."),
     /* tier */
     OPT(tier_allow_private_remotes, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_RELOADABLE, NULL,
         "Let a tenant's remote (tier) reach this host's loopback, link-local, unspecified or "

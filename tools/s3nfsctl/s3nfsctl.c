@@ -67,13 +67,16 @@ static const struct cmd_doc {
     {"quota", "get delete set",
      "  quota get|delete T [BUCKET [--dir PATH]]\n"
      "  quota set T [BUCKET [--dir PATH]] [--bytes SIZE] [--inodes N]\n"},
-    {"qos", "get delete set list",
+    {"qos", "get delete set list system",
      "  qos get|delete T [BUCKET [--dir PATH] | --user USER | --nfs-default]\n"
      "  qos set T [BUCKET [--dir PATH] | --user USER | --nfs-default]\n"
      "            [--read-bps SIZE] [--write-bps SIZE] [--read-iops N] [--write-iops N]\n"
      "            [--meta-iops N] [--burst-ms N] [--min-read-bps SIZE]\n"
      "            [--min-write-bps SIZE] [--min-iops N] [--weight N]\n"
-     "  qos list T                  every policy of the tenant, at every level\n"},
+     "  qos list T                  every policy of the tenant, at every level\n"
+     "  qos system get|reset        the system class (background work; system admin)\n"
+     "  qos system set [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
+     "            [--write-iops N] [--meta-iops N] [--burst-ms N] [--weight N]\n"},
     {"remote", "list get delete create",
      "  remote list [--tenant T] | get ID | delete ID\n"
      "  remote create NAME --endpoint URL --bucket B --key-id AKEY [--tenant T]\n"
@@ -1122,6 +1125,32 @@ static int cmd_qos(int argc, char **argv)
     NEED(2);
     if (strcmp(argv[0], "list") == 0) {
         api("GET", NULL, "/tenants/%" PRIu64 "/qos/policies", tenant_id(argv[1]));
+        return 0;
+    }
+    if (strcmp(argv[0], "system") == 0) {
+        /* the system class: no level to name, no minimum */
+        static const struct opt sys_opts[] = {
+            {"--read-bps", "read_bps", OPT_SIZE, FOR_UPDATE},
+            {"--write-bps", "write_bps", OPT_SIZE, FOR_UPDATE},
+            {"--read-iops", "read_iops", OPT_NUM, FOR_UPDATE},
+            {"--write-iops", "write_iops", OPT_NUM, FOR_UPDATE},
+            {"--meta-iops", "meta_iops", OPT_NUM, FOR_UPDATE},
+            {"--burst-ms", "burst_ms", OPT_NUM, FOR_UPDATE},
+            {"--weight", "weight", OPT_NUM, FOR_UPDATE},
+            {NULL, NULL, OPT_ARG, 0},
+        };
+        check_flags(argc - 1, argv + 1, 1, sys_opts);
+        if (strcmp(argv[1], "get") == 0) {
+            api("GET", NULL, "/qos/system");
+        } else if (strcmp(argv[1], "reset") == 0) {
+            api("DELETE", NULL, "/qos/system");
+        } else if (strcmp(argv[1], "set") == 0) {
+            json_t *o = json_object();
+            set_fields(o, argc - 1, argv + 1, 1, sys_opts, FOR_UPDATE);
+            api("PATCH", o, "/qos/system");
+        } else {
+            return bad_usage();
+        }
         return 0;
     }
     /* BUCKET [--dir PATH] as for quotas; else the tenant, a user or the NFS default class */

@@ -227,3 +227,48 @@ def test_aws_cli_lifecycle(d, s3, tmp_path):
                         "get-bucket-lifecycle-configuration", "--bucket", b],
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and json.loads(r.stdout)["Rules"] == cfg["Rules"], r.stderr
+
+
+def admin(d, method, path, body=None):
+    import urllib.request
+    req = urllib.request.Request(d.admin_endpoint + "/api/v1" + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Bearer {d.admin_token}",
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status
+
+
+def system_meta_ops(d):
+    import urllib.request
+    req = urllib.request.Request(d.admin_endpoint + "/metrics",
+                                 headers={"Authorization": f"Bearer {d.admin_token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if (line.startswith('s3nfs_qos_admitted_ops_total{tenant="system"')
+                    and 'class="meta"' in line):
+                return int(float(line.rsplit(" ", 1)[1]))
+    return 0
+
+
+def test_worker_is_system_class_metadata(d, s3):
+    """Every entry the worker reads and every removal is one metadata operation
+    of the QoS system class: counted in its metrics, and held to a system
+    meta_iops cap (30 removals and their entries at 10 op/s take seconds)."""
+    b = bucket(s3)
+    n = 30
+    for i in range(n):
+        s3.put_object(Bucket=b, Key=f"x/{i:03d}", Body=b"x")
+    before = system_meta_ops(d)
+    assert admin(d, "PUT", "/qos/system", {"meta_iops": 10, "burst_ms": 100}) == 200
+    try:
+        put_rules(s3, b, {"ID": "all", "Status": "Enabled", "Filter": {"Prefix": "x/"},
+                          "Expiration": {"Days": 1}})
+        wait_for("a first removal", lambda: len(keys(s3, b)) < n, timeout=60)
+        t1 = time.monotonic()
+        wait_for("every removal", lambda: keys(s3, b) == [], timeout=60)
+        took = time.monotonic() - t1
+        assert took >= 3.0, took  # ~2 operations per object left, at 10 op/s
+        assert system_meta_ops(d) - before >= 2 * n
+    finally:
+        assert admin(d, "DELETE", "/qos/system") == 204

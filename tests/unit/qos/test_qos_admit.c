@@ -5,15 +5,18 @@
  * counts, error codes), no durations are asserted. Policies here are not
  * persisted (no core). */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/thread.h>
 
 #include "core.h"
 #include "meta_record.h"
@@ -995,8 +998,176 @@ static void test_piece_scoped(void **state)
     qos_clock_us = real_clock;
 }
 
+/* ---- the system class ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int count_cb(void *arg, const struct qos_policy *p)
+{
+    (void)p;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* The system class is admitted under its cap, in pieces, by the blocking
+ * helper; its policy comes from the configuration until one is stored. */
+static void test_system_cap(void **state)
+{
+    (void)state;
+    struct qos_config cfg = {.enabled = true, .sys_read_bps = 1 << 20};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct qos_policy sp;
+    bool stored = true;
+    assert_int_equal(qos_system_get(q, &sp, &stored), 0);
+    assert_false(stored);
+    assert_int_equal(sp.read_bps, 1 << 20);
+    assert_int_equal(sp.weight, QOS_SYSTEM_WEIGHT_DEFAULT);
+    /* one second of burst goes at once; 512 KiB more waits about half a second */
+    double t0 = now_s();
+    assert_int_equal(qos_system_wait(q, QOS_READ, 1 << 20), 0);
+    assert_true(now_s() - t0 < 0.25);
+    t0 = now_s();
+    assert_int_equal(qos_system_wait(q, QOS_READ, 512 << 10), 0);
+    double took = now_s() - t0;
+    assert_true(took > 0.35);
+    assert_true(took < 5.0);
+    /* writes and metadata are not capped here */
+    t0 = now_s();
+    assert_int_equal(qos_system_wait(q, QOS_WRITE, 8 << 20), 0);
+    assert_int_equal(qos_system_wait(q, QOS_META, 0), 0);
+    assert_true(now_s() - t0 < 0.25);
+    assert_int_equal(qos_system_wait(q, 9, 0), -EINVAL);
+    /* a stored policy overrides the configuration; no minimum; reset goes back */
+    struct qos_policy np = {.write_bps = 4096};
+    assert_int_equal(qos_system_set(q, &np), 0);
+    assert_int_equal(qos_system_get(q, &sp, &stored), 0);
+    assert_true(stored);
+    assert_int_equal(sp.read_bps, 0);
+    assert_int_equal(sp.write_bps, 4096);
+    assert_int_equal(sp.weight, QOS_SYSTEM_WEIGHT_DEFAULT);
+    struct qos_policy mp = {.min_read_bps = 1};
+    assert_int_equal(qos_system_set(q, &mp), -EINVAL);
+    assert_int_equal(qos_system_reset(q), 0);
+    assert_int_equal(qos_system_reset(q), -ENOENT);
+    assert_int_equal(qos_system_get(q, &sp, &stored), 0);
+    assert_false(stored);
+    assert_int_equal(sp.read_bps, 1 << 20);
+    /* a reload changes the default */
+    cfg.sys_read_bps = 0;
+    cfg.sys_weight = 7;
+    qos_configure(q, &cfg);
+    assert_int_equal(qos_system_get(q, &sp, &stored), 0);
+    assert_int_equal(sp.read_bps, 0);
+    assert_int_equal(sp.weight, 7);
+    /* the system class is not listed among tenants' policies */
+    int n = 0;
+    assert_int_equal(qos_policy_list(q, count_cb, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(qos_system_wait(NULL, QOS_READ, 1), 0);
+    qos_close(q);
+}
+
+/* Under contention for the daemon's capacity, the system class never takes
+ * what a tenant's minimum covers: a tenant request covered by its minimum
+ * goes before a system request that waited longer. */
+static void test_system_below_minimums(void **state)
+{
+    (void)state;
+    uint64_t (*saved)(void) = qos_clock_us;
+    qos_clock_us = fake_clock;
+    fake_now = 1000000;
+    struct event_base *base = event_base_new();
+    struct qos_config cfg = {
+        .enabled = true, .max_wait_ms = 60000, .cap_iops = 1, .sys_weight = QOS_WEIGHT_MAX};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct qos_policy tp = {.tenant = 7, .min_iops = 1};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    const struct core_principal sys = {.tenant = QOS_SYSTEM_TENANT};
+    struct rec rec = {0};
+    struct req r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = (struct req){&rec, i};
+    assert_int_equal(qos_admit(q, &sys, QOS_META, 0, base, go, &r[0]), 0); /* the token */
+    assert_int_equal(qos_admit(q, &sys, QOS_META, 0, base, go, &r[1]), 0); /* waits */
+    assert_int_equal(rec.n, 1);
+    /* tenant 7's minimum lets it through although the system class waits */
+    assert_int_equal(qos_admit(q, &P7, QOS_META, 0, base, go, &r[2]), 0);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.order[1], 2);
+    assert_int_equal(qos_admit(q, &P7, QOS_META, 0, base, go, &r[3]), 0); /* waits */
+    /* a second later the minimum has a token, the daemon none: tenant 7 first,
+     * though the system class came earlier and has the largest weight */
+    tick(q, &cfg, base, 1000000);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.order[2], 3);
+    /* the daemon's debt paid, the system request goes */
+    tick(q, &cfg, base, 2000000);
+    assert_int_equal(rec.n, 4);
+    assert_int_equal(rec.order[3], 1);
+    assert_int_equal(rec.err[3], 0);
+    qos_close(q);
+    event_base_free(base);
+    qos_clock_us = saved;
+}
+
+struct sys_waiter {
+    struct qos *q;
+    int rc;
+    double took;
+};
+
+static void *sys_waiter_main(void *arg)
+{
+    struct sys_waiter *sw = arg;
+    double t0 = now_s();
+    sw->rc = qos_system_wait(sw->q, QOS_READ, 64 << 20); /* 64 s at the cap */
+    sw->took = now_s() - t0;
+    return NULL;
+}
+
+/* A daemon stop never waits for a system-class grant: qos_system_drain fails
+ * the waiting worker at once, and every later wait. */
+static void test_system_drain(void **state)
+{
+    (void)state;
+    struct qos_config cfg = {.enabled = true, .sys_read_bps = 1 << 20};
+    struct qos *q;
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    struct sys_waiter sw = {q, 1, 0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sys_waiter_main, &sw), 0);
+    struct timespec ts = {0, 300 * 1000000l};
+    nanosleep(&ts, NULL);
+    double t0 = now_s();
+    qos_system_drain(q);
+    pthread_join(th, NULL);
+    assert_int_equal(sw.rc, SRV_ETHROTTLE);
+    assert_true(now_s() - t0 < 2.0);
+    assert_int_equal(qos_system_wait(q, QOS_READ, 1), SRV_ETHROTTLE);
+    assert_int_equal(qos_system_wait(q, QOS_META, 0), SRV_ETHROTTLE);
+    /* tenants are not affected by the system drain */
+    struct rec rec = {0};
+    struct req r = {&rec, 1};
+    assert_int_equal(qos_admit(q, &P7, QOS_READ, 1, NULL, go, &r), 0);
+    assert_int_equal(rec.n, 1);
+    qos_close(q);
+    /* qos_drain stops the system class too */
+    assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+    qos_drain(q);
+    assert_int_equal(qos_system_wait(q, QOS_READ, 1), SRV_ETHROTTLE);
+    qos_close(q);
+}
+
 int main(void)
 {
+    evthread_use_pthreads(); /* qos_system_wait's loop is woken from other threads */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_policy_is_immediate),
         cmocka_unit_test(test_fifo_wait),
@@ -1016,6 +1187,9 @@ int main(void)
         cmocka_unit_test(test_piece_charges_one_op),
         cmocka_unit_test(test_piece_waits_without_debt),
         cmocka_unit_test(test_piece_scoped),
+        cmocka_unit_test(test_system_cap),
+        cmocka_unit_test(test_system_below_minimums),
+        cmocka_unit_test(test_system_drain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
