@@ -30,6 +30,7 @@
 #include "meta_dirent.h"
 #include "meta_inode.h"
 #include "meta_keyidx.h"
+#include "meta_schema.h"
 #include "meta_tier.h"
 #include "srv_err.h"
 #include "srv_log.h"
@@ -73,51 +74,45 @@ const char *tier_file_state_name(enum tier_file_state s)
     return "none";
 }
 
+struct objmeta_ctx {
+    char *ctype;
+    size_t ctlen;
+    struct tier_s3_kv *kv;
+    size_t max, n;
+    char *strs;
+    size_t strslen, used;
+};
+
+static void objmeta_one(void *arg, int type, const unsigned char *k, size_t kl,
+                        const unsigned char *v, size_t vl)
+{
+    struct objmeta_ctx *c = arg;
+    if (type == 1 && kl == 12 && strncasecmp((const char *)k, "content-type", 12) == 0) {
+        if (vl < c->ctlen) {
+            memcpy(c->ctype, v, vl);
+            c->ctype[vl] = '\0';
+        }
+    } else if (type == 2 && c->n < c->max && c->used + kl + vl + 2 <= c->strslen) {
+        char *s = c->strs + c->used;
+        c->kv[c->n].name = s;
+        memcpy(s, k, kl);
+        s[kl] = '\0';
+        c->kv[c->n].value = s + kl + 1;
+        memcpy(s + kl + 1, v, vl);
+        s[kl + 1 + vl] = '\0';
+        c->used += kl + vl + 2;
+        c->n++;
+    }
+}
+
 int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
                        struct tier_s3_kv *kv, size_t max, char *strs, size_t strslen)
 {
-    const unsigned char *p = blob, *end = p + len;
-    size_t n = 0, used = 0;
+    struct objmeta_ctx c = {
+        .ctype = ctype, .ctlen = ctlen, .kv = kv, .max = max, .strs = strs, .strslen = strslen};
     ctype[0] = '\0';
-    if (len == 0)
-        return 0;
-    if (len < 4 || memcmp(p, "S3M1", 4) != 0)
-        return -EINVAL;
-    p += 4;
-    while (p < end) {
-        if (end - p < 3)
-            return -EINVAL;
-        int type = p[0];
-        size_t kl = ((size_t)p[1] << 8) | p[2];
-        p += 3;
-        if ((size_t)(end - p) < kl + 4)
-            return -EINVAL;
-        const unsigned char *k = p;
-        p += kl;
-        size_t vl = ((size_t)p[0] << 24) | ((size_t)p[1] << 16) | ((size_t)p[2] << 8) | p[3];
-        p += 4;
-        if ((size_t)(end - p) < vl)
-            return -EINVAL;
-        const unsigned char *v = p;
-        p += vl;
-        if (type == 1 && kl == 12 && strncasecmp((const char *)k, "content-type", 12) == 0) {
-            if (vl < ctlen) {
-                memcpy(ctype, v, vl);
-                ctype[vl] = '\0';
-            }
-        } else if (type == 2 && n < max && used + kl + vl + 2 <= strslen) {
-            kv[n].name = strs + used;
-            memcpy(strs + used, k, kl);
-            strs[used + kl] = '\0';
-            used += kl + 1;
-            kv[n].value = strs + used;
-            memcpy(strs + used, v, vl);
-            strs[used + vl] = '\0';
-            used += vl + 1;
-            n++;
-        }
-    }
-    return (int)n;
+    int rc = meta_objmeta_walk(blob, len, objmeta_one, &c);
+    return rc < 0 ? rc : (int)c.n;
 }
 
 /* ---- state ---- */
