@@ -34,6 +34,7 @@
 #include "meta_tier.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_metrics.h"
 #include "tier_evict.h"
 #include "tier_policy.h"
 #include "tier_upload.h"
@@ -203,13 +204,6 @@ static const char *const ek_names[] = {"connect", "timeout", "auth", "remote", "
 
 static _Atomic(struct tier_upload *) the_uploader;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t real_ns(void)
 {
     struct timespec ts;
@@ -305,8 +299,8 @@ static void fail_note(struct tier_upload *u, uint64_t ino)
         f->ino = ino;
         f->tries = 0;
     }
-    f->until_ms = now_ms() + (int64_t)tier_backoff_ms(f->tries, u->cfg.retry_base_ms,
-                                                      u->cfg.retry_max_ms, rnd32(u));
+    f->until_ms = srv_now_ms() + (int64_t)tier_backoff_ms(f->tries, u->cfg.retry_base_ms,
+                                                          u->cfg.retry_max_ms, rnd32(u));
     f->tries++;
 }
 
@@ -328,7 +322,7 @@ static struct rclient *rclient_find(struct tier_upload *u, uint32_t id)
 static bool remote_down(struct tier_upload *u, uint32_t id)
 {
     struct rclient *r = rclient_find(u, id);
-    return r && r->down_until_ms > now_ms();
+    return r && r->down_until_ms > srv_now_ms();
 }
 
 /* ---- the client loop ---- */
@@ -536,8 +530,8 @@ static void failed(struct tier_upload *u, uint64_t bucket, uint32_t id, uint64_t
     }
     struct rclient *r = rclient_find(u, id);
     if (retryable && r) {
-        r->down_until_ms = now_ms() + (int64_t)tier_backoff_ms(r->tries, u->cfg.retry_base_ms,
-                                                               u->cfg.retry_max_ms, rnd32(u));
+        r->down_until_ms = srv_now_ms() + (int64_t)tier_backoff_ms(r->tries, u->cfg.retry_base_ms,
+                                                                   u->cfg.retry_max_ms, rnd32(u));
         r->tries++;
     } else if (kind != EK_CHANGED) {
         fail_note(u, ino);
@@ -1291,7 +1285,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
         !inflight_has(u, kv->ino) &&
-        !(fail_find(u, kv->ino) && fail_find(u, kv->ino)->until_ms > now_ms())) {
+        !(fail_find(u, kv->ino) && fail_find(u, kv->ino)->until_ms > srv_now_ms())) {
         struct job *j = calloc(1, sizeof(*j));
         if (j && (j->key = strndup(key, klen))) {
             j->ino = kv->ino;
@@ -1416,7 +1410,8 @@ static int dscan_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
     }
     rc = 0;
     if (u->queued < (size_t)u->nwork * 8 && !remote_down(u, c->st.remote) &&
-        !inflight_has(u, ino) && !(fail_find(u, ino) && fail_find(u, ino)->until_ms > now_ms())) {
+        !inflight_has(u, ino) &&
+        !(fail_find(u, ino) && fail_find(u, ino)->until_ms > srv_now_ms())) {
         struct job *j = calloc(1, sizeof(*j));
         if (j && (j->key = strdup(c->key))) {
             j->del = true;
