@@ -1028,6 +1028,18 @@ static void buckets_collection(struct api_req *x)
     reply_list(x, rc, b.arr, "list buckets");
 }
 
+/* The request's bucket, looked up for the tenant's superuser; on failure the
+ * reply is sent. @return 0 or a negative errno. */
+static int bucket_of(struct api_req *x, struct core_attr *at)
+{
+    struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    int rc = core_bucket_lookup(x->a->core, &p, x->bucket, strlen(x->bucket), at);
+    if (rc < 0)
+        lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
+                      x->ti.name);
+    return rc;
+}
+
 /* Usage/quota of the tenant ({bucket} absent), of a bucket, or of a directory
  * in it (?dir=a/b). GET answers usage; PUT sets limits; DELETE removes them. */
 static void usage_quota(struct api_req *x)
@@ -1036,14 +1048,9 @@ static void usage_quota(struct api_req *x)
     int rc;
     const char *dir = evhttp_find_header(&x->query, "dir");
     if (x->bucket) {
-        struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
         struct core_attr at;
-        rc = core_bucket_lookup(x->a->core, &p, x->bucket, strlen(x->bucket), &at);
-        if (rc < 0) {
-            lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
-                          x->ti.name);
+        if ((rc = bucket_of(x, &at)) < 0)
             return;
-        }
         ino = at.ino;
         if (dir && *dir && (rc = resolve_dir(x->a, x->tenant, ino, dir, &ino)) < 0) {
             lookup_failed(x->req, rc, "directory", "no such directory '%s' in bucket '%s'", dir,
@@ -1157,14 +1164,9 @@ static void qos_level_item(struct api_req *x, enum qos_level lv)
         id.uid = x->u.uid;
     }
     if (lv == QOS_LEVEL_BUCKET) {
-        struct core_principal p = {.tenant = x->tenant, .flags = CORE_P_SUPER};
         struct core_attr at;
-        rc = core_bucket_lookup(x->a->core, &p, x->bucket, strlen(x->bucket), &at);
-        if (rc < 0) {
-            lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
-                          x->ti.name);
+        if ((rc = bucket_of(x, &at)) < 0)
             return;
-        }
         id.bucket = key = at.ino;
         uint64_t dino = at.ino;
         if (dir && *dir && (rc = resolve_dir(x->a, x->tenant, at.ino, dir, &dino)) < 0) {
@@ -1561,12 +1563,9 @@ static void tier_flush(struct api_req *x)
     struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
     struct core_attr at;
     struct tier_upload *u = tier_upload_default();
-    int rc = core_bucket_lookup(x->a->core, &sp, x->bucket, strlen(x->bucket), &at);
-    if (rc < 0) {
-        lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
-                      x->ti.name);
+    int rc = bucket_of(x, &at);
+    if (rc < 0)
         return;
-    }
     void *val = NULL;
     size_t len = 0;
     rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
@@ -1611,12 +1610,9 @@ static void tier_item(struct api_req *x)
     struct core_attr at;
     struct tier_policy cur, p;
     bool have = false;
-    int rc = core_bucket_lookup(x->a->core, &sp, x->bucket, strlen(x->bucket), &at);
-    if (rc < 0) {
-        lookup_failed(x->req, rc, "bucket", "no such bucket '%s' in tenant '%s'", x->bucket,
-                      x->ti.name);
+    int rc = bucket_of(x, &at);
+    if (rc < 0)
         return;
-    }
     void *val = NULL;
     size_t len = 0;
     rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);

@@ -207,13 +207,6 @@ static void on_stop(void *arg)
     event_base_loopbreak(l->base);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void *loop_main(void *arg)
 {
     struct srv_loop *l = arg;
@@ -226,14 +219,14 @@ static void *loop_main(void *arg)
      * connections), or the deadline passes. */
     struct timeval tv = {0, LOOP_DRAIN_TICK_MS * 1000};
     event_add(l->tick, &tv);
-    int64_t deadline = mono_ms() + pool.drain_ms;
+    int64_t deadline = srv_now_ms() + pool.drain_ms;
     for (;;) {
         loop_run_calls(l);
         long inflight = atomic_load(&l->inflight);
         int pending = event_base_get_num_events(l->base, EVENT_BASE_COUNT_ADDED);
         if (inflight == 0 && pending <= 1)
             break;
-        if (mono_ms() >= deadline) {
+        if (srv_now_ms() >= deadline) {
             srv_log(WARN, SRV,
                     "loop %d: drain deadline passed (%ld work items in flight, %d events)",
                     l->idx, inflight, pending - 1);

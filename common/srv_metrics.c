@@ -102,6 +102,13 @@ uint64_t srv_now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+int64_t srv_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static uint32_t fnv_u64(uint32_t h, uint64_t v, int bytes)
 {
     for (int i = 0; i < bytes; i++)

@@ -28,6 +28,8 @@ void srv_metrics_add_renderer(srv_metrics_render_cb cb, void *arg);
 void srv_metrics_render(struct evbuffer *out);
 /** Monotonic microseconds, for latencies. */
 uint64_t srv_now_us(void);
+/** Monotonic milliseconds, for deadlines and backoff. */
+int64_t srv_now_ms(void);
 
 /* ---- extensions (backward compatible) ---- */
 /** Remove a renderer added with the same @p cb and @p arg (no-op if absent). */

@@ -34,6 +34,7 @@
 #include "meta_tier.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_metrics.h"
 
 #define CORE_RC_CHUNK (2u * STORE_EXTENT_MAX) /* bytes of one ranged GET */
 #define LR_SLOTS 65536u                       /* last-read table */
@@ -79,13 +80,6 @@ struct core__tier {
 
 static const double lat_bounds[RC_LAT_N] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                             1,    2.5,   5,    10,  30,   60};
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t mono_ns(void)
 {
@@ -475,7 +469,7 @@ static void *recall_main(void *arg)
     while (!k->stop) {
         struct recall *pick = NULL;
         uint32_t ch = 0;
-        int64_t now = mono_ms(), next = now + 1000;
+        int64_t now = srv_now_ms(), next = now + 1000;
         for (struct recall *r = k->head; r && !pick; r = r->next) {
             if (r->err)
                 continue;
@@ -539,7 +533,7 @@ static void *recall_main(void *arg)
             }
         } else if (retryable(rc)) {
             pick->st[ch] = CH_TODO;
-            now = mono_ms();
+            now = srv_now_ms();
             if (!pick->fails++)
                 pick->fail_since_ms = now;
             unsigned sh = pick->fails < 4 ? pick->fails : 4;
@@ -641,13 +635,13 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         r->nch = nch;
         r->want = UINT32_MAX;
         r->start_ns = mono_ns();
-        r->touch_ms = mono_ms();
+        r->touch_ms = srv_now_ms();
         r->next = k->head;
         k->head = r;
         atomic_fetch_add(&k->recalls, 1);
     }
     uint32_t c0 = (uint32_t)(lo / CORE_RC_CHUNK), c1 = (uint32_t)((hi - 1) / CORE_RC_CHUNK);
-    int64_t deadline = mono_ms() + k->cfg.wait_ms;
+    int64_t deadline = srv_now_ms() + k->cfg.wait_ms;
     int rc;
     r->waiters++;
     for (;;) {
@@ -672,7 +666,7 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
             rc = -EWOULDBLOCK;
             break;
         }
-        int64_t now = mono_ms();
+        int64_t now = srv_now_ms();
         r->touch_ms = now;
         if (r->fails) {
             /* the remote fails now: the client retries later, until it has failed for

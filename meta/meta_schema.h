@@ -106,6 +106,8 @@
 #ifndef META_SCHEMA_H
 #define META_SCHEMA_H
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -354,6 +356,44 @@ static inline uint32_t meta_be32_get(const void *p)
 {
     const uint8_t *b = p;
     return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+}
+
+/** Walks an S3 object metadata blob (the opaque part of objmeta; s3api/s3_meta.c
+ * writes it): "S3M1", then records of
+ *   u8 type | be16 key length | key | be32 value length | value.
+ * Calls @p cb for each record once the whole record is checked, in order; the
+ * pointers go into @p blob. An empty blob has no records. Pure.
+ * @return 0, or -EINVAL (bad magic or a truncated record; the records before it
+ * were passed to @p cb). */
+typedef void (*meta_objmeta_cb)(void *arg, int type, const unsigned char *k, size_t kl,
+                                const unsigned char *v, size_t vl);
+
+static inline int meta_objmeta_walk(const void *blob, size_t len, meta_objmeta_cb cb, void *arg)
+{
+    const unsigned char *p = blob, *end = p + len;
+    if (len == 0 || !blob)
+        return 0;
+    if (len < 4 || memcmp(p, "S3M1", 4) != 0)
+        return -EINVAL;
+    p += 4;
+    while (p < end) {
+        if (end - p < 3)
+            return -EINVAL;
+        int type = p[0];
+        size_t kl = ((size_t)p[1] << 8) | p[2];
+        p += 3;
+        if ((size_t)(end - p) < kl + 4)
+            return -EINVAL;
+        const unsigned char *k = p;
+        p += kl;
+        size_t vl = meta_be32_get(p);
+        p += 4;
+        if ((size_t)(end - p) < vl)
+            return -EINVAL;
+        cb(arg, type, k, kl, p, vl);
+        p += vl;
+    }
+    return 0;
 }
 
 /** FNV-1a 64-bit hash (names, long keys). */

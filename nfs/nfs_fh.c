@@ -12,25 +12,13 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "meta_schema.h"
 #include "srv_err.h"
 
 #define FH_MAGIC0 'S'
 #define FH_MAGIC1 '3'
 #define FH_BODY 24
 #define FH_MACLEN 8
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 static uint64_t rotl(uint64_t x, int b)
 {
@@ -119,11 +107,11 @@ void nfs_fh_encode(const uint8_t key[NFS_FH_KEYLEN], const struct nfs_fh *fh,
     out[1] = FH_MAGIC1;
     out[2] = NFS_FH_VERSION;
     out[3] = 0;
-    put32(out + 4, fh->export_id);
-    put32(out + 8, fh->tenant);
-    put32(out + 12, (uint32_t)(fh->ino >> 32));
-    put32(out + 16, (uint32_t)fh->ino);
-    put32(out + 20, fh->gen);
+    meta_be32_put(out + 4, fh->export_id);
+    meta_be32_put(out + 8, fh->tenant);
+    meta_be32_put(out + 12, (uint32_t)(fh->ino >> 32));
+    meta_be32_put(out + 16, (uint32_t)fh->ino);
+    meta_be32_put(out + 20, fh->gen);
     fh_mac(key, out, out + FH_BODY);
 }
 
@@ -138,9 +126,9 @@ int nfs_fh_decode(const uint8_t key[NFS_FH_KEYLEN], const void *data, size_t len
     fh_mac(key, p, mac);
     if (!mac_equal(mac, p + FH_BODY))
         return SRV_ESTALE;
-    out->export_id = get32(p + 4);
-    out->tenant = get32(p + 8);
-    out->ino = (uint64_t)get32(p + 12) << 32 | get32(p + 16);
-    out->gen = get32(p + 20);
+    out->export_id = meta_be32_get(p + 4);
+    out->tenant = meta_be32_get(p + 8);
+    out->ino = (uint64_t)meta_be32_get(p + 12) << 32 | meta_be32_get(p + 16);
+    out->gen = meta_be32_get(p + 20);
     return 0;
 }

@@ -7,11 +7,13 @@
  * Layout (version 1): "S3M1", then records of
  *   u8 type | u16 key length | key | u32 value length | value   (big-endian)
  * Unknown record types are kept on decode, so newer writers stay readable.
+ * The reader, meta_objmeta_walk() (meta_schema.h), is shared with tier/.
  * Thread: reentrant. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "meta_schema.h"
 #include "s3_internal.h"
 
 #define META_MAGIC "S3M1"
@@ -93,31 +95,21 @@ int s3__meta_encode(const struct s3_meta *m, void **blob, size_t *len)
     return 0;
 }
 
+struct decode_ctx {
+    struct s3_meta *m;
+    struct s3_arena *a;
+};
+
+static void decode_one(void *arg, int type, const unsigned char *k, size_t kl,
+                       const unsigned char *v, size_t vl)
+{
+    struct decode_ctx *c = arg;
+    s3__meta_add(c->m, c->a, (enum s3_meta_type)type, (const char *)k, kl, (const char *)v, vl);
+}
+
 int s3__meta_decode(struct s3_meta *m, struct s3_arena *a, const void *blob, size_t len)
 {
-    const unsigned char *p = blob, *end = p + len;
+    struct decode_ctx c = {.m = m, .a = a};
     memset(m, 0, sizeof(*m));
-    if (len == 0 || !blob)
-        return 0;
-    if (len < 4 || memcmp(p, META_MAGIC, 4) != 0)
-        return -EINVAL;
-    p += 4;
-    while (p < end) {
-        if (end - p < 3)
-            return -EINVAL;
-        int t = p[0];
-        size_t kl = ((size_t)p[1] << 8) | p[2];
-        p += 3;
-        if ((size_t)(end - p) < kl + 4)
-            return -EINVAL;
-        const unsigned char *k = p;
-        p += kl;
-        size_t vl = ((size_t)p[0] << 24) | ((size_t)p[1] << 16) | ((size_t)p[2] << 8) | p[3];
-        p += 4;
-        if ((size_t)(end - p) < vl)
-            return -EINVAL;
-        s3__meta_add(m, a, (enum s3_meta_type)t, (const char *)k, kl, (const char *)p, vl);
-        p += vl;
-    }
-    return 0;
+    return meta_objmeta_walk(blob, len, decode_one, &c);
 }

@@ -5,16 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "meta_schema.h"
 #include "srv_err.h"
 #include "tier_policy.h"
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -25,11 +18,6 @@ static void put16(uint8_t *p, uint16_t v)
 static uint16_t get16(const uint8_t *p)
 {
     return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 int tier_policy_validate(const struct tier_policy *p, char *why, size_t whylen)
@@ -87,13 +75,13 @@ size_t tier_policy_encode(const struct tier_policy *p, uint8_t out[TIER_POLICY_M
 {
     memset(out, 0, TIER_POLICY_LEN);
     out[0] = 1;
-    put32(out + 4, p->remote);
-    put32(out + 8, p->upload_after_s);
+    meta_be32_put(out + 4, p->remote);
+    meta_be32_put(out + 8, p->upload_after_s);
     if (!tier_policy_evicts(p) && p->npins == 0)
         return TIER_POLICY_LEN; /* what version 1 builds read */
     out[0] = 2;
     uint8_t *q = out + TIER_POLICY_LEN;
-    put32(q, p->evict_after_s);
+    meta_be32_put(q, p->evict_after_s);
     put16(q + 4, p->evict_high);
     put16(q + 6, p->evict_low);
     q[8] = (uint8_t)p->npins;
@@ -116,13 +104,13 @@ int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out)
     if (b[0] > TIER_POLICY_VERSION)
         return SRV_EBADVERSION;
     memset(out, 0, sizeof(*out));
-    out->remote = get32(b + 4);
-    out->upload_after_s = get32(b + 8);
+    out->remote = meta_be32_get(b + 4);
+    out->upload_after_s = meta_be32_get(b + 8);
     if (b[0] >= 2) {
         const uint8_t *q = b + TIER_POLICY_LEN, *end = b + len;
         if (end - q < 12)
             return -EINVAL;
-        out->evict_after_s = get32(q);
+        out->evict_after_s = meta_be32_get(q);
         out->evict_high = get16(q + 4);
         out->evict_low = get16(q + 6);
         out->npins = q[8];

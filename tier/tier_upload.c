@@ -30,9 +30,11 @@
 #include "meta_dirent.h"
 #include "meta_inode.h"
 #include "meta_keyidx.h"
+#include "meta_schema.h"
 #include "meta_tier.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "srv_metrics.h"
 #include "tier_evict.h"
 #include "tier_policy.h"
 #include "tier_upload.h"
@@ -73,51 +75,45 @@ const char *tier_file_state_name(enum tier_file_state s)
     return "none";
 }
 
+struct objmeta_ctx {
+    char *ctype;
+    size_t ctlen;
+    struct tier_s3_kv *kv;
+    size_t max, n;
+    char *strs;
+    size_t strslen, used;
+};
+
+static void objmeta_one(void *arg, int type, const unsigned char *k, size_t kl,
+                        const unsigned char *v, size_t vl)
+{
+    struct objmeta_ctx *c = arg;
+    if (type == 1 && kl == 12 && strncasecmp((const char *)k, "content-type", 12) == 0) {
+        if (vl < c->ctlen) {
+            memcpy(c->ctype, v, vl);
+            c->ctype[vl] = '\0';
+        }
+    } else if (type == 2 && c->n < c->max && c->used + kl + vl + 2 <= c->strslen) {
+        char *s = c->strs + c->used;
+        c->kv[c->n].name = s;
+        memcpy(s, k, kl);
+        s[kl] = '\0';
+        c->kv[c->n].value = s + kl + 1;
+        memcpy(s + kl + 1, v, vl);
+        s[kl + 1 + vl] = '\0';
+        c->used += kl + vl + 2;
+        c->n++;
+    }
+}
+
 int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
                        struct tier_s3_kv *kv, size_t max, char *strs, size_t strslen)
 {
-    const unsigned char *p = blob, *end = p + len;
-    size_t n = 0, used = 0;
+    struct objmeta_ctx c = {
+        .ctype = ctype, .ctlen = ctlen, .kv = kv, .max = max, .strs = strs, .strslen = strslen};
     ctype[0] = '\0';
-    if (len == 0)
-        return 0;
-    if (len < 4 || memcmp(p, "S3M1", 4) != 0)
-        return -EINVAL;
-    p += 4;
-    while (p < end) {
-        if (end - p < 3)
-            return -EINVAL;
-        int type = p[0];
-        size_t kl = ((size_t)p[1] << 8) | p[2];
-        p += 3;
-        if ((size_t)(end - p) < kl + 4)
-            return -EINVAL;
-        const unsigned char *k = p;
-        p += kl;
-        size_t vl = ((size_t)p[0] << 24) | ((size_t)p[1] << 16) | ((size_t)p[2] << 8) | p[3];
-        p += 4;
-        if ((size_t)(end - p) < vl)
-            return -EINVAL;
-        const unsigned char *v = p;
-        p += vl;
-        if (type == 1 && kl == 12 && strncasecmp((const char *)k, "content-type", 12) == 0) {
-            if (vl < ctlen) {
-                memcpy(ctype, v, vl);
-                ctype[vl] = '\0';
-            }
-        } else if (type == 2 && n < max && used + kl + vl + 2 <= strslen) {
-            kv[n].name = strs + used;
-            memcpy(strs + used, k, kl);
-            strs[used + kl] = '\0';
-            used += kl + 1;
-            kv[n].value = strs + used;
-            memcpy(strs + used, v, vl);
-            strs[used + vl] = '\0';
-            used += vl + 1;
-            n++;
-        }
-    }
-    return (int)n;
+    int rc = meta_objmeta_walk(blob, len, objmeta_one, &c);
+    return rc < 0 ? rc : (int)c.n;
 }
 
 /* ---- state ---- */
@@ -207,13 +203,6 @@ enum { EK_CONNECT, EK_TIMEOUT, EK_AUTH, EK_REMOTE, EK_LOCAL, EK_CHANGED };
 static const char *const ek_names[] = {"connect", "timeout", "auth", "remote", "local", "changed"};
 
 static _Atomic(struct tier_upload *) the_uploader;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t real_ns(void)
 {
@@ -310,8 +299,8 @@ static void fail_note(struct tier_upload *u, uint64_t ino)
         f->ino = ino;
         f->tries = 0;
     }
-    f->until_ms = now_ms() + (int64_t)tier_backoff_ms(f->tries, u->cfg.retry_base_ms,
-                                                      u->cfg.retry_max_ms, rnd32(u));
+    f->until_ms = srv_now_ms() + (int64_t)tier_backoff_ms(f->tries, u->cfg.retry_base_ms,
+                                                          u->cfg.retry_max_ms, rnd32(u));
     f->tries++;
 }
 
@@ -333,7 +322,7 @@ static struct rclient *rclient_find(struct tier_upload *u, uint32_t id)
 static bool remote_down(struct tier_upload *u, uint32_t id)
 {
     struct rclient *r = rclient_find(u, id);
-    return r && r->down_until_ms > now_ms();
+    return r && r->down_until_ms > srv_now_ms();
 }
 
 /* ---- the client loop ---- */
@@ -541,8 +530,8 @@ static void failed(struct tier_upload *u, uint64_t bucket, uint32_t id, uint64_t
     }
     struct rclient *r = rclient_find(u, id);
     if (retryable && r) {
-        r->down_until_ms = now_ms() + (int64_t)tier_backoff_ms(r->tries, u->cfg.retry_base_ms,
-                                                               u->cfg.retry_max_ms, rnd32(u));
+        r->down_until_ms = srv_now_ms() + (int64_t)tier_backoff_ms(r->tries, u->cfg.retry_base_ms,
+                                                                   u->cfg.retry_max_ms, rnd32(u));
         r->tries++;
     } else if (kind != EK_CHANGED) {
         fail_note(u, ino);
@@ -1296,7 +1285,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
         !inflight_has(u, kv->ino) &&
-        !(fail_find(u, kv->ino) && fail_find(u, kv->ino)->until_ms > now_ms())) {
+        !(fail_find(u, kv->ino) && fail_find(u, kv->ino)->until_ms > srv_now_ms())) {
         struct job *j = calloc(1, sizeof(*j));
         if (j && (j->key = strndup(key, klen))) {
             j->ino = kv->ino;
@@ -1421,7 +1410,8 @@ static int dscan_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
     }
     rc = 0;
     if (u->queued < (size_t)u->nwork * 8 && !remote_down(u, c->st.remote) &&
-        !inflight_has(u, ino) && !(fail_find(u, ino) && fail_find(u, ino)->until_ms > now_ms())) {
+        !inflight_has(u, ino) &&
+        !(fail_find(u, ino) && fail_find(u, ino)->until_ms > srv_now_ms())) {
         struct job *j = calloc(1, sizeof(*j));
         if (j && (j->key = strdup(c->key))) {
             j->del = true;
