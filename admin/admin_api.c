@@ -1423,20 +1423,13 @@ static void remote_item(struct api_req *x)
     }
     uint64_t bucket = 0;
     int rc = tenants_remote_delete(x->a->tenants, r.id, &bucket);
-    if (rc == -EBUSY) {
-        char msg[200];
-        snprintf(msg, sizeof(msg),
-                 "remote %u is named by the tier policy of a bucket (inode %llu); delete that "
-                 "policy first",
-                 r.id, (unsigned long long)bucket);
-        admin__error(x->req, ADMIN_E_IN_USE, msg);
-        return;
-    }
-    if (rc == -ENOTEMPTY) {
+    if (rc == -EBUSY || rc == -ENOTEMPTY) {
         char msg[240];
         snprintf(msg, sizeof(msg),
-                 "remote %u holds the only copy of evicted files (inode %llu, maybe more); "
-                 "read them back (recall) or delete them first",
+                 rc == -EBUSY ? "remote %u is named by the tier policy of a bucket (inode %llu); "
+                                "delete that policy first"
+                              : "remote %u holds the only copy of evicted files (inode %llu, "
+                                "maybe more); read them back (recall) or delete them first",
                  r.id, (unsigned long long)bucket);
         admin__error(x->req, ADMIN_E_IN_USE, msg);
         return;

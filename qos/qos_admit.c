@@ -1147,9 +1147,8 @@ bool qos_applies_at(struct qos *q, const struct core_principal *p, const struct 
 {
     if (!q || !p || (unsigned)cls > QOS_META)
         return false;
-    struct waiter *w = calloc(1, sizeof(*w));
-    if (!w)
-        return true; /* the caller takes the careful path */
+    /* on the stack: this runs for every GET, and the waiter only carries the path */
+    struct waiter w_ = {0}, *w = &w_;
     waiter_scope(q, p, s, w);
     int bb, ob;
     buckets_of(cls, &bb, &ob);
@@ -1164,7 +1163,6 @@ bool qos_applies_at(struct qos *q, const struct core_principal *p, const struct 
                 yes = path[i]->b[ob].rate > 0 || (bb >= 0 && path[i]->b[bb].rate > 0);
     }
     pthread_mutex_unlock(&q->lock);
-    free(w);
     return yes;
 }
 
