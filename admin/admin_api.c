@@ -1597,6 +1597,190 @@ static void tier_flush(struct api_req *x)
                          "done", done, "uploads", uploads_json(at.ino)));
 }
 
+/* The directory policies of bucket @p bucket (@p v: TIER_DIRPOL_MAX). @return their
+ * number, or -errno (-ENOENT: none is 0). */
+static int dirpols_get(struct api_req *x, uint64_t bucket, struct tier_dirpol *v)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    void *val = NULL;
+    size_t len = 0;
+    int rc = core_bucket_blob_get(x->a->core, &sp, bucket, CORE_BLOB_TIER_DIRS, &val, &len);
+    if (rc == 0)
+        rc = tier_dirs_decode(val, len, v);
+    free(val);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+static json_t *dirpol_json(const char *bucket, const char *dir, const struct tier_dirpol *d,
+                           const struct tier_policy *b)
+{
+    struct tier_effective e;
+    tier_effective_of(b, d, &e);
+    json_t *j = json_pack("{s:s,s:I}", "bucket", bucket, "dir_ino", (json_int_t)d->dir);
+    if (!j)
+        return NULL;
+    if (dir)
+        json_object_set_new(j, "dir", json_string(dir));
+    /* what the directory sets, and what applies below it (the bucket's for the rest) */
+    if (d->set & TIER_D_UPLOAD)
+        json_object_set_new(j, "upload_after_s", json_integer(d->upload_after_s));
+    if (d->set & TIER_D_EVICT)
+        json_object_set_new(j, "evict_after_s", json_integer(d->evict_after_s));
+    if (d->set & TIER_D_KEEP)
+        json_object_set_new(j, "keep_local", json_boolean(d->keep_local));
+    if (d->set & TIER_D_PRIO)
+        json_object_set_new(j, "evict_priority", json_string(tier_prio_name(d->evict_priority)));
+    json_object_set_new(j, "effective",
+                        json_pack("{s:I,s:I,s:b,s:s}", "upload_after_s",
+                                  (json_int_t)e.upload_after_s, "evict_after_s",
+                                  (json_int_t)e.evict_after_s, "keep_local", e.keep_local,
+                                  "evict_priority", tier_prio_name(e.evict_priority)));
+    return j;
+}
+
+/* /tenants/{tenant}/buckets/{bucket}/tier?dir=PATH: the policy of one directory of a
+ * tiered bucket (overrides of the bucket policy for the files below it). */
+static void tier_dir_item(struct api_req *x, uint64_t bucket, const char *dir,
+                          const struct tier_policy *bp)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    uint64_t dino = 0;
+    int rc = resolve_dir(x->a, x->tenant, bucket, dir, &dino);
+    if (rc < 0) {
+        if (rc == -EINVAL || rc == -ENOTDIR)
+            bad(x->req, rc == -EINVAL ? "'dir' may not contain '.' or '..'"
+                                      : "'dir' names a file, not a directory");
+        else
+            lookup_failed(x->req, rc, "directory", "no such directory '%s' in bucket '%s'", dir,
+                          x->bucket);
+        return;
+    }
+    if (dino == bucket) {
+        bad(x->req, "'dir' names the bucket itself: set the bucket's policy without ?dir=");
+        return;
+    }
+    static struct tier_dirpol v[TIER_DIRPOL_MAX]; /* the admin API runs on one thread */
+    int n = dirpols_get(x, bucket, v);
+    if (n < 0) {
+        reply_err(x->req, n, "directory tier policies");
+        return;
+    }
+    int at = -1;
+    for (int i = 0; i < n; i++)
+        if (v[i].dir == dino)
+            at = i;
+    if (x->cmd == EVHTTP_REQ_GET) {
+        if (at < 0) {
+            admin__error_of(x->req, -ENOENT,
+                            "the directory has no tier policy (the bucket's "
+                            "or an outer directory's applies)");
+            return;
+        }
+        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &v[at], bp));
+        return;
+    }
+    if (!is_system(x) &&
+        tenants_remote_usable(x->a->tenants, bp->remote, x->tenant, false) == -EACCES) {
+        forbidden(x->req, "a system admin set this bucket's policy (a system-wide remote): only "
+                          "a system admin may change its directories' policies");
+        return;
+    }
+    struct tier_dirpol d = {.dir = dino};
+    if (x->cmd == EVHTTP_REQ_PUT) {
+        static const char *const known[] = {"upload_after_s", "evict_after_s", "keep_local",
+                                            "evict_priority", NULL};
+        json_t *j = body_json(x->req);
+        if (!j)
+            return;
+        uint64_t up = 0, ev = 0;
+        bool keep = false;
+        int b = only_fields(x->req, j, known);
+        if (b == 0)
+            b = get_uint(x->req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &up);
+        if (b == 0)
+            b = get_uint(x->req, j, "evict_after_s", TIER_EVICT_AFTER_MAX, &ev);
+        if (b == 0)
+            b = get_bool(x->req, j, "keep_local", &keep);
+        json_t *pr = json_object_get(j, "evict_priority");
+        int prio = TIER_PRIO_NORMAL;
+        if (b == 0 && pr &&
+            (!json_is_string(pr) || (prio = tier_prio_parse(json_string_value(pr))) < 0)) {
+            bad(x->req, "'evict_priority' is \"low\", \"normal\" or \"high\"");
+            b = -1;
+        }
+        d.set = (uint8_t)((json_object_get(j, "upload_after_s") ? TIER_D_UPLOAD : 0) |
+                          (json_object_get(j, "evict_after_s") ? TIER_D_EVICT : 0) |
+                          (json_object_get(j, "keep_local") ? TIER_D_KEEP : 0) |
+                          (pr ? TIER_D_PRIO : 0));
+        json_decref(j);
+        if (b < 0)
+            return;
+        d.upload_after_s = (uint32_t)up;
+        d.evict_after_s = (uint32_t)ev;
+        d.keep_local = keep;
+        d.evict_priority = (uint8_t)prio;
+        char why[160];
+        if (tier_dirpol_validate(&d, why, sizeof(why)) < 0) {
+            bad(x->req, why);
+            return;
+        }
+    } else if (at < 0) { /* DELETE */
+        admin__error_of(x->req, -ENOENT, "the directory has no tier policy");
+        return;
+    }
+    /* drop the policies of directories gone or moved out of the bucket */
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        struct core_attr da;
+        if (i == at)
+            continue;
+        if (core_getattr(x->a->core, &sp, v[i].dir, 0, &da) == 0 && da.type == CORE_DIR &&
+            da.bucket == bucket)
+            v[m++] = v[i];
+    }
+    if (x->cmd == EVHTTP_REQ_PUT) {
+        if (m == TIER_DIRPOL_MAX) {
+            bad(x->req, "a bucket has at most 256 directory tier policies; delete some");
+            return;
+        }
+        v[m++] = d;
+    }
+    uint8_t *enc = malloc(TIER_DIRS_MAX);
+    if (!enc) {
+        reply_err(x->req, -ENOMEM, "set tier policy");
+        return;
+    }
+    size_t elen = m ? tier_dirs_encode(v, (size_t)m, enc) : 0;
+    rc = core_bucket_blob_put(x->a->core, &sp, bucket, CORE_BLOB_TIER_DIRS, enc, elen);
+    free(enc);
+    if (rc == -ENOENT && !m)
+        rc = 0;
+    if (rc < 0) {
+        reply_err(x->req, rc, "set directory tier policy");
+        return;
+    }
+    srv_log(INFO, ADMIN, "tenant=%u tier policy of directory %s (ino %llu) of bucket %s %s by %s",
+            x->tenant, dir, (unsigned long long)dino, x->bucket,
+            x->cmd == EVHTTP_REQ_PUT ? "set" : "removed", x->who->name);
+    if (tier_upload_default())
+        tier_upload_kick(tier_upload_default());
+    if (x->cmd == EVHTTP_REQ_PUT)
+        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &d, bp));
+    else
+        reply_deleted(x, 0, "delete directory tier policy");
+}
+
+/* The directory policies of a bucket, for its policy's GET. */
+static json_t *dirpols_json(struct api_req *x, uint64_t bucket, const struct tier_policy *bp)
+{
+    static struct tier_dirpol v[TIER_DIRPOL_MAX];
+    json_t *arr = json_array();
+    int n = dirpols_get(x, bucket, v);
+    for (int i = 0; arr && i < n; i++)
+        json_array_append_new(arr, dirpol_json(x->bucket, NULL, &v[i], bp));
+    return arr ? arr : json_null();
+}
+
 static void tier_item(struct api_req *x)
 {
     struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
@@ -1618,13 +1802,23 @@ static void tier_item(struct api_req *x)
         reply_err(x->req, rc, "tier policy");
         return;
     }
-    if (x->cmd == EVHTTP_REQ_GET || x->cmd == EVHTTP_REQ_DELETE) {
+    const char *dir = evhttp_find_header(&x->query, "dir");
+    if (dir && !*dir)
+        dir = NULL;
+    if (x->cmd == EVHTTP_REQ_GET || x->cmd == EVHTTP_REQ_DELETE || dir) {
         if (!have) {
             admin__error_of(x->req, -ENOENT, "the bucket has no tier policy");
             return;
         }
+        if (dir) {
+            tier_dir_item(x, at.ino, dir, &cur);
+            return;
+        }
         if (x->cmd == EVHTTP_REQ_GET) {
-            reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &cur));
+            json_t *pj = policy_json(x, x->bucket, at.ino, &cur);
+            if (pj)
+                json_object_set_new(pj, "directories", dirpols_json(x, at.ino, &cur));
+            reply_json(x->req, 200, pj);
             return;
         }
         if (tenants_remote_usable(x->a->tenants, cur.remote, x->tenant, is_system(x)) == -EACCES) {
@@ -1633,6 +1827,11 @@ static void tier_item(struct api_req *x)
             return;
         }
         rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER, NULL, 0);
+        if (rc == 0) { /* its directories' policies go with it */
+            int r2 = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER_DIRS, NULL, 0);
+            if (r2 < 0 && r2 != -ENOENT)
+                rc = r2;
+        }
         if (rc == 0)
             srv_log(INFO, ADMIN, "tenant=%u tier policy of bucket %s removed by %s", x->tenant,
                     x->bucket, x->who->name);

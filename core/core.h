@@ -606,6 +606,7 @@ int core_bucket_objlock_set(struct core *c, const struct core_principal *p, uint
 /* Front-end blobs kept per bucket (deleted with it). */
 #define CORE_BLOB_LIFECYCLE 2 /* the S3 lifecycle configuration */
 #define CORE_BLOB_TIER 3      /* the tier policy (tier/tier_policy.h: its stored form) */
+#define CORE_BLOB_TIER_DIRS 5 /* its directories' tier policies (tier_policy.h TIER_DIRS_KIND) */
 /** @param[out] val heap copy (free it). @return 0, -ENOENT, SRV_ENOBUCKET. */
 int core_bucket_blob_get(struct core *c, const struct core_principal *p, uint64_t bucket,
                          uint8_t kind, void **val, size_t *len);

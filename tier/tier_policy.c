@@ -132,3 +132,113 @@ int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out)
     }
     return tier_policy_validate(out, NULL, 0);
 }
+
+/* ---- directory tier policies ---- */
+
+void tier_effective_of(const struct tier_policy *b, const struct tier_dirpol *d,
+                       struct tier_effective *out)
+{
+    out->upload_after_s = b->upload_after_s;
+    out->evict_after_s = b->evict_after_s;
+    out->keep_local = false;
+    out->evict_priority = TIER_PRIO_NORMAL;
+    if (!d)
+        return;
+    if (d->set & TIER_D_UPLOAD)
+        out->upload_after_s = d->upload_after_s;
+    if (d->set & TIER_D_EVICT)
+        out->evict_after_s = d->evict_after_s;
+    if (d->set & TIER_D_KEEP)
+        out->keep_local = d->keep_local != 0;
+    if (d->set & TIER_D_PRIO)
+        out->evict_priority = d->evict_priority;
+}
+
+int tier_dirpol_validate(const struct tier_dirpol *d, char *why, size_t whylen)
+{
+    const char *m = NULL;
+    if (d->dir == 0)
+        m = "a directory is required";
+    else if (d->set & ~TIER_D__KNOWN)
+        m = "unknown fields";
+    else if (d->upload_after_s > TIER_UPLOAD_AFTER_MAX)
+        m = "upload_after_s must be 0..2592000";
+    else if (d->evict_after_s > TIER_EVICT_AFTER_MAX)
+        m = "evict_after_s must be 0..31536000";
+    else if (d->keep_local > 1)
+        m = "keep_local is true or false";
+    else if (d->evict_priority > TIER_PRIO_HIGH)
+        m = "evict_priority is low, normal or high";
+    if (!m)
+        return 0;
+    if (why)
+        snprintf(why, whylen, "%s", m);
+    return -EINVAL;
+}
+
+size_t tier_dirs_encode(const struct tier_dirpol *v, size_t n, uint8_t *out)
+{
+    if (n > TIER_DIRPOL_MAX)
+        n = TIER_DIRPOL_MAX;
+    out[0] = 1;
+    out[1] = 0;
+    put16(out + 2, (uint16_t)n);
+    uint8_t *q = out + 4;
+    for (size_t i = 0; i < n; i++, q += TIER_DIRPOL_LEN) {
+        put16(q, TIER_DIRPOL_LEN);
+        meta_be64_put(q + 2, v[i].dir);
+        q[10] = v[i].set;
+        q[11] = v[i].keep_local;
+        q[12] = v[i].evict_priority;
+        q[13] = 0;
+        meta_be32_put(q + 14, v[i].upload_after_s);
+        meta_be32_put(q + 18, v[i].evict_after_s);
+    }
+    return (size_t)(q - out);
+}
+
+int tier_dirs_decode(const void *buf, size_t len, struct tier_dirpol *v)
+{
+    const uint8_t *b = buf, *end = b + len;
+    if (len < 4 || b[0] == 0)
+        return -EINVAL;
+    if (b[0] > 1)
+        return SRV_EBADVERSION;
+    size_t n = get16(b + 2);
+    if (n > TIER_DIRPOL_MAX)
+        return -EINVAL;
+    const uint8_t *q = b + 4;
+    for (size_t i = 0; i < n; i++) {
+        if (end - q < 2)
+            return -EINVAL;
+        size_t el = get16(q);
+        if (el < TIER_DIRPOL_LEN || (size_t)(end - q) < el)
+            return -EINVAL;
+        v[i] = (struct tier_dirpol){.dir = meta_be64_get(q + 2),
+                                    .set = q[10] & TIER_D__KNOWN,
+                                    .keep_local = q[11],
+                                    .evict_priority = q[12],
+                                    .upload_after_s = meta_be32_get(q + 14),
+                                    .evict_after_s = meta_be32_get(q + 18)};
+        if (tier_dirpol_validate(&v[i], NULL, 0) < 0)
+            return -EINVAL;
+        q += el;
+    }
+    return (int)n;
+}
+
+const char *tier_prio_name(uint8_t prio)
+{
+    return prio == TIER_PRIO_LOW ? "low" : prio == TIER_PRIO_HIGH ? "high" : "normal";
+}
+
+int tier_prio_parse(const char *s)
+{
+    if (strcmp(s, "low") == 0)
+        return TIER_PRIO_LOW;
+    if (strcmp(s, "normal") == 0)
+        return TIER_PRIO_NORMAL;
+    if (strcmp(s, "high") == 0)
+        return TIER_PRIO_HIGH;
+    return -EINVAL;
+}

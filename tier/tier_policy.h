@@ -16,6 +16,7 @@
 #ifndef TIER_POLICY_H
 #define TIER_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,5 +59,65 @@ size_t tier_policy_encode(const struct tier_policy *p, uint8_t out[TIER_POLICY_M
 /** Read a stored form (version 1: no eviction). @return 0, -EINVAL (too short, version
  * 0, or fields out of range), SRV_EBADVERSION (a newer version). */
 int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out);
+
+/* ---- directory tier policies ----
+ * A directory of a tiered bucket may override some fields of the bucket's policy
+ * for the files below it; the nearest directory with a policy on a file's path
+ * (its first parent, then up to the bucket) wins, and the fields it does not set
+ * are the bucket policy's. The remote, the watermarks and the pinned prefixes stay
+ * the bucket's. Directories are named by inode (a renamed directory keeps its
+ * policy), as QoS names them.
+ *
+ * Stored form: one bucketcfg record per bucket, kind TIER_DIRS_KIND (core.h
+ * CORE_BLOB_TIER_DIRS; docs/on-disk-format.md):
+ *   u8 version (1) | u8 0 | be16 count | per entry:
+ *     be16 entry length (>= TIER_DIRPOL_LEN) | be64 directory inode | u8 set (TIER_D_*)
+ *     | u8 keep_local | u8 evict_priority | u8 0 | be32 upload_after_s
+ *     | be32 evict_after_s
+ * A longer entry is accepted (later versions append fields to an entry). */
+#define TIER_DIRS_KIND 5
+#define TIER_DIRPOL_LEN 22  /* bytes of an entry as written by this build, with its length */
+#define TIER_DIRPOL_MAX 256 /* directory policies of one bucket */
+#define TIER_DIRS_MAX (4 + TIER_DIRPOL_MAX * TIER_DIRPOL_LEN)
+
+#define TIER_D_UPLOAD 0x1 /* upload_after_s is set */
+#define TIER_D_EVICT 0x2  /* evict_after_s is set (0: not by age here) */
+#define TIER_D_KEEP 0x4   /* keep_local is set */
+#define TIER_D_PRIO 0x8   /* evict_priority is set */
+#define TIER_D__KNOWN 0xf
+
+enum tier_evict_prio { TIER_PRIO_LOW = 0, TIER_PRIO_NORMAL = 1, TIER_PRIO_HIGH = 2 };
+
+struct tier_dirpol {
+    uint64_t dir;           /* the directory's inode */
+    uint8_t set;            /* TIER_D_*: the fields it overrides */
+    uint8_t keep_local;     /* files below are never evicted */
+    uint8_t evict_priority; /* enum tier_evict_prio: order under watermark pressure */
+    uint32_t upload_after_s;
+    uint32_t evict_after_s;
+};
+
+/** What applies to one file: the bucket policy @p b, overridden by @p d (NULL:
+ * none). Pure. */
+struct tier_effective {
+    uint32_t upload_after_s, evict_after_s;
+    bool keep_local;
+    uint8_t evict_priority;
+};
+void tier_effective_of(const struct tier_policy *b, const struct tier_dirpol *d,
+                       struct tier_effective *out);
+
+/** Check @p d. @return 0, -EINVAL (with @p why). */
+int tier_dirpol_validate(const struct tier_dirpol *d, char *why, size_t whylen);
+/** Write @p n entries (at most TIER_DIRPOL_MAX) into @p out (TIER_DIRS_MAX bytes).
+ * @return its length. */
+size_t tier_dirs_encode(const struct tier_dirpol *v, size_t n, uint8_t *out);
+/** Read a stored form into @p v (room for TIER_DIRPOL_MAX). @return the number of
+ * entries, -EINVAL (malformed), SRV_EBADVERSION (a newer version). */
+int tier_dirs_decode(const void *buf, size_t len, struct tier_dirpol *v);
+/** Name of a priority ("low", "normal", "high"); tier_prio_parse: its inverse,
+ * -EINVAL for another string. */
+const char *tier_prio_name(uint8_t prio);
+int tier_prio_parse(const char *s);
 
 #endif

@@ -1131,12 +1131,45 @@ static void *work_main(void *arg)
 struct policy_ent {
     uint64_t bucket;
     struct tier_policy p;
+    struct tier_dirpol *dirs; /* its directories' policies (heap; NULL: none) */
+    size_t ndirs;
 };
 
 struct policies {
     struct policy_ent *v;
     size_t n, cap;
 };
+
+static void policies_free(struct policies *ps)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        free(ps->v[i].dirs);
+    free(ps->v);
+}
+
+/* A bucket's directory policies, onto its policy entry (a bucket without a
+ * policy: ignored; they apply once it has one). */
+static int dirs_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, size_t len)
+{
+    struct policies *ps = arg;
+    (void)kind;
+    for (size_t i = 0; i < ps->n; i++) {
+        if (ps->v[i].bucket != bucket)
+            continue;
+        struct tier_dirpol *d = malloc(TIER_DIRPOL_MAX * sizeof(*d));
+        if (!d)
+            return -ENOMEM;
+        int n = tier_dirs_decode(val, len, d);
+        if (n <= 0) {
+            free(d); /* a newer build's, or malformed: the bucket policy alone applies */
+            return 0;
+        }
+        ps->v[i].dirs = d;
+        ps->v[i].ndirs = (size_t)n;
+        return 0;
+    }
+    return 0;
+}
 
 static int policy_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, size_t len)
 {
@@ -1153,7 +1186,7 @@ static int policy_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, 
         ps->v = nv;
         ps->cap = nc;
     }
-    ps->v[ps->n++] = (struct policy_ent){bucket, p};
+    ps->v[ps->n++] = (struct policy_ent){bucket, p, NULL, 0};
     return 0;
 }
 
@@ -1182,6 +1215,8 @@ struct bscan {
     uint32_t group; /* pe's index in the pass's policies */
     uint32_t tenant;
     int64_t now_ns;
+    uint64_t eff_parent; /* the parent whose policy eff is (0: none yet) */
+    struct tier_effective eff;
     char last[META_KEY_MAX + 1];
     size_t lastlen;
     size_t seen;
@@ -1189,9 +1224,33 @@ struct bscan {
     struct meta_tier_copy c;
 };
 
+/* The policy that applies to files whose first parent is @p parent: the nearest
+ * directory policy on the way up to the bucket, else the bucket's. Cached for the
+ * files of one directory (the scan goes by key, so they come together). */
+static const struct tier_effective *effective(struct bscan *s, uint64_t parent)
+{
+    const struct policy_ent *pe = s->pe;
+    if (s->eff_parent == parent && parent)
+        return &s->eff;
+    const struct tier_dirpol *hit = NULL;
+    uint64_t d = parent;
+    for (unsigned depth = 0; pe->ndirs && d && d != pe->bucket && !hit && depth < 4096; depth++) {
+        for (size_t i = 0; i < pe->ndirs; i++)
+            if (pe->dirs[i].dir == d)
+                hit = &pe->dirs[i];
+        struct meta_inode r;
+        if (hit || meta_inode_get(s->t, d, &r) != 0)
+            break;
+        d = r.parent;
+    }
+    tier_effective_of(&pe->p, hit, &s->eff);
+    s->eff_parent = parent;
+    return &s->eff;
+}
+
 /* A file that may be evicted (mu held). */
 static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
-                    const struct meta_inode *r)
+                    const struct meta_inode *r, const struct tier_effective *e)
 {
     if (u->ncands == u->capcands) {
         size_t nc = u->capcands ? u->capcands * 2 : 256;
@@ -1209,10 +1268,11 @@ static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
         .change = r->change,
         .bytes = r->used,
         .last_s = last,
-        .after_s = s->pe->p.evict_after_s,
+        .after_s = e->evict_after_s,
         .high = s->pe->p.evict_high,
         .low = s->pe->p.evict_low,
         .group = s->group,
+        .prio = e->evict_priority,
     };
     return 0;
 }
@@ -1252,6 +1312,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         pthread_mutex_unlock(&u->mu);
         return -ENOMEM;
     }
+    const struct tier_effective *e = effective(s, r.parent);
     bool evicted = (r.flags & META_I_EVICTED) != 0;
     if (!evicted)
         b->cur.local_bytes += r.used;
@@ -1262,12 +1323,12 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         if (evicted) {
             b->cur.evicted_files++;
             b->cur.evicted_bytes += r.size;
-        } else if (u->cfg.evict && tier_policy_evicts(&s->pe->p) && r.nlink > 0 &&
-                   !(r.flags & (META_I_VREC | META_I_INLINE)) && s->c.st.etag[0] &&
+        } else if (u->cfg.evict && (e->evict_after_s || s->pe->p.evict_high) && !e->keep_local &&
+                   r.nlink > 0 && !(r.flags & (META_I_VREC | META_I_INLINE)) && s->c.st.etag[0] &&
                    s->c.st.size == r.size && !tier_policy_pinned(&s->pe->p, key, klen)) {
             b->cur.evictable_files++;
             b->cur.evictable_bytes += r.used;
-            rc = cand_add(u, s, kv->ino, &r);
+            rc = cand_add(u, s, kv->ino, &r, e);
         }
         pthread_mutex_unlock(&u->mu);
         return rc;
@@ -1280,7 +1341,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         b->cur.oldest_s = age_s;
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
-    bool due = age_s >= (int64_t)s->pe->p.upload_after_s || (b->barrier_ns && ct <= b->barrier_ns);
+    bool due = age_s >= (int64_t)e->upload_after_s || (b->barrier_ns && ct <= b->barrier_ns);
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -1542,9 +1603,11 @@ static void pass(struct tier_upload *u)
     if (meta_rtxn_begin(u->cfg.meta, &t) != 0)
         return;
     int rc = meta_bucketcfg_scan(t, BUCKET_KIND_TIER, policy_cb, &ps);
+    if (rc == 0)
+        rc = meta_bucketcfg_scan(t, TIER_DIRS_KIND, dirs_cb, &ps);
     meta_rtxn_end(t);
     if (rc < 0) {
-        free(ps.v);
+        policies_free(&ps);
         return;
     }
     int64_t now_ns = real_ns();
@@ -1583,7 +1646,7 @@ static void pass(struct tier_upload *u)
         b->done_pass = passno;
     }
     pthread_mutex_unlock(&u->mu);
-    free(ps.v);
+    policies_free(&ps);
     name_buckets(u);
 }
 

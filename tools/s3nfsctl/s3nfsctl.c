@@ -86,6 +86,10 @@ static const struct cmd_doc {
     {"tier", "get delete set flush",
      "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
      "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS] [--evict-after SECONDS]\n"
+     "                [--evict-watermark HIGH:LOW] [--pin-prefixes P1,P2,...]\n"
+     "  tier get|delete T BUCKET --dir PATH   a directory's policy\n"
+     "  tier set T BUCKET --dir PATH [--upload-after S] [--evict-after S]\n"
+     "                [--keep-local | --no-keep-local] [--evict-priority low|normal|high]\n"
      "  tier flush T BUCKET [--timeout SECONDS]   wait until everything written before\n"
      "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
@@ -1271,6 +1275,12 @@ static int cmd_tier(int argc, char **argv)
         {"--remote", NULL, OPT_ARG, 0},
         {"--upload-after", "upload_after_s", OPT_NUM, FOR_UPDATE},
         {"--evict-after", "evict_after_s", OPT_NUM, FOR_UPDATE},
+        {"--keep-local", "keep_local", OPT_TRUE, FOR_UPDATE},
+        {"--no-keep-local", "keep_local", OPT_FALSE, FOR_UPDATE},
+        {"--evict-priority", "evict_priority", OPT_STR, FOR_UPDATE},
+        {"--evict-watermark", NULL, OPT_ARG, 0},
+        {"--pin-prefixes", NULL, OPT_ARG, 0},
+        {"--dir", NULL, OPT_ARG, 0},
         {"--timeout", NULL, OPT_ARG, 0},
         {NULL, NULL, OPT_ARG, 0},
     };
@@ -1278,11 +1288,24 @@ static int cmd_tier(int argc, char **argv)
     NEED(3);
     uint64_t t = tenant_id(argv[1]);
     check_flags(argc, argv, 3, opts);
-    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets/%s/tier", t, argv[2]);
-    if (strcmp(argv[0], "get") == 0 && argc == 3) {
+    const char *dir = flag(argc, argv, 3, "--dir", true);
+    if (dir && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") !=
+                   strlen(dir))
+        die(2, "--dir: use letters, digits, '.', '_', '-' and '/' (or the api command)");
+    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets/%s/tier%s%s", t, argv[2],
+             dir ? "?dir=" : "", dir ? dir : "");
+    if (strcmp(argv[0], "get") == 0) {
         api("GET", NULL, "%s", p);
-    } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
+    } else if (strcmp(argv[0], "delete") == 0) {
         api("DELETE", NULL, "%s", p);
+    } else if (strcmp(argv[0], "set") == 0 && dir) {
+        if (flag(argc, argv, 3, "--remote", true) ||
+            flag(argc, argv, 3, "--evict-watermark", true) ||
+            flag(argc, argv, 3, "--pin-prefixes", true))
+            die(2, "tier set --dir: the remote, watermarks and pins are the bucket's");
+        json_t *o = json_object();
+        set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        api("PUT", o, "%s", p);
     } else if (strcmp(argv[0], "flush") == 0) {
         const char *ts = flag(argc, argv, 3, "--timeout", true);
         uint64_t timeout = ts ? parse_num(ts, false) : 300;
@@ -1328,7 +1351,33 @@ static int cmd_tier(int argc, char **argv)
             json_object_set_new(o, "remote", json_integer((json_int_t)parse_num(r, false)));
         else
             json_object_set_new(o, "remote", json_string(r));
+        if (flag(argc, argv, 3, "--keep-local", false) ||
+            flag(argc, argv, 3, "--no-keep-local", false) ||
+            flag(argc, argv, 3, "--evict-priority", true))
+            die(2, "tier set: --keep-local and --evict-priority are a directory's (--dir PATH)");
         set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        const char *wm = flag(argc, argv, 3, "--evict-watermark", true);
+        if (wm) {
+            char *end = NULL;
+            double hi = strtod(wm, &end), lo = -1;
+            if (end && *end == ':')
+                lo = strtod(end + 1, &end);
+            if (!end || *end || lo < 0)
+                die(2, "--evict-watermark HIGH:LOW (percent of the store's capacity, e.g. 90:80)");
+            json_object_set_new(o, "evict_watermark",
+                                json_pack("{s:f,s:f}", "high", hi, "low", lo));
+        }
+        const char *pins = flag(argc, argv, 3, "--pin-prefixes", true);
+        if (pins) {
+            json_t *arr = json_array();
+            for (const char *q = pins; *q;) {
+                size_t n = strcspn(q, ",");
+                if (n)
+                    json_array_append_new(arr, json_stringn(q, n));
+                q += n + (q[n] == ',');
+            }
+            json_object_set_new(o, "pin_prefixes", arr);
+        }
         api("PUT", o, "%s", p);
     } else {
         return bad_usage();

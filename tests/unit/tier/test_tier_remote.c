@@ -311,13 +311,100 @@ static void test_evict_plan(void **state)
     assert_true(g[1].pick);
 }
 
+static void test_dir_policies(void **state)
+{
+    (void)state;
+    struct tier_dirpol v[3] = {
+        {.dir = 100, .set = TIER_D_UPLOAD, .upload_after_s = 5},
+        {.dir = 101,
+         .set = TIER_D_KEEP | TIER_D_PRIO,
+         .keep_local = 1,
+         .evict_priority = TIER_PRIO_LOW},
+        {.dir = 102, .set = TIER_D_EVICT, .evict_after_s = 0},
+    };
+    static uint8_t buf[TIER_DIRS_MAX];
+    static struct tier_dirpol out[TIER_DIRPOL_MAX];
+    size_t len = tier_dirs_encode(v, 3, buf);
+    assert_int_equal(len, 4 + 3 * TIER_DIRPOL_LEN);
+    assert_int_equal(tier_dirs_decode(buf, len, out), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(out[i].dir, v[i].dir);
+        assert_int_equal(out[i].set, v[i].set);
+        assert_int_equal(out[i].keep_local, v[i].keep_local);
+        assert_int_equal(out[i].evict_priority, v[i].evict_priority);
+        assert_int_equal(out[i].upload_after_s, v[i].upload_after_s);
+        assert_int_equal(out[i].evict_after_s, v[i].evict_after_s);
+    }
+    /* truncated, a newer version, a bad field */
+    assert_int_equal(tier_dirs_decode(buf, len - 1, out), -EINVAL);
+    buf[0] = 2;
+    assert_int_equal(tier_dirs_decode(buf, len, out), SRV_EBADVERSION);
+    buf[0] = 1;
+    buf[4 + TIER_DIRPOL_LEN + 12] = 7; /* entry 2's priority */
+    assert_int_equal(tier_dirs_decode(buf, len, out), -EINVAL);
+    /* an empty list */
+    assert_int_equal(tier_dirs_decode(buf, tier_dirs_encode(v, 0, buf), out), 0);
+    /* a longer entry (a later version's fields) is skipped over */
+    uint8_t big[4 + 2 * (TIER_DIRPOL_LEN + 4)];
+    size_t one = tier_dirs_encode(v, 1, buf);
+    memset(big, 0, sizeof(big));
+    memcpy(big, buf, one);
+    big[3] = 2;
+    big[5] = TIER_DIRPOL_LEN + 4;
+    memcpy(big + 4 + TIER_DIRPOL_LEN + 4, buf + 4, TIER_DIRPOL_LEN);
+    assert_int_equal(tier_dirs_decode(big, 4 + TIER_DIRPOL_LEN + 4 + TIER_DIRPOL_LEN, out), 2);
+    assert_int_equal(out[1].dir, 100);
+    assert_int_equal(out[1].upload_after_s, 5);
+
+    /* the effective policy: the directory's fields over the bucket's */
+    struct tier_policy b = {.remote = 1, .upload_after_s = 60, .evict_after_s = 3600};
+    struct tier_effective e;
+    tier_effective_of(&b, NULL, &e);
+    assert_int_equal(e.upload_after_s, 60);
+    assert_int_equal(e.evict_after_s, 3600);
+    assert_false(e.keep_local);
+    assert_int_equal(e.evict_priority, TIER_PRIO_NORMAL);
+    tier_effective_of(&b, &v[0], &e);
+    assert_int_equal(e.upload_after_s, 5);
+    assert_int_equal(e.evict_after_s, 3600);
+    tier_effective_of(&b, &v[1], &e);
+    assert_true(e.keep_local);
+    assert_int_equal(e.evict_priority, TIER_PRIO_LOW);
+    tier_effective_of(&b, &v[2], &e);
+    assert_int_equal(e.evict_after_s, 0);
+    assert_int_equal(tier_prio_parse("high"), TIER_PRIO_HIGH);
+    assert_int_equal(tier_prio_parse("urgent"), -EINVAL);
+    assert_string_equal(tier_prio_name(TIER_PRIO_LOW), "low");
+    struct tier_dirpol bad = {.dir = 0, .set = TIER_D_UPLOAD};
+    char why[100];
+    assert_int_equal(tier_dirpol_validate(&bad, why, sizeof(why)), -EINVAL);
+}
+
+static void test_evict_priority(void **state)
+{
+    (void)state;
+    /* under a watermark, a higher priority goes first whatever its last read */
+    struct tier_evict_cand w[3] = {
+        {.ino = 1, .bytes = 20, .last_s = 10, .high = 9000, .low = 8000, .prio = 0},
+        {.ino = 2, .bytes = 20, .last_s = 30, .high = 9000, .low = 8000, .prio = 2},
+        {.ino = 3, .bytes = 20, .last_s = 20, .high = 9000, .low = 8000, .prio = 1},
+    };
+    assert_int_equal(tier_evict_plan(w, 3, 50, 95, 100, 1), 1); /* 95 -> 75 */
+    assert_int_equal(w[0].ino, 2);
+    assert_true(w[0].pick);
+    assert_int_equal(w[1].ino, 3);
+    assert_int_equal(w[2].ino, 1);
+    assert_false(w[1].pick || w[2].pick);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoint_parse), cmocka_unit_test(test_classify),
         cmocka_unit_test(test_resolve),        cmocka_unit_test(test_check_refused),
         cmocka_unit_test(test_policy),         cmocka_unit_test(test_policy_evict),
-        cmocka_unit_test(test_evict_plan),
+        cmocka_unit_test(test_evict_plan),     cmocka_unit_test(test_dir_policies),
+        cmocka_unit_test(test_evict_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tier policies on directories, against the real Ceph RGW of the session
+(`rgw`):
+
+- a directory's upload delay overrides the bucket's (its files go up first);
+- a directory marked keep_local is never evicted, whatever the bucket's
+  eviction age; the nearest directory policy on a file's path wins;
+- renaming a file into another directory changes the policy that applies;
+- the admin API (GET/PUT/DELETE ?dir=PATH, the bucket's GET listing them) and
+  `s3nfsctl tier ... --dir`, and the bucket's watermark and pin flags."""
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "nfs"))
+from s3nfsd_harness import CTL  # noqa: E402
+from tenutil import Admin, Nfs  # noqa: E402
+from test_tier_evict import (FAST, MiB, d, get, new_remote_bucket, state,  # noqa: E402,F401
+                             wait_for)
+
+
+def tiered(d, rgw, **policy):
+    adm = Admin(d)
+    rb = new_remote_bucket(rgw.boto3())
+    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": rgw.endpoint,
+                              "bucket": rb, "access_key": rgw.access_key,
+                              "secret_key": rgw.secret_key, "prefix": "p/"})
+    b = "dp" + uuid.uuid4().hex[:8]
+    d.boto3().create_bucket(Bucket=b)
+    return adm, r, rb, b
+
+
+def lookup_dir(n, b, path):
+    st, fh = n.mount("/")
+    assert st == 0
+    for part in [b] + [p for p in path.split("/") if p]:
+        st, fh = n.lookup(fh, part)
+        assert st == 0, (path, st)
+    return fh
+
+
+def test_dir_policies_upload_keep_local_and_rename(d, rgw):
+    adm, r, rb, b = tiered(d, rgw)
+    s3 = d.boto3()
+    data = {k: os.urandom(2 * MiB + 7) for k in
+            ("fast/a.bin", "fast/keep/k.bin", "fast/keep/deeper/k2.bin", "slow/s.bin",
+             "slow/t.bin")}
+    for k, v in data.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+    # the bucket: an hour before upload, eviction one second after the last read
+    adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": 3600,
+                                             "evict_after_s": 1})
+    base = f"/tenants/1/buckets/{b}/tier"
+    got = adm.put(base + "?dir=fast", {"upload_after_s": 0})
+    assert got["upload_after_s"] == 0 and got["dir"] == "fast" and got["dir_ino"] > 0
+    assert got["effective"] == {"upload_after_s": 0, "evict_after_s": 1, "keep_local": False,
+                                "evict_priority": "normal"}
+    got = adm.put(base + "?dir=fast/keep", {"upload_after_s": 0, "keep_local": True,
+                                            "evict_priority": "low"})
+    assert got["keep_local"] is True and got["evict_priority"] == "low"
+    assert "evict_after_s" not in got  # not set here: the bucket's applies
+    # a directory's short delay: its files go up (and, by the bucket's age, are evicted)
+    wait_for(lambda: state(d, b, "fast/a.bin") == "evicted", what="fast/a.bin evicted")
+    # the nearest policy wins: keep_local below fast/keep, at any depth
+    wait_for(lambda: state(d, b, "fast/keep/k.bin") == "uploaded", what="k uploaded")
+    wait_for(lambda: state(d, b, "fast/keep/deeper/k2.bin") == "uploaded", what="k2 uploaded")
+    time.sleep(3)  # several passes, well past evict_after_s
+    assert state(d, b, "fast/keep/k.bin") == "uploaded"
+    assert state(d, b, "fast/keep/deeper/k2.bin") == "uploaded"
+    # the bucket's delay for the rest: not copied yet
+    assert state(d, b, "slow/s.bin") == "local"
+    assert rgw.boto3().list_objects_v2(Bucket=rb, Prefix="p/slow/").get("KeyCount") == 0
+    up = adm.get(base)["uploads"]
+    assert up["pending_files"] == 2
+    # the bucket's GET lists its directories' policies
+    dirs = adm.get(base)["directories"]
+    assert sorted(x.get("upload_after_s") for x in dirs) == [0, 0]
+    assert adm.get(base + "?dir=fast/keep")["effective"]["keep_local"] is True
+    st, js = adm.call("GET", base + "?dir=slow")
+    assert st == 404, js
+    # renames between directories change the policy that applies
+    with Nfs(d) as n:
+        slow, fast = lookup_dir(n, b, "slow"), lookup_dir(n, b, "fast")
+        keep = lookup_dir(n, b, "fast/keep")
+        assert n.rename(slow, "s.bin", fast, "s.bin") == 0  # into a 0 s delay
+        assert n.rename(keep, "k.bin", fast, "k.bin") == 0  # out of keep_local
+    wait_for(lambda: state(d, b, "fast/s.bin") == "evicted", what="renamed s evicted")
+    wait_for(lambda: state(d, b, "fast/k.bin") == "evicted", what="renamed k evicted")
+    assert state(d, b, "slow/t.bin") == "local"
+    assert get(d, b, "fast/s.bin") == data["slow/s.bin"]
+    assert get(d, b, "fast/k.bin") == data["fast/keep/k.bin"]
+    # a policy removed: the bucket's applies again (keep_local gone: evicted)
+    assert adm.call("DELETE", base + "?dir=fast/keep")[0] == 204
+    wait_for(lambda: state(d, b, "fast/keep/deeper/k2.bin") == "evicted", what="k2 evicted")
+    assert len(adm.get(base)["directories"]) == 1
+    # refusals
+    st, js = adm.call("PUT", base + "?dir=fast", {"upload_after_s": -1})
+    assert st == 400, js
+    st, js = adm.call("PUT", base + "?dir=fast", {"evict_priority": "urgent"})
+    assert st == 400, js
+    st, js = adm.call("PUT", base + "?dir=fast", {"remote": r["id"]})
+    assert st == 400, js
+    st, js = adm.call("PUT", base + "?dir=nope", {"upload_after_s": 1})
+    assert st == 404, js
+    st, js = adm.call("PUT", base + "?dir=fast/a.bin", {"upload_after_s": 1})
+    assert st == 400, js
+    # the bucket's policy removed: its directories' policies go with it
+    assert adm.call("DELETE", base)[0] == 204
+    adm.put(base, {"remote": r["id"], "upload_after_s": 3600})
+    assert adm.get(base)["directories"] == []
+
+
+def test_cli_dir_watermark_and_pins(d, rgw):
+    adm, r, rb, b = tiered(d, rgw)
+    s3 = d.boto3()
+    s3.put_object(Bucket=b, Key="ckpt/x.bin", Body=b"x" * 1000)
+    env = dict(os.environ, S3NFS_ADMIN=d.admin_endpoint, S3NFS_ADMIN_TOKEN=d.admin_token)
+
+    def ctl(*args, ok=True):
+        p = subprocess.run([CTL] + list(args), env=env, text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        if ok:
+            assert p.returncode == 0, (args, p.stdout, p.stderr)
+        return p
+
+    pol = json.loads(ctl("--json", "tier", "set", "1", b, "--remote", str(r["id"]),
+                         "--upload-after", "3600", "--evict-watermark", "95:90.5",
+                         "--pin-prefixes", "keep/,models/").stdout)
+    assert pol["evict_watermark"] == {"high": 95.0, "low": 90.5}
+    assert pol["pin_prefixes"] == ["keep/", "models/"]
+    dp = json.loads(ctl("--json", "tier", "set", "1", b, "--dir", "ckpt", "--upload-after", "0",
+                        "--keep-local", "--evict-priority", "high").stdout)
+    assert dp["upload_after_s"] == 0 and dp["keep_local"] is True
+    assert dp["evict_priority"] == "high"
+    wait_for(lambda: state(d, b, "ckpt/x.bin") == "uploaded", what="ckpt uploaded")
+    assert "keep_local" in ctl("tier", "get", "1", b, "--dir", "ckpt").stdout
+    bad = ctl("tier", "set", "1", b, "--dir", "ckpt", "--remote", "1", ok=False)
+    assert bad.returncode == 2 and "bucket's" in bad.stderr
+    bad = ctl("tier", "set", "1", b, "--remote", str(r["id"]), "--keep-local", ok=False)
+    assert bad.returncode == 2
+    ctl("tier", "delete", "1", b, "--dir", "ckpt")
+    assert ctl("tier", "get", "1", b, "--dir", "ckpt", ok=False).returncode != 0
