@@ -40,6 +40,7 @@
 #include "srv_path.h"
 #include "tenants.h"
 #include "tier_policy.h"
+#include "tier_settings.h"
 #include "tier_upload.h"
 
 #define SEG_MAX 8
@@ -1440,8 +1441,8 @@ static void remote_item(struct api_req *x)
     reply_deleted(x, rc, "delete remote");
 }
 
-/* Fields a policy may name that belong to cache mode and recall tuning: not built. */
-static const char *const tier_unbuilt[] = {"evict", "recall", "cache_mode", "mode", "preset", NULL};
+/* Fields a policy may name that belong to cache mode: not built. */
+static const char *const tier_unbuilt[] = {"evict", "cache_mode", "mode", NULL};
 
 /* What the uploader's last pass found in bucket @p ino (null before its first pass). */
 static json_t *uploads_json(uint64_t ino)
@@ -1597,8 +1598,8 @@ static void tier_flush(struct api_req *x)
                          "done", done, "uploads", uploads_json(at.ino)));
 }
 
-/* The directory policies of bucket @p bucket (@p v: TIER_DIRPOL_MAX). @return their
- * number, or -errno (-ENOENT: none is 0). */
+/* The settings entries of bucket @p bucket, its own and its directories' (@p v:
+ * TIER_DIRPOL_MAX + 1). @return their number, or -errno (none is 0). */
 static int dirpols_get(struct api_req *x, uint64_t bucket, struct tier_dirpol *v)
 {
     struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
@@ -1611,31 +1612,223 @@ static int dirpols_get(struct api_req *x, uint64_t bucket, struct tier_dirpol *v
     return rc == -ENOENT ? 0 : rc;
 }
 
+static json_t *effective_json(const struct tier_effective *e)
+{
+    json_t *j =
+        json_pack("{s:I,s:I,s:b,s:s,s:b,s:b,s:I}", "upload_after_s", (json_int_t)e->upload_after_s,
+                  "evict_after_s", (json_int_t)e->evict_after_s, "keep_local", e->keep_local,
+                  "evict_priority", tier_prio_name(e->evict_priority), "read_only", e->read_only,
+                  "dir_prefetch", e->dir_prefetch, "dirty_bound", (json_int_t)e->dirty_bound);
+    if (j) {
+        json_object_set_new(j, "preset",
+                            e->preset ? json_string(tier_preset_name(e->preset)) : json_null());
+        json_object_set_new(j, "recall",
+                            json_pack("{s:I,s:I,s:I,s:b}", "read_ahead", (json_int_t)e->read_ahead,
+                                      "streams", (json_int_t)e->streams, "chunk_size",
+                                      (json_int_t)e->chunk_size, "whole_file", e->whole_file));
+    }
+    return j;
+}
+
+/* The knobs entry @p d sets, into @p j (the directory's own fields too when @p dir). */
+static void knobs_json(json_t *j, const struct tier_dirpol *d, bool dir)
+{
+    if (dir && (d->set & TIER_D_UPLOAD))
+        json_object_set_new(j, "upload_after_s", json_integer(d->upload_after_s));
+    if (dir && (d->set & TIER_D_EVICT))
+        json_object_set_new(j, "evict_after_s", json_integer(d->evict_after_s));
+    if (dir && (d->set & TIER_D_KEEP))
+        json_object_set_new(j, "keep_local", json_boolean(d->keep_local));
+    if (d->set & TIER_D_PRIO)
+        json_object_set_new(j, "evict_priority", json_string(tier_prio_name(d->evict_priority)));
+    if (d->set & TIER_D_PRESET)
+        json_object_set_new(j, "preset", json_string(tier_preset_name(d->preset)));
+    if (d->set & TIER_D_RO)
+        json_object_set_new(j, "read_only", json_boolean(d->read_only));
+    if (d->set & TIER_D_DIRPF)
+        json_object_set_new(j, "dir_prefetch", json_boolean(d->dir_prefetch));
+    if (d->set & TIER_D_DIRTY)
+        json_object_set_new(j, "dirty_bound", json_integer((json_int_t)d->dirty_bound));
+    if (d->set & (TIER_D_RA | TIER_D_STREAMS | TIER_D_CHUNK | TIER_D_WHOLE)) {
+        json_t *r = json_object();
+        if (d->set & TIER_D_RA)
+            json_object_set_new(r, "read_ahead", json_integer(d->read_ahead));
+        if (d->set & TIER_D_STREAMS)
+            json_object_set_new(r, "streams", json_integer(d->streams));
+        if (d->set & TIER_D_CHUNK)
+            json_object_set_new(r, "chunk_size", json_integer(d->chunk_size));
+        if (d->set & TIER_D_WHOLE)
+            json_object_set_new(r, "whole_file", json_boolean(d->whole_file));
+        json_object_set_new(j, "recall", r);
+    }
+}
+
 static json_t *dirpol_json(const char *bucket, const char *dir, const struct tier_dirpol *d,
-                           const struct tier_policy *b)
+                           const struct tier_policy *b, const struct tier_dirpol *be)
 {
     struct tier_effective e;
-    tier_effective_of(b, d, &e);
+    tier_effective_of(b, be, d, &e);
     json_t *j = json_pack("{s:s,s:I}", "bucket", bucket, "dir_ino", (json_int_t)d->dir);
     if (!j)
         return NULL;
     if (dir)
         json_object_set_new(j, "dir", json_string(dir));
     /* what the directory sets, and what applies below it (the bucket's for the rest) */
-    if (d->set & TIER_D_UPLOAD)
-        json_object_set_new(j, "upload_after_s", json_integer(d->upload_after_s));
-    if (d->set & TIER_D_EVICT)
-        json_object_set_new(j, "evict_after_s", json_integer(d->evict_after_s));
-    if (d->set & TIER_D_KEEP)
-        json_object_set_new(j, "keep_local", json_boolean(d->keep_local));
-    if (d->set & TIER_D_PRIO)
-        json_object_set_new(j, "evict_priority", json_string(tier_prio_name(d->evict_priority)));
-    json_object_set_new(j, "effective",
-                        json_pack("{s:I,s:I,s:b,s:s}", "upload_after_s",
-                                  (json_int_t)e.upload_after_s, "evict_after_s",
-                                  (json_int_t)e.evict_after_s, "keep_local", e.keep_local,
-                                  "evict_priority", tier_prio_name(e.evict_priority)));
+    knobs_json(j, d, true);
+    json_object_set_new(j, "effective", effective_json(&e));
     return j;
+}
+
+/* The knobs of a bucket's or a directory's PUT (@p dir: the directory's own fields too)
+ * into @p d. @return 0, or -1 (answered). */
+static int knob_fields(struct evhttp_request *req, json_t *j, bool dir, struct tier_dirpol *d)
+{
+    uint64_t v = 0;
+    bool f = false;
+    json_t *x;
+    if (dir) {
+        if (get_uint(req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &v) < 0)
+            return -1;
+        d->upload_after_s = (uint32_t)v;
+        d->set |= json_object_get(j, "upload_after_s") ? TIER_D_UPLOAD : 0;
+        if (get_uint(req, j, "evict_after_s", TIER_EVICT_AFTER_MAX, &v) < 0)
+            return -1;
+        d->evict_after_s = (uint32_t)v;
+        d->set |= json_object_get(j, "evict_after_s") ? TIER_D_EVICT : 0;
+        if (get_bool(req, j, "keep_local", &f) < 0)
+            return -1;
+        d->keep_local = f;
+        d->set |= json_object_get(j, "keep_local") ? TIER_D_KEEP : 0;
+    }
+    if ((x = json_object_get(j, "evict_priority"))) {
+        int pr = json_is_string(x) ? tier_prio_parse(json_string_value(x)) : -EINVAL;
+        if (pr < 0) {
+            bad(req, "'evict_priority' is \"low\", \"normal\" or \"high\"");
+            return -1;
+        }
+        d->evict_priority = (uint8_t)pr;
+        d->set |= TIER_D_PRIO;
+    }
+    if ((x = json_object_get(j, "preset"))) {
+        int pr = json_is_string(x) ? tier_preset_parse(json_string_value(x)) : -EINVAL;
+        if (pr < 0) {
+            bad(req, "'preset' is NONE, MODEL_CHECKPOINT_RO, MODEL_CHECKPOINT_RW, DATASET_RO "
+                     "or DATASET_RW");
+            return -1;
+        }
+        d->preset = (uint8_t)pr;
+        d->set |= TIER_D_PRESET;
+    }
+    f = false;
+    if (get_bool(req, j, "read_only", &f) < 0)
+        return -1;
+    d->read_only = f;
+    d->set |= json_object_get(j, "read_only") ? TIER_D_RO : 0;
+    f = false;
+    if (get_bool(req, j, "dir_prefetch", &f) < 0)
+        return -1;
+    d->dir_prefetch = f;
+    d->set |= json_object_get(j, "dir_prefetch") ? TIER_D_DIRPF : 0;
+    v = 0;
+    if (get_uint(req, j, "dirty_bound", (uint64_t)1 << 52, &v) < 0)
+        return -1;
+    d->dirty_bound = v;
+    d->set |= json_object_get(j, "dirty_bound") ? TIER_D_DIRTY : 0;
+    json_t *r = json_object_get(j, "recall");
+    if (r) {
+        static const char *const rk[] = {"read_ahead", "streams", "chunk_size", "whole_file", NULL};
+        if (!json_is_object(r)) {
+            bad(req, "'recall' is an object: {\"read_ahead\", \"streams\", \"chunk_size\", "
+                     "\"whole_file\"}");
+            return -1;
+        }
+        if (only_fields(req, r, rk) < 0)
+            return -1;
+        v = 0;
+        if (get_uint(req, r, "read_ahead", TIER_RA_MAX, &v) < 0)
+            return -1;
+        d->read_ahead = (uint32_t)v;
+        d->set |= json_object_get(r, "read_ahead") ? TIER_D_RA : 0;
+        v = 0;
+        if (get_uint(req, r, "streams", TIER_STREAMS_MAX, &v) < 0)
+            return -1;
+        d->streams = (uint16_t)v;
+        d->set |= json_object_get(r, "streams") ? TIER_D_STREAMS : 0;
+        v = 0;
+        if (get_uint(req, r, "chunk_size", TIER_CHUNK_MAX, &v) < 0)
+            return -1;
+        d->chunk_size = (uint32_t)v;
+        d->set |= json_object_get(r, "chunk_size") ? TIER_D_CHUNK : 0;
+        f = false;
+        if (get_bool(req, r, "whole_file", &f) < 0)
+            return -1;
+        d->whole_file = f;
+        d->set |= json_object_get(r, "whole_file") ? TIER_D_WHOLE : 0;
+    }
+    char why[160];
+    if (tier_dirpol_validate(d, why, sizeof(why)) < 0) {
+        bad(req, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Replace (@p d; NULL: remove) the settings entry of @p key (the bucket's inode: its
+ * own) among the bucket's, dropping those of directories gone or moved out of the
+ * bucket. @return 0, or -1 (answered). */
+static int settings_put(struct api_req *x, uint64_t bucket, uint64_t key,
+                        const struct tier_dirpol *d)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    static struct tier_dirpol v[TIER_DIRPOL_MAX + 1]; /* the admin API runs on one thread */
+    int n = dirpols_get(x, bucket, v);
+    if (n < 0) {
+        reply_err(x->req, n, "tier settings");
+        return -1;
+    }
+    int m = 0, ndirs = 0;
+    for (int i = 0; i < n; i++) {
+        struct core_attr da;
+        if (v[i].dir == key)
+            continue;
+        if (v[i].dir == bucket || (core_getattr(x->a->core, &sp, v[i].dir, 0, &da) == 0 &&
+                                   da.type == CORE_DIR && da.bucket == bucket)) {
+            ndirs += v[i].dir != bucket;
+            v[m++] = v[i];
+        }
+    }
+    if (d) {
+        if (key != bucket && ndirs >= TIER_DIRPOL_MAX) {
+            bad(x->req, "a bucket has at most 256 directory tier policies; delete some");
+            return -1;
+        }
+        v[m++] = *d;
+    }
+    uint8_t *enc = malloc(TIER_DIRS_MAX);
+    if (!enc) {
+        reply_err(x->req, -ENOMEM, "tier settings");
+        return -1;
+    }
+    size_t elen = m ? tier_dirs_encode(v, (size_t)m, enc) : 0;
+    int rc = core_bucket_blob_put(x->a->core, &sp, bucket, CORE_BLOB_TIER_DIRS, enc, elen);
+    free(enc);
+    if (rc == -ENOENT && !m)
+        rc = 0;
+    if (rc < 0) {
+        reply_err(x->req, rc, "set tier settings");
+        return -1;
+    }
+    tier_settings_refresh(core_meta(x->a->core));
+    return 0;
+}
+
+/* The bucket's own settings entry (NULL: none) among @p v's @p n. */
+static const struct tier_dirpol *bucket_ent(const struct tier_dirpol *v, int n, uint64_t bucket)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].dir == bucket)
+            return &v[i];
+    return NULL;
 }
 
 /* /tenants/{tenant}/buckets/{bucket}/tier?dir=PATH: the policy of one directory of a
@@ -1643,7 +1836,6 @@ static json_t *dirpol_json(const char *bucket, const char *dir, const struct tie
 static void tier_dir_item(struct api_req *x, uint64_t bucket, const char *dir,
                           const struct tier_policy *bp)
 {
-    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
     uint64_t dino = 0;
     int rc = resolve_dir(x->a, x->tenant, bucket, dir, &dino);
     if (rc < 0) {
@@ -1659,7 +1851,7 @@ static void tier_dir_item(struct api_req *x, uint64_t bucket, const char *dir,
         bad(x->req, "'dir' names the bucket itself: set the bucket's policy without ?dir=");
         return;
     }
-    static struct tier_dirpol v[TIER_DIRPOL_MAX]; /* the admin API runs on one thread */
+    static struct tier_dirpol v[TIER_DIRPOL_MAX + 1]; /* the admin API runs on one thread */
     int n = dirpols_get(x, bucket, v);
     if (n < 0) {
         reply_err(x->req, n, "directory tier policies");
@@ -1669,6 +1861,7 @@ static void tier_dir_item(struct api_req *x, uint64_t bucket, const char *dir,
     for (int i = 0; i < n; i++)
         if (v[i].dir == dino)
             at = i;
+    const struct tier_dirpol *be = bucket_ent(v, n, bucket);
     if (x->cmd == EVHTTP_REQ_GET) {
         if (at < 0) {
             admin__error_of(x->req, -ENOENT,
@@ -1676,7 +1869,7 @@ static void tier_dir_item(struct api_req *x, uint64_t bucket, const char *dir,
                             "or an outer directory's applies)");
             return;
         }
-        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &v[at], bp));
+        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &v[at], bp, be));
         return;
     }
     if (!is_system(x) &&
@@ -1686,99 +1879,58 @@ static void tier_dir_item(struct api_req *x, uint64_t bucket, const char *dir,
         return;
     }
     struct tier_dirpol d = {.dir = dino};
+    struct tier_dirpol bcopy;
+    if (be) {
+        bcopy = *be;
+        be = &bcopy; /* v is rewritten below */
+    }
     if (x->cmd == EVHTTP_REQ_PUT) {
-        static const char *const known[] = {"upload_after_s", "evict_after_s", "keep_local",
-                                            "evict_priority", NULL};
+        static const char *const known[] = {
+            "upload_after_s", "evict_after_s", "keep_local",   "evict_priority", "preset",
+            "recall",         "read_only",     "dir_prefetch", "dirty_bound",    NULL};
         json_t *j = body_json(x->req);
         if (!j)
             return;
-        uint64_t up = 0, ev = 0;
-        bool keep = false;
         int b = only_fields(x->req, j, known);
         if (b == 0)
-            b = get_uint(x->req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &up);
-        if (b == 0)
-            b = get_uint(x->req, j, "evict_after_s", TIER_EVICT_AFTER_MAX, &ev);
-        if (b == 0)
-            b = get_bool(x->req, j, "keep_local", &keep);
-        json_t *pr = json_object_get(j, "evict_priority");
-        int prio = TIER_PRIO_NORMAL;
-        if (b == 0 && pr &&
-            (!json_is_string(pr) || (prio = tier_prio_parse(json_string_value(pr))) < 0)) {
-            bad(x->req, "'evict_priority' is \"low\", \"normal\" or \"high\"");
-            b = -1;
-        }
-        d.set = (uint8_t)((json_object_get(j, "upload_after_s") ? TIER_D_UPLOAD : 0) |
-                          (json_object_get(j, "evict_after_s") ? TIER_D_EVICT : 0) |
-                          (json_object_get(j, "keep_local") ? TIER_D_KEEP : 0) |
-                          (pr ? TIER_D_PRIO : 0));
+            b = knob_fields(x->req, j, true, &d);
         json_decref(j);
         if (b < 0)
             return;
-        d.upload_after_s = (uint32_t)up;
-        d.evict_after_s = (uint32_t)ev;
-        d.keep_local = keep;
-        d.evict_priority = (uint8_t)prio;
-        char why[160];
-        if (tier_dirpol_validate(&d, why, sizeof(why)) < 0) {
-            bad(x->req, why);
-            return;
-        }
     } else if (at < 0) { /* DELETE */
         admin__error_of(x->req, -ENOENT, "the directory has no tier policy");
         return;
     }
-    /* drop the policies of directories gone or moved out of the bucket */
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        struct core_attr da;
-        if (i == at)
-            continue;
-        if (core_getattr(x->a->core, &sp, v[i].dir, 0, &da) == 0 && da.type == CORE_DIR &&
-            da.bucket == bucket)
-            v[m++] = v[i];
-    }
-    if (x->cmd == EVHTTP_REQ_PUT) {
-        if (m == TIER_DIRPOL_MAX) {
-            bad(x->req, "a bucket has at most 256 directory tier policies; delete some");
-            return;
-        }
-        v[m++] = d;
-    }
-    uint8_t *enc = malloc(TIER_DIRS_MAX);
-    if (!enc) {
-        reply_err(x->req, -ENOMEM, "set tier policy");
+    if (settings_put(x, bucket, dino, x->cmd == EVHTTP_REQ_PUT ? &d : NULL) < 0)
         return;
-    }
-    size_t elen = m ? tier_dirs_encode(v, (size_t)m, enc) : 0;
-    rc = core_bucket_blob_put(x->a->core, &sp, bucket, CORE_BLOB_TIER_DIRS, enc, elen);
-    free(enc);
-    if (rc == -ENOENT && !m)
-        rc = 0;
-    if (rc < 0) {
-        reply_err(x->req, rc, "set directory tier policy");
-        return;
-    }
     srv_log(INFO, ADMIN, "tenant=%u tier policy of directory %s (ino %llu) of bucket %s %s by %s",
             x->tenant, dir, (unsigned long long)dino, x->bucket,
             x->cmd == EVHTTP_REQ_PUT ? "set" : "removed", x->who->name);
     if (tier_upload_default())
         tier_upload_kick(tier_upload_default());
     if (x->cmd == EVHTTP_REQ_PUT)
-        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &d, bp));
+        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &d, bp, be));
     else
         reply_deleted(x, 0, "delete directory tier policy");
 }
 
-/* The directory policies of a bucket, for its policy's GET. */
-static json_t *dirpols_json(struct api_req *x, uint64_t bucket, const struct tier_policy *bp)
+/* The bucket's own settings and its directories' policies, into its policy's GET. */
+static void settings_json(struct api_req *x, json_t *pj, uint64_t bucket,
+                          const struct tier_policy *bp)
 {
-    static struct tier_dirpol v[TIER_DIRPOL_MAX];
+    static struct tier_dirpol v[TIER_DIRPOL_MAX + 1];
     json_t *arr = json_array();
     int n = dirpols_get(x, bucket, v);
+    const struct tier_dirpol *be = n > 0 ? bucket_ent(v, n, bucket) : NULL;
+    struct tier_effective e;
+    if (be)
+        knobs_json(pj, be, false);
+    tier_effective_of(bp, be, NULL, &e);
+    json_object_set_new(pj, "effective", effective_json(&e));
     for (int i = 0; arr && i < n; i++)
-        json_array_append_new(arr, dirpol_json(x->bucket, NULL, &v[i], bp));
-    return arr ? arr : json_null();
+        if (v[i].dir != bucket)
+            json_array_append_new(arr, dirpol_json(x->bucket, NULL, &v[i], bp, be));
+    json_object_set_new(pj, "directories", arr ? arr : json_null());
 }
 
 static void tier_item(struct api_req *x)
@@ -1817,7 +1969,7 @@ static void tier_item(struct api_req *x)
         if (x->cmd == EVHTTP_REQ_GET) {
             json_t *pj = policy_json(x, x->bucket, at.ino, &cur);
             if (pj)
-                json_object_set_new(pj, "directories", dirpols_json(x, at.ino, &cur));
+                settings_json(x, pj, at.ino, &cur);
             reply_json(x->req, 200, pj);
             return;
         }
@@ -1831,6 +1983,7 @@ static void tier_item(struct api_req *x)
             int r2 = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER_DIRS, NULL, 0);
             if (r2 < 0 && r2 != -ENOENT)
                 rc = r2;
+            tier_settings_refresh(core_meta(x->a->core));
         }
         if (rc == 0)
             srv_log(INFO, ADMIN, "tenant=%u tier policy of bucket %s removed by %s", x->tenant,
@@ -1841,17 +1994,11 @@ static void tier_item(struct api_req *x)
         return;
     }
     /* PUT */
-    static const char *const known[] = {"remote",
-                                        "upload_after_s",
-                                        "evict_after_s",
-                                        "evict_watermark",
-                                        "pin_prefixes",
-                                        "evict",
-                                        "recall",
-                                        "cache_mode",
-                                        "mode",
-                                        "preset",
-                                        NULL};
+    static const char *const known[] = {"remote",          "upload_after_s", "evict_after_s",
+                                        "evict_watermark", "pin_prefixes",   "evict",
+                                        "recall",          "cache_mode",     "mode",
+                                        "preset",          "read_only",      "dir_prefetch",
+                                        "dirty_bound",     "evict_priority", NULL};
     json_t *j = body_json(x->req);
     if (!j)
         return;
@@ -1863,9 +2010,9 @@ static void tier_item(struct api_req *x)
         if (json_object_get(j, tier_unbuilt[i])) {
             char msg[300];
             snprintf(msg, sizeof(msg),
-                     "'%s': cache mode, presets and recall settings are not built yet; a "
-                     "tier policy uploads copies and evicts by evict_after_s, "
-                     "evict_watermark and pin_prefixes (docs/tiering.md)",
+                     "'%s': cache mode is not built yet; a tier policy uploads copies, "
+                     "evicts by evict_after_s, evict_watermark and pin_prefixes, and takes "
+                     "a preset and recall settings (docs/tiering.md)",
                      tier_unbuilt[i]);
             json_decref(j);
             admin__error_of(x->req, SRV_ENOTSUPP, msg);
@@ -1892,6 +2039,16 @@ static void tier_item(struct api_req *x)
     int b = get_uint(x->req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &after);
     if (b == 0)
         b = evict_fields(x->req, j, &p);
+    /* the bucket's own settings (preset, recall, read-only...): kept beside the policy */
+    struct tier_dirpol bset = {.dir = at.ino};
+    if (b == 0)
+        b = knob_fields(x->req, j, false, &bset);
+    if (b == 0 && (bset.set & TIER_D_PRESET) && !json_object_get(j, "upload_after_s")) {
+        struct tier_dirpol pk; /* a preset's write-back delay, unless one is given */
+        tier_preset_knobs(bset.preset, &pk);
+        if (pk.set & TIER_D_UPLOAD)
+            after = pk.upload_after_s;
+    }
     json_decref(j);
     if (b < 0)
         return;
@@ -1942,6 +2099,8 @@ static void tier_item(struct api_req *x)
         reply_err(x->req, rc, "set tier policy");
         return;
     }
+    if (settings_put(x, at.ino, at.ino, bset.set ? &bset : NULL) < 0)
+        return;
     srv_log(INFO, ADMIN,
             "tenant=%u tier policy of bucket %s set by %s: remote %u, upload after "
             "%u s, evict after %u s, watermarks %u/%u (1/100 %%), %u pins",
@@ -1949,7 +2108,10 @@ static void tier_item(struct api_req *x)
             p.evict_high, p.evict_low, p.npins);
     if (tier_upload_default())
         tier_upload_kick(tier_upload_default());
-    reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));
+    json_t *pj = policy_json(x, x->bucket, at.ino, &p);
+    if (pj)
+        settings_json(x, pj, at.ino, &p);
+    reply_json(x->req, 200, pj);
 }
 
 static int sync_uid(void *arg, const struct qos_policy *p)

@@ -37,6 +37,7 @@
 #include "srv_metrics.h"
 #include "tier_evict.h"
 #include "tier_policy.h"
+#include "tier_settings.h"
 #include "tier_upload.h"
 
 #define BUCKET_KIND_TIER 3 /* bucketcfg kind of a tier policy (core.h CORE_BLOB_TIER) */
@@ -1133,6 +1134,7 @@ struct policy_ent {
     struct tier_policy p;
     struct tier_dirpol *dirs; /* its directories' policies (heap; NULL: none) */
     size_t ndirs;
+    const struct tier_dirpol *bent; /* the bucket's own settings among them (NULL: none) */
 };
 
 struct policies {
@@ -1156,7 +1158,7 @@ static int dirs_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, si
     for (size_t i = 0; i < ps->n; i++) {
         if (ps->v[i].bucket != bucket)
             continue;
-        struct tier_dirpol *d = malloc(TIER_DIRPOL_MAX * sizeof(*d));
+        struct tier_dirpol *d = malloc((TIER_DIRPOL_MAX + 1) * sizeof(*d));
         if (!d)
             return -ENOMEM;
         int n = tier_dirs_decode(val, len, d);
@@ -1166,6 +1168,9 @@ static int dirs_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, si
         }
         ps->v[i].dirs = d;
         ps->v[i].ndirs = (size_t)n;
+        for (int k = 0; k < n; k++)
+            if (d[k].dir == bucket)
+                ps->v[i].bent = &d[k];
         return 0;
     }
     return 0;
@@ -1186,7 +1191,7 @@ static int policy_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, 
         ps->v = nv;
         ps->cap = nc;
     }
-    ps->v[ps->n++] = (struct policy_ent){bucket, p, NULL, 0};
+    ps->v[ps->n++] = (struct policy_ent){bucket, p, NULL, 0, NULL};
     return 0;
 }
 
@@ -1243,7 +1248,7 @@ static const struct tier_effective *effective(struct bscan *s, uint64_t parent)
             break;
         d = r.parent;
     }
-    tier_effective_of(&pe->p, hit, &s->eff);
+    tier_effective_of(&pe->p, pe->bent, hit, &s->eff);
     s->eff_parent = parent;
     return &s->eff;
 }
@@ -1606,6 +1611,7 @@ static void pass(struct tier_upload *u)
     if (rc == 0)
         rc = meta_bucketcfg_scan(t, TIER_DIRS_KIND, dirs_cb, &ps);
     meta_rtxn_end(t);
+    tier_settings_refresh(u->cfg.meta); /* read-only levels (the admin API refreshes too) */
     if (rc < 0) {
         policies_free(&ps);
         return;

@@ -60,8 +60,13 @@ def test_dir_policies_upload_keep_local_and_rename(d, rgw):
     base = f"/tenants/1/buckets/{b}/tier"
     got = adm.put(base + "?dir=fast", {"upload_after_s": 0})
     assert got["upload_after_s"] == 0 and got["dir"] == "fast" and got["dir_ino"] > 0
-    assert got["effective"] == {"upload_after_s": 0, "evict_after_s": 1, "keep_local": False,
-                                "evict_priority": "normal"}
+    eff = got["effective"]
+    assert {k: eff[k] for k in ("upload_after_s", "evict_after_s", "keep_local",
+                                "evict_priority", "read_only", "preset")} == \
+        {"upload_after_s": 0, "evict_after_s": 1, "keep_local": False,
+         "evict_priority": "normal", "read_only": False, "preset": None}
+    assert eff["recall"] == {"read_ahead": 0, "streams": 0, "chunk_size": 2 << 20,
+                             "whole_file": True}
     got = adm.put(base + "?dir=fast/keep", {"upload_after_s": 0, "keep_local": True,
                                             "evict_priority": "low"})
     assert got["keep_local"] is True and got["evict_priority"] == "low"
@@ -147,3 +152,105 @@ def test_cli_dir_watermark_and_pins(d, rgw):
     assert bad.returncode == 2
     ctl("tier", "delete", "1", b, "--dir", "ckpt")
     assert ctl("tier", "get", "1", b, "--dir", "ckpt", ok=False).returncode != 0
+
+
+ROFS = 30
+
+
+def s3_err(fn):
+    import botocore.exceptions
+    try:
+        fn()
+    except botocore.exceptions.ClientError as e:
+        r = e.response
+        return r["ResponseMetadata"]["HTTPStatusCode"], r["Error"]["Code"]
+    raise AssertionError("no error")
+
+
+def test_presets_read_only_and_switch(d, rgw):
+    adm, r, rb, b = tiered(d, rgw)
+    s3 = d.boto3()
+    for k in ("weights/w.bin", "weights/sub/x.bin", "scratch/s.bin", "top.bin"):
+        s3.put_object(Bucket=b, Key=k, Body=b"v1")
+    base = f"/tenants/1/buckets/{b}/tier"
+    # a bucket preset: its knobs show, the policy takes its write-back delay
+    pol = adm.put(base, {"remote": r["id"], "preset": "MODEL_CHECKPOINT_RW"})
+    assert pol["preset"] == "MODEL_CHECKPOINT_RW" and pol["upload_after_s"] == 0
+    eff = pol["effective"]
+    assert eff["recall"] == {"read_ahead": 64 << 20, "streams": 16, "chunk_size": 8 << 20,
+                             "whole_file": True}
+    assert eff["evict_priority"] == "high" and eff["read_only"] is False
+    assert eff["dirty_bound"] == 64 << 30
+    # every knob can be overridden at the same level
+    pol = adm.put(base, {"remote": r["id"], "preset": "MODEL_CHECKPOINT_RW",
+                         "upload_after_s": 30, "recall": {"streams": 4}, "dirty_bound": 1000})
+    assert pol["upload_after_s"] == 30 and pol["recall"] == {"streams": 4}
+    assert pol["effective"]["recall"]["streams"] == 4
+    assert pol["effective"]["recall"]["chunk_size"] == 8 << 20
+    # a directory with DATASET_RO: read-only below it, by S3 and NFS
+    dp = adm.put(base + "?dir=weights", {"preset": "DATASET_RO"})
+    assert dp["preset"] == "DATASET_RO" and dp["effective"]["read_only"] is True
+    assert dp["effective"]["dir_prefetch"] is True
+    t0 = time.time()
+    assert s3_err(lambda: s3.put_object(Bucket=b, Key="weights/w.bin", Body=b"v2")) == \
+        (403, "AccessDenied")
+    assert time.time() - t0 < 1.0  # applies at once
+    assert s3_err(lambda: s3.put_object(Bucket=b, Key="weights/sub/new", Body=b"n")) == \
+        (403, "AccessDenied")
+    assert s3_err(lambda: s3.delete_object(Bucket=b, Key="weights/w.bin")) == \
+        (403, "AccessDenied")
+    assert s3_err(lambda: s3.copy_object(Bucket=b, Key="weights/c",
+                                         CopySource={"Bucket": b, "Key": "top.bin"})) == \
+        (403, "AccessDenied")
+    res = s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "weights/sub/x.bin"},
+                                                          {"Key": "scratch/s.bin"}]})
+    assert [e["Key"] for e in res.get("Errors", [])] == ["weights/sub/x.bin"]
+    assert [e["Key"] for e in res.get("Deleted", [])] == ["scratch/s.bin"]
+    # reads go on; elsewhere writes go on
+    assert get(d, b, "weights/w.bin") == b"v1"
+    s3.put_object(Bucket=b, Key="top.bin", Body=b"v2")
+    with Nfs(d) as n:
+        w = lookup_dir(n, b, "weights")
+        st, fh = n.lookup(w, "w.bin")
+        assert st == 0
+        assert n.write(fh, 0, b"xx", 2)[0] == ROFS
+        assert n.create(w, "new")[0] == ROFS
+        assert n.mkdir(w, "newdir")[0] == ROFS
+        assert n.remove(w, "w.bin") == ROFS
+        top = lookup_dir(n, b, "")
+        assert n.rename(w, "w.bin", top, "moved") == ROFS
+        assert n.read(fh, 0, 10)[0] == 0
+        # the nearest policy wins: a writable directory inside the read-only one
+        st, sub = n.lookup(w, "sub")
+        assert st == 0
+    adm.put(base + "?dir=weights/sub", {"preset": "DATASET_RW"})
+    s3.put_object(Bucket=b, Key="weights/sub/ok", Body=b"k")
+    # switching the preset applies within a second, without a restart
+    adm.put(base + "?dir=weights", {"preset": "MODEL_CHECKPOINT_RW"})
+    t0 = time.time()
+    s3.put_object(Bucket=b, Key="weights/w.bin", Body=b"v3")
+    assert time.time() - t0 < 1.0
+    with Nfs(d) as n:
+        w = lookup_dir(n, b, "weights")
+        st, fh = n.lookup(w, "w.bin")
+        assert n.write(fh, 0, b"v4", 2)[0] == 0
+    adm.put(base + "?dir=weights", {"preset": "MODEL_CHECKPOINT_RW", "read_only": True})
+    assert s3_err(lambda: s3.put_object(Bucket=b, Key="weights/w.bin", Body=b"v5")) == \
+        (403, "AccessDenied")
+    # the whole bucket read-only, then not
+    adm.put(base, {"remote": r["id"], "preset": "DATASET_RO"})
+    assert s3_err(lambda: s3.put_object(Bucket=b, Key="top.bin", Body=b"v3")) == \
+        (403, "AccessDenied")
+    adm.put(base, {"remote": r["id"], "preset": "NONE"})
+    s3.put_object(Bucket=b, Key="top.bin", Body=b"v3")
+    adm.call("DELETE", base)
+    s3.put_object(Bucket=b, Key="weights/w.bin", Body=b"v6")  # no policy: writable
+    # refusals
+    adm.put(base, {"remote": r["id"]})
+    for body in ({"preset": "FAST"}, {"recall": {"chunk_size": 3 << 19}},
+                 {"recall": {"streams": 100}}, {"recall": {"bogus": 1}},
+                 {"read_only": "yes"}):
+        st, js = adm.call("PUT", base + "?dir=weights", body)
+        assert st == 400, (body, js)
+    st, js = adm.call("PUT", base, {"remote": r["id"], "cache_mode": True})
+    assert st == 501, js
