@@ -15,7 +15,9 @@
  *
  * Recall: a read of a range the map does not hold joins the file's recall (one
  * per file, shared by every reader) and waits for the chunks it needs only;
- * CORE_RC_CHUNK chunks are fetched by recall threads through the daemon's
+ * chunks (CORE_RC_CHUNK, or the file's tier policy's recall settings: chunk size,
+ * streams at once, whole file or the range read plus read-ahead) are fetched by
+ * recall threads through the daemon's
  * fetch callback (the tier: ranged GETs checked against the recorded ETag and
  * size), written to new extents with their CRCs, and each chunk is put into the
  * map in a txn of its own, which also clears the flag once the whole file is
@@ -40,7 +42,7 @@
 #define LR_SLOTS 65536u                       /* last-read table */
 #define RC_LAT_N CORE_TIER_LAT_N
 
-enum { CH_TODO = 0, CH_BUSY, CH_DONE };
+enum { CH_TODO = 0, CH_BUSY, CH_DONE, CH_IDLE /* not asked for (whole_file off) */ };
 
 struct recall {
     struct recall *next;
@@ -56,6 +58,7 @@ struct recall {
     int waiters;
     int64_t touch_ms; /* the last read that wanted it */
     int64_t start_ns;
+    struct core_recall_knobs kn; /* its tier policy's recall settings */
 };
 
 struct lr_slot {
@@ -304,6 +307,7 @@ struct install_op {
     size_t n;
     bool used;  /* the extents went into the map */
     bool local; /* the file is whole again */
+    bool *xused; /* per extent, when not all went in (parts already there: NULL: none) */
 };
 
 static int install_fn(struct meta_txn *t, void *arg)
@@ -323,8 +327,36 @@ static int install_fn(struct meta_txn *t, void *arg)
     rc = core__overlaps(t, a->ino, a->foff, hi, &l, false);
     bool empty = l.n == 0;
     free(l.v);
+    l = (struct core__fext_list){0}; /* reused below: core__overlaps keeps v */
     if (rc)
         return rc;
+    for (size_t i = 0; a->xused && i < a->n; i++)
+        a->xused[i] = empty;
+    if (!empty && a->xused) {
+        /* parts of the chunk are back already (a recall with another chunk size):
+         * the extents (1 MiB-aligned pieces) that are not go in */
+        for (size_t i = 0; rc == 0 && i < a->n; i++) {
+            struct core__fext *x = &a->x[i];
+            struct meta_extent me = {.dev = x->e.dev,
+                                     .len = x->e.len,
+                                     .off = x->e.off,
+                                     .crc = x->e.crc,
+                                     .vlen = x->vlen};
+            rc = core__overlaps(t, a->ino, x->foff, x->foff + x->vlen, &l, false);
+            bool none = l.n == 0;
+            free(l.v);
+            l = (struct core__fext_list){0};
+            if (rc || !none)
+                continue;
+            rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
+            if (rc == 0)
+                rc = meta_extent_put(t, a->ino, x->foff, &me);
+            if (rc == 0)
+                a->xused[i] = a->used = true;
+        }
+        if (rc)
+            return rc;
+    }
     if (empty) {
         for (size_t i = 0; rc == 0 && i < a->n; i++) {
             struct core__fext *x = &a->x[i];
@@ -363,11 +395,11 @@ static int install_fn(struct meta_txn *t, void *arg)
  * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
  * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
 static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size, uint32_t ch,
-                        uint64_t *got)
+                        uint32_t chunk, uint64_t *got)
 {
     struct core__tier *k = c->data->tier;
-    uint64_t off = (uint64_t)ch * CORE_RC_CHUNK;
-    size_t len = size - off < CORE_RC_CHUNK ? (size_t)(size - off) : CORE_RC_CHUNK;
+    uint64_t off = (uint64_t)ch * chunk;
+    size_t len = size - off < chunk ? (size_t)(size - off) : chunk;
     struct meta_txn *t;
     struct meta_inode r;
     bool have = false;
@@ -388,13 +420,13 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
     char *buf = NULL;
-    if (posix_memalign((void **)&buf, STORE_ALIGN, CORE_RC_CHUNK) != 0)
+    if (posix_memalign((void **)&buf, STORE_ALIGN, chunk) != 0)
         return -ENOMEM;
     size_t n = 0;
     rc = k->cfg.fetch(k->cfg.fetch_arg, ino, off, buf, len, &n);
     if (rc == 0 && n != len)
         rc = SRV_EREMOTECHG;
-    struct core__fext x[CORE_RC_CHUNK / STORE_EXTENT_MAX];
+    struct core__fext x[CORE_RC_CHUNK_MAX / STORE_EXTENT_MAX];
     size_t nx = 0;
     for (size_t pos = 0; rc == 0 && pos < len; pos += STORE_EXTENT_MAX) {
         uint32_t pl = len - pos < STORE_EXTENT_MAX ? (uint32_t)(len - pos) : STORE_EXTENT_MAX;
@@ -416,14 +448,17 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
         rc = store_sync(c->store);
     free(buf);
     if (rc == 0) {
-        struct install_op a = {.c = c, .ino = ino, .change = change, .foff = off, .x = x, .n = nx};
+        bool xused[CORE_RC_CHUNK_MAX / STORE_EXTENT_MAX];
+        struct install_op a = {
+            .c = c, .ino = ino, .change = change, .foff = off, .x = x, .n = nx, .xused = xused};
         rc = meta_submit(c->meta, install_fn, &a, 0);
         if (rc == 0 || rc == 1) {
-            if (!a.used)
-                for (size_t i = 0; i < nx; i++)
+            for (size_t i = 0; i < nx; i++) {
+                if (a.used && xused[i])
+                    *got += x[i].vlen;
+                else
                     store_unreserve(c->store, &x[i].e);
-            if (a.used)
-                *got = len;
+            }
             return a.local ? 1 : rc;
         }
     }
@@ -488,6 +523,8 @@ static void *recall_main(void *arg)
                     next = r->retry_at_ms;
                 continue;
             }
+            if (r->kn.streams && r->busy >= r->kn.streams)
+                continue; /* its policy's parallel streams are all busy */
             if (r->want != UINT32_MAX && r->st[r->want] == CH_TODO) {
                 pick = r;
                 ch = r->want;
@@ -517,8 +554,9 @@ static void *recall_main(void *arg)
         pick->st[ch] = CH_BUSY;
         pick->busy++;
         uint64_t ino = pick->ino, change = pick->change, size = pick->size, got = 0;
+        uint32_t chunk = pick->kn.chunk;
         pthread_mutex_unlock(&k->mu);
-        int rc = recall_chunk(c, ino, change, size, ch, &got);
+        int rc = recall_chunk(c, ino, change, size, ch, chunk, &got);
         pthread_mutex_lock(&k->mu);
         pick->busy--;
         atomic_fetch_add(&k->recalled_bytes, got);
@@ -530,6 +568,9 @@ static void *recall_main(void *arg)
             if (rc == 1 || pick->ndone == pick->nch) {
                 pick->err = 1;
                 lat_note(k, mono_ns() - pick->start_ns);
+            } else if (!pick->kn.whole_file && pick->busy == 0 && pick->waiters == 0 &&
+                       !memchr(pick->st, CH_TODO, pick->nch)) {
+                pick->err = 1; /* all that was asked for is back: the rest stays remote */
             }
         } else if (retryable(rc)) {
             pick->st[ch] = CH_TODO;
@@ -544,9 +585,11 @@ static void *recall_main(void *arg)
             atomic_fetch_add(&k->recall_errors, 1);
             if (rc != SRV_ESTALE)
                 srv_log(WARN, TIER, "recall of ino=%llu at %llu: %s", (unsigned long long)ino,
-                        (unsigned long long)ch * CORE_RC_CHUNK, srv_strerror(rc));
+                        (unsigned long long)ch * chunk, srv_strerror(rc));
             pick->err = rc == SRV_ESTALE ? 1 : rc;
         }
+        if (pick->kn.streams)
+            pthread_cond_broadcast(&k->work_cv); /* a stream of its file is free again */
         if (pick->err && pick->busy == 0 && pick->waiters == 0)
             recall_free(k, pick);
         pthread_cond_broadcast(&k->done_cv);
@@ -607,6 +650,11 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         hi = ri->size;
     if (hi <= lo)
         hi = lo + 1;
+    struct core_recall_knobs kn = {.chunk = CORE_RC_CHUNK, .whole_file = true};
+    if (k->cfg.knobs && k->cfg.knobs(k->cfg.knobs_arg, ino, &kn) != 0)
+        kn = (struct core_recall_knobs){.chunk = CORE_RC_CHUNK, .whole_file = true};
+    if (kn.chunk < STORE_EXTENT_MAX || kn.chunk > CORE_RC_CHUNK_MAX || kn.chunk % STORE_EXTENT_MAX)
+        kn.chunk = CORE_RC_CHUNK;
     pthread_mutex_lock(&k->mu);
     if (!k->threads || k->stop) {
         pthread_mutex_unlock(&k->mu);
@@ -615,14 +663,16 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
     /* join the file's recall; a failed one (or one that ended for an older content) is
      * not joined: a new one starts (the old one goes once nobody uses it) */
     struct recall *r = k->head;
-    while (r &&
-           (r->ino != ino || (r->err && r->err != 1) || (r->err == 1 && r->change != ri->change)))
+    while (r && (r->ino != ino || (r->err && r->err != 1) ||
+                 (r->err == 1 && (r->change != ri->change || !r->kn.whole_file))))
         r = r->next;
     if (!r) {
         r = calloc(1, sizeof(*r));
-        uint32_t nch = (uint32_t)((ri->size + CORE_RC_CHUNK - 1) / CORE_RC_CHUNK);
+        uint32_t nch = (uint32_t)((ri->size + kn.chunk - 1) / kn.chunk);
         if (r)
             r->st = calloc(nch ? nch : 1, 1);
+        if (r && r->st && !kn.whole_file)
+            memset(r->st, CH_IDLE, nch ? nch : 1); /* only what reads ask for */
         if (!r || !r->st) {
             if (r)
                 free(r);
@@ -636,11 +686,18 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         r->want = UINT32_MAX;
         r->start_ns = mono_ns();
         r->touch_ms = srv_now_ms();
+        r->kn = kn;
         r->next = k->head;
         k->head = r;
         atomic_fetch_add(&k->recalls, 1);
     }
-    uint32_t c0 = (uint32_t)(lo / CORE_RC_CHUNK), c1 = (uint32_t)((hi - 1) / CORE_RC_CHUNK);
+    uint32_t c0 = (uint32_t)(lo / r->kn.chunk), c1 = (uint32_t)((hi - 1) / r->kn.chunk);
+    if (!r->kn.whole_file) { /* the range read and read_ahead bytes after it */
+        uint64_t ra = (hi - 1 + (uint64_t)r->kn.read_ahead) / r->kn.chunk;
+        for (uint64_t i = c0; i <= ra && i < r->nch; i++)
+            if (r->st[i] == CH_IDLE)
+                r->st[i] = CH_TODO;
+    }
     int64_t deadline = srv_now_ms() + k->cfg.wait_ms;
     int rc;
     r->waiters++;
@@ -689,6 +746,9 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
     }
     r->waiters--;
+    if (!r->err && !r->kn.whole_file && r->waiters == 0 && r->busy == 0 &&
+        !memchr(r->st, CH_TODO, r->nch))
+        r->err = 1; /* a partial recall nobody waits for: done */
     if (r->err && r->waiters == 0 && r->busy == 0)
         recall_free(k, r);
     pthread_mutex_unlock(&k->mu);

@@ -22,7 +22,7 @@
 static pthread_mutex_t ro_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t ro_buckets[RO_MAX];
 static size_t ro_n;
-static bool ro_all;          /* more than RO_MAX: every tiered bucket is looked at */
+static bool ro_all;                /* more than RO_MAX: every tiered bucket is looked at */
 static atomic_bool ro_none = true; /* no bucket has a read-only level (no lock taken) */
 
 bool tier_settings_ro_maybe(uint64_t bucket)
@@ -110,8 +110,7 @@ bool tier_settings_readonly(struct meta_env *m, uint64_t ino)
     return ro;
 }
 
-bool tier_settings_readonly_key(struct meta_env *m, uint64_t bucket, const char *key,
-                                size_t keylen)
+bool tier_settings_readonly_key(struct meta_env *m, uint64_t bucket, const char *key, size_t keylen)
 {
     struct meta_txn *t;
     struct tier_effective e;

@@ -89,7 +89,12 @@ static const struct cmd_doc {
      "                [--evict-watermark HIGH:LOW] [--pin-prefixes P1,P2,...]\n"
      "  tier get|delete T BUCKET --dir PATH   a directory's policy\n"
      "  tier set T BUCKET --dir PATH [--upload-after S] [--evict-after S]\n"
-     "                [--keep-local | --no-keep-local] [--evict-priority low|normal|high]\n"
+     "                [--keep-local | --no-keep-local] [KNOBS]\n"
+     "      KNOBS (bucket or directory): [--preset NONE|MODEL_CHECKPOINT_RO|\n"
+     "                MODEL_CHECKPOINT_RW|DATASET_RO|DATASET_RW] [--read-only | --writable]\n"
+     "                [--evict-priority low|normal|high] [--read-ahead SIZE] [--streams N]\n"
+     "                [--chunk-size SIZE] [--whole-file | --no-whole-file]\n"
+     "                [--dir-prefetch | --no-dir-prefetch] [--dirty-bound SIZE]\n"
      "  tier flush T BUCKET [--timeout SECONDS]   wait until everything written before\n"
      "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
@@ -1269,6 +1274,17 @@ static int cmd_remote(int argc, char **argv)
     return 0;
 }
 
+/* The recall flags of tier set (@p ropts), as its "recall" object. */
+static void tier_recall_flags(json_t *o, int argc, char **argv, const struct opt *ropts)
+{
+    json_t *r = json_object();
+    set_fields(r, argc, argv, 3, ropts, FOR_UPDATE);
+    if (json_object_size(r))
+        json_object_set_new(o, "recall", r);
+    else
+        json_decref(r);
+}
+
 static int cmd_tier(int argc, char **argv)
 {
     static const struct opt opts[] = {
@@ -1280,8 +1296,28 @@ static int cmd_tier(int argc, char **argv)
         {"--evict-priority", "evict_priority", OPT_STR, FOR_UPDATE},
         {"--evict-watermark", NULL, OPT_ARG, 0},
         {"--pin-prefixes", NULL, OPT_ARG, 0},
+        {"--preset", "preset", OPT_STR, FOR_UPDATE},
+        {"--read-only", "read_only", OPT_TRUE, FOR_UPDATE},
+        {"--writable", "read_only", OPT_FALSE, FOR_UPDATE},
+        {"--dir-prefetch", "dir_prefetch", OPT_TRUE, FOR_UPDATE},
+        {"--no-dir-prefetch", "dir_prefetch", OPT_FALSE, FOR_UPDATE},
+        {"--dirty-bound", "dirty_bound", OPT_SIZE, FOR_UPDATE},
+        /* the recall object's (ropts) */
+        {"--read-ahead", "read_ahead", OPT_SIZE, 0},
+        {"--streams", "streams", OPT_NUM, 0},
+        {"--chunk-size", "chunk_size", OPT_SIZE, 0},
+        {"--whole-file", "whole_file", OPT_TRUE, 0},
+        {"--no-whole-file", "whole_file", OPT_FALSE, 0},
         {"--dir", NULL, OPT_ARG, 0},
         {"--timeout", NULL, OPT_ARG, 0},
+        {NULL, NULL, OPT_ARG, 0},
+    };
+    static const struct opt ropts[] = {
+        {"--read-ahead", "read_ahead", OPT_SIZE, FOR_UPDATE},
+        {"--streams", "streams", OPT_NUM, FOR_UPDATE},
+        {"--chunk-size", "chunk_size", OPT_SIZE, FOR_UPDATE},
+        {"--whole-file", "whole_file", OPT_TRUE, FOR_UPDATE},
+        {"--no-whole-file", "whole_file", OPT_FALSE, FOR_UPDATE},
         {NULL, NULL, OPT_ARG, 0},
     };
     char p[512];
@@ -1305,6 +1341,7 @@ static int cmd_tier(int argc, char **argv)
             die(2, "tier set --dir: the remote, watermarks and pins are the bucket's");
         json_t *o = json_object();
         set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        tier_recall_flags(o, argc, argv, ropts);
         api("PUT", o, "%s", p);
     } else if (strcmp(argv[0], "flush") == 0) {
         const char *ts = flag(argc, argv, 3, "--timeout", true);
@@ -1352,10 +1389,10 @@ static int cmd_tier(int argc, char **argv)
         else
             json_object_set_new(o, "remote", json_string(r));
         if (flag(argc, argv, 3, "--keep-local", false) ||
-            flag(argc, argv, 3, "--no-keep-local", false) ||
-            flag(argc, argv, 3, "--evict-priority", true))
-            die(2, "tier set: --keep-local and --evict-priority are a directory's (--dir PATH)");
+            flag(argc, argv, 3, "--no-keep-local", false))
+            die(2, "tier set: --keep-local is a directory's (--dir PATH); pin prefixes instead");
         set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        tier_recall_flags(o, argc, argv, ropts);
         const char *wm = flag(argc, argv, 3, "--evict-watermark", true);
         if (wm) {
             char *end = NULL;

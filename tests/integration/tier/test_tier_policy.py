@@ -152,6 +152,19 @@ def test_cli_dir_watermark_and_pins(d, rgw):
     assert bad.returncode == 2
     ctl("tier", "delete", "1", b, "--dir", "ckpt")
     assert ctl("tier", "get", "1", b, "--dir", "ckpt", ok=False).returncode != 0
+    # presets and knobs, on a directory and on the bucket
+    dp = json.loads(ctl("--json", "tier", "set", "1", b, "--dir", "ckpt", "--preset",
+                        "DATASET_RO", "--streams", "3", "--chunk-size", "4M",
+                        "--no-whole-file", "--read-ahead", "1M", "--dirty-bound", "1G").stdout)
+    assert dp["preset"] == "DATASET_RO" and dp["dirty_bound"] == 1 << 30
+    assert dp["recall"] == {"streams": 3, "chunk_size": 4 << 20, "whole_file": False,
+                            "read_ahead": 1 << 20}
+    assert dp["effective"]["read_only"] is True
+    pol = json.loads(ctl("--json", "tier", "set", "1", b, "--remote", str(r["id"]), "--preset",
+                         "MODEL_CHECKPOINT_RO", "--writable", "--evict-priority", "high").stdout)
+    assert pol["preset"] == "MODEL_CHECKPOINT_RO" and pol["read_only"] is False
+    assert pol["effective"]["evict_priority"] == "high"
+    s3.put_object(Bucket=b, Key="top", Body=b"ok")  # --writable over the preset's read-only
 
 
 ROFS = 30
@@ -254,3 +267,41 @@ def test_presets_read_only_and_switch(d, rgw):
         assert st == 400, (body, js)
     st, js = adm.call("PUT", base, {"remote": r["id"], "cache_mode": True})
     assert st == 501, js
+
+
+def test_recall_settings(d, rgw):
+    from test_tier_evict import metric
+    adm, r, rb, b = tiered(d, rgw)
+    s3 = d.boto3()
+    data = {k: os.urandom(20 * MiB + 5) for k in ("part/f.bin", "whole/f.bin")}
+    for k, v in data.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+    base = f"/tenants/1/buckets/{b}/tier"
+    adm.put(base, {"remote": r["id"], "upload_after_s": 0, "evict_after_s": 1})
+    dp = adm.put(base + "?dir=part", {"recall": {"whole_file": False, "chunk_size": 1 << 20,
+                                                 "read_ahead": 2 << 20, "streams": 2}})
+    assert dp["effective"]["recall"] == {"whole_file": False, "chunk_size": 1 << 20,
+                                         "read_ahead": 2 << 20, "streams": 2}
+    for k in data:
+        wait_for(lambda k=k: state(d, b, k) == "evicted", what=f"{k} evicted")
+    # whole_file off: a read brings back its chunk and read_ahead bytes after it, no more
+    m0 = metric(d, "s3nfs_tier_recalled_bytes_total") or 0
+    assert get(d, b, "part/f.bin", "bytes=0-99") == data["part/f.bin"][:100]
+    time.sleep(1)
+    assert metric(d, "s3nfs_tier_recalled_bytes_total") - m0 == 3 << 20
+    assert state(d, b, "part/f.bin") == "evicted"
+    # a setting changed between two reads: chunks of another size over what is back
+    adm.put(base + "?dir=part", {"recall": {"whole_file": False, "chunk_size": 4 << 20}})
+    m0 = metric(d, "s3nfs_tier_recalled_bytes_total")
+    assert get(d, b, "part/f.bin", "bytes=100-199") == data["part/f.bin"][100:200]
+    assert get(d, b, "part/f.bin", "bytes=3145728-3145827") == \
+        data["part/f.bin"][3 << 20:(3 << 20) + 100]
+    time.sleep(1)
+    assert metric(d, "s3nfs_tier_recalled_bytes_total") - m0 == 1 << 20  # only 3..4 MiB
+    # ... and the rest when asked (a whole GET)
+    assert get(d, b, "part/f.bin") == data["part/f.bin"]
+    # the bucket's default: the whole file on a first read
+    m1 = metric(d, "s3nfs_tier_recalled_bytes_total")
+    assert get(d, b, "whole/f.bin", "bytes=0-99") == data["whole/f.bin"][:100]
+    wait_for(lambda: metric(d, "s3nfs_tier_recalled_bytes_total") - m1 >= len(data["whole/f.bin"]),
+             what="whole file recalled")
