@@ -1409,6 +1409,82 @@ static void remotes_collection(struct api_req *x)
     reply_list(x, rc, arr, "list remotes");
 }
 
+/* PATCH /remotes/{remote}: rotate its credentials, change its limits; checked again
+ * as when it was made. Where it points (endpoint, bucket, prefix...) stays. */
+static void remote_update(struct api_req *x, const struct tenant_remote *cur)
+{
+    static const char *const known[] = {"access_key", "secret_key",         "max_conns",
+                                        "parallel",   "connect_timeout_ms", NULL};
+    static const char *const fixed[] = {"name",   "tenant",     "endpoint",   "region",  "bucket",
+                                        "prefix", "addressing", "tls_verify", "ca_file", NULL};
+    struct tenant_remote r;
+    char secret[TENANT_SECRET_MAX + 2] = "", why[400];
+    uint64_t mc = 0, par = 0, cto = 0;
+    bool failed = false;
+    memset(&r, 0, sizeof(r));
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    int b = 0;
+    for (size_t i = 0; fixed[i]; i++) {
+        if (json_object_get(j, fixed[i])) {
+            char msg[200];
+            snprintf(msg, sizeof(msg),
+                     "'%s' cannot change: a remote's copies are named by where it points; "
+                     "make a new remote instead",
+                     fixed[i]);
+            bad(x->req, msg);
+            b = -1;
+            break;
+        }
+    }
+    static const char *const positive[] = {"max_conns", "parallel", "connect_timeout_ms", NULL};
+    for (size_t i = 0; b == 0 && positive[i]; i++) {
+        json_t *v = json_object_get(j, positive[i]);
+        if (v && json_is_integer(v) && json_integer_value(v) == 0) {
+            char msg[120];
+            snprintf(msg, sizeof(msg), "'%s' must be positive", positive[i]);
+            bad(x->req, msg);
+            b = -1;
+        }
+    }
+    if (b == 0)
+        b = only_fields(x->req, j, known);
+    if (b == 0 && (get_str(x->req, j, "access_key", r.access_key, sizeof(r.access_key)) < 0 ||
+                   get_str(x->req, j, "secret_key", secret, sizeof(secret)) < 0 ||
+                   get_uint(x->req, j, "max_conns", 1024, &mc) < 0 ||
+                   get_uint(x->req, j, "parallel", 64, &par) < 0 ||
+                   get_uint(x->req, j, "connect_timeout_ms", 60000, &cto) < 0))
+        b = -1;
+    bool have_secret = json_object_get(j, "secret_key") != NULL;
+    json_decref(j);
+    if (b < 0)
+        goto out;
+    if (r.access_key[0] && !have_secret) {
+        bad(x->req, "a new 'access_key' needs its 'secret_key'");
+        goto out;
+    }
+    r.max_conns = (uint32_t)mc;
+    r.parallel = (uint32_t)par;
+    r.connect_timeout_ms = (uint32_t)cto;
+    struct tenant_remote made;
+    int rc = tenants_remote_update(x->a->tenants, cur->id, &r, have_secret ? secret : NULL, why,
+                                   sizeof(why), &failed, &made);
+    if (rc == 0) {
+        if (tier_upload_default())
+            tier_upload_remote_changed(tier_upload_default(), made.id);
+        srv_log(INFO, ADMIN, "tenant=%u remote %u '%s' updated by %s%s", made.tenant, made.id,
+                made.name, x->who->name, have_secret ? " (new secret key)" : "");
+        reply_json(x->req, 200, remote_json(&made));
+    } else if (failed) {
+        admin__error(x->req, ADMIN_E_REMOTE_CHECK, why);
+    } else {
+        admin__error_of(x->req, rc, why[0] ? why : NULL);
+    }
+out:
+    OPENSSL_cleanse(secret, sizeof(secret));
+}
+
 static void remote_item(struct api_req *x)
 {
     struct tenant_remote r;
@@ -1419,7 +1495,13 @@ static void remote_item(struct api_req *x)
         return;
     }
     if (r.tenant == 0 && !is_system(x)) {
-        forbidden(x->req, "only a system admin may delete a system-wide remote");
+        forbidden(x->req, x->cmd == EVHTTP_REQ_PATCH
+                              ? "only a system admin may change a system-wide remote"
+                              : "only a system admin may delete a system-wide remote");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_PATCH) {
+        remote_update(x, &r);
         return;
     }
     uint64_t bucket = 0;
@@ -2322,7 +2404,7 @@ static const struct route routes[] = {
     ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, M_GET | M_PUT | M_PATCH | M_DELETE, "/qos/system",
           NEED_QOS, qos_system_item),
     ROUTE(M_GET | M_POST, 0, "/remotes", 0, remotes_collection),
-    ROUTE(M_GET | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
+    ROUTE(M_GET | M_PATCH | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
     ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/tier",
           NEED_CORE | NEED_TENANT, tier_item),
     ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/buckets/{bucket}/tier/flush",

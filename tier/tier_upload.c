@@ -178,6 +178,8 @@ struct tier_upload {
     size_t nb, capb;
     struct rclient *rc;
     size_t nrc, caprc;
+    struct tier_s3 **retired; /* clients of remotes changed since (freed at the stop) */
+    size_t nretired;
     struct fail fails[FAIL_MAX];
     size_t nfails;
     uint64_t passes; /* passes begun */
@@ -655,7 +657,12 @@ static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *para
     int par = rem->parallel > 0 ? rem->parallel : 4;
     memset(rem, 0, sizeof(*rem)); /* the secret: the client keeps its own copy */
     free(rem);
-    sweep(u, m.s3, id);
+    pthread_mutex_lock(&u->mu);
+    r = rclient_find(u, id);
+    bool swept = r && r->swept; /* a remote changed in place: its uploads go on */
+    pthread_mutex_unlock(&u->mu);
+    if (!swept)
+        sweep(u, m.s3, id);
     pthread_mutex_lock(&u->mu);
     r = rclient_find(u, id);
     if (!r && u->nrc == u->caprc) {
@@ -1697,6 +1704,11 @@ static void loop_close_fn(void *arg)
         tier_s3_free(u->rc[i].s3); /* done callbacks run now, with -ECANCELED */
         u->rc[i].s3 = NULL;
     }
+    for (size_t i = 0; i < u->nretired; i++)
+        tier_s3_free(u->retired[i]);
+    free(u->retired);
+    u->retired = NULL;
+    u->nretired = 0;
     pthread_mutex_unlock(&u->mu);
 }
 
@@ -1826,6 +1838,25 @@ void tier_upload_kick(struct tier_upload *u)
     pthread_mutex_lock(&u->mu);
     u->kicked = true;
     pthread_cond_signal(&u->scan_cv);
+    pthread_mutex_unlock(&u->mu);
+}
+
+void tier_upload_remote_changed(struct tier_upload *u, uint32_t id)
+{
+    pthread_mutex_lock(&u->mu);
+    struct rclient *r = rclient_find(u, id);
+    if (r && r->s3 && !u->closing) {
+        /* workers may hold the old client: it stays (requests in flight finish on it)
+         * until the stop; the next request makes a new one from the stored remote */
+        void *nv = realloc(u->retired, (u->nretired + 1) * sizeof(*u->retired));
+        if (nv) {
+            u->retired = nv;
+            u->retired[u->nretired++] = r->s3;
+            r->s3 = NULL;
+            r->tries = 0;
+            r->down_until_ms = 0;
+        }
+    }
     pthread_mutex_unlock(&u->mu);
 }
 

@@ -77,12 +77,15 @@ static const struct cmd_doc {
      "  qos system get|reset        the system class (background work; system admin)\n"
      "  qos system set [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
      "            [--write-iops N] [--meta-iops N] [--burst-ms N] [--weight N]\n"},
-    {"remote", "list get delete create",
+    {"remote", "list get delete create update",
      "  remote list [--tenant T] | get ID | delete ID\n"
      "  remote create NAME --endpoint URL --bucket B --key-id AKEY [--tenant T]\n"
      "                [--region R] [--prefix P] [--virtual-host] [--ca-file FILE]\n"
      "                [--no-verify] [--max-conns N] [--parallel N] [--connect-timeout-ms N]\n"
-     "      (the secret key: --secret-file FILE, '-' for stdin, or S3NFS_REMOTE_SECRET_KEY)\n"},
+     "      (the secret key: --secret-file FILE, '-' for stdin, or S3NFS_REMOTE_SECRET_KEY)\n"
+     "  remote update ID [--key-id AKEY] [--secret-file FILE] [--max-conns N]\n"
+     "                [--parallel N] [--connect-timeout-ms N]   (checked again; a new\n"
+     "      --key-id takes its secret as create does)\n"},
     {"tier", "get delete set flush",
      "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
      "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS] [--evict-after SECONDS]\n"
@@ -1198,7 +1201,7 @@ static char *remote_secret(int argc, char **argv, int from)
     if (!file) {
         const char *e = getenv("S3NFS_REMOTE_SECRET_KEY");
         if (!e || !*e)
-            die(2, "remote create needs the secret key: --secret-file FILE ('-': stdin) or "
+            die(2, "the secret key is needed: --secret-file FILE ('-': stdin) or "
                    "S3NFS_REMOTE_SECRET_KEY");
         return strdup(e);
     }
@@ -1224,14 +1227,14 @@ static int cmd_remote(int argc, char **argv)
         {"--secret-file", NULL, OPT_ARG, 0},
         {"--endpoint", "endpoint", OPT_STR, FOR_CREATE},
         {"--bucket", "bucket", OPT_STR, FOR_CREATE},
-        {"--key-id", "access_key", OPT_STR, FOR_CREATE},
+        {"--key-id", "access_key", OPT_STR, FOR_CREATE | FOR_UPDATE},
         {"--region", "region", OPT_STR, FOR_CREATE},
         {"--prefix", "prefix", OPT_STR, FOR_CREATE},
         {"--ca-file", "ca_file", OPT_STR, FOR_CREATE},
         {"--no-verify", "tls_verify", OPT_FALSE, FOR_CREATE},
-        {"--max-conns", "max_conns", OPT_NUM, FOR_CREATE},
-        {"--parallel", "parallel", OPT_NUM, FOR_CREATE},
-        {"--connect-timeout-ms", "connect_timeout_ms", OPT_NUM, FOR_CREATE},
+        {"--max-conns", "max_conns", OPT_NUM, FOR_CREATE | FOR_UPDATE},
+        {"--parallel", "parallel", OPT_NUM, FOR_CREATE | FOR_UPDATE},
+        {"--connect-timeout-ms", "connect_timeout_ms", OPT_NUM, FOR_CREATE | FOR_UPDATE},
         {"--virtual-host", NULL, OPT_TRUE, 0}, /* no field: "addressing" below */
         {NULL, NULL, OPT_ARG, 0},
     };
@@ -1251,6 +1254,28 @@ static int cmd_remote(int argc, char **argv)
     if ((strcmp(argv[0], "get") == 0 || strcmp(argv[0], "delete") == 0) && argc == 2) {
         api(argv[0][0] == 'g' ? "GET" : "DELETE", NULL, "/remotes/%" PRIu64,
             parse_num(argv[1], false));
+        return 0;
+    }
+    if (strcmp(argv[0], "update") == 0) {
+        check_flags(argc, argv, 2, opts);
+        static const char *const fixed[] = {"--endpoint", "--bucket",       "--region",
+                                            "--prefix",   "--ca-file",      "--no-verify",
+                                            "--tenant",   "--virtual-host", NULL};
+        for (size_t i = 0; fixed[i]; i++)
+            if (flag(argc, argv, 2, fixed[i],
+                     strcmp(fixed[i], "--no-verify") != 0 &&
+                         strcmp(fixed[i], "--virtual-host") != 0))
+                die(2, "remote update: %s cannot change (make a new remote)", fixed[i]);
+        json_t *o = json_object();
+        set_fields(o, argc, argv, 2, opts, FOR_UPDATE);
+        /* a new key id needs its secret; a secret alone rotates it for the same key id */
+        if (flag(argc, argv, 2, "--key-id", true) || flag(argc, argv, 2, "--secret-file", true)) {
+            char *secret = remote_secret(argc, argv, 2);
+            json_object_set_new(o, "secret_key", json_string(secret));
+            memset(secret, 0, strlen(secret));
+            free(secret);
+        }
+        api("PATCH", o, "/remotes/%" PRIu64, parse_num(argv[1], false));
         return 0;
     }
     if (strcmp(argv[0], "create") != 0)

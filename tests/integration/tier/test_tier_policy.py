@@ -305,3 +305,63 @@ def test_recall_settings(d, rgw):
     assert get(d, b, "whole/f.bin", "bytes=0-99") == data["whole/f.bin"][:100]
     wait_for(lambda: metric(d, "s3nfs_tier_recalled_bytes_total") - m1 >= len(data["whole/f.bin"]),
              what="whole file recalled")
+
+
+def test_remote_update(d, rgw):
+    adm, r, rb, b = tiered(d, rgw)
+    s3 = d.boto3()
+    adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": 0})
+    rp = f"/remotes/{r['id']}"
+
+    def up(key):
+        s3.put_object(Bucket=b, Key=key, Body=key.encode())
+        wait_for(lambda: state(d, b, key) == "uploaded", what=f"{key} uploaded")
+
+    up("a")
+    # limits: changed, checked again, the secret never answered
+    got = adm.patch(rp, {"max_conns": 4, "parallel": 2, "connect_timeout_ms": 5000})
+    assert (got["max_conns"], got["parallel"], got["connect_timeout_ms"]) == (4, 2, 5000)
+    assert "secret_key" not in got and adm.get(rp)["parallel"] == 2
+    up("b")
+    # a wrong secret is refused and changes nothing
+    st, js = adm.call("PATCH", rp, {"secret_key": "x" * 40})
+    assert st == 400 and js["error"] == "RemoteCheckFailed", js
+    assert adm.get(rp)["access_key"] == rgw.access_key
+    up("c")
+    # what it points to cannot change; a new key id needs its secret; limits are positive
+    for body in ({"endpoint": "http://127.0.0.1:1"}, {"bucket": "other"}, {"prefix": "q/"},
+                 {"access_key": "AKNEW"}, {"parallel": 0}, {"name": "n"}):
+        st, js = adm.call("PATCH", rp, body)
+        assert st == 400, (body, js)
+    # rotation: a second key of the RGW user; the uploader uses it from the next request
+    k2, s2 = "AK" + uuid.uuid4().hex[:18].upper(), uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    from rgw import USER
+    rgw._run(["radosgw-admin", "-c", rgw.conf, "-n", "client.admin", "key", "create",
+              f"--uid={USER}", "--key-type=s3", f"--access-key={k2}", f"--secret={s2}"])
+    try:
+        got = adm.patch(rp, {"access_key": k2, "secret_key": s2})
+        assert got["access_key"] == k2
+        # the old key goes: uploads go on with the new one
+        rgw._run(["radosgw-admin", "-c", rgw.conf, "-n", "client.admin", "key", "rm",
+                  f"--uid={USER}", "--key-type=s3", f"--access-key={rgw.access_key}"])
+        up("d")
+        import boto3
+        from botocore.config import Config
+        s3k2 = boto3.client("s3", endpoint_url=rgw.endpoint, aws_access_key_id=k2,
+                            aws_secret_access_key=s2, region_name=rgw.region,
+                            config=Config(s3={"addressing_style": "path"}))
+        assert s3k2.get_object(Bucket=rb, Key="p/d")["Body"].read() == b"d"
+        assert s2.encode() not in open(d.log_path, "rb").read()
+        # the CLI: limits; where it points is refused
+        env = dict(os.environ, S3NFS_ADMIN=d.admin_endpoint, S3NFS_ADMIN_TOKEN=d.admin_token)
+        p = subprocess.run([CTL, "--json", "remote", "update", str(r["id"]), "--parallel", "3"],
+                           env=env, text=True, capture_output=True, timeout=60)
+        assert p.returncode == 0 and json.loads(p.stdout)["parallel"] == 3, p.stderr
+        p = subprocess.run([CTL, "remote", "update", str(r["id"]), "--endpoint", "http://x"],
+                           env=env, text=True, capture_output=True, timeout=60)
+        assert p.returncode == 2 and "cannot change" in p.stderr
+    finally:
+        # the session's RGW user keeps its first key for the other tests
+        rgw._run(["radosgw-admin", "-c", rgw.conf, "-n", "client.admin", "key", "create",
+                  f"--uid={USER}", "--key-type=s3", f"--access-key={rgw.access_key}",
+                  f"--secret={rgw.secret_key}"], check=False)
