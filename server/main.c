@@ -840,6 +840,9 @@ static int start_all(struct daemon *d)
         return rc;
     }
     srv_metrics_add_renderer(render_tier, d->tier);
+    /* read-only tier policies hold before the first request (the uploader's passes and the
+     * admin API refresh them after) */
+    tier_settings_refresh(core_meta(d->core));
     /* recall of evicted files: the core's threads, the tier's fetches */
     struct core_tier_config rcfg = {.fetch = tier_fetch,
                                     .knobs = tier_knobs,

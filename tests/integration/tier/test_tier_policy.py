@@ -365,3 +365,17 @@ def test_remote_update(d, rgw):
         rgw._run(["radosgw-admin", "-c", rgw.conf, "-n", "client.admin", "key", "create",
                   f"--uid={USER}", "--key-type=s3", f"--access-key={rgw.access_key}",
                   f"--secret={rgw.secret_key}"], check=False)
+
+
+def test_read_only_from_the_start(daemon_factory, rgw):
+    """A read-only level holds from the first request after a restart."""
+    dm = daemon_factory(extra_args=FAST).start()
+    adm, r, rb, b = tiered(dm, rgw)
+    s3 = dm.boto3()
+    s3.put_object(Bucket=b, Key="ro/x", Body=b"x")
+    adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": 3600})
+    adm.put(f"/tenants/1/buckets/{b}/tier?dir=ro", {"read_only": True})
+    dm.restart()
+    s3 = dm.boto3()
+    assert s3_err(lambda: s3.put_object(Bucket=b, Key="ro/y", Body=b"y")) == (403, "AccessDenied")
+    s3.put_object(Bucket=b, Key="rw/y", Body=b"y")
