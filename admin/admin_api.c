@@ -1821,12 +1821,19 @@ static void cache_item(struct api_req *x)
         reply_deleted(x, rc, "delete cache mode");
         return;
     }
-    static const char *const known[] = {"ttl_s", "read_only", NULL};
+    static const char *const known[] = {"ttl_s", "read_only", "dirty_max_bytes", "preset", NULL};
     json_t *j = body_json(x->req);
     if (!j)
         return;
     if (only_fields(x->req, j, known) < 0) {
         json_decref(j);
+        return;
+    }
+    if (json_object_get(j, "dirty_max_bytes") || json_object_get(j, "preset")) {
+        json_decref(j);
+        admin__error_of(x->req, SRV_ENOTSUPP,
+                        "'dirty_max_bytes' and 'preset': the dirty bound of cache mode and "
+                        "workload presets are not built yet (docs/tiering.md)");
         return;
     }
     uint64_t ttl = TIER_CACHE_TTL_DEFAULT;
@@ -1841,6 +1848,14 @@ static void cache_item(struct api_req *x)
         admin__error_of(x->req, -EBUSY,
                         "the bucket has no tier policy: set one first (PUT .../tier); its "
                         "remote's bucket and prefix are what the cache fronts");
+        return;
+    }
+    struct core_bucket_vcfg vc;
+    if (core_bucket_vcfg_get(x->a->core, &sp, at.ino, &vc) == 0 &&
+        vc.versioning != CORE_VERS_NONE) {
+        admin__error_of(x->req, -EBUSY,
+                        "cache mode needs a bucket that never had versioning (the tier "
+                        "keeps no versions: docs/tiering.md)");
         return;
     }
     if (!is_system(x) &&

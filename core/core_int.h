@@ -8,8 +8,9 @@
  * (scripts/check-core-modules.sh checks both):
  *
  *   namespace  core_ns_int.h    POSIX ops, S3 ops, uploads, names, refs,
- *                               lifecycle (core_ns.c core_posix.c core_s3.c
- *                               core_upload.c core_main.c)
+ *                               lifecycle, cache mode (core_ns.c core_posix.c
+ *                               core_s3.c core_upload.c core_main.c
+ *                               core_cmode.c)
  *   data       core_data_int.h  extents, pending writes, reads, writes,
  *                               truncation, read cache, zero-copy pieces
  *                               (core_extent.c core_data.c core_pend.c

@@ -437,7 +437,7 @@ def test_read_only_refusals(d, rgw):
     s3.put_object(Bucket=b, Key="r/new", Body=b"x")
 
 
-def test_cache_mode_needs_a_tier_policy_and_validates(d):
+def test_cache_mode_needs_a_tier_policy_and_validates(d, rgw):
     adm = Admin(d)
     b = "cm" + uuid.uuid4().hex[:8]
     d.boto3().create_bucket(Bucket=b)
@@ -449,6 +449,20 @@ def test_cache_mode_needs_a_tier_policy_and_validates(d):
     assert st == 400, body
     st, body, _ = adm.raw("PUT", f"/tenants/1/buckets/{b}/cache", {"prefetch": True})
     assert st == 400, body
+    for field in ({"dirty_max_bytes": 1 << 30}, {"preset": "DATASET_RO"}):
+        st, body, _ = adm.raw("PUT", f"/tenants/1/buckets/{b}/cache", field)
+        assert st == 501 and "not built" in body["message"], body
+    # a versioned bucket is refused (the tier keeps no versions)
+    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": rgw.endpoint,
+                              "bucket": new_remote_bucket(rgw.boto3()),
+                              "access_key": rgw.access_key, "secret_key": rgw.secret_key})
+    v = "cm" + uuid.uuid4().hex[:8]
+    s3 = d.boto3()
+    s3.create_bucket(Bucket=v)
+    s3.put_bucket_versioning(Bucket=v, VersioningConfiguration={"Status": "Enabled"})
+    adm.put(f"/tenants/1/buckets/{v}/tier", {"remote": r["id"]})
+    st, body, _ = adm.raw("PUT", f"/tenants/1/buckets/{v}/cache", {"ttl_s": 5})
+    assert st == 409 and "versioning" in body["message"], body
 
 
 def test_remote_down_serves_cached_and_refuses_uncached(d, rgw):
