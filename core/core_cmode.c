@@ -254,7 +254,10 @@ static int refresh(struct apply_op *a, struct meta_txn *t, uint64_t ino, struct 
     cp->st.size = o->size;
     cp->st.remote = a->remote;
     cp->st.bucket = a->bucket;
-    cp->st.time_s = (int64_t)time(NULL);
+    /* "confirmed" as of the listing: a second before it began, so that the next
+     * listing (maybe within the same second) is newer than the record (an upload
+     * confirmed after a listing began is what the next one leaves alone) */
+    cp->st.time_s = a->start_s - 1;
     size_t el = strnlen(o->etag, sizeof(cp->st.etag) - 1);
     memcpy(cp->st.etag, o->etag, el);
     cp->st.etag[el] = '\0';

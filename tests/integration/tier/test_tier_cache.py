@@ -575,3 +575,55 @@ def test_two_nodes_over_one_remote(d, rgw, tmp_path_factory):
         assert sa.get_object(Bucket=ba, Key="shared/ckpt.bin")["Body"].read() == v2
     finally:
         nb.cleanup()
+
+
+def test_cli_and_store_check(rgw, tmp_path_factory):
+    """s3nfsctl cache set/get/delete; then, with imported, recalled and changed
+    files in the store, s3nfsd --check-store finds it consistent (imported files
+    are evicted files with confirmed tierst records)."""
+    import json
+    from s3nfsd_harness import BIN, CTL
+    dm = Daemon(str(tmp_path_factory.mktemp("tier-cache-cli")), FAST).start()
+    try:
+        env = dict(os.environ, S3NFS_ADMIN=dm.admin_endpoint, S3NFS_ADMIN_TOKEN=dm.admin_token,
+                   S3NFS_REMOTE_SECRET_KEY=rgw.secret_key)
+
+        def ctl(*args, ok=True):
+            r = subprocess.run([CTL] + list(args), env=env, text=True, capture_output=True,
+                               timeout=60)
+            if ok:
+                assert r.returncode == 0, (args, r.stdout, r.stderr)
+            return r
+
+        rs3 = rgw.boto3()
+        rb = new_remote_bucket(rs3)
+        fill(rs3, rb, [f"ds/k/{i}" for i in range(20)], lambda k: 6000)
+        ctl("remote", "create", "cli-ds", "--endpoint", rgw.endpoint, "--bucket", rb,
+            "--key-id", rgw.access_key, "--prefix", "ds/")
+        dm.boto3().create_bucket(Bucket="clicache")
+        r = ctl("cache", "set", "1", "clicache", "--ttl", "7", ok=False)
+        assert r.returncode != 0 and "tier policy" in r.stderr
+        ctl("tier", "set", "1", "clicache", "--remote", "cli-ds", "--upload-after", "0")
+        ctl("cache", "set", "1", "clicache", "--ttl", "7", "--read-only")
+        got = json.loads(ctl("--json", "cache", "get", "1", "clicache").stdout)
+        assert got["ttl_s"] == 7 and got["read_only"] is True and got["remote_prefix"] == "ds/"
+        ctl("cache", "set", "1", "clicache", "--ttl", "0", "--read-write")
+        got = json.loads(ctl("--json", "cache", "get", "1", "clicache").stdout)
+        assert got["ttl_s"] == 0 and got["read_only"] is False
+        s3 = dm.boto3()
+        assert len(list_all(s3, "clicache", "k/")[0]) == 20
+        assert s3.get_object(Bucket="clicache", Key="k/3")["Body"].read() == body_of("ds/k/3",
+                                                                                     6000)
+        rs3.put_object(Bucket=rb, Key="ds/k/4", Body=b"changed")
+        rs3.delete_object(Bucket=rb, Key="ds/k/5")
+        assert len(list_all(s3, "clicache", "k/")[0]) == 19
+        s3.put_object(Bucket="clicache", Key="k/new", Body=b"local")
+        ctl("cache", "delete", "1", "clicache")
+        assert ctl("cache", "get", "1", "clicache", ok=False).returncode != 0
+        dm.stop()
+        r = subprocess.run([BIN, "--data-dir", dm.data_dir, "--set", "data_file_size=1GiB",
+                            "--check-store"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"store check failed:\n{r.stdout}\n{r.stderr[-3000:]}"
+        assert "store check: consistent" in r.stdout
+    finally:
+        dm.cleanup()
