@@ -599,7 +599,9 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
     } else {
         atomic_fetch_add(&c->cm.import_errors, 1);
         srv_log(WARN, TIER, "cache: listing '%s' of bucket %llu on remote %u: %s%s",
-                a.dirkey ? a.dirkey : "", (unsigned long long)bucket, a.remote, srv_strerror(rc),
+                a.dirkey ? a.dirkey : "", (unsigned long long)bucket, a.remote,
+                rc == SRV_ERECALL ? "the remote cannot be listed now (retried at the next use)"
+                                  : srv_strerror(rc),
                 had ? " (serving what was imported before)" : "");
     }
     core_cache_listing_free(&l);
