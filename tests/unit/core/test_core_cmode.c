@@ -31,8 +31,7 @@ static struct mobj model[] = {
 #define NMODEL (sizeof(model) / sizeof(model[0]))
 static atomic_int list_fail, lists;
 
-static int fake_list(void *arg, uint32_t remote, const char *dirkey,
-                     struct core_cache_listing *out)
+static int fake_list(void *arg, uint32_t remote, const char *dirkey, struct core_cache_listing *out)
 {
     (void)arg;
     assert_int_equal(remote, 1);
@@ -234,9 +233,8 @@ static void test_read_only(void **state)
     free(oi.meta);
     assert_int_equal(fx_put(f, "new", "x", 1), -EROFS);
     assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "d/x", 3), -EROFS);
-    assert_int_equal(core_write(f->c, &f->p, oi.attr.ino, 0, "z", 1, CORE_FILE_SYNC, NULL, NULL,
-                                NULL),
-                     -EROFS);
+    assert_int_equal(
+        core_write(f->c, &f->p, oi.attr.ino, 0, "z", 1, CORE_FILE_SYNC, NULL, NULL, NULL), -EROFS);
     struct core_attr a, d;
     assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "d", 1, &d), 0);
     assert_int_equal(core_mkdir(f->c, &f->p, d.ino, "sub", 3, 0755, &a), -EROFS);
