@@ -179,6 +179,27 @@ static struct core__cdir *cdir(struct core *c, uint64_t bucket, uint64_t dir)
     return d;
 }
 
+/* Is this conflict (file @p ino against the remote's @p etag, "" for a delete) not
+ * reported yet? A conflict stays until the upload is done; it is logged and counted
+ * once, not at every revalidation (a table of 256 slots: a conflict that loses its
+ * slot is reported again). */
+static bool conflict_new(struct core *c, uint64_t ino, const char *etag)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *e = etag; *e; e++)
+        h = (h ^ (uint8_t)*e) * 1099511628211ull;
+    h ^= ino * 0x9e3779b97f4a7c15ull;
+    h |= 1;
+    pthread_mutex_lock(&c->cm.mu);
+    uint64_t *slot = &c->cm.conf_seen[h % 256];
+    bool fresh = *slot != h;
+    *slot = h;
+    pthread_mutex_unlock(&c->cm.mu);
+    if (fresh)
+        atomic_fetch_add(&c->cm.conflicts, 1);
+    return fresh;
+}
+
 /* ---- making the local directory match a listing ---- */
 
 struct apply_op {
@@ -284,11 +305,11 @@ static int apply_obj(struct apply_op *a, struct meta_txn *t, const struct core_c
         rc = meta_tier_get(t, de.ino, cp);
         if (rc == -ENOENT) {
             rc = 0;
-            atomic_fetch_add(&c->cm.conflicts, 1);
-            srv_log(WARN, TIER,
-                    "cache: bucket %llu key '%s%s': a local file not uploaded yet and a "
-                    "remote object: the local one wins",
-                    (unsigned long long)a->bucket, a->dirkey, o->name);
+            if (conflict_new(c, de.ino, o->etag))
+                srv_log(WARN, TIER,
+                        "cache: bucket %llu key '%s%s': a local file not uploaded yet and a "
+                        "remote object: the local one wins",
+                        (unsigned long long)a->bucket, a->dirkey, o->name);
             goto out;
         }
         if (rc || strcmp(cp->st.etag, o->etag) == 0 || cp->st.time_s >= a->start_s)
@@ -298,11 +319,11 @@ static int apply_obj(struct apply_op *a, struct meta_txn *t, const struct core_c
         if (pd)
             core__pend_put(c, pd);
         if (pending || r.change != cp->st.change) {
-            atomic_fetch_add(&c->cm.conflicts, 1);
-            srv_log(WARN, TIER,
-                    "cache: bucket %llu key '%s%s' changed on the remote (ETag %s) and "
-                    "here (not uploaded yet): the local one wins",
-                    (unsigned long long)a->bucket, a->dirkey, o->name, o->etag);
+            if (conflict_new(c, de.ino, o->etag))
+                srv_log(WARN, TIER,
+                        "cache: bucket %llu key '%s%s' changed on the remote (ETag %s) and "
+                        "here (not uploaded yet): the local one wins",
+                        (unsigned long long)a->bucket, a->dirkey, o->name, o->etag);
             goto out;
         }
         rc = refresh(a, t, de.ino, &r, o, cp);
@@ -448,11 +469,11 @@ static int remove_fn(struct meta_txn *t, void *arg)
         if (pd)
             core__pend_put(c, pd);
         if (pending || r.change != cp->st.change) {
-            atomic_fetch_add(&c->cm.conflicts, 1);
-            srv_log(WARN, TIER,
-                    "cache: bucket %llu key '%s%s' deleted on the remote and changed here "
-                    "(not uploaded yet): the local one wins",
-                    (unsigned long long)a->bucket, a->dirkey, nm);
+            if (conflict_new(c, de.ino, ""))
+                srv_log(WARN, TIER,
+                        "cache: bucket %llu key '%s%s' deleted on the remote and changed here "
+                        "(not uploaded yet): the local one wins",
+                        (unsigned long long)a->bucket, a->dirkey, nm);
             continue;
         }
         rc = meta_inode_get(t, a->dir, &d);
