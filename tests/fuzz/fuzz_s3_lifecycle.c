@@ -60,9 +60,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             enum s3_err e = S3E_NONE;
             const char *tw = NULL;
             int tr = s3__lc_check_tier(&lc, tiers[i % 3], i >= 3, &e, &tw);
-            if (tr != 0 && (!tw || (tr != SRV_ENOTSUPP && tr != -EINVAL) ||
-                            (tr == -EINVAL && e != S3E_INVALID_STORAGE_CLASS &&
-                             e != S3E_INVALID_REQUEST)))
+            if (tr != 0 &&
+                (!tw || (tr != SRV_ENOTSUPP && tr != -EINVAL) ||
+                 (tr == -EINVAL && e != S3E_INVALID_STORAGE_CLASS && e != S3E_INVALID_REQUEST)))
                 __builtin_trap();
             if (tr == 0 && s3__lc_has_transition(&lc) && (!tiers[i % 3] || i >= 3))
                 __builtin_trap(); /* a Transition needs a tier and no versioning */
