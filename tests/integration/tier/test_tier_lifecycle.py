@@ -164,12 +164,15 @@ def test_transition_days_filters_and_reads(d, rgw):
     assert state(d, b, "late.bin") == "local"
     lst1 = {o["Key"]: o["StorageClass"] for o in s3.list_objects(Bucket=b)["Contents"]}
     assert lst1 == lst
+    vers = {v["Key"]: v["StorageClass"] for v in s3.list_object_versions(Bucket=b)["Versions"]}
+    assert vers == lst
     attrs = s3.get_object_attributes(Bucket=b, Key="cold/a.bin",
                                      ObjectAttributes=["StorageClass", "ObjectSize"])
     assert attrs["StorageClass"] == "GLACIER" and attrs["ObjectSize"] == len(objs["cold/a.bin"])
     # GET still answers the bytes (recalled from RGW), ranged and whole
     a = objs["cold/a.bin"]
     r = s3.get_object(Bucket=b, Key="cold/a.bin", Range="bytes=1000-2999")
+    assert r["StorageClass"] == "GLACIER"  # the first read: its headers come before the recall
     assert r["Body"].read() == a[1000:3000]
     assert s3.get_object(Bucket=b, Key="cold/a.bin")["Body"].read() == a
     assert s3.get_object(Bucket=b, Key="misc/t.bin")["Body"].read() == objs["misc/t.bin"]
