@@ -14,9 +14,12 @@ seconds; lifecycle_interval_s=1) (docs/tiering.md, "Lifecycle Transition"):
   tier state says evicted; HEAD, GET and listings show the storage class; GET
   still answers the bytes (a recall);
 - filters (prefix, size, tags, And) are respected, and pinned prefixes win:
-  objects they leave out stay local and STANDARD."""
+  objects they leave out stay local and STANDARD;
+- the same with the aws cli (put, get, the error, head-object, list)."""
 import datetime
+import json
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -251,3 +254,42 @@ def test_transition_put_errors(d, rgw):
     vb, _ = tiered_bucket(d, rgw, versioning=True, storage_class="GLACIER")
     st, code, msg = s3_error(lambda: put_rules(s3, vb, rule))
     assert (st, code) == (501, "NotImplemented") and "versioned" in msg
+
+
+AWS = "/usr/bin/aws"
+
+
+@pytest.mark.skipif(not os.access(AWS, os.X_OK), reason="aws cli not installed")
+def test_aws_cli_transition(d, rgw, tmp_path):
+    b, rb = tiered_bucket(d, rgw, upload_after_s=3600, storage_class="GLACIER_IR")
+    body = os.urandom(MiB + 3)
+    d.boto3().put_object(Bucket=b, Key="ckpt/1.bin", Body=body)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=d.access_key, AWS_SECRET_ACCESS_KEY=d.secret_key,
+               AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE="/dev/null",
+               AWS_SHARED_CREDENTIALS_FILE="/dev/null", AWS_PAGER="")
+
+    def aws(*args):
+        return subprocess.run([AWS, "--endpoint-url", d.s3_endpoint, "--output", "json",
+                               "s3api"] + list(args), env=env, capture_output=True, text=True,
+                              timeout=60)
+    bad = {"Rules": [{"ID": "r", "Status": "Enabled", "Filter": {"Prefix": "ckpt/"},
+                      "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}]}
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    r = aws("put-bucket-lifecycle-configuration", "--bucket", b,
+            "--lifecycle-configuration", f"file://{tmp_path / 'bad.json'}")
+    assert r.returncode != 0 and "InvalidStorageClass" in r.stderr, r.stderr
+    assert "GLACIER_IR" in r.stderr  # says which class the remote stands for
+    cfg = {"Rules": [{"ID": "r", "Status": "Enabled", "Filter": {"Prefix": "ckpt/"},
+                      "Transitions": [{"Days": 1, "StorageClass": "GLACIER_IR"}]}]}
+    (tmp_path / "lc.json").write_text(json.dumps(cfg))
+    r = aws("put-bucket-lifecycle-configuration", "--bucket", b,
+            "--lifecycle-configuration", f"file://{tmp_path / 'lc.json'}")
+    assert r.returncode == 0, r.stderr
+    r = aws("get-bucket-lifecycle-configuration", "--bucket", b)
+    assert r.returncode == 0 and json.loads(r.stdout)["Rules"] == cfg["Rules"], r.stderr
+    wait_for(lambda: state(d, b, "ckpt/1.bin") == "evicted", what="transitioned")
+    r = aws("head-object", "--bucket", b, "--key", "ckpt/1.bin")
+    assert r.returncode == 0 and json.loads(r.stdout)["StorageClass"] == "GLACIER_IR", r.stdout
+    r = aws("list-objects-v2", "--bucket", b)
+    assert json.loads(r.stdout)["Contents"][0]["StorageClass"] == "GLACIER_IR", r.stdout
+    assert rgw.boto3().get_object(Bucket=rb, Key="p/ckpt/1.bin")["Body"].read() == body
