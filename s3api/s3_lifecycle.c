@@ -20,15 +20,17 @@
  * past a Transition: once the uploader holds a confirmed copy of the content
  * (it is told to copy the file now, whatever its delay), their local extents
  * are freed (core_tier_evict, whatever the policy's eviction settings; pinned
- * keys stay local). It reads in pages
- * of `batch` entries and sleeps PAUSE_MS between them, and every deletion is
- * one core call (one group-commit op), so foreground requests interleave
- * with it; a crash leaves every deletion done or not, and the next pass
- * finishes the work (an eviction is one txn too). Days are `day_s` seconds (86400; a test aid makes
- * them shorter, see s3__lc_due). Its work is metadata only; every entry it reads and every removal
- * it makes is one metadata operation of the QoS system class, admitted first through cfg.admit
- * (which may sleep: this is the worker's own thread), so an admin can cap it
- * (qos_system_meta_iops). Thread: the ops on workers; the worker on its own thread. */
+ * keys stay local). It reads in pages of `batch` entries and sleeps PAUSE_MS
+ * between them, and every deletion or eviction is one core call (one
+ * group-commit op), so foreground requests interleave with it; a crash
+ * leaves each done or not, and the next pass finishes the work. Days are
+ * `day_s` seconds (86400; a test aid makes them shorter, see s3__lc_due).
+ * Its work is metadata only (the uploader moves the bytes); every entry it
+ * reads and every removal or eviction it makes is one metadata operation of
+ * the QoS system class, admitted first through cfg.admit (which may sleep:
+ * this is the worker's own thread), so an admin can cap it
+ * (qos_system_meta_iops).
+ * Thread: the ops on workers; the worker on its own thread. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
