@@ -230,6 +230,33 @@ bool qos_applies(struct qos *q, const struct core_principal *p, enum qos_class c
  * @return 0, -ENOENT (not waiting: go already ran or it never queued). */
 int qos_cancel(struct qos *q, void *arg);
 
+/* Why a request was refused with SRV_ETHROTTLE, for the protocol's answer
+ * and the logs (qos_last_refusal). */
+enum qos_refusal_why {
+    QOS_WHY_LIMIT = 0,  /* it waited past max_wait_ms, held back by a limit of one level */
+    QOS_WHY_CAPACITY,   /* ... by the daemon's capacity (no level's own cap held it) */
+    QOS_WHY_QUEUE_FULL, /* its tenant's wait queue was full (queue_max) */
+    QOS_WHY_STOPPING    /* the daemon is stopping (qos_drain) */
+};
+
+struct qos_refusal {
+    enum qos_refusal_why why;
+    enum qos_class cls;
+    uint32_t tenant;      /* QOS_SYSTEM_TENANT: the system class */
+    enum qos_level level; /* QOS_WHY_LIMIT: the level that held it back; QUEUE_FULL: tenant */
+    uint64_t id;          /* that level's id as the metrics name it (user id, bucket or directory
+                           * inode; 0 for the tenant and the NFS default class) */
+};
+
+/** Why the last request refused on this thread was refused: valid inside a
+ * go(arg, SRV_ETHROTTLE) callback, and right after qos_admit* returned
+ * SRV_ETHROTTLE on this thread (until the next refusal on it). */
+void qos_last_refusal(struct qos_refusal *out);
+/** Describe @p r in words for a client and the logs, e.g. "the write limit
+ * of dir 1234 of tenant 7 was reached" (level names as qos_level_name).
+ * @return as snprintf. */
+int qos_refusal_format(const struct qos_refusal *r, char *buf, size_t len);
+
 /** Set (persist and apply) the policy of one level (pol->level and its id).
  * @return 0, -EINVAL (tenant 0, a missing id, burst_ms > 60000, a value past
  *         2^52, weight > QOS_WEIGHT_MAX), -ENOSPC (the tenant already has

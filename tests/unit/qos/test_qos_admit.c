@@ -1165,6 +1165,83 @@ static void test_system_drain(void **state)
     qos_close(q);
 }
 
+/* A refusal names what held the request back: the level and its id (a
+ * directory under a loose bucket and tenant; the tenant itself), or the
+ * tenant's full queue (qos_last_refusal, qos_refusal_format). */
+struct why_rec {
+    int err;
+    int n;
+    struct qos_refusal why;
+};
+
+static void go_why(void *arg, int err)
+{
+    struct why_rec *w = arg;
+    w->err = err;
+    w->n++;
+    if (err)
+        qos_last_refusal(&w->why);
+}
+
+static void test_refusal_names_the_level(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(1, 0); /* wait at most 1 ms */
+    const uint64_t dirs[1] = {200};
+    const struct qos_scope in_dir = {.bucket_ino = 100, .dirs = dirs, .ndirs = 1};
+    struct qos_policy tp = {.tenant = 7, .write_bps = 1000000000};
+    struct qos_policy bp = {
+        .tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 100, .write_bps = 1000000000};
+    struct qos_policy dp = {
+        .tenant = 7, .level = QOS_LEVEL_DIR, .bucket = 100, .dir = 200, .write_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    struct why_rec a = {0}, b = {0};
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 1000, base, go_why, &a), 0);
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 1000, base, go_why, &b), 0);
+    event_base_dispatch(base);
+    assert_int_equal(a.err, 0);
+    assert_int_equal(b.err, SRV_ETHROTTLE);
+    assert_int_equal(b.why.why, QOS_WHY_LIMIT);
+    assert_int_equal(b.why.level, QOS_LEVEL_DIR);
+    assert_int_equal(b.why.id, 200);
+    assert_int_equal(b.why.tenant, 7);
+    char msg[160];
+    qos_refusal_format(&b.why, msg, sizeof(msg));
+    assert_string_equal(msg, "the write limit of dir 200 of tenant 7 was reached");
+
+    /* The tenant's own cap. */
+    struct qos_policy t8 = {.tenant = 8, .read_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &t8), 0);
+    struct why_rec c = {0}, d = {0};
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &c), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &d), 0);
+    event_base_dispatch(base);
+    assert_int_equal(d.err, SRV_ETHROTTLE);
+    assert_int_equal(d.why.level, QOS_LEVEL_TENANT);
+    qos_refusal_format(&d.why, msg, sizeof(msg));
+    assert_string_equal(msg, "the read limit of tenant 8 was reached");
+    qos_close(q);
+
+    /* A full queue is the tenant's. */
+    q = mk(60000, 1);
+    assert_int_equal(qos_policy_set(q, &t8), 0);
+    struct why_rec e = {0}, f = {0}, g = {0};
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &e), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &f), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &g), SRV_ETHROTTLE);
+    struct qos_refusal full;
+    qos_last_refusal(&full);
+    assert_int_equal(full.why, QOS_WHY_QUEUE_FULL);
+    qos_refusal_format(&full, msg, sizeof(msg));
+    assert_string_equal(msg, "the wait queue of tenant 8 is full");
+    assert_int_equal(qos_cancel(q, &f), 0);
+    qos_close(q);
+    event_base_free(base);
+}
+
 int main(void)
 {
     evthread_use_pthreads(); /* qos_system_wait's loop is woken from other threads */
@@ -1190,6 +1267,7 @@ int main(void)
         cmocka_unit_test(test_system_cap),
         cmocka_unit_test(test_system_below_minimums),
         cmocka_unit_test(test_system_drain),
+        cmocka_unit_test(test_refusal_names_the_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
