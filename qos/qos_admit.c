@@ -933,8 +933,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* Fill @p w's bucket and ancestor directories (innermost first) from @p s.
  * Parts that do not resolve are left out. */
-static void scope_resolve(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
-                          bool want_dirs, struct waiter *w)
+static void scope_lookup(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                         bool want_dirs, struct waiter *w)
 {
     if (s->bucket_ino) {
         w->bucket = s->bucket_ino;
@@ -984,6 +984,38 @@ static void scope_resolve(struct qos *q, const struct core_principal *p, const s
                 break;
             cur = pa.parent;
         }
+    }
+}
+
+/* scope_lookup, once per request when the scope carries a memo: a later call
+ * takes the bucket and directories from it (unless it now needs directories
+ * the memo was filled without). */
+static void scope_resolve(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                          bool want_dirs, struct waiter *w)
+{
+    struct qos_memo *m = s->bucket_ino ? NULL : s->memo;
+    if (m && m->valid &&
+        (m->of_bucket != s->bucket || m->of_bucketlen != s->bucketlen || m->of_key != s->key ||
+         m->of_keylen != s->keylen || m->of_ino != s->ino))
+        m->valid = false; /* another scope than it was filled for */
+    if (m && m->valid && (m->dirs_done || !want_dirs)) {
+        w->bucket = m->bucket;
+        w->ndirs = m->ndirs;
+        memcpy(w->dirs, m->dirs, sizeof(m->dirs[0]) * m->ndirs);
+        return;
+    }
+    scope_lookup(q, p, s, want_dirs, w);
+    if (m && w->bucket && w->ndirs <= QOS_MEMO_DIRS) {
+        m->valid = true;
+        m->dirs_done = want_dirs && (s->key || !s->bucket);
+        m->of_bucket = s->bucket;
+        m->of_bucketlen = s->bucketlen;
+        m->of_key = s->key;
+        m->of_keylen = s->keylen;
+        m->of_ino = s->ino;
+        m->bucket = w->bucket;
+        m->ndirs = (uint8_t)w->ndirs;
+        memcpy(m->dirs, w->dirs, sizeof(m->dirs[0]) * w->ndirs);
     }
 }
 

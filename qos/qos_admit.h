@@ -133,6 +133,24 @@ struct qos_policy {
     uint32_t weight; /* share of what is left, among siblings; 0 = QOS_WEIGHT_DEFAULT */
 };
 
+/* What a scope resolved to, kept by a front end for the pieces of one request
+ * (qos_scope.memo), so that the bucket and the directories above the object
+ * are looked up once per request, not once per piece. The caller zeroes it
+ * when the request starts; qos fills it, and looks up again when the scope
+ * passed with it changes (other bucket, key or inode pointers). */
+#define QOS_MEMO_DIRS 16
+struct qos_memo {
+    bool valid;     /* filled (by the first call that resolved the scope) */
+    bool dirs_done; /* the directories were resolved too, not only the bucket */
+    uint8_t ndirs;
+    uint64_t bucket;
+    uint64_t dirs[QOS_MEMO_DIRS]; /* innermost first */
+    /* the scope it was filled for (a scope that differs is looked up again) */
+    const char *of_bucket, *of_key;
+    size_t of_bucketlen, of_keylen;
+    uint64_t of_ino;
+};
+
 /* What a front end knows of where a request lands, for qos_admit_at. Every
  * field is optional (zero: unknown). Pointers need to stay valid only during
  * the call. */
@@ -153,6 +171,11 @@ struct qos_scope {
     uint64_t bucket_ino;
     const uint64_t *dirs;
     size_t ndirs;
+    /* Optional, the request's own: resolve bucket/key/ino once, then reuse
+     * (a scope deeper than QOS_MEMO_DIRS directories is looked up every
+     * time). A rename while the request runs is not seen, as for a request
+     * waiting in a queue, whose scope is resolved when it arrives. */
+    struct qos_memo *memo;
 };
 
 /** Load policies from the core. @p c may be NULL (no persistence; tests).

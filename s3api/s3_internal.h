@@ -789,7 +789,8 @@ struct s3_ctx {
         uint64_t left;   /* bytes not yet admitted (UINT64_MAX: unknown, a body without length) */
         bool refused;    /* QoS refused a piece: refusal says why (s3__qos_why) */
         struct qos_refusal refusal;
-        char why[192]; /* the SlowDown message (s3__qos_why) */
+        char why[192];        /* the SlowDown message (s3__qos_why) */
+        struct qos_memo memo; /* the request's own bucket/key resolved, for every piece */
     } qos;
 };
 

@@ -258,7 +258,7 @@ static void qos_go(void *arg, int err)
 /* Where a request's bytes of class @p cls land, for the bucket and directory
  * levels of QoS: the request's bucket and key, except the read side of a copy
  * in progress, which reads its source. */
-static void ctx_scope(const struct s3_ctx *x, enum qos_class cls, struct qos_scope *sc)
+static void ctx_scope(struct s3_ctx *x, enum qos_class cls, struct qos_scope *sc)
 {
     memset(sc, 0, sizeof(*sc));
     if (cls == QOS_READ && x->copy.active && !x->copy.finished && x->copy.src_bucket) {
@@ -272,6 +272,7 @@ static void ctx_scope(const struct s3_ctx *x, enum qos_class cls, struct qos_sco
     sc->bucketlen = x->rt.bucketlen;
     sc->key = x->rt.key;
     sc->keylen = x->rt.keylen;
+    sc->memo = &x->qos.memo; /* looked up once per request */
 }
 
 /* The one place s3api asks QoS (with the request's scope: ctx_scope): admit a
