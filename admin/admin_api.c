@@ -1479,11 +1479,33 @@ static json_t *policy_json(struct api_req *x, const char *bucket, uint64_t ino,
     json_t *wm = p->evict_high ? json_pack("{s:f,s:f}", "high", p->evict_high / 100.0, "low",
                                            p->evict_low / 100.0)
                                : json_null();
-    return json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "bucket", bucket, "remote",
-                     (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_tenant",
-                     (json_int_t)(have ? r.tenant : 0), "upload_after_s",
-                     (json_int_t)p->upload_after_s, "evict_after_s", (json_int_t)p->evict_after_s,
-                     "evict_watermark", wm, "pin_prefixes", pins, "uploads", uploads_json(ino));
+    json_t *j =
+        json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "bucket", bucket, "remote",
+                  (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_tenant",
+                  (json_int_t)(have ? r.tenant : 0), "upload_after_s",
+                  (json_int_t)p->upload_after_s, "evict_after_s", (json_int_t)p->evict_after_s,
+                  "evict_watermark", wm, "pin_prefixes", pins, "uploads", uploads_json(ino));
+    const char *sc = tier_sclass_name(p->sclass);
+    if (j && sc)
+        json_object_set_new(j, "storage_class", json_string(sc));
+    return j;
+}
+
+/* "storage_class" of a policy PUT (the S3 class its remote stands for, which lifecycle
+ * Transitions name; absent: STANDARD_IA) into @p p. @return 0, or -1 (answered). */
+static int sclass_field(struct evhttp_request *req, json_t *j, struct tier_policy *p)
+{
+    json_t *v = json_object_get(j, "storage_class");
+    if (!v || json_is_null(v))
+        return 0;
+    int sc = json_is_string(v) ? tier_sclass_parse(json_string_value(v)) : -1;
+    if (sc < 0) {
+        bad(req, "'storage_class' is one of STANDARD_IA, ONEZONE_IA, INTELLIGENT_TIERING, "
+                 "GLACIER_IR, GLACIER, DEEP_ARCHIVE (the S3 class lifecycle Transitions name)");
+        return -1;
+    }
+    p->sclass = (uint8_t)sc;
+    return 0;
 }
 
 /* The eviction fields of a policy PUT into @p p. @return 0, or -1 (answered). */
@@ -1652,17 +1674,10 @@ static void tier_item(struct api_req *x)
         return;
     }
     /* PUT */
-    static const char *const known[] = {"remote",
-                                        "upload_after_s",
-                                        "evict_after_s",
-                                        "evict_watermark",
-                                        "pin_prefixes",
-                                        "evict",
-                                        "recall",
-                                        "cache_mode",
-                                        "mode",
-                                        "preset",
-                                        NULL};
+    static const char *const known[] = {
+        "remote",       "upload_after_s", "evict_after_s", "evict_watermark",
+        "pin_prefixes", "storage_class",  "evict",         "recall",
+        "cache_mode",   "mode",           "preset",        NULL};
     json_t *j = body_json(x->req);
     if (!j)
         return;
@@ -1703,6 +1718,8 @@ static void tier_item(struct api_req *x)
     int b = get_uint(x->req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &after);
     if (b == 0)
         b = evict_fields(x->req, j, &p);
+    if (b == 0)
+        b = sclass_field(x->req, j, &p);
     json_decref(j);
     if (b < 0)
         return;

@@ -99,6 +99,9 @@ struct core_attr {
 #define CORE_A_IMPLICIT 0x1 /* directory created implicitly by an S3 PUT of a deeper key */
 #define CORE_A_BUCKET 0x2   /* directory is a bucket (top level of a tenant root) */
 #define CORE_A_TROOT 0x4    /* directory is a tenant root */
+#define CORE_A_EVICTED                                                                             \
+    0x100 /* (read only) the tier evicted its data: reads recall it (its                           \
+           * local bytes: what recalls brought back; docs/tiering.md) */
 
 /* setattr: fields named by mask are applied */
 #define CORE_SET_MODE 0x01

@@ -65,7 +65,7 @@ void core__attr_fill(const struct meta_inode *r, uint64_t ino, struct core_attr 
     out->btime.tv_nsec = r->btime_ns;
     out->change = r->change;
     out->parent = r->parent;
-    out->flags = r->flags & 0xff;
+    out->flags = (r->flags & 0xff) | ((r->flags & META_I_EVICTED) ? CORE_A_EVICTED : 0);
     out->bucket = r->bucket;
 }
 

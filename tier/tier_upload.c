@@ -146,6 +146,7 @@ struct bstat {
     uint64_t done_pass; /* last complete pass that looked at it */
     uint64_t evictions; /* files evicted since the start */
     bool seen;          /* the current pass looked at it */
+    int64_t hasten_ns;  /* files changed before this are due at once (lifecycle; 0: none) */
 };
 
 struct rclient {
@@ -1315,7 +1316,8 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         b->cur.oldest_s = age_s;
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
-    bool due = age_s >= (int64_t)s->pe->p.upload_after_s || (b->barrier_ns && ct <= b->barrier_ns);
+    bool due = age_s >= (int64_t)s->pe->p.upload_after_s ||
+               (b->barrier_ns && ct <= b->barrier_ns) || ct <= b->hasten_ns;
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -1884,6 +1886,19 @@ int tier_upload_flush(struct tier_upload *u, uint64_t bucket, uint64_t *barrier)
     pthread_cond_signal(&u->scan_cv);
     pthread_mutex_unlock(&u->mu);
     return 0;
+}
+
+int tier_upload_hasten(struct tier_upload *u, uint64_t bucket, int64_t before_ns)
+{
+    pthread_mutex_lock(&u->mu);
+    struct bstat *b = bstat_get(u, bucket, true);
+    if (b && before_ns > b->hasten_ns) {
+        b->hasten_ns = before_ns;
+        u->kicked = true;
+        pthread_cond_signal(&u->scan_cv);
+    }
+    pthread_mutex_unlock(&u->mu);
+    return b ? 0 : -ENOMEM;
 }
 
 int tier_upload_flush_done(struct tier_upload *u, uint64_t bucket, uint64_t barrier, bool *done)

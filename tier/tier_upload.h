@@ -145,6 +145,11 @@ int tier_upload_bucket_stats(struct tier_upload *u, uint64_t bucket, struct tier
  * due at once (its delay does not apply), and @p barrier names the moment.
  * @return 0. */
 int tier_upload_flush(struct tier_upload *u, uint64_t bucket, uint64_t *barrier);
+/** Make every file of @p bucket last changed at or before @p before_ns (real time, ns)
+ * due at once, whatever the policy's delay (a lifecycle Transition wants it on the
+ * remote now). No barrier to wait on: the caller looks at the file's state again.
+ * @return 0, -ENOMEM. */
+int tier_upload_hasten(struct tier_upload *u, uint64_t bucket, int64_t before_ns);
 /** Is everything of @p bucket written before @p barrier uploaded (and every remote
  * delete before it sent)? Known only after a pass that began after the barrier.
  * @return 0, -EINVAL (not a barrier of this bucket). */
