@@ -39,7 +39,7 @@
 #include "tier_cache.h"
 #include "tier_policy.h"
 
-#define APPLY_BATCH 256 /* names per txn */
+#define APPLY_BATCH 1024 /* names per txn */
 
 void core_cache_listing_free(struct core_cache_listing *l)
 {
