@@ -427,8 +427,10 @@ static void conn_send_reply(struct nfs_conn *cn, void *buf, size_t len, struct n
         return;
     }
     struct evbuffer *out = bufferevent_get_output(cn->bev);
-    if (!direct_buf)
-        direct_buf = evbuffer_new();
+    if (!direct_buf && (direct_buf = evbuffer_new()) != NULL)
+        /* as a socket bufferevent's output: file segments go by sendfile
+         * (without the flag libevent maps each one and writes the mapping) */
+        evbuffer_set_flags(direct_buf, EVBUFFER_FLAG_DRAINS_TO_FD);
     struct evbuffer *dst = direct_buf && evbuffer_get_length(out) == 0 ? direct_buf : out;
     bool ok = evbuffer_add_reference(dst, buf, len, free_cleanup, NULL) == 0;
     if (!ok)
