@@ -89,7 +89,8 @@
 #define NFS_CONN_MAX_CALLS 128
 #define NFS_CONN_MAX_OUTPUT ((size_t)16 * 1024 * 1024)
 #define NFS_DIRECT_MIN ((size_t)16 * 1024) /* fragment bytes worth a recv() of their own */
-#define NFS_MAX_IO ((size_t)4 * 1024 * 1024) /* most bytes one socket write moves */
+#define NFS_MAX_IO ((size_t)4 * 1024 * 1024)    /* most bytes one socket write moves */
+#define NFS_BULK_COPY_MAX ((uint64_t)16 * 1024) /* READ data sent from memory up to this */
 #define NFS_DRC_CAPACITY 8192
 #define NFS_FH_KEY_NAME "nfs.fh_key"
 #define LOOP_BACKOFF_US ((uint64_t)1000 * 1000)
@@ -364,6 +365,44 @@ static int evbuf_add_zeros(struct evbuffer *out, uint64_t n)
     return 0;
 }
 
+/* Copy the pieces of a small READ into memory (b->mem), releasing them: a
+ * reply then leaves in one write and one TCP segment, where a file segment
+ * costs a write for the reply's head, a sendfile and a second segment for
+ * the client to take in. The fd pieces are verified page-cache bytes, read
+ * here as sendfile would read them. @return 0, or -1 (pieces kept). */
+static int bulk_copy(struct nfs_bulk *b)
+{
+    uint8_t *buf = malloc((size_t)b->len);
+    if (!buf)
+        return -1;
+    uint64_t pos = 0;
+    for (size_t i = 0; i < b->ps.n; i++) {
+        const struct core_piece *p = &b->ps.v[i];
+        if (p->fd >= 0) {
+            ssize_t n;
+            do {
+                n = pread(p->fd, buf + pos, (size_t)p->len, (off_t)p->off);
+            } while (n < 0 && errno == EINTR);
+            if (n != (ssize_t)p->len) {
+                free(buf);
+                return -1;
+            }
+        } else if (p->mem) {
+            memcpy(buf + pos, p->mem, (size_t)p->len);
+        } else {
+            memset(buf + pos, 0, (size_t)p->len);
+        }
+        pos += p->len;
+    }
+    if (pos != b->len) {
+        free(buf);
+        return -1;
+    }
+    core_pieces_release(&b->ps);
+    b->mem = buf;
+    return 0;
+}
+
 /* Queue the pieces of @p b, then the XDR padding, on @p out (which takes
  * ownership of @p b: it is released once the last piece left or was
  * dropped). Extents become file segments (sent with sendfile, no user-space
@@ -372,6 +411,8 @@ static int bulk_queue(struct evbuffer *out, struct nfs_bulk *b)
 {
     int rc = 0;
     b->refs = 1; /* ours, while queueing */
+    if (!b->mem && b->len > 0 && b->len <= NFS_BULK_COPY_MAX)
+        (void)bulk_copy(b); /* else the pieces go as they are */
     if (b->mem) {
         b->refs++;
         if (evbuffer_add_reference(out, b->mem, (size_t)b->len, bulk_mem_done, b) < 0) {
