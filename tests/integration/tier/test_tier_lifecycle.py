@@ -20,8 +20,9 @@ seconds; lifecycle_interval_s=1) (docs/tiering.md, "Lifecycle Transition"):
   a restart, every byte reads back;
 - a versioned bucket: the current version transitions (evicted, its class in
   ListObjectVersions), noncurrent ones stay local and read by versionId, also
-  when they share extents with the current one (an NFS change of a version);
-  usage counts the same bytes; NFS and S3 reads of the current one recall it; a
+  when they share extents with the current one (an NFS change of a version;
+  usage then counts the evicted version's bytes on top of the shared extents);
+  NFS and S3 reads of the current one recall it; a
   PUT or a DELETE (delete marker) over the evicted current version recalls it
   first, so the new noncurrent version reads back; SIGKILL during transitions
   in a versioned bucket: the store check is clean, every version reads back."""
@@ -439,8 +440,11 @@ def test_transition_versioned_bucket(d, rgw):
     assert vstate(d, b, k, id1) != "evicted"
     assert rgw.boto3().get_object(Bucket=rb, Key="p/" + k)["Body"].read() == v2
     assert rgw.boto3().get_object(Bucket=rb, Key="p/" + shared)["Body"].read() == s2
-    # usage (quotas) counts every version's bytes, whatever is evicted
-    assert usage(d, b) == before
+    # usage (quotas): the evicted current versions keep counting their bytes; the
+    # extents the NFS-made version shares stay local with it, and the evicted version's
+    # bytes now count on top of them (its one changed 1 MiB extent was freed)
+    after = usage(d, b)
+    assert before + len(s2) - 2 * MiB <= after <= before + len(s2), (before, after)
     # noncurrent versions read by versionId, the shared extents kept theirs
     assert vget(d, b, k, id1) == v1
     assert vget(d, b, shared, sid1) == s1
@@ -503,6 +507,14 @@ def test_sigkill_during_versioned_transitions(daemon_factory, rgw):
             v = os.urandom(200_000 + i * 4099 + j * 77)
             vers.setdefault(k, []).append((s3.put_object(Bucket=b, Key=k, Body=v)["VersionId"],
                                            v))
+    # one more key whose current version shares extents with its noncurrent one
+    s1 = os.urandom(3 * MiB + 1)
+    sid1 = s3.put_object(Bucket=b, Key="shared", Body=s1)["VersionId"]
+    s2 = s1[:100] + b"nfs" + s1[103:]
+    with Nfs(dm) as n:
+        st, _ = n.write(nfs_fh(n, b, "shared"), 100, b"nfs", FILE_SYNC)
+        assert st == 0, st
+    wait_for(lambda: len(versions(s3, b, "shared")[0]) == 2, what="the NFS change's version")
     put_rules(s3, b, {"ID": "all", "Status": "Enabled", "Filter": {},
                       "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]})
     wait_for(lambda: any(state(dm, b, k) == "evicted" for k in vers), step=0.05,
@@ -510,7 +522,7 @@ def test_sigkill_during_versioned_transitions(daemon_factory, rgw):
     dm.kill()
     check_store(dm)
     dm.start()
-    for k in vers:
+    for k in list(vers) + ["shared"]:
         wait_for(lambda k=k: state(dm, b, k) == "evicted", what=f"{k} transitioned")
     # a PUT over an evicted version, killed right after: the recalled old version stays
     new = os.urandom(123_457)
@@ -524,6 +536,8 @@ def test_sigkill_during_versioned_transitions(daemon_factory, rgw):
                            what=f"{k} {vid} readable")
             assert got == v, (k, vid)
         assert _try_get(dm, b, k) == (new if k == "k03" else vl[-1][1]), k
+    assert _try_vget(dm, b, "shared", sid1) == s1
+    assert wait_for(lambda: _try_get(dm, b, "shared"), what="shared readable") == s2
     dm.stop()
     check_store(dm)
 
