@@ -342,6 +342,21 @@ static void test_versioned(void **state)
     assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "w", 1), 0);
     read_v(f, ino, model, SIZE);
     checked(f);
+    /* DELETE ?versionId= of the evicted current version: gone for good, no recall; the
+     * older version is current again */
+    assert_int_equal(fx_put(f, "x", "old", 3), 0);
+    assert_int_equal(fx_put(f, "x", model, SIZE), 0);
+    ino = copied(f, "x", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "x", 1, &oi), 0);
+    free(oi.meta);
+    fetched0 = atomic_load(&fetched);
+    assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "x", 1, oi.vid, 0, NULL), 0);
+    assert_int_equal(atomic_load(&fetched), fetched0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "x", 1, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(oi.attr.size, 3);
+    checked(f);
     /* a suspended bucket's null version is replaced for good: no recall */
     assert_int_equal(core_bucket_versioning_set(f->c, &f->p, f->bucket, CORE_VERS_SUSPENDED), 0);
     assert_int_equal(fx_put(f, "s", model, SIZE), 0);
