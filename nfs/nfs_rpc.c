@@ -700,8 +700,10 @@ static void req_qos_go(void *arg, int err);
 static int req_qos_piece(struct nfs_req *r)
 {
     struct core_principal p = {.tenant = r->qos_tenant};
-    const struct qos_scope sc = {
-        .ino = r->qos_ino, .has_uid = r->call.cred.flavor == AUTH_UNIX, .uid = r->call.cred.uid};
+    const struct qos_scope sc = {.ino = r->qos_ino,
+                                 .has_uid = r->call.cred.flavor == AUTH_UNIX,
+                                 .uid = r->call.cred.uid,
+                                 .memo = &r->qos_memo};
     r->qos_sync = true;
     r->qos_now = false;
     r->qos_err = 0;

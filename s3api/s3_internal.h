@@ -787,6 +787,10 @@ struct s3_ctx {
         bool applies;    /* a GET: QoS applies to the principal (decided at op start) */
         uint64_t credit; /* bytes admitted, not yet read/sent */
         uint64_t left;   /* bytes not yet admitted (UINT64_MAX: unknown, a body without length) */
+        bool refused;    /* QoS refused a piece: refusal says why (s3__qos_why) */
+        struct qos_refusal refusal;
+        char why[192];        /* the SlowDown message (s3__qos_why) */
+        struct qos_memo memo; /* the request's own bucket/key resolved, for every piece */
     } qos;
 };
 
