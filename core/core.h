@@ -767,7 +767,11 @@ int core_tier_start(struct core *c, const struct core_tier_config *cfg);
 void core_tier_stop(struct core *c);
 /** Free the extents of file @p ino, whose content is the one of change counter @p change,
  * and mark it evicted, in one txn: only when its tierst record is a confirmed copy of this
- * very content and no background work or uncommitted write is pending on it.
+ * very content and no background work or uncommitted write is pending on it. In a versioned
+ * bucket only the current version, once sealed, is evicted (never a noncurrent one): it
+ * lets go of its own hold on each extent, so one a noncurrent version shares stays (it is
+ * not counted in @p freed, and its bytes are charged to the bucket's usage again: the file's
+ * used bytes count on top of it). Such a file is recalled before it may become noncurrent.
  * @param[out] freed bytes freed (may be NULL). @return 0, -EAGAIN (not evictable now),
  * SRV_ESTALE (gone), or a store error. */
 int core_tier_evict(struct core *c, uint64_t ino, uint64_t change, uint64_t *freed);

@@ -574,9 +574,11 @@ static int unlink_fn(struct meta_txn *t, void *arg)
                              CORE__UNL_VERSIONED | CORE__UNL_NFS, NULL);
 }
 
-/* Commit the pending writes of @p name in @p dir (a file a versioned bucket's op keeps as
- * a version must have none: it answered -EAGAIN). @return 0, or the flush's error. */
-static int flush_name(struct core *c, uint64_t dir, const char *name, size_t len)
+/* Commit the pending writes of @p name in @p dir and recall it if evicted (a file a
+ * versioned bucket's op keeps as a version must have none and be whole: it answered
+ * -EAGAIN). @return 0, or the flush's or the recall's error. */
+static int flush_name(struct core *c, const struct core_principal *p, uint64_t dir,
+                      const char *name, size_t len)
 {
     struct meta_txn *t;
     struct meta_dirent de;
@@ -589,7 +591,10 @@ static int flush_name(struct core *c, uint64_t dir, const char *name, size_t len
     meta_rtxn_end(t);
     if (rc)
         return rc == -ENOENT ? 0 : rc;
-    return de.type == CORE_REG ? core__pend_flush_ino(c, de.ino) : 0;
+    if (de.type != CORE_REG)
+        return 0;
+    rc = core__pend_flush_ino(c, de.ino);
+    return rc ? rc : core__tier_local(c, p, de.ino);
 }
 
 int core_remove(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
@@ -602,7 +607,7 @@ int core_remove(struct core *c, const struct core_principal *p, uint64_t dir, co
         return -ENOENT;
     int rc = meta_submit(c->meta, unlink_fn, &a, 0);
     for (int i = 0; i < 8 && rc == -EAGAIN; i++) {
-        rc = flush_name(c, dir, name, namelen);
+        rc = flush_name(c, p, dir, name, namelen);
         if (rc == 0)
             rc = meta_submit(c->meta, unlink_fn, &a, 0);
     }
@@ -976,7 +981,7 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
         if (rc == 0)
             rc = rename_flush(c, &mv, fromdir, fromname, fromlen);
         if (rc == 0 && i > 0) /* a versioned bucket keeps the file it replaces as it is */
-            rc = flush_name(c, todir, toname, tolen);
+            rc = flush_name(c, p, todir, toname, tolen);
         if (rc == 0)
             rc = meta_submit(c->meta, rename_fn, &a, 0);
         core__quota_rename_end(c, &mv);

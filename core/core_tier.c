@@ -13,6 +13,18 @@
  * evicted with a confirmed copy, and freed extents went through the store's
  * normal commit path (no leak, no double free).
  *
+ * Versions: only a current file is evicted (a sealed version in a versioned
+ * bucket included); an extent a noncurrent version shares with it loses this
+ * holder only (xref), so the version keeps its bytes and the space stays used
+ * until the version goes. Usage, which counted a shared extent once, then
+ * counts the evicted file's used bytes on top (what a recall writes anew):
+ * the shared bytes are charged to the bucket and tenant (never enforced).
+ * A recall writes new extents, never the shared ones.
+ * An evicted file never becomes a noncurrent version: the op that would
+ * retire it answers -EAGAIN and its submit loop recalls it first
+ * (core__tier_local), since the remote keeps one copy per key and the next
+ * upload of the key replaces it.
+ *
  * Recall: a read of a range the map does not hold joins the file's recall (one
  * per file, shared by every reader) and waits for the chunks it needs only;
  * chunks (CORE_RC_CHUNK, or the file's tier policy's recall settings: chunk size,
@@ -216,8 +228,10 @@ static int evict_fn(struct meta_txn *t, void *arg)
     int rc = meta_inode_get(t, a->ino, &r);
     if (rc)
         return rc == -ENOENT ? SRV_ESTALE : rc;
+    /* a noncurrent version (nlink 0) is never evicted; a current one is once sealed */
     if (r.type != CORE_REG || r.nlink == 0 || r.change != a->change ||
-        (r.flags & (META_I_EVICTED | META_I_VREC | META_I_INLINE)))
+        (r.flags & (META_I_EVICTED | META_I_INLINE)) ||
+        ((r.flags & META_I_VREC) && !(r.flags & META_I_VSEALED)))
         return -EAGAIN;
     struct meta_tier_copy *cp = malloc(sizeof(*cp));
     if (!cp)
@@ -241,14 +255,23 @@ static int evict_fn(struct meta_txn *t, void *arg)
         return -EAGAIN; /* uncommitted writes */
     }
     struct core__fext_list l = {0};
+    uint64_t shared = 0;
     rc = core__overlaps(t, a->ino, 0, UINT64_MAX, &l, false);
     for (size_t i = 0; rc == 0 && i < l.n; i++) {
+        /* an extent another version shares loses this holder only (1): not freed */
         rc = core__extent_free(c, t, &l.v[i].e);
+        if (rc == 0)
+            a->freed += l.v[i].e.len;
+        else if (rc == 1)
+            shared += l.v[i].e.len;
         if (rc >= 0)
             rc = meta_extent_del(t, a->ino, l.v[i].foff);
-        a->freed += l.v[i].e.len;
     }
     free(l.v);
+    /* usage counted a shared extent once; it stays with the version, and this file's used
+     * bytes (on the remote, written anew by a recall) now count on top of it */
+    if (rc == 0 && shared)
+        rc = core__usage_charge_store(c, t, r.tenant, r.bucket, (int64_t)shared);
     if (rc)
         return rc;
     r.flags |= META_I_EVICTED; /* change, times and used stay: nothing a client sees changes */

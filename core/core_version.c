@@ -510,6 +510,8 @@ int core__ver_retire_t(struct core *c, struct meta_txn *t, const struct meta_buc
             rc = core__entry_remove(c, t, dir, d, name, nlen, ino, r);
         return rc;
     }
+    if (r->flags & META_I_EVICTED)
+        return -EAGAIN; /* kept as a version: recalled first (its remote copy is the key's) */
     core__now(&now);
     rc = core__entry_detach(c, t, dir, d, name, nlen, ino, r);
     if (rc)
@@ -968,13 +970,16 @@ static int vdel_fn(struct meta_txn *t, void *arg)
     return rc;
 }
 
-/* Commit the pending writes of the file at @p key of @p bucket (if any), so that an op
- * that retires it finds none (it answers -EAGAIN when some arrived meanwhile). */
-static int flush_key(struct core *c, uint64_t bucket, const char *key, size_t klen)
+/* Commit the pending writes of the file at @p key of @p bucket (if any), and with
+ * @p recall bring it back if the tier evicted it, so that an op that retires it finds none
+ * and keeps a whole version (it answers -EAGAIN when some arrived meanwhile, or when the
+ * file is evicted: then it is called again with @p recall). */
+static int flush_key(struct core *c, uint64_t bucket, const char *key, size_t klen, bool recall)
 {
+    static const struct core_principal wait = {0}; /* may wait: ops run on workers */
     struct meta_txn *t;
     uint64_t ino;
-    if (!core__pend_any(c))
+    if (!recall && !core__pend_any(c))
         return 0;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
@@ -983,7 +988,8 @@ static int flush_key(struct core *c, uint64_t bucket, const char *key, size_t kl
     meta_rtxn_end(t);
     if (rc)
         return rc == -ENOENT ? 0 : rc;
-    return core__pend_flush_ino(c, ino);
+    rc = core__pend_any(c) ? core__pend_flush_ino(c, ino) : 0;
+    return rc || !recall ? rc : core__tier_local(c, &wait, ino);
 }
 
 int core__ver_submit(struct core *c, uint64_t bucket, const char *key, size_t klen, meta_op_fn fn,
@@ -992,7 +998,7 @@ int core__ver_submit(struct core *c, uint64_t bucket, const char *key, size_t kl
     int rc = -EAGAIN;
     bool maybe = core__vb_maybe(c, bucket);
     for (int i = 0; i < 8 && rc == -EAGAIN; i++) {
-        rc = maybe ? flush_key(c, bucket, key, klen) : 0;
+        rc = maybe ? flush_key(c, bucket, key, klen, i > 0) : 0;
         if (rc == 0)
             rc = meta_submit(c->meta, fn, arg, 0);
     }

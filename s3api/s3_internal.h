@@ -933,14 +933,14 @@ int s3__lc_parse(struct s3_arena *a, const char *doc, size_t len, struct s3_lc *
 /** Whether a rule moves data (Transition, NoncurrentVersionTransition). */
 bool s3__lc_has_transition(const struct s3_lc *lc);
 /** The Transitions of @p lc against the bucket's remote tier: @p tier_class is the S3
- * storage class its tier policy stands for (NULL: the bucket has no tier policy),
- * @p versioned whether the bucket has (or had) versioning. Pure.
- * @return 0 (fine, or no Transition), SRV_ENOTSUPP (a NoncurrentVersionTransition, or a
- * Transition in a versioned bucket: 501), or -EINVAL with @p e set to
+ * storage class its tier policy stands for (NULL: the bucket has no tier policy); a
+ * versioned bucket's Transitions are checked the same (they move current versions). Pure.
+ * @return 0 (fine, or no Transition), SRV_ENOTSUPP (a NoncurrentVersionTransition: 501),
+ * or -EINVAL with @p e set to
  * S3E_INVALID_STORAGE_CLASS (a class S3 does not transition to, or not the tier's) or
  * S3E_INVALID_REQUEST (no tier policy); @p why says which. */
-int s3__lc_check_tier(const struct s3_lc *lc, const char *tier_class, bool versioned,
-                      enum s3_err *e, const char **why);
+int s3__lc_check_tier(const struct s3_lc *lc, const char *tier_class, enum s3_err *e,
+                      const char **why);
 /** The S3 storage class bucket @p bucket's tier policy stands for (a static string), or
  * NULL (no tier policy). (s3_lifecycle.c) */
 const char *s3__lc_tier_class(struct core *c, const struct core_principal *p, uint64_t bucket);

@@ -335,8 +335,8 @@ static const char *const trans_classes[] = {
     "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE",
 };
 
-int s3__lc_check_tier(const struct s3_lc *lc, const char *tier_class, bool versioned,
-                      enum s3_err *e, const char **why)
+int s3__lc_check_tier(const struct s3_lc *lc, const char *tier_class, enum s3_err *e,
+                      const char **why)
 {
     for (size_t i = 0; i < lc->n; i++)
         if (lc->rules[i].nnctrans) {
@@ -355,12 +355,6 @@ int s3__lc_check_tier(const struct s3_lc *lc, const char *tier_class, bool versi
                 *why = "a Transition's StorageClass is one of STANDARD_IA, ONEZONE_IA, "
                        "INTELLIGENT_TIERING, GLACIER_IR, GLACIER, DEEP_ARCHIVE";
                 return -EINVAL;
-            }
-            if (versioned) {
-                *why = "lifecycle Transition in a versioned bucket is not built: the remote "
-                       "tier does not evict files whose versions share extents "
-                       "(docs/tiering.md)";
-                return SRV_ENOTSUPP;
             }
             if (!tier_class) {
                 *e = S3E_INVALID_REQUEST;

@@ -7,7 +7,7 @@
  * lifecycle blob in the core (core_bucket_blob_put), so it goes with the
  * bucket. A Transition must name the storage class the bucket's tier policy
  * stands for (s3__lc_check_tier; docs/tiering.md); NoncurrentVersionTransition
- * and Transitions in versioned buckets are refused with 501.
+ * is refused with 501 (noncurrent versions are never copied to the remote).
  *
  * The worker (one thread) passes over every bucket with a configuration
  * every interval_s, as a system principal of the bucket's tenant (it may
@@ -20,11 +20,13 @@
  * past a Transition: once the uploader holds a confirmed copy of the content
  * (it is told to copy the file now, whatever its delay), their local extents
  * are freed (core_tier_evict, whatever the policy's eviction settings; pinned
- * keys stay local). It reads in pages of `batch` entries and sleeps PAUSE_MS
- * between them, and every deletion or eviction is one core call (one
- * group-commit op), so foreground requests interleave with it; a crash
- * leaves each done or not, and the next pass finishes the work. Days are
- * `day_s` seconds (86400; a test aid makes them shorter, see s3__lc_due).
+ * keys stay local; in a versioned bucket the current version only, the
+ * extents it shares with noncurrent ones staying theirs). It reads in pages
+ * of `batch` entries and sleeps PAUSE_MS between them, and every deletion or
+ * eviction is one core call (one group-commit op), so foreground requests
+ * interleave with it; a crash leaves each done or not, and the next pass
+ * finishes the work. Days are `day_s` seconds (86400; a test aid makes them
+ * shorter, see s3__lc_due).
  * Its work is metadata only (the uploader moves the bytes); every entry it
  * reads and every removal or eviction it makes is one metadata operation of
  * the QoS system class, admitted first through cfg.admit (which may sleep:
@@ -87,11 +89,8 @@ static void put_lifecycle(struct s3_ctx *x)
     }
     if (s3__lc_has_transition(&lc)) {
         const char *tclass = s3__lc_tier_class(x->core, &x->p, x->bucket_ino);
-        struct core_bucket_vcfg vc;
-        bool versioned = core_bucket_vcfg_get(x->core, &x->p, x->bucket_ino, &vc) == 0 &&
-                         vc.versioning != CORE_VERS_NONE;
         enum s3_err e = S3E_NONE;
-        rc = s3__lc_check_tier(&lc, tclass, versioned, &e, &why);
+        rc = s3__lc_check_tier(&lc, tclass, &e, &why);
         if (rc == -EINVAL && e == S3E_INVALID_STORAGE_CLASS && tclass)
             why =
                 s3__arena_printf(x->a, "%s (this bucket's remote tier stands for %s)", why, tclass);
@@ -561,8 +560,6 @@ static int bucket_pass(void *arg, uint32_t tenant, uint64_t bucket, const void *
     struct core_bucket_vcfg vc;
     if (core_bucket_vcfg_get(w->core, &s.p, bucket, &vc) == 0 && vc.versioning == CORE_VERS_NONE)
         ver = false;
-    else
-        trans = false; /* versioned since: the tier does not evict versions */
     if (trans)
         trans_setup(&s);
     cur |= s.tclass != NULL;

@@ -6,8 +6,8 @@ seconds; lifecycle_interval_s=1) (docs/tiering.md, "Lifecycle Transition"):
 - a bucket's tier policy names the S3 storage class its remote stands for
   (storage_class, default STANDARD_IA); PutBucketLifecycleConfiguration
   accepts a Transition only to that class (InvalidStorageClass otherwise,
-  InvalidRequest without a tier policy, 501 in a versioned bucket and for
-  NoncurrentVersionTransition); GetBucketLifecycleConfiguration round-trips it;
+  InvalidRequest without a tier policy, 501 for NoncurrentVersionTransition);
+  GetBucketLifecycleConfiguration round-trips it;
 - a Transition (Days, Date) that fires copies the object to the remote at once
   (whatever upload_after_s) and frees its local bytes (whatever the policy's
   eviction settings): the object on RGW, read with boto3, has its bytes; the
@@ -17,7 +17,15 @@ seconds; lifecycle_interval_s=1) (docs/tiering.md, "Lifecycle Transition"):
   objects they leave out stay local and STANDARD;
 - the same with the aws cli (put, get, the error, head-object, list);
 - SIGKILL during transitions: the store check is clean, the work finishes after
-  a restart, every byte reads back."""
+  a restart, every byte reads back;
+- a versioned bucket: the current version transitions (evicted, its class in
+  ListObjectVersions), noncurrent ones stay local and read by versionId, also
+  when they share extents with the current one (an NFS change of a version;
+  usage then counts the evicted version's bytes on top of the shared extents);
+  NFS and S3 reads of the current one recall it; a
+  PUT or a DELETE (delete marker) over the evicted current version recalls it
+  first, so the new noncurrent version reads back; SIGKILL during transitions
+  in a versioned bucket: the store check is clean, every version reads back."""
 import datetime
 import json
 import os
@@ -32,14 +40,15 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "nfs"))
 from s3nfsd_harness import BIN, Daemon  # noqa: E402
-from tenutil import Admin  # noqa: E402
+from tenutil import FILE_SYNC, Admin, Nfs  # noqa: E402
 
 MiB = 1024 * 1024
 ARGS = ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=200",
         "--set", "tier_retry_base_ms=200", "--set", "tier_retry_max_ms=1500",
         "--set", "data_file_size=1GiB", "--set", "lifecycle_day_s=2",
-        "--set", "lifecycle_interval_s=1"]
+        "--set", "lifecycle_interval_s=1", "--set", "settle_ms=300"]
 WAIT = 90  # a rule needs a day (2 s), an upload and a lifecycle pass; the machine is shared
 
 
@@ -252,10 +261,16 @@ def test_transition_put_errors(d, rgw):
                       {"remote": pol["remote"], "storage_class": "GLACIER_IR"})
     assert st == 200 and js["storage_class"] == "GLACIER_IR", js
     assert adm.get(f"/tenants/1/buckets/{b}/tier")["storage_class"] == "GLACIER_IR"
-    # a versioned bucket: not built (the tier does not evict versions)
+    # a versioned bucket: accepted (its current versions transition); still not
+    # NoncurrentVersionTransition
     vb, _ = tiered_bucket(d, rgw, versioning=True, storage_class="GLACIER")
-    st, code, msg = s3_error(lambda: put_rules(s3, vb, rule))
-    assert (st, code) == (501, "NotImplemented") and "versioned" in msg
+    put_rules(s3, vb, rule)
+    assert s3.get_bucket_lifecycle_configuration(Bucket=vb)["Rules"][0]["Transitions"] == \
+        rule["Transitions"]
+    r = dict(rule, NoncurrentVersionTransitions=[{"NoncurrentDays": 3,
+                                                  "StorageClass": "GLACIER"}])
+    st, code, msg = s3_error(lambda: put_rules(s3, vb, r))
+    assert (st, code) == (501, "NotImplemented") and "NoncurrentVersionTransition" in msg
 
 
 AWS = "/usr/bin/aws"
@@ -339,3 +354,197 @@ def test_sigkill_during_transitions(daemon_factory, rgw):
     assert rgw.boto3().get_object(Bucket=rb, Key="p/k07")["Body"].read() == files["k07"]
     dm.stop()
     check_store(dm)
+
+
+# ---- versioned buckets ----
+
+JUKEBOX = 10008
+
+
+def versions(s3, b, key):
+    """{VersionId: (IsLatest, StorageClass)} of @key's data versions, and its markers."""
+    r = s3.list_object_versions(Bucket=b, Prefix=key)
+    vs = {v["VersionId"]: (v["IsLatest"], v["StorageClass"]) for v in r.get("Versions", [])
+          if v["Key"] == key}
+    dms = [m["VersionId"] for m in r.get("DeleteMarkers", []) if m["Key"] == key]
+    return vs, dms
+
+
+def vget(d, b, k, vid=None):
+    kw = {"VersionId": vid} if vid else {}
+    return d.boto3().get_object(Bucket=b, Key=k, **kw)["Body"].read()
+
+
+def vstate(d, b, k, vid):
+    h = d.boto3().head_object(Bucket=b, Key=k, VersionId=vid)
+    return h["ResponseMetadata"]["HTTPHeaders"].get("x-s3nfs-tier-state")
+
+
+def nfs_fh(n, b, key):
+    st, root = n.mount("/")
+    assert st == 0
+    st, fh = n.lookup(root, b)
+    assert st == 0
+    for part in key.split("/"):
+        st, fh = n.lookup(fh, part)
+        assert st == 0, (key, st)
+    return fh
+
+
+def nfs_read_all(n, fh, size):
+    out = b""
+    while len(out) < size:
+        for _try in range(100):
+            st, r = n.read(fh, len(out), 1 << 16)
+            if st != JUKEBOX:
+                break
+            time.sleep(0.1)
+        assert st == 0, st
+        if not r[0]:
+            break
+        out += r[0]
+    return out
+
+
+def usage(d, b):
+    return Admin(d).get(f"/tenants/1/buckets/{b}/usage")["bytes"]
+
+
+def test_transition_versioned_bucket(d, rgw):
+    b, rb = tiered_bucket(d, rgw, versioning=True, upload_after_s=3600, storage_class="GLACIER")
+    s3 = d.boto3()
+    k, shared = "ckpt/m.bin", "ckpt/shared.bin"
+    v1, v2 = os.urandom(2 * MiB + 11), os.urandom(3 * MiB + 5)
+    id1 = s3.put_object(Bucket=b, Key=k, Body=v1)["VersionId"]
+    id2 = s3.put_object(Bucket=b, Key=k, Body=v2)["VersionId"]
+    # a version made by an NFS change of a settled object shares its unchanged extents
+    s1 = os.urandom(4 * MiB + 3)
+    sid1 = s3.put_object(Bucket=b, Key=shared, Body=s1)["VersionId"]
+    s2 = s1[:5000] + b"NFS" + s1[5003:]
+    with Nfs(d) as n:
+        fh = nfs_fh(n, b, shared)
+        st, _ = n.write(fh, 5000, b"NFS", FILE_SYNC)
+        assert st == 0, st
+    wait_for(lambda: len(versions(s3, b, shared)[0]) == 2, what="the NFS change's version")
+    wait_for(lambda: vget(d, b, shared) == s2, what="the NFS change read back")
+    sid2 = [v for v in versions(s3, b, shared)[0] if v != sid1][0]
+    before = usage(d, b)
+    put_rules(s3, b, {"ID": "ckpt", "Status": "Enabled", "Filter": {"Prefix": "ckpt/"},
+                      "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]})
+    for key in (k, shared):
+        wait_for(lambda key=key: state(d, b, key) == "evicted", what=f"{key} transitioned")
+    # the current version only: listings say so; the noncurrent ones stay local
+    assert versions(s3, b, k) == ({id2: (True, "GLACIER"), id1: (False, "STANDARD")}, [])
+    assert versions(s3, b, shared) == ({sid2: (True, "GLACIER"), sid1: (False, "STANDARD")},
+                                       [])
+    assert vstate(d, b, k, id1) != "evicted"
+    assert rgw.boto3().get_object(Bucket=rb, Key="p/" + k)["Body"].read() == v2
+    assert rgw.boto3().get_object(Bucket=rb, Key="p/" + shared)["Body"].read() == s2
+    # usage (quotas): the evicted current versions keep counting their bytes; the
+    # extents the NFS-made version shares stay local with it, and the evicted version's
+    # bytes now count on top of them (its one changed 1 MiB extent was freed)
+    after = usage(d, b)
+    assert before + len(s2) - 2 * MiB <= after <= before + len(s2), (before, after)
+    # noncurrent versions read by versionId, the shared extents kept theirs
+    assert vget(d, b, k, id1) == v1
+    assert vget(d, b, shared, sid1) == s1
+    # NFS reads the transitioned current version (a recall)
+    wait_for(lambda: state(d, b, shared) == "evicted", what="shared evicted")
+    with Nfs(d) as n:
+        assert nfs_read_all(n, nfs_fh(n, b, shared), len(s2)) == s2
+    # S3 reads it, also by its versionId
+    assert vget(d, b, k) == v2
+    assert vget(d, b, k, id2) == v2
+    assert vget(d, b, shared, sid1) == s1
+    # a PUT over the evicted current version: it is recalled first, then kept as a
+    # noncurrent version with its bytes
+    wait_for(lambda: state(d, b, k) == "evicted", what=f"{k} evicted again")
+    v3 = os.urandom(MiB + 1)
+    id3 = s3.put_object(Bucket=b, Key=k, Body=v3)["VersionId"]
+    assert vget(d, b, k, id2) == v2
+    assert vstate(d, b, k, id2) != "evicted"
+    assert vget(d, b, k) == v3
+    wait_for(lambda: state(d, b, k) == "evicted", what="the new current version transitioned")
+    vs, _ = versions(s3, b, k)
+    assert vs == {id3: (True, "GLACIER"), id2: (False, "STANDARD"), id1: (False, "STANDARD")}
+    # a DELETE: a delete marker; the evicted version is recalled first and reads back
+    dm = s3.delete_object(Bucket=b, Key=k)
+    assert dm["DeleteMarker"] is True
+    vs, dms = versions(s3, b, k)
+    assert dms == [dm["VersionId"]]
+    assert vs == {id3: (False, "STANDARD"), id2: (False, "STANDARD"), id1: (False, "STANDARD")}
+    st = s3_error(lambda: s3.get_object(Bucket=b, Key=k))
+    assert st[:2] == (404, "NoSuchKey")
+    assert vget(d, b, k, id3) == v3
+    assert vget(d, b, k, id2) == v2
+    assert vget(d, b, k, id1) == v1
+    # the NFS-changed key: an NFS REMOVE of its evicted current version also keeps it
+    wait_for(lambda: state(d, b, shared) == "evicted", what="shared evicted again")
+    with Nfs(d) as n:
+        st, root = n.mount("/")
+        st, bfh = n.lookup(root, b)
+        st, dfh = n.lookup(bfh, "ckpt")
+        for _try in range(100):
+            st = n.remove(dfh, "shared.bin")
+            if st != JUKEBOX:
+                break
+            time.sleep(0.1)
+        assert st == 0, st
+    assert vget(d, b, shared, sid2) == s2
+    assert vget(d, b, shared, sid1) == s1
+    assert usage(d, b) >= len(v1) + len(v2) + len(v3) + len(s1)
+
+
+def test_sigkill_during_versioned_transitions(daemon_factory, rgw):
+    dm = daemon_factory(extra_args=ARGS).start()
+    b, rb = tiered_bucket(dm, rgw, versioning=True, upload_after_s=3600,
+                          storage_class="GLACIER")
+    s3 = dm.boto3()
+    vers = {}  # key -> [(VersionId, bytes)], oldest first
+    for i in range(20):
+        k = f"k{i:02d}"
+        for j in range(2):
+            v = os.urandom(200_000 + i * 4099 + j * 77)
+            vers.setdefault(k, []).append((s3.put_object(Bucket=b, Key=k, Body=v)["VersionId"],
+                                           v))
+    # one more key whose current version shares extents with its noncurrent one
+    s1 = os.urandom(3 * MiB + 1)
+    sid1 = s3.put_object(Bucket=b, Key="shared", Body=s1)["VersionId"]
+    s2 = s1[:100] + b"nfs" + s1[103:]
+    with Nfs(dm) as n:
+        st, _ = n.write(nfs_fh(n, b, "shared"), 100, b"nfs", FILE_SYNC)
+        assert st == 0, st
+    wait_for(lambda: len(versions(s3, b, "shared")[0]) == 2, what="the NFS change's version")
+    put_rules(s3, b, {"ID": "all", "Status": "Enabled", "Filter": {},
+                      "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]})
+    wait_for(lambda: any(state(dm, b, k) == "evicted" for k in vers), step=0.05,
+             what="a first transition")
+    dm.kill()
+    check_store(dm)
+    dm.start()
+    for k in list(vers) + ["shared"]:
+        wait_for(lambda k=k: state(dm, b, k) == "evicted", what=f"{k} transitioned")
+    # a PUT over an evicted version, killed right after: the recalled old version stays
+    new = os.urandom(123_457)
+    s3.put_object(Bucket=b, Key="k03", Body=new)
+    dm.kill()
+    check_store(dm)
+    dm.start()
+    for k, vl in vers.items():
+        for vid, v in vl:
+            got = wait_for(lambda k=k, vid=vid: _try_vget(dm, b, k, vid),
+                           what=f"{k} {vid} readable")
+            assert got == v, (k, vid)
+        assert _try_get(dm, b, k) == (new if k == "k03" else vl[-1][1]), k
+    assert _try_vget(dm, b, "shared", sid1) == s1
+    assert wait_for(lambda: _try_get(dm, b, "shared"), what="shared readable") == s2
+    dm.stop()
+    check_store(dm)
+
+
+def _try_vget(d, b, k, vid):
+    try:
+        return vget(d, b, k, vid)
+    except (botocore.exceptions.ClientError, botocore.exceptions.ResponseStreamingError,
+            botocore.exceptions.EndpointConnectionError, ConnectionError):
+        return None

@@ -3,8 +3,10 @@
  * current content; metadata and usage unchanged) and recall through a fake
  * remote (whole and ranged reads, the range first, a remote that fails or
  * changed, reads on an event loop that must not wait, writes and truncation
- * of an evicted file). The store check (core_check) must pass after each
- * step and after a reopen. */
+ * of an evicted file), and in a versioned bucket (the current version only,
+ * shared extents kept by the noncurrent one, usage, a recall before an
+ * evicted version becomes noncurrent). The store check (core_check) must
+ * pass after each step and after a reopen. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -234,12 +236,146 @@ static void test_write_and_truncate_recall_first(void **state)
     free(want);
 }
 
+/* The inode of the noncurrent version of @p key (one expected). */
+struct nc {
+    uint64_t ino;
+    int n;
+};
+
+static int nc_cb(void *arg, const struct core_listent *e)
+{
+    struct nc *a = arg;
+    if (!e->is_prefix && !e->info->latest && !e->info->dmarker) {
+        a->ino = e->info->attr.ino;
+        a->n++;
+    }
+    return 0;
+}
+
+static uint64_t noncurrent(struct fx *f, const char *key)
+{
+    struct nc a = {0};
+    bool tr;
+    assert_int_equal(core_list_versions(f->c, &f->p, f->bucket, key, strlen(key), NULL, 0, NULL,
+                                        NULL, 0, 100, nc_cb, &a, &tr),
+                     0);
+    assert_int_equal(a.n, 1);
+    return a.ino;
+}
+
+static void read_v(struct fx *f, uint64_t ino, const uint8_t *want, size_t len)
+{
+    struct core_principal vp = f->su;
+    vp.flags |= CORE_P_VERSIONS;
+    uint8_t *buf = malloc(len);
+    size_t n = 0;
+    bool eof;
+    assert_int_equal(core_read(f->c, &vp, ino, 0, buf, len, &n, &eof), 0);
+    assert_int_equal(n, len);
+    assert_memory_equal(buf, want, len);
+    free(buf);
+}
+
+static uint64_t bucket_bytes(struct fx *f)
+{
+    struct core_usage u;
+    assert_int_equal(core_usage_get(f->c, 1, f->bucket, &u), 0);
+    return u.bytes;
+}
+
+/* A versioned bucket: the current version is evicted, dropping only its own hold on the
+ * extents a noncurrent version shares (they stay, not counted as freed; usage counts the
+ * evicted version's bytes on top, as the check wants); a noncurrent version is never
+ * evicted; an overwrite or delete of the evicted current version recalls it first, so the
+ * version it leaves reads back. */
+static void test_versioned(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change, freed = 0;
+    enum core_stable st;
+    unsigned n;
+    uint8_t *orig = malloc(SIZE), *want = model; /* the fake remote serves the current one */
+    memcpy(orig, model, SIZE);
+    assert_int_equal(core_bucket_versioning_set(f->c, &f->p, f->bucket, CORE_VERS_ENABLED), 0);
+    assert_int_equal(fx_put(f, "v", model, SIZE), 0);
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "v", 1, &oi), 0);
+    free(oi.meta);
+    uint64_t ino = oi.attr.ino;
+    /* an NFS change of the sealed version: the old one keeps the bytes in a clone sharing
+     * every extent but the changed one */
+    assert_int_equal(core_write(f->c, &f->p, ino, MB + 5, "YY", 2, CORE_FILE_SYNC, &st, NULL, NULL),
+                     0);
+    memcpy(model + MB + 5, "YY", 2);
+    uint64_t v1 = noncurrent(f, "v");
+    assert_int_not_equal(v1, ino);
+    /* not sealed yet: not evictable */
+    assert_int_equal(copied(f, "v", &change), ino);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), -EAGAIN);
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(copied(f, "v", &change), ino);
+    checked(f);
+    uint64_t u0 = bucket_bytes(f);
+    assert_true(u0 < 2 * (uint64_t)SIZE); /* shared extents count once */
+    assert_int_equal(core_tier_evict(f->c, ino, change, &freed), 0);
+    assert_true(freed > 0 && freed <= 2 * (uint64_t)MB); /* the changed extent only */
+    assert_int_equal(bucket_bytes(f), u0 + (SIZE - freed));
+    checked(f);
+    /* a noncurrent version is never evicted */
+    assert_int_equal(core_tier_evict(f->c, v1, change, NULL), -EAGAIN);
+    read_v(f, v1, orig, SIZE);
+    read_eq(f, ino, 0, SIZE, want); /* a recall: new extents */
+    read_v(f, v1, orig, SIZE);
+    checked(f);
+    /* evicted again, then overwritten: recalled first, kept as a version */
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    uint64_t fetched0 = atomic_load(&fetched);
+    assert_int_equal(fx_put(f, "v", "new", 3), 0);
+    assert_true(atomic_load(&fetched) >= fetched0 + SIZE);
+    read_v(f, ino, want, SIZE);
+    read_v(f, v1, orig, SIZE);
+    checked(f);
+    /* a delete (marker) of an evicted current version */
+    assert_int_equal(fx_put(f, "w", model, SIZE), 0);
+    ino = copied(f, "w", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "w", 1), 0);
+    read_v(f, ino, model, SIZE);
+    checked(f);
+    /* DELETE ?versionId= of the evicted current version: gone for good, no recall; the
+     * older version is current again */
+    assert_int_equal(fx_put(f, "x", "old", 3), 0);
+    assert_int_equal(fx_put(f, "x", model, SIZE), 0);
+    ino = copied(f, "x", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "x", 1, &oi), 0);
+    free(oi.meta);
+    fetched0 = atomic_load(&fetched);
+    assert_int_equal(core_key_delete_v(f->c, &f->p, f->bucket, "x", 1, oi.vid, 0, NULL), 0);
+    assert_int_equal(atomic_load(&fetched), fetched0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "x", 1, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(oi.attr.size, 3);
+    checked(f);
+    /* a suspended bucket's null version is replaced for good: no recall */
+    assert_int_equal(core_bucket_versioning_set(f->c, &f->p, f->bucket, CORE_VERS_SUSPENDED), 0);
+    assert_int_equal(fx_put(f, "s", model, SIZE), 0);
+    ino = copied(f, "s", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    fetched0 = atomic_load(&fetched);
+    assert_int_equal(fx_put(f, "s", "x", 1), 0);
+    assert_int_equal(atomic_load(&fetched), fetched0);
+    checked(f);
+    free(orig);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_evict_and_recall, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remote_fails_or_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_and_truncate_recall_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_versioned, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,15 +151,13 @@ static void test_transition(void **state)
     assert_int_equal(lc.rules[1].trans[0].date, 1893456000);
     /* the tier's class: fine */
     e = S3E_NONE;
-    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", false, &e, &why), 0);
-    /* another class, no tier policy, a versioned bucket */
-    assert_int_equal(s3__lc_check_tier(&lc, "STANDARD_IA", false, &e, &why), -EINVAL);
+    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", &e, &why), 0);
+    /* another class, no tier policy */
+    assert_int_equal(s3__lc_check_tier(&lc, "STANDARD_IA", &e, &why), -EINVAL);
     assert_int_equal(e, S3E_INVALID_STORAGE_CLASS);
-    assert_int_equal(s3__lc_check_tier(&lc, NULL, false, &e, &why), -EINVAL);
+    assert_int_equal(s3__lc_check_tier(&lc, NULL, &e, &why), -EINVAL);
     assert_int_equal(e, S3E_INVALID_REQUEST);
     assert_non_null(strstr(why, "tier policy"));
-    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", true, &e, &why), SRV_ENOTSUPP);
-    assert_non_null(strstr(why, "versioned"));
     /* written back as given */
     struct evbuffer *b = evbuffer_new();
     s3__lc_xml(&lc, b);
@@ -177,9 +175,9 @@ static void test_transition(void **state)
                            "<StorageClass>STANDARD</StorageClass></Transition></Rule>",
                            &lc),
                      0);
-    assert_int_equal(s3__lc_check_tier(&lc, "STANDARD", false, &e, &why), -EINVAL);
+    assert_int_equal(s3__lc_check_tier(&lc, "STANDARD", &e, &why), -EINVAL);
     assert_int_equal(e, S3E_INVALID_STORAGE_CLASS);
-    assert_int_equal(s3__lc_check_tier(&lc, NULL, false, &e, &why), -EINVAL);
+    assert_int_equal(s3__lc_check_tier(&lc, NULL, &e, &why), -EINVAL);
     assert_int_equal(e, S3E_INVALID_STORAGE_CLASS);
     /* NoncurrentVersionTransition: not built (501), before anything else */
     assert_int_equal(parse(&a,
@@ -188,7 +186,7 @@ static void test_transition(void **state)
                            "</StorageClass></NoncurrentVersionTransition></Rule>",
                            &lc),
                      0);
-    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", false, &e, &why), SRV_ENOTSUPP);
+    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", &e, &why), SRV_ENOTSUPP);
     assert_non_null(strstr(why, "NoncurrentVersionTransition"));
     /* refused by the parser: no class, Days and Date, neither, negative days */
     assert_int_equal(parse(&a,
@@ -219,7 +217,7 @@ static void test_transition(void **state)
                            &lc),
                      0);
     assert_false(s3__lc_has_transition(&lc));
-    assert_int_equal(s3__lc_check_tier(&lc, NULL, true, &e, &why), 0);
+    assert_int_equal(s3__lc_check_tier(&lc, NULL, &e, &why), 0);
     s3__arena_fini(&a);
 }
 
