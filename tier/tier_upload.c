@@ -1119,6 +1119,8 @@ static int do_upload(struct tier_upload *u, struct job *j)
             window_start(&w, sl);
         }
         if (w.s) {
+            if (rc && h.rc == 0)
+                h.rc = rc; /* noted already: the parts still in flight are not */
             window_wait(&w, true, part_harvest, &h);
             if (rc == 0)
                 rc = h.rc;
