@@ -311,14 +311,12 @@ struct install_op {
     size_t n;
     uint8_t *used; /* per extent: it went into the map */
     size_t nused;  /* bytes of those */
-    bool local;    /* the file is whole again */
 };
 
 static int install_fn(struct meta_txn *t, void *arg)
 {
     struct install_op *a = arg;
     struct meta_inode r;
-    a->local = false;
     a->nused = 0;
     memset(a->used, 0, a->n);
     int rc = meta_inode_get(t, a->ino, &r);
@@ -350,9 +348,27 @@ static int install_fn(struct meta_txn *t, void *arg)
             a->nused += x->vlen;
         }
     }
+    return rc;
+}
+
+struct whole_op {
+    struct core *c;
+    uint64_t ino, change;
+};
+
+/* Every chunk of a recall is in: if the map covers the file, it is an ordinary local
+ * file again, and its used becomes what it holds now. Once per recall (it lists the
+ * whole map: per chunk it would make a recall quadratic in the file's size). */
+static int whole_fn(struct meta_txn *t, void *arg)
+{
+    struct whole_op *a = arg;
+    struct meta_inode r;
+    int rc = meta_inode_get(t, a->ino, &r);
     if (rc)
-        return rc;
-    /* whole again? then it is an ordinary local file; used becomes what it holds now */
+        return rc == -ENOENT ? SRV_ESTALE : rc;
+    if (!(r.flags & META_I_EVICTED) || r.change != a->change || r.nlink == 0)
+        return 0; /* local already, or changed or going: nothing to do */
+    struct core__fext_list l = {0};
     rc = core__overlaps(t, a->ino, 0, r.size, &l, false);
     if (rc == 0 && covers(&l, 0, r.size)) {
         uint64_t held = 0;
@@ -364,7 +380,6 @@ static int install_fn(struct meta_txn *t, void *arg)
         rc = delta ? core__usage_charge(a->c, t, r.tenant, r.parent, delta, 0, false) : 0;
         if (rc == 0)
             rc = meta_inode_put(t, a->ino, &r);
-        a->local = rc == 0;
     }
     free(l.v);
     return rc;
@@ -473,7 +488,7 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
                     store_unreserve(c->store, &x[i].e);
             *got = rc == 1 ? 0 : a.nused;
             free(x);
-            return a.local ? 1 : rc;
+            return rc;
         }
     }
     for (size_t i = 0; i < nx; i++)
@@ -579,6 +594,16 @@ static void *recall_main(void *arg)
         if (!fdone) { /* it ended before a GET */
             pick->fetching--;
             k->fetching--;
+        }
+        if (rc == 0 && pick->ndone + 1 == pick->nch) {
+            /* the last chunk: the file is made local before the chunk counts as done, so
+             * a reader of the whole file never finds it all back but still evicted */
+            pthread_mutex_unlock(&k->mu);
+            struct whole_op w = {c, ino, change};
+            int wrc = meta_submit(c->meta, whole_fn, &w, 0);
+            pthread_mutex_lock(&k->mu);
+            if (wrc && wrc != SRV_ESTALE)
+                rc = wrc; /* retried like a failed chunk */
         }
         pick->busy--;
         atomic_fetch_add(&k->recalled_bytes, got);
