@@ -39,6 +39,7 @@
 #include "srv_log.h"
 #include "srv_path.h"
 #include "tenants.h"
+#include "tier_cache.h"
 #include "tier_policy.h"
 #include "tier_upload.h"
 
@@ -1478,11 +1479,33 @@ static json_t *policy_json(struct api_req *x, const char *bucket, uint64_t ino,
     json_t *wm = p->evict_high ? json_pack("{s:f,s:f}", "high", p->evict_high / 100.0, "low",
                                            p->evict_low / 100.0)
                                : json_null();
-    return json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "bucket", bucket, "remote",
-                     (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_tenant",
-                     (json_int_t)(have ? r.tenant : 0), "upload_after_s",
-                     (json_int_t)p->upload_after_s, "evict_after_s", (json_int_t)p->evict_after_s,
-                     "evict_watermark", wm, "pin_prefixes", pins, "uploads", uploads_json(ino));
+    json_t *j =
+        json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "bucket", bucket, "remote",
+                  (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_tenant",
+                  (json_int_t)(have ? r.tenant : 0), "upload_after_s",
+                  (json_int_t)p->upload_after_s, "evict_after_s", (json_int_t)p->evict_after_s,
+                  "evict_watermark", wm, "pin_prefixes", pins, "uploads", uploads_json(ino));
+    const char *sc = tier_sclass_name(p->sclass);
+    if (j && sc)
+        json_object_set_new(j, "storage_class", json_string(sc));
+    return j;
+}
+
+/* "storage_class" of a policy PUT (the S3 class its remote stands for, which lifecycle
+ * Transitions name; absent: STANDARD_IA) into @p p. @return 0, or -1 (answered). */
+static int sclass_field(struct evhttp_request *req, json_t *j, struct tier_policy *p)
+{
+    json_t *v = json_object_get(j, "storage_class");
+    if (!v || json_is_null(v))
+        return 0;
+    int sc = json_is_string(v) ? tier_sclass_parse(json_string_value(v)) : -1;
+    if (sc < 0) {
+        bad(req, "'storage_class' is one of STANDARD_IA, ONEZONE_IA, INTELLIGENT_TIERING, "
+                 "GLACIER_IR, GLACIER, DEEP_ARCHIVE (the S3 class lifecycle Transitions name)");
+        return -1;
+    }
+    p->sclass = (uint8_t)sc;
+    return 0;
 }
 
 /* The eviction fields of a policy PUT into @p p. @return 0, or -1 (answered). */
@@ -1632,6 +1655,15 @@ static void tier_item(struct api_req *x)
                               "system admin may remove it");
             return;
         }
+        void *cv = NULL;
+        size_t cl = 0;
+        if (core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, &cv, &cl) == 0) {
+            free(cv);
+            admin__error_of(x->req, -EBUSY,
+                            "the bucket is in cache mode over this policy's remote: remove "
+                            "its cache mode first (DELETE .../cache)");
+            return;
+        }
         rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER, NULL, 0);
         if (rc == 0)
             srv_log(INFO, ADMIN, "tenant=%u tier policy of bucket %s removed by %s", x->tenant,
@@ -1642,17 +1674,10 @@ static void tier_item(struct api_req *x)
         return;
     }
     /* PUT */
-    static const char *const known[] = {"remote",
-                                        "upload_after_s",
-                                        "evict_after_s",
-                                        "evict_watermark",
-                                        "pin_prefixes",
-                                        "evict",
-                                        "recall",
-                                        "cache_mode",
-                                        "mode",
-                                        "preset",
-                                        NULL};
+    static const char *const known[] = {
+        "remote",       "upload_after_s", "evict_after_s", "evict_watermark",
+        "pin_prefixes", "storage_class",  "evict",         "recall",
+        "cache_mode",   "mode",           "preset",        NULL};
     json_t *j = body_json(x->req);
     if (!j)
         return;
@@ -1693,6 +1718,8 @@ static void tier_item(struct api_req *x)
     int b = get_uint(x->req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &after);
     if (b == 0)
         b = evict_fields(x->req, j, &p);
+    if (b == 0)
+        b = sclass_field(x->req, j, &p);
     json_decref(j);
     if (b < 0)
         return;
@@ -1751,6 +1778,125 @@ static void tier_item(struct api_req *x)
     if (tier_upload_default())
         tier_upload_kick(tier_upload_default());
     reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));
+}
+
+static json_t *cache_json(struct api_req *x, uint64_t ino, const struct tier_cache *tc,
+                          const struct tier_policy *p)
+{
+    struct tenant_remote r;
+    bool have = tenants_remote_get(x->a->tenants, p->remote, &r) == 0;
+    return json_pack("{s:s,s:b,s:I,s:b,s:I,s:s,s:s,s:o}", "bucket", x->bucket, "cache_mode", 1,
+                     "ttl_s", (json_int_t)tc->ttl_s, "read_only", tc->read_only, "remote",
+                     (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_prefix",
+                     have ? r.prefix : "", "uploads", uploads_json(ino));
+}
+
+/* Cache mode of a bucket (docs/tiering.md § Cache mode): its own record beside the tier
+ * policy, whose remote (bucket and prefix) the cache fronts. */
+static void cache_item(struct api_req *x)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    struct core_attr at;
+    struct tier_policy pol;
+    struct tier_cache cur, tc;
+    bool have = false, haspol = false;
+    int rc = bucket_of(x, &at);
+    if (rc < 0)
+        return;
+    void *val = NULL;
+    size_t len = 0;
+    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
+    if (rc == 0)
+        haspol = tier_policy_decode(val, len, &pol) == 0;
+    free(val);
+    val = NULL;
+    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, &val, &len);
+    if (rc == 0) {
+        rc = tier_cache_decode(val, len, &cur);
+        have = rc == 0;
+    }
+    free(val);
+    if (rc < 0 && rc != -ENOENT) {
+        reply_err(x->req, rc, "cache mode");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET || x->cmd == EVHTTP_REQ_DELETE) {
+        if (!have) {
+            admin__error_of(x->req, -ENOENT, "the bucket is not in cache mode");
+            return;
+        }
+        if (x->cmd == EVHTTP_REQ_GET) {
+            if (!haspol)
+                memset(&pol, 0, sizeof(pol));
+            reply_json(x->req, 200, cache_json(x, at.ino, &cur, &pol));
+            return;
+        }
+        rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, NULL, 0);
+        if (rc == 0)
+            srv_log(INFO, ADMIN, "tenant=%u cache mode of bucket %s removed by %s", x->tenant,
+                    x->bucket, x->who->name);
+        reply_deleted(x, rc, "delete cache mode");
+        return;
+    }
+    static const char *const known[] = {"ttl_s", "read_only", "dirty_max_bytes", "preset", NULL};
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    if (only_fields(x->req, j, known) < 0) {
+        json_decref(j);
+        return;
+    }
+    if (json_object_get(j, "dirty_max_bytes") || json_object_get(j, "preset")) {
+        json_decref(j);
+        admin__error_of(x->req, SRV_ENOTSUPP,
+                        "'dirty_max_bytes' and 'preset': the dirty bound of cache mode and "
+                        "workload presets are not built yet (docs/tiering.md)");
+        return;
+    }
+    uint64_t ttl = TIER_CACHE_TTL_DEFAULT;
+    bool ro = false;
+    int b = get_uint(x->req, j, "ttl_s", TIER_CACHE_TTL_MAX, &ttl);
+    if (b == 0)
+        b = get_bool(x->req, j, "read_only", &ro);
+    json_decref(j);
+    if (b < 0)
+        return;
+    if (!haspol) {
+        admin__error_of(x->req, -EBUSY,
+                        "the bucket has no tier policy: set one first (PUT .../tier); its "
+                        "remote's bucket and prefix are what the cache fronts");
+        return;
+    }
+    struct core_bucket_vcfg vc;
+    if (core_bucket_vcfg_get(x->a->core, &sp, at.ino, &vc) == 0 &&
+        vc.versioning != CORE_VERS_NONE) {
+        admin__error_of(x->req, -EBUSY,
+                        "cache mode needs a bucket that never had versioning (the tier "
+                        "keeps no versions: docs/tiering.md)");
+        return;
+    }
+    if (!is_system(x) &&
+        tenants_remote_usable(x->a->tenants, pol.remote, x->tenant, false) == -EACCES) {
+        forbidden(x->req, "a system admin set this bucket's tier policy (a system-wide "
+                          "remote): only a system admin may change its cache mode");
+        return;
+    }
+    memset(&tc, 0, sizeof(tc));
+    tc.ttl_s = (uint32_t)ttl;
+    tc.read_only = ro;
+    uint8_t enc[TIER_CACHE_LEN];
+    size_t elen = tier_cache_encode(&tc, enc);
+    rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, enc, elen);
+    if (rc < 0) {
+        reply_err(x->req, rc, "set cache mode");
+        return;
+    }
+    core_cache_invalidate(x->a->core, at.ino);
+    srv_log(INFO, ADMIN,
+            "tenant=%u bucket %s in cache mode over remote %u, set by %s: ttl %u s, %s", x->tenant,
+            x->bucket, pol.remote, x->who->name, tc.ttl_s,
+            tc.read_only ? "read-only" : "read-write");
+    reply_json(x->req, 200, cache_json(x, at.ino, &tc, &pol));
 }
 
 static int sync_uid(void *arg, const struct qos_policy *p)
@@ -1966,6 +2112,8 @@ static const struct route routes[] = {
           NEED_CORE | NEED_TENANT, tier_item),
     ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/buckets/{bucket}/tier/flush",
           NEED_CORE | NEED_TENANT, tier_flush),
+    ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/cache",
+          NEED_CORE | NEED_TENANT, cache_item),
 };
 
 /* Split "/a/b/c" into at most SEG_MAX decoded segments. @return count or -1. */

@@ -165,6 +165,7 @@ struct nfs_req {
     enum qos_class qos_cls;
     uint64_t qos_left;  /* bytes not yet admitted */
     uint64_t qos_piece; /* size of the piece being admitted */
+    struct qos_memo qos_memo; /* qos_ino's bucket and directories, looked up once */
     bool qos_started;   /* the operation was charged (with the first piece) */
     bool qos_sync;      /* inside qos_admit_piece: a grant there is only noted */
     bool qos_now;       /* ... and was */

@@ -771,6 +771,76 @@ static void pump(struct qos *q, uint64_t now, struct waiter *self, bool *self_ad
     }
 }
 
+/* ---- refusals ---- */
+
+static _Thread_local struct qos_refusal last_refusal;
+
+void qos_last_refusal(struct qos_refusal *out)
+{
+    *out = last_refusal;
+}
+
+int qos_refusal_format(const struct qos_refusal *r, char *buf, size_t len)
+{
+    static const char *const cls[3] = {"read", "write", "metadata"};
+    const char *c = (unsigned)r->cls <= QOS_META ? cls[r->cls] : "?";
+    bool sys = r->tenant == QOS_SYSTEM_TENANT;
+    switch (r->why) {
+    case QOS_WHY_CAPACITY:
+        return snprintf(buf, len, "the daemon's %s capacity was reached", c);
+    case QOS_WHY_QUEUE_FULL:
+        if (sys)
+            return snprintf(buf, len, "the system class's wait queue is full");
+        return snprintf(buf, len, "the wait queue of tenant %u is full", r->tenant);
+    case QOS_WHY_STOPPING:
+        return snprintf(buf, len, "the daemon is stopping");
+    default:
+        break;
+    }
+    if (sys)
+        return snprintf(buf, len, "the %s limit of the system class was reached", c);
+    if (r->level == QOS_LEVEL_TENANT)
+        return snprintf(buf, len, "the %s limit of tenant %u was reached", c, r->tenant);
+    return snprintf(buf, len, "the %s limit of %s %llu of tenant %u was reached", c,
+                    qos_level_name(r->level), (unsigned long long)r->id, r->tenant);
+}
+
+/* Why @p w, past its deadline, was not admitted: the level on its path whose
+ * own cap would hold it longest (the deeper one on a tie); with none, the
+ * daemon's capacity if that holds it, else its home level (it waited behind
+ * the requests queued there). Under the lock. */
+static void refusal_of(struct qos *q, const struct waiter *w, uint64_t now, struct qos_refusal *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->cls = w->cls;
+    r->tenant = w->tenant;
+    if (!w->npath) {
+        r->level = QOS_LEVEL_TENANT;
+        return;
+    }
+    const struct node *by = NULL;
+    uint64_t worst = 0;
+    for (int i = 0; i < w->npath; i++) {
+        uint64_t wt = caps_wait(w->path[i], w->cls, w->bytes, w->ops, now);
+        if (wt && wt >= worst) {
+            worst = wt;
+            by = w->path[i];
+        }
+    }
+    if (!by && q->global) {
+        struct verdict v;
+        judge(q, w->path, w->npath, w->cls, w->bytes, w->ops, now, &v);
+        if (v.wait_us) {
+            r->why = QOS_WHY_CAPACITY;
+            return;
+        }
+    }
+    if (!by)
+        by = home_of(w);
+    r->level = by->level;
+    r->id = by->id;
+}
+
 /* Free @p w and run its go. Called without the lock; @p w is off every list. */
 static void finish(struct waiter *w, int err)
 {
@@ -832,7 +902,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     int err = w->force == FORCE_ADMIT ? 0 : SRV_ETHROTTLE;
-    uint32_t tenant = w->tenant;
+    struct qos_refusal why;
+    if (err) {
+        refusal_of(q, w, now, &why);
+        if (q->sys_stopping && (w->tenant == QOS_SYSTEM_TENANT || now < w->deadline_us))
+            why.why = QOS_WHY_STOPPING; /* qos_drain or qos_system_drain */
+    }
     if (err && w->npath) {
         struct node *h = home_of(w);
         h->throttled++;
@@ -844,8 +919,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         pump(q, now, NULL, NULL); /* a new head */
     pthread_mutex_unlock(&q->lock);
 
-    if (err)
-        srv_log(DEBUG, QOS, "tenant=%u request throttled after waiting", tenant);
+    if (err) {
+        char msg[160];
+        qos_refusal_format(&why, msg, sizeof(msg));
+        srv_log(DEBUG, QOS, "tenant=%u level=%s id=%llu request throttled after waiting: %s",
+                why.tenant, qos_level_name(why.level), (unsigned long long)why.id, msg);
+        last_refusal = why;
+    }
     finish(w, err);
 }
 
@@ -853,8 +933,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* Fill @p w's bucket and ancestor directories (innermost first) from @p s.
  * Parts that do not resolve are left out. */
-static void scope_resolve(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
-                          bool want_dirs, struct waiter *w)
+static void scope_lookup(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                         bool want_dirs, struct waiter *w)
 {
     if (s->bucket_ino) {
         w->bucket = s->bucket_ino;
@@ -904,6 +984,38 @@ static void scope_resolve(struct qos *q, const struct core_principal *p, const s
                 break;
             cur = pa.parent;
         }
+    }
+}
+
+/* scope_lookup, once per request when the scope carries a memo: a later call
+ * takes the bucket and directories from it (unless it now needs directories
+ * the memo was filled without). */
+static void scope_resolve(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                          bool want_dirs, struct waiter *w)
+{
+    struct qos_memo *m = s->bucket_ino ? NULL : s->memo;
+    if (m && m->valid &&
+        (m->of_bucket != s->bucket || m->of_bucketlen != s->bucketlen || m->of_key != s->key ||
+         m->of_keylen != s->keylen || m->of_ino != s->ino))
+        m->valid = false; /* another scope than it was filled for */
+    if (m && m->valid && (m->dirs_done || !want_dirs)) {
+        w->bucket = m->bucket;
+        w->ndirs = m->ndirs;
+        memcpy(w->dirs, m->dirs, sizeof(m->dirs[0]) * m->ndirs);
+        return;
+    }
+    scope_lookup(q, p, s, want_dirs, w);
+    if (m && w->bucket && w->ndirs <= QOS_MEMO_DIRS) {
+        m->valid = true;
+        m->dirs_done = want_dirs && (s->key || !s->bucket);
+        m->of_bucket = s->bucket;
+        m->of_bucketlen = s->bucketlen;
+        m->of_key = s->key;
+        m->of_keylen = s->keylen;
+        m->of_ino = s->ino;
+        m->bucket = w->bucket;
+        m->ndirs = (uint8_t)w->ndirs;
+        memcpy(m->dirs, w->dirs, sizeof(m->dirs[0]) * w->ndirs);
     }
 }
 
@@ -1027,6 +1139,8 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     if (p->tenant == QOS_SYSTEM_TENANT && q->sys_stopping) {
         pthread_mutex_unlock(&q->lock);
         free(w);
+        last_refusal =
+            (struct qos_refusal){.why = QOS_WHY_STOPPING, .cls = cls, .tenant = QOS_SYSTEM_TENANT};
         return SRV_ETHROTTLE; /* stopping: the system class gets no grant */
     }
     if (!q->cfg.enabled || path_build(q, w, w->path, &w->npath) < 0 || w->npath == 0) {
@@ -1068,6 +1182,8 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
         pthread_mutex_unlock(&q->lock);
         srv_log(DEBUG, QOS, "tenant=%u queue full (%zu waiting)", p->tenant, t->tenant_wait);
         free(w);
+        last_refusal =
+            (struct qos_refusal){.why = QOS_WHY_QUEUE_FULL, .cls = cls, .tenant = p->tenant};
         return SRV_ETHROTTLE;
     }
     if (!base) {

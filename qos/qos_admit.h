@@ -133,6 +133,24 @@ struct qos_policy {
     uint32_t weight; /* share of what is left, among siblings; 0 = QOS_WEIGHT_DEFAULT */
 };
 
+/* What a scope resolved to, kept by a front end for the pieces of one request
+ * (qos_scope.memo), so that the bucket and the directories above the object
+ * are looked up once per request, not once per piece. The caller zeroes it
+ * when the request starts; qos fills it, and looks up again when the scope
+ * passed with it changes (other bucket, key or inode pointers). */
+#define QOS_MEMO_DIRS 16
+struct qos_memo {
+    bool valid;     /* filled (by the first call that resolved the scope) */
+    bool dirs_done; /* the directories were resolved too, not only the bucket */
+    uint8_t ndirs;
+    uint64_t bucket;
+    uint64_t dirs[QOS_MEMO_DIRS]; /* innermost first */
+    /* the scope it was filled for (a scope that differs is looked up again) */
+    const char *of_bucket, *of_key;
+    size_t of_bucketlen, of_keylen;
+    uint64_t of_ino;
+};
+
 /* What a front end knows of where a request lands, for qos_admit_at. Every
  * field is optional (zero: unknown). Pointers need to stay valid only during
  * the call. */
@@ -153,6 +171,11 @@ struct qos_scope {
     uint64_t bucket_ino;
     const uint64_t *dirs;
     size_t ndirs;
+    /* Optional, the request's own: resolve bucket/key/ino once, then reuse
+     * (a scope deeper than QOS_MEMO_DIRS directories is looked up every
+     * time). A rename while the request runs is not seen, as for a request
+     * waiting in a queue, whose scope is resolved when it arrives. */
+    struct qos_memo *memo;
 };
 
 /** Load policies from the core. @p c may be NULL (no persistence; tests).
@@ -229,6 +252,33 @@ bool qos_applies(struct qos *q, const struct core_principal *p, enum qos_class c
 /** Withdraw a waiting request (its connection closed): go will not run.
  * @return 0, -ENOENT (not waiting: go already ran or it never queued). */
 int qos_cancel(struct qos *q, void *arg);
+
+/* Why a request was refused with SRV_ETHROTTLE, for the protocol's answer
+ * and the logs (qos_last_refusal). */
+enum qos_refusal_why {
+    QOS_WHY_LIMIT = 0,  /* it waited past max_wait_ms, held back by a limit of one level */
+    QOS_WHY_CAPACITY,   /* ... by the daemon's capacity (no level's own cap held it) */
+    QOS_WHY_QUEUE_FULL, /* its tenant's wait queue was full (queue_max) */
+    QOS_WHY_STOPPING    /* the daemon is stopping (qos_drain) */
+};
+
+struct qos_refusal {
+    enum qos_refusal_why why;
+    enum qos_class cls;
+    uint32_t tenant;      /* QOS_SYSTEM_TENANT: the system class */
+    enum qos_level level; /* QOS_WHY_LIMIT: the level that held it back; QUEUE_FULL: tenant */
+    uint64_t id;          /* that level's id as the metrics name it (user id, bucket or directory
+                           * inode; 0 for the tenant and the NFS default class) */
+};
+
+/** Why the last request refused on this thread was refused: valid inside a
+ * go(arg, SRV_ETHROTTLE) callback, and right after qos_admit* returned
+ * SRV_ETHROTTLE on this thread (until the next refusal on it). */
+void qos_last_refusal(struct qos_refusal *out);
+/** Describe @p r in words for a client and the logs, e.g. "the write limit
+ * of dir 1234 of tenant 7 was reached" (level names as qos_level_name).
+ * @return as snprintf. */
+int qos_refusal_format(const struct qos_refusal *r, char *buf, size_t len);
 
 /** Set (persist and apply) the policy of one level (pol->level and its id).
  * @return 0, -EINVAL (tenant 0, a missing id, burst_ms > 60000, a value past

@@ -84,8 +84,7 @@ static void body_piece_go(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
     if (x->qos.err) {
-        s3__body_fail(x, SRV_ETHROTTLE,
-                      "please reduce your request rate (the tenant's QoS limit was reached)");
+        s3__body_fail(x, SRV_ETHROTTLE, s3__qos_why(x));
         s3__body_pump(x);
         return;
     }
@@ -111,8 +110,7 @@ size_t s3__body_credit(struct s3_ctx *x)
             return 0;
         }
         if (rc < 0) {
-            s3__body_fail(x, SRV_ETHROTTLE,
-                          "please reduce your request rate (the tenant's QoS queue is full)");
+            s3__body_fail(x, SRV_ETHROTTLE, s3__qos_why(x));
             return 0;
         }
         s3__qos_piece_got(x);

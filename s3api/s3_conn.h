@@ -208,6 +208,10 @@ void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
  *         went); SRV_ETHROTTLE or -errno: refused, @p next never runs. */
 int s3__qos_admit_piece(struct s3_ctx *x, enum qos_class cls, uint64_t bytes, bool more,
                         void (*next)(struct s3_ctx *x));
+/** The SlowDown message for a request QoS refused: names the level (and its
+ * id) or the daemon capacity that held it back (qos_refusal_format). Lives in
+ * @p x. */
+const char *s3__qos_why(struct s3_ctx *x);
 /** Record the piece just admitted as credit (x->qos.piece). */
 void s3__qos_piece_got(struct s3_ctx *x);
 /** Whether QoS may hold up requests of class @p cls of the request's principal

@@ -84,7 +84,9 @@
       "the bucket ownership controls were not found")                                              \
     X(NO_PUBLIC_ACCESS_BLOCK, "NoSuchPublicAccessBlockConfiguration", 404,                         \
       "the public access block configuration was not found")                                       \
-    X(NO_SUCH_TAG_SET, "NoSuchTagSet", 404, "the TagSet does not exist")
+    X(NO_SUCH_TAG_SET, "NoSuchTagSet", 404, "the TagSet does not exist")                           \
+    X(INVALID_STORAGE_CLASS, "InvalidStorageClass", 400,                                           \
+      "the storage class you specified is not valid")
 
 /* Messages of answers that come from internal errors, said in more than one place. */
 #define S3_MSG_BAD_XML "the XML you provided was not well-formed or did not validate"

@@ -787,6 +787,10 @@ struct s3_ctx {
         bool applies;    /* a GET: QoS applies to the principal (decided at op start) */
         uint64_t credit; /* bytes admitted, not yet read/sent */
         uint64_t left;   /* bytes not yet admitted (UINT64_MAX: unknown, a body without length) */
+        bool refused;    /* QoS refused a piece: refusal says why (s3__qos_why) */
+        struct qos_refusal refusal;
+        char why[192];        /* the SlowDown message (s3__qos_why) */
+        struct qos_memo memo; /* the request's own bucket/key resolved, for every piece */
     } qos;
 };
 
@@ -925,6 +929,25 @@ int s3__lc_parse(struct s3_arena *a, const char *doc, size_t len, struct s3_lc *
                  const char **why);
 /** Whether a rule moves data (Transition, NoncurrentVersionTransition). */
 bool s3__lc_has_transition(const struct s3_lc *lc);
+/** The Transitions of @p lc against the bucket's remote tier: @p tier_class is the S3
+ * storage class its tier policy stands for (NULL: the bucket has no tier policy),
+ * @p versioned whether the bucket has (or had) versioning. Pure.
+ * @return 0 (fine, or no Transition), SRV_ENOTSUPP (a NoncurrentVersionTransition, or a
+ * Transition in a versioned bucket: 501), or -EINVAL with @p e set to
+ * S3E_INVALID_STORAGE_CLASS (a class S3 does not transition to, or not the tier's) or
+ * S3E_INVALID_REQUEST (no tier policy); @p why says which. */
+int s3__lc_check_tier(const struct s3_lc *lc, const char *tier_class, bool versioned,
+                      enum s3_err *e, const char **why);
+/** The S3 storage class bucket @p bucket's tier policy stands for (a static string), or
+ * NULL (no tier policy). (s3_lifecycle.c) */
+const char *s3__lc_tier_class(struct core *c, const struct core_principal *p, uint64_t bucket);
+/** The storage class shown for a file (attributes @p at) of bucket @p bucket: the class
+ * the bucket's remote tier stands for while the tier has evicted its bytes, else
+ * STANDARD (also for an evicted file whose bucket lost its tier policy). @p cache: NULL
+ * or a slot (NULL at first) that keeps the bucket's class across the calls of one
+ * request. (s3_lifecycle.c) */
+const char *s3__storage_class(struct s3_ctx *x, uint64_t bucket, const struct core_attr *at,
+                              const char **cache);
 /** The canonical document of @p lc (what is stored and what GET answers). */
 void s3__lc_xml(const struct s3_lc *lc, struct evbuffer *b);
 /** Whether enabled rule @p r's filter takes an object (@p meta: its tags, may be NULL). */

@@ -11,8 +11,9 @@
  * Expiration (Days, Date or ExpiredObjectDeleteMarker),
  * NoncurrentVersionExpiration (NoncurrentDays, NewerNoncurrentVersions),
  * AbortIncompleteMultipartUpload (DaysAfterInitiation), Transition and
- * NoncurrentVersionTransition (parsed and checked; the operation refuses
- * them while this build has no remote tier to move data to).
+ * NoncurrentVersionTransition (Days or Date, StorageClass; s3__lc_check_tier
+ * checks them against the bucket's remote tier: the one storage class its
+ * tier policy stands for; NoncurrentVersionTransition is refused there).
  * Thread: reentrant. */
 #include <errno.h>
 #include <inttypes.h>
@@ -326,6 +327,56 @@ bool s3__lc_has_transition(const struct s3_lc *lc)
         if (lc->rules[i].ntrans || lc->rules[i].nnctrans)
             return true;
     return false;
+}
+
+/* The storage classes S3 lifecycle transitions to (not STANDARD, nor the ones an object
+ * is only written in). */
+static const char *const trans_classes[] = {
+    "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE",
+};
+
+int s3__lc_check_tier(const struct s3_lc *lc, const char *tier_class, bool versioned,
+                      enum s3_err *e, const char **why)
+{
+    for (size_t i = 0; i < lc->n; i++)
+        if (lc->rules[i].nnctrans) {
+            *why = "NoncurrentVersionTransition is not built: noncurrent versions are never "
+                   "copied to the remote tier (docs/tiering.md)";
+            return SRV_ENOTSUPP;
+        }
+    for (size_t i = 0; i < lc->n; i++) {
+        const struct s3_lc_rule *r = &lc->rules[i];
+        for (size_t j = 0; j < r->ntrans; j++) {
+            bool known = false;
+            for (size_t k = 0; k < sizeof(trans_classes) / sizeof(trans_classes[0]); k++)
+                known |= strcmp(r->trans[j].sclass, trans_classes[k]) == 0;
+            if (!known) {
+                *e = S3E_INVALID_STORAGE_CLASS;
+                *why = "a Transition's StorageClass is one of STANDARD_IA, ONEZONE_IA, "
+                       "INTELLIGENT_TIERING, GLACIER_IR, GLACIER, DEEP_ARCHIVE";
+                return -EINVAL;
+            }
+            if (versioned) {
+                *why = "lifecycle Transition in a versioned bucket is not built: the remote "
+                       "tier does not evict files whose versions share extents "
+                       "(docs/tiering.md)";
+                return SRV_ENOTSUPP;
+            }
+            if (!tier_class) {
+                *e = S3E_INVALID_REQUEST;
+                *why = "a lifecycle Transition needs the bucket to have a tier policy (a "
+                       "remote that stands for the storage class; docs/tiering.md)";
+                return -EINVAL;
+            }
+            if (strcmp(r->trans[j].sclass, tier_class) != 0) {
+                *e = S3E_INVALID_STORAGE_CLASS;
+                *why = "this bucket's remote tier stands for another storage class (its tier "
+                       "policy's storage_class): a Transition can only name that one";
+                return -EINVAL;
+            }
+        }
+    }
+    return 0;
 }
 
 /* ---- the canonical document ---- */

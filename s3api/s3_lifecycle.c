@@ -5,8 +5,9 @@
  *
  * A configuration is stored, in its canonical form, as the bucket's
  * lifecycle blob in the core (core_bucket_blob_put), so it goes with the
- * bucket. Transition rules are parsed and checked, then refused with 501:
- * this build has no remote tier to move data to (issue 12).
+ * bucket. A Transition must name the storage class the bucket's tier policy
+ * stands for (s3__lc_check_tier; docs/tiering.md); NoncurrentVersionTransition
+ * and Transitions in versioned buckets are refused with 501.
  *
  * The worker (one thread) passes over every bucket with a configuration
  * every interval_s, as a system principal of the bucket's tenant (it may
@@ -15,15 +16,20 @@
  * their Expiration (deleted; a delete marker in a versioned bucket),
  * noncurrent versions past NoncurrentVersionExpiration (beyond the newer
  * ones to keep), delete markers left alone (ExpiredObjectDeleteMarker), and
- * multipart uploads past AbortIncompleteMultipartUpload. It reads in pages
- * of `batch` entries and sleeps PAUSE_MS between them, and every deletion is
- * one core call (one group-commit op), so foreground requests interleave
- * with it; a crash leaves every deletion done or not, and the next pass
- * finishes the work. Days are `day_s` seconds (86400; a test aid makes them
- * shorter, see s3__lc_due). Its work is metadata only; every entry it reads
- * and every removal it makes is one metadata operation of the QoS system
- * class, admitted first through cfg.admit (which may sleep: this is the
- * worker's own thread), so an admin can cap it (qos_system_meta_iops).
+ * multipart uploads past AbortIncompleteMultipartUpload, and current objects
+ * past a Transition: once the uploader holds a confirmed copy of the content
+ * (it is told to copy the file now, whatever its delay), their local extents
+ * are freed (core_tier_evict, whatever the policy's eviction settings; pinned
+ * keys stay local). It reads in pages of `batch` entries and sleeps PAUSE_MS
+ * between them, and every deletion or eviction is one core call (one
+ * group-commit op), so foreground requests interleave with it; a crash
+ * leaves each done or not, and the next pass finishes the work. Days are
+ * `day_s` seconds (86400; a test aid makes them shorter, see s3__lc_due).
+ * Its work is metadata only (the uploader moves the bytes); every entry it
+ * reads and every removal or eviction it makes is one metadata operation of
+ * the QoS system class, admitted first through cfg.admit (which may sleep:
+ * this is the worker's own thread), so an admin can cap it
+ * (qos_system_meta_iops).
  * Thread: the ops on workers; the worker on its own thread. */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +45,8 @@
 #include "s3_server.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "tier_policy.h"
+#include "tier_upload.h"
 
 #define PAUSE_MS 20 /* between two batches of a pass */
 
@@ -78,10 +86,23 @@ static void put_lifecycle(struct s3_ctx *x)
         return;
     }
     if (s3__lc_has_transition(&lc)) {
-        s3__resp_err(x, SRV_ENOTSUPP,
-                     "lifecycle Transition needs the remote tier (issue 12), which this build "
-                     "does not have: no storage class to move data to");
-        return;
+        const char *tclass = s3__lc_tier_class(x->core, &x->p, x->bucket_ino);
+        struct core_bucket_vcfg vc;
+        bool versioned = core_bucket_vcfg_get(x->core, &x->p, x->bucket_ino, &vc) == 0 &&
+                         vc.versioning != CORE_VERS_NONE;
+        enum s3_err e = S3E_NONE;
+        rc = s3__lc_check_tier(&lc, tclass, versioned, &e, &why);
+        if (rc == -EINVAL && e == S3E_INVALID_STORAGE_CLASS && tclass)
+            why =
+                s3__arena_printf(x->a, "%s (this bucket's remote tier stands for %s)", why, tclass);
+        if (rc == -EINVAL) {
+            s3__resp_s3err(x, e, why);
+            return;
+        }
+        if (rc) {
+            s3__resp_err(x, rc, why);
+            return;
+        }
     }
     struct evbuffer *b = evbuffer_new();
     if (!b) {
@@ -130,6 +151,35 @@ const struct s3_op s3_op_delete_lifecycle = {.name = "DeleteBucketLifecycle",
                                              .qos = QOS_META,
                                              .work = delete_lifecycle};
 
+const char *s3__lc_tier_class(struct core *c, const struct core_principal *p, uint64_t bucket)
+{
+    void *blob = NULL;
+    size_t len = 0;
+    struct tier_policy pol;
+    const char *name = NULL;
+    if (core_bucket_blob_get(c, p, bucket, CORE_BLOB_TIER, &blob, &len) == 0 &&
+        tier_policy_decode(blob, len, &pol) == 0)
+        name = tier_sclass_name(pol.sclass);
+    free(blob);
+    return name;
+}
+
+const char *s3__storage_class(struct s3_ctx *x, uint64_t bucket, const struct core_attr *at,
+                              const char **cache)
+{
+    if (!(at->flags & CORE_A_EVICTED))
+        return "STANDARD";
+    const char *c = cache ? *cache : NULL;
+    if (!c) {
+        c = s3__lc_tier_class(x->core, &x->p, bucket);
+        if (!c)
+            c = "STANDARD";
+        if (cache)
+            *cache = c;
+    }
+    return c;
+}
+
 /* ---------------------------------------------------------------- the worker */
 
 struct s3_lifecycle {
@@ -152,6 +202,10 @@ struct lcpass {
     int64_t now;
     uint32_t seen; /* entries of the batch so far */
     unsigned deleted;
+    /* Transitions: the bucket's tier policy (tclass NULL: none, or not the rules' class) */
+    struct tier_policy pol;
+    const char *tclass;
+    unsigned transitioned, waiting;
 };
 
 static bool stopping(struct s3_lifecycle *w)
@@ -220,6 +274,72 @@ static void del(struct lcpass *s, const char *key, size_t klen, const char *vid,
     }
 }
 
+/* -- current objects: Transition (Days, Date) -- */
+
+/* Move @p e's bytes to the remote tier: once its copy there is confirmed, free its local
+ * extents (an eviction, whatever the policy's evict_after_s and watermarks); until then
+ * have the uploader copy it now. Pinned keys stay local. */
+static void transition(struct lcpass *s, const struct core_listent *e)
+{
+    const struct core_attr *at = &e->info->attr;
+    struct tier_upload *u = tier_upload_default();
+    struct tier_file_info ti;
+    if (!u || tier_policy_pinned(&s->pol, e->key, e->keylen) ||
+        tier_upload_state(u, s->bucket, at->ino, at->change, e->key, e->keylen, &ti) != 0 ||
+        ti.state == TIER_STATE_EVICTED)
+        return;
+    if (ti.state != TIER_STATE_UPLOADED) {
+        /* not copied yet (a new bucket policy shows after the uploader's next pass) */
+        tier_upload_hasten(u, s->bucket,
+                           (int64_t)at->ctime.tv_sec * 1000000000ll + at->ctime.tv_nsec);
+        s->waiting++;
+        return;
+    }
+    if (admit_op(s))
+        return;
+    uint64_t freed = 0;
+    int rc = core_tier_evict(s->w->core, at->ino, at->change, &freed);
+    if (rc == 0) {
+        s->transitioned++;
+        srv_log(DEBUG, S3,
+                "lifecycle: tenant=%u bucket=%" PRIu64 " transition to %s: %.*s (%" PRIu64
+                " bytes freed)",
+                s->p.tenant, s->bucket, s->tclass, (int)e->keylen, e->key, freed);
+    } else if (rc == -EAGAIN) {
+        s->waiting++; /* inline, being written, its ETag pending: a later pass */
+    } else if (rc != SRV_ESTALE) {
+        srv_log(WARN, S3, "lifecycle: tenant=%u bucket=%" PRIu64 " transition of %.*s: %s",
+                s->p.tenant, s->bucket, (int)e->keylen, e->key, srv_strerror(rc));
+    }
+}
+
+/* Is a Transition of an enabled rule due for @p e (tags: loaded as needed)? */
+static bool transition_due(struct lcpass *s, const struct core_listent *e, struct s3_meta *tags,
+                           bool *loaded)
+{
+    const struct core_objinfo *oi = e->info;
+    for (size_t i = 0; i < s->lc.n; i++) {
+        const struct s3_lc_rule *r = &s->lc.rules[i];
+        if (!r->ntrans)
+            continue;
+        if (r->ntags && !*loaded) {
+            tags_of(s, e->key, e->keylen, NULL, tags);
+            *loaded = true;
+        }
+        if (!s3__lc_match(r, e->key, e->keylen, oi->attr.size, *loaded ? tags : NULL))
+            continue;
+        for (size_t j = 0; j < r->ntrans; j++) {
+            const struct s3_lc_trans *t = &r->trans[j];
+            if (strcmp(t->sclass, s->tclass) != 0)
+                continue;
+            if (t->date ? s->now >= t->date
+                        : s3__lc_due(oi->attr.mtime.tv_sec, t->days, s->now, s->w->cfg.day_s))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* -- current objects: Expiration (Days, Date) -- */
 
 struct curpage {
@@ -256,9 +376,11 @@ static int cur_cb(void *arg, const struct core_listent *e)
                        : s->now >= r->exp_date;
         if (due) {
             del(s, e->key, e->keylen, NULL, "expiration");
-            break;
+            return pace(s) ? (pg->stop = true) : 0;
         }
     }
+    if (s->tclass && !(oi->attr.flags & CORE_A_EVICTED) && transition_due(s, e, &tags, &loaded))
+        transition(s, e);
     return pace(s) ? (pg->stop = true) : 0;
 }
 
@@ -392,6 +514,25 @@ static int mpu_cb(void *arg, const struct core_mpu_info *u)
     return pace(s) ? 1 : 0;
 }
 
+/* The bucket's tier policy, for its Transitions (s->tclass stays NULL without one: the
+ * policy was removed after the configuration was put; warned once per pass). */
+static void trans_setup(struct lcpass *s)
+{
+    void *blob = NULL;
+    size_t len = 0;
+    int rc = core_bucket_blob_get(s->w->core, &s->p, s->bucket, CORE_BLOB_TIER, &blob, &len);
+    if (rc == 0)
+        rc = tier_policy_decode(blob, len, &s->pol);
+    free(blob);
+    if (rc == 0)
+        s->tclass = tier_sclass_name(s->pol.sclass);
+    if (!s->tclass)
+        srv_log(WARN, S3,
+                "lifecycle: tenant=%u bucket=%" PRIu64 ": Transition rules but no tier "
+                "policy: nothing transitioned",
+                s->p.tenant, s->bucket);
+}
+
 static int bucket_pass(void *arg, uint32_t tenant, uint64_t bucket, const void *val, size_t len)
 {
     struct s3_lifecycle *w = arg;
@@ -409,16 +550,22 @@ static int bucket_pass(void *arg, uint32_t tenant, uint64_t bucket, const void *
         s3__arena_fini(&a);
         return 0;
     }
-    bool cur = false, ver = false, mpu = false;
+    bool cur = false, ver = false, mpu = false, trans = false;
     for (size_t i = 0; i < s.lc.n; i++) {
         const struct s3_lc_rule *r = &s.lc.rules[i];
         cur |= r->enabled && (r->exp_days || r->exp_date);
+        trans |= r->enabled && r->ntrans;
         ver |= r->enabled && (r->nc_days || r->exp_dmarker == 1);
         mpu |= r->enabled && r->abort_days;
     }
     struct core_bucket_vcfg vc;
     if (core_bucket_vcfg_get(w->core, &s.p, bucket, &vc) == 0 && vc.versioning == CORE_VERS_NONE)
         ver = false;
+    else
+        trans = false; /* versioned since: the tier does not evict versions */
+    if (trans)
+        trans_setup(&s);
+    cur |= s.tclass != NULL;
     if (cur)
         pass_current(&s);
     if (ver && !stopping(w))
@@ -428,6 +575,16 @@ static int bucket_pass(void *arg, uint32_t tenant, uint64_t bucket, const void *
     if (s.deleted)
         srv_log(INFO, S3, "lifecycle: tenant=%u bucket=%" PRIu64 ": %u deleted or aborted", tenant,
                 bucket, s.deleted);
+    if (s.transitioned)
+        srv_log(INFO, S3,
+                "lifecycle: tenant=%u bucket=%" PRIu64 ": %u transitioned to %s, %u waiting for "
+                "their remote copy",
+                tenant, bucket, s.transitioned, s.tclass, s.waiting);
+    else if (s.waiting)
+        srv_log(DEBUG, S3,
+                "lifecycle: tenant=%u bucket=%" PRIu64 ": %u waiting for their remote copy to "
+                "transition to %s",
+                tenant, bucket, s.waiting, s.tclass);
     s3__arena_fini(&a);
     return stopping(w) ? 1 : 0;
 }

@@ -427,6 +427,7 @@ struct list_state {
     size_t lastlen;
     bool last_is_prefix;
     struct s3_owner_cache oc;
+    const char *sclass; /* the bucket's tier class, once looked up */
 };
 
 void s3__list_text(bool url, struct evbuffer *b, const char *tag, const char *s, size_t n)
@@ -478,7 +479,7 @@ static int list_cb(void *arg, const struct core_listent *e)
     if (st->owner)
         s3__owner_xml(x, b, x->b.cfg.ownership == S3_OWN_ENFORCED ? x->b.attr.uid : oi->attr.uid,
                       &st->oc);
-    evbuffer_add_printf(b, "<StorageClass>STANDARD</StorageClass>");
+    s3__xml_elem(b, "StorageClass", s3__storage_class(x, x->bucket_ino, &oi->attr, &st->sclass));
     evbuffer_add_printf(b, "</Contents>");
     return 0;
 }

@@ -701,6 +701,12 @@ static void get_respond(struct s3_ctx *x, const struct obj *o, const char *data)
                         o->dir ? "application/x-directory" : "binary/octet-stream");
     user_meta_resp(x, &o->meta);
     tier_state_resp(x, o);
+    if (o->info.attr.flags & CORE_A_EVICTED) {
+        /* AWS sends it for every class but STANDARD */
+        const char *sc = s3__storage_class(x, x->b.ino, &o->info.attr, NULL);
+        if (strcmp(sc, "STANDARD") != 0)
+            s3__resp_header(x, "x-amz-storage-class", "%s", sc);
+    }
     size_t ntags = s3__meta_count(&o->meta, S3_M_TAG);
     if (ntags)
         s3__resp_header(x, "x-amz-tagging-count", "%zu", ntags);
@@ -1753,7 +1759,7 @@ static void get_attributes(struct s3_ctx *x)
     if ((mask & 4) && cnt && strchr(o.etag, '-') && (!petag || strcmp(petag->val, o.etag) == 0))
         evbuffer_add_printf(b, "<ObjectParts><PartsCount>%s</PartsCount></ObjectParts>", cnt->val);
     if (mask & 8)
-        s3__xml_elem(b, "StorageClass", "STANDARD");
+        s3__xml_elem(b, "StorageClass", s3__storage_class(x, x->b.ino, &o.info.attr, NULL));
     if (mask & 16)
         s3__xml_elem_u64(b, "ObjectSize", o.info.attr.size);
     evbuffer_add_printf(b, "</GetObjectAttributesResponse>\n");

@@ -411,6 +411,7 @@ struct vlist {
     const char *lastvid;
     bool last_is_prefix;
     struct s3_owner_cache oc;
+    const char *sclass; /* the bucket's tier class, once looked up */
 };
 
 static int version_cb(void *arg, const struct core_listent *e)
@@ -439,10 +440,10 @@ static int version_cb(void *arg, const struct core_listent *e)
                         oi->vid, oi->latest ? "true" : "false", iso);
     if (!oi->dmarker) {
         bool dir = oi->attr.type == CORE_DIR;
-        evbuffer_add_printf(b,
-                            "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>"
-                            "<StorageClass>STANDARD</StorageClass>",
+        evbuffer_add_printf(b, "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>",
                             dir ? S3_EMPTY_MD5 : oi->etag, dir ? 0 : oi->attr.size);
+        s3__xml_elem(b, "StorageClass",
+                     s3__storage_class(x, x->bucket_ino, &oi->attr, &st->sclass));
     }
     s3__owner_xml(x, b, x->b.cfg.ownership == S3_OWN_ENFORCED ? x->b.attr.uid : oi->attr.uid,
                   &st->oc);

@@ -240,6 +240,10 @@ static void qos_go(void *arg, int err)
     struct s3_conn *c = x->conn;
     x->qos.waiting = false;
     x->qos.err = err;
+    if (err == SRV_ETHROTTLE) {
+        x->qos.refused = true;
+        qos_last_refusal(&x->qos.refusal);
+    }
     if (x->qos.sync) { /* inside qos_admit_piece: s3__qos_admit_piece reports it */
         x->qos.now = true;
         return;
@@ -254,7 +258,7 @@ static void qos_go(void *arg, int err)
 /* Where a request's bytes of class @p cls land, for the bucket and directory
  * levels of QoS: the request's bucket and key, except the read side of a copy
  * in progress, which reads its source. */
-static void ctx_scope(const struct s3_ctx *x, enum qos_class cls, struct qos_scope *sc)
+static void ctx_scope(struct s3_ctx *x, enum qos_class cls, struct qos_scope *sc)
 {
     memset(sc, 0, sizeof(*sc));
     if (cls == QOS_READ && x->copy.active && !x->copy.finished && x->copy.src_bucket) {
@@ -268,6 +272,7 @@ static void ctx_scope(const struct s3_ctx *x, enum qos_class cls, struct qos_sco
     sc->bucketlen = x->rt.bucketlen;
     sc->key = x->rt.key;
     sc->keylen = x->rt.keylen;
+    sc->memo = &x->qos.memo; /* looked up once per request */
 }
 
 /* The one place s3api asks QoS (with the request's scope: ctx_scope): admit a
@@ -299,6 +304,10 @@ int s3__qos_admit_piece(struct s3_ctx *x, enum qos_class cls, uint64_t bytes, bo
     x->qos.sync = false;
     if (rc) {
         x->qos.waiting = false;
+        if (rc == SRV_ETHROTTLE) {
+            x->qos.refused = true;
+            qos_last_refusal(&x->qos.refusal);
+        }
         return rc;
     }
     if (!x->qos.now)
@@ -319,6 +328,15 @@ bool s3__qos_applies(struct s3_ctx *x, enum qos_class cls)
     return qos_applies_at(q, &x->p, &sc, cls);
 }
 
+const char *s3__qos_why(struct s3_ctx *x)
+{
+    char what[160] = "a QoS limit was reached";
+    if (x->qos.refused)
+        qos_refusal_format(&x->qos.refusal, what, sizeof(what));
+    snprintf(x->qos.why, sizeof(x->qos.why), "please reduce your request rate (QoS: %s)", what);
+    return x->qos.why;
+}
+
 void s3__qos_piece_got(struct s3_ctx *x)
 {
     x->qos.credit += x->qos.piece;
@@ -329,8 +347,7 @@ void s3__qos_piece_got(struct s3_ctx *x)
 static void ctx_admit_done(struct s3_ctx *x)
 {
     if (x->qos.err) {
-        s3__resp_err(x, SRV_ETHROTTLE,
-                     "please reduce your request rate (the tenant's QoS limit was reached)");
+        s3__resp_err(x, SRV_ETHROTTLE, s3__qos_why(x));
         s3__resp_send(x);
         return;
     }
@@ -352,8 +369,7 @@ void s3__ctx_admit(struct s3_ctx *x, enum qos_class cls, uint64_t bytes,
     int rc = s3__qos_admit_piece(x, cls, ask, false, ctx_admit_done);
     if (rc < 0) {
         /* next never runs: answer here */
-        s3__resp_err(x, SRV_ETHROTTLE,
-                     "please reduce your request rate (the tenant's QoS queue is full)");
+        s3__resp_err(x, SRV_ETHROTTLE, s3__qos_why(x));
         s3__resp_send(x);
         return;
     }
@@ -395,8 +411,7 @@ static void copy_piece_got(struct s3_ctx *x)
 static void copy_piece_go(struct s3_ctx *x)
 {
     if (x->qos.err) {
-        copy_fail(x, SRV_ETHROTTLE,
-                  "please reduce your request rate (the tenant's QoS limit was reached)");
+        copy_fail(x, SRV_ETHROTTLE, s3__qos_why(x));
         return;
     }
     copy_piece_got(x);
@@ -445,8 +460,7 @@ static void copy_pump(struct s3_ctx *x)
         if (rc == 0)
             return; /* copy_piece_go goes on */
         if (rc < 0) {
-            copy_fail(x, SRV_ETHROTTLE,
-                      "please reduce your request rate (the tenant's QoS queue is full)");
+            copy_fail(x, SRV_ETHROTTLE, s3__qos_why(x));
             return;
         }
         copy_piece_got(x);

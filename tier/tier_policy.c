@@ -20,11 +20,33 @@ static uint16_t get16(const uint8_t *p)
     return (uint16_t)(p[0] << 8 | p[1]);
 }
 
+static const char *const sclass_names[TIER_SC__COUNT] = {
+    "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE",
+};
+
+const char *tier_sclass_name(unsigned sc)
+{
+    return sc < TIER_SC__COUNT ? sclass_names[sc] : NULL;
+}
+
+int tier_sclass_parse(const char *name)
+{
+    for (unsigned i = 0; name && i < TIER_SC__COUNT; i++)
+        if (strcmp(name, sclass_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
 int tier_policy_validate(const struct tier_policy *p, char *why, size_t whylen)
 {
     if (p->remote == 0) {
         if (why)
             snprintf(why, whylen, "a remote is required");
+        return -EINVAL;
+    }
+    if (p->sclass >= TIER_SC__COUNT) {
+        if (why)
+            snprintf(why, whylen, "unknown storage class code %u", p->sclass);
         return -EINVAL;
     }
     if (p->upload_after_s > TIER_UPLOAD_AFTER_MAX) {
@@ -75,6 +97,7 @@ size_t tier_policy_encode(const struct tier_policy *p, uint8_t out[TIER_POLICY_M
 {
     memset(out, 0, TIER_POLICY_LEN);
     out[0] = 1;
+    out[2] = p->sclass;
     meta_be32_put(out + 4, p->remote);
     meta_be32_put(out + 8, p->upload_after_s);
     if (!tier_policy_evicts(p) && p->npins == 0)
@@ -104,6 +127,7 @@ int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out)
     if (b[0] > TIER_POLICY_VERSION)
         return SRV_EBADVERSION;
     memset(out, 0, sizeof(*out));
+    out->sclass = b[2];
     out->remote = meta_be32_get(b + 4);
     out->upload_after_s = meta_be32_get(b + 8);
     if (b[0] >= 2) {

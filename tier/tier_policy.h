@@ -4,8 +4,10 @@
  *
  * Stored form (the core keeps it as the bucket's blob CORE_BLOB_TIER, i.e.
  * bucketcfg kind 3; docs/on-disk-format.md), TIER_POLICY_LEN bytes:
- *   u8 version (1 or 2) | u8 flags (0) | be16 0 | be32 remote id |
- *   be32 upload_after_s | be32 0
+ *   u8 version (1 or 2) | u8 flags (0) | u8 storage class (TIER_SC_*; 0:
+ *   STANDARD_IA, what a policy stood for before the byte was used: builds that
+ *   do not know it read it as the reserved 0 it was and ignore it) | u8 0 |
+ *   be32 remote id | be32 upload_after_s | be32 0
  * then, in version 2 (written only when a field of eviction is set):
  *   be32 evict_after_s | be16 high watermark | be16 low watermark
  *   (hundredths of a percent of the store's capacity; 0: none) |
@@ -29,8 +31,26 @@
 #define TIER_UPLOAD_AFTER_DEFAULT 60       /* seconds */
 #define TIER_UPLOAD_AFTER_MAX (30 * 86400) /* 30 days */
 
+/* The S3 storage class a bucket's remote tier stands for: the one name a lifecycle
+ * Transition of the bucket may give (docs/tiering.md). Stored as its code. */
+enum tier_sclass {
+    TIER_SC_STANDARD_IA = 0, /* the default */
+    TIER_SC_ONEZONE_IA,
+    TIER_SC_INTELLIGENT_TIERING,
+    TIER_SC_GLACIER_IR,
+    TIER_SC_GLACIER,
+    TIER_SC_DEEP_ARCHIVE,
+    TIER_SC__COUNT
+};
+/** The S3 name of storage class @p sc ("STANDARD_IA"...), or NULL (no such code). */
+const char *tier_sclass_name(unsigned sc);
+/** The code of S3 storage class name @p name. @return it, or -1 (not one a remote may
+ * stand for). */
+int tier_sclass_parse(const char *name);
+
 struct tier_policy {
     uint32_t remote;         /* the remote's id (nonzero) */
+    uint8_t sclass;          /* enum tier_sclass: the storage class the remote stands for */
     uint32_t upload_after_s; /* upload once a file has been unchanged this long */
     /* eviction (all 0: never evict) */
     uint32_t

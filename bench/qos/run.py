@@ -66,16 +66,44 @@ def admin(d, method, path, body=None):
         return json.loads(raw) if raw else None
 
 
+class Body:
+    """A request body of @p size bytes made of @p data repeated, read as it is
+    sent: no copy of the whole object is built (a 256 MiB body took seconds of
+    memcpy and page faults under the GIL, inside the writer's timed window)."""
+
+    def __init__(self, data, size):
+        self.data, self.size, self.pos = memoryview(data), size, 0
+
+    def seek(self, pos):
+        self.pos = pos
+
+    def read(self, n=-1):
+        left = self.size - self.pos
+        if n < 0 or n > left:
+            n = left
+        off = self.pos % len(self.data)
+        chunk = self.data[off:off + min(n, len(self.data) - off)]
+        self.pos += len(chunk)
+        return chunk
+
+
+def http_conn(netloc):
+    return http.client.HTTPConnection(netloc, timeout=120, blocksize=256 * KiB)
+
+
 def http_do(conns, url, method="GET", body=None):
     """One request on a keep-alive connection per host:port; @return the body's length."""
     u = urllib.parse.urlsplit(url)
     c = conns.get(u.netloc)
     if c is None:
-        c = conns[u.netloc] = http.client.HTTPConnection(u.netloc, timeout=120)
+        c = conns[u.netloc] = http_conn(u.netloc)
     path = u.path + ("?" + u.query if u.query else "")
+    hdrs = {"Content-Length": str(body.size)} if isinstance(body, Body) else {}
     for attempt in range(5):
         try:
-            c.request(method, path, body=body)
+            if isinstance(body, Body):
+                body.seek(0)
+            c.request(method, path, body=body, headers=hdrs)
             r = c.getresponse()
             data = r.read()
             if r.status == 503:  # SlowDown: QoS asked us to come back
@@ -86,7 +114,7 @@ def http_do(conns, url, method="GET", body=None):
             return len(data)
         except (http.client.HTTPException, ConnectionError):
             c.close()
-            c = conns[u.netloc] = http.client.HTTPConnection(u.netloc, timeout=120)
+            c = conns[u.netloc] = http_conn(u.netloc)
     raise RuntimeError(f"{method} {u.path}: throttled 5 times")
 
 
@@ -122,20 +150,36 @@ def reader_proc(urls, nthreads, secs, stop_evt, out_q):
 
 def writer_proc(nfs_port, put_urls, nfs_names, size, out_q):
     """S3 writers PUT one object each; NFS writers write one file each in run/.
-    Puts (bytes, seconds)."""
+    Every writer first gets ready (S3: its connection; NFS: MOUNT, LOOKUPs,
+    CREATE), then all start together: the writer's time runs from that common
+    start to the end of the last one, so that it measures the server's
+    admission, not the client's set-up (which, in one Python process next to
+    a busy reader, took 1-2 s). Puts (bytes, seconds, errors)."""
     from rpc3 import RpcConn
     data = os.urandom(min(size, 8 * MiB))
-    t0 = time.monotonic()
+    nthreads = len(put_urls) + len(nfs_names)
+    ready = threading.Barrier(nthreads + 1)
+    t0 = [0.0]
+    ends = []
     errs = []
     ok = []
 
     def s3w(url):
         try:
-            body = (data * (size // len(data) + 1))[:size]
-            http_do({}, url, "PUT", body)
+            u = urllib.parse.urlsplit(url)
+            conns = {u.netloc: http_conn(u.netloc)}
+            conns[u.netloc].connect()
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errs.append(repr(e))
+            ready.wait()
+            return
+        ready.wait()
+        try:
+            http_do(conns, url, "PUT", Body(data, size))
             ok.append(size)
         except Exception as e:  # noqa: BLE001 (reported below)
             errs.append(repr(e))
+        ends.append(time.monotonic())
 
     def nfsw(name):
         try:
@@ -147,6 +191,12 @@ def writer_proc(nfs_port, put_urls, nfs_names, size, out_q):
             assert st == 0, st
             st, fh = c.create(d, name)
             assert st == 0, st
+        except Exception as e:  # noqa: BLE001
+            errs.append(repr(e))
+            ready.wait()
+            return
+        ready.wait()
+        try:
             chunk = 256 * KiB
             for off in range(0, size, chunk):
                 piece = data[off % len(data):off % len(data) + chunk]
@@ -160,14 +210,31 @@ def writer_proc(nfs_port, put_urls, nfs_names, size, out_q):
             ok.append(size)
         except Exception as e:  # noqa: BLE001
             errs.append(repr(e))
+        ends.append(time.monotonic())
 
     th = [threading.Thread(target=s3w, args=(u,)) for u in put_urls]
     th += [threading.Thread(target=nfsw, args=(n,)) for n in nfs_names]
     for t in th:
         t.start()
+    ready.wait()
+    t0[0] = time.monotonic()
     for t in th:
         t.join()
-    out_q.put((sum(ok), time.monotonic() - t0, errs))  # bytes of the writers that finished
+    end = max(ends) if ends else time.monotonic()
+    out_q.put((sum(ok), end - t0[0], errs))  # bytes of the writers that finished
+
+
+def dir_admitted(d):
+    """Write bytes admitted so far through directory-level policies (the
+    daemon's metrics; 0 before one is set)."""
+    with urllib.request.urlopen(d.admin_endpoint + "/metrics", timeout=30) as r:
+        text = r.read().decode()
+    n = 0
+    for ln in text.splitlines():
+        if (ln.startswith("s3nfs_qos_admitted_bytes_total{") and 'level="dir"' in ln
+                and 'class="write"' in ln):
+            n += int(ln.rsplit(" ", 1)[1])
+    return n
 
 
 def phase(d, s3, a, urls, tag, writer):
@@ -191,8 +258,19 @@ def phase(d, s3, a, urls, tag, writer):
     if wp:
         wp.start()
     wres = None
+    samples = []  # (time, bytes the directory level admitted), once a second
     if wp:
+        done = threading.Event()
+
+        def poll():
+            while not done.wait(1.0 if samples else 0):
+                samples.append((time.monotonic(), dir_admitted(d)))
+
+        pt = threading.Thread(target=poll)
+        pt.start()
         wres = wq.get()
+        done.set()
+        pt.join()
         wp.join()
         stop.set()
     n, nb, secs = q.get()
@@ -205,6 +283,12 @@ def phase(d, s3, a, urls, tag, writer):
             if o["Key"] != "run/":
                 s3.delete_object(Bucket="ckpt", Key=o["Key"])
     wbps = wres[0] / wres[1] if wres else None
+    win = [(b1 - b0) / (t1 - t0) for (t0, b0), (t1, b1) in zip(samples, samples[1:])][1:-1]
+    if win and max(win) > 0:  # the first and last windows are partial
+        win.sort()
+        print(f"  {tag:6s}: server, directory level: 1 s windows median "
+              f"{win[len(win) // 2] / MiB:.1f} MiB/s, min {win[0] / MiB:.1f}, max "
+              f"{win[-1] / MiB:.1f} ({len(win)} windows)", flush=True)
     print(f"  {tag:6s}: reader {rate:8.1f} samples/s ({nb / secs / MiB:6.1f} MiB/s, {secs:5.1f} s)"
           + (f"; writer {wbps / MiB:6.1f} MiB/s ({wres[0] / MiB:.0f} MiB in {wres[1]:.1f} s)"
              if wres else ""), flush=True)

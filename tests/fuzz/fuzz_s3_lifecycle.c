@@ -4,7 +4,8 @@
  * parser accepts is written in its canonical form, which must parse again
  * and write the same bytes (what is stored is always readable: the worker
  * and GET parse it back); each rule is then matched and timed against a few
- * objects without crashing.
+ * objects without crashing, and its Transitions checked against a few remote
+ * tiers (s3__lc_check_tier: every refusal says why, with an S3 code).
  * Input: the document. */
 #include <errno.h>
 #include <stdbool.h>
@@ -52,6 +53,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sink = s3__lc_due(0, lc.rules[i].exp_days, 1 << 30, 86400);
             sink = s3__lc_due(1, lc.rules[i].nc_days, 0, 2);
             (void)sink;
+        }
+        /* the Transitions against a remote tier's class: an answer that says why */
+        static const char *const tiers[] = {NULL, "GLACIER", "STANDARD_IA"};
+        for (size_t i = 0; i < 6; i++) {
+            enum s3_err e = S3E_NONE;
+            const char *tw = NULL;
+            int tr = s3__lc_check_tier(&lc, tiers[i % 3], i >= 3, &e, &tw);
+            if (tr != 0 &&
+                (!tw || (tr != SRV_ENOTSUPP && tr != -EINVAL) ||
+                 (tr == -EINVAL && e != S3E_INVALID_STORAGE_CLASS && e != S3E_INVALID_REQUEST)))
+                __builtin_trap();
+            if (tr == 0 && s3__lc_has_transition(&lc) && (!tiers[i % 3] || i >= 3))
+                __builtin_trap(); /* a Transition needs a tier and no versioning */
         }
         evbuffer_free(b1);
         evbuffer_free(b2);

@@ -153,6 +153,30 @@ def test_nfs_meta_iops_beside_sliced_write(qd, nfs):
     check_rate(MiB, res["t"], 512 * KiB, "WRITE 1 MiB beside metadata calls")
 
 
+def test_long_single_write_holds_a_directory_cap(qd, nfs):
+    """One 1 MiB WRITE (about 2 s) into a directory with a write cap of 512 KiB/s
+    and nothing else capped: it gets the cap within -10 % / +5 % (the issue's
+    +-5 %, with room below for a loaded machine)."""
+    c, _, bucket, _ = nfs
+    st, b = c.lookup(c.mnt("/")[1][0], bucket)
+    assert st == 0
+    st, d = c.mkdir(b, "ckpt")[:2]
+    assert st == 0, st
+    st, fh = c.create(d, "long")
+    assert st == 0, st
+    cap = 512 * KiB
+    path = f"/api/v1/tenants/1/buckets/{bucket}/qos?dir=ckpt"
+    assert admin(qd, "PUT", path, {"write_bps": cap, "burst_ms": BURST_MS}) == 200
+    try:
+        t, (st, _) = timed(c.write, fh, 0, os.urandom(MiB))
+        assert st == 0
+        burst = cap * BURST_MS / 1000
+        assert (MiB - burst) / t <= 1.05 * cap, f"{MiB} B in {t:.2f} s is over the cap of {cap}"
+        assert MiB / t >= 0.9 * cap, f"{MiB} B in {t:.2f} s: under the cap of {cap} B/s"
+    finally:
+        admin(qd, "DELETE", path)
+
+
 def test_s3_and_nfs_share_one_budget(qd, nfs):
     """An S3 PUT and an NFS WRITE of the same tenant at once share its write cap."""
     c, fh, bucket, _ = nfs

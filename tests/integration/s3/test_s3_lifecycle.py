@@ -5,8 +5,9 @@ seconds; lifecycle_interval_s=1): Put/Get/DeleteBucketLifecycleConfiguration
 and their validation, filters (prefix, tags, sizes, And), Expiration (days,
 date, expired delete markers), NoncurrentVersionExpiration (days, newer
 noncurrent versions), AbortIncompleteMultipartUpload, object lock respected,
-and Transition refused while there is no remote tier
-(docs/s3-compatibility.md, "Lifecycle")."""
+Transition refused in a bucket without a tier policy, NoncurrentVersionTransition
+refused (docs/s3-compatibility.md, "Lifecycle"; Transitions that fire:
+tests/integration/tier/test_tier_lifecycle.py)."""
 import datetime
 import itertools
 import json
@@ -114,12 +115,19 @@ def test_configuration_roundtrip_and_validation(s3):
         put_rules(s3, b, {"ID": "x", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 1}},
                   {"ID": "x", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 2}})
     assert err(e) == ("InvalidArgument", 400)
-    # Transition: no remote tier in this build
+    # Transition: this bucket has no tier policy (tests/integration/tier/
+    # test_tier_lifecycle.py: with one); NoncurrentVersionTransition is not built
     with pytest.raises(ClientError) as e:
         put_rules(s3, b, {"ID": "t", "Status": "Enabled", "Filter": {},
                           "Transitions": [{"Days": 30, "StorageClass": "GLACIER"}]})
+    assert err(e) == ("InvalidRequest", 400)
+    assert "tier policy" in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as e:
+        put_rules(s3, b, {"ID": "t", "Status": "Enabled", "Filter": {},
+                          "NoncurrentVersionTransitions": [{"NoncurrentDays": 30,
+                                                            "StorageClass": "GLACIER"}]})
     assert err(e) == ("NotImplemented", 501)
-    assert "remote tier" in e.value.response["Error"]["Message"]
+    assert "NoncurrentVersionTransition" in e.value.response["Error"]["Message"]
     with pytest.raises(ClientError) as e:
         s3.get_bucket_lifecycle_configuration(Bucket=b)
     assert err(e)[1] == 404, "a refused configuration must not be stored"

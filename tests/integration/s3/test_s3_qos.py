@@ -127,6 +127,43 @@ def test_put_shaped_then_small_not_delayed(qd):
     policy(qd)
 
 
+def test_long_single_put_holds_a_directory_cap(qd):
+    """One long PUT (8 MiB, about 2 s) under a directory's write cap, timed from
+    its first byte sent to its answer: it gets the cap within -10 % / +5 %
+    (the issue's +-5 %, with room below for a loaded machine), and the
+    directory level is charged for every byte. The bench's 8 x 256 MiB writer
+    measures the same over a minute (bench/qos)."""
+    cap = 4 * MiB
+    s3 = qd.boto3()
+    s3.put_object(Bucket="shape", Key="ckpt/", Body=b"")
+    path = "/api/v1/tenants/1/buckets/shape/qos?dir=ckpt"
+    policy(qd, path, write_bps=cap)
+    body = os.urandom(8 * MiB)
+    req = signed_request(qd, "PUT", "/shape/ckpt/long", body=body)[0]
+    s = connect(qd)
+    try:
+        t0 = time.monotonic()
+        s.sendall(req)
+        st, _, _ = read_response(s)
+        secs = time.monotonic() - t0
+    finally:
+        s.close()
+    assert st == 200
+    burst = cap * BURST_MS / 1000
+    assert (len(body) - burst) / secs <= 1.05 * cap, \
+        f"{len(body)} B in {secs:.2f} s is over the cap of {cap} B/s"
+    assert len(body) / secs >= 0.9 * cap, \
+        f"{len(body)} B in {secs:.2f} s: the server delivered under its cap of {cap} B/s"
+    with urllib.request.urlopen(qd.admin_endpoint + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    got = [int(ln.rsplit(" ", 1)[1]) for ln in text.splitlines()
+           if ln.startswith("s3nfs_qos_admitted_bytes_total{") and 'level="dir"' in ln
+           and 'class="write"' in ln]
+    assert got and got[0] >= len(body), got
+    policy(qd, path)
+    s3.delete_object(Bucket="shape", Key="ckpt/long")
+
+
 def test_get_shaped_then_small_not_delayed(qd):
     s3 = qd.boto3()
     policy(qd, read_bps=2 * MiB)

@@ -322,6 +322,31 @@ def test_throttled_answers_slowdown_with_retry_after_and_jukebox(daemon_factory)
                 retry_after = e.response["ResponseMetadata"]["HTTPHeaders"].get("retry-after")
         assert 503 in codes, codes
         assert retry_after == "1"
+        # The message names the level that throttled and its id, as the metrics do:
+        # the bucket here, a directory under a looser bucket and tenant below.
+        b_ino = adm.get(f"/tenants/{ten.id}/buckets/slow/qos")["bucket_ino"]
+        msgs = []
+        for _ in range(4):
+            try:
+                s3.list_objects_v2(Bucket="slow")
+            except ClientError as e:
+                msgs.append(e.response["Error"]["Message"])
+        want = f"QoS: the metadata limit of bucket {b_ino} of tenant {ten.id} was reached"
+        assert msgs and all(want in m for m in msgs), (want, msgs)
+        s3.create_bucket(Bucket="fast")
+        s3.put_object(Bucket="fast", Key="ckpt/", Body=b"")
+        adm.put(f"/tenants/{ten.id}/qos", {"write_iops": 1000})
+        adm.put(f"/tenants/{ten.id}/buckets/fast/qos", {"write_iops": 1000})
+        dp = adm.put(f"/tenants/{ten.id}/buckets/fast/qos?dir=ckpt", {"write_iops": 1})
+        msgs = []
+        for i in range(4):
+            try:
+                s3.put_object(Bucket="fast", Key=f"ckpt/{i}", Body=b"x")
+            except ClientError as e:
+                msgs.append(e.response["Error"]["Message"])
+        want = f"QoS: the write limit of dir {dp['dir_ino']} of tenant {ten.id} was reached"
+        assert msgs and all(want in m for m in msgs), (want, msgs)
+        assert "tenant's QoS" not in " ".join(msgs)
         with Nfs(dd, timeout=20) as c:
             st, fh = c.mount("/qthrottle")
             assert st == 0

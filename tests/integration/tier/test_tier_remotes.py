@@ -159,7 +159,7 @@ def test_tenant_isolation_and_policies(d, rgw, rbucket):
     pol.pop("uploads")
     assert pol == {"bucket": "abkt", "remote": ra["id"], "remote_name": "mine",
                    "remote_tenant": a.id, "upload_after_s": 5, "evict_after_s": 0,
-                   "evict_watermark": None, "pin_prefixes": []}
+                   "evict_watermark": None, "pin_prefixes": [], "storage_class": "STANDARD_IA"}
 
     def policy(adm_, t, b):
         p = adm_.get(f"/tenants/{t}/buckets/{b}/tier")

@@ -24,7 +24,12 @@
 #include "srv_err.h"
 #include "srv_metrics.h"
 
-/* qos is opened without a core here; these satisfy the linker only. */
+/* qos is opened without a core here (most tests); these satisfy the linker.
+ * With fake_core set (test_scope_memo), a "core" that stores nothing and
+ * knows bucket 100 with directory "a" (200) in it, counting lookups. */
+static bool fake_core;
+static int n_bucket_lookups, n_lookups;
+
 struct meta_env *core_meta(struct core *c)
 {
     return NULL;
@@ -32,16 +37,16 @@ struct meta_env *core_meta(struct core *c)
 int meta_record_put(struct meta_env *m, enum meta_rec_table t, const void *key, size_t klen,
                     const void *val, size_t vlen, unsigned flags)
 {
-    return -ENOSYS;
+    return fake_core ? 0 : -ENOSYS;
 }
 int meta_record_del(struct meta_env *m, enum meta_rec_table t, const void *key, size_t klen)
 {
-    return -ENOSYS;
+    return fake_core ? 0 : -ENOSYS;
 }
 int meta_record_scan(struct meta_env *m, enum meta_rec_table t, const void *start, size_t slen,
                      meta_record_cb cb, void *arg)
 {
-    return -ENOSYS;
+    return fake_core ? 0 : -ENOSYS;
 }
 
 /* Scope resolution needs a core; these tests pass resolved scopes instead. */
@@ -53,12 +58,24 @@ int core_getattr(struct core *c, const struct core_principal *p, uint64_t ino, u
 int core_bucket_lookup(struct core *c, const struct core_principal *p, const char *name,
                        size_t namelen, struct core_attr *out)
 {
-    return -ENOENT;
+    if (!fake_core)
+        return -ENOENT;
+    n_bucket_lookups++;
+    memset(out, 0, sizeof(*out));
+    out->ino = 100;
+    out->type = CORE_DIR;
+    return 0;
 }
 int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, const char *name,
                 size_t namelen, struct core_attr *out)
 {
-    return -ENOENT;
+    if (!fake_core || dir != 100 || namelen != 1 || name[0] != 'a')
+        return -ENOENT;
+    n_lookups++;
+    memset(out, 0, sizeof(*out));
+    out->ino = 200;
+    out->type = CORE_DIR;
+    return 0;
 }
 
 struct rec {
@@ -1165,6 +1182,151 @@ static void test_system_drain(void **state)
     qos_close(q);
 }
 
+/* A refusal names what held the request back: the level and its id (a
+ * directory under a loose bucket and tenant; the tenant itself), or the
+ * tenant's full queue (qos_last_refusal, qos_refusal_format). */
+struct why_rec {
+    int err;
+    int n;
+    struct qos_refusal why;
+};
+
+static void go_why(void *arg, int err)
+{
+    struct why_rec *w = arg;
+    w->err = err;
+    w->n++;
+    if (err)
+        qos_last_refusal(&w->why);
+}
+
+static void test_refusal_names_the_level(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos *q = mk(1, 0); /* wait at most 1 ms */
+    const uint64_t dirs[1] = {200};
+    const struct qos_scope in_dir = {.bucket_ino = 100, .dirs = dirs, .ndirs = 1};
+    struct qos_policy tp = {.tenant = 7, .write_bps = 1000000000};
+    struct qos_policy bp = {
+        .tenant = 7, .level = QOS_LEVEL_BUCKET, .bucket = 100, .write_bps = 1000000000};
+    struct qos_policy dp = {
+        .tenant = 7, .level = QOS_LEVEL_DIR, .bucket = 100, .dir = 200, .write_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &tp), 0);
+    assert_int_equal(qos_policy_set(q, &bp), 0);
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    struct why_rec a = {0}, b = {0};
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 1000, base, go_why, &a), 0);
+    assert_int_equal(qos_admit_at(q, &P7, &in_dir, QOS_WRITE, 1000, base, go_why, &b), 0);
+    event_base_dispatch(base);
+    assert_int_equal(a.err, 0);
+    assert_int_equal(b.err, SRV_ETHROTTLE);
+    assert_int_equal(b.why.why, QOS_WHY_LIMIT);
+    assert_int_equal(b.why.level, QOS_LEVEL_DIR);
+    assert_int_equal(b.why.id, 200);
+    assert_int_equal(b.why.tenant, 7);
+    char msg[160];
+    qos_refusal_format(&b.why, msg, sizeof(msg));
+    assert_string_equal(msg, "the write limit of dir 200 of tenant 7 was reached");
+
+    /* The tenant's own cap. */
+    struct qos_policy t8 = {.tenant = 8, .read_bps = 1000};
+    assert_int_equal(qos_policy_set(q, &t8), 0);
+    struct why_rec c = {0}, d = {0};
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &c), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &d), 0);
+    event_base_dispatch(base);
+    assert_int_equal(d.err, SRV_ETHROTTLE);
+    assert_int_equal(d.why.level, QOS_LEVEL_TENANT);
+    qos_refusal_format(&d.why, msg, sizeof(msg));
+    assert_string_equal(msg, "the read limit of tenant 8 was reached");
+    qos_close(q);
+
+    /* A full queue is the tenant's. */
+    q = mk(60000, 1);
+    assert_int_equal(qos_policy_set(q, &t8), 0);
+    struct why_rec e = {0}, f = {0}, g = {0};
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &e), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &f), 0);
+    assert_int_equal(qos_admit(q, &P8, QOS_READ, 1000, base, go_why, &g), SRV_ETHROTTLE);
+    struct qos_refusal full;
+    qos_last_refusal(&full);
+    assert_int_equal(full.why, QOS_WHY_QUEUE_FULL);
+    qos_refusal_format(&full, msg, sizeof(msg));
+    assert_string_equal(msg, "the wait queue of tenant 8 is full");
+    assert_int_equal(qos_cancel(q, &f), 0);
+    qos_close(q);
+    event_base_free(base);
+}
+
+/* A request's pieces share one scope lookup (qos_scope.memo): the bucket and
+ * the directories above the key are looked up by the first piece only, and
+ * again when the scope passed changes; every piece is still charged to the
+ * directory level. */
+static void test_scope_memo(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    struct qos_config cfg = {.enabled = true, .max_wait_ms = 60000};
+    struct qos *q;
+    static int dummy;
+    fake_core = true;
+    n_bucket_lookups = n_lookups = 0;
+    assert_int_equal(qos_open(&q, (struct core *)&dummy, &cfg), 0);
+    struct qos_policy dp = {.tenant = 7,
+                            .level = QOS_LEVEL_DIR,
+                            .bucket = 100,
+                            .dir = 200,
+                            .write_bps = 1000000,
+                            .burst_ms = 1000};
+    assert_int_equal(qos_policy_set(q, &dp), 0);
+    struct qos_memo memo = {0};
+    static const char key[] = "a/obj";
+    struct qos_scope sc = {.bucket = "bkt", .bucketlen = 3, .key = key, .keylen = 5, .memo = &memo};
+    struct rec rec = {0};
+    struct req r = {&rec, 0};
+    uint64_t piece = 0;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(qos_admit_piece_at(q, &P7, &sc, QOS_WRITE, 1000, i ? QOS_PIECE_MORE : 0,
+                                            &piece, base, go, &r),
+                         0);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(n_bucket_lookups, 1);
+    assert_int_equal(n_lookups, 1);
+    assert_true(memo.valid && memo.dirs_done);
+    assert_int_equal(memo.ndirs, 1);
+    assert_int_equal(memo.dirs[0], 200);
+    struct qos_policy got;
+    assert_int_equal(qos_policy_get_at(q, 7, QOS_LEVEL_DIR, 200, &got), 0);
+    /* Another key (pointer) for the same memo: looked up again. */
+    static const char key2[] = "a/other";
+    sc.key = key2;
+    sc.keylen = 7;
+    assert_int_equal(
+        qos_admit_piece_at(q, &P7, &sc, QOS_WRITE, 1000, QOS_PIECE_MORE, &piece, base, go, &r), 0);
+    assert_int_equal(n_bucket_lookups, 2);
+    assert_int_equal(n_lookups, 2);
+    /* Without a memo, every call looks up. */
+    sc.memo = NULL;
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(
+            qos_admit_piece_at(q, &P7, &sc, QOS_WRITE, 1000, QOS_PIECE_MORE, &piece, base, go, &r),
+            0);
+    assert_int_equal(n_bucket_lookups, 4);
+    assert_int_equal(n_lookups, 4);
+    /* Every piece was charged to the directory. */
+    struct evbuffer *m = evbuffer_new();
+    srv_metrics_render(m);
+    evbuffer_add(m, "", 1);
+    assert_non_null(strstr((const char *)evbuffer_pullup(m, -1),
+                           "s3nfs_qos_admitted_bytes_total{tenant=\"7\",level=\"dir\",id=\"200\","
+                           "class=\"write\"} 6000\n"));
+    evbuffer_free(m);
+    qos_close(q);
+    fake_core = false;
+    event_base_free(base);
+}
+
 int main(void)
 {
     evthread_use_pthreads(); /* qos_system_wait's loop is woken from other threads */
@@ -1190,6 +1352,8 @@ int main(void)
         cmocka_unit_test(test_system_cap),
         cmocka_unit_test(test_system_below_minimums),
         cmocka_unit_test(test_system_drain),
+        cmocka_unit_test(test_refusal_names_the_level),
+        cmocka_unit_test(test_scope_memo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

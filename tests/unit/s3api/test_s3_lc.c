@@ -123,11 +123,112 @@ static void test_match_and_due(void **state)
     s3__arena_fini(&a);
 }
 
+/* Transitions against the bucket's remote tier (s3__lc_check_tier), and their canonical
+ * form (what GetBucketLifecycleConfiguration answers). */
+static void test_transition(void **state)
+{
+    (void)state;
+    struct s3_arena a;
+    struct s3_lc lc;
+    enum s3_err e;
+    const char *why;
+    s3__arena_init(&a);
+    assert_int_equal(parse(&a,
+                           "<Rule><ID>cold</ID><Filter><And><Prefix>ckpt/</Prefix>"
+                           "<ObjectSizeGreaterThan>100</ObjectSizeGreaterThan></And></Filter>"
+                           "<Status>Enabled</Status><Transition><Days>30</Days>"
+                           "<StorageClass>GLACIER</StorageClass></Transition>"
+                           "<Expiration><Days>365</Days></Expiration></Rule>"
+                           "<Rule><ID>d</ID><Filter><Prefix>old/</Prefix></Filter><Status>"
+                           "Enabled</Status><Transition><Date>2030-01-01T00:00:00Z</Date>"
+                           "<StorageClass>GLACIER</StorageClass></Transition></Rule>",
+                           &lc),
+                     0);
+    assert_true(s3__lc_has_transition(&lc));
+    assert_int_equal(lc.rules[0].ntrans, 1);
+    assert_int_equal(lc.rules[0].trans[0].days, 30);
+    assert_string_equal(lc.rules[0].trans[0].sclass, "GLACIER");
+    assert_int_equal(lc.rules[1].trans[0].date, 1893456000);
+    /* the tier's class: fine */
+    e = S3E_NONE;
+    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", false, &e, &why), 0);
+    /* another class, no tier policy, a versioned bucket */
+    assert_int_equal(s3__lc_check_tier(&lc, "STANDARD_IA", false, &e, &why), -EINVAL);
+    assert_int_equal(e, S3E_INVALID_STORAGE_CLASS);
+    assert_int_equal(s3__lc_check_tier(&lc, NULL, false, &e, &why), -EINVAL);
+    assert_int_equal(e, S3E_INVALID_REQUEST);
+    assert_non_null(strstr(why, "tier policy"));
+    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", true, &e, &why), SRV_ENOTSUPP);
+    assert_non_null(strstr(why, "versioned"));
+    /* written back as given */
+    struct evbuffer *b = evbuffer_new();
+    s3__lc_xml(&lc, b);
+    size_t n = evbuffer_get_length(b);
+    char *out = s3__arena_strndup(&a, (const char *)evbuffer_pullup(b, (ev_ssize_t)n), n);
+    assert_non_null(strstr(out, "<Status>Enabled</Status><Expiration><Days>365</Days>"
+                                "</Expiration><Transition><Days>30</Days><StorageClass>GLACIER"
+                                "</StorageClass></Transition>"));
+    assert_non_null(strstr(out, "<Transition><Date>2030-01-01T00:00:00.000Z</Date>"
+                                "<StorageClass>GLACIER</StorageClass></Transition>"));
+    evbuffer_free(b);
+    /* a class S3 does not transition to, whatever the tier */
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><Transition><Days>1</Days>"
+                           "<StorageClass>STANDARD</StorageClass></Transition></Rule>",
+                           &lc),
+                     0);
+    assert_int_equal(s3__lc_check_tier(&lc, "STANDARD", false, &e, &why), -EINVAL);
+    assert_int_equal(e, S3E_INVALID_STORAGE_CLASS);
+    assert_int_equal(s3__lc_check_tier(&lc, NULL, false, &e, &why), -EINVAL);
+    assert_int_equal(e, S3E_INVALID_STORAGE_CLASS);
+    /* NoncurrentVersionTransition: not built (501), before anything else */
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><NoncurrentVersionTransition>"
+                           "<NoncurrentDays>5</NoncurrentDays><StorageClass>GLACIER"
+                           "</StorageClass></NoncurrentVersionTransition></Rule>",
+                           &lc),
+                     0);
+    assert_int_equal(s3__lc_check_tier(&lc, "GLACIER", false, &e, &why), SRV_ENOTSUPP);
+    assert_non_null(strstr(why, "NoncurrentVersionTransition"));
+    /* refused by the parser: no class, Days and Date, neither, negative days */
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><Transition><Days>1</Days>"
+                           "</Transition></Rule>",
+                           &lc),
+                     -EINVAL);
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><Transition><Days>1</Days>"
+                           "<Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER"
+                           "</StorageClass></Transition></Rule>",
+                           &lc),
+                     -EINVAL);
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><Transition><StorageClass>"
+                           "GLACIER</StorageClass></Transition></Rule>",
+                           &lc),
+                     -EINVAL);
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><Transition><Days>-1</Days>"
+                           "<StorageClass>GLACIER</StorageClass></Transition></Rule>",
+                           &lc),
+                     -EINVAL);
+    /* a configuration without Transition passes whatever the bucket */
+    assert_int_equal(parse(&a,
+                           "<Rule><Filter/><Status>Enabled</Status><Expiration><Days>1</Days>"
+                           "</Expiration></Rule>",
+                           &lc),
+                     0);
+    assert_false(s3__lc_has_transition(&lc));
+    assert_int_equal(s3__lc_check_tier(&lc, NULL, true, &e, &why), 0);
+    s3__arena_fini(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_and_write),
         cmocka_unit_test(test_match_and_due),
+        cmocka_unit_test(test_transition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

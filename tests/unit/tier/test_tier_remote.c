@@ -207,6 +207,47 @@ static void test_policy(void **state)
     assert_non_null(strstr(why, "upload_after_s"));
 }
 
+/* The storage class a remote stands for (lifecycle Transition): byte 2 of the stored
+ * form, 0 (what older policies hold) meaning STANDARD_IA. */
+static void test_policy_sclass(void **state)
+{
+    (void)state;
+    struct tier_policy p = {.remote = 7, .upload_after_s = 30}, q;
+    uint8_t buf[TIER_POLICY_MAX];
+    assert_string_equal(tier_sclass_name(TIER_SC_STANDARD_IA), "STANDARD_IA");
+    assert_string_equal(tier_sclass_name(TIER_SC_DEEP_ARCHIVE), "DEEP_ARCHIVE");
+    assert_null(tier_sclass_name(TIER_SC__COUNT));
+    assert_int_equal(tier_sclass_parse("GLACIER"), TIER_SC_GLACIER);
+    assert_int_equal(tier_sclass_parse("GLACIER_IR"), TIER_SC_GLACIER_IR);
+    assert_int_equal(tier_sclass_parse("ONEZONE_IA"), TIER_SC_ONEZONE_IA);
+    assert_int_equal(tier_sclass_parse("INTELLIGENT_TIERING"), TIER_SC_INTELLIGENT_TIERING);
+    assert_int_equal(tier_sclass_parse("STANDARD"), -1);
+    assert_int_equal(tier_sclass_parse("glacier"), -1);
+    assert_int_equal(tier_sclass_parse(NULL), -1);
+    /* version 1 stays version 1; the class rides in the reserved byte */
+    assert_int_equal(tier_policy_encode(&p, buf), TIER_POLICY_LEN);
+    assert_int_equal(buf[2], 0);
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN, &q), 0);
+    assert_int_equal(q.sclass, TIER_SC_STANDARD_IA);
+    p.sclass = TIER_SC_GLACIER;
+    assert_int_equal(tier_policy_encode(&p, buf), TIER_POLICY_LEN);
+    assert_int_equal(buf[0], 1);
+    assert_int_equal(buf[2], TIER_SC_GLACIER);
+    assert_int_equal(tier_policy_decode(buf, TIER_POLICY_LEN, &q), 0);
+    assert_int_equal(q.sclass, TIER_SC_GLACIER);
+    /* and in version 2 */
+    p.evict_after_s = 60;
+    size_t n = tier_policy_encode(&p, buf);
+    assert_int_equal(buf[0], 2);
+    assert_int_equal(tier_policy_decode(buf, n, &q), 0);
+    assert_int_equal(q.sclass, TIER_SC_GLACIER);
+    /* a code this build does not know */
+    buf[2] = TIER_SC__COUNT;
+    assert_int_equal(tier_policy_decode(buf, n, &q), -EINVAL);
+    p.sclass = TIER_SC__COUNT;
+    assert_int_equal(tier_policy_validate(&p, NULL, 0), -EINVAL);
+}
+
 static void test_policy_evict(void **state)
 {
     (void)state;
@@ -316,8 +357,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoint_parse), cmocka_unit_test(test_classify),
         cmocka_unit_test(test_resolve),        cmocka_unit_test(test_check_refused),
-        cmocka_unit_test(test_policy),         cmocka_unit_test(test_policy_evict),
-        cmocka_unit_test(test_evict_plan),
+        cmocka_unit_test(test_policy),         cmocka_unit_test(test_policy_sclass),
+        cmocka_unit_test(test_policy_evict),   cmocka_unit_test(test_evict_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
