@@ -743,9 +743,14 @@ typedef int (*core_tier_fetch_fn)(void *arg, uint64_t ino, uint64_t off, void *b
 struct core_tier_config {
     core_tier_fetch_fn fetch;
     void *fetch_arg;
-    uint32_t threads; /* recall threads: chunks fetched at once (0: 4) */
+    uint32_t threads; /* chunks fetched at once, all recalls (0: 4); twice as many recall
+                       * threads fetch, write and commit them */
     uint32_t wait_ms; /* longest wait of a read for its range (0: 10000) */
     uint32_t fail_ms; /* a remote failing this long fails reads with -EIO (0: 60000) */
+    uint64_t chunk;   /* bytes of one ranged GET of a recall, rounded up to a multiple of
+                       * 1 MiB, at most 64 MiB (0: 8 MiB) */
+    uint32_t streams; /* chunks of one file's recall fetched at once (0, or more than
+                       * threads: threads) */
 };
 /** Start the recall threads. Until then a read of an evicted file answers SRV_ERECALL.
  * @return 0, -EINVAL, -ENOMEM, -errno. */

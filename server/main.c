@@ -896,6 +896,7 @@ static int start_all(struct daemon *d)
     /* recall of evicted files: the core's threads, the tier's fetches */
     struct core_tier_config rcfg = {.fetch = tier_fetch,
                                     .threads = (uint32_t)d->cfg.tier_recall_threads,
+                                    .chunk = d->cfg.tier_recall_chunk_size,
                                     .wait_ms = (uint32_t)d->cfg.tier_recall_wait_ms,
                                     .fail_ms = (uint32_t)d->cfg.tier_recall_fail_ms};
     if ((rc = core_tier_start(d->core, &rcfg)) < 0) {
