@@ -518,7 +518,6 @@ class Bench:
             n.rename(f"/ckpt/tmp/shard-{i}", f"/ckpt/step/shard-{i}")
             n.close()
 
-        t0 = time.monotonic()
         t_ack = self.run_threads(a.writers, setup, body)
         t1 = time.monotonic()
         self.flush("ckpt")
@@ -535,7 +534,6 @@ class Bench:
                           self.aws("cp", "--recursive", src, "s3://aibench/awsckpt/"))
         shutil.rmtree(src, ignore_errors=True)
         mb = total / 1e6
-        del t0
         log(f"  {'':44}{'s':>7}{'MB/s':>8}{'aws/this':>9}")
         for name, t in (("writers acknowledged (NFS COMMIT+RENAME)", t_ack),
                         ("flush barrier returned (on the remote)", t_flush),
@@ -623,6 +621,9 @@ class Bench:
                 s += f", aws s3 cp {t_aws:.2f} s (aws/ack {t_aws / t_ack:.2f}, " \
                      f"aws/flush {t_aws / t_flush:.2f})"
             out.append(s)
+        if self.zero_reads:
+            out.append(f"{self.zero_reads} NFS READs answered 0 bytes before the end of a file "
+                       f"(retried)")
         for s in out:
             log("bench/ai: " + s)
 
