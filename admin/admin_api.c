@@ -39,6 +39,7 @@
 #include "srv_log.h"
 #include "srv_path.h"
 #include "tenants.h"
+#include "tier_cache.h"
 #include "tier_policy.h"
 #include "tier_upload.h"
 
@@ -1654,6 +1655,15 @@ static void tier_item(struct api_req *x)
                               "system admin may remove it");
             return;
         }
+        void *cv = NULL;
+        size_t cl = 0;
+        if (core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, &cv, &cl) == 0) {
+            free(cv);
+            admin__error_of(x->req, -EBUSY,
+                            "the bucket is in cache mode over this policy's remote: remove "
+                            "its cache mode first (DELETE .../cache)");
+            return;
+        }
         rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER, NULL, 0);
         if (rc == 0)
             srv_log(INFO, ADMIN, "tenant=%u tier policy of bucket %s removed by %s", x->tenant,
@@ -1768,6 +1778,125 @@ static void tier_item(struct api_req *x)
     if (tier_upload_default())
         tier_upload_kick(tier_upload_default());
     reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));
+}
+
+static json_t *cache_json(struct api_req *x, uint64_t ino, const struct tier_cache *tc,
+                          const struct tier_policy *p)
+{
+    struct tenant_remote r;
+    bool have = tenants_remote_get(x->a->tenants, p->remote, &r) == 0;
+    return json_pack("{s:s,s:b,s:I,s:b,s:I,s:s,s:s,s:o}", "bucket", x->bucket, "cache_mode", 1,
+                     "ttl_s", (json_int_t)tc->ttl_s, "read_only", tc->read_only, "remote",
+                     (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_prefix",
+                     have ? r.prefix : "", "uploads", uploads_json(ino));
+}
+
+/* Cache mode of a bucket (docs/tiering.md § Cache mode): its own record beside the tier
+ * policy, whose remote (bucket and prefix) the cache fronts. */
+static void cache_item(struct api_req *x)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    struct core_attr at;
+    struct tier_policy pol;
+    struct tier_cache cur, tc;
+    bool have = false, haspol = false;
+    int rc = bucket_of(x, &at);
+    if (rc < 0)
+        return;
+    void *val = NULL;
+    size_t len = 0;
+    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
+    if (rc == 0)
+        haspol = tier_policy_decode(val, len, &pol) == 0;
+    free(val);
+    val = NULL;
+    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, &val, &len);
+    if (rc == 0) {
+        rc = tier_cache_decode(val, len, &cur);
+        have = rc == 0;
+    }
+    free(val);
+    if (rc < 0 && rc != -ENOENT) {
+        reply_err(x->req, rc, "cache mode");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_GET || x->cmd == EVHTTP_REQ_DELETE) {
+        if (!have) {
+            admin__error_of(x->req, -ENOENT, "the bucket is not in cache mode");
+            return;
+        }
+        if (x->cmd == EVHTTP_REQ_GET) {
+            if (!haspol)
+                memset(&pol, 0, sizeof(pol));
+            reply_json(x->req, 200, cache_json(x, at.ino, &cur, &pol));
+            return;
+        }
+        rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, NULL, 0);
+        if (rc == 0)
+            srv_log(INFO, ADMIN, "tenant=%u cache mode of bucket %s removed by %s", x->tenant,
+                    x->bucket, x->who->name);
+        reply_deleted(x, rc, "delete cache mode");
+        return;
+    }
+    static const char *const known[] = {"ttl_s", "read_only", "dirty_max_bytes", "preset", NULL};
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    if (only_fields(x->req, j, known) < 0) {
+        json_decref(j);
+        return;
+    }
+    if (json_object_get(j, "dirty_max_bytes") || json_object_get(j, "preset")) {
+        json_decref(j);
+        admin__error_of(x->req, SRV_ENOTSUPP,
+                        "'dirty_max_bytes' and 'preset': the dirty bound of cache mode and "
+                        "workload presets are not built yet (docs/tiering.md)");
+        return;
+    }
+    uint64_t ttl = TIER_CACHE_TTL_DEFAULT;
+    bool ro = false;
+    int b = get_uint(x->req, j, "ttl_s", TIER_CACHE_TTL_MAX, &ttl);
+    if (b == 0)
+        b = get_bool(x->req, j, "read_only", &ro);
+    json_decref(j);
+    if (b < 0)
+        return;
+    if (!haspol) {
+        admin__error_of(x->req, -EBUSY,
+                        "the bucket has no tier policy: set one first (PUT .../tier); its "
+                        "remote's bucket and prefix are what the cache fronts");
+        return;
+    }
+    struct core_bucket_vcfg vc;
+    if (core_bucket_vcfg_get(x->a->core, &sp, at.ino, &vc) == 0 &&
+        vc.versioning != CORE_VERS_NONE) {
+        admin__error_of(x->req, -EBUSY,
+                        "cache mode needs a bucket that never had versioning (the tier "
+                        "keeps no versions: docs/tiering.md)");
+        return;
+    }
+    if (!is_system(x) &&
+        tenants_remote_usable(x->a->tenants, pol.remote, x->tenant, false) == -EACCES) {
+        forbidden(x->req, "a system admin set this bucket's tier policy (a system-wide "
+                          "remote): only a system admin may change its cache mode");
+        return;
+    }
+    memset(&tc, 0, sizeof(tc));
+    tc.ttl_s = (uint32_t)ttl;
+    tc.read_only = ro;
+    uint8_t enc[TIER_CACHE_LEN];
+    size_t elen = tier_cache_encode(&tc, enc);
+    rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, enc, elen);
+    if (rc < 0) {
+        reply_err(x->req, rc, "set cache mode");
+        return;
+    }
+    core_cache_invalidate(x->a->core, at.ino);
+    srv_log(INFO, ADMIN,
+            "tenant=%u bucket %s in cache mode over remote %u, set by %s: ttl %u s, %s", x->tenant,
+            x->bucket, pol.remote, x->who->name, tc.ttl_s,
+            tc.read_only ? "read-only" : "read-write");
+    reply_json(x->req, 200, cache_json(x, at.ino, &tc, &pol));
 }
 
 static int sync_uid(void *arg, const struct qos_policy *p)
@@ -1983,6 +2112,8 @@ static const struct route routes[] = {
           NEED_CORE | NEED_TENANT, tier_item),
     ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/buckets/{bucket}/tier/flush",
           NEED_CORE | NEED_TENANT, tier_flush),
+    ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/cache",
+          NEED_CORE | NEED_TENANT, cache_item),
 };
 
 /* Split "/a/b/c" into at most SEG_MAX decoded segments. @return count or -1. */

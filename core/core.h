@@ -74,6 +74,9 @@ struct core_principal {
 /* A read of the tier's own (the uploader copying the file): not a use of the file, so
  * it does not make the file look recently read for eviction. */
 #define CORE_P_TIER 0x40
+/* The cache mode's own import of remote names (core_cmode.c): passes the refusal of
+ * writes in a read-only cache bucket. Front ends never set it. */
+#define CORE_P_FILL 0x80
 
 enum core_ftype { CORE_REG = 1, CORE_DIR = 2, CORE_LNK = 3 };
 
@@ -609,6 +612,7 @@ int core_bucket_objlock_set(struct core *c, const struct core_principal *p, uint
 /* Front-end blobs kept per bucket (deleted with it). */
 #define CORE_BLOB_LIFECYCLE 2 /* the S3 lifecycle configuration */
 #define CORE_BLOB_TIER 3      /* the tier policy (tier/tier_policy.h: its stored form) */
+#define CORE_BLOB_CACHE 4     /* cache mode (tier/tier_cache.h: its stored form) */
 /** @param[out] val heap copy (free it). @return 0, -ENOENT, SRV_ENOBUCKET. */
 int core_bucket_blob_get(struct core *c, const struct core_principal *p, uint64_t bucket,
                          uint8_t kind, void **val, size_t *len);
@@ -769,6 +773,49 @@ struct core_tier_stats {
     uint64_t lat_n;
 };
 void core_tier_stats_get(struct core *c, struct core_tier_stats *out);
+
+/* ---- cache mode (core_cmode.c) ----
+ * A bucket with a CORE_BLOB_CACHE blob (and a tier policy naming its remote) fronts
+ * that remote: listing (core_list), lookup (core_key_lookup, core_lookup) and
+ * core_readdir of a directory not imported within the bucket's ttl_s first list the
+ * remote directory (through the lister the daemon sets) and make the local names
+ * match it: new objects become evicted files (the recall reads them), objects whose
+ * ETag changed are dropped to evicted again, objects gone from the remote are removed
+ * unless local changes not uploaded yet exist (they win; logged and counted).
+ * With CORE_P_NOWAIT a call that would list answers -EWOULDBLOCK (core_key_peek:
+ * -EAGAIN). A bucket whose cache mode is read-only refuses changes with -EROFS. */
+struct core_cache_obj {
+    char *name; /* the name in the directory (no '/') */
+    uint64_t size;
+    char etag[CORE_ETAG_MAX + 1]; /* the remote's, without quotes */
+    int64_t mtime_s;              /* LastModified (0: unknown) */
+};
+struct core_cache_listing {
+    struct core_cache_obj *objs;
+    size_t nobjs;
+    char **dirs; /* names of the sub-directories (CommonPrefixes without '/') */
+    size_t ndirs;
+};
+/** List directory @p dirkey ("" or "a/b/") of remote @p remote, every page, into
+ * @p out (which the core frees with core_cache_listing_free). Blocks (a worker).
+ * @return 0, SRV_ERECALL (retryable: the remote is down), or another error. */
+typedef int (*core_cache_list_fn)(void *arg, uint32_t remote, const char *dirkey,
+                                  struct core_cache_listing *out);
+void core_cache_listing_free(struct core_cache_listing *l);
+/** Set the lister (before serving; NULL: cache buckets answer SRV_ERECALL for names
+ * never imported and serve what they hold). */
+void core_cache_set_lister(struct core *c, core_cache_list_fn fn, void *arg);
+/** Read the cache-mode blobs again (after one changed). @return 0 or a store error. */
+int core_cache_reload(struct core *c);
+/** Is @p bucket in cache mode? @param[out] ro read-only (may be NULL). */
+bool core_cache_bucket(struct core *c, uint64_t bucket, bool *ro);
+/** Forget what was imported when of @p bucket (0: of every bucket): the next listing or
+ * lookup asks the remote again. */
+void core_cache_invalidate(struct core *c, uint64_t bucket);
+struct core_cache_stats {
+    uint64_t imports, import_errors, created, changed, removed, conflicts;
+};
+void core_cache_stats_get(struct core *c, struct core_cache_stats *out);
 
 /* ==== fast S3 read paths (core_zc.c) ==================================== */
 

@@ -1030,6 +1030,8 @@ int core__write(struct core *c, const struct core_principal *p, uint64_t ino, ui
         *committed = stable == CORE_UNSTABLE ? CORE_UNSTABLE : CORE_FILE_SYNC;
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
+    if ((rc = core__cm_ro_ino(c, p, ino)) != 0)
+        return rc;
     if (off > CORE_FILE_MAX || len > CORE_FILE_MAX - off)
         return -EFBIG;
     pd = core__pend_get(c, ino, true);

@@ -8,8 +8,9 @@
  * (scripts/check-core-modules.sh checks both):
  *
  *   namespace  core_ns_int.h    POSIX ops, S3 ops, uploads, names, refs,
- *                               lifecycle (core_ns.c core_posix.c core_s3.c
- *                               core_upload.c core_main.c)
+ *                               lifecycle, cache mode (core_ns.c core_posix.c
+ *                               core_s3.c core_upload.c core_main.c
+ *                               core_cmode.c)
  *   data       core_data_int.h  extents, pending writes, reads, writes,
  *                               truncation, read cache, zero-copy pieces
  *                               (core_extent.c core_data.c core_pend.c
@@ -58,6 +59,32 @@ struct core__quota; /* core_quota_int.h */
 struct core__data;  /* core_data_int.h */
 struct core__ns;    /* core_ns_int.h */
 
+/* Cache-mode buckets (core_cmode.c keeps it; the base answers "read-only?" for every
+ * sub-module). Under mu. */
+struct core__cment {
+    uint64_t bucket;
+    uint32_t ttl_s;
+    bool ro;
+};
+#define CORE_CM_HASH 1024
+struct core__cdir { /* when a directory of a cache bucket was imported */
+    struct core__cdir *next;
+    uint64_t dir, bucket;
+    int64_t at_ms; /* start of the listing that imported it (0: never) */
+    bool busy;     /* an import runs */
+};
+struct core__cm {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct core__cment *v;
+    size_t n;
+    struct core__cdir *h[CORE_CM_HASH];
+    core_cache_list_fn list;
+    void *list_arg;
+    uint64_t conf_seen[256]; /* conflicts reported (file and remote ETag), not again */
+    atomic_uint_fast64_t imports, import_errors, created, changed, removed, conflicts;
+};
+
 struct core {
     struct core_config cfg;
     char *data_dir;
@@ -68,6 +95,7 @@ struct core {
     struct core__quota *quota;
     struct core__data *data;
     struct core__ns *ns;
+    struct core__cm cm;
 };
 
 /* ---- core_perm.c ---- */
@@ -86,5 +114,14 @@ void core__touch(struct meta_inode *r, bool mtime, bool ctime);
 /** Permission check of @p want (CORE_MAY_*) on @p r. @return 0, -EACCES. */
 int core__perm(const struct core_principal *p, const struct meta_inode *r, uint32_t want);
 bool core__in_group(const struct core_principal *p, uint32_t gid);
+/** Does @p bucket refuse changes by @p p (a read-only cache bucket, and @p p not the
+ * cache's own import)? @return -EROFS or 0. */
+int core__cm_ro(struct core *c, const struct core_principal *p, uint64_t bucket);
+/** core__cm_ro for the bucket of inode @p ino (reads it in a txn of its own when some
+ * read-only cache bucket exists). @return -EROFS, 0, or a store error. */
+int core__cm_ro_ino(struct core *c, const struct core_principal *p, uint64_t ino);
+/** If @p bucket is a cache bucket, make directory @p dir due for revalidation (the next
+ * lookup or listing asks the remote). @return whether it is one. */
+bool core__cm_stale(struct core *c, uint64_t bucket, uint64_t dir);
 
 #endif

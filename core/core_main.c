@@ -141,8 +141,10 @@ int core_open(struct core **out, const struct core_config *cfg)
     if (!c)
         return -ENOMEM;
     c->cfg = *cfg;
+    core__cm_init(c);
     c->data_dir = strdup(cfg->data_dir ? cfg->data_dir : "data");
     if (!c->data_dir) {
+        core__cm_fini(c);
         free(c);
         return -ENOMEM;
     }
@@ -223,6 +225,8 @@ int core_open(struct core **out, const struct core_config *cfg)
     rc = core__pend_flusher_start(c);
     if (rc == 0)
         rc = core__bg_start(c);
+    if (rc == 0)
+        rc = core_cache_reload(c);
     if (rc)
         goto out;
     *out = c;
@@ -262,6 +266,7 @@ void core_close(struct core *c)
     core__quota_fini(c);
     store_close(c->store);
     ns_fini(c);
+    core__cm_fini(c);
     free(c->data_dir);
     free(c);
 }

@@ -106,6 +106,8 @@ int core__node_create(struct core *c, struct meta_txn *t, const struct core_prin
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
     rc = core__dir_get_p(t, p, dir, 0, &d);
+    if (rc == 0)
+        rc = core__cm_ro(c, p, d.bucket);
     if (rc)
         return rc;
     if (d.nlink == 0)
@@ -295,6 +297,8 @@ int core__node_unlink(struct core *c, struct meta_txn *t, const struct core_prin
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
     rc = core__dir_get_p(t, p, dir, 0, &d);
+    if (rc == 0)
+        rc = core__cm_ro(c, p, d.bucket);
     if (rc)
         return rc;
     if (len > CORE_NAME_MAX)

@@ -87,6 +87,21 @@ int core__entry_detach(struct core *c, struct meta_txn *t, uint64_t dir, struct 
  * its extents that another version still holds are charged back to its bucket. */
 int core__ino_release(struct core *c, struct meta_txn *t, uint64_t ino, struct meta_inode *rec);
 
+/* ---- core_cmode.c: cache mode ---- */
+void core__cm_init(struct core *c);
+void core__cm_fini(struct core *c);
+/** Import directory @p dir from its cache bucket's remote if due (a no-op elsewhere).
+ * @return 0, -EWOULDBLOCK (CORE_P_NOWAIT and due), SRV_ERECALL (never imported and the
+ * remote cannot be listed), or a store error. */
+int core__cm_dir(struct core *c, const struct core_principal *p, uint64_t dir);
+/** Import the directories on the way to @p key (as core__cm_dir each). */
+int core__cm_key(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,
+                 size_t len);
+/** Import what a listing of @p prefix needs: the directories on the way, and with
+ * @p recursive every directory under it. */
+int core__cm_list(struct core *c, const struct core_principal *p, uint64_t bucket,
+                  const char *prefix, size_t len, bool recursive);
+
 /* ---- core_s3.c: keys, ETags ---- */
 #define CORE_ETAG_MD5_MAX (256ull << 20) /* files whose MD5 ETag is computed when asked */
 /** S3 key rules of core_s3.c; @p isdir: the key names a directory ("k/").

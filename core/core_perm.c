@@ -130,3 +130,53 @@ int core__perm(const struct core_principal *p, const struct meta_inode *r, uint3
     uint32_t bits = perm_bits(p, r->uid, r->gid, r->mode, r->type, NULL);
     return (bits & want) == want ? 0 : -EACCES;
 }
+
+int core__cm_ro(struct core *c, const struct core_principal *p, uint64_t bucket)
+{
+    int rc = 0;
+    if (p && (p->flags & CORE_P_FILL))
+        return 0;
+    pthread_mutex_lock(&c->cm.mu);
+    for (size_t i = 0; i < c->cm.n; i++)
+        if (c->cm.v[i].bucket == bucket && c->cm.v[i].ro)
+            rc = -EROFS;
+    pthread_mutex_unlock(&c->cm.mu);
+    return rc;
+}
+
+int core__cm_ro_ino(struct core *c, const struct core_principal *p, uint64_t ino)
+{
+    bool any = false;
+    if (p && (p->flags & CORE_P_FILL))
+        return 0;
+    pthread_mutex_lock(&c->cm.mu);
+    for (size_t i = 0; i < c->cm.n; i++)
+        any |= c->cm.v[i].ro;
+    pthread_mutex_unlock(&c->cm.mu);
+    if (!any)
+        return 0;
+    struct meta_txn *t;
+    struct meta_inode r;
+    int rc = meta_rtxn_begin(c->meta, &t);
+    if (rc)
+        return rc;
+    rc = meta_inode_get(t, ino, &r);
+    meta_rtxn_end(t);
+    if (rc)
+        return 0; /* the operation itself answers */
+    return core__cm_ro(c, p, r.bucket);
+}
+
+bool core__cm_stale(struct core *c, uint64_t bucket, uint64_t dir)
+{
+    bool yes = false;
+    pthread_mutex_lock(&c->cm.mu);
+    for (size_t i = 0; i < c->cm.n && !yes; i++)
+        yes = c->cm.v[i].bucket == bucket;
+    for (size_t i = 0; yes && i < CORE_CM_HASH; i++)
+        for (struct core__cdir *d = c->cm.h[i]; d; d = d->next)
+            if (d->dir == dir)
+                d->at_ms = 0;
+    pthread_mutex_unlock(&c->cm.mu);
+    return yes;
+}

@@ -75,6 +75,11 @@ int core_lookup(struct core *c, const struct core_principal *p, uint64_t dir, co
         return -ENAMETOOLONG;
     if (namelen == 0)
         return -ENOENT;
+    if (!(namelen <= 2 && memcmp(name, "..", namelen) == 0)) {
+        rc = core__cm_dir(c, p, dir); /* a cache bucket's directory: imported when due */
+        if (rc)
+            return rc;
+    }
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
@@ -261,6 +266,9 @@ int core_setattr(struct core *c, const struct core_principal *p, uint64_t ino,
     struct core__pend *pd = NULL;
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
+    int ro = core__cm_ro_ino(c, p, ino);
+    if (ro)
+        return ro;
     if (sa->mask & CORE_SET_SIZE) {
         int rc = core__tier_local(c, p, ino); /* an evicted file comes back first */
         if (rc)
@@ -542,6 +550,9 @@ int core_link(struct core *c, const struct core_principal *p, uint64_t ino, uint
     struct link_op a = {c, p, ino, dir, name, namelen, out};
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
+    int ro = core__cm_ro_ino(c, p, dir);
+    if (ro)
+        return ro;
     return meta_submit(c->meta, link_fn, &a, 0);
 }
 
@@ -953,6 +964,9 @@ int core_rename(struct core *c, const struct core_principal *p, uint64_t fromdir
     int rc = -EAGAIN;
     if (p->flags & CORE_P_READONLY)
         return -EROFS;
+    if ((rc = core__cm_ro_ino(c, p, fromdir)) != 0)
+        return rc;
+    rc = -EAGAIN;
     if (fromlen == 0)
         return -ENOENT;
     /* pending writes moving to other directories: committed first, and held
@@ -1020,6 +1034,11 @@ int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, u
     *eof = false;
     if (cookie > 2 && cookie < META_COOKIE_BASE)
         return SRV_EBADCOOKIE;
+    if (cookie == 0) {
+        rc = core__cm_dir(c, p, dir); /* a cache bucket's directory: imported when due */
+        if (rc)
+            return rc;
+    }
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;

@@ -324,6 +324,9 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     memset(out, 0, sizeof(*out));
     if (rc)
         return rc;
+    rc = core__cm_key(c, p, bucket, key, keylen);
+    if (rc)
+        return rc;
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
@@ -483,6 +486,8 @@ int core__key_delete(struct core *c, const struct core_principal *p, uint64_t bu
 {
     struct key_op a = {c, p, bucket, key, keylen, false, NULL, 0, out, -1};
     int rc = core__key_check(key, keylen, &a.isdir);
+    if (rc == 0 && !(p->flags & CORE_P_READONLY))
+        rc = core__cm_key(c, p, bucket, key, keylen); /* a cache bucket: the name is known */
     if (rc)
         return rc;
     return core__ver_submit(c, bucket, key, keylen, key_delete_fn, &a);
@@ -536,6 +541,8 @@ int core_key_set_meta_mode(struct core *c, const struct core_principal *p, uint6
         return rc;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
+    if ((rc = core__cm_ro(c, p, bucket)) != 0)
+        return rc;
     return meta_submit(c->meta, key_meta_fn, &a, 0);
 }
 
@@ -650,6 +657,11 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
         delimlen = 0;
     if (prefixlen > CORE_KEY_MAX)
         return 0;
+    /* a cache bucket: the remote's names first (a delimiter other than "/" lists the
+     * whole subtree) */
+    rc = core__cm_list(c, p, bucket, prefix, prefixlen, delimlen != 1 || delim[0] != '/');
+    if (rc)
+        return rc;
     rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
@@ -699,6 +711,8 @@ int core_key_peek(struct core *c, const struct core_principal *p, const char *bu
     rc = bucket_find(t, p, bucket, bucketlen, &out->bucket, &b);
     if (rc == 0)
         rc = bucket_meta(t, out->bucket, &out->bmeta, &out->bmetalen);
+    if (rc == 0 && core_cache_bucket(c, out->bucket, NULL))
+        rc = -EAGAIN; /* a cache bucket: core_key_lookup asks the remote when due */
     if (rc)
         goto out;
     core__attr_fill(&b, out->bucket, &out->battr);

@@ -692,6 +692,9 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
     if (r->err && r->waiters == 0 && r->busy == 0)
         recall_free(k, r);
     pthread_mutex_unlock(&k->mu);
+    if (rc == SRV_EREMOTECHG && core__cm_stale(c, ri->bucket, ri->parent))
+        rc = SRV_ERECALL; /* a cache bucket: the remote changed it; the client's retry finds
+                           * the new object once its directory is revalidated */
     return rc;
 }
 

@@ -604,6 +604,8 @@ int core_mpu_create(struct core *c, const struct core_principal *p, uint64_t buc
         return rc;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
+    if ((rc = core__cm_ro(c, p, bucket)) != 0)
+        return rc;
     if (idsize < 17)
         return -ERANGE;
     do {

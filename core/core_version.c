@@ -1170,7 +1170,10 @@ int core_bucket_blob_put(struct core *c, const struct core_principal *p, uint64_
         return -EINVAL;
     if (p->flags & CORE_P_READONLY)
         return -EACCES;
-    return meta_submit(c->meta, blob_fn, &a, 0);
+    int rc = meta_submit(c->meta, blob_fn, &a, 0);
+    if (rc == 0 && kind == CORE_BLOB_CACHE)
+        rc = core_cache_reload(c);
+    return rc;
 }
 
 struct blob_scan {

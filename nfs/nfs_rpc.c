@@ -89,6 +89,8 @@
 #define NFS_CONN_MAX_CALLS 128
 #define NFS_CONN_MAX_OUTPUT ((size_t)16 * 1024 * 1024)
 #define NFS_DIRECT_MIN ((size_t)16 * 1024) /* fragment bytes worth a recv() of their own */
+#define NFS_MAX_IO ((size_t)4 * 1024 * 1024)    /* most bytes one socket write moves */
+#define NFS_BULK_COPY_MAX ((uint64_t)16 * 1024) /* READ data sent from memory up to this */
 #define NFS_DRC_CAPACITY 8192
 #define NFS_FH_KEY_NAME "nfs.fh_key"
 #define LOOP_BACKOFF_US ((uint64_t)1000 * 1000)
@@ -320,23 +322,6 @@ static void free_cleanup(const void *data, size_t len, void *arg)
     free((void *)data);
 }
 
-/* Queue @p buf (heap) for sending without copying it; it is freed once sent
- * (or at once if the connection is gone). */
-static void conn_send_owned(struct nfs_conn *cn, void *buf, size_t len)
-{
-    if (cn->closed) {
-        free(buf);
-        return;
-    }
-    if (evbuffer_add_reference(bufferevent_get_output(cn->bev), buf, len, free_cleanup, NULL) <
-        0) {
-        free(buf);
-        srv_log(WARN, NFS, "req=- tenant=- cannot queue %zu reply bytes to %s: closing", len,
-                cn->peer_str);
-        conn_close(cn);
-    }
-}
-
 /* ---- READ data (struct nfs_bulk) ---- */
 
 static void bulk_free(struct nfs_bulk *b)
@@ -380,6 +365,44 @@ static int evbuf_add_zeros(struct evbuffer *out, uint64_t n)
     return 0;
 }
 
+/* Copy the pieces of a small READ into memory (b->mem), releasing them: a
+ * reply then leaves in one write and one TCP segment, where a file segment
+ * costs a write for the reply's head, a sendfile and a second segment for
+ * the client to take in. The fd pieces are verified page-cache bytes, read
+ * here as sendfile would read them. @return 0, or -1 (pieces kept). */
+static int bulk_copy(struct nfs_bulk *b)
+{
+    uint8_t *buf = malloc((size_t)b->len);
+    if (!buf)
+        return -1;
+    uint64_t pos = 0;
+    for (size_t i = 0; i < b->ps.n; i++) {
+        const struct core_piece *p = &b->ps.v[i];
+        if (p->fd >= 0) {
+            ssize_t n;
+            do {
+                n = pread(p->fd, buf + pos, (size_t)p->len, (off_t)p->off);
+            } while (n < 0 && errno == EINTR);
+            if (n != (ssize_t)p->len) {
+                free(buf);
+                return -1;
+            }
+        } else if (p->mem) {
+            memcpy(buf + pos, p->mem, (size_t)p->len);
+        } else {
+            memset(buf + pos, 0, (size_t)p->len);
+        }
+        pos += p->len;
+    }
+    if (pos != b->len) {
+        free(buf);
+        return -1;
+    }
+    core_pieces_release(&b->ps);
+    b->mem = buf;
+    return 0;
+}
+
 /* Queue the pieces of @p b, then the XDR padding, on @p out (which takes
  * ownership of @p b: it is released once the last piece left or was
  * dropped). Extents become file segments (sent with sendfile, no user-space
@@ -388,6 +411,8 @@ static int bulk_queue(struct evbuffer *out, struct nfs_bulk *b)
 {
     int rc = 0;
     b->refs = 1; /* ours, while queueing */
+    if (!b->mem && b->len > 0 && b->len <= NFS_BULK_COPY_MAX)
+        (void)bulk_copy(b); /* else the pieces go as they are */
     if (b->mem) {
         b->refs++;
         if (evbuffer_add_reference(out, b->mem, (size_t)b->len, bulk_mem_done, b) < 0) {
@@ -425,15 +450,48 @@ static int bulk_queue(struct evbuffer *out, struct nfs_bulk *b)
     return rc;
 }
 
-/* Queue the READ data of a call after its reply (see bulk_queue). */
-static void conn_send_bulk(struct nfs_conn *cn, struct nfs_bulk *b)
+/* A reply built on the loop before it is written (one per loop thread; it is
+ * empty again whenever conn_send_reply returns). */
+static __thread struct evbuffer *direct_buf;
+
+/* Send a reply (heap, freed once sent) and the READ data after it (or NULL).
+ * When nothing of the connection waits in its output, the reply is written
+ * to the socket at once (READ data with sendfile, whole), so a call costs no
+ * epoll round and no change of the connection's epoll interest before its
+ * reply leaves; whatever the socket does not take goes through the output,
+ * which the bufferevent sends in order. */
+static void conn_send_reply(struct nfs_conn *cn, void *buf, size_t len, struct nfs_bulk *b)
 {
     if (cn->closed) {
+        free(buf);
         bulk_free(b);
         return;
     }
-    if (bulk_queue(bufferevent_get_output(cn->bev), b) < 0) {
-        srv_log(WARN, NFS, "req=- tenant=- cannot queue READ data to %s: closing", cn->peer_str);
+    struct evbuffer *out = bufferevent_get_output(cn->bev);
+    if (!direct_buf && (direct_buf = evbuffer_new()) != NULL)
+        /* as a socket bufferevent's output: file segments go by sendfile
+         * (without the flag libevent maps each one and writes the mapping) */
+        evbuffer_set_flags(direct_buf, EVBUFFER_FLAG_DRAINS_TO_FD);
+    struct evbuffer *dst = direct_buf && evbuffer_get_length(out) == 0 ? direct_buf : out;
+    bool ok = evbuffer_add_reference(dst, buf, len, free_cleanup, NULL) == 0;
+    if (!ok)
+        free(buf);
+    if (b && ok)
+        ok = bulk_queue(dst, b) == 0;
+    else
+        bulk_free(b);
+    if (dst == direct_buf) {
+        evutil_socket_t fd = bufferevent_getfd(cn->bev);
+        while (ok && evbuffer_get_length(direct_buf) > 0)
+            if (evbuffer_write(direct_buf, fd) <= 0)
+                break; /* full or failed: the bufferevent retries and reports */
+        if (ok && evbuffer_get_length(direct_buf) > 0 && evbuffer_add_buffer(out, direct_buf) < 0)
+            ok = false;
+        evbuffer_drain(direct_buf, evbuffer_get_length(direct_buf)); /* empty for the next */
+    }
+    if (!ok) {
+        srv_log(WARN, NFS, "req=- tenant=- cannot queue %zu reply bytes to %s: closing", len,
+                cn->peer_str);
         conn_close(cn);
     }
 }
@@ -594,12 +652,9 @@ static void req_done(void *arg)
     if (r->drc) /* a JUKEBOX answer is not remembered: the retry must run */
         nfs_drc_finish(s->drc, &r->drc_key, r->throttled ? NULL : r->reply, r->replylen);
     if (r->reply) {
-        conn_send_owned(cn, r->reply, r->replylen);
+        conn_send_reply(cn, r->reply, r->replylen, r->bulk);
         r->reply = NULL;
-        if (r->bulk) {
-            conn_send_bulk(cn, r->bulk);
-            r->bulk = NULL;
-        }
+        r->bulk = NULL;
     }
     srv_metrics_op_bucket(SRV_PROTO_NFS, r->desc->name, r->p.tenant, r->bucket, r->payload_in,
                           out, srv_now_us() - r->start_us, r->err);
@@ -1056,6 +1111,9 @@ static void conn_open(void *arg)
         goto fail;
     bufferevent_setcb(cn->bev, conn_read_cb, conn_write_cb, conn_event_cb, cn);
     bufferevent_setwatermark(cn->bev, EV_WRITE, NFS_CONN_MAX_OUTPUT / 2, 0);
+    /* libevent's default writes 16 KiB per writable event: a 1 MiB READ reply
+     * would take 64 rounds of epoll_wait + sendfile */
+    bufferevent_set_max_single_write(cn->bev, NFS_MAX_IO);
     if (s->cfg.idle_timeout_s > 0) {
         /* One duration for every connection of the loop: as a common timeout,
          * re-arming it after each read is a queue append, not a heap update. */

@@ -158,6 +158,74 @@ static int tier_capacity(void *arg, uint64_t *used, uint64_t *cap)
     return c ? 0 : -ENOSPC;
 }
 
+/* Cache mode: the core lists a remote directory through the tier. */
+static int cache_obj(void *arg, const char *name, uint64_t size, const char *etag, time_t mtime)
+{
+    struct core_cache_listing *l = arg;
+    if (!name[0] || strlen(etag) > CORE_ETAG_MAX)
+        return 0; /* a directory marker ("k/"), or an ETag no file could hold */
+    void *nv = realloc(l->objs, (l->nobjs + 1) * sizeof(*l->objs));
+    if (!nv)
+        return -ENOMEM;
+    l->objs = nv;
+    struct core_cache_obj *o = &l->objs[l->nobjs];
+    memset(o, 0, sizeof(*o));
+    o->name = strdup(name);
+    if (!o->name)
+        return -ENOMEM;
+    o->size = size;
+    snprintf(o->etag, sizeof(o->etag), "%s", etag);
+    o->mtime_s = (int64_t)mtime;
+    l->nobjs++;
+    return 0;
+}
+
+static int cache_dir(void *arg, const char *name)
+{
+    struct core_cache_listing *l = arg;
+    void *nv = realloc(l->dirs, (l->ndirs + 1) * sizeof(*l->dirs));
+    if (!nv)
+        return -ENOMEM;
+    l->dirs = nv;
+    l->dirs[l->ndirs] = strdup(name);
+    if (!l->dirs[l->ndirs])
+        return -ENOMEM;
+    l->ndirs++;
+    return 0;
+}
+
+static int cache_list(void *arg, uint32_t remote, const char *dirkey,
+                      struct core_cache_listing *out)
+{
+    struct tier_upload *u = tier_upload_default();
+    (void)arg;
+    return u ? tier_upload_list_dir(u, remote, dirkey, cache_obj, cache_dir, out) : SRV_ERECALL;
+}
+
+static void render_cache(void *arg, struct evbuffer *out)
+{
+    struct core_cache_stats st;
+    core_cache_stats_get(arg, &st);
+    evbuffer_add_printf(
+        out,
+        "# HELP s3nfs_cache_imports_total Directories of cache buckets listed on their "
+        "remote.\n# TYPE s3nfs_cache_imports_total counter\ns3nfs_cache_imports_total %llu\n"
+        "# HELP s3nfs_cache_import_errors_total Listings of a remote directory that failed.\n"
+        "# TYPE s3nfs_cache_import_errors_total counter\n"
+        "s3nfs_cache_import_errors_total %llu\n"
+        "# HELP s3nfs_cache_objects_total Names a cache import changed, by what it did.\n"
+        "# TYPE s3nfs_cache_objects_total counter\n"
+        "s3nfs_cache_objects_total{action=\"created\"} %llu\n"
+        "s3nfs_cache_objects_total{action=\"changed\"} %llu\n"
+        "s3nfs_cache_objects_total{action=\"removed\"} %llu\n"
+        "# HELP s3nfs_cache_conflicts_total Remote changes that met local changes not "
+        "uploaded yet (the local ones won).\n# TYPE s3nfs_cache_conflicts_total counter\n"
+        "s3nfs_cache_conflicts_total %llu\n",
+        (unsigned long long)st.imports, (unsigned long long)st.import_errors,
+        (unsigned long long)st.created, (unsigned long long)st.changed,
+        (unsigned long long)st.removed, (unsigned long long)st.conflicts);
+}
+
 static void render_recall(void *arg, struct evbuffer *out)
 {
     struct core_tier_stats st;
@@ -835,6 +903,8 @@ static int start_all(struct daemon *d)
         return rc;
     }
     srv_metrics_add_renderer(render_recall, d->core);
+    core_cache_set_lister(d->core, cache_list, NULL);
+    srv_metrics_add_renderer(render_cache, d->core);
 
     int nloops = (int)d->cfg.loop_threads;
     if (nloops == 0)

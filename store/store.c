@@ -561,7 +561,7 @@ static int write_cached(struct store_dev *d, const void *buf, size_t len, uint64
                 strerror(errno));
         return -EIO;
     }
-    int rc = store__io_write(d->fd_buf, buf, len, off);
+    int rc = store__io_pwrite(d->fd_buf, buf, len, off);
     if (rc < 0)
         return rc;
     __atomic_add_fetch(&d->wgen, 1, __ATOMIC_RELEASE);

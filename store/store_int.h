@@ -136,6 +136,10 @@ uint64_t store__get_be64(const unsigned char *p);
  * @return 0, -EIO (or -errno). */
 int store__io_read(int fd, void *buf, size_t len, uint64_t off);
 int store__io_write(int fd, const void *buf, size_t len, uint64_t off);
+/* store__io_write with pwrite, for a buffered fd: io_uring does not do a
+ * buffered write inline, it hands it to a kernel worker thread (io-wq): a
+ * hand-off per write and, measured here, about 10 % more CPU than pwrite. */
+int store__io_pwrite(int fd, const void *buf, size_t len, uint64_t off);
 /* store__io_write that calls @p fn(@p arg) into *@p out after submitting (before
  * waiting), or first when io_uring is not used. */
 int store__io_write_during(int fd, const void *buf, size_t len, uint64_t off,

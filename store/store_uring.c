@@ -154,10 +154,11 @@ size_t store__scratch_live(void)
     return n;
 }
 
-/* One transfer; @return bytes moved (may be short) or -errno. */
+/* One transfer (@p wr: 0 read, 1 write, 2 write with pwrite); @return bytes
+ * moved (may be short) or -errno. */
 static ssize_t io_once(int wr, int fd, void *buf, size_t len, uint64_t off)
 {
-    struct io_uring *ring = ring_get();
+    struct io_uring *ring = wr == 2 ? NULL : ring_get();
     if (!ring) {
         ssize_t n = wr ? pwrite(fd, buf, len, (off_t)off) : pread(fd, buf, len, (off_t)off);
         return n < 0 ? -errno : n;
@@ -215,6 +216,11 @@ int store__io_read(int fd, void *buf, size_t len, uint64_t off)
 int store__io_write(int fd, const void *buf, size_t len, uint64_t off)
 {
     return io_full(1, fd, (void *)buf, len, off);
+}
+
+int store__io_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+    return io_full(2, fd, (void *)buf, len, off);
 }
 
 /* Submit what is queued, retrying while the kernel is busy or interrupted.

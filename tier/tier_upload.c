@@ -35,11 +35,13 @@
 #include "srv_err.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
+#include "tier_cache.h"
 #include "tier_evict.h"
 #include "tier_policy.h"
 #include "tier_upload.h"
 
-#define BUCKET_KIND_TIER 3 /* bucketcfg kind of a tier policy (core.h CORE_BLOB_TIER) */
+#define BUCKET_KIND_TIER 3  /* bucketcfg kind of a tier policy (core.h CORE_BLOB_TIER) */
+#define BUCKET_KIND_CACHE 4 /* bucketcfg kind of cache mode (core.h CORE_BLOB_CACHE) */
 #define SCAN_CHUNK 512     /* keys looked at per read txn */
 #define META_PAIRS_MAX 64
 #define FAIL_MAX 4096   /* files backing off, remembered at once */
@@ -590,11 +592,14 @@ static void sweep(struct tier_upload *u, struct tier_s3 *s3, uint32_t id)
 }
 
 static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *parallel, char *why,
-                                   size_t whylen, int *err);
+                                   size_t whylen, int *err, bool sweep_it);
 
-/* The client of remote @p id, made on first use. @return it, or NULL (@p why says). */
-static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parallel, char *why,
-                                 size_t whylen, int *err)
+/* The client of remote @p id, made on first use; with @p sweep_it (the uploader's uses)
+ * the remote's leftover multipart uploads are aborted first, once. Reads (recalls, cache
+ * listings) never sweep: a read-only cache node must not abort the writer node's uploads.
+ * @return it, or NULL (@p why says). */
+static struct tier_s3 *client_get(struct tier_upload *u, uint32_t id, int *parallel, char *why,
+                                  size_t whylen, int *err, bool sweep_it)
 {
     *err = -EIO;
     pthread_mutex_lock(&u->mu);
@@ -604,7 +609,7 @@ static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parall
         return NULL;
     }
     struct rclient *r = rclient_find(u, id);
-    if (r && r->s3) {
+    if (r && r->s3 && (r->swept || !sweep_it)) {
         *parallel = r->parallel;
         struct tier_s3 *s3 = r->s3;
         pthread_mutex_unlock(&u->mu);
@@ -619,19 +624,34 @@ static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parall
     if (r && r->s3) {
         *parallel = r->parallel;
         struct tier_s3 *s3 = r->s3;
+        bool need = sweep_it && !r->swept;
         pthread_mutex_unlock(&u->mu);
+        if (need) { /* made by a read: sweep before the first upload */
+            sweep(u, s3, id);
+            pthread_mutex_lock(&u->mu);
+            r = rclient_find(u, id);
+            if (r)
+                r->swept = true;
+            pthread_mutex_unlock(&u->mu);
+        }
         pthread_mutex_unlock(&u->mk);
         return s3;
     }
     pthread_mutex_unlock(&u->mu);
-    struct tier_s3 *made = client_make(u, id, parallel, why, whylen, err);
+    struct tier_s3 *made = client_make(u, id, parallel, why, whylen, err, sweep_it);
     pthread_mutex_unlock(&u->mk);
     return made;
 }
 
-/* client_of's second half, u->mk held. */
+static struct tier_s3 *client_of(struct tier_upload *u, uint32_t id, int *parallel, char *why,
+                                 size_t whylen, int *err)
+{
+    return client_get(u, id, parallel, why, whylen, err, true);
+}
+
+/* client_get's second half, u->mk held. */
 static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *parallel, char *why,
-                                   size_t whylen, int *err)
+                                   size_t whylen, int *err, bool sweep_it)
 {
     struct rclient *r;
     struct tier_upload_remote *rem = calloc(1, sizeof(*rem));
@@ -655,7 +675,8 @@ static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *para
     int par = rem->parallel > 0 ? rem->parallel : 4;
     memset(rem, 0, sizeof(*rem)); /* the secret: the client keeps its own copy */
     free(rem);
-    sweep(u, m.s3, id);
+    if (sweep_it)
+        sweep(u, m.s3, id);
     pthread_mutex_lock(&u->mu);
     r = rclient_find(u, id);
     if (!r && u->nrc == u->caprc) {
@@ -678,7 +699,7 @@ static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *para
     } else if (r && !r->s3) {
         r->s3 = m.s3;
         r->parallel = par;
-        r->swept = true;
+        r->swept = sweep_it;
         m.s3 = NULL;
     } else if (r) {
         out = r->s3; /* another worker made one meanwhile */
@@ -1132,6 +1153,7 @@ static void *work_main(void *arg)
 struct policy_ent {
     uint64_t bucket;
     struct tier_policy p;
+    bool ro; /* a read-only cache bucket (tier_cache.h): nothing is uploaded or deleted */
 };
 
 struct policies {
@@ -1154,7 +1176,20 @@ static int policy_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, 
         ps->v = nv;
         ps->cap = nc;
     }
-    ps->v[ps->n++] = (struct policy_ent){bucket, p};
+    ps->v[ps->n++] = (struct policy_ent){bucket, p, false};
+    return 0;
+}
+
+static int cache_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, size_t len)
+{
+    struct policies *ps = arg;
+    struct tier_cache tc;
+    (void)kind;
+    if (tier_cache_decode(val, len, &tc) != 0 || !tc.read_only)
+        return 0;
+    for (size_t i = 0; i < ps->n; i++)
+        if (ps->v[i].bucket == bucket)
+            ps->v[i].ro = true;
     return 0;
 }
 
@@ -1285,7 +1320,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
                (b->barrier_ns && ct <= b->barrier_ns) || ct <= b->hasten_ns;
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
-    if (due && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
+    if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
         !inflight_has(u, kv->ino) &&
         !(fail_find(u, kv->ino) && fail_find(u, kv->ino)->until_ms > srv_now_ms())) {
         struct job *j = calloc(1, sizeof(*j));
@@ -1381,6 +1416,7 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint
 /* The tierst records whose file is gone: remote copies to delete. */
 struct dscan {
     struct tier_upload *u;
+    const struct policies *ps;
     struct meta_txn *t;
     uint64_t last;
     size_t seen;
@@ -1403,6 +1439,9 @@ static int dscan_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
     int rc = meta_inode_get(s->t, ino, &r);
     if (rc == 0 && r.type == FILE_TYPE_REG && r.nlink > 0 && r.bucket == c->st.bucket)
         return 0; /* the file lives: the bucket's pass handles a changed key */
+    for (size_t i = 0; i < s->ps->n; i++)
+        if (s->ps->v[i].bucket == c->st.bucket && s->ps->v[i].ro)
+            return 0; /* a read-only cache bucket never changes its remote */
     pthread_mutex_lock(&u->mu);
     struct bstat *b = bstat_get(u, c->st.bucket, true);
     if (b) {
@@ -1432,9 +1471,9 @@ static int dscan_cb(void *arg, uint64_t ino, const struct meta_tier_copy *c)
     return rc;
 }
 
-static void scan_deletes(struct tier_upload *u)
+static void scan_deletes(struct tier_upload *u, const struct policies *ps)
 {
-    struct dscan s = {.u = u};
+    struct dscan s = {.u = u, .ps = ps};
     for (;;) {
         if (meta_rtxn_begin(u->cfg.meta, &s.t) != 0)
             return;
@@ -1544,6 +1583,8 @@ static void pass(struct tier_upload *u)
     if (meta_rtxn_begin(u->cfg.meta, &t) != 0)
         return;
     int rc = meta_bucketcfg_scan(t, BUCKET_KIND_TIER, policy_cb, &ps);
+    if (rc >= 0)
+        rc = meta_bucketcfg_scan(t, BUCKET_KIND_CACHE, cache_cb, &ps);
     meta_rtxn_end(t);
     if (rc < 0) {
         free(ps.v);
@@ -1562,7 +1603,7 @@ static void pass(struct tier_upload *u)
     for (size_t i = 0; i < ps.n && !u->stop; i++)
         scan_bucket(u, &ps.v[i], (uint32_t)i, now_ns);
     if (!u->stop)
-        scan_deletes(u);
+        scan_deletes(u, &ps);
     if (!u->stop)
         evict_pass(u, &ps, now_ns);
     pthread_mutex_lock(&u->mu);
@@ -1902,7 +1943,7 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
     }
     char why[256];
     int parallel = 0, err = 0;
-    struct tier_s3 *s3 = client_of(u, c->st.remote, &parallel, why, sizeof(why), &err);
+    struct tier_s3 *s3 = client_get(u, c->st.remote, &parallel, why, sizeof(why), &err, false);
     if (!s3) {
         srv_log(WARN, TIER, "recall of ino=%" PRIu64 " from remote %u: %s", ino, c->st.remote, why);
         free(c);
@@ -1946,6 +1987,66 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
         u->fetch_retry++;
     }
     pthread_mutex_unlock(&u->mu);
+    return rc;
+}
+
+int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dirkey,
+                         tier_list_obj_cb obj, tier_list_dir_cb dir, void *arg)
+{
+    char why[256];
+    int parallel = 0, err = 0;
+    struct tier_s3 *s3 = client_get(u, remote, &parallel, why, sizeof(why), &err, false);
+    if (!s3) {
+        srv_log(WARN, TIER, "cache listing of remote %u: %s", remote, why);
+        return err == -ENOENT ? -ENOENT : SRV_ERECALL;
+    }
+    size_t dl = strlen(dirkey);
+    char *token = NULL;
+    int rc = 0;
+    for (int page = 0; rc == 0; page++) {
+        struct tier_s3_op op = {
+            .code = TIER_S3_LIST_OBJECTS, .prefix = dirkey, .delimiter = "/", .token = token};
+        struct tier_s3_result res;
+        memset(&res, 0, sizeof(res));
+        rc = run_one(u, s3, &op, &res);
+        free(token);
+        token = NULL;
+        if (rc) {
+            srv_log(WARN, TIER, "cache listing of remote %u prefix '%s': %s", remote, dirkey,
+                    res.message[0] ? res.message : srv_strerror(rc));
+            rc = (res.retryable || res.status == 0 || res.status >= 500) ? SRV_ERECALL : -EIO;
+            tier_s3_result_fini(&res);
+            break;
+        }
+        for (size_t i = 0; rc == 0 && i < res.nentries; i++) {
+            const struct tier_s3_entry *e = &res.entries[i];
+            if (strncmp(e->key, dirkey, dl) != 0)
+                continue;
+            rc = obj(arg, e->key + dl, e->size, e->etag, e->time);
+        }
+        for (size_t i = 0; rc == 0 && i < res.nprefixes; i++) {
+            const char *pf = res.prefixes[i];
+            size_t pl = strlen(pf);
+            if (pl <= dl + 1 || strncmp(pf, dirkey, dl) != 0 || pf[pl - 1] != '/')
+                continue;
+            char *nm = strndup(pf + dl, pl - dl - 1);
+            if (!nm) {
+                rc = -ENOMEM;
+                break;
+            }
+            rc = dir(arg, nm);
+            free(nm);
+        }
+        bool more = res.truncated && res.next_token && res.next_token[0];
+        if (more) {
+            token = res.next_token;
+            res.next_token = NULL;
+        }
+        tier_s3_result_fini(&res);
+        if (!more)
+            break;
+    }
+    free(token);
     return rc;
 }
 

@@ -155,6 +155,18 @@ int tier_upload_hasten(struct tier_upload *u, uint64_t bucket, int64_t before_ns
  * @return 0, -EINVAL (not a barrier of this bucket). */
 int tier_upload_flush_done(struct tier_upload *u, uint64_t bucket, uint64_t barrier, bool *done);
 
+/** One object directly in a listed directory: @p name relative to it. @return 0 to go on. */
+typedef int (*tier_list_obj_cb)(void *arg, const char *name, uint64_t size, const char *etag,
+                                time_t mtime);
+/** One sub-directory (a CommonPrefix), @p name without the directory nor the '/'. */
+typedef int (*tier_list_dir_cb)(void *arg, const char *name);
+/** List "directory" @p dirkey ("" or ending in '/', bucket-relative) of remote @p remote:
+ * ListObjectsV2 with delimiter '/', every page (cache mode). Never sweeps the remote's
+ * multipart uploads. Blocks (not on an event loop). @return 0, SRV_ERECALL (the remote is
+ * down or failed: retry later), -ENOENT (no such remote), -EIO, or a callback's result. */
+int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dirkey,
+                         tier_list_obj_cb obj, tier_list_dir_cb dir, void *arg);
+
 /** Read [off, off + len) of the remote copy of evicted file @p ino into @p buf (@p n:
  * bytes read), checked against its tierst record: the remote object must still have the
  * recorded ETag (If-Match) and size. Blocks: call it from a thread that may wait (not an

@@ -88,6 +88,10 @@ static const struct cmd_doc {
      "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS] [--evict-after SECONDS]\n"
      "  tier flush T BUCKET [--timeout SECONDS]   wait until everything written before\n"
      "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
+    {"cache", "get delete set",
+     "  cache get T BUCKET | delete T BUCKET   (a bucket fronting its tier policy's remote)\n"
+     "  cache set T BUCKET [--ttl SECONDS] [--read-only|--read-write]   (default ttl 30;\n"
+     "      0: always ask the remote; the bucket needs a tier policy: `tier set` first)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
 };
 #define NCMDS (sizeof(cmd_docs) / sizeof(cmd_docs[0]))
@@ -1336,6 +1340,33 @@ static int cmd_tier(int argc, char **argv)
     return 0;
 }
 
+static int cmd_cache(int argc, char **argv)
+{
+    static const struct opt opts[] = {
+        {"--ttl", "ttl_s", OPT_NUM, FOR_UPDATE},
+        {"--read-only", "read_only", OPT_TRUE, FOR_UPDATE},
+        {"--read-write", "read_only", OPT_FALSE, FOR_UPDATE},
+        {NULL, NULL, OPT_ARG, 0},
+    };
+    char p[512];
+    NEED(3);
+    uint64_t t = tenant_id(argv[1]);
+    check_flags(argc, argv, 3, opts);
+    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets/%s/cache", t, argv[2]);
+    if (strcmp(argv[0], "get") == 0 && argc == 3) {
+        api("GET", NULL, "%s", p);
+    } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
+        api("DELETE", NULL, "%s", p);
+    } else if (strcmp(argv[0], "set") == 0) {
+        json_t *o = json_object();
+        set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        api("PUT", o, "%s", p);
+    } else {
+        return bad_usage();
+    }
+    return 0;
+}
+
 /* GET a plain-text path (/healthz, /metrics): the body on stdout, or the
  * error on stderr and exit 1. */
 static int plain_get(const char *path)
@@ -1466,6 +1497,8 @@ int main(int argc, char **argv)
         return cmd_remote(argc, argv);
     if (strcmp(cmd, "tier") == 0)
         return cmd_tier(argc, argv);
+    if (strcmp(cmd, "cache") == 0)
+        return cmd_cache(argc, argv);
     if (strcmp(cmd, "api") == 0 && argc >= 2 && argc <= 3) {
         json_t *body = NULL;
         if (argc == 3) {

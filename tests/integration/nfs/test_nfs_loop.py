@@ -8,7 +8,10 @@ stale: every change, through NFS or S3, shows in the next call at once. The
 """
 import os
 import shutil
+import socket
+import struct
 import sys
+import time
 import urllib.request
 import uuid
 
@@ -205,4 +208,73 @@ def test_loop_answers_see_every_change_at_once(nfsd):
     assert c.lookup(bfh, "k")[0] == rpc3.NFS3ERR_NOENT
     assert metric(nfsd, "s3nfs_nfs_loop_answers_total") > before
     other.close()
+    c.close()
+
+
+def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
+    """A reply is written to the socket at once only when nothing of the
+    connection waits to be sent (nfs_rpc.c conn_send_reply): with 1 MiB READ
+    replies queued behind a client that reads slowly, and GETATTRs arriving
+    while the socket has room again but bytes still wait in the output, every
+    reply must still arrive whole and in the order of the calls (a direct
+    write past queued bytes would cut into a READ's reply)."""
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    _, bfh, _, files = build_tree(c, root)
+    st, fh = c.create(bfh, "pipe")
+    assert st == 0
+    data = os.urandom(4 << 20)
+    for off in range(0, len(data), 1 << 20):
+        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+        c.read(fh, off, 1 << 20)  # whatever the first READ of an extent costs, paid here
+    c.close()
+    # a client with a small receive window: the server's socket fills quickly
+    c = RpcConn.__new__(RpcConn)
+    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    c.sock.settimeout(20)
+    c.sock.connect(("127.0.0.1", nfsd.nfs_port))
+    c.cred, c.xid = auth_sys(), 1
+    expect = []  # (xid, READ offset or None)
+
+    def send(proc, args, off=None):
+        xid, msg = c.call_bytes(rpc3.NFS_PROG, 3, proc, args)
+        c.send_raw(RpcConn.record(msg))
+        expect.append((xid, off))
+
+    for off in range(0, len(data), 1 << 20):
+        send(rpc3.READ, Packer().opaque(fh).u64(off).u32(1 << 20).bytes(), off)
+    time.sleep(0.3)  # the server's socket fills; the rest waits in its output
+    got = bytearray()
+    for _ in range(60):  # read a little, then a call: its reply finds room in the socket
+        got += c.sock.recv(16384)
+        send(rpc3.GETATTR, Packer().opaque(files["small"]).bytes())
+        time.sleep(0.002)
+    pos = 0
+
+    def take(n):
+        nonlocal got, pos
+        while len(got) - pos < n:
+            chunk = c.sock.recv(1 << 20)
+            assert chunk, "connection closed"
+            got += chunk
+        b = bytes(got[pos:pos + n])
+        pos += n
+        return b
+
+    for xid, off in expect:
+        rec = b""
+        while True:
+            mark, = struct.unpack(">I", take(4))
+            rec += take(mark & 0x7fffffff)
+            if mark & 0x80000000:
+                break
+        r = rpc3.Reply(rec)
+        assert r.xid == xid, "replies in the order of the calls, each whole"
+        assert r.accepted and r.accept_stat == rpc3.SUCCESS
+        assert r.body.u32() == 0
+        if off is not None:
+            r.body.post_op_attr()
+            n, _eof = r.body.u32(), r.body.u32()
+            assert n == 1 << 20 and r.body.opaque() == data[off:off + (1 << 20)], f"READ at {off}"
     c.close()

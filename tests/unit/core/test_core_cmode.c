@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for core/core_cmode.c (cache mode) through a fake remote lister
+ * and a fake fetch: listing and lookup import a directory (objects become
+ * evicted files with the remote's size and ETag, sub-prefixes directories),
+ * reads recall them; revalidation (TTL 0) drops changed objects to evicted
+ * again, removes deleted ones, keeps local files never uploaded, and counts a
+ * conflict; an event-loop caller (CORE_P_NOWAIT) gets -EWOULDBLOCK; a remote
+ * that cannot be listed serves what was imported and answers SRV_ERECALL for
+ * a directory never imported; a read-only cache bucket refuses changes with
+ * -EROFS. The store check passes at the end (imported files are evicted files
+ * with confirmed records). Against a real RGW:
+ * tests/integration/tier/test_tier_cache.py. */
+#include <stdatomic.h>
+
+#include "core_test_util.h"
+
+#include "tier_cache.h"
+#include "tier_policy.h"
+
+struct mobj {
+    const char *dir, *name, *etag;
+    uint64_t size;
+    bool gone;
+};
+
+static struct mobj model[] = {
+    {"", "a.txt", "e1", 10, false},
+    {"d/", "x", "e2", 5000, false},
+    {"d/", "y", "e4", 3, false},
+};
+#define NMODEL (sizeof(model) / sizeof(model[0]))
+static atomic_int list_fail, lists;
+
+static int fake_list(void *arg, uint32_t remote, const char *dirkey, struct core_cache_listing *out)
+{
+    (void)arg;
+    assert_int_equal(remote, 1);
+    atomic_fetch_add(&lists, 1);
+    if (atomic_load(&list_fail))
+        return atomic_load(&list_fail);
+    if (strcmp(dirkey, "") == 0) {
+        out->dirs = calloc(1, sizeof(char *));
+        out->dirs[0] = strdup("d");
+        out->ndirs = 1;
+    }
+    out->objs = calloc(NMODEL, sizeof(*out->objs));
+    for (size_t i = 0; i < NMODEL; i++) {
+        if (model[i].gone || strcmp(model[i].dir, dirkey) != 0)
+            continue;
+        struct core_cache_obj *o = &out->objs[out->nobjs++];
+        o->name = strdup(model[i].name);
+        o->size = model[i].size;
+        snprintf(o->etag, sizeof(o->etag), "%s", model[i].etag);
+        o->mtime_s = 1700000000;
+    }
+    return 0;
+}
+
+static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
+{
+    (void)arg;
+    (void)ino;
+    for (size_t i = 0; i < len; i++)
+        ((uint8_t *)buf)[i] = (uint8_t)('a' + (off + i) % 26);
+    *n = len;
+    return 0;
+}
+
+static void set_cache(struct fx *f, uint32_t ttl, bool ro)
+{
+    struct tier_cache tc = {.ttl_s = ttl, .read_only = ro};
+    uint8_t enc[TIER_CACHE_LEN];
+    size_t n = tier_cache_encode(&tc, enc);
+    assert_int_equal(core_bucket_blob_put(f->c, &f->su, f->bucket, CORE_BLOB_CACHE, enc, n), 0);
+}
+
+static int setup(void **state)
+{
+    if (fx_setup(state))
+        return -1;
+    struct fx *f = *state;
+    struct tier_policy p = {.remote = 1, .upload_after_s = 60};
+    uint8_t enc[TIER_POLICY_MAX];
+    size_t n = tier_policy_encode(&p, enc);
+    if (core_bucket_blob_put(f->c, &f->su, f->bucket, CORE_BLOB_TIER, enc, n))
+        return -1;
+    core_cache_set_lister(f->c, fake_list, NULL);
+    struct core_tier_config tc = {.fetch = fake_fetch, .threads = 2, .wait_ms = 5000};
+    if (core_tier_start(f->c, &tc))
+        return -1;
+    for (size_t i = 0; i < NMODEL; i++)
+        model[i].gone = false;
+    model[0].etag = "e1";
+    model[0].size = 10;
+    atomic_store(&list_fail, 0);
+    set_cache(f, 100, false);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    core_tier_stop(f->c);
+    return fx_teardown(state);
+}
+
+struct seen {
+    char keys[8][64];
+    uint64_t sizes[8];
+    char etags[8][CORE_ETAG_MAX + 1];
+    int n;
+};
+
+static int seen_cb(void *arg, const struct core_listent *e)
+{
+    struct seen *s = arg;
+    if (s->n == 8)
+        return 1;
+    snprintf(s->keys[s->n], sizeof(s->keys[0]), "%.*s", (int)e->keylen, e->key);
+    if (!e->is_prefix) {
+        s->sizes[s->n] = e->info->attr.size;
+        snprintf(s->etags[s->n], sizeof(s->etags[0]), "%s", e->info->etag);
+    }
+    s->n++;
+    return 0;
+}
+
+static void list(struct fx *f, const char *prefix, const char *delim, struct seen *s)
+{
+    bool trunc;
+    memset(s, 0, sizeof(*s));
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, prefix, strlen(prefix), NULL, 0, delim,
+                               delim ? strlen(delim) : 0, 100, seen_cb, s, &trunc),
+                     0);
+}
+
+static void test_import_read_revalidate(void **state)
+{
+    struct fx *f = *state;
+    struct seen s;
+    struct core_cache_stats st;
+    list(f, "", "/", &s);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.keys[0], "a.txt");
+    assert_int_equal(s.sizes[0], 10);
+    assert_string_equal(s.etags[0], "e1");
+    assert_string_equal(s.keys[1], "d/");
+    /* a lookup imports d/; the object is evicted and reads through */
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(oi.attr.size, 5000);
+    assert_string_equal(oi.etag, "e2");
+    char buf[5000];
+    size_t n = 0;
+    bool eof;
+    assert_int_equal(core_read(f->c, &f->p, oi.attr.ino, 100, buf, 50, &n, &eof), 0);
+    assert_int_equal(n, 50);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(buf[i], 'a' + (100 + i) % 26);
+    int before = atomic_load(&lists);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), before); /* fresh: not asked again */
+    /* a local file, never uploaded */
+    assert_int_equal(fx_put(f, "d/local", "L", 1), 0);
+
+    /* the remote changes; TTL 0 asks every time */
+    set_cache(f, 0, false);
+    model[0].etag = "e3";
+    model[0].size = 20;
+    model[1].gone = true;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(oi.attr.size, 20);
+    assert_string_equal(oi.etag, "e3");
+    list(f, "d/", NULL, &s);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.keys[0], "d/local");
+    assert_string_equal(s.keys[1], "d/y");
+    core_cache_stats_get(f->c, &st);
+    assert_true(st.created >= 3);
+    assert_int_equal(st.changed, 1);
+    assert_int_equal(st.removed, 1);
+    assert_int_equal(st.conflicts, 0);
+    /* a local write of a remote name wins (never uploaded): a conflict, counted */
+    assert_int_equal(fx_put(f, "d/y", "mine", 4), 0);
+    list(f, "d/", "/", &s);
+    list(f, "d/", "/", &s); /* reported once, not at every revalidation */
+    core_cache_stats_get(f->c, &st);
+    assert_int_equal(st.conflicts, 1);
+    void *data = NULL;
+    assert_int_equal(fx_get(f, "d/y", &data, &n), 0);
+    assert_int_equal(n, 4);
+    assert_memory_equal(data, "mine", 4);
+    free(data);
+
+    /* an event loop never lists: it is told to move the call */
+    struct core_principal lp = f->p;
+    struct core_attr a;
+    lp.flags |= CORE_P_NOWAIT;
+    assert_int_equal(core_lookup(f->c, &lp, f->bucket, "a.txt", 5, &a), -EWOULDBLOCK);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &a), 0);
+
+    /* the remote cannot be listed: what was imported is served */
+    atomic_store(&list_fail, SRV_ERECALL);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &a), 0);
+    list(f, "d/", "/", &s);
+    assert_int_equal(s.n, 2);
+    core_cache_stats_get(f->c, &st);
+    assert_true(st.import_errors >= 2);
+}
+
+static void test_never_imported_and_down(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    atomic_store(&list_fail, SRV_ERECALL);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), SRV_ERECALL);
+    atomic_store(&list_fail, 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
+    free(oi.meta);
+}
+
+static void test_read_only(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    set_cache(f, 100, true);
+    bool ro = false;
+    assert_true(core_cache_bucket(f->c, f->bucket, &ro));
+    assert_true(ro);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(fx_put(f, "new", "x", 1), -EROFS);
+    assert_int_equal(core_key_delete(f->c, &f->p, f->bucket, "d/x", 3), -EROFS);
+    assert_int_equal(
+        core_write(f->c, &f->p, oi.attr.ino, 0, "z", 1, CORE_FILE_SYNC, NULL, NULL, NULL), -EROFS);
+    struct core_attr a, d;
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "d", 1, &d), 0);
+    assert_int_equal(core_mkdir(f->c, &f->p, d.ino, "sub", 3, 0755, &a), -EROFS);
+    assert_int_equal(core_remove(f->c, &f->p, d.ino, "x", 1), -EROFS);
+    assert_int_equal(core_rename(f->c, &f->p, d.ino, "x", 1, d.ino, "z", 1), -EROFS);
+    /* read-write again: writes pass */
+    set_cache(f, 100, false);
+    assert_int_equal(fx_put(f, "new", "x", 1), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_import_read_revalidate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_never_imported_and_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
