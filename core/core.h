@@ -742,23 +742,28 @@ void core_stats_get(struct core *c, struct core_stats *out);
 typedef int (*core_tier_fetch_fn)(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len,
                                   size_t *n);
 /** The recall settings of one file (its tier policy's, tier_settings.h): bytes of one
- * ranged GET, chunks of the file fetched at once (0: no bound but the threads'), whole
- * file on a first read or only the range read plus read_ahead bytes. */
+ * ranged GET (0: core_tier_config's chunk), chunks of the file fetched at once (0, or
+ * more than core_tier_config's streams: those), whole file on a first read or only the
+ * range read plus read_ahead bytes. */
 struct core_recall_knobs {
     uint32_t chunk, streams, read_ahead;
     bool whole_file;
 };
-#define CORE_RC_CHUNK_MAX (16u << 20)
 /** Fill @p out for file @p ino. @return 0, or an error (the defaults apply). */
 typedef int (*core_tier_knobs_fn)(void *arg, uint64_t ino, struct core_recall_knobs *out);
 struct core_tier_config {
     core_tier_fetch_fn fetch;
     void *fetch_arg;
-    core_tier_knobs_fn knobs; /* NULL: the defaults (whole file, 2 MiB chunks, no bound) */
+    core_tier_knobs_fn knobs; /* NULL: the defaults (whole file, chunk and streams below) */
     void *knobs_arg;
-    uint32_t threads; /* recall threads: chunks fetched at once (0: 4) */
+    uint32_t threads; /* chunks fetched at once, all recalls (0: 4); twice as many recall
+                       * threads fetch, write and commit them */
     uint32_t wait_ms; /* longest wait of a read for its range (0: 10000) */
     uint32_t fail_ms; /* a remote failing this long fails reads with -EIO (0: 60000) */
+    uint64_t chunk;   /* bytes of one ranged GET of a recall, rounded up to a multiple of
+                       * 1 MiB, at most 64 MiB (0: 8 MiB) */
+    uint32_t streams; /* chunks of one file's recall fetched at once (0, or more than
+                       * threads: threads) */
 };
 /** Start the recall threads. Until then a read of an evicted file answers SRV_ERECALL.
  * @return 0, -EINVAL, -ENOMEM, -errno. */

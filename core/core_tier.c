@@ -27,9 +27,11 @@
  *
  * Recall: a read of a range the map does not hold joins the file's recall (one
  * per file, shared by every reader) and waits for the chunks it needs only;
- * chunks (CORE_RC_CHUNK, or the file's tier policy's recall settings: chunk size,
- * streams at once, whole file or the range read plus read-ahead) are fetched by
- * recall threads through the daemon's
+ * chunks (cfg.chunk bytes, 8 MiB by default, or the file's tier policy's chunk size;
+ * the first chunk's bytes of a file in 1 MiB pieces, see ch_of) are fetched by
+ * recall threads, at most cfg.streams (or the policy's streams) of one file at once
+ * (all threads by default), the whole file or, when the policy's whole_file is off,
+ * only the chunks reads cover plus its read_ahead bytes, through the daemon's
  * fetch callback (the tier: ranged GETs checked against the recorded ETag and
  * size), written to new extents with their CRCs, and each chunk is put into the
  * map in a txn of its own, which also clears the flag once the whole file is
@@ -50,7 +52,8 @@
 #include "srv_log.h"
 #include "srv_metrics.h"
 
-#define CORE_RC_CHUNK (2u * STORE_EXTENT_MAX) /* bytes of one ranged GET */
+#define RC_CHUNK_DEF (8u * STORE_EXTENT_MAX)  /* bytes of one ranged GET (default) */
+#define RC_CHUNK_MAX (64u * STORE_EXTENT_MAX) /* ... at most */
 #define LR_SLOTS 65536u                       /* last-read table */
 #define RC_LAT_N CORE_TIER_LAT_N
 
@@ -59,6 +62,10 @@ enum { CH_TODO = 0, CH_BUSY, CH_DONE, CH_IDLE /* not asked for (whole_file off) 
 struct recall {
     struct recall *next;
     uint64_t ino, size, change;
+    uint64_t chunk;      /* bytes of one ranged GET: a multiple of STORE_EXTENT_MAX */
+    uint32_t streams;    /* chunks of this recall fetched at once, at most */
+    uint32_t read_ahead; /* bytes past a read's range to fetch (whole_file off) */
+    bool whole_file;     /* every chunk (else only those reads ask for: CH_IDLE) */
     uint32_t nch, ndone;
     uint8_t *st;   /* per chunk: CH_* */
     uint32_t want; /* a chunk a reader waits for: fetched first (UINT32_MAX: none) */
@@ -66,11 +73,11 @@ struct recall {
                     * changed or gone: readers look again) */
     int64_t fail_since_ms, retry_at_ms;
     unsigned fails; /* retryable failures in a row */
-    unsigned busy;  /* chunks being fetched */
+    unsigned busy;  /* chunks being fetched or written */
+    unsigned fetching; /* ... of which being fetched (at most streams) */
     int waiters;
     int64_t touch_ms; /* the last read that wanted it */
     int64_t start_ns;
-    struct core_recall_knobs kn; /* its tier policy's recall settings */
 };
 
 struct lr_slot {
@@ -85,6 +92,7 @@ struct core__tier {
     struct recall *head;
     pthread_t *threads;
     uint32_t nthreads;
+    uint32_t fetching; /* ranged GETs in flight, all recalls (at most cfg.threads) */
     bool stop;
     struct core_tier_config cfg;
     struct lr_slot *lr;
@@ -328,16 +336,16 @@ struct install_op {
     uint64_t ino, change, foff;
     struct core__fext *x;
     size_t n;
-    bool used;  /* the extents went into the map */
-    bool local; /* the file is whole again */
-    bool *xused; /* per extent, when not all went in (parts already there: NULL: none) */
+    uint8_t *used; /* per extent: it went into the map */
+    size_t nused;  /* bytes of those */
 };
 
 static int install_fn(struct meta_txn *t, void *arg)
 {
     struct install_op *a = arg;
     struct meta_inode r;
-    a->used = a->local = false;
+    a->nused = 0;
+    memset(a->used, 0, a->n);
     int rc = meta_inode_get(t, a->ino, &r);
     if (rc)
         return rc == -ENOENT ? SRV_ESTALE : rc;
@@ -345,58 +353,49 @@ static int install_fn(struct meta_txn *t, void *arg)
         return 1; /* local already */
     if (r.change != a->change || r.nlink == 0)
         return SRV_ESTALE; /* changed (it would have been recalled first) or going */
-    uint64_t hi = a->x[a->n - 1].foff + a->x[a->n - 1].vlen;
+    /* each extent goes where the map holds nothing yet (an earlier recall, with the
+     * same or another chunk size, may have brought part of this chunk back: extents
+     * of recalls all sit on the STORE_EXTENT_MAX grid of file offsets) */
     struct core__fext_list l = {0};
-    rc = core__overlaps(t, a->ino, a->foff, hi, &l, false);
-    bool empty = l.n == 0;
-    free(l.v);
-    l = (struct core__fext_list){0}; /* reused below: core__overlaps keeps v */
+    for (size_t i = 0; rc == 0 && i < a->n; i++) {
+        struct core__fext *x = &a->x[i];
+        rc = core__overlaps(t, a->ino, x->foff, x->foff + x->vlen, &l, false);
+        bool empty = l.n == 0;
+        free(l.v);
+        l = (struct core__fext_list){0};
+        if (rc || !empty)
+            continue;
+        struct meta_extent me = {
+            .dev = x->e.dev, .len = x->e.len, .off = x->e.off, .crc = x->e.crc, .vlen = x->vlen};
+        rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
+        if (rc == 0)
+            rc = meta_extent_put(t, a->ino, x->foff, &me);
+        if (rc == 0) {
+            a->used[i] = 1;
+            a->nused += x->vlen;
+        }
+    }
+    return rc;
+}
+
+struct whole_op {
+    struct core *c;
+    uint64_t ino, change;
+};
+
+/* Every chunk of a recall is in: if the map covers the file, it is an ordinary local
+ * file again, and its used becomes what it holds now. Once per recall (it lists the
+ * whole map: per chunk it would make a recall quadratic in the file's size). */
+static int whole_fn(struct meta_txn *t, void *arg)
+{
+    struct whole_op *a = arg;
+    struct meta_inode r;
+    int rc = meta_inode_get(t, a->ino, &r);
     if (rc)
-        return rc;
-    for (size_t i = 0; a->xused && i < a->n; i++)
-        a->xused[i] = empty;
-    if (!empty && a->xused) {
-        /* parts of the chunk are back already (a recall with another chunk size):
-         * the extents (1 MiB-aligned pieces) that are not go in */
-        for (size_t i = 0; rc == 0 && i < a->n; i++) {
-            struct core__fext *x = &a->x[i];
-            struct meta_extent me = {.dev = x->e.dev,
-                                     .len = x->e.len,
-                                     .off = x->e.off,
-                                     .crc = x->e.crc,
-                                     .vlen = x->vlen};
-            rc = core__overlaps(t, a->ino, x->foff, x->foff + x->vlen, &l, false);
-            bool none = l.n == 0;
-            free(l.v);
-            l = (struct core__fext_list){0};
-            if (rc || !none)
-                continue;
-            rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
-            if (rc == 0)
-                rc = meta_extent_put(t, a->ino, x->foff, &me);
-            if (rc == 0)
-                a->xused[i] = a->used = true;
-        }
-        if (rc)
-            return rc;
-    }
-    if (empty) {
-        for (size_t i = 0; rc == 0 && i < a->n; i++) {
-            struct core__fext *x = &a->x[i];
-            struct meta_extent me = {.dev = x->e.dev,
-                                     .len = x->e.len,
-                                     .off = x->e.off,
-                                     .crc = x->e.crc,
-                                     .vlen = x->vlen};
-            rc = core__extent_use(t, &x->e, x->bcrc, x->nb);
-            if (rc == 0)
-                rc = meta_extent_put(t, a->ino, x->foff, &me);
-        }
-        if (rc)
-            return rc;
-        a->used = true;
-    }
-    /* whole again? then it is an ordinary local file; used becomes what it holds now */
+        return rc == -ENOENT ? SRV_ESTALE : rc;
+    if (!(r.flags & META_I_EVICTED) || r.change != a->change || r.nlink == 0)
+        return 0; /* local already, or changed or going: nothing to do */
+    struct core__fext_list l = {0};
     rc = core__overlaps(t, a->ino, 0, r.size, &l, false);
     if (rc == 0 && covers(&l, 0, r.size)) {
         uint64_t held = 0;
@@ -408,21 +407,52 @@ static int install_fn(struct meta_txn *t, void *arg)
         rc = delta ? core__usage_charge(a->c, t, r.tenant, r.parent, delta, 0, false) : 0;
         if (rc == 0)
             rc = meta_inode_put(t, a->ino, &r);
-        a->local = rc == 0;
     }
     free(l.v);
     return rc;
 }
 
-/* Fetch chunk @p ch of @p rc's file and put it into the map.
+/* Chunk geometry of a recall whose chunks are @p chunk bytes: its first @p chunk bytes
+ * come in STORE_EXTENT_MAX pieces (so the first bytes of a file are back soon even
+ * while all streams are busy with it), the rest in chunks of @p chunk bytes. Every
+ * chunk starts on the STORE_EXTENT_MAX grid. */
+static uint32_t ch_of(uint64_t chunk, uint64_t off)
+{
+    uint32_t head = (uint32_t)(chunk / STORE_EXTENT_MAX);
+    if (off < chunk)
+        return (uint32_t)(off / STORE_EXTENT_MAX);
+    return head + (uint32_t)((off - chunk) / chunk);
+}
+
+static uint64_t ch_start(uint64_t chunk, uint32_t ch)
+{
+    uint32_t head = (uint32_t)(chunk / STORE_EXTENT_MAX);
+    if (ch < head)
+        return (uint64_t)ch * STORE_EXTENT_MAX;
+    return chunk + (uint64_t)(ch - head) * chunk;
+}
+
+/* The GET of a chunk of @p r ended (@p r stays: its busy count holds it): another
+ * thread may start the next one while this one writes and commits. */
+static void fetched(struct core__tier *k, struct recall *r)
+{
+    pthread_mutex_lock(&k->mu);
+    r->fetching--;
+    k->fetching--;
+    pthread_cond_broadcast(&k->work_cv);
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* Fetch chunk @p ch of @p rec's file and put it into the map (@p fdone: set once its
+ * GET ended and fetched() counted it).
  * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
  * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
-static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size, uint32_t ch,
-                        uint32_t chunk, uint64_t *got)
+static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size,
+                        uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone)
 {
     struct core__tier *k = c->data->tier;
-    uint64_t off = (uint64_t)ch * chunk;
-    size_t len = size - off < chunk ? (size_t)(size - off) : chunk;
+    uint64_t off = ch_start(chunk, ch), end = ch_start(chunk, ch + 1);
+    size_t len = (size_t)((end < size ? end : size) - off);
     struct meta_txn *t;
     struct meta_inode r;
     bool have = false;
@@ -443,13 +473,17 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
     char *buf = NULL;
-    if (posix_memalign((void **)&buf, STORE_ALIGN, chunk) != 0)
+    struct core__fext *x = calloc((len + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX, sizeof(*x));
+    if (!x || posix_memalign((void **)&buf, STORE_ALIGN, len) != 0) {
+        free(x);
         return -ENOMEM;
+    }
     size_t n = 0;
     rc = k->cfg.fetch(k->cfg.fetch_arg, ino, off, buf, len, &n);
     if (rc == 0 && n != len)
         rc = SRV_EREMOTECHG;
-    struct core__fext x[CORE_RC_CHUNK_MAX / STORE_EXTENT_MAX];
+    fetched(k, rec);
+    *fdone = true;
     size_t nx = 0;
     for (size_t pos = 0; rc == 0 && pos < len; pos += STORE_EXTENT_MAX) {
         uint32_t pl = len - pos < STORE_EXTENT_MAX ? (uint32_t)(len - pos) : STORE_EXTENT_MAX;
@@ -470,23 +504,23 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     if (rc == 0)
         rc = store_sync(c->store);
     free(buf);
+    uint8_t used[RC_CHUNK_MAX / STORE_EXTENT_MAX];
     if (rc == 0) {
-        bool xused[CORE_RC_CHUNK_MAX / STORE_EXTENT_MAX];
         struct install_op a = {
-            .c = c, .ino = ino, .change = change, .foff = off, .x = x, .n = nx, .xused = xused};
+            .c = c, .ino = ino, .change = change, .foff = off, .x = x, .n = nx, .used = used};
         rc = meta_submit(c->meta, install_fn, &a, 0);
         if (rc == 0 || rc == 1) {
-            for (size_t i = 0; i < nx; i++) {
-                if (a.used && xused[i])
-                    *got += x[i].vlen;
-                else
+            for (size_t i = 0; i < nx; i++)
+                if (rc == 1 || !used[i])
                     store_unreserve(c->store, &x[i].e);
-            }
-            return a.local ? 1 : rc;
+            *got = rc == 1 ? 0 : a.nused;
+            free(x);
+            return rc;
         }
     }
     for (size_t i = 0; i < nx; i++)
         store_unreserve(c->store, &x[i].e);
+    free(x);
     return rc;
 }
 
@@ -546,8 +580,8 @@ static void *recall_main(void *arg)
                     next = r->retry_at_ms;
                 continue;
             }
-            if (r->kn.streams && r->busy >= r->kn.streams)
-                continue; /* its policy's parallel streams are all busy */
+            if (r->fetching >= r->streams || k->fetching >= k->cfg.threads)
+                continue; /* as many GETs in flight as it (or the daemon) may have */
             if (r->want != UINT32_MAX && r->st[r->want] == CH_TODO) {
                 pick = r;
                 ch = r->want;
@@ -576,11 +610,28 @@ static void *recall_main(void *arg)
         }
         pick->st[ch] = CH_BUSY;
         pick->busy++;
+        pick->fetching++;
+        k->fetching++;
         uint64_t ino = pick->ino, change = pick->change, size = pick->size, got = 0;
-        uint32_t chunk = pick->kn.chunk;
+        uint64_t chunk = pick->chunk;
         pthread_mutex_unlock(&k->mu);
-        int rc = recall_chunk(c, ino, change, size, ch, chunk, &got);
+        bool fdone = false;
+        int rc = recall_chunk(c, ino, change, size, chunk, ch, &got, pick, &fdone);
         pthread_mutex_lock(&k->mu);
+        if (!fdone) { /* it ended before a GET */
+            pick->fetching--;
+            k->fetching--;
+        }
+        if (rc == 0 && pick->ndone + 1 == pick->nch) {
+            /* the last chunk: the file is made local before the chunk counts as done, so
+             * a reader of the whole file never finds it all back but still evicted */
+            pthread_mutex_unlock(&k->mu);
+            struct whole_op w = {c, ino, change};
+            int wrc = meta_submit(c->meta, whole_fn, &w, 0);
+            pthread_mutex_lock(&k->mu);
+            if (wrc && wrc != SRV_ESTALE)
+                rc = wrc; /* retried like a failed chunk */
+        }
         pick->busy--;
         atomic_fetch_add(&k->recalled_bytes, got);
         if (rc == 0 || rc == 1) {
@@ -591,7 +642,7 @@ static void *recall_main(void *arg)
             if (rc == 1 || pick->ndone == pick->nch) {
                 pick->err = 1;
                 lat_note(k, mono_ns() - pick->start_ns);
-            } else if (!pick->kn.whole_file && pick->busy == 0 && pick->waiters == 0 &&
+            } else if (!pick->whole_file && pick->busy == 0 && pick->waiters == 0 &&
                        !memchr(pick->st, CH_TODO, pick->nch)) {
                 pick->err = 1; /* all that was asked for is back: the rest stays remote */
             }
@@ -608,11 +659,9 @@ static void *recall_main(void *arg)
             atomic_fetch_add(&k->recall_errors, 1);
             if (rc != SRV_ESTALE)
                 srv_log(WARN, TIER, "recall of ino=%llu at %llu: %s", (unsigned long long)ino,
-                        (unsigned long long)ch * chunk, srv_strerror(rc));
+                        (unsigned long long)ch_start(chunk, ch), srv_strerror(rc));
             pick->err = rc == SRV_ESTALE ? 1 : rc;
         }
-        if (pick->kn.streams)
-            pthread_cond_broadcast(&k->work_cv); /* a stream of its file is free again */
         if (pick->err && pick->busy == 0 && pick->waiters == 0)
             recall_free(k, pick);
         pthread_cond_broadcast(&k->done_cv);
@@ -633,11 +682,21 @@ int core_tier_start(struct core *c, const struct core_tier_config *cfg)
         k->cfg.wait_ms = 10000;
     if (!k->cfg.fail_ms)
         k->cfg.fail_ms = 60000;
-    k->threads = calloc(k->cfg.threads, sizeof(*k->threads));
+    if (!k->cfg.chunk)
+        k->cfg.chunk = RC_CHUNK_DEF;
+    if (k->cfg.chunk > RC_CHUNK_MAX)
+        k->cfg.chunk = RC_CHUNK_MAX;
+    k->cfg.chunk = (k->cfg.chunk + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX * STORE_EXTENT_MAX;
+    if (!k->cfg.streams || k->cfg.streams > k->cfg.threads)
+        k->cfg.streams = k->cfg.threads;
+    /* twice as many threads as GETs in flight: while some write and commit the chunks
+     * they fetched, others fetch the next ones */
+    uint32_t nth = 2 * k->cfg.threads;
+    k->threads = calloc(nth, sizeof(*k->threads));
     if (!k->threads)
         return -ENOMEM;
     k->stop = false;
-    for (uint32_t i = 0; i < k->cfg.threads; i++) {
+    for (uint32_t i = 0; i < nth; i++) {
         int e = pthread_create(&k->threads[i], NULL, recall_main, c);
         if (e) {
             core_tier_stop(c);
@@ -665,6 +724,20 @@ void core_tier_stop(struct core *c)
     k->nthreads = 0;
 }
 
+/* The recall settings of a new recall of file @p ino: its tier policy's (cfg.knobs),
+ * where the policy leaves the chunk size or the streams (0) the daemon's
+ * (core_tier_config); a file's streams are at most the threads (GET slots). */
+static void recall_params(const struct core__tier *k, uint64_t ino, struct core_recall_knobs *kn)
+{
+    *kn = (struct core_recall_knobs){.whole_file = true};
+    if (k->cfg.knobs && k->cfg.knobs(k->cfg.knobs_arg, ino, kn) != 0)
+        *kn = (struct core_recall_knobs){.whole_file = true};
+    if (!kn->chunk)
+        kn->chunk = (uint32_t)k->cfg.chunk;
+    if (!kn->streams || kn->streams > k->cfg.streams)
+        kn->streams = k->cfg.streams;
+}
+
 int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, uint64_t lo,
                     uint64_t hi, bool nowait)
 {
@@ -673,11 +746,6 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         hi = ri->size;
     if (hi <= lo)
         hi = lo + 1;
-    struct core_recall_knobs kn = {.chunk = CORE_RC_CHUNK, .whole_file = true};
-    if (k->cfg.knobs && k->cfg.knobs(k->cfg.knobs_arg, ino, &kn) != 0)
-        kn = (struct core_recall_knobs){.chunk = CORE_RC_CHUNK, .whole_file = true};
-    if (kn.chunk < STORE_EXTENT_MAX || kn.chunk > CORE_RC_CHUNK_MAX || kn.chunk % STORE_EXTENT_MAX)
-        kn.chunk = CORE_RC_CHUNK;
     pthread_mutex_lock(&k->mu);
     if (!k->threads || k->stop) {
         pthread_mutex_unlock(&k->mu);
@@ -687,11 +755,19 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
      * not joined: a new one starts (the old one goes once nobody uses it) */
     struct recall *r = k->head;
     while (r && (r->ino != ino || (r->err && r->err != 1) ||
-                 (r->err == 1 && (r->change != ri->change || !r->kn.whole_file))))
+                 (r->err == 1 && (r->change != ri->change || !r->whole_file))))
         r = r->next;
     if (!r) {
+        struct core_recall_knobs kn;
+        recall_params(k, ino, &kn);
+        uint64_t chunk = kn.chunk;
+        uint32_t streams = kn.streams;
+        if (chunk < STORE_EXTENT_MAX || chunk > RC_CHUNK_MAX || chunk % STORE_EXTENT_MAX)
+            chunk = RC_CHUNK_DEF; /* what recall_chunk can hold */
+        if (streams == 0)
+            streams = 1;
         r = calloc(1, sizeof(*r));
-        uint32_t nch = (uint32_t)((ri->size + kn.chunk - 1) / kn.chunk);
+        uint32_t nch = ri->size ? ch_of(chunk, ri->size - 1) + 1 : 0;
         if (r)
             r->st = calloc(nch ? nch : 1, 1);
         if (r && r->st && !kn.whole_file)
@@ -706,18 +782,22 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         r->size = ri->size;
         r->change = ri->change;
         r->nch = nch;
+        r->chunk = chunk;
+        r->streams = streams;
+        r->read_ahead = kn.read_ahead;
+        r->whole_file = kn.whole_file;
         r->want = UINT32_MAX;
         r->start_ns = mono_ns();
         r->touch_ms = srv_now_ms();
-        r->kn = kn;
         r->next = k->head;
         k->head = r;
         atomic_fetch_add(&k->recalls, 1);
     }
-    uint32_t c0 = (uint32_t)(lo / r->kn.chunk), c1 = (uint32_t)((hi - 1) / r->kn.chunk);
-    if (!r->kn.whole_file) { /* the range read and read_ahead bytes after it */
-        uint64_t ra = (hi - 1 + (uint64_t)r->kn.read_ahead) / r->kn.chunk;
-        for (uint64_t i = c0; i <= ra && i < r->nch; i++)
+    uint32_t c0 = ch_of(r->chunk, lo), c1 = ch_of(r->chunk, hi - 1);
+    if (!r->whole_file) { /* the range read and read_ahead bytes after it */
+        uint64_t rend = hi - 1 + (uint64_t)r->read_ahead;
+        uint32_t ra = ch_of(r->chunk, rend < r->size ? rend : r->size - 1);
+        for (uint32_t i = c0; i <= ra && i < r->nch; i++)
             if (r->st[i] == CH_IDLE)
                 r->st[i] = CH_TODO;
     }
@@ -769,7 +849,7 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
     }
     r->waiters--;
-    if (!r->err && !r->kn.whole_file && r->waiters == 0 && r->busy == 0 &&
+    if (!r->err && !r->whole_file && r->waiters == 0 && r->busy == 0 &&
         !memchr(r->st, CH_TODO, r->nch))
         r->err = 1; /* a partial recall nobody waits for: done */
     if (r->err && r->waiters == 0 && r->busy == 0)

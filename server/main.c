@@ -916,6 +916,7 @@ static int start_all(struct daemon *d)
                                     .knobs = tier_knobs,
                                     .knobs_arg = d->core,
                                     .threads = (uint32_t)d->cfg.tier_recall_threads,
+                                    .chunk = d->cfg.tier_recall_chunk_size,
                                     .wait_ms = (uint32_t)d->cfg.tier_recall_wait_ms,
                                     .fail_ms = (uint32_t)d->cfg.tier_recall_fail_ms};
     if ((rc = core_tier_start(d->core, &rcfg)) < 0) {

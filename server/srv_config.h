@@ -115,6 +115,7 @@ struct srv_config {
     int64_t tier_retry_base_ms;
     int64_t tier_retry_max_ms;
     int64_t tier_recall_threads;
+    uint64_t tier_recall_chunk_size;
     int64_t tier_recall_wait_ms;
     int64_t tier_recall_fail_ms;
 };

@@ -266,8 +266,15 @@ const struct srv_config_opt srv_config_table[] = {
         "Longest back-off between tries of a remote that fails (down, 5xx, timeouts) or of a "
         "file whose upload failed."),
     OPT(tier_recall_threads, SRV_CFG_INT, "4", 1, 64, SRV_CFG_IMMUTABLE, NULL,
-        "Threads that recall evicted files: ranged GETs (2 MiB each) in flight at once, "
-        "shared by all recalls."),
+        "Ranged GETs (of tier_recall_chunk_size each) of recalls of evicted files in flight "
+        "at once, shared by all recalls (one file may use them all); twice as many threads "
+        "write and commit what they fetched, so writing overlaps the next GETs."),
+    OPT(tier_recall_chunk_size, SRV_CFG_SIZE, "8MiB", 1024 * 1024, 64 * 1024 * 1024,
+        SRV_CFG_IMMUTABLE, NULL,
+        "Bytes of one ranged GET of a recall (rounded up to a multiple of 1 MiB): a read "
+        "waits for the chunks that hold its range; each chunk is written and committed "
+        "locally as it arrives. The first tier_recall_chunk_size bytes of a file come in "
+        "1 MiB pieces, so its first bytes are back soon."),
     OPT(tier_recall_wait_ms, SRV_CFG_INT, "10000", 100, 600000, SRV_CFG_IMMUTABLE, NULL,
         "Longest wait of a read of an evicted file for its range; then it answers a "
         "retryable error (S3 503, NFS JUKEBOX)."),

@@ -59,6 +59,7 @@
 #define HVAL_MAX 8192                 /* one header value */
 #define SRC_HIGH (1024 * 1024)        /* source bodies: fill the output up to this */
 #define SRC_LOW (256 * 1024)          /* ... whenever it drains below this */
+#define MAX_IO (1u << 20)             /* one socket read or write at most (libevent: 16 KiB) */
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define UNSIGNED "UNSIGNED-PAYLOAD"
 
@@ -995,6 +996,8 @@ static int conn_open(struct tier_s3_req *r)
         free(c);
         return -ENOMEM;
     }
+    bufferevent_set_max_single_read(c->bev, MAX_IO);
+    bufferevent_set_max_single_write(c->bev, MAX_IO);
     bufferevent_setcb(c->bev, conn_readcb, conn_writecb, conn_eventcb, c);
     bufferevent_set_timeouts(c->bev, &s3->t_connect, &s3->t_connect);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
@@ -1033,6 +1036,8 @@ static int conn_tls_start(struct s3_conn *c)
     }
     c->fd_in_bev = true;
     bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+    bufferevent_set_max_single_read(c->bev, MAX_IO);
+    bufferevent_set_max_single_write(c->bev, MAX_IO);
     bufferevent_setcb(c->bev, conn_readcb, conn_writecb, conn_eventcb, c);
     bufferevent_set_timeouts(c->bev, &s3->t_connect, &s3->t_connect);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);

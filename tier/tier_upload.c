@@ -35,6 +35,7 @@
 #include "srv_err.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
+#include "srv_sigv4.h"
 #include "tier_cache.h"
 #include "tier_evict.h"
 #include "tier_policy.h"
@@ -897,6 +898,132 @@ static int read_all(struct tier_upload *u, struct job *j, uint64_t off, void *bu
     return 0;
 }
 
+/* ---- a window of multipart parts in flight ---- */
+
+/* One part in flight: its buffer (read and hashed by the worker), its op and outcome. */
+struct wslot {
+    struct window *w;
+    char *buf;
+    struct tier_s3_op op;
+    struct tier_s3_result res;
+    char sha[65];
+    uint64_t part; /* 0-based */
+    bool busy;     /* started and not harvested yet */
+    bool done;     /* its done ran: res holds the outcome */
+};
+
+/* The parts of one upload in flight: at most n at once, each started as soon as the
+ * worker has read and hashed it (no wave waits for its slowest part). */
+struct window {
+    struct tier_upload *u;
+    struct tier_s3 *s3;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct wslot *s;
+    size_t n;
+};
+
+static void wslot_done(void *arg, struct tier_s3_result *res)
+{
+    struct wslot *s = arg;
+    struct window *w = s->w;
+    pthread_mutex_lock(&w->mu);
+    tier_s3_result_take(&s->res, res);
+    s->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void wslot_start_fn(void *arg)
+{
+    struct wslot *s = arg;
+    struct window *w = s->w;
+    /* the loop thread frees the clients when stopping: after that, start nothing */
+    int rc = w->u->closing ? -ECANCELED : tier_s3_start(w->s3, &s->op, NULL);
+    if (rc) {
+        pthread_mutex_lock(&w->mu);
+        s->res.err = rc;
+        snprintf(s->res.message, sizeof(s->res.message), "%s", srv_strerror(rc));
+        s->done = true;
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+/* Start slot @p s (its op filled) on the loop. */
+static void window_start(struct window *w, struct wslot *s)
+{
+    memset(&s->res, 0, sizeof(s->res));
+    s->op.done = wslot_done;
+    s->op.arg = s;
+    s->busy = true;
+    s->done = false;
+    if (run_on_loop(w->u, wslot_start_fn, s) != 0) {
+        s->res.err = -ENOMEM;
+        snprintf(s->res.message, sizeof(s->res.message), "cannot reach the client's loop");
+        s->done = true;
+    }
+}
+
+/* Wait until a slot is free (every one when @p all) and harvest the ended parts with
+ * @p harvest (called without the lock). @return the free slot (NULL with @p all). */
+static struct wslot *window_wait(struct window *w, bool all,
+                                 void (*harvest)(void *arg, struct wslot *s), void *harg)
+{
+    for (;;) {
+        struct wslot *ended = NULL, *idle = NULL;
+        size_t busy = 0;
+        pthread_mutex_lock(&w->mu);
+        for (;;) {
+            busy = 0;
+            for (size_t i = 0; i < w->n; i++) {
+                if (!w->s[i].busy)
+                    idle = idle ? idle : &w->s[i];
+                else if (w->s[i].done)
+                    ended = ended ? ended : &w->s[i];
+                busy += w->s[i].busy;
+            }
+            if (ended || (idle && !all) || busy == 0)
+                break;
+            pthread_cond_wait(&w->cv, &w->mu);
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (ended) {
+            harvest(harg, ended);
+            tier_s3_result_fini(&ended->res);
+            pthread_mutex_lock(&w->mu);
+            ended->busy = ended->done = false;
+            pthread_mutex_unlock(&w->mu);
+            continue;
+        }
+        return all ? NULL : idle;
+    }
+}
+
+/* What the window's harvest needs: the first failure, and each part's ETag. */
+struct part_harvest {
+    struct tier_upload *u;
+    struct job *j;
+    struct tier_s3_part *parts;
+    char (*etags)[TIER_S3_ETAG_MAX];
+    int rc;
+};
+
+static void part_harvest(void *arg, struct wslot *s)
+{
+    struct part_harvest *h = arg;
+    struct job *j = h->j;
+    if (s->res.err) {
+        if (h->rc == 0)
+            failed(h->u, j->bucket, j->remote, j->ino, err_kind(s->res.err), s->res.retryable,
+                   "upload part", s->res.message);
+        if (h->rc == 0)
+            h->rc = s->res.err;
+        return;
+    }
+    snprintf(h->etags[s->part], TIER_S3_ETAG_MAX, "%s", s->res.obj.etag);
+    h->parts[s->part] = (struct tier_s3_part){(int)(s->part + 1), h->etags[s->part]};
+}
+
 /* Upload @p j: @return 0 (recorded), or nonzero (noted as a failure). */
 static int do_upload(struct tier_upload *u, struct job *j)
 {
@@ -946,10 +1073,13 @@ static int do_upload(struct tier_upload *u, struct job *j)
                    "read", rc == -EAGAIN ? "the file changed while read" : srv_strerror(rc));
             goto out;
         }
+        char sha[65];
+        srv_sigv4_sha256_hex(bufs[0], len, sha); /* here, not on the client's loop */
         struct tier_s3_op op = {.code = TIER_S3_PUT_OBJECT,
                                 .key = j->key,
                                 .data = bufs[0],
                                 .size = len,
+                                .sha256_hex = sha,
                                 .content_type = ctype[0] ? ctype : NULL,
                                 .meta = kv,
                                 .nmeta = (size_t)nmeta};
@@ -979,44 +1109,54 @@ static int do_upload(struct tier_upload *u, struct job *j)
         parts = calloc(nparts, sizeof(*parts));
         etags = calloc(nparts, sizeof(*etags));
         bufs = calloc((size_t)par, sizeof(*bufs));
-        struct tier_s3_op *ops = calloc((size_t)par, sizeof(*ops));
-        struct tier_s3_result *rs = calloc((size_t)par, sizeof(*rs));
-        rc = parts && etags && bufs && ops && rs ? 0 : -ENOMEM;
-        for (int i = 0; rc == 0 && i < par; i++)
+        struct window w = {.u = u, .s3 = s3, .n = (size_t)par};
+        w.s = calloc((size_t)par, sizeof(*w.s));
+        rc = parts && etags && bufs && w.s ? 0 : -ENOMEM;
+        for (int i = 0; rc == 0 && i < par; i++) {
             if (!(bufs[i] = malloc(psize)))
                 rc = -ENOMEM;
-        for (uint64_t p0 = 0; rc == 0 && p0 < nparts; p0 += (uint64_t)par) {
-            size_t n = nparts - p0 < (uint64_t)par ? (size_t)(nparts - p0) : (size_t)par;
-            for (size_t i = 0; rc == 0 && i < n; i++) {
-                uint64_t off = (p0 + i) * psize;
-                size_t len = (size_t)(j->size - off < psize ? j->size - off : psize);
-                rc = read_all(u, j, off, bufs[i], len);
-                ops[i] = (struct tier_s3_op){.code = TIER_S3_MPU_PART,
-                                             .key = j->key,
-                                             .upload_id = upload_id,
-                                             .part_number = (int)(p0 + i + 1),
-                                             .data = bufs[i],
-                                             .size = len};
-            }
+            else
+                w.s[i] = (struct wslot){.w = &w, .buf = bufs[i]};
+        }
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        struct part_harvest h = {u, j, parts, etags, 0};
+        /* a sliding window: each part is read and hashed here while the others are on
+         * the wire, and started as soon as a slot is free */
+        for (uint64_t p = 0; rc == 0 && p < nparts; p++) {
+            struct wslot *sl = window_wait(&w, false, part_harvest, &h);
+            if ((rc = h.rc) != 0)
+                break;
+            uint64_t off = p * psize;
+            size_t len = (size_t)(j->size - off < psize ? j->size - off : psize);
+            rc = read_all(u, j, off, sl->buf, len);
             if (rc) {
                 failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL,
                        false, "read", srv_strerror(rc));
                 break;
             }
-            rc = run_many(u, s3, ops, n, rs);
-            for (size_t i = 0; i < n; i++) {
-                if (rc == 0 && rs[i].err) {
-                    rc = rs[i].err;
-                    failed(u, j->bucket, j->remote, j->ino, err_kind(rc), rs[i].retryable,
-                           "upload part", rs[i].message);
-                }
-                snprintf(etags[p0 + i], TIER_S3_ETAG_MAX, "%s", rs[i].obj.etag);
-                parts[p0 + i] = (struct tier_s3_part){(int)(p0 + i + 1), etags[p0 + i]};
-                tier_s3_result_fini(&rs[i]);
-            }
+            /* the payload's SHA-256, signed: the remote checks the bytes (see tier_s3.h) */
+            srv_sigv4_sha256_hex(sl->buf, len, sl->sha);
+            sl->part = p;
+            sl->op = (struct tier_s3_op){.code = TIER_S3_MPU_PART,
+                                         .key = j->key,
+                                         .upload_id = upload_id,
+                                         .part_number = (int)(p + 1),
+                                         .data = sl->buf,
+                                         .size = len,
+                                         .sha256_hex = sl->sha};
+            window_start(&w, sl);
         }
-        free(ops);
-        free(rs);
+        if (w.s) {
+            if (rc && h.rc == 0)
+                h.rc = rc; /* noted already: the parts still in flight are not */
+            window_wait(&w, true, part_harvest, &h);
+            if (rc == 0)
+                rc = h.rc;
+        }
+        pthread_mutex_destroy(&w.mu);
+        pthread_cond_destroy(&w.cv);
+        free(w.s);
         if (rc == 0 && change_now(u, j->ino) != j->change) {
             rc = -EAGAIN;
             failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",

@@ -46,76 +46,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration", "nfs"))
+sys.path.insert(0, os.path.join(TOP, "bench"))
+from benchlib import Body, admin, http_conn, http_do, size_arg  # noqa: E402,F401
 
 KiB, MiB = 1 << 10, 1 << 20
 SAMPLE = 150 * 1000
-
-
-def size_arg(s):
-    mult = {"K": KiB, "M": MiB, "G": 1 << 30}
-    return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
-
-
-def admin(d, method, path, body=None):
-    req = urllib.request.Request(d.admin_endpoint + "/api/v1" + path, method=method,
-                                 data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Authorization": f"Bearer {d.admin_token}",
-                                          "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        raw = r.read()
-        return json.loads(raw) if raw else None
-
-
-class Body:
-    """A request body of @p size bytes made of @p data repeated, read as it is
-    sent: no copy of the whole object is built (a 256 MiB body took seconds of
-    memcpy and page faults under the GIL, inside the writer's timed window)."""
-
-    def __init__(self, data, size):
-        self.data, self.size, self.pos = memoryview(data), size, 0
-
-    def seek(self, pos):
-        self.pos = pos
-
-    def read(self, n=-1):
-        left = self.size - self.pos
-        if n < 0 or n > left:
-            n = left
-        off = self.pos % len(self.data)
-        chunk = self.data[off:off + min(n, len(self.data) - off)]
-        self.pos += len(chunk)
-        return chunk
-
-
-def http_conn(netloc):
-    return http.client.HTTPConnection(netloc, timeout=120, blocksize=256 * KiB)
-
-
-def http_do(conns, url, method="GET", body=None):
-    """One request on a keep-alive connection per host:port; @return the body's length."""
-    u = urllib.parse.urlsplit(url)
-    c = conns.get(u.netloc)
-    if c is None:
-        c = conns[u.netloc] = http_conn(u.netloc)
-    path = u.path + ("?" + u.query if u.query else "")
-    hdrs = {"Content-Length": str(body.size)} if isinstance(body, Body) else {}
-    for attempt in range(5):
-        try:
-            if isinstance(body, Body):
-                body.seek(0)
-            c.request(method, path, body=body, headers=hdrs)
-            r = c.getresponse()
-            data = r.read()
-            if r.status == 503:  # SlowDown: QoS asked us to come back
-                time.sleep(0.05 * (attempt + 1))
-                continue
-            if r.status >= 300:
-                raise RuntimeError(f"{method} {u.path}: HTTP {r.status} {data[:200]!r}")
-            return len(data)
-        except (http.client.HTTPException, ConnectionError):
-            c.close()
-            c = conns[u.netloc] = http_conn(u.netloc)
-    raise RuntimeError(f"{method} {u.path}: throttled 5 times")
 
 
 # ---- the reader (its own process) ----

@@ -65,6 +65,9 @@ import urllib.request
 import boto3
 from botocore.config import Config
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import Nfs, NfsError, NfsLib  # noqa: E402,F401
+
 ACCESS_KEY = "S3NFSSOAKACCESSKEY01"
 SECRET_KEY = "s3nfs/soak/secret/key/0123456789abcdefghij"
 ADMIN_TOKEN = "s3nfs-soak-admin-token-0123456789"
@@ -314,146 +317,7 @@ def s3_worker(a, d, st, stop, wid):
             pass
 
 
-# ---------------------------------------------------------------- NFS load (libnfs)
-
-class NfsLib:
-    """The few libnfs sync calls the soak uses, through ctypes."""
-
-    def __init__(self):
-        name = ctypes.util.find_library("nfs")
-        if not name:
-            raise RuntimeError("libnfs not found (apt-get install libnfs-dev)")
-        L = self.L = ctypes.CDLL(name)
-        vp, cp, c_int, u64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint64
-        L.nfs_init_context.restype = vp
-        L.nfs_destroy_context.argtypes = [vp]
-        L.nfs_get_error.restype = cp
-        L.nfs_get_error.argtypes = [vp]
-        L.nfs_set_timeout.argtypes = [vp, c_int]
-        L.nfs_parse_url_dir.restype = vp
-        L.nfs_parse_url_dir.argtypes = [vp, cp]
-        L.nfs_destroy_url.argtypes = [vp]
-        L.nfs_mount.argtypes = [vp, cp, cp]
-        L.nfs_create.argtypes = [vp, cp, c_int, c_int, ctypes.POINTER(vp)]
-        L.nfs_open.argtypes = [vp, cp, c_int, ctypes.POINTER(vp)]
-        L.nfs_close.argtypes = [vp, vp]
-        L.nfs_pwrite.argtypes = [vp, vp, u64, u64, cp]
-        L.nfs_pread.argtypes = [vp, vp, u64, u64, ctypes.c_void_p]
-        L.nfs_fsync.argtypes = [vp, vp]
-        L.nfs_unlink.argtypes = [vp, cp]
-        L.nfs_rename.argtypes = [vp, cp, cp]
-        L.nfs_mkdir.argtypes = [vp, cp]
-        L.nfs_rmdir.argtypes = [vp, cp]
-        L.nfs_stat64.argtypes = [vp, cp, ctypes.c_void_p]
-        L.nfs_opendir.argtypes = [vp, cp, ctypes.POINTER(vp)]
-        L.nfs_readdir.restype = ctypes.POINTER(NfsDirent)
-        L.nfs_readdir.argtypes = [vp, vp]
-        L.nfs_closedir.argtypes = [vp, vp]
-
-
-class NfsDirent(ctypes.Structure):
-    # Only the first two fields are read (next, name): their layout is stable.
-    _fields_ = [("next", ctypes.c_void_p), ("name", ctypes.c_char_p)]
-
-
-class NfsError(Exception):
-    pass
-
-
-class Nfs:
-    def __init__(self, lib, port):
-        self.L = lib.L
-        self.ctx = self.L.nfs_init_context()
-        if not self.ctx:
-            raise NfsError("nfs_init_context failed")
-        # The URL's arguments set the version and both ports (this libnfs has
-        # no nfs_set_nfsport); the URL itself is not needed afterwards.
-        url = self.L.nfs_parse_url_dir(self.ctx, (
-            "nfs://127.0.0.1/?version=3&nfsport=%d&mountport=%d" % (port, port)).encode())
-        if not url:
-            err = self.L.nfs_get_error(self.ctx).decode(errors="replace")
-            self.close()
-            raise NfsError("nfs_parse_url_dir: " + err)
-        self.L.nfs_destroy_url(url)
-        self.L.nfs_set_timeout(self.ctx, 60000)
-        self.check(self.L.nfs_mount(self.ctx, b"127.0.0.1", b"/"), "mount")
-
-    def check(self, rc, what):
-        if rc < 0:
-            err = self.L.nfs_get_error(self.ctx).decode(errors="replace")
-            raise NfsError("%s: %s" % (what, err))
-        return rc
-
-    def close(self):
-        if self.ctx:
-            self.L.nfs_destroy_context(self.ctx)
-            self.ctx = None
-
-    def write_file(self, path, data, chunk=65536):
-        fh = ctypes.c_void_p()
-        # O_TRUNC: libnfs' nfs_creat() keeps the old bytes of an existing file.
-        self.check(self.L.nfs_create(self.ctx, path.encode(), os.O_CREAT | os.O_TRUNC | os.O_WRONLY,
-                                     0o644, ctypes.byref(fh)), "create")
-        try:
-            for off in range(0, len(data), chunk):
-                part = data[off:off + chunk]
-                n = self.check(self.L.nfs_pwrite(self.ctx, fh, off, len(part), part), "write")
-                if n != len(part):
-                    raise NfsError("short write %d of %d" % (n, len(part)))
-            self.check(self.L.nfs_fsync(self.ctx, fh), "commit")
-        finally:
-            self.L.nfs_close(self.ctx, fh)
-
-    def read_file(self, path, size, chunk=65536):
-        fh = ctypes.c_void_p()
-        self.check(self.L.nfs_open(self.ctx, path.encode(), os.O_RDONLY, ctypes.byref(fh)),
-                   "open")
-        out = []
-        try:
-            buf = ctypes.create_string_buffer(chunk)
-            off = 0
-            while True:
-                # One read past the expected size must find the end of the file.
-                want = min(chunk, size - off) if off < size else 1
-                n = self.check(self.L.nfs_pread(self.ctx, fh, off, want, buf), "read")
-                if n == 0:
-                    break
-                out.append(buf.raw[:n])
-                off += n
-        finally:
-            self.L.nfs_close(self.ctx, fh)
-        return b"".join(out)
-
-    def listdir(self, path):
-        d = ctypes.c_void_p()
-        self.check(self.L.nfs_opendir(self.ctx, path.encode(), ctypes.byref(d)), "opendir")
-        names = []
-        try:
-            while True:
-                e = self.L.nfs_readdir(self.ctx, d)
-                if not e:
-                    break
-                names.append(e.contents.name.decode())
-        finally:
-            self.L.nfs_closedir(self.ctx, d)
-        return [n for n in names if n not in (".", "..")]
-
-    def stat(self, path):
-        buf = ctypes.create_string_buffer(256)
-        self.check(self.L.nfs_stat64(self.ctx, path.encode(), buf), "getattr")
-
-    def unlink(self, path):
-        self.check(self.L.nfs_unlink(self.ctx, path.encode()), "remove")
-
-    def rename(self, a, b):
-        self.check(self.L.nfs_rename(self.ctx, a.encode(), b.encode()), "rename")
-
-    def mkdir(self, path):
-        self.check(self.L.nfs_mkdir(self.ctx, path.encode()), "mkdir")
-
-    def rmdir(self, path):
-        self.check(self.L.nfs_rmdir(self.ctx, path.encode()), "rmdir")
-
+# ---------------------------------------------------------------- NFS load (libnfs: benchlib.Nfs)
 
 def nfs_worker(a, d, st, stop, wid, lib):
     rnd = random.Random(2000 + wid)

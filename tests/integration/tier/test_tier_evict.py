@@ -203,6 +203,25 @@ def test_evict_by_age_pins_metadata_and_recall(d, rgw):
     assert rs3.get_object(Bucket=rb, Key="p/dir/small.bin")["Body"].read() == small
 
 
+def test_recall_chunk_size_option(daemon_factory, rgw):
+    """tier_recall_chunk_size reaches the recall: with 3 MiB chunks a 10 MiB + 5 file comes
+    back in 3 GETs of 1 MiB (its first 3 MiB), then 3 MiB, 3 MiB and the last 1 MiB + 5."""
+    dm = daemon_factory(extra_args=FAST + ["--set", "tier_recall_chunk_size=3MiB"]).start()
+    rs3 = rgw.boto3()
+    rb = new_remote_bucket(rs3)
+    b = tiered_bucket(dm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, evict_after_s=1)
+    data = os.urandom(10 * MiB + 5)
+    dm.boto3().put_object(Bucket=b, Key="f", Body=data)
+    wait_for(lambda: state(dm, b, "f") == "evicted", what="f evicted")
+    ok = 's3nfs_tier_recall_gets_total{result="ok"}'
+    g0 = metric(dm, ok) or 0
+    assert get(dm, b, "f", f"bytes={7 * MiB}-{7 * MiB + 99}") == data[7 * MiB:7 * MiB + 100]
+    assert get(dm, b, "f") == data
+    wait_for(lambda: state(dm, b, "f") == "uploaded", what="f local again")
+    assert metric(dm, ok) - g0 == 6
+    assert metric(dm, "s3nfs_tier_recalled_bytes_total") == len(data)
+
+
 def test_evict_by_watermark_least_recently_read_first(daemon_factory, rgw):
     dm = daemon_factory(extra_args=FAST).start()
     rs3 = rgw.boto3()

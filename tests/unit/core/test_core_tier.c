@@ -3,10 +3,13 @@
  * current content; metadata and usage unchanged) and recall through a fake
  * remote (whole and ranged reads, the range first, a remote that fails or
  * changed, reads on an event loop that must not wait, writes and truncation
- * of an evicted file), and in a versioned bucket (the current version only,
+ * of an evicted file), in a versioned bucket (the current version only,
  * shared extents kept by the noncurrent one, usage, a recall before an
- * evicted version becomes noncurrent). The store check (core_check) must
- * pass after each step and after a reopen. */
+ * evicted version becomes noncurrent), the chunk geometry (the first
+ * chunk's bytes in 1 MiB pieces), the streams bound of one file, and a
+ * recall that finds part of a chunk back already (the chunk size changed
+ * since). The store check (core_check) must pass after each step and after
+ * a reopen. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -19,10 +22,17 @@
 #define MB (1024 * 1024)
 #define SIZE (5 * MB + 12345)
 
-/* The fake remote: serves model[], or fails with mode. */
+/* The fake remote: serves model[], or fails with mode; only offsets in [allow_lo,
+ * allow_hi) (others: retryable failures); it notes the ranges asked for, and how
+ * many fetches ran at once at most. */
 static uint8_t *model;
 static atomic_int mode;
 static atomic_uint_fast64_t fetched, fetches;
+static atomic_uint_fast64_t allow_lo, allow_hi = UINT64_MAX;
+static atomic_int cur, most;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t log_off[64], log_len[64];
+static size_t nlog;
 
 static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
 {
@@ -31,12 +41,25 @@ static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
     *n = 0;
     if (atomic_load(&mode))
         return atomic_load(&mode);
+    if (off < atomic_load(&allow_lo) || off >= atomic_load(&allow_hi))
+        return SRV_ERECALL;
     if (off + len > SIZE)
         return SRV_EREMOTECHG;
+    int now = atomic_fetch_add(&cur, 1) + 1, m = atomic_load(&most);
+    while (now > m && !atomic_compare_exchange_weak(&most, &m, now))
+        ;
+    usleep(20000); /* a remote takes a while: other threads may start meanwhile */
     memcpy(buf, model + off, len);
     *n = len;
     atomic_fetch_add(&fetched, len);
     atomic_fetch_add(&fetches, 1);
+    pthread_mutex_lock(&log_mu);
+    if (nlog < 64) {
+        log_off[nlog] = off;
+        log_len[nlog++] = len;
+    }
+    pthread_mutex_unlock(&log_mu);
+    atomic_fetch_sub(&cur, 1);
     return 0;
 }
 
@@ -369,6 +392,167 @@ static void test_versioned(void **state)
     free(orig);
 }
 
+/* Restart the recall threads with @p chunk, @p streams on @p threads. */
+static void restart_tier(struct fx *f, uint64_t chunk, uint32_t threads, uint32_t streams)
+{
+    core_tier_stop(f->c);
+    struct core_tier_config cfg = {.fetch = fake_fetch,
+                                   .threads = threads,
+                                   .wait_ms = 5000,
+                                   .fail_ms = 3000,
+                                   .chunk = chunk,
+                                   .streams = streams};
+    assert_int_equal(core_tier_start(f->c, &cfg), 0);
+}
+
+static bool logged(uint64_t off, uint64_t len)
+{
+    bool yes = false;
+    pthread_mutex_lock(&log_mu);
+    for (size_t i = 0; i < nlog; i++)
+        yes |= log_off[i] == off && log_len[i] == len;
+    pthread_mutex_unlock(&log_mu);
+    return yes;
+}
+
+static void test_chunks_streams_and_partial(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    struct core_tier_stats ts;
+    assert_int_equal(fx_put(f, "g", model, SIZE), 0);
+    uint64_t ino = copied(f, "g", &change);
+    /* chunks of 2 MiB, one stream: the first 2 MiB come in 1 MiB pieces, then 2 MiB
+     * chunks, the last one short; never two fetches of the file at once */
+    restart_tier(f, 2 * MB, 3, 1);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    atomic_store(&most, 0);
+    read_eq(f, ino, 0, SIZE, model);
+    assert_int_equal(nlog, 4);
+    assert_true(logged(0, MB) && logged(MB, MB) && logged(2 * MB, 2 * MB) &&
+                logged(4 * MB, SIZE - 4 * MB));
+    assert_int_equal(atomic_load(&most), 1);
+    checked(f);
+    /* a chunk size not a multiple of 1 MiB is rounded up (3.5 MiB: 4 MiB) */
+    restart_tier(f, 3 * MB + MB / 2, 2, 0);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    read_eq(f, ino, 0, SIZE, model);
+    assert_true(logged(3 * MB, MB) && logged(4 * MB, SIZE - 4 * MB));
+    assert_int_equal(nlog, 5);
+    checked(f);
+    /* 1 MiB chunks, one stream: only [3 MiB, 4 MiB) may be fetched; a read there brings
+     * it back (fetched first: the read waits for it), then the daemon stops with the rest
+     * still on the remote */
+    restart_tier(f, MB, 2, 1);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    atomic_store(&allow_lo, 3 * MB);
+    atomic_store(&allow_hi, 3 * MB + 1);
+    /* (the other chunks' failures may answer it SRV_ERECALL before its chunk is in) */
+    uint8_t got[100];
+    size_t n = 0;
+    bool eof;
+    int rc = SRV_ERECALL;
+    for (int i = 0; i < 100 && rc == SRV_ERECALL; i++) {
+        rc = core_read(f->c, &f->su, ino, 3 * MB + 10, got, sizeof(got), &n, &eof);
+        if (rc)
+            usleep(20000);
+    }
+    assert_int_equal(rc, 0);
+    assert_memory_equal(got, model + 3 * MB + 10, sizeof(got));
+    core_tier_stop(f->c);
+    fx_reopen(f);
+    checked(f);
+    /* restarted with 2 MiB chunks: [2 MiB, 4 MiB) is half back; its other half goes in,
+     * the rest too, and the file is whole (local) again */
+    restart_tier(f, 2 * MB, 3, 0);
+    atomic_store(&allow_lo, 0);
+    atomic_store(&allow_hi, UINT64_MAX);
+    core_tier_stats_get(f->c, &ts);
+    uint64_t was = ts.recalled_bytes;
+    read_eq(f, ino, 0, SIZE, model);
+    core_tier_stats_get(f->c, &ts);
+    assert_int_equal(ts.recalled_bytes - was, SIZE - MB); /* the MiB back already: not again */
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0); /* it was local again */
+    checked(f);
+}
+
+/* A file's tier policy's recall settings (what the server's knobs callback answers). */
+static struct core_recall_knobs pol_kn;
+
+static int fake_knobs(void *arg, uint64_t ino, struct core_recall_knobs *out)
+{
+    (void)arg;
+    (void)ino;
+    *out = pol_kn;
+    return 0;
+}
+
+static void restart_knobs(struct fx *f, uint64_t chunk, uint32_t threads,
+                          struct core_recall_knobs kn)
+{
+    core_tier_stop(f->c);
+    pol_kn = kn;
+    struct core_tier_config cfg = {.fetch = fake_fetch,
+                                   .knobs = fake_knobs,
+                                   .threads = threads,
+                                   .wait_ms = 5000,
+                                   .fail_ms = 3000,
+                                   .chunk = chunk};
+    assert_int_equal(core_tier_start(f->c, &cfg), 0);
+}
+
+static void test_policy_knobs(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    struct core_tier_stats ts;
+    assert_int_equal(fx_put(f, "k", model, SIZE), 0);
+    uint64_t ino = copied(f, "k", &change);
+    /* a policy's chunk 0 and streams 0: the daemon's (2 MiB chunks, all 3 slots) */
+    restart_knobs(f, 2 * MB, 3, (struct core_recall_knobs){.whole_file = true});
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    read_eq(f, ino, 0, SIZE, model);
+    assert_int_equal(nlog, 4);
+    assert_true(logged(2 * MB, 2 * MB) && logged(4 * MB, SIZE - 4 * MB));
+    checked(f);
+    /* the policy's chunk over the daemon's; its streams never above the threads */
+    restart_knobs(f, 8 * MB, 2,
+                  (struct core_recall_knobs){.chunk = MB, .streams = 16, .whole_file = true});
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    atomic_store(&most, 0);
+    read_eq(f, ino, 0, SIZE, model);
+    assert_int_equal(nlog, 6);
+    assert_true(logged(4 * MB, MB) && logged(5 * MB, SIZE - 5 * MB));
+    assert_true(atomic_load(&most) <= 2);
+    checked(f);
+    /* whole_file off: a read of 100 bytes brings its 1 MiB chunk and 1 MiB of read-ahead,
+     * one stream, and the file stays evicted with the rest on the remote */
+    restart_knobs(f, 8 * MB, 3,
+                  (struct core_recall_knobs){
+                      .chunk = MB, .streams = 1, .read_ahead = MB, .whole_file = false});
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    atomic_store(&most, 0);
+    read_eq(f, ino, 10, 100, model + 10);
+    usleep(200000); /* the read-ahead is fetched after the read's chunk */
+    assert_int_equal(nlog, 2);
+    assert_true(logged(0, MB) && logged(MB, MB));
+    assert_int_equal(atomic_load(&most), 1);
+    checked(f);
+    /* the whole file then: only the rest is fetched, and it is local again */
+    core_tier_stats_get(f->c, &ts);
+    uint64_t was = ts.recalled_bytes;
+    read_eq(f, ino, 0, SIZE, model);
+    core_tier_stats_get(f->c, &ts);
+    assert_int_equal(ts.recalled_bytes - was, SIZE - 2 * MB);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0); /* it was local again */
+    checked(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +560,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remote_fails_or_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_and_truncate_recall_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versioned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chunks_streams_and_partial, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_policy_knobs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

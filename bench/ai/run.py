@@ -1,0 +1,658 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/ai: three AI workload shapes through s3nfsd over a remote, cold and warm.
+
+A one-node Ceph RGW on loopback (tests/integration/rgw.py) is the remote (bucket
+"aibench"); an s3nfsd started here (tests/integration/s3nfsd_harness.py) fronts it.
+NFS is libnfs (bench/benchlib.py: one context per thread, each pread/pwrite
+larger than rsize/wsize goes out as several RPCs in flight); S3 is presigned
+GETs from parallel threads over keep-alive connections.
+
+  (1) model load: one file of --model-size read as --shards shards, each read
+      in order by a thread of its own (8 MiB reads), over NFS and S3, cold
+      (the bytes on the remote only) then warm (local), with preset
+      MODEL_CHECKPOINT_RO and with NONE; against `aws s3 cp` and `rclone copy
+      --multi-thread-streams 16` of the same remote object to a local file.
+  (2) dataset: --samples samples of ~150 KB read once each in random order by
+      --readers readers, over NFS and S3, cold then warm, DATASET_RO and NONE,
+      in samples/s; against `rclone copy --transfers READERS` of the prefix.
+  (3) checkpoint: --ckpt-size bytes written over NFS by --writers writers in
+      pieces of --piece (UNSTABLE WRITEs, COMMIT, RENAME from tmp/ into
+      step/): the time until the last writer is acknowledged, and until the
+      flush barrier set right then returns (everything on the remote); against
+      `aws s3 cp --recursive` of the same bytes from local files to the remote.
+
+The cold case: a bucket in **cache mode** over the remote prefix, pre-filled
+with boto3 straight into RGW (names imported by one listing before the clock
+starts; the bytes are fetched by the reads), when the daemon has cache mode
+(PUT .../cache answers other than 404/405/501). Otherwise (cache mode not
+built) a tiered bucket written through the daemon, uploaded (flush barrier)
+and evicted; the output says which. Between runs, every file is evicted again
+(evict_after_s = 1 until the bucket's counts show them all evicted). Presets
+are set in the bucket's tier policy (`"preset"`) when the daemon knows them;
+otherwise the preset rows print "n/a (presets not built)" and the runs use
+the daemon's default behaviour (the one NONE names).
+
+Defaults finish in a few minutes on a small machine; the issue's sizes:
+    bench/ai/run.py --model-size 8G --samples 20000 --ckpt-size 4G
+Everything it creates is deleted (RGW's store, the daemon's data directory,
+local copies).
+
+    bench/ai/run.py [--model-size 1G] [--shards 16] [--samples 2000] [--readers 8]
+                    [--ckpt-size 512M] [--writers 8] [--piece 64M]
+                    [--only model,dataset,ckpt] [--dir /var/tmp]
+"""
+import argparse
+import ctypes
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+sys.path.insert(0, os.path.join(TOP, "tests", "integration", "tenants"))
+sys.path.insert(0, os.path.join(TOP, "bench"))
+BUILD = os.environ.get("S3NFS_BUILD", os.path.join(TOP, "build"))
+os.environ.setdefault("S3NFSD_BIN", os.path.join(BUILD, "s3nfsd"))
+import rgw as rgwmod  # noqa: E402
+from benchlib import MiB, Body, Nfs, NfsError, NfsLib, http_conn, http_do, size_arg  # noqa: E402
+from s3nfsd_harness import Daemon  # noqa: E402
+from tenutil import Admin  # noqa: E402
+
+SAMPLE = 150 * 1000
+READ = 8 * MiB  # one pread / ranged GET of the model load
+PART = 16 * MiB  # the daemon's and aws's part size
+NA_PRESET = "n/a (presets not built)"
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def wait_for(pred, timeout, step=0.1, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(step)
+    sys.exit(f"bench/ai: timed out waiting for {what}")
+
+
+class Repeat:
+    """A read-only stream of @p size bytes: @p blk repeated (boto3's uploads; no
+    file of the model's size is written)."""
+
+    def __init__(self, blk, size):
+        self.body = Body(blk, size)
+
+    def read(self, n=-1):
+        out = []  # whole reads: a short one would look like the end to s3transfer
+        while n != 0:
+            c = self.body.read(n)
+            if not c:
+                break
+            out.append(bytes(c))
+            n = n - len(c) if n > 0 else n
+        return b"".join(out)
+
+
+def retry_jukebox(fn, what):
+    """NFS3ERR_JUKEBOX (the daemon asks to come back) is retried."""
+    for _ in range(6000):
+        try:
+            return fn()
+        except NfsError as e:
+            if "JUKEBOX" not in str(e).upper() and "10008" not in str(e):
+                raise
+            time.sleep(0.05)
+    raise NfsError(f"{what}: JUKEBOX for 5 minutes")
+
+
+class Bench:
+    def __init__(self, a, work):
+        self.a, self.work = a, work
+        self.lib = NfsLib()
+        self.zero_reads = 0  # NFS READs that answered 0 bytes before the end (retried)
+
+    # ---- set-up -------------------------------------------------------------------------
+    def remote(self, name, prefix):
+        r = self.r
+        return self.adm.post("/remotes", {"name": name, "endpoint": r.endpoint, "bucket": "aibench",
+                                          "access_key": r.access_key,
+                                          "secret_key": r.secret_key, "prefix": prefix,
+                                          "parallel": 8, "max_conns": 32})["id"]
+
+    def probe(self):
+        """What the daemon has: cache mode, presets (by the admin API's answers)."""
+        s3 = self.s3
+        s3.create_bucket(Bucket="probe")
+        st, _ = self.adm.call("PUT", "/tenants/1/buckets/probe/cache", {"ttl_s": 60})
+        self.cache = st not in (404, 405, 501)  # 409: built, needs a tier policy first
+        rid = self.remote("probe", "probe/")
+        self.adm.call("PUT", "/tenants/1/buckets/probe/tier", {"remote": rid,
+                                                                "upload_after_s": 3600}, 200)
+        st, js = self.adm.call("PUT", "/tenants/1/buckets/probe/tier",
+                               {"remote": rid, "upload_after_s": 3600, "preset": "NONE"})
+        self.presets = st == 200
+        if st not in (200, 400, 501):
+            sys.exit(f"bench/ai: a policy with a preset answered {st} {js}")
+        self.adm.call("DELETE", "/tenants/1/buckets/probe/tier")
+        s3.delete_bucket(Bucket="probe")
+        self.adm.call("DELETE", f"/remotes/{rid}")
+
+    def tier(self, bucket):
+        return f"/tenants/1/buckets/{bucket}/tier"
+
+    def set_policy(self, bucket, preset, **kw):
+        pol = dict(self.pols[bucket], **kw)
+        if preset and self.presets:
+            pol["preset"] = preset
+        st, js = self.adm.call("PUT", self.tier(bucket), pol)
+        if st != 200:
+            sys.exit(f"bench/ai: PUT {self.tier(bucket)} {pol}: {st} {js}")
+
+    def counts(self, bucket):
+        return self.adm.get(self.tier(bucket)).get("uploads") or {}
+
+    def evict(self, bucket, n, preset):
+        """Every file of @p bucket back to the remote only (n files)."""
+        t0 = time.monotonic()
+        self.set_policy(bucket, preset, evict_after_s=1)
+
+        def all_out():
+            c = self.counts(bucket)
+            return c.get("evicted_files", 0) >= n and c.get("evictable_files", 1) == 0
+        wait_for(all_out, 600, what=f"the eviction of {bucket}")
+        self.set_policy(bucket, preset)  # nothing evicted during a read
+        return time.monotonic() - t0
+
+    def flush(self, bucket):
+        bar = self.adm.call("POST", self.tier(bucket) + "/flush", None, 200)[1]["barrier"]
+        wait_for(lambda: self.adm.get(self.tier(bucket) + f"/flush?barrier={bar}")["done"],
+                 3600, step=0.05, what=f"the flush of {bucket}")
+
+    def source(self, bucket, prefix, objects, fill):
+        """A bucket whose files (@p objects: key -> size) are on the remote only.
+        @p fill(s3client, bucket, keyprefix) writes them."""
+        rid = self.remote(bucket, prefix)
+        self.s3.create_bucket(Bucket=bucket)
+        self.pols[bucket] = {"remote": rid, "upload_after_s": 3600}
+        self.set_policy(bucket, None)
+        if self.cache:
+            fill(self.rs3, "aibench", prefix)
+            k, v = next(iter(objects.items()))
+            got = self.rs3.head_object(Bucket="aibench", Key=prefix + k)["ContentLength"]
+            if got != v:
+                sys.exit(f"bench/ai: aibench/{prefix}{k}: {got} bytes on the remote, not {v}")
+            self.adm.call("PUT", f"/tenants/1/buckets/{bucket}/cache", {"ttl_s": 86400}, 200)
+            t0 = time.monotonic()
+            n = 0
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+                n += len(page.get("Contents", []))
+            if n != len(objects):
+                sys.exit(f"bench/ai: {bucket}: {n} names imported, {len(objects)} on the remote")
+            log(f"  {bucket}: cache mode over aibench/{prefix}: {n} names imported in "
+                f"{time.monotonic() - t0:.2f} s")
+        else:
+            fill(self.s3, bucket, "")
+            t0 = time.monotonic()
+            self.flush(bucket)
+            t1 = time.monotonic()
+            self.evict(bucket, len(objects), None)
+            log(f"  {bucket}: no cache mode: tiered bucket, written through the daemon, "
+                f"uploaded in {t1 - t0:.1f} s, evicted in {time.monotonic() - t1:.1f} s")
+
+    def tools_env(self):
+        r, work = self.r, self.work
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=r.access_key,
+                   AWS_SECRET_ACCESS_KEY=r.secret_key, AWS_DEFAULT_REGION="us-east-1",
+                   AWS_CONFIG_FILE=os.path.join(work, "awscfg"),
+                   RCLONE_CONFIG=os.path.join(work, "rclone.conf"))
+        env.pop("AWS_CA_BUNDLE", None)  # the remote is plain http; rclone refuses a bundle
+        with open(env["AWS_CONFIG_FILE"], "w") as f:
+            f.write(f"[default]\nregion = us-east-1\ns3 =\n"
+                    f"    max_concurrent_requests = 16\n"
+                    f"    multipart_chunksize = {PART}\n"
+                    f"    multipart_threshold = {PART}\n"
+                    f"    addressing_style = path\n")
+        with open(env["RCLONE_CONFIG"], "w") as f:
+            f.write(f"[rgw]\ntype = s3\nprovider = Ceph\nendpoint = {r.endpoint}\n"
+                    f"access_key_id = {r.access_key}\nsecret_access_key = {r.secret_key}\n"
+                    f"force_path_style = true\nregion = us-east-1\n")
+        return env
+
+    def tool(self, name, cmd):
+        """@return seconds, or None when the tool is missing."""
+        exe = shutil.which(cmd[0], path="/usr/bin:/usr/local/bin") or shutil.which(cmd[0])
+        if not exe:
+            log(f"  {name}: {cmd[0]} not installed")
+            return None
+        t0 = time.monotonic()
+        p = subprocess.run([exe] + cmd[1:], env=self.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        dt = time.monotonic() - t0
+        if p.returncode != 0:
+            sys.exit(f"bench/ai: {name} failed:\n{p.stdout[-2000:]}")
+        return dt
+
+    def aws(self, *args):
+        return ["aws", "--endpoint-url", self.r.endpoint, "--only-show-errors", "s3"] + list(args)
+
+    # ---- parallel clients ---------------------------------------------------------------
+    def run_threads(self, n, setup, body):
+        """n threads: setup(i) (untimed) then body(i, state); @return the seconds from the
+        common start to the end of the last one."""
+        ready = threading.Barrier(n + 1)
+        errs, ends = [], []
+
+        def th(i):
+            try:
+                s = setup(i)
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errs.append(repr(e))
+                ready.wait()
+                return
+            ready.wait()
+            try:
+                body(i, s)
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errs.append(repr(e))
+            finally:
+                ends.append(time.monotonic())
+                if isinstance(s, Nfs):
+                    s.close()
+
+        ts = [threading.Thread(target=th, args=(i,)) for i in range(n)]
+        for t in ts:
+            t.start()
+        ready.wait()
+        t0 = time.monotonic()
+        for t in ts:
+            t.join()
+        if errs:
+            with open(self.d.log_path, errors="replace") as f:
+                bad = [ln.rstrip()[:300] for ln in f if " WARN " in ln or " ERR" in ln]
+            sys.exit(f"bench/ai: {len(errs)} client errors: {errs[:3]}\n"
+                     + "\n".join(["the daemon's last warnings:"] + bad[-10:]))
+        return max(ends) - t0
+
+    def nfs(self, _i=0):
+        return Nfs(self.lib, self.d.nfs_port)
+
+    def nfs_read(self, n, path, off, size, buf):
+        """pread of [off, off+size) into @p buf in READ pieces; @return bytes read."""
+        L = n.L
+        fh = ctypes.c_void_p()
+        retry_jukebox(lambda: n.check(L.nfs_open(n.ctx, path.encode(), os.O_RDONLY,
+                                                 ctypes.byref(fh)), "open"), "open")
+        got = zeros = 0
+        try:
+            while got < size:
+                want = min(len(buf), size - got)
+                k = retry_jukebox(lambda: n.check(L.nfs_pread(n.ctx, fh, off + got, want, buf),
+                                                  "read"), "read")
+                if k == 0:  # short of the size known: see the zero-read count
+                    self.zero_reads += 1
+                    zeros += 1
+                    if zeros > 200:
+                        raise NfsError(f"{path}: end of file at {off + got}")
+                    time.sleep(0.02)
+                    continue
+                got += k
+        finally:
+            L.nfs_close(n.ctx, fh)
+        return got
+
+    def s3_range(self, conns, url, off, size):
+        u = urllib.parse.urlsplit(url)
+        c = conns.get(u.netloc) or conns.setdefault(u.netloc, http_conn(u.netloc))
+        c.request("GET", u.path + "?" + u.query,
+                  headers={"Range": f"bytes={off}-{off + size - 1}"})
+        r = c.getresponse()
+        data = r.read()
+        if r.status != 206 or len(data) != size:
+            raise RuntimeError(f"GET {u.path} range {off}: {r.status}, {len(data)} bytes")
+        return size
+
+    # ---- (1) model load ----------------------------------------------------------------
+    def model(self):
+        a = self.a
+        size = a.model_size - a.model_size % (a.shards * 4096)
+        blk = os.urandom(16 * MiB)
+
+        def fill(s3, bucket, kp):
+            from boto3.s3.transfer import TransferConfig
+            s3.upload_fileobj(Repeat(blk, size), bucket, kp + "model.bin",
+                              Config=TransferConfig(multipart_threshold=64 * MiB,
+                                                    multipart_chunksize=64 * MiB,
+                                                    max_concurrency=4))
+        log(f"(1) model load: {size / MiB:.0f} MiB, {a.shards} shards read in parallel")
+        self.source("model", "m/", {"model.bin": size}, fill)
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": "model",
+                                                                   "Key": "model.bin"},
+                                             ExpiresIn=86400)
+        shard = size // a.shards
+
+        def read_nfs():
+            def setup(i):
+                n = self.nfs()
+                n.buf = ctypes.create_string_buffer(READ)
+                return n
+
+            def body(i, n):
+                self.nfs_read(n, "/model/model.bin", i * shard, shard, n.buf)
+            return self.run_threads(a.shards, setup, body)
+
+        def read_s3():
+            def body(i, conns):
+                for off in range(i * shard, (i + 1) * shard, READ):
+                    self.s3_range(conns, url, off, min(READ, (i + 1) * shard - off))
+            return self.run_threads(a.shards, lambda i: {}, body)
+
+        res = {}
+        cold = True  # the bucket starts with its file on the remote only
+        for preset in ("MODEL_CHECKPOINT_RO", "NONE"):
+            if preset != "NONE" and not self.presets:
+                continue
+            self.set_policy("model", preset)
+            for proto, fn in (("NFS", read_nfs), ("S3", read_s3)):
+                if not cold:
+                    self.evict("model", 1, preset)
+                res[(preset, proto, "cold")] = fn()
+                res[(preset, proto, "warm")] = fn()
+                cold = False
+        # the tools, from the same remote object to a local file
+        dst = os.path.join(self.work, "dl")
+        os.makedirs(dst, exist_ok=True)
+        t_aws = self.tool("aws s3 cp", self.aws("cp", "s3://aibench/m/model.bin", dst + "/aws.bin"))
+        shutil.rmtree(dst, ignore_errors=True)
+        os.makedirs(dst, exist_ok=True)
+        t_rc = self.tool("rclone copy", ["rclone", "copy", "--multi-thread-streams",
+                                         str(a.shards), "--multi-thread-cutoff", "16M",
+                                         "rgw:aibench/m/model.bin", dst])
+        shutil.rmtree(dst, ignore_errors=True)
+        mb = size / 1e6
+        log(f"  {'':40}{'MB/s':>8}{'/aws':>7}{'/rclone':>8}{'/NONE':>7}")
+        for preset in ("MODEL_CHECKPOINT_RO", "NONE"):
+            for proto in ("NFS", "S3"):
+                for phase in ("cold", "warm"):
+                    name = f"{proto} {phase}, {preset if self.presets else 'default'}"
+                    if preset != "NONE" and not self.presets:
+                        log(f"  {f'{proto} {phase}, {preset}':40}  {NA_PRESET}")
+                        continue
+                    t = res[(preset, proto, phase)]
+                    none = res.get(("NONE", proto, phase))
+                    rel = (f"{none / t:7.2f}" if self.presets and preset != "NONE"
+                           else f"{'':7}")
+                    log(f"  {name:40}{mb / t:8.1f}"
+                        f"{(t_aws / t if t_aws else float('nan')):7.2f}"
+                        f"{(t_rc / t if t_rc else float('nan')):8.2f}{rel}")
+        for name, t in (("aws s3 cp", t_aws), (f"rclone copy --multi-thread-streams "
+                                                f"{a.shards}", t_rc)):
+            log(f"  {name:40}" + (f"{mb / t:8.1f}" if t else "     n/a"))
+        self.results["model"] = (res, t_aws, t_rc, mb)
+
+    # ---- (2) dataset -----------------------------------------------------------------------
+    def dataset(self):
+        a = self.a
+        rnd = random.Random(1)
+        sizes = {f"train/{i:06d}.bin": SAMPLE + rnd.randint(-20000, 20000)
+                 for i in range(a.samples)}
+        blk = os.urandom(1 * MiB)
+
+        def fill(s3, bucket, kp):
+            def put(kv):
+                k, n = kv
+                off = hash(k) % (len(blk) - n)
+                s3.put_object(Bucket=bucket, Key=kp + k, Body=blk[off:off + n])
+            with ThreadPoolExecutor(8) as ex:
+                list(ex.map(put, sizes.items()))
+        log(f"(2) dataset: {a.samples} samples of ~150 KB, {a.readers} readers, random order")
+        self.source("dataset", "d/", sizes, fill)
+        keys = sorted(sizes)
+        urls = {k: self.s3.generate_presigned_url("get_object", Params={"Bucket": "dataset",
+                                                                        "Key": k},
+                                                  ExpiresIn=86400) for k in keys}
+        order = keys[:]
+        random.Random(2).shuffle(order)
+        parts = [order[i::a.readers] for i in range(a.readers)]
+
+        def read_nfs():
+            bufs = [ctypes.create_string_buffer(SAMPLE + 20000) for _ in range(a.readers)]
+
+            def body(i, n):
+                for k in parts[i]:
+                    self.nfs_read(n, "/dataset/" + k, 0, sizes[k], bufs[i])
+            return self.run_threads(a.readers, self.nfs, body)
+
+        def read_s3():
+            def body(i, conns):
+                for k in parts[i]:
+                    if http_do(conns, urls[k]) != sizes[k]:
+                        raise RuntimeError(f"GET {k}: short")
+            return self.run_threads(a.readers, lambda i: {}, body)
+
+        res = {}
+        cold = True
+        for preset in ("DATASET_RO", "NONE"):
+            if preset != "NONE" and not self.presets:
+                continue
+            self.set_policy("dataset", preset)
+            for proto, fn in (("NFS", read_nfs), ("S3", read_s3)):
+                if not cold:
+                    self.evict("dataset", a.samples, preset)
+                res[(preset, proto, "cold")] = fn()
+                res[(preset, proto, "warm")] = fn()
+                cold = False
+        dst = os.path.join(self.work, "dl")
+        os.makedirs(dst, exist_ok=True)
+        t_rc = self.tool("rclone copy", ["rclone", "copy", "--transfers", str(a.readers),
+                                         "--checkers", str(a.readers), "rgw:aibench/d/", dst])
+        shutil.rmtree(dst, ignore_errors=True)
+        n = a.samples
+        log(f"  {'':40}{'samples/s':>10}{'/rclone':>8}{'/NONE':>7}")
+        for preset in ("DATASET_RO", "NONE"):
+            for proto in ("NFS", "S3"):
+                for phase in ("cold", "warm"):
+                    if preset != "NONE" and not self.presets:
+                        log(f"  {f'{proto} {phase}, {preset}':40}  {NA_PRESET}")
+                        continue
+                    name = f"{proto} {phase}, {preset if self.presets else 'default'}"
+                    t = res[(preset, proto, phase)]
+                    none = res.get(("NONE", proto, phase))
+                    rel = (f"{none / t:7.2f}" if self.presets and preset != "NONE"
+                           else f"{'':7}")
+                    log(f"  {name:40}{n / t:10.1f}"
+                        f"{(t_rc / t if t_rc else float('nan')):8.2f}{rel}")
+        log(f"  {'rclone copy --transfers ' + str(a.readers):40}"
+            + (f"{n / t_rc:10.1f}" if t_rc else "       n/a"))
+        self.results["dataset"] = (res, t_rc, n)
+
+    # ---- (3) checkpoint --------------------------------------------------------------------
+    def ckpt(self):
+        a = self.a
+        per = a.ckpt_size // a.writers
+        per -= per % 4096
+        total = per * a.writers
+        piece = min(a.piece, per)
+        data = os.urandom(piece)
+        log(f"(3) checkpoint: {total / MiB:.0f} MiB over NFS, {a.writers} writers of "
+            f"{per / MiB:.0f} MiB in pieces of {piece / MiB:.0f} MiB, COMMIT, RENAME")
+        rid = self.remote("ckpt", "c/")
+        self.s3.create_bucket(Bucket="ckpt")
+        self.pols["ckpt"] = {"remote": rid, "upload_after_s": 0}
+        self.set_policy("ckpt", None)
+        n0 = self.nfs()
+        n0.mkdir("/ckpt/tmp")
+        n0.mkdir("/ckpt/step")
+        L = n0.L
+
+        def setup(i):
+            n = self.nfs()
+            fh = ctypes.c_void_p()
+            n.check(L.nfs_create(n.ctx, f"/ckpt/tmp/shard-{i}".encode(),
+                                 os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644,
+                                 ctypes.byref(fh)), "create")
+            return (n, fh)
+
+        def body(i, s):
+            n, fh = s
+            try:
+                for off in range(0, per, piece):
+                    k = min(piece, per - off)
+                    w = retry_jukebox(lambda: n.check(L.nfs_pwrite(n.ctx, fh, off, k, data),
+                                                      "write"), "write")
+                    if w != k:
+                        raise NfsError(f"short write {w} of {k}")
+                n.check(L.nfs_fsync(n.ctx, fh), "commit")
+            finally:
+                L.nfs_close(n.ctx, fh)
+            n.rename(f"/ckpt/tmp/shard-{i}", f"/ckpt/step/shard-{i}")
+            n.close()
+
+        t_ack = self.run_threads(a.writers, setup, body)
+        t1 = time.monotonic()
+        self.flush("ckpt")
+        t_flush = time.monotonic() - t1 + t_ack
+        n0.close()
+        # the same bytes from local files straight to the remote
+        src = os.path.join(self.work, "ck")
+        os.makedirs(src, exist_ok=True)
+        for i in range(a.writers):
+            with open(os.path.join(src, f"shard-{i}"), "wb") as f:
+                for off in range(0, per, piece):
+                    f.write(data[:min(piece, per - off)])
+        t_aws = self.tool("aws s3 cp --recursive",
+                          self.aws("cp", "--recursive", src, "s3://aibench/awsckpt/"))
+        shutil.rmtree(src, ignore_errors=True)
+        mb = total / 1e6
+        log(f"  {'':44}{'s':>7}{'MB/s':>8}{'aws/this':>9}")
+        for name, t in (("writers acknowledged (NFS COMMIT+RENAME)", t_ack),
+                        ("flush barrier returned (on the remote)", t_flush),
+                        ("aws s3 cp --recursive to the remote", t_aws)):
+            if t is None:
+                log(f"  {name:44}    n/a")
+                continue
+            log(f"  {name:44}{t:7.2f}{mb / t:8.1f}"
+                + (f"{t_aws / t:9.2f}" if t_aws else ""))
+        self.results["ckpt"] = (t_ack, t_flush, t_aws, mb)
+
+    # ---- all ---------------------------------------------------------------------------
+    def run(self):
+        a = self.a
+        total = a.model_size + a.samples * (SAMPLE + 20000) + a.ckpt_size
+        self.r = rgwmod.Rgw(os.path.join(self.work, "rgw"),
+                            memstore_bytes=max(4 << 30, 2 * total + (1 << 30)))
+        room = max(2 << 30, 2 * total + (1 << 30))
+        self.d = Daemon(os.path.join(self.work, "s3nfsd"),
+                        ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=100",
+                         "--set", f"tier_part_size={PART}",
+                         "--set", f"data_file_size={room >> 20}MiB",
+                         "--set", "tier_recall_threads=16"])
+        os.makedirs(self.d.data_dir, exist_ok=True)
+        self.pols, self.results = {}, {}
+        try:
+            self.r.start()
+            self.d.start()
+            self.rs3 = self.r.boto3()
+            self.rs3.create_bucket(Bucket="aibench")
+            self.s3 = self.d.boto3()
+            self.adm = Admin(self.d)
+            self.env = self.tools_env()
+            self.probe()
+            try:
+                la = os.getloadavg()[0]
+            except OSError:
+                la = float("nan")
+            log(f"bench/ai: remote Ceph RGW on loopback; cache mode: "
+                f"{'yes' if self.cache else 'NOT BUILT: tiered buckets, files evicted'}; "
+                f"presets: {'yes' if self.presets else 'not built'}; load {la:.2f}; "
+                f"daemon {os.environ['S3NFSD_BIN']}")
+            only = a.only.split(",")
+            if "model" in only:
+                self.model()
+            if "dataset" in only:
+                self.dataset()
+            if "ckpt" in only:
+                self.ckpt()
+            self.summary()
+        finally:
+            self.d.stop()
+            self.r.stop()
+
+    def summary(self):
+        out = []
+        if "model" in self.results:
+            res, t_aws, t_rc, mb = self.results["model"]
+            p = "MODEL_CHECKPOINT_RO" if self.presets else "NONE"
+            for proto in ("NFS", "S3"):
+                c, w = res[(p, proto, "cold")], res[(p, proto, "warm")]
+                s = f"model {proto}: cold {mb / c:.0f} MB/s, warm {mb / w:.0f} MB/s"
+                if t_aws:
+                    s += f", cold/aws {t_aws / c:.2f}"
+                if t_rc:
+                    s += f", cold/rclone {t_rc / c:.2f}"
+                if self.presets:
+                    s += f", preset/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
+                out.append(s)
+        if "dataset" in self.results:
+            res, t_rc, n = self.results["dataset"]
+            p = "DATASET_RO" if self.presets else "NONE"
+            for proto in ("NFS", "S3"):
+                c, w = res[(p, proto, "cold")], res[(p, proto, "warm")]
+                s = f"dataset {proto}: cold {n / c:.0f}/s, warm {n / w:.0f}/s"
+                if t_rc:
+                    s += f", cold/rclone {t_rc / c:.2f}"
+                if self.presets:
+                    s += f", DATASET_RO/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
+                out.append(s)
+        if "ckpt" in self.results:
+            t_ack, t_flush, t_aws, mb = self.results["ckpt"]
+            s = f"checkpoint: acknowledged {t_ack:.2f} s, on the remote {t_flush:.2f} s"
+            if t_aws:
+                s += f", aws s3 cp {t_aws:.2f} s (aws/ack {t_aws / t_ack:.2f}, " \
+                     f"aws/flush {t_aws / t_flush:.2f})"
+            out.append(s)
+        if self.zero_reads:
+            out.append(f"{self.zero_reads} NFS READs answered 0 bytes before the end of a file "
+                       f"(retried)")
+        for s in out:
+            log("bench/ai: " + s)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model-size", type=size_arg, default=size_arg("1G"))
+    ap.add_argument("--shards", type=int, default=16)
+    ap.add_argument("--samples", type=int, default=2000)
+    ap.add_argument("--readers", type=int, default=8)
+    ap.add_argument("--ckpt-size", type=size_arg, default=size_arg("512M"))
+    ap.add_argument("--writers", type=int, default=8)
+    ap.add_argument("--piece", type=size_arg, default=size_arg("64M"))
+    ap.add_argument("--only", default="model,dataset,ckpt",
+                    help="comma list of model, dataset, ckpt")
+    ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", "/var/tmp"),
+                    help="parent of the work folder (default $BENCH_DIR or /var/tmp)")
+    a = ap.parse_args()
+    if not os.access(os.environ["S3NFSD_BIN"], os.X_OK):
+        sys.exit(f"bench/ai: {os.environ['S3NFSD_BIN']} not built (scripts/build.sh build)")
+    why = rgwmod.ensure_installed()
+    if why:
+        sys.exit(f"bench/ai: no Ceph RGW: {why}")
+    work = tempfile.mkdtemp(prefix="bench-ai-", dir=a.dir)
+    try:
+        Bench(a, work).run()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
