@@ -124,7 +124,7 @@ int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out);
 
 #define TIER_CHUNK_MIN (1u << 20)
 #define TIER_CHUNK_MAX (16u << 20)
-#define TIER_CHUNK_DEFAULT (2u << 20) /* the recall's chunk before presets existed */
+#define TIER_CHUNK_DEFAULT 0u /* the daemon's tier_recall_chunk_size */
 #define TIER_RA_MAX (1u << 30)
 #define TIER_STREAMS_MAX 64
 
@@ -152,7 +152,7 @@ struct tier_dirpol {
     uint8_t dir_prefetch; /* stored, not acted on yet */
     uint8_t read_only;    /* writes are refused */
     uint32_t read_ahead;  /* bytes a recall fetches past a read's range (whole_file off) */
-    uint32_t chunk_size;  /* bytes of one ranged GET of a recall */
+    uint32_t chunk_size;  /* bytes of one ranged GET of a recall (0: the daemon's) */
     uint16_t streams;     /* chunks of one file fetched at once (0: as many as threads) */
     uint64_t dirty_bound; /* stored, not acted on yet (cache mode's write-back) */
 };

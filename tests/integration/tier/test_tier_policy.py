@@ -65,7 +65,8 @@ def test_dir_policies_upload_keep_local_and_rename(d, rgw):
                                 "evict_priority", "read_only", "preset")} == \
         {"upload_after_s": 0, "evict_after_s": 1, "keep_local": False,
          "evict_priority": "normal", "read_only": False, "preset": None}
-    assert eff["recall"] == {"read_ahead": 0, "streams": 0, "chunk_size": 2 << 20,
+    # chunk_size 0: the daemon's tier_recall_chunk_size
+    assert eff["recall"] == {"read_ahead": 0, "streams": 0, "chunk_size": 0,
                              "whole_file": True}
     got = adm.put(base + "?dir=fast/keep", {"upload_after_s": 0, "keep_local": True,
                                             "evict_priority": "low"})
@@ -190,7 +191,8 @@ def test_presets_read_only_and_switch(d, rgw):
     pol = adm.put(base, {"remote": r["id"], "preset": "MODEL_CHECKPOINT_RW"})
     assert pol["preset"] == "MODEL_CHECKPOINT_RW" and pol["upload_after_s"] == 0
     eff = pol["effective"]
-    assert eff["recall"] == {"read_ahead": 64 << 20, "streams": 16, "chunk_size": 8 << 20,
+    # a model load recalls as NONE: all streams, the daemon's chunks, the whole file
+    assert eff["recall"] == {"read_ahead": 64 << 20, "streams": 0, "chunk_size": 0,
                              "whole_file": True}
     assert eff["evict_priority"] == "high" and eff["read_only"] is False
     assert eff["dirty_bound"] == 64 << 30
@@ -199,7 +201,7 @@ def test_presets_read_only_and_switch(d, rgw):
                          "upload_after_s": 30, "recall": {"streams": 4}, "dirty_bound": 1000})
     assert pol["upload_after_s"] == 30 and pol["recall"] == {"streams": 4}
     assert pol["effective"]["recall"]["streams"] == 4
-    assert pol["effective"]["recall"]["chunk_size"] == 8 << 20
+    assert pol["effective"]["recall"]["chunk_size"] == 0
     # a directory with DATASET_RO: read-only below it, by S3 and NFS
     dp = adm.put(base + "?dir=weights", {"preset": "DATASET_RO"})
     assert dp["preset"] == "DATASET_RO" and dp["effective"]["read_only"] is True

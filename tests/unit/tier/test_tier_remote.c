@@ -440,7 +440,8 @@ static void test_presets(void **state)
                              .streams = 3};
     tier_effective_of(&b, &be, NULL, &e);
     assert_int_equal(e.upload_after_s, 300);
-    assert_int_equal(e.chunk_size, 8u << 20);
+    /* the daemon's chunk size, as NONE */
+    assert_int_equal(e.chunk_size, TIER_CHUNK_DEFAULT);
     assert_int_equal(e.streams, 3); /* the level's own knob over its preset */
     assert_int_equal(e.evict_priority, TIER_PRIO_HIGH);
     assert_false(e.read_only);
@@ -454,6 +455,11 @@ static void test_presets(void **state)
     d.preset = TIER_PRESET_MODEL_CHECKPOINT_RW;
     tier_effective_of(&b, NULL, &d, &e);
     assert_int_equal(e.upload_after_s, 0);
+    /* a model load recalls as NONE does (more streams than GET slots, other chunks than
+     * the daemon's made it slower): all streams, the daemon's chunks, the whole file */
+    assert_int_equal(e.streams, 0);
+    assert_int_equal(e.chunk_size, TIER_CHUNK_DEFAULT);
+    assert_true(e.whole_file);
     /* NONE at a directory: the defaults again below it, whatever the bucket says */
     d.preset = TIER_PRESET_NONE;
     tier_effective_of(&b, &be, &d, &e);
@@ -489,6 +495,8 @@ static void test_presets(void **state)
     assert_int_equal(tier_dirpol_validate(&k, NULL, 0), -EINVAL);
     k.chunk_size = 32u << 20;
     assert_int_equal(tier_dirpol_validate(&k, NULL, 0), -EINVAL);
+    k.chunk_size = 0; /* the daemon's tier_recall_chunk_size */
+    assert_int_equal(tier_dirpol_validate(&k, NULL, 0), 0);
     k.chunk_size = 1u << 20;
     k.streams = 65;
     assert_int_equal(tier_dirpol_validate(&k, NULL, 0), -EINVAL);
