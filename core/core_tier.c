@@ -738,6 +738,55 @@ static void recall_params(const struct core__tier *k, uint64_t ino, struct core_
         kn->streams = k->cfg.streams;
 }
 
+/* The file's recall a read may join (k->mu held): not a failed one, nor one that
+ * ended for an older content or brought back only a part (whole_file off). */
+static struct recall *joinable(struct core__tier *k, uint64_t ino, const struct meta_inode *ri)
+{
+    struct recall *r = k->head;
+    while (r && (r->ino != ino || (r->err && r->err != 1) ||
+                 (r->err == 1 && (r->change != ri->change || !r->whole_file))))
+        r = r->next;
+    return r;
+}
+
+/* A new recall of file @p ri with settings @p kn, at the head of the list (k->mu held).
+ * @return it, or NULL (no memory). */
+static struct recall *recall_new(struct core__tier *k, uint64_t ino, const struct meta_inode *ri,
+                                 const struct core_recall_knobs *kn)
+{
+    uint64_t chunk = kn->chunk;
+    uint32_t streams = kn->streams;
+    if (chunk < STORE_EXTENT_MAX || chunk > RC_CHUNK_MAX || chunk % STORE_EXTENT_MAX)
+        chunk = RC_CHUNK_DEF; /* what recall_chunk can hold */
+    if (streams == 0)
+        streams = 1;
+    struct recall *r = calloc(1, sizeof(*r));
+    uint32_t nch = ri->size ? ch_of(chunk, ri->size - 1) + 1 : 0;
+    if (r)
+        r->st = calloc(nch ? nch : 1, 1);
+    if (!r || !r->st) {
+        free(r);
+        return NULL;
+    }
+    if (!kn->whole_file)
+        memset(r->st, CH_IDLE, nch ? nch : 1); /* only what reads ask for */
+    r->ino = ino;
+    r->size = ri->size;
+    r->change = ri->change;
+    r->nch = nch;
+    r->chunk = chunk;
+    r->streams = streams;
+    r->read_ahead = kn->read_ahead;
+    r->whole_file = kn->whole_file;
+    r->want = UINT32_MAX;
+    r->start_ns = mono_ns();
+    r->touch_ms = srv_now_ms();
+    r->next = k->head;
+    k->head = r;
+    atomic_fetch_add(&k->recalls, 1);
+    return r;
+}
+
 int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, uint64_t lo,
                     uint64_t hi, bool nowait)
 {
@@ -753,45 +802,25 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
     }
     /* join the file's recall; a failed one (or one that ended for an older content) is
      * not joined: a new one starts (the old one goes once nobody uses it) */
-    struct recall *r = k->head;
-    while (r && (r->ino != ino || (r->err && r->err != 1) ||
-                 (r->err == 1 && (r->change != ri->change || !r->whole_file))))
-        r = r->next;
+    struct recall *r = joinable(k, ino, ri);
     if (!r) {
+        /* a new recall: its tier policy's settings come from the metadata, not read
+         * under k->mu; another read may start the file's recall meanwhile */
+        pthread_mutex_unlock(&k->mu);
         struct core_recall_knobs kn;
         recall_params(k, ino, &kn);
-        uint64_t chunk = kn.chunk;
-        uint32_t streams = kn.streams;
-        if (chunk < STORE_EXTENT_MAX || chunk > RC_CHUNK_MAX || chunk % STORE_EXTENT_MAX)
-            chunk = RC_CHUNK_DEF; /* what recall_chunk can hold */
-        if (streams == 0)
-            streams = 1;
-        r = calloc(1, sizeof(*r));
-        uint32_t nch = ri->size ? ch_of(chunk, ri->size - 1) + 1 : 0;
-        if (r)
-            r->st = calloc(nch ? nch : 1, 1);
-        if (r && r->st && !kn.whole_file)
-            memset(r->st, CH_IDLE, nch ? nch : 1); /* only what reads ask for */
-        if (!r || !r->st) {
-            if (r)
-                free(r);
+        pthread_mutex_lock(&k->mu);
+        if (!k->threads || k->stop) {
+            pthread_mutex_unlock(&k->mu);
+            return SRV_ERECALL;
+        }
+        r = joinable(k, ino, ri);
+        if (!r)
+            r = recall_new(k, ino, ri, &kn);
+        if (!r) {
             pthread_mutex_unlock(&k->mu);
             return -ENOMEM;
         }
-        r->ino = ino;
-        r->size = ri->size;
-        r->change = ri->change;
-        r->nch = nch;
-        r->chunk = chunk;
-        r->streams = streams;
-        r->read_ahead = kn.read_ahead;
-        r->whole_file = kn.whole_file;
-        r->want = UINT32_MAX;
-        r->start_ns = mono_ns();
-        r->touch_ms = srv_now_ms();
-        r->next = k->head;
-        k->head = r;
-        atomic_fetch_add(&k->recalls, 1);
     }
     uint32_t c0 = ch_of(r->chunk, lo), c1 = ch_of(r->chunk, hi - 1);
     if (!r->whole_file) { /* the range read and read_ahead bytes after it */
