@@ -278,3 +278,50 @@ def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
             n, _eof = r.body.u32(), r.body.u32()
             assert n == 1 << 20 and r.body.opaque() == data[off:off + (1 << 20)], f"READ at {off}"
     c.close()
+
+
+def test_small_reads_of_a_verified_extent_stay_on_the_loop(nfsd):
+    """Issue 17 (read_4k): once an extent is verified and its pages stay in the
+    page cache, every later READ of it runs on the loop thread, however small
+    the READ and however long ago the verification (core_zc.c: remembered for
+    as long as its pages stay mapped, no time limit)."""
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    _, bfh, _, _ = build_tree(c, root)
+    st, fh = c.create(bfh, "r4k")
+    assert st == 0
+    data = os.urandom(3 << 20)
+    for off in range(0, len(data), 1 << 20):
+        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+    c.close()
+
+    # After a restart nothing is known verified. The first small READ of each
+    # extent goes to a worker; the worker leaves the (resident) extent known
+    # verified, so the next READs of it are answered on the loop.
+    nfsd.restart()
+    c = RpcConn(nfsd.nfs_port)
+    assert root_fh(c) == root
+    offs = [0, 1 << 20, 2 << 20]
+    for off in offs:
+        st, (got, eof, n) = c.read(fh, off + 4096, 4096)
+        assert st == 0 and got == data[off + 4096:off + 8192]
+    first = metric(nfsd, "s3nfs_nfs_loop_retries_total")
+    assert 1 <= first <= len(offs), "the first READ of an unverified extent goes to a worker"
+    ans = metric(nfsd, "s3nfs_nfs_loop_answers_total")
+    for i in range(30):
+        off = offs[i % 3] + (i * 12288) % (1 << 20)
+        st, (got, eof, n) = c.read(fh, off, 4096)
+        assert st == 0 and got == data[off:off + 4096]
+    assert metric(nfsd, "s3nfs_nfs_loop_retries_total") == first, \
+        "later 4 KiB READs of the verified extents never went to a worker"
+    assert metric(nfsd, "s3nfs_nfs_loop_answers_total") - ans >= 30
+
+    # Verification is remembered beyond the 10 s it once was (ZC_TTL_S).
+    time.sleep(11)
+    for i in range(6):
+        off = offs[i % 3] + 65536 * (i + 1)
+        st, (got, eof, n) = c.read(fh, off, 4096)
+        assert st == 0 and got == data[off:off + 4096]
+    assert metric(nfsd, "s3nfs_nfs_loop_retries_total") == first, \
+        "11 s later, READs of the still-resident verified extents stay on the loop"
+    c.close()
