@@ -19,11 +19,13 @@
  * There a small READ first tries core_read_pieces with CORE_P_CACHED: an
  * extent wholly in the page cache is verified whole (CPU only) and stays
  * known verified, so the next READs of it are answered on the loop (without
- * it, every small READ of a warm file went to a worker: issue 17); only an
- * extent not wholly cached (-EWOULDBLOCK) goes to core_read. */
+ * it, every small READ of a warm file went to a worker: issue 17); an
+ * extent not wholly cached (-EWOULDBLOCK), or one whose whole check failed
+ * (its intact blocks are still served, as before), goes to core_read. */
 #include <stdlib.h>
 
 #include "nfs_int.h"
+#include "srv_err.h"
 
 #define NFS_READ_PIECES_MIN ((uint32_t)256 * 1024)
 
@@ -56,8 +58,8 @@ int nfs3_read(struct nfs_req *r, void *args, void *res)
             b->len = b->ps.len;
             eof = b->ps.eof;
             pieces = true;
-        } else if (rc == -EWOULDBLOCK) {
-            rc = 0; /* not wholly cached: core_read below */
+        } else if (rc == -EWOULDBLOCK || rc == SRV_ECORRUPT || rc == -EIO) {
+            rc = 0; /* not wholly cached, or the extent failed: core_read checks the blocks */
         }
     } else if (pieces) {
         rc = core_read_pieces(r->srv->core, &r->p, ino, a->offset, count, &b->ps);
