@@ -77,6 +77,11 @@ struct core_principal {
 /* The cache mode's own import of remote names (core_cmode.c): passes the refusal of
  * writes in a read-only cache bucket. Front ends never set it. */
 #define CORE_P_FILL 0x80
+/* core_read_pieces only: verify an extent not known verified only if all its
+ * pages are in the page cache already (a CPU cost, no disk read); otherwise
+ * answer -EWOULDBLOCK, having read nothing (NFS's small READs then use
+ * core_read, which reads and checks only the CRC blocks they touch). */
+#define CORE_P_CACHED 0x100
 
 enum core_ftype { CORE_REG = 1, CORE_DIR = 2, CORE_LNK = 3 };
 
@@ -898,13 +903,16 @@ struct core_pieces {
  * verified first, then handed out the same way. Exact guarantee: bytes sent
  * from an fd piece were verified when they entered the page cache, unless the
  * kernel evicted and re-read them between this call and the send (then they
- * go unchecked; such pages are re-verified at most 10 s later). Until
+ * go unchecked; such pages are unmapped by the eviction, so the next read
+ * verifies them again). An extent stays known verified for as long as every
+ * page of it stays in the page cache (no time limit). Until
  * core_pieces_release the pieces hold a store read token: extents freed
  * meanwhile are not reused (hold the window short: a token held long delays
  * the reuse of freed space). Needs read permission as core_read. On error
  * nothing is held. With CORE_P_NOWAIT, an extent that is not known verified
  * and mapped (it would be read from disk and checked now) or a setattr
- * holding the inode make it answer -EWOULDBLOCK.
+ * holding the inode make it answer -EWOULDBLOCK; with CORE_P_CACHED, such an
+ * extent that is not wholly in the page cache does.
  * @return 0, -EACCES, -EISDIR, -EINVAL (not a regular file), SRV_ESTALE,
  *         -EIO, SRV_ECORRUPT (CRC mismatch; logged, counted), -ENOMEM,
  *         -EWOULDBLOCK. */

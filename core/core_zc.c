@@ -31,9 +31,13 @@
  *  - a later read sends a remembered extent from the fd only if every page
  *    of the range still has its page-table entry in the extent's mapping
  *    (/proc/self/pagemap: its PAGEMAP_SCAN ioctl, else its present bits;
- *    checked under the table's lock) and the entry is
- *    younger than ZC_TTL_S seconds; otherwise it verifies again, with a new
- *    mapping. Residency alone (cachestat, mincore) proves nothing: a page
+ *    checked under the table's lock); otherwise it verifies again, with a new
+ *    mapping. There is no time limit: the entry stays true for as long as
+ *    those pages stay mapped, and whatever could change the bytes behind it
+ *    unmaps them or changes the key (below). (It once expired after 10 s,
+ *    and NFS's small READs, verified block by block by core_read, never
+ *    renewed it: every 4 KiB READ of a file went to a worker, issue 17.)
+ *    Residency alone (cachestat, mincore) proves nothing: a page
  *    dropped and read in again from a disk that changed is resident and was
  *    never checked (that is how corrupt bytes were once sent whole).
  * Space is never rewritten in place with the same CRC while mapped (writes
@@ -42,7 +46,11 @@
  * the extent it was made for, or by a new extent at the same place with
  * identical length and CRC (the CRC's own blind spot). Without pagemap or
  * MADV_POPULATE_READ (old kernels, no /proc) nothing is remembered and every
- * read verifies.
+ * read verifies. With CORE_P_CACHED, an extent not known verified is verified
+ * (and remembered) only if all its pages are in the page cache (cachestat),
+ * else the call answers -EWOULDBLOCK: NFS's small READs on a worker use it so
+ * that a warm extent is verified once, whole, and later READs of it are
+ * answered on the loop, while a cold one costs no 1 MiB disk read for 4 KiB.
  * The guarantee is therefore: bytes sent from the fd are bytes this process
  * verified, unless the kernel dropped a page and read it in again between the
  * check (or the verification) and the send itself, microseconds later; the
@@ -74,7 +82,6 @@
 #define ZC_SHARDS 64
 #define ZC_SLOTS 128 /* per shard: 8192 remembered extents (8 GiB of 1 MiB extents) */
 #define ZC_WAYS 4
-#define ZC_TTL_S 10
 #define ZC_PAGE 4096u
 #define ZC_VCHUNK ((size_t)64 * 1024) /* bytes read per step when verifying */
 
@@ -84,7 +91,7 @@ struct zc_ent {
     uint64_t verf; /* core write verifier: entries of another core never match */
     uint64_t off;
     uint32_t dev, len, crc;
-    uint32_t when; /* coarse monotonic seconds at verification; 0 = empty */
+    uint32_t when; /* coarse monotonic seconds at verification (never expires); 0 = empty */
     void *map;     /* the extent's mapping (len rounded up to ZC_PAGE), never read */
 };
 
@@ -209,27 +216,20 @@ static bool mapped(void *map, uint64_t from, uint64_t n)
     return true;
 }
 
-/* Was extent @p e verified less than ZC_TTL_S seconds ago, with every page of
- * its bytes [from, from + n) mapped since? */
+/* Was extent @p e verified, with every page of its bytes [from, from + n)
+ * mapped since? */
 static bool zc_known(struct core *c, const struct store_extent *e, uint64_t from, uint64_t n)
 {
     struct zc_shard *s;
     struct zc_ent *set = zc_set(&s, e);
-    uint32_t now = now_s();
-    void *unmap = NULL;
-    size_t unmap_len = 0;
     bool ok = false;
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < ZC_WAYS; i++)
         if (zc_same(&set[i], c->verifier, e)) {
-            if (now - set[i].when <= ZC_TTL_S)
-                ok = mapped(set[i].map, from, n);
-            else
-                zc_clear(&set[i], &unmap, &unmap_len); /* expired: verify again */
+            ok = mapped(set[i].map, from, n);
             break;
         }
     pthread_mutex_unlock(&s->mu);
-    zc_unmap(unmap, unmap_len);
     return ok;
 }
 
@@ -447,15 +447,17 @@ out:
  * the extent was verified and those pages stayed mapped, else after verifying
  * it now (which leaves it in the page cache). */
 static int extent_piece(struct core *c, struct core_pieces *ps, const struct core__fext *x,
-                        uint64_t s, uint64_t e, bool nowait)
+                        uint64_t s, uint64_t e, uint32_t flags)
 {
     uint64_t from = s - x->foff, n = e - s;
     int fd = store_extent_fd(c->store, &x->e);
     if (fd < 0)
         return -EIO;
     if (!zc_known(c, &x->e, from, n)) {
-        if (nowait)
+        if (flags & CORE_P_NOWAIT)
             return -EWOULDBLOCK; /* verifying reads the disk */
+        if ((flags & CORE_P_CACHED) && !resident(fd, &x->e))
+            return -EWOULDBLOCK; /* verifying would read the disk */
         void *map;
         int rc = verify_extent(c, fd, &x->e, &map);
         if (rc)
@@ -534,7 +536,7 @@ int core_read_pieces(struct core *c, const struct core_principal *p, uint64_t in
         if (s > pos)
             rc = piece_push(out, &(struct core_piece){-1, 0, s - pos, NULL});
         if (rc == 0)
-            rc = extent_piece(c, out, x, s, e, (p->flags & CORE_P_NOWAIT) != 0);
+            rc = extent_piece(c, out, x, s, e, p->flags);
         pos = e;
     }
     if (rc == 0 && end > pos)

@@ -15,10 +15,17 @@
  * for a few KiB the first time a cold extent is touched.
  * On the loop thread (NFS_PF_LOOP) every READ tries core_read_pieces with
  * CORE_P_NOWAIT: bytes already verified and resident go out at once, from
- * the loop; anything else (-EWOULDBLOCK) runs again on a worker as above. */
+ * the loop; anything else (-EWOULDBLOCK) runs again on a worker as above.
+ * There a small READ first tries core_read_pieces with CORE_P_CACHED: an
+ * extent wholly in the page cache is verified whole (CPU only) and stays
+ * known verified, so the next READs of it are answered on the loop (without
+ * it, every small READ of a warm file went to a worker: issue 17); an
+ * extent not wholly cached (-EWOULDBLOCK), or one whose whole check failed
+ * (its intact blocks are still served, as before), goes to core_read. */
 #include <stdlib.h>
 
 #include "nfs_int.h"
+#include "srv_err.h"
 
 #define NFS_READ_PIECES_MIN ((uint32_t)256 * 1024)
 
@@ -42,11 +49,24 @@ int nfs3_read(struct nfs_req *r, void *args, void *res)
         rc = -EINVAL;
     else if (!(b = calloc(1, sizeof(*b))))
         rc = -ENOMEM;
-    if (rc == 0 && (count >= NFS_READ_PIECES_MIN || r->on_loop)) {
+    bool pieces = rc == 0 && (count >= NFS_READ_PIECES_MIN || r->on_loop);
+    if (rc == 0 && !pieces) {
+        struct core_principal p = r->p;
+        p.flags |= CORE_P_CACHED;
+        rc = core_read_pieces(r->srv->core, &p, ino, a->offset, count, &b->ps);
+        if (rc == 0) {
+            b->len = b->ps.len;
+            eof = b->ps.eof;
+            pieces = true;
+        } else if (rc == -EWOULDBLOCK || rc == SRV_ECORRUPT || rc == -EIO) {
+            rc = 0; /* not wholly cached, or the extent failed: core_read checks the blocks */
+        }
+    } else if (pieces) {
         rc = core_read_pieces(r->srv->core, &r->p, ino, a->offset, count, &b->ps);
         b->len = b->ps.len;
         eof = b->ps.eof;
-    } else if (rc == 0) {
+    }
+    if (rc == 0 && !pieces) {
         size_t n = 0;
         b->mem = malloc(count ? count : 1);
         rc = b->mem ? core_read(r->srv->core, &r->p, ino, a->offset, b->mem, count, &n, &eof)

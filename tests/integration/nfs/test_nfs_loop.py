@@ -278,3 +278,119 @@ def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
             n, _eof = r.body.u32(), r.body.u32()
             assert n == 1 << 20 and r.body.opaque() == data[off:off + (1 << 20)], f"READ at {off}"
     c.close()
+
+
+def test_small_reads_of_a_verified_extent_stay_on_the_loop(nfsd):
+    """Issue 17 (read_4k): once an extent is verified and its pages stay in the
+    page cache, every later READ of it runs on the loop thread, however small
+    the READ and however long ago the verification (core_zc.c: remembered for
+    as long as its pages stay mapped, no time limit)."""
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    _, bfh, _, _ = build_tree(c, root)
+    st, fh = c.create(bfh, "r4k")
+    assert st == 0
+    data = os.urandom(3 << 20)
+    for off in range(0, len(data), 1 << 20):
+        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+    c.close()
+
+    # After a restart nothing is known verified. The first small READ of each
+    # extent goes to a worker; the worker leaves the (resident) extent known
+    # verified, so the next READs of it are answered on the loop.
+    nfsd.restart()
+    c = RpcConn(nfsd.nfs_port)
+    assert root_fh(c) == root
+    offs = [0, 1 << 20, 2 << 20]
+    for off in offs:
+        st, (got, eof, n) = c.read(fh, off + 4096, 4096)
+        assert st == 0 and got == data[off + 4096:off + 8192]
+    first = metric(nfsd, "s3nfs_nfs_loop_retries_total")
+    assert 1 <= first <= len(offs), "the first READ of an unverified extent goes to a worker"
+    ans = metric(nfsd, "s3nfs_nfs_loop_answers_total")
+    for i in range(30):
+        off = offs[i % 3] + (i * 12288) % (1 << 20)
+        st, (got, eof, n) = c.read(fh, off, 4096)
+        assert st == 0 and got == data[off:off + 4096]
+    assert metric(nfsd, "s3nfs_nfs_loop_retries_total") == first, \
+        "later 4 KiB READs of the verified extents never went to a worker"
+    assert metric(nfsd, "s3nfs_nfs_loop_answers_total") - ans >= 30
+
+    # Verification is remembered beyond the 10 s it once was (ZC_TTL_S).
+    time.sleep(11)
+    for i in range(6):
+        off = offs[i % 3] + 65536 * (i + 1)
+        st, (got, eof, n) = c.read(fh, off, 4096)
+        assert st == 0 and got == data[off:off + 4096]
+    assert metric(nfsd, "s3nfs_nfs_loop_retries_total") == first, \
+        "11 s later, READs of the still-resident verified extents stay on the loop"
+    c.close()
+
+
+def test_small_reads_never_send_a_changed_block(nfsd):
+    """A small READ on a worker verifies a wholly cached extent whole (and the
+    loop then trusts it): a block changed on disk and read back into the page
+    cache (resident, never verified) must still never reach a client, and the
+    extent's intact blocks are still served (core_read checks block by block)."""
+    import glob
+    import mmap
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    _, bfh, _, _ = build_tree(c, root)
+    st, fh = c.create(bfh, "rot")
+    assert st == 0
+    data = os.urandom(3 << 20)
+    for off in range(0, len(data), 1 << 20):
+        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+    for off in range(0, len(data), 65536):  # verified, on the loop after the first
+        st, (got, eof, n) = c.read(fh, off, 4096)
+        assert st == 0 and got == data[off:off + 4096]
+    # change the 4 KiB block at 1 MiB + 64 KiB on disk (O_DIRECT drops the
+    # kernel's copy of it, a large folio), then read it and its surroundings
+    # back into the page cache as another reader would: the extent is wholly
+    # resident again, its changed page unverified
+    bad = (1 << 20) + 65536
+    pattern = data[bad:bad + 64]
+    buf = mmap.mmap(-1, 4096)
+    done = 0
+    for path in glob.glob(os.path.join(nfsd.data_dir, "data.*")):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_DIRECT)
+        except OSError:
+            continue
+        try:
+            for off in range(0, 64 << 20, 4096):
+                buf.seek(0)
+                if os.preadv(fd, [buf], off) != 4096:
+                    break
+                if buf[:64] == pattern:
+                    buf[100] ^= 0xFF
+                    assert os.pwritev(fd, [buf], off) == 4096
+                    done += 1
+                    with open(path, "rb", buffering=0) as f:  # the extent, around it
+                        assert os.pread(f.fileno(), 4096, off)[100] == buf[100]
+                        os.pread(f.fileno(), 2 << 20, max(0, off - (1 << 20)))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    if done == 0:
+        pytest.skip("no O_DIRECT on this filesystem")
+    for _ in range(3):
+        st, _res = c.read(fh, bad, 4096)
+        assert st == 5, "NFS3ERR_IO: a changed block never reaches the client"
+        st, (got, eof, n) = c.read(fh, bad + 16384, 4096)
+        assert st == 0 and got == data[bad + 16384:bad + 20480], "intact blocks still served"
+        st, (got, eof, n) = c.read(fh, 4096, 4096)
+        assert st == 0 and got == data[4096:8192], "other extents unaffected"
+    # after a restart nothing is known verified: the whole check of the
+    # (wholly cached) extent fails, and its intact blocks are still served
+    c.close()
+    nfsd.restart()
+    c = RpcConn(nfsd.nfs_port)
+    assert root_fh(c) == root
+    for _ in range(2):
+        st, (got, eof, n) = c.read(fh, bad + 16384, 4096)
+        assert st == 0 and got == data[bad + 16384:bad + 20480], "intact blocks still served"
+        st, _res = c.read(fh, bad, 4096)
+        assert st == 5, "NFS3ERR_IO: a changed block never reaches the client"
+    c.close()
