@@ -41,6 +41,7 @@
 #include "tenants.h"
 #include "tier_cache.h"
 #include "tier_policy.h"
+#include "tier_settings.h"
 #include "tier_upload.h"
 
 #define SEG_MAX 8
@@ -1409,6 +1410,82 @@ static void remotes_collection(struct api_req *x)
     reply_list(x, rc, arr, "list remotes");
 }
 
+/* PATCH /remotes/{remote}: rotate its credentials, change its limits; checked again
+ * as when it was made. Where it points (endpoint, bucket, prefix...) stays. */
+static void remote_update(struct api_req *x, const struct tenant_remote *cur)
+{
+    static const char *const known[] = {"access_key", "secret_key",         "max_conns",
+                                        "parallel",   "connect_timeout_ms", NULL};
+    static const char *const fixed[] = {"name",   "tenant",     "endpoint",   "region",  "bucket",
+                                        "prefix", "addressing", "tls_verify", "ca_file", NULL};
+    struct tenant_remote r;
+    char secret[TENANT_SECRET_MAX + 2] = "", why[400];
+    uint64_t mc = 0, par = 0, cto = 0;
+    bool failed = false;
+    memset(&r, 0, sizeof(r));
+    json_t *j = body_json(x->req);
+    if (!j)
+        return;
+    int b = 0;
+    for (size_t i = 0; fixed[i]; i++) {
+        if (json_object_get(j, fixed[i])) {
+            char msg[200];
+            snprintf(msg, sizeof(msg),
+                     "'%s' cannot change: a remote's copies are named by where it points; "
+                     "make a new remote instead",
+                     fixed[i]);
+            bad(x->req, msg);
+            b = -1;
+            break;
+        }
+    }
+    static const char *const positive[] = {"max_conns", "parallel", "connect_timeout_ms", NULL};
+    for (size_t i = 0; b == 0 && positive[i]; i++) {
+        json_t *v = json_object_get(j, positive[i]);
+        if (v && json_is_integer(v) && json_integer_value(v) == 0) {
+            char msg[120];
+            snprintf(msg, sizeof(msg), "'%s' must be positive", positive[i]);
+            bad(x->req, msg);
+            b = -1;
+        }
+    }
+    if (b == 0)
+        b = only_fields(x->req, j, known);
+    if (b == 0 && (get_str(x->req, j, "access_key", r.access_key, sizeof(r.access_key)) < 0 ||
+                   get_str(x->req, j, "secret_key", secret, sizeof(secret)) < 0 ||
+                   get_uint(x->req, j, "max_conns", 1024, &mc) < 0 ||
+                   get_uint(x->req, j, "parallel", 64, &par) < 0 ||
+                   get_uint(x->req, j, "connect_timeout_ms", 60000, &cto) < 0))
+        b = -1;
+    bool have_secret = json_object_get(j, "secret_key") != NULL;
+    json_decref(j);
+    if (b < 0)
+        goto out;
+    if (r.access_key[0] && !have_secret) {
+        bad(x->req, "a new 'access_key' needs its 'secret_key'");
+        goto out;
+    }
+    r.max_conns = (uint32_t)mc;
+    r.parallel = (uint32_t)par;
+    r.connect_timeout_ms = (uint32_t)cto;
+    struct tenant_remote made;
+    int rc = tenants_remote_update(x->a->tenants, cur->id, &r, have_secret ? secret : NULL, why,
+                                   sizeof(why), &failed, &made);
+    if (rc == 0) {
+        if (tier_upload_default())
+            tier_upload_remote_changed(tier_upload_default(), made.id);
+        srv_log(INFO, ADMIN, "tenant=%u remote %u '%s' updated by %s%s", made.tenant, made.id,
+                made.name, x->who->name, have_secret ? " (new secret key)" : "");
+        reply_json(x->req, 200, remote_json(&made));
+    } else if (failed) {
+        admin__error(x->req, ADMIN_E_REMOTE_CHECK, why);
+    } else {
+        admin__error_of(x->req, rc, why[0] ? why : NULL);
+    }
+out:
+    OPENSSL_cleanse(secret, sizeof(secret));
+}
+
 static void remote_item(struct api_req *x)
 {
     struct tenant_remote r;
@@ -1419,7 +1496,13 @@ static void remote_item(struct api_req *x)
         return;
     }
     if (r.tenant == 0 && !is_system(x)) {
-        forbidden(x->req, "only a system admin may delete a system-wide remote");
+        forbidden(x->req, x->cmd == EVHTTP_REQ_PATCH
+                              ? "only a system admin may change a system-wide remote"
+                              : "only a system admin may delete a system-wide remote");
+        return;
+    }
+    if (x->cmd == EVHTTP_REQ_PATCH) {
+        remote_update(x, &r);
         return;
     }
     uint64_t bucket = 0;
@@ -1441,8 +1524,8 @@ static void remote_item(struct api_req *x)
     reply_deleted(x, rc, "delete remote");
 }
 
-/* Fields a policy may name that belong to cache mode and recall tuning: not built. */
-static const char *const tier_unbuilt[] = {"evict", "recall", "cache_mode", "mode", "preset", NULL};
+/* Fields a policy may name that belong to cache mode: not built. */
+static const char *const tier_unbuilt[] = {"evict", "cache_mode", "mode", NULL};
 
 /* What the uploader's last pass found in bucket @p ino (null before its first pass). */
 static json_t *uploads_json(uint64_t ino)
@@ -1620,6 +1703,341 @@ static void tier_flush(struct api_req *x)
                          "done", done, "uploads", uploads_json(at.ino)));
 }
 
+/* The settings entries of bucket @p bucket, its own and its directories' (@p v:
+ * TIER_DIRPOL_MAX + 1). @return their number, or -errno (none is 0). */
+static int dirpols_get(struct api_req *x, uint64_t bucket, struct tier_dirpol *v)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    void *val = NULL;
+    size_t len = 0;
+    int rc = core_bucket_blob_get(x->a->core, &sp, bucket, CORE_BLOB_TIER_DIRS, &val, &len);
+    if (rc == 0)
+        rc = tier_dirs_decode(val, len, v);
+    free(val);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+static json_t *effective_json(const struct tier_effective *e)
+{
+    json_t *j =
+        json_pack("{s:I,s:I,s:b,s:s,s:b,s:b,s:I}", "upload_after_s", (json_int_t)e->upload_after_s,
+                  "evict_after_s", (json_int_t)e->evict_after_s, "keep_local", e->keep_local,
+                  "evict_priority", tier_prio_name(e->evict_priority), "read_only", e->read_only,
+                  "dir_prefetch", e->dir_prefetch, "dirty_bound", (json_int_t)e->dirty_bound);
+    if (j) {
+        json_object_set_new(j, "preset",
+                            e->preset ? json_string(tier_preset_name(e->preset)) : json_null());
+        json_object_set_new(j, "recall",
+                            json_pack("{s:I,s:I,s:I,s:b}", "read_ahead", (json_int_t)e->read_ahead,
+                                      "streams", (json_int_t)e->streams, "chunk_size",
+                                      (json_int_t)e->chunk_size, "whole_file", e->whole_file));
+    }
+    return j;
+}
+
+/* The knobs entry @p d sets, into @p j (the directory's own fields too when @p dir). */
+static void knobs_json(json_t *j, const struct tier_dirpol *d, bool dir)
+{
+    if (dir && (d->set & TIER_D_UPLOAD))
+        json_object_set_new(j, "upload_after_s", json_integer(d->upload_after_s));
+    if (dir && (d->set & TIER_D_EVICT))
+        json_object_set_new(j, "evict_after_s", json_integer(d->evict_after_s));
+    if (dir && (d->set & TIER_D_KEEP))
+        json_object_set_new(j, "keep_local", json_boolean(d->keep_local));
+    if (d->set & TIER_D_PRIO)
+        json_object_set_new(j, "evict_priority", json_string(tier_prio_name(d->evict_priority)));
+    if (d->set & TIER_D_PRESET)
+        json_object_set_new(j, "preset", json_string(tier_preset_name(d->preset)));
+    if (d->set & TIER_D_RO)
+        json_object_set_new(j, "read_only", json_boolean(d->read_only));
+    if (d->set & TIER_D_DIRPF)
+        json_object_set_new(j, "dir_prefetch", json_boolean(d->dir_prefetch));
+    if (d->set & TIER_D_DIRTY)
+        json_object_set_new(j, "dirty_bound", json_integer((json_int_t)d->dirty_bound));
+    if (d->set & (TIER_D_RA | TIER_D_STREAMS | TIER_D_CHUNK | TIER_D_WHOLE)) {
+        json_t *r = json_object();
+        if (d->set & TIER_D_RA)
+            json_object_set_new(r, "read_ahead", json_integer(d->read_ahead));
+        if (d->set & TIER_D_STREAMS)
+            json_object_set_new(r, "streams", json_integer(d->streams));
+        if (d->set & TIER_D_CHUNK)
+            json_object_set_new(r, "chunk_size", json_integer(d->chunk_size));
+        if (d->set & TIER_D_WHOLE)
+            json_object_set_new(r, "whole_file", json_boolean(d->whole_file));
+        json_object_set_new(j, "recall", r);
+    }
+}
+
+static json_t *dirpol_json(const char *bucket, const char *dir, const struct tier_dirpol *d,
+                           const struct tier_policy *b, const struct tier_dirpol *be)
+{
+    struct tier_effective e;
+    tier_effective_of(b, be, d, &e);
+    json_t *j = json_pack("{s:s,s:I}", "bucket", bucket, "dir_ino", (json_int_t)d->dir);
+    if (!j)
+        return NULL;
+    if (dir)
+        json_object_set_new(j, "dir", json_string(dir));
+    /* what the directory sets, and what applies below it (the bucket's for the rest) */
+    knobs_json(j, d, true);
+    json_object_set_new(j, "effective", effective_json(&e));
+    return j;
+}
+
+/* The knobs of a bucket's or a directory's PUT (@p dir: the directory's own fields too)
+ * into @p d. @return 0, or -1 (answered). */
+static int knob_fields(struct evhttp_request *req, json_t *j, bool dir, struct tier_dirpol *d)
+{
+    uint64_t v = 0;
+    bool f = false;
+    json_t *x;
+    if (dir) {
+        if (get_uint(req, j, "upload_after_s", TIER_UPLOAD_AFTER_MAX, &v) < 0)
+            return -1;
+        d->upload_after_s = (uint32_t)v;
+        d->set |= json_object_get(j, "upload_after_s") ? TIER_D_UPLOAD : 0;
+        if (get_uint(req, j, "evict_after_s", TIER_EVICT_AFTER_MAX, &v) < 0)
+            return -1;
+        d->evict_after_s = (uint32_t)v;
+        d->set |= json_object_get(j, "evict_after_s") ? TIER_D_EVICT : 0;
+        if (get_bool(req, j, "keep_local", &f) < 0)
+            return -1;
+        d->keep_local = f;
+        d->set |= json_object_get(j, "keep_local") ? TIER_D_KEEP : 0;
+    }
+    if ((x = json_object_get(j, "evict_priority"))) {
+        int pr = json_is_string(x) ? tier_prio_parse(json_string_value(x)) : -EINVAL;
+        if (pr < 0) {
+            bad(req, "'evict_priority' is \"low\", \"normal\" or \"high\"");
+            return -1;
+        }
+        d->evict_priority = (uint8_t)pr;
+        d->set |= TIER_D_PRIO;
+    }
+    if ((x = json_object_get(j, "preset"))) {
+        int pr = json_is_string(x) ? tier_preset_parse(json_string_value(x)) : -EINVAL;
+        if (pr < 0) {
+            bad(req, "'preset' is NONE, MODEL_CHECKPOINT_RO, MODEL_CHECKPOINT_RW, DATASET_RO "
+                     "or DATASET_RW");
+            return -1;
+        }
+        d->preset = (uint8_t)pr;
+        d->set |= TIER_D_PRESET;
+    }
+    f = false;
+    if (get_bool(req, j, "read_only", &f) < 0)
+        return -1;
+    d->read_only = f;
+    d->set |= json_object_get(j, "read_only") ? TIER_D_RO : 0;
+    f = false;
+    if (get_bool(req, j, "dir_prefetch", &f) < 0)
+        return -1;
+    d->dir_prefetch = f;
+    d->set |= json_object_get(j, "dir_prefetch") ? TIER_D_DIRPF : 0;
+    v = 0;
+    if (get_uint(req, j, "dirty_bound", (uint64_t)1 << 52, &v) < 0)
+        return -1;
+    d->dirty_bound = v;
+    d->set |= json_object_get(j, "dirty_bound") ? TIER_D_DIRTY : 0;
+    json_t *r = json_object_get(j, "recall");
+    if (r) {
+        static const char *const rk[] = {"read_ahead", "streams", "chunk_size", "whole_file", NULL};
+        if (!json_is_object(r)) {
+            bad(req, "'recall' is an object: {\"read_ahead\", \"streams\", \"chunk_size\", "
+                     "\"whole_file\"}");
+            return -1;
+        }
+        if (only_fields(req, r, rk) < 0)
+            return -1;
+        v = 0;
+        if (get_uint(req, r, "read_ahead", TIER_RA_MAX, &v) < 0)
+            return -1;
+        d->read_ahead = (uint32_t)v;
+        d->set |= json_object_get(r, "read_ahead") ? TIER_D_RA : 0;
+        v = 0;
+        if (get_uint(req, r, "streams", TIER_STREAMS_MAX, &v) < 0)
+            return -1;
+        d->streams = (uint16_t)v;
+        d->set |= json_object_get(r, "streams") ? TIER_D_STREAMS : 0;
+        v = 0;
+        if (get_uint(req, r, "chunk_size", TIER_CHUNK_MAX, &v) < 0)
+            return -1;
+        d->chunk_size = (uint32_t)v;
+        d->set |= json_object_get(r, "chunk_size") ? TIER_D_CHUNK : 0;
+        f = false;
+        if (get_bool(req, r, "whole_file", &f) < 0)
+            return -1;
+        d->whole_file = f;
+        d->set |= json_object_get(r, "whole_file") ? TIER_D_WHOLE : 0;
+    }
+    char why[160];
+    if (tier_dirpol_validate(d, why, sizeof(why)) < 0) {
+        bad(req, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Replace (@p d; NULL: remove) the settings entry of @p key (the bucket's inode: its
+ * own) among the bucket's, dropping those of directories gone or moved out of the
+ * bucket. @return 0, or -1 (answered). */
+static int settings_put(struct api_req *x, uint64_t bucket, uint64_t key,
+                        const struct tier_dirpol *d)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    static struct tier_dirpol v[TIER_DIRPOL_MAX + 1]; /* the admin API runs on one thread */
+    int n = dirpols_get(x, bucket, v);
+    if (n < 0) {
+        reply_err(x->req, n, "tier settings");
+        return -1;
+    }
+    int m = 0, ndirs = 0;
+    for (int i = 0; i < n; i++) {
+        struct core_attr da;
+        if (v[i].dir == key)
+            continue;
+        if (v[i].dir == bucket || (core_getattr(x->a->core, &sp, v[i].dir, 0, &da) == 0 &&
+                                   da.type == CORE_DIR && da.bucket == bucket)) {
+            ndirs += v[i].dir != bucket;
+            v[m++] = v[i];
+        }
+    }
+    if (d) {
+        if (key != bucket && ndirs >= TIER_DIRPOL_MAX) {
+            bad(x->req, "a bucket has at most 256 directory tier policies; delete some");
+            return -1;
+        }
+        v[m++] = *d;
+    }
+    uint8_t *enc = malloc(TIER_DIRS_MAX);
+    if (!enc) {
+        reply_err(x->req, -ENOMEM, "tier settings");
+        return -1;
+    }
+    size_t elen = m ? tier_dirs_encode(v, (size_t)m, enc) : 0;
+    int rc = core_bucket_blob_put(x->a->core, &sp, bucket, CORE_BLOB_TIER_DIRS, enc, elen);
+    free(enc);
+    if (rc == -ENOENT && !m)
+        rc = 0;
+    if (rc < 0) {
+        reply_err(x->req, rc, "set tier settings");
+        return -1;
+    }
+    tier_settings_refresh(core_meta(x->a->core));
+    return 0;
+}
+
+/* The bucket's own settings entry (NULL: none) among @p v's @p n. */
+static const struct tier_dirpol *bucket_ent(const struct tier_dirpol *v, int n, uint64_t bucket)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].dir == bucket)
+            return &v[i];
+    return NULL;
+}
+
+/* /tenants/{tenant}/buckets/{bucket}/tier?dir=PATH: the policy of one directory of a
+ * tiered bucket (overrides of the bucket policy for the files below it). */
+static void tier_dir_item(struct api_req *x, uint64_t bucket, const char *dir,
+                          const struct tier_policy *bp)
+{
+    uint64_t dino = 0;
+    int rc = resolve_dir(x->a, x->tenant, bucket, dir, &dino);
+    if (rc < 0) {
+        if (rc == -EINVAL || rc == -ENOTDIR)
+            bad(x->req, rc == -EINVAL ? "'dir' may not contain '.' or '..'"
+                                      : "'dir' names a file, not a directory");
+        else
+            lookup_failed(x->req, rc, "directory", "no such directory '%s' in bucket '%s'", dir,
+                          x->bucket);
+        return;
+    }
+    if (dino == bucket) {
+        bad(x->req, "'dir' names the bucket itself: set the bucket's policy without ?dir=");
+        return;
+    }
+    static struct tier_dirpol v[TIER_DIRPOL_MAX + 1]; /* the admin API runs on one thread */
+    int n = dirpols_get(x, bucket, v);
+    if (n < 0) {
+        reply_err(x->req, n, "directory tier policies");
+        return;
+    }
+    int at = -1;
+    for (int i = 0; i < n; i++)
+        if (v[i].dir == dino)
+            at = i;
+    const struct tier_dirpol *be = bucket_ent(v, n, bucket);
+    if (x->cmd == EVHTTP_REQ_GET) {
+        if (at < 0) {
+            admin__error_of(x->req, -ENOENT,
+                            "the directory has no tier policy (the bucket's "
+                            "or an outer directory's applies)");
+            return;
+        }
+        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &v[at], bp, be));
+        return;
+    }
+    if (!is_system(x) &&
+        tenants_remote_usable(x->a->tenants, bp->remote, x->tenant, false) == -EACCES) {
+        forbidden(x->req, "a system admin set this bucket's policy (a system-wide remote): only "
+                          "a system admin may change its directories' policies");
+        return;
+    }
+    struct tier_dirpol d = {.dir = dino};
+    struct tier_dirpol bcopy;
+    if (be) {
+        bcopy = *be;
+        be = &bcopy; /* v is rewritten below */
+    }
+    if (x->cmd == EVHTTP_REQ_PUT) {
+        static const char *const known[] = {
+            "upload_after_s", "evict_after_s", "keep_local",   "evict_priority", "preset",
+            "recall",         "read_only",     "dir_prefetch", "dirty_bound",    NULL};
+        json_t *j = body_json(x->req);
+        if (!j)
+            return;
+        int b = only_fields(x->req, j, known);
+        if (b == 0)
+            b = knob_fields(x->req, j, true, &d);
+        json_decref(j);
+        if (b < 0)
+            return;
+    } else if (at < 0) { /* DELETE */
+        admin__error_of(x->req, -ENOENT, "the directory has no tier policy");
+        return;
+    }
+    if (settings_put(x, bucket, dino, x->cmd == EVHTTP_REQ_PUT ? &d : NULL) < 0)
+        return;
+    srv_log(INFO, ADMIN, "tenant=%u tier policy of directory %s (ino %llu) of bucket %s %s by %s",
+            x->tenant, dir, (unsigned long long)dino, x->bucket,
+            x->cmd == EVHTTP_REQ_PUT ? "set" : "removed", x->who->name);
+    if (tier_upload_default())
+        tier_upload_kick(tier_upload_default());
+    if (x->cmd == EVHTTP_REQ_PUT)
+        reply_json(x->req, 200, dirpol_json(x->bucket, dir, &d, bp, be));
+    else
+        reply_deleted(x, 0, "delete directory tier policy");
+}
+
+/* The bucket's own settings and its directories' policies, into its policy's GET. */
+static void settings_json(struct api_req *x, json_t *pj, uint64_t bucket,
+                          const struct tier_policy *bp)
+{
+    static struct tier_dirpol v[TIER_DIRPOL_MAX + 1];
+    json_t *arr = json_array();
+    int n = dirpols_get(x, bucket, v);
+    const struct tier_dirpol *be = n > 0 ? bucket_ent(v, n, bucket) : NULL;
+    struct tier_effective e;
+    if (be)
+        knobs_json(pj, be, false);
+    tier_effective_of(bp, be, NULL, &e);
+    json_object_set_new(pj, "effective", effective_json(&e));
+    for (int i = 0; arr && i < n; i++)
+        if (v[i].dir != bucket)
+            json_array_append_new(arr, dirpol_json(x->bucket, NULL, &v[i], bp, be));
+    json_object_set_new(pj, "directories", arr ? arr : json_null());
+}
+
 static void tier_item(struct api_req *x)
 {
     struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
@@ -1641,13 +2059,23 @@ static void tier_item(struct api_req *x)
         reply_err(x->req, rc, "tier policy");
         return;
     }
-    if (x->cmd == EVHTTP_REQ_GET || x->cmd == EVHTTP_REQ_DELETE) {
+    const char *dir = evhttp_find_header(&x->query, "dir");
+    if (dir && !*dir)
+        dir = NULL;
+    if (x->cmd == EVHTTP_REQ_GET || x->cmd == EVHTTP_REQ_DELETE || dir) {
         if (!have) {
             admin__error_of(x->req, -ENOENT, "the bucket has no tier policy");
             return;
         }
+        if (dir) {
+            tier_dir_item(x, at.ino, dir, &cur);
+            return;
+        }
         if (x->cmd == EVHTTP_REQ_GET) {
-            reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &cur));
+            json_t *pj = policy_json(x, x->bucket, at.ino, &cur);
+            if (pj)
+                settings_json(x, pj, at.ino, &cur);
+            reply_json(x->req, 200, pj);
             return;
         }
         if (tenants_remote_usable(x->a->tenants, cur.remote, x->tenant, is_system(x)) == -EACCES) {
@@ -1665,6 +2093,12 @@ static void tier_item(struct api_req *x)
             return;
         }
         rc = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER, NULL, 0);
+        if (rc == 0) { /* its directories' policies go with it */
+            int r2 = core_bucket_blob_put(x->a->core, &sp, at.ino, CORE_BLOB_TIER_DIRS, NULL, 0);
+            if (r2 < 0 && r2 != -ENOENT)
+                rc = r2;
+            tier_settings_refresh(core_meta(x->a->core));
+        }
         if (rc == 0)
             srv_log(INFO, ADMIN, "tenant=%u tier policy of bucket %s removed by %s", x->tenant,
                     x->bucket, x->who->name);
@@ -1675,9 +2109,10 @@ static void tier_item(struct api_req *x)
     }
     /* PUT */
     static const char *const known[] = {
-        "remote",       "upload_after_s", "evict_after_s", "evict_watermark",
-        "pin_prefixes", "storage_class",  "evict",         "recall",
-        "cache_mode",   "mode",           "preset",        NULL};
+        "remote",       "upload_after_s", "evict_after_s",  "evict_watermark",
+        "pin_prefixes", "storage_class",  "evict",          "recall",
+        "cache_mode",   "mode",           "preset",         "read_only",
+        "dir_prefetch", "dirty_bound",    "evict_priority", NULL};
     json_t *j = body_json(x->req);
     if (!j)
         return;
@@ -1689,9 +2124,9 @@ static void tier_item(struct api_req *x)
         if (json_object_get(j, tier_unbuilt[i])) {
             char msg[300];
             snprintf(msg, sizeof(msg),
-                     "'%s': cache mode, presets and recall settings are not built yet; a "
-                     "tier policy uploads copies and evicts by evict_after_s, "
-                     "evict_watermark and pin_prefixes (docs/tiering.md)",
+                     "'%s': cache mode is not built yet; a tier policy uploads copies, "
+                     "evicts by evict_after_s, evict_watermark and pin_prefixes, and takes "
+                     "a preset and recall settings (docs/tiering.md)",
                      tier_unbuilt[i]);
             json_decref(j);
             admin__error_of(x->req, SRV_ENOTSUPP, msg);
@@ -1720,6 +2155,16 @@ static void tier_item(struct api_req *x)
         b = evict_fields(x->req, j, &p);
     if (b == 0)
         b = sclass_field(x->req, j, &p);
+    /* the bucket's own settings (preset, recall, read-only...): kept beside the policy */
+    struct tier_dirpol bset = {.dir = at.ino};
+    if (b == 0)
+        b = knob_fields(x->req, j, false, &bset);
+    if (b == 0 && (bset.set & TIER_D_PRESET) && !json_object_get(j, "upload_after_s")) {
+        struct tier_dirpol pk; /* a preset's write-back delay, unless one is given */
+        tier_preset_knobs(bset.preset, &pk);
+        if (pk.set & TIER_D_UPLOAD)
+            after = pk.upload_after_s;
+    }
     json_decref(j);
     if (b < 0)
         return;
@@ -1770,6 +2215,8 @@ static void tier_item(struct api_req *x)
         reply_err(x->req, rc, "set tier policy");
         return;
     }
+    if (settings_put(x, at.ino, at.ino, bset.set ? &bset : NULL) < 0)
+        return;
     srv_log(INFO, ADMIN,
             "tenant=%u tier policy of bucket %s set by %s: remote %u, upload after "
             "%u s, evict after %u s, watermarks %u/%u (1/100 %%), %u pins",
@@ -1777,7 +2224,10 @@ static void tier_item(struct api_req *x)
             p.evict_high, p.evict_low, p.npins);
     if (tier_upload_default())
         tier_upload_kick(tier_upload_default());
-    reply_json(x->req, 200, policy_json(x, x->bucket, at.ino, &p));
+    json_t *pj = policy_json(x, x->bucket, at.ino, &p);
+    if (pj)
+        settings_json(x, pj, at.ino, &p);
+    reply_json(x->req, 200, pj);
 }
 
 static json_t *cache_json(struct api_req *x, uint64_t ino, const struct tier_cache *tc,
@@ -1846,11 +2296,17 @@ static void cache_item(struct api_req *x)
         json_decref(j);
         return;
     }
-    if (json_object_get(j, "dirty_max_bytes") || json_object_get(j, "preset")) {
+    if (json_object_get(j, "preset")) {
+        json_decref(j);
+        bad(x->req, "'preset': a workload preset is set on the bucket's tier policy (PUT "
+                    ".../tier {\"preset\": ...}) or a directory's (.../tier?dir=PATH)");
+        return;
+    }
+    if (json_object_get(j, "dirty_max_bytes")) {
         json_decref(j);
         admin__error_of(x->req, SRV_ENOTSUPP,
-                        "'dirty_max_bytes' and 'preset': the dirty bound of cache mode and "
-                        "workload presets are not built yet (docs/tiering.md)");
+                        "'dirty_max_bytes': the dirty bound of cache mode is not built yet "
+                        "(docs/tiering.md)");
         return;
     }
     uint64_t ttl = TIER_CACHE_TTL_DEFAULT;
@@ -2107,7 +2563,7 @@ static const struct route routes[] = {
     ROUTE(M_GET | M_PUT | M_PATCH | M_DELETE, M_GET | M_PUT | M_PATCH | M_DELETE, "/qos/system",
           NEED_QOS, qos_system_item),
     ROUTE(M_GET | M_POST, 0, "/remotes", 0, remotes_collection),
-    ROUTE(M_GET | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
+    ROUTE(M_GET | M_PATCH | M_DELETE, 0, "/remotes/{remote}", 0, remote_item),
     ROUTE(M_GET | M_PUT | M_DELETE, 0, "/tenants/{tenant}/buckets/{bucket}/tier",
           NEED_CORE | NEED_TENANT, tier_item),
     ROUTE(M_GET | M_POST, 0, "/tenants/{tenant}/buckets/{bucket}/tier/flush",

@@ -618,6 +618,7 @@ int core_bucket_objlock_set(struct core *c, const struct core_principal *p, uint
 #define CORE_BLOB_LIFECYCLE 2 /* the S3 lifecycle configuration */
 #define CORE_BLOB_TIER 3      /* the tier policy (tier/tier_policy.h: its stored form) */
 #define CORE_BLOB_CACHE 4     /* cache mode (tier/tier_cache.h: its stored form) */
+#define CORE_BLOB_TIER_DIRS 5 /* its directories' tier policies (tier_policy.h TIER_DIRS_KIND) */
 /** @param[out] val heap copy (free it). @return 0, -ENOENT, SRV_ENOBUCKET. */
 int core_bucket_blob_get(struct core *c, const struct core_principal *p, uint64_t bucket,
                          uint8_t kind, void **val, size_t *len);
@@ -745,9 +746,21 @@ void core_stats_get(struct core *c, struct core_stats *out);
  * or failed: retry), SRV_EREMOTECHG (the copy changed or is gone), or another error. */
 typedef int (*core_tier_fetch_fn)(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len,
                                   size_t *n);
+/** The recall settings of one file (its tier policy's, tier_settings.h): bytes of one
+ * ranged GET (0: core_tier_config's chunk), chunks of the file fetched at once (0, or
+ * more than core_tier_config's streams: those), whole file on a first read or only the
+ * range read plus read_ahead bytes. */
+struct core_recall_knobs {
+    uint32_t chunk, streams, read_ahead;
+    bool whole_file;
+};
+/** Fill @p out for file @p ino. @return 0, or an error (the defaults apply). */
+typedef int (*core_tier_knobs_fn)(void *arg, uint64_t ino, struct core_recall_knobs *out);
 struct core_tier_config {
     core_tier_fetch_fn fetch;
     void *fetch_arg;
+    core_tier_knobs_fn knobs; /* NULL: the defaults (whole file, chunk and streams below) */
+    void *knobs_arg;
     uint32_t threads; /* chunks fetched at once, all recalls (0: 4); twice as many recall
                        * threads fetch, write and commit them */
     uint32_t wait_ms; /* longest wait of a read for its range (0: 10000) */

@@ -27,9 +27,11 @@
  *
  * Recall: a read of a range the map does not hold joins the file's recall (one
  * per file, shared by every reader) and waits for the chunks it needs only;
- * chunks (cfg.chunk bytes, 8 MiB by default; the first cfg.chunk bytes of a file
- * in 1 MiB pieces, see ch_of) are fetched by recall threads, at most cfg.streams
- * of one file at once (all threads by default), through the daemon's
+ * chunks (cfg.chunk bytes, 8 MiB by default, or the file's tier policy's chunk size;
+ * the first chunk's bytes of a file in 1 MiB pieces, see ch_of) are fetched by
+ * recall threads, at most cfg.streams (or the policy's streams) of one file at once
+ * (all threads by default), the whole file or, when the policy's whole_file is off,
+ * only the chunks reads cover plus its read_ahead bytes, through the daemon's
  * fetch callback (the tier: ranged GETs checked against the recorded ETag and
  * size), written to new extents with their CRCs, and each chunk is put into the
  * map in a txn of its own, which also clears the flag once the whole file is
@@ -55,13 +57,15 @@
 #define LR_SLOTS 65536u                       /* last-read table */
 #define RC_LAT_N CORE_TIER_LAT_N
 
-enum { CH_TODO = 0, CH_BUSY, CH_DONE };
+enum { CH_TODO = 0, CH_BUSY, CH_DONE, CH_IDLE /* not asked for (whole_file off) */ };
 
 struct recall {
     struct recall *next;
     uint64_t ino, size, change;
-    uint64_t chunk;   /* bytes of one ranged GET: a multiple of STORE_EXTENT_MAX */
-    uint32_t streams; /* chunks of this recall fetched at once, at most */
+    uint64_t chunk;      /* bytes of one ranged GET: a multiple of STORE_EXTENT_MAX */
+    uint32_t streams;    /* chunks of this recall fetched at once, at most */
+    uint32_t read_ahead; /* bytes past a read's range to fetch (whole_file off) */
+    bool whole_file;     /* every chunk (else only those reads ask for: CH_IDLE) */
     uint32_t nch, ndone;
     uint8_t *st;   /* per chunk: CH_* */
     uint32_t want; /* a chunk a reader waits for: fetched first (UINT32_MAX: none) */
@@ -638,6 +642,9 @@ static void *recall_main(void *arg)
             if (rc == 1 || pick->ndone == pick->nch) {
                 pick->err = 1;
                 lat_note(k, mono_ns() - pick->start_ns);
+            } else if (!pick->whole_file && pick->busy == 0 && pick->waiters == 0 &&
+                       !memchr(pick->st, CH_TODO, pick->nch)) {
+                pick->err = 1; /* all that was asked for is back: the rest stays remote */
             }
         } else if (retryable(rc)) {
             pick->st[ch] = CH_TODO;
@@ -717,15 +724,67 @@ void core_tier_stop(struct core *c)
     k->nthreads = 0;
 }
 
-/* The chunk size and the streams of a new recall of file @p ri: the daemon's
- * (core_tier_config) for every file today; a per-file choice (its tier policy's)
- * belongs here. */
-static void recall_params(const struct core__tier *k, const struct meta_inode *ri, uint64_t *chunk,
-                          uint32_t *streams)
+/* The recall settings of a new recall of file @p ino: its tier policy's (cfg.knobs),
+ * where the policy leaves the chunk size or the streams (0) the daemon's
+ * (core_tier_config); a file's streams are at most the threads (GET slots). */
+static void recall_params(const struct core__tier *k, uint64_t ino, struct core_recall_knobs *kn)
 {
-    (void)ri;
-    *chunk = k->cfg.chunk;
-    *streams = k->cfg.streams;
+    *kn = (struct core_recall_knobs){.whole_file = true};
+    if (k->cfg.knobs && k->cfg.knobs(k->cfg.knobs_arg, ino, kn) != 0)
+        *kn = (struct core_recall_knobs){.whole_file = true};
+    if (!kn->chunk)
+        kn->chunk = (uint32_t)k->cfg.chunk;
+    if (!kn->streams || kn->streams > k->cfg.streams)
+        kn->streams = k->cfg.streams;
+}
+
+/* The file's recall a read may join (k->mu held): not a failed one, nor one that
+ * ended for an older content or brought back only a part (whole_file off). */
+static struct recall *joinable(struct core__tier *k, uint64_t ino, const struct meta_inode *ri)
+{
+    struct recall *r = k->head;
+    while (r && (r->ino != ino || (r->err && r->err != 1) ||
+                 (r->err == 1 && (r->change != ri->change || !r->whole_file))))
+        r = r->next;
+    return r;
+}
+
+/* A new recall of file @p ri with settings @p kn, at the head of the list (k->mu held).
+ * @return it, or NULL (no memory). */
+static struct recall *recall_new(struct core__tier *k, uint64_t ino, const struct meta_inode *ri,
+                                 const struct core_recall_knobs *kn)
+{
+    uint64_t chunk = kn->chunk;
+    uint32_t streams = kn->streams;
+    if (chunk < STORE_EXTENT_MAX || chunk > RC_CHUNK_MAX || chunk % STORE_EXTENT_MAX)
+        chunk = RC_CHUNK_DEF; /* what recall_chunk can hold */
+    if (streams == 0)
+        streams = 1;
+    struct recall *r = calloc(1, sizeof(*r));
+    uint32_t nch = ri->size ? ch_of(chunk, ri->size - 1) + 1 : 0;
+    if (r)
+        r->st = calloc(nch ? nch : 1, 1);
+    if (!r || !r->st) {
+        free(r);
+        return NULL;
+    }
+    if (!kn->whole_file)
+        memset(r->st, CH_IDLE, nch ? nch : 1); /* only what reads ask for */
+    r->ino = ino;
+    r->size = ri->size;
+    r->change = ri->change;
+    r->nch = nch;
+    r->chunk = chunk;
+    r->streams = streams;
+    r->read_ahead = kn->read_ahead;
+    r->whole_file = kn->whole_file;
+    r->want = UINT32_MAX;
+    r->start_ns = mono_ns();
+    r->touch_ms = srv_now_ms();
+    r->next = k->head;
+    k->head = r;
+    atomic_fetch_add(&k->recalls, 1);
+    return r;
 }
 
 int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, uint64_t lo,
@@ -743,42 +802,34 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
     }
     /* join the file's recall; a failed one (or one that ended for an older content) is
      * not joined: a new one starts (the old one goes once nobody uses it) */
-    struct recall *r = k->head;
-    while (r &&
-           (r->ino != ino || (r->err && r->err != 1) || (r->err == 1 && r->change != ri->change)))
-        r = r->next;
+    struct recall *r = joinable(k, ino, ri);
     if (!r) {
-        uint64_t chunk;
-        uint32_t streams;
-        recall_params(k, ri, &chunk, &streams);
-        if (chunk < STORE_EXTENT_MAX || chunk > RC_CHUNK_MAX || chunk % STORE_EXTENT_MAX)
-            chunk = RC_CHUNK_DEF; /* what recall_chunk can hold */
-        if (streams == 0)
-            streams = 1;
-        r = calloc(1, sizeof(*r));
-        uint32_t nch = ri->size ? ch_of(chunk, ri->size - 1) + 1 : 0;
-        if (r)
-            r->st = calloc(nch ? nch : 1, 1);
-        if (!r || !r->st) {
-            if (r)
-                free(r);
+        /* a new recall: its tier policy's settings come from the metadata, not read
+         * under k->mu; another read may start the file's recall meanwhile */
+        pthread_mutex_unlock(&k->mu);
+        struct core_recall_knobs kn;
+        recall_params(k, ino, &kn);
+        pthread_mutex_lock(&k->mu);
+        if (!k->threads || k->stop) {
+            pthread_mutex_unlock(&k->mu);
+            return SRV_ERECALL;
+        }
+        r = joinable(k, ino, ri);
+        if (!r)
+            r = recall_new(k, ino, ri, &kn);
+        if (!r) {
             pthread_mutex_unlock(&k->mu);
             return -ENOMEM;
         }
-        r->ino = ino;
-        r->size = ri->size;
-        r->change = ri->change;
-        r->nch = nch;
-        r->chunk = chunk;
-        r->streams = streams;
-        r->want = UINT32_MAX;
-        r->start_ns = mono_ns();
-        r->touch_ms = srv_now_ms();
-        r->next = k->head;
-        k->head = r;
-        atomic_fetch_add(&k->recalls, 1);
     }
     uint32_t c0 = ch_of(r->chunk, lo), c1 = ch_of(r->chunk, hi - 1);
+    if (!r->whole_file) { /* the range read and read_ahead bytes after it */
+        uint64_t rend = hi - 1 + (uint64_t)r->read_ahead;
+        uint32_t ra = ch_of(r->chunk, rend < r->size ? rend : r->size - 1);
+        for (uint32_t i = c0; i <= ra && i < r->nch; i++)
+            if (r->st[i] == CH_IDLE)
+                r->st[i] = CH_TODO;
+    }
     int64_t deadline = srv_now_ms() + k->cfg.wait_ms;
     int rc;
     r->waiters++;
@@ -827,6 +878,9 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
         pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
     }
     r->waiters--;
+    if (!r->err && !r->whole_file && r->waiters == 0 && r->busy == 0 &&
+        !memchr(r->st, CH_TODO, r->nch))
+        r->err = 1; /* a partial recall nobody waits for: done */
     if (r->err && r->waiters == 0 && r->busy == 0)
         recall_free(k, r);
     pthread_mutex_unlock(&k->mu);

@@ -9,7 +9,8 @@
  * all_squash maps everyone,
  * root_squash maps uid 0, to the export's anonymous uid/gid; AUTH_NONE is
  * anonymous; an unsquashed root acts as the tenant's superuser; a read-only
- * export marks the principal CORE_P_READONLY so the core answers -EROFS.
+ * export marks the principal CORE_P_READONLY so the core answers -EROFS, and so
+ * does a handle below a read-only tier policy (tier_settings.h).
  * Thread: worker threads (called from procedures). */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "nfs_int.h"
 #include "srv_err.h"
 #include "srv_log.h"
+#include "tier_settings.h"
 
 void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e)
 {
@@ -82,6 +84,11 @@ nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct 
     *ino = h.ino;
     if (!r->bucket)
         r->bucket = a.bucket;
+    /* a read-only tier policy (read_only, a *_RO preset) on the bucket or a directory
+     * above: every change through this handle answers NFS3ERR_ROFS */
+    if (a.bucket && tier_settings_ro_maybe(a.bucket) &&
+        tier_settings_readonly(core_meta(r->srv->core), a.ino))
+        r->p.flags |= CORE_P_READONLY;
     if (attr)
         *attr = a;
     return NFS3_OK;

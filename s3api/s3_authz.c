@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "s3_internal.h"
+#include "tier_settings.h"
 #include "srv_err.h"
 #include "srv_log.h"
 #include "tenants.h"
@@ -170,6 +171,11 @@ static int deny(struct s3_ctx *x)
     return -1;
 }
 
+bool s3__tier_readonly(struct s3_ctx *x, uint64_t bucket, const char *key, size_t keylen)
+{
+    return tier_settings_readonly_key(core_meta(x->core), bucket, key, keylen);
+}
+
 int s3__authz(struct s3_ctx *x, struct s3_bref *b, const char *action, enum s3_az az,
               const struct core_attr *oat, const struct s3_meta *ometa)
 {
@@ -177,6 +183,15 @@ int s3__authz(struct s3_ctx *x, struct s3_bref *b, const char *action, enum s3_a
     const struct s3_bcfg *cfg = &b->cfg;
     bool owner = s3__authz_bucket_owner(x, b);
     x->authz_done = true;
+    /* a read-only tier policy (a preset's, or read_only) refuses every change, to
+     * everyone: it says what the data is, not who may change it */
+    if ((az == S3_AZ_B_WRITE || az == S3_AZ_O_WRITE_ACP) &&
+        s3__tier_readonly(x, b->ino, b->key, b->key ? b->keylen : 0)) {
+        s3__resp_err(x, -EACCES,
+                     "the bucket or directory is read-only (its tier policy: read_only or a "
+                     "*_RO preset)");
+        return -1;
+    }
     enum s3_pol pol = s3__policy_decide(x, b, action, ometa);
     if (pol == S3_POL_DENY && !(policy_mgmt(action) && (is_admin(id) || owner)))
         return deny(x);

@@ -447,6 +447,9 @@ bool s3__authz_bucket_owner(const struct s3_ctx *x, const struct s3_bref *b);
  * metadata @p ometa (tags, grants). A bucket check allowed by S3 alone elevates x->p
  * (module comment); an object check changes nothing: the caller reads or changes the
  * object it decided on with s3__super(). @return 0, or -1 with 403 AccessDenied set. */
+/** Does a read-only tier policy cover key @p key of bucket @p bucket (key NULL: the
+ * bucket itself)? */
+bool s3__tier_readonly(struct s3_ctx *x, uint64_t bucket, const char *key, size_t keylen);
 int s3__authz(struct s3_ctx *x, struct s3_bref *b, const char *action, enum s3_az az,
               const struct core_attr *oat, const struct s3_meta *ometa);
 /** A GET/HEAD found no key in x->b: 0 when the requester may list the bucket

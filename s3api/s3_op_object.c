@@ -1162,6 +1162,8 @@ static void delete_object(struct s3_ctx *x)
  * s3:DeleteObjectVersion) on this key? */
 static bool key_denied(struct s3_ctx *x, const char *key, size_t keylen, bool version)
 {
+    if (s3__tier_readonly(x, x->b.ino, key, keylen))
+        return true; /* a read-only tier policy covers it */
     if (!x->b.cfg.policy)
         return false;
     x->b.key = key;

@@ -51,6 +51,7 @@
 #include "srv_size.h"
 #include "srv_tls.h"
 #include "tenants.h"
+#include "tier_settings.h"
 #include "tier_upload.h"
 
 #ifndef S3NFS_VERSION
@@ -132,6 +133,20 @@ static int tier_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
     (void)arg;
     *n = 0;
     return u ? tier_upload_fetch(u, ino, off, buf, len, n) : SRV_ERECALL;
+}
+
+/* The recall settings of a file: its tier policy's (presets, recall knobs). */
+static int tier_knobs(void *arg, uint64_t ino, struct core_recall_knobs *out)
+{
+    struct tier_effective e;
+    int rc = tier_settings_of(core_meta(arg), ino, &e);
+    if (rc)
+        return rc;
+    out->chunk = e.chunk_size;
+    out->streams = e.streams;
+    out->read_ahead = e.read_ahead;
+    out->whole_file = e.whole_file;
+    return 0;
 }
 
 static int tier_evict(void *arg, uint64_t ino, uint64_t change, uint64_t *freed)
@@ -893,8 +908,13 @@ static int start_all(struct daemon *d)
         return rc;
     }
     srv_metrics_add_renderer(render_tier, d->tier);
+    /* read-only tier policies hold before the first request (the uploader's passes and the
+     * admin API refresh them after) */
+    tier_settings_refresh(core_meta(d->core));
     /* recall of evicted files: the core's threads, the tier's fetches */
     struct core_tier_config rcfg = {.fetch = tier_fetch,
+                                    .knobs = tier_knobs,
+                                    .knobs_arg = d->core,
                                     .threads = (uint32_t)d->cfg.tier_recall_threads,
                                     .chunk = d->cfg.tier_recall_chunk_size,
                                     .wait_ms = (uint32_t)d->cfg.tier_recall_wait_ms,

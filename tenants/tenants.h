@@ -270,6 +270,15 @@ void tenants_remote_set_allow_private(struct tenants *t, bool allow);
  *         host, or names a CA file), the check's error, or the store's error. */
 int tenants_remote_create(struct tenants *t, const struct tenant_remote *r, const char *secret,
                           char *why, size_t whylen, bool *check_failed, struct tenant_remote *out);
+/** Change remote @p id in place: its access key (@p in->access_key, "" keeps it), its
+ * secret (@p secret, NULL keeps it), and its limits (@p in->max_conns, parallel,
+ * connect_timeout_ms; 0 keeps one). The result is checked as at creation (reachable,
+ * credentials accepted) before it replaces the stored one, sealed again. The tier's
+ * clients of the remote must be made again (tier_upload_remote_changed).
+ * @return as tenants_remote_create, or -ENOENT (no such remote). */
+int tenants_remote_update(struct tenants *t, uint32_t id, const struct tenant_remote *in,
+                          const char *secret, char *why, size_t whylen, bool *check_failed,
+                          struct tenant_remote *out);
 /** @return 0, -ENOENT. (Never the secret.) */
 int tenants_remote_get(struct tenants *t, uint32_t id, struct tenant_remote *out);
 /** Find remote @p name of owner @p tenant (0: system-wide). @return 0, -ENOENT. */

@@ -165,7 +165,8 @@ static int validate(const struct tenant_remote *r, const char *secret, char *why
 
 /* ---- records ---- */
 
-static int save(struct tenants *t, const struct tenant_remote *r, const char *secret)
+static int save(struct tenants *t, const struct tenant_remote *r, const char *secret,
+                unsigned flags)
 {
     char aad[32], sealed[SEALED_MAX], key[32];
     snprintf(aad, sizeof(aad), "remote:%u", r->id);
@@ -188,8 +189,7 @@ static int save(struct tenants *t, const struct tenant_remote *r, const char *se
     if (!s)
         return -ENOMEM;
     rec_key(r->id, key, sizeof(key));
-    rc = meta_record_put(tenants__meta(t), META_REC_CONFIG, key, strlen(key), s, strlen(s),
-                         META_REC_NOOVERWRITE);
+    rc = meta_record_put(tenants__meta(t), META_REC_CONFIG, key, strlen(key), s, strlen(s), flags);
     free(s);
     return rc;
 }
@@ -364,12 +364,51 @@ static int next_id(struct tenants *t, uint32_t *out)
 
 /* ---- public calls ---- */
 
+/* The checks of a remote before it is stored: its host resolves (to no address of
+ * this host for a tenant's, unless @p allow), and it answers a listing with the
+ * credentials. May block. @return 0 or the error (@p why says it). */
+static int check(const struct tenant_remote *rr, const char *secret, bool allow, char *why,
+                 size_t whylen, bool *check_failed)
+{
+    const struct tenant_remote r = *rr;
+    char addr[TIER_REMOTE_ADDR_MAX];
+    int rc;
+    struct tier_s3_config cfg = {
+        .endpoint = r.endpoint,
+        .region = r.region,
+        .bucket = r.bucket,
+        .prefix = r.prefix,
+        .access_key = r.access_key,
+        .secret_key = secret,
+        .virtual_host = r.virtual_host,
+        .tls_no_verify = r.tls_no_verify,
+        .ca_file = r.ca_file[0] ? r.ca_file : NULL,
+        .max_conns = 1,
+        .connect_timeout_ms = (int)(r.connect_timeout_ms < CHECK_CONNECT_MS ? r.connect_timeout_ms
+                                                                            : CHECK_CONNECT_MS),
+        .first_byte_timeout_ms = CHECK_ANSWER_MS,
+        .idle_timeout_ms = CHECK_ANSWER_MS,
+    };
+    /* Resolve once and connect to exactly what was checked. */
+    rc = tier_remote_resolve(&cfg, allow, addr, sizeof(addr), why, whylen);
+    if (rc == -EHOSTUNREACH)
+        *check_failed = true;
+    if (rc)
+        return rc;
+    cfg.connect_host = addr;
+    rc = tier_remote_check(&cfg, why, whylen);
+    if (rc) {
+        *check_failed = true;
+        return rc;
+    }
+    return 0;
+}
+
 int tenants_remote_create(struct tenants *t, const struct tenant_remote *in, const char *secret,
                           char *why, size_t whylen, bool *check_failed, struct tenant_remote *out)
 {
     struct remotes *rs = R(t);
     struct tenant_remote r = *in;
-    char addr[TIER_REMOTE_ADDR_MAX];
     *check_failed = false;
     why[0] = '\0';
     r.id = 0;
@@ -406,34 +445,9 @@ int tenants_remote_create(struct tenants *t, const struct tenant_remote *in, con
         return -EEXIST;
     }
 
-    struct tier_s3_config cfg = {
-        .endpoint = r.endpoint,
-        .region = r.region,
-        .bucket = r.bucket,
-        .prefix = r.prefix,
-        .access_key = r.access_key,
-        .secret_key = secret,
-        .virtual_host = r.virtual_host,
-        .tls_no_verify = r.tls_no_verify,
-        .ca_file = r.ca_file[0] ? r.ca_file : NULL,
-        .max_conns = 1,
-        .connect_timeout_ms = (int)(r.connect_timeout_ms < CHECK_CONNECT_MS ? r.connect_timeout_ms
-                                                                            : CHECK_CONNECT_MS),
-        .first_byte_timeout_ms = CHECK_ANSWER_MS,
-        .idle_timeout_ms = CHECK_ANSWER_MS,
-    };
-    /* Resolve once and connect to exactly what was checked. */
-    rc = tier_remote_resolve(&cfg, allow, addr, sizeof(addr), why, whylen);
-    if (rc == -EHOSTUNREACH)
-        *check_failed = true;
+    rc = check(&r, secret, allow, why, whylen, check_failed);
     if (rc)
         return rc;
-    cfg.connect_host = addr;
-    rc = tier_remote_check(&cfg, why, whylen);
-    if (rc) {
-        *check_failed = true;
-        return rc;
-    }
 
     pthread_mutex_lock(&rs->mu);
     if (find_name(rs, r.tenant, r.name)) {
@@ -444,7 +458,7 @@ int tenants_remote_create(struct tenants *t, const struct tenant_remote *in, con
     if ((rc = next_id(t, &r.id)) < 0)
         goto out;
     r.created = (int64_t)time(NULL);
-    if ((rc = save(t, &r, secret)) < 0)
+    if ((rc = save(t, &r, secret, META_REC_NOOVERWRITE)) < 0)
         goto out;
     if ((rc = push(rs, &r)) < 0)
         goto out;
@@ -454,6 +468,87 @@ int tenants_remote_create(struct tenants *t, const struct tenant_remote *in, con
         *out = r;
 out:
     pthread_mutex_unlock(&rs->mu);
+    if (rc && !why[0])
+        snprintf(why, whylen, "%s", srv_strerror(rc));
+    return rc;
+}
+
+/* The secret of remote @p id, unsealed into @p out (@p outlen). @return 0, -ENOENT,
+ * SRV_ECORRUPT. */
+static int unseal_secret(struct tenants *t, uint32_t id, char *out, size_t outlen)
+{
+    char key[32], aad[32], sealed[SEALED_MAX];
+    struct tenant_remote r;
+    void *val = NULL;
+    size_t vlen = 0;
+    rec_key(id, key, sizeof(key));
+    int rc = meta_record_get(tenants__meta(t), META_REC_CONFIG, key, strlen(key), &val, &vlen);
+    if (rc)
+        return rc;
+    rc = decode(val, vlen, &r, sealed) == 0 ? 0 : SRV_ECORRUPT;
+    OPENSSL_cleanse(val, vlen);
+    free(val);
+    snprintf(aad, sizeof(aad), "remote:%u", id);
+    if (rc == 0)
+        rc = tenants__unseal(tenants__mkey(t), aad, sealed, out, outlen) ? SRV_ECORRUPT : 0;
+    OPENSSL_cleanse(sealed, sizeof(sealed));
+    return rc;
+}
+
+int tenants_remote_update(struct tenants *t, uint32_t id, const struct tenant_remote *in,
+                          const char *secret, char *why, size_t whylen, bool *check_failed,
+                          struct tenant_remote *out)
+{
+    struct remotes *rs = R(t);
+    struct tenant_remote r;
+    char sec[TENANT_SECRET_MAX + 2];
+    *check_failed = false;
+    why[0] = '\0';
+    pthread_mutex_lock(&rs->mu);
+    struct tenant_remote *cur = find_id(rs, id);
+    if (cur)
+        r = *cur;
+    bool allow = rs->allow_private || (cur && cur->tenant == 0);
+    pthread_mutex_unlock(&rs->mu);
+    if (!cur) {
+        snprintf(why, whylen, "no such remote %u", id);
+        return -ENOENT;
+    }
+    if (in->access_key[0])
+        snprintf(r.access_key, sizeof(r.access_key), "%s", in->access_key);
+    if (in->max_conns)
+        r.max_conns = in->max_conns;
+    if (in->parallel)
+        r.parallel = in->parallel;
+    if (in->connect_timeout_ms)
+        r.connect_timeout_ms = in->connect_timeout_ms;
+    int rc = 0;
+    if (secret)
+        snprintf(sec, sizeof(sec), "%s", secret);
+    else if ((rc = unseal_secret(t, id, sec, sizeof(sec))) != 0)
+        snprintf(why, whylen, "the remote's secret does not unseal (wrong master.key?)");
+    if (rc == 0)
+        rc = validate(&r, sec, why, whylen);
+    if (rc == 0)
+        rc = check(&r, sec, allow, why, whylen, check_failed); /* as at creation */
+    if (rc == 0) {
+        pthread_mutex_lock(&rs->mu);
+        cur = find_id(rs, id);
+        if (!cur) {
+            rc = -ENOENT; /* deleted meanwhile */
+        } else if ((rc = save(t, &r, sec, 0)) == 0) {
+            *cur = r;
+            if (out)
+                *out = r;
+        }
+        pthread_mutex_unlock(&rs->mu);
+        if (rc == 0)
+            srv_log(INFO, TIER,
+                    "tenant=%u remote %u '%s' updated (access key %s, %u conns, %u "
+                    "parallel)",
+                    r.tenant, r.id, r.name, r.access_key, r.max_conns, r.parallel);
+    }
+    OPENSSL_cleanse(sec, sizeof(sec));
     if (rc && !why[0])
         snprintf(why, whylen, "%s", srv_strerror(rc));
     return rc;

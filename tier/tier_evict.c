@@ -7,6 +7,8 @@
 static int by_last(const void *a, const void *b)
 {
     const struct tier_evict_cand *x = a, *y = b;
+    if (x->prio != y->prio)
+        return x->prio > y->prio ? -1 : 1;
     if (x->last_s != y->last_s)
         return x->last_s < y->last_s ? -1 : 1;
     return x->ino < y->ino ? -1 : x->ino > y->ino;

@@ -18,6 +18,7 @@
 #ifndef TIER_POLICY_H
 #define TIER_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,5 +79,118 @@ size_t tier_policy_encode(const struct tier_policy *p, uint8_t out[TIER_POLICY_M
 /** Read a stored form (version 1: no eviction). @return 0, -EINVAL (too short, version
  * 0, or fields out of range), SRV_EBADVERSION (a newer version). */
 int tier_policy_decode(const void *buf, size_t len, struct tier_policy *out);
+
+/* ---- directory tier policies, recall settings and workload presets ----
+ * A directory of a tiered bucket may override some fields of the bucket's policy
+ * for the files below it; the nearest directory with a policy on a file's path
+ * (its first parent, then up to the bucket) wins, and the fields it does not set
+ * are the bucket's. The remote, the watermarks and the pinned prefixes stay the
+ * bucket's. Directories are named by inode (a renamed directory keeps its
+ * policy), as QoS names them. The bucket's own settings beyond its policy record
+ * (preset, recall, read-only...) are the entry whose inode is the bucket's.
+ *
+ * A level (the bucket's entry, or a directory's) may name a workload preset: a
+ * set of values for every knob; the knobs it sets itself win over its preset, and
+ * its preset over the level above (a directory's "above" is the bucket).
+ *
+ * Stored form: one bucketcfg record per bucket, kind TIER_DIRS_KIND (core.h
+ * CORE_BLOB_TIER_DIRS; docs/on-disk-format.md):
+ *   u8 version (1) | u8 0 | be16 count | per entry:
+ *     be16 entry length (>= 22) | be64 directory inode | u8 set (low byte of
+ *     TIER_D_*) | u8 keep_local | u8 evict_priority | u8 set (high byte) |
+ *     be32 upload_after_s | be32 evict_after_s
+ *   and, in entries of TIER_DIRPOL_LEN bytes (this build writes those):
+ *     u8 preset | u8 whole_file | u8 dir_prefetch | u8 read_only |
+ *     be32 read_ahead | be32 chunk_size | be16 streams | be16 0 | be64 dirty_bound
+ * A longer entry is accepted (later versions append fields to an entry). */
+#define TIER_DIRS_KIND 5
+#define TIER_DIRPOL_LEN 46  /* bytes of an entry as written by this build, with its length */
+#define TIER_DIRPOL_MAX 256 /* directory policies of one bucket */
+#define TIER_DIRS_MAX (4 + (TIER_DIRPOL_MAX + 1) * TIER_DIRPOL_LEN)
+
+#define TIER_D_UPLOAD 0x1    /* upload_after_s is set */
+#define TIER_D_EVICT 0x2     /* evict_after_s is set (0: not by age here) */
+#define TIER_D_KEEP 0x4      /* keep_local is set */
+#define TIER_D_PRIO 0x8      /* evict_priority is set */
+#define TIER_D_PRESET 0x10   /* preset is set */
+#define TIER_D_WHOLE 0x20    /* whole_file is set */
+#define TIER_D_DIRPF 0x40    /* dir_prefetch is set */
+#define TIER_D_RO 0x80       /* read_only is set */
+#define TIER_D_RA 0x100      /* read_ahead is set */
+#define TIER_D_CHUNK 0x200   /* chunk_size is set */
+#define TIER_D_STREAMS 0x400 /* streams is set */
+#define TIER_D_DIRTY 0x800   /* dirty_bound is set */
+#define TIER_D__KNOWN 0xfff
+
+#define TIER_CHUNK_MIN (1u << 20)
+#define TIER_CHUNK_MAX (16u << 20)
+#define TIER_CHUNK_DEFAULT 0u /* the daemon's tier_recall_chunk_size */
+#define TIER_RA_MAX (1u << 30)
+#define TIER_STREAMS_MAX 64
+
+enum tier_evict_prio { TIER_PRIO_LOW = 0, TIER_PRIO_NORMAL = 1, TIER_PRIO_HIGH = 2 };
+
+enum tier_preset {
+    TIER_PRESET_UNSET = 0,
+    TIER_PRESET_NONE,
+    TIER_PRESET_MODEL_CHECKPOINT_RO,
+    TIER_PRESET_MODEL_CHECKPOINT_RW,
+    TIER_PRESET_DATASET_RO,
+    TIER_PRESET_DATASET_RW,
+    TIER_PRESET__COUNT
+};
+
+struct tier_dirpol {
+    uint64_t dir;           /* the directory's inode (the bucket's: the bucket's settings) */
+    uint16_t set;           /* TIER_D_*: the fields it overrides */
+    uint8_t keep_local;     /* files below are never evicted */
+    uint8_t evict_priority; /* enum tier_evict_prio: order under watermark pressure */
+    uint32_t upload_after_s;
+    uint32_t evict_after_s;
+    uint8_t preset;       /* enum tier_preset */
+    uint8_t whole_file;   /* a recall fetches the whole file (else the range + read_ahead) */
+    uint8_t dir_prefetch; /* stored, not acted on yet */
+    uint8_t read_only;    /* writes are refused */
+    uint32_t read_ahead;  /* bytes a recall fetches past a read's range (whole_file off) */
+    uint32_t chunk_size;  /* bytes of one ranged GET of a recall (0: the daemon's) */
+    uint16_t streams;     /* chunks of one file fetched at once (0: as many as threads) */
+    uint64_t dirty_bound; /* stored, not acted on yet (cache mode's write-back) */
+};
+
+/** What applies to one file. */
+struct tier_effective {
+    uint32_t upload_after_s, evict_after_s;
+    bool keep_local;
+    uint8_t evict_priority;
+    uint8_t preset; /* of the level that decided (UNSET: none) */
+    bool whole_file, dir_prefetch, read_only;
+    uint32_t read_ahead, chunk_size;
+    uint16_t streams;
+    uint64_t dirty_bound;
+};
+/** The bucket policy @p b, then the bucket's entry @p be, then the directory's @p d
+ * (each may be NULL). Pure. */
+void tier_effective_of(const struct tier_policy *b, const struct tier_dirpol *be,
+                       const struct tier_dirpol *d, struct tier_effective *out);
+/** The knobs of preset @p p (TIER_PRESET_NONE: the built-in defaults) as an entry
+ * whose set names the knobs the preset decides. */
+void tier_preset_knobs(uint8_t p, struct tier_dirpol *out);
+/** Name of a preset ("NONE", "MODEL_CHECKPOINT_RO", ...; "" for UNSET);
+ * tier_preset_parse: its inverse, -EINVAL for another string. */
+const char *tier_preset_name(uint8_t p);
+int tier_preset_parse(const char *s);
+
+/** Check @p d. @return 0, -EINVAL (with @p why). */
+int tier_dirpol_validate(const struct tier_dirpol *d, char *why, size_t whylen);
+/** Write @p n entries (at most TIER_DIRPOL_MAX + 1) into @p out (TIER_DIRS_MAX
+ * bytes). @return its length. */
+size_t tier_dirs_encode(const struct tier_dirpol *v, size_t n, uint8_t *out);
+/** Read a stored form into @p v (room for TIER_DIRPOL_MAX + 1). @return the number
+ * of entries, -EINVAL (malformed), SRV_EBADVERSION (a newer version). */
+int tier_dirs_decode(const void *buf, size_t len, struct tier_dirpol *v);
+/** Name of a priority ("low", "normal", "high"); tier_prio_parse: its inverse,
+ * -EINVAL for another string. */
+const char *tier_prio_name(uint8_t prio);
+int tier_prio_parse(const char *s);
 
 #endif

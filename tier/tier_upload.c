@@ -39,6 +39,7 @@
 #include "tier_cache.h"
 #include "tier_evict.h"
 #include "tier_policy.h"
+#include "tier_settings.h"
 #include "tier_upload.h"
 
 #define BUCKET_KIND_TIER 3  /* bucketcfg kind of a tier policy (core.h CORE_BLOB_TIER) */
@@ -181,6 +182,8 @@ struct tier_upload {
     size_t nb, capb;
     struct rclient *rc;
     size_t nrc, caprc;
+    struct tier_s3 **retired; /* clients of remotes changed since (freed at the stop) */
+    size_t nretired;
     struct fail fails[FAIL_MAX];
     size_t nfails;
     uint64_t passes; /* passes begun */
@@ -676,7 +679,11 @@ static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *para
     int par = rem->parallel > 0 ? rem->parallel : 4;
     memset(rem, 0, sizeof(*rem)); /* the secret: the client keeps its own copy */
     free(rem);
-    if (sweep_it)
+    pthread_mutex_lock(&u->mu);
+    r = rclient_find(u, id);
+    bool swept = r && r->swept; /* a remote changed in place: its uploads go on */
+    pthread_mutex_unlock(&u->mu);
+    if (sweep_it && !swept)
         sweep(u, m.s3, id);
     pthread_mutex_lock(&u->mu);
     r = rclient_find(u, id);
@@ -700,7 +707,7 @@ static struct tier_s3 *client_make(struct tier_upload *u, uint32_t id, int *para
     } else if (r && !r->s3) {
         r->s3 = m.s3;
         r->parallel = par;
-        r->swept = sweep_it;
+        r->swept = r->swept || sweep_it; /* (a remote changed in place stays swept) */
         m.s3 = NULL;
     } else if (r) {
         out = r->s3; /* another worker made one meanwhile */
@@ -1294,12 +1301,49 @@ struct policy_ent {
     uint64_t bucket;
     struct tier_policy p;
     bool ro; /* a read-only cache bucket (tier_cache.h): nothing is uploaded or deleted */
+    struct tier_dirpol *dirs; /* its directories' policies (heap; NULL: none) */
+    size_t ndirs;
+    const struct tier_dirpol *bent; /* the bucket's own settings among them (NULL: none) */
 };
 
 struct policies {
     struct policy_ent *v;
     size_t n, cap;
 };
+
+static void policies_free(struct policies *ps)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        free(ps->v[i].dirs);
+    free(ps->v);
+}
+
+/* A bucket's directory policies, onto its policy entry (a bucket without a
+ * policy: ignored; they apply once it has one). */
+static int dirs_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, size_t len)
+{
+    struct policies *ps = arg;
+    (void)kind;
+    for (size_t i = 0; i < ps->n; i++) {
+        if (ps->v[i].bucket != bucket)
+            continue;
+        struct tier_dirpol *d = malloc((TIER_DIRPOL_MAX + 1) * sizeof(*d));
+        if (!d)
+            return -ENOMEM;
+        int n = tier_dirs_decode(val, len, d);
+        if (n <= 0) {
+            free(d); /* a newer build's, or malformed: the bucket policy alone applies */
+            return 0;
+        }
+        ps->v[i].dirs = d;
+        ps->v[i].ndirs = (size_t)n;
+        for (int k = 0; k < n; k++)
+            if (d[k].dir == bucket)
+                ps->v[i].bent = &d[k];
+        return 0;
+    }
+    return 0;
+}
 
 static int policy_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, size_t len)
 {
@@ -1316,7 +1360,7 @@ static int policy_cb(void *arg, uint64_t bucket, uint8_t kind, const void *val, 
         ps->v = nv;
         ps->cap = nc;
     }
-    ps->v[ps->n++] = (struct policy_ent){bucket, p, false};
+    ps->v[ps->n++] = (struct policy_ent){bucket, p, false, NULL, 0, NULL};
     return 0;
 }
 
@@ -1358,6 +1402,8 @@ struct bscan {
     uint32_t group; /* pe's index in the pass's policies */
     uint32_t tenant;
     int64_t now_ns;
+    uint64_t eff_parent; /* the parent whose policy eff is (0: none yet) */
+    struct tier_effective eff;
     char last[META_KEY_MAX + 1];
     size_t lastlen;
     size_t seen;
@@ -1365,9 +1411,33 @@ struct bscan {
     struct meta_tier_copy c;
 };
 
+/* The policy that applies to files whose first parent is @p parent: the nearest
+ * directory policy on the way up to the bucket, else the bucket's. Cached for the
+ * files of one directory (the scan goes by key, so they come together). */
+static const struct tier_effective *effective(struct bscan *s, uint64_t parent)
+{
+    const struct policy_ent *pe = s->pe;
+    if (s->eff_parent == parent && parent)
+        return &s->eff;
+    const struct tier_dirpol *hit = NULL;
+    uint64_t d = parent;
+    for (unsigned depth = 0; pe->ndirs && d && d != pe->bucket && !hit && depth < 4096; depth++) {
+        for (size_t i = 0; i < pe->ndirs; i++)
+            if (pe->dirs[i].dir == d)
+                hit = &pe->dirs[i];
+        struct meta_inode r;
+        if (hit || meta_inode_get(s->t, d, &r) != 0)
+            break;
+        d = r.parent;
+    }
+    tier_effective_of(&pe->p, pe->bent, hit, &s->eff);
+    s->eff_parent = parent;
+    return &s->eff;
+}
+
 /* A file that may be evicted (mu held). */
 static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
-                    const struct meta_inode *r)
+                    const struct meta_inode *r, const struct tier_effective *e)
 {
     if (u->ncands == u->capcands) {
         size_t nc = u->capcands ? u->capcands * 2 : 256;
@@ -1385,10 +1455,11 @@ static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
         .change = r->change,
         .bytes = r->used,
         .last_s = last,
-        .after_s = s->pe->p.evict_after_s,
+        .after_s = e->evict_after_s,
         .high = s->pe->p.evict_high,
         .low = s->pe->p.evict_low,
         .group = s->group,
+        .prio = e->evict_priority,
     };
     return 0;
 }
@@ -1428,6 +1499,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         pthread_mutex_unlock(&u->mu);
         return -ENOMEM;
     }
+    const struct tier_effective *e = effective(s, r.parent);
     bool evicted = (r.flags & META_I_EVICTED) != 0;
     if (!evicted)
         b->cur.local_bytes += r.used;
@@ -1438,12 +1510,12 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         if (evicted) {
             b->cur.evicted_files++;
             b->cur.evicted_bytes += r.size;
-        } else if (u->cfg.evict && tier_policy_evicts(&s->pe->p) && r.nlink > 0 &&
-                   !(r.flags & (META_I_VREC | META_I_INLINE)) && s->c.st.etag[0] &&
+        } else if (u->cfg.evict && (e->evict_after_s || s->pe->p.evict_high) && !e->keep_local &&
+                   r.nlink > 0 && !(r.flags & (META_I_VREC | META_I_INLINE)) && s->c.st.etag[0] &&
                    s->c.st.size == r.size && !tier_policy_pinned(&s->pe->p, key, klen)) {
             b->cur.evictable_files++;
             b->cur.evictable_bytes += r.used;
-            rc = cand_add(u, s, kv->ino, &r);
+            rc = cand_add(u, s, kv->ino, &r, e);
         }
         pthread_mutex_unlock(&u->mu);
         return rc;
@@ -1456,8 +1528,8 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         b->cur.oldest_s = age_s;
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
-    bool due = age_s >= (int64_t)s->pe->p.upload_after_s ||
-               (b->barrier_ns && ct <= b->barrier_ns) || ct <= b->hasten_ns;
+    bool due = age_s >= (int64_t)e->upload_after_s || (b->barrier_ns && ct <= b->barrier_ns) ||
+               ct <= b->hasten_ns;
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -1725,9 +1797,12 @@ static void pass(struct tier_upload *u)
     int rc = meta_bucketcfg_scan(t, BUCKET_KIND_TIER, policy_cb, &ps);
     if (rc >= 0)
         rc = meta_bucketcfg_scan(t, BUCKET_KIND_CACHE, cache_cb, &ps);
+    if (rc >= 0)
+        rc = meta_bucketcfg_scan(t, TIER_DIRS_KIND, dirs_cb, &ps);
     meta_rtxn_end(t);
+    tier_settings_refresh(u->cfg.meta); /* read-only levels (the admin API refreshes too) */
     if (rc < 0) {
-        free(ps.v);
+        policies_free(&ps);
         return;
     }
     int64_t now_ns = real_ns();
@@ -1766,7 +1841,7 @@ static void pass(struct tier_upload *u)
         b->done_pass = passno;
     }
     pthread_mutex_unlock(&u->mu);
-    free(ps.v);
+    policies_free(&ps);
     name_buckets(u);
 }
 
@@ -1811,6 +1886,11 @@ static void loop_close_fn(void *arg)
         tier_s3_free(u->rc[i].s3); /* done callbacks run now, with -ECANCELED */
         u->rc[i].s3 = NULL;
     }
+    for (size_t i = 0; i < u->nretired; i++)
+        tier_s3_free(u->retired[i]);
+    free(u->retired);
+    u->retired = NULL;
+    u->nretired = 0;
     pthread_mutex_unlock(&u->mu);
 }
 
@@ -1940,6 +2020,25 @@ void tier_upload_kick(struct tier_upload *u)
     pthread_mutex_lock(&u->mu);
     u->kicked = true;
     pthread_cond_signal(&u->scan_cv);
+    pthread_mutex_unlock(&u->mu);
+}
+
+void tier_upload_remote_changed(struct tier_upload *u, uint32_t id)
+{
+    pthread_mutex_lock(&u->mu);
+    struct rclient *r = rclient_find(u, id);
+    if (r && r->s3 && !u->closing) {
+        /* workers may hold the old client: it stays (requests in flight finish on it)
+         * until the stop; the next request makes a new one from the stored remote */
+        void *nv = realloc(u->retired, (u->nretired + 1) * sizeof(*u->retired));
+        if (nv) {
+            u->retired = nv;
+            u->retired[u->nretired++] = r->s3;
+            r->s3 = NULL;
+            r->tries = 0;
+            r->down_until_ms = 0;
+        }
+    }
     pthread_mutex_unlock(&u->mu);
 }
 

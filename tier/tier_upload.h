@@ -95,6 +95,10 @@ void tier_upload_stop(struct tier_upload *u);
 struct tier_upload *tier_upload_default(void);
 /** Run a pass soon (a policy changed). */
 void tier_upload_kick(struct tier_upload *u);
+/** Remote @p id was changed in place (credentials, limits): its client is made again
+ * from the stored remote at its next use, without aborting the multipart uploads in
+ * flight (the old client is kept until the stop, for the requests that hold it). */
+void tier_upload_remote_changed(struct tier_upload *u, uint32_t id);
 
 enum tier_file_state {
     TIER_STATE_NONE = 0,  /* not in a tiered bucket */

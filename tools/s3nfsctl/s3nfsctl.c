@@ -77,15 +77,27 @@ static const struct cmd_doc {
      "  qos system get|reset        the system class (background work; system admin)\n"
      "  qos system set [--read-bps SIZE] [--write-bps SIZE] [--read-iops N]\n"
      "            [--write-iops N] [--meta-iops N] [--burst-ms N] [--weight N]\n"},
-    {"remote", "list get delete create",
+    {"remote", "list get delete create update",
      "  remote list [--tenant T] | get ID | delete ID\n"
      "  remote create NAME --endpoint URL --bucket B --key-id AKEY [--tenant T]\n"
      "                [--region R] [--prefix P] [--virtual-host] [--ca-file FILE]\n"
      "                [--no-verify] [--max-conns N] [--parallel N] [--connect-timeout-ms N]\n"
-     "      (the secret key: --secret-file FILE, '-' for stdin, or S3NFS_REMOTE_SECRET_KEY)\n"},
+     "      (the secret key: --secret-file FILE, '-' for stdin, or S3NFS_REMOTE_SECRET_KEY)\n"
+     "  remote update ID [--key-id AKEY] [--secret-file FILE] [--max-conns N]\n"
+     "                [--parallel N] [--connect-timeout-ms N]   (checked again; a new\n"
+     "      --key-id takes its secret as create does)\n"},
     {"tier", "get delete set flush",
      "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
      "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS] [--evict-after SECONDS]\n"
+     "                [--evict-watermark HIGH:LOW] [--pin-prefixes P1,P2,...]\n"
+     "  tier get|delete T BUCKET --dir PATH   a directory's policy\n"
+     "  tier set T BUCKET --dir PATH [--upload-after S] [--evict-after S]\n"
+     "                [--keep-local | --no-keep-local] [KNOBS]\n"
+     "      KNOBS (bucket or directory): [--preset NONE|MODEL_CHECKPOINT_RO|\n"
+     "                MODEL_CHECKPOINT_RW|DATASET_RO|DATASET_RW] [--read-only | --writable]\n"
+     "                [--evict-priority low|normal|high] [--read-ahead SIZE] [--streams N]\n"
+     "                [--chunk-size SIZE] [--whole-file | --no-whole-file]\n"
+     "                [--dir-prefetch | --no-dir-prefetch] [--dirty-bound SIZE]\n"
      "  tier flush T BUCKET [--timeout SECONDS]   wait until everything written before\n"
      "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"cache", "get delete set",
@@ -1193,7 +1205,7 @@ static char *remote_secret(int argc, char **argv, int from)
     if (!file) {
         const char *e = getenv("S3NFS_REMOTE_SECRET_KEY");
         if (!e || !*e)
-            die(2, "remote create needs the secret key: --secret-file FILE ('-': stdin) or "
+            die(2, "the secret key is needed: --secret-file FILE ('-': stdin) or "
                    "S3NFS_REMOTE_SECRET_KEY");
         return strdup(e);
     }
@@ -1219,14 +1231,14 @@ static int cmd_remote(int argc, char **argv)
         {"--secret-file", NULL, OPT_ARG, 0},
         {"--endpoint", "endpoint", OPT_STR, FOR_CREATE},
         {"--bucket", "bucket", OPT_STR, FOR_CREATE},
-        {"--key-id", "access_key", OPT_STR, FOR_CREATE},
+        {"--key-id", "access_key", OPT_STR, FOR_CREATE | FOR_UPDATE},
         {"--region", "region", OPT_STR, FOR_CREATE},
         {"--prefix", "prefix", OPT_STR, FOR_CREATE},
         {"--ca-file", "ca_file", OPT_STR, FOR_CREATE},
         {"--no-verify", "tls_verify", OPT_FALSE, FOR_CREATE},
-        {"--max-conns", "max_conns", OPT_NUM, FOR_CREATE},
-        {"--parallel", "parallel", OPT_NUM, FOR_CREATE},
-        {"--connect-timeout-ms", "connect_timeout_ms", OPT_NUM, FOR_CREATE},
+        {"--max-conns", "max_conns", OPT_NUM, FOR_CREATE | FOR_UPDATE},
+        {"--parallel", "parallel", OPT_NUM, FOR_CREATE | FOR_UPDATE},
+        {"--connect-timeout-ms", "connect_timeout_ms", OPT_NUM, FOR_CREATE | FOR_UPDATE},
         {"--virtual-host", NULL, OPT_TRUE, 0}, /* no field: "addressing" below */
         {NULL, NULL, OPT_ARG, 0},
     };
@@ -1246,6 +1258,28 @@ static int cmd_remote(int argc, char **argv)
     if ((strcmp(argv[0], "get") == 0 || strcmp(argv[0], "delete") == 0) && argc == 2) {
         api(argv[0][0] == 'g' ? "GET" : "DELETE", NULL, "/remotes/%" PRIu64,
             parse_num(argv[1], false));
+        return 0;
+    }
+    if (strcmp(argv[0], "update") == 0) {
+        check_flags(argc, argv, 2, opts);
+        static const char *const fixed[] = {"--endpoint", "--bucket",       "--region",
+                                            "--prefix",   "--ca-file",      "--no-verify",
+                                            "--tenant",   "--virtual-host", NULL};
+        for (size_t i = 0; fixed[i]; i++)
+            if (flag(argc, argv, 2, fixed[i],
+                     strcmp(fixed[i], "--no-verify") != 0 &&
+                         strcmp(fixed[i], "--virtual-host") != 0))
+                die(2, "remote update: %s cannot change (make a new remote)", fixed[i]);
+        json_t *o = json_object();
+        set_fields(o, argc, argv, 2, opts, FOR_UPDATE);
+        /* a new key id needs its secret; a secret alone rotates it for the same key id */
+        if (flag(argc, argv, 2, "--key-id", true) || flag(argc, argv, 2, "--secret-file", true)) {
+            char *secret = remote_secret(argc, argv, 2);
+            json_object_set_new(o, "secret_key", json_string(secret));
+            memset(secret, 0, strlen(secret));
+            free(secret);
+        }
+        api("PATCH", o, "/remotes/%" PRIu64, parse_num(argv[1], false));
         return 0;
     }
     if (strcmp(argv[0], "create") != 0)
@@ -1269,24 +1303,75 @@ static int cmd_remote(int argc, char **argv)
     return 0;
 }
 
+/* The recall flags of tier set (@p ropts), as its "recall" object. */
+static void tier_recall_flags(json_t *o, int argc, char **argv, const struct opt *ropts)
+{
+    json_t *r = json_object();
+    set_fields(r, argc, argv, 3, ropts, FOR_UPDATE);
+    if (json_object_size(r))
+        json_object_set_new(o, "recall", r);
+    else
+        json_decref(r);
+}
+
 static int cmd_tier(int argc, char **argv)
 {
     static const struct opt opts[] = {
         {"--remote", NULL, OPT_ARG, 0},
         {"--upload-after", "upload_after_s", OPT_NUM, FOR_UPDATE},
         {"--evict-after", "evict_after_s", OPT_NUM, FOR_UPDATE},
+        {"--keep-local", "keep_local", OPT_TRUE, FOR_UPDATE},
+        {"--no-keep-local", "keep_local", OPT_FALSE, FOR_UPDATE},
+        {"--evict-priority", "evict_priority", OPT_STR, FOR_UPDATE},
+        {"--evict-watermark", NULL, OPT_ARG, 0},
+        {"--pin-prefixes", NULL, OPT_ARG, 0},
+        {"--preset", "preset", OPT_STR, FOR_UPDATE},
+        {"--read-only", "read_only", OPT_TRUE, FOR_UPDATE},
+        {"--writable", "read_only", OPT_FALSE, FOR_UPDATE},
+        {"--dir-prefetch", "dir_prefetch", OPT_TRUE, FOR_UPDATE},
+        {"--no-dir-prefetch", "dir_prefetch", OPT_FALSE, FOR_UPDATE},
+        {"--dirty-bound", "dirty_bound", OPT_SIZE, FOR_UPDATE},
+        /* the recall object's (ropts) */
+        {"--read-ahead", "read_ahead", OPT_SIZE, 0},
+        {"--streams", "streams", OPT_NUM, 0},
+        {"--chunk-size", "chunk_size", OPT_SIZE, 0},
+        {"--whole-file", "whole_file", OPT_TRUE, 0},
+        {"--no-whole-file", "whole_file", OPT_FALSE, 0},
+        {"--dir", NULL, OPT_ARG, 0},
         {"--timeout", NULL, OPT_ARG, 0},
+        {NULL, NULL, OPT_ARG, 0},
+    };
+    static const struct opt ropts[] = {
+        {"--read-ahead", "read_ahead", OPT_SIZE, FOR_UPDATE},
+        {"--streams", "streams", OPT_NUM, FOR_UPDATE},
+        {"--chunk-size", "chunk_size", OPT_SIZE, FOR_UPDATE},
+        {"--whole-file", "whole_file", OPT_TRUE, FOR_UPDATE},
+        {"--no-whole-file", "whole_file", OPT_FALSE, FOR_UPDATE},
         {NULL, NULL, OPT_ARG, 0},
     };
     char p[512];
     NEED(3);
     uint64_t t = tenant_id(argv[1]);
     check_flags(argc, argv, 3, opts);
-    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets/%s/tier", t, argv[2]);
-    if (strcmp(argv[0], "get") == 0 && argc == 3) {
+    const char *dir = flag(argc, argv, 3, "--dir", true);
+    if (dir && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") !=
+                   strlen(dir))
+        die(2, "--dir: use letters, digits, '.', '_', '-' and '/' (or the api command)");
+    snprintf(p, sizeof(p), "/tenants/%" PRIu64 "/buckets/%s/tier%s%s", t, argv[2],
+             dir ? "?dir=" : "", dir ? dir : "");
+    if (strcmp(argv[0], "get") == 0) {
         api("GET", NULL, "%s", p);
-    } else if (strcmp(argv[0], "delete") == 0 && argc == 3) {
+    } else if (strcmp(argv[0], "delete") == 0) {
         api("DELETE", NULL, "%s", p);
+    } else if (strcmp(argv[0], "set") == 0 && dir) {
+        if (flag(argc, argv, 3, "--remote", true) ||
+            flag(argc, argv, 3, "--evict-watermark", true) ||
+            flag(argc, argv, 3, "--pin-prefixes", true))
+            die(2, "tier set --dir: the remote, watermarks and pins are the bucket's");
+        json_t *o = json_object();
+        set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        tier_recall_flags(o, argc, argv, ropts);
+        api("PUT", o, "%s", p);
     } else if (strcmp(argv[0], "flush") == 0) {
         const char *ts = flag(argc, argv, 3, "--timeout", true);
         uint64_t timeout = ts ? parse_num(ts, false) : 300;
@@ -1332,7 +1417,33 @@ static int cmd_tier(int argc, char **argv)
             json_object_set_new(o, "remote", json_integer((json_int_t)parse_num(r, false)));
         else
             json_object_set_new(o, "remote", json_string(r));
+        if (flag(argc, argv, 3, "--keep-local", false) ||
+            flag(argc, argv, 3, "--no-keep-local", false))
+            die(2, "tier set: --keep-local is a directory's (--dir PATH); pin prefixes instead");
         set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
+        tier_recall_flags(o, argc, argv, ropts);
+        const char *wm = flag(argc, argv, 3, "--evict-watermark", true);
+        if (wm) {
+            char *end = NULL;
+            double hi = strtod(wm, &end), lo = -1;
+            if (end && *end == ':')
+                lo = strtod(end + 1, &end);
+            if (!end || *end || lo < 0)
+                die(2, "--evict-watermark HIGH:LOW (percent of the store's capacity, e.g. 90:80)");
+            json_object_set_new(o, "evict_watermark",
+                                json_pack("{s:f,s:f}", "high", hi, "low", lo));
+        }
+        const char *pins = flag(argc, argv, 3, "--pin-prefixes", true);
+        if (pins) {
+            json_t *arr = json_array();
+            for (const char *q = pins; *q;) {
+                size_t n = strcspn(q, ",");
+                if (n)
+                    json_array_append_new(arr, json_stringn(q, n));
+                q += n + (q[n] == ',');
+            }
+            json_object_set_new(o, "pin_prefixes", arr);
+        }
         api("PUT", o, "%s", p);
     } else {
         return bad_usage();

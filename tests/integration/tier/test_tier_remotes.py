@@ -157,13 +157,15 @@ def test_tenant_isolation_and_policies(d, rgw, rbucket):
     pol = aa.put(f"/tenants/{a.id}/buckets/abkt/tier", {"remote": "mine", "upload_after_s": 5})
     assert "uploads" in pol  # null until the uploader's first pass over the bucket
     pol.pop("uploads")
+    assert pol.pop("directories") == [] and pol.pop("effective")["read_only"] is False
     assert pol == {"bucket": "abkt", "remote": ra["id"], "remote_name": "mine",
                    "remote_tenant": a.id, "upload_after_s": 5, "evict_after_s": 0,
                    "evict_watermark": None, "pin_prefixes": [], "storage_class": "STANDARD_IA"}
 
     def policy(adm_, t, b):
         p = adm_.get(f"/tenants/{t}/buckets/{b}/tier")
-        p.pop("uploads")
+        for f in ("uploads", "directories", "effective"):
+            p.pop(f)
         return p
     assert policy(aa, a.id, "abkt") == pol
     # ...and not another tenant's bucket

@@ -478,6 +478,81 @@ static void test_chunks_streams_and_partial(void **state)
     checked(f);
 }
 
+/* A file's tier policy's recall settings (what the server's knobs callback answers). */
+static struct core_recall_knobs pol_kn;
+
+static int fake_knobs(void *arg, uint64_t ino, struct core_recall_knobs *out)
+{
+    (void)arg;
+    (void)ino;
+    *out = pol_kn;
+    return 0;
+}
+
+static void restart_knobs(struct fx *f, uint64_t chunk, uint32_t threads,
+                          struct core_recall_knobs kn)
+{
+    core_tier_stop(f->c);
+    pol_kn = kn;
+    struct core_tier_config cfg = {.fetch = fake_fetch,
+                                   .knobs = fake_knobs,
+                                   .threads = threads,
+                                   .wait_ms = 5000,
+                                   .fail_ms = 3000,
+                                   .chunk = chunk};
+    assert_int_equal(core_tier_start(f->c, &cfg), 0);
+}
+
+static void test_policy_knobs(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    struct core_tier_stats ts;
+    assert_int_equal(fx_put(f, "k", model, SIZE), 0);
+    uint64_t ino = copied(f, "k", &change);
+    /* a policy's chunk 0 and streams 0: the daemon's (2 MiB chunks, all 3 slots) */
+    restart_knobs(f, 2 * MB, 3, (struct core_recall_knobs){.whole_file = true});
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    read_eq(f, ino, 0, SIZE, model);
+    assert_int_equal(nlog, 4);
+    assert_true(logged(2 * MB, 2 * MB) && logged(4 * MB, SIZE - 4 * MB));
+    checked(f);
+    /* the policy's chunk over the daemon's; its streams never above the threads */
+    restart_knobs(f, 8 * MB, 2,
+                  (struct core_recall_knobs){.chunk = MB, .streams = 16, .whole_file = true});
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    atomic_store(&most, 0);
+    read_eq(f, ino, 0, SIZE, model);
+    assert_int_equal(nlog, 6);
+    assert_true(logged(4 * MB, MB) && logged(5 * MB, SIZE - 5 * MB));
+    assert_true(atomic_load(&most) <= 2);
+    checked(f);
+    /* whole_file off: a read of 100 bytes brings its 1 MiB chunk and 1 MiB of read-ahead,
+     * one stream, and the file stays evicted with the rest on the remote */
+    restart_knobs(f, 8 * MB, 3,
+                  (struct core_recall_knobs){
+                      .chunk = MB, .streams = 1, .read_ahead = MB, .whole_file = false});
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    nlog = 0;
+    atomic_store(&most, 0);
+    read_eq(f, ino, 10, 100, model + 10);
+    usleep(200000); /* the read-ahead is fetched after the read's chunk */
+    assert_int_equal(nlog, 2);
+    assert_true(logged(0, MB) && logged(MB, MB));
+    assert_int_equal(atomic_load(&most), 1);
+    checked(f);
+    /* the whole file then: only the rest is fetched, and it is local again */
+    core_tier_stats_get(f->c, &ts);
+    uint64_t was = ts.recalled_bytes;
+    read_eq(f, ino, 0, SIZE, model);
+    core_tier_stats_get(f->c, &ts);
+    assert_int_equal(ts.recalled_bytes - was, SIZE - 2 * MB);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0); /* it was local again */
+    checked(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +561,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_and_truncate_recall_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versioned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunks_streams_and_partial, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_policy_knobs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

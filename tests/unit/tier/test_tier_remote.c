@@ -352,6 +352,180 @@ static void test_evict_plan(void **state)
     assert_true(g[1].pick);
 }
 
+static void test_dir_policies(void **state)
+{
+    (void)state;
+    struct tier_dirpol v[3] = {
+        {.dir = 100, .set = TIER_D_UPLOAD, .upload_after_s = 5},
+        {.dir = 101,
+         .set = TIER_D_KEEP | TIER_D_PRIO,
+         .keep_local = 1,
+         .evict_priority = TIER_PRIO_LOW},
+        {.dir = 102, .set = TIER_D_EVICT, .evict_after_s = 0},
+    };
+    static uint8_t buf[TIER_DIRS_MAX];
+    static struct tier_dirpol out[TIER_DIRPOL_MAX + 1];
+    size_t len = tier_dirs_encode(v, 3, buf);
+    assert_int_equal(len, 4 + 3 * TIER_DIRPOL_LEN);
+    assert_int_equal(tier_dirs_decode(buf, len, out), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(out[i].dir, v[i].dir);
+        assert_int_equal(out[i].set, v[i].set);
+        assert_int_equal(out[i].keep_local, v[i].keep_local);
+        assert_int_equal(out[i].evict_priority, v[i].evict_priority);
+        assert_int_equal(out[i].upload_after_s, v[i].upload_after_s);
+        assert_int_equal(out[i].evict_after_s, v[i].evict_after_s);
+    }
+    /* truncated, a newer version, a bad field */
+    assert_int_equal(tier_dirs_decode(buf, len - 1, out), -EINVAL);
+    buf[0] = 2;
+    assert_int_equal(tier_dirs_decode(buf, len, out), SRV_EBADVERSION);
+    buf[0] = 1;
+    buf[4 + TIER_DIRPOL_LEN + 12] = 7; /* entry 2's priority */
+    assert_int_equal(tier_dirs_decode(buf, len, out), -EINVAL);
+    /* an empty list */
+    assert_int_equal(tier_dirs_decode(buf, tier_dirs_encode(v, 0, buf), out), 0);
+    /* a longer entry (a later version's fields) is skipped over */
+    uint8_t big[4 + 2 * (TIER_DIRPOL_LEN + 4)];
+    size_t one = tier_dirs_encode(v, 1, buf);
+    memset(big, 0, sizeof(big));
+    memcpy(big, buf, one);
+    big[3] = 2;
+    big[5] = TIER_DIRPOL_LEN + 4;
+    memcpy(big + 4 + TIER_DIRPOL_LEN + 4, buf + 4, TIER_DIRPOL_LEN);
+    assert_int_equal(tier_dirs_decode(big, 4 + TIER_DIRPOL_LEN + 4 + TIER_DIRPOL_LEN, out), 2);
+    assert_int_equal(out[1].dir, 100);
+    assert_int_equal(out[1].upload_after_s, 5);
+
+    /* the effective policy: the directory's fields over the bucket's */
+    struct tier_policy b = {.remote = 1, .upload_after_s = 60, .evict_after_s = 3600};
+    struct tier_effective e;
+    tier_effective_of(&b, NULL, NULL, &e);
+    assert_int_equal(e.upload_after_s, 60);
+    assert_int_equal(e.evict_after_s, 3600);
+    assert_false(e.keep_local);
+    assert_int_equal(e.evict_priority, TIER_PRIO_NORMAL);
+    tier_effective_of(&b, NULL, &v[0], &e);
+    assert_int_equal(e.upload_after_s, 5);
+    assert_int_equal(e.evict_after_s, 3600);
+    tier_effective_of(&b, NULL, &v[1], &e);
+    assert_true(e.keep_local);
+    assert_int_equal(e.evict_priority, TIER_PRIO_LOW);
+    tier_effective_of(&b, NULL, &v[2], &e);
+    assert_int_equal(e.evict_after_s, 0);
+    assert_int_equal(tier_prio_parse("high"), TIER_PRIO_HIGH);
+    assert_int_equal(tier_prio_parse("urgent"), -EINVAL);
+    assert_string_equal(tier_prio_name(TIER_PRIO_LOW), "low");
+    struct tier_dirpol bad = {.dir = 0, .set = TIER_D_UPLOAD};
+    char why[100];
+    assert_int_equal(tier_dirpol_validate(&bad, why, sizeof(why)), -EINVAL);
+}
+
+static void test_presets(void **state)
+{
+    (void)state;
+    struct tier_policy b = {.remote = 1, .upload_after_s = 300};
+    struct tier_effective e;
+    /* the built-in defaults: what recall did before presets */
+    tier_effective_of(&b, NULL, NULL, &e);
+    assert_true(e.whole_file);
+    assert_int_equal(e.chunk_size, TIER_CHUNK_DEFAULT);
+    assert_int_equal(e.streams, 0);
+    assert_false(e.read_only);
+    assert_int_equal(e.preset, TIER_PRESET_UNSET);
+    /* a bucket preset: its knobs, but the policy keeps the upload delay */
+    struct tier_dirpol be = {.dir = 10,
+                             .set = TIER_D_PRESET | TIER_D_STREAMS,
+                             .preset = TIER_PRESET_MODEL_CHECKPOINT_RW,
+                             .streams = 3};
+    tier_effective_of(&b, &be, NULL, &e);
+    assert_int_equal(e.upload_after_s, 300);
+    /* the daemon's chunk size, as NONE */
+    assert_int_equal(e.chunk_size, TIER_CHUNK_DEFAULT);
+    assert_int_equal(e.streams, 3); /* the level's own knob over its preset */
+    assert_int_equal(e.evict_priority, TIER_PRIO_HIGH);
+    assert_false(e.read_only);
+    assert_int_equal(e.preset, TIER_PRESET_MODEL_CHECKPOINT_RW);
+    /* a directory's preset over the bucket's; its write-back delay applies there */
+    struct tier_dirpol d = {.dir = 11, .set = TIER_D_PRESET, .preset = TIER_PRESET_DATASET_RO};
+    tier_effective_of(&b, &be, &d, &e);
+    assert_true(e.read_only);
+    assert_int_equal(e.streams, 1);
+    assert_true(e.dir_prefetch);
+    d.preset = TIER_PRESET_MODEL_CHECKPOINT_RW;
+    tier_effective_of(&b, NULL, &d, &e);
+    assert_int_equal(e.upload_after_s, 0);
+    /* a model load recalls as NONE does (more streams than GET slots, other chunks than
+     * the daemon's made it slower): all streams, the daemon's chunks, the whole file */
+    assert_int_equal(e.streams, 0);
+    assert_int_equal(e.chunk_size, TIER_CHUNK_DEFAULT);
+    assert_true(e.whole_file);
+    /* NONE at a directory: the defaults again below it, whatever the bucket says */
+    d.preset = TIER_PRESET_NONE;
+    tier_effective_of(&b, &be, &d, &e);
+    assert_int_equal(e.chunk_size, TIER_CHUNK_DEFAULT);
+    assert_int_equal(e.streams, 0);
+    assert_int_equal(e.evict_priority, TIER_PRIO_NORMAL);
+    /* names */
+    assert_int_equal(tier_preset_parse("DATASET_RW"), TIER_PRESET_DATASET_RW);
+    assert_int_equal(tier_preset_parse("dataset_rw"), -EINVAL);
+    assert_string_equal(tier_preset_name(TIER_PRESET_NONE), "NONE");
+    /* the knobs round-trip; the bounds are checked */
+    struct tier_dirpol k = {.dir = 12,
+                            .set = TIER_D_RA | TIER_D_CHUNK | TIER_D_STREAMS | TIER_D_WHOLE |
+                                   TIER_D_DIRTY | TIER_D_RO | TIER_D_PRESET,
+                            .read_ahead = 5u << 20,
+                            .chunk_size = 4u << 20,
+                            .streams = 7,
+                            .whole_file = 0,
+                            .dirty_bound = 1ull << 40,
+                            .read_only = 1,
+                            .preset = TIER_PRESET_DATASET_RW};
+    static uint8_t buf[TIER_DIRS_MAX];
+    static struct tier_dirpol out[TIER_DIRPOL_MAX + 1];
+    assert_int_equal(tier_dirs_decode(buf, tier_dirs_encode(&k, 1, buf), out), 1);
+    assert_int_equal(out[0].set, k.set);
+    assert_int_equal(out[0].read_ahead, k.read_ahead);
+    assert_int_equal(out[0].chunk_size, k.chunk_size);
+    assert_int_equal(out[0].streams, 7);
+    assert_int_equal(out[0].dirty_bound, 1ull << 40);
+    assert_int_equal(out[0].read_only, 1);
+    assert_int_equal(out[0].preset, TIER_PRESET_DATASET_RW);
+    k.chunk_size = 3u << 19; /* 1.5 MiB */
+    assert_int_equal(tier_dirpol_validate(&k, NULL, 0), -EINVAL);
+    k.chunk_size = 32u << 20;
+    assert_int_equal(tier_dirpol_validate(&k, NULL, 0), -EINVAL);
+    k.chunk_size = 0; /* the daemon's tier_recall_chunk_size */
+    assert_int_equal(tier_dirpol_validate(&k, NULL, 0), 0);
+    k.chunk_size = 1u << 20;
+    k.streams = 65;
+    assert_int_equal(tier_dirpol_validate(&k, NULL, 0), -EINVAL);
+    /* an entry of the first layout (22 bytes): no knobs */
+    uint8_t old[4 + 22] = {1, 0, 0, 1, 0, 22, 0, 0, 0, 0, 0, 0, 0, 9, TIER_D_UPLOAD,
+                           0, 1, 0, 0, 0, 0,  5, 0, 0, 0, 0};
+    assert_int_equal(tier_dirs_decode(old, sizeof(old), out), 1);
+    assert_int_equal(out[0].dir, 9);
+    assert_int_equal(out[0].upload_after_s, 5);
+    assert_int_equal(out[0].set, TIER_D_UPLOAD);
+}
+
+static void test_evict_priority(void **state)
+{
+    (void)state;
+    /* under a watermark, a higher priority goes first whatever its last read */
+    struct tier_evict_cand w[3] = {
+        {.ino = 1, .bytes = 20, .last_s = 10, .high = 9000, .low = 8000, .prio = 0},
+        {.ino = 2, .bytes = 20, .last_s = 30, .high = 9000, .low = 8000, .prio = 2},
+        {.ino = 3, .bytes = 20, .last_s = 20, .high = 9000, .low = 8000, .prio = 1},
+    };
+    assert_int_equal(tier_evict_plan(w, 3, 50, 95, 100, 1), 1); /* 95 -> 75 */
+    assert_int_equal(w[0].ino, 2);
+    assert_true(w[0].pick);
+    assert_int_equal(w[1].ino, 3);
+    assert_int_equal(w[2].ino, 1);
+    assert_false(w[1].pick || w[2].pick);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +533,8 @@ int main(void)
         cmocka_unit_test(test_resolve),        cmocka_unit_test(test_check_refused),
         cmocka_unit_test(test_policy),         cmocka_unit_test(test_policy_sclass),
         cmocka_unit_test(test_policy_evict),   cmocka_unit_test(test_evict_plan),
+        cmocka_unit_test(test_dir_policies),   cmocka_unit_test(test_evict_priority),
+        cmocka_unit_test(test_presets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
