@@ -2038,23 +2038,30 @@ static void settings_json(struct api_req *x, json_t *pj, uint64_t bucket,
     json_object_set_new(pj, "directories", arr ? arr : json_null());
 }
 
+/* The tier policy of bucket @p ino into @p p. @return 0, the error of reading its blob
+ * (-ENOENT: none) or of decoding it. */
+static int bucket_policy(struct api_req *x, uint64_t ino, struct tier_policy *p)
+{
+    struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
+    void *val = NULL;
+    size_t len = 0;
+    int rc = core_bucket_blob_get(x->a->core, &sp, ino, CORE_BLOB_TIER, &val, &len);
+    if (rc == 0)
+        rc = tier_policy_decode(val, len, p);
+    free(val);
+    return rc;
+}
+
 static void tier_item(struct api_req *x)
 {
     struct core_principal sp = {.tenant = x->tenant, .flags = CORE_P_SUPER};
     struct core_attr at;
     struct tier_policy cur, p;
-    bool have = false;
     int rc = bucket_of(x, &at);
     if (rc < 0)
         return;
-    void *val = NULL;
-    size_t len = 0;
-    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
-    if (rc == 0) {
-        rc = tier_policy_decode(val, len, &cur);
-        have = rc == 0;
-    }
-    free(val);
+    rc = bucket_policy(x, at.ino, &cur);
+    bool have = rc == 0;
     if (rc < 0 && rc != -ENOENT) {
         reply_err(x->req, rc, "tier policy");
         return;
@@ -2253,13 +2260,9 @@ static void cache_item(struct api_req *x)
     int rc = bucket_of(x, &at);
     if (rc < 0)
         return;
+    haspol = bucket_policy(x, at.ino, &pol) == 0;
     void *val = NULL;
     size_t len = 0;
-    rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_TIER, &val, &len);
-    if (rc == 0)
-        haspol = tier_policy_decode(val, len, &pol) == 0;
-    free(val);
-    val = NULL;
     rc = core_bucket_blob_get(x->a->core, &sp, at.ino, CORE_BLOB_CACHE, &val, &len);
     if (rc == 0) {
         rc = tier_cache_decode(val, len, &cur);

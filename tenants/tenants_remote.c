@@ -473,19 +473,20 @@ out:
     return rc;
 }
 
-/* The secret of remote @p id, unsealed into @p out (@p outlen). @return 0, -ENOENT,
- * SRV_ECORRUPT. */
-static int unseal_secret(struct tenants *t, uint32_t id, char *out, size_t outlen)
+/* The stored record of remote @p id into @p r, its secret unsealed into @p out (@p outlen).
+ * @return 0, the error of reading the record (-ENOENT: none), SRV_ECORRUPT (it does not
+ * decode or its secret does not unseal). */
+static int load_remote(struct tenants *t, uint32_t id, struct tenant_remote *r, char *out,
+                       size_t outlen)
 {
     char key[32], aad[32], sealed[SEALED_MAX];
-    struct tenant_remote r;
     void *val = NULL;
     size_t vlen = 0;
     rec_key(id, key, sizeof(key));
     int rc = meta_record_get(tenants__meta(t), META_REC_CONFIG, key, strlen(key), &val, &vlen);
     if (rc)
         return rc;
-    rc = decode(val, vlen, &r, sealed) == 0 ? 0 : SRV_ECORRUPT;
+    rc = decode(val, vlen, r, sealed) == 0 ? 0 : SRV_ECORRUPT;
     OPENSSL_cleanse(val, vlen);
     free(val);
     snprintf(aad, sizeof(aad), "remote:%u", id);
@@ -493,6 +494,14 @@ static int unseal_secret(struct tenants *t, uint32_t id, char *out, size_t outle
         rc = tenants__unseal(tenants__mkey(t), aad, sealed, out, outlen) ? SRV_ECORRUPT : 0;
     OPENSSL_cleanse(sealed, sizeof(sealed));
     return rc;
+}
+
+/* The secret of remote @p id, unsealed into @p out (@p outlen). @return 0, -ENOENT,
+ * SRV_ECORRUPT. */
+static int unseal_secret(struct tenants *t, uint32_t id, char *out, size_t outlen)
+{
+    struct tenant_remote r;
+    return load_remote(t, id, &r, out, outlen);
 }
 
 int tenants_remote_update(struct tenants *t, uint32_t id, const struct tenant_remote *in,
@@ -698,25 +707,14 @@ int tenants_remote_conn(struct tenants *t, uint32_t id, struct tier_upload_remot
 {
     struct remotes *rs = R(t);
     struct tenant_remote r;
-    char key[32], aad[32], sealed[SEALED_MAX], why[300];
-    void *val = NULL;
-    size_t vlen = 0;
+    char why[300];
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&rs->mu);
     bool allow = rs->allow_private;
     pthread_mutex_unlock(&rs->mu);
-    rec_key(id, key, sizeof(key));
-    int rc = meta_record_get(tenants__meta(t), META_REC_CONFIG, key, strlen(key), &val, &vlen);
-    if (rc)
+    int rc = load_remote(t, id, &r, out->secret_key, sizeof(out->secret_key));
+    if (rc && rc != SRV_ECORRUPT) /* reading the record failed (meta_record_get) */
         return rc;
-    rc = decode(val, vlen, &r, sealed) == 0 ? 0 : SRV_ECORRUPT;
-    OPENSSL_cleanse(val, vlen);
-    free(val);
-    snprintf(aad, sizeof(aad), "remote:%u", id);
-    if (rc == 0)
-        rc = tenants__unseal(tenants__mkey(t), aad, sealed, out->secret_key,
-                             sizeof(out->secret_key));
-    OPENSSL_cleanse(sealed, sizeof(sealed));
     if (rc) {
         srv_log(ERROR, TIER, "remote %u: its secret does not unseal (wrong master.key?)", id);
         memset(out, 0, sizeof(*out));

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "nfs"))
 from s3nfsd_harness import Daemon  # noqa: E402
 from tenutil import Admin, Nfs  # noqa: E402
+from tierutil import add_remote, daemon_fixture, new_bucket, wait_for  # noqa: E402
 
 import rpc3  # noqa: E402
 from rpc3 import Packer  # noqa: E402
@@ -52,35 +53,17 @@ ROFS, JUKEBOX = 30, 10008
 MiB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def d(tmp_path_factory):
-    dm = Daemon(str(tmp_path_factory.mktemp("tier-cache")), FAST).start()
-    yield dm
-    dm.cleanup()
-
-
-def wait_for(pred, timeout=60, step=0.2, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}")
+d = daemon_fixture("tier-cache", FAST)
 
 
 def new_remote_bucket(s3):
-    name = "cm-" + uuid.uuid4().hex[:10]
-    s3.create_bucket(Bucket=name)
-    return name
+    return new_bucket(s3, "cm-")
 
 
 def cache_bucket(d, endpoint, akey, skey, rbucket, prefix="ds/", ttl_s=1, read_only=False,
                  upload_after_s=0):
     adm = Admin(d)
-    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": endpoint,
-                              "bucket": rbucket, "access_key": akey, "secret_key": skey,
-                              "prefix": prefix})
+    r = add_remote(adm, endpoint, akey, skey, rbucket, prefix)
     b = "cm" + uuid.uuid4().hex[:8]
     d.boto3().create_bucket(Bucket=b)
     adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": upload_after_s})

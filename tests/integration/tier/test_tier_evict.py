@@ -27,14 +27,14 @@ import time
 import uuid
 
 import botocore.exceptions
-import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "nfs"))
-from s3nfsd_harness import BIN, Daemon  # noqa: E402
+from s3nfsd_harness import BIN  # noqa: E402
 from tenutil import FILE_SYNC, Admin, Nfs  # noqa: E402
+from tierutil import add_remote, daemon_fixture, new_bucket, wait_for  # noqa: E402
 
 import rpc3  # noqa: E402
 from rpc3 import Packer  # noqa: E402
@@ -47,28 +47,12 @@ FAST = ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=200",
 JUKEBOX, EIO = 10008, 5
 
 
-@pytest.fixture(scope="module")
-def d(tmp_path_factory):
-    dm = Daemon(str(tmp_path_factory.mktemp("tier-evict")), FAST).start()
-    yield dm
-    dm.cleanup()
-
-
-def wait_for(pred, timeout=60, step=0.2, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}")
+d = daemon_fixture("tier-evict", FAST)
 
 
 def tiered_bucket(d, endpoint, akey, skey, rbucket, **policy):
     adm = Admin(d)
-    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": endpoint,
-                              "bucket": rbucket, "access_key": akey, "secret_key": skey,
-                              "prefix": "p/"})
+    r = add_remote(adm, endpoint, akey, skey, rbucket)
     b = "ev" + uuid.uuid4().hex[:8]
     d.boto3().create_bucket(Bucket=b)
     body = {"remote": r["id"], "upload_after_s": 0}
@@ -82,9 +66,7 @@ def tiered_bucket(d, endpoint, akey, skey, rbucket, **policy):
 
 
 def new_remote_bucket(s3):
-    name = "ev-" + uuid.uuid4().hex[:10]
-    s3.create_bucket(Bucket=name)
-    return name
+    return new_bucket(s3, "ev-")
 
 
 def state(d, b, k):
@@ -237,9 +219,7 @@ def test_evict_by_watermark_least_recently_read_first(daemon_factory, rgw):
     assert get(dm, b, "f0", "bytes=0-9") == data["f0"][:10]  # f0 read last now
     time.sleep(1.1)
     adm = Admin(dm)
-    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": rgw.endpoint,
-                              "bucket": rb, "access_key": rgw.access_key,
-                              "secret_key": rgw.secret_key, "prefix": "p/"})
+    r = add_remote(adm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb)
     # high 1.5 %, low 1 % of about 1 GiB: one file of 8 MiB over low must go, the
     # least recently read (f1), then f2 if still over the low mark
     pol = adm.put(f"/tenants/1/buckets/{b}/tier",

@@ -41,8 +41,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "nfs"))
-from s3nfsd_harness import BIN, Daemon  # noqa: E402
+from s3nfsd_harness import BIN  # noqa: E402
 from tenutil import FILE_SYNC, Admin, Nfs  # noqa: E402
+import tierutil  # noqa: E402
+from tierutil import add_remote, daemon_fixture  # noqa: E402
 
 MiB = 1024 * 1024
 ARGS = ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=200",
@@ -52,21 +54,11 @@ ARGS = ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=200",
 WAIT = 90  # a rule needs a day (2 s), an upload and a lifecycle pass; the machine is shared
 
 
-@pytest.fixture(scope="module")
-def d(tmp_path_factory):
-    dm = Daemon(str(tmp_path_factory.mktemp("tier-lc")), ARGS).start()
-    yield dm
-    dm.cleanup()
+d = daemon_fixture("tier-lc", ARGS)
 
 
 def wait_for(pred, timeout=WAIT, step=0.25, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}")
+    return tierutil.wait_for(pred, timeout, step, what)
 
 
 def s3_error(fn):
@@ -86,9 +78,7 @@ def tiered_bucket(d, rgw, versioning=False, **policy):
     rb = "lc-" + uuid.uuid4().hex[:10]
     rs3.create_bucket(Bucket=rb)
     adm = Admin(d)
-    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": rgw.endpoint,
-                              "bucket": rb, "access_key": rgw.access_key,
-                              "secret_key": rgw.secret_key, "prefix": "p/"})
+    r = add_remote(adm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb)
     b = "tl" + uuid.uuid4().hex[:8]
     d.boto3().create_bucket(Bucket=b)
     if versioning:

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "nfs"))
 from s3nfsd_harness import CTL  # noqa: E402
 from tenutil import Admin, Nfs  # noqa: E402
+from tierutil import add_remote  # noqa: E402
 from test_tier_evict import (FAST, MiB, d, get, new_remote_bucket, state,  # noqa: E402,F401
                              wait_for)
 
@@ -29,9 +30,7 @@ from test_tier_evict import (FAST, MiB, d, get, new_remote_bucket, state,  # noq
 def tiered(d, rgw, **policy):
     adm = Admin(d)
     rb = new_remote_bucket(rgw.boto3())
-    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": rgw.endpoint,
-                              "bucket": rb, "access_key": rgw.access_key,
-                              "secret_key": rgw.secret_key, "prefix": "p/"})
+    r = add_remote(adm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb)
     b = "dp" + uuid.uuid4().hex[:8]
     d.boto3().create_bucket(Bucket=b)
     return adm, r, rb, b

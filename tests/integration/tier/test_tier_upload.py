@@ -21,13 +21,13 @@ import sys
 import time
 import uuid
 
-import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
-from s3nfsd_harness import CTL, Daemon  # noqa: E402
+from s3nfsd_harness import CTL  # noqa: E402
 from tenutil import FILE_SYNC, UNSTABLE, Admin, Nfs  # noqa: E402
+from tierutil import add_remote, daemon_fixture, new_bucket, wait_for  # noqa: E402
 
 import rpc3  # noqa: E402
 from rpc3 import Packer  # noqa: E402
@@ -37,25 +37,17 @@ FAST = ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=200",
         "--set", "tier_part_size=5MiB", "--set", "data_file_size=1GiB"]
 
 
-@pytest.fixture(scope="module")
-def d(tmp_path_factory):
-    dm = Daemon(str(tmp_path_factory.mktemp("tier-upload")), FAST).start()
-    yield dm
-    dm.cleanup()
+d = daemon_fixture("tier-upload", FAST)
 
 
 def remote_bucket(s3):
-    name = "up-" + uuid.uuid4().hex[:10]
-    s3.create_bucket(Bucket=name)
-    return name
+    return new_bucket(s3, "up-")
 
 
 def tiered_bucket(d, endpoint, akey, skey, rbucket, delay, prefix="p/"):
     """A new local bucket of the bootstrap tenant tiered to a new remote."""
     adm = Admin(d)
-    r = adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": endpoint,
-                              "bucket": rbucket, "access_key": akey, "secret_key": skey,
-                              "prefix": prefix})
+    r = add_remote(adm, endpoint, akey, skey, rbucket, prefix)
     b = "lb" + uuid.uuid4().hex[:8]
     d.boto3().create_bucket(Bucket=b)
     adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": delay})
@@ -68,16 +60,6 @@ def tiered_bucket(d, endpoint, akey, skey, rbucket, delay, prefix="p/"):
 def state(d, b, k):
     h = d.boto3().head_object(Bucket=b, Key=k)["ResponseMetadata"]["HTTPHeaders"]
     return h.get("x-s3nfs-tier-state"), h
-
-
-def wait_for(pred, timeout=60, step=0.2, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def remote_body(s3, bucket, key):

@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers of the remote-tier tests: run tier_s3_tool (the tier's S3 client
-from the command line) against a remote and read what it printed."""
+from the command line) against a remote and read what it printed; make a
+remote bucket; add a remote; wait for a condition; the module's daemon fixture."""
 import json
 import os
 import subprocess
 import sys
+import time
 import uuid
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from s3nfsd_harness import TOP  # noqa: E402
+from s3nfsd_harness import TOP, Daemon  # noqa: E402
 
 BUILD = os.environ.get("S3NFS_BUILD", os.path.join(TOP, "build"))
 TOOL = os.path.join(BUILD, "tests", "integration", "tier", "tier_s3_tool")
@@ -72,7 +76,38 @@ class Remote:
                                 stderr=subprocess.PIPE, text=True)
 
 
-def new_bucket(s3):
-    name = "tier-" + uuid.uuid4().hex[:12]
+def new_bucket(s3, prefix="tier-"):
+    """A new bucket of @s3 (a boto3 client), its name @prefix and random hex."""
+    name = prefix + uuid.uuid4().hex[:12]
     s3.create_bucket(Bucket=name)
     return name
+
+
+def add_remote(adm, endpoint, akey, skey, bucket, prefix="p/"):
+    """A new remote (POST /remotes through @adm, a tenutil.Admin) over @bucket of
+    the S3 store at @endpoint, under a random name; what the API answered."""
+    return adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": endpoint,
+                                 "bucket": bucket, "access_key": akey, "secret_key": skey,
+                                 "prefix": prefix})
+
+
+def wait_for(pred, timeout=60, step=0.2, what="condition"):
+    """pred()'s first true answer, asking every @step seconds for @timeout."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def daemon_fixture(name, args):
+    """A module-scoped fixture: an s3nfsd started with @args in a new temporary
+    directory named after @name, cleaned up after the module's tests."""
+    @pytest.fixture(scope="module")
+    def d(tmp_path_factory):
+        dm = Daemon(str(tmp_path_factory.mktemp(name)), args).start()
+        yield dm
+        dm.cleanup()
+    return d
