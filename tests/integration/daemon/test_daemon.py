@@ -71,10 +71,19 @@ def test_banner_health_metrics(s3nfsd):
     assert 'AWS_SECRET_ACCESS_KEY="$S3NFS_SECRET_KEY"' in log
     assert get(d.admin_endpoint + "/healthz") == (200, "ok\n")
     d.boto3().list_buckets()
-    status, text = get(d.admin_endpoint + "/metrics")
-    assert status == 200
+    # A request is counted when the server finishes it, once its answer is
+    # written, which can be just after the client has read that answer: allow
+    # the loop a moment.
+    ops = r's3nfs_ops_total\{proto="s3",op="\w+",tenant="1"\} [1-9]'
+    deadline = time.monotonic() + 5
+    while True:
+        status, text = get(d.admin_endpoint + "/metrics")
+        assert status == 200
+        if re.search(ops, text) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert "# TYPE s3nfs_op_latency_seconds histogram" in text
-    assert re.search(r's3nfs_ops_total\{proto="s3",op="\w+",tenant="1"\} [1-9]', text)
+    assert re.search(ops, text)
     assert "s3nfs_store_capacity_bytes" in text
 
 
