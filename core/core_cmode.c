@@ -558,7 +558,7 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
         return -ENOMEM;
     }
     for (;;) {
-        if (d->at_ms && (ttl_ms ? now - d->at_ms < (int64_t)ttl_ms : d->at_ms >= now)) {
+        if (d->at_ms && (ttl_ms ? now - d->at_ms < (int64_t)ttl_ms : d->at_ms > now)) {
             pthread_mutex_unlock(&c->cm.mu);
             return 0; /* fresh (ttl 0: an import that began after this call did) */
         }
