@@ -844,6 +844,31 @@ struct core_cache_stats {
 };
 void core_cache_stats_get(struct core *c, struct core_cache_stats *out);
 
+/* ---- directory prefetch on listing (core_prefetch.c) ----
+ * A listing of a directory of a tiered bucket (core_readdir at cookie 0; core_list with
+ * delimiter "/", no start-after, and a prefix that is "" or ends in "/", naming an
+ * existing directory) whose effective tier settings say dir_prefetch (tier_settings.h)
+ * recalls, in the background, the directory's evicted files of at most
+ * CORE_PF_FILE_MAX bytes, at most CORE_PF_FILES of them and CORE_PF_BYTES per listing,
+ * while the store stays under the bucket policy's high eviction watermark (none: 90 %).
+ * The recalls go after every recall a reader waits for. */
+#define CORE_PF_FILE_MAX (1u << 20)  /* a file of at most this many bytes is prefetched */
+#define CORE_PF_FILES 4096u          /* files per listing, at most */
+#define CORE_PF_BYTES (256ull << 20) /* bytes per listing, at most */
+/** Start the prefetch thread (after core_tier_start; until then listings queue nothing).
+ * @return 0, -EINVAL (started), -ENOMEM, -errno. */
+int core_prefetch_start(struct core *c);
+/** Stop it (core_close does too). */
+void core_prefetch_stop(struct core *c);
+struct core_prefetch_stats {
+    uint64_t dirs;    /* listings looked at whose settings say dir_prefetch */
+    uint64_t files;   /* recalls started by them */
+    uint64_t bytes;   /* ... of so many bytes */
+    uint64_t full;    /* files not prefetched: the store was too full */
+    uint64_t dropped; /* listings not looked at: the queue was full */
+};
+void core_prefetch_stats_get(struct core *c, struct core_prefetch_stats *out);
+
 /* ==== fast S3 read paths (core_zc.c) ==================================== */
 
 /** What core_key_peek found. */
