@@ -29,6 +29,7 @@
 #define PF_WAIT_MS 1000u /* a wait for a free prefetch slot, before looking at stop again */
 
 struct core__pf {
+    struct core *c;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t q[PF_QUEUE]; /* a ring of directories to look at */
@@ -173,8 +174,8 @@ static void prefetch_dir(struct core *c, struct core__pf *f, uint64_t dir)
 
 static void *pf_main(void *arg)
 {
-    struct core *c = arg;
-    struct core__pf *f = c->ns->pf;
+    struct core__pf *f = arg;
+    struct core *c = f->c;
     pthread_mutex_lock(&f->mu);
     while (!f->stop) {
         if (!f->n) {
@@ -201,16 +202,17 @@ int core_prefetch_start(struct core *c)
     struct core__pf *f = calloc(1, sizeof(*f));
     if (!f)
         return -ENOMEM;
+    f->c = c;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
-    int e = pthread_create(&f->thread, NULL, pf_main, c);
+    int e = pthread_create(&f->thread, NULL, pf_main, f);
     if (e) {
         pthread_mutex_destroy(&f->mu);
         pthread_cond_destroy(&f->cv);
         free(f);
         return -e;
     }
-    c->ns->pf = f;
+    c->ns->pf = f; /* listings note directories from now on */
     return 0;
 }
 
