@@ -90,8 +90,8 @@ static int collect_cb(void *arg, uint64_t cookie, uint64_t ino, const char *name
     (void)cookie;
     (void)name;
     (void)len;
-    if (meta_inode_get(s->t, ino, &r) != 0 || r.type != CORE_REG ||
-        !(r.flags & META_I_EVICTED) || r.size == 0 || r.size > CORE_PF_FILE_MAX)
+    if (meta_inode_get(s->t, ino, &r) != 0 || r.type != CORE_REG || !(r.flags & META_I_EVICTED) ||
+        r.size == 0 || r.size > CORE_PF_FILE_MAX)
         return 0;
     if (s->n == CORE_PF_FILES || s->bytes + r.size > CORE_PF_BYTES)
         return 1; /* this listing's share is taken */
