@@ -832,6 +832,17 @@ void core_cache_listing_free(struct core_cache_listing *l);
 /** Set the lister (before serving; NULL: cache buckets answer SRV_ERECALL for names
  * never imported and serve what they hold). */
 void core_cache_set_lister(struct core *c, core_cache_list_fn fn, void *arg);
+/** The Content-Type and user metadata of object @p key (bucket-relative) of remote
+ * @p remote, which must still have ETag @p etag, as an S3 metadata blob in @p blob (heap;
+ * the core frees it). Blocks (a worker). @return 0, SRV_EREMOTECHG (the object changed or
+ * is gone), SRV_ERECALL (the remote is down), or another error. */
+typedef int (*core_cache_meta_fn)(void *arg, uint32_t remote, const char *key, const char *etag,
+                                  void **blob, size_t *len);
+/** Set it (before serving; NULL: imported objects show no metadata of the remote's).
+ * core_key_lookup of a file of a cache bucket whose content is still its remote object's
+ * and whose metadata blob is empty asks it once and keeps the answer (an empty answer is
+ * kept as a blob without records, so it is not asked again). */
+void core_cache_set_meta(struct core *c, core_cache_meta_fn fn, void *arg);
 /** Read the cache-mode blobs again (after one changed). @return 0 or a store error. */
 int core_cache_reload(struct core *c);
 /** Is @p bucket in cache mode? @param[out] ro read-only (may be NULL). */

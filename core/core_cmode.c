@@ -60,6 +60,14 @@ void core_cache_set_lister(struct core *c, core_cache_list_fn fn, void *arg)
     pthread_mutex_unlock(&c->cm.mu);
 }
 
+void core_cache_set_meta(struct core *c, core_cache_meta_fn fn, void *arg)
+{
+    pthread_mutex_lock(&c->cm.mu);
+    c->cm.meta = fn;
+    c->cm.meta_arg = arg;
+    pthread_mutex_unlock(&c->cm.mu);
+}
+
 struct reload {
     struct core__cment *v;
     size_t n, cap;
@@ -770,5 +778,100 @@ int core__cm_list(struct core *c, const struct core_principal *p, uint64_t bucke
         meta_rtxn_end(s.t);
     }
     free(s.v);
+    return rc;
+}
+
+/* ---- an imported object's metadata ---- */
+
+struct meta_op {
+    uint64_t ino, change;
+    const char *etag; /* the remote's, as recorded */
+    const void *blob;
+    size_t len;
+};
+
+/* Does file @p ino (in @p t) still hold its remote object @p cp's content, with no
+ * metadata asked yet? @p oetag: its objmeta ETag. */
+static bool meta_due(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *cp, char *oetag,
+                     size_t oesize, uint64_t *change)
+{
+    struct meta_inode r;
+    void *m = NULL;
+    size_t ml = 0;
+    if (meta_inode_get(t, ino, &r) != 0 || r.type != CORE_REG || meta_tier_get(t, ino, cp) != 0 ||
+        r.change != cp->st.change || !cp->st.etag[0])
+        return false;
+    if (meta_objmeta_get(t, ino, oetag, oesize, &m, &ml) != 0)
+        return false;
+    free(m);
+    *change = r.change;
+    return ml == 0;
+}
+
+static int meta_fn(struct meta_txn *t, void *arg)
+{
+    struct meta_op *o = arg;
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    char oetag[META_ETAG_MAX + 1];
+    uint64_t change = 0;
+    if (!cp)
+        return -ENOMEM;
+    int rc = 0;
+    if (meta_due(t, o->ino, cp, oetag, sizeof(oetag), &change) && change == o->change &&
+        strcmp(cp->st.etag, o->etag) == 0)
+        rc = meta_objmeta_put(t, o->ino, oetag, o->blob, o->len);
+    free(cp);
+    return rc;
+}
+
+int core__cm_meta(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,
+                  size_t len)
+{
+    if (!core_cache_bucket(c, bucket, NULL))
+        return 0;
+    pthread_mutex_lock(&c->cm.mu);
+    core_cache_meta_fn fn = c->cm.meta;
+    void *fn_arg = c->cm.meta_arg;
+    pthread_mutex_unlock(&c->cm.mu);
+    if (!fn || len == 0 || key[len - 1] == '/')
+        return 0;
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    char oetag[META_ETAG_MAX + 1];
+    uint64_t ino = 0, change = 0;
+    uint32_t type = 0;
+    bool due = false;
+    struct meta_txn *t;
+    if (!cp)
+        return 0;
+    if (meta_rtxn_begin(c->meta, &t) == 0) {
+        due = meta_keyidx_get(t, bucket, key, len, &ino, &type) == 0 && type == CORE_REG &&
+              meta_due(t, ino, cp, oetag, sizeof(oetag), &change);
+        meta_rtxn_end(t);
+    }
+    int rc = 0;
+    if (due && (p->flags & CORE_P_NOWAIT)) {
+        rc = -EWOULDBLOCK;
+    } else if (due) {
+        void *blob = NULL;
+        size_t bl = 0;
+        int frc = fn(fn_arg, cp->st.remote, cp->key, cp->st.etag, &blob, &bl);
+        if (frc == 0) {
+            struct meta_op o = {ino, change, cp->st.etag, blob, bl};
+            frc = meta_submit(c->meta, meta_fn, &o, 0);
+        }
+        if (frc == SRV_EREMOTECHG) {
+            struct meta_inode r;
+            if (meta_rtxn_begin(c->meta, &t) == 0) {
+                if (meta_inode_get(t, ino, &r) == 0)
+                    core__cm_stale(c, bucket, r.parent); /* revalidated at the next use */
+                meta_rtxn_end(t);
+            }
+        } else if (frc && frc != SRV_ERECALL) {
+            srv_log(WARN, TIER, "cache: metadata of bucket %llu key '%.*s': %s",
+                    (unsigned long long)bucket, (int)len, key, srv_strerror(frc));
+        }
+        free(blob);
+    }
+    free(cp);
     return rc;
 }

@@ -81,6 +81,8 @@ struct core__cm {
     struct core__cdir *h[CORE_CM_HASH];
     core_cache_list_fn list;
     void *list_arg;
+    core_cache_meta_fn meta; /* an imported object's metadata (NULL: none asked) */
+    void *meta_arg;
     uint64_t conf_seen[256]; /* conflicts reported (file and remote ETag), not again */
     atomic_uint_fast64_t imports, import_errors, created, changed, removed, conflicts;
 };

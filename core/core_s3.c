@@ -325,6 +325,8 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     if (rc)
         return rc;
     rc = core__cm_key(c, p, bucket, key, keylen);
+    if (rc == 0)
+        rc = core__cm_meta(c, p, bucket, key, keylen); /* the remote object's metadata */
     if (rc)
         return rc;
     rc = meta_rtxn_begin(c->meta, &t);

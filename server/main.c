@@ -217,6 +217,15 @@ static int cache_list(void *arg, uint32_t remote, const char *dirkey,
     return u ? tier_upload_list_dir(u, remote, dirkey, cache_obj, cache_dir, out) : SRV_ERECALL;
 }
 
+/* ... and asks for an imported object's Content-Type and user metadata. */
+static int cache_meta(void *arg, uint32_t remote, const char *key, const char *etag, void **blob,
+                      size_t *len)
+{
+    struct tier_upload *u = tier_upload_default();
+    (void)arg;
+    return u ? tier_upload_head_meta(u, remote, key, etag, blob, len) : SRV_ERECALL;
+}
+
 static void render_cache(void *arg, struct evbuffer *out)
 {
     struct core_cache_stats st;
@@ -950,6 +959,7 @@ static int start_all(struct daemon *d)
     }
     srv_metrics_add_renderer(render_recall, d->core);
     core_cache_set_lister(d->core, cache_list, NULL);
+    core_cache_set_meta(d->core, cache_meta, NULL);
     srv_metrics_add_renderer(render_cache, d->core);
     /* directory prefetch on listing: recalls in the background */
     if ((rc = core_prefetch_start(d->core)) < 0) {

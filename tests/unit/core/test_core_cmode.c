@@ -7,9 +7,10 @@
  * conflict; an event-loop caller (CORE_P_NOWAIT) gets -EWOULDBLOCK; a remote
  * that cannot be listed serves what was imported and answers SRV_ERECALL for
  * a directory never imported; a read-only cache bucket refuses changes with
- * -EROFS. The store check passes at the end (imported files are evicted files
- * with confirmed records). Against a real RGW:
- * tests/integration/tier/test_tier_cache.py. */
+ * -EROFS; the remote's metadata of an imported object is asked once, at its
+ * first lookup (not from an event loop, again after a failure or a remote
+ * change, never for a local file). The store check passes at the end (imported files are evicted
+ * files with confirmed records). Against a real RGW: tests/integration/tier/test_tier_cache.py. */
 #include <stdatomic.h>
 
 #include "core_test_util.h"
@@ -222,6 +223,87 @@ static void test_never_imported_and_down(void **state)
     free(oi.meta);
 }
 
+static atomic_int metas, meta_fail;
+static char meta_etag[64];
+
+/* The fake remote's metadata: "d/x" has a Content-Type, the others none. */
+static int fake_meta(void *arg, uint32_t remote, const char *key, const char *etag, void **blob,
+                     size_t *len)
+{
+    (void)arg;
+    assert_int_equal(remote, 1);
+    atomic_fetch_add(&metas, 1);
+    snprintf(meta_etag, sizeof(meta_etag), "%s", etag);
+    if (atomic_load(&meta_fail))
+        return atomic_load(&meta_fail);
+    static const uint8_t ct[] = "S3M1\x01\x00\x0c"
+                                "Content-Type\x00\x00\x00\x08text/csv";
+    bool x = strcmp(key, "d/x") == 0;
+    *len = x ? sizeof(ct) - 1 : 4;
+    *blob = malloc(*len);
+    memcpy(*blob, x ? ct : (const uint8_t *)"S3M1", *len);
+    return 0;
+}
+
+static void test_remote_metadata(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    core_cache_set_meta(f->c, fake_meta, NULL);
+    atomic_store(&metas, 0);
+    atomic_store(&meta_fail, 0);
+    /* the first lookup asks, once; the blob is the object's metadata */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    assert_int_equal(atomic_load(&metas), 1);
+    assert_string_equal(meta_etag, "e2");
+    assert_int_equal(oi.metalen, 4 + 3 + 12 + 4 + 8);
+    assert_memory_equal((uint8_t *)oi.meta + 7, "Content-Type", 12);
+    free(oi.meta);
+    assert_string_equal(oi.etag, "e2"); /* the ETag stays */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    assert_int_equal(oi.metalen, 31);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 1);
+    /* no metadata on the remote: kept as such, not asked again */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    assert_int_equal(oi.metalen, 4);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 2);
+    /* an event loop never asks */
+    struct core_principal lp = f->p;
+    lp.flags |= CORE_P_NOWAIT;
+    assert_int_equal(core_key_lookup(f->c, &lp, f->bucket, "a.txt", 5, &oi), -EWOULDBLOCK);
+    assert_int_equal(atomic_load(&metas), 2);
+    /* the remote down: answered without, asked again at the next lookup */
+    atomic_store(&meta_fail, SRV_ERECALL);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
+    assert_int_equal(oi.metalen, 0);
+    free(oi.meta);
+    atomic_store(&meta_fail, 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
+    assert_int_equal(oi.metalen, 4);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 4);
+    /* a local file is never asked for */
+    assert_int_equal(fx_put(f, "d/local", "L", 1), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/local", 7, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 4);
+    /* the remote object replaced: its metadata is asked again, for the new ETag */
+    set_cache(f, 0, false);
+    model[1].etag = "e5";
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    assert_string_equal(oi.etag, "e5");
+    assert_int_equal(oi.metalen, 31);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 5);
+    assert_string_equal(meta_etag, "e5");
+    model[1].etag = "e2";
+    core_cache_set_meta(f->c, NULL, NULL);
+}
+
 static void test_read_only(void **state)
 {
     struct fx *f = *state;
@@ -252,6 +334,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_import_read_revalidate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_imported_and_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remote_metadata, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
