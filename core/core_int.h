@@ -72,6 +72,7 @@ struct core__cdir { /* when a directory of a cache bucket was imported */
     uint64_t dir, bucket;
     int64_t at_ms; /* start of the listing that imported it (0: never) */
     bool busy;     /* an import runs */
+    bool loaded;   /* its persisted import time was looked for (core_cmode.c) */
 };
 struct core__cm {
     pthread_mutex_t mu;

@@ -396,6 +396,51 @@ static void test_prefetch(void **state)
     model[3].etag = "e6";
 }
 
+/* A restart: the core closed and opened again, its lister and recall set again. */
+static void restart(struct fx *f)
+{
+    core_tier_stop(f->c);
+    fx_reopen(f);
+    core_cache_set_lister(f->c, fake_list, NULL);
+    struct core_tier_config tc = {.fetch = fake_fetch, .threads = 2, .wait_ms = 5000};
+    assert_int_equal(core_tier_start(f->c, &tc), 0);
+}
+
+static void test_import_times_survive_restart(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    int l0 = atomic_load(&lists);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 2); /* the root and d/ */
+    /* within ttl_s after a restart: nothing is listed again */
+    restart(f);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 2);
+    /* an event loop's first use after a start moves to a worker, which finds it fresh */
+    restart(f);
+    struct core_principal lp = f->p;
+    struct core_attr a;
+    lp.flags |= CORE_P_NOWAIT;
+    assert_int_equal(core_lookup(f->c, &lp, f->bucket, "a.txt", 5, &a), -EWOULDBLOCK);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &a), 0);
+    assert_int_equal(atomic_load(&lists), l0 + 2);
+    /* invalidated (a cache-mode change): asked again, also after a restart */
+    core_cache_invalidate(f->c, f->bucket);
+    restart(f);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 4);
+    /* past ttl_s: asked again */
+    set_cache(f, 0, false);
+    restart(f);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 6);
+}
+
 static void test_read_only(void **state)
 {
     struct fx *f = *state;
@@ -428,6 +473,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remote_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_times_survive_restart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
