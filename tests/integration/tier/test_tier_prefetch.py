@@ -9,7 +9,9 @@ the session's real Ceph RGW (`rgw`): a cache bucket over a remote bucket of
   remote, another directory stays remote; listing again starts nothing twice;
 - an NFS READDIRPLUS of a directory whose directory policy says DATASET_RO does
   the same (and READDIR of its sibling with NONE does not);
-- with NONE (the built-in default) a listing prefetches nothing."""
+- with NONE (the built-in default) a listing prefetches nothing;
+- an ordinary tiered bucket (DATASET_RW) whose files were evicted by age: an
+  NFS READDIR brings the small ones back, not the 2 MiB one."""
 import concurrent.futures
 import hashlib
 import os
@@ -179,3 +181,43 @@ def test_none_prefetches_nothing(d, rgw):
     time.sleep(2.0)
     assert all(state(d, b, k) == "evicted" for k in small(sizes, "samples"))
     assert metric(d, "s3nfs_tier_prefetch_files_total") == files0
+
+
+def test_tiered_bucket_with_evicted_files(d, rgw):
+    """Not only cache buckets: a tiered bucket (DATASET_RW) whose files were
+    uploaded and evicted by age brings the small ones of a listed directory
+    back (a prefetched file counts as read: evicted again after evict_after_s)."""
+    rs3 = rgw.boto3()
+    rb = new_bucket(rs3, "pf-")
+    adm = Admin(d)
+    r = add_remote(adm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, "t/")
+    b = "pt" + uuid.uuid4().hex[:8]
+    s3 = d.boto3()
+    s3.create_bucket(Bucket=b)
+    adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "preset": "DATASET_RW",
+                                             "upload_after_s": 0, "evict_after_s": 2})
+    files = {f"set/{i}.bin": body_of(f"set/{i}", 100 * KiB + i) for i in range(6)}
+    files["set/big.bin"] = body_of("set/big", 2 * MiB)
+    for k, v in files.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+    wait_for(lambda: all(state(d, b, k) == "evicted" for k in files), timeout=60,
+             what="every file evicted")
+    files0 = metric(d, "s3nfs_tier_prefetch_files_total")
+    bytes0 = metric(d, "s3nfs_tier_prefetch_bytes_total")
+    recalled0 = metric(d, "s3nfs_tier_recalled_bytes_total")
+    with Nfs(d) as n:
+        st, root = n.mount("/")
+        st, bfh = n.lookup(root, b)
+        st, sfh = n.lookup(bfh, "set")
+        assert st == 0
+        assert n.readdir(sfh)[0] == 0
+    small_keys = [k for k in files if len(files[k]) <= MiB]
+    want = sum(len(files[k]) for k in small_keys)
+    wait_for(lambda: metric(d, "s3nfs_tier_recalled_bytes_total") - recalled0 >= want,
+             timeout=60, what="the small files recalled")
+    assert metric(d, "s3nfs_tier_prefetch_files_total") - files0 == len(small_keys)
+    assert metric(d, "s3nfs_tier_prefetch_bytes_total") - bytes0 == want
+    assert metric(d, "s3nfs_tier_recalled_bytes_total") - recalled0 < want + MiB  # not big
+    assert state(d, b, "set/big.bin") == "evicted"
+    for k, v in files.items():
+        assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v
