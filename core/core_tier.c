@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * core_tier: the core's side of the remote tier (data sub-module): eviction of
  * a copied file's extents, recall of an evicted file's bytes, and the last
- * read time of files (for eviction by age).
+ * read time of files (for eviction by age): in memory here, kept across restarts
+ * in the files' tierst records (read_s), which the tier's uploader updates in its
+ * passes when the time here is later by a grain (tier_upload.c).
  *
  * An evicted file (META_I_EVICTED) keeps its inode, size, ETag, metadata and
  * `used` (the bytes it held: usage keeps counting them); its extent map holds
@@ -176,14 +178,16 @@ void core__tier_note_read(struct core *c, uint64_t ino)
     atomic_store(&s->t, now);
 }
 
-int64_t core_tier_last_read(struct core *c, uint64_t ino)
+int64_t core_tier_last_read(struct core *c, uint64_t ino, int64_t stored_s)
 {
     struct core__tier *k = c->data->tier;
     struct lr_slot *s = &k->lr[lr_hash(ino)];
     int64_t t = atomic_load(&s->floor);
     if (atomic_load(&s->ino) == ino && atomic_load(&s->t) > t)
         t = atomic_load(&s->t);
-    return t > k->t0_s ? t : k->t0_s; /* reads before this start are not known */
+    /* reads before this start: what the record kept, else not known (as at the start) */
+    int64_t before = stored_s > 0 ? stored_s : k->t0_s;
+    return t > before ? t : before;
 }
 
 struct needed {
