@@ -324,8 +324,8 @@ struct meta_tierst {
     int64_t time_s;   /* when the copy was confirmed (seconds since the epoch) */
     uint32_t keylen;  /* bytes of the bucket-relative key that follow this struct */
     uint32_t read_s;  /* the file's last client read known (seconds since the epoch; coarse:
-                       * the uploader's passes write it, meta_tier_note_read); 0: none known
-                       * (a record of an older build, whose field was padding: 0) */
+                       * the uploader's passes and a clean stop write it, meta_tier_note_read);
+                       * 0: none known (a record of an older build, whose field was padding) */
     char etag[META_ETAG_MAX]; /* the remote's ETag, NUL-terminated */
 };
 
