@@ -1235,6 +1235,10 @@ static int do_upload(struct tier_upload *u, struct job *j)
     c->st.change = j->change;
     c->st.size = j->size;
     c->st.time_s = (int64_t)time(NULL);
+    if (u->cfg.last_read) { /* what the next pass would write (rec_fn keeps a later one) */
+        int64_t rd = u->cfg.last_read(u->cfg.core_arg, j->ino, 0);
+        c->st.read_s = rd <= 0 ? 0 : rd > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)rd;
+    }
     snprintf(c->st.etag, sizeof(c->st.etag), "%s", etag);
     snprintf(c->key, sizeof(c->key), "%s", j->key);
     struct rec_op a = {j->ino, c, NULL, 0};
