@@ -261,6 +261,8 @@ void core_close(struct core *c)
     }
     if (c->data)
         core__pend_flusher_stop(c);
+    if (c->meta && c->data)
+        core__tier_keep_reads(c); /* the reads since the uploader's last pass */
     if (c->meta && c->store)
         core_sync(c);
     meta_env_close(c->meta);
