@@ -10,7 +10,7 @@
  *   namespace  core_ns_int.h    POSIX ops, S3 ops, uploads, names, refs,
  *                               lifecycle, cache mode (core_ns.c core_posix.c
  *                               core_s3.c core_upload.c core_main.c
- *                               core_cmode.c)
+ *                               core_cmode.c core_prefetch.c)
  *   data       core_data_int.h  extents, pending writes, reads, writes,
  *                               truncation, read cache, zero-copy pieces
  *                               (core_extent.c core_data.c core_pend.c
