@@ -11,7 +11,8 @@ the session's real Ceph RGW (`rgw`): a cache bucket over a remote bucket of
   the same (and READDIR of its sibling with NONE does not);
 - with NONE (the built-in default) a listing prefetches nothing;
 - an ordinary tiered bucket (DATASET_RW) whose files were evicted by age: an
-  NFS READDIR brings the small ones back, not the 2 MiB one."""
+  NFS READDIR brings the small ones back, not the 2 MiB one;
+- a store over the policy's high watermark prefetches nothing (counted)."""
 import concurrent.futures
 import hashlib
 import os
@@ -221,3 +222,28 @@ def test_tiered_bucket_with_evicted_files(d, rgw):
     assert state(d, b, "set/big.bin") == "evicted"
     for k, v in files.items():
         assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v
+
+
+def skipped_full(d):
+    with urllib.request.urlopen(d.admin_endpoint + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    m = re.search(r'^s3nfs_tier_prefetch_skipped_total\{reason="full"\} (\S+)$', text, re.M)
+    return float(m.group(1))
+
+
+def test_no_prefetch_past_the_high_watermark(d, rgw):
+    """0.02 % of the store is less than what it holds already: nothing comes back."""
+    s3 = d.boto3()
+    local = "pl" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=local)
+    s3.put_object(Bucket=local, Key="fill", Body=os.urandom(2 * MiB))  # the store holds 2 MiB
+    rb, sizes = dataset(rgw)
+    _, b = cache_bucket(d, rgw, rb, {"preset": "DATASET_RO",
+                                     "evict_watermark": {"high": 0.02, "low": 0.01}})
+    full0 = skipped_full(d)
+    files0 = metric(d, "s3nfs_tier_prefetch_files_total")
+    s3.list_objects_v2(Bucket=b, Prefix="samples/", Delimiter="/")
+    wait_for(lambda: skipped_full(d) - full0 == NSAMPLES, timeout=30,
+             what="the samples left out")
+    assert metric(d, "s3nfs_tier_prefetch_files_total") == files0
+    assert all(state(d, b, k) == "evicted" for k in small(sizes, "samples"))
