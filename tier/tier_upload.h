@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tier_dirty.h"
 #include "tier_s3.h"
 
 struct meta_env;
@@ -82,6 +83,12 @@ struct tier_upload_config {
     tier_upload_last_read_fn last_read;
     tier_upload_capacity_fn capacity;
     void *core_arg; /* the three callbacks' argument */
+    /* the dirty-bytes bound (tier_dirty.h; NULL: none): the scanner publishes
+     * each bucket's levels and pending bytes there, uploads confirmed are taken
+     * off, and a bucket past its bound has every pending file due at once
+     * (its upload delay does not apply). Owned by the caller; must outlive the
+     * uploader. */
+    struct tier_dirty *dirty;
 };
 
 /** Start the scanner, the workers and the client loop. The first started uploader
