@@ -139,6 +139,18 @@ static int tier_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
 /* The recall settings of a file: its tier policy's (presets, recall knobs). */
 /* ---- the dirty-bytes bound: QoS's hold hook over the tier's accounting ---- */
 
+/* A file's size with its writes not committed yet (the uploader's scan counts
+ * them as dirty). */
+static int tier_size(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size)
+{
+    struct core_principal sp = {.tenant = tenant, .flags = CORE_P_SUPER | CORE_P_NOWAIT};
+    struct core_attr at;
+    int rc = core_getattr(arg, &sp, ino, 0, &at);
+    if (rc == 0)
+        *size = at.size;
+    return rc;
+}
+
 static bool dirty_active(void *arg)
 {
     return tier_dirty_any(((struct daemon *)arg)->dirty);
@@ -938,6 +950,7 @@ static int start_all(struct daemon *d)
                                     .evict = tier_evict,
                                     .last_read = tier_last_read,
                                     .capacity = tier_capacity,
+                                    .size = tier_size,
                                     .core_arg = d->core};
     if ((rc = tier_dirty_new(&d->dirty)) < 0)
         return rc;

@@ -19,8 +19,10 @@ struct dlevel {
     uint64_t cur;            /* pending bytes being gathered by this pass */
     uint64_t written;        /* bytes charged since the start */
     uint64_t confirmed;      /* bytes confirmed since the start */
-    uint64_t w_mark, c_mark; /* written/confirmed when the last complete pass began */
-    uint64_t w_pass, c_pass; /* ... when this pass began */
+    uint64_t w_mark;         /* written when the pass before the last complete one began */
+    uint64_t c_mark;         /* confirmed when the last complete pass began */
+    uint64_t w_pass, c_pass; /* written/confirmed when this pass began */
+    uint64_t w_prev;         /* written when the last complete pass began */
     uint64_t held_total, held_us;
 };
 
@@ -191,8 +193,14 @@ void tier_dirty_pass_end(struct tier_dirty *d, uint64_t bucket)
     if (b) {
         for (size_t i = 0; i < b->nlv; i++) {
             struct dlevel *l = &b->lv[i];
+            /* Writes are counted from the pass before: a write acknowledged just
+             * before this pass began may not show in the sizes the scan read yet
+             * (an NFS UNSTABLE write whose metadata is still being committed);
+             * the next pass sees it. Uploads are recorded in the same commit that
+             * confirms them, so the scan saw every one confirmed before it. */
             l->base = l->cur;
-            l->w_mark = l->w_pass;
+            l->w_mark = b->passed ? l->w_prev : l->w_pass;
+            l->w_prev = l->w_pass;
             l->c_mark = l->c_pass;
         }
         b->passed = true;

@@ -8,12 +8,15 @@
  * Accounting. The uploader's scanner finds, once per pass, the bytes of the
  * files of each level that are not uploaded (pending); writes admitted since
  * the pass began are added, and uploads confirmed since then are taken off:
- *   dirty = pending(last complete pass) + written(since it began)
- *           - confirmed(since it began), at least 0.
- * It is an estimate that each complete pass makes exact again: a file written
- * several times between passes counts each write, and a write or an upload
- * the pass saw itself counts twice (once in pending, once in the counters).
- * Either way by at most what moved during one pass.
+ *   dirty = pending(last complete pass)
+ *           + written(since the pass before it began)
+ *           - confirmed(since the last complete pass began), at least 0.
+ * Writes count from one pass further back because a write acknowledged just
+ * before a pass began may not show yet in the sizes that pass reads (an NFS
+ * UNSTABLE write whose metadata is being committed). It is an estimate that
+ * errs towards holding: a file written several times counts each write, and a
+ * write the scan saw counts twice (in pending and in the counters), by at most
+ * what was written during two passes; each pass corrects what went before.
  *
  * Admission (the QoS path, qos_admit.h's hold hook): a write of n bytes to a
  * level whose dirty bytes are above 0 and would pass its bound with n is held

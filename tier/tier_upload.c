@@ -1501,6 +1501,14 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             other == kv->ino)
             return 0;
     }
+    bool current =
+        have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote;
+    uint64_t dsize = r.size; /* dirty: with writes not committed yet (NFS UNSTABLE) */
+    if (!current && u->cfg.dirty && u->cfg.size && tier_dirty_any(u->cfg.dirty)) {
+        uint64_t now_size;
+        if (u->cfg.size(u->cfg.core_arg, r.tenant, kv->ino, &now_size) == 0 && now_size > dsize)
+            dsize = now_size;
+    }
     pthread_mutex_lock(&u->mu);
     struct bstat *b = bstat_get(u, s->pe->bucket, true);
     if (!b) {
@@ -1511,7 +1519,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     bool evicted = (r.flags & META_I_EVICTED) != 0;
     if (!evicted)
         b->cur.local_bytes += r.used;
-    if (have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote) {
+    if (current) {
         b->cur.uploaded_files++;
         b->cur.remote_bytes += r.size;
         int rc = 0;
@@ -1533,7 +1541,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     b->cur.pending_files++;
     b->cur.pending_bytes += r.size;
     if (u->cfg.dirty)
-        tier_dirty_pending(u->cfg.dirty, s->pe->bucket, s->eff_level, r.size);
+        tier_dirty_pending(u->cfg.dirty, s->pe->bucket, s->eff_level, dsize);
     if (age_s > b->cur.oldest_s)
         b->cur.oldest_s = age_s;
     if (b->barrier_ns && ct <= b->barrier_ns)
@@ -2051,6 +2059,11 @@ fail:
 struct tier_upload *tier_upload_default(void)
 {
     return atomic_load(&the_uploader);
+}
+
+struct tier_dirty *tier_upload_dirty(struct tier_upload *u)
+{
+    return u ? u->cfg.dirty : NULL;
 }
 
 void tier_upload_kick(struct tier_upload *u)

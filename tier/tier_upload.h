@@ -64,6 +64,9 @@ typedef int (*tier_upload_read_fn)(void *arg, uint32_t tenant, uint64_t ino, uin
 typedef int (*tier_upload_evict_fn)(void *arg, uint64_t ino, uint64_t change, uint64_t *freed);
 /** When file @p ino was last read (seconds since the epoch; a lower bound). */
 typedef int64_t (*tier_upload_last_read_fn)(void *arg, uint64_t ino);
+/** File @p ino of @p tenant's size as clients see it now, writes not committed yet
+ * included (NFS UNSTABLE). @return 0 or an error. */
+typedef int (*tier_upload_size_fn)(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size);
 /** The local store's used bytes and capacity now. @return 0 or an error. */
 typedef int (*tier_upload_capacity_fn)(void *arg, uint64_t *used, uint64_t *cap);
 
@@ -82,7 +85,8 @@ struct tier_upload_config {
     tier_upload_evict_fn evict;
     tier_upload_last_read_fn last_read;
     tier_upload_capacity_fn capacity;
-    void *core_arg; /* the three callbacks' argument */
+    tier_upload_size_fn size; /* for the dirty bound (NULL: the committed size) */
+    void *core_arg;           /* the four callbacks' argument */
     /* the dirty-bytes bound (tier_dirty.h; NULL: none): the scanner publishes
      * each bucket's levels and pending bytes there, uploads confirmed are taken
      * off, and a bucket past its bound has every pending file due at once
@@ -100,6 +104,8 @@ int tier_upload_start(struct tier_upload **out, const struct tier_upload_config 
 void tier_upload_stop(struct tier_upload *u);
 /** The uploader started first and not stopped yet, or NULL. */
 struct tier_upload *tier_upload_default(void);
+/** The dirty bound the uploader was started with (cfg.dirty; NULL: none). */
+struct tier_dirty *tier_upload_dirty(struct tier_upload *u);
 /** Run a pass soon (a policy changed). */
 void tier_upload_kick(struct tier_upload *u);
 /** Remote @p id was changed in place (credentials, limits): its client is made again
