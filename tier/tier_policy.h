@@ -154,7 +154,7 @@ struct tier_dirpol {
     uint32_t read_ahead;  /* bytes a recall fetches past a read's range (whole_file off) */
     uint32_t chunk_size;  /* bytes of one ranged GET of a recall (0: the daemon's) */
     uint16_t streams;     /* chunks of one file fetched at once (0: as many as threads) */
-    uint64_t dirty_bound; /* stored, not acted on yet (cache mode's write-back) */
+    uint64_t dirty_bound; /* bytes not on the remote before writers are held (tier_dirty.h) */
 };
 
 /** What applies to one file. */

@@ -14,6 +14,7 @@ cuts so that uploads cannot drain:
 
 S3NFS_DIRTY_BOUND_OFF=1 runs the same checks with the bound 0 (none): they
 must fail (nothing is held), which shows the checks can fail."""
+import json
 import os
 import re
 import shutil
@@ -74,6 +75,14 @@ class Writer(threading.Thread):
             self.times.append(time.time() - t0)
 
 
+def ctl(d, *args):
+    from s3nfsd_harness import CTL
+    env = dict(os.environ, S3NFS_ADMIN=d.admin_endpoint, S3NFS_ADMIN_TOKEN=d.admin_token)
+    r = subprocess.run([CTL] + list(args), env=env, text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
 def test_cache_bucket_writers_held_past_the_bound(d, rgw):
     rs3 = rgw.boto3()
     rb = new_bucket(rs3, "cmd-")
@@ -89,6 +98,13 @@ def test_cache_bucket_writers_held_past_the_bound(d, rgw):
         assert st == 400, body
         # ttl_s alone leaves the bound as it is (it is the bucket's tier setting)
         assert adm.put(base, {"ttl_s": 3600})["dirty_max_bytes"] == BOUND
+        # the CLI sets it too (and the tier settings show it as the bucket's dirty_bound)
+        ctl(d, "cache", "set", "1", b, "--ttl", "3600", "--dirty-max", "8M")
+        assert adm.get(base)["dirty_max_bytes"] == 8 * MiB
+        assert adm.get(f"/tenants/1/buckets/{b}/tier")["dirty_bound"] == 8 * MiB
+        got = json.loads(ctl(d, "--json", "cache", "set", "1", b, "--ttl", "3600",
+                             "--dirty-max", str(BOUND)).stdout)
+        assert got["dirty_max_bytes"] == BOUND
         s3 = d.boto3()
         s3.list_objects_v2(Bucket=b)  # the root imported: no remote listing below
         other = new_bucket(s3, "free-")  # a bucket with no bound, same tenant
