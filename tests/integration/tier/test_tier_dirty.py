@@ -30,7 +30,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
-from tenutil import Admin  # noqa: E402
+from tenutil import Admin, make_tenant, s3_for  # noqa: E402
 from tierutil import add_remote, daemon_fixture, new_bucket, wait_for  # noqa: E402
 from test_tier_cache import FAST, Relay, cache_bucket  # noqa: E402
 
@@ -108,6 +108,9 @@ def test_cache_bucket_writers_held_past_the_bound(d, rgw):
         s3 = d.boto3()
         s3.list_objects_v2(Bucket=b)  # the root imported: no remote listing below
         other = new_bucket(s3, "free-")  # a bucket with no bound, same tenant
+        t2 = make_tenant(adm, "dt" + uuid.uuid4().hex[:8])  # and another tenant
+        s3t2 = s3_for(d, t2)
+        other2 = new_bucket(s3t2, "free2-")
         if BOUND:
             wait_for(lambda: adm.get(base)["dirty"]["bound"] == BOUND, timeout=30,
                      what="the uploader's pass publishing the bound")
@@ -121,10 +124,12 @@ def test_cache_bucket_writers_held_past_the_bound(d, rgw):
         assert not w.errors, w.errors
         assert held_total(d, b) >= 1
         assert qos_held(d) >= 1
-        # another bucket's writer is not slowed by this bucket's bound
-        t0 = time.time()
-        s3.put_object(Bucket=other, Key="x", Body=os.urandom(MiB))
-        assert time.time() - t0 < 1.5
+        # another bucket's writer, and another tenant's, are not slowed by this bound
+        for c, ob in ((s3, other), (s3t2, other2)):
+            t0 = time.time()
+            c.put_object(Bucket=ob, Key="x", Body=os.urandom(MiB))
+            assert time.time() - t0 < 1.5
+        assert w.is_alive()  # and the held writer is still held
         relay.restore()
         w.join(90)
         assert not w.is_alive(), "held writers did not resume once the remote drained"
