@@ -22,7 +22,8 @@
  * the client with tier_s3_run(), so no front-end loop ever waits for a remote.
  * A retryable failure (remote down, 5xx, timeouts) backs the whole remote off
  * (exponential, with jitter, up to retry_max_ms); other failures back the file
- * off. Local writes never wait for the uploader. At start, multipart uploads
+ * off. Local writes never wait for the uploader (but past a dirty bound QoS holds
+ * writers until uploads confirm: tier_dirty.h). At start, multipart uploads
  * left on a remote by an earlier run (begun before this start) are aborted.
  *
  * The daemon provides the bytes and the remotes through callbacks (the core's
