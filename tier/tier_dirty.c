@@ -88,12 +88,26 @@ static struct dbucket *bget(struct tier_dirty *d, uint64_t bucket)
     return found ? &d->b[i] : NULL;
 }
 
+/* A level of @p b by its directory: levels are sorted by dir, so a write's
+ * lookup costs O(depth * log levels) under the lock, however many directory
+ * policies a (hostile) tenant gives its bucket. */
 static struct dlevel *lget(struct dbucket *b, uint64_t dir)
 {
-    for (size_t i = 0; i < b->nlv; i++)
-        if (b->lv[i].dir == dir)
-            return &b->lv[i];
-    return NULL;
+    size_t lo = 0, hi = b->nlv;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->lv[mid].dir < dir)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < b->nlv && b->lv[lo].dir == dir ? &b->lv[lo] : NULL;
+}
+
+static int level_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const struct dlevel *)a)->dir, y = ((const struct dlevel *)b)->dir;
+    return x < y ? -1 : x > y;
 }
 
 static void bremove(struct tier_dirty *d, size_t i)
@@ -166,6 +180,7 @@ int tier_dirty_pass_begin(struct tier_dirty *d, uint64_t bucket, uint32_t tenant
         nl[m].c_pass = nl[m].confirmed;
         m++;
     }
+    qsort(nl, m, sizeof(nl[0]), level_cmp);
     free(b->lv);
     b->lv = nl;
     b->nlv = m;

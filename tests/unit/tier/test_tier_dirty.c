@@ -175,12 +175,34 @@ static void test_levels_and_isolation(void **state)
     tier_dirty_free(d);
 }
 
+/* Many directory levels, published in any order: each write finds its own. */
+static void test_many_levels(void **state)
+{
+    (void)state;
+    struct tier_dirty *d;
+    assert_int_equal(tier_dirty_new(&d), 0);
+    struct tier_dirty_level lv[256];
+    for (size_t i = 0; i < 256; i++) /* descending inodes */
+        lv[i] = (struct tier_dirty_level){.dir = 100000 - i * 7, .decides = true, .bound = 10 + i};
+    assert_int_equal(tier_dirty_pass_begin(d, B1, 7, lv, 256), 0);
+    tier_dirty_pass_end(d, B1);
+    for (size_t i = 0; i < 256; i++) {
+        uint64_t path[3] = {1, lv[i].dir, 2}; /* 1 and 2 have no policy */
+        tier_dirty_charge(d, B1, path, 3, 10 + i, 0);
+        assert_int_equal(tier_dirty_check(d, B1, path, 3, 1, true), 1);
+        assert_int_equal(dirty(d, B1, lv[i].dir), 10 + i);
+    }
+    assert_int_equal(dirty(d, B1, B1), 0);
+    tier_dirty_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bucket_bound),
         cmocka_unit_test(test_between_passes),
         cmocka_unit_test(test_levels_and_isolation),
+        cmocka_unit_test(test_many_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
