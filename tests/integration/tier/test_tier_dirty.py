@@ -5,7 +5,8 @@ cuts so that uploads cannot drain:
 
 - a cache-mode bucket with `dirty_max_bytes`: S3 writers past the bound are
   held (a PUT takes seconds, s3nfs_tier_dirty_held_total and s3nfs_qos_held
-  rise), never failed; a bucket without a bound is not slowed meanwhile; once
+  rise), never failed, and so is a CopyObject into it; a bucket without a
+  bound, of the same tenant or of another, is not slowed meanwhile; once
   the remote is back and uploads confirm, the held writes finish, and later
   writes go at full speed;
 - a tiered bucket whose directory has a preset with a `dirty_bound` override:
@@ -130,11 +131,20 @@ def test_cache_bucket_writers_held_past_the_bound(d, rgw):
             c.put_object(Bucket=ob, Key="x", Body=os.urandom(MiB))
             assert time.time() - t0 < 1.5
         assert w.is_alive()  # and the held writer is still held
+        # a copy into the bounded bucket is held too (its write side)
+        cp = Writer(lambda i: s3.copy_object(Bucket=b, Key="copied",
+                                             CopySource={"Bucket": other, "Key": "x"}), 1)
+        cp.start()
+        time.sleep(1.0)
+        assert cp.is_alive(), f"the copy was not held: {cp.times} {cp.errors}"
         relay.restore()
         w.join(90)
         assert not w.is_alive(), "held writers did not resume once the remote drained"
         assert not w.errors, w.errors
         assert max(w.times) >= HELD_S - 0.5, w.times  # one write waited out the cut
+        cp.join(60)
+        assert not cp.is_alive() and not cp.errors, cp.errors
+        assert s3.get_object(Bucket=b, Key="copied")["ContentLength"] == MiB
         for i in range(8):
             assert s3.get_object(Bucket=b, Key=f"w/{i}")["Body"].read() == data[i]
         # drained: the uploads confirmed; writes under the bound go at full speed
