@@ -11,7 +11,9 @@ cuts so that uploads cannot drain:
   writes go at full speed;
 - a tiered bucket whose directory has a preset with a `dirty_bound` override:
   an NFS writer (libnfs' nfs-cp) into that directory is held the same way,
-  while S3 writes elsewhere in the bucket are not.
+  while S3 writes elsewhere in the bucket are not;
+- a bucket with a one-hour upload delay past its bound is hastened: its
+  pending files are uploaded at once and held writers resume in seconds.
 
 S3NFS_DIRTY_BOUND_OFF=1 runs the same checks with the bound 0 (none): they
 must fail (nothing is held), which shows the checks can fail."""
@@ -226,3 +228,34 @@ def dp_ino(d, b):
         st, fh = n.lookup(fh, "ckpt")
         assert st == 0
         return n.fileid(fh)
+
+
+def test_held_bucket_is_hastened(d, rgw):
+    """A bucket whose upload delay is an hour: past its bound its pending files
+    are uploaded at once (the delay does not apply), so held writers resume in
+    seconds, not after the delay."""
+    rb = new_bucket(rgw.boto3(), "tdh-")
+    adm = Admin(d)
+    r = add_remote(adm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb)
+    b = "th" + uuid.uuid4().hex[:8]
+    s3 = d.boto3()
+    s3.create_bucket(Bucket=b)
+    tier = f"/tenants/1/buckets/{b}/tier"
+    pol = adm.put(tier, {"remote": r["id"], "upload_after_s": 3600, "dirty_bound": BOUND})
+    assert pol["effective"]["dirty_bound"] == BOUND
+    if BOUND:
+        wait_for(lambda: re.search(r'^s3nfs_tier_dirty_bound_bytes\{tenant="1",bucket="%s",'
+                                   r'level="bucket"\} %d$' % (b, BOUND), metrics(d), re.M),
+                 timeout=30, what="the bound published")
+    data = os.urandom(MiB)
+    w = Writer(lambda i: s3.put_object(Bucket=b, Key=f"h/{i}", Body=data), 10)
+    w.start()
+    w.join(60)
+    assert not w.is_alive(), "held writers were not let go: the bucket was not hastened"
+    assert not w.errors, w.errors
+    assert held_total(d, b) >= 1, "nothing was held"
+    # the first files went to the remote long before their hour
+    head = s3.head_object(Bucket=b, Key="h/0")["ResponseMetadata"]["HTTPHeaders"]
+    assert head.get("x-s3nfs-tier-state") in ("uploaded", "uploading"), head
+    print(f"\n10 MiB into a bucket with a 1 h upload delay and a 4 MiB bound: "
+          f"{sum(w.times):.2f} s, longest write {max(w.times):.2f} s")
