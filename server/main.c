@@ -200,9 +200,9 @@ static int tier_evict(void *arg, uint64_t ino, uint64_t change, uint64_t *freed)
     return core_tier_evict(arg, ino, change, freed);
 }
 
-static int64_t tier_last_read(void *arg, uint64_t ino)
+static int64_t tier_last_read(void *arg, uint64_t ino, int64_t stored_s)
 {
-    return core_tier_last_read(arg, ino);
+    return core_tier_last_read(arg, ino, stored_s);
 }
 
 /* Used bytes and capacity of the store for eviction watermarks: what its data files may

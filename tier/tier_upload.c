@@ -738,8 +738,20 @@ struct rec_op {
 static int rec_fn(struct meta_txn *t, void *arg)
 {
     struct rec_op *a = arg;
-    if (a->c)
-        return meta_tier_put(t, a->ino, a->c);
+    if (a->c) {
+        /* the new copy's record keeps the file's last read time the old one had */
+        struct meta_tier_copy *cur = malloc(sizeof(*cur));
+        if (!cur)
+            return -ENOMEM;
+        uint32_t read_s = a->c->st.read_s;
+        if (meta_tier_get(t, a->ino, cur) == 0 && cur->st.read_s > read_s)
+            read_s = cur->st.read_s;
+        *cur = *a->c;
+        cur->st.read_s = read_s;
+        int rc = meta_tier_put(t, a->ino, cur);
+        free(cur);
+        return rc;
+    }
     struct meta_tier_copy cur;
     int rc = meta_tier_get(t, a->ino, &cur);
     if (rc == -ENOENT)
@@ -1224,6 +1236,10 @@ static int do_upload(struct tier_upload *u, struct job *j)
     c->st.change = j->change;
     c->st.size = j->size;
     c->st.time_s = (int64_t)time(NULL);
+    if (u->cfg.last_read) { /* what the next pass would write (rec_fn keeps a later one) */
+        int64_t rd = u->cfg.last_read(u->cfg.core_arg, j->ino, 0);
+        c->st.read_s = rd <= 0 ? 0 : rd > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)rd;
+    }
     snprintf(c->st.etag, sizeof(c->st.etag), "%s", etag);
     snprintf(c->key, sizeof(c->key), "%s", j->key);
     struct rec_op a = {j->ino, c, NULL, 0};
@@ -1398,6 +1414,12 @@ static int queue(struct tier_upload *u, struct job *j)
     return 0;
 }
 
+/* A read time to keep in a file's tierst record (read_s). */
+struct rt_ent {
+    uint64_t ino;
+    int64_t read_s;
+};
+
 struct bscan {
     struct tier_upload *u;
     struct meta_txn *t;
@@ -1414,7 +1436,63 @@ struct bscan {
     size_t seen;
     bool more;
     struct meta_tier_copy c;
+    struct rt_ent rt[SCAN_CHUNK]; /* read times to write after this chunk */
+    size_t nrt;
 };
+
+/* How far a record's read time may lag the core's before a pass writes it: an eighth
+ * of the eviction age, at least a second, at most a minute (a minute when only the
+ * watermarks evict). So a file read all the time costs a write per grain, not per read,
+ * and eviction by age after a restart errs by a grain at most (plus the reads of the
+ * last pass's interval after a SIGKILL). */
+static int64_t read_grain(uint32_t evict_after_s)
+{
+    int64_t g = evict_after_s ? evict_after_s / 8 : 60;
+    return g < 1 ? 1 : g > 60 ? 60 : g;
+}
+
+/* The last read of a file with a tierst record (s->c) whose policy evicts: the core's,
+ * or the record's when later; notes the core's for the record when it lags a grain. */
+static int64_t read_time(struct tier_upload *u, struct bscan *s, uint64_t ino,
+                         const struct tier_effective *e)
+{
+    int64_t stored = s->c.st.read_s;
+    if (!u->cfg.last_read)
+        return stored;
+    int64_t last = u->cfg.last_read(u->cfg.core_arg, ino, stored);
+    if (last > stored && (stored == 0 || last - stored >= read_grain(e->evict_after_s)) &&
+        s->nrt < SCAN_CHUNK)
+        s->rt[s->nrt++] = (struct rt_ent){ino, last};
+    return last;
+}
+
+struct rt_op {
+    const struct rt_ent *v;
+    size_t n;
+};
+
+static int rt_fn(struct meta_txn *t, void *arg)
+{
+    const struct rt_op *a = arg;
+    for (size_t i = 0; i < a->n; i++) {
+        int rc = meta_tier_note_read(t, a->v[i].ino, a->v[i].read_s);
+        if (rc && rc != -ENOENT && rc != SRV_ECORRUPT) /* gone or unreadable: skip it */
+            return rc;
+    }
+    return 0;
+}
+
+/* Write the read times a chunk of the scan noted, in one metadata op. */
+static void rt_flush(struct tier_upload *u, struct bscan *s)
+{
+    if (!s->nrt)
+        return;
+    struct rt_op a = {s->rt, s->nrt};
+    int rc = meta_submit(u->cfg.meta, rt_fn, &a, 0);
+    if (rc)
+        srv_log(WARN, TIER, "cannot keep %zu read times: %s", s->nrt, srv_strerror(rc));
+    s->nrt = 0;
+}
 
 /* The policy that applies to files whose first parent is @p parent: the nearest
  * directory policy on the way up to the bucket, else the bucket's. Cached for the
@@ -1445,7 +1523,7 @@ static const struct tier_effective *effective(struct bscan *s, uint64_t parent)
 
 /* A file that may be evicted (mu held). */
 static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
-                    const struct meta_inode *r, const struct tier_effective *e)
+                    const struct meta_inode *r, const struct tier_effective *e, int64_t last)
 {
     if (u->ncands == u->capcands) {
         size_t nc = u->capcands ? u->capcands * 2 : 256;
@@ -1455,7 +1533,6 @@ static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
         u->cands = nv;
         u->capcands = nc;
     }
-    int64_t last = u->cfg.last_read ? u->cfg.last_read(u->cfg.core_arg, ino) : 0;
     if (r->ctime_s > last)
         last = r->ctime_s; /* a change counts as a use (the copy does not) */
     u->cands[u->ncands++] = (struct tier_evict_cand){
@@ -1517,6 +1594,8 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     }
     const struct tier_effective *e = effective(s, r.parent);
     bool evicted = (r.flags & META_I_EVICTED) != 0;
+    bool evicts = u->cfg.evict && (e->evict_after_s || s->pe->p.evict_high) && !e->keep_local;
+    int64_t last = have && evicts ? read_time(u, s, kv->ino, e) : 0;
     if (!evicted)
         b->cur.local_bytes += r.used;
     if (current) {
@@ -1526,12 +1605,12 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         if (evicted) {
             b->cur.evicted_files++;
             b->cur.evicted_bytes += r.size;
-        } else if (u->cfg.evict && (e->evict_after_s || s->pe->p.evict_high) && !e->keep_local &&
-                   r.nlink > 0 && !(r.flags & (META_I_VREC | META_I_INLINE)) && s->c.st.etag[0] &&
-                   s->c.st.size == r.size && !tier_policy_pinned(&s->pe->p, key, klen)) {
+        } else if (evicts && r.nlink > 0 && !(r.flags & (META_I_VREC | META_I_INLINE)) &&
+                   s->c.st.etag[0] && s->c.st.size == r.size &&
+                   !tier_policy_pinned(&s->pe->p, key, klen)) {
             b->cur.evictable_files++;
             b->cur.evictable_bytes += r.used;
-            rc = cand_add(u, s, kv->ino, &r, e);
+            rc = cand_add(u, s, kv->ino, &r, e, last);
         }
         pthread_mutex_unlock(&u->mu);
         return rc;
@@ -1651,6 +1730,7 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint
             rc = meta_keyidx_scan(s->t, pe->bucket, "", 0, NULL, 0, bscan_cb, s);
         }
         meta_rtxn_end(s->t);
+        rt_flush(u, s);
         if (rc < 0 || u->stop)
             break;
         if (!s->more) {

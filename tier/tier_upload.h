@@ -63,8 +63,9 @@ typedef int (*tier_upload_read_fn)(void *arg, uint32_t tenant, uint64_t ino, uin
  * evicted (the core checks its copy is confirmed in the same txn). @return 0, -EAGAIN
  * (not evictable now), or another error. */
 typedef int (*tier_upload_evict_fn)(void *arg, uint64_t ino, uint64_t change, uint64_t *freed);
-/** When file @p ino was last read (seconds since the epoch; a lower bound). */
-typedef int64_t (*tier_upload_last_read_fn)(void *arg, uint64_t ino);
+/** When file @p ino was last read (seconds since the epoch; never earlier than the
+ * truth), given @p stored_s, the time its tierst record holds (0: none). */
+typedef int64_t (*tier_upload_last_read_fn)(void *arg, uint64_t ino, int64_t stored_s);
 /** File @p ino of @p tenant's size as clients see it now, writes not committed yet
  * included (NFS UNSTABLE). @return 0 or an error. */
 typedef int (*tier_upload_size_fn)(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size);

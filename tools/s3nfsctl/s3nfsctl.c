@@ -90,6 +90,9 @@ static const struct cmd_doc {
      "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
      "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS] [--evict-after SECONDS]\n"
      "                [--evict-watermark HIGH:LOW] [--pin-prefixes P1,P2,...]\n"
+     "                [--storage-class STANDARD_IA|ONEZONE_IA|INTELLIGENT_TIERING|\n"
+     "                GLACIER_IR|GLACIER|DEEP_ARCHIVE]   (the class lifecycle Transitions\n"
+     "                name; default STANDARD_IA)\n"
      "  tier get|delete T BUCKET --dir PATH   a directory's policy\n"
      "  tier set T BUCKET --dir PATH [--upload-after S] [--evict-after S]\n"
      "                [--keep-local | --no-keep-local] [KNOBS]\n"
@@ -1327,6 +1330,7 @@ static int cmd_tier(int argc, char **argv)
         {"--evict-priority", "evict_priority", OPT_STR, FOR_UPDATE},
         {"--evict-watermark", NULL, OPT_ARG, 0},
         {"--pin-prefixes", NULL, OPT_ARG, 0},
+        {"--storage-class", "storage_class", OPT_STR, FOR_UPDATE},
         {"--preset", "preset", OPT_STR, FOR_UPDATE},
         {"--read-only", "read_only", OPT_TRUE, FOR_UPDATE},
         {"--writable", "read_only", OPT_FALSE, FOR_UPDATE},
@@ -1368,8 +1372,10 @@ static int cmd_tier(int argc, char **argv)
     } else if (strcmp(argv[0], "set") == 0 && dir) {
         if (flag(argc, argv, 3, "--remote", true) ||
             flag(argc, argv, 3, "--evict-watermark", true) ||
-            flag(argc, argv, 3, "--pin-prefixes", true))
-            die(2, "tier set --dir: the remote, watermarks and pins are the bucket's");
+            flag(argc, argv, 3, "--pin-prefixes", true) ||
+            flag(argc, argv, 3, "--storage-class", true))
+            die(2, "tier set --dir: the remote, watermarks, pins and storage class are the "
+                   "bucket's");
         json_t *o = json_object();
         set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
         tier_recall_flags(o, argc, argv, ropts);
