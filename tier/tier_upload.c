@@ -167,6 +167,7 @@ struct job {
     char *oldkey; /* upload: a copy under another key to delete after, or NULL */
     uint32_t oldremote;
     int64_t ctime_ns; /* the change's time (for barriers) */
+    uint64_t level;   /* the dirty-bound level of the file (tier_dirty.h) */
 };
 
 struct bstat {
@@ -1284,6 +1285,8 @@ static int do_upload(struct tier_upload *u, struct job *j)
         failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "record", srv_strerror(rc));
         goto out;
     }
+    if (u->cfg.dirty)
+        tier_dirty_confirmed(u->cfg.dirty, j->bucket, j->level, j->size);
     pthread_mutex_lock(&u->mu);
     u->up_files++;
     u->up_bytes += j->size;
@@ -1462,6 +1465,8 @@ struct bscan {
     int64_t now_ns;
     uint64_t eff_parent; /* the parent whose policy eff is (0: none yet) */
     struct tier_effective eff;
+    uint64_t eff_level; /* the dirty-bound level of eff_parent's files */
+    bool hasten;        /* the bucket's dirty bound is reached: every pending file is due */
     char last[META_KEY_MAX + 1];
     size_t lastlen;
     size_t seen;
@@ -1546,6 +1551,9 @@ static const struct tier_effective *effective(struct bscan *s, uint64_t parent)
     }
     tier_effective_of(&pe->p, pe->bent, hit, &s->eff);
     s->eff_parent = parent;
+    s->eff_level = s->u->cfg.dirty
+                       ? tier_dirty_level_of(s->u->cfg.dirty, pe->bucket, hit ? hit->dir : 0)
+                       : pe->bucket;
     return &s->eff;
 }
 
@@ -1606,6 +1614,14 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             other == kv->ino)
             return 0;
     }
+    bool current =
+        have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote;
+    uint64_t dsize = r.size; /* dirty: with writes not committed yet (NFS UNSTABLE) */
+    if (!current && u->cfg.dirty && u->cfg.size && tier_dirty_any(u->cfg.dirty)) {
+        uint64_t now_size;
+        if (u->cfg.size(u->cfg.core_arg, r.tenant, kv->ino, &now_size) == 0 && now_size > dsize)
+            dsize = now_size;
+    }
     pthread_mutex_lock(&u->mu);
     struct bstat *b = bstat_get(u, s->pe->bucket, true);
     if (!b) {
@@ -1618,7 +1634,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     int64_t last = have && evicts ? read_time(u, s, kv->ino, e) : 0;
     if (!evicted)
         b->cur.local_bytes += r.used;
-    if (have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote) {
+    if (current) {
         b->cur.uploaded_files++;
         b->cur.remote_bytes += r.size;
         int rc = 0;
@@ -1639,12 +1655,14 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     int64_t age_s = (s->now_ns - ct) / 1000000000ll;
     b->cur.pending_files++;
     b->cur.pending_bytes += r.size;
+    if (u->cfg.dirty)
+        tier_dirty_pending(u->cfg.dirty, s->pe->bucket, s->eff_level, dsize);
     if (age_s > b->cur.oldest_s)
         b->cur.oldest_s = age_s;
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
     bool due = age_s >= (int64_t)e->upload_after_s || (b->barrier_ns && ct <= b->barrier_ns) ||
-               ct <= b->hasten_ns;
+               ct <= b->hasten_ns || s->hasten;
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -1659,6 +1677,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             j->tenant = r.tenant;
             j->remote = s->pe->p.remote;
             j->ctime_ns = ct;
+            j->level = s->eff_level;
             if (have && !same_key) {
                 j->oldkey = strdup(s->c.key);
                 j->oldremote = s->c.st.remote;
@@ -1674,6 +1693,24 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     }
     pthread_mutex_unlock(&u->mu);
     return rc;
+}
+
+/* Publish @p pe's levels to the dirty bound (a pass over it begins). */
+static void dirty_begin(struct tier_upload *u, const struct policy_ent *pe, uint32_t tenant)
+{
+    if (!u->cfg.dirty)
+        return;
+    struct tier_dirty_level *lv = calloc(pe->ndirs + 1, sizeof(*lv));
+    if (!lv)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < pe->ndirs; i++) {
+        lv[n].dir = pe->dirs[i].dir;
+        lv[n].decides = tier_dirpol_dirty(&pe->dirs[i], &lv[n].bound);
+        n++;
+    }
+    tier_dirty_pass_begin(u->cfg.dirty, pe->bucket, tenant, lv, n);
+    free(lv);
 }
 
 static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint32_t group,
@@ -1706,6 +1743,8 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint
                     bs->seen = true;
                 }
                 pthread_mutex_unlock(&u->mu);
+                dirty_begin(u, pe, b.tenant);
+                s->hasten = u->cfg.dirty && tier_dirty_hasten(u->cfg.dirty, pe->bucket);
             }
             first = false;
         }
@@ -1728,8 +1767,13 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint
         }
         meta_rtxn_end(s->t);
         rt_flush(u, s);
-        if (rc < 0 || !s->more || u->stop)
+        if (rc < 0 || u->stop)
             break;
+        if (!s->more) {
+            if (u->cfg.dirty)
+                tier_dirty_pass_end(u->cfg.dirty, pe->bucket); /* its pending bytes stand */
+            break;
+        }
         /* a chunk of nothing but long keys of one head would go round: stop (the rest
          * of the bucket waits; it takes 512 keys sharing their first 495 bytes) */
         if (s->lastlen == prevlen && memcmp(s->last, prev, prevlen) == 0)
@@ -1933,6 +1977,8 @@ static void pass(struct tier_upload *u)
     u->ncands = 0;
     for (size_t i = 0; i < ps.n && !u->stop; i++)
         scan_bucket(u, &ps.v[i], (uint32_t)i, now_ns);
+    if (!u->stop && u->cfg.dirty)
+        tier_dirty_sweep(u->cfg.dirty); /* buckets whose policy went */
     if (!u->stop)
         scan_deletes(u, &ps);
     if (!u->stop)
@@ -2129,6 +2175,11 @@ fail:
 struct tier_upload *tier_upload_default(void)
 {
     return atomic_load(&the_uploader);
+}
+
+struct tier_dirty *tier_upload_dirty(struct tier_upload *u)
+{
+    return u ? u->cfg.dirty : NULL;
 }
 
 void tier_upload_kick(struct tier_upload *u)
@@ -2435,6 +2486,32 @@ int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dir
     return rc;
 }
 
+struct dirty_render {
+    struct tier_upload *u;
+    struct evbuffer *out;
+    int f;
+};
+
+static void dirty_render_one(void *arg, uint64_t bucket, uint32_t tenant, uint64_t level,
+                             const struct tier_dirty_stat *st)
+{
+    struct dirty_render *r = arg;
+    struct bstat *b = bstat_get(r->u, bucket, false);
+    char lv[32] = "bucket";
+    if (level != bucket)
+        snprintf(lv, sizeof(lv), "%" PRIu64, level);
+    double v = r->f == 0   ? (double)st->dirty
+               : r->f == 1 ? (double)st->bound
+               : r->f == 2 ? (double)st->held_total
+                           : (double)st->held_us / 1e6;
+    evbuffer_add_printf(r->out, "%s{tenant=\"%u\",bucket=\"%s\",level=\"%s\"} %.*f\n",
+                        r->f == 0   ? "s3nfs_tier_dirty_bytes"
+                        : r->f == 1 ? "s3nfs_tier_dirty_bound_bytes"
+                        : r->f == 2 ? "s3nfs_tier_dirty_held_total"
+                                    : "s3nfs_tier_dirty_held_seconds_total",
+                        tenant, b && b->name[0] ? b->name : "?", lv, r->f == 3 ? 6 : 0, v);
+}
+
 void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
 {
     pthread_mutex_lock(&u->mu);
@@ -2502,6 +2579,21 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
             evbuffer_add_printf(out, "%s{tenant=\"%u\",bucket=\"%s\"} %" PRIu64 "\n", fam[f][0],
                                 b->tenant, b->name[0] ? b->name : "?", v);
         }
+    }
+    static const char *const dfam[][3] = {
+        {"s3nfs_tier_dirty_bytes", "gauge",
+         "Bytes written locally and not confirmed on the remote, per bounded level (bucket, "
+         "or a directory's inode)."},
+        {"s3nfs_tier_dirty_bound_bytes", "gauge", "The level's dirty bound (0: none)."},
+        {"s3nfs_tier_dirty_held_total", "counter",
+         "Writes held because the level's dirty bytes would pass its bound."},
+        {"s3nfs_tier_dirty_held_seconds_total", "counter", "Time those writes were held."},
+    };
+    for (int f = 0; f < 4 && u->cfg.dirty; f++) {
+        evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", dfam[f][0], dfam[f][2], dfam[f][0],
+                            dfam[f][1]);
+        struct dirty_render r = {u, out, f};
+        tier_dirty_each(u->cfg.dirty, dirty_render_one, &r);
     }
     pthread_mutex_unlock(&u->mu);
 }

@@ -105,8 +105,10 @@ static const struct cmd_doc {
      "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"cache", "get delete set",
      "  cache get T BUCKET | delete T BUCKET   (a bucket fronting its tier policy's remote)\n"
-     "  cache set T BUCKET [--ttl SECONDS] [--read-only|--read-write]   (default ttl 30;\n"
-     "      0: always ask the remote; the bucket needs a tier policy: `tier set` first)\n"},
+     "  cache set T BUCKET [--ttl SECONDS] [--read-only|--read-write] [--dirty-max SIZE]\n"
+     "      (default ttl 30; 0: always ask the remote; the bucket needs a tier policy:\n"
+     "      `tier set` first; --dirty-max: bytes written and not uploaded before writers\n"
+     "      are held, 0: no bound)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
 };
 #define NCMDS (sizeof(cmd_docs) / sizeof(cmd_docs[0]))
@@ -1463,6 +1465,7 @@ static int cmd_cache(int argc, char **argv)
         {"--ttl", "ttl_s", OPT_NUM, FOR_UPDATE},
         {"--read-only", "read_only", OPT_TRUE, FOR_UPDATE},
         {"--read-write", "read_only", OPT_FALSE, FOR_UPDATE},
+        {"--dirty-max", "dirty_max_bytes", OPT_SIZE, FOR_UPDATE},
         {NULL, NULL, OPT_ARG, 0},
     };
     char p[512];
