@@ -255,8 +255,10 @@ void core_close(struct core *c)
 {
     if (!c)
         return;
-    if (c->ns)
+    if (c->ns) {
+        core__pf_fini(c);
         core__bg_stop(c);
+    }
     if (c->data)
         core__pend_flusher_stop(c);
     if (c->meta && c->data)

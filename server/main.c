@@ -263,6 +263,15 @@ static int cache_list(void *arg, uint32_t remote, const char *dirkey,
     return u ? tier_upload_list_dir(u, remote, dirkey, cache_obj, cache_dir, out) : SRV_ERECALL;
 }
 
+/* ... and asks for an imported object's Content-Type and user metadata. */
+static int cache_meta(void *arg, uint32_t remote, const char *key, const char *etag, void **blob,
+                      size_t *len)
+{
+    struct tier_upload *u = tier_upload_default();
+    (void)arg;
+    return u ? tier_upload_head_meta(u, remote, key, etag, blob, len) : SRV_ERECALL;
+}
+
 static void render_cache(void *arg, struct evbuffer *out)
 {
     struct core_cache_stats st;
@@ -285,6 +294,29 @@ static void render_cache(void *arg, struct evbuffer *out)
         (unsigned long long)st.imports, (unsigned long long)st.import_errors,
         (unsigned long long)st.created, (unsigned long long)st.changed,
         (unsigned long long)st.removed, (unsigned long long)st.conflicts);
+}
+
+static void render_prefetch(void *arg, struct evbuffer *out)
+{
+    struct core_prefetch_stats st;
+    core_prefetch_stats_get(arg, &st);
+    evbuffer_add_printf(
+        out,
+        "# HELP s3nfs_tier_prefetch_dirs_total Listings of directories whose settings say "
+        "dir_prefetch.\n# TYPE s3nfs_tier_prefetch_dirs_total counter\n"
+        "s3nfs_tier_prefetch_dirs_total %llu\n"
+        "# HELP s3nfs_tier_prefetch_files_total Small evicted files a directory prefetch "
+        "started to recall.\n# TYPE s3nfs_tier_prefetch_files_total counter\n"
+        "s3nfs_tier_prefetch_files_total %llu\n"
+        "# HELP s3nfs_tier_prefetch_bytes_total Bytes of those files.\n"
+        "# TYPE s3nfs_tier_prefetch_bytes_total counter\n"
+        "s3nfs_tier_prefetch_bytes_total %llu\n"
+        "# HELP s3nfs_tier_prefetch_skipped_total Files or listings a prefetch left out, by "
+        "reason.\n# TYPE s3nfs_tier_prefetch_skipped_total counter\n"
+        "s3nfs_tier_prefetch_skipped_total{reason=\"full\"} %llu\n"
+        "s3nfs_tier_prefetch_skipped_total{reason=\"queue\"} %llu\n",
+        (unsigned long long)st.dirs, (unsigned long long)st.files, (unsigned long long)st.bytes,
+        (unsigned long long)st.full, (unsigned long long)st.dropped);
 }
 
 static void render_recall(void *arg, struct evbuffer *out)
@@ -710,6 +742,8 @@ static void stop_all(struct daemon *d)
     d->admin = NULL;
     if (d->core) {
         srv_metrics_remove_renderer(render_recall, d->core);
+        srv_metrics_remove_renderer(render_prefetch, d->core);
+        core_prefetch_stop(d->core); /* it starts recalls */
         core_tier_stop(d->core); /* its threads fetch through the uploader */
     }
     if (d->tier) {
@@ -984,7 +1018,14 @@ static int start_all(struct daemon *d)
     }
     srv_metrics_add_renderer(render_recall, d->core);
     core_cache_set_lister(d->core, cache_list, NULL);
+    core_cache_set_meta(d->core, cache_meta, NULL);
     srv_metrics_add_renderer(render_cache, d->core);
+    /* directory prefetch on listing: recalls in the background */
+    if ((rc = core_prefetch_start(d->core)) < 0) {
+        srv_log(ERROR, SRV, "cannot start the directory prefetch: %s", err_text(rc));
+        return rc;
+    }
+    srv_metrics_add_renderer(render_prefetch, d->core);
 
     int nloops = (int)d->cfg.loop_threads;
     if (nloops == 0)

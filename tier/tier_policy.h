@@ -149,7 +149,7 @@ struct tier_dirpol {
     uint32_t evict_after_s;
     uint8_t preset;       /* enum tier_preset */
     uint8_t whole_file;   /* a recall fetches the whole file (else the range + read_ahead) */
-    uint8_t dir_prefetch; /* stored, not acted on yet */
+    uint8_t dir_prefetch; /* a listing prefetches small evicted files (core_prefetch.c) */
     uint8_t read_only;    /* writes are refused */
     uint32_t read_ahead;  /* bytes a recall fetches past a read's range (whole_file off) */
     uint32_t chunk_size;  /* bytes of one ranged GET of a recall (0: the daemon's) */

@@ -120,6 +120,42 @@ int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
     return rc < 0 ? rc : (int)c.n;
 }
 
+static void objmeta_rec(uint8_t **p, int type, const char *k, const char *v)
+{
+    size_t kl = strlen(k), vl = strlen(v);
+    uint8_t *q = *p;
+    *q++ = (uint8_t)type;
+    *q++ = (uint8_t)(kl >> 8);
+    *q++ = (uint8_t)kl;
+    memcpy(q, k, kl);
+    q += kl;
+    meta_be32_put(q, (uint32_t)vl);
+    q += 4;
+    memcpy(q, v, vl);
+    *p = q + vl;
+}
+
+int tier_objmeta_encode(const char *ctype, const struct tier_s3_kv *kv, size_t n, void **blob,
+                        size_t *len)
+{
+    size_t need = 4 + (ctype && ctype[0] ? 7 + 12 + strlen(ctype) : 0);
+    for (size_t i = 0; i < n; i++)
+        need += 7 + strnlen(kv[i].name, 65535) + strlen(kv[i].value);
+    uint8_t *b = malloc(need), *p = b;
+    if (!b)
+        return -ENOMEM;
+    memcpy(p, "S3M1", 4);
+    p += 4;
+    if (ctype && ctype[0])
+        objmeta_rec(&p, 1, "Content-Type", ctype); /* s3api's stored header */
+    for (size_t i = 0; i < n; i++)
+        if (strlen(kv[i].name) <= 65535)
+            objmeta_rec(&p, 2, kv[i].name, kv[i].value);
+    *blob = b;
+    *len = (size_t)(p - b);
+    return 0;
+}
+
 /* ---- state ---- */
 
 struct job {
@@ -2357,6 +2393,36 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
         u->fetch_retry++;
     }
     pthread_mutex_unlock(&u->mu);
+    return rc;
+}
+
+int tier_upload_head_meta(struct tier_upload *u, uint32_t remote, const char *key, const char *etag,
+                          void **blob, size_t *len)
+{
+    char why[256];
+    int parallel = 0, err = 0;
+    *blob = NULL;
+    *len = 0;
+    struct tier_s3 *s3 = client_get(u, remote, &parallel, why, sizeof(why), &err, false);
+    if (!s3) {
+        srv_log(WARN, TIER, "metadata of remote %u key '%s': %s", remote, key, why);
+        return err == -ENOENT ? -ENOENT : SRV_ERECALL;
+    }
+    struct tier_s3_op op = {.code = TIER_S3_HEAD_OBJECT, .key = key};
+    struct tier_s3_result res;
+    memset(&res, 0, sizeof(res));
+    int rc = run_one(u, s3, &op, &res);
+    if (rc) {
+        bool gone = res.status == 404 || res.status == 412;
+        srv_log(WARN, TIER, "metadata of remote %u key '%s': %s", remote, key,
+                res.message[0] ? res.message : srv_strerror(rc));
+        rc = gone ? SRV_EREMOTECHG : (res.retryable || res.status == 0) ? SRV_ERECALL : -EIO;
+    } else if (res.obj.etag[0] && strcmp(res.obj.etag, etag) != 0) {
+        rc = SRV_EREMOTECHG; /* another object now: its metadata is not this file's */
+    } else {
+        rc = tier_objmeta_encode(res.obj.content_type, res.meta, res.nmeta, blob, len);
+    }
+    tier_s3_result_fini(&res);
     return rc;
 }
 

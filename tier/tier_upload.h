@@ -194,6 +194,15 @@ int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dir
 int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *buf, size_t len,
                       size_t *n);
 
+/** Content-Type and user metadata of object @p key (bucket-relative) of remote @p remote,
+ * which must still have ETag @p etag: a HEAD (cache mode: what ListObjectsV2 does not
+ * carry). @p blob gets a new S3 metadata blob (tier_objmeta_encode; free it). Blocks (not
+ * on an event loop). @return 0, SRV_ERECALL (the remote is down or failed: retry later),
+ * SRV_EREMOTECHG (the object changed or is gone), -ENOENT (no such remote), -EIO,
+ * -ENOMEM. */
+int tier_upload_head_meta(struct tier_upload *u, uint32_t remote, const char *key, const char *etag,
+                          void **blob, size_t *len);
+
 /** Append the uploader's Prometheus series to @p out (/metrics). */
 void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out);
 
@@ -208,5 +217,10 @@ uint64_t tier_backoff_ms(unsigned tries, uint32_t base_ms, uint32_t max_ms, uint
  * (@p strslen bytes). Pure. @return the number of pairs, or -EINVAL (malformed). */
 int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
                        struct tier_s3_kv *kv, size_t max, char *strs, size_t strslen);
+/** The inverse: an S3 metadata blob ("S3M1", then a Content-Type record when @p ctype is
+ * not empty and one user metadata record per pair of @p kv; "S3M1" alone when there is
+ * nothing) in @p blob (heap; free it). Pure. @return 0, -ENOMEM. */
+int tier_objmeta_encode(const char *ctype, const struct tier_s3_kv *kv, size_t n, void **blob,
+                        size_t *len);
 
 #endif
