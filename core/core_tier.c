@@ -447,8 +447,35 @@ static void fetched(struct core__tier *k, struct recall *r)
  * GET ended and fetched() counted it).
  * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
  * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
+/* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
+ * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
+struct rbuf {
+    char *p;
+    size_t cap;
+};
+
+static void rbuf_drop(struct rbuf *b)
+{
+    free(b->p);
+    *b = (struct rbuf){0};
+}
+
+static char *rbuf_get(struct rbuf *b, size_t len)
+{
+    if (b->cap >= len)
+        return b->p;
+    rbuf_drop(b);
+    if (posix_memalign((void **)&b->p, STORE_ALIGN, len) != 0) {
+        b->p = NULL;
+        return NULL;
+    }
+    b->cap = len;
+    return b->p;
+}
+
 static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size,
-                        uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone)
+                        uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone,
+                        struct rbuf *rb)
 {
     struct core__tier *k = c->data->tier;
     uint64_t off = ch_start(chunk, ch), end = ch_start(chunk, ch + 1);
@@ -472,9 +499,9 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     meta_rtxn_end(t);
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
-    char *buf = NULL;
     struct core__fext *x = calloc((len + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX, sizeof(*x));
-    if (!x || posix_memalign((void **)&buf, STORE_ALIGN, len) != 0) {
+    char *buf = x ? rbuf_get(rb, len) : NULL;
+    if (!buf) {
         free(x);
         return -ENOMEM;
     }
@@ -497,13 +524,13 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
         f->foff = off + pos;
         f->vlen = pl;
         f->nb = core__bcrc_compute(buf + pos, pl, f->bcrc);
-        rc = store_write(c->store, &f->e, buf + pos, pl);
+        /* the extent's CRC from its block CRCs: the bytes are read once */
+        rc = store_write_crc(c->store, &f->e, buf + pos, pl, core__bcrc_whole(f->bcrc, f->nb, pl));
         if (rc == 0)
             core__zc_written(c, &f->e);
     }
     if (rc == 0)
         rc = store_sync(c->store);
-    free(buf);
     uint8_t used[RC_CHUNK_MAX / STORE_EXTENT_MAX];
     if (rc == 0) {
         struct install_op a = {
@@ -557,6 +584,7 @@ static void *recall_main(void *arg)
 {
     struct core *c = arg;
     struct core__tier *k = c->data->tier;
+    struct rbuf rb = {0};
     pthread_mutex_lock(&k->mu);
     while (!k->stop) {
         struct recall *pick = NULL;
@@ -596,6 +624,8 @@ static void *recall_main(void *arg)
             }
         }
         if (!pick) {
+            if (!k->head)
+                rbuf_drop(&rb); /* no recall left: give the memory back */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             int64_t wait = next - now;
@@ -616,7 +646,7 @@ static void *recall_main(void *arg)
         uint64_t chunk = pick->chunk;
         pthread_mutex_unlock(&k->mu);
         bool fdone = false;
-        int rc = recall_chunk(c, ino, change, size, chunk, ch, &got, pick, &fdone);
+        int rc = recall_chunk(c, ino, change, size, chunk, ch, &got, pick, &fdone, &rb);
         pthread_mutex_lock(&k->mu);
         if (!fdone) { /* it ended before a GET */
             pick->fetching--;
@@ -667,6 +697,7 @@ static void *recall_main(void *arg)
         pthread_cond_broadcast(&k->done_cv);
     }
     pthread_mutex_unlock(&k->mu);
+    rbuf_drop(&rb);
     return NULL;
 }
 
