@@ -473,6 +473,22 @@ static char *rbuf_get(struct rbuf *b, size_t len)
     return b->p;
 }
 
+/* The extents of a chunk being written (store_write_batch): their bytes. */
+struct rc_batch {
+    struct core__fext *x;
+    const char *src[STORE_WBATCH_MAX];
+};
+
+/* While extent i is in flight: its block CRCs, and its CRC combined from them (the
+ * bytes are read once). */
+static uint32_t rc_crc_fn(void *arg, size_t i)
+{
+    struct rc_batch *b = arg;
+    struct core__fext *f = &b->x[i];
+    f->nb = core__bcrc_compute(b->src[i], f->vlen, f->bcrc);
+    return core__bcrc_whole(f->bcrc, f->nb, f->vlen);
+}
+
 static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size,
                         uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone,
                         struct rbuf *rb)
@@ -511,23 +527,31 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
         rc = SRV_EREMOTECHG;
     fetched(k, rec);
     *fdone = true;
+    /* the extents of the chunk, STORE_WBATCH_MAX of them in flight at once */
     size_t nx = 0;
-    for (size_t pos = 0; rc == 0 && pos < len; pos += STORE_EXTENT_MAX) {
-        uint32_t pl = len - pos < STORE_EXTENT_MAX ? (uint32_t)(len - pos) : STORE_EXTENT_MAX;
-        struct core__fext *f = &x[nx];
-        memset(f, 0, sizeof(*f));
-        rc = store_alloc_near(c->store, nx ? &x[nx - 1].e : NULL, pl, &f->e);
-        if (rc)
-            break;
-        nx++;
-        core__cache_invalidate(c, &f->e);
-        f->foff = off + pos;
-        f->vlen = pl;
-        f->nb = core__bcrc_compute(buf + pos, pl, f->bcrc);
-        /* the extent's CRC from its block CRCs: the bytes are read once */
-        rc = store_write_crc(c->store, &f->e, buf + pos, pl, core__bcrc_whole(f->bcrc, f->nb, pl));
+    for (size_t pos = 0; rc == 0 && pos < len;) {
+        struct store_wreq v[STORE_WBATCH_MAX];
+        struct rc_batch b = {.x = &x[nx]};
+        size_t nb = 0;
+        for (; nb < STORE_WBATCH_MAX && pos < len; nb++) {
+            uint32_t pl = len - pos < STORE_EXTENT_MAX ? (uint32_t)(len - pos) : STORE_EXTENT_MAX;
+            struct core__fext *f = &x[nx];
+            memset(f, 0, sizeof(*f));
+            rc = store_alloc_near(c->store, nx ? &x[nx - 1].e : NULL, pl, &f->e);
+            if (rc)
+                break;
+            nx++;
+            core__cache_invalidate(c, &f->e);
+            f->foff = off + pos;
+            f->vlen = pl;
+            b.src[nb] = buf + pos;
+            v[nb] = (struct store_wreq){&f->e, buf + pos, pl};
+            pos += pl;
+        }
         if (rc == 0)
-            core__zc_written(c, &f->e);
+            rc = store_write_batch(c->store, v, nb, rc_crc_fn, &b);
+        for (size_t i = 0; rc == 0 && i < nb; i++)
+            core__zc_written(c, &b.x[i].e);
     }
     if (rc == 0)
         rc = store_sync(c->store);
