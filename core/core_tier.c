@@ -460,16 +460,20 @@ static void rbuf_drop(struct rbuf *b)
     *b = (struct rbuf){0};
 }
 
-static char *rbuf_get(struct rbuf *b, size_t len)
+/* A buffer of @p len bytes: at least @p want (the recall's chunk size), so that the
+ * first chunks, which come in smaller pieces, do not make it grow later. */
+static char *rbuf_get(struct rbuf *b, size_t len, size_t want)
 {
     if (b->cap >= len)
         return b->p;
     rbuf_drop(b);
-    if (posix_memalign((void **)&b->p, STORE_ALIGN, len) != 0) {
+    if (want < len)
+        want = len;
+    if (posix_memalign((void **)&b->p, STORE_ALIGN, want) != 0) {
         b->p = NULL;
         return NULL;
     }
-    b->cap = len;
+    b->cap = want;
     return b->p;
 }
 
@@ -516,7 +520,7 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
     struct core__fext *x = calloc((len + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX, sizeof(*x));
-    char *buf = x ? rbuf_get(rb, len) : NULL;
+    char *buf = x ? rbuf_get(rb, len, chunk) : NULL;
     if (!buf) {
         free(x);
         return -ENOMEM;
