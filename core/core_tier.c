@@ -443,10 +443,6 @@ static void fetched(struct core__tier *k, struct recall *r)
     pthread_mutex_unlock(&k->mu);
 }
 
-/* Fetch chunk @p ch of @p rec's file and put it into the map (@p fdone: set once its
- * GET ended and fetched() counted it).
- * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
- * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
 /* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
  * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
 struct rbuf {
@@ -493,6 +489,10 @@ static uint32_t rc_crc_fn(void *arg, size_t i)
     return core__bcrc_whole(f->bcrc, f->nb, f->vlen);
 }
 
+/* Fetch chunk @p ch of @p rec's file and put it into the map (@p fdone: set once its
+ * GET ended and fetched() counted it).
+ * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
+ * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
 static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size,
                         uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone,
                         struct rbuf *rb)
