@@ -785,9 +785,11 @@ void core_tier_stop(struct core *c);
  * @param[out] freed bytes freed (may be NULL). @return 0, -EAGAIN (not evictable now),
  * SRV_ESTALE (gone), or a store error. */
 int core_tier_evict(struct core *c, uint64_t ino, uint64_t change, uint64_t *freed);
-/** When file @p ino was last read, seconds since the epoch (a lower bound: never earlier
- * than the truth; reads before this start count as at the start). */
-int64_t core_tier_last_read(struct core *c, uint64_t ino);
+/** When file @p ino was last read, seconds since the epoch: the later of the reads this
+ * run saw (never earlier than the truth) and @p stored_s, the time its tierst record
+ * kept from earlier runs (meta_tierst.read_s); with none stored (0), reads before this
+ * start count as at the start. */
+int64_t core_tier_last_read(struct core *c, uint64_t ino, int64_t stored_s);
 /** Does an evicted file need remote @p remote (its only copy of the bytes is there)?
  * @param[out] ino one such file. @return 1 (yes), 0 (no), or a store error. */
 int core_tier_remote_needed(struct core *c, uint32_t remote, uint64_t *ino);

@@ -74,6 +74,10 @@ int core__tier_init(struct core *c);
 void core__tier_fini(struct core *c);
 /** A read of file @p ino (for eviction by age). Cheap: a few atomics. */
 void core__tier_note_read(struct core *c, uint64_t ino);
+/** At a clean stop (core_close): write the reads this run saw into their files' tierst
+ * records (read_s, raised only), so a restart loses none of them, not even those the
+ * uploader's passes left for their grain. Files without a record are skipped. */
+void core__tier_keep_reads(struct core *c);
 /** Does the map of @p ino hold [lo, hi) without a gap (read txn @p t)? @return 0 or an error. */
 int core__tier_resident(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi, bool *yes);
 /** Evicted file @p ino (@p r, read outside any txn) is read at [lo, hi): join (or start) its

@@ -259,6 +259,8 @@ void core_close(struct core *c)
         core__bg_stop(c);
     if (c->data)
         core__pend_flusher_stop(c);
+    if (c->meta && c->data)
+        core__tier_keep_reads(c); /* the reads since the uploader's last pass */
     if (c->meta && c->store)
         core_sync(c);
     meta_env_close(c->meta);

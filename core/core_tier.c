@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * core_tier: the core's side of the remote tier (data sub-module): eviction of
  * a copied file's extents, recall of an evicted file's bytes, and the last
- * read time of files (for eviction by age).
+ * read time of files (for eviction by age): in memory here, kept across restarts
+ * in the files' tierst records (read_s), which the tier's uploader updates in its
+ * passes when the time here is later by a grain (tier_upload.c), and core_close
+ * at a clean stop (core__tier_keep_reads).
  *
  * An evicted file (META_I_EVICTED) keeps its inode, size, ETag, metadata and
  * `used` (the bytes it held: usage keeps counting them); its extent map holds
@@ -176,14 +179,67 @@ void core__tier_note_read(struct core *c, uint64_t ino)
     atomic_store(&s->t, now);
 }
 
-int64_t core_tier_last_read(struct core *c, uint64_t ino)
+int64_t core_tier_last_read(struct core *c, uint64_t ino, int64_t stored_s)
 {
     struct core__tier *k = c->data->tier;
     struct lr_slot *s = &k->lr[lr_hash(ino)];
     int64_t t = atomic_load(&s->floor);
     if (atomic_load(&s->ino) == ino && atomic_load(&s->t) > t)
         t = atomic_load(&s->t);
-    return t > k->t0_s ? t : k->t0_s; /* reads before this start are not known */
+    /* reads before this start: what the record kept, else not known (as at the start) */
+    int64_t before = stored_s > 0 ? stored_s : k->t0_s;
+    return t > before ? t : before;
+}
+
+#define LR_KEEP_BATCH 4096u /* read times written per metadata op at a stop */
+
+struct keep_op {
+    const uint64_t *ino;
+    const int64_t *t;
+    size_t n;
+};
+
+static int keep_fn(struct meta_txn *t, void *arg)
+{
+    const struct keep_op *a = arg;
+    for (size_t i = 0; i < a->n; i++) {
+        int rc = meta_tier_note_read(t, a->ino[i], a->t[i]);
+        if (rc && rc != -ENOENT && rc != SRV_ECORRUPT) /* no record (or unreadable): skip */
+            return rc;
+    }
+    return 0;
+}
+
+void core__tier_keep_reads(struct core *c)
+{
+    struct core__tier *k = c->data ? c->data->tier : NULL;
+    if (!k)
+        return;
+    uint64_t *inos = malloc(LR_KEEP_BATCH * sizeof(*inos));
+    int64_t *ts = malloc(LR_KEEP_BATCH * sizeof(*ts));
+    size_t n = 0, kept = 0;
+    int rc = inos && ts ? 0 : -ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i <= LR_SLOTS; i++) {
+        if (i < LR_SLOTS) {
+            uint64_t ino = atomic_load(&k->lr[i].ino);
+            if (!ino)
+                continue; /* (a slot's floor is what it forgot: not any one file's) */
+            inos[n] = ino;
+            ts[n++] = atomic_load(&k->lr[i].t);
+        }
+        if (n == LR_KEEP_BATCH || (i == LR_SLOTS && n)) {
+            struct keep_op a = {inos, ts, n};
+            rc = meta_submit(c->meta, keep_fn, &a, 0);
+            kept += rc ? 0 : n;
+            n = 0;
+        }
+    }
+    if (rc)
+        srv_log(WARN, TIER, "read times not kept at the stop: %s", srv_strerror(rc));
+    else if (kept)
+        srv_log(DEBUG, TIER, "read times of %zu files kept at the stop", kept);
+    free(inos);
+    free(ts);
 }
 
 struct needed {

@@ -72,6 +72,7 @@ struct daemon {
     struct s3_server *s3;
     struct s3_lifecycle *lifecycle;
     struct tier_upload *tier;
+    struct tier_dirty *dirty; /* the dirty-bytes bound of write-back (QoS holds writers) */
     struct nfs_server *nfs;
     struct event_base *base;
     struct event *sig_term, *sig_int, *sig_hup;
@@ -136,6 +137,51 @@ static int tier_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
 }
 
 /* The recall settings of a file: its tier policy's (presets, recall knobs). */
+/* ---- the dirty-bytes bound: QoS's hold hook over the tier's accounting ---- */
+
+/* A file's size with its writes not committed yet (the uploader's scan counts
+ * them as dirty). */
+static int tier_size(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size)
+{
+    struct core_principal sp = {.tenant = tenant, .flags = CORE_P_SUPER | CORE_P_NOWAIT};
+    struct core_attr at;
+    int rc = core_getattr(arg, &sp, ino, 0, &at);
+    if (rc == 0)
+        *size = at.size;
+    return rc;
+}
+
+static bool dirty_active(void *arg)
+{
+    return tier_dirty_any(((struct daemon *)arg)->dirty);
+}
+
+static bool dirty_bounded(void *arg, uint64_t bucket, bool *dirs)
+{
+    return tier_dirty_bounded(((struct daemon *)arg)->dirty, bucket, dirs);
+}
+
+static int dirty_check(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs,
+                       uint64_t bytes, bool first)
+{
+    return tier_dirty_check(((struct daemon *)arg)->dirty, bucket, dirs, ndirs, bytes, first);
+}
+
+static void dirty_charge(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs,
+                         uint64_t bytes, uint64_t held_us)
+{
+    tier_dirty_charge(((struct daemon *)arg)->dirty, bucket, dirs, ndirs, bytes, held_us);
+}
+
+/* A writer was held: have the uploader pass over the buckets soon, so that the
+ * held bucket's pending files go at once (tier_dirty_hasten). */
+static void dirty_held(void *arg, uint64_t bucket)
+{
+    struct daemon *d = arg;
+    if (d->tier && tier_dirty_kick(d->dirty, bucket))
+        tier_upload_kick(d->tier);
+}
+
 static int tier_knobs(void *arg, uint64_t ino, struct core_recall_knobs *out)
 {
     struct tier_effective e;
@@ -154,9 +200,9 @@ static int tier_evict(void *arg, uint64_t ino, uint64_t change, uint64_t *freed)
     return core_tier_evict(arg, ino, change, freed);
 }
 
-static int64_t tier_last_read(void *arg, uint64_t ino)
+static int64_t tier_last_read(void *arg, uint64_t ino, int64_t stored_s)
 {
-    return core_tier_last_read(arg, ino);
+    return core_tier_last_read(arg, ino, stored_s);
 }
 
 /* Used bytes and capacity of the store for eviction watermarks: what its data files may
@@ -686,6 +732,8 @@ static void stop_all(struct daemon *d)
     }
     qos_close(d->qos);
     d->qos = NULL;
+    tier_dirty_free(d->dirty); /* after QoS: its hold hook reads it */
+    d->dirty = NULL;
 }
 
 /* Everything that can be checked before the data folder is touched: a start
@@ -902,12 +950,23 @@ static int start_all(struct daemon *d)
                                     .evict = tier_evict,
                                     .last_read = tier_last_read,
                                     .capacity = tier_capacity,
+                                    .size = tier_size,
                                     .core_arg = d->core};
+    if ((rc = tier_dirty_new(&d->dirty)) < 0)
+        return rc;
+    tc.dirty = d->dirty;
     if ((rc = tier_upload_start(&d->tier, &tc)) < 0) {
         srv_log(ERROR, SRV, "cannot start the tier's uploader: %s", err_text(rc));
         return rc;
     }
     srv_metrics_add_renderer(render_tier, d->tier);
+    const struct qos_hold hold = {.active = dirty_active,
+                                  .bounded = dirty_bounded,
+                                  .check = dirty_check,
+                                  .charge = dirty_charge,
+                                  .held = dirty_held,
+                                  .arg = d};
+    qos_set_hold(d->qos, &hold);
     /* read-only tier policies hold before the first request (the uploader's passes and the
      * admin API refresh them after) */
     tier_settings_refresh(core_meta(d->core));

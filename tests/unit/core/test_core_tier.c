@@ -8,8 +8,9 @@
  * evicted version becomes noncurrent), the chunk geometry (the first
  * chunk's bytes in 1 MiB pieces), the streams bound of one file, and a
  * recall that finds part of a chunk back already (the chunk size changed
- * since). The store check (core_check) must pass after each step and after
- * a reopen. */
+ * since), and the last read times (the core's, and those its files' tierst
+ * records keep across a reopen). The store check (core_check) must pass after
+ * each step and after a reopen. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -566,6 +567,78 @@ static void test_policy_knobs(void **state)
     checked(f);
 }
 
+struct note_op {
+    uint64_t ino;
+    int64_t read_s;
+};
+
+static int note_fn(struct meta_txn *t, void *arg)
+{
+    const struct note_op *a = arg;
+    return meta_tier_note_read(t, a->ino, a->read_s);
+}
+
+static uint32_t stored_read(struct fx *f, uint64_t ino)
+{
+    struct meta_txn *t;
+    struct meta_tier_copy *c = calloc(1, sizeof(*c));
+    assert_int_equal(meta_rtxn_begin(core_meta(f->c), &t), 0);
+    assert_int_equal(meta_tier_get(t, ino, c), 0);
+    meta_rtxn_end(t);
+    uint32_t v = c->st.read_s;
+    free(c);
+    return v;
+}
+
+/* Read times: the core's in memory (at least this start's time when nothing is stored),
+ * the record's (meta_tierst.read_s) when later, and only raised by meta_tier_note_read;
+ * a close keeps the reads it saw in the records; after a reopen (a restart) the record's
+ * time is what counts, not the reopen's. */
+static void test_read_times(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    int64_t t0 = (int64_t)time(NULL);
+    assert_int_equal(fx_put(f, "a", model, 1000), 0);
+    assert_int_equal(fx_put(f, "b", model, 2000), 0);
+    uint64_t a = copied(f, "a", &change), b = copied(f, "b", &change);
+    /* a record as an older build wrote it: no read time; the core's start counts */
+    assert_int_equal(stored_read(f, a), 0);
+    int64_t la = core_tier_last_read(f->c, a, 0);
+    assert_true(la >= t0 - 1 && la <= (int64_t)time(NULL));
+    /* a stored time earlier than this start (a read in an earlier run) is kept as is */
+    assert_int_equal(core_tier_last_read(f->c, b, 1000), 1000);
+    assert_int_equal(core_tier_last_read(f->c, b, t0 + 500), t0 + 500);
+    /* a read: the core's time wins over an earlier stored one */
+    read_eq(f, a, 0, 1000, model);
+    assert_true(core_tier_last_read(f->c, a, 1000) >= t0);
+    /* the record's read time only goes up; a record that is not there answers ENOENT */
+    struct note_op n = {a, 5000};
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), 0);
+    assert_int_equal(stored_read(f, a), 5000);
+    n.read_s = 4000;
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), 0);
+    assert_int_equal(stored_read(f, a), 5000);
+    n.ino = 999999;
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), -ENOENT);
+    n = (struct note_op){b, 7000};
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), 0);
+    checked(f);
+    /* a reopen (a restart): the stored times are what is known, not the reopen's time */
+    core_tier_stop(f->c);
+    fx_reopen(f);
+    checked(f);
+    struct core_tier_config cfg = {
+        .fetch = fake_fetch, .threads = 2, .wait_ms = 5000, .fail_ms = 300};
+    assert_int_equal(core_tier_start(f->c, &cfg), 0);
+    uint32_t ra = stored_read(f, a); /* the read above, kept at the close */
+    assert_true(ra >= t0 && ra <= time(NULL));
+    assert_int_equal(stored_read(f, b), 7000); /* not read: as noted */
+    assert_int_equal(core_tier_last_read(f->c, a, ra), ra);
+    assert_int_equal(core_tier_last_read(f->c, b, stored_read(f, b)), 7000);
+    assert_true(core_tier_last_read(f->c, b, 0) >= t0); /* nothing stored: the start */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +648,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_versioned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunks_streams_and_partial, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_knobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_times, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,6 +113,7 @@ static void test_tier_record_codec(void **state)
     c.st.change = 99;
     c.st.size = 12345;
     c.st.time_s = 1796600000;
+    c.st.read_s = 1796700000;
     snprintf(c.st.etag, sizeof(c.st.etag), "abc-2");
     snprintf(c.key, sizeof(c.key), "dir/file.bin");
     size_t n = meta_tier_encode(&c, buf, sizeof(buf));
@@ -124,6 +125,7 @@ static void test_tier_record_codec(void **state)
     assert_int_equal(d.st.change, 99);
     assert_int_equal(d.st.size, 12345);
     assert_int_equal(d.st.time_s, 1796600000);
+    assert_int_equal(d.st.read_s, 1796700000);
     assert_string_equal(d.st.etag, "abc-2");
     assert_string_equal(d.key, "dir/file.bin");
     /* short, long, wrong version, key length wrong */
@@ -132,6 +134,11 @@ static void test_tier_record_codec(void **state)
     buf[0] ^= 0xff;
     assert_int_equal(meta_tier_decode(buf, n, &d), SRV_ECORRUPT);
     buf[0] ^= 0xff;
+    /* an older build's record: the read time's bytes were padding (0): none known */
+    memset(buf + offsetof(struct meta_tierst, read_s), 0, 4);
+    assert_int_equal(meta_tier_decode(buf, n, &d), 0);
+    assert_int_equal(d.st.read_s, 0);
+    assert_int_equal(d.st.time_s, 1796600000);
     /* a key longest allowed, and one too long / empty: refused */
     memset(c.key, 'k', META_KEY_MAX);
     c.key[META_KEY_MAX] = '\0';
