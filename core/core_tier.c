@@ -501,12 +501,59 @@ static void fetched(struct core__tier *k, struct recall *r)
     pthread_mutex_unlock(&k->mu);
 }
 
+/* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
+ * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
+struct rbuf {
+    char *p;
+    size_t cap;
+};
+
+static void rbuf_drop(struct rbuf *b)
+{
+    free(b->p);
+    *b = (struct rbuf){0};
+}
+
+/* A buffer of @p len bytes: at least @p want (the recall's chunk size), so that the
+ * first chunks, which come in smaller pieces, do not make it grow later. */
+static char *rbuf_get(struct rbuf *b, size_t len, size_t want)
+{
+    if (b->cap >= len)
+        return b->p;
+    rbuf_drop(b);
+    if (want < len)
+        want = len;
+    if (posix_memalign((void **)&b->p, STORE_ALIGN, want) != 0) {
+        b->p = NULL;
+        return NULL;
+    }
+    b->cap = want;
+    return b->p;
+}
+
+/* The extents of a chunk being written (store_write_batch): their bytes. */
+struct rc_batch {
+    struct core__fext *x;
+    const char *src[STORE_WBATCH_MAX];
+};
+
+/* While extent i is in flight: its block CRCs, and its CRC combined from them (the
+ * bytes are read once). */
+static uint32_t rc_crc_fn(void *arg, size_t i)
+{
+    struct rc_batch *b = arg;
+    struct core__fext *f = &b->x[i];
+    f->nb = core__bcrc_compute(b->src[i], f->vlen, f->bcrc);
+    return core__bcrc_whole(f->bcrc, f->nb, f->vlen);
+}
+
 /* Fetch chunk @p ch of @p rec's file and put it into the map (@p fdone: set once its
  * GET ended and fetched() counted it).
  * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
  * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
 static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size,
-                        uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone)
+                        uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone,
+                        struct rbuf *rb)
 {
     struct core__tier *k = c->data->tier;
     uint64_t off = ch_start(chunk, ch), end = ch_start(chunk, ch + 1);
@@ -530,9 +577,9 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     meta_rtxn_end(t);
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
-    char *buf = NULL;
     struct core__fext *x = calloc((len + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX, sizeof(*x));
-    if (!x || posix_memalign((void **)&buf, STORE_ALIGN, len) != 0) {
+    char *buf = x ? rbuf_get(rb, len, chunk) : NULL;
+    if (!buf) {
         free(x);
         return -ENOMEM;
     }
@@ -542,26 +589,34 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
         rc = SRV_EREMOTECHG;
     fetched(k, rec);
     *fdone = true;
+    /* the extents of the chunk, STORE_WBATCH_MAX of them in flight at once */
     size_t nx = 0;
-    for (size_t pos = 0; rc == 0 && pos < len; pos += STORE_EXTENT_MAX) {
-        uint32_t pl = len - pos < STORE_EXTENT_MAX ? (uint32_t)(len - pos) : STORE_EXTENT_MAX;
-        struct core__fext *f = &x[nx];
-        memset(f, 0, sizeof(*f));
-        rc = store_alloc_near(c->store, nx ? &x[nx - 1].e : NULL, pl, &f->e);
-        if (rc)
-            break;
-        nx++;
-        core__cache_invalidate(c, &f->e);
-        f->foff = off + pos;
-        f->vlen = pl;
-        f->nb = core__bcrc_compute(buf + pos, pl, f->bcrc);
-        rc = store_write(c->store, &f->e, buf + pos, pl);
+    for (size_t pos = 0; rc == 0 && pos < len;) {
+        struct store_wreq v[STORE_WBATCH_MAX];
+        struct rc_batch b = {.x = &x[nx]};
+        size_t nb = 0;
+        for (; nb < STORE_WBATCH_MAX && pos < len; nb++) {
+            uint32_t pl = len - pos < STORE_EXTENT_MAX ? (uint32_t)(len - pos) : STORE_EXTENT_MAX;
+            struct core__fext *f = &x[nx];
+            memset(f, 0, sizeof(*f));
+            rc = store_alloc_near(c->store, nx ? &x[nx - 1].e : NULL, pl, &f->e);
+            if (rc)
+                break;
+            nx++;
+            core__cache_invalidate(c, &f->e);
+            f->foff = off + pos;
+            f->vlen = pl;
+            b.src[nb] = buf + pos;
+            v[nb] = (struct store_wreq){&f->e, buf + pos, pl};
+            pos += pl;
+        }
         if (rc == 0)
-            core__zc_written(c, &f->e);
+            rc = store_write_batch(c->store, v, nb, rc_crc_fn, &b);
+        for (size_t i = 0; rc == 0 && i < nb; i++)
+            core__zc_written(c, &b.x[i].e);
     }
     if (rc == 0)
         rc = store_sync(c->store);
-    free(buf);
     uint8_t used[RC_CHUNK_MAX / STORE_EXTENT_MAX];
     if (rc == 0) {
         struct install_op a = {
@@ -615,6 +670,7 @@ static void *recall_main(void *arg)
 {
     struct core *c = arg;
     struct core__tier *k = c->data->tier;
+    struct rbuf rb = {0};
     pthread_mutex_lock(&k->mu);
     while (!k->stop) {
         struct recall *pick = NULL;
@@ -658,6 +714,8 @@ static void *recall_main(void *arg)
             }
         }
         if (!pick) {
+            if (!k->head)
+                rbuf_drop(&rb); /* no recall left: give the memory back */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             int64_t wait = next - now;
@@ -678,7 +736,7 @@ static void *recall_main(void *arg)
         uint64_t chunk = pick->chunk;
         pthread_mutex_unlock(&k->mu);
         bool fdone = false;
-        int rc = recall_chunk(c, ino, change, size, chunk, ch, &got, pick, &fdone);
+        int rc = recall_chunk(c, ino, change, size, chunk, ch, &got, pick, &fdone, &rb);
         pthread_mutex_lock(&k->mu);
         if (!fdone) { /* it ended before a GET */
             pick->fetching--;
@@ -733,6 +791,7 @@ static void *recall_main(void *arg)
         pthread_cond_broadcast(&k->done_cv);
     }
     pthread_mutex_unlock(&k->mu);
+    rbuf_drop(&rb);
     return NULL;
 }
 

@@ -120,7 +120,8 @@ struct tier_s3_req {
     bool hbad;
     size_t head_bytes;
     uint64_t remaining;
-    struct evbuffer *in; /* body bytes: for on_data, res.body or XML */
+    size_t dest_pos;     /* body bytes copied into op.dest */
+    struct evbuffer *in; /* body bytes: for on_data, res.body, op.dest or XML */
     size_t meta_cap;
     struct tier_s3_result res;
     struct event *defer;
@@ -1599,6 +1600,15 @@ static bool req_deliver(struct tier_s3_req *r)
             req_end(r, -EPROTO, "answer body from %s over 64 MiB", r->s3->peer);
             return false;
         }
+        if (data && r->op.dest) { /* straight into the caller's buffer: no body kept */
+            if (n > r->op.dest_len - r->dest_pos) {
+                req_end(r, -EPROTO, "the remote sent more than the %zu bytes asked for",
+                        r->op.dest_len);
+                return false;
+            }
+            evbuffer_remove(r->in, (char *)r->op.dest + r->dest_pos, n);
+            r->dest_pos += n;
+        }
         return true;
     }
     r->res.bytes += n;
@@ -1676,7 +1686,9 @@ static void req_answered(struct tier_s3_req *r)
     }
     switch (r->op.code) {
     case TIER_S3_GET_OBJECT:
-        if (!r->stream) {
+        if (!r->stream && r->op.dest) {
+            res->bytes = r->dest_pos;
+        } else if (!r->stream) {
             res->bytes = xl;
             res->body = r->in;
             r->in = evbuffer_new();

@@ -251,7 +251,11 @@ struct tier_s3_op {
     int max;                      /* max-keys / max-uploads (0: the remote's default) */
     /* callbacks */
     tier_s3_head_cb on_head;
-    tier_s3_data_cb on_data;      /* NULL: a GET body is collected in res->body */
+    tier_s3_data_cb on_data; /* NULL: a GET body is collected in res->body, or dest */
+    /* GET without on_data: a 2xx body is copied into dest as it arrives, never collected
+     * (more than dest_len bytes end the request with -EPROTO); res->bytes counts it */
+    void *dest;
+    size_t dest_len;
     tier_s3_done_cb done;         /* required */
     void *arg;
 };

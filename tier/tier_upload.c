@@ -2358,12 +2358,17 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
         pthread_mutex_unlock(&u->mu);
         return err == -ENOENT ? SRV_EREMOTECHG : SRV_ERECALL;
     }
-    struct tier_s3_op op = {
-        .code = TIER_S3_GET_OBJECT, .key = c->key, .off = off, .len = len, .if_match = c->st.etag};
+    struct tier_s3_op op = {.code = TIER_S3_GET_OBJECT,
+                            .key = c->key,
+                            .off = off,
+                            .len = len,
+                            .if_match = c->st.etag,
+                            .dest = buf,
+                            .dest_len = len}; /* the body goes straight into buf, copied once */
     struct tier_s3_result res;
     memset(&res, 0, sizeof(res));
     rc = run_one(u, s3, &op, &res);
-    size_t got = res.body ? evbuffer_get_length(res.body) : 0;
+    size_t got = (size_t)res.bytes;
     if (rc) {
         bool gone = res.status == 404 || res.status == 412 || res.status == 416;
         srv_log(WARN, TIER, "recall of ino=%" PRIu64 " (remote %u key '%s' at %" PRIu64 "): %s%s",
@@ -2378,7 +2383,6 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
                 ino, c->key, res.obj.size, res.obj.etag, c->st.size, c->st.etag);
         rc = SRV_EREMOTECHG;
     } else {
-        evbuffer_remove(res.body, buf, len);
         *n = len;
     }
     tier_s3_result_fini(&res);

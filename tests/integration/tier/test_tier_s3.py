@@ -73,6 +73,64 @@ def test_boto3_object_read_by_client_whole_ranged_and_sync(remote, tmp_path):
     assert s["err"] == 0 and open(tmp_path / "s", "rb").read() == data
 
 
+def test_get_into_a_caller_buffer(remote, tmp_path):
+    """A GET with tier_s3_op.dest (how a recall reads its chunks): the body
+    lands in the caller's buffer, nothing is collected, whole or ranged."""
+    data = os.urandom(3 * MiB + 17)
+    remote.s3.put_object(Bucket=remote.bucket, Key="b/dest", Body=data)
+    r = remote.run("sync-get", "b/dest", "--dest", len(data), "--out", tmp_path / "w").res
+    assert r["err"] == 0 and r["bytes"] == len(data) and not r["body"]
+    assert open(tmp_path / "w", "rb").read() == data
+    r = remote.run("sync-get", "b/dest", "--range", f"{MiB + 3}:{2 * MiB}", "--dest", 2 * MiB,
+                   "--out", tmp_path / "r").res
+    assert r["status"] == 206 and r["bytes"] == 2 * MiB and not r["body"]
+    assert open(tmp_path / "r", "rb").read() == data[MiB + 3:3 * MiB + 3]
+    # an error's body is the remote's XML, never written into the buffer
+    r = remote.run("sync-get", "b/none", "--dest", 100, ok=False).res
+    assert r["errname"] == "ENOENT" and r["bytes"] == 0
+
+
+def test_get_into_a_buffer_refuses_more_bytes_than_asked():
+    """A remote that answers more bytes than the buffer holds (it ignored the
+    range): the GET ends with EPROTO, the buffer is never overrun."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    stop = threading.Event()
+
+    def serve():
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c = srv.accept()[0]
+            except OSError:
+                continue
+            with c:
+                req = b""
+                while b"\r\n\r\n" not in req:
+                    got = c.recv(65536)
+                    if not got:
+                        break
+                    req += got
+                body = b"x" * 4096
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        env = {"TIER_S3_ENDPOINT": f"http://127.0.0.1:{srv.getsockname()[1]}",
+               "TIER_S3_BUCKET": "b", "TIER_S3_ACCESS_KEY": "k", "TIER_S3_SECRET_KEY": "s"}
+        r = subprocess.run([TOOL, "sync-get", "k", "--dest", "100"],
+                           env=dict(os.environ, **env), capture_output=True, text=True,
+                           timeout=120)
+        res = Out(r.returncode, r.stdout, r.stderr).res
+        assert res["errname"] == "EPROTO", r.stdout + r.stderr
+        assert "more than the 100 bytes" in res["message"]
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+
+
 def test_ranged_get_streams_first_bytes_before_the_range_is_in(remote, tmp_path):
     """The first body bytes reach the caller while most of the range is still
     on the wire: the tool holds its loop after the first chunk (reading

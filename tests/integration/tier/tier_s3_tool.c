@@ -22,7 +22,10 @@
  *                                 mid-transfer); --pause: the data callback
  *                                 pauses the request every time, and a timer
  *                                 resumes it (flow control)
- *   sync-get KEY [--out FILE]     the same through tier_s3_run() from a thread
+ *   sync-get KEY [--out FILE] [--range OFF:LEN] [--dest N]
+ *                                 the same through tier_s3_run() from a thread;
+ *                                 --dest: the body straight into a buffer of N
+ *                                 bytes (tier_s3_op.dest, as a recall reads)
  *   put KEY FILE [--content-type T] [--meta NAME=VALUE]... [--stream [--hold]]
  *                                 --stream: the body from a source callback
  *                                 (--hold: after the first MiB, wait for a line
@@ -200,7 +203,7 @@ static struct {
     const char *out, *range, *ctype, *prefix, *delimiter, *if_match;
     struct tier_s3_kv meta[32];
     size_t nmeta;
-    uint64_t part_size;
+    uint64_t part_size, dest;
     int parallel, max;
     bool all, stream, hold, pause;
 } o = {.part_size = 8 << 20, .parallel = 4};
@@ -346,16 +349,33 @@ static void cmd_sync_get(const char *key)
     pthread_create(&t, NULL, loop_thread, NULL);
     struct tier_s3_op op = {.code = TIER_S3_GET_OBJECT, .key = key};
     struct tier_s3_result res;
+    if (o.range) {
+        char *colon;
+        op.off = strtoull(o.range, &colon, 10);
+        if (*colon == ':')
+            op.len = strtoull(colon + 1, NULL, 10);
+    }
+    char *dest = o.dest ? malloc(o.dest) : NULL;
+    if (o.dest && !dest)
+        die("no memory for --dest");
+    op.dest = dest;
+    op.dest_len = o.dest;
     tier_s3_run(s3, &op, &res);
     if (!res.err && o.out) {
         int fd = open(o.out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0 && dest && write(fd, dest, res.bytes) != (ssize_t)res.bytes)
+            die("cannot write --out");
         while (fd >= 0 && res.body && evbuffer_get_length(res.body))
             if (evbuffer_write(res.body, fd) < 0)
                 break;
         if (fd >= 0)
             close(fd);
     }
-    print_result("GetObject", &res, "\"sync\":true");
+    char extra[96];
+    snprintf(extra, sizeof(extra), "\"sync\":true,\"bytes\":%" PRIu64 ",\"body\":%s", res.bytes,
+             res.body ? "true" : "false");
+    free(dest);
+    print_result("GetObject", &res, extra);
     tier_s3_result_fini(&res);
     event_base_loopbreak(base);
     pthread_join(t, NULL);
@@ -814,6 +834,8 @@ int main(int argc, char **argv)
             o.out = v;
         else if (OPT("--range"))
             o.range = v;
+        else if (OPT("--dest"))
+            o.dest = parse_size(v);
         else if (OPT("--content-type"))
             o.ctype = v;
         else if (OPT("--prefix"))
