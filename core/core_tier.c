@@ -912,6 +912,20 @@ static struct recall *recall_new(struct core__tier *k, uint64_t ino, const struc
     return r;
 }
 
+/* Waits on done_cv (k->mu held) for at most @p left_ms, and never more than
+ * 200 ms, so that a waiter re-checks its deadline and the stop flag. */
+static void wait_done(struct core__tier *k, int64_t left_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(left_ms < 200 ? left_ms : 200) * 1000000l;
+    if (until.tv_nsec >= 1000000000l) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000l;
+    }
+    pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
+}
+
 int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, uint64_t lo,
                     uint64_t hi, bool nowait)
 {
@@ -992,15 +1006,7 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
             rc = SRV_ERECALL;
             break;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        int64_t w = deadline - now < 200 ? deadline - now : 200;
-        until.tv_nsec += (long)w * 1000000l;
-        if (until.tv_nsec >= 1000000000l) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000l;
-        }
-        pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
+        wait_done(k, deadline - now);
     }
     r->waiters--;
     if (!r->err && !r->whole_file && r->waiters == 0 && r->busy == 0 &&
@@ -1039,15 +1045,7 @@ int core__tier_prefetch(struct core *c, uint64_t ino, const struct meta_inode *r
             pthread_mutex_unlock(&k->mu);
             return -EBUSY;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        int64_t w = deadline - now < 200 ? deadline - now : 200;
-        until.tv_nsec += (long)w * 1000000l;
-        if (until.tv_nsec >= 1000000000l) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000l;
-        }
-        pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
+        wait_done(k, deadline - now);
     }
     pthread_mutex_unlock(&k->mu);
     struct core_recall_knobs kn;
