@@ -1525,7 +1525,8 @@ static void remote_item(struct api_req *x)
 }
 
 /* Fields a policy may name that belong to cache mode: not built. */
-static const char *const tier_unbuilt[] = {"evict", "cache_mode", "mode", NULL};
+/* Fields a client may send meaning cache mode, which has its own endpoint. */
+static const char *const tier_cachefields[] = {"evict", "cache_mode", "mode", NULL};
 
 /* What the uploader's last pass found in bucket @p ino (null before its first pass). */
 static json_t *uploads_json(uint64_t ino)
@@ -2127,16 +2128,16 @@ static void tier_item(struct api_req *x)
         json_decref(j);
         return;
     }
-    for (size_t i = 0; tier_unbuilt[i]; i++) {
-        if (json_object_get(j, tier_unbuilt[i])) {
+    for (size_t i = 0; tier_cachefields[i]; i++) {
+        if (json_object_get(j, tier_cachefields[i])) {
             char msg[300];
             snprintf(msg, sizeof(msg),
-                     "'%s': cache mode is not built yet; a tier policy uploads copies, "
-                     "evicts by evict_after_s, evict_watermark and pin_prefixes, and takes "
-                     "a preset and recall settings (docs/tiering.md)",
-                     tier_unbuilt[i]);
+                     "'%s' is not a tier policy field: cache mode is set on the bucket's "
+                     "own endpoint, PUT /api/v1/tenants/ID/buckets/NAME/cache "
+                     "(docs/tiering.md#cache-mode)",
+                     tier_cachefields[i]);
             json_decref(j);
-            admin__error_of(x->req, SRV_ENOTSUPP, msg);
+            bad(x->req, msg);
             return;
         }
     }

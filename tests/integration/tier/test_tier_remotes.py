@@ -171,10 +171,10 @@ def test_tenant_isolation_and_policies(d, rgw, rbucket):
     # ...and not another tenant's bucket
     st, _ = aa.call("GET", f"/tenants/{b.id}/buckets/bbkt/tier")
     assert st == 403
-    # cache mode is not built: said, not accepted and ignored
+    # cache mode has its own endpoint: said, not accepted and ignored
     st, js = aa.call("PUT", f"/tenants/{a.id}/buckets/abkt/tier",
                      {"remote": "mine", "cache_mode": True})
-    assert st == 501 and js["error"] == "NotImplemented" and "not built" in js["message"], js
+    assert st == 400 and "/cache" in js["message"], js
     st, js = aa.call("PUT", f"/tenants/{a.id}/buckets/abkt/tier", {"remote": "mine", "x": 1})
     assert st == 400 and "unknown field" in js["message"], js
     st, js = aa.call("PUT", f"/tenants/{a.id}/buckets/abkt/tier",
