@@ -579,10 +579,11 @@ static int write_cached(struct store *s, struct store_dev *d, const void *buf, s
     /* The space may have held an extent whose page-cache pages were handed to
      * a socket by sendfile and are still referenced there (a send queue, a
      * local receiver's queue): a buffered write would change those bytes in
-     * place under the send. Zeroing the range first drops its pages from the
-     * page cache (truncation removes them even while referenced: the socket
-     * keeps its own, old ones), so the write fills new pages. It keeps the
-     * space allocated (as unwritten).
+     * place under the send. On a device written with O_DIRECT such a write
+     * never comes here (cached_take sends it to the O_DIRECT path when any
+     * page of the range is cached). Without O_DIRECT the range is zeroed
+     * first, which drops the pages it covers whole; a large folio it covers
+     * only in part is zeroed in place and may stay (see cached_take).
      * When no page of the range is in the page cache, there is nothing to
      * drop: a page a socket still holds has left the page cache already, and
      * a page read in after this check (readahead for a neighbour) is held by
@@ -593,7 +594,7 @@ static int write_cached(struct store *s, struct store_dev *d, const void *buf, s
      * file and starts a journal transaction, so it cost more than the copy
      * and kept the file's one cached writer busy (issue 17). */
     uint64_t zlen = store__round_up(len);
-    if (range_cached(d->fd_buf, off, zlen)) {
+    if (!d->direct && range_cached(d->fd_buf, off, zlen)) {
         if (fallocate(d->fd_buf, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off,
                       (off_t)zlen) != 0) {
             srv_log(ERROR, STORE, "zeroing %s at %" PRIu64 " before a write: %s", d->path, off,
@@ -635,6 +636,31 @@ static bool cached_begin(struct store *s, struct store_dev *d)
 static void cached_end(struct store_dev *d)
 {
     __atomic_store_n(&d->cached_writer, 0, __ATOMIC_RELEASE);
+}
+
+/* cached_begin for a write of [@p off, @p off + @p len), refused (then the
+ * write goes O_DIRECT) on an O_DIRECT device when any page of the range is
+ * in the page cache. Such a page may be one a socket still holds from a
+ * sendfile of the extent that had the space before, and a buffered write
+ * would change its bytes under the send: a GET body that is not the object
+ * (its ETag not the MD5 of what was received). Zeroing the range first does
+ * not prevent it: truncation drops the folios the range covers whole, but
+ * zeroes a large folio it covers only in part in place (ext4 caches buffered
+ * writes in large folios, up to 2 MiB, since Linux 6.16; the split that
+ * follows fails while a socket holds the folio), and keeps it when dirty, for
+ * the write to fill in place. An O_DIRECT write first drops every folio that
+ * overlaps its range, whole, referenced or not (the socket keeps the old
+ * one), and writes the disk. @return whether to write cached (then
+ * cached_end() after). */
+static bool cached_take(struct store *s, struct store_dev *d, uint64_t off, uint64_t len)
+{
+    if (!cached_begin(s, d))
+        return false;
+    if (d->direct && range_cached(d->fd_buf, off, store__round_up(len ? len : 1))) {
+        cached_end(d);
+        return false;
+    }
+    return true;
 }
 
 int store_write(struct store *s, struct store_extent *e, const void *buf, size_t len)
@@ -682,7 +708,7 @@ int store_write_cb(struct store *s, struct store_extent *e, const void *buf, siz
     struct store_dev *d = &s->devs[e->dev];
     void *bounce = NULL; /* a scratch buffer, given back at the end */
     e->flags &= ~STORE_X_CACHED;
-    if (len && cached_begin(s, d)) {
+    if (len && cached_take(s, d, e->off, len)) {
         crc = crc_fn(arg);
         rc = write_cached(s, d, buf, len, e->off);
         cached_end(d);
@@ -790,7 +816,7 @@ static int write_batch_cached(struct store *s, struct store_wreq *v, size_t n,
         int rc = wreq_check(s, r, &have);
         if (rc < 0)
             return rc;
-        if (!cached_begin(s, d))
+        if (!cached_take(s, d, r->e->off, r->len))
             break;
         uint32_t crc = crc_fn(arg, i);
         rc = write_cached(s, d, r->buf, r->len, r->e->off);
