@@ -1141,7 +1141,17 @@ static bool conn_idle(struct nfs_conn *cn)
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct nfs_conn *cn = arg;
-    /* the bufferevent only writes: an error sending a reply */
+    /* The bufferevent only writes. libevent 2.1's sendfile of a file segment
+     * answers 0 when the socket takes nothing (EAGAIN), which its write
+     * callback reports as end of file; a TCP write never returns 0 otherwise:
+     * write on when the socket has room again. */
+    if ((what & BEV_EVENT_WRITING) && (what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+        srv_log(DEBUG, NFS, "req=- tenant=- connection to %s: the socket took nothing",
+                cn->peer_str);
+        bufferevent_enable(cn->bev, EV_WRITE);
+        return;
+    }
+    /* an error sending a reply */
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
         conn_close(cn);
 }

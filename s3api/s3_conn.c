@@ -409,6 +409,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
 {
+    if (c->rd_ev && (what & BEV_EVENT_WRITING) && (what & BEV_EVENT_EOF) &&
+        !(what & BEV_EVENT_ERROR)) {
+        /* A plain bufferevent's write side reports end of file only when a
+         * write returned 0: libevent 2.1's sendfile of a file segment (a GET
+         * body) answers 0 when the socket takes nothing (EAGAIN). The socket
+         * is fine: write on when it has room again. */
+        bufferevent_enable(bev, EV_WRITE);
+        return;
+    }
     if (c->lingering) { /* end of input, an error or the linger timeout: done */
         s3__conn_close(c);
         return;
