@@ -2237,15 +2237,37 @@ static void tier_item(struct api_req *x)
     reply_json(x->req, 200, pj);
 }
 
+/* The bucket's own dirty bound (its settings entry's dirty_bound, else its preset's;
+ * 0: none), and what the bound stands at now. */
+static json_t *cache_dirty_json(struct api_req *x, uint64_t ino, const struct tier_policy *p,
+                                uint64_t *bound)
+{
+    static struct tier_dirpol v[TIER_DIRPOL_MAX + 1]; /* the admin API runs on one thread */
+    int n = dirpols_get(x, ino, v);
+    struct tier_effective e;
+    tier_effective_of(p, n > 0 ? bucket_ent(v, n, ino) : NULL, NULL, &e);
+    *bound = e.dirty_bound;
+    struct tier_dirty_stat st = {0};
+    struct tier_upload *u = tier_upload_default();
+    if (!u || !tier_upload_dirty(u) || tier_dirty_get(tier_upload_dirty(u), ino, ino, &st) < 0)
+        memset(&st, 0, sizeof(st));
+    return json_pack("{s:I,s:I,s:I,s:f}", "bytes", (json_int_t)st.dirty, "bound",
+                     (json_int_t)st.bound, "held_total", (json_int_t)st.held_total, "held_seconds",
+                     (double)st.held_us / 1e6);
+}
+
 static json_t *cache_json(struct api_req *x, uint64_t ino, const struct tier_cache *tc,
                           const struct tier_policy *p)
 {
     struct tenant_remote r;
     bool have = tenants_remote_get(x->a->tenants, p->remote, &r) == 0;
-    return json_pack("{s:s,s:b,s:I,s:b,s:I,s:s,s:s,s:o}", "bucket", x->bucket, "cache_mode", 1,
-                     "ttl_s", (json_int_t)tc->ttl_s, "read_only", tc->read_only, "remote",
+    uint64_t bound = 0;
+    json_t *dj = cache_dirty_json(x, ino, p, &bound);
+    return json_pack("{s:s,s:b,s:I,s:b,s:I,s:s,s:s,s:I,s:o,s:o}", "bucket", x->bucket, "cache_mode",
+                     1, "ttl_s", (json_int_t)tc->ttl_s, "read_only", tc->read_only, "remote",
                      (json_int_t)p->remote, "remote_name", have ? r.name : "", "remote_prefix",
-                     have ? r.prefix : "", "uploads", uploads_json(ino));
+                     have ? r.prefix : "", "dirty_max_bytes", (json_int_t)bound, "dirty",
+                     dj ? dj : json_null(), "uploads", uploads_json(ino));
 }
 
 /* Cache mode of a bucket (docs/tiering.md § Cache mode): its own record beside the tier
@@ -2305,18 +2327,13 @@ static void cache_item(struct api_req *x)
                     ".../tier {\"preset\": ...}) or a directory's (.../tier?dir=PATH)");
         return;
     }
-    if (json_object_get(j, "dirty_max_bytes")) {
-        json_decref(j);
-        admin__error_of(x->req, SRV_ENOTSUPP,
-                        "'dirty_max_bytes': the dirty bound of cache mode is not built yet "
-                        "(docs/tiering.md)");
-        return;
-    }
-    uint64_t ttl = TIER_CACHE_TTL_DEFAULT;
-    bool ro = false;
+    uint64_t ttl = TIER_CACHE_TTL_DEFAULT, dmax = 0;
+    bool ro = false, has_dmax = json_object_get(j, "dirty_max_bytes") != NULL;
     int b = get_uint(x->req, j, "ttl_s", TIER_CACHE_TTL_MAX, &ttl);
     if (b == 0)
         b = get_bool(x->req, j, "read_only", &ro);
+    if (b == 0)
+        b = get_uint(x->req, j, "dirty_max_bytes", (uint64_t)1 << 52, &dmax);
     json_decref(j);
     if (b < 0)
         return;
@@ -2340,6 +2357,24 @@ static void cache_item(struct api_req *x)
                           "remote): only a system admin may change its cache mode");
         return;
     }
+    if (has_dmax) {
+        /* the bound is the bucket's own dirty_bound (its tier settings entry): the
+         * same knob as PUT .../tier {"dirty_bound"}, which a preset's default yields to */
+        static struct tier_dirpol v[TIER_DIRPOL_MAX + 1];
+        int n = dirpols_get(x, at.ino, v);
+        if (n < 0) {
+            reply_err(x->req, n, "tier settings");
+            return;
+        }
+        const struct tier_dirpol *be = bucket_ent(v, n, at.ino);
+        struct tier_dirpol ent = be ? *be : (struct tier_dirpol){.dir = at.ino};
+        ent.dirty_bound = dmax;
+        ent.set |= TIER_D_DIRTY;
+        if (settings_put(x, at.ino, at.ino, &ent) < 0)
+            return;
+        if (tier_upload_default())
+            tier_upload_kick(tier_upload_default()); /* the bound applies after a pass */
+    }
     memset(&tc, 0, sizeof(tc));
     tc.ttl_s = (uint32_t)ttl;
     tc.read_only = ro;
@@ -2352,9 +2387,10 @@ static void cache_item(struct api_req *x)
     }
     core_cache_invalidate(x->a->core, at.ino);
     srv_log(INFO, ADMIN,
-            "tenant=%u bucket %s in cache mode over remote %u, set by %s: ttl %u s, %s", x->tenant,
-            x->bucket, pol.remote, x->who->name, tc.ttl_s,
-            tc.read_only ? "read-only" : "read-write");
+            "tenant=%u bucket %s in cache mode over remote %u, set by %s: ttl %u s, %s%s%llu",
+            x->tenant, x->bucket, pol.remote, x->who->name, tc.ttl_s,
+            tc.read_only ? "read-only" : "read-write", has_dmax ? ", dirty bound " : "",
+            (unsigned long long)(has_dmax ? dmax : 0));
     reply_json(x->req, 200, cache_json(x, at.ino, &tc, &pol));
 }
 

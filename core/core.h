@@ -733,6 +733,7 @@ struct core_stats {
     uint64_t store_capacity, store_free;
     uint64_t store_limit;            /* bytes the data files may grow to */
     uint64_t fs_size, fs_free;       /* the file system holding the data files (0: devices) */
+    uint64_t writes_cached, writes_zeroed, writes_direct; /* store_stats: extent writes by path */
 };
 void core_stats_get(struct core *c, struct core_stats *out);
 
@@ -785,9 +786,11 @@ void core_tier_stop(struct core *c);
  * @param[out] freed bytes freed (may be NULL). @return 0, -EAGAIN (not evictable now),
  * SRV_ESTALE (gone), or a store error. */
 int core_tier_evict(struct core *c, uint64_t ino, uint64_t change, uint64_t *freed);
-/** When file @p ino was last read, seconds since the epoch (a lower bound: never earlier
- * than the truth; reads before this start count as at the start). */
-int64_t core_tier_last_read(struct core *c, uint64_t ino);
+/** When file @p ino was last read, seconds since the epoch: the later of the reads this
+ * run saw (never earlier than the truth) and @p stored_s, the time its tierst record
+ * kept from earlier runs (meta_tierst.read_s); with none stored (0), reads before this
+ * start count as at the start. */
+int64_t core_tier_last_read(struct core *c, uint64_t ino, int64_t stored_s);
 /** Does an evicted file need remote @p remote (its only copy of the bytes is there)?
  * @param[out] ino one such file. @return 1 (yes), 0 (no), or a store error. */
 int core_tier_remote_needed(struct core *c, uint32_t remote, uint64_t *ino);
@@ -832,6 +835,17 @@ void core_cache_listing_free(struct core_cache_listing *l);
 /** Set the lister (before serving; NULL: cache buckets answer SRV_ERECALL for names
  * never imported and serve what they hold). */
 void core_cache_set_lister(struct core *c, core_cache_list_fn fn, void *arg);
+/** The Content-Type and user metadata of object @p key (bucket-relative) of remote
+ * @p remote, which must still have ETag @p etag, as an S3 metadata blob in @p blob (heap;
+ * the core frees it). Blocks (a worker). @return 0, SRV_EREMOTECHG (the object changed or
+ * is gone), SRV_ERECALL (the remote is down), or another error. */
+typedef int (*core_cache_meta_fn)(void *arg, uint32_t remote, const char *key, const char *etag,
+                                  void **blob, size_t *len);
+/** Set it (before serving; NULL: imported objects show no metadata of the remote's).
+ * core_key_lookup of a file of a cache bucket whose content is still its remote object's
+ * and whose metadata blob is empty asks it once and keeps the answer (an empty answer is
+ * kept as a blob without records, so it is not asked again). */
+void core_cache_set_meta(struct core *c, core_cache_meta_fn fn, void *arg);
 /** Read the cache-mode blobs again (after one changed). @return 0 or a store error. */
 int core_cache_reload(struct core *c);
 /** Is @p bucket in cache mode? @param[out] ro read-only (may be NULL). */
@@ -843,6 +857,31 @@ struct core_cache_stats {
     uint64_t imports, import_errors, created, changed, removed, conflicts;
 };
 void core_cache_stats_get(struct core *c, struct core_cache_stats *out);
+
+/* ---- directory prefetch on listing (core_prefetch.c) ----
+ * A listing of a directory of a tiered bucket (core_readdir at cookie 0; core_list with
+ * delimiter "/", no start-after, and a prefix that is "" or ends in "/", naming an
+ * existing directory) whose effective tier settings say dir_prefetch (tier_settings.h)
+ * recalls, in the background, the directory's evicted files of at most
+ * CORE_PF_FILE_MAX bytes, at most CORE_PF_FILES of them and CORE_PF_BYTES per listing,
+ * while the store stays under the bucket policy's high eviction watermark (none: 90 %).
+ * The recalls go after every recall a reader waits for. */
+#define CORE_PF_FILE_MAX (1u << 20)  /* a file of at most this many bytes is prefetched */
+#define CORE_PF_FILES 4096u          /* files per listing, at most */
+#define CORE_PF_BYTES (256ull << 20) /* bytes per listing, at most */
+/** Start the prefetch thread (after core_tier_start; until then listings queue nothing).
+ * @return 0, -EINVAL (started), -ENOMEM, -errno. */
+int core_prefetch_start(struct core *c);
+/** Stop it (core_close does too). */
+void core_prefetch_stop(struct core *c);
+struct core_prefetch_stats {
+    uint64_t dirs;    /* listings looked at whose settings say dir_prefetch */
+    uint64_t files;   /* recalls started by them */
+    uint64_t bytes;   /* ... of so many bytes */
+    uint64_t full;    /* files not prefetched: the store was too full */
+    uint64_t dropped; /* listings not looked at: the queue was full */
+};
+void core_prefetch_stats_get(struct core *c, struct core_prefetch_stats *out);
 
 /* ==== fast S3 read paths (core_zc.c) ==================================== */
 

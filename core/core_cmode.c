@@ -20,8 +20,10 @@
  *    raced the listing) is left alone.
  * One import per directory at a time: other callers wait for it. A listing
  * that fails leaves what was imported before (served as it is, logged) and
- * answers SRV_ERECALL only for a directory never imported. Times of imports
- * live in memory: after a restart every directory is listed again once.
+ * answers SRV_ERECALL only for a directory never imported. The time of each
+ * directory's last import is kept in memory and in t_config (rec_*: written after
+ * the import, read at the directory's first use after a start), so a restart does
+ * not make every directory due at once; core_cache_invalidate drops them.
  * Thread: any; imports block (workers only: CORE_P_NOWAIT answers
  * -EWOULDBLOCK). */
 #include "core_ns_int.h"
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "meta_record.h"
 #include "meta_tier.h"
 #include "srv_err.h"
 #include "srv_log.h"
@@ -40,6 +43,11 @@
 #include "tier_policy.h"
 
 #define APPLY_BATCH 1024 /* names per txn */
+/* t_config: "cmdir/" be64 bucket be64 dir -> be32 the directory's gen | be64 start of
+ * the listing that imported it (ms since the epoch) */
+#define REC_PFX "cmdir/"
+#define REC_PFX_LEN 6
+#define REC_KEY_LEN (REC_PFX_LEN + 16)
 
 void core_cache_listing_free(struct core_cache_listing *l)
 {
@@ -57,6 +65,14 @@ void core_cache_set_lister(struct core *c, core_cache_list_fn fn, void *arg)
     pthread_mutex_lock(&c->cm.mu);
     c->cm.list = fn;
     c->cm.list_arg = arg;
+    pthread_mutex_unlock(&c->cm.mu);
+}
+
+void core_cache_set_meta(struct core *c, core_cache_meta_fn fn, void *arg)
+{
+    pthread_mutex_lock(&c->cm.mu);
+    c->cm.meta = fn;
+    c->cm.meta_arg = arg;
     pthread_mutex_unlock(&c->cm.mu);
 }
 
@@ -120,14 +136,126 @@ bool core_cache_bucket(struct core *c, uint64_t bucket, bool *ro)
     return yes;
 }
 
+/* ---- persisted import times ---- */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void rec_key(uint8_t k[REC_KEY_LEN], uint64_t bucket, uint64_t dir)
+{
+    memcpy(k, REC_PFX, REC_PFX_LEN);
+    meta_be64_put(k + REC_PFX_LEN, bucket);
+    meta_be64_put(k + REC_PFX_LEN + 8, dir);
+}
+
+/* The gen of directory @p dir, or 0 (gone, not a directory). */
+static uint32_t dir_gen(struct core *c, uint64_t dir)
+{
+    struct meta_txn *t;
+    struct meta_inode r;
+    uint32_t gen = 0;
+    if (meta_rtxn_begin(c->meta, &t) != 0)
+        return 0;
+    if (meta_inode_get(t, dir, &r) == 0 && r.type == CORE_DIR)
+        gen = r.gen;
+    meta_rtxn_end(t);
+    return gen;
+}
+
+/* Remember that @p dir was imported by a listing that began at monotonic @p at_ms. */
+static void rec_put(struct core *c, uint64_t bucket, uint64_t dir, int64_t at_ms)
+{
+    uint8_t k[REC_KEY_LEN], v[12];
+    rec_key(k, bucket, dir);
+    meta_be32_put(v, dir_gen(c, dir));
+    meta_be64_put(v + 4, (uint64_t)(wall_ms() - (srv_now_ms() - at_ms)));
+    int rc = meta_record_put(c->meta, META_REC_CONFIG, k, sizeof(k), v, sizeof(v), 0);
+    if (rc)
+        srv_log(WARN, TIER, "cache: cannot keep the import time of bucket %llu dir %llu: %s",
+                (unsigned long long)bucket, (unsigned long long)dir, srv_strerror(rc));
+}
+
+/* The monotonic time of @p dir's last import before this start, or 0 (none kept, or
+ * kept for another directory of that inode number). */
+static int64_t rec_get(struct core *c, uint64_t bucket, uint64_t dir)
+{
+    uint8_t k[REC_KEY_LEN];
+    void *v = NULL;
+    size_t vl = 0;
+    int64_t at = 0;
+    rec_key(k, bucket, dir);
+    if (meta_record_get(c->meta, META_REC_CONFIG, k, sizeof(k), &v, &vl) != 0)
+        return 0;
+    uint32_t gen = dir_gen(c, dir);
+    if (vl == 12 && gen && meta_be32_get(v) == gen) {
+        int64_t age = wall_ms() - (int64_t)meta_be64_get((const uint8_t *)v + 4);
+        at = srv_now_ms() - (age > 0 ? age : 0);
+        if (at == 0)
+            at = -1; /* 0 says "never" */
+    }
+    free(v);
+    return at;
+}
+
+struct rec_scan {
+    uint8_t (*keys)[REC_KEY_LEN];
+    size_t n, cap;
+    uint64_t bucket; /* 0: all */
+};
+
+static int rec_scan_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct rec_scan *r = arg;
+    (void)val;
+    (void)vlen;
+    if (klen != REC_KEY_LEN || memcmp(key, REC_PFX, REC_PFX_LEN) != 0)
+        return 1; /* past the records */
+    if (r->bucket && meta_be64_get((const uint8_t *)key + REC_PFX_LEN) != r->bucket)
+        return 1;
+    if (r->n == r->cap) {
+        size_t nc = r->cap ? r->cap * 2 : 64;
+        void *nv = realloc(r->keys, nc * REC_KEY_LEN);
+        if (!nv)
+            return 1;
+        r->keys = nv;
+        r->cap = nc;
+    }
+    memcpy(r->keys[r->n++], key, REC_KEY_LEN);
+    return 0;
+}
+
+/* Drop the kept import times of @p bucket (0: of every bucket). */
+static void rec_drop(struct core *c, uint64_t bucket)
+{
+    uint8_t start[REC_KEY_LEN];
+    size_t sl = REC_PFX_LEN;
+    struct rec_scan r = {.bucket = bucket};
+    memcpy(start, REC_PFX, REC_PFX_LEN);
+    if (bucket) {
+        meta_be64_put(start + REC_PFX_LEN, bucket);
+        sl += 8;
+    }
+    meta_record_scan(c->meta, META_REC_CONFIG, start, sl, rec_scan_cb, &r);
+    for (size_t i = 0; i < r.n; i++)
+        meta_record_del(c->meta, META_REC_CONFIG, r.keys[i], REC_KEY_LEN);
+    free(r.keys);
+}
+
 void core_cache_invalidate(struct core *c, uint64_t bucket)
 {
     pthread_mutex_lock(&c->cm.mu);
     for (size_t i = 0; i < CORE_CM_HASH; i++)
         for (struct core__cdir *d = c->cm.h[i]; d; d = d->next)
-            if (!bucket || d->bucket == bucket)
+            if (!bucket || d->bucket == bucket) {
                 d->at_ms = 0;
+                d->loaded = true; /* what was kept is dropped below */
+            }
     pthread_mutex_unlock(&c->cm.mu);
+    rec_drop(c, bucket);
 }
 
 void core_cache_stats_get(struct core *c, struct core_cache_stats *out)
@@ -557,6 +685,16 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
         pthread_mutex_unlock(&c->cm.mu);
         return -ENOMEM;
     }
+    if (!d->loaded && !d->at_ms && !d->busy && !(p->flags & CORE_P_NOWAIT)) {
+        /* the first use since the start: the import time an earlier run kept */
+        d->loaded = true;
+        pthread_mutex_unlock(&c->cm.mu);
+        int64_t at = rec_get(c, bucket, dir);
+        pthread_mutex_lock(&c->cm.mu);
+        if (at && !d->at_ms && !d->busy)
+            d->at_ms = at;
+        now = srv_now_ms();
+    }
     for (;;) {
         if (d->at_ms && (ttl_ms ? now - d->at_ms < (int64_t)ttl_ms : d->at_ms > now)) {
             pthread_mutex_unlock(&c->cm.mu);
@@ -627,6 +765,8 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
     }
     core_cache_listing_free(&l);
     free(dk);
+    if (rc == 0)
+        rec_put(c, bucket, dir, start);
     pthread_mutex_lock(&c->cm.mu);
     d->busy = false;
     if (rc == 0)
@@ -770,5 +910,100 @@ int core__cm_list(struct core *c, const struct core_principal *p, uint64_t bucke
         meta_rtxn_end(s.t);
     }
     free(s.v);
+    return rc;
+}
+
+/* ---- an imported object's metadata ---- */
+
+struct meta_op {
+    uint64_t ino, change;
+    const char *etag; /* the remote's, as recorded */
+    const void *blob;
+    size_t len;
+};
+
+/* Does file @p ino (in @p t) still hold its remote object @p cp's content, with no
+ * metadata asked yet? @p oetag: its objmeta ETag. */
+static bool meta_due(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *cp, char *oetag,
+                     size_t oesize, uint64_t *change)
+{
+    struct meta_inode r;
+    void *m = NULL;
+    size_t ml = 0;
+    if (meta_inode_get(t, ino, &r) != 0 || r.type != CORE_REG || meta_tier_get(t, ino, cp) != 0 ||
+        r.change != cp->st.change || !cp->st.etag[0])
+        return false;
+    if (meta_objmeta_get(t, ino, oetag, oesize, &m, &ml) != 0)
+        return false;
+    free(m);
+    *change = r.change;
+    return ml == 0;
+}
+
+static int meta_fn(struct meta_txn *t, void *arg)
+{
+    struct meta_op *o = arg;
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    char oetag[META_ETAG_MAX + 1];
+    uint64_t change = 0;
+    if (!cp)
+        return -ENOMEM;
+    int rc = 0;
+    if (meta_due(t, o->ino, cp, oetag, sizeof(oetag), &change) && change == o->change &&
+        strcmp(cp->st.etag, o->etag) == 0)
+        rc = meta_objmeta_put(t, o->ino, oetag, o->blob, o->len);
+    free(cp);
+    return rc;
+}
+
+int core__cm_meta(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,
+                  size_t len)
+{
+    if (!core_cache_bucket(c, bucket, NULL))
+        return 0;
+    pthread_mutex_lock(&c->cm.mu);
+    core_cache_meta_fn fn = c->cm.meta;
+    void *fn_arg = c->cm.meta_arg;
+    pthread_mutex_unlock(&c->cm.mu);
+    if (!fn || len == 0 || key[len - 1] == '/')
+        return 0;
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    char oetag[META_ETAG_MAX + 1];
+    uint64_t ino = 0, change = 0;
+    uint32_t type = 0;
+    bool due = false;
+    struct meta_txn *t;
+    if (!cp)
+        return 0;
+    if (meta_rtxn_begin(c->meta, &t) == 0) {
+        due = meta_keyidx_get(t, bucket, key, len, &ino, &type) == 0 && type == CORE_REG &&
+              meta_due(t, ino, cp, oetag, sizeof(oetag), &change);
+        meta_rtxn_end(t);
+    }
+    int rc = 0;
+    if (due && (p->flags & CORE_P_NOWAIT)) {
+        rc = -EWOULDBLOCK;
+    } else if (due) {
+        void *blob = NULL;
+        size_t bl = 0;
+        int frc = fn(fn_arg, cp->st.remote, cp->key, cp->st.etag, &blob, &bl);
+        if (frc == 0) {
+            struct meta_op o = {ino, change, cp->st.etag, blob, bl};
+            frc = meta_submit(c->meta, meta_fn, &o, 0);
+        }
+        if (frc == SRV_EREMOTECHG) {
+            struct meta_inode r;
+            if (meta_rtxn_begin(c->meta, &t) == 0) {
+                if (meta_inode_get(t, ino, &r) == 0)
+                    core__cm_stale(c, bucket, r.parent); /* revalidated at the next use */
+                meta_rtxn_end(t);
+            }
+        } else if (frc && frc != SRV_ERECALL) {
+            srv_log(WARN, TIER, "cache: metadata of bucket %llu key '%.*s': %s",
+                    (unsigned long long)bucket, (int)len, key, srv_strerror(frc));
+        }
+        free(blob);
+    }
+    free(cp);
     return rc;
 }

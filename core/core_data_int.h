@@ -74,6 +74,10 @@ int core__tier_init(struct core *c);
 void core__tier_fini(struct core *c);
 /** A read of file @p ino (for eviction by age). Cheap: a few atomics. */
 void core__tier_note_read(struct core *c, uint64_t ino);
+/** At a clean stop (core_close): write the reads this run saw into their files' tierst
+ * records (read_s, raised only), so a restart loses none of them, not even those the
+ * uploader's passes left for their grain. Files without a record are skipped. */
+void core__tier_keep_reads(struct core *c);
 /** Does the map of @p ino hold [lo, hi) without a gap (read txn @p t)? @return 0 or an error. */
 int core__tier_resident(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t hi, bool *yes);
 /** Evicted file @p ino (@p r, read outside any txn) is read at [lo, hi): join (or start) its
@@ -83,6 +87,13 @@ int core__tier_resident(struct meta_txn *t, uint64_t ino, uint64_t lo, uint64_t 
  * -ENOMEM. */
 int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *r, uint64_t lo,
                     uint64_t hi, bool nowait);
+/** Start a background recall of the whole of evicted file @p ino (@p r, read outside any
+ * txn) for a directory prefetch: its chunks go after those of every recall a reader waits
+ * for, and a failure ends it. At most as many prefetches as GET slots (core_tier_config's
+ * threads) run at once: waits up to @p wait_ms for one to end. Blocks (not on a loop).
+ * @return 1 (started), 0 (a recall of the file runs already), -EBUSY (no slot within
+ * @p wait_ms), SRV_ERECALL (no recall threads), -ENOMEM. */
+int core__tier_prefetch(struct core *c, uint64_t ino, const struct meta_inode *r, uint32_t wait_ms);
 /** Before a change of file @p ino's data: an evicted file is recalled whole first (waits
  * as core__tier_wait; with CORE_P_NOWAIT in @p p, -EWOULDBLOCK). @return 0 (local, or not
  * a regular file), or core__tier_wait's errors. */

@@ -10,7 +10,7 @@
  *   namespace  core_ns_int.h    POSIX ops, S3 ops, uploads, names, refs,
  *                               lifecycle, cache mode (core_ns.c core_posix.c
  *                               core_s3.c core_upload.c core_main.c
- *                               core_cmode.c)
+ *                               core_cmode.c core_prefetch.c)
  *   data       core_data_int.h  extents, pending writes, reads, writes,
  *                               truncation, read cache, zero-copy pieces
  *                               (core_extent.c core_data.c core_pend.c
@@ -72,6 +72,7 @@ struct core__cdir { /* when a directory of a cache bucket was imported */
     uint64_t dir, bucket;
     int64_t at_ms; /* start of the listing that imported it (0: never) */
     bool busy;     /* an import runs */
+    bool loaded;   /* its persisted import time was looked for (core_cmode.c) */
 };
 struct core__cm {
     pthread_mutex_t mu;
@@ -81,6 +82,8 @@ struct core__cm {
     struct core__cdir *h[CORE_CM_HASH];
     core_cache_list_fn list;
     void *list_arg;
+    core_cache_meta_fn meta; /* an imported object's metadata (NULL: none asked) */
+    void *meta_arg;
     uint64_t conf_seen[256]; /* conflicts reported (file and remote ETag), not again */
     atomic_uint_fast64_t imports, import_errors, created, changed, removed, conflicts;
 };

@@ -255,10 +255,14 @@ void core_close(struct core *c)
 {
     if (!c)
         return;
-    if (c->ns)
+    if (c->ns) {
+        core__pf_fini(c);
         core__bg_stop(c);
+    }
     if (c->data)
         core__pend_flusher_stop(c);
+    if (c->meta && c->data)
+        core__tier_keep_reads(c); /* the reads since the uploader's last pass */
     if (c->meta && c->store)
         core_sync(c);
     meta_env_close(c->meta);
@@ -483,6 +487,9 @@ void core_stats_get(struct core *c, struct core_stats *out)
         out->fs_size = ss.fs_size;
         out->fs_free = ss.fs_free;
         out->crc_errors = ss.crc_errors;
+        out->writes_cached = ss.cached_writes;
+        out->writes_zeroed = ss.cached_zeroed;
+        out->writes_direct = ss.direct_writes;
     }
     out->crc_errors += atomic_load(&c->crc_errors);
     out->bytes_written = atomic_load(&c->bytes_written);

@@ -35,6 +35,7 @@ struct core__ns {
     pthread_mutex_t ref_mu;
     struct core__ref *refs[CORE_REF_BUCKETS];
     struct core__bg bg;
+    struct core__pf *pf; /* directory prefetch (core_prefetch.c; NULL: not started) */
 };
 
 /* ---- core_ns.c: tree changes shared by NFS and S3, names ---- */
@@ -97,10 +98,25 @@ int core__cm_dir(struct core *c, const struct core_principal *p, uint64_t dir);
 /** Import the directories on the way to @p key (as core__cm_dir each). */
 int core__cm_key(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,
                  size_t len);
+/** Key @p key of cache bucket @p bucket is looked up by S3 (HEAD, GET): if it is a file
+ * whose content is its remote object's and whose metadata was never asked, ask the remote
+ * (core_cache_meta_fn) and keep it. A no-op elsewhere; failures leave it to the next
+ * lookup. @return 0, -EWOULDBLOCK (CORE_P_NOWAIT and it would ask). */
+int core__cm_meta(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,
+                  size_t len);
 /** Import what a listing of @p prefix needs: the directories on the way, and with
  * @p recursive every directory under it. */
 int core__cm_list(struct core *c, const struct core_principal *p, uint64_t bucket,
                   const char *prefix, size_t len, bool recursive);
+
+/* ---- core_prefetch.c: directory prefetch on listing ---- */
+struct core__pf;
+/** Directory @p dir (@p d, read in @p t) is being listed: if its bucket is tiered, queue
+ * it for the prefetch thread (deduplicated; dropped when the queue is full). Cheap: one
+ * metadata read; never blocks on I/O (an event loop may call it). */
+void core__pf_note(struct core *c, struct meta_txn *t, const struct meta_inode *d, uint64_t dir);
+/** Stop the prefetch thread and free its state (core_close). */
+void core__pf_fini(struct core *c);
 
 /* ---- core_s3.c: keys, ETags ---- */
 #define CORE_ETAG_MD5_MAX (256ull << 20) /* files whose MD5 ETag is computed when asked */

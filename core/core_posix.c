@@ -1053,6 +1053,7 @@ int core_readdir(struct core *c, const struct core_principal *p, uint64_t dir, u
     if (verf)
         *verf = ((uint64_t)d.gen << 32) ^ dir;
     if (cookie == 0) {
+        core__pf_note(c, t, &d, dir); /* directory prefetch, in the background */
         memset(&e, 0, sizeof(e));
         e.ino = dir;
         e.cookie = 1;

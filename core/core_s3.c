@@ -325,6 +325,8 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
     if (rc)
         return rc;
     rc = core__cm_key(c, p, bucket, key, keylen);
+    if (rc == 0)
+        rc = core__cm_meta(c, p, bucket, key, keylen); /* the remote object's metadata */
     if (rc)
         return rc;
     rc = meta_rtxn_begin(c->meta, &t);
@@ -679,6 +681,16 @@ int core_list(struct core *c, const struct core_principal *p, uint64_t bucket, c
     *s = (struct lstate){.c = c, .t = t, .prefix = prefix, .after = after, .delim = delim,
                          .prefixlen = prefixlen, .afterlen = afterlen, .delimlen = delimlen,
                          .max = max, .cb = cb, .arg = arg, .truncated = truncated};
+    if (!afterlen && delimlen == 1 && delim[0] == '/' &&
+        (prefixlen == 0 || prefix[prefixlen - 1] == '/')) {
+        /* a listing of a directory from its start: directory prefetch, in the background */
+        uint64_t dino = bucket;
+        uint32_t dtype = CORE_DIR;
+        struct meta_inode dr;
+        if ((prefixlen == 0 || meta_keyidx_get(t, bucket, prefix, prefixlen, &dino, &dtype) == 0) &&
+            dtype == CORE_DIR && (dino == bucket || meta_inode_get(t, dino, &dr) == 0))
+            core__pf_note(c, t, dino == bucket ? &b : &dr, dino);
+    }
     rc = meta_keyidx_scan(t, bucket, prefix, prefixlen, afterlen ? after : NULL, afterlen,
                           list_entry, s);
     if (rc == 1)

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * core_tier: the core's side of the remote tier (data sub-module): eviction of
  * a copied file's extents, recall of an evicted file's bytes, and the last
- * read time of files (for eviction by age).
+ * read time of files (for eviction by age): in memory here, kept across restarts
+ * in the files' tierst records (read_s), which the tier's uploader updates in its
+ * passes when the time here is later by a grain (tier_upload.c), and core_close
+ * at a clean stop (core__tier_keep_reads).
  *
  * An evicted file (META_I_EVICTED) keeps its inode, size, ETag, metadata and
  * `used` (the bytes it held: usage keeps counting them); its extent map holds
@@ -78,6 +81,8 @@ struct recall {
     int waiters;
     int64_t touch_ms; /* the last read that wanted it */
     int64_t start_ns;
+    bool bg; /* started by a directory prefetch (core__tier_prefetch): while no reader
+              * waits, its chunks go after every other recall's, and a failure ends it */
 };
 
 struct lr_slot {
@@ -176,14 +181,67 @@ void core__tier_note_read(struct core *c, uint64_t ino)
     atomic_store(&s->t, now);
 }
 
-int64_t core_tier_last_read(struct core *c, uint64_t ino)
+int64_t core_tier_last_read(struct core *c, uint64_t ino, int64_t stored_s)
 {
     struct core__tier *k = c->data->tier;
     struct lr_slot *s = &k->lr[lr_hash(ino)];
     int64_t t = atomic_load(&s->floor);
     if (atomic_load(&s->ino) == ino && atomic_load(&s->t) > t)
         t = atomic_load(&s->t);
-    return t > k->t0_s ? t : k->t0_s; /* reads before this start are not known */
+    /* reads before this start: what the record kept, else not known (as at the start) */
+    int64_t before = stored_s > 0 ? stored_s : k->t0_s;
+    return t > before ? t : before;
+}
+
+#define LR_KEEP_BATCH 4096u /* read times written per metadata op at a stop */
+
+struct keep_op {
+    const uint64_t *ino;
+    const int64_t *t;
+    size_t n;
+};
+
+static int keep_fn(struct meta_txn *t, void *arg)
+{
+    const struct keep_op *a = arg;
+    for (size_t i = 0; i < a->n; i++) {
+        int rc = meta_tier_note_read(t, a->ino[i], a->t[i]);
+        if (rc && rc != -ENOENT && rc != SRV_ECORRUPT) /* no record (or unreadable): skip */
+            return rc;
+    }
+    return 0;
+}
+
+void core__tier_keep_reads(struct core *c)
+{
+    struct core__tier *k = c->data ? c->data->tier : NULL;
+    if (!k)
+        return;
+    uint64_t *inos = malloc(LR_KEEP_BATCH * sizeof(*inos));
+    int64_t *ts = malloc(LR_KEEP_BATCH * sizeof(*ts));
+    size_t n = 0, kept = 0;
+    int rc = inos && ts ? 0 : -ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i <= LR_SLOTS; i++) {
+        if (i < LR_SLOTS) {
+            uint64_t ino = atomic_load(&k->lr[i].ino);
+            if (!ino)
+                continue; /* (a slot's floor is what it forgot: not any one file's) */
+            inos[n] = ino;
+            ts[n++] = atomic_load(&k->lr[i].t);
+        }
+        if (n == LR_KEEP_BATCH || (i == LR_SLOTS && n)) {
+            struct keep_op a = {inos, ts, n};
+            rc = meta_submit(c->meta, keep_fn, &a, 0);
+            kept += rc ? 0 : n;
+            n = 0;
+        }
+    }
+    if (rc)
+        srv_log(WARN, TIER, "read times not kept at the stop: %s", srv_strerror(rc));
+    else if (kept)
+        srv_log(DEBUG, TIER, "read times of %zu files kept at the stop", kept);
+    free(inos);
+    free(ts);
 }
 
 struct needed {
@@ -562,36 +620,40 @@ static void *recall_main(void *arg)
         struct recall *pick = NULL;
         uint32_t ch = 0;
         int64_t now = srv_now_ms(), next = now + 1000;
-        for (struct recall *r = k->head; r && !pick; r = r->next) {
-            if (r->err)
-                continue;
-            if (r->fails && now - r->touch_ms > (int64_t)k->cfg.fail_ms) {
-                /* the remote fails and nobody asked for a while: drop it (the next read
-                 * starts over) */
-                r->err = SRV_ERECALL;
-                if (r->busy == 0 && r->waiters == 0) {
-                    recall_free(k, r);
-                    break; /* the list changed: look again */
+        /* two passes: recalls readers wait for (or started), then prefetches nobody waits
+         * for (lower priority than demand) */
+        for (int pass = 0; pass < 2 && !pick; pass++) {
+            for (struct recall *r = k->head; r && !pick; r = r->next) {
+                if (r->err || (r->bg && r->waiters == 0) != (pass == 1))
+                    continue;
+                if (r->fails && now - r->touch_ms > (int64_t)k->cfg.fail_ms) {
+                    /* the remote fails and nobody asked for a while: drop it (the next read
+                     * starts over) */
+                    r->err = SRV_ERECALL;
+                    if (r->busy == 0 && r->waiters == 0) {
+                        recall_free(k, r);
+                        break; /* the list changed: look again */
+                    }
+                    continue;
                 }
-                continue;
-            }
-            if (r->retry_at_ms > now) {
-                if (r->retry_at_ms < next)
-                    next = r->retry_at_ms;
-                continue;
-            }
-            if (r->fetching >= r->streams || k->fetching >= k->cfg.threads)
-                continue; /* as many GETs in flight as it (or the daemon) may have */
-            if (r->want != UINT32_MAX && r->st[r->want] == CH_TODO) {
-                pick = r;
-                ch = r->want;
-                break;
-            }
-            for (uint32_t i = 0; i < r->nch; i++) {
-                if (r->st[i] == CH_TODO) {
+                if (r->retry_at_ms > now) {
+                    if (r->retry_at_ms < next)
+                        next = r->retry_at_ms;
+                    continue;
+                }
+                if (r->fetching >= r->streams || k->fetching >= k->cfg.threads)
+                    continue; /* as many GETs in flight as it (or the daemon) may have */
+                if (r->want != UINT32_MAX && r->st[r->want] == CH_TODO) {
                     pick = r;
-                    ch = i;
+                    ch = r->want;
                     break;
+                }
+                for (uint32_t i = 0; i < r->nch; i++) {
+                    if (r->st[i] == CH_TODO) {
+                        pick = r;
+                        ch = i;
+                        break;
+                    }
                 }
             }
         }
@@ -646,6 +708,10 @@ static void *recall_main(void *arg)
                        !memchr(pick->st, CH_TODO, pick->nch)) {
                 pick->err = 1; /* all that was asked for is back: the rest stays remote */
             }
+        } else if (retryable(rc) && pick->bg && pick->waiters == 0) {
+            pick->st[ch] = CH_TODO; /* a prefetch: not retried (the next listing may) */
+            atomic_fetch_add(&k->recall_errors, 1);
+            pick->err = SRV_ERECALL;
         } else if (retryable(rc)) {
             pick->st[ch] = CH_TODO;
             now = srv_now_ms();
@@ -887,6 +953,63 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
     if (rc == SRV_EREMOTECHG && core__cm_stale(c, ri->bucket, ri->parent))
         rc = SRV_ERECALL; /* a cache bucket: the remote changed it; the client's retry finds
                            * the new object once its directory is revalidated */
+    return rc;
+}
+
+int core__tier_prefetch(struct core *c, uint64_t ino, const struct meta_inode *ri, uint32_t wait_ms)
+{
+    struct core__tier *k = c->data->tier;
+    int64_t deadline = srv_now_ms() + wait_ms;
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        if (!k->threads || k->stop) {
+            pthread_mutex_unlock(&k->mu);
+            return SRV_ERECALL;
+        }
+        if (joinable(k, ino, ri)) {
+            pthread_mutex_unlock(&k->mu);
+            return 0; /* on its way already (or just back) */
+        }
+        uint32_t n = 0;
+        for (struct recall *r = k->head; r; r = r->next)
+            n += r->bg && !r->err;
+        int64_t now = srv_now_ms();
+        if (n < k->cfg.threads)
+            break;
+        if (now >= deadline) {
+            pthread_mutex_unlock(&k->mu);
+            return -EBUSY;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t w = deadline - now < 200 ? deadline - now : 200;
+        until.tv_nsec += (long)w * 1000000l;
+        if (until.tv_nsec >= 1000000000l) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000l;
+        }
+        pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
+    }
+    pthread_mutex_unlock(&k->mu);
+    struct core_recall_knobs kn;
+    recall_params(k, ino, &kn);
+    kn.whole_file = true; /* a prefetch brings the whole (small) file */
+    pthread_mutex_lock(&k->mu);
+    int rc = 1;
+    if (!k->threads || k->stop) {
+        rc = SRV_ERECALL;
+    } else if (!joinable(k, ino, ri)) {
+        struct recall *r = recall_new(k, ino, ri, &kn);
+        if (r) {
+            r->bg = true;
+            pthread_cond_broadcast(&k->work_cv);
+        } else {
+            rc = -ENOMEM;
+        }
+    } else {
+        rc = 0;
+    }
+    pthread_mutex_unlock(&k->mu);
     return rc;
 }
 

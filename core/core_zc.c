@@ -72,6 +72,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +105,7 @@ struct zc_shard {
 static struct zc_shard zc_tab[ZC_SHARDS];
 static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
 static int zc_pagemap = -1; /* /proc/self/pagemap, or -1: nothing is remembered */
+static int zc_null = -1;    /* /dev/null, where cache_extent sends what it reads in */
 static atomic_int zc_no_populate;
 
 static void zc_init(void)
@@ -111,6 +113,7 @@ static void zc_init(void)
     for (int i = 0; i < ZC_SHARDS; i++)
         pthread_mutex_init(&zc_tab[i].mu, NULL);
     zc_pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    zc_null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (zc_pagemap < 0)
         srv_log(WARN, STORE, "/proc/self/pagemap: %s: every read of an extent verifies it",
                 strerror(errno));
@@ -397,16 +400,40 @@ static int read_extent(int fd, const struct store_extent *e, char *buf, uint32_t
     return 0;
 }
 
-/* Verify extent @p e: read it into the page cache unless it is there (the kernel's readahead
- * sizes the disk reads; its large folios make later sendfiles ~1.6x cheaper
- * than POSIX_FADV_WILLNEED's 4 KiB ones, and pages it caches past the extent
- * are checked by their own extent's verification), map it (map_extent:
- * cached now, so cheap), then read it again through the fd and check its
- * CRC32C. The pages the mapping holds were in the page cache before that
- * read, so the read saw them, unless one was dropped meanwhile, which
- * unmapped it (the next read verifies again). The bytes are checked, not
- * kept. On success *@p map is the mapping (the caller owns it), or NULL when
- * none could be made (nothing to remember; then the extent is read once).
+/* Bring extent @p e into the page cache: sendfile(2) of its range to
+ * /dev/null, which reads it as read(2) does (the same readahead, the same
+ * large folios) but copies nothing out (/dev/null's splice drops the pages
+ * it is given); where that is refused (no /dev/null, a kernel or file
+ * system without splice), read_extent into @p buf. @return 0, -EIO. */
+static int cache_extent(int fd, const struct store_extent *e, char *buf)
+{
+    off_t pos = (off_t)e->off;
+    off_t end = pos + (off_t)e->len;
+    while (zc_null >= 0 && pos < end) {
+        ssize_t r = sendfile(zc_null, fd, &pos, (size_t)(end - pos));
+        if (r > 0)
+            continue;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+            break; /* not here: read it */
+        srv_log(ERROR, STORE, "read dev=%u off=%" PRIu64 " len=%u: %s", e->dev, e->off, e->len,
+                r < 0 ? strerror(errno) : "EOF");
+        return -EIO;
+    }
+    if (pos >= end)
+        return 0;
+    return read_extent(fd, e, buf, NULL);
+}
+
+/* Verify extent @p e: read it into the page cache unless it is there (cache_extent: the kernel's
+ * readahead sizes the disk reads; its large folios make later sendfiles ~1.6x cheaper than
+ * POSIX_FADV_WILLNEED's 4 KiB ones, and pages it caches past the extent are checked by their own
+ * extent's verification), map it (map_extent: cached now, so cheap), then read it again through the
+ * fd and check its CRC32C. The pages the mapping holds were in the page cache before that read, so
+ * the read saw them, unless one was dropped meanwhile, which unmapped it (the next read verifies
+ * again). The bytes are checked, not kept. On success *@p map is the mapping (the caller owns it),
+ * or NULL when none could be made (nothing to remember; then the extent is read once).
  * @return 0, -EIO, SRV_ECORRUPT, -ENOMEM. */
 static int verify_extent(struct core *c, int fd, const struct store_extent *e, void **map)
 {
@@ -419,7 +446,7 @@ static int verify_extent(struct core *c, int fd, const struct store_extent *e, v
         return -ENOMEM;
     if (zc_pagemap >= 0 && !atomic_load_explicit(&zc_no_populate, memory_order_relaxed)) {
         if (!resident(fd, e)) { /* cached already (written through the cache, read before) */
-            rc = read_extent(fd, e, buf, NULL);
+            rc = cache_extent(fd, e, buf);
             if (rc)
                 goto out;
         }

@@ -90,7 +90,8 @@
  *   tierst    be64 ino -> struct meta_tierst + key bytes: the copy of a file that
  *             the tier's uploader made on a remote (tier_upload.c): which remote,
  *             which key, the inode's change counter the copy was made from, its
- *             size, remote ETag and time (meta_tier.c). A record whose file is
+ *             size, remote ETag and time, and the file's last read (for eviction
+ *             by age, kept across restarts) (meta_tier.c). A record whose file is
  *             gone, or whose key no longer names the file, is a remote copy to
  *             delete.
  *
@@ -101,6 +102,8 @@
  * 2 = vkeys, versions, vino, xref, bucketcfg, dirty (a version 1 store is
  * upgraded at open: the new tables start empty).
  * 3 = tierst (a version 1 or 2 store is upgraded at open: it starts empty).
+ *     Compatible addition: meta_tierst.read_s (was padding: 0 = no read time known;
+ *     older builds ignore it, and write 0 in the records they write).
  * 4 = the inode flag META_I_EVICTED (nothing to upgrade; a build that does not know
  *     the flag would read an evicted file as zeros, so it must refuse the store). */
 #ifndef META_SCHEMA_H
@@ -320,7 +323,9 @@ struct meta_tierst {
     uint64_t size;    /* bytes copied */
     int64_t time_s;   /* when the copy was confirmed (seconds since the epoch) */
     uint32_t keylen;  /* bytes of the bucket-relative key that follow this struct */
-    uint32_t pad;
+    uint32_t read_s;  /* the file's last client read known (seconds since the epoch; coarse:
+                       * the uploader's passes and a clean stop write it, meta_tier_note_read);
+                       * 0: none known (a record of an older build, whose field was padding) */
     char etag[META_ETAG_MAX]; /* the remote's ETag, NUL-terminated */
 };
 

@@ -19,7 +19,6 @@ size_t meta_tier_encode(const struct meta_tier_copy *c, void *buf, size_t buflen
     struct meta_tierst st = c->st;
     st.rec_ver = META_TIERST_REC_VER;
     st.keylen = (uint32_t)kl;
-    st.pad = 0;
     st.etag[META_ETAG_MAX - 1] = '\0';
     memcpy(buf, &st, sizeof(st));
     memcpy((char *)buf + sizeof(st), c->key, kl);
@@ -58,6 +57,23 @@ int meta_tier_put(struct meta_txn *t, uint64_t ino, const struct meta_tier_copy 
     size_t n = meta_tier_encode(c, buf, REC_MAX);
     int rc = n ? meta__put64(t, META_DBI_TIERST, ino, buf, n) : -EINVAL;
     free(buf);
+    return rc;
+}
+
+int meta_tier_note_read(struct meta_txn *t, uint64_t ino, int64_t read_s)
+{
+    if (read_s <= 0)
+        return 0;
+    uint32_t v = read_s > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)read_s;
+    struct meta_tier_copy *c = malloc(sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    int rc = meta_tier_get(t, ino, c);
+    if (rc == 0 && c->st.read_s < v) {
+        c->st.read_s = v;
+        rc = meta_tier_put(t, ino, c);
+    }
+    free(c);
     return rc;
 }
 

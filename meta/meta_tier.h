@@ -2,7 +2,8 @@
  * meta_tier: the tier's records of remote copies (table tierst, layout in
  * meta_schema.h): one per file the uploader copied to a remote, keyed by the
  * file's inode, holding the remote, the bucket-relative key, the change
- * counter the copy was made from, its size, ETag and time.
+ * counter the copy was made from, its size, ETag and time, and the file's last
+ * read time (coarse; 0: none known), which eviction by age reads after a restart.
  * Callers bring the txn; this module never commits.
  * Thread: any thread that holds a txn (writes: inside a writer op). */
 #ifndef META_TIER_H
@@ -30,6 +31,11 @@ int meta_tier_decode(const void *val, size_t len, struct meta_tier_copy *out);
 int meta_tier_get(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *out);
 /** @return 0, -EINVAL (bad key), or an engine error. */
 int meta_tier_put(struct meta_txn *t, uint64_t ino, const struct meta_tier_copy *c);
+/** Raise the last read time (meta_tierst.read_s) of @p ino's record to @p read_s
+ * (seconds since the epoch); a record that holds a later one is left alone.
+ * @return 0 (nothing to do included), -ENOENT (no record), SRV_ECORRUPT, or an engine
+ * error. */
+int meta_tier_note_read(struct meta_txn *t, uint64_t ino, int64_t read_s);
 /** @return 0, -ENOENT. */
 int meta_tier_del(struct meta_txn *t, uint64_t ino);
 /** One record of a scan (valid during the call); nonzero stops the scan. A malformed

@@ -111,6 +111,7 @@ struct waiter {
     uint64_t bucket;
     uint64_t dirs[DIRS_MAX]; /* innermost first */
     size_t ndirs;
+    bool dirs_done; /* dirs were resolved (not only the bucket) */
     enum qos_class cls;
     uint64_t bytes;
     unsigned ops; /* operations charged: 1, or 0 for a later piece (qos_admit_piece_at) */
@@ -122,6 +123,34 @@ struct waiter {
     enum waiter_force force;
     bool cancelled; /* unlinked by qos_cancel; its timer callback must not touch the queue */
 };
+
+/* A write held by the hold hook (qos_hold): it waits on its own timer, in no
+ * FIFO, and is admitted afresh once the hook lets it go. */
+struct held {
+    struct held *next, *prev; /* in q->held */
+    struct qos *q;
+    struct event *ev;
+    uint32_t tenant;
+    uint64_t user;
+    uint64_t ino; /* the scope's (NFS: marks the request as NFS) */
+    bool has_uid;
+    uint32_t uid;
+    uint64_t bucket;
+    uint64_t dirs[DIRS_MAX];
+    size_t ndirs;
+    enum qos_class cls;
+    uint64_t bytes;
+    unsigned ops;
+    uint64_t *piece;
+    struct event_base *base;
+    void (*go)(void *arg, int err);
+    void *arg;
+    uint64_t since_us, delay_us;
+    bool cancelled, stop;
+};
+
+#define HOLD_FIRST_US 5000u
+#define HOLD_MAX_US 100000u
 
 struct qos {
     struct core *core;
@@ -145,6 +174,12 @@ struct qos {
     struct event_base *sys_base; /* where its waiters wait; made on first need */
     pthread_t sys_thread;        /* runs sys_base */
     struct event *sys_quit;      /* made active by qos_close: ends the loop */
+    /* holds (qos_hold) */
+    bool has_hold;
+    struct qos_hold hold;
+    struct held *held; /* held now */
+    size_t nheld;
+    uint64_t held_total;
 };
 
 static void sys_default_apply(struct qos *q);
@@ -1040,8 +1075,30 @@ static void waiter_scope(struct qos *q, const struct core_principal *p, const st
         dirs = t && t->ndirpol;
         pthread_mutex_unlock(&q->lock);
     }
-    if (scoped || s->bucket_ino)
+    if (scoped || s->bucket_ino) {
         scope_resolve(q, p, s, dirs, w);
+        w->dirs_done = dirs || s->bucket_ino;
+    }
+}
+
+/* Whether the hold hook bounds the write @p w is (then its bucket, and the
+ * directories when the hook needs them, are resolved). Without the lock. */
+static bool hold_scope(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                       enum qos_class cls, uint64_t bytes, struct waiter *w)
+{
+    if (!q->has_hold || cls != QOS_WRITE || !bytes || !s || !q->hold.active(q->hold.arg))
+        return false;
+    if (!w->bucket)
+        scope_resolve(q, p, s, false, w);
+    bool dirs = false;
+    if (!w->bucket || !q->hold.bounded(q->hold.arg, w->bucket, &dirs))
+        return false;
+    if (dirs && !w->dirs_done) {
+        w->ndirs = 0;
+        scope_resolve(q, p, s, true, w);
+        w->dirs_done = true;
+    }
+    return w->bucket != 0;
 }
 
 /* Whether some waiting head could go now, so a newcomer must be weighed
@@ -1112,9 +1169,15 @@ static uint64_t piece_of(const struct qos *q, struct node *const *path, int npat
 /* qos_admit_at and qos_admit_piece_at: @p ops operations (0 or 1) and, with
  * @p piece set, at most one piece of @p bytes (its size stored there before
  * go may run). */
+static int hold_park(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                     const struct waiter *w, uint64_t bytes, uint64_t *piece,
+                     struct event_base *base, uint64_t since_us);
+
+/* @p held_since: when the request was first held (0: it was not). */
 static int admit(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
                  enum qos_class cls, uint64_t bytes, unsigned ops, uint64_t *piece,
-                 struct event_base *base, void (*go)(void *arg, int err), void *arg)
+                 struct event_base *base, void (*go)(void *arg, int err), void *arg,
+                 uint64_t held_since)
 {
     int rc = 0;
     if (piece)
@@ -1134,6 +1197,8 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     w->go = go;
     w->arg = arg;
     waiter_scope(q, p, s, w);
+    bool hold = hold_scope(q, p, s, cls, bytes, w);
+    uint64_t ask = bytes;
 
     pthread_mutex_lock(&q->lock);
     if (p->tenant == QOS_SYSTEM_TENANT && q->sys_stopping) {
@@ -1143,18 +1208,33 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
             (struct qos_refusal){.why = QOS_WHY_STOPPING, .cls = cls, .tenant = QOS_SYSTEM_TENANT};
         return SRV_ETHROTTLE; /* stopping: the system class gets no grant */
     }
-    if (!q->cfg.enabled || path_build(q, w, w->path, &w->npath) < 0 || w->npath == 0) {
-        pthread_mutex_unlock(&q->lock);
-        free(w);
-        go(arg, 0);
-        return 0;
-    }
-    if (piece && !q->cfg.shaping_off) {
+    bool nopath = !q->cfg.enabled || path_build(q, w, w->path, &w->npath) < 0 || w->npath == 0;
+    if (!nopath && piece && !q->cfg.shaping_off) {
         /* shaping: one piece, sized by every level on the path */
         uint64_t m = piece_of(q, w->path, w->npath, cls);
         if (m && bytes > m)
             bytes = m;
         *piece = bytes;
+    }
+    if (hold) {
+        uint64_t now = qos_clock_us();
+        if (q->hold.check(q->hold.arg, w->bucket, w->dirs, w->ndirs, bytes, held_since == 0)) {
+            /* held: on its own timer, outside every FIFO, admitted afresh later */
+            rc = hold_park(q, p, s, w, ask, piece, base, held_since ? held_since : now);
+            pthread_mutex_unlock(&q->lock);
+            if (rc == 0 && held_since == 0 && q->hold.held)
+                q->hold.held(q->hold.arg, w->bucket);
+            free(w);
+            return rc;
+        }
+        q->hold.charge(q->hold.arg, w->bucket, w->dirs, w->ndirs, bytes,
+                       held_since && now > held_since ? now - held_since : 0);
+    }
+    if (nopath) {
+        pthread_mutex_unlock(&q->lock);
+        free(w);
+        go(arg, 0);
+        return 0;
     }
     w->bytes = bytes;
     uint64_t now = qos_clock_us();
@@ -1224,17 +1304,131 @@ out:
     return rc;
 }
 
+/* ---- held writes (qos_hold) ---- */
+
+static void held_unlink(struct qos *q, struct held *h)
+{
+    if (h->prev)
+        h->prev->next = h->next;
+    else if (q->held == h)
+        q->held = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    h->next = h->prev = NULL;
+    q->nheld--;
+}
+
+static void held_arm(struct held *h)
+{
+    struct timeval tv = {.tv_sec = (time_t)(h->delay_us / 1000000u),
+                         .tv_usec = (suseconds_t)(h->delay_us % 1000000u)};
+    evtimer_add(h->ev, &tv);
+}
+
+static void held_fire(evutil_socket_t fd, short what, void *arg)
+{
+    struct held *h = arg;
+    struct qos *q = h->q;
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&q->lock);
+    if (h->cancelled) {
+        pthread_mutex_unlock(&q->lock);
+        return; /* qos_cancel frees it once this returns */
+    }
+    if (!h->stop && q->hold.check(q->hold.arg, h->bucket, h->dirs, h->ndirs, h->bytes, false)) {
+        h->delay_us = h->delay_us * 2 > HOLD_MAX_US ? HOLD_MAX_US : h->delay_us * 2;
+        held_arm(h);
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    held_unlink(q, h);
+    pthread_mutex_unlock(&q->lock);
+    event_free(h->ev);
+    struct held c = *h;
+    free(h);
+    if (c.stop) {
+        last_refusal =
+            (struct qos_refusal){.why = QOS_WHY_STOPPING, .cls = c.cls, .tenant = c.tenant};
+        c.go(c.arg, SRV_ETHROTTLE);
+        return;
+    }
+    struct core_principal p = {.tenant = c.tenant, .user = c.user};
+    struct qos_scope sc = {.ino = c.ino,
+                           .has_uid = c.has_uid,
+                           .uid = c.uid,
+                           .bucket_ino = c.bucket,
+                           .dirs = c.dirs,
+                           .ndirs = c.ndirs};
+    int rc = admit(q, &p, &sc, c.cls, c.bytes, c.ops, c.piece, c.base, c.go, c.arg, c.since_us);
+    if (rc)
+        c.go(c.arg, SRV_ETHROTTLE); /* refused now (queue full, no memory): go never ran */
+}
+
+/* Hold the request @p w describes (its ask: @p bytes). Under the lock.
+ * @return 0 (go runs later), -EINVAL (no base), -ENOMEM. */
+static int hold_park(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
+                     const struct waiter *w, uint64_t bytes, uint64_t *piece,
+                     struct event_base *base, uint64_t since_us)
+{
+    if (!base)
+        return -EINVAL;
+    struct held *h = calloc(1, sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    h->ev = evtimer_new(base, held_fire, h);
+    if (!h->ev) {
+        free(h);
+        return -ENOMEM;
+    }
+    h->q = q;
+    h->tenant = p->tenant;
+    h->user = p->user;
+    h->ino = s->ino;
+    h->has_uid = s->has_uid;
+    h->uid = s->uid;
+    h->bucket = w->bucket;
+    memcpy(h->dirs, w->dirs, sizeof(w->dirs[0]) * w->ndirs);
+    h->ndirs = w->ndirs;
+    h->cls = w->cls;
+    h->bytes = bytes;
+    h->ops = w->ops;
+    h->piece = piece;
+    h->base = base;
+    h->go = w->go;
+    h->arg = w->arg;
+    h->since_us = since_us;
+    h->delay_us = HOLD_FIRST_US;
+    h->next = q->held;
+    if (q->held)
+        q->held->prev = h;
+    q->held = h;
+    q->nheld++;
+    q->held_total++;
+    held_arm(h);
+    return 0;
+}
+
+void qos_set_hold(struct qos *q, const struct qos_hold *h)
+{
+    pthread_mutex_lock(&q->lock);
+    q->has_hold = h != NULL;
+    if (h)
+        q->hold = *h;
+    pthread_mutex_unlock(&q->lock);
+}
+
 int qos_admit(struct qos *q, const struct core_principal *p, enum qos_class cls, uint64_t bytes,
               struct event_base *base, void (*go)(void *arg, int err), void *arg)
 {
-    return admit(q, p, NULL, cls, bytes, 1, NULL, base, go, arg);
+    return admit(q, p, NULL, cls, bytes, 1, NULL, base, go, arg, 0);
 }
 
 int qos_admit_at(struct qos *q, const struct core_principal *p, const struct qos_scope *s,
                  enum qos_class cls, uint64_t bytes, struct event_base *base,
                  void (*go)(void *arg, int err), void *arg)
 {
-    return admit(q, p, s, cls, bytes, 1, NULL, base, go, arg);
+    return admit(q, p, s, cls, bytes, 1, NULL, base, go, arg, 0);
 }
 
 int qos_admit_piece(struct qos *q, const struct core_principal *p, enum qos_class cls,
@@ -1250,7 +1444,7 @@ int qos_admit_piece_at(struct qos *q, const struct core_principal *p, const stru
 {
     if (!piece || (flags & ~QOS_PIECE_MORE))
         return -EINVAL;
-    return admit(q, p, s, cls, bytes, (flags & QOS_PIECE_MORE) ? 0 : 1, piece, base, go, arg);
+    return admit(q, p, s, cls, bytes, (flags & QOS_PIECE_MORE) ? 0 : 1, piece, base, go, arg, 0);
 }
 
 bool qos_applies(struct qos *q, const struct core_principal *p, enum qos_class cls)
@@ -1266,6 +1460,8 @@ bool qos_applies_at(struct qos *q, const struct core_principal *p, const struct 
     /* on the stack: this runs for every GET, and the waiter only carries the path */
     struct waiter w_ = {0}, *w = &w_;
     waiter_scope(q, p, s, w);
+    if (hold_scope(q, p, s, cls, 1, w))
+        return true; /* a bounded bucket: its writes may be held */
     int bb, ob;
     buckets_of(cls, &bb, &ob);
     pthread_mutex_lock(&q->lock);
@@ -1300,6 +1496,16 @@ int qos_cancel(struct qos *q, void *arg)
         free(w);
         return 0;
     }
+    for (struct held *h = q->held; h; h = h->next) {
+        if (h->arg != arg)
+            continue;
+        held_unlink(q, h);
+        h->cancelled = true;
+        pthread_mutex_unlock(&q->lock);
+        event_free(h->ev);
+        free(h);
+        return 0;
+    }
     pthread_mutex_unlock(&q->lock);
     return -ENOENT;
 }
@@ -1324,6 +1530,10 @@ void qos_drain(struct qos *q)
     pthread_mutex_lock(&q->lock);
     q->sys_stopping = true;
     force_all(q, FORCE_THROTTLE);
+    for (struct held *h = q->held; h; h = h->next) {
+        h->stop = true;
+        event_active(h->ev, EV_TIMEOUT, 0);
+    }
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -2009,6 +2219,13 @@ static void qos_render(void *arg, struct evbuffer *out)
                              "honoured within (0 = unknown).\n# TYPE s3nfs_qos_capacity gauge\n");
     for (int d = 0; d < G__COUNT; d++)
         evbuffer_add_printf(out, "s3nfs_qos_capacity{dim=\"%s\"} %.0f\n", dims[d], q->g[d].rate);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_qos_held Writes held now by a bucket's dirty-bytes bound "
+                        "(waiting for uploads).\n# TYPE s3nfs_qos_held gauge\ns3nfs_qos_held %zu\n"
+                        "# HELP s3nfs_qos_held_total Writes held by a dirty-bytes bound (each time "
+                        "one was held).\n# TYPE s3nfs_qos_held_total counter\n"
+                        "s3nfs_qos_held_total %llu\n",
+                        q->nheld, (unsigned long long)q->held_total);
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -2057,6 +2274,13 @@ void qos_close(struct qos *q)
         q->all = w->anext;
         event_free(w->ev);
         free(w);
+    }
+    while (q->held) {
+        struct held *h = q->held;
+        srv_log(WARN, QOS, "tenant=%u a held write was dropped at close", h->tenant);
+        q->held = h->next;
+        event_free(h->ev);
+        free(h);
     }
     for (size_t i = 0; i < q->nn; i++)
         free(q->n[i]);

@@ -342,6 +342,40 @@ int qos_system_wait(struct qos *q, enum qos_class cls, uint64_t bytes);
  * grant. qos_drain does this too. Safe on NULL. */
 void qos_system_drain(struct qos *q);
 
+/* ---- holds: a bound outside QoS's own limits that may hold a write up (the
+ * tier's dirty-bytes bound of write-back, tier_dirty.h) ----
+ * A write (QOS_WRITE with bytes) to a bucket the hook bounds asks check()
+ * with its piece before it is admitted; while check() answers 1 the request
+ * is held: it waits on a timer of the caller's event_base (5 ms, doubling up
+ * to 100 ms), in no level's FIFO, so it holds up no other request (of its
+ * tenant or of another); when check() lets it go it is admitted as any other
+ * (caps, guarantees), and charge() is told its bytes and how long it was
+ * held. Held writes are never refused for the time they wait (max_wait_ms
+ * does not apply to a hold): writers are slowed, never failed; qos_cancel
+ * withdraws one (its connection closed) and qos_drain refuses them
+ * (SRV_ETHROTTLE, QOS_WHY_STOPPING). Holds apply whether QoS is on or off.
+ * Every callback may run on any loop thread, under the instance's lock: they
+ * must not call back into qos. */
+struct qos_hold {
+    /** Whether any bucket is bounded now (cheap: asked for every write). */
+    bool (*active)(void *arg);
+    /** Whether writes to @p bucket may be held; @p dirs: whether the
+     * directories above the write are needed to find its level. */
+    bool (*bounded)(void *arg, uint64_t bucket, bool *dirs);
+    /** @return 0: the write of @p bytes below @p dirs (innermost first) may go
+     * (charges nothing); 1: hold it. @p first: its first ask. */
+    int (*check)(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs, uint64_t bytes,
+                 bool first);
+    /** The write goes with @p bytes, after being held @p held_us (0: not held). */
+    void (*charge)(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs, uint64_t bytes,
+                   uint64_t held_us);
+    /** Optional: a write to @p bucket was just held (hasten what drains it). */
+    void (*held)(void *arg, uint64_t bucket);
+    void *arg;
+};
+/** Install @p h (copied; NULL: none). Call before the loops run. */
+void qos_set_hold(struct qos *q, const struct qos_hold *h);
+
 /** The daemon's instance, for front ends (set by main; NULL = no QoS: admit
  * directly). */
 struct qos *qos_global(void);

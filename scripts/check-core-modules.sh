@@ -27,7 +27,7 @@ declare -A module=(
     [core_extent.c]=data [core_data.c]=data [core_pend.c]=data [core_cache.c]=data
     [core_zc.c]=data [core_vdata.c]=data [core_tier.c]=data
     [core_ns.c]=ns [core_posix.c]=ns [core_s3.c]=ns [core_upload.c]=ns [core_main.c]=ns
-    [core_bg.c]=ns [core_version.c]=ns [core_check.c]=ns [core_cmode.c]=ns
+    [core_bg.c]=ns [core_version.c]=ns [core_check.c]=ns [core_cmode.c]=ns [core_prefetch.c]=ns
 )
 declare -A header=([base]=core_int.h [quota]=core_quota_int.h [data]=core_data_int.h
     [ns]=core_ns_int.h)

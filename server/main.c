@@ -72,6 +72,7 @@ struct daemon {
     struct s3_server *s3;
     struct s3_lifecycle *lifecycle;
     struct tier_upload *tier;
+    struct tier_dirty *dirty; /* the dirty-bytes bound of write-back (QoS holds writers) */
     struct nfs_server *nfs;
     struct event_base *base;
     struct event *sig_term, *sig_int, *sig_hup;
@@ -136,6 +137,51 @@ static int tier_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
 }
 
 /* The recall settings of a file: its tier policy's (presets, recall knobs). */
+/* ---- the dirty-bytes bound: QoS's hold hook over the tier's accounting ---- */
+
+/* A file's size with its writes not committed yet (the uploader's scan counts
+ * them as dirty). */
+static int tier_size(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size)
+{
+    struct core_principal sp = {.tenant = tenant, .flags = CORE_P_SUPER | CORE_P_NOWAIT};
+    struct core_attr at;
+    int rc = core_getattr(arg, &sp, ino, 0, &at);
+    if (rc == 0)
+        *size = at.size;
+    return rc;
+}
+
+static bool dirty_active(void *arg)
+{
+    return tier_dirty_any(((struct daemon *)arg)->dirty);
+}
+
+static bool dirty_bounded(void *arg, uint64_t bucket, bool *dirs)
+{
+    return tier_dirty_bounded(((struct daemon *)arg)->dirty, bucket, dirs);
+}
+
+static int dirty_check(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs,
+                       uint64_t bytes, bool first)
+{
+    return tier_dirty_check(((struct daemon *)arg)->dirty, bucket, dirs, ndirs, bytes, first);
+}
+
+static void dirty_charge(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs,
+                         uint64_t bytes, uint64_t held_us)
+{
+    tier_dirty_charge(((struct daemon *)arg)->dirty, bucket, dirs, ndirs, bytes, held_us);
+}
+
+/* A writer was held: have the uploader pass over the buckets soon, so that the
+ * held bucket's pending files go at once (tier_dirty_hasten). */
+static void dirty_held(void *arg, uint64_t bucket)
+{
+    struct daemon *d = arg;
+    if (d->tier && tier_dirty_kick(d->dirty, bucket))
+        tier_upload_kick(d->tier);
+}
+
 static int tier_knobs(void *arg, uint64_t ino, struct core_recall_knobs *out)
 {
     struct tier_effective e;
@@ -154,9 +200,9 @@ static int tier_evict(void *arg, uint64_t ino, uint64_t change, uint64_t *freed)
     return core_tier_evict(arg, ino, change, freed);
 }
 
-static int64_t tier_last_read(void *arg, uint64_t ino)
+static int64_t tier_last_read(void *arg, uint64_t ino, int64_t stored_s)
 {
-    return core_tier_last_read(arg, ino);
+    return core_tier_last_read(arg, ino, stored_s);
 }
 
 /* Used bytes and capacity of the store for eviction watermarks: what its data files may
@@ -217,6 +263,15 @@ static int cache_list(void *arg, uint32_t remote, const char *dirkey,
     return u ? tier_upload_list_dir(u, remote, dirkey, cache_obj, cache_dir, out) : SRV_ERECALL;
 }
 
+/* ... and asks for an imported object's Content-Type and user metadata. */
+static int cache_meta(void *arg, uint32_t remote, const char *key, const char *etag, void **blob,
+                      size_t *len)
+{
+    struct tier_upload *u = tier_upload_default();
+    (void)arg;
+    return u ? tier_upload_head_meta(u, remote, key, etag, blob, len) : SRV_ERECALL;
+}
+
 static void render_cache(void *arg, struct evbuffer *out)
 {
     struct core_cache_stats st;
@@ -239,6 +294,29 @@ static void render_cache(void *arg, struct evbuffer *out)
         (unsigned long long)st.imports, (unsigned long long)st.import_errors,
         (unsigned long long)st.created, (unsigned long long)st.changed,
         (unsigned long long)st.removed, (unsigned long long)st.conflicts);
+}
+
+static void render_prefetch(void *arg, struct evbuffer *out)
+{
+    struct core_prefetch_stats st;
+    core_prefetch_stats_get(arg, &st);
+    evbuffer_add_printf(
+        out,
+        "# HELP s3nfs_tier_prefetch_dirs_total Listings of directories whose settings say "
+        "dir_prefetch.\n# TYPE s3nfs_tier_prefetch_dirs_total counter\n"
+        "s3nfs_tier_prefetch_dirs_total %llu\n"
+        "# HELP s3nfs_tier_prefetch_files_total Small evicted files a directory prefetch "
+        "started to recall.\n# TYPE s3nfs_tier_prefetch_files_total counter\n"
+        "s3nfs_tier_prefetch_files_total %llu\n"
+        "# HELP s3nfs_tier_prefetch_bytes_total Bytes of those files.\n"
+        "# TYPE s3nfs_tier_prefetch_bytes_total counter\n"
+        "s3nfs_tier_prefetch_bytes_total %llu\n"
+        "# HELP s3nfs_tier_prefetch_skipped_total Files or listings a prefetch left out, by "
+        "reason.\n# TYPE s3nfs_tier_prefetch_skipped_total counter\n"
+        "s3nfs_tier_prefetch_skipped_total{reason=\"full\"} %llu\n"
+        "s3nfs_tier_prefetch_skipped_total{reason=\"queue\"} %llu\n",
+        (unsigned long long)st.dirs, (unsigned long long)st.files, (unsigned long long)st.bytes,
+        (unsigned long long)st.full, (unsigned long long)st.dropped);
 }
 
 static void render_recall(void *arg, struct evbuffer *out)
@@ -355,12 +433,21 @@ static void render_core(void *arg, struct evbuffer *out)
                         "s3nfs_store_written_bytes_total %llu\n"
                         "# HELP s3nfs_store_read_bytes_total Data bytes read from the store.\n"
                         "# TYPE s3nfs_store_read_bytes_total counter\n"
-                        "s3nfs_store_read_bytes_total %llu\n",
+                        "s3nfs_store_read_bytes_total %llu\n"
+                        "# HELP s3nfs_store_writes_total Extent writes, by path: through the page "
+                        "cache (cached), the same after zeroing a range some of whose pages were "
+                        "cached (cached_zeroed, also counted in cached), with O_DIRECT (direct).\n"
+                        "# TYPE s3nfs_store_writes_total counter\n"
+                        "s3nfs_store_writes_total{path=\"cached\"} %llu\n"
+                        "s3nfs_store_writes_total{path=\"cached_zeroed\"} %llu\n"
+                        "s3nfs_store_writes_total{path=\"direct\"} %llu\n",
                         (unsigned long long)st.store_capacity, (unsigned long long)st.store_free,
                         (unsigned long long)st.store_limit, (unsigned long long)st.fs_size,
-                        (unsigned long long)st.fs_free, (unsigned long long)st.commits, (unsigned long long)st.commit_ops,
-                        (unsigned long long)st.crc_errors, (unsigned long long)st.bytes_written,
-                        (unsigned long long)st.bytes_read);
+                        (unsigned long long)st.fs_free, (unsigned long long)st.commits,
+                        (unsigned long long)st.commit_ops, (unsigned long long)st.crc_errors,
+                        (unsigned long long)st.bytes_written, (unsigned long long)st.bytes_read,
+                        (unsigned long long)st.writes_cached, (unsigned long long)st.writes_zeroed,
+                        (unsigned long long)st.writes_direct);
 }
 
 /* Per-tenant usage and quota limits (0 = no limit), one gauge family each. */
@@ -664,6 +751,8 @@ static void stop_all(struct daemon *d)
     d->admin = NULL;
     if (d->core) {
         srv_metrics_remove_renderer(render_recall, d->core);
+        srv_metrics_remove_renderer(render_prefetch, d->core);
+        core_prefetch_stop(d->core); /* it starts recalls */
         core_tier_stop(d->core); /* its threads fetch through the uploader */
     }
     if (d->tier) {
@@ -686,6 +775,8 @@ static void stop_all(struct daemon *d)
     }
     qos_close(d->qos);
     d->qos = NULL;
+    tier_dirty_free(d->dirty); /* after QoS: its hold hook reads it */
+    d->dirty = NULL;
 }
 
 /* Everything that can be checked before the data folder is touched: a start
@@ -902,12 +993,23 @@ static int start_all(struct daemon *d)
                                     .evict = tier_evict,
                                     .last_read = tier_last_read,
                                     .capacity = tier_capacity,
+                                    .size = tier_size,
                                     .core_arg = d->core};
+    if ((rc = tier_dirty_new(&d->dirty)) < 0)
+        return rc;
+    tc.dirty = d->dirty;
     if ((rc = tier_upload_start(&d->tier, &tc)) < 0) {
         srv_log(ERROR, SRV, "cannot start the tier's uploader: %s", err_text(rc));
         return rc;
     }
     srv_metrics_add_renderer(render_tier, d->tier);
+    const struct qos_hold hold = {.active = dirty_active,
+                                  .bounded = dirty_bounded,
+                                  .check = dirty_check,
+                                  .charge = dirty_charge,
+                                  .held = dirty_held,
+                                  .arg = d};
+    qos_set_hold(d->qos, &hold);
     /* read-only tier policies hold before the first request (the uploader's passes and the
      * admin API refresh them after) */
     tier_settings_refresh(core_meta(d->core));
@@ -925,7 +1027,14 @@ static int start_all(struct daemon *d)
     }
     srv_metrics_add_renderer(render_recall, d->core);
     core_cache_set_lister(d->core, cache_list, NULL);
+    core_cache_set_meta(d->core, cache_meta, NULL);
     srv_metrics_add_renderer(render_cache, d->core);
+    /* directory prefetch on listing: recalls in the background */
+    if ((rc = core_prefetch_start(d->core)) < 0) {
+        srv_log(ERROR, SRV, "cannot start the directory prefetch: %s", err_text(rc));
+        return rc;
+    }
+    srv_metrics_add_renderer(render_prefetch, d->core);
 
     int nloops = (int)d->cfg.loop_threads;
     if (nloops == 0)

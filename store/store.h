@@ -249,6 +249,9 @@ struct store_stats {
     uint64_t free, reserved, limbo;
     uint64_t fs_size, fs_free; /* the file system holding the data files (0 for devices) */
     uint64_t crc_errors, bytes_read, bytes_written;
+    uint64_t cached_writes; /* writes through the page cache (store_config.write_cache) */
+    uint64_t cached_zeroed; /* ... of which zeroed their range first (some of it was cached) */
+    uint64_t direct_writes; /* writes with O_DIRECT */
 };
 void store_stats_get(struct store *s, struct store_stats *out);
 

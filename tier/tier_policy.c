@@ -274,6 +274,22 @@ static void level(const struct tier_dirpol *d, bool bucket, struct tier_effectiv
     apply(d, out);
 }
 
+bool tier_dirpol_dirty(const struct tier_dirpol *d, uint64_t *bound)
+{
+    *bound = 0;
+    if (d->set & TIER_D_DIRTY) {
+        *bound = d->dirty_bound;
+        return true;
+    }
+    if ((d->set & TIER_D_PRESET) && d->preset != TIER_PRESET_UNSET) {
+        struct tier_dirpol pk;
+        tier_preset_knobs(d->preset, &pk);
+        *bound = pk.dirty_bound;
+        return (pk.set & TIER_D_DIRTY) != 0;
+    }
+    return false;
+}
+
 void tier_effective_of(const struct tier_policy *b, const struct tier_dirpol *be,
                        const struct tier_dirpol *d, struct tier_effective *out)
 {

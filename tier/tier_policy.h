@@ -149,12 +149,12 @@ struct tier_dirpol {
     uint32_t evict_after_s;
     uint8_t preset;       /* enum tier_preset */
     uint8_t whole_file;   /* a recall fetches the whole file (else the range + read_ahead) */
-    uint8_t dir_prefetch; /* stored, not acted on yet */
+    uint8_t dir_prefetch; /* a listing prefetches small evicted files (core_prefetch.c) */
     uint8_t read_only;    /* writes are refused */
     uint32_t read_ahead;  /* bytes a recall fetches past a read's range (whole_file off) */
     uint32_t chunk_size;  /* bytes of one ranged GET of a recall (0: the daemon's) */
     uint16_t streams;     /* chunks of one file fetched at once (0: as many as threads) */
-    uint64_t dirty_bound; /* stored, not acted on yet (cache mode's write-back) */
+    uint64_t dirty_bound; /* bytes not on the remote before writers are held (tier_dirty.h) */
 };
 
 /** What applies to one file. */
@@ -172,6 +172,9 @@ struct tier_effective {
  * (each may be NULL). Pure. */
 void tier_effective_of(const struct tier_policy *b, const struct tier_dirpol *be,
                        const struct tier_dirpol *d, struct tier_effective *out);
+/** Whether level @p d decides the dirty bound (it sets dirty_bound, or names a
+ * preset, which always does), and then the bound in @p bound (0: none). Pure. */
+bool tier_dirpol_dirty(const struct tier_dirpol *d, uint64_t *bound);
 /** The knobs of preset @p p (TIER_PRESET_NONE: the built-in defaults) as an entry
  * whose set names the knobs the preset decides. */
 void tier_preset_knobs(uint8_t p, struct tier_dirpol *out);

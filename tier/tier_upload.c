@@ -120,6 +120,42 @@ int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
     return rc < 0 ? rc : (int)c.n;
 }
 
+static void objmeta_rec(uint8_t **p, int type, const char *k, const char *v)
+{
+    size_t kl = strlen(k), vl = strlen(v);
+    uint8_t *q = *p;
+    *q++ = (uint8_t)type;
+    *q++ = (uint8_t)(kl >> 8);
+    *q++ = (uint8_t)kl;
+    memcpy(q, k, kl);
+    q += kl;
+    meta_be32_put(q, (uint32_t)vl);
+    q += 4;
+    memcpy(q, v, vl);
+    *p = q + vl;
+}
+
+int tier_objmeta_encode(const char *ctype, const struct tier_s3_kv *kv, size_t n, void **blob,
+                        size_t *len)
+{
+    size_t need = 4 + (ctype && ctype[0] ? 7 + 12 + strlen(ctype) : 0);
+    for (size_t i = 0; i < n; i++)
+        need += 7 + strnlen(kv[i].name, 65535) + strlen(kv[i].value);
+    uint8_t *b = malloc(need), *p = b;
+    if (!b)
+        return -ENOMEM;
+    memcpy(p, "S3M1", 4);
+    p += 4;
+    if (ctype && ctype[0])
+        objmeta_rec(&p, 1, "Content-Type", ctype); /* s3api's stored header */
+    for (size_t i = 0; i < n; i++)
+        if (strlen(kv[i].name) <= 65535)
+            objmeta_rec(&p, 2, kv[i].name, kv[i].value);
+    *blob = b;
+    *len = (size_t)(p - b);
+    return 0;
+}
+
 /* ---- state ---- */
 
 struct job {
@@ -131,6 +167,7 @@ struct job {
     char *oldkey; /* upload: a copy under another key to delete after, or NULL */
     uint32_t oldremote;
     int64_t ctime_ns; /* the change's time (for barriers) */
+    uint64_t level;   /* the dirty-bound level of the file (tier_dirty.h) */
 };
 
 struct bstat {
@@ -737,8 +774,20 @@ struct rec_op {
 static int rec_fn(struct meta_txn *t, void *arg)
 {
     struct rec_op *a = arg;
-    if (a->c)
-        return meta_tier_put(t, a->ino, a->c);
+    if (a->c) {
+        /* the new copy's record keeps the file's last read time the old one had */
+        struct meta_tier_copy *cur = malloc(sizeof(*cur));
+        if (!cur)
+            return -ENOMEM;
+        uint32_t read_s = a->c->st.read_s;
+        if (meta_tier_get(t, a->ino, cur) == 0 && cur->st.read_s > read_s)
+            read_s = cur->st.read_s;
+        *cur = *a->c;
+        cur->st.read_s = read_s;
+        int rc = meta_tier_put(t, a->ino, cur);
+        free(cur);
+        return rc;
+    }
     struct meta_tier_copy cur;
     int rc = meta_tier_get(t, a->ino, &cur);
     if (rc == -ENOENT)
@@ -1223,6 +1272,10 @@ static int do_upload(struct tier_upload *u, struct job *j)
     c->st.change = j->change;
     c->st.size = j->size;
     c->st.time_s = (int64_t)time(NULL);
+    if (u->cfg.last_read) { /* what the next pass would write (rec_fn keeps a later one) */
+        int64_t rd = u->cfg.last_read(u->cfg.core_arg, j->ino, 0);
+        c->st.read_s = rd <= 0 ? 0 : rd > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)rd;
+    }
     snprintf(c->st.etag, sizeof(c->st.etag), "%s", etag);
     snprintf(c->key, sizeof(c->key), "%s", j->key);
     struct rec_op a = {j->ino, c, NULL, 0};
@@ -1232,6 +1285,8 @@ static int do_upload(struct tier_upload *u, struct job *j)
         failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "record", srv_strerror(rc));
         goto out;
     }
+    if (u->cfg.dirty)
+        tier_dirty_confirmed(u->cfg.dirty, j->bucket, j->level, j->size);
     pthread_mutex_lock(&u->mu);
     u->up_files++;
     u->up_bytes += j->size;
@@ -1395,6 +1450,12 @@ static int queue(struct tier_upload *u, struct job *j)
     return 0;
 }
 
+/* A read time to keep in a file's tierst record (read_s). */
+struct rt_ent {
+    uint64_t ino;
+    int64_t read_s;
+};
+
 struct bscan {
     struct tier_upload *u;
     struct meta_txn *t;
@@ -1404,12 +1465,70 @@ struct bscan {
     int64_t now_ns;
     uint64_t eff_parent; /* the parent whose policy eff is (0: none yet) */
     struct tier_effective eff;
+    uint64_t eff_level; /* the dirty-bound level of eff_parent's files */
+    bool hasten;        /* the bucket's dirty bound is reached: every pending file is due */
     char last[META_KEY_MAX + 1];
     size_t lastlen;
     size_t seen;
     bool more;
     struct meta_tier_copy c;
+    struct rt_ent rt[SCAN_CHUNK]; /* read times to write after this chunk */
+    size_t nrt;
 };
+
+/* How far a record's read time may lag the core's before a pass writes it: an eighth
+ * of the eviction age, at least a second, at most a minute (a minute when only the
+ * watermarks evict). So a file read all the time costs a write per grain, not per read,
+ * and eviction by age after a restart errs by a grain at most (plus the reads of the
+ * last pass's interval after a SIGKILL). */
+static int64_t read_grain(uint32_t evict_after_s)
+{
+    int64_t g = evict_after_s ? evict_after_s / 8 : 60;
+    return g < 1 ? 1 : g > 60 ? 60 : g;
+}
+
+/* The last read of a file with a tierst record (s->c) whose policy evicts: the core's,
+ * or the record's when later; notes the core's for the record when it lags a grain. */
+static int64_t read_time(struct tier_upload *u, struct bscan *s, uint64_t ino,
+                         const struct tier_effective *e)
+{
+    int64_t stored = s->c.st.read_s;
+    if (!u->cfg.last_read)
+        return stored;
+    int64_t last = u->cfg.last_read(u->cfg.core_arg, ino, stored);
+    if (last > stored && (stored == 0 || last - stored >= read_grain(e->evict_after_s)) &&
+        s->nrt < SCAN_CHUNK)
+        s->rt[s->nrt++] = (struct rt_ent){ino, last};
+    return last;
+}
+
+struct rt_op {
+    const struct rt_ent *v;
+    size_t n;
+};
+
+static int rt_fn(struct meta_txn *t, void *arg)
+{
+    const struct rt_op *a = arg;
+    for (size_t i = 0; i < a->n; i++) {
+        int rc = meta_tier_note_read(t, a->v[i].ino, a->v[i].read_s);
+        if (rc && rc != -ENOENT && rc != SRV_ECORRUPT) /* gone or unreadable: skip it */
+            return rc;
+    }
+    return 0;
+}
+
+/* Write the read times a chunk of the scan noted, in one metadata op. */
+static void rt_flush(struct tier_upload *u, struct bscan *s)
+{
+    if (!s->nrt)
+        return;
+    struct rt_op a = {s->rt, s->nrt};
+    int rc = meta_submit(u->cfg.meta, rt_fn, &a, 0);
+    if (rc)
+        srv_log(WARN, TIER, "cannot keep %zu read times: %s", s->nrt, srv_strerror(rc));
+    s->nrt = 0;
+}
 
 /* The policy that applies to files whose first parent is @p parent: the nearest
  * directory policy on the way up to the bucket, else the bucket's. Cached for the
@@ -1432,12 +1551,15 @@ static const struct tier_effective *effective(struct bscan *s, uint64_t parent)
     }
     tier_effective_of(&pe->p, pe->bent, hit, &s->eff);
     s->eff_parent = parent;
+    s->eff_level = s->u->cfg.dirty
+                       ? tier_dirty_level_of(s->u->cfg.dirty, pe->bucket, hit ? hit->dir : 0)
+                       : pe->bucket;
     return &s->eff;
 }
 
 /* A file that may be evicted (mu held). */
 static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
-                    const struct meta_inode *r, const struct tier_effective *e)
+                    const struct meta_inode *r, const struct tier_effective *e, int64_t last)
 {
     if (u->ncands == u->capcands) {
         size_t nc = u->capcands ? u->capcands * 2 : 256;
@@ -1447,7 +1569,6 @@ static int cand_add(struct tier_upload *u, struct bscan *s, uint64_t ino,
         u->cands = nv;
         u->capcands = nc;
     }
-    int64_t last = u->cfg.last_read ? u->cfg.last_read(u->cfg.core_arg, ino) : 0;
     if (r->ctime_s > last)
         last = r->ctime_s; /* a change counts as a use (the copy does not) */
     u->cands[u->ncands++] = (struct tier_evict_cand){
@@ -1493,6 +1614,14 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             other == kv->ino)
             return 0;
     }
+    bool current =
+        have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote;
+    uint64_t dsize = r.size; /* dirty: with writes not committed yet (NFS UNSTABLE) */
+    if (!current && u->cfg.dirty && u->cfg.size && tier_dirty_any(u->cfg.dirty)) {
+        uint64_t now_size;
+        if (u->cfg.size(u->cfg.core_arg, r.tenant, kv->ino, &now_size) == 0 && now_size > dsize)
+            dsize = now_size;
+    }
     pthread_mutex_lock(&u->mu);
     struct bstat *b = bstat_get(u, s->pe->bucket, true);
     if (!b) {
@@ -1501,21 +1630,23 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     }
     const struct tier_effective *e = effective(s, r.parent);
     bool evicted = (r.flags & META_I_EVICTED) != 0;
+    bool evicts = u->cfg.evict && (e->evict_after_s || s->pe->p.evict_high) && !e->keep_local;
+    int64_t last = have && evicts ? read_time(u, s, kv->ino, e) : 0;
     if (!evicted)
         b->cur.local_bytes += r.used;
-    if (have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote) {
+    if (current) {
         b->cur.uploaded_files++;
         b->cur.remote_bytes += r.size;
         int rc = 0;
         if (evicted) {
             b->cur.evicted_files++;
             b->cur.evicted_bytes += r.size;
-        } else if (u->cfg.evict && (e->evict_after_s || s->pe->p.evict_high) && !e->keep_local &&
-                   r.nlink > 0 && !(r.flags & (META_I_VREC | META_I_INLINE)) && s->c.st.etag[0] &&
-                   s->c.st.size == r.size && !tier_policy_pinned(&s->pe->p, key, klen)) {
+        } else if (evicts && r.nlink > 0 && !(r.flags & (META_I_VREC | META_I_INLINE)) &&
+                   s->c.st.etag[0] && s->c.st.size == r.size &&
+                   !tier_policy_pinned(&s->pe->p, key, klen)) {
             b->cur.evictable_files++;
             b->cur.evictable_bytes += r.used;
-            rc = cand_add(u, s, kv->ino, &r, e);
+            rc = cand_add(u, s, kv->ino, &r, e, last);
         }
         pthread_mutex_unlock(&u->mu);
         return rc;
@@ -1524,12 +1655,14 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     int64_t age_s = (s->now_ns - ct) / 1000000000ll;
     b->cur.pending_files++;
     b->cur.pending_bytes += r.size;
+    if (u->cfg.dirty)
+        tier_dirty_pending(u->cfg.dirty, s->pe->bucket, s->eff_level, dsize);
     if (age_s > b->cur.oldest_s)
         b->cur.oldest_s = age_s;
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
     bool due = age_s >= (int64_t)e->upload_after_s || (b->barrier_ns && ct <= b->barrier_ns) ||
-               ct <= b->hasten_ns;
+               ct <= b->hasten_ns || s->hasten;
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -1544,6 +1677,7 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             j->tenant = r.tenant;
             j->remote = s->pe->p.remote;
             j->ctime_ns = ct;
+            j->level = s->eff_level;
             if (have && !same_key) {
                 j->oldkey = strdup(s->c.key);
                 j->oldremote = s->c.st.remote;
@@ -1559,6 +1693,24 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     }
     pthread_mutex_unlock(&u->mu);
     return rc;
+}
+
+/* Publish @p pe's levels to the dirty bound (a pass over it begins). */
+static void dirty_begin(struct tier_upload *u, const struct policy_ent *pe, uint32_t tenant)
+{
+    if (!u->cfg.dirty)
+        return;
+    struct tier_dirty_level *lv = calloc(pe->ndirs + 1, sizeof(*lv));
+    if (!lv)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < pe->ndirs; i++) {
+        lv[n].dir = pe->dirs[i].dir;
+        lv[n].decides = tier_dirpol_dirty(&pe->dirs[i], &lv[n].bound);
+        n++;
+    }
+    tier_dirty_pass_begin(u->cfg.dirty, pe->bucket, tenant, lv, n);
+    free(lv);
 }
 
 static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint32_t group,
@@ -1591,6 +1743,8 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint
                     bs->seen = true;
                 }
                 pthread_mutex_unlock(&u->mu);
+                dirty_begin(u, pe, b.tenant);
+                s->hasten = u->cfg.dirty && tier_dirty_hasten(u->cfg.dirty, pe->bucket);
             }
             first = false;
         }
@@ -1612,8 +1766,14 @@ static void scan_bucket(struct tier_upload *u, const struct policy_ent *pe, uint
             rc = meta_keyidx_scan(s->t, pe->bucket, "", 0, NULL, 0, bscan_cb, s);
         }
         meta_rtxn_end(s->t);
-        if (rc < 0 || !s->more || u->stop)
+        rt_flush(u, s);
+        if (rc < 0 || u->stop)
             break;
+        if (!s->more) {
+            if (u->cfg.dirty)
+                tier_dirty_pass_end(u->cfg.dirty, pe->bucket); /* its pending bytes stand */
+            break;
+        }
         /* a chunk of nothing but long keys of one head would go round: stop (the rest
          * of the bucket waits; it takes 512 keys sharing their first 495 bytes) */
         if (s->lastlen == prevlen && memcmp(s->last, prev, prevlen) == 0)
@@ -1817,6 +1977,8 @@ static void pass(struct tier_upload *u)
     u->ncands = 0;
     for (size_t i = 0; i < ps.n && !u->stop; i++)
         scan_bucket(u, &ps.v[i], (uint32_t)i, now_ns);
+    if (!u->stop && u->cfg.dirty)
+        tier_dirty_sweep(u->cfg.dirty); /* buckets whose policy went */
     if (!u->stop)
         scan_deletes(u, &ps);
     if (!u->stop)
@@ -2013,6 +2175,11 @@ fail:
 struct tier_upload *tier_upload_default(void)
 {
     return atomic_load(&the_uploader);
+}
+
+struct tier_dirty *tier_upload_dirty(struct tier_upload *u)
+{
+    return u ? u->cfg.dirty : NULL;
 }
 
 void tier_upload_kick(struct tier_upload *u)
@@ -2229,6 +2396,36 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
     return rc;
 }
 
+int tier_upload_head_meta(struct tier_upload *u, uint32_t remote, const char *key, const char *etag,
+                          void **blob, size_t *len)
+{
+    char why[256];
+    int parallel = 0, err = 0;
+    *blob = NULL;
+    *len = 0;
+    struct tier_s3 *s3 = client_get(u, remote, &parallel, why, sizeof(why), &err, false);
+    if (!s3) {
+        srv_log(WARN, TIER, "metadata of remote %u key '%s': %s", remote, key, why);
+        return err == -ENOENT ? -ENOENT : SRV_ERECALL;
+    }
+    struct tier_s3_op op = {.code = TIER_S3_HEAD_OBJECT, .key = key};
+    struct tier_s3_result res;
+    memset(&res, 0, sizeof(res));
+    int rc = run_one(u, s3, &op, &res);
+    if (rc) {
+        bool gone = res.status == 404 || res.status == 412;
+        srv_log(WARN, TIER, "metadata of remote %u key '%s': %s", remote, key,
+                res.message[0] ? res.message : srv_strerror(rc));
+        rc = gone ? SRV_EREMOTECHG : (res.retryable || res.status == 0) ? SRV_ERECALL : -EIO;
+    } else if (res.obj.etag[0] && strcmp(res.obj.etag, etag) != 0) {
+        rc = SRV_EREMOTECHG; /* another object now: its metadata is not this file's */
+    } else {
+        rc = tier_objmeta_encode(res.obj.content_type, res.meta, res.nmeta, blob, len);
+    }
+    tier_s3_result_fini(&res);
+    return rc;
+}
+
 int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dirkey,
                          tier_list_obj_cb obj, tier_list_dir_cb dir, void *arg)
 {
@@ -2287,6 +2484,32 @@ int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dir
     }
     free(token);
     return rc;
+}
+
+struct dirty_render {
+    struct tier_upload *u;
+    struct evbuffer *out;
+    int f;
+};
+
+static void dirty_render_one(void *arg, uint64_t bucket, uint32_t tenant, uint64_t level,
+                             const struct tier_dirty_stat *st)
+{
+    struct dirty_render *r = arg;
+    struct bstat *b = bstat_get(r->u, bucket, false);
+    char lv[32] = "bucket";
+    if (level != bucket)
+        snprintf(lv, sizeof(lv), "%" PRIu64, level);
+    double v = r->f == 0   ? (double)st->dirty
+               : r->f == 1 ? (double)st->bound
+               : r->f == 2 ? (double)st->held_total
+                           : (double)st->held_us / 1e6;
+    evbuffer_add_printf(r->out, "%s{tenant=\"%u\",bucket=\"%s\",level=\"%s\"} %.*f\n",
+                        r->f == 0   ? "s3nfs_tier_dirty_bytes"
+                        : r->f == 1 ? "s3nfs_tier_dirty_bound_bytes"
+                        : r->f == 2 ? "s3nfs_tier_dirty_held_total"
+                                    : "s3nfs_tier_dirty_held_seconds_total",
+                        tenant, b && b->name[0] ? b->name : "?", lv, r->f == 3 ? 6 : 0, v);
 }
 
 void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
@@ -2356,6 +2579,21 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
             evbuffer_add_printf(out, "%s{tenant=\"%u\",bucket=\"%s\"} %" PRIu64 "\n", fam[f][0],
                                 b->tenant, b->name[0] ? b->name : "?", v);
         }
+    }
+    static const char *const dfam[][3] = {
+        {"s3nfs_tier_dirty_bytes", "gauge",
+         "Bytes written locally and not confirmed on the remote, per bounded level (bucket, "
+         "or a directory's inode)."},
+        {"s3nfs_tier_dirty_bound_bytes", "gauge", "The level's dirty bound (0: none)."},
+        {"s3nfs_tier_dirty_held_total", "counter",
+         "Writes held because the level's dirty bytes would pass its bound."},
+        {"s3nfs_tier_dirty_held_seconds_total", "counter", "Time those writes were held."},
+    };
+    for (int f = 0; f < 4 && u->cfg.dirty; f++) {
+        evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", dfam[f][0], dfam[f][2], dfam[f][0],
+                            dfam[f][1]);
+        struct dirty_render r = {u, out, f};
+        tier_dirty_each(u->cfg.dirty, dirty_render_one, &r);
     }
     pthread_mutex_unlock(&u->mu);
 }

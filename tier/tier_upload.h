@@ -22,7 +22,8 @@
  * the client with tier_s3_run(), so no front-end loop ever waits for a remote.
  * A retryable failure (remote down, 5xx, timeouts) backs the whole remote off
  * (exponential, with jitter, up to retry_max_ms); other failures back the file
- * off. Local writes never wait for the uploader. At start, multipart uploads
+ * off. Local writes never wait for the uploader (but past a dirty bound QoS holds
+ * writers until uploads confirm: tier_dirty.h). At start, multipart uploads
  * left on a remote by an earlier run (begun before this start) are aborted.
  *
  * The daemon provides the bytes and the remotes through callbacks (the core's
@@ -35,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tier_dirty.h"
 #include "tier_s3.h"
 
 struct meta_env;
@@ -61,8 +63,12 @@ typedef int (*tier_upload_read_fn)(void *arg, uint32_t tenant, uint64_t ino, uin
  * evicted (the core checks its copy is confirmed in the same txn). @return 0, -EAGAIN
  * (not evictable now), or another error. */
 typedef int (*tier_upload_evict_fn)(void *arg, uint64_t ino, uint64_t change, uint64_t *freed);
-/** When file @p ino was last read (seconds since the epoch; a lower bound). */
-typedef int64_t (*tier_upload_last_read_fn)(void *arg, uint64_t ino);
+/** When file @p ino was last read (seconds since the epoch; never earlier than the
+ * truth), given @p stored_s, the time its tierst record holds (0: none). */
+typedef int64_t (*tier_upload_last_read_fn)(void *arg, uint64_t ino, int64_t stored_s);
+/** File @p ino of @p tenant's size as clients see it now, writes not committed yet
+ * included (NFS UNSTABLE). @return 0 or an error. */
+typedef int (*tier_upload_size_fn)(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size);
 /** The local store's used bytes and capacity now. @return 0 or an error. */
 typedef int (*tier_upload_capacity_fn)(void *arg, uint64_t *used, uint64_t *cap);
 
@@ -81,7 +87,14 @@ struct tier_upload_config {
     tier_upload_evict_fn evict;
     tier_upload_last_read_fn last_read;
     tier_upload_capacity_fn capacity;
-    void *core_arg; /* the three callbacks' argument */
+    tier_upload_size_fn size; /* for the dirty bound (NULL: the committed size) */
+    void *core_arg;           /* the four callbacks' argument */
+    /* the dirty-bytes bound (tier_dirty.h; NULL: none): the scanner publishes
+     * each bucket's levels and pending bytes there, uploads confirmed are taken
+     * off, and a bucket past its bound has every pending file due at once
+     * (its upload delay does not apply). Owned by the caller; must outlive the
+     * uploader. */
+    struct tier_dirty *dirty;
 };
 
 /** Start the scanner, the workers and the client loop. The first started uploader
@@ -93,6 +106,8 @@ int tier_upload_start(struct tier_upload **out, const struct tier_upload_config 
 void tier_upload_stop(struct tier_upload *u);
 /** The uploader started first and not stopped yet, or NULL. */
 struct tier_upload *tier_upload_default(void);
+/** The dirty bound the uploader was started with (cfg.dirty; NULL: none). */
+struct tier_dirty *tier_upload_dirty(struct tier_upload *u);
 /** Run a pass soon (a policy changed). */
 void tier_upload_kick(struct tier_upload *u);
 /** Remote @p id was changed in place (credentials, limits): its client is made again
@@ -179,6 +194,15 @@ int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dir
 int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *buf, size_t len,
                       size_t *n);
 
+/** Content-Type and user metadata of object @p key (bucket-relative) of remote @p remote,
+ * which must still have ETag @p etag: a HEAD (cache mode: what ListObjectsV2 does not
+ * carry). @p blob gets a new S3 metadata blob (tier_objmeta_encode; free it). Blocks (not
+ * on an event loop). @return 0, SRV_ERECALL (the remote is down or failed: retry later),
+ * SRV_EREMOTECHG (the object changed or is gone), -ENOENT (no such remote), -EIO,
+ * -ENOMEM. */
+int tier_upload_head_meta(struct tier_upload *u, uint32_t remote, const char *key, const char *etag,
+                          void **blob, size_t *len);
+
 /** Append the uploader's Prometheus series to @p out (/metrics). */
 void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out);
 
@@ -193,5 +217,10 @@ uint64_t tier_backoff_ms(unsigned tries, uint32_t base_ms, uint32_t max_ms, uint
  * (@p strslen bytes). Pure. @return the number of pairs, or -EINVAL (malformed). */
 int tier_objmeta_parse(const void *blob, size_t len, char *ctype, size_t ctlen,
                        struct tier_s3_kv *kv, size_t max, char *strs, size_t strslen);
+/** The inverse: an S3 metadata blob ("S3M1", then a Content-Type record when @p ctype is
+ * not empty and one user metadata record per pair of @p kv; "S3M1" alone when there is
+ * nothing) in @p blob (heap; free it). Pure. @return 0, -ENOMEM. */
+int tier_objmeta_encode(const char *ctype, const struct tier_s3_kv *kv, size_t n, void **blob,
+                        size_t *len);
 
 #endif

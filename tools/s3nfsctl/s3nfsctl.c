@@ -90,6 +90,9 @@ static const struct cmd_doc {
      "  tier get T BUCKET | delete T BUCKET   (get: the policy and pending uploads)\n"
      "  tier set T BUCKET --remote ID|NAME [--upload-after SECONDS] [--evict-after SECONDS]\n"
      "                [--evict-watermark HIGH:LOW] [--pin-prefixes P1,P2,...]\n"
+     "                [--storage-class STANDARD_IA|ONEZONE_IA|INTELLIGENT_TIERING|\n"
+     "                GLACIER_IR|GLACIER|DEEP_ARCHIVE]   (the class lifecycle Transitions\n"
+     "                name; default STANDARD_IA)\n"
      "  tier get|delete T BUCKET --dir PATH   a directory's policy\n"
      "  tier set T BUCKET --dir PATH [--upload-after S] [--evict-after S]\n"
      "                [--keep-local | --no-keep-local] [KNOBS]\n"
@@ -102,8 +105,10 @@ static const struct cmd_doc {
      "      now is uploaded (default 300 s; exit 1 on timeout, saying what is left)\n"},
     {"cache", "get delete set",
      "  cache get T BUCKET | delete T BUCKET   (a bucket fronting its tier policy's remote)\n"
-     "  cache set T BUCKET [--ttl SECONDS] [--read-only|--read-write]   (default ttl 30;\n"
-     "      0: always ask the remote; the bucket needs a tier policy: `tier set` first)\n"},
+     "  cache set T BUCKET [--ttl SECONDS] [--read-only|--read-write] [--dirty-max SIZE]\n"
+     "      (default ttl 30; 0: always ask the remote; the bucket needs a tier policy:\n"
+     "      `tier set` first; --dirty-max: bytes written and not uploaded before writers\n"
+     "      are held, 0: no bound)\n"},
     {"api", "", "  api METHOD PATH [JSON]      raw request, PATH under /api/v1\n"},
 };
 #define NCMDS (sizeof(cmd_docs) / sizeof(cmd_docs[0]))
@@ -1325,6 +1330,7 @@ static int cmd_tier(int argc, char **argv)
         {"--evict-priority", "evict_priority", OPT_STR, FOR_UPDATE},
         {"--evict-watermark", NULL, OPT_ARG, 0},
         {"--pin-prefixes", NULL, OPT_ARG, 0},
+        {"--storage-class", "storage_class", OPT_STR, FOR_UPDATE},
         {"--preset", "preset", OPT_STR, FOR_UPDATE},
         {"--read-only", "read_only", OPT_TRUE, FOR_UPDATE},
         {"--writable", "read_only", OPT_FALSE, FOR_UPDATE},
@@ -1366,8 +1372,10 @@ static int cmd_tier(int argc, char **argv)
     } else if (strcmp(argv[0], "set") == 0 && dir) {
         if (flag(argc, argv, 3, "--remote", true) ||
             flag(argc, argv, 3, "--evict-watermark", true) ||
-            flag(argc, argv, 3, "--pin-prefixes", true))
-            die(2, "tier set --dir: the remote, watermarks and pins are the bucket's");
+            flag(argc, argv, 3, "--pin-prefixes", true) ||
+            flag(argc, argv, 3, "--storage-class", true))
+            die(2, "tier set --dir: the remote, watermarks, pins and storage class are the "
+                   "bucket's");
         json_t *o = json_object();
         set_fields(o, argc, argv, 3, opts, FOR_UPDATE);
         tier_recall_flags(o, argc, argv, ropts);
@@ -1457,6 +1465,7 @@ static int cmd_cache(int argc, char **argv)
         {"--ttl", "ttl_s", OPT_NUM, FOR_UPDATE},
         {"--read-only", "read_only", OPT_TRUE, FOR_UPDATE},
         {"--read-write", "read_only", OPT_FALSE, FOR_UPDATE},
+        {"--dirty-max", "dirty_max_bytes", OPT_SIZE, FOR_UPDATE},
         {NULL, NULL, OPT_ARG, 0},
     };
     char p[512];

@@ -160,6 +160,12 @@ def test_counters_move_with_s3_and_nfs_traffic(d):
     # the store wrote at least what was acknowledged
     assert total(after, "s3nfs_store_written_bytes_total") >= \
         total(before, "s3nfs_store_written_bytes_total")
+    # ... in extent writes through the page cache or O_DIRECT (3 PUTs of 100 KiB at least);
+    # writes that zeroed their range first are some of the cached ones
+    writes = delta("s3nfs_store_writes", path="cached") + delta("s3nfs_store_writes", path="direct")
+    assert writes >= 3
+    assert 0 <= delta("s3nfs_store_writes", path="cached_zeroed") <= \
+        delta("s3nfs_store_writes", path="cached")
 
 
 def test_admin_api_counted(d):

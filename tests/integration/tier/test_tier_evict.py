@@ -15,6 +15,8 @@ session (`rgw`) and a second s3nfsd as a remote that can be slowed or stopped:
 - writes, truncation and renames of an evicted file keep their meaning;
 - SIGKILL during evictions and during a recall: the store check is clean and
   every byte is there after a restart;
+- read times survive a restart (clean or SIGKILL): right after it, a file not
+  read is evicted by age while one read shortly before it stays;
 - usage (quotas) keeps counting an evicted file; /metrics counts evictions and
   recalls."""
 import hashlib
@@ -27,6 +29,7 @@ import time
 import uuid
 
 import botocore.exceptions
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -360,6 +363,46 @@ def test_remote_changed_deleted_and_down(daemon_factory, own_s3nfsd):
     st, js = adm.call("DELETE", f"/remotes/{rid}")
     assert st == 409 and "only copy of evicted files" in js["message"], js
     assert dm.boto3().head_object(Bucket=b, Key="tampered")["ContentLength"] == 3 * MiB + 7
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_read_times_survive_restart(daemon_factory, rgw, how):
+    """Files' last read times are kept in their tierst records: after a restart (clean or
+    SIGKILL, once a pass wrote them), a file read shortly before it is not evicted by
+    age, while one only written before is (at its own time, not evict_after_s after the
+    restart, as when the times were in memory only)."""
+    after = 20
+    dm = daemon_factory(extra_args=FAST).start()
+    rb = new_remote_bucket(rgw.boto3())
+    b = tiered_bucket(dm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb,
+                      evict_after_s=after)
+    s3 = dm.boto3()
+    data = {k: os.urandom(MiB + 7) for k in ("read", "unread")}
+    put_at = time.time()
+    for k, v in data.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+    for k in data:
+        wait_for(lambda k=k: state(dm, b, k) == "uploaded", what=f"{k} uploaded")
+    time.sleep(max(0.0, put_at + 8 - time.time()))
+    assert get(dm, b, "read", "bytes=0-9") == data["read"][:10]  # read at about put + 8 s
+    read_at = time.time()
+    time.sleep(1.5)  # passes (tier_poll_ms 200) keep the read time in its record
+    if how == "kill":
+        dm.kill()
+    else:
+        dm.stop()
+    dm.start()
+    # the unread file goes at put + evict_after_s (in memory only: restart + evict_after_s)
+    wait_for(lambda: state(dm, b, "unread") == "evicted", timeout=put_at + after + 8 - time.time(),
+             what="the unread file evicted by age soon after the restart")
+    assert time.time() < read_at + after - 1, "too slow to tell"
+    assert state(dm, b, "read") == "uploaded"  # read 8 s later: not yet
+    wait_for(lambda: state(dm, b, "read") == "evicted", timeout=after + 10,
+             what="the read file evicted at its own time")
+    assert time.time() >= read_at + after - 1
+    assert get(dm, b, "read") == data["read"] and get(dm, b, "unread") == data["unread"]
+    dm.stop()
+    check_store(dm)
 
 
 def _try_get(d, b, k):

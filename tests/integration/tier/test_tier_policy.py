@@ -10,6 +10,7 @@
   `s3nfsctl tier ... --dir`, and the bucket's watermark and pin flags."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -165,6 +166,20 @@ def test_cli_dir_watermark_and_pins(d, rgw):
     assert pol["preset"] == "MODEL_CHECKPOINT_RO" and pol["read_only"] is False
     assert pol["effective"]["evict_priority"] == "high"
     s3.put_object(Bucket=b, Key="top", Body=b"ok")  # --writable over the preset's read-only
+    # the storage class lifecycle Transitions name: set, shown by tier get, checked by the API
+    pol = json.loads(ctl("--json", "tier", "set", "1", b, "--remote", str(r["id"]),
+                         "--upload-after", "3600", "--storage-class", "GLACIER_IR").stdout)
+    assert pol["storage_class"] == "GLACIER_IR"
+    out = ctl("tier", "get", "1", b).stdout
+    assert re.search(r"^storage_class +GLACIER_IR$", out, re.M), out
+    bad = ctl("tier", "set", "1", b, "--remote", str(r["id"]), "--storage-class", "STANDARD",
+              ok=False)
+    assert bad.returncode == 1 and "storage_class" in bad.stderr, bad.stderr
+    assert adm.get(f"/tenants/1/buckets/{b}/tier")["storage_class"] == "GLACIER_IR"
+    bad = ctl("tier", "set", "1", b, "--dir", "ckpt", "--storage-class", "GLACIER", ok=False)
+    assert bad.returncode == 2 and "bucket's" in bad.stderr
+    pol = json.loads(ctl("--json", "tier", "set", "1", b, "--remote", str(r["id"])).stdout)
+    assert pol["storage_class"] == "STANDARD_IA"  # a policy set without it: the default
 
 
 ROFS = 30

@@ -7,10 +7,12 @@
  * conflict; an event-loop caller (CORE_P_NOWAIT) gets -EWOULDBLOCK; a remote
  * that cannot be listed serves what was imported and answers SRV_ERECALL for
  * a directory never imported; a read-only cache bucket refuses changes with
- * -EROFS. The store check passes at the end (imported files are evicted files
- * with confirmed records). Against a real RGW:
- * tests/integration/tier/test_tier_cache.py. */
+ * -EROFS; the remote's metadata of an imported object is asked once, at its
+ * first lookup (not from an event loop, again after a failure or a remote
+ * change, never for a local file). The store check passes at the end (imported files are evicted
+ * files with confirmed records). Against a real RGW: tests/integration/tier/test_tier_cache.py. */
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "core_test_util.h"
 
@@ -21,12 +23,14 @@ struct mobj {
     const char *dir, *name, *etag;
     uint64_t size;
     bool gone;
+    bool extra; /* only in test_prefetch (gone elsewhere) */
 };
 
 static struct mobj model[] = {
-    {"", "a.txt", "e1", 10, false},
-    {"d/", "x", "e2", 5000, false},
-    {"d/", "y", "e4", 3, false},
+    {"", "a.txt", "e1", 10, false, false},
+    {"d/", "x", "e2", 5000, false, false},
+    {"d/", "y", "e4", 3, false, false},
+    {"d/", "big", "e6", (1u << 20) + 1, true, true}, /* over CORE_PF_FILE_MAX */
 };
 #define NMODEL (sizeof(model) / sizeof(model[0]))
 static atomic_int list_fail, lists;
@@ -56,10 +60,17 @@ static int fake_list(void *arg, uint32_t remote, const char *dirkey, struct core
     return 0;
 }
 
+static atomic_uint_fast64_t fetched[8]; /* inos fetched (a small set) */
+
 static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
 {
     (void)arg;
-    (void)ino;
+    for (size_t i = 0; i < 8; i++) {
+        uint_fast64_t z = 0;
+        if (atomic_load(&fetched[i]) == ino ||
+            atomic_compare_exchange_strong(&fetched[i], &z, (uint_fast64_t)ino))
+            break;
+    }
     for (size_t i = 0; i < len; i++)
         ((uint8_t *)buf)[i] = (uint8_t)('a' + (off + i) % 26);
     *n = len;
@@ -89,7 +100,9 @@ static int setup(void **state)
     if (core_tier_start(f->c, &tc))
         return -1;
     for (size_t i = 0; i < NMODEL; i++)
-        model[i].gone = false;
+        model[i].gone = model[i].extra;
+    for (size_t i = 0; i < 8; i++)
+        atomic_store(&fetched[i], 0);
     model[0].etag = "e1";
     model[0].size = 10;
     atomic_store(&list_fail, 0);
@@ -222,6 +235,212 @@ static void test_never_imported_and_down(void **state)
     free(oi.meta);
 }
 
+static atomic_int metas, meta_fail;
+static char meta_etag[64];
+
+/* The fake remote's metadata: "d/x" has a Content-Type, the others none. */
+static int fake_meta(void *arg, uint32_t remote, const char *key, const char *etag, void **blob,
+                     size_t *len)
+{
+    (void)arg;
+    assert_int_equal(remote, 1);
+    atomic_fetch_add(&metas, 1);
+    snprintf(meta_etag, sizeof(meta_etag), "%s", etag);
+    if (atomic_load(&meta_fail))
+        return atomic_load(&meta_fail);
+    static const uint8_t ct[] = "S3M1\x01\x00\x0c"
+                                "Content-Type\x00\x00\x00\x08text/csv";
+    bool x = strcmp(key, "d/x") == 0;
+    *len = x ? sizeof(ct) - 1 : 4;
+    *blob = malloc(*len);
+    memcpy(*blob, x ? ct : (const uint8_t *)"S3M1", *len);
+    return 0;
+}
+
+static void test_remote_metadata(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    core_cache_set_meta(f->c, fake_meta, NULL);
+    atomic_store(&metas, 0);
+    atomic_store(&meta_fail, 0);
+    /* the first lookup asks, once; the blob is the object's metadata */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    assert_int_equal(atomic_load(&metas), 1);
+    assert_string_equal(meta_etag, "e2");
+    assert_int_equal(oi.metalen, 4 + 3 + 12 + 4 + 8);
+    assert_memory_equal((uint8_t *)oi.meta + 7, "Content-Type", 12);
+    free(oi.meta);
+    assert_string_equal(oi.etag, "e2"); /* the ETag stays */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    assert_int_equal(oi.metalen, 31);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 1);
+    /* no metadata on the remote: kept as such, not asked again */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    assert_int_equal(oi.metalen, 4);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 2);
+    /* an event loop never asks */
+    struct core_principal lp = f->p;
+    lp.flags |= CORE_P_NOWAIT;
+    assert_int_equal(core_key_lookup(f->c, &lp, f->bucket, "a.txt", 5, &oi), -EWOULDBLOCK);
+    assert_int_equal(atomic_load(&metas), 2);
+    /* the remote down: answered without, asked again at the next lookup */
+    atomic_store(&meta_fail, SRV_ERECALL);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
+    assert_int_equal(oi.metalen, 0);
+    free(oi.meta);
+    atomic_store(&meta_fail, 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
+    assert_int_equal(oi.metalen, 4);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 4);
+    /* a local file is never asked for */
+    assert_int_equal(fx_put(f, "d/local", "L", 1), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/local", 7, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 4);
+    /* the remote object replaced: its metadata is asked again, for the new ETag */
+    set_cache(f, 0, false);
+    model[1].etag = "e5";
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    assert_string_equal(oi.etag, "e5");
+    assert_int_equal(oi.metalen, 31);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 5);
+    assert_string_equal(meta_etag, "e5");
+    model[1].etag = "e2";
+    core_cache_set_meta(f->c, NULL, NULL);
+}
+
+static bool was_fetched(uint64_t ino)
+{
+    for (size_t i = 0; i < 8; i++)
+        if (atomic_load(&fetched[i]) == ino)
+            return true;
+    return false;
+}
+
+static uint64_t ino_of(struct fx *f, const char *key)
+{
+    struct core_objinfo oi;
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, key, strlen(key), &oi), 0);
+    free(oi.meta);
+    return oi.attr.ino;
+}
+
+static void set_preset(struct fx *f, uint8_t preset)
+{
+    struct tier_dirpol e = {.dir = f->bucket, .set = TIER_D_PRESET, .preset = preset};
+    uint8_t enc[TIER_DIRS_MAX];
+    size_t n = tier_dirs_encode(&e, 1, enc);
+    assert_int_equal(core_bucket_blob_put(f->c, &f->su, f->bucket, CORE_BLOB_TIER_DIRS, enc, n), 0);
+}
+
+static void test_prefetch(void **state)
+{
+    struct fx *f = *state;
+    struct seen s;
+    struct core_prefetch_stats ps;
+    model[3].gone = false;
+    assert_int_equal(core_prefetch_start(f->c), 0);
+    assert_int_equal(core_prefetch_start(f->c), -EINVAL);
+    /* NONE: a listing prefetches nothing */
+    set_preset(f, TIER_PRESET_NONE);
+    list(f, "d/", "/", &s);
+    assert_int_equal(s.n, 3);
+    uint64_t x = ino_of(f, "d/x"), y = ino_of(f, "d/y"), big = ino_of(f, "d/big");
+    usleep(300 * 1000);
+    core_prefetch_stats_get(f->c, &ps);
+    assert_int_equal(ps.dirs, 0);
+    assert_false(was_fetched(x) || was_fetched(y) || was_fetched(big));
+    /* DATASET_RO: the small files come back, the big one stays remote */
+    set_preset(f, TIER_PRESET_DATASET_RO);
+    list(f, "d/", "/", &s);
+    list(f, "d/", "/", &s); /* queued once */
+    for (int i = 0; i < 500; i++) {
+        core_prefetch_stats_get(f->c, &ps);
+        if (ps.files == 2 && was_fetched(x) && was_fetched(y))
+            break;
+        usleep(10 * 1000);
+    }
+    core_prefetch_stats_get(f->c, &ps);
+    assert_int_equal(ps.files, 2);
+    assert_int_equal(ps.bytes, 5003);
+    assert_true(ps.dirs >= 1);
+    assert_true(was_fetched(x) && was_fetched(y));
+    assert_false(was_fetched(big));
+    /* listed again once they are back: nothing more */
+    list(f, "d/", "/", &s);
+    usleep(300 * 1000);
+    core_prefetch_stats_get(f->c, &ps);
+    assert_int_equal(ps.files, 2);
+    /* a listing without delimiter, or of a partial name, is not a directory's */
+    model[3].size = 100;
+    model[3].etag = "e7";
+    set_cache(f, 0, false); /* d/big is revalidated: small now, evicted */
+    list(f, "d/b", "/", &s);
+    list(f, "d/", NULL, &s);
+    usleep(300 * 1000);
+    assert_false(was_fetched(big));
+    set_cache(f, 100, false);
+    list(f, "d/", "/", &s);
+    for (int i = 0; i < 500 && !was_fetched(big); i++)
+        usleep(10 * 1000);
+    assert_true(was_fetched(big));
+    core_prefetch_stop(f->c);
+    model[3].size = (1u << 20) + 1;
+    model[3].etag = "e6";
+}
+
+/* A restart: the core closed and opened again, its lister and recall set again. */
+static void restart(struct fx *f)
+{
+    core_tier_stop(f->c);
+    fx_reopen(f);
+    core_cache_set_lister(f->c, fake_list, NULL);
+    struct core_tier_config tc = {.fetch = fake_fetch, .threads = 2, .wait_ms = 5000};
+    assert_int_equal(core_tier_start(f->c, &tc), 0);
+}
+
+static void test_import_times_survive_restart(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    int l0 = atomic_load(&lists);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 2); /* the root and d/ */
+    /* within ttl_s after a restart: nothing is listed again */
+    restart(f);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 2);
+    /* an event loop's first use after a start moves to a worker, which finds it fresh */
+    restart(f);
+    struct core_principal lp = f->p;
+    struct core_attr a;
+    lp.flags |= CORE_P_NOWAIT;
+    assert_int_equal(core_lookup(f->c, &lp, f->bucket, "a.txt", 5, &a), -EWOULDBLOCK);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &a), 0);
+    assert_int_equal(atomic_load(&lists), l0 + 2);
+    /* invalidated (a cache-mode change): asked again, also after a restart */
+    core_cache_invalidate(f->c, f->bucket);
+    restart(f);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 4);
+    /* past ttl_s: asked again */
+    set_cache(f, 0, false);
+    restart(f);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/y", 3, &oi), 0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&lists), l0 + 6);
+}
+
 static void test_read_only(void **state)
 {
     struct fx *f = *state;
@@ -252,6 +471,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_import_read_revalidate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_imported_and_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remote_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_times_survive_restart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

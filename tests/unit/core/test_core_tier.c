@@ -8,13 +8,16 @@
  * evicted version becomes noncurrent), the chunk geometry (the first
  * chunk's bytes in 1 MiB pieces), the streams bound of one file, and a
  * recall that finds part of a chunk back already (the chunk size changed
- * since). The store check (core_check) must pass after each step and after
- * a reopen. */
+ * since), and the last read times (the core's, and those its files' tierst
+ * records keep across a reopen). The store check (core_check) must pass after
+ * each step and after a reopen. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "core_test_util.h"
+
+#include "core_data_int.h" /* core__tier_prefetch */
 
 #include "meta.h"
 #include "meta_tier.h"
@@ -31,7 +34,7 @@ static atomic_uint_fast64_t fetched, fetches;
 static atomic_uint_fast64_t allow_lo, allow_hi = UINT64_MAX;
 static atomic_int cur, most;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t log_off[64], log_len[64];
+static uint64_t log_off[64], log_len[64], log_ino[64];
 static size_t nlog;
 
 static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
@@ -56,6 +59,7 @@ static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
     pthread_mutex_lock(&log_mu);
     if (nlog < 64) {
         log_off[nlog] = off;
+        log_ino[nlog] = ino;
         log_len[nlog++] = len;
     }
     pthread_mutex_unlock(&log_mu);
@@ -566,6 +570,142 @@ static void test_policy_knobs(void **state)
     checked(f);
 }
 
+struct reader {
+    struct fx *f;
+    uint64_t ino;
+};
+
+static void *read_main(void *arg)
+{
+    struct reader *r = arg;
+    read_eq(r->f, r->ino, 0, SIZE, model);
+    return NULL;
+}
+
+/* A prefetch (core__tier_prefetch) goes after every recall a reader waits for, though
+ * it is newer (a new recall is first in the list): with one GET slot, a reader's recall
+ * of e started first gets every piece before the prefetch of p gets one. */
+static void test_prefetch_after_demand(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ce, cp;
+    core_tier_stop(f->c);
+    struct core_tier_config cfg = {
+        .fetch = fake_fetch, .threads = 1, .wait_ms = 10000, .fail_ms = 300};
+    assert_int_equal(core_tier_start(f->c, &cfg), 0);
+    assert_int_equal(fx_put(f, "e", model, SIZE), 0);
+    assert_int_equal(fx_put(f, "p", model, SIZE), 0);
+    uint64_t e = copied(f, "e", &ce), p = copied(f, "p", &cp);
+    assert_int_equal(core_tier_evict(f->c, e, ce, NULL), 0);
+    assert_int_equal(core_tier_evict(f->c, p, cp, NULL), 0);
+    pthread_mutex_lock(&log_mu);
+    nlog = 0;
+    pthread_mutex_unlock(&log_mu);
+    uint64_t f0 = atomic_load(&fetches);
+    struct reader rd = {f, e};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, read_main, &rd), 0);
+    while (atomic_load(&fetches) == f0)
+        usleep(1000); /* e's first piece is back: the rest of e is to come */
+    struct meta_txn *t;
+    struct meta_inode r;
+    assert_int_equal(meta_rtxn_begin(core_meta(f->c), &t), 0);
+    assert_int_equal(meta_inode_get(t, p, &r), 0);
+    meta_rtxn_end(t);
+    assert_true(r.flags & META_I_EVICTED);
+    assert_int_equal(core__tier_prefetch(f->c, p, &r, 1000), 1);
+    assert_int_equal(core__tier_prefetch(f->c, p, &r, 1000), 0); /* on its way */
+    pthread_join(th, NULL);
+    read_eq(f, p, 0, SIZE, model);
+    pthread_mutex_lock(&log_mu);
+    size_t last_e = 0, first_p = SIZE_MAX, ne = 0;
+    for (size_t i = 0; i < nlog; i++) {
+        if (log_ino[i] == e) {
+            last_e = i;
+            ne++;
+        } else if (log_ino[i] == p && first_p == SIZE_MAX) {
+            first_p = i;
+        }
+    }
+    pthread_mutex_unlock(&log_mu);
+    assert_true(ne > 1);
+    assert_true(first_p != SIZE_MAX);
+    assert_true(last_e < first_p);
+    checked(f);
+}
+
+struct note_op {
+    uint64_t ino;
+    int64_t read_s;
+};
+
+static int note_fn(struct meta_txn *t, void *arg)
+{
+    const struct note_op *a = arg;
+    return meta_tier_note_read(t, a->ino, a->read_s);
+}
+
+static uint32_t stored_read(struct fx *f, uint64_t ino)
+{
+    struct meta_txn *t;
+    struct meta_tier_copy *c = calloc(1, sizeof(*c));
+    assert_int_equal(meta_rtxn_begin(core_meta(f->c), &t), 0);
+    assert_int_equal(meta_tier_get(t, ino, c), 0);
+    meta_rtxn_end(t);
+    uint32_t v = c->st.read_s;
+    free(c);
+    return v;
+}
+
+/* Read times: the core's in memory (at least this start's time when nothing is stored),
+ * the record's (meta_tierst.read_s) when later, and only raised by meta_tier_note_read;
+ * a close keeps the reads it saw in the records; after a reopen (a restart) the record's
+ * time is what counts, not the reopen's. */
+static void test_read_times(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    int64_t t0 = (int64_t)time(NULL);
+    assert_int_equal(fx_put(f, "a", model, 1000), 0);
+    assert_int_equal(fx_put(f, "b", model, 2000), 0);
+    uint64_t a = copied(f, "a", &change), b = copied(f, "b", &change);
+    /* a record as an older build wrote it: no read time; the core's start counts */
+    assert_int_equal(stored_read(f, a), 0);
+    int64_t la = core_tier_last_read(f->c, a, 0);
+    assert_true(la >= t0 - 1 && la <= (int64_t)time(NULL));
+    /* a stored time earlier than this start (a read in an earlier run) is kept as is */
+    assert_int_equal(core_tier_last_read(f->c, b, 1000), 1000);
+    assert_int_equal(core_tier_last_read(f->c, b, t0 + 500), t0 + 500);
+    /* a read: the core's time wins over an earlier stored one */
+    read_eq(f, a, 0, 1000, model);
+    assert_true(core_tier_last_read(f->c, a, 1000) >= t0);
+    /* the record's read time only goes up; a record that is not there answers ENOENT */
+    struct note_op n = {a, 5000};
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), 0);
+    assert_int_equal(stored_read(f, a), 5000);
+    n.read_s = 4000;
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), 0);
+    assert_int_equal(stored_read(f, a), 5000);
+    n.ino = 999999;
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), -ENOENT);
+    n = (struct note_op){b, 7000};
+    assert_int_equal(meta_submit(core_meta(f->c), note_fn, &n, 0), 0);
+    checked(f);
+    /* a reopen (a restart): the stored times are what is known, not the reopen's time */
+    core_tier_stop(f->c);
+    fx_reopen(f);
+    checked(f);
+    struct core_tier_config cfg = {
+        .fetch = fake_fetch, .threads = 2, .wait_ms = 5000, .fail_ms = 300};
+    assert_int_equal(core_tier_start(f->c, &cfg), 0);
+    uint32_t ra = stored_read(f, a); /* the read above, kept at the close */
+    assert_true(ra >= t0 && ra <= time(NULL));
+    assert_int_equal(stored_read(f, b), 7000); /* not read: as noted */
+    assert_int_equal(core_tier_last_read(f->c, a, ra), ra);
+    assert_int_equal(core_tier_last_read(f->c, b, stored_read(f, b)), 7000);
+    assert_true(core_tier_last_read(f->c, b, 0) >= t0); /* nothing stored: the start */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +715,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_versioned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunks_streams_and_partial, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_knobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_after_demand, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_times, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

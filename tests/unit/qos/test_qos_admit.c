@@ -1327,6 +1327,137 @@ static void test_scope_memo(void **state)
     event_base_free(base);
 }
 
+/* ---- holds (qos_hold): the dirty-bytes bound of a bucket ---- */
+
+struct fake_hold {
+    bool full;        /* bucket 100 is past its bound */
+    int checks, held; /* check calls, held() calls */
+    uint64_t charged; /* bytes charged to bucket 100 */
+    uint64_t held_us; /* the held time charged */
+};
+
+static bool fh_active(void *arg)
+{
+    (void)arg;
+    return true;
+}
+static bool fh_bounded(void *arg, uint64_t bucket, bool *dirs)
+{
+    (void)arg;
+    *dirs = false;
+    return bucket == 100;
+}
+static int fh_check(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs, uint64_t bytes,
+                    bool first)
+{
+    struct fake_hold *f = arg;
+    (void)dirs;
+    (void)ndirs;
+    (void)bytes;
+    (void)first;
+    assert_int_equal(bucket, 100);
+    f->checks++;
+    return f->full ? 1 : 0;
+}
+static void fh_charge(void *arg, uint64_t bucket, const uint64_t *dirs, size_t ndirs,
+                      uint64_t bytes, uint64_t held_us)
+{
+    struct fake_hold *f = arg;
+    (void)dirs;
+    (void)ndirs;
+    assert_int_equal(bucket, 100);
+    f->charged += bytes;
+    f->held_us += held_us;
+}
+static void fh_held(void *arg, uint64_t bucket)
+{
+    struct fake_hold *f = arg;
+    (void)bucket;
+    f->held++;
+}
+
+static struct fake_hold *release_f;
+static void release_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    release_f->full = false;
+}
+
+static void test_hold(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    for (int enabled = 1; enabled >= 0; enabled--) {
+        struct qos *q;
+        /* a 1 ms max wait: a held write must outlast it */
+        struct qos_config cfg = {.enabled = enabled, .max_wait_ms = 1};
+        assert_int_equal(qos_open(&q, NULL, &cfg), 0);
+        struct fake_hold f = {.full = true};
+        const struct qos_hold h = {fh_active, fh_bounded, fh_check, fh_charge, fh_held, &f};
+        qos_set_hold(q, &h);
+        const struct qos_scope b100 = {.bucket_ino = 100}, b300 = {.bucket_ino = 300};
+        assert_true(qos_applies_at(q, &P7, &b100, QOS_WRITE));
+        assert_false(qos_applies_at(q, &P7, &b300, QOS_WRITE));
+        struct rec rec = {0};
+        struct req r[4] = {{&rec, 0}, {&rec, 1}, {&rec, 2}, {&rec, 3}};
+        uint64_t piece = 0;
+        assert_int_equal(
+            qos_admit_piece_at(q, &P7, &b100, QOS_WRITE, 1000, 0, &piece, base, go, &r[0]), 0);
+        assert_int_equal(rec.n, 0); /* held */
+        assert_int_equal(piece, 1000);
+        assert_int_equal(f.held, 1);
+        /* nobody else waits behind it: its tenant's other bucket, a read of the
+         * same bucket, another tenant */
+        assert_int_equal(qos_admit_at(q, &P7, &b300, QOS_WRITE, 1000, base, go, &r[1]), 0);
+        assert_int_equal(qos_admit_at(q, &P7, &b100, QOS_READ, 1000, base, go, &r[2]), 0);
+        assert_int_equal(qos_admit_at(q, &P8, &b300, QOS_WRITE, 1000, base, go, &r[3]), 0);
+        assert_int_equal(rec.n, 3);
+        /* held well past max_wait_ms, and never refused */
+        struct timeval tv = {0, 50000};
+        event_base_loopexit(base, &tv);
+        event_base_dispatch(base);
+        assert_int_equal(rec.n, 3);
+        assert_true(f.checks > 2); /* asked again on its timer */
+        struct evbuffer *m = evbuffer_new();
+        srv_metrics_render(m);
+        evbuffer_add(m, "", 1);
+        assert_non_null(strstr((const char *)evbuffer_pullup(m, -1), "s3nfs_qos_held 1\n"));
+        evbuffer_free(m);
+        /* room again (uploads confirmed): it goes, charged with its held time */
+        release_f = &f;
+        struct event *rel = evtimer_new(base, release_cb, NULL);
+        struct timeval tv2 = {0, 20000};
+        evtimer_add(rel, &tv2);
+        event_base_dispatch(base);
+        event_free(rel);
+        assert_int_equal(rec.n, 4);
+        assert_int_equal(rec.order[3], 0);
+        assert_int_equal(rec.err[3], 0);
+        assert_int_equal(f.charged, 1000);
+        assert_true(f.held_us >= 50000);
+        /* a write that goes at once is charged, not held */
+        assert_int_equal(qos_admit_at(q, &P7, &b100, QOS_WRITE, 500, base, go, &r[1]), 0);
+        assert_int_equal(rec.n, 5);
+        assert_int_equal(f.charged, 1500);
+        /* cancel withdraws a held write; drain refuses one */
+        f.full = true;
+        rec.n = 0;
+        assert_int_equal(qos_admit_at(q, &P7, &b100, QOS_WRITE, 10, base, go, &r[0]), 0);
+        assert_int_equal(qos_admit_at(q, &P7, &b100, QOS_WRITE, 10, base, go, &r[1]), 0);
+        assert_int_equal(qos_cancel(q, &r[0]), 0);
+        assert_int_equal(qos_cancel(q, &r[0]), -ENOENT);
+        qos_drain(q);
+        event_base_dispatch(base);
+        assert_int_equal(rec.n, 1);
+        assert_int_equal(rec.order[0], 1);
+        assert_int_equal(rec.err[0], SRV_ETHROTTLE);
+        qos_close(q);
+    }
+    event_base_free(base);
+}
+
 int main(void)
 {
     evthread_use_pthreads(); /* qos_system_wait's loop is woken from other threads */
@@ -1354,6 +1485,7 @@ int main(void)
         cmocka_unit_test(test_system_drain),
         cmocka_unit_test(test_refusal_names_the_level),
         cmocka_unit_test(test_scope_memo),
+        cmocka_unit_test(test_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,34 @@ static void test_objmeta_parse(void **state)
                      -EINVAL);
 }
 
+static void test_objmeta_encode(void **state)
+{
+    (void)state;
+    struct tier_s3_kv in[2] = {{"color", "blue"}, {"n", ""}};
+    void *blob = NULL;
+    size_t len = 0;
+    assert_int_equal(tier_objmeta_encode("text/csv", in, 2, &blob, &len), 0);
+    assert_memory_equal(blob, "S3M1", 4);
+    char ct[64], strs[256];
+    struct tier_s3_kv kv[4];
+    assert_int_equal(tier_objmeta_parse(blob, len, ct, sizeof(ct), kv, 4, strs, sizeof(strs)), 2);
+    assert_string_equal(ct, "text/csv");
+    assert_string_equal(kv[0].name, "color");
+    assert_string_equal(kv[0].value, "blue");
+    assert_string_equal(kv[1].name, "n");
+    assert_string_equal(kv[1].value, "");
+    /* the record s3api answers the Content-Type from: type 1, key "Content-Type" */
+    assert_int_equal(((uint8_t *)blob)[4], 1);
+    assert_memory_equal((uint8_t *)blob + 7, "Content-Type", 12);
+    free(blob);
+    /* nothing: the magic alone (asked, none) */
+    assert_int_equal(tier_objmeta_encode("", NULL, 0, &blob, &len), 0);
+    assert_int_equal(len, 4);
+    assert_int_equal(tier_objmeta_parse(blob, len, ct, sizeof(ct), kv, 4, strs, sizeof(strs)), 0);
+    assert_string_equal(ct, "");
+    free(blob);
+}
+
 static void test_state_names(void **state)
 {
     (void)state;
@@ -113,6 +141,7 @@ static void test_tier_record_codec(void **state)
     c.st.change = 99;
     c.st.size = 12345;
     c.st.time_s = 1796600000;
+    c.st.read_s = 1796700000;
     snprintf(c.st.etag, sizeof(c.st.etag), "abc-2");
     snprintf(c.key, sizeof(c.key), "dir/file.bin");
     size_t n = meta_tier_encode(&c, buf, sizeof(buf));
@@ -124,6 +153,7 @@ static void test_tier_record_codec(void **state)
     assert_int_equal(d.st.change, 99);
     assert_int_equal(d.st.size, 12345);
     assert_int_equal(d.st.time_s, 1796600000);
+    assert_int_equal(d.st.read_s, 1796700000);
     assert_string_equal(d.st.etag, "abc-2");
     assert_string_equal(d.key, "dir/file.bin");
     /* short, long, wrong version, key length wrong */
@@ -132,6 +162,11 @@ static void test_tier_record_codec(void **state)
     buf[0] ^= 0xff;
     assert_int_equal(meta_tier_decode(buf, n, &d), SRV_ECORRUPT);
     buf[0] ^= 0xff;
+    /* an older build's record: the read time's bytes were padding (0): none known */
+    memset(buf + offsetof(struct meta_tierst, read_s), 0, 4);
+    assert_int_equal(meta_tier_decode(buf, n, &d), 0);
+    assert_int_equal(d.st.read_s, 0);
+    assert_int_equal(d.st.time_s, 1796600000);
     /* a key longest allowed, and one too long / empty: refused */
     memset(c.key, 'k', META_KEY_MAX);
     c.key[META_KEY_MAX] = '\0';
@@ -213,11 +248,9 @@ static void test_tier_records_in_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_backoff),
-        cmocka_unit_test(test_objmeta_parse),
-        cmocka_unit_test(test_state_names),
-        cmocka_unit_test(test_tier_record_codec),
-        cmocka_unit_test(test_tier_records_in_store),
+        cmocka_unit_test(test_backoff),           cmocka_unit_test(test_objmeta_parse),
+        cmocka_unit_test(test_objmeta_encode),    cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_tier_record_codec), cmocka_unit_test(test_tier_records_in_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
