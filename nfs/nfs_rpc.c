@@ -21,9 +21,11 @@
  * as before, from scratch. The metadata is read from LMDB's map, which is
  * normally resident; a read that faulted on the disk anyway shows as a
  * major fault of the loop thread (getrusage, checked after every loop
- * answer), and that loop then sends every call to the workers for
- * LOOP_BACKOFF_US, so a cold store costs a loop at most one disk read per
- * back-off period. cfg.worker_only turns loop answers off.
+ * answer that took LOOP_SLOW_US or more: a disk read takes longer, and a
+ * fault inside a faster answer is counted at the next slow one), and that
+ * loop then sends every call to the workers for LOOP_BACKOFF_US, so a cold
+ * store costs a loop at most one disk read per back-off period.
+ * cfg.worker_only turns loop answers off.
  *
  * Limits: a record over cfg->max_record or a record that is not an RPC call
  * closes the connection (logged). At most NFS_CONN_MAX_CALLS calls per
@@ -68,6 +70,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -89,16 +92,23 @@
 #define NFS_CONN_MAX_CALLS 128
 #define NFS_CONN_MAX_OUTPUT ((size_t)16 * 1024 * 1024)
 #define NFS_DIRECT_MIN ((size_t)16 * 1024) /* fragment bytes worth a recv() of their own */
+#define NFS_READ_CHUNK ((size_t)16 * 1024) /* most bytes one read into the input buffer takes */
 #define NFS_MAX_IO ((size_t)4 * 1024 * 1024)    /* most bytes one socket write moves */
 #define NFS_BULK_COPY_MAX ((uint64_t)16 * 1024) /* READ data sent from memory up to this */
 #define NFS_DRC_CAPACITY 8192
 #define NFS_FH_KEY_NAME "nfs.fh_key"
 #define LOOP_BACKOFF_US ((uint64_t)1000 * 1000)
+/* A loop answer at least this long may have waited for the disk: only then is
+ * the thread's major fault count read (a syscall, a sixth of a GETATTR's). */
+#define LOOP_SLOW_US ((uint64_t)20)
 
 struct nfs_conn {
     struct nfs_server *srv;
     struct srv_loop *loop;
-    struct bufferevent *bev;
+    struct bufferevent *bev; /* the reply side; its input is filled by rd_ev (conn_sock_cb) */
+    struct event *rd_ev;     /* the socket readable, or idle_timeout_s without input */
+    struct timeval idle;     /* rd_ev's timeout (a common timeout of the loop), if has_idle */
+    bool has_idle;
     struct sockaddr_storage peer;
     char peer_str[INET6_ADDRSTRLEN + 8];
     struct nfs_rec rec;
@@ -110,7 +120,7 @@ struct nfs_conn {
     struct nfs_conn *prev, *next; /* s->conns, under s->lock */
 };
 
-static void conn_read_cb(struct bufferevent *bev, void *arg);
+static void conn_read_cb(struct nfs_conn *cn);
 
 /* ---- dispatch tables ---- */
 
@@ -300,6 +310,9 @@ static void conn_close(struct nfs_conn *cn)
         cn->next->prev = cn->prev;
     cn->prev = cn->next = NULL;
     pthread_mutex_unlock(&s->lock);
+    if (cn->rd_ev)
+        event_free(cn->rd_ev);
+    cn->rd_ev = NULL;
     bufferevent_free(cn->bev);
     cn->bev = NULL;
     __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
@@ -507,9 +520,9 @@ static void conn_resume(struct nfs_conn *cn)
     if (cn->closed || !cn->paused || !conn_may_read(cn))
         return;
     cn->paused = false;
-    bufferevent_enable(cn->bev, EV_READ);
+    event_add(cn->rd_ev, cn->has_idle ? &cn->idle : NULL);
     /* Records may already be buffered: no new bytes would wake the read callback. */
-    conn_read_cb(cn->bev, cn);
+    conn_read_cb(cn);
 }
 
 /* ---- one call ---- */
@@ -723,7 +736,7 @@ static void req_run(struct nfs_req *r)
             r->on_loop = true;
             bool done = req_exec(r);
             r->on_loop = false;
-            long mf = thread_majflt();
+            long mf = srv_now_us() - now >= LOOP_SLOW_US ? thread_majflt() : loop_majflt;
             if (mf != loop_majflt) {
                 loop_majflt = mf;
                 loop_backoff_until = srv_now_us() + LOOP_BACKOFF_US;
@@ -981,13 +994,10 @@ static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
 }
 
 /* The rest of a large fragment (a WRITE's data) is read from the socket
- * straight into the record: libevent 2.1 reads at most 4 KiB per readable
- * event (EVBUFFER_MAX_READ), so a 1 MiB WRITE would otherwise take 256
- * rounds of FIONREAD + readv + epoll_wait and one more copy out of the
- * evbuffer. Only once the evbuffer is drained, so bytes stay in order; the
- * bufferevent keeps watching the socket (its reads also re-arm the idle
- * timeout). @return bytes read, 0 (nothing to read now, or not worth it:
- * fragment short or bytes still buffered), -1 (the connection was closed). */
+ * straight into the record, saving a copy out of the input buffer. Only once
+ * that buffer is drained, so bytes stay in order. @return bytes read, 0
+ * (nothing to read now, or not worth it: fragment short or bytes still
+ * buffered), -1 (the connection was closed). */
 static ssize_t conn_recv_direct(struct nfs_conn *cn, struct evbuffer *in)
 {
     void *dst;
@@ -1010,16 +1020,17 @@ static ssize_t conn_recv_direct(struct nfs_conn *cn, struct evbuffer *in)
     return -1;
 }
 
-static void conn_read_cb(struct bufferevent *bev, void *arg)
+/* Take the calls buffered in the connection's input (and the rest of a large
+ * fragment, conn_recv_direct) while the connection may read. */
+static void conn_read_cb(struct nfs_conn *cn)
 {
-    struct nfs_conn *cn = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer *in = bufferevent_get_input(cn->bev);
     cn->depth++;
     while (!cn->closed) {
         if (!conn_may_read(cn)) {
             if (!cn->paused) {
                 cn->paused = true;
-                bufferevent_disable(cn->bev, EV_READ);
+                event_del(cn->rd_ev);
             }
             break;
         }
@@ -1051,6 +1062,77 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 
 /* Nothing of the connection is in flight: no call running or waiting for
  * QoS (both counted in outstanding), no reply bytes waiting to be sent. */
+static bool conn_idle(struct nfs_conn *cn);
+
+/* The socket is readable (or nothing came for idle_timeout_s). The socket is
+ * read here, not by the bufferevent (which only sends): libevent 2.1 asks
+ * the kernel how much is readable (FIONREAD) before every read and reads at
+ * most 4 KiB, so each call cost an ioctl besides its readv; one read of up
+ * to NFS_READ_CHUNK bytes per readable event takes a whole small call (the
+ * rest of a large fragment comes by conn_recv_direct). rd_ev persists with
+ * its timeout, so every readable event re-arms the idle timeout. */
+static void conn_sock_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct nfs_conn *cn = arg;
+    if (cn->closed)
+        return;
+    if (what & EV_TIMEOUT) {
+        /* nothing arrived for idle_timeout_s: close, or read on while calls
+         * are in flight */
+        if (conn_idle(cn)) {
+            srv_log(DEBUG, NFS, "req=- tenant=- connection from %s idle for %d s: closing",
+                    cn->peer_str, cn->srv->cfg.idle_timeout_s);
+            srv_metrics_op(SRV_PROTO_NFS, "ConnIdleClosed", 0, 0, 0, 0, 0);
+            conn_close(cn);
+        }
+        return;
+    }
+    struct evbuffer *in = bufferevent_get_input(cn->bev);
+    void *dst;
+    bool direct = evbuffer_get_length(in) == 0 && nfs_rec_space(&cn->rec, &dst) >= NFS_DIRECT_MIN;
+    if (!direct) {
+        /* a socket bufferevent keeps its input's end frozen but while it reads */
+        evbuffer_unfreeze(in, 0);
+        struct evbuffer_iovec v[2];
+        int nv = evbuffer_reserve_space(in, (ev_ssize_t)NFS_READ_CHUNK, v, 2);
+        if (nv < 1) {
+            evbuffer_freeze(in, 0);
+            srv_log(WARN, NFS, "req=- tenant=- out of memory reading from %s: closing",
+                    cn->peer_str);
+            conn_close(cn);
+            return;
+        }
+        struct iovec iov[2];
+        for (int i = 0; i < nv; i++) {
+            iov[i].iov_base = v[i].iov_base;
+            iov[i].iov_len = v[i].iov_len;
+        }
+        ssize_t n;
+        do {
+            n = readv(fd, iov, nv);
+        } while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+            evbuffer_commit_space(in, v, 0);
+            evbuffer_freeze(in, 0);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            srv_log(DEBUG, NFS, "req=- tenant=- connection from %s: %s", cn->peer_str,
+                    n == 0 ? "closed by the client" : strerror(errno));
+            conn_close(cn);
+            return;
+        }
+        size_t left = (size_t)n;
+        int used = 0;
+        for (int i = 0; i < nv && left > 0; i++, used++) {
+            v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+            left -= v[i].iov_len;
+        }
+        evbuffer_commit_space(in, v, used);
+        evbuffer_freeze(in, 0);
+    }
+    conn_read_cb(cn);
+}
+
 static bool conn_idle(struct nfs_conn *cn)
 {
     return cn->outstanding == 0 && evbuffer_get_length(bufferevent_get_output(cn->bev)) == 0;
@@ -1059,22 +1141,19 @@ static bool conn_idle(struct nfs_conn *cn)
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct nfs_conn *cn = arg;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-        conn_close(cn);
+    /* The bufferevent only writes. libevent 2.1's sendfile of a file segment
+     * answers 0 when the socket takes nothing (EAGAIN), which its write
+     * callback reports as end of file; a TCP write never returns 0 otherwise:
+     * write on when the socket has room again. */
+    if ((what & BEV_EVENT_WRITING) && (what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+        srv_log(DEBUG, NFS, "req=- tenant=- connection to %s: the socket took nothing",
+                cn->peer_str);
+        bufferevent_enable(cn->bev, EV_WRITE);
         return;
     }
-    if (what & BEV_EVENT_TIMEOUT) {
-        /* The read timeout: nothing arrived for idle_timeout_s. libevent
-         * stopped reading; close, or read on while calls are in flight. */
-        if (conn_idle(cn)) {
-            srv_log(DEBUG, NFS, "req=- tenant=- connection from %s idle for %d s: closing",
-                    cn->peer_str, cn->srv->cfg.idle_timeout_s);
-            srv_metrics_op(SRV_PROTO_NFS, "ConnIdleClosed", 0, 0, 0, 0, 0);
-            conn_close(cn);
-        } else if (!cn->paused) {
-            bufferevent_enable(cn->bev, EV_READ);
-        }
-    }
+    /* an error sending a reply */
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        conn_close(cn);
 }
 
 struct accept_arg {
@@ -1106,10 +1185,15 @@ static void conn_open(void *arg)
     setsockopt(a->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
     setsockopt(a->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
     setsockopt(a->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    cn->bev = bufferevent_socket_new(srv_loop_base(cn->loop), a->fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!cn->bev)
+    cn->rd_ev = event_new(srv_loop_base(cn->loop), a->fd, EV_READ | EV_PERSIST, conn_sock_cb, cn);
+    if (!cn->rd_ev)
         goto fail;
-    bufferevent_setcb(cn->bev, conn_read_cb, conn_write_cb, conn_event_cb, cn);
+    cn->bev = bufferevent_socket_new(srv_loop_base(cn->loop), a->fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!cn->bev) {
+        event_free(cn->rd_ev);
+        goto fail;
+    }
+    bufferevent_setcb(cn->bev, NULL, conn_write_cb, conn_event_cb, cn);
     bufferevent_setwatermark(cn->bev, EV_WRITE, NFS_CONN_MAX_OUTPUT / 2, 0);
     /* libevent's default writes 16 KiB per writable event: a 1 MiB READ reply
      * would take 64 rounds of epoll_wait + sendfile */
@@ -1120,11 +1204,13 @@ static void conn_open(void *arg)
         struct timeval tv = {s->cfg.idle_timeout_s, 0};
         const struct timeval *common =
             event_base_init_common_timeout(srv_loop_base(cn->loop), &tv);
-        bufferevent_set_timeouts(cn->bev, common ? common : &tv, NULL);
+        cn->idle = common ? *common : tv;
+        cn->has_idle = true;
     }
     pthread_mutex_lock(&s->lock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->lock);
+        event_free(cn->rd_ev);
         bufferevent_free(cn->bev);
         nfs_rec_fini(&cn->rec);
         free(cn);
@@ -1136,7 +1222,8 @@ static void conn_open(void *arg)
         s->conns->prev = cn;
     s->conns = cn;
     pthread_mutex_unlock(&s->lock);
-    bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
+    bufferevent_enable(cn->bev, EV_WRITE);
+    event_add(cn->rd_ev, cn->has_idle ? &cn->idle : NULL);
     srv_log(DEBUG, NFS, "req=- tenant=- connection from %s", cn->peer_str);
     goto done;
 fail:

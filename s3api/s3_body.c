@@ -74,7 +74,7 @@ static void body_pause(struct s3_conn *c)
         if (c->body_ev)
             event_del(c->body_ev);
     } else if (c->bev) {
-        bufferevent_disable(c->bev, EV_READ);
+        s3__conn_read_disable(c);
     }
 }
 
@@ -90,7 +90,7 @@ static void body_piece_go(struct s3_ctx *x)
     }
     s3__qos_piece_got(x);
     if (!c->body_direct && c->bev)
-        bufferevent_enable(c->bev, EV_READ);
+        s3__conn_read_enable(c);
     s3__conn_pump(c);
 }
 
@@ -449,7 +449,7 @@ void s3__body_ev_sync(struct s3_conn *c)
     if (c->body_ev)
         event_del(c->body_ev);
     if (!c->dead && !c->closing && c->bev)
-        bufferevent_enable(c->bev, EV_READ);
+        s3__conn_read_enable(c);
 }
 
 /* From now on the body comes from the socket by recv() (the bufferevent stops
@@ -461,7 +461,7 @@ void s3__body_direct_begin(struct s3_conn *c)
                                EV_READ | EV_PERSIST, on_body_readable, c);
     if (!c->body_ev)
         abort();
-    bufferevent_disable(c->bev, EV_READ);
+    s3__conn_read_disable(c);
     c->body_direct = true;
 }
 

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -35,6 +37,49 @@
 
 static void conn_free(struct s3_conn *c);
 static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what);
+
+/* rd_ev is added while reading is wanted and the input holds less than
+ * S3_IN_HIGH (the bufferevent's read high-water mark, which a TLS connection
+ * keeps: pipelined or unread body bytes beyond it wait in the socket). */
+static void conn_rd_sync(struct s3_conn *c)
+{
+    if (!c->rd_ev)
+        return;
+    bool want = c->rd_on && !c->dead && c->bev &&
+                evbuffer_get_length(bufferevent_get_input(c->bev)) < S3_IN_HIGH;
+    if (want && !c->rd_armed)
+        event_add(c->rd_ev, &c->rd_tv);
+    else if (!want && c->rd_armed)
+        event_del(c->rd_ev);
+    c->rd_armed = want;
+}
+
+void s3__conn_read_enable(struct s3_conn *c)
+{
+    if (!c->bev)
+        return;
+    if (!c->rd_ev) {
+        bufferevent_enable(c->bev, EV_READ);
+        return;
+    }
+    c->rd_on = true;
+    bool was = c->rd_armed;
+    conn_rd_sync(c);
+    if (was && c->rd_armed) /* added again: re-arms the timeout, as bufferevent_enable does */
+        event_add(c->rd_ev, &c->rd_tv);
+}
+
+void s3__conn_read_disable(struct s3_conn *c)
+{
+    if (!c->bev)
+        return;
+    if (!c->rd_ev) {
+        bufferevent_disable(c->bev, EV_READ);
+        return;
+    }
+    c->rd_on = false;
+    conn_rd_sync(c);
+}
 
 /* Leave a callback; the last one out frees a dead connection. */
 void s3__conn_leave(struct s3_conn *c)
@@ -62,6 +107,8 @@ static void conn_free(struct s3_conn *c)
         evbuffer_free(c->direct);
     if (c->body_ev)
         event_free(c->body_ev);
+    if (c->rd_ev)
+        event_free(c->rd_ev);
     for (int i = 0; i < 3; i++)
         if (c->spare[i])
             evbuffer_free(c->spare[i]);
@@ -90,6 +137,9 @@ void s3__conn_close(struct s3_conn *c)
     if (c->body_ev)
         event_del(c->body_ev);
     c->body_direct = false;
+    if (c->rd_ev)
+        event_del(c->rd_ev);
+    c->rd_on = c->rd_armed = false;
     if (c->bev) {
         bufferevent_free(c->bev);
         c->bev = NULL;
@@ -129,7 +179,8 @@ void s3__conn_done(struct s3_conn *c)
     evbuffer_drain(in, evbuffer_get_length(in));
     struct timeval tv = {S3_LINGER_READ_S, 0};
     bufferevent_set_timeouts(c->bev, &tv, NULL);
-    bufferevent_enable(c->bev, EV_READ);
+    c->rd_tv = tv;
+    s3__conn_read_enable(c);
 }
 
 /* Input while lingering: dropped; past the deadline the connection closes. */
@@ -252,6 +303,7 @@ void s3__conn_pump(struct s3_conn *c)
     if (!c->dead && c->state == S3_CS_BODY && c->x && c->x->in.mode == S3_BODY_STREAM)
         s3__body_pump(c->x);
     s3__body_ev_sync(c);
+    conn_rd_sync(c); /* the input may have dropped under S3_IN_HIGH */
     c->in_pump = false;
 }
 
@@ -263,6 +315,72 @@ static void on_read(struct bufferevent *bev, void *arg)
         conn_linger_read(c);
     else
         s3__conn_pump(c);
+    s3__conn_leave(c);
+}
+
+/* A plain connection's socket is readable (or rd_tv passed without input).
+ * The bufferevent does not read it: libevent 2.1 asks the kernel how much is
+ * readable (ioctl FIONREAD) before every read and reads at most 4 KiB, so a
+ * small GET cost an ioctl besides its readv, the one syscall of four that did
+ * no work. One readv of up to S3_READ_CHUNK bytes per readable event instead;
+ * end of input, errors and the timeout go to on_event_in as the bufferevent
+ * reported them (reading stopped first, as libevent does). */
+static void conn_sock_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct s3_conn *c = arg;
+    if (c->dead || !c->bev)
+        return;
+    c->nest++;
+    short ev = 0;
+    if (what & EV_TIMEOUT) {
+        ev = BEV_EVENT_READING | BEV_EVENT_TIMEOUT;
+    } else {
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        size_t have = evbuffer_get_length(in);
+        size_t want = have < S3_IN_HIGH ? S3_IN_HIGH - have : 0;
+        if (want > S3_READ_CHUNK)
+            want = S3_READ_CHUNK;
+        ssize_t n = 0;
+        if (want > 0) {
+            /* a socket bufferevent keeps its input's end frozen but while it reads */
+            evbuffer_unfreeze(in, 0);
+            struct evbuffer_iovec v[2];
+            int nv = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
+            if (nv < 1)
+                abort();
+            struct iovec iov[2];
+            for (int i = 0; i < nv; i++) {
+                iov[i].iov_base = v[i].iov_base;
+                iov[i].iov_len = v[i].iov_len;
+            }
+            do {
+                n = readv(fd, iov, nv);
+            } while (n < 0 && errno == EINTR);
+            size_t left = n > 0 ? (size_t)n : 0;
+            int used = 0;
+            for (int i = 0; i < nv && left > 0; i++, used++) {
+                v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+                left -= v[i].iov_len;
+            }
+            evbuffer_commit_space(in, v, used);
+            evbuffer_freeze(in, 0);
+        }
+        if (n > 0 || want == 0) {
+            if (c->lingering)
+                conn_linger_read(c);
+            else
+                s3__conn_pump(c);
+            conn_rd_sync(c);
+        } else if (n == 0) {
+            ev = BEV_EVENT_READING | BEV_EVENT_EOF;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            ev = BEV_EVENT_READING | BEV_EVENT_ERROR;
+        }
+    }
+    if (ev) {
+        s3__conn_read_disable(c);
+        on_event_in(c, c->bev, ev);
+    }
     s3__conn_leave(c);
 }
 
@@ -291,6 +409,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
 {
+    if (c->rd_ev && (what & BEV_EVENT_WRITING) && (what & BEV_EVENT_EOF) &&
+        !(what & BEV_EVENT_ERROR)) {
+        /* A plain bufferevent's write side reports end of file only when a
+         * write returned 0: libevent 2.1's sendfile of a file segment (a GET
+         * body) answers 0 when the socket takes nothing (EAGAIN). The socket
+         * is fine: write on when it has room again. */
+        bufferevent_enable(bev, EV_WRITE);
+        return;
+    }
     if (c->lingering) { /* end of input, an error or the linger timeout: done */
         s3__conn_close(c);
         return;
@@ -299,7 +426,7 @@ static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
         struct s3_ctx *x = c->x;
         bool busy = x && (c->state == S3_CS_WAIT || c->state == S3_CS_STREAM || x->wr.writing);
         if ((what & BEV_EVENT_READING) && busy) {
-            bufferevent_enable(bev, EV_READ); /* our turn, not the client's */
+            s3__conn_read_enable(c); /* our turn, not the client's */
             return;
         }
         srv_log(INFO, S3, "req=- tenant=%u peer=%s connection timed out (%s)", x ? x->p.tenant : 0,
@@ -424,6 +551,7 @@ void s3__conn_start(void *arg)
     struct timeval tv = {srv->idle_timeout_s, 0};
     const struct timeval *common = event_base_init_common_timeout(base, &tv);
     c->idle = common ? *common : tv;
+    c->rd_tv = c->idle;
     bufferevent_set_timeouts(c->bev, &c->idle, &c->idle);
     bufferevent_setwatermark(c->bev, EV_READ, 0, S3_IN_HIGH);
     bufferevent_setwatermark(c->bev, EV_WRITE, S3_OUT_LOW, 0);
@@ -431,7 +559,13 @@ void s3__conn_start(void *arg)
     bufferevent_set_max_single_write(c->bev, S3_MAX_IO);
     bufferevent_set_max_single_read(c->bev, S3_MAX_IO);
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (!srv->ssl) {
+        c->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, conn_sock_read, c);
+        if (!c->rd_ev)
+            abort();
+    }
+    bufferevent_enable(c->bev, c->rd_ev ? EV_WRITE : EV_READ | EV_WRITE);
+    s3__conn_read_enable(c);
     c->state = S3_CS_HEADERS;
     s3__conn_hdr_timer(c);
 }

@@ -46,6 +46,7 @@ struct tenants;
 #define S3_OUT_LOW (4u << 20)      /* next GET read while output is below this (read-ahead) */
 #define S3_XML_BODY_MAX (4u << 20) /* DeleteObjects with 1000 long keys fits */
 #define S3_MAX_IO (1u << 20)       /* most bytes one socket read or write moves */
+#define S3_READ_CHUNK (16u << 10)  /* most bytes one read into a plain connection's input takes */
 
 struct s3_server {
     char *listen, *domain, *region, *tls_cert, *tls_key;
@@ -105,6 +106,12 @@ struct s3_conn {
     bool linger;               /* the client may still be sending: drain before closing */
     bool lingering;            /* answer sent, our side shut down, input read and dropped */
     uint64_t linger_until;     /* srv_now_us() when lingering gives up */
+    /* Plain TCP: the connection reads the socket into the bufferevent's input
+     * itself (s3_conn.c, conn_sock_read); the bufferevent only writes. */
+    struct event *rd_ev;  /* the socket readable, or rd_tv without input */
+    struct timeval rd_tv; /* the read timeout: idle, or lingering's */
+    bool rd_on;           /* reading wanted (s3__conn_read_enable) */
+    bool rd_armed;        /* rd_ev added: wanted and the input under S3_IN_HIGH */
 };
 
 /* An accepted socket on its way to its loop (s3_listen.c -> s3__conn_start). */
@@ -249,5 +256,10 @@ void s3__conn_close(struct s3_conn *c);
 void s3__conn_done(struct s3_conn *c);
 /** Arm the timer that bounds the wait for a request's headers. */
 void s3__conn_hdr_timer(struct s3_conn *c);
+/** Read the socket into the connection's input (again), its read timeout re-armed:
+ * bufferevent_enable(EV_READ) of a TLS connection, rd_ev of a plain one. */
+void s3__conn_read_enable(struct s3_conn *c);
+/** Stop reading the socket into the connection's input. */
+void s3__conn_read_disable(struct s3_conn *c);
 
 #endif

@@ -225,7 +225,7 @@ void s3__ctx_finish(struct s3_ctx *x)
     s3__body_ev_sync(c);
     if (c->closing) {
         c->state = S3_CS_WAIT;
-        bufferevent_disable(c->bev, EV_READ);
+        s3__conn_read_disable(c);
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
             s3__conn_done(c);
         return;

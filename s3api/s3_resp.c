@@ -249,5 +249,5 @@ void s3__conn_fatal(struct s3_conn *c, enum s3_err e, const char *msg)
     c->closing = true;
     c->linger = true;
     c->state = S3_CS_WAIT;
-    bufferevent_disable(c->bev, EV_READ);
+    s3__conn_read_disable(c);
 }

@@ -10,6 +10,7 @@ import resource
 import socket
 import subprocess
 import sys
+import threading
 import time
 import zlib
 
@@ -565,6 +566,28 @@ def test_pipelined_gets_without_reading(d):
     rs = read_responses(s, 40)
     assert all(r[0] == 200 and r[2] == obj for r in rs)
     assert len({r[1]["x-amz-request-id"] for r in rs}) == 40
+    s.close()
+
+
+def test_pipelined_requests_beyond_the_input_bound(d):
+    """A client that pipelines more request bytes (4 MiB) than a connection
+    buffers (1 MiB of input) and reads nothing for a while: the server stops
+    reading at the bound, reads on as the answers drain, and every answer
+    arrives, in order."""
+    obj = os.urandom(4096)
+    d.boto3().put_object(Bucket="raw-bucket", Key="pipe4k", Body=obj)
+    one = signed_request(d, "GET", "/raw-bucket/pipe4k")[0]
+    count = (4 << 20) // len(one) + 1
+    s = connect(d, timeout=60)
+    sender = threading.Thread(target=s.sendall, args=(one * count,))
+    sender.start()
+    time.sleep(1.0)
+    rs = read_responses(s, count)
+    sender.join(60)
+    assert not sender.is_alive()
+    assert all(r[0] == 200 and r[2] == obj for r in rs)
+    ids = [r[1]["x-amz-request-id"] for r in rs]
+    assert len(set(ids)) == count and ids == sorted(ids)
     s.close()
 
 
