@@ -20,12 +20,14 @@
 #include "srv_loop.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "srv_log.h"
@@ -440,4 +442,36 @@ void srv_loops_stop(void)
     free(pool.loops);
     pool.loops = NULL;
     pool.nloops = 0;
+}
+
+ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max)
+{
+    evbuffer_unfreeze(in, 0);
+    struct evbuffer_iovec v[2];
+    int nv = evbuffer_reserve_space(in, (ev_ssize_t)max, v, 2);
+    if (nv < 1) {
+        evbuffer_freeze(in, 0);
+        errno = ENOMEM;
+        return -1;
+    }
+    struct iovec iov[2];
+    for (int i = 0; i < nv; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = v[i].iov_len;
+    }
+    ssize_t n;
+    do {
+        n = readv(fd, iov, nv);
+    } while (n < 0 && errno == EINTR);
+    int err = errno;
+    size_t left = n > 0 ? (size_t)n : 0;
+    int used = 0;
+    for (int i = 0; i < nv && left > 0; i++, used++) {
+        v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+        left -= v[i].iov_len;
+    }
+    evbuffer_commit_space(in, v, used);
+    evbuffer_freeze(in, 0);
+    errno = err;
+    return n;
 }

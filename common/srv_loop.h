@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct event_base;
 struct srv_loop;
@@ -41,5 +42,14 @@ void srv_work_submit(struct srv_loop *l, srv_work_fn work, srv_work_fn done, voi
 /** How long srv_loops_stop() lets each loop drain in-flight work and pending
  * events before it gives up on them (default 10000 ms). */
 void srv_loops_set_drain_timeout(int ms);
+
+struct evbuffer;
+
+/** Reads what socket @p fd has, up to @p max bytes, into @p in, the input
+ * buffer of a socket bufferevent that does not read by itself (its input's end
+ * stays frozen but while this reads), with one readv retried on EINTR: no
+ * FIONREAD before it, as libevent 2.1 would ask. @return the bytes read, 0 at
+ * end of input, -1 with errno (EAGAIN: nothing yet; ENOMEM: no buffer space). */
+ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max);
 
 #endif

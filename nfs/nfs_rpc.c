@@ -70,7 +70,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -1091,29 +1090,14 @@ static void conn_sock_cb(evutil_socket_t fd, short what, void *arg)
     void *dst;
     bool direct = evbuffer_get_length(in) == 0 && nfs_rec_space(&cn->rec, &dst) >= NFS_DIRECT_MIN;
     if (!direct) {
-        /* a socket bufferevent keeps its input's end frozen but while it reads */
-        evbuffer_unfreeze(in, 0);
-        struct evbuffer_iovec v[2];
-        int nv = evbuffer_reserve_space(in, (ev_ssize_t)NFS_READ_CHUNK, v, 2);
-        if (nv < 1) {
-            evbuffer_freeze(in, 0);
+        ssize_t n = srv_read_into(in, fd, NFS_READ_CHUNK);
+        if (n < 0 && errno == ENOMEM) {
             srv_log(WARN, NFS, "req=- tenant=- out of memory reading from %s: closing",
                     cn->peer_str);
             conn_close(cn);
             return;
         }
-        struct iovec iov[2];
-        for (int i = 0; i < nv; i++) {
-            iov[i].iov_base = v[i].iov_base;
-            iov[i].iov_len = v[i].iov_len;
-        }
-        ssize_t n;
-        do {
-            n = readv(fd, iov, nv);
-        } while (n < 0 && errno == EINTR);
         if (n <= 0) {
-            evbuffer_commit_space(in, v, 0);
-            evbuffer_freeze(in, 0);
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 return;
             srv_log(DEBUG, NFS, "req=- tenant=- connection from %s: %s", cn->peer_str,
@@ -1121,14 +1105,6 @@ static void conn_sock_cb(evutil_socket_t fd, short what, void *arg)
             conn_close(cn);
             return;
         }
-        size_t left = (size_t)n;
-        int used = 0;
-        for (int i = 0; i < nv && left > 0; i++, used++) {
-            v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
-            left -= v[i].iov_len;
-        }
-        evbuffer_commit_space(in, v, used);
-        evbuffer_freeze(in, 0);
     }
     conn_read_cb(cn);
 }

@@ -19,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -341,30 +339,8 @@ static void conn_sock_read(evutil_socket_t fd, short what, void *arg)
         if (want > S3_READ_CHUNK)
             want = S3_READ_CHUNK;
         ssize_t n = 0;
-        if (want > 0) {
-            /* a socket bufferevent keeps its input's end frozen but while it reads */
-            evbuffer_unfreeze(in, 0);
-            struct evbuffer_iovec v[2];
-            int nv = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
-            if (nv < 1)
-                abort();
-            struct iovec iov[2];
-            for (int i = 0; i < nv; i++) {
-                iov[i].iov_base = v[i].iov_base;
-                iov[i].iov_len = v[i].iov_len;
-            }
-            do {
-                n = readv(fd, iov, nv);
-            } while (n < 0 && errno == EINTR);
-            size_t left = n > 0 ? (size_t)n : 0;
-            int used = 0;
-            for (int i = 0; i < nv && left > 0; i++, used++) {
-                v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
-                left -= v[i].iov_len;
-            }
-            evbuffer_commit_space(in, v, used);
-            evbuffer_freeze(in, 0);
-        }
+        if (want > 0)
+            n = srv_read_into(in, fd, want); /* ENOMEM: an error, as the socket's */
         if (n > 0 || want == 0) {
             if (c->lingering)
                 conn_linger_read(c);
