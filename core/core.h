@@ -933,6 +933,8 @@ struct core_pieces {
     bool has_token;
     void **bufs;
     size_t nbufs, capbufs;
+    void **refs; /* recalled chunks in memory whose bytes pieces point to */
+    size_t nrefs, caprefs;
 };
 
 /** Describe [off, off + len) of @p ino (as core_read would return it) as pieces:

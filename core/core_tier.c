@@ -58,6 +58,8 @@
 #define RC_CHUNK_DEF (8u * STORE_EXTENT_MAX)  /* bytes of one ranged GET (default) */
 #define RC_CHUNK_MAX (64u * STORE_EXTENT_MAX) /* ... at most */
 #define LR_SLOTS 65536u                       /* last-read table */
+#define RM_KEEP_MS 3000                       /* a recalled chunk's bytes stay in memory */
+#define RM_POOL 8                             /* free chunk buffers kept for reuse */
 #define RC_LAT_N CORE_TIER_LAT_N
 
 enum { CH_TODO = 0, CH_BUSY, CH_DONE, CH_IDLE /* not asked for (whole_file off) */ };
@@ -85,6 +87,28 @@ struct recall {
               * waits, its chunks go after every other recall's, and a failure ends it */
 };
 
+/* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
+ * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
+struct rbuf {
+    char *p;
+    size_t cap;
+};
+
+/* A recalled chunk's bytes, kept in memory after its extents went into the map, for
+ * the readers that wait for them (core__tier_mem_get): they send these bytes instead of
+ * reading the extents back from the disk and verifying them (the recall wrote them with
+ * O_DIRECT, so they are not in the page cache). They are the very bytes the extents'
+ * CRCs were computed over and written from, never changed while the entry lives. */
+struct rmem {
+    struct rmem *next;
+    atomic_int refs; /* the table's, while in it, and the readers' */
+    struct rbuf b;
+    int64_t t_ms; /* when kept */
+    uint32_t n;
+    struct store_extent e[RC_CHUNK_MAX / STORE_EXTENT_MAX];
+    uint32_t pos[RC_CHUNK_MAX / STORE_EXTENT_MAX]; /* each extent's bytes in b.p */
+};
+
 struct lr_slot {
     atomic_uint_fast64_t ino;
     atomic_int_fast64_t t;     /* last read of ino (seconds) */
@@ -104,6 +128,13 @@ struct core__tier {
     int64_t t0_s;
     atomic_uint_fast64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes;
     atomic_uint_fast64_t lat[RC_LAT_N + 1], lat_sum_us, lat_n;
+    /* recalled chunks in memory (struct rmem), newest first, and free buffers */
+    pthread_mutex_t mmu;
+    struct rmem *mem;
+    size_t mem_bytes, mem_max; /* buffer bytes the table holds, at most */
+    atomic_uint nmem;          /* entries (0: readers skip the lock) */
+    struct rbuf pool[RM_POOL];
+    uint32_t npool;
 };
 
 static const double lat_bounds[RC_LAT_N] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -114,6 +145,157 @@ static int64_t mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void rbuf_drop(struct rbuf *b)
+{
+    free(b->p);
+    *b = (struct rbuf){0};
+}
+
+/* Give buffer @p b to the pool (or free it when the pool is full); mmu held. */
+static void pool_put(struct core__tier *k, struct rbuf *b)
+{
+    if (b->p && k->npool < RM_POOL)
+        k->pool[k->npool++] = *b;
+    else
+        free(b->p);
+    *b = (struct rbuf){0};
+}
+
+/* A buffer for a chunk of @p len bytes of a recall whose chunks are @p want bytes: one
+ * of STORE_EXTENT_MAX bytes for the first chunks (which come in pieces of that size),
+ * else one of @p want bytes, so that the buffers the memory table holds are about the
+ * size of what they hold, and the sizes stay few (the pool reuses them: a fresh buffer
+ * is a fresh mapping, whose page faults and zeroing cost more than the copy into it). */
+static char *rbuf_get(struct core__tier *k, struct rbuf *b, size_t len, size_t want)
+{
+    size_t need = len <= STORE_EXTENT_MAX ? STORE_EXTENT_MAX : want < len ? len : want;
+    if (b->p && b->cap == need)
+        return b->p;
+    pthread_mutex_lock(&k->mmu);
+    pool_put(k, b);
+    for (uint32_t i = 0; i < k->npool; i++) {
+        if (k->pool[i].cap == need) {
+            *b = k->pool[i];
+            k->pool[i] = k->pool[--k->npool];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&k->mmu);
+    if (b->p)
+        return b->p;
+    if (posix_memalign((void **)&b->p, STORE_ALIGN, need) != 0) {
+        b->p = NULL;
+        return NULL;
+    }
+    b->cap = need;
+    return b->p;
+}
+
+static void rmem_unref(struct core__tier *k, struct rmem *m)
+{
+    if (atomic_fetch_sub(&m->refs, 1) != 1)
+        return;
+    pthread_mutex_lock(&k->mmu);
+    pool_put(k, &m->b);
+    pthread_mutex_unlock(&k->mmu);
+    free(m);
+}
+
+/* Drop the table's entries kept before @p before_ms, and then the oldest while it holds
+ * more than mem_max bytes; with @p all, every entry and the pool too. */
+static void mem_prune(struct core__tier *k, int64_t before_ms, bool all)
+{
+    struct rmem *drop = NULL;
+    pthread_mutex_lock(&k->mmu);
+    size_t kept = 0;
+    for (struct rmem **pp = &k->mem; *pp;) {
+        struct rmem *m = *pp;
+        kept += m->b.cap;
+        if (all || m->t_ms < before_ms || kept > k->mem_max) {
+            *pp = m->next;
+            k->mem_bytes -= m->b.cap;
+            atomic_fetch_sub(&k->nmem, 1);
+            m->next = drop;
+            drop = m;
+            kept -= m->b.cap;
+            continue;
+        }
+        pp = &m->next;
+    }
+    if (all || !k->mem) {
+        while (k->npool)
+            free(k->pool[--k->npool].p);
+    }
+    pthread_mutex_unlock(&k->mmu);
+    while (drop) {
+        struct rmem *m = drop;
+        drop = m->next;
+        rmem_unref(k, m);
+    }
+}
+
+/* Keep the bytes of a chunk whose extents @p x[i] with @p used[i] went into the map
+ * (@p off: the chunk's file offset) in the memory table: the table takes buffer @p rb
+ * (the recall thread gets another for its next chunk). */
+static void mem_keep(struct core__tier *k, struct rbuf *rb, const struct core__fext *x, size_t nx,
+                     const uint8_t *used, uint64_t off)
+{
+    if (k->mem_max == 0)
+        return;
+    struct rmem *m = calloc(1, sizeof(*m));
+    if (!m)
+        return;
+    for (size_t i = 0; i < nx; i++) {
+        if (!used[i])
+            continue;
+        m->e[m->n] = x[i].e;
+        m->pos[m->n++] = (uint32_t)(x[i].foff - off);
+    }
+    if (m->n == 0) {
+        free(m);
+        return;
+    }
+    m->b = *rb;
+    *rb = (struct rbuf){0};
+    m->t_ms = srv_now_ms();
+    atomic_init(&m->refs, 1);
+    pthread_mutex_lock(&k->mmu);
+    m->next = k->mem;
+    k->mem = m;
+    k->mem_bytes += m->b.cap;
+    atomic_fetch_add(&k->nmem, 1);
+    pthread_mutex_unlock(&k->mmu);
+    mem_prune(k, m->t_ms - RM_KEEP_MS, false);
+}
+
+void *core__tier_mem_get(struct core *c, const struct store_extent *e, const char **bytes)
+{
+    struct core__tier *k = c->data ? c->data->tier : NULL;
+    struct rmem *hit = NULL;
+    if (!k || atomic_load_explicit(&k->nmem, memory_order_relaxed) == 0)
+        return NULL;
+    pthread_mutex_lock(&k->mmu);
+    for (struct rmem *m = k->mem; m && !hit; m = m->next) {
+        for (uint32_t i = 0; i < m->n; i++) {
+            const struct store_extent *h = &m->e[i];
+            if (h->dev == e->dev && h->off == e->off && h->len == e->len && h->crc == e->crc) {
+                atomic_fetch_add(&m->refs, 1);
+                *bytes = m->b.p + m->pos[i];
+                hit = m;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&k->mmu);
+    return hit;
+}
+
+void core__tier_mem_put(struct core *c, void *ref)
+{
+    if (ref)
+        rmem_unref(c->data->tier, ref);
 }
 
 int core__tier_init(struct core *c)
@@ -127,6 +309,7 @@ int core__tier_init(struct core *c)
         return -ENOMEM;
     }
     pthread_mutex_init(&k->mu, NULL);
+    pthread_mutex_init(&k->mmu, NULL);
     pthread_cond_init(&k->work_cv, NULL);
     pthread_cond_init(&k->done_cv, NULL);
     k->t0_s = (int64_t)time(NULL);
@@ -146,7 +329,9 @@ void core__tier_fini(struct core *c)
         free(r->st);
         free(r);
     }
+    mem_prune(k, INT64_MAX, true);
     pthread_mutex_destroy(&k->mu);
+    pthread_mutex_destroy(&k->mmu);
     pthread_cond_destroy(&k->work_cv);
     pthread_cond_destroy(&k->done_cv);
     free(k->lr);
@@ -501,36 +686,6 @@ static void fetched(struct core__tier *k, struct recall *r)
     pthread_mutex_unlock(&k->mu);
 }
 
-/* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
- * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
-struct rbuf {
-    char *p;
-    size_t cap;
-};
-
-static void rbuf_drop(struct rbuf *b)
-{
-    free(b->p);
-    *b = (struct rbuf){0};
-}
-
-/* A buffer of @p len bytes: at least @p want (the recall's chunk size), so that the
- * first chunks, which come in smaller pieces, do not make it grow later. */
-static char *rbuf_get(struct rbuf *b, size_t len, size_t want)
-{
-    if (b->cap >= len)
-        return b->p;
-    rbuf_drop(b);
-    if (want < len)
-        want = len;
-    if (posix_memalign((void **)&b->p, STORE_ALIGN, want) != 0) {
-        b->p = NULL;
-        return NULL;
-    }
-    b->cap = want;
-    return b->p;
-}
-
 /* The extents of a chunk being written (store_write_batch): their bytes. */
 struct rc_batch {
     struct core__fext *x;
@@ -578,7 +733,7 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
     struct core__fext *x = calloc((len + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX, sizeof(*x));
-    char *buf = x ? rbuf_get(rb, len, chunk) : NULL;
+    char *buf = x ? rbuf_get(k, rb, len, chunk) : NULL;
     if (!buf) {
         free(x);
         return -ENOMEM;
@@ -626,6 +781,8 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
             for (size_t i = 0; i < nx; i++)
                 if (rc == 1 || !used[i])
                     store_unreserve(c->store, &x[i].e);
+            if (rc == 0)
+                mem_keep(k, rb, x, nx, used, off);
             *got = rc == 1 ? 0 : a.nused;
             free(x);
             return rc;
@@ -714,8 +871,14 @@ static void *recall_main(void *arg)
             }
         }
         if (!pick) {
-            if (!k->head)
+            if (!k->head) {
                 rbuf_drop(&rb); /* no recall left: give the memory back */
+                pthread_mutex_unlock(&k->mu);
+                mem_prune(k, now - RM_KEEP_MS, false);
+                pthread_mutex_lock(&k->mu);
+                if (k->stop)
+                    break;
+            }
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             int64_t wait = next - now;
@@ -814,6 +977,9 @@ int core_tier_start(struct core *c, const struct core_tier_config *cfg)
     k->cfg.chunk = (k->cfg.chunk + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX * STORE_EXTENT_MAX;
     if (!k->cfg.streams || k->cfg.streams > k->cfg.threads)
         k->cfg.streams = k->cfg.threads;
+    /* recalled chunks kept in memory for readers: about as many as are fetched at once */
+    k->mem_max = (size_t)k->cfg.threads *
+                 (k->cfg.chunk > 2 * STORE_EXTENT_MAX ? k->cfg.chunk : 2 * STORE_EXTENT_MAX);
     /* twice as many threads as GETs in flight: while some write and commit the chunks
      * they fetched, others fetch the next ones */
     uint32_t nth = 2 * k->cfg.threads;

@@ -706,6 +706,69 @@ static void test_read_times(void **state)
     assert_true(core_tier_last_read(f->c, b, 0) >= t0); /* nothing stored: the start */
 }
 
+/* The pieces of [@p off, @p off + @p len) of @p ino: how many of their bytes are in
+ * memory (recalled chunks) and from the store's fd; they equal the model. */
+static void pieces_eq(struct fx *f, uint64_t ino, uint64_t off, uint64_t len, uint64_t *in_mem,
+                      uint64_t *from_fd, struct core_pieces *keep)
+{
+    struct core_pieces ps;
+    assert_int_equal(core_read_pieces(f->c, &f->su, ino, off, len, &ps), 0);
+    assert_int_equal(ps.len, len);
+    uint8_t *buf = malloc(len);
+    uint64_t pos = 0;
+    *in_mem = *from_fd = 0;
+    for (size_t i = 0; i < ps.n; i++) {
+        const struct core_piece *p = &ps.v[i];
+        if (p->fd >= 0) {
+            assert_int_equal(pread(p->fd, buf + pos, p->len, (off_t)p->off), (ssize_t)p->len);
+            *from_fd += p->len;
+        } else {
+            assert_non_null(p->mem);
+            memcpy(buf + pos, p->mem, p->len);
+            *in_mem += p->len;
+        }
+        pos += p->len;
+    }
+    assert_int_equal(pos, len);
+    assert_memory_equal(buf, model + off, len);
+    free(buf);
+    if (keep)
+        *keep = ps;
+    else
+        core_pieces_release(&ps);
+}
+
+/* A reader of a file being recalled gets the recalled chunks' bytes from memory (not
+ * read back from the disk), the memory stays while its pieces hold it, and seconds
+ * after the recall the pieces are the store's again. */
+static void test_recalled_bytes_from_memory(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change, in_mem, from_fd;
+    assert_int_equal(fx_put(f, "mem", model, SIZE), 0);
+    uint64_t ino = copied(f, "mem", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    read_eq(f, ino, 0, SIZE, model); /* recalled */
+    struct core_pieces held;
+    pieces_eq(f, ino, 0, SIZE, &in_mem, &from_fd, NULL);
+    assert_int_equal(in_mem, SIZE);
+    assert_int_equal(from_fd, 0);
+    pieces_eq(f, ino, MB - 7, 2 * MB + 9, &in_mem, &from_fd, &held);
+    assert_int_equal(in_mem, 2 * MB + 9);
+    /* the table lets go of the chunks a while after the recall; held pieces keep theirs */
+    usleep(4500 * 1000);
+    uint64_t at = MB - 7;
+    for (size_t i = 0; i < held.n; i++) {
+        assert_memory_equal(held.v[i].mem, model + at, held.v[i].len);
+        at += held.v[i].len;
+    }
+    core_pieces_release(&held);
+    pieces_eq(f, ino, 0, SIZE, &in_mem, &from_fd, NULL);
+    assert_int_equal(in_mem, 0);
+    assert_int_equal(from_fd, SIZE);
+    checked(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -717,6 +780,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_knobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_after_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_times, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recalled_bytes_from_memory, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
