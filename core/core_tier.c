@@ -60,6 +60,8 @@
 #define LR_SLOTS 65536u                       /* last-read table */
 #define RM_KEEP_MS 3000                       /* a recalled chunk's bytes stay in memory */
 #define RM_POOL 8                             /* free chunk buffers kept for reuse */
+#define RM_PACE_MS 1000                       /* see mem_pace */
+#define RM_READERS 16                         /* files whose last read from memory is known */
 #define RC_LAT_N CORE_TIER_LAT_N
 
 enum { CH_TODO = 0, CH_BUSY, CH_DONE, CH_IDLE /* not asked for (whole_file off) */ };
@@ -103,7 +105,9 @@ struct rmem {
     struct rmem *next;
     atomic_int refs; /* the table's, while in it, and the readers' */
     struct rbuf b;
-    int64_t t_ms; /* when kept */
+    int64_t t_ms;   /* when kept */
+    int64_t hit_ms; /* when a reader first got it (0: not yet); mmu */
+    uint64_t ino;
     uint32_t n;
     struct store_extent e[RC_CHUNK_MAX / STORE_EXTENT_MAX];
     uint32_t pos[RC_CHUNK_MAX / STORE_EXTENT_MAX]; /* each extent's bytes in b.p */
@@ -131,10 +135,15 @@ struct core__tier {
     /* recalled chunks in memory (struct rmem), newest first, and free buffers */
     pthread_mutex_t mmu;
     struct rmem *mem;
-    size_t mem_bytes, mem_max; /* buffer bytes the table holds, at most */
-    atomic_uint nmem;          /* entries (0: readers skip the lock) */
+    size_t mem_bytes, mem_max;     /* buffer bytes the table holds, at most */
+    atomic_uint nmem;              /* entries (0: readers skip the lock) */
+    atomic_uint_fast64_t mem_sent; /* bytes readers got from the table */
     struct rbuf pool[RM_POOL];
     uint32_t npool;
+    struct {
+        uint64_t ino;
+        int64_t ms;
+    } rd[RM_READERS]; /* files readers took chunks of lately, and when (mem_read) */
 };
 
 static const double lat_bounds[RC_LAT_N] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -203,26 +212,64 @@ static void rmem_unref(struct core__tier *k, struct rmem *m)
     free(m);
 }
 
-/* Drop the table's entries kept before @p before_ms, and then the oldest while it holds
- * more than mem_max bytes; with @p all, every entry and the pool too. */
+/* Unlink entry *@p pp of the table onto @p drop; mmu held. */
+static void mem_unlink(struct core__tier *k, struct rmem **pp, struct rmem **drop)
+{
+    struct rmem *m = *pp;
+    *pp = m->next;
+    k->mem_bytes -= m->b.cap;
+    atomic_fetch_sub(&k->nmem, 1);
+    m->next = *drop;
+    *drop = m;
+}
+
+/* The last time a reader got a chunk of file @p ino from the table (0: not lately);
+ * mmu held. Kept apart from the entries, which go once read when the table is full. */
+static int64_t mem_last_read(const struct core__tier *k, uint64_t ino)
+{
+    for (uint32_t i = 0; i < RM_READERS; i++)
+        if (k->rd[i].ino == ino && k->rd[i].ms)
+            return k->rd[i].ms;
+    return 0;
+}
+
+/* A reader got a chunk of file @p ino at @p now; mmu held. */
+static void mem_read(struct core__tier *k, uint64_t ino, int64_t now)
+{
+    uint32_t old = 0;
+    for (uint32_t i = 0; i < RM_READERS; i++) {
+        if (k->rd[i].ino == ino) {
+            k->rd[i].ms = now;
+            return;
+        }
+        if (k->rd[i].ms < k->rd[old].ms)
+            old = i;
+    }
+    k->rd[old].ino = ino;
+    k->rd[old].ms = now;
+}
+
+/* Drop the table's entries kept before @p before_ms of files no reader took a chunk of
+ * since then, then, while it holds more than mem_max bytes, the oldest a reader got
+ * already, else the oldest; with @p all, every entry and the pool too. */
 static void mem_prune(struct core__tier *k, int64_t before_ms, bool all)
 {
     struct rmem *drop = NULL;
     pthread_mutex_lock(&k->mmu);
-    size_t kept = 0;
     for (struct rmem **pp = &k->mem; *pp;) {
-        struct rmem *m = *pp;
-        kept += m->b.cap;
-        if (all || m->t_ms < before_ms || kept > k->mem_max) {
-            *pp = m->next;
-            k->mem_bytes -= m->b.cap;
-            atomic_fetch_sub(&k->nmem, 1);
-            m->next = drop;
-            drop = m;
-            kept -= m->b.cap;
-            continue;
+        if (all || ((*pp)->t_ms < before_ms && mem_last_read(k, (*pp)->ino) < before_ms))
+            mem_unlink(k, pp, &drop);
+        else
+            pp = &(*pp)->next;
+    }
+    while (k->mem_bytes > k->mem_max) {
+        struct rmem **victim = NULL, **old = NULL; /* newest first: the last is the oldest */
+        for (struct rmem **pp = &k->mem; *pp; pp = &(*pp)->next) {
+            old = pp;
+            if ((*pp)->hit_ms)
+                victim = pp;
         }
-        pp = &m->next;
+        mem_unlink(k, victim ? victim : old, &drop);
     }
     if (all || !k->mem) {
         while (k->npool)
@@ -236,11 +283,31 @@ static void mem_prune(struct core__tier *k, int64_t before_ms, bool all)
     }
 }
 
+/* Whether recall @p r should wait before it fetches one more chunk: a reader is taking
+ * its chunks from the memory table (one did in the last RM_PACE_MS), and the chunks it
+ * has not taken yet, with those on their way, fill the table, so one more would push
+ * out one it is about to read (and it would read that from the disk). A reader that
+ * stops taking them lets the recall go on at full speed RM_PACE_MS later. mu held. */
+static bool mem_pace(struct core__tier *k, const struct recall *r, int64_t now)
+{
+    if (atomic_load_explicit(&k->nmem, memory_order_relaxed) == 0)
+        return false;
+    size_t unread = 0;
+    pthread_mutex_lock(&k->mmu);
+    int64_t hit = mem_last_read(k, r->ino);
+    for (struct rmem *m = k->mem; m; m = m->next)
+        if (m->ino == r->ino && !m->hit_ms)
+            unread += m->b.cap;
+    pthread_mutex_unlock(&k->mmu);
+    /* its chunks being fetched or written land in the table too */
+    return hit && now - hit < RM_PACE_MS && unread + (r->busy + 1) * r->chunk > k->mem_max;
+}
+
 /* Keep the bytes of a chunk whose extents @p x[i] with @p used[i] went into the map
  * (@p off: the chunk's file offset) in the memory table: the table takes buffer @p rb
  * (the recall thread gets another for its next chunk). */
-static void mem_keep(struct core__tier *k, struct rbuf *rb, const struct core__fext *x, size_t nx,
-                     const uint8_t *used, uint64_t off)
+static void mem_keep(struct core__tier *k, struct rbuf *rb, uint64_t ino,
+                     const struct core__fext *x, size_t nx, const uint8_t *used, uint64_t off)
 {
     if (k->mem_max == 0)
         return;
@@ -260,6 +327,7 @@ static void mem_keep(struct core__tier *k, struct rbuf *rb, const struct core__f
     m->b = *rb;
     *rb = (struct rbuf){0};
     m->t_ms = srv_now_ms();
+    m->ino = ino;
     atomic_init(&m->refs, 1);
     pthread_mutex_lock(&k->mmu);
     m->next = k->mem;
@@ -270,10 +338,12 @@ static void mem_keep(struct core__tier *k, struct rbuf *rb, const struct core__f
     mem_prune(k, m->t_ms - RM_KEEP_MS, false);
 }
 
-void *core__tier_mem_get(struct core *c, const struct store_extent *e, const char **bytes)
+void *core__tier_mem_get(struct core *c, const struct store_extent *e, uint64_t n,
+                         const char **bytes)
 {
     struct core__tier *k = c->data ? c->data->tier : NULL;
     struct rmem *hit = NULL;
+    bool first = false;
     if (!k || atomic_load_explicit(&k->nmem, memory_order_relaxed) == 0)
         return NULL;
     pthread_mutex_lock(&k->mmu);
@@ -284,11 +354,23 @@ void *core__tier_mem_get(struct core *c, const struct store_extent *e, const cha
                 atomic_fetch_add(&m->refs, 1);
                 *bytes = m->b.p + m->pos[i];
                 hit = m;
+                first = m->hit_ms == 0;
+                if (first)
+                    m->hit_ms = srv_now_ms();
+                mem_read(k, m->ino, srv_now_ms());
                 break;
             }
         }
     }
     pthread_mutex_unlock(&k->mmu);
+    if (!hit)
+        return NULL;
+    atomic_fetch_add(&k->mem_sent, n);
+    if (first) { /* room for one more chunk of a paced recall (mem_pace) */
+        pthread_mutex_lock(&k->mu);
+        pthread_cond_broadcast(&k->work_cv);
+        pthread_mutex_unlock(&k->mu);
+    }
     return hit;
 }
 
@@ -782,7 +864,7 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
                 if (rc == 1 || !used[i])
                     store_unreserve(c->store, &x[i].e);
             if (rc == 0)
-                mem_keep(k, rb, x, nx, used, off);
+                mem_keep(k, rb, ino, x, nx, used, off);
             *got = rc == 1 ? 0 : a.nused;
             free(x);
             return rc;
@@ -860,6 +942,11 @@ static void *recall_main(void *arg)
                     pick = r;
                     ch = r->want;
                     break;
+                }
+                if (mem_pace(k, r, now)) {
+                    if (now + RM_PACE_MS < next)
+                        next = now + RM_PACE_MS;
+                    continue; /* its reader has not taken the chunks in memory yet */
                 }
                 for (uint32_t i = 0; i < r->nch; i++) {
                     if (r->st[i] == CH_TODO) {
@@ -977,8 +1064,8 @@ int core_tier_start(struct core *c, const struct core_tier_config *cfg)
     k->cfg.chunk = (k->cfg.chunk + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX * STORE_EXTENT_MAX;
     if (!k->cfg.streams || k->cfg.streams > k->cfg.threads)
         k->cfg.streams = k->cfg.threads;
-    /* recalled chunks kept in memory for readers: about as many as are fetched at once */
-    k->mem_max = (size_t)k->cfg.threads *
+    /* recalled chunks kept in memory for readers: twice as many as are fetched at once */
+    k->mem_max = 2 * (size_t)k->cfg.threads *
                  (k->cfg.chunk > 2 * STORE_EXTENT_MAX ? k->cfg.chunk : 2 * STORE_EXTENT_MAX);
     /* twice as many threads as GETs in flight: while some write and commit the chunks
      * they fetched, others fetch the next ones */
@@ -1262,6 +1349,7 @@ void core_tier_stats_get(struct core *c, struct core_tier_stats *out)
     struct core__tier *k = c->data->tier;
     memset(out, 0, sizeof(*out));
     out->recalled_bytes = atomic_load(&k->recalled_bytes);
+    out->mem_read_bytes = atomic_load(&k->mem_sent);
     out->recalls = atomic_load(&k->recalls);
     out->recall_errors = atomic_load(&k->recall_errors);
     out->evictions = atomic_load(&k->evictions);

@@ -493,7 +493,7 @@ static int extent_piece(struct core *c, struct core_pieces *ps, const struct cor
 {
     uint64_t from = s - x->foff, n = e - s;
     const char *mem;
-    void *ref = core__tier_mem_get(c, &x->e, &mem);
+    void *ref = core__tier_mem_get(c, &x->e, n, &mem);
     if (ref) { /* just recalled: the bytes its CRC was computed over, still in memory */
         if (keep_ref(ps, ref) != 0) {
             core__tier_mem_put(c, ref);
