@@ -271,16 +271,18 @@ static void mem_prune(struct core__tier *k, int64_t before_ms, bool all)
         }
         mem_unlink(k, victim ? victim : old, &drop);
     }
+    pthread_mutex_unlock(&k->mmu);
+    while (drop) { /* unused ones give their buffers to the pool */
+        struct rmem *m = drop;
+        drop = m->next;
+        rmem_unref(k, m);
+    }
+    pthread_mutex_lock(&k->mmu);
     if (all || !k->mem) {
         while (k->npool)
             free(k->pool[--k->npool].p);
     }
     pthread_mutex_unlock(&k->mmu);
-    while (drop) {
-        struct rmem *m = drop;
-        drop = m->next;
-        rmem_unref(k, m);
-    }
 }
 
 /* Whether recall @p r should wait before it fetches one more chunk: a reader is taking

@@ -13,7 +13,8 @@ from /proc: steadier than MB/s on a shared machine), the load average at the
 start, what the daemon read from and wrote to the disk (MiB, /proc/PID/io), and
 its extent writes by path (through the page cache or O_DIRECT, /metrics).
 AB_AWS=1 adds an `aws s3 cp` of the same bytes from the RGW each round (with
-its CPU per MiB, its own and RGW's);
+its CPU per MiB, its own and RGW's); AB_AWS=same copies, before each recall,
+the very object the recall reads instead (no extra copy in RGW's memory);
 AB_PERF=PREFIX records `perf record -g` of the daemon during each GET
 (PREFIX.<round><binary>); AB_SET="name=value ..." passes daemon settings.
 Everything it creates is deleted (RGW's memstore holds every run's copy:
@@ -86,22 +87,24 @@ try:
                   AWS_CONFIG_FILE=os.path.join(work, "awscfg"))
     with open(awsenv["AWS_CONFIG_FILE"], "w") as f:
         f.write("[default]\nregion = us-east-1\ns3 =\n    max_concurrent_requests = 8\n    multipart_chunksize = 16MB\n    multipart_threshold = 16MB\n    addressing_style = path\n")
-    if os.environ.get("AB_AWS"):
+    aws_same = os.environ.get("AB_AWS") == "same"
+    if os.environ.get("AB_AWS") and not aws_same:
         rs3.upload_file(src, "bench", "aws")
-    def aws_round():
+    def aws_round(key="aws"):
         if not os.environ.get("AB_AWS"):
             return
         l0 = os.getloadavg()[0]
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN); g0 = sum(cpu(p) for p in rgw_pids)
         t0 = time.monotonic()
-        subprocess.run(["aws", "--endpoint-url", r.endpoint, "--only-show-errors", "s3", "cp", "s3://bench/aws", src + ".aws"], env=awsenv, check=True)
+        subprocess.run(["aws", "--endpoint-url", r.endpoint, "--only-show-errors", "s3", "cp", f"s3://bench/{key}", src + ".aws"], env=awsenv, check=True)
         t = time.monotonic() - t0; os.unlink(src + ".aws")
         ru1 = resource.getrusage(resource.RUSAGE_CHILDREN); g1 = sum(cpu(p) for p in rgw_pids)
         aws_cpu = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) * 1000 / (size >> 20)
         print(f"aws_get_mbs={size/1e6/t:.1f} aws_cpu_ms_per_mib={aws_cpu:.1f} "
               f"rgw_ms_per_mib={(g1 - g0) * 1000 / (size >> 20):.1f} load={l0:.1f}", flush=True)
     for rnd in range(rounds):
-        aws_round()
+        if not aws_same:
+            aws_round()
         for bi, b in enumerate(bins):
             H.BIN = b
             d = H.Daemon(os.path.join(work, f"d{rnd}{bi}"),
@@ -127,6 +130,8 @@ try:
                 wait_for(lambda: state() == "local", 300)
                 bar = adm.call("POST", f"/tenants/1/buckets/{bk}/tier/flush")[1]["barrier"]
                 wait_for(lambda: adm.get(f"/tenants/1/buckets/{bk}/tier/flush?barrier={bar}")["done"], 600, 0.05)
+                if aws_same:  # aws s3 cp of the very object the recall reads
+                    aws_round(rs3.list_objects_v2(Bucket="bench", Prefix=pre)["Contents"][0]["Key"])
                 def evict():
                     adm.put(f"/tenants/1/buckets/{bk}/tier", dict(pol, evict_after_s=1))
                     wait_for(lambda: state() == "evicted", 600, 0.1)
