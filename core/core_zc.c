@@ -287,6 +287,26 @@ static void *map_extent(int fd, const struct store_extent *e)
 #endif
 }
 
+void core__zc_forget(struct core *c, const struct store_extent *e)
+{
+    pthread_once(&zc_once, zc_init);
+    if (zc_pagemap < 0)
+        return; /* nothing is ever remembered */
+    struct zc_shard *s;
+    struct zc_ent *set = zc_set(&s, e);
+    void *unmap = NULL;
+    size_t unmap_len = 0;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < ZC_WAYS; i++)
+        if (set[i].when && set[i].verf == c->verifier && set[i].dev == e->dev &&
+            set[i].off == e->off) {
+            zc_clear(&set[i], &unmap, &unmap_len);
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+    zc_unmap(unmap, unmap_len);
+}
+
 void core__zc_written(struct core *c, const struct store_extent *e)
 {
     if (!(e->flags & STORE_X_CACHED))

@@ -656,9 +656,23 @@ static bool cached_take(struct store *s, struct store_dev *d, uint64_t off, uint
 {
     if (!cached_begin(s, d))
         return false;
-    if (d->direct && range_cached(d->fd_buf, off, store__round_up(len ? len : 1))) {
-        cached_end(d);
-        return false;
+    uint64_t rlen = store__round_up(len ? len : 1);
+    if (d->direct && range_cached(d->fd_buf, off, rlen)) {
+        /* Mostly the stale pages of freed space that nobody holds: a store
+         * with history reuses freed space all the time, and writing it all
+         * O_DIRECT sent every first read of new data to the disk (issue 17).
+         * POSIX_FADV_DONTNEED evicts only folios wholly inside the range that
+         * are clean, unmapped and referenced by the page cache alone; a folio
+         * a socket holds (an extra reference) stays, and so does one the
+         * range covers in part. So if nothing of the range is cached after
+         * it, no folio overlaps the range and the write fills new pages, as
+         * on fresh space; if something is, the write goes O_DIRECT. */
+        if (posix_fadvise(d->fd_buf, (off_t)off, (off_t)rlen, POSIX_FADV_DONTNEED) != 0 ||
+            range_cached(d->fd_buf, off, rlen)) {
+            cached_end(d);
+            return false;
+        }
+        __atomic_add_fetch(&s->cached_dropped, 1, __ATOMIC_RELAXED);
     }
     return true;
 }
@@ -1021,5 +1035,6 @@ void store_stats_get(struct store *s, struct store_stats *out)
     out->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
     out->cached_writes = __atomic_load_n(&s->cached_writes, __ATOMIC_RELAXED);
     out->cached_zeroed = __atomic_load_n(&s->cached_zeroed, __ATOMIC_RELAXED);
+    out->cached_dropped = __atomic_load_n(&s->cached_dropped, __ATOMIC_RELAXED);
     out->direct_writes = __atomic_load_n(&s->direct_writes, __ATOMIC_RELAXED);
 }

@@ -252,6 +252,8 @@ struct store_stats {
     uint64_t cached_writes; /* writes through the page cache (store_config.write_cache) */
     uint64_t cached_zeroed; /* ... of which zeroed their range first (some of it was cached;
                              * only on a device without O_DIRECT, else they go direct) */
+    uint64_t cached_dropped; /* ... of which first dropped stale (unheld) pages of their
+                              * range from the page cache (reused space, O_DIRECT device) */
     uint64_t direct_writes; /* writes with O_DIRECT */
 };
 void store_stats_get(struct store *s, struct store_stats *out);

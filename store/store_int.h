@@ -113,7 +113,7 @@ struct store {
     pthread_mutex_t grow_mu; /* one data file growth at a time */
     struct store__alloc a;
     uint64_t crc_errors, bytes_read, bytes_written; /* atomics */
-    uint64_t cached_writes, cached_zeroed, direct_writes; /* atomics: store_stats */
+    uint64_t cached_writes, cached_zeroed, cached_dropped, direct_writes; /* atomics: store_stats */
     bool write_cache;                               /* store_config.write_cache */
 };
 
