@@ -303,6 +303,29 @@ void core__zc_written(struct core *c, const struct store_extent *e)
     store_writeback(c->store, e);
 }
 
+void core__zc_forget(void *arg, uint32_t dev, uint64_t off, uint64_t len)
+{
+    struct core *c = arg;
+    (void)len;
+    pthread_once(&zc_once, zc_init);
+    /* An entry is keyed by its extent's start; the store calls this once per
+     * freed extent with that start. A mapping keeps the pages in the page
+     * cache (POSIX_FADV_DONTNEED skips mapped pages), which would send the
+     * write that reuses the space O_DIRECT. */
+    struct store_extent e = {.dev = dev, .off = off};
+    struct zc_shard *s;
+    struct zc_ent *set = zc_set(&s, &e);
+    void *unmap[ZC_WAYS] = {0};
+    size_t unmap_len[ZC_WAYS] = {0};
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < ZC_WAYS; i++)
+        if (set[i].when && set[i].verf == c->verifier && set[i].dev == dev && set[i].off == off)
+            zc_clear(&set[i], &unmap[i], &unmap_len[i]);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < ZC_WAYS; i++)
+        zc_unmap(unmap[i], unmap_len[i]);
+}
+
 /* ---- pieces ---- */
 
 static int piece_push(struct core_pieces *ps, const struct core_piece *p)
