@@ -17,7 +17,11 @@
  * Freed extents are not reusable at once: they pass through a limbo tagged
  * with the current read epoch and become allocatable only when every reader
  * that started before the free has finished (store_read_begin/end), so a
- * reader holding an old extent map never sees another file's bytes.
+ * reader holding an old extent map never sees another file's bytes. With
+ * write_cache, a freed extent then has its page-cache pages dropped (the
+ * forget callback, POSIX_FADV_DONTNEED; see store_set_forget) on the next
+ * allocating thread before its space is allocatable, so a write that reuses
+ * it can go through the page cache (store_write).
  *
  * Every extent carries a CRC32C of its bytes (kept by the caller in the
  * extent map); store_read checks it and answers SRV_ECORRUPT on mismatch,

@@ -12,7 +12,10 @@
  * inserts one and merges it with its neighbours. The in-memory side follows
  * at store_txn_done: uses drop their reservation, frees enter the limbo
  * tagged with the current read epoch and become allocatable once every
- * reader whose token is <= that tag has called store_read_end.
+ * reader whose token is <= that tag has called store_read_end. With
+ * write_cache they then wait on the drop list until an allocating thread
+ * has dropped their pages from the page cache (drop_some), so the write
+ * that reuses the space finds cached only pages something still holds.
  *
  * Allocation tries, per thread, to continue right after that thread's last
  * extent (a sequential writer gets contiguous space), else takes the smallest
