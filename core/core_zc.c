@@ -44,7 +44,10 @@
  * are copy-on-write and a freed extent is reused only after every reader that
  * could see it has finished, store limbo), so an entry can only be matched by
  * the extent it was made for, or by a new extent at the same place with
- * identical length and CRC (the CRC's own blind spot). Without pagemap or
+ * identical length and CRC (the CRC's own blind spot; with the store's
+ * write_cache a freed extent's entry and mapping are dropped, core__zc_forget,
+ * before its space can be allocated again, so that its pages can leave the
+ * page cache and the space is written through it again). Without pagemap or
  * MADV_POPULATE_READ (old kernels, no /proc) nothing is remembered and every
  * read verifies. With CORE_P_CACHED, an extent not known verified is verified
  * (and remembered) only if all its pages are in the page cache (cachestat),
