@@ -26,7 +26,9 @@ void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e)
     const struct nfs_cred *cr = &r->call.cred;
     struct core_principal *p = &r->p;
 
-    r->exp = *e;
+    r->exp.id = e->id;
+    r->exp.tenant = e->tenant;
+    r->exp.dir = e->dir;
     r->have_export = true;
     memset(p, 0, sizeof(*p));
     p->tenant = e->tenant;

@@ -142,7 +142,6 @@ struct nfs_req {
     void *rec; /* the whole record (heap) */
     size_t reclen;
     void *args, *res;
-    bool args_decoded;
     void *reply; /* encoded reply record (heap) */
     size_t replylen;
     /* Bulk data sent after the encoded reply without a user-space copy
@@ -156,6 +155,8 @@ struct nfs_req {
     struct nfs_drc_key drc_key;
     bool throttled;                 /* QoS refused it: answered NFS3ERR_JUKEBOX */
     bool name_nul;                  /* a name of the arguments holds a NUL (nfs3_names_decode) */
+    bool args_decoded;              /* args hold decoded XDR (freed by req_xdr_release) */
+    bool res_live;                  /* res holds a result to free (after its reply is sent) */
     struct nfs_req *qprev, *qnext;  /* the connection's requests waiting in QoS */
     uint64_t qos_ino;               /* the first handle's inode (QoS bucket/directory levels) */
     /* QoS admission in pieces (nfs_rpc.c req_qos_step): the call runs once
@@ -177,9 +178,15 @@ struct nfs_req {
     /* Resolved by nfs_req_fh(): the export of the first handle of the call
      * and the principal that the caller acts as. */
     bool have_export;
-    struct tenant_export exp;
-    struct core_principal p;
     int err; /* internal error of the call, for metrics (0 = success) */
+    /* the fields of that export the procedures use (the whole record is over
+     * a kilobyte, which made every call's allocation miss malloc's fast
+     * per-thread cache) */
+    struct {
+        uint32_t id, tenant;
+        uint64_t dir;
+    } exp;
+    struct core_principal p;
     uint64_t bucket; /* bucket of the first handle's inode, for metrics (0 = none) */
     /* Payload bytes for the metrics (file data only, as docs/admin-api.md
      * defines them): WRITE data received (set by the procedure); READ data
