@@ -221,6 +221,17 @@ void nfs__inflight_add(struct nfs_server *s, long d);
  * and the export's squash and read-only rules (sets r->exp and r->p; adds
  * CORE_P_NOWAIT when the call runs on the loop thread). */
 void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e);
+
+/** nfs_fh_decode, remembering the last handle this thread decoded since
+ * nfs__fh_memo_reset: the transport checks a call's first handle for QoS and
+ * the procedure checks it again (its MAC, a SipHash, is most of a decode), so
+ * the second check of the same bytes under the same key takes the first's
+ * result (a decode depends on nothing else). Reset when a call arrives and
+ * when a worker takes one, so that a call does not profit from the handle of
+ * an earlier call (it would flatter a benchmark that repeats one handle). */
+int nfs__fh_decode(const uint8_t key[NFS_FH_KEYLEN], const void *data, size_t len,
+                   struct nfs_fh *out);
+void nfs__fh_memo_reset(void);
 /** Resolve a client handle: verify it, find its export for this client, bind
  * the principal (first handle of the call), and check the inode still exists.
  * @param[out] ino, attr the object (attr may be NULL).

@@ -729,6 +729,7 @@ out:
 
 static void req_work(void *arg)
 {
+    nfs__fh_memo_reset();
     req_exec(arg);
 }
 
@@ -932,8 +933,7 @@ static bool req_qos_class(struct nfs_req *r, uint32_t *tenant, enum qos_class *c
         return false;
     uint32_t fl = rd32(a);
     size_t padded = ((size_t)fl + 3) & ~(size_t)3;
-    if (fl > NFS3_FHSIZE || 4 + padded > n ||
-        nfs_fh_decode(r->srv->fh_key, a + 4, fl, &h) < 0)
+    if (fl > NFS3_FHSIZE || 4 + padded > n || nfs__fh_decode(r->srv->fh_key, a + 4, fl, &h) < 0)
         return false;
     *tenant = h.tenant;
     r->qos_ino = h.ino;
@@ -1069,6 +1069,7 @@ static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
     }
     cn->outstanding++;
     nfs__inflight_add(s, 1);
+    nfs__fh_memo_reset();
     req_dispatch(cn, r);
 }
 
