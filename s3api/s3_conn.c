@@ -106,6 +106,8 @@ static void conn_free(struct s3_conn *c)
         evbuffer_free(c->direct);
     if (c->body_ev)
         event_free(c->body_ev);
+    if (c->hup_ev)
+        event_free(c->hup_ev);
     if (c->rd_ev)
         event_free(c->rd_ev);
     for (int i = 0; i < 3; i++)
@@ -135,6 +137,8 @@ void s3__conn_close(struct s3_conn *c)
     }
     if (c->body_ev)
         event_del(c->body_ev);
+    if (c->hup_ev)
+        event_del(c->hup_ev);
     c->body_direct = false;
     if (c->rd_ev)
         event_del(c->rd_ev);

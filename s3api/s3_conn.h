@@ -104,6 +104,7 @@ struct s3_conn {
     struct evbuffer *spare[3]; /* emptied buffers of the last request, for the next one */
     struct event *body_ev;     /* the socket readable while an upload body is read directly */
     bool body_direct;          /* ... which it is now (the bufferevent does not read) */
+    struct event *hup_ev;      /* the client's end of input while an upload's piece waits */
     bool linger;               /* the client may still be sending: drain before closing */
     bool lingering;            /* answer sent, our side shut down, input read and dropped */
     uint64_t linger_until;     /* srv_now_us() when lingering gives up */
