@@ -127,7 +127,6 @@ static void entry_drop(struct cshard *s, struct centry *e)
 
 void core__cache_invalidate(struct core *c, const struct store_extent *x)
 {
-    core__zc_forget(c, x);
     struct core__cache *k = c->data->cache;
     if (!k)
         return;

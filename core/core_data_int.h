@@ -218,16 +218,12 @@ uint64_t core__cache_epoch(struct core *c);
  * (STORE_X_CACHED), remember it as verified for zero-copy reads (core_zc.c),
  * then start its writeback. A no-op for O_DIRECT writes. */
 void core__zc_written(struct core *c, const struct store_extent *e);
-/** Forget the verified-extent entry (core_zc.c) of the extent at @p e's device
- * and offset, whatever its length and CRC, and unmap its mapping: the extent
- * was freed, or its space is being reused. The mapping kept the freed bytes'
- * pages mapped, so they could not leave the page cache, and a write into the
- * space (store cached_take) then found them there and went O_DIRECT: on a
- * store with history every write into reused space did, and its first read
- * went to the disk (issue 17). */
-void core__zc_forget(struct core *c, const struct store_extent *e);
-/** Drop a freed extent from the cache and the verified-extent table (called
- * wherever an extent is freed, and where space is allocated for a write). */
+/** store_forget_fn (store_set_forget, arg the core): the extent that began at
+ * (@p dev, @p off) was freed and nobody can read it any more: its remembered
+ * mapping (core_zc.c) is let go, so that the store can drop its pages from
+ * the page cache and the space is written through the page cache again. */
+void core__zc_forget(void *arg, uint32_t dev, uint64_t off, uint64_t len);
+/** Drop a freed extent from the cache (called wherever an extent is freed). */
 void core__cache_invalidate(struct core *c, const struct store_extent *x);
 /** store_read through the cache. @return as store_read. */
 int core__extent_read(struct core *c, const struct store_extent *x, uint32_t from, void *buf,

@@ -167,17 +167,9 @@ void core__pend_put(struct core *c, struct core__pend *p)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* store_release, after forgetting the extent's verified mapping (its pages
- * would stay mapped, and a cached write into the space go O_DIRECT). */
-static void release(struct core *c, const struct store_extent *e)
-{
-    core__zc_forget(c, e);
-    store_release(c->store, e);
-}
-
 void core__pend_release(struct core *c, struct core__fext *x)
 {
-    release(c, &x->e);
+    store_release(c->store, &x->e);
 }
 
 void core__pend_snap(struct core__pend *p, uint64_t lo, uint64_t hi, bool wait_excl,
@@ -513,10 +505,10 @@ static void drop_all(struct core *c, struct core__pend *p, const struct core__pe
         for (size_t j = 0; j < p->ext.n && !inp; j++)
             inp = p->ext.v[j].e.dev == b->ext.v[i].e.dev && p->ext.v[j].e.off == b->ext.v[i].e.off;
         if (!inp)
-            release(c, &b->ext.v[i].e);
+            store_release(c->store, &b->ext.v[i].e);
     }
     for (size_t j = 0; j < p->ext.n; j++)
-        release(c, &p->ext.v[j].e);
+        store_release(c->store, &p->ext.v[j].e);
     atomic_fetch_sub(&c->data->pend_total, p->unfl);
     p->ext.n = 0;
     p->bytes = p->unfl = 0;
@@ -610,7 +602,7 @@ int core__pend_flush(struct core *c, struct core__pend *p)
                 inp = p->ext.v[j].e.dev == b.ext.v[i].e.dev &&
                       p->ext.v[j].e.off == b.ext.v[i].e.off;
             if (!inp)
-                release(c, &b.ext.v[i].e);
+                store_release(c->store, &b.ext.v[i].e);
         }
         for (size_t i = 0; i < p->ext.n; i++) {
             struct core__fext *x = &p->ext.v[i];
