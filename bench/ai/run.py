@@ -33,14 +33,24 @@ are set in the bucket's tier policy (`"preset"`) when the daemon knows them;
 otherwise the preset rows print "n/a (presets not built)" and the runs use
 the daemon's default behaviour (the one NONE names).
 
-Defaults finish in a few minutes on a small machine; the issue's sizes:
+The shapes run one after the other; each deletes its objects on the remote
+when done (and has RGW reclaim them), so RGW holds the largest shape at most.
+RGW's OSD is memstore (RAM, about twice the stored bytes) when that needs at
+most 6 GiB, else bluestore on a sparse file in the work folder (--osd,
+--osd-size; the file grows as objects are written, 20 GiB at most by default).
+Each shape prints the load average seen during it next to its figures.
+
+Defaults finish in a few minutes on a small machine; the issue's sizes (a
+bluestore OSD of 14 GiB, ~40 GiB of free disk checked first):
     bench/ai/run.py --model-size 8G --samples 20000 --ckpt-size 4G
 Everything it creates is deleted (RGW's store, the daemon's data directory,
-local copies).
+local copies), also on Ctrl-C, SIGTERM or SIGHUP, and by bench/reaper.py
+when the bench itself is killed.
 
     bench/ai/run.py [--model-size 1G] [--shards 16] [--samples 2000] [--readers 8]
                     [--ckpt-size 512M] [--writers 8] [--piece 64M]
                     [--only model,dataset,ckpt] [--none-first] [--dir /var/tmp]
+                    [--osd auto|memstore|bluestore] [--osd-size 14G]
 """
 import argparse
 import ctypes
