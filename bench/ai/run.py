@@ -38,7 +38,9 @@ when done (and has RGW reclaim them), so RGW holds the largest shape at most.
 RGW's OSD is memstore (RAM, about twice the stored bytes) when that needs at
 most 6 GiB, else bluestore on a sparse file in the work folder (--osd,
 --osd-size; the file grows as objects are written, 20 GiB at most by default).
-Each shape prints the load average seen during it next to its figures.
+Each shape prints the load average seen during it next to its figures, and
+the CPU time s3nfsd, radosgw, the OSD and the client used in each run (ms per
+MB or per sample): where the time went, whatever share of the cores it got.
 
 Defaults finish in a few minutes on a small machine; the issue's sizes (a
 bluestore OSD of 14 GiB, ~40 GiB of free disk checked first):
@@ -97,6 +99,51 @@ def load():
         return f"{os.getloadavg()[0]:.1f}"
     except OSError:
         return "?"
+
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """CPU seconds (user + system) @p pid has used, or 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return (int(v[11]) + int(v[12])) / HZ
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Cpu:
+    """CPU seconds used during one timed run by s3nfsd, RGW's gateway and OSD, and
+    the client (this bench's threads, or the tool it ran): where the time went,
+    whatever share of the shared cores the run got."""
+    WHO = ("s3nfsd", "radosgw", "osd", "client")
+
+    def __init__(self, bench):
+        self.pids = {"s3nfsd": bench.d.proc.pid}
+        for name, p, _ in bench.r.procs:
+            if name.startswith("osd"):
+                self.pids["osd"] = p.pid
+            elif name.startswith("client.rgw"):
+                self.pids["radosgw"] = p.pid
+
+    def snap(self):
+        t = os.times()
+        v = {k: proc_cpu(p) for k, p in self.pids.items()}
+        v["client"] = t.user + t.system + t.children_user + t.children_system
+        return v
+
+    @staticmethod
+    def diff(a, b):
+        return {k: b[k] - a[k] for k in a}
+
+
+def cpu_cols(c, unit):
+    """@p c (CPU seconds by process) as ms per @p unit (MB, sample)."""
+    if not c:
+        return ""
+    return " ".join(f"{c.get(k, 0) * 1000 / unit:6.2f}" for k in Cpu.WHO)
 
 
 class Loads:
@@ -276,10 +323,12 @@ class Bench:
         if not exe:
             log(f"  {name}: {cmd[0]} not installed")
             return None
+        c0 = self.cpu.snap()
         t0 = time.monotonic()
         p = subprocess.run([exe] + cmd[1:], env=self.env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         dt = time.monotonic() - t0
+        self.cpu_of[name] = Cpu.diff(c0, self.cpu.snap())
         if p.returncode != 0:
             sys.exit(f"bench/ai: {name} failed:\n{p.stdout[-2000:]}")
         return dt
@@ -314,10 +363,12 @@ class Bench:
         ts = [threading.Thread(target=th, args=(i,)) for i in range(n)]
         for t in ts:
             t.start()
+        c0 = self.cpu.snap()
         ready.wait()
         t0 = time.monotonic()
         for t in ts:
             t.join()
+        self.last_cpu = Cpu.diff(c0, self.cpu.snap())
         if errs:
             with open(self.d.log_path, errors="replace") as f:
                 bad = [ln.rstrip()[:300] for ln in f if " WARN " in ln or " ERR" in ln]
@@ -409,8 +460,10 @@ class Bench:
                 if not cold:
                     self.evict("model", 1, preset)
                 res[(preset, proto, "cold")] = fn()
+                self.cpu_of[f"{proto} cold, {preset}"] = self.last_cpu
                 ld.note()
                 res[(preset, proto, "warm")] = fn()
+                self.cpu_of[f"{proto} warm, {preset}"] = self.last_cpu
                 ld.note()
                 cold = False
         # the tools, from the same remote object to a local file
@@ -443,6 +496,10 @@ class Bench:
         for name, t in (("aws s3 cp", t_aws), (f"rclone copy --multi-thread-streams "
                                                 f"{a.shards}", t_rc)):
             log(f"  {name:40}" + (f"{mb / t:8.1f}" if t else "     n/a"))
+        self.cpu_table("ms of CPU per MB", mb, [
+            f"{proto} {phase}, {preset}" for preset in ("MODEL_CHECKPOINT_RO", "NONE")
+            for proto in ("NFS", "S3") for phase in ("cold", "warm")] + ["aws s3 cp",
+                                                                         "rclone copy"])
         self.results["model"] = (res, t_aws, t_rc, mb, str(ld))
         # room for the next shapes: the local copy evicted, the remote object deleted
         self.evict("model", 1, None)
@@ -499,8 +556,10 @@ class Bench:
                 if not cold:
                     self.evict("dataset", a.samples, preset)
                 res[(preset, proto, "cold")] = fn()
+                self.cpu_of[f"{proto} cold, {preset}"] = self.last_cpu
                 ld.note()
                 res[(preset, proto, "warm")] = fn()
+                self.cpu_of[f"{proto} warm, {preset}"] = self.last_cpu
                 ld.note()
                 cold = False
         dst = os.path.join(self.work, "dl")
@@ -526,6 +585,9 @@ class Bench:
                         f"{(t_rc / t if t_rc else float('nan')):8.2f}{rel}")
         log(f"  {'rclone copy --transfers ' + str(a.readers):40}"
             + (f"{n / t_rc:10.1f}" if t_rc else "       n/a"))
+        self.cpu_table("ms of CPU per sample", n, [
+            f"{proto} {phase}, {preset}" for preset in ("DATASET_RO", "NONE")
+            for proto in ("NFS", "S3") for phase in ("cold", "warm")] + ["rclone copy"])
         self.results["dataset"] = (res, t_rc, n, str(ld))
         self.drop_remote("d/")
 
@@ -573,10 +635,13 @@ class Bench:
 
         ld = Loads()
         t_ack = self.run_threads(a.writers, setup, body)
+        self.cpu_of["writers acknowledged"] = self.last_cpu
         ld.note()
+        c1 = self.cpu.snap()
         t1 = time.monotonic()
         self.flush("ckpt")
         t_flush = time.monotonic() - t1 + t_ack
+        self.cpu_of["upload until the barrier"] = Cpu.diff(c1, self.cpu.snap())
         ld.note()
         n0.close()
         # the same bytes from local files straight to the remote
@@ -600,7 +665,19 @@ class Bench:
                 continue
             log(f"  {name:44}{t:7.2f}{mb / t:8.1f}"
                 + (f"{t_aws / t:9.2f}" if t_aws else ""))
+        self.cpu_table("ms of CPU per MB", mb, ["writers acknowledged",
+                                                "upload until the barrier",
+                                                "aws s3 cp --recursive"])
         self.results["ckpt"] = (t_ack, t_flush, t_aws, mb, str(ld))
+
+    def cpu_table(self, unit, n, rows):
+        """Where the CPU went in each run of the shape (ms per @p unit)."""
+        log(f"  {unit + ':':40}" + " ".join(f"{k:>6}" for k in Cpu.WHO))
+        for r in rows:
+            key = r if r in self.cpu_of else next((k for k in self.cpu_of if
+                                                   k.startswith(r)), None)
+            if key:
+                log(f"  {r:40}{cpu_cols(self.cpu_of[key], n)}")
 
     def drop_remote(self, prefix):
         """Delete every object under aibench/@p prefix and have RGW reclaim them
@@ -646,6 +723,8 @@ class Bench:
             self.rs3.create_bucket(Bucket="aibench")
             self.s3 = self.d.boto3()
             self.adm = Admin(self.d)
+            self.cpu = Cpu(self)
+            self.cpu_of, self.last_cpu = {}, {}
             self.env = self.tools_env()
             self.probe()
             try:
