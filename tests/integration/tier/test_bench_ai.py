@@ -39,7 +39,7 @@ def procs_under(path):
     return out
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_bench_ai_stopped_leaves_nothing(tmp_path, sig):
     why = rgwmod.ensure_installed()
     if why:
