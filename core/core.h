@@ -734,6 +734,8 @@ struct core_stats {
     uint64_t store_limit;            /* bytes the data files may grow to */
     uint64_t fs_size, fs_free;       /* the file system holding the data files (0: devices) */
     uint64_t writes_cached, writes_zeroed, writes_direct; /* store_stats: extent writes by path */
+    uint64_t writes_dropped; /* cached writes that first dropped their range's cached pages */
+    uint64_t freed_dropped;  /* freed extents whose pages were dropped before reuse */
 };
 void core_stats_get(struct core *c, struct core_stats *out);
 

@@ -227,6 +227,11 @@ uint64_t core__cache_epoch(struct core *c);
  * (STORE_X_CACHED), remember it as verified for zero-copy reads (core_zc.c),
  * then start its writeback. A no-op for O_DIRECT writes. */
 void core__zc_written(struct core *c, const struct store_extent *e);
+/** store_forget_fn (store_set_forget, arg the core): the extent that began at
+ * (@p dev, @p off) was freed and nobody can read it any more: its remembered
+ * mapping (core_zc.c) is let go, so that the store can drop its pages from
+ * the page cache and the space is written through the page cache again. */
+void core__zc_forget(void *arg, uint32_t dev, uint64_t off, uint64_t len);
 /** Drop a freed extent from the cache (called wherever an extent is freed). */
 void core__cache_invalidate(struct core *c, const struct store_extent *x);
 /** store_read through the cache. @return as store_read. */

@@ -137,6 +137,7 @@ int core__data_wire(struct core *c)
     struct meta_hooks hooks = {.arg = c, .join = hook_join, .prepare = hook_prepare,
                                .end = hook_end, .release = hook_release};
     meta_env_set_hooks(c->meta, &hooks);
+    store_set_forget(c->store, core__zc_forget, c);
     return 0;
 }
 

@@ -490,6 +490,8 @@ void core_stats_get(struct core *c, struct core_stats *out)
         out->writes_cached = ss.cached_writes;
         out->writes_zeroed = ss.cached_zeroed;
         out->writes_direct = ss.direct_writes;
+        out->writes_dropped = ss.cached_dropped;
+        out->freed_dropped = ss.freed_dropped;
     }
     out->crc_errors += atomic_load(&c->crc_errors);
     out->bytes_written = atomic_load(&c->bytes_written);

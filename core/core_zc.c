@@ -44,7 +44,10 @@
  * are copy-on-write and a freed extent is reused only after every reader that
  * could see it has finished, store limbo), so an entry can only be matched by
  * the extent it was made for, or by a new extent at the same place with
- * identical length and CRC (the CRC's own blind spot). Without pagemap or
+ * identical length and CRC (the CRC's own blind spot; with the store's
+ * write_cache a freed extent's entry and mapping are dropped, core__zc_forget,
+ * before its space can be allocated again, so that its pages can leave the
+ * page cache and the space is written through it again). Without pagemap or
  * MADV_POPULATE_READ (old kernels, no /proc) nothing is remembered and every
  * read verifies. With CORE_P_CACHED, an extent not known verified is verified
  * (and remembered) only if all its pages are in the page cache (cachestat),
@@ -301,6 +304,29 @@ void core__zc_written(struct core *c, const struct store_extent *e)
     if (m)
         zc_remember(c, e, m);
     store_writeback(c->store, e);
+}
+
+void core__zc_forget(void *arg, uint32_t dev, uint64_t off, uint64_t len)
+{
+    struct core *c = arg;
+    (void)len;
+    pthread_once(&zc_once, zc_init);
+    /* An entry is keyed by its extent's start; the store calls this once per
+     * freed extent with that start. A mapping keeps the pages in the page
+     * cache (POSIX_FADV_DONTNEED skips mapped pages), which would send the
+     * write that reuses the space O_DIRECT. */
+    struct store_extent e = {.dev = dev, .off = off};
+    struct zc_shard *s;
+    struct zc_ent *set = zc_set(&s, &e);
+    void *unmap[ZC_WAYS] = {0};
+    size_t unmap_len[ZC_WAYS] = {0};
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < ZC_WAYS; i++)
+        if (set[i].when && set[i].verf == c->verifier && set[i].dev == dev && set[i].off == off)
+            zc_clear(&set[i], &unmap[i], &unmap_len[i]);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < ZC_WAYS; i++)
+        zc_unmap(unmap[i], unmap_len[i]);
 }
 
 /* ---- pieces ---- */

@@ -26,7 +26,9 @@ void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e)
     const struct nfs_cred *cr = &r->call.cred;
     struct core_principal *p = &r->p;
 
-    r->exp = *e;
+    r->exp.id = e->id;
+    r->exp.tenant = e->tenant;
+    r->exp.dir = e->dir;
     r->have_export = true;
     memset(p, 0, sizeof(*p));
     p->tenant = e->tenant;
@@ -49,11 +51,44 @@ void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e)
         p->flags |= CORE_P_NOWAIT;
 }
 
+/* The last handle decoded well on this thread (nfs__fh_decode). */
+static __thread struct {
+    bool valid;
+    uint8_t key[NFS_FH_KEYLEN];
+    uint8_t raw[NFS3_FHSIZE];
+    size_t len;
+    struct nfs_fh h;
+} fh_memo;
+
+void nfs__fh_memo_reset(void)
+{
+    fh_memo.valid = false;
+}
+
+int nfs__fh_decode(const uint8_t key[NFS_FH_KEYLEN], const void *data, size_t len,
+                   struct nfs_fh *out)
+{
+    if (fh_memo.valid && fh_memo.len == len && memcmp(fh_memo.raw, data, len) == 0 &&
+        memcmp(fh_memo.key, key, NFS_FH_KEYLEN) == 0) {
+        *out = fh_memo.h;
+        return 0;
+    }
+    int rc = nfs_fh_decode(key, data, len, out);
+    fh_memo.valid = rc == 0 && len <= sizeof(fh_memo.raw);
+    if (fh_memo.valid) {
+        memcpy(fh_memo.key, key, NFS_FH_KEYLEN);
+        memcpy(fh_memo.raw, data, len);
+        fh_memo.len = len;
+        fh_memo.h = *out;
+    }
+    return rc;
+}
+
 nfsstat3 nfs_req_fh(struct nfs_req *r, const nfs_fh3 *fh, uint64_t *ino, struct core_attr *attr)
 {
     struct nfs_fh h;
     struct core_attr a;
-    int rc = nfs_fh_decode(r->srv->fh_key, fh->data.data_val, fh->data.data_len, &h);
+    int rc = nfs__fh_decode(r->srv->fh_key, fh->data.data_val, fh->data.data_len, &h);
     if (rc == -EBADMSG)
         return NFS3ERR_BADHANDLE;
     if (rc < 0) {

@@ -142,7 +142,6 @@ struct nfs_req {
     void *rec; /* the whole record (heap) */
     size_t reclen;
     void *args, *res;
-    bool args_decoded;
     void *reply; /* encoded reply record (heap) */
     size_t replylen;
     /* Bulk data sent after the encoded reply without a user-space copy
@@ -156,6 +155,8 @@ struct nfs_req {
     struct nfs_drc_key drc_key;
     bool throttled;                 /* QoS refused it: answered NFS3ERR_JUKEBOX */
     bool name_nul;                  /* a name of the arguments holds a NUL (nfs3_names_decode) */
+    bool args_decoded;              /* args hold decoded XDR (freed by req_xdr_release) */
+    bool res_live;                  /* res holds a result to free (after its reply is sent) */
     struct nfs_req *qprev, *qnext;  /* the connection's requests waiting in QoS */
     uint64_t qos_ino;               /* the first handle's inode (QoS bucket/directory levels) */
     /* QoS admission in pieces (nfs_rpc.c req_qos_step): the call runs once
@@ -177,9 +178,15 @@ struct nfs_req {
     /* Resolved by nfs_req_fh(): the export of the first handle of the call
      * and the principal that the caller acts as. */
     bool have_export;
-    struct tenant_export exp;
-    struct core_principal p;
     int err; /* internal error of the call, for metrics (0 = success) */
+    /* the fields of that export the procedures use (the whole record is over
+     * a kilobyte, which made every call's allocation miss malloc's fast
+     * per-thread cache) */
+    struct {
+        uint32_t id, tenant;
+        uint64_t dir;
+    } exp;
+    struct core_principal p;
     uint64_t bucket; /* bucket of the first handle's inode, for metrics (0 = none) */
     /* Payload bytes for the metrics (file data only, as docs/admin-api.md
      * defines them): WRITE data received (set by the procedure); READ data
@@ -214,6 +221,17 @@ void nfs__inflight_add(struct nfs_server *s, long d);
  * and the export's squash and read-only rules (sets r->exp and r->p; adds
  * CORE_P_NOWAIT when the call runs on the loop thread). */
 void nfs_req_bind_export(struct nfs_req *r, const struct tenant_export *e);
+
+/** nfs_fh_decode, remembering the last handle this thread decoded since
+ * nfs__fh_memo_reset: the transport checks a call's first handle for QoS and
+ * the procedure checks it again (its MAC, a SipHash, is most of a decode), so
+ * the second check of the same bytes under the same key takes the first's
+ * result (a decode depends on nothing else). Reset when a call arrives and
+ * when a worker takes one, so that a call does not profit from the handle of
+ * an earlier call (it would flatter a benchmark that repeats one handle). */
+int nfs__fh_decode(const uint8_t key[NFS_FH_KEYLEN], const void *data, size_t len,
+                   struct nfs_fh *out);
+void nfs__fh_memo_reset(void);
 /** Resolve a client handle: verify it, find its export for this client, bind
  * the principal (first handle of the call), and check the inode still exists.
  * @param[out] ino, attr the object (attr may be NULL).

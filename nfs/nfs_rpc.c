@@ -70,6 +70,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -377,16 +378,11 @@ static int evbuf_add_zeros(struct evbuffer *out, uint64_t n)
     return 0;
 }
 
-/* Copy the pieces of a small READ into memory (b->mem), releasing them: a
- * reply then leaves in one write and one TCP segment, where a file segment
- * costs a write for the reply's head, a sendfile and a second segment for
- * the client to take in. The fd pieces are verified page-cache bytes, read
- * here as sendfile would read them. @return 0, or -1 (pieces kept). */
-static int bulk_copy(struct nfs_bulk *b)
+/* Copy the pieces of a READ (b->len bytes) into @p buf. The fd pieces are
+ * verified page-cache bytes, read here as sendfile would read them.
+ * @return 0, or -1 (a short read: the pieces go as they are). */
+static int bulk_copy_into(const struct nfs_bulk *b, uint8_t *buf)
 {
-    uint8_t *buf = malloc((size_t)b->len);
-    if (!buf)
-        return -1;
     uint64_t pos = 0;
     for (size_t i = 0; i < b->ps.n; i++) {
         const struct core_piece *p = &b->ps.v[i];
@@ -395,10 +391,8 @@ static int bulk_copy(struct nfs_bulk *b)
             do {
                 n = pread(p->fd, buf + pos, (size_t)p->len, (off_t)p->off);
             } while (n < 0 && errno == EINTR);
-            if (n != (ssize_t)p->len) {
-                free(buf);
+            if (n != (ssize_t)p->len)
                 return -1;
-            }
         } else if (p->mem) {
             memcpy(buf + pos, p->mem, (size_t)p->len);
         } else {
@@ -406,7 +400,19 @@ static int bulk_copy(struct nfs_bulk *b)
         }
         pos += p->len;
     }
-    if (pos != b->len) {
+    return pos == b->len ? 0 : -1;
+}
+
+/* Copy the pieces of a small READ into memory (b->mem), releasing them: a
+ * reply then leaves in one write and one TCP segment, where a file segment
+ * costs a write for the reply's head, a sendfile and a second segment for
+ * the client to take in. @return 0, or -1 (pieces kept). */
+static int bulk_copy(struct nfs_bulk *b)
+{
+    uint8_t *buf = malloc((size_t)b->len);
+    if (!buf)
+        return -1;
+    if (bulk_copy_into(b, buf) < 0) {
         free(buf);
         return -1;
     }
@@ -465,6 +471,62 @@ static int bulk_queue(struct evbuffer *out, struct nfs_bulk *b)
 /* A reply built on the loop before it is written (one per loop thread; it is
  * empty again whenever conn_send_reply returns). */
 static __thread struct evbuffer *direct_buf;
+/* The data of a small READ on its way out (one per loop thread, of
+ * NFS_BULK_COPY_MAX bytes and the XDR padding; free again whenever
+ * conn_write_now returns). */
+static __thread uint8_t *bulk_scratch;
+
+/* Write a reply, and the data of a READ of at most NFS_BULK_COPY_MAX bytes,
+ * to the socket in one writev, when nothing of the connection waits in its
+ * output: no evbuffer is built for it and no memory allocated for the data
+ * (read from the page cache into this loop's scratch buffer). Whatever the
+ * socket does not take is copied into the output, which the bufferevent
+ * sends in order. Frees @p buf and @p b unless it returns false.
+ * @return false: nothing was written (no scratch buffer, a short read of the
+ *         data): the caller queues the reply as usual. */
+static bool conn_write_now(struct nfs_conn *cn, struct evbuffer *out, void *buf, size_t len,
+                           struct nfs_bulk *b)
+{
+    struct iovec iov[3];
+    int niov = 0;
+    iov[niov++] = (struct iovec){.iov_base = buf, .iov_len = len};
+    if (b && b->len > 0) {
+        size_t pad = (4 - (b->len & 3)) & 3;
+        if (b->mem) {
+            iov[niov++] = (struct iovec){.iov_base = b->mem, .iov_len = (size_t)b->len};
+            if (pad)
+                iov[niov++] = (struct iovec){.iov_base = (void *)nfs_zeros, .iov_len = pad};
+        } else {
+            if (!bulk_scratch && !(bulk_scratch = malloc(NFS_BULK_COPY_MAX + 4)))
+                return false;
+            if (bulk_copy_into(b, bulk_scratch) < 0)
+                return false;
+            memset(bulk_scratch + b->len, 0, pad);
+            iov[niov++] = (struct iovec){.iov_base = bulk_scratch, .iov_len = (size_t)b->len + pad};
+        }
+    }
+    ssize_t w;
+    do {
+        w = writev(bufferevent_getfd(cn->bev), iov, niov);
+    } while (w < 0 && errno == EINTR);
+    /* A failed write is left to the bufferevent, which retries and reports. */
+    size_t done = w > 0 ? (size_t)w : 0;
+    bool ok = true;
+    for (int i = 0; i < niov && ok; i++) {
+        size_t k = done < iov[i].iov_len ? done : iov[i].iov_len;
+        done -= k;
+        if (k < iov[i].iov_len)
+            ok = evbuffer_add(out, (uint8_t *)iov[i].iov_base + k, iov[i].iov_len - k) == 0;
+    }
+    free(buf);
+    bulk_free(b);
+    if (!ok) {
+        srv_log(WARN, NFS, "req=- tenant=- cannot queue %zu reply bytes to %s: closing", len,
+                cn->peer_str);
+        conn_close(cn);
+    }
+    return true;
+}
 
 /* Send a reply (heap, freed once sent) and the READ data after it (or NULL).
  * When nothing of the connection waits in its output, the reply is written
@@ -480,6 +542,9 @@ static void conn_send_reply(struct nfs_conn *cn, void *buf, size_t len, struct n
         return;
     }
     struct evbuffer *out = bufferevent_get_output(cn->bev);
+    if (evbuffer_get_length(out) == 0 && (!b || b->len <= NFS_BULK_COPY_MAX) &&
+        conn_write_now(cn, out, buf, len, b))
+        return;
     if (!direct_buf && (direct_buf = evbuffer_new()) != NULL)
         /* as a socket bufferevent's output: file segments go by sendfile
          * (without the flag libevent maps each one and writes the mapping) */
@@ -526,8 +591,32 @@ static void conn_resume(struct nfs_conn *cn)
 
 /* ---- one call ---- */
 
+/* Free the decoded arguments and the result of a call whose reply is made. A
+ * loop answer does this after its reply was written (req_free), so that the
+ * client has its reply a little sooner; a worker does it before handing the
+ * call back. */
+static void req_xdr_release(struct nfs_req *r)
+{
+    const struct nfs_proc_desc *d = r->desc;
+    if (r->res_live) {
+        if (d->free_res)
+            d->free_res(r->res);
+        else
+            xdr_free(d->xdr_res, r->res);
+        r->res_live = false;
+    }
+    if (r->args_decoded) {
+        if (d->free_args)
+            d->free_args(r->args);
+        else
+            xdr_free(d->xdr_args, r->args);
+        r->args_decoded = false;
+    }
+}
+
 static void req_free(struct nfs_req *r)
 {
+    req_xdr_release(r);
     free(r->args);
     free(r->res);
     free(r->rec);
@@ -631,24 +720,16 @@ reply:
     } else if (r->bulk) {
         reply_patch_bulk(r);
     }
-    if (st == SUCCESS) {
-        if (d->free_res)
-            d->free_res(r->res);
-        else
-            xdr_free(d->xdr_res, r->res);
-    }
+    r->res_live = st == SUCCESS;
 out:
-    if (r->args_decoded) {
-        if (d->free_args)
-            d->free_args(r->args);
-        else
-            xdr_free(d->xdr_args, r->args);
-    }
+    if (!r->on_loop)
+        req_xdr_release(r);
     return true;
 }
 
 static void req_work(void *arg)
 {
+    nfs__fh_memo_reset();
     req_exec(arg);
 }
 
@@ -852,8 +933,7 @@ static bool req_qos_class(struct nfs_req *r, uint32_t *tenant, enum qos_class *c
         return false;
     uint32_t fl = rd32(a);
     size_t padded = ((size_t)fl + 3) & ~(size_t)3;
-    if (fl > NFS3_FHSIZE || 4 + padded > n ||
-        nfs_fh_decode(r->srv->fh_key, a + 4, fl, &h) < 0)
+    if (fl > NFS3_FHSIZE || 4 + padded > n || nfs__fh_decode(r->srv->fh_key, a + 4, fl, &h) < 0)
         return false;
     *tenant = h.tenant;
     r->qos_ino = h.ino;
@@ -989,6 +1069,7 @@ static void conn_record(struct nfs_conn *cn, void *rec, size_t len)
     }
     cn->outstanding++;
     nfs__inflight_add(s, 1);
+    nfs__fh_memo_reset();
     req_dispatch(cn, r);
 }
 
@@ -1063,6 +1144,64 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
  * QoS (both counted in outstanding), no reply bytes waiting to be sent. */
 static bool conn_idle(struct nfs_conn *cn);
 
+/* One read's bytes, on the loop thread (NFS_READ_CHUNK bytes, allocated once
+ * per loop thread). */
+static __thread uint8_t *rd_scratch;
+
+/* Read the socket of a connection whose input buffer is empty into this
+ * loop's scratch buffer and take the calls from there: the input buffer only
+ * refers to the bytes while the calls are taken (each record is copied out,
+ * as from any input), and what is left of them (a call not read whole, calls
+ * of a paused connection) is then copied into it. Reading into the input
+ * buffer itself made it allocate room for a whole read, a chunk too large
+ * for malloc's per-thread cache, and free it again once the call was taken:
+ * an allocation and a free of 32 KiB per call.
+ * @return false: nothing was read (no scratch buffer), the caller reads. */
+static bool conn_read_scratch(struct nfs_conn *cn, evutil_socket_t fd, struct evbuffer *in)
+{
+    if (!rd_scratch && !(rd_scratch = malloc(NFS_READ_CHUNK)))
+        return false;
+    ssize_t n;
+    do {
+        n = read(fd, rd_scratch, NFS_READ_CHUNK);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        srv_log(DEBUG, NFS, "req=- tenant=- connection from %s: %s", cn->peer_str,
+                n == 0 ? "closed by the client" : strerror(errno));
+        conn_close(cn);
+        return true;
+    }
+    evbuffer_unfreeze(in, 0);
+    int rc = evbuffer_add_reference(in, rd_scratch, (size_t)n, NULL, NULL);
+    evbuffer_freeze(in, 0);
+    if (rc < 0) {
+        srv_log(WARN, NFS, "req=- tenant=- out of memory reading from %s: closing", cn->peer_str);
+        conn_close(cn);
+        return true;
+    }
+    cn->depth++;
+    conn_read_cb(cn);
+    cn->depth--;
+    /* A closed connection freed its buffers; else what is left in the input is
+     * the end of the scratch buffer, nothing else having been added. */
+    size_t left = cn->closed ? 0 : evbuffer_get_length(in);
+    if (left > 0) {
+        evbuffer_drain(in, left);
+        evbuffer_unfreeze(in, 0);
+        rc = evbuffer_add(in, rd_scratch + n - left, left);
+        evbuffer_freeze(in, 0);
+        if (rc < 0) {
+            srv_log(WARN, NFS, "req=- tenant=- out of memory reading from %s: closing",
+                    cn->peer_str);
+            conn_close(cn);
+        }
+    }
+    conn_maybe_free(cn);
+    return true;
+}
+
 /* The socket is readable (or nothing came for idle_timeout_s). The socket is
  * read here, not by the bufferevent (which only sends): libevent 2.1 asks
  * the kernel how much is readable (FIONREAD) before every read and reads at
@@ -1089,6 +1228,8 @@ static void conn_sock_cb(evutil_socket_t fd, short what, void *arg)
     struct evbuffer *in = bufferevent_get_input(cn->bev);
     void *dst;
     bool direct = evbuffer_get_length(in) == 0 && nfs_rec_space(&cn->rec, &dst) >= NFS_DIRECT_MIN;
+    if (!direct && evbuffer_get_length(in) == 0 && conn_read_scratch(cn, fd, in))
+        return;
     if (!direct) {
         ssize_t n = srv_read_into(in, fd, NFS_READ_CHUNK);
         if (n < 0 && errno == ENOMEM) {

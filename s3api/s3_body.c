@@ -15,12 +15,15 @@
  * bucket, directories, user) is admitted in pieces (s3__body_credit); the
  * socket is read only as far as the admitted bytes, and not at all while the
  * next piece waits, so the client is held to the rate by TCP back-pressure
- * and nothing is buffered beyond the usual.
+ * and nothing is buffered beyond the usual; meanwhile the client's end of
+ * input is watched for, so an upload that can no longer complete leaves the
+ * queue when its client goes (on_body_hup).
  * Thread: the connection's loop; the hash and write steps on workers, each
  * reading only the chunk in flight. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
@@ -38,6 +41,7 @@ static void stream_write_work(struct s3_ctx *x);
 static void stream_write_done(struct s3_ctx *x);
 static void stream_begin_done(struct s3_ctx *x);
 static void on_body_readable(evutil_socket_t fd, short what, void *arg);
+static uint64_t body_left(const struct s3_conn *c);
 
 /* The body failed with internal error @p err (the first failure counts). @return -1. */
 int s3__body_fail(struct s3_ctx *x, int err, const char *msg)
@@ -66,8 +70,33 @@ void s3__body_fail_resp(struct s3_ctx *x)
         s3__resp_err(x, x->in.err, x->in.errmsg);
 }
 
+/* The client's end of input came while a piece of its upload waits (EV_CLOSED:
+ * the socket is not read meanwhile, so end of input would only be seen once
+ * the bytes before it were read, at the admitted rate). When the bytes still
+ * queued in the socket and the input are fewer than the body still expects,
+ * it can never end: the connection closes now, which withdraws the piece
+ * from the queue, instead of admitting and reading those bytes first. A body
+ * that is all there (a client that half-closes after sending it) goes on. */
+static void on_body_hup(evutil_socket_t fd, short what, void *arg)
+{
+    struct s3_conn *c = arg;
+    (void)what;
+    c->nest++;
+    struct s3_ctx *x = c->x;
+    int inq = 0;
+    if (!c->dead && c->bev && x && c->state == S3_CS_BODY && x->qos.waiting &&
+        ioctl(fd, FIONREAD, &inq) == 0 && inq >= 0 &&
+        (uint64_t)inq + evbuffer_get_length(bufferevent_get_input(c->bev)) < body_left(c)) {
+        srv_log(INFO, S3, "req=%s tenant=%u peer=%s client closed the connection mid-request",
+                x->reqid, x->p.tenant, c->peer);
+        s3__conn_close(c);
+    }
+    s3__conn_leave(c);
+}
+
 /* Stop reading the socket while the next piece waits for admission (TCP
- * back-pressure on the client). */
+ * back-pressure on the client); a plain connection with body bytes still
+ * to come watches for the client's end of input meanwhile (on_body_hup). */
 static void body_pause(struct s3_conn *c)
 {
     if (c->body_direct) {
@@ -76,6 +105,13 @@ static void body_pause(struct s3_conn *c)
     } else if (c->bev) {
         s3__conn_read_disable(c);
     }
+    if (!c->bev || c->srv->ssl || !c->x || body_left(c) == 0)
+        return;
+    if (!c->hup_ev)
+        c->hup_ev =
+            event_new(srv_loop_base(c->loop), bufferevent_getfd(c->bev), EV_CLOSED, on_body_hup, c);
+    if (c->hup_ev)
+        event_add(c->hup_ev, NULL);
 }
 
 /* The next piece of a shaped body was decided: read on, or fail (it waited
@@ -83,6 +119,8 @@ static void body_pause(struct s3_conn *c)
 static void body_piece_go(struct s3_ctx *x)
 {
     struct s3_conn *c = x->conn;
+    if (c->hup_ev)
+        event_del(c->hup_ev);
     if (x->qos.err) {
         s3__body_fail(x, SRV_ETHROTTLE, s3__qos_why(x));
         s3__body_pump(x);

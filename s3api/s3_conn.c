@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -105,6 +106,8 @@ static void conn_free(struct s3_conn *c)
         evbuffer_free(c->direct);
     if (c->body_ev)
         event_free(c->body_ev);
+    if (c->hup_ev)
+        event_free(c->hup_ev);
     if (c->rd_ev)
         event_free(c->rd_ev);
     for (int i = 0; i < 3; i++)
@@ -134,6 +137,8 @@ void s3__conn_close(struct s3_conn *c)
     }
     if (c->body_ev)
         event_del(c->body_ev);
+    if (c->hup_ev)
+        event_del(c->hup_ev);
     c->body_direct = false;
     if (c->rd_ev)
         event_del(c->rd_ev);
@@ -316,6 +321,38 @@ static void on_read(struct bufferevent *bev, void *arg)
     s3__conn_leave(c);
 }
 
+/* One read's bytes (S3_READ_CHUNK, allocated once per loop thread). */
+static __thread uint8_t *rd_scratch;
+
+/* Read into an empty input through this loop's buffer and copy what came
+ * (a request, most often) into the input: reading into the input itself
+ * makes it allocate room for a whole read, a 32 KiB chunk that malloc's
+ * per-thread cache does not hold, freed again once the request is parsed;
+ * the copy of a request's few hundred bytes takes a chunk it does hold. A
+ * connection whose last read was larger (a PUT's body) reads in place, as
+ * copying would cost more than the allocation. @return as srv_read_into. */
+static ssize_t conn_read_small(struct evbuffer *in, evutil_socket_t fd, size_t want)
+{
+    if (!rd_scratch && !(rd_scratch = malloc(S3_READ_CHUNK)))
+        return srv_read_into(in, fd, want);
+    if (want > S3_READ_CHUNK)
+        want = S3_READ_CHUNK;
+    ssize_t n;
+    do {
+        n = read(fd, rd_scratch, want);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n;
+    evbuffer_unfreeze(in, 0);
+    int rc = evbuffer_add(in, rd_scratch, (size_t)n);
+    evbuffer_freeze(in, 0);
+    if (rc < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n;
+}
+
 /* A plain connection's socket is readable (or rd_tv passed without input).
  * The bufferevent does not read it: libevent 2.1 asks the kernel how much is
  * readable (ioctl FIONREAD) before every read and reads at most 4 KiB, so a
@@ -339,8 +376,12 @@ static void conn_sock_read(evutil_socket_t fd, short what, void *arg)
         if (want > S3_READ_CHUNK)
             want = S3_READ_CHUNK;
         ssize_t n = 0;
-        if (want > 0)
+        if (want > 0 && have == 0 && !c->big_reads)
+            n = conn_read_small(in, fd, want);
+        else if (want > 0)
             n = srv_read_into(in, fd, want); /* ENOMEM: an error, as the socket's */
+        if (n > 0)
+            c->big_reads = (size_t)n > S3_SMALL_READ;
         if (n > 0 || want == 0) {
             if (c->lingering)
                 conn_linger_read(c);

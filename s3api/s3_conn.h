@@ -47,6 +47,7 @@ struct tenants;
 #define S3_XML_BODY_MAX (4u << 20) /* DeleteObjects with 1000 long keys fits */
 #define S3_MAX_IO (1u << 20)       /* most bytes one socket read or write moves */
 #define S3_READ_CHUNK (16u << 10)  /* most bytes one read into a plain connection's input takes */
+#define S3_SMALL_READ 4096u        /* reads up to this go through the loop's buffer */
 
 struct s3_server {
     char *listen, *domain, *region, *tls_cert, *tls_key;
@@ -103,6 +104,7 @@ struct s3_conn {
     struct evbuffer *spare[3]; /* emptied buffers of the last request, for the next one */
     struct event *body_ev;     /* the socket readable while an upload body is read directly */
     bool body_direct;          /* ... which it is now (the bufferevent does not read) */
+    struct event *hup_ev;      /* the client's end of input while an upload's piece waits */
     bool linger;               /* the client may still be sending: drain before closing */
     bool lingering;            /* answer sent, our side shut down, input read and dropped */
     uint64_t linger_until;     /* srv_now_us() when lingering gives up */
@@ -112,6 +114,7 @@ struct s3_conn {
     struct timeval rd_tv; /* the read timeout: idle, or lingering's */
     bool rd_on;           /* reading wanted (s3__conn_read_enable) */
     bool rd_armed;        /* rd_ev added: wanted and the input under S3_IN_HIGH */
+    bool big_reads;       /* the last read took more than S3_SMALL_READ: read in place */
 };
 
 /* An accepted socket on its way to its loop (s3_listen.c -> s3__conn_start). */

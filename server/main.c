@@ -441,18 +441,26 @@ static void render_core(void *arg, struct evbuffer *out)
                         "s3nfs_store_read_bytes_total %llu\n"
                         "# HELP s3nfs_store_writes_total Extent writes, by path: through the page "
                         "cache (cached), the same after zeroing a range some of whose pages were "
-                        "cached (cached_zeroed, also counted in cached), with O_DIRECT (direct).\n"
+                        "cached (cached_zeroed, also counted in cached), the same after dropping "
+                        "a range's cached pages nothing held (cached_dropped, also counted in "
+                        "cached), with O_DIRECT (direct).\n"
                         "# TYPE s3nfs_store_writes_total counter\n"
                         "s3nfs_store_writes_total{path=\"cached\"} %llu\n"
                         "s3nfs_store_writes_total{path=\"cached_zeroed\"} %llu\n"
-                        "s3nfs_store_writes_total{path=\"direct\"} %llu\n",
+                        "s3nfs_store_writes_total{path=\"cached_dropped\"} %llu\n"
+                        "s3nfs_store_writes_total{path=\"direct\"} %llu\n"
+                        "# HELP s3nfs_store_freed_dropped_total Freed extents whose page-cache "
+                        "pages were dropped before their space was allocated again.\n"
+                        "# TYPE s3nfs_store_freed_dropped_total counter\n"
+                        "s3nfs_store_freed_dropped_total %llu\n",
                         (unsigned long long)st.store_capacity, (unsigned long long)st.store_free,
                         (unsigned long long)st.store_limit, (unsigned long long)st.fs_size,
                         (unsigned long long)st.fs_free, (unsigned long long)st.commits,
                         (unsigned long long)st.commit_ops, (unsigned long long)st.crc_errors,
                         (unsigned long long)st.bytes_written, (unsigned long long)st.bytes_read,
                         (unsigned long long)st.writes_cached, (unsigned long long)st.writes_zeroed,
-                        (unsigned long long)st.writes_direct);
+                        (unsigned long long)st.writes_dropped, (unsigned long long)st.writes_direct,
+                        (unsigned long long)st.freed_dropped);
 }
 
 /* Per-tenant usage and quota limits (0 = no limit), one gauge family each. */

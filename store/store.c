@@ -408,6 +408,7 @@ int store_open(struct store **out, const struct store_config *cfg, const struct 
     s->ndev = ndev;
     s->write_cache = write_cache_usable(cfg);
     rc = store__alloc_init(s);
+    s->a.drop = s->write_cache;
     if (rc < 0) {
         for (uint32_t i = 0; i < ndev; i++)
             pthread_mutex_destroy(&s->devs[i].sync_mu);
@@ -570,6 +571,40 @@ static bool range_cached(int fd, uint64_t off, uint64_t len)
     return cs.nr_cache != 0;
 }
 
+/* Whether some page of [@p off, @p off + @p len) of device @p d is in the page
+ * cache after dropping those it can (POSIX_FADV_DONTNEED): only folios the
+ * range covers whole, clean and referenced by nothing but the page cache,
+ * leave it; one a socket or pipe still holds (a sendfile of the extent that
+ * had the space), a dirty one, one under writeback or mapped somewhere, and a
+ * large folio that reaches outside the range stay. True when unknown. */
+static bool range_held(struct store *s, struct store_dev *d, uint64_t off, uint64_t len)
+{
+    if (!range_cached(d->fd_buf, off, len))
+        return false;
+    if (posix_fadvise(d->fd_buf, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED) != 0 ||
+        range_cached(d->fd_buf, off, len))
+        return true;
+    __atomic_add_fetch(&s->cached_dropped, 1, __ATOMIC_RELAXED);
+    return false;
+}
+
+void store__drop_range(struct store *s, uint32_t dev, uint64_t off, uint64_t len)
+{
+    if (s->forget)
+        s->forget(s->forget_arg, dev, off, len);
+    /* Only a hint: a page that stays is found by cached_take, and the write
+     * that reuses the space goes O_DIRECT. */
+    (void)posix_fadvise(s->devs[dev].fd_buf, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+}
+
+void store_set_forget(struct store *s, store_forget_fn fn, void *arg)
+{
+    if (!s)
+        return;
+    s->forget = fn;
+    s->forget_arg = arg;
+}
+
 /* Write through the page cache: the bytes stay cached for the first read
  * (an O_DIRECT write leaves nothing there). Bumps the device's write
  * generation. @return 0, -EIO. */
@@ -594,7 +629,7 @@ static int write_cached(struct store *s, struct store_dev *d, const void *buf, s
      * file and starts a journal transaction, so it cost more than the copy
      * and kept the file's one cached writer busy (issue 17). */
     uint64_t zlen = store__round_up(len);
-    if (!d->direct && range_cached(d->fd_buf, off, zlen)) {
+    if (!d->direct && range_held(s, d, off, zlen)) {
         if (fallocate(d->fd_buf, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off,
                       (off_t)zlen) != 0) {
             srv_log(ERROR, STORE, "zeroing %s at %" PRIu64 " before a write: %s", d->path, off,
@@ -656,7 +691,7 @@ static bool cached_take(struct store *s, struct store_dev *d, uint64_t off, uint
 {
     if (!cached_begin(s, d))
         return false;
-    if (d->direct && range_cached(d->fd_buf, off, store__round_up(len ? len : 1))) {
+    if (d->direct && range_held(s, d, off, store__round_up(len ? len : 1))) {
         cached_end(d);
         return false;
     }
@@ -1012,7 +1047,7 @@ void store_stats_get(struct store *s, struct store_stats *out)
         if (!s->devs[i].is_blk)
             out->fs_free = fs_free_of(s->devs[i].fd_buf, &out->fs_size);
     pthread_mutex_lock(&s->a.mu);
-    out->free = s->a.free_bytes;
+    out->free = s->a.free_bytes + s->a.drop_bytes;
     out->reserved = s->a.reserved_bytes;
     out->limbo = s->a.limbo_bytes;
     pthread_mutex_unlock(&s->a.mu);
@@ -1022,4 +1057,6 @@ void store_stats_get(struct store *s, struct store_stats *out)
     out->cached_writes = __atomic_load_n(&s->cached_writes, __ATOMIC_RELAXED);
     out->cached_zeroed = __atomic_load_n(&s->cached_zeroed, __ATOMIC_RELAXED);
     out->direct_writes = __atomic_load_n(&s->direct_writes, __ATOMIC_RELAXED);
+    out->cached_dropped = __atomic_load_n(&s->cached_dropped, __ATOMIC_RELAXED);
+    out->freed_dropped = __atomic_load_n(&s->freed_dropped, __ATOMIC_RELAXED);
 }

@@ -17,7 +17,11 @@
  * Freed extents are not reusable at once: they pass through a limbo tagged
  * with the current read epoch and become allocatable only when every reader
  * that started before the free has finished (store_read_begin/end), so a
- * reader holding an old extent map never sees another file's bytes.
+ * reader holding an old extent map never sees another file's bytes. With
+ * write_cache, a freed extent then has its page-cache pages dropped (the
+ * forget callback, POSIX_FADV_DONTNEED; see store_set_forget) on the next
+ * allocating thread before its space is allocatable, so a write that reuses
+ * it can go through the page cache (store_write).
  *
  * Every extent carries a CRC32C of its bytes (kept by the caller in the
  * extent map); store_read checks it and answers SRV_ECORRUPT on mismatch,
@@ -237,6 +241,17 @@ int store_read_direct(struct store *s, const struct store_rreq *r, size_t n, sto
 uint64_t store_read_begin(struct store *s);
 void store_read_end(struct store *s, uint64_t token);
 
+/** Called by the store for the space [@p off, @p off + @p len) of device @p dev
+ * that a freed extent had, once no reader can see it any more (it left the
+ * limbo) and before it can be allocated again, on a thread that allocates:
+ * the caller drops whatever keeps that space's page-cache pages in use (a
+ * mapping of the extent), so that the store can drop them from the page
+ * cache and the space is written through the page cache again when reused
+ * (store_config.write_cache). Must not call into the store's allocator. */
+typedef void (*store_forget_fn)(void *arg, uint32_t dev, uint64_t off, uint64_t len);
+/** Set the forget callback (before the store is used; NULL: none). */
+void store_set_forget(struct store *s, store_forget_fn fn, void *arg);
+
 /** Device fd of an extent (buffered, for sendfile at offset e->off; caller
  * checks CRC policy). The fd belongs to the store and stays open until
  * store_close: dup() it before handing it to anything that closes it (e.g.
@@ -253,6 +268,10 @@ struct store_stats {
     uint64_t cached_zeroed; /* ... of which zeroed their range first (some of it was cached;
                              * only on a device without O_DIRECT, else they go direct) */
     uint64_t direct_writes; /* writes with O_DIRECT */
+    uint64_t cached_dropped; /* cached writes whose range had pages in the page cache that
+                              * POSIX_FADV_DONTNEED dropped first (also in cached_writes) */
+    uint64_t freed_dropped;  /* freed extents whose pages were dropped from the page cache
+                              * before their space was allocated again (write_cache only) */
 };
 void store_stats_get(struct store *s, struct store_stats *out);
 

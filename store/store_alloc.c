@@ -12,7 +12,10 @@
  * inserts one and merges it with its neighbours. The in-memory side follows
  * at store_txn_done: uses drop their reservation, frees enter the limbo
  * tagged with the current read epoch and become allocatable once every
- * reader whose token is <= that tag has called store_read_end.
+ * reader whose token is <= that tag has called store_read_end. With
+ * write_cache they then wait on the drop list until an allocating thread
+ * has dropped their pages from the page cache (drop_some), so the write
+ * that reuses the space finds cached only pages something still holds.
  *
  * Allocation tries, per thread, to continue right after that thread's last
  * extent (a sequential writer gets contiguous space), else takes the smallest
@@ -311,7 +314,20 @@ static void limbo_append(struct store__alloc *a, struct store__limbo *l)
     a->limbo_bytes += l->len;
 }
 
-/* Move limbo entries no active reader can still see back to the free ranges. */
+/* Queue @p l at the drop list's tail (its space is counted free from now). */
+static void drop_append(struct store__alloc *a, struct store__limbo *l)
+{
+    l->next = NULL;
+    if (a->drop_tail)
+        a->drop_tail->next = l;
+    else
+        a->drop_head = l;
+    a->drop_tail = l;
+    a->drop_bytes += l->len;
+}
+
+/* Move limbo entries no active reader can still see back to the free ranges
+ * (through the drop list when a->drop: see drop_some). */
 static void limbo_release(struct store__alloc *a)
 {
     uint64_t oldest = a->rhead < a->rtail ? a->readers[a->rhead].epoch : UINT64_MAX;
@@ -321,6 +337,10 @@ static void limbo_release(struct store__alloc *a)
         if (!a->limbo_head)
             a->limbo_tail = NULL;
         a->limbo_bytes -= l->len;
+        if (a->drop) {
+            drop_append(a, l);
+            continue;
+        }
         if (range_add(a, l->dev, l->off, l->len) == -ENOMEM) {
             /* Keep it in the limbo and retry later rather than leak it. */
             a->limbo_bytes += l->len;
@@ -332,6 +352,54 @@ static void limbo_release(struct store__alloc *a)
         }
         free(l);
     }
+}
+
+/* Freed extents whose pages one drop_some call drops at most: a 1 GiB delete
+ * is spread over the allocations that follow it rather than paid by one
+ * (measured on this machine's ext4: about 10 us to unmap a verified 1 MiB
+ * extent and 50-130 us to drop its clean pages, so 16 of them cost 1-2 ms;
+ * allocations still take at most 1 MiB each, so the list drains quickly). */
+#define DROP_BATCH 16
+
+/* Caller holds a->mu, which this releases while it works: take up to @p max
+ * entries off the drop list, drop their pages from the page cache
+ * (store__drop_range: the forget callback, then POSIX_FADV_DONTNEED) and make
+ * their space free. Until then nobody can allocate it, so no write can land
+ * in it while its pages are being dropped, and a reused extent's range then
+ * has pages in the page cache only where something still holds them (a
+ * socket's send queue, a pipe; see cached_take in store.c). @return how many
+ * became free. */
+static size_t drop_some(struct store *s, size_t max)
+{
+    struct store__alloc *a = &s->a;
+    struct store__limbo *take = a->drop_head, *last = NULL;
+    size_t n = 0;
+    for (struct store__limbo *l = take; l && n < max; l = l->next, n++)
+        last = l;
+    if (!n)
+        return 0;
+    a->drop_head = last->next;
+    if (!a->drop_head)
+        a->drop_tail = NULL;
+    last->next = NULL;
+    pthread_mutex_unlock(&a->mu);
+    for (struct store__limbo *l = take; l; l = l->next)
+        store__drop_range(s, l->dev, l->off, l->len);
+    __atomic_add_fetch(&s->freed_dropped, n, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&a->mu);
+    size_t done = 0;
+    while (take) {
+        struct store__limbo *l = take;
+        take = l->next;
+        a->drop_bytes -= l->len;
+        if (range_add(a, l->dev, l->off, l->len) == -ENOMEM) {
+            drop_append(a, l); /* dropped again later rather than leaked */
+            continue;
+        }
+        free(l);
+        done++;
+    }
+    return done;
 }
 
 /* ---- reservations (caller holds a->mu) ---- */
@@ -383,6 +451,11 @@ void store__alloc_fini(struct store *s)
         a->limbo_head = l->next;
         free(l);
     }
+    while (a->drop_head) {
+        struct store__limbo *l = a->drop_head;
+        a->drop_head = l->next;
+        free(l);
+    }
     free(a->readers);
     pthread_mutex_destroy(&a->mu);
 }
@@ -430,6 +503,8 @@ static int alloc_do(struct store *s, const struct store_extent *prev, uint32_t l
     pthread_mutex_lock(&a->mu);
 again:
     limbo_release(a);
+    if (a->drop_head)
+        (void)drop_some(s, DROP_BATCH);
     struct store__range *r = NULL;
     if (prev && prev->dev < s->ndev && prev->off % STORE_ALIGN == 0) {
         uint64_t next = prev->off + store__round_up(prev->len ? prev->len : 1);
@@ -447,6 +522,8 @@ again:
         struct store__tnode *n = t_ceil(a->root_size, &key.by_size, cmp_size);
         r = n ? RANGE_OF_SIZE(n) : NULL;
     }
+    if (!r && a->drop_head && drop_some(s, SIZE_MAX))
+        goto again; /* freed space was waiting for its pages to be dropped */
     if (!r) {
         /* no free range fits: grow a data file (outside the lock: fallocate and
          * fsync take time) unless another thread's growth came first */

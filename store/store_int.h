@@ -85,6 +85,12 @@ struct store__alloc {
     size_t rhead, rtail, rcap;
     uint64_t seq_gen; /* bumps per alloc; thread cursors compare it */
     uint64_t grow_gen; /* bumps when a data file grew (store__grow) */
+    /* Freed extents out of the limbo whose page-cache pages are dropped
+     * (store__drop_range) before their space is free again, FIFO; their
+     * bytes are counted free. Only when drop is set (store write_cache). */
+    struct store__limbo *drop_head, *drop_tail;
+    uint64_t drop_bytes;
+    int drop;
 };
 
 struct store_dev {
@@ -114,7 +120,10 @@ struct store {
     struct store__alloc a;
     uint64_t crc_errors, bytes_read, bytes_written; /* atomics */
     uint64_t cached_writes, cached_zeroed, direct_writes; /* atomics: store_stats */
+    uint64_t cached_dropped, freed_dropped;               /* atomics: store_stats */
     bool write_cache;                               /* store_config.write_cache */
+    store_forget_fn forget;                         /* store_set_forget */
+    void *forget_arg;
 };
 
 /* store_alloc.c */
@@ -191,6 +200,13 @@ int store__grow(struct store *s, uint64_t need, uint64_t gen);
 /* store_alloc.c: add the free tail [from, to) of device @p dev that the map does
  * not cover yet (a growth). @return 0, -ENOMEM. */
 int store__alloc_grown(struct store *s, uint32_t dev, uint64_t from, uint64_t to);
+
+/* store.c: the space [off, off + len) of device @p dev, freed and seen by no
+ * reader, is about to be free again: the forget callback lets go of what
+ * keeps its pages (mappings), then its clean pages nobody holds leave the
+ * page cache (POSIX_FADV_DONTNEED; a page a socket or pipe still holds
+ * stays, and so do dirty ones). Called without a.mu. */
+void store__drop_range(struct store *s, uint32_t dev, uint64_t off, uint64_t len);
 
 /* store_crc32c.c: 0 forces the software CRC (tests); 1 restores auto-detection.
  * @return whether the hardware path is now used. */

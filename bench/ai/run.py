@@ -33,20 +33,33 @@ are set in the bucket's tier policy (`"preset"`) when the daemon knows them;
 otherwise the preset rows print "n/a (presets not built)" and the runs use
 the daemon's default behaviour (the one NONE names).
 
-Defaults finish in a few minutes on a small machine; the issue's sizes:
+The shapes run one after the other; each deletes its objects on the remote
+when done (and has RGW reclaim them), so RGW holds the largest shape at most.
+RGW's OSD is memstore (RAM, about twice the stored bytes) when that needs at
+most 6 GiB, else bluestore on a sparse file in the work folder (--osd,
+--osd-size; the file grows as objects are written, 20 GiB at most by default).
+Each shape prints the load average seen during it next to its figures, and
+the CPU time s3nfsd, radosgw, the OSD and the client used in each run (ms per
+MB or per sample): where the time went, whatever share of the cores it got.
+
+Defaults finish in a few minutes on a small machine; the issue's sizes (a
+bluestore OSD of 14 GiB, ~40 GiB of free disk checked first):
     bench/ai/run.py --model-size 8G --samples 20000 --ckpt-size 4G
 Everything it creates is deleted (RGW's store, the daemon's data directory,
-local copies).
+local copies), also on Ctrl-C, SIGTERM or SIGHUP, and by bench/reaper.py
+when the bench itself is killed.
 
     bench/ai/run.py [--model-size 1G] [--shards 16] [--samples 2000] [--readers 8]
                     [--ckpt-size 512M] [--writers 8] [--piece 64M]
                     [--only model,dataset,ckpt] [--none-first] [--dir /var/tmp]
+                    [--osd auto|memstore|bluestore] [--osd-size 14G]
 """
 import argparse
 import ctypes
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,6 +77,7 @@ BUILD = os.environ.get("S3NFS_BUILD", os.path.join(TOP, "build"))
 os.environ.setdefault("S3NFSD_BIN", os.path.join(BUILD, "s3nfsd"))
 import rgw as rgwmod  # noqa: E402
 from benchlib import MiB, Body, Nfs, NfsError, NfsLib, http_conn, http_do, size_arg  # noqa: E402
+from reaper import Reaper  # noqa: E402
 from s3nfsd_harness import Daemon  # noqa: E402
 from tenutil import Admin  # noqa: E402
 
@@ -71,10 +85,79 @@ SAMPLE = 150 * 1000
 READ = 8 * MiB  # one pread / ranged GET of the model load
 PART = 16 * MiB  # the daemon's and aws's part size
 NA_PRESET = "n/a (presets not built)"
+MEMSTORE_MAX = 6 << 30  # --osd auto: memstore up to this (RAM ~2x it), then bluestore
+BLUESTORE_MAX = 20 << 30  # the bluestore file's default size at most (a shared disk)
 
 
 def log(msg):
     print(msg, flush=True)
+
+
+def load():
+    """The 1-minute load average (other work on the machine), as printed."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """CPU seconds (user + system) @p pid has used, or 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return (int(v[11]) + int(v[12])) / HZ
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Cpu:
+    """CPU seconds used during one timed run by s3nfsd, RGW's gateway and OSD, and
+    the client (this bench's threads, or the tool it ran): where the time went,
+    whatever share of the shared cores the run got."""
+    WHO = ("s3nfsd", "radosgw", "osd", "client")
+
+    def __init__(self, bench):
+        self.pids = {"s3nfsd": bench.d.proc.pid}
+        for name, p, _ in bench.r.procs:
+            if name.startswith("osd"):
+                self.pids["osd"] = p.pid
+            elif name.startswith("client.rgw"):
+                self.pids["radosgw"] = p.pid
+
+    def snap(self):
+        t = os.times()
+        v = {k: proc_cpu(p) for k, p in self.pids.items()}
+        v["client"] = t.user + t.system + t.children_user + t.children_system
+        return v
+
+    @staticmethod
+    def diff(a, b):
+        return {k: b[k] - a[k] for k in a}
+
+
+def cpu_cols(c, unit):
+    """@p c (CPU seconds by process) as ms per @p unit (MB, sample)."""
+    if not c:
+        return ""
+    return " ".join(f"{c.get(k, 0) * 1000 / unit:6.2f}" for k in Cpu.WHO)
+
+
+class Loads:
+    """The load averages seen during one shape (at its start, between its runs,
+    at its end): printed next to its figures."""
+
+    def __init__(self):
+        self.seen = [os.getloadavg()[0]]
+
+    def note(self):
+        self.seen.append(os.getloadavg()[0])
+
+    def __str__(self):
+        return f"load {min(self.seen):.1f}-{max(self.seen):.1f}"
 
 
 def wait_for(pred, timeout, step=0.1, what="condition"):
@@ -117,8 +200,8 @@ def retry_jukebox(fn, what):
 
 
 class Bench:
-    def __init__(self, a, work):
-        self.a, self.work = a, work
+    def __init__(self, a, work, reaper):
+        self.a, self.work, self.reaper = a, work, reaper
         self.lib = NfsLib()
         self.zero_reads = 0  # NFS READs that answered 0 bytes before the end (retried)
 
@@ -240,10 +323,12 @@ class Bench:
         if not exe:
             log(f"  {name}: {cmd[0]} not installed")
             return None
+        c0 = self.cpu.snap()
         t0 = time.monotonic()
         p = subprocess.run([exe] + cmd[1:], env=self.env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         dt = time.monotonic() - t0
+        self.cpu_of[name] = Cpu.diff(c0, self.cpu.snap())
         if p.returncode != 0:
             sys.exit(f"bench/ai: {name} failed:\n{p.stdout[-2000:]}")
         return dt
@@ -278,10 +363,12 @@ class Bench:
         ts = [threading.Thread(target=th, args=(i,)) for i in range(n)]
         for t in ts:
             t.start()
+        c0 = self.cpu.snap()
         ready.wait()
         t0 = time.monotonic()
         for t in ts:
             t.join()
+        self.last_cpu = Cpu.diff(c0, self.cpu.snap())
         if errs:
             with open(self.d.log_path, errors="replace") as f:
                 bad = [ln.rstrip()[:300] for ln in f if " WARN " in ln or " ERR" in ln]
@@ -363,6 +450,7 @@ class Bench:
             return self.run_threads(a.shards, lambda i: {}, body)
 
         res = {}
+        ld = Loads()
         cold = True  # the bucket starts with its file on the remote only
         for preset in self.order("MODEL_CHECKPOINT_RO"):
             if preset != "NONE" and not self.presets:
@@ -372,7 +460,11 @@ class Bench:
                 if not cold:
                     self.evict("model", 1, preset)
                 res[(preset, proto, "cold")] = fn()
+                self.cpu_of[f"{proto} cold, {preset}"] = self.last_cpu
+                ld.note()
                 res[(preset, proto, "warm")] = fn()
+                self.cpu_of[f"{proto} warm, {preset}"] = self.last_cpu
+                ld.note()
                 cold = False
         # the tools, from the same remote object to a local file
         dst = os.path.join(self.work, "dl")
@@ -384,8 +476,9 @@ class Bench:
                                          str(a.shards), "--multi-thread-cutoff", "16M",
                                          "rgw:aibench/m/model.bin", dst])
         shutil.rmtree(dst, ignore_errors=True)
+        ld.note()
         mb = size / 1e6
-        log(f"  {'':40}{'MB/s':>8}{'/aws':>7}{'/rclone':>8}{'/NONE':>7}")
+        log(f"  {'':40}{'MB/s':>8}{'/aws':>7}{'/rclone':>8}{'/NONE':>7}   ({ld})")
         for preset in ("MODEL_CHECKPOINT_RO", "NONE"):
             for proto in ("NFS", "S3"):
                 for phase in ("cold", "warm"):
@@ -403,7 +496,14 @@ class Bench:
         for name, t in (("aws s3 cp", t_aws), (f"rclone copy --multi-thread-streams "
                                                 f"{a.shards}", t_rc)):
             log(f"  {name:40}" + (f"{mb / t:8.1f}" if t else "     n/a"))
-        self.results["model"] = (res, t_aws, t_rc, mb)
+        self.cpu_table("ms of CPU per MB", mb, [
+            f"{proto} {phase}, {preset}" for preset in ("MODEL_CHECKPOINT_RO", "NONE")
+            for proto in ("NFS", "S3") for phase in ("cold", "warm")] + ["aws s3 cp",
+                                                                         "rclone copy"])
+        self.results["model"] = (res, t_aws, t_rc, mb, str(ld))
+        # room for the next shapes: the local copy evicted, the remote object deleted
+        self.evict("model", 1, None)
+        self.drop_remote("m/")
 
     # ---- (2) dataset -----------------------------------------------------------------------
     def dataset(self):
@@ -446,6 +546,7 @@ class Bench:
             return self.run_threads(a.readers, lambda i: {}, body)
 
         res = {}
+        ld = Loads()
         cold = True
         for preset in self.order("DATASET_RO"):
             if preset != "NONE" and not self.presets:
@@ -455,15 +556,20 @@ class Bench:
                 if not cold:
                     self.evict("dataset", a.samples, preset)
                 res[(preset, proto, "cold")] = fn()
+                self.cpu_of[f"{proto} cold, {preset}"] = self.last_cpu
+                ld.note()
                 res[(preset, proto, "warm")] = fn()
+                self.cpu_of[f"{proto} warm, {preset}"] = self.last_cpu
+                ld.note()
                 cold = False
         dst = os.path.join(self.work, "dl")
         os.makedirs(dst, exist_ok=True)
         t_rc = self.tool("rclone copy", ["rclone", "copy", "--transfers", str(a.readers),
                                          "--checkers", str(a.readers), "rgw:aibench/d/", dst])
         shutil.rmtree(dst, ignore_errors=True)
+        ld.note()
         n = a.samples
-        log(f"  {'':40}{'samples/s':>10}{'/rclone':>8}{'/NONE':>7}")
+        log(f"  {'':40}{'samples/s':>10}{'/rclone':>8}{'/NONE':>7}   ({ld})")
         for preset in ("DATASET_RO", "NONE"):
             for proto in ("NFS", "S3"):
                 for phase in ("cold", "warm"):
@@ -479,7 +585,11 @@ class Bench:
                         f"{(t_rc / t if t_rc else float('nan')):8.2f}{rel}")
         log(f"  {'rclone copy --transfers ' + str(a.readers):40}"
             + (f"{n / t_rc:10.1f}" if t_rc else "       n/a"))
-        self.results["dataset"] = (res, t_rc, n)
+        self.cpu_table("ms of CPU per sample", n, [
+            f"{proto} {phase}, {preset}" for preset in ("DATASET_RO", "NONE")
+            for proto in ("NFS", "S3") for phase in ("cold", "warm")] + ["rclone copy"])
+        self.results["dataset"] = (res, t_rc, n, str(ld))
+        self.drop_remote("d/")
 
     # ---- (3) checkpoint --------------------------------------------------------------------
     def ckpt(self):
@@ -523,10 +633,16 @@ class Bench:
             n.rename(f"/ckpt/tmp/shard-{i}", f"/ckpt/step/shard-{i}")
             n.close()
 
+        ld = Loads()
         t_ack = self.run_threads(a.writers, setup, body)
+        self.cpu_of["writers acknowledged"] = self.last_cpu
+        ld.note()
+        c1 = self.cpu.snap()
         t1 = time.monotonic()
         self.flush("ckpt")
         t_flush = time.monotonic() - t1 + t_ack
+        self.cpu_of["upload until the barrier"] = Cpu.diff(c1, self.cpu.snap())
+        ld.note()
         n0.close()
         # the same bytes from local files straight to the remote
         src = os.path.join(self.work, "ck")
@@ -538,8 +654,9 @@ class Bench:
         t_aws = self.tool("aws s3 cp --recursive",
                           self.aws("cp", "--recursive", src, "s3://aibench/awsckpt/"))
         shutil.rmtree(src, ignore_errors=True)
+        ld.note()
         mb = total / 1e6
-        log(f"  {'':44}{'s':>7}{'MB/s':>8}{'aws/this':>9}")
+        log(f"  {'':44}{'s':>7}{'MB/s':>8}{'aws/this':>9}   ({ld})")
         for name, t in (("writers acknowledged (NFS COMMIT+RENAME)", t_ack),
                         ("flush barrier returned (on the remote)", t_flush),
                         ("aws s3 cp --recursive to the remote", t_aws)):
@@ -548,14 +665,48 @@ class Bench:
                 continue
             log(f"  {name:44}{t:7.2f}{mb / t:8.1f}"
                 + (f"{t_aws / t:9.2f}" if t_aws else ""))
-        self.results["ckpt"] = (t_ack, t_flush, t_aws, mb)
+        self.cpu_table("ms of CPU per MB", mb, ["writers acknowledged",
+                                                "upload until the barrier",
+                                                "aws s3 cp --recursive"])
+        self.results["ckpt"] = (t_ack, t_flush, t_aws, mb, str(ld))
+
+    def cpu_table(self, unit, n, rows):
+        """Where the CPU went in each run of the shape (ms per @p unit)."""
+        log(f"  {unit + ':':40}" + " ".join(f"{k:>6}" for k in Cpu.WHO))
+        for r in rows:
+            key = r if r in self.cpu_of else next((k for k in self.cpu_of if
+                                                   k.startswith(r)), None)
+            if key:
+                log(f"  {r:40}{cpu_cols(self.cpu_of[key], n)}")
+
+    def drop_remote(self, prefix):
+        """Delete every object under aibench/@p prefix and have RGW reclaim them
+        now (gc), so that the next shape finds the room (memstore's RAM, the
+        bluestore file's blocks)."""
+        t0 = time.monotonic()
+        n = 0
+        for page in self.rs3.get_paginator("list_objects_v2").paginate(Bucket="aibench",
+                                                                       Prefix=prefix):
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            for i in range(0, len(keys), 1000):
+                self.rs3.delete_objects(Bucket="aibench",
+                                        Delete={"Objects": keys[i:i + 1000], "Quiet": True})
+            n += len(keys)
+        self.r.gc()
+        log(f"  aibench/{prefix}: {n} objects deleted and reclaimed in "
+            f"{time.monotonic() - t0:.1f} s (OSD file {self.r.osd_bytes() / (1 << 30):.1f} GiB)"
+            if self.r.osd == "bluestore" else
+            f"  aibench/{prefix}: {n} objects deleted and reclaimed in "
+            f"{time.monotonic() - t0:.1f} s")
 
     # ---- all ---------------------------------------------------------------------------
     def run(self):
         a = self.a
         total = a.model_size + a.samples * (SAMPLE + 20000) + a.ckpt_size
-        self.r = rgwmod.Rgw(os.path.join(self.work, "rgw"),
-                            memstore_bytes=max(4 << 30, 2 * total + (1 << 30)))
+        osd, osd_bytes, mem_bytes = osd_plan(a)
+        self.r = rgwmod.Rgw(os.path.join(self.work, "rgw"), memstore_bytes=mem_bytes,
+                            osd=osd, bluestore_bytes=osd_bytes)
+        self.r.on_spawn = self.reaper.watch
         room = max(2 << 30, 2 * total + (1 << 30))
         self.d = Daemon(os.path.join(self.work, "s3nfsd"),
                         ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=100",
@@ -567,17 +718,23 @@ class Bench:
         try:
             self.r.start()
             self.d.start()
+            self.reaper.watch(self.d.proc.pid)
             self.rs3 = self.r.boto3()
             self.rs3.create_bucket(Bucket="aibench")
             self.s3 = self.d.boto3()
             self.adm = Admin(self.d)
+            self.cpu = Cpu(self)
+            self.cpu_of, self.last_cpu = {}, {}
             self.env = self.tools_env()
             self.probe()
             try:
                 la = os.getloadavg()[0]
             except OSError:
                 la = float("nan")
-            log(f"bench/ai: remote Ceph RGW on loopback; cache mode: "
+            log("bench/ai: remote Ceph RGW on loopback, OSD "
+                + (f"bluestore on a sparse file of {osd_bytes / (1 << 30):.1f} GiB"
+                   if osd == "bluestore" else f"memstore of {mem_bytes / (1 << 30):.1f} GiB")
+                + "; cache mode: "
                 f"{'yes' if self.cache else 'NOT BUILT: tiered buckets, files evicted'}; "
                 f"presets: {'yes' if self.presets else 'not built'}; load {la:.2f}; "
                 f"daemon {os.environ['S3NFSD_BIN']}")
@@ -596,11 +753,11 @@ class Bench:
     def summary(self):
         out = []
         if "model" in self.results:
-            res, t_aws, t_rc, mb = self.results["model"]
+            res, t_aws, t_rc, mb, ld = self.results["model"]
             p = "MODEL_CHECKPOINT_RO" if self.presets else "NONE"
             for proto in ("NFS", "S3"):
                 c, w = res[(p, proto, "cold")], res[(p, proto, "warm")]
-                s = f"model {proto}: cold {mb / c:.0f} MB/s, warm {mb / w:.0f} MB/s"
+                s = f"model {proto} ({ld}): cold {mb / c:.0f} MB/s, warm {mb / w:.0f} MB/s"
                 if t_aws:
                     s += f", cold/aws {t_aws / c:.2f}"
                 if t_rc:
@@ -609,19 +766,19 @@ class Bench:
                     s += f", preset/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
                 out.append(s)
         if "dataset" in self.results:
-            res, t_rc, n = self.results["dataset"]
+            res, t_rc, n, ld = self.results["dataset"]
             p = "DATASET_RO" if self.presets else "NONE"
             for proto in ("NFS", "S3"):
                 c, w = res[(p, proto, "cold")], res[(p, proto, "warm")]
-                s = f"dataset {proto}: cold {n / c:.0f}/s, warm {n / w:.0f}/s"
+                s = f"dataset {proto} ({ld}): cold {n / c:.0f}/s, warm {n / w:.0f}/s"
                 if t_rc:
                     s += f", cold/rclone {t_rc / c:.2f}"
                 if self.presets:
                     s += f", DATASET_RO/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
                 out.append(s)
         if "ckpt" in self.results:
-            t_ack, t_flush, t_aws, mb = self.results["ckpt"]
-            s = f"checkpoint: acknowledged {t_ack:.2f} s, on the remote {t_flush:.2f} s"
+            t_ack, t_flush, t_aws, mb, ld = self.results["ckpt"]
+            s = f"checkpoint ({ld}): acknowledged {t_ack:.2f} s, on the remote {t_flush:.2f} s"
             if t_aws:
                 s += f", aws s3 cp {t_aws:.2f} s (aws/ack {t_aws / t_ack:.2f}, " \
                      f"aws/flush {t_aws / t_flush:.2f})"
@@ -631,6 +788,29 @@ class Bench:
                        f"(retried)")
         for s in out:
             log("bench/ai: " + s)
+
+
+def osd_plan(a):
+    """RGW's OSD for these sizes: (kind, bluestore file bytes, memstore bytes).
+    The shapes run one after the other and each deletes its remote objects when
+    done (drop_remote), so the remote holds the largest shape at most: the model,
+    the samples, or the checkpoint twice (the daemon's upload and aws's copy)."""
+    only = a.only.split(",")
+    peak = max([0] + [b for k, b in (("model", a.model_size),
+                                      ("dataset", a.samples * (SAMPLE + 20000)),
+                                      ("ckpt", 2 * a.ckpt_size)) if k in only])
+    mem = max(4 << 30, 2 * peak + (1 << 30))  # memstore: ~2x the stored bytes in RAM
+    osd = a.osd
+    if osd == "auto":
+        osd = "memstore" if mem <= MEMSTORE_MAX else "bluestore"
+    blue = a.osd_size or min(BLUESTORE_MAX, max(4 << 30, peak * 3 // 2 + (2 << 30)))
+    return osd, blue, mem
+
+
+def on_signal(sig, _frame):
+    """SIGTERM, SIGHUP: as Ctrl-C (the finally blocks stop the daemons and delete
+    the work folder)."""
+    raise KeyboardInterrupt(f"signal {sig}")
 
 
 def main():
@@ -648,17 +828,38 @@ def main():
                     help="comma list of model, dataset, ckpt")
     ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", "/var/tmp"),
                     help="parent of the work folder (default $BENCH_DIR or /var/tmp)")
+    ap.add_argument("--osd", choices=("auto", "memstore", "bluestore"), default="auto",
+                    help="RGW's OSD: memstore (RAM, ~2x the stored bytes), bluestore (a sparse "
+                         "file in the work folder); auto: memstore up to "
+                         f"{MEMSTORE_MAX >> 30} GiB of it, else bluestore")
+    ap.add_argument("--osd-size", type=size_arg, default=0,
+                    help="the bluestore file's size (default: 1.5x the largest shape's remote "
+                         f"bytes + 2 GiB, at least 4 GiB, at most {BLUESTORE_MAX >> 30} GiB)")
     a = ap.parse_args()
     if not os.access(os.environ["S3NFSD_BIN"], os.X_OK):
         sys.exit(f"bench/ai: {os.environ['S3NFSD_BIN']} not built (scripts/build.sh build)")
     why = rgwmod.ensure_installed()
     if why:
         sys.exit(f"bench/ai: no Ceph RGW: {why}")
+    osd, osd_bytes, _ = osd_plan(a)
+    # the disk: the bluestore file, the daemon's copies, a download or the checkpoint's files
+    need = ((osd_bytes if osd == "bluestore" else 0) + a.model_size
+            + a.samples * (SAMPLE + 20000) + a.ckpt_size + max(a.model_size, a.ckpt_size))
+    st = os.statvfs(a.dir)
+    if st.f_bavail * st.f_frsize < need + (4 << 30):
+        sys.exit(f"bench/ai: {a.dir} has {st.f_bavail * st.f_frsize / (1 << 30):.1f} GiB free; "
+                 f"these sizes need about {need / (1 << 30):.1f} GiB + 4 GiB to spare")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     work = tempfile.mkdtemp(prefix="bench-ai-", dir=a.dir)
+    reaper = Reaper(work)  # stops the daemons and removes work even if this is killed
     try:
-        Bench(a, work).run()
+        Bench(a, work, reaper).run()
+    except KeyboardInterrupt as e:
+        sys.exit(f"bench/ai: interrupted ({e or 'SIGINT'}); daemons stopped, {work} removed")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        reaper.close()
 
 
 if __name__ == "__main__":

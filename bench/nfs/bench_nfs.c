@@ -27,11 +27,15 @@
  * per operation, per MiB or per walk.
  *
  * --populate N gives the server a history instead: N files of 4 KiB (CREATE +
- * WRITE + COMMIT, 64 in flight) in directories of 1000 under "hist", then
+ * WRITE + COMMIT, 64 in flight; with --hist-empty N empty files, CREATE only,
+ * which makes a store of a million files cheap) in directories of 1000 under
+ * "hist", then
  * --mix-secs of mixed load on them at 16 in flight (GETATTR, LOOKUP, 4 KiB
  * READ, 4 KiB FILE_SYNC overwrite, READDIRPLUS of a directory's first 8 KiB,
- * and REMOVE + CREATE + WRITE + COMMIT replacing a file), reported as the rows
- * hist_populate (files/s) and hist_mix (ops/s).
+ * and REMOVE + CREATE + WRITE + COMMIT replacing a file), then a --size-mib
+ * file written (16 in flight) and removed, leaving freed space with cached
+ * pages; reported as the rows hist_populate (files/s), hist_mix (ops/s) and
+ * hist_churn_write (MB/s).
  *
  * Each result is one line "RESULT <name> <value> <unit>" on stdout, so
  * bench/nfs/run.sh can put two servers side by side. Any NFS error, short
@@ -64,6 +68,8 @@
 #define MAX_DEPTHS 4
 #define HIST_DIR_FILES 1000
 #define SMALL 4096u
+#define HIST_BUSY 1u /* a history file with an operation in flight */
+#define HIST_FULL 2u /* a history file that holds SMALL bytes (else it is empty) */
 
 struct opts {
     const char *host;
@@ -81,6 +87,7 @@ struct opts {
     int uid, gid;
     int server_pid;     /* nonzero: also report the server's CPU per operation */
     int populate;       /* nonzero: build a history of this many files instead */
+    bool hist_empty;    /* the history's files are empty (CREATE only) */
     double mix_secs;
     unsigned seed;
 };
@@ -146,7 +153,7 @@ struct bench {
     /* history */
     struct fh *hfh;      /* the populated files' handles */
     struct fh *hdir;     /* their directories */
-    unsigned char *hbusy;
+    unsigned char *hbusy; /* per file: HIST_BUSY, HIST_FULL */
     int64_t hcount;
 };
 
@@ -933,12 +940,26 @@ static int pop_start(struct bench *b, struct slot *s)
     return create_send(b, s, &b->hdir[s->idx / HIST_DIR_FILES], UNCHECKED);
 }
 
+/* The history's CREATE chain (CREATE alone with --hist-empty); @return as phase.reply. */
+static int hist_chain_reply(struct bench *b, struct slot *s, void *res)
+{
+    int r;
+    if (b->o.hist_empty) {
+        s->step++;
+        r = take_handle(b, "CREATE", &((CREATE3res *)res)->CREATE3res_u.resok.obj, &s->fh) ? 0 : -1;
+    } else {
+        r = chain_reply(b, s, res);
+    }
+    if (r == 0) {
+        b->hfh[s->idx] = s->fh;
+        b->hbusy[s->idx] = b->o.hist_empty ? 0 : HIST_FULL;
+    }
+    return r;
+}
+
 static int pop_reply(struct bench *b, struct slot *s, void *res)
 {
-    int r = chain_reply(b, s, res);
-    if (r == 0)
-        b->hfh[s->idx] = s->fh;
-    return r;
+    return hist_chain_reply(b, s, res);
 }
 
 static const struct phase ph_pop = { "hist_populate", "files/s", "us/file", false, pop_start,
@@ -953,8 +974,8 @@ static int mix_start(struct bench *b, struct slot *s)
     do
         i = (int64_t)(((uint64_t)rand_r(&b->o.seed) * 65536u + (uint64_t)rand_r(&b->o.seed)) %
                       (uint64_t)b->hcount);
-    while (b->hbusy[i]);
-    b->hbusy[i] = 1;
+    while (b->hbusy[i] & HIST_BUSY);
+    b->hbusy[i] |= HIST_BUSY;
     s->idx = i;
     s->fh = b->hfh[i];
     snprintf(s->name, sizeof(s->name), "f%07lld", (long long)i);
@@ -1014,19 +1035,22 @@ static int mix_reply(struct bench *b, struct slot *s, void *res)
         } else {
             if (s->step < 0)
                 s->step = 0;
-            r = chain_reply(b, s, res);
+            r = hist_chain_reply(b, s, res); /* sets the file's HIST_FULL */
             if (r == 0)
-                b->hfh[s->idx] = s->fh;
+                return 0;
         }
     } else if (s->kind == MIX_READ) {
         READ3resok *ok = &((READ3res *)res)->READ3res_u.resok;
-        if (ok->count != SMALL || !data_ok(b, 0, ok->data.data_val, SMALL)) {
+        uint32_t want = (b->hbusy[s->idx] & HIST_FULL) ? SMALL : 0;
+        if (ok->count != want || !data_ok(b, 0, ok->data.data_val, want)) {
             fail(b, "READ", "wrong data read back from a history file");
             r = -1;
         }
+    } else if (s->kind == MIX_WRITE) {
+        b->hbusy[s->idx] |= HIST_FULL;
     }
     if (r <= 0)
-        b->hbusy[s->idx] = 0;
+        b->hbusy[s->idx] &= (unsigned char)~HIST_BUSY;
     return r;
 }
 
@@ -1060,6 +1084,15 @@ static int history(struct bench *b)
     o->secs = o->mix_secs;
     int rc = o->mix_secs > 0 ? run_phase(b, &ph_mix, 16, "hist_mix", NULL) : 0;
     o->secs = secs;
+    /* churn: a --size-mib file written (16 in flight) and removed, so the
+     * store holds freed space whose pages are still cached, as after any
+     * large overwrite or delete; later writes reuse it */
+    if (rc == 0)
+        rc = do_create(b, &top, "churn", &b->file);
+    if (rc == 0)
+        rc = run_phase(b, &ph_seqw, 16, "hist_churn_write", seqw_finish);
+    if (rc == 0)
+        rc = do_remove(b, &top, "churn");
     return rc;
 }
 
@@ -1067,14 +1100,14 @@ static int history(struct bench *b)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: bench_nfs --host H --nfs-port P --mount-port P --export PATH\n"
-            "  [--size-mib 1024] [--chunk-kib 1024] [--depths 1,16] [--secs 3]\n"
-            "  [--files 50000] [--dir-entries 10000] [--rdp-max 65536] [--uid 0 --gid 0]\n"
-            "  [--server-pid PID] [--seed N]\n"
-            "  [--only seq,read_4k,getattr,lookup,access,create_empty,create_4k,readdir,"
-            "readdirplus]\n"
-            "  or: ... --populate N [--mix-secs 10]   (give the server a history)\n");
+    fprintf(stderr, "usage: bench_nfs --host H --nfs-port P --mount-port P --export PATH\n"
+                    "  [--size-mib 1024] [--chunk-kib 1024] [--depths 1,16] [--secs 3]\n"
+                    "  [--files 50000] [--dir-entries 10000] [--rdp-max 65536] [--uid 0 --gid 0]\n"
+                    "  [--server-pid PID] [--seed N]\n"
+                    "  [--only seq,read_4k,getattr,lookup,access,create_empty,create_4k,readdir,"
+                    "readdirplus]\n"
+                    "  or: ... --populate N [--hist-empty] [--mix-secs 10]   (give the server a "
+                    "history)\n");
 }
 
 static int parse_depths(struct opts *o, const char *arg)
@@ -1133,13 +1166,16 @@ int main(int argc, char **argv)
     o->uid = (int)getuid();
     o->gid = (int)getgid();
     static const struct option lo[] = {
-        { "host", 1, 0, 'h' },       { "nfs-port", 1, 0, 'n' },    { "mount-port", 1, 0, 'm' },
-        { "export", 1, 0, 'e' },     { "size-mib", 1, 0, 's' },    { "chunk-kib", 1, 0, 'c' },
-        { "depths", 1, 0, 'q' },     { "secs", 1, 0, 't' },        { "files", 1, 0, 'f' },
-        { "dir-entries", 1, 0, 'd' }, { "rdp-max", 1, 0, 'r' },    { "only", 1, 0, 'o' },
-        { "uid", 1, 0, 'u' },        { "gid", 1, 0, 'g' },         { "server-pid", 1, 0, 'p' },
-        { "populate", 1, 0, 'P' },   { "mix-secs", 1, 0, 'M' },    { "seed", 1, 0, 'S' },
-        { 0, 0, 0, 0 },
+        {"host", 1, 0, 'h'},       {"nfs-port", 1, 0, 'n'},
+        {"mount-port", 1, 0, 'm'}, {"export", 1, 0, 'e'},
+        {"size-mib", 1, 0, 's'},   {"chunk-kib", 1, 0, 'c'},
+        {"depths", 1, 0, 'q'},     {"secs", 1, 0, 't'},
+        {"files", 1, 0, 'f'},      {"dir-entries", 1, 0, 'd'},
+        {"rdp-max", 1, 0, 'r'},    {"only", 1, 0, 'o'},
+        {"uid", 1, 0, 'u'},        {"gid", 1, 0, 'g'},
+        {"server-pid", 1, 0, 'p'}, {"populate", 1, 0, 'P'},
+        {"mix-secs", 1, 0, 'M'},   {"seed", 1, 0, 'S'},
+        {"hist-empty", 0, 0, 'E'}, {0, 0, 0, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1166,6 +1202,9 @@ int main(int argc, char **argv)
         case 'p': o->server_pid = atoi(optarg); break;
         case 'P': o->populate = atoi(optarg); break;
         case 'M': o->mix_secs = atof(optarg); break;
+        case 'E':
+            o->hist_empty = true;
+            break;
         case 'S': o->seed = (unsigned)strtoul(optarg, NULL, 10); break;
         default: usage(); return 2;
         }

@@ -10,8 +10,9 @@
 # on two kinds of server:
 #  - fresh: a new server and an empty store for every round;
 #  - hist:  one server per system for all rounds, which first got a history:
-#           --hist-files files of 4 KiB (default 100000) made over NFS, then
-#           --mix-secs of mixed load on them (bench_nfs --populate).
+#           --hist-files files of 4 KiB (default 100000; empty with
+#           --hist-empty) made over NFS, then --mix-secs of mixed load on them,
+#           then a --size-mib file written and removed (bench_nfs --populate).
 # Ganesha needs rpcbind, and at startup it unregisters and re-registers NFS and
 # MOUNT with it, which would break another NFS server on this machine. So the
 # whole run (rpcbind, ganesha, s3nfsd, bench_nfs) happens in a private network
@@ -27,15 +28,16 @@
 #   --phases      bench_nfs's --only: a comma list of seq, read_4k, getattr, lookup,
 #                 access, create_empty, create_4k, readdir, readdirplus (default: all;
 #                 read_4k needs seq)
-#   --hist-files  1000000 gives the store of a million files the issue talks about
-#                 (populating takes ~2-3 min per system on a quiet machine)
+#   --million     the store of a million files the issue talks about, cheaply:
+#                 --hist-files 1000000 --hist-empty (CREATE only; the mixed load
+#                 still writes 4 KiB into some of them)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
 . "$here/../lib.sh"
 
 only="" rounds=1 states="fresh,hist" hist_files=100000 mix_secs=10 inner="" args=()
-quick="" phases=""
+quick="" phases="" hist_empty=""
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1; args+=(--size-mib 256 --secs 1 --dir-entries 2000); shift ;;
@@ -44,6 +46,8 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --states) states=$2; shift 2 ;;
     --hist-files) hist_files=$2; shift 2 ;;
+    --hist-empty) hist_empty=1; shift ;;
+    --million) hist_files=1000000 hist_empty=1; shift ;;
     --mix-secs) mix_secs=$2; shift 2 ;;
     --inner) inner=$2; shift 2 ;;
     *) args+=("$1"); shift ;;
@@ -131,6 +135,21 @@ EOF
         bench_stop_pid "$S3NFSD_PID"
         rm -rf "$work/s3nfsd/data"
     }
+    # history SYSTEM OUTFILE DIR: give a running server its history; notes its
+    # duration and the disk use of DIR after it.
+    history() {
+        local sys=$1 out=$2 dir=$3 t0 rc hopt=()
+        [ -n "$hist_empty" ] && hopt=(--hist-empty)
+        t0=$(date +%s)
+        bench_log "nfs: $sys: history of $hist_files ${hist_empty:+empty }files, $mix_secs s of" \
+            "mixed load ..."
+        bench "$sys" "$out" "${args[@]}" --populate "$hist_files" "${hopt[@]}" \
+            --mix-secs "$mix_secs"
+        rc=$?
+        echo "NOTE history: $hist_files ${hist_empty:+empty }files + mixed load took" \
+            "$(($(date +%s) - t0)) s; $(du -sm "$dir" | cut -f1) MiB on disk after it" >>"$out"
+        return $rc
+    }
     # bench SYSTEM OUTFILE [bench_nfs options...]: run bench_nfs against a running server.
     bench() {
         local sys=$1 out=$2 rc; shift 2
@@ -157,12 +176,10 @@ EOF
         gup="" sup=""
         if [ "$state" = hist ]; then
             if [ -n "$ganesha_ok" ] && ganesha_start; then
-                bench_log "nfs: ganesha: history of $hist_files files, $mix_secs s of mixed load ..."
-                bench ganesha "$g" --populate "$hist_files" --mix-secs "$mix_secs" && gup=1
+                history ganesha "$g" "$GANESHA_EXPORT" && gup=1
             fi
             if [ "$only" != ganesha ] && s3_start; then
-                bench_log "nfs: s3nfsd: history of $hist_files files, $mix_secs s of mixed load ..."
-                bench s3nfsd "$s" --populate "$hist_files" --mix-secs "$mix_secs" && sup=1
+                history s3nfsd "$s" "$work/s3nfsd/data" && sup=1
             fi
         fi
         for r in $(seq "$rounds"); do
@@ -204,6 +221,7 @@ if ! cc -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -o "$work/bench_nfs" \
 fi
 pass=(--rounds "$rounds" --states "$states" --hist-files "$hist_files" --mix-secs "$mix_secs"
       --inner "$work")
+[ -n "$hist_empty" ] && pass+=(--hist-empty)
 [ -n "$only" ] && pass+=(--only "$only")
 [ -n "$phases" ] && pass+=(--phases "$phases")
 gskip=""
@@ -231,7 +249,9 @@ for state in ${states//,/ }; do
     bench_median "$s"
     case $state in
     fresh) what="fresh servers, empty stores" ;;
-    hist) what="servers with history: $hist_files files of 4 KiB, $mix_secs s of mixed load" ;;
+    hist)
+        what="servers with history: $hist_files files of 4 KiB, $mix_secs s of mixed load"
+        [ -n "$hist_empty" ] && what="servers with history: $hist_files empty files, $mix_secs s of mixed load" ;;
     esac
     bench_table "NFSv3, $what: nfs-ganesha (FSAL VFS) vs s3nfsd, median of $rounds round(s)" \
         ganesha "$g" s3nfsd "$s"
@@ -240,6 +260,8 @@ for state in ${states//,/ }; do
     echo "(create_* rows are excepted from the 1.0 target: NFSv3 CREATE must be durable before" \
         "its reply, so s3nfsd syncs the new directory entry (group-committed), where ganesha" \
         "does not sync the directory at all; see docs/benchmarks.md)"
+    grep -h '^NOTE' "$g" | sed 's/^NOTE /ganesha: /'
+    grep -h '^NOTE' "$s" | sed 's/^NOTE /s3nfsd: /'
     grep -h '^ERROR' "$g" | sed 's/^/ganesha: /'
     grep -h '^ERROR' "$s" | sed 's/^/s3nfsd: /'
 done

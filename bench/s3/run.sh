@@ -20,18 +20,22 @@
 # Two kinds of server (--states):
 #  - fresh: new servers with empty stores for every round;
 #  - hist:  one server per system for all rounds, which first got a history:
-#           --hist-objects 4 KiB objects (default 100000; PUT by wrk, 16
-#           connections) and --mix-secs of mixed load (GET, PUT, DELETE); then
+#           --hist-objects objects of --hist-bytes (default 100000 of 4096; PUT
+#           by wrk, --hist-conns connections, default 16) and --mix-secs of
+#           mixed load (GET, PUT of 4 KiB, DELETE); then
 #           ListObjectsV2 over the history's keys is timed (s3nfsd only: nginx has
 #           no listing).
 # Any request error (connect/read/write, timeout, HTTP >= 400) voids that cell.
 # With --rounds N every cell runs N times (nginx, s3nfsd, nginx, s3nfsd, ...) and
 # the tables show the median of each row.
 # Usage: bench/s3/run.sh [--secs N (5)] [--rounds N (1)] [--states fresh,hist]
-#                        [--hist-objects N (100000)] [--mix-secs S (10)]
+#                        [--hist-objects N (100000)] [--hist-bytes B (4096)]
+#                        [--hist-conns C (16)] [--mix-secs S (10)]
 #                        [--only nginx|s3nfsd] [--no-list]
 #                        [--rows get_4k,get_64m,put_4k,put_64m,first (default: all)]
-#   --hist-objects 1000000 gives the store of a million objects the issue talks about.
+#   --million     the store of a million objects the issue talks about, cheaply:
+#                 --hist-objects 1000000 --hist-bytes 0 --hist-conns 64 (the mixed
+#                 load still GETs them and PUTs 4 KiB bodies over some of them)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
@@ -39,10 +43,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 export BENCH_S3_DIR=$here
 
 secs=5 only="" do_list=1 rounds=1 rows="" states="fresh,hist" hist=100000 mix_secs=10
+hist_bytes=4096 hist_conns=16
 while [ $# -gt 0 ]; do
     case $1 in
     --secs) secs=$2; shift 2 ;;
     --keys | --hist-objects) hist=$2; shift 2 ;;
+    --hist-bytes) hist_bytes=$2; shift 2 ;;
+    --hist-conns) hist_conns=$2; shift 2 ;;
+    --million) hist=1000000 hist_bytes=0 hist_conns=64; shift ;;
     --only) only=$2; shift 2 ;;
     --no-list) do_list=""; shift ;;
     --rounds) rounds=$2; shift 2 ;;
@@ -59,6 +67,7 @@ done
 bench_init s3
 W=$BENCH_WORK
 head -c 4096 /dev/urandom >"$W/obj4k"
+head -c "$hist_bytes" /dev/urandom >"$W/objhist"
 head -c $((64 << 20)) /dev/urandom >"$W/obj64m"
 echo /bench/obj4k >"$W/get4k.ngx"
 echo /bench/obj64m >"$W/get64m.ngx"
@@ -272,12 +281,15 @@ run_cells() {
 
 # history OUTFILE PORT SERVERPID SUFFIX: populate, then the mixed load.
 history() {
-    local out=$1 port=$2 spid=$3 sfx=$4 line cpu0 cpu1
-    bench_log "s3: history on port $port: $hist objects of 4 KiB, $mix_secs s of mixed load ..."
+    local out=$1 port=$2 spid=$3 sfx=$4 line cpu0 cpu1 t0
+    t0=$(date +%s)
+    bench_log "s3: history on port $port: $hist objects of $hist_bytes bytes ($hist_conns" \
+        "connections), $mix_secs s of mixed load ..."
     cpu0=$(bench_cpu_us "$spid")
     rm -f "$W/popdone."*
-    wrk -t2 -c16 -d36000s --timeout 60s -s "$here/populate.lua" "http://127.0.0.1:$port/" -- \
-        "$W/hist.$sfx" "$W/obj4k" 2 "$W/popdone." >"$W/populate.out" 2>&1 &
+    wrk -t2 -c"$hist_conns" -d36000s --timeout 60s -s "$here/populate.lua" \
+        "http://127.0.0.1:$port/" -- "$W/hist.$sfx" "$W/objhist" 2 "$W/popdone." \
+        >"$W/populate.out" 2>&1 &
     local wp=$!
     bench_track "$wp"
     while kill -0 "$wp" 2>/dev/null && [ ! -e "$W/popdone.0" -o ! -e "$W/popdone.1" ]; do
@@ -292,16 +304,23 @@ history() {
         if (v["requests"] == "" || v["errors"] > 0) {
             printf "ERROR hist_populate %d errors\n", v["errors"]; exit }
         printf "RESULT hist_populate %.0f req/s\n", v["requests"] / (v["duration_us"] / 1e6)
-        printf "RESULT hist_populate_cpu %.0f us/req\n", cpu / v["requests"] }' >>"$out"
-    [ "$mix_secs" -gt 0 ] || return 0
-    line=$(wrk_summary 2 16 "$mix_secs" mix.lua "http://127.0.0.1:$port/" -- \
-        "$W/mix.$sfx" "$W/obj4k")
-    echo "$line" | awk '{
-        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-        printf "RESULT hist_mix %.0f req/s\n", v["requests"] / (v["duration_us"] / 1e6) }' >>"$out"
+        printf "RESULT hist_populate_cpu %.0f us/req\n", cpu / v["requests"]
+        printf "RESULT hist_populate_secs %.0f s\n", v["duration_us"] / 1e6 }' >>"$out"
+    if [ "$mix_secs" -gt 0 ]; then
+        line=$(wrk_summary 2 16 "$mix_secs" mix.lua "http://127.0.0.1:$port/" -- \
+            "$W/mix.$sfx" "$W/obj4k")
+        echo "$line" | awk '{
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+            printf "RESULT hist_mix %.0f req/s\n", v["requests"] / (v["duration_us"] / 1e6) }' \
+            >>"$out"
+    fi
+    local dir=$W/www
+    [ "$sfx" = s3 ] && dir=$W/s3nfsd/data
+    echo "NOTE history: $hist objects of $hist_bytes bytes + mixed load took" \
+        "$(($(date +%s) - t0)) s; $(du -sm "$dir" | cut -f1) MiB on disk after it" >>"$out"
 }
 
-bench_log "s3: states $states, $rounds round(s), history $hist objects;" \
+bench_log "s3: states $states, $rounds round(s), history $hist objects of $hist_bytes bytes;" \
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
 for state in ${states//,/ }; do
     ng=$W/nginx.$state.txt s3=$W/s3nfsd.$state.txt
@@ -346,7 +365,7 @@ for state in ${states//,/ }; do
     bench_median "$s3"
     case $state in
     fresh) what="fresh servers, empty stores" ;;
-    hist) what="servers with history: $hist objects of 4 KiB, $mix_secs s of mixed load" ;;
+    hist) what="servers with history: $hist objects of $hist_bytes bytes, $mix_secs s of mixed load" ;;
     esac
     bench_table "S3 over HTTP, $what: nginx $(nginx -v 2>&1 | sed 's/.*\///') vs s3nfsd, median of $rounds round(s)" \
         nginx "$ng" s3nfsd "$s3"
@@ -354,6 +373,8 @@ for state in ${states//,/ }; do
         get_64m_c16:0.8 put_64m_c16:0.8
     echo "(nginx's PUT is not durable: no fsync; s3nfsd acknowledges a PUT once data and" \
         "metadata are on disk)"
+    grep -h '^NOTE' "$ng" | sed 's/^NOTE /nginx: /'
+    grep -h '^NOTE' "$s3" | sed 's/^NOTE /s3nfsd: /'
     grep -h '^ERROR' "$ng" | sed 's/^/nginx: /'
     grep -h '^ERROR' "$s3" | sed 's/^/s3nfsd: /'
 done

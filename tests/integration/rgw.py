@@ -5,11 +5,19 @@ radosgw, ceph-common).
 
     rgw = Rgw(workdir).start()      # mon, memstore osd, radosgw; a user with known keys
     rgw.endpoint, rgw.access_key, rgw.secret_key, rgw.boto3()
+    rgw.gc()                        # reclaim deleted objects now (radosgw-admin gc process)
     rgw.stop()                      # by PID, in reverse order; removes workdir
 
+    Rgw(workdir, osd="bluestore", bluestore_bytes=16 << 30)   # for more than RAM holds
+
 Everything lives under one work folder: ceph.conf, keyrings, the monitor's
-store, logs, run dirs and admin sockets; the OSD keeps its data in RAM
-(memstore), so stopping leaves nothing behind. Monitor and gateway listen on
+store, logs, run dirs and admin sockets. By default the OSD keeps its data in
+RAM (memstore: about twice the stored bytes, so a few GiB at most on a test
+machine). osd="bluestore" keeps it on a sparse file of bluestore_bytes
+(osd/block in the work folder: it takes disk space as objects are written,
+and stopping deletes it with the folder); slower to start (mkfs) and to
+write small objects, but its RAM does not grow with the stored bytes
+(osd memory target, 1 GiB here). Monitor and gateway listen on
 free loopback ports picked here, so two test sessions on one machine do not
 meet. Each daemon runs in the foreground (-f) as a child of this process.
 Waits are generous (a loaded 2-core machine takes ~15 s from start to the
@@ -73,7 +81,10 @@ class RgwError(RuntimeError):
 class Rgw:
     """One-node Ceph + radosgw under @p workdir (created; removed by stop())."""
 
-    def __init__(self, workdir, memstore_bytes=4 << 30, start_timeout=300, rgw_conf=None):
+    def __init__(self, workdir, memstore_bytes=4 << 30, start_timeout=300, rgw_conf=None,
+                 osd="memstore", bluestore_bytes=16 << 30):
+        if osd not in ("memstore", "bluestore"):
+            raise ValueError(f"rgw fixture: osd {osd!r}: memstore or bluestore")
         self.dir = os.path.abspath(workdir)
         self.mon_port = free_port()
         self.port = free_port()
@@ -82,9 +93,12 @@ class Rgw:
         self.secret_key = SECRET_KEY
         self.region = "us-east-1"
         self.memstore_bytes = memstore_bytes
+        self.osd = osd
+        self.bluestore_bytes = bluestore_bytes
         self.timeout = start_timeout
         self.rgw_conf = dict(rgw_conf or {})
         self.procs = []  # (name, Popen, log path), in start order
+        self.on_spawn = None  # called with each daemon's PID as it starts (bench/reaper.py)
         self.conf = os.path.join(self.dir, "ceph.conf")
 
     # ---- helpers
@@ -136,6 +150,8 @@ class Rgw:
         finally:
             f.close()
         self.procs.append((name, p, self._p("log", f"{name}.log")))
+        if self.on_spawn:
+            self.on_spawn(p.pid)
         return p
 
     def _wait(self, what, check, timeout=None, proc=None):
@@ -154,6 +170,20 @@ class Rgw:
         fsid = str(uuid.uuid4())
         self.fsid = fsid
         extra = "".join(f"{k} = {v}\n" for k, v in self.rgw_conf.items())
+        if self.osd == "memstore":
+            store = f"osd objectstore = memstore\nmemstore device bytes = {self.memstore_bytes}\n"
+        else:
+            # One sparse file holds everything (data, RocksDB, WAL); no fsck (minutes
+            # on a loaded machine, and the store is new); a modest memory target (its
+            # caches, not the stored bytes).
+            store = (f"osd objectstore = bluestore\n"
+                     f"bluestore block create = true\n"
+                     f"bluestore block size = {self.bluestore_bytes}\n"
+                     f"bluestore block preallocate file = false\n"
+                     f"bluestore fsck on mkfs = false\n"
+                     f"bluestore fsck on mount = false\n"
+                     f"bluestore fsck on umount = false\n"
+                     f"osd memory target = {1 << 30}\n")
         conf = f"""[global]
 fsid = {fsid}
 mon host = v1:127.0.0.1:{self.mon_port}
@@ -173,9 +203,7 @@ osd crush chooseleaf type = 0
 mon allow pool size one = true
 mon allow pool delete = true
 mon warn on pool no redundancy = false
-osd objectstore = memstore
-memstore device bytes = {self.memstore_bytes}
-osd max object name len = 460
+{store}osd max object name len = 460
 osd max object namespace len = 64
 osd class update on start = false
 osd crush update on start = false
@@ -230,7 +258,13 @@ rgw lc debug interval = 10
                    lambda: self._ceph("mon", "stat", check=False, timeout=40)[0] == 0, proc=mon)
 
         osd_uuid = str(uuid.uuid4())
-        self._ceph("osd", "new", osd_uuid, "0")
+        # Right after the quorum the monitor now and then refuses a command ("problem
+        # getting command descriptions": it saw a zero fsid); it takes the next one.
+        for attempt in range(3):
+            rc, out = self._ceph("osd", "new", osd_uuid, "0", check=attempt == 2)
+            if rc == 0:
+                break
+            time.sleep(2)
         # Placed in the CRUSH map here, not by the OSD as it starts: its own
         # registration races with its monitor session now and then (the
         # monitor answers "wrong fsid" and the OSD exits), so it is switched
@@ -279,6 +313,22 @@ rgw lc debug interval = 10
         self._run(["radosgw-admin", "-c", self.conf, "-n", "client.admin", "user", "create",
                    f"--uid={uid}", f"--display-name={uid}", f"--access-key={access_key}",
                    f"--secret={secret_key}"], timeout=120)
+
+    def gc(self, timeout=600):
+        """Reclaim deleted and overwritten objects now (`radosgw-admin gc process
+        --include-all`): RGW otherwise frees their RADOS objects hours later
+        (here: after `rgw gc obj min wait`), and a bluestore file or memstore
+        keeps their bytes until then."""
+        self._run(["radosgw-admin", "-c", self.conf, "-n", "client.admin", "gc", "process",
+                   "--include-all"], timeout=timeout)
+
+    def osd_bytes(self):
+        """Bytes the OSD holds on disk (bluestore: the block file's allocated
+        blocks; memstore: 0)."""
+        try:
+            return os.stat(self._p("osd", "block")).st_blocks * 512
+        except OSError:
+            return 0
 
     def stop(self):
         """Stop the daemons by PID in reverse order (SIGTERM, then SIGKILL), then

@@ -280,6 +280,113 @@ def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
     c.close()
 
 
+def read_replies(sock, n, got=b""):
+    """The next @p n reply records from @p sock (after the bytes @p got already
+    read), each as an rpc3.Reply."""
+    buf = bytearray(got)
+    pos = 0
+
+    def take(k):
+        nonlocal pos
+        while len(buf) - pos < k:
+            chunk = sock.recv(1 << 20)
+            assert chunk, "connection closed"
+            buf.extend(chunk)
+        b = bytes(buf[pos:pos + k])
+        pos += k
+        return b
+
+    out = []
+    for _ in range(n):
+        rec = b""
+        while True:
+            mark, = struct.unpack(">I", take(4))
+            rec += take(mark & 0x7fffffff)
+            if mark & 0x80000000:
+                break
+        out.append(rpc3.Reply(rec))
+    return out
+
+
+def test_calls_split_across_reads(nfsd):
+    """A read of the socket goes into the loop's scratch buffer and the calls
+    are taken from there (nfs_rpc.c conn_read_scratch); what is left of a call
+    not read whole is kept for the next read. Calls cut anywhere (in the record
+    mark, in the header, in the arguments), several in one read, a fragment
+    per read: every one is answered, in order."""
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    _, _, _, files = build_tree(c, root)
+    msgs, xids = [], []
+    for i in range(12):
+        fh = files["small"] if i % 2 else files["big"]
+        xid, msg = c.call_bytes(rpc3.NFS_PROG, 3, rpc3.GETATTR, Packer().opaque(fh).bytes())
+        xids.append(xid)
+        # every third call in three fragments
+        msgs.append(RpcConn.record(msg, frags=3 if i % 3 == 2 else 1))
+    stream = b"".join(msgs)
+    cuts = sorted({2, 7, len(msgs[0]) + 1, len(msgs[0]) + len(msgs[1]) + 30,
+                   len(stream) // 2, len(stream) // 2 + 3, len(stream) - 5})
+    last = 0
+    for cut in cuts + [len(stream)]:
+        c.sock.sendall(stream[last:cut])
+        last = cut
+        time.sleep(0.05)  # each piece arrives in a read of its own
+    got = read_replies(c.sock, len(xids))
+    for r, xid in zip(got, xids):
+        assert r.xid == xid and r.accepted and r.accept_stat == rpc3.SUCCESS
+        assert r.body.u32() == 0, "GETATTR NFS3_OK"
+    # and the connection still works for a plain call
+    st, _ = c.getattr(files["small"])
+    assert st == 0
+    c.close()
+
+
+def test_small_read_replies_cut_by_a_full_socket(nfsd):
+    """A reply with the data of a small READ goes out in one writev from the
+    loop's scratch buffer (nfs_rpc.c conn_write_now); when the socket takes only
+    part of it, the rest is copied into the output before the scratch buffer
+    serves the next READ. A client that sends many 16 KiB READs and reads
+    nothing until they are all answered must get every reply whole, in order,
+    with its own bytes."""
+    c = RpcConn(nfsd.nfs_port)
+    root = root_fh(c)
+    _, bfh, _, _ = build_tree(c, root)
+    st, fh = c.create(bfh, "cut")
+    assert st == 0
+    data = os.urandom(2 << 20)
+    for off in range(0, len(data), 1 << 20):
+        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+        c.read(fh, off, 4096)  # the extent verified: later small READs run on the loop
+    c.close()
+    c = RpcConn.__new__(RpcConn)
+    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.sock.settimeout(20)
+    c.sock.connect(("127.0.0.1", nfsd.nfs_port))
+    c.cred, c.xid = auth_sys(), 1
+    expect = []
+    sizes = (16384, 16383, 4097, 1)  # unpadded and padded opaque lengths
+    # more than the server's socket takes (its send buffer grows to 4 MiB)
+    for i in range(800):
+        n = sizes[i % len(sizes)]
+        off = (i * 20011) % (len(data) - n)
+        xid, msg = c.call_bytes(rpc3.NFS_PROG, 3, rpc3.READ,
+                                Packer().opaque(fh).u64(off).u32(n).bytes())
+        c.send_raw(RpcConn.record(msg))
+        expect.append((xid, off, n))
+    time.sleep(0.5)  # the socket fills mid-reply; the rest waits in the output
+    got = read_replies(c.sock, len(expect))
+    for r, (xid, off, n) in zip(got, expect):
+        assert r.xid == xid, "replies in the order of the calls, each whole"
+        assert r.accepted and r.accept_stat == rpc3.SUCCESS
+        assert r.body.u32() == 0
+        r.body.post_op_attr()
+        cnt, _eof = r.body.u32(), r.body.u32()
+        assert cnt == n and r.body.opaque() == data[off:off + n], f"READ of {n} at {off}"
+    c.close()
+
+
 def test_small_reads_of_a_verified_extent_stay_on_the_loop(nfsd):
     """Issue 17 (read_4k): once an extent is verified and its pages stay in the
     page cache, every later READ of it runs on the loop thread, however small

@@ -179,16 +179,55 @@ def test_corrupt_extent_is_never_sent(s3nfsd_module, s3):
     assert get(s3, "rot3", Range=f"bytes=0-{MiB - 1}") == data[:MiB]
 
 
-def rx_queued(local_port):
-    """Bytes waiting in the receive queue of this machine's TCP socket bound to
-    127.0.0.1:@p local_port (/proc/net/tcp), or -1 if there is none."""
-    want = "0100007F:%04X" % local_port
+def rx_queued(sock):
+    """Bytes waiting in the receive queue of @p sock, a TCP socket connected from
+    127.0.0.1 to 127.0.0.1 (its line of /proc/net/tcp), or -1 if there is none.
+    The line is the one of its local *and* remote address: the kernel gives the
+    local port of a connect() to other connections too when their remote address
+    differs (still open or in TIME_WAIT, left by earlier tests of the process),
+    and their lines read 0."""
+    want = ("0100007F:%04X" % sock.getsockname()[1], "0100007F:%04X" % sock.getpeername()[1])
     with open("/proc/net/tcp") as f:
         for line in f.readlines()[1:]:
             cols = line.split()
-            if cols[1] == want:
+            if (cols[1], cols[2]) == want:
                 return int(cols[4].split(":")[1], 16)
     return -1
+
+
+def test_rx_queued_reads_its_own_socket():
+    """Two connections from one local port (to two listeners): each one's receive
+    queue is its own, whatever order /proc/net/tcp lists them in."""
+    import socket
+    socks = []
+    try:
+        lst = []
+        for _ in range(2):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            lst.append(s)
+        socks += lst
+        port, conns = 0, []
+        for srv in lst:
+            c = socket.socket()
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            c.bind(("127.0.0.1", port))
+            port = c.getsockname()[1]
+            c.connect(srv.getsockname())
+            socks.append(c)
+            conns.append(c)
+        for n, srv in zip((1000, 3000), lst):
+            a, _ = srv.accept()
+            socks.append(a)
+            a.sendall(b"x" * n)
+        deadline = time.time() + 5
+        while [rx_queued(c) for c in conns] != [1000, 3000] and time.time() < deadline:
+            time.sleep(0.05)
+        assert [rx_queued(c) for c in conns] == [1000, 3000]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def test_sent_bytes_survive_space_reuse(s3nfsd_module, s3):
@@ -211,9 +250,9 @@ def test_sent_bytes_survive_space_reuse(s3nfsd_module, s3):
     sock.connect(("127.0.0.1", d.s3_port))
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{d.s3_port}\r\n\r\n".encode())
     deadline = time.time() + 30
-    while rx_queued(sock.getsockname()[1]) < len(data) and time.time() < deadline:
+    while rx_queued(sock) < len(data) and time.time() < deadline:
         time.sleep(0.05)
-    assert rx_queued(sock.getsockname()[1]) >= len(data), "the whole answer is queued, unread"
+    assert rx_queued(sock) >= len(data), "the whole answer is queued, unread"
     s3.delete_object(Bucket="paths", Key="sent")
     for i in range(8):
         s3.put_object(Bucket="paths", Key=f"reuse{i}", Body=os.urandom(2 * MiB))

@@ -365,6 +365,26 @@ def qos_waiting(d):
                    if line.startswith("s3nfs_qos_waiting{"))
 
 
+def qos_quiet(d, quiet=1.0, within=10.0):
+    """Whether, within `within` seconds, no request waits for admission for `quiet`
+    seconds in a row. The gauge counts the pieces queued at the moment it is read: a
+    transfer still moving reads 0 between two of its pieces (one admitted, the next not
+    asked yet; longer on a loaded machine), so one zero says nothing. Pieces last about
+    20 ms at the rate: a second without any is a transfer that stopped."""
+    end = time.monotonic() + within
+    since = None
+    while time.monotonic() < end:
+        now = time.monotonic()
+        if qos_waiting(d):
+            since = None
+        elif since is None:
+            since = now
+        elif now - since >= quiet:
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_client_vanishes_while_piece_waits(qd):
     """A client that goes away while a piece of its upload or GET waits for admission
     frees everything (the piece is withdrawn once the daemon sees it go: an upload's
@@ -382,12 +402,39 @@ def test_client_vanishes_while_piece_waits(qd):
     s.recv(65536)
     time.sleep(0.3)
     s.close()
-    deadline = time.monotonic() + 8
-    while qos_waiting(qd) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    # the upload's bytes still on their way to the daemon's socket buffer (of its 256 KiB,
+    # about a second at the rate) are read before its end of input reaches the daemon;
+    # then nothing may wait any more
+    assert qos_quiet(qd), "pieces still wait for admission after both clients went"
     assert qos_waiting(qd) == 0
     policy(qd)
     s3 = qd.boto3()
     names = [o["Key"] for o in s3.list_objects_v2(Bucket="shape").get("Contents", [])]
     assert "gone-put" not in names
     assert s3.get_object(Bucket="shape", Key="tiny")["Body"].read() == b"tiny"
+
+
+def test_vanished_upload_withdrawn_at_its_end(qd):
+    """An upload whose client went away while its next piece waits is dropped as soon
+    as its end of input reaches the daemon (the bytes before it all in the daemon's
+    socket buffer, too few for the body), not after those bytes were admitted and read
+    at the rate: 32 KiB at 8 KiB/s would keep pieces queued (and charged to the
+    tenant) for about 4 s."""
+    policy(qd, write_bps=8 * 1024)
+    body = os.urandom(MiB)
+    req = signed_request(qd, "PUT", "/shape/gone-put2", body=body)[0]
+    s = connect(qd)
+    s.sendall(req[:len(req) - len(body) + 32 * 1024])
+    deadline = time.monotonic() + 5
+    while not qos_waiting(qd) and time.monotonic() < deadline:  # a piece of it waits
+        time.sleep(0.02)
+    time.sleep(0.2)
+    s.close()
+    t0 = time.monotonic()
+    assert qos_quiet(qd, quiet=1.0, within=3.0), \
+        "pieces of the upload still queued 2 s after its client went"
+    assert time.monotonic() - t0 < 2.5
+    policy(qd)
+    s3 = qd.boto3()
+    names = [o["Key"] for o in s3.list_objects_v2(Bucket="shape").get("Contents", [])]
+    assert "gone-put2" not in names

@@ -224,6 +224,37 @@ static void test_mkfh_and_status(void **state)
     assert_int_equal(r.err, SRV_EBADCOOKIE);
 }
 
+/* nfs__fh_decode remembers the last good decode: the same bytes under the same
+ * key take it; other bytes (a forged MAC) or another key are decoded afresh,
+ * and a reset forgets it. */
+static void test_fh_decode_memo(void **state)
+{
+    uint8_t k1[NFS_FH_KEYLEN], k2[NFS_FH_KEYLEN];
+    for (int i = 0; i < NFS_FH_KEYLEN; i++) {
+        k1[i] = (uint8_t)i;
+        k2[i] = (uint8_t)(i * 7 + 3);
+    }
+    struct nfs_fh h = {.export_id = 1, .tenant = 1, .ino = 4242, .gen = 7}, got;
+    uint8_t fh[NFS_FH_LEN], bad[NFS_FH_LEN];
+    nfs_fh_encode(k1, &h, fh);
+    memcpy(bad, fh, sizeof(fh));
+    bad[NFS_FH_LEN - 1] ^= 0x55;
+    nfs__fh_memo_reset();
+    assert_int_equal(nfs__fh_decode(k1, fh, sizeof(fh), &got), 0);
+    assert_int_equal(got.ino, 4242);
+    memset(&got, 0, sizeof(got));
+    assert_int_equal(nfs__fh_decode(k1, fh, sizeof(fh), &got), 0); /* remembered */
+    assert_int_equal(got.ino, 4242);
+    assert_int_equal(got.gen, 7);
+    assert_true(nfs__fh_decode(k1, bad, sizeof(bad), &got) < 0);
+    assert_int_equal(nfs__fh_decode(k1, fh, sizeof(fh), &got), 0);
+    assert_true(nfs__fh_decode(k2, fh, sizeof(fh), &got) < 0);     /* another key */
+    assert_true(nfs__fh_decode(k1, fh, sizeof(fh) - 1, &got) < 0); /* a prefix */
+    nfs__fh_memo_reset();
+    assert_int_equal(nfs__fh_decode(k1, fh, sizeof(fh), &got), 0);
+    assert_int_equal(got.ino, 4242);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +263,7 @@ int main(void)
         cmocka_unit_test_setup(test_fh_resolution, setup),
         cmocka_unit_test_setup(test_fh_refusals, setup),
         cmocka_unit_test_setup(test_mkfh_and_status, setup),
+        cmocka_unit_test(test_fh_decode_memo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
