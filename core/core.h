@@ -799,6 +799,7 @@ int core_tier_remote_needed(struct core *c, uint32_t remote, uint64_t *ino);
 #define CORE_TIER_LAT_N 12
 struct core_tier_stats {
     uint64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes, active;
+    uint64_t mem_read_bytes;                  /* bytes readers got from recalled chunks in memory */
     double lat_bounds[CORE_TIER_LAT_N];       /* recall latency buckets (seconds) */
     uint64_t lat_counts[CORE_TIER_LAT_N + 1]; /* per bucket (not cumulative); last: +Inf */
     double lat_sum_s;
@@ -935,6 +936,8 @@ struct core_pieces {
     bool has_token;
     void **bufs;
     size_t nbufs, capbufs;
+    void **refs; /* recalled chunks in memory whose bytes pieces point to */
+    size_t nrefs, caprefs;
 };
 
 /** Describe [off, off + len) of @p ino (as core_read would return it) as pieces:

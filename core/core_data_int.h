@@ -74,6 +74,15 @@ int core__tier_init(struct core *c);
 void core__tier_fini(struct core *c);
 /** A read of file @p ino (for eviction by age). Cheap: a few atomics. */
 void core__tier_note_read(struct core *c, uint64_t ino);
+/** A recalled chunk's bytes kept in memory for the file's readers (core_tier.c): if
+ * extent @p e (dev, offset, length and CRC) is one a recall wrote lately, a reference
+ * to its bytes (*@p bytes: e->len of them, never changed while referenced), else NULL;
+ * @p n: the bytes the caller will send from it (counted in the stats). Give it back
+ * with core__tier_mem_put. Never blocks on I/O. */
+void *core__tier_mem_get(struct core *c, const struct store_extent *e, uint64_t n,
+                         const char **bytes);
+/** Drop a reference core__tier_mem_get gave (any thread, a loop's included). */
+void core__tier_mem_put(struct core *c, void *ref);
 /** At a clean stop (core_close): write the reads this run saw into their files' tierst
  * records (read_s, raised only), so a restart loses none of them, not even those the
  * uploader's passes left for their grain. Files without a record are skipped. */

@@ -58,6 +58,10 @@
 #define RC_CHUNK_DEF (8u * STORE_EXTENT_MAX)  /* bytes of one ranged GET (default) */
 #define RC_CHUNK_MAX (64u * STORE_EXTENT_MAX) /* ... at most */
 #define LR_SLOTS 65536u                       /* last-read table */
+#define RM_KEEP_MS 3000                       /* a recalled chunk's bytes stay in memory */
+#define RM_POOL 8                             /* free chunk buffers kept for reuse */
+#define RM_PACE_MS 1000                       /* see mem_pace */
+#define RM_READERS 16                         /* files whose last read from memory is known */
 #define RC_LAT_N CORE_TIER_LAT_N
 
 enum { CH_TODO = 0, CH_BUSY, CH_DONE, CH_IDLE /* not asked for (whole_file off) */ };
@@ -85,6 +89,30 @@ struct recall {
               * waits, its chunks go after every other recall's, and a failure ends it */
 };
 
+/* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
+ * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
+struct rbuf {
+    char *p;
+    size_t cap;
+};
+
+/* A recalled chunk's bytes, kept in memory after its extents went into the map, for
+ * the readers that wait for them (core__tier_mem_get): they send these bytes instead of
+ * reading the extents back from the disk and verifying them (the recall wrote them with
+ * O_DIRECT, so they are not in the page cache). They are the very bytes the extents'
+ * CRCs were computed over and written from, never changed while the entry lives. */
+struct rmem {
+    struct rmem *next;
+    atomic_int refs; /* the table's, while in it, and the readers' */
+    struct rbuf b;
+    int64_t t_ms;   /* when kept */
+    int64_t hit_ms; /* when a reader first got it (0: not yet); mmu */
+    uint64_t ino;
+    uint32_t n;
+    struct store_extent e[RC_CHUNK_MAX / STORE_EXTENT_MAX];
+    uint32_t pos[RC_CHUNK_MAX / STORE_EXTENT_MAX]; /* each extent's bytes in b.p */
+};
+
 struct lr_slot {
     atomic_uint_fast64_t ino;
     atomic_int_fast64_t t;     /* last read of ino (seconds) */
@@ -104,6 +132,18 @@ struct core__tier {
     int64_t t0_s;
     atomic_uint_fast64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes;
     atomic_uint_fast64_t lat[RC_LAT_N + 1], lat_sum_us, lat_n;
+    /* recalled chunks in memory (struct rmem), newest first, and free buffers */
+    pthread_mutex_t mmu;
+    struct rmem *mem;
+    size_t mem_bytes, mem_max;     /* buffer bytes the table holds, at most */
+    atomic_uint nmem;              /* entries (0: readers skip the lock) */
+    atomic_uint_fast64_t mem_sent; /* bytes readers got from the table */
+    struct rbuf pool[RM_POOL];
+    uint32_t npool;
+    struct {
+        uint64_t ino;
+        int64_t ms;
+    } rd[RM_READERS]; /* files readers took chunks of lately, and when (mem_read) */
 };
 
 static const double lat_bounds[RC_LAT_N] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -114,6 +154,232 @@ static int64_t mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void rbuf_drop(struct rbuf *b)
+{
+    free(b->p);
+    *b = (struct rbuf){0};
+}
+
+/* Give buffer @p b to the pool (or free it when the pool is full); mmu held. */
+static void pool_put(struct core__tier *k, struct rbuf *b)
+{
+    if (b->p && k->npool < RM_POOL)
+        k->pool[k->npool++] = *b;
+    else
+        free(b->p);
+    *b = (struct rbuf){0};
+}
+
+/* A buffer for a chunk of @p len bytes of a recall whose chunks are @p want bytes: one
+ * of STORE_EXTENT_MAX bytes for the first chunks (which come in pieces of that size),
+ * else one of @p want bytes, so that the buffers the memory table holds are about the
+ * size of what they hold, and the sizes stay few (the pool reuses them: a fresh buffer
+ * is a fresh mapping, whose page faults and zeroing cost more than the copy into it). */
+static char *rbuf_get(struct core__tier *k, struct rbuf *b, size_t len, size_t want)
+{
+    size_t need = len <= STORE_EXTENT_MAX ? STORE_EXTENT_MAX : want < len ? len : want;
+    if (b->p && b->cap == need)
+        return b->p;
+    pthread_mutex_lock(&k->mmu);
+    pool_put(k, b);
+    for (uint32_t i = 0; i < k->npool; i++) {
+        if (k->pool[i].cap == need) {
+            *b = k->pool[i];
+            k->pool[i] = k->pool[--k->npool];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&k->mmu);
+    if (b->p)
+        return b->p;
+    if (posix_memalign((void **)&b->p, STORE_ALIGN, need) != 0) {
+        b->p = NULL;
+        return NULL;
+    }
+    b->cap = need;
+    return b->p;
+}
+
+static void rmem_unref(struct core__tier *k, struct rmem *m)
+{
+    if (atomic_fetch_sub(&m->refs, 1) != 1)
+        return;
+    pthread_mutex_lock(&k->mmu);
+    pool_put(k, &m->b);
+    pthread_mutex_unlock(&k->mmu);
+    free(m);
+}
+
+/* Unlink entry *@p pp of the table onto @p drop; mmu held. */
+static void mem_unlink(struct core__tier *k, struct rmem **pp, struct rmem **drop)
+{
+    struct rmem *m = *pp;
+    *pp = m->next;
+    k->mem_bytes -= m->b.cap;
+    atomic_fetch_sub(&k->nmem, 1);
+    m->next = *drop;
+    *drop = m;
+}
+
+/* The last time a reader got a chunk of file @p ino from the table (0: not lately);
+ * mmu held. Kept apart from the entries, which go once read when the table is full. */
+static int64_t mem_last_read(const struct core__tier *k, uint64_t ino)
+{
+    for (uint32_t i = 0; i < RM_READERS; i++)
+        if (k->rd[i].ino == ino && k->rd[i].ms)
+            return k->rd[i].ms;
+    return 0;
+}
+
+/* A reader got a chunk of file @p ino at @p now; mmu held. */
+static void mem_read(struct core__tier *k, uint64_t ino, int64_t now)
+{
+    uint32_t old = 0;
+    for (uint32_t i = 0; i < RM_READERS; i++) {
+        if (k->rd[i].ino == ino) {
+            k->rd[i].ms = now;
+            return;
+        }
+        if (k->rd[i].ms < k->rd[old].ms)
+            old = i;
+    }
+    k->rd[old].ino = ino;
+    k->rd[old].ms = now;
+}
+
+/* Drop the table's entries kept before @p before_ms of files no reader took a chunk of
+ * since then, then, while it holds more than mem_max bytes, the oldest a reader got
+ * already, else the oldest; with @p all, every entry and the pool too. */
+static void mem_prune(struct core__tier *k, int64_t before_ms, bool all)
+{
+    struct rmem *drop = NULL;
+    pthread_mutex_lock(&k->mmu);
+    for (struct rmem **pp = &k->mem; *pp;) {
+        if (all || ((*pp)->t_ms < before_ms && mem_last_read(k, (*pp)->ino) < before_ms))
+            mem_unlink(k, pp, &drop);
+        else
+            pp = &(*pp)->next;
+    }
+    while (k->mem_bytes > k->mem_max) {
+        struct rmem **victim = NULL, **old = NULL; /* newest first: the last is the oldest */
+        for (struct rmem **pp = &k->mem; *pp; pp = &(*pp)->next) {
+            old = pp;
+            if ((*pp)->hit_ms)
+                victim = pp;
+        }
+        mem_unlink(k, victim ? victim : old, &drop);
+    }
+    pthread_mutex_unlock(&k->mmu);
+    while (drop) { /* unused ones give their buffers to the pool */
+        struct rmem *m = drop;
+        drop = m->next;
+        rmem_unref(k, m);
+    }
+    pthread_mutex_lock(&k->mmu);
+    if (all || !k->mem) {
+        while (k->npool)
+            free(k->pool[--k->npool].p);
+    }
+    pthread_mutex_unlock(&k->mmu);
+}
+
+/* Whether recall @p r should wait before it fetches one more chunk: a reader is taking
+ * its chunks from the memory table (one did in the last RM_PACE_MS), and the chunks it
+ * has not taken yet, with those on their way, fill the table, so one more would push
+ * out one it is about to read (and it would read that from the disk). A reader that
+ * stops taking them lets the recall go on at full speed RM_PACE_MS later. mu held. */
+static bool mem_pace(struct core__tier *k, const struct recall *r, int64_t now)
+{
+    if (atomic_load_explicit(&k->nmem, memory_order_relaxed) == 0)
+        return false;
+    size_t unread = 0;
+    pthread_mutex_lock(&k->mmu);
+    int64_t hit = mem_last_read(k, r->ino);
+    for (struct rmem *m = k->mem; m; m = m->next)
+        if (m->ino == r->ino && !m->hit_ms)
+            unread += m->b.cap;
+    pthread_mutex_unlock(&k->mmu);
+    /* its chunks being fetched or written land in the table too */
+    return hit && now - hit < RM_PACE_MS && unread + (r->busy + 1) * r->chunk > k->mem_max;
+}
+
+/* Keep the bytes of a chunk whose extents @p x[i] with @p used[i] went into the map
+ * (@p off: the chunk's file offset) in the memory table: the table takes buffer @p rb
+ * (the recall thread gets another for its next chunk). */
+static void mem_keep(struct core__tier *k, struct rbuf *rb, uint64_t ino,
+                     const struct core__fext *x, size_t nx, const uint8_t *used, uint64_t off)
+{
+    if (k->mem_max == 0)
+        return;
+    struct rmem *m = calloc(1, sizeof(*m));
+    if (!m)
+        return;
+    for (size_t i = 0; i < nx; i++) {
+        if (!used[i])
+            continue;
+        m->e[m->n] = x[i].e;
+        m->pos[m->n++] = (uint32_t)(x[i].foff - off);
+    }
+    if (m->n == 0) {
+        free(m);
+        return;
+    }
+    m->b = *rb;
+    *rb = (struct rbuf){0};
+    m->t_ms = srv_now_ms();
+    m->ino = ino;
+    atomic_init(&m->refs, 1);
+    pthread_mutex_lock(&k->mmu);
+    m->next = k->mem;
+    k->mem = m;
+    k->mem_bytes += m->b.cap;
+    atomic_fetch_add(&k->nmem, 1);
+    pthread_mutex_unlock(&k->mmu);
+    mem_prune(k, m->t_ms - RM_KEEP_MS, false);
+}
+
+void *core__tier_mem_get(struct core *c, const struct store_extent *e, uint64_t n,
+                         const char **bytes)
+{
+    struct core__tier *k = c->data ? c->data->tier : NULL;
+    struct rmem *hit = NULL;
+    bool first = false;
+    if (!k || atomic_load_explicit(&k->nmem, memory_order_relaxed) == 0)
+        return NULL;
+    pthread_mutex_lock(&k->mmu);
+    for (struct rmem *m = k->mem; m && !hit; m = m->next) {
+        for (uint32_t i = 0; i < m->n; i++) {
+            const struct store_extent *h = &m->e[i];
+            if (h->dev == e->dev && h->off == e->off && h->len == e->len && h->crc == e->crc) {
+                atomic_fetch_add(&m->refs, 1);
+                *bytes = m->b.p + m->pos[i];
+                hit = m;
+                first = m->hit_ms == 0;
+                if (first)
+                    m->hit_ms = srv_now_ms();
+                mem_read(k, m->ino, srv_now_ms());
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&k->mmu);
+    if (!hit)
+        return NULL;
+    atomic_fetch_add(&k->mem_sent, n);
+    if (first) { /* room for one more chunk of a paced recall (mem_pace) */
+        pthread_mutex_lock(&k->mu);
+        pthread_cond_broadcast(&k->work_cv);
+        pthread_mutex_unlock(&k->mu);
+    }
+    return hit;
+}
+
+void core__tier_mem_put(struct core *c, void *ref)
+{
+    if (ref)
+        rmem_unref(c->data->tier, ref);
 }
 
 int core__tier_init(struct core *c)
@@ -127,6 +393,7 @@ int core__tier_init(struct core *c)
         return -ENOMEM;
     }
     pthread_mutex_init(&k->mu, NULL);
+    pthread_mutex_init(&k->mmu, NULL);
     pthread_cond_init(&k->work_cv, NULL);
     pthread_cond_init(&k->done_cv, NULL);
     k->t0_s = (int64_t)time(NULL);
@@ -146,7 +413,9 @@ void core__tier_fini(struct core *c)
         free(r->st);
         free(r);
     }
+    mem_prune(k, INT64_MAX, true);
     pthread_mutex_destroy(&k->mu);
+    pthread_mutex_destroy(&k->mmu);
     pthread_cond_destroy(&k->work_cv);
     pthread_cond_destroy(&k->done_cv);
     free(k->lr);
@@ -501,36 +770,6 @@ static void fetched(struct core__tier *k, struct recall *r)
     pthread_mutex_unlock(&k->mu);
 }
 
-/* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
- * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
-struct rbuf {
-    char *p;
-    size_t cap;
-};
-
-static void rbuf_drop(struct rbuf *b)
-{
-    free(b->p);
-    *b = (struct rbuf){0};
-}
-
-/* A buffer of @p len bytes: at least @p want (the recall's chunk size), so that the
- * first chunks, which come in smaller pieces, do not make it grow later. */
-static char *rbuf_get(struct rbuf *b, size_t len, size_t want)
-{
-    if (b->cap >= len)
-        return b->p;
-    rbuf_drop(b);
-    if (want < len)
-        want = len;
-    if (posix_memalign((void **)&b->p, STORE_ALIGN, want) != 0) {
-        b->p = NULL;
-        return NULL;
-    }
-    b->cap = want;
-    return b->p;
-}
-
 /* The extents of a chunk being written (store_write_batch): their bytes. */
 struct rc_batch {
     struct core__fext *x;
@@ -578,7 +817,7 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
     struct core__fext *x = calloc((len + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX, sizeof(*x));
-    char *buf = x ? rbuf_get(rb, len, chunk) : NULL;
+    char *buf = x ? rbuf_get(k, rb, len, chunk) : NULL;
     if (!buf) {
         free(x);
         return -ENOMEM;
@@ -626,6 +865,8 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
             for (size_t i = 0; i < nx; i++)
                 if (rc == 1 || !used[i])
                     store_unreserve(c->store, &x[i].e);
+            if (rc == 0)
+                mem_keep(k, rb, ino, x, nx, used, off);
             *got = rc == 1 ? 0 : a.nused;
             free(x);
             return rc;
@@ -704,6 +945,11 @@ static void *recall_main(void *arg)
                     ch = r->want;
                     break;
                 }
+                if (mem_pace(k, r, now)) {
+                    if (now + RM_PACE_MS < next)
+                        next = now + RM_PACE_MS;
+                    continue; /* its reader has not taken the chunks in memory yet */
+                }
                 for (uint32_t i = 0; i < r->nch; i++) {
                     if (r->st[i] == CH_TODO) {
                         pick = r;
@@ -714,8 +960,14 @@ static void *recall_main(void *arg)
             }
         }
         if (!pick) {
-            if (!k->head)
+            if (!k->head) {
                 rbuf_drop(&rb); /* no recall left: give the memory back */
+                pthread_mutex_unlock(&k->mu);
+                mem_prune(k, now - RM_KEEP_MS, false);
+                pthread_mutex_lock(&k->mu);
+                if (k->stop)
+                    break;
+            }
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             int64_t wait = next - now;
@@ -814,6 +1066,9 @@ int core_tier_start(struct core *c, const struct core_tier_config *cfg)
     k->cfg.chunk = (k->cfg.chunk + STORE_EXTENT_MAX - 1) / STORE_EXTENT_MAX * STORE_EXTENT_MAX;
     if (!k->cfg.streams || k->cfg.streams > k->cfg.threads)
         k->cfg.streams = k->cfg.threads;
+    /* recalled chunks kept in memory for readers: twice as many as are fetched at once */
+    k->mem_max = 2 * (size_t)k->cfg.threads *
+                 (k->cfg.chunk > 2 * STORE_EXTENT_MAX ? k->cfg.chunk : 2 * STORE_EXTENT_MAX);
     /* twice as many threads as GETs in flight: while some write and commit the chunks
      * they fetched, others fetch the next ones */
     uint32_t nth = 2 * k->cfg.threads;
@@ -1096,6 +1351,7 @@ void core_tier_stats_get(struct core *c, struct core_tier_stats *out)
     struct core__tier *k = c->data->tier;
     memset(out, 0, sizeof(*out));
     out->recalled_bytes = atomic_load(&k->recalled_bytes);
+    out->mem_read_bytes = atomic_load(&k->mem_sent);
     out->recalls = atomic_load(&k->recalls);
     out->recall_errors = atomic_load(&k->recall_errors);
     out->evictions = atomic_load(&k->evictions);

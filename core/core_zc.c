@@ -377,6 +377,21 @@ static int keep_buf(struct core_pieces *ps, void *buf)
     return 0;
 }
 
+/* Hold @p ref (core__tier_mem_get's) until release. */
+static int keep_ref(struct core_pieces *ps, void *ref)
+{
+    if (ps->nrefs == ps->caprefs) {
+        size_t nc = ps->caprefs ? ps->caprefs * 2 : 4;
+        void **nv = realloc(ps->refs, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        ps->refs = nv;
+        ps->caprefs = nc;
+    }
+    ps->refs[ps->nrefs++] = ref;
+    return 0;
+}
+
 /* Whether every page of extent @p e is in the page cache, by cachestat(2)
  * (Linux 6.5; its number is the same on every architecture). Only a hint for
  * skipping the read that brings the extent in: residency proves nothing about
@@ -503,6 +518,15 @@ static int extent_piece(struct core *c, struct core_pieces *ps, const struct cor
                         uint64_t s, uint64_t e, uint32_t flags)
 {
     uint64_t from = s - x->foff, n = e - s;
+    const char *mem;
+    void *ref = core__tier_mem_get(c, &x->e, n, &mem);
+    if (ref) { /* just recalled: the bytes its CRC was computed over, still in memory */
+        if (keep_ref(ps, ref) != 0) {
+            core__tier_mem_put(c, ref);
+            return -ENOMEM;
+        }
+        return piece_push(ps, &(struct core_piece){-1, 0, n, mem + from});
+    }
     int fd = store_extent_fd(c->store, &x->e);
     if (fd < 0)
         return -EIO;
@@ -622,6 +646,9 @@ void core_pieces_release(struct core_pieces *ps)
     for (size_t i = 0; i < ps->nbufs; i++)
         free(ps->bufs[i]);
     free(ps->bufs);
+    for (size_t i = 0; i < ps->nrefs; i++)
+        core__tier_mem_put(ps->c, ps->refs[i]);
+    free(ps->refs);
     free(ps->v);
     struct core *c = ps->c;
     memset(ps, 0, sizeof(*ps));

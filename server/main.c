@@ -336,10 +336,15 @@ static void render_recall(void *arg, struct evbuffer *out)
                         "# HELP s3nfs_tier_recalls_active Recalls in progress.\n"
                         "# TYPE s3nfs_tier_recalls_active gauge\n"
                         "s3nfs_tier_recalls_active %llu\n"
+                        "# HELP s3nfs_tier_recall_memory_read_bytes_total Bytes readers sent from "
+                        "recalled chunks still in memory (not read back from the disk).\n"
+                        "# TYPE s3nfs_tier_recall_memory_read_bytes_total counter\n"
+                        "s3nfs_tier_recall_memory_read_bytes_total %llu\n"
                         "# HELP s3nfs_tier_recall_seconds Time from a recall's start until the "
                         "whole file is local.\n# TYPE s3nfs_tier_recall_seconds histogram\n",
                         (unsigned long long)st.recalled_bytes, (unsigned long long)st.recalls,
-                        (unsigned long long)st.recall_errors, (unsigned long long)st.active);
+                        (unsigned long long)st.recall_errors, (unsigned long long)st.active,
+                        (unsigned long long)st.mem_read_bytes);
     uint64_t cum = 0;
     for (int i = 0; i < CORE_TIER_LAT_N; i++) {
         cum += st.lat_counts[i];

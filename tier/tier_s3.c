@@ -34,6 +34,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -70,6 +71,8 @@ struct s3_conn {
     struct bufferevent *bev;   /* plain socket, or OpenSSL once TCP is up (https) */
     evutil_socket_t fd;
     struct tier_s3_req *req;   /* busy with it, or NULL when idle */
+    struct event *direct;      /* plain http: a GET body read from fd straight into
+                                * op.dest (conn_direct_cb), the bufferevent not reading */
     TAILQ_ENTRY(s3_conn) link; /* in s3->idle while idle */
     unsigned served;           /* requests answered on it */
     bool fd_in_bev;            /* the bufferevent closes fd when freed */
@@ -121,6 +124,7 @@ struct tier_s3_req {
     size_t head_bytes;
     uint64_t remaining;
     size_t dest_pos;     /* body bytes copied into op.dest */
+    bool direct;         /* the rest of the body is read from the socket into op.dest */
     struct evbuffer *in; /* body bytes: for on_data, res.body, op.dest or XML */
     size_t meta_cap;
     struct tier_s3_result res;
@@ -951,6 +955,8 @@ static void conn_free(struct s3_conn *c)
     struct tier_s3 *s3 = c->s3;
     if (c->idle)
         TAILQ_REMOVE(&s3->idle, c, link);
+    if (c->direct)
+        event_free(c->direct);
     if (c->bev)
         bufferevent_free(c->bev);
     if (c->fd >= 0 && !c->fd_in_bev)
@@ -1120,6 +1126,10 @@ static void req_end(struct tier_s3_req *r, int err, const char *fmt, ...)
     }
     r->ended = true;
     r->st = R_ENDED;
+    if (r->direct) {
+        r->direct = false;
+        event_del(r->c->direct);
+    }
     if (r->c) {
         struct s3_conn *c = r->c;
         r->c = NULL;
@@ -1747,6 +1757,71 @@ static void req_answered(struct tier_s3_req *r)
     req_end(r, 0, NULL);
 }
 
+/* Whether @p r's answer body goes into op.dest (a 2xx GET without on_data). */
+static bool req_to_dest(const struct tier_s3_req *r)
+{
+    return r->op.dest && !r->stream && r->op.code == TIER_S3_GET_OBJECT && r->res.status / 100 == 2;
+}
+
+static void conn_direct_cb(evutil_socket_t fd, short what, void *arg);
+
+/* A plain connection whose answer's Content-Length body goes into op.dest, its
+ * input empty: read the rest from the socket straight into op.dest (one copy,
+ * no evbuffer chains, no FIONREAD per read), the bufferevent not reading until
+ * the request ends (conn_release turns its reading on again). */
+static void req_direct_start(struct tier_s3_req *r)
+{
+    struct s3_conn *c = r->c;
+    if (!c->direct) {
+        c->direct = event_new(r->s3->base, c->fd, EV_READ | EV_PERSIST, conn_direct_cb, c);
+        if (!c->direct)
+            return; /* the bufferevent goes on reading */
+    }
+    if (event_add(c->direct, &r->s3->t_idle) != 0)
+        return;
+    bufferevent_disable(c->bev, EV_READ);
+    r->direct = true;
+}
+
+#define DIRECT_MAX (8u << 20) /* bytes read per readiness at most: fair to other connections */
+
+static void conn_direct_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct s3_conn *c = arg;
+    struct tier_s3_req *r = c->req;
+    if (!r || !r->direct)
+        return;
+    if (what & EV_TIMEOUT) {
+        req_end(r, -ETIMEDOUT, "timed out reading the answer (%s)", r->s3->peer);
+        return;
+    }
+    size_t took = 0;
+    while (r->remaining && took < DIRECT_MAX) {
+        ssize_t n = read(fd, (char *)r->op.dest + r->dest_pos, (size_t)r->remaining);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            int e = n == 0 ? ECONNRESET : errno;
+            if (n == 0)
+                req_end(r, -ECONNRESET, "%s closed the connection reading the answer", r->s3->peer);
+            else
+                req_end(r, -e, "connection to %s failed reading the answer: %s", r->s3->peer,
+                        strerror(e));
+            return;
+        }
+        r->dest_pos += (size_t)n;
+        r->remaining -= (uint64_t)n;
+        took += (size_t)n;
+    }
+    if (r->remaining == 0) {
+        r->direct = false;
+        event_del(c->direct);
+        req_answered(r);
+    }
+}
+
 static void req_read(struct tier_s3_req *r)
 {
     struct evbuffer *in = bufferevent_get_input(r->c->bev);
@@ -1766,6 +1841,18 @@ static void req_read(struct tier_s3_req *r)
                 return;
             if (r->st == R_BODY_PARSE && !req_deliver(r) && r->ended)
                 return;
+        } else if (r->st == R_BODY_LEN && req_to_dest(r)) { /* into the caller's buffer */
+            if (r->remaining > r->op.dest_len - r->dest_pos) {
+                req_end(r, -EPROTO, "the remote sent more than the %zu bytes asked for",
+                        r->op.dest_len);
+                return;
+            }
+            size_t n = evbuffer_get_length(in);
+            if (n > r->remaining)
+                n = (size_t)r->remaining;
+            evbuffer_remove(in, (char *)r->op.dest + r->dest_pos, n);
+            r->dest_pos += n;
+            r->remaining -= n;
         } else if (r->st == R_BODY_LEN) { /* a Content-Length body, moved without a copy */
             size_t n = evbuffer_get_length(in);
             if (n > r->remaining)
@@ -1783,6 +1870,9 @@ static void req_read(struct tier_s3_req *r)
             return;
         }
     }
+    if (!r->ended && r->st == R_BODY_LEN && r->remaining && !r->direct && req_to_dest(r) &&
+        !r->s3->https && evbuffer_get_length(in) == 0)
+        req_direct_start(r);
 }
 
 static void conn_readcb(struct bufferevent *bev, void *arg)

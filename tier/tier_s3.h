@@ -253,7 +253,8 @@ struct tier_s3_op {
     tier_s3_head_cb on_head;
     tier_s3_data_cb on_data; /* NULL: a GET body is collected in res->body, or dest */
     /* GET without on_data: a 2xx body is copied into dest as it arrives, never collected
-     * (more than dest_len bytes end the request with -EPROTO); res->bytes counts it */
+     * (more than dest_len bytes end the request with -EPROTO); res->bytes counts it. Over
+     * http a Content-Length body is read from the socket straight into dest */
     void *dest;
     size_t dest_len;
     tier_s3_done_cb done;         /* required */

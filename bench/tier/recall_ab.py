@@ -10,8 +10,11 @@ barrier), evicted, and read whole by one presigned GET with curl (into
 again and read by NFS READs of 1 MiB one at a time. Printed per run: MB/s, the
 first byte (ms), the daemon's and RGW's CPU per MiB recalled (user + system,
 from /proc: steadier than MB/s on a shared machine), the load average at the
-start, and what the daemon read from and wrote to the disk (MiB, /proc/PID/io).
-AB_AWS=1 adds an `aws s3 cp` of the same bytes from the RGW each round;
+start, what the daemon read from and wrote to the disk (MiB, /proc/PID/io), and
+its extent writes by path (through the page cache or O_DIRECT, /metrics).
+AB_AWS=1 adds an `aws s3 cp` of the same bytes from the RGW each round (with
+its CPU per MiB, its own and RGW's); AB_AWS=same copies, before each recall,
+the very object the recall reads instead (no extra copy in RGW's memory);
 AB_PERF=PREFIX records `perf record -g` of the daemon during each GET
 (PREFIX.<round><binary>); AB_SET="name=value ..." passes daemon settings.
 Everything it creates is deleted (RGW's memstore holds every run's copy:
@@ -19,7 +22,7 @@ Everything it creates is deleted (RGW's memstore holds every run's copy:
 
     bench/tier/recall_ab.py SIZE BINARY [BINARY...]
 """
-import hashlib, os, shutil, subprocess, sys, tempfile, time, uuid
+import hashlib, os, resource, shutil, subprocess, sys, tempfile, time, uuid
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration", "tenants"))
@@ -41,6 +44,19 @@ def rdio(pid):
     with open(f"/proc/{pid}/io") as f:
         d = dict(l.split(": ") for l in f.read().splitlines())
     return int(d["read_bytes"]) >> 20, int(d["write_bytes"]) >> 20
+
+def store_writes(d):
+    """The daemon's extent writes so far: (through the page cache, O_DIRECT)."""
+    import urllib.request
+    with urllib.request.urlopen(d.admin_endpoint + "/metrics", timeout=10) as f:
+        m = f.read().decode()
+    got = {}
+    for l in m.splitlines():
+        if l.startswith("s3nfs_store_writes_total{path="):
+            got[l.split('"')[1]] = int(float(l.split()[-1]))
+        if l.startswith("s3nfs_tier_recall_memory_read_bytes_total "):
+            got["mem"] = int(float(l.split()[-1])) >> 20
+    return got.get("cached", 0), got.get("direct", 0), got.get("mem", 0)
 
 def wait_for(pred, timeout, step=0.05, what="cond"):
     end = time.monotonic() + timeout
@@ -71,18 +87,24 @@ try:
                   AWS_CONFIG_FILE=os.path.join(work, "awscfg"))
     with open(awsenv["AWS_CONFIG_FILE"], "w") as f:
         f.write("[default]\nregion = us-east-1\ns3 =\n    max_concurrent_requests = 8\n    multipart_chunksize = 16MB\n    multipart_threshold = 16MB\n    addressing_style = path\n")
-    if os.environ.get("AB_AWS"):
+    aws_same = os.environ.get("AB_AWS") == "same"
+    if os.environ.get("AB_AWS") and not aws_same:
         rs3.upload_file(src, "bench", "aws")
-    def aws_round():
+    def aws_round(key="aws"):
         if not os.environ.get("AB_AWS"):
             return
         l0 = os.getloadavg()[0]
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN); g0 = sum(cpu(p) for p in rgw_pids)
         t0 = time.monotonic()
-        subprocess.run(["aws", "--endpoint-url", r.endpoint, "--only-show-errors", "s3", "cp", "s3://bench/aws", src + ".aws"], env=awsenv, check=True)
+        subprocess.run(["aws", "--endpoint-url", r.endpoint, "--only-show-errors", "s3", "cp", f"s3://bench/{key}", src + ".aws"], env=awsenv, check=True)
         t = time.monotonic() - t0; os.unlink(src + ".aws")
-        print(f"aws_get_mbs={size/1e6/t:.1f} load={l0:.1f}", flush=True)
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN); g1 = sum(cpu(p) for p in rgw_pids)
+        aws_cpu = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) * 1000 / (size >> 20)
+        print(f"aws_get_mbs={size/1e6/t:.1f} aws_cpu_ms_per_mib={aws_cpu:.1f} "
+              f"rgw_ms_per_mib={(g1 - g0) * 1000 / (size >> 20):.1f} load={l0:.1f}", flush=True)
     for rnd in range(rounds):
-        aws_round()
+        if not aws_same:
+            aws_round()
         for bi, b in enumerate(bins):
             H.BIN = b
             d = H.Daemon(os.path.join(work, f"d{rnd}{bi}"),
@@ -108,6 +130,8 @@ try:
                 wait_for(lambda: state() == "local", 300)
                 bar = adm.call("POST", f"/tenants/1/buckets/{bk}/tier/flush")[1]["barrier"]
                 wait_for(lambda: adm.get(f"/tenants/1/buckets/{bk}/tier/flush?barrier={bar}")["done"], 600, 0.05)
+                if aws_same:  # aws s3 cp of the very object the recall reads
+                    aws_round(rs3.list_objects_v2(Bucket="bench", Prefix=pre)["Contents"][0]["Key"])
                 def evict():
                     adm.put(f"/tenants/1/buckets/{bk}/tier", dict(pol, evict_after_s=1))
                     wait_for(lambda: state() == "evicted", 600, 0.1)
@@ -116,6 +140,7 @@ try:
                 evict()
                 pid = d.proc.pid
                 c0 = cpu(pid); g0 = sum(cpu(p) for p in rgw_pids); l0 = os.getloadavg()[0]; io0 = rdio(pid)
+                w0 = store_writes(d)
                 perf = None
                 if os.environ.get("AB_PERF"):
                     perf = subprocess.Popen(["perf", "record", "-g", "-F", "499", "-p", str(pid), "-o", os.environ["AB_PERF"] + f".{rnd}{bi}"],
@@ -125,7 +150,7 @@ try:
                 out = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{time_starttransfer}", url],
                                      capture_output=True, text=True, check=True).stdout.split()
                 t = time.monotonic() - t0
-                c1 = cpu(pid); g1 = sum(cpu(p) for p in rgw_pids)
+                c1 = cpu(pid); g1 = sum(cpu(p) for p in rgw_pids); io1 = rdio(pid); w1 = store_writes(d)
                 if perf:
                     perf.send_signal(2); perf.wait()
                 assert out[0] == "200", out
@@ -134,10 +159,12 @@ try:
                 row = dict(bin=b, get_mbs=size / 1e6 / t,
                            ttfb_ms=float(out[1]) * 1000, cpu_ms_per_mib=(c1 - c0) * 1000 / (size >> 20),
                            rgw_ms_per_mib=(g1 - g0) * 1000 / (size >> 20), load=l0,
-                           disk_rd_mib=rdio(pid)[0] - io0[0], disk_wr_mib=rdio(pid)[1] - io0[1])
+                           disk_rd_mib=io1[0] - io0[0], disk_wr_mib=io1[1] - io0[1])
+                row["writes_cached"] = w1[0] - w0[0]; row["writes_direct"] = w1[1] - w0[1]
+                row["from_mem_mib"] = w1[2] - w0[2]
                 if do_nfs:
                     evict()
-                    c0 = cpu(pid); t0 = time.monotonic(); hh = hashlib.sha256(); io0 = rdio(pid)
+                    c0 = cpu(pid); t0 = time.monotonic(); hh = hashlib.sha256(); io0 = rdio(pid); wn = store_writes(d)
                     with Nfs(d) as n:
                         st, root = n.mount("/"); st, bfh = n.lookup(root, bk); st, fh = n.lookup(bfh, "f")
                         off = 0
@@ -152,6 +179,7 @@ try:
                     row["nfs_mbs"] = size / 1e6 / t
                     row["nfs_cpu_ms_per_mib"] = (cpu(pid) - c0) * 1000 / (size >> 20)
                     row["nfs_disk_rd_mib"] = rdio(pid)[0] - io0[0]
+                    row["nfs_from_mem_mib"] = store_writes(d)[2] - wn[2]
                 print(" ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
                 s3.delete_object(Bucket=bk, Key="f")
             finally:

@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -128,6 +129,125 @@ def test_get_into_a_buffer_refuses_more_bytes_than_asked():
     finally:
         stop.set()
         t.join()
+        srv.close()
+
+
+class PieceServer:
+    """A plain HTTP remote on loopback that answers every GET with a
+    Content-Length body sent in pieces, a pause between them (so that the
+    client reads most of it straight from the socket into its buffer), on
+    keep-alive connections. mode "close": half the body, then the connection
+    closes; "stall": half the body, then nothing more."""
+
+    def __init__(self, body, mode="whole", piece=64 * 1024, pause=0.002):
+        self.body, self.mode, self.piece, self.pause = body, mode, piece, pause
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(8)
+        self.stop = threading.Event()
+        self.conns = 0
+        self.held = []
+        self.t = threading.Thread(target=self.accept, daemon=True)
+        self.t.start()
+
+    def env(self):
+        return {"TIER_S3_ENDPOINT": f"http://127.0.0.1:{self.srv.getsockname()[1]}",
+                "TIER_S3_BUCKET": "b", "TIER_S3_ACCESS_KEY": "k", "TIER_S3_SECRET_KEY": "s"}
+
+    def accept(self):
+        self.srv.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                c = self.srv.accept()[0]
+            except OSError:
+                continue
+            self.conns += 1
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        buf = b""
+        try:
+            while not self.stop.is_set():
+                while b"\r\n\r\n" not in buf:
+                    got = c.recv(65536)
+                    if not got:
+                        return
+                    buf += got
+                buf = buf.split(b"\r\n\r\n", 1)[1]
+                b = self.body
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nETag: \"e\"\r\n\r\n"
+                          % len(b))
+                end = len(b) if self.mode == "whole" else len(b) // 2
+                for i in range(0, end, self.piece):
+                    c.sendall(b[i:min(end, i + self.piece)])
+                    time.sleep(self.pause)
+                if self.mode == "stall":
+                    self.held.append(c)
+                    self.stop.wait()
+                    return
+                if self.mode == "close":
+                    return
+        except OSError:
+            return
+        finally:
+            if c not in self.held:
+                c.close()
+
+    def close(self):
+        self.stop.set()
+        self.t.join()
+        for c in self.held:
+            c.close()
+        self.srv.close()
+
+
+def run_tool(env, *args):
+    r = subprocess.run([TOOL] + [str(a) for a in args], env=dict(os.environ, **env),
+                       capture_output=True, text=True, timeout=120)
+    return Out(r.returncode, r.stdout, r.stderr)
+
+
+def test_get_into_a_buffer_read_from_the_socket_in_pieces(tmp_path):
+    """A GET into a caller's buffer reads the body from the socket straight into
+    it as pieces arrive: the bytes are the body's, and the connection serves
+    the next GET (kept alive after the direct reads)."""
+    body = os.urandom(3 * MiB + 5)
+    srv = PieceServer(body)
+    try:
+        out = run_tool(srv.env(), "sync-get", "k", "--dest", len(body), "--times", 2,
+                       "--out", tmp_path / "w")
+        assert [x["err"] for x in out.results] == [0, 0], out.results
+        assert out.res["bytes"] == len(body) and not out.res["body"]
+        assert open(tmp_path / "w", "rb").read() == body
+        assert out.stats["conns_opened"] == 1 and out.stats["conns_reused"] == 1, out.stats
+        assert srv.conns == 1
+    finally:
+        srv.close()
+
+
+def test_get_into_a_buffer_remote_closes_mid_body():
+    """The remote closes the connection half-way through a body read straight
+    into the buffer: the GET fails retryable (ECONNRESET), it does not hang."""
+    srv = PieceServer(os.urandom(2 * MiB), mode="close")
+    try:
+        res = run_tool(srv.env(), "sync-get", "k", "--dest", 2 * MiB).res
+        assert res["errname"] == "ECONNRESET" and res["retryable"], res
+        assert "closed the connection reading the answer" in res["message"], res
+    finally:
+        srv.close()
+
+
+def test_get_into_a_buffer_remote_stalls_mid_body():
+    """The remote stops sending half-way through such a body: the idle timeout
+    ends the GET (ETIMEDOUT, retryable)."""
+    srv = PieceServer(os.urandom(2 * MiB), mode="stall")
+    try:
+        t0 = time.monotonic()
+        res = run_tool(srv.env(), "--idle-timeout", 500, "sync-get", "k", "--dest", 2 * MiB).res
+        assert res["errname"] == "ETIMEDOUT" and res["retryable"], res
+        assert "timed out reading the answer" in res["message"], res
+        assert time.monotonic() - t0 < 30
+    finally:
         srv.close()
 
 

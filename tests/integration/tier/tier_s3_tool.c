@@ -22,10 +22,12 @@
  *                                 mid-transfer); --pause: the data callback
  *                                 pauses the request every time, and a timer
  *                                 resumes it (flow control)
- *   sync-get KEY [--out FILE] [--range OFF:LEN] [--dest N]
+ *   sync-get KEY [--out FILE] [--range OFF:LEN] [--dest N] [--times N]
  *                                 the same through tier_s3_run() from a thread;
  *                                 --dest: the body straight into a buffer of N
- *                                 bytes (tier_s3_op.dest, as a recall reads)
+ *                                 bytes (tier_s3_op.dest, as a recall reads);
+ *                                 --times: the GET N times, one after the other
+ *                                 (a result line each; --out gets the last)
  *   put KEY FILE [--content-type T] [--meta NAME=VALUE]... [--stream [--hold]]
  *                                 --stream: the body from a source callback
  *                                 (--hold: after the first MiB, wait for a line
@@ -204,9 +206,9 @@ static struct {
     struct tier_s3_kv meta[32];
     size_t nmeta;
     uint64_t part_size, dest;
-    int parallel, max;
+    int parallel, max, times;
     bool all, stream, hold, pause;
-} o = {.part_size = 8 << 20, .parallel = 4};
+} o = {.part_size = 8 << 20, .parallel = 4, .times = 1};
 
 static uint64_t parse_size(const char *s)
 {
@@ -360,6 +362,11 @@ static void cmd_sync_get(const char *key)
         die("no memory for --dest");
     op.dest = dest;
     op.dest_len = o.dest;
+    for (int i = 1; i < o.times; i++) { /* the earlier ones: on the same connection */
+        tier_s3_run(s3, &op, &res);
+        print_result("GetObject", &res, "\"sync\":true");
+        tier_s3_result_fini(&res);
+    }
     tier_s3_run(s3, &op, &res);
     if (!res.err && o.out) {
         int fd = open(o.out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -836,6 +843,8 @@ int main(int argc, char **argv)
             o.range = v;
         else if (OPT("--dest"))
             o.dest = parse_size(v);
+        else if (OPT("--times"))
+            o.times = atoi(v) > 0 ? atoi(v) : 1;
         else if (OPT("--content-type"))
             o.ctype = v;
         else if (OPT("--prefix"))

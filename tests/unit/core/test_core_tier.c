@@ -21,14 +21,17 @@
 
 #include "meta.h"
 #include "meta_tier.h"
+#include "srv_metrics.h" /* srv_now_ms */
 
 #define MB (1024 * 1024)
 #define SIZE (5 * MB + 12345)
+#define BIG (24 * MB) /* the model's size: files of SIZE bytes but for the pacing test */
 
 /* The fake remote: serves model[], or fails with mode; only offsets in [allow_lo,
  * allow_hi) (others: retryable failures); it notes the ranges asked for, and how
  * many fetches ran at once at most. */
 static uint8_t *model;
+static size_t model_size = SIZE; /* the remote object's size */
 static atomic_int mode;
 static atomic_uint_fast64_t fetched, fetches;
 static atomic_uint_fast64_t allow_lo, allow_hi = UINT64_MAX;
@@ -46,7 +49,7 @@ static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
         return atomic_load(&mode);
     if (off < atomic_load(&allow_lo) || off >= atomic_load(&allow_hi))
         return SRV_ERECALL;
-    if (off + len > SIZE)
+    if (off + len > model_size)
         return SRV_EREMOTECHG;
     int now = atomic_fetch_add(&cur, 1) + 1, m = atomic_load(&most);
     while (now > m && !atomic_compare_exchange_weak(&most, &m, now))
@@ -122,8 +125,9 @@ static int setup(void **state)
     if (fx_setup(state) != 0)
         return -1;
     struct fx *f = *state;
-    model = malloc(SIZE);
-    fx_fill(model, SIZE, 42);
+    model = malloc(BIG);
+    fx_fill(model, BIG, 42);
+    model_size = SIZE;
     atomic_store(&mode, 0);
     struct core_tier_config cfg = {
         .fetch = fake_fetch, .threads = 3, .wait_ms = 5000, .fail_ms = 300};
@@ -706,6 +710,102 @@ static void test_read_times(void **state)
     assert_true(core_tier_last_read(f->c, b, 0) >= t0); /* nothing stored: the start */
 }
 
+/* The pieces of [@p off, @p off + @p len) of @p ino: how many of their bytes are in
+ * memory (recalled chunks) and from the store's fd; they equal the model. */
+static void pieces_eq(struct fx *f, uint64_t ino, uint64_t off, uint64_t len, uint64_t *in_mem,
+                      uint64_t *from_fd, struct core_pieces *keep)
+{
+    struct core_pieces ps;
+    assert_int_equal(core_read_pieces(f->c, &f->su, ino, off, len, &ps), 0);
+    assert_int_equal(ps.len, len);
+    uint8_t *buf = malloc(len);
+    uint64_t pos = 0;
+    *in_mem = *from_fd = 0;
+    for (size_t i = 0; i < ps.n; i++) {
+        const struct core_piece *p = &ps.v[i];
+        if (p->fd >= 0) {
+            assert_int_equal(pread(p->fd, buf + pos, p->len, (off_t)p->off), (ssize_t)p->len);
+            *from_fd += p->len;
+        } else {
+            assert_non_null(p->mem);
+            memcpy(buf + pos, p->mem, p->len);
+            *in_mem += p->len;
+        }
+        pos += p->len;
+    }
+    assert_int_equal(pos, len);
+    assert_memory_equal(buf, model + off, len);
+    free(buf);
+    if (keep)
+        *keep = ps;
+    else
+        core_pieces_release(&ps);
+}
+
+/* A reader of a file being recalled gets the recalled chunks' bytes from memory (not
+ * read back from the disk), the memory stays while its pieces hold it, and seconds
+ * after the recall the pieces are the store's again. */
+static void test_recalled_bytes_from_memory(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change, in_mem, from_fd;
+    assert_int_equal(fx_put(f, "mem", model, SIZE), 0);
+    uint64_t ino = copied(f, "mem", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    read_eq(f, ino, 0, SIZE, model); /* recalled */
+    struct core_pieces held;
+    pieces_eq(f, ino, 0, SIZE, &in_mem, &from_fd, NULL);
+    assert_int_equal(in_mem, SIZE);
+    assert_int_equal(from_fd, 0);
+    pieces_eq(f, ino, MB - 7, 2 * MB + 9, &in_mem, &from_fd, &held);
+    assert_int_equal(in_mem, 2 * MB + 9);
+    /* the table lets go of the chunks a while after the recall; held pieces keep theirs */
+    usleep(4500 * 1000);
+    uint64_t at = MB - 7;
+    for (size_t i = 0; i < held.n; i++) {
+        assert_memory_equal(held.v[i].mem, model + at, held.v[i].len);
+        at += held.v[i].len;
+    }
+    core_pieces_release(&held);
+    pieces_eq(f, ino, 0, SIZE, &in_mem, &from_fd, NULL);
+    assert_int_equal(in_mem, 0);
+    assert_int_equal(from_fd, SIZE);
+    checked(f);
+}
+
+/* A reader taking a file's recalled chunks from memory paces its recall: the recall
+ * fetches no further ahead than the memory table holds while that reader reads, and
+ * goes on to the end once it stopped reading for a while. */
+static void test_reader_paces_the_recall(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change, in_mem, from_fd;
+    model_size = BIG;
+    /* 1 MiB chunks, 3 threads: the table holds 2 x 3 x 2 MiB = 12 MiB */
+    restart_knobs(f, MB, 3, (struct core_recall_knobs){.whole_file = true});
+    assert_int_equal(fx_put(f, "pace", model, BIG), 0);
+    uint64_t ino = copied(f, "pace", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    uint64_t f0 = atomic_load(&fetched);
+    pieces_eq(f, ino, 0, MB, &in_mem, &from_fd, NULL); /* waits for the first MiB */
+    assert_int_equal(in_mem, MB);
+    usleep(700 * 1000);
+    /* 12 MiB not taken yet, 3 on their way, and the one read */
+    uint64_t ahead = atomic_load(&fetched) - f0;
+    if (ahead > 16 * MB)
+        fprintf(stderr, "fetched %llu MiB ahead\n", (unsigned long long)(ahead / MB));
+    assert_true(ahead <= 16 * MB);
+    pieces_eq(f, ino, MB, 4 * MB, &in_mem, &from_fd, NULL);
+    assert_int_equal(in_mem, 4 * MB); /* still in memory, not pushed out */
+    /* the reader stops: the recall goes on to the end */
+    int64_t t0 = srv_now_ms();
+    while (atomic_load(&fetched) - f0 < BIG && srv_now_ms() - t0 < 20000)
+        usleep(20000);
+    assert_int_equal(atomic_load(&fetched) - f0, BIG);
+    read_eq(f, ino, 0, BIG, model);
+    checked(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -717,6 +817,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_knobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_after_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_times, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recalled_bytes_from_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reader_paces_the_recall, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
