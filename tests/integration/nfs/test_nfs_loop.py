@@ -211,6 +211,27 @@ def test_loop_answers_see_every_change_at_once(nfsd):
     c.close()
 
 
+def write_file(c, fh, data, read_after=0):
+    """Write @p data in 1 MiB stable pieces; with @p read_after, READ that many
+    bytes of each piece once (its extent verified: later READs run on the loop)."""
+    for off in range(0, len(data), 1 << 20):
+        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+        if read_after:
+            c.read(fh, off, read_after)
+
+
+def small_window_conn(nfsd, rcvbuf):
+    """An RPC connection whose receive buffer is @p rcvbuf bytes: the server's
+    socket fills quickly when the client does not read."""
+    c = RpcConn.__new__(RpcConn)
+    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    c.sock.settimeout(20)
+    c.sock.connect(("127.0.0.1", nfsd.nfs_port))
+    c.cred, c.xid = auth_sys(), 1
+    return c
+
+
 def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
     """A reply is written to the socket at once only when nothing of the
     connection waits to be sent (nfs_rpc.c conn_send_reply): with 1 MiB READ
@@ -224,17 +245,9 @@ def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
     st, fh = c.create(bfh, "pipe")
     assert st == 0
     data = os.urandom(4 << 20)
-    for off in range(0, len(data), 1 << 20):
-        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
-        c.read(fh, off, 1 << 20)  # whatever the first READ of an extent costs, paid here
+    write_file(c, fh, data, 1 << 20)  # whatever the first READ of an extent costs, paid here
     c.close()
-    # a client with a small receive window: the server's socket fills quickly
-    c = RpcConn.__new__(RpcConn)
-    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
-    c.sock.settimeout(20)
-    c.sock.connect(("127.0.0.1", nfsd.nfs_port))
-    c.cred, c.xid = auth_sys(), 1
+    c = small_window_conn(nfsd, 8192)
     expect = []  # (xid, READ offset or None)
 
     def send(proc, args, off=None):
@@ -355,16 +368,9 @@ def test_small_read_replies_cut_by_a_full_socket(nfsd):
     st, fh = c.create(bfh, "cut")
     assert st == 0
     data = os.urandom(2 << 20)
-    for off in range(0, len(data), 1 << 20):
-        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
-        c.read(fh, off, 4096)  # the extent verified: later small READs run on the loop
+    write_file(c, fh, data, 4096)
     c.close()
-    c = RpcConn.__new__(RpcConn)
-    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    c.sock.settimeout(20)
-    c.sock.connect(("127.0.0.1", nfsd.nfs_port))
-    c.cred, c.xid = auth_sys(), 1
+    c = small_window_conn(nfsd, 4096)
     expect = []
     sizes = (16384, 16383, 4097, 1)  # unpadded and padded opaque lengths
     # more than the server's socket takes (its send buffer grows to 4 MiB)
@@ -398,8 +404,7 @@ def test_small_reads_of_a_verified_extent_stay_on_the_loop(nfsd):
     st, fh = c.create(bfh, "r4k")
     assert st == 0
     data = os.urandom(3 << 20)
-    for off in range(0, len(data), 1 << 20):
-        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+    write_file(c, fh, data)
     c.close()
 
     # After a restart nothing is known verified. The first small READ of each
@@ -447,8 +452,7 @@ def test_small_reads_never_send_a_changed_block(nfsd):
     st, fh = c.create(bfh, "rot")
     assert st == 0
     data = os.urandom(3 << 20)
-    for off in range(0, len(data), 1 << 20):
-        assert c.write(fh, off, data[off:off + (1 << 20)], stable=2)[0] == 0
+    write_file(c, fh, data)
     for off in range(0, len(data), 65536):  # verified, on the loop after the first
         st, (got, eof, n) = c.read(fh, off, 4096)
         assert st == 0 and got == data[off:off + 4096]
