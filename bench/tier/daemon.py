@@ -21,10 +21,12 @@ measurement is taken N times, the daemon's and aws's in turn (the file is PUT
 again before each upload, so each run uploads a new content), and the best of
 each is kept: on a shared machine, one run says little. The default size is
 small for shared disks; use --size 4G for the issue's figures (RGW's memstore
-then needs (2 * runs + 1) * size of RAM).
+then needs (2 * runs + 1) * size of RAM, which at 4G squeezes the page cache
+and slows every reader: --osd bluestore keeps RGW's copies on a sparse file in
+the work folder instead, deleted at the end).
 
     bench/tier/daemon.py [--size 256M] [--part-size 16M] [--parallel 8] [--runs 1]
-                         [--recall-chunk 8M]
+                         [--recall-chunk 8M] [--osd memstore|bluestore]
 """
 import argparse
 import hashlib
@@ -70,6 +72,9 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--recall-chunk", type=size_arg, default=None,
                     help="the daemon's tier_recall_chunk_size (default: its own)")
+    ap.add_argument("--osd", choices=("memstore", "bluestore"), default="memstore",
+                    help="RGW's OSD: memstore holds every copy in RAM; bluestore keeps "
+                    "them on a sparse file in the work folder (for sizes RAM cannot hold)")
     a = ap.parse_args()
     aws = shutil.which("aws", path="/usr/bin") or shutil.which("aws")
     if not aws:
@@ -78,8 +83,9 @@ def main():
     if why:
         sys.exit(f"bench/tier: no Ceph RGW: {why}")
     work = tempfile.mkdtemp(prefix="bench-tier-d-")
-    r = rgwmod.Rgw(os.path.join(work, "rgw"),
-                   memstore_bytes=max(4 << 30, (2 * a.runs + 1) * a.size + (1 << 30)))
+    need = (2 * a.runs + 1) * a.size + (1 << 30)
+    r = rgwmod.Rgw(os.path.join(work, "rgw"), memstore_bytes=max(4 << 30, need), osd=a.osd,
+                   bluestore_bytes=max(4 << 30, need + need // 2))
     dfile = max(1 << 30, 2 * a.size + (256 << 20))
     extra = ["--set", f"tier_recall_chunk_size={a.recall_chunk}"] if a.recall_chunk else []
     d = Daemon(os.path.join(work, "s3nfsd"),
