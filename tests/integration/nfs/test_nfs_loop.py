@@ -263,26 +263,7 @@ def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
         got += c.sock.recv(16384)
         send(rpc3.GETATTR, Packer().opaque(files["small"]).bytes())
         time.sleep(0.002)
-    pos = 0
-
-    def take(n):
-        nonlocal got, pos
-        while len(got) - pos < n:
-            chunk = c.sock.recv(1 << 20)
-            assert chunk, "connection closed"
-            got += chunk
-        b = bytes(got[pos:pos + n])
-        pos += n
-        return b
-
-    for xid, off in expect:
-        rec = b""
-        while True:
-            mark, = struct.unpack(">I", take(4))
-            rec += take(mark & 0x7fffffff)
-            if mark & 0x80000000:
-                break
-        r = rpc3.Reply(rec)
+    for (xid, off), r in zip(expect, read_replies(c.sock, len(expect), bytes(got))):
         assert r.xid == xid, "replies in the order of the calls, each whole"
         assert r.accepted and r.accept_stat == rpc3.SUCCESS
         assert r.body.u32() == 0

@@ -359,6 +359,16 @@ static void test_pieces_corruption(void **state)
     free(data);
 }
 
+/* Reopen the fixture's core with data_write_cache on. */
+static void reopen_write_cache(struct fx *f)
+{
+    struct core_config cfg = fx_config(f->dir);
+    cfg.data_write_cache = true;
+    core_close(f->c);
+    f->c = NULL;
+    assert_int_equal(core_open(&f->c, &cfg), 0);
+}
+
 /* With data_write_cache, an extent is remembered as verified when it is
  * written (its pages are the ones the write filled): the first read sends it
  * from the fd, also to a caller that must not wait, for uploads and NFS
@@ -367,11 +377,7 @@ static void test_pieces_corruption(void **state)
 static void test_pieces_written_cached(void **state)
 {
     struct fx *f = *state;
-    struct core_config cfg = fx_config(f->dir);
-    cfg.data_write_cache = true;
-    core_close(f->c);
-    f->c = NULL;
-    assert_int_equal(core_open(&f->c, &cfg), 0);
+    reopen_write_cache(f);
     size_t size = 2 * MB + 999;
     uint8_t *want = malloc(size), *got;
     struct core_pieces ps;
@@ -417,11 +423,7 @@ static void test_pieces_written_cached(void **state)
 static void test_reused_space_written_cached(void **state)
 {
     struct fx *f = *state;
-    struct core_config cfg = fx_config(f->dir);
-    cfg.data_write_cache = true;
-    core_close(f->c);
-    f->c = NULL;
-    assert_int_equal(core_open(&f->c, &cfg), 0);
+    reopen_write_cache(f);
     size_t size = 2 * MB;
     uint8_t *a = malloc(size), *b = malloc(size), *got;
     fx_fill(a, size, 21);
