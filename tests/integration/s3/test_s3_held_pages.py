@@ -19,6 +19,20 @@ sys.path.insert(0, os.path.dirname(__file__))
 from s3util import read_response, signed_request  # noqa: E402
 
 
+def unread_gets(d, host, port, path, n=2):
+    """@p n sockets, each with a GET of @p path sent and nothing read: a receive
+    buffer that holds the whole body, so the server's send ends, its read token
+    goes, and the bytes wait in the socket, unread."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        s.connect((host, int(port)))
+        s.sendall(signed_request(d, "GET", path)[0])
+        socks.append(s)
+    return socks
+
+
 def test_queued_get_body_survives_reuse_of_its_space(s3nfsd):
     d = s3nfsd
     s3 = d.boto3()
@@ -29,15 +43,7 @@ def test_queued_get_body_survives_reuse_of_its_space(s3nfsd):
     for it in range(8):
         body = rnd.randbytes(rnd.choice([1 << 20, 3 << 20]))
         s3.put_object(Bucket="heldpages", Key="big", Body=body)
-        socks = []
-        for _ in range(2):
-            # a receive buffer that holds the whole body: the server's send ends,
-            # its read token goes, and the bytes wait in this socket, unread
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-            s.connect((host, int(port)))
-            s.sendall(signed_request(d, "GET", "/heldpages/big")[0])
-            socks.append(s)
+        socks = unread_gets(d, host, port, "/heldpages/big")
         time.sleep(0.3)
         s3.delete_object(Bucket="heldpages", Key="big")
         for i in range(30):  # small objects that reuse the freed space
@@ -102,13 +108,7 @@ def test_reused_space_is_written_cached_again_unless_held(daemon_factory):
     assert s3.get_object(Bucket="reuse", Key="b")["Body"].read() == b
 
     host, port = d.s3_endpoint.split("//", 1)[1].rsplit(":", 1)
-    socks = []
-    for _ in range(2):
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-        s.connect((host, int(port)))
-        s.sendall(signed_request(d, "GET", "/reuse/b")[0])
-        socks.append(s)
+    socks = unread_gets(d, host, port, "/reuse/b")
     time.sleep(0.3)  # the bodies are in the sockets, the server's sends are over
     before = store_counters(d)
     s3.delete_object(Bucket="reuse", Key="b")
