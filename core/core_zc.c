@@ -362,34 +362,32 @@ static int piece_push(struct core_pieces *ps, const struct core_piece *p)
     return 0;
 }
 
+/* Append @p p to the growable array @p v of @p *n entries (room for @p *cap).
+ * @return 0, -ENOMEM. */
+static int ptrs_push(void ***v, size_t *n, size_t *cap, void *p)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 4;
+        void **nv = realloc(*v, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = p;
+    return 0;
+}
+
 /* Keep @p buf until release. */
 static int keep_buf(struct core_pieces *ps, void *buf)
 {
-    if (ps->nbufs == ps->capbufs) {
-        size_t nc = ps->capbufs ? ps->capbufs * 2 : 4;
-        void **nv = realloc(ps->bufs, nc * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        ps->bufs = nv;
-        ps->capbufs = nc;
-    }
-    ps->bufs[ps->nbufs++] = buf;
-    return 0;
+    return ptrs_push(&ps->bufs, &ps->nbufs, &ps->capbufs, buf);
 }
 
 /* Hold @p ref (core__tier_mem_get's) until release. */
 static int keep_ref(struct core_pieces *ps, void *ref)
 {
-    if (ps->nrefs == ps->caprefs) {
-        size_t nc = ps->caprefs ? ps->caprefs * 2 : 4;
-        void **nv = realloc(ps->refs, nc * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        ps->refs = nv;
-        ps->caprefs = nc;
-    }
-    ps->refs[ps->nrefs++] = ref;
-    return 0;
+    return ptrs_push(&ps->refs, &ps->nrefs, &ps->caprefs, ref);
 }
 
 /* Whether every page of extent @p e is in the page cache, by cachestat(2)
