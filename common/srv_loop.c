@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "srv_log.h"
 #include "srv_metrics.h"
@@ -473,5 +474,18 @@ ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max)
     evbuffer_commit_space(in, v, used);
     evbuffer_freeze(in, 0);
     errno = err;
+    return n;
+}
+
+ssize_t srv_read_scratch(int fd, uint8_t **scratch, size_t max)
+{
+    if (!*scratch && !(*scratch = malloc(max))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    ssize_t n;
+    do {
+        n = read(fd, *scratch, max);
+    } while (n < 0 && errno == EINTR);
     return n;
 }

@@ -1159,12 +1159,9 @@ static __thread uint8_t *rd_scratch;
  * @return false: nothing was read (no scratch buffer), the caller reads. */
 static bool conn_read_scratch(struct nfs_conn *cn, evutil_socket_t fd, struct evbuffer *in)
 {
-    if (!rd_scratch && !(rd_scratch = malloc(NFS_READ_CHUNK)))
+    ssize_t n = srv_read_scratch(fd, &rd_scratch, NFS_READ_CHUNK);
+    if (n < 0 && errno == ENOMEM && !rd_scratch)
         return false;
-    ssize_t n;
-    do {
-        n = read(fd, rd_scratch, NFS_READ_CHUNK);
-    } while (n < 0 && errno == EINTR);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return true;

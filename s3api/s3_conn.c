@@ -337,10 +337,7 @@ static ssize_t conn_read_small(struct evbuffer *in, evutil_socket_t fd, size_t w
         return srv_read_into(in, fd, want);
     if (want > S3_READ_CHUNK)
         want = S3_READ_CHUNK;
-    ssize_t n;
-    do {
-        n = read(fd, rd_scratch, want);
-    } while (n < 0 && errno == EINTR);
+    ssize_t n = srv_read_scratch(fd, &rd_scratch, want);
     if (n <= 0)
         return n;
     evbuffer_unfreeze(in, 0);
