@@ -10,6 +10,12 @@ BENCH_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_PIDS=()
 PY=/usr/bin/python3
 
+# Print the calling script's usage: its header comment from the "# Usage:" line
+# to the first line that is not a comment.
+bench_usage() {
+    awk '/^# Usage:/ { p = 1 } p && !/^#/ { exit } p { sub(/^# ?/, ""); print }' "$1"
+}
+
 bench_log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 # A free TCP port on 127.0.0.1 (the kernel picks it).

@@ -30,6 +30,7 @@ size=2048 files=50000 fio_files=20000 cthreads=256 fjobs=64
 core_bin=${BENCH_CORE_BIN:-$BENCH_TOP/build/bench/core/bench_core}
 while [ $# -gt 0 ]; do
     case $1 in
+    -h | --help) bench_usage "$0"; exit 0 ;;
     --size-mib) size=$2; shift 2 ;;
     --files) files=$2; shift 2 ;;
     --fio-files) fio_files=$2; shift 2 ;;

@@ -44,6 +44,7 @@ only="" rounds=1 states="fresh,hist" hist_files=100000 mix_secs=10 inner="" args
 quick="" phases="" hist_empty=""
 while [ $# -gt 0 ]; do
     case $1 in
+    -h | --help) bench_usage "$0"; exit 0 ;;
     --quick) quick=1; args+=(--size-mib 256 --secs 1 --dir-entries 2000); shift ;;
     --only) only=$2; shift 2 ;;
     --phases) phases=$2; shift 2 ;;

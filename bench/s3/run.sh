@@ -46,6 +46,7 @@ secs=5 only="" do_list=1 rounds=1 rows="" states="fresh,hist" hist=100000 mix_se
 hist_bytes=4096 hist_conns=16
 while [ $# -gt 0 ]; do
     case $1 in
+    -h | --help) bench_usage "$0"; exit 0 ;;
     --secs) secs=$2; shift 2 ;;
     --keys | --hist-objects) hist=$2; shift 2 ;;
     --hist-bytes) hist_bytes=$2; shift 2 ;;
