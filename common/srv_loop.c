@@ -24,9 +24,12 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +54,9 @@ struct srv_loop {
     struct event *tick; /* drain phase only: wakes the loop to re-check its state */
     pthread_t thread;
     bool started;
+    int cpu;               /* pinned to this CPU, or -1 */
+    atomic_ulong accepted; /* connections given to this loop by srv_loop_for_fd */
+    atomic_long conns;     /* of those, still open (srv_loop_conn_gone) */
     pthread_mutex_t lock;
     struct loop_call *head, *tail;
     atomic_long inflight;
@@ -69,6 +75,7 @@ static struct {
     struct srv_loop *loops;
     int nloops;
     atomic_uint rr;
+    bool affinity;
     pthread_t *workers;
     int nworkers;
     pthread_mutex_t wlock;
@@ -114,6 +121,58 @@ struct srv_loop *srv_loop_next(void)
         return NULL;
     unsigned i = atomic_fetch_add(&pool.rr, 1);
     return &pool.loops[i % (unsigned)pool.nloops];
+}
+
+void srv_loops_set_affinity(bool on)
+{
+    pool.affinity = on;
+}
+
+int srv_loop_cpu(const struct srv_loop *l)
+{
+    return l ? l->cpu : -1;
+}
+
+/* With affinity, a connection goes to the loop of its CPU unless that loop
+ * holds this many open connections more than the least busy loop: packets
+ * that all arrive on one CPU (one receive queue) still spread over the loops
+ * once there are several connections. */
+#define LOOP_AFFINITY_SLACK 4
+
+struct srv_loop *srv_loop_for_fd(int fd)
+{
+    struct srv_loop *pick = NULL;
+#ifdef SO_INCOMING_CPU
+    int cpu = -1;
+    socklen_t len = sizeof(cpu);
+    if (pool.affinity && pool.nloops > 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) == 0 && cpu >= 0) {
+        struct srv_loop *least = NULL;
+        for (int i = 0; i < pool.nloops; i++) {
+            struct srv_loop *l = &pool.loops[i];
+            long n = atomic_load(&l->conns);
+            if (l->cpu == cpu && (!pick || n < atomic_load(&pick->conns)))
+                pick = l;
+            if (!least || n < atomic_load(&least->conns))
+                least = l;
+        }
+        if (pick && atomic_load(&pick->conns) >= atomic_load(&least->conns) + LOOP_AFFINITY_SLACK)
+            pick = least;
+    }
+#endif
+    if (!pick)
+        pick = srv_loop_next();
+    if (pick) {
+        atomic_fetch_add(&pick->accepted, 1);
+        atomic_fetch_add(&pick->conns, 1);
+    }
+    return pick;
+}
+
+void srv_loop_conn_gone(struct srv_loop *l)
+{
+    if (l)
+        atomic_fetch_sub(&l->conns, 1);
 }
 
 struct event_base *srv_loop_base(struct srv_loop *l)
@@ -214,6 +273,9 @@ static void *loop_main(void *arg)
 {
     struct srv_loop *l = arg;
     current_loop = l;
+    char name[16];
+    snprintf(name, sizeof(name), "loop%d", l->idx);
+    pthread_setname_np(pthread_self(), name);
 
     event_base_loop(l->base, EVLOOP_NO_EXIT_ON_EMPTY);
 
@@ -344,6 +406,17 @@ static void render_pool(void *arg, struct evbuffer *out)
     for (int i = 0; i < pool.nloops; i++)
         evbuffer_add_printf(out, "s3nfs_loop_inflight{loop=\"%d\"} %ld\n", i,
                             atomic_load(&pool.loops[i].inflight));
+    evbuffer_add_printf(out, "# HELP s3nfs_loop_accepted_total Connections given to a loop "
+                             "(cpu: the CPU it is pinned to, -1: none).\n"
+                             "# TYPE s3nfs_loop_accepted_total counter\n");
+    for (int i = 0; i < pool.nloops; i++)
+        evbuffer_add_printf(out, "s3nfs_loop_accepted_total{loop=\"%d\",cpu=\"%d\"} %lu\n", i,
+                            pool.loops[i].cpu, atomic_load(&pool.loops[i].accepted));
+    evbuffer_add_printf(out, "# HELP s3nfs_loop_conns Open connections a loop was given.\n"
+                             "# TYPE s3nfs_loop_conns gauge\n");
+    for (int i = 0; i < pool.nloops; i++)
+        evbuffer_add_printf(out, "s3nfs_loop_conns{loop=\"%d\"} %ld\n", i,
+                            atomic_load(&pool.loops[i].conns));
 }
 
 int srv_loops_start(int nloops, int nworkers)
@@ -365,6 +438,7 @@ int srv_loops_start(int nloops, int nworkers)
     for (int i = 0; i < nloops; i++) {
         struct srv_loop *l = &pool.loops[i];
         l->idx = i;
+        l->cpu = -1;
         pthread_mutex_init(&l->lock, NULL);
         l->base = event_base_new();
         if (!l->base) {
@@ -378,9 +452,27 @@ int srv_loops_start(int nloops, int nworkers)
             goto fail;
         }
     }
+    /* The CPUs this process may run on, in order: loop i goes to the i-th
+     * (modulo their number). */
+    int cpus[CPU_SETSIZE], ncpus = 0;
+    cpu_set_t allowed;
+    if (pool.affinity && sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &allowed))
+                cpus[ncpus++] = c;
     for (int i = 0; i < nloops; i++) {
         struct srv_loop *l = &pool.loops[i];
-        int e = pthread_create(&l->thread, NULL, loop_main, l);
+        l->cpu = ncpus > 0 ? cpus[i % ncpus] : -1;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        if (l->cpu >= 0) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(l->cpu, &one);
+            pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
+        }
+        int e = pthread_create(&l->thread, &attr, loop_main, l);
+        pthread_attr_destroy(&attr);
         if (e) {
             rc = -e;
             goto fail;
@@ -397,7 +489,8 @@ int srv_loops_start(int nloops, int nworkers)
         pool.nworkers++;
     }
     srv_metrics_add_renderer(render_pool, NULL);
-    srv_log(INFO, SRV, "started %d loop threads and %d workers", nloops, nworkers);
+    srv_log(INFO, SRV, "started %d loop threads%s and %d workers", nloops,
+            ncpus > 0 ? " (pinned to CPUs)" : "", nworkers);
     return 0;
 fail:
     srv_log(ERROR, SRV, "cannot start loops: %s", strerror(-rc));

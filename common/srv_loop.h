@@ -2,10 +2,12 @@
  * srv_loop: the thread model.
  *
  * N event-loop threads, each with its own libevent event_base, own the
- * network: listeners hand accepted sockets to loops round-robin, and a
- * connection lives on one loop for its life. Nothing that may block on disk
- * runs on a loop thread: namespace-core calls go to the worker pool with
- * srv_work_submit(), whose done callback runs back on the submitting loop.
+ * network: listeners hand accepted sockets to loops (srv_loop_for_fd:
+ * round-robin, or by the CPU the socket's packets arrive on when the loops
+ * are pinned to CPUs), and a connection lives on one loop for its life.
+ * Nothing that may block on disk runs on a loop thread: namespace-core calls go
+ * to the worker pool with srv_work_submit(), whose done callback runs back on
+ * the submitting loop.
  * Thread: srv_loops_* from the main thread; srv_work_submit from loop threads. */
 #ifndef SRV_LOOP_H
 #define SRV_LOOP_H
@@ -42,6 +44,25 @@ void srv_work_submit(struct srv_loop *l, srv_work_fn work, srv_work_fn done, voi
 /** How long srv_loops_stop() lets each loop drain in-flight work and pending
  * events before it gives up on them (default 10000 ms). */
 void srv_loops_set_drain_timeout(int ms);
+
+/** Before srv_loops_start(): pin loop thread i to the i-th CPU the process may
+ * run on (round-robin when there are more loops than CPUs), and make
+ * srv_loop_for_fd() give a connection to a loop pinned to the CPU its packets
+ * arrive on (SO_INCOMING_CPU). Off by default. */
+void srv_loops_set_affinity(bool on);
+
+/** The loop an accepted socket @p fd should live on, counted as one more open
+ * connection of it: with affinity, a loop pinned to the socket's
+ * SO_INCOMING_CPU (the one with the fewest open connections when several
+ * are), unless it holds 4 open connections more than the least busy loop,
+ * which then takes it; otherwise, or when that CPU has no loop, the next in
+ * round-robin order. Thread-safe. */
+struct srv_loop *srv_loop_for_fd(int fd);
+/** A connection srv_loop_for_fd() gave to @p l closed. Thread-safe. */
+void srv_loop_conn_gone(struct srv_loop *l);
+
+/** The CPU loop @p l is pinned to, or -1. */
+int srv_loop_cpu(const struct srv_loop *l);
 
 struct evbuffer;
 

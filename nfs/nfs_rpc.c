@@ -316,6 +316,7 @@ static void conn_close(struct nfs_conn *cn)
     bufferevent_free(cn->bev);
     cn->bev = NULL;
     __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
+    srv_loop_conn_gone(cn->loop);
     srv_log(DEBUG, NFS, "req=- tenant=- connection from %s closed (%u calls in flight)",
             cn->peer_str, cn->outstanding);
     conn_maybe_free(cn);
@@ -1329,6 +1330,7 @@ static void conn_open(void *arg)
         nfs_rec_fini(&cn->rec);
         free(cn);
         __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
+        srv_loop_conn_gone(srv_loop_current());
         goto done;
     }
     cn->next = s->conns;
@@ -1345,6 +1347,7 @@ fail:
     free(cn);
     evutil_closesocket(a->fd);
     __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);
+    srv_loop_conn_gone(srv_loop_current());
 done:
     free(a);
     nfs__inflight_add(s, -1);
@@ -1380,7 +1383,9 @@ static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct soc
     evutil_make_socket_nonblocking(fd);
     nfs__inflight_add(s, 1);
     __atomic_fetch_add(&s->nconns, 1, __ATOMIC_RELAXED);
-    if (srv_loop_call(srv_loop_next(), conn_open, a) < 0) {
+    struct srv_loop *loop = srv_loop_for_fd(fd);
+    if (srv_loop_call(loop, conn_open, a) < 0) {
+        srv_loop_conn_gone(loop);
         evutil_closesocket(fd);
         free(a);
         __atomic_fetch_sub(&s->nconns, 1, __ATOMIC_RELAXED);

@@ -121,6 +121,7 @@ static void conn_free(struct s3_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     atomic_fetch_sub(&srv->nconns, 1);
+    srv_loop_conn_gone(c->loop);
     pthread_cond_broadcast(&srv->cond);
     pthread_mutex_unlock(&srv->lock);
     free(c);
@@ -498,6 +499,7 @@ void s3__conn_start(void *arg)
         free(a);
         pthread_mutex_lock(&srv->lock);
         atomic_fetch_sub(&srv->nconns, 1);
+        srv_loop_conn_gone(l);
         pthread_cond_broadcast(&srv->cond);
         pthread_mutex_unlock(&srv->lock);
         return;

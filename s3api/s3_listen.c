@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * s3_listen: the S3 listener. It accepts on loop 0 and hands each socket to
- * srv_loop_next(), where it becomes a connection (s3_conn.c); past
+ * srv_loop_for_fd() (round-robin, or by the CPU its packets
+ * arrive on with loop_cpu_affinity), where it becomes a connection (s3_conn.c); past
  * s3_max_conns it answers 503 and closes; when accept fails (out of file
  * descriptors) it pauses. s3_server_stop() closes every connection on its
  * own loop and waits until all are gone.
@@ -63,12 +64,13 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     }
     a->srv = srv;
     a->fd = fd;
-    a->loop = srv_loop_next();
+    a->loop = srv_loop_for_fd(fd);
     if (salen > 0 && (size_t)salen <= sizeof(a->sa))
         memcpy(&a->sa, sa, (size_t)salen);
     atomic_fetch_add(&srv->nconns, 1);
     if (srv_loop_call(a->loop, s3__conn_start, a) != 0) {
         atomic_fetch_sub(&srv->nconns, 1);
+        srv_loop_conn_gone(a->loop);
         evutil_closesocket(fd);
         free(a);
     }

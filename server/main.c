@@ -1056,6 +1056,7 @@ static int start_all(struct daemon *d)
     if (nworkers == 0)
         nworkers = 32 * cpu_count() < 64 ? 64 : 32 * cpu_count();
     srv_loops_set_drain_timeout((int)d->cfg.shutdown_timeout_s * 1000);
+    srv_loops_set_affinity(d->cfg.loop_cpu_affinity);
     if ((rc = srv_loops_start(nloops, nworkers)) < 0)
         return rc;
     d->loops_started = true;

@@ -50,6 +50,7 @@ struct srv_config {
     char *log_level;
     char *log_file;
     int64_t loop_threads;
+    bool loop_cpu_affinity;
     int64_t worker_threads;
     int64_t shutdown_timeout_s;
     int64_t malloc_trim_s;

@@ -77,6 +77,14 @@ const struct srv_config_opt srv_config_table[] = {
         "rotation)."),
     OPT(loop_threads, SRV_CFG_INT, "0", 0, 256, SRV_CFG_IMMUTABLE, NULL,
         "Event-loop (network) threads. 0: one per CPU, at most 8."),
+    OPT(loop_cpu_affinity, SRV_CFG_BOOL, "false", 0, 0, SRV_CFG_IMMUTABLE, NULL,
+        "Pin event-loop thread i to the i-th CPU the daemon may run on, and give each new S3 "
+        "or NFS connection to a loop pinned to the CPU its packets arrive on (SO_INCOMING_CPU), "
+        "so that a request wakes a thread on the CPU that received it, not another CPU; a loop "
+        "holding 4 open connections more than the least busy one gives the next away. For hosts "
+        "whose network card spreads connections over CPUs (several receive queues, RSS). false: "
+        "loops run on any CPU and take connections in turn. Measured in benchmarks.md (issue 17, "
+        "where the threads run)."),
     OPT(worker_threads, SRV_CFG_INT, "0", 0, 1024, SRV_CFG_IMMUTABLE, NULL,
         "Worker threads running namespace-core calls (disk, metadata). Most of them wait on "
         "group commits, so there are many. 0: 32 per CPU, at least 64."),

@@ -31,6 +31,10 @@
 #   --million     the store of a million files the issue talks about, cheaply:
 #                 --hist-files 1000000 --hist-empty (CREATE only; the mixed load
 #                 still writes 4 KiB into some of them)
+# Environment: BENCH_SERVER_CPUS / BENCH_CLIENT_CPUS (taskset CPU lists) pin
+# every thread of the server under test / bench_nfs; BENCH_PERF_EVENTS (perf
+# stat -e list) counts events of the server's threads during each bench_nfs
+# run and prints them as notes below the table.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
@@ -153,16 +157,41 @@ EOF
     }
     # bench SYSTEM OUTFILE [bench_nfs options...]: run bench_nfs against a running server.
     bench() {
-        local sys=$1 out=$2 rc; shift 2
+        local sys=$1 out=$2 rc pin=(); shift 2
         bench_load_note "$work/load.txt"
+        # Placement (issue 17): BENCH_SERVER_CPUS pins every thread of the
+        # server, BENCH_CLIENT_CPUS the client (taskset CPU lists).
+        if [ -n "${BENCH_SERVER_CPUS:-}" ]; then
+            local spid=${S3NFSD_PID:-}
+            [ "$sys" = ganesha ] && spid=$GANESHA_PID
+            taskset -a -p -c "$BENCH_SERVER_CPUS" "$spid" >/dev/null || return 1
+            echo "NOTE server threads pinned to CPUs $BENCH_SERVER_CPUS" >>"$out"
+        fi
+        if [ -n "${BENCH_CLIENT_CPUS:-}" ]; then
+            pin=(taskset -c "$BENCH_CLIENT_CPUS")
+            echo "NOTE client pinned to CPUs $BENCH_CLIENT_CPUS" >>"$out"
+        fi
+        # BENCH_PERF_EVENTS: perf stat of the server's threads during the run
+        # (context switches, migrations, wake-ups per call), appended as NOTEs.
+        local perfpid=""
+        if [ -n "${BENCH_PERF_EVENTS:-}" ]; then
+            local ppid=${S3NFSD_PID:-}
+            [ "$sys" = ganesha ] && ppid=$GANESHA_PID
+            perf stat -x, -e "$BENCH_PERF_EVENTS" -p "$ppid" -o "$work/perf.$sys" &
+            perfpid=$!
+        fi
         if [ "$sys" = ganesha ]; then
-            "$bin" --nfs-port "$GANESHA_NFS_PORT" --mount-port "$GANESHA_MNT_PORT" \
+            "${pin[@]}" "$bin" --nfs-port "$GANESHA_NFS_PORT" --mount-port "$GANESHA_MNT_PORT" \
                 --export "$GANESHA_EXPORT" --server-pid "$GANESHA_PID" "$@" >>"$out"
         else
-            "$bin" --nfs-port "$S3NFSD_NFS_PORT" --mount-port "$S3NFSD_NFS_PORT" --export / \
+            "${pin[@]}" "$bin" --nfs-port "$S3NFSD_NFS_PORT" --mount-port "$S3NFSD_NFS_PORT" --export / \
                 --server-pid "$S3NFSD_PID" "$@" >>"$out"
         fi
         rc=$?
+        if [ -n "$perfpid" ]; then
+            kill -INT "$perfpid"; wait "$perfpid"
+            grep -v '^#' "$work/perf.$sys" | grep . | sed 's/^/NOTE perf /' >>"$out"
+        fi
         bench_load_note "$work/load.txt"
         if [ $rc -ne 0 ]; then
             echo "ERROR $sys: bench_nfs failed (exit $rc)" >>"$out"

@@ -8,7 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <string.h>
 #include <cmocka.h>
@@ -164,13 +168,119 @@ static void test_bad_args(void **state)
     assert_null(srv_loop_next());
 }
 
+/* The CPU mask of the calling loop thread, as the thread sees it. */
+struct mask_seen {
+    cpu_set_t set;
+    int rc;
+};
+
+static void mask_fn(void *arg)
+{
+    struct mask_seen *m = arg;
+    pthread_mutex_lock(&mu);
+    m->rc = sched_getaffinity(0, sizeof(m->set), &m->set);
+    finished++;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+/* A TCP loopback connection whose accepted end received a byte sent by this
+ * thread; @return the accepted end, whose SO_INCOMING_CPU is this thread's CPU. */
+static int accepted_conn(int *client)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 4), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    *client = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(*client, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    int fd = accept(lfd, NULL, NULL);
+    assert_true(fd >= 0);
+    assert_int_equal(write(*client, "x", 1), 1);
+    char c;
+    assert_int_equal(read(fd, &c, 1), 1);
+    close(lfd);
+    return fd;
+}
+
+/* loop_cpu_affinity: loop i is pinned to the i-th allowed CPU, a connection
+ * goes to the loop of the CPU its packets came in on, and a loop holding 4
+ * open connections more than another gives the next one away. */
+static void test_affinity(void **state)
+{
+    (void)state;
+    cpu_set_t allowed;
+    assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    int cpus[CPU_SETSIZE], n = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed))
+            cpus[n++] = c;
+    finished = 0;
+    srv_loops_set_affinity(true);
+    assert_int_equal(srv_loops_start(3, 1), 0);
+    struct mask_seen seen[3];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(srv_loop_cpu(srv_loop_get(i)), cpus[i % n]);
+        assert_int_equal(srv_loop_call(srv_loop_get(i), mask_fn, &seen[i]), 0);
+    }
+    wait_for(3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(seen[i].rc, 0);
+        assert_int_equal(CPU_COUNT(&seen[i].set), 1);
+        assert_true(CPU_ISSET(cpus[i % n], &seen[i].set));
+    }
+    if (n >= 2) {
+        /* send from the last allowed CPU: loop n-1 is the only loop there
+         * (3 loops: with n == 2, loop 1) */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[n - 1], &one);
+        assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+        int client, fd = accepted_conn(&client);
+        assert_int_equal(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
+        int in_cpu = -1;
+        socklen_t len = sizeof(in_cpu);
+        assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &in_cpu, &len), 0);
+        assert_int_equal(in_cpu, cpus[n - 1]);
+        struct srv_loop *want = srv_loop_get(n - 1);
+        for (int i = 0; i < 4; i++)
+            assert_ptr_equal(srv_loop_for_fd(fd), want);
+        /* 4 open there, none elsewhere: the next goes to a least busy loop */
+        struct srv_loop *other = srv_loop_for_fd(fd);
+        assert_ptr_not_equal(other, want);
+        srv_loop_conn_gone(other);
+        for (int i = 0; i < 4; i++)
+            srv_loop_conn_gone(want);
+        assert_ptr_equal(srv_loop_for_fd(fd), want);
+        srv_loop_conn_gone(want);
+        close(fd);
+        close(client);
+    }
+    srv_loops_stop();
+    srv_loops_set_affinity(false);
+
+    /* without affinity: no pinning, round-robin */
+    finished = 0;
+    assert_int_equal(srv_loops_start(2, 1), 0);
+    assert_int_equal(srv_loop_cpu(srv_loop_get(0)), -1);
+    assert_int_equal(srv_loop_call(srv_loop_get(0), mask_fn, &seen[0]), 0);
+    wait_for(1);
+    assert_int_equal(CPU_COUNT(&seen[0].set), n);
+    struct srv_loop *a = srv_loop_for_fd(-1), *b = srv_loop_for_fd(-1);
+    assert_ptr_not_equal(a, b);
+    srv_loop_conn_gone(a);
+    srv_loop_conn_gone(b);
+    srv_loops_stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_loop_call),
-        cmocka_unit_test(test_work_roundtrip),
-        cmocka_unit_test(test_stop_drains),
-        cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_loop_call),   cmocka_unit_test(test_work_roundtrip),
+        cmocka_unit_test(test_stop_drains), cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_affinity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
