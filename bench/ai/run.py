@@ -634,6 +634,7 @@ class Bench:
             n.close()
 
         ld = Loads()
+        r0 = self.upload_requests()
         t_ack = self.run_threads(a.writers, setup, body)
         self.cpu_of["writers acknowledged"] = self.last_cpu
         ld.note()
@@ -643,6 +644,7 @@ class Bench:
         t_flush = time.monotonic() - t1 + t_ack
         self.cpu_of["upload until the barrier"] = Cpu.diff(c1, self.cpu.snap())
         ld.note()
+        reqs = self.requests_line(r0, self.upload_requests(), total)
         n0.close()
         # the same bytes from local files straight to the remote
         src = os.path.join(self.work, "ck")
@@ -668,7 +670,40 @@ class Bench:
         self.cpu_table("ms of CPU per MB", mb, ["writers acknowledged",
                                                 "upload until the barrier",
                                                 "aws s3 cp --recursive"])
+        log(f"  the daemon's requests to the remote: {reqs}")
         self.results["ckpt"] = (t_ack, t_flush, t_aws, mb, str(ld))
+
+    def upload_requests(self):
+        """The uploader's counters from the daemon's /metrics (empty on a daemon
+        without them): requests by S3 operation, body bytes sent, uploads given up."""
+        import urllib.request
+        try:
+            with urllib.request.urlopen(self.d.admin_endpoint + "/metrics", timeout=30) as f:
+                text = f.read().decode()
+        except OSError as e:
+            log(f"  /metrics: {e}")
+            return {}
+        out = {}
+        for line in text.splitlines():
+            if line.startswith("s3nfs_tier_upload_requests_total{op=\""):
+                out[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
+            elif line.startswith(("s3nfs_tier_upload_body_bytes_total ",
+                                  "s3nfs_tier_upload_changed_total ")):
+                out[line.split(" ")[0]] = int(float(line.rsplit(" ", 1)[1]))
+        return out
+
+    @staticmethod
+    def requests_line(r0, r1, total):
+        """The requests between two upload_requests(), per GiB of @p total bytes."""
+        if not r1:
+            return "n/a (the daemon does not count them)"
+        gib = total / (1 << 30)
+        d = {k: r1[k] - r0.get(k, 0) for k in r1}
+        body = d.pop("s3nfs_tier_upload_body_bytes_total", 0)
+        changed = d.pop("s3nfs_tier_upload_changed_total", 0)
+        return (", ".join(f"{k} {v / gib:.0f}" for k, v in d.items() if v)
+                + f" per GiB; body bytes sent {body / total:.2f} x the checkpoint; "
+                f"{changed} uploads given up (file changed)")
 
     def cpu_table(self, unit, n, rows):
         """Where the CPU went in each run of the shape (ms per @p unit)."""
