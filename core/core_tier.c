@@ -1398,6 +1398,7 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
             return -ENOMEM;
         }
     }
+    r->touch_ms = srv_now_ms(); /* (before a scan: asked for now, not dropped) */
     uint32_t c0 = ch_of(r->chunk, lo), c1 = ch_of(r->chunk, hi - 1);
     /* more: chunks this read made fetchable */
     bool more = false;
