@@ -114,10 +114,31 @@ def proc_cpu(pid):
         return 0.0
 
 
+def proc_ctxsw(pid):
+    """Voluntary context switches (waits: a thread blocked on a lock, a condition or
+    I/O) of every thread @p pid has now (a thread that ended takes its count along),
+    or 0 when it is gone. Involuntary ones are left out: they follow the load."""
+    n = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for ln in f:
+                    if ln.startswith("voluntary_ctxt_switches"):
+                        n += int(ln.split()[1])
+        except (OSError, ValueError):
+            pass
+    return n
+
+
 class Cpu:
     """CPU seconds used during one timed run by s3nfsd, RGW's gateway and OSD, and
     the client (this bench's threads, or the tool it ran): where the time went,
-    whatever share of the shared cores the run got."""
+    whatever share of the shared cores the run got; and s3nfsd's voluntary context
+    switches ("cs": its threads' waits, on each other and on I/O)."""
     WHO = ("s3nfsd", "radosgw", "osd", "client")
 
     def __init__(self, bench):
@@ -132,6 +153,7 @@ class Cpu:
         t = os.times()
         v = {k: proc_cpu(p) for k, p in self.pids.items()}
         v["client"] = t.user + t.system + t.children_user + t.children_system
+        v["cs"] = proc_ctxsw(self.pids["s3nfsd"])
         return v
 
     @staticmethod
@@ -140,10 +162,12 @@ class Cpu:
 
 
 def cpu_cols(c, unit):
-    """@p c (CPU seconds by process) as ms per @p unit (MB, sample)."""
+    """@p c (CPU seconds by process) as ms per @p unit (MB, sample), then s3nfsd's
+    voluntary context switches per @p unit."""
     if not c:
         return ""
-    return " ".join(f"{c.get(k, 0) * 1000 / unit:6.2f}" for k in Cpu.WHO)
+    return (" ".join(f"{c.get(k, 0) * 1000 / unit:6.2f}" for k in Cpu.WHO)
+            + f" {c.get('cs', 0) / unit:8.1f}")
 
 
 class Loads:
@@ -707,7 +731,7 @@ class Bench:
 
     def cpu_table(self, unit, n, rows):
         """Where the CPU went in each run of the shape (ms per @p unit)."""
-        log(f"  {unit + ':':40}" + " ".join(f"{k:>6}" for k in Cpu.WHO))
+        log(f"  {unit + ':':40}" + " ".join(f"{k:>6}" for k in Cpu.WHO) + f" {'cs':>8}")
         for r in rows:
             key = r if r in self.cpu_of else next((k for k in self.cpu_of if
                                                    k.startswith(r)), None)
