@@ -40,8 +40,8 @@ static int teardown(void **state)
 static struct meta_env *env_open(void)
 {
     struct meta_env *m = NULL;
-    struct meta_env_config cfg = {.dir = dir, .map_size = 64ull << 20, .max_batch = 16,
-                                  .backend = META_BACKEND_LMDB};
+    struct meta_env_config cfg = {
+        .dir = dir, .map_size = 64ull << 20, .max_batch = 16, .backend = META_BACKEND_LMDB};
     assert_int_equal(meta_env_open(&m, &cfg), 0);
     return m;
 }
