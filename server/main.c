@@ -340,11 +340,20 @@ static void render_recall(void *arg, struct evbuffer *out)
                         "recalled chunks still in memory (not read back from the disk).\n"
                         "# TYPE s3nfs_tier_recall_memory_read_bytes_total counter\n"
                         "s3nfs_tier_recall_memory_read_bytes_total %llu\n"
+                        "# HELP s3nfs_tier_recall_wakeups_total Recall threads and readers woken "
+                        "by an event (not their timer).\n"
+                        "# TYPE s3nfs_tier_recall_wakeups_total counter\n"
+                        "s3nfs_tier_recall_wakeups_total %llu\n"
+                        "# HELP s3nfs_tier_recall_wakeups_futile_total Of those, the ones that "
+                        "found nothing to do.\n"
+                        "# TYPE s3nfs_tier_recall_wakeups_futile_total counter\n"
+                        "s3nfs_tier_recall_wakeups_futile_total %llu\n"
                         "# HELP s3nfs_tier_recall_seconds Time from a recall's start until the "
                         "whole file is local.\n# TYPE s3nfs_tier_recall_seconds histogram\n",
                         (unsigned long long)st.recalled_bytes, (unsigned long long)st.recalls,
                         (unsigned long long)st.recall_errors, (unsigned long long)st.active,
-                        (unsigned long long)st.mem_read_bytes);
+                        (unsigned long long)st.mem_read_bytes, (unsigned long long)st.wakeups,
+                        (unsigned long long)st.wakeups_futile);
     uint64_t cum = 0;
     for (int i = 0; i < CORE_TIER_LAT_N; i++) {
         cum += st.lat_counts[i];

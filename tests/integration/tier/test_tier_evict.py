@@ -284,6 +284,8 @@ def test_first_bytes_before_the_whole_file_and_shared_recall(daemon_factory, own
     assert t_first < 0.7 * t_full, (t_first, t_full)
     # concurrent readers of c share one recall
     r0 = metric(dm, "s3nfs_tier_recalls_total")
+    w0 = metric(dm, "s3nfs_tier_recall_wakeups_total")
+    f0 = metric(dm, "s3nfs_tier_recall_wakeups_futile_total")
     out = [None] * 4
 
     def rd(i):
@@ -302,6 +304,10 @@ def test_first_bytes_before_the_whole_file_and_shared_recall(daemon_factory, own
         t.join()
     assert all(o == blobs["c"] for o in out)
     assert metric(dm, "s3nfs_tier_recalls_total") == r0 + 1
+    # the recall's threads and the four readers were woken for their chunks, each for its own
+    woken = metric(dm, "s3nfs_tier_recall_wakeups_total") - w0
+    assert woken > 0
+    assert metric(dm, "s3nfs_tier_recall_wakeups_futile_total") - f0 <= woken
     Admin(rem.daemon).put("/tenants/1/qos", {})
 
 
