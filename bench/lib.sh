@@ -181,7 +181,7 @@ bench_table() {
     echo
     echo "== $title ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores) =="
     awk -v rn="$rname" -v on="$oname" '
-        FNR == 1 { f++ }
+        FNR == 1 { f = (FILENAME == ARGV[1]) ? 1 : 2 } # an empty first file has no FNR 1
         $1 != "RESULT" { next }
         f == 1 { if (!($2 in ref)) order[n++] = $2; ref[$2] = $3; unit[$2] = $4 }
         f == 2 { if (!($2 in ref) && !($2 in ours)) extra[m++] = $2; ours[$2] = $3; unit[$2] = $4 }
@@ -211,7 +211,7 @@ bench_table() {
 bench_targets() {
     local rfile=$1 ofile=$2; shift 2
     awk -v specs="$*" '
-        FNR == 1 { f++ }
+        FNR == 1 { f = (FILENAME == ARGV[1]) ? 1 : 2 } # an empty first file has no FNR 1
         $1 != "RESULT" { next }
         f == 1 { ref[$2] = $3; unit[$2] = $4; if (!($2 in seen)) { order[n++] = $2; seen[$2] = 1 } }
         f == 2 { ours[$2] = $3; unit[$2] = $4; if (!($2 in seen)) { order[n++] = $2; seen[$2] = 1 } }

@@ -804,6 +804,10 @@ struct core_tier_stats {
     uint64_t lat_counts[CORE_TIER_LAT_N + 1]; /* per bucket (not cumulative); last: +Inf */
     double lat_sum_s;
     uint64_t lat_n;
+    /* recall threads and readers waiting for a recalled chunk woken by an event (not
+     * their timer), and those of them that found nothing to do: no chunk handed to the
+     * thread, the reader's chunk not back (each is woken for its own work only) */
+    uint64_t wakeups, wakeups_futile;
 };
 void core_tier_stats_get(struct core *c, struct core_tier_stats *out);
 

@@ -42,6 +42,15 @@
  * fail_ms have passed, then -EIO; a remote copy that changed or went answers
  * SRV_EREMOTECHG, never its bytes. A read with CORE_P_NOWAIT (an event loop)
  * never waits: -EWOULDBLOCK, so the front end runs it again on a worker.
+ *
+ * Wake-ups: an event that makes chunks fetchable (a reader asks for one, a GET ends
+ * and frees its slot, a prefetch is queued, a paced reader took a chunk) hands each
+ * such chunk, claimed, to one idle recall thread (dispatch), each of which waits on a
+ * condition of its own; a thread that ends a chunk takes the next one itself before
+ * it goes idle. A reader waits on a condition of its own too, on its recall's list,
+ * and is woken only when the chunk it waits for is in, the recall fails or ends, or at
+ * the stop: one finished chunk wakes its readers, not every thread (a few small files
+ * recalled at once would otherwise cost each one several wake-ups of every thread).
  * Thread: any; recall threads of its own. */
 #include "core_data_int.h"
 
@@ -87,6 +96,30 @@ struct recall {
     int64_t start_ns;
     bool bg; /* started by a directory prefetch (core__tier_prefetch): while no reader
               * waits, its chunks go after every other recall's, and a failure ends it */
+    struct rwaiter *wl; /* the readers waiting (as many as waiters, or fewer: nowait) */
+};
+
+/* A reader waiting for a chunk of a recall (core__tier_wait), on the recall's list:
+ * woken when that chunk is in, the recall fails or ends, or at the stop (its own
+ * condition: no other reader wakes up for it). */
+struct rwaiter {
+    pthread_cond_t cv;
+    struct rwaiter *next;
+    uint32_t ch; /* the chunk it waits for */
+};
+
+/* A recall thread. An idle one is on the tier's idle list (newest first) and waits on
+ * its own condition until a chunk is handed to it (dispatch), its timer (a retry or a
+ * paced recall due, at most a second), or the stop. */
+struct rworker {
+    pthread_cond_t cv;
+    pthread_t th;
+    struct core *c;
+    struct rworker *next; /* on k->idle */
+    bool idle;
+    struct recall *job; /* the chunk handed to it, claimed (CH_BUSY), or NULL */
+    uint32_t ch;
+    int64_t until_ms; /* when it looks for work by itself (idle) */
 };
 
 /* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
@@ -121,9 +154,10 @@ struct lr_slot {
 
 struct core__tier {
     pthread_mutex_t mu;
-    pthread_cond_t work_cv, done_cv;
+    pthread_cond_t bg_cv; /* a prefetch waits for fewer prefetches (core__tier_prefetch) */
     struct recall *head;
-    pthread_t *threads;
+    struct rworker *threads;
+    struct rworker *idle; /* idle recall threads, the latest first */
     uint32_t nthreads;
     uint32_t fetching; /* ranged GETs in flight, all recalls (at most cfg.threads) */
     bool stop;
@@ -132,6 +166,7 @@ struct core__tier {
     int64_t t0_s;
     atomic_uint_fast64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes;
     atomic_uint_fast64_t lat[RC_LAT_N + 1], lat_sum_us, lat_n;
+    atomic_uint_fast64_t wakeups, wakeups_futile; /* core_tier_stats */
     /* recalled chunks in memory (struct rmem), newest first, and free buffers */
     pthread_mutex_t mmu;
     struct rmem *mem;
@@ -140,6 +175,7 @@ struct core__tier {
     atomic_uint_fast64_t mem_sent; /* bytes readers got from the table */
     struct rbuf pool[RM_POOL];
     uint32_t npool;
+    bool paced; /* a recall was held back for its reader (mem_pace): a first hit wakes */
     struct {
         uint64_t ino;
         int64_t ms;
@@ -155,6 +191,26 @@ static int64_t mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
+
+/* A condition whose timed waits count on srv_now_ms's clock (CLOCK_MONOTONIC). */
+static void cv_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* Wait on @p cv (@p mu held) until @p until_ms (srv_now_ms). @return 0 or ETIMEDOUT. */
+static int cv_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(until_ms / 1000),
+                          .tv_nsec = (long)(until_ms % 1000) * 1000000l};
+    return pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void dispatch(struct core__tier *k);
 
 static void rbuf_drop(struct rbuf *b)
 {
@@ -300,9 +356,12 @@ static bool mem_pace(struct core__tier *k, const struct recall *r, int64_t now)
     for (struct rmem *m = k->mem; m; m = m->next)
         if (m->ino == r->ino && !m->hit_ms)
             unread += m->b.cap;
-    pthread_mutex_unlock(&k->mmu);
     /* its chunks being fetched or written land in the table too */
-    return hit && now - hit < RM_PACE_MS && unread + (r->busy + 1) * r->chunk > k->mem_max;
+    bool pace = hit && now - hit < RM_PACE_MS && unread + (r->busy + 1) * r->chunk > k->mem_max;
+    if (pace)
+        k->paced = true; /* the reader's next first hit looks again (core__tier_mem_get) */
+    pthread_mutex_unlock(&k->mmu);
+    return pace;
 }
 
 /* Keep the bytes of a chunk whose extents @p x[i] with @p used[i] went into the map
@@ -345,7 +404,7 @@ void *core__tier_mem_get(struct core *c, const struct store_extent *e, uint64_t 
 {
     struct core__tier *k = c->data ? c->data->tier : NULL;
     struct rmem *hit = NULL;
-    bool first = false;
+    bool kick = false;
     if (!k || atomic_load_explicit(&k->nmem, memory_order_relaxed) == 0)
         return NULL;
     pthread_mutex_lock(&k->mmu);
@@ -356,9 +415,13 @@ void *core__tier_mem_get(struct core *c, const struct store_extent *e, uint64_t 
                 atomic_fetch_add(&m->refs, 1);
                 *bytes = m->b.p + m->pos[i];
                 hit = m;
-                first = m->hit_ms == 0;
-                if (first)
+                if (m->hit_ms == 0) {
+                    /* a first hit: room for one more chunk of a paced recall, if any
+                     * (set under mmu by mem_pace before it answered yes: not missed) */
                     m->hit_ms = srv_now_ms();
+                    kick = k->paced;
+                    k->paced = false;
+                }
                 mem_read(k, m->ino, srv_now_ms());
                 break;
             }
@@ -368,9 +431,9 @@ void *core__tier_mem_get(struct core *c, const struct store_extent *e, uint64_t 
     if (!hit)
         return NULL;
     atomic_fetch_add(&k->mem_sent, n);
-    if (first) { /* room for one more chunk of a paced recall (mem_pace) */
+    if (kick) {
         pthread_mutex_lock(&k->mu);
-        pthread_cond_broadcast(&k->work_cv);
+        dispatch(k);
         pthread_mutex_unlock(&k->mu);
     }
     return hit;
@@ -394,8 +457,7 @@ int core__tier_init(struct core *c)
     }
     pthread_mutex_init(&k->mu, NULL);
     pthread_mutex_init(&k->mmu, NULL);
-    pthread_cond_init(&k->work_cv, NULL);
-    pthread_cond_init(&k->done_cv, NULL);
+    cv_init(&k->bg_cv);
     k->t0_s = (int64_t)time(NULL);
     c->data->tier = k;
     return 0;
@@ -416,8 +478,7 @@ void core__tier_fini(struct core *c)
     mem_prune(k, INT64_MAX, true);
     pthread_mutex_destroy(&k->mu);
     pthread_mutex_destroy(&k->mmu);
-    pthread_cond_destroy(&k->work_cv);
-    pthread_cond_destroy(&k->done_cv);
+    pthread_cond_destroy(&k->bg_cv);
     free(k->lr);
     free(k);
     c->data->tier = NULL;
@@ -766,7 +827,7 @@ static void fetched(struct core__tier *k, struct recall *r)
     pthread_mutex_lock(&k->mu);
     r->fetching--;
     k->fetching--;
-    pthread_cond_broadcast(&k->work_cv);
+    dispatch(k); /* its GET slot to the next chunk */
     pthread_mutex_unlock(&k->mu);
 }
 
@@ -907,83 +968,191 @@ static void lat_note(struct core__tier *k, int64_t ns)
     atomic_fetch_add(&k->lat_n, 1);
 }
 
+/* ---- scheduling: which recall thread fetches what, and who is woken ---- */
+
+/* Wake the readers waiting on @p r for chunk @p ch, or all of them (UINT32_MAX: the
+ * recall failed, ended, or the daemon stops); k->mu held. */
+static void wake_waiters(struct recall *r, uint32_t ch)
+{
+    for (struct rwaiter *w = r->wl; w; w = w->next)
+        if (ch == UINT32_MAX || w->ch == ch)
+            pthread_cond_signal(&w->cv);
+}
+
+/* Recall @p r ends with @p err (1: done or the file local; else terminal); k->mu held.
+ * Its readers look again, and so do the prefetches waiting for fewer prefetches. */
+static void recall_end(struct core__tier *k, struct recall *r, int err)
+{
+    r->err = err;
+    wake_waiters(r, UINT32_MAX);
+    if (r->bg)
+        pthread_cond_broadcast(&k->bg_cv);
+}
+
+/* The chunk a recall thread should fetch now (k->mu held): of the recalls readers wait
+ * for (or started) first, then of the prefetches nobody waits for (lower priority than
+ * demand); a reader's wanted chunk first, else the file's first one to fetch. Drops the
+ * recalls whose remote fails and that nobody asked for in fail_ms. @p next: when one
+ * held back now (a retry, a paced recall) may go on (at most a second from @p now).
+ * @return the recall, its chunk in @p ch; NULL: none. */
+static struct recall *pick_chunk(struct core__tier *k, int64_t now, uint32_t *ch, int64_t *next)
+{
+    *next = now + 1000;
+    if (k->fetching >= k->cfg.threads)
+        return NULL; /* every GET slot busy: the end of a GET looks again (fetched) */
+again:
+    for (int pass = 0; pass < 2; pass++) {
+        for (struct recall *r = k->head; r; r = r->next) {
+            if (r->err || (r->bg && r->waiters == 0) != (pass == 1))
+                continue;
+            if (r->fails && now - r->touch_ms > (int64_t)k->cfg.fail_ms) {
+                /* the remote fails and nobody asked for a while: drop it (the next read
+                 * starts over) */
+                recall_end(k, r, SRV_ERECALL);
+                if (r->busy == 0 && r->waiters == 0) {
+                    recall_free(k, r);
+                    goto again; /* the list changed: look again */
+                }
+                continue;
+            }
+            if (r->retry_at_ms > now) {
+                if (r->retry_at_ms < *next)
+                    *next = r->retry_at_ms;
+                continue;
+            }
+            if (r->fetching >= r->streams)
+                continue; /* as many GETs in flight as it may have */
+            if (r->want != UINT32_MAX && r->st[r->want] == CH_TODO) {
+                *ch = r->want;
+                return r;
+            }
+            const uint8_t *todo = memchr(r->st, CH_TODO, r->nch);
+            if (!todo)
+                continue;
+            if (mem_pace(k, r, now)) {
+                if (now + RM_PACE_MS < *next)
+                    *next = now + RM_PACE_MS;
+                continue; /* its reader has not taken the chunks in memory yet */
+            }
+            *ch = (uint32_t)(todo - r->st);
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Chunk @p ch of @p r is being fetched from now on; k->mu held. */
+static void claim(struct core__tier *k, struct recall *r, uint32_t ch)
+{
+    r->st[ch] = CH_BUSY;
+    r->busy++;
+    r->fetching++;
+    k->fetching++;
+}
+
+/* Take idle thread @p w off the idle list (k->mu held); it runs @p r's chunk @p ch
+ * (claimed), or with @p r NULL looks for work by itself. */
+static void wake_worker(struct core__tier *k, struct rworker *w, struct recall *r, uint32_t ch)
+{
+    for (struct rworker **pp = &k->idle; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    w->idle = false;
+    w->job = r;
+    w->ch = ch;
+    pthread_cond_signal(&w->cv);
+}
+
+/* Hand each chunk that may be fetched now to an idle recall thread, one thread per
+ * chunk (k->mu held). Called after every change that may make a chunk fetchable; a
+ * thread ending a chunk takes its next one itself first. When none is fetchable but
+ * one will be sooner than every idle thread looks by itself, one of them is woken to
+ * set its timer by it. */
+static void dispatch(struct core__tier *k)
+{
+    if (!k->idle || k->stop)
+        return;
+    int64_t now = srv_now_ms(), next;
+    uint32_t ch;
+    for (;;) {
+        struct recall *r = pick_chunk(k, now, &ch, &next);
+        if (!r)
+            break;
+        claim(k, r, ch);
+        wake_worker(k, k->idle, r, ch);
+        if (!k->idle)
+            return;
+    }
+    for (struct rworker *w = k->idle; w; w = w->next)
+        if (w->until_ms <= next)
+            return;
+    wake_worker(k, k->idle, NULL, 0);
+}
+
+/* Recall thread @p w has nothing to do: wait on the idle list until a chunk is handed
+ * to it, @p until_ms, or the stop (k->mu held). */
+static void worker_idle(struct core__tier *k, struct rworker *w, int64_t until_ms)
+{
+    w->job = NULL;
+    w->idle = true;
+    w->until_ms = until_ms;
+    w->next = k->idle;
+    k->idle = w;
+    int e = 0;
+    while (w->idle && !k->stop && e != ETIMEDOUT)
+        e = cv_wait_until(&w->cv, &k->mu, until_ms);
+    if (w->idle) { /* its timer, or the stop */
+        for (struct rworker **pp = &k->idle; *pp; pp = &(*pp)->next) {
+            if (*pp == w) {
+                *pp = w->next;
+                break;
+            }
+        }
+        w->idle = false;
+    } else {
+        atomic_fetch_add(&k->wakeups, 1);
+        if (!w->job && !k->stop)
+            atomic_fetch_add(&k->wakeups_futile, 1); /* to set its timer (dispatch) */
+    }
+}
+
 static void *recall_main(void *arg)
 {
-    struct core *c = arg;
+    struct rworker *w = arg;
+    struct core *c = w->c;
     struct core__tier *k = c->data->tier;
     struct rbuf rb = {0};
+    bool pruned = false;
     pthread_mutex_lock(&k->mu);
-    while (!k->stop) {
-        struct recall *pick = NULL;
-        uint32_t ch = 0;
-        int64_t now = srv_now_ms(), next = now + 1000;
-        /* two passes: recalls readers wait for (or started), then prefetches nobody waits
-         * for (lower priority than demand) */
-        for (int pass = 0; pass < 2 && !pick; pass++) {
-            for (struct recall *r = k->head; r && !pick; r = r->next) {
-                if (r->err || (r->bg && r->waiters == 0) != (pass == 1))
-                    continue;
-                if (r->fails && now - r->touch_ms > (int64_t)k->cfg.fail_ms) {
-                    /* the remote fails and nobody asked for a while: drop it (the next read
-                     * starts over) */
-                    r->err = SRV_ERECALL;
-                    if (r->busy == 0 && r->waiters == 0) {
-                        recall_free(k, r);
-                        break; /* the list changed: look again */
-                    }
-                    continue;
-                }
-                if (r->retry_at_ms > now) {
-                    if (r->retry_at_ms < next)
-                        next = r->retry_at_ms;
-                    continue;
-                }
-                if (r->fetching >= r->streams || k->fetching >= k->cfg.threads)
-                    continue; /* as many GETs in flight as it (or the daemon) may have */
-                if (r->want != UINT32_MAX && r->st[r->want] == CH_TODO) {
-                    pick = r;
-                    ch = r->want;
-                    break;
-                }
-                if (mem_pace(k, r, now)) {
-                    if (now + RM_PACE_MS < next)
-                        next = now + RM_PACE_MS;
-                    continue; /* its reader has not taken the chunks in memory yet */
-                }
-                for (uint32_t i = 0; i < r->nch; i++) {
-                    if (r->st[i] == CH_TODO) {
-                        pick = r;
-                        ch = i;
-                        break;
-                    }
-                }
-            }
-        }
+    for (;;) {
+        /* a chunk handed to it (even at the stop: it was claimed), else one it finds */
+        struct recall *pick = w->job;
+        uint32_t ch = w->ch;
+        w->job = NULL;
         if (!pick) {
-            if (!k->head) {
-                rbuf_drop(&rb); /* no recall left: give the memory back */
-                pthread_mutex_unlock(&k->mu);
-                mem_prune(k, now - RM_KEEP_MS, false);
-                pthread_mutex_lock(&k->mu);
-                if (k->stop)
-                    break;
+            if (k->stop)
+                break;
+            int64_t now = srv_now_ms(), next;
+            pick = pick_chunk(k, now, &ch, &next);
+            if (!pick) {
+                if (!k->head && !pruned) {
+                    rbuf_drop(&rb); /* no recall left: give the memory back */
+                    pthread_mutex_unlock(&k->mu);
+                    mem_prune(k, now - RM_KEEP_MS, false);
+                    pthread_mutex_lock(&k->mu);
+                    pruned = true;
+                    continue; /* (a recall may have come meanwhile) */
+                }
+                worker_idle(k, w, next);
+                pruned = false; /* (prunes again each time its timer wakes it) */
+                continue;
             }
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            int64_t wait = next - now;
-            until.tv_sec += wait / 1000;
-            until.tv_nsec += (long)(wait % 1000) * 1000000l;
-            if (until.tv_nsec >= 1000000000l) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000l;
-            }
-            pthread_cond_timedwait(&k->work_cv, &k->mu, &until);
-            continue;
+            claim(k, pick, ch);
+            dispatch(k); /* more fetchable chunks: to the idle threads */
         }
-        pick->st[ch] = CH_BUSY;
-        pick->busy++;
-        pick->fetching++;
-        k->fetching++;
         uint64_t ino = pick->ino, change = pick->change, size = pick->size, got = 0;
         uint64_t chunk = pick->chunk;
         pthread_mutex_unlock(&k->mu);
@@ -998,8 +1167,8 @@ static void *recall_main(void *arg)
             /* the last chunk: the file is made local before the chunk counts as done, so
              * a reader of the whole file never finds it all back but still evicted */
             pthread_mutex_unlock(&k->mu);
-            struct whole_op w = {c, ino, change};
-            int wrc = meta_submit(c->meta, whole_fn, &w, 0);
+            struct whole_op wo = {c, ino, change};
+            int wrc = meta_submit(c->meta, whole_fn, &wo, 0);
             pthread_mutex_lock(&k->mu);
             if (wrc && wrc != SRV_ESTALE)
                 rc = wrc; /* retried like a failed chunk */
@@ -1012,35 +1181,38 @@ static void *recall_main(void *arg)
             pick->fails = 0;
             pick->fail_since_ms = 0;
             if (rc == 1 || pick->ndone == pick->nch) {
-                pick->err = 1;
                 lat_note(k, mono_ns() - pick->start_ns);
+                recall_end(k, pick, 1);
             } else if (!pick->whole_file && pick->busy == 0 && pick->waiters == 0 &&
                        !memchr(pick->st, CH_TODO, pick->nch)) {
-                pick->err = 1; /* all that was asked for is back: the rest stays remote */
+                recall_end(k, pick, 1); /* all that was asked for is back: the rest stays
+                                         * remote */
+            } else {
+                wake_waiters(pick, ch);
             }
         } else if (retryable(rc) && pick->bg && pick->waiters == 0) {
             pick->st[ch] = CH_TODO; /* a prefetch: not retried (the next listing may) */
             atomic_fetch_add(&k->recall_errors, 1);
-            pick->err = SRV_ERECALL;
+            recall_end(k, pick, SRV_ERECALL);
         } else if (retryable(rc)) {
             pick->st[ch] = CH_TODO;
-            now = srv_now_ms();
+            int64_t now = srv_now_ms();
             if (!pick->fails++)
                 pick->fail_since_ms = now;
             unsigned sh = pick->fails < 4 ? pick->fails : 4;
             pick->retry_at_ms = now + (100ll << sh);
             atomic_fetch_add(&k->recall_errors, 1);
+            wake_waiters(pick, UINT32_MAX); /* the remote fails now: they answer it */
         } else {
             pick->st[ch] = CH_TODO;
             atomic_fetch_add(&k->recall_errors, 1);
             if (rc != SRV_ESTALE)
                 srv_log(WARN, TIER, "recall of ino=%llu at %llu: %s", (unsigned long long)ino,
                         (unsigned long long)ch_start(chunk, ch), srv_strerror(rc));
-            pick->err = rc == SRV_ESTALE ? 1 : rc;
+            recall_end(k, pick, rc == SRV_ESTALE ? 1 : rc);
         }
         if (pick->err && pick->busy == 0 && pick->waiters == 0)
             recall_free(k, pick);
-        pthread_cond_broadcast(&k->done_cv);
     }
     pthread_mutex_unlock(&k->mu);
     rbuf_drop(&rb);
@@ -1072,13 +1244,20 @@ int core_tier_start(struct core *c, const struct core_tier_config *cfg)
     /* twice as many threads as GETs in flight: while some write and commit the chunks
      * they fetched, others fetch the next ones */
     uint32_t nth = 2 * k->cfg.threads;
-    k->threads = calloc(nth, sizeof(*k->threads));
-    if (!k->threads)
+    struct rworker *ws = calloc(nth, sizeof(*ws));
+    if (!ws)
         return -ENOMEM;
+    pthread_mutex_lock(&k->mu);
+    k->threads = ws;
+    k->idle = NULL;
     k->stop = false;
+    pthread_mutex_unlock(&k->mu);
     for (uint32_t i = 0; i < nth; i++) {
-        int e = pthread_create(&k->threads[i], NULL, recall_main, c);
+        ws[i].c = c;
+        cv_init(&ws[i].cv);
+        int e = pthread_create(&ws[i].th, NULL, recall_main, &ws[i]);
         if (e) {
+            pthread_cond_destroy(&ws[i].cv);
             core_tier_stop(c);
             return -e;
         }
@@ -1094,14 +1273,24 @@ void core_tier_stop(struct core *c)
         return;
     pthread_mutex_lock(&k->mu);
     k->stop = true;
-    pthread_cond_broadcast(&k->work_cv);
-    pthread_cond_broadcast(&k->done_cv);
+    for (uint32_t i = 0; i < k->nthreads; i++)
+        pthread_cond_signal(&k->threads[i].cv);
+    for (struct recall *r = k->head; r; r = r->next)
+        wake_waiters(r, UINT32_MAX);
+    pthread_cond_broadcast(&k->bg_cv);
     pthread_mutex_unlock(&k->mu);
     for (uint32_t i = 0; i < k->nthreads; i++)
-        pthread_join(k->threads[i], NULL);
-    free(k->threads);
+        pthread_join(k->threads[i].th, NULL);
+    pthread_mutex_lock(&k->mu);
+    struct rworker *ws = k->threads;
+    uint32_t nth = k->nthreads;
     k->threads = NULL;
+    k->idle = NULL;
     k->nthreads = 0;
+    pthread_mutex_unlock(&k->mu);
+    for (uint32_t i = 0; i < nth; i++)
+        pthread_cond_destroy(&ws[i].cv);
+    free(ws);
 }
 
 /* The recall settings of a new recall of file @p ino: its tier policy's (cfg.knobs),
@@ -1167,18 +1356,11 @@ static struct recall *recall_new(struct core__tier *k, uint64_t ino, const struc
     return r;
 }
 
-/* Waits on done_cv (k->mu held) for at most @p left_ms, and never more than
- * 200 ms, so that a waiter re-checks its deadline and the stop flag. */
-static void wait_done(struct core__tier *k, int64_t left_ms)
+/* Waits on @p cv (k->mu held) for at most @p left_ms, and never more than 200 ms, so
+ * that a waiter re-checks its deadline and the stop flag. @return 0 or ETIMEDOUT. */
+static int wait_done(struct core__tier *k, pthread_cond_t *cv, int64_t left_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)(left_ms < 200 ? left_ms : 200) * 1000000l;
-    if (until.tv_nsec >= 1000000000l) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000l;
-    }
-    pthread_cond_timedwait(&k->done_cv, &k->mu, &until);
+    return cv_wait_until(cv, &k->mu, srv_now_ms() + (left_ms < 200 ? left_ms : 200));
 }
 
 int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, uint64_t lo,
@@ -1216,17 +1398,31 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
             return -ENOMEM;
         }
     }
+    r->touch_ms = srv_now_ms(); /* (before a scan: asked for now, not dropped) */
     uint32_t c0 = ch_of(r->chunk, lo), c1 = ch_of(r->chunk, hi - 1);
+    /* more: chunks this read made fetchable */
+    bool more = false;
     if (!r->whole_file) { /* the range read and read_ahead bytes after it */
         uint64_t rend = hi - 1 + (uint64_t)r->read_ahead;
         uint32_t ra = ch_of(r->chunk, rend < r->size ? rend : r->size - 1);
-        for (uint32_t i = c0; i <= ra && i < r->nch; i++)
-            if (r->st[i] == CH_IDLE)
+        for (uint32_t i = c0; i <= ra && i < r->nch; i++) {
+            if (r->st[i] == CH_IDLE) {
                 r->st[i] = CH_TODO;
+                more = true;
+            }
+        }
     }
     int64_t deadline = srv_now_ms() + k->cfg.wait_ms;
     int rc;
+    /* its own condition, on the recall's list: only the chunk it waits for, the recall's
+     * failure or end, or the stop wake it */
+    struct rwaiter w = {.ch = UINT32_MAX};
+    cv_init(&w.cv);
+    w.next = r->wl;
+    r->wl = &w;
     r->waiters++;
+    if (more)
+        dispatch(k); /* (its read-ahead: the loop below hands out what it waits for) */
     for (;;) {
         if (r->err) {
             rc = r->err == 1 ? 0 : r->err;
@@ -1242,9 +1438,10 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
             rc = 0;
             break;
         }
-        if (r->st[todo] == CH_TODO)
-            r->want = todo;
-        pthread_cond_broadcast(&k->work_cv);
+        if (r->st[todo] == CH_TODO && r->want != todo) {
+            r->want = todo; /* fetched first, even past a reader's pacing */
+            dispatch(k);
+        }
         if (nowait) {
             rc = -EWOULDBLOCK;
             break;
@@ -1261,12 +1458,24 @@ int core__tier_wait(struct core *c, uint64_t ino, const struct meta_inode *ri, u
             rc = SRV_ERECALL;
             break;
         }
-        wait_done(k, deadline - now);
+        w.ch = todo;
+        if (wait_done(k, &w.cv, deadline - now) != ETIMEDOUT) {
+            atomic_fetch_add(&k->wakeups, 1);
+            if (r->st[todo] != CH_DONE && !r->err && !r->fails && !k->stop)
+                atomic_fetch_add(&k->wakeups_futile, 1); /* not for it */
+        }
     }
+    for (struct rwaiter **pp = &r->wl; *pp; pp = &(*pp)->next) {
+        if (*pp == &w) {
+            *pp = w.next;
+            break;
+        }
+    }
+    pthread_cond_destroy(&w.cv);
     r->waiters--;
     if (!r->err && !r->whole_file && r->waiters == 0 && r->busy == 0 &&
         !memchr(r->st, CH_TODO, r->nch))
-        r->err = 1; /* a partial recall nobody waits for: done */
+        recall_end(k, r, 1); /* a partial recall nobody waits for: done */
     if (r->err && r->waiters == 0 && r->busy == 0)
         recall_free(k, r);
     pthread_mutex_unlock(&k->mu);
@@ -1300,7 +1509,7 @@ int core__tier_prefetch(struct core *c, uint64_t ino, const struct meta_inode *r
             pthread_mutex_unlock(&k->mu);
             return -EBUSY;
         }
-        wait_done(k, deadline - now);
+        wait_done(k, &k->bg_cv, deadline - now);
     }
     pthread_mutex_unlock(&k->mu);
     struct core_recall_knobs kn;
@@ -1314,7 +1523,7 @@ int core__tier_prefetch(struct core *c, uint64_t ino, const struct meta_inode *r
         struct recall *r = recall_new(k, ino, ri, &kn);
         if (r) {
             r->bg = true;
-            pthread_cond_broadcast(&k->work_cv);
+            dispatch(k);
         } else {
             rc = -ENOMEM;
         }
@@ -1363,6 +1572,8 @@ void core_tier_stats_get(struct core *c, struct core_tier_stats *out)
     out->lat_counts[RC_LAT_N] = atomic_load(&k->lat[RC_LAT_N]);
     out->lat_sum_s = (double)atomic_load(&k->lat_sum_us) / 1e6;
     out->lat_n = atomic_load(&k->lat_n);
+    out->wakeups = atomic_load(&k->wakeups);
+    out->wakeups_futile = atomic_load(&k->wakeups_futile);
     pthread_mutex_lock(&k->mu);
     for (struct recall *r = k->head; r; r = r->next)
         out->active += r->err == 0;

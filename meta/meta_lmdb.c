@@ -1,8 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0
  * meta_lmdb: the LMDB engine of meta (struct meta__backend): one environment
  * in a directory, one named database per table of meta_schema.h, MDB_NOTLS
- * read txns kept reset in a pool for reuse (mdb_txn_renew keeps the reader
- * slot), nested write txns for ops, and the syncer's own fd of the data file.
+ * read txns kept reset for reuse (mdb_txn_renew keeps the reader slot): one
+ * per thread and environment, and a pool behind a mutex for the rest; nested
+ * write txns for ops, and the syncer's own fd of the data file.
+ *
+ * Read txns: a thread's first read txn of an environment makes it a slot of
+ * its own (struct rslot), which later read txns of that thread renew and
+ * reset without a lock. Reset at the end of every read txn, a slot holds its
+ * LMDB reader slot but no snapshot (a reset reader pins no page, and a renew
+ * reads the newest committed txn id, so a read sees every commit that returned
+ * before it began, whichever thread made it). A read txn begun while the
+ * thread's slot is in use (nested), and every read txn once THREAD_SLOTS_MAX
+ * threads have slots, comes from the pool instead. A slot is released (its
+ * reader slot freed) when its thread exits (a pthread key's destructor) or
+ * the environment closes, whichever comes first; slots_mu orders the two.
  * The only file of s3nfs, with meta_err's users in meta/, that knows LMDB.
  *
  * Durability: the environment runs with MDB_NOMETASYNC (one sync per commit,
@@ -26,6 +38,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +50,30 @@
 #include "srv_log.h"
 
 #define RPOOL_MAX 64
+/* LMDB reader slots of the environment (mdb_env_set_maxreaders): threads with
+ * a slot of their own hold one each, reset or not; the pool holds up to
+ * RPOOL_MAX, and every read txn in progress one. */
+#define MAX_READERS 1024
+#define THREAD_SLOTS_MAX (MAX_READERS / 2)
 
 static const char *const dbi_names[META_DBI__COUNT] = META_DBI_NAMES;
+
+struct rslot;
 
 struct ltxn {
     struct meta_txn base;
     MDB_txn *txn;
-    bool top; /* a write txn not nested in another */
+    bool top;           /* a write txn not nested in another */
+    struct rslot *slot; /* a read txn of a thread's slot (else the pool's or its own) */
+};
+
+/* A thread's read txn of one environment (see the header). */
+struct rslot {
+    struct ltxn t;               /* t.txn: reset between uses; NULL until the first */
+    struct lstate *_Atomic s;    /* NULL once released by the environment's close */
+    bool busy;                   /* a read txn of the thread uses it now */
+    struct rslot *tnext;         /* the thread's slots (only its thread walks them) */
+    struct rslot *enext, *eprev; /* the environment's slots (under slots_mu) */
 };
 
 struct lstate {
@@ -52,7 +83,14 @@ struct lstate {
     pthread_mutex_t rpool_mu;  /* reset read txns kept for reuse */
     struct ltxn *rpool[RPOOL_MAX];
     int nrpool;
+    struct rslot *slots; /* threads' slots (under slots_mu) */
+    size_t nslots;
 };
+
+static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
+static pthread_key_t slots_key; /* armed with the thread's first slot: releases them at exit */
+static _Thread_local struct rslot *my_slots;
 
 int meta_err(int rc)
 {
@@ -101,11 +139,100 @@ MDB_env *meta__lmdb_env(struct meta_env *m)
     return m->be == &meta__lmdb ? ls(m)->env : NULL;
 }
 
+/* ---- threads' read slots ---- */
+
+/* Take @p sl off its environment and free its txn (under slots_mu). */
+static void slot_release(struct lstate *s, struct rslot *sl)
+{
+    if (sl->t.txn)
+        mdb_txn_abort(sl->t.txn); /* frees the LMDB reader slot too */
+    sl->t.txn = NULL;
+    if (sl->eprev)
+        sl->eprev->enext = sl->enext;
+    else
+        s->slots = sl->enext;
+    if (sl->enext)
+        sl->enext->eprev = sl->eprev;
+    s->nslots--;
+    atomic_store_explicit(&sl->s, NULL, memory_order_relaxed);
+}
+
+/* The thread ends: release its slots (pthread key destructor). */
+static void slots_thread_exit(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&slots_mu);
+    for (struct rslot *sl = my_slots, *next; sl; sl = next) {
+        next = sl->tnext;
+        struct lstate *s = atomic_load_explicit(&sl->s, memory_order_relaxed);
+        if (s)
+            slot_release(s, sl);
+        free(sl);
+    }
+    my_slots = NULL;
+    pthread_mutex_unlock(&slots_mu);
+}
+
+static void slots_key_make(void)
+{
+    if (pthread_key_create(&slots_key, slots_thread_exit) != 0)
+        slots_key = (pthread_key_t)-1;
+}
+
+/* A new slot of the calling thread for @p s, or NULL (no memory, or too many
+ * threads have one: the caller uses the pool). Frees the thread's slots of
+ * environments closed since. */
+static struct rslot *slot_new(struct lstate *s)
+{
+    pthread_once(&slots_once, slots_key_make);
+    if (slots_key == (pthread_key_t)-1)
+        return NULL;
+    struct rslot *sl = NULL;
+    pthread_mutex_lock(&slots_mu);
+    for (struct rslot **pp = &my_slots; *pp;) {
+        struct rslot *d = *pp;
+        if (atomic_load_explicit(&d->s, memory_order_relaxed)) {
+            pp = &d->tnext;
+            continue;
+        }
+        *pp = d->tnext;
+        free(d);
+    }
+    if (s->nslots < THREAD_SLOTS_MAX && (sl = calloc(1, sizeof(*sl)))) {
+        atomic_store_explicit(&sl->s, s, memory_order_relaxed);
+        sl->t.slot = sl;
+        sl->enext = s->slots;
+        if (s->slots)
+            s->slots->eprev = sl;
+        s->slots = sl;
+        s->nslots++;
+        sl->tnext = my_slots;
+        my_slots = sl;
+    }
+    pthread_mutex_unlock(&slots_mu);
+    if (sl && pthread_getspecific(slots_key) == NULL)
+        pthread_setspecific(slots_key, sl); /* any non-NULL value: the destructor walks my_slots */
+    return sl;
+}
+
+/* The calling thread's slot for @p s, made on first use; NULL: none. */
+static struct rslot *slot_of(struct lstate *s)
+{
+    for (struct rslot *sl = my_slots; sl; sl = sl->tnext)
+        if (atomic_load_explicit(&sl->s, memory_order_relaxed) == s)
+            return sl;
+    return slot_new(s);
+}
+
 static void lclose(struct meta_env *m)
 {
     struct lstate *s = ls(m);
     if (!s)
         return;
+    pthread_mutex_lock(&slots_mu);
+    while (s->slots)
+        slot_release(s, s->slots);
+    pthread_mutex_unlock(&slots_mu);
     for (int i = 0; i < s->nrpool; i++) {
         mdb_txn_abort(s->rpool[i]->txn);
         free(s->rpool[i]);
@@ -145,7 +272,7 @@ static int lopen(struct meta_env *m, const struct meta_env_config *cfg)
         goto out;
     }
     mdb_env_set_maxdbs(s->env, META_DBI__COUNT + 4);
-    mdb_env_set_maxreaders(s->env, 1024);
+    mdb_env_set_maxreaders(s->env, MAX_READERS);
     rc = mdb_env_set_mapsize(s->env, cfg->map_size ? cfg->map_size : (16ull << 30));
     if (rc) {
         rc = meta_err(rc);
@@ -199,6 +326,26 @@ static int lrtxn_begin(struct meta_env *m, struct meta_txn **out)
 {
     struct lstate *s = ls(m);
     struct ltxn *t = NULL;
+    struct rslot *sl = slot_of(s);
+    if (sl && !sl->busy) {
+        /* the thread's own: no lock; a renew takes the newest committed txn */
+        int rc = sl->t.txn ? mdb_txn_renew(sl->t.txn) : MDB_BAD_TXN;
+        if (rc) {
+            if (sl->t.txn)
+                mdb_txn_abort(sl->t.txn);
+            sl->t.txn = NULL;
+            sl->t.base.env = m;
+            rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &sl->t.txn);
+            if (rc) {
+                sl->t.txn = NULL;
+                *out = NULL;
+                return meta_err(rc);
+            }
+        }
+        sl->busy = true;
+        *out = &sl->t.base;
+        return 0;
+    }
     pthread_mutex_lock(&s->rpool_mu);
     if (s->nrpool > 0)
         t = s->rpool[--s->nrpool];
@@ -232,6 +379,10 @@ static void lrtxn_end(struct meta_txn *bt)
     struct ltxn *t = (struct ltxn *)bt;
     struct lstate *s = ls(bt->env);
     mdb_txn_reset(t->txn);
+    if (t->slot) {
+        t->slot->busy = false;
+        return;
+    }
     pthread_mutex_lock(&s->rpool_mu);
     if (s->nrpool < RPOOL_MAX) {
         s->rpool[s->nrpool++] = t;

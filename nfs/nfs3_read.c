@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "nfs_int.h"
+#include "srv_alloc.h"
 #include "srv_err.h"
 
 #define NFS_READ_PIECES_MIN ((uint32_t)256 * 1024)
@@ -47,7 +48,7 @@ int nfs3_read(struct nfs_req *r, void *args, void *res)
         rc = -EISDIR;
     else if (at.type != CORE_REG)
         rc = -EINVAL;
-    else if (!(b = calloc(1, sizeof(*b))))
+    else if (!(b = srv_zalloc(sizeof(*b))))
         rc = -ENOMEM;
     bool pieces = rc == 0 && (count >= NFS_READ_PIECES_MIN || r->on_loop);
     if (rc == 0 && !pieces) {

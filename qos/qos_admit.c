@@ -48,6 +48,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,8 +101,7 @@ struct waiter {
     struct waiter *next, *prev;   /* in the home's FIFO */
     struct waiter *anext, *aprev; /* in q->all */
     struct qos *q;
-    struct node *path[PATH_MAX_NODES];
-    int npath;
+    int npath;   /* in path[] */
     bool queued; /* in its home's FIFO */
     /* what the scope resolved to */
     uint32_t tenant;
@@ -109,8 +109,7 @@ struct waiter {
     bool nfs, has_uid;
     uint32_t uid;
     uint64_t bucket;
-    uint64_t dirs[DIRS_MAX]; /* innermost first */
-    size_t ndirs;
+    size_t ndirs;   /* in dirs[] */
     bool dirs_done; /* dirs were resolved (not only the bucket) */
     enum qos_class cls;
     uint64_t bytes;
@@ -122,7 +121,32 @@ struct waiter {
     uint64_t seq; /* arrival order */
     enum waiter_force force;
     bool cancelled; /* unlinked by qos_cancel; its timer callback must not touch the queue */
+    /* Last, and only their first npath / ndirs entries meaningful: waiter_init
+     * leaves them as they are (most requests pass with no path and no dirs). */
+    struct node *path[PATH_MAX_NODES];
+    uint64_t dirs[DIRS_MAX]; /* innermost first */
 };
+
+/* A waiter with every field zero but path[] and dirs[] (npath = ndirs = 0).
+ * Admission decides on a waiter on the stack (a request that goes at once,
+ * nearly all of them, allocates nothing) and copies it to the heap only when
+ * it must wait (waiter_dup). */
+static void waiter_init(struct waiter *w)
+{
+    memset(w, 0, offsetof(struct waiter, path));
+}
+
+/* A heap copy of @p w (its used path and dirs entries), or NULL. */
+static struct waiter *waiter_dup(const struct waiter *w)
+{
+    struct waiter *h = malloc(sizeof(*h));
+    if (!h)
+        return NULL;
+    memcpy(h, w, offsetof(struct waiter, path));
+    memcpy(h->path, w->path, sizeof(w->path[0]) * (size_t)w->npath);
+    memcpy(h->dirs, w->dirs, sizeof(w->dirs[0]) * w->ndirs);
+    return h;
+}
 
 /* A write held by the hold hook (qos_hold): it waits on its own timer, in no
  * FIFO, and is admitted afresh once the hook lets it go. */
@@ -1188,9 +1212,8 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
         go(arg, 0);
         return 0;
     }
-    struct waiter *w = calloc(1, sizeof(*w));
-    if (!w)
-        return -ENOMEM;
+    struct waiter w_, *w = &w_; /* on the heap only once it must wait */
+    waiter_init(w);
     w->q = q;
     w->cls = cls;
     w->ops = ops;
@@ -1203,7 +1226,6 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     pthread_mutex_lock(&q->lock);
     if (p->tenant == QOS_SYSTEM_TENANT && q->sys_stopping) {
         pthread_mutex_unlock(&q->lock);
-        free(w);
         last_refusal =
             (struct qos_refusal){.why = QOS_WHY_STOPPING, .cls = cls, .tenant = QOS_SYSTEM_TENANT};
         return SRV_ETHROTTLE; /* stopping: the system class gets no grant */
@@ -1224,7 +1246,6 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
             pthread_mutex_unlock(&q->lock);
             if (rc == 0 && held_since == 0 && q->hold.held)
                 q->hold.held(q->hold.arg, w->bucket);
-            free(w);
             return rc;
         }
         q->hold.charge(q->hold.arg, w->bucket, w->dirs, w->ndirs, bytes,
@@ -1232,7 +1253,6 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     }
     if (nopath) {
         pthread_mutex_unlock(&q->lock);
-        free(w);
         go(arg, 0);
         return 0;
     }
@@ -1253,7 +1273,6 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     if (!others && v.wait_us == 0) {
         charge(q, w->path, w->npath, cls, bytes, ops, &v, now);
         pthread_mutex_unlock(&q->lock);
-        free(w);
         go(arg, 0);
         return 0;
     }
@@ -1261,19 +1280,19 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
         w->path[w->npath - 1]->throttled++;
         pthread_mutex_unlock(&q->lock);
         srv_log(DEBUG, QOS, "tenant=%u queue full (%zu waiting)", p->tenant, t->tenant_wait);
-        free(w);
         last_refusal =
             (struct qos_refusal){.why = QOS_WHY_QUEUE_FULL, .cls = cls, .tenant = p->tenant};
         return SRV_ETHROTTLE;
     }
     if (!base) {
-        rc = -EINVAL;
-        goto out;
+        pthread_mutex_unlock(&q->lock);
+        return -EINVAL;
     }
-    w->ev = evtimer_new(base, on_timer, w);
-    if (!w->ev) {
-        rc = -ENOMEM;
-        goto out;
+    /* it waits: from here on a heap copy, which its timer and the lists name */
+    if (!(w = waiter_dup(w)) || !(w->ev = evtimer_new(base, on_timer, w))) {
+        pthread_mutex_unlock(&q->lock);
+        free(w);
+        return -ENOMEM;
     }
     w->enq_us = now;
     w->seq = ++q->seq;
@@ -1298,10 +1317,6 @@ static int admit(struct qos *q, const struct core_principal *p, const struct qos
     home_of(w)->delayed++;
     pthread_mutex_unlock(&q->lock);
     return 0;
-out:
-    pthread_mutex_unlock(&q->lock);
-    free(w);
-    return rc;
 }
 
 /* ---- held writes (qos_hold) ---- */
@@ -1458,7 +1473,8 @@ bool qos_applies_at(struct qos *q, const struct core_principal *p, const struct 
     if (!q || !p || (unsigned)cls > QOS_META)
         return false;
     /* on the stack: this runs for every GET, and the waiter only carries the path */
-    struct waiter w_ = {0}, *w = &w_;
+    struct waiter w_, *w = &w_;
+    waiter_init(w);
     waiter_scope(q, p, s, w);
     if (hold_scope(q, p, s, cls, 1, w))
         return true; /* a bounded bucket: its writes may be held */

@@ -143,6 +143,12 @@ struct srv_sigv4_auth {
     char payload_hash[80]; /* x-amz-content-sha256 (or UNSIGNED-PAYLOAD when presigned) */
 };
 
+/** Make @p a empty, as if zeroed, without writing its buffers past their first
+ * byte: every scalar zero, every string "", nsigned 0 (signed_list's entries
+ * past nsigned are never read). The parsers below begin with it; a holder that
+ * may be read before any parse (an anonymous request's) calls it itself. */
+void srv_sigv4_auth_reset(struct srv_sigv4_auth *a);
+
 /** Parse an "AWS4-HMAC-SHA256 Credential=AKEY/DATE/REGION/SERVICE/aws4_request,
  * SignedHeaders=..., Signature=..." header (fields separated by ',' and blanks,
  * each exactly once, no others; the access key is all before the scope's four

@@ -6,6 +6,7 @@
  * targets use it directly.
  * Thread: reentrant (the key caches of srv_sigv4.c are per thread). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,10 +96,19 @@ static int parse_credential(struct srv_sigv4_auth *s, const char *cred, size_t n
     return 0;
 }
 
+void srv_sigv4_auth_reset(struct srv_sigv4_auth *a)
+{
+    /* every field before signed_headers, and its first byte */
+    memset(a, 0, offsetof(struct srv_sigv4_auth, signed_headers) + 1);
+    a->nsigned = 0;
+    a->names[0] = '\0';
+    memset(a->payload_hash, 0, sizeof(a->payload_hash));
+}
+
 int srv_sigv4_parse_header(const char *authz, struct srv_sigv4_auth *out)
 {
     static const char scheme[] = SRV_SIGV4_ALGORITHM;
-    memset(out, 0, sizeof(*out));
+    srv_sigv4_auth_reset(out);
     if (!authz)
         return -EINVAL;
     size_t sl = sizeof(scheme) - 1;
@@ -156,7 +166,7 @@ static const char *param(const struct srv_sigv4_kv *q, size_t n, const char *nam
 
 int srv_sigv4_parse_query(const struct srv_sigv4_kv *q, size_t n, struct srv_sigv4_auth *out)
 {
-    memset(out, 0, sizeof(*out));
+    srv_sigv4_auth_reset(out);
     const char *alg = param(q, n, "X-Amz-Algorithm");
     const char *cred = param(q, n, "X-Amz-Credential");
     const char *sig = param(q, n, "X-Amz-Signature");

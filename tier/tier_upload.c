@@ -234,6 +234,9 @@ struct tier_upload {
     /* counters */
     uint64_t up_files, up_bytes, del_files, err_total;
     uint64_t err_kind[6];
+    uint64_t req_n[TIER_S3_CHECK + 1]; /* the uploader's requests sent, by opcode */
+    uint64_t body_bytes;               /* body bytes of its PUTs and parts sent */
+    uint64_t changed;                  /* uploads given up: the file changed */
     /* threads */
     struct event_base *base;
     struct event *keep;
@@ -537,6 +540,25 @@ static int run_one(struct tier_upload *u, struct tier_s3 *s3, const struct tier_
     return rc ? rc : res->err;
 }
 
+/* Count one request of the uploader (uploads and deletes) for /metrics. */
+static void note_req(struct tier_upload *u, const struct tier_s3_op *op)
+{
+    pthread_mutex_lock(&u->mu);
+    if ((unsigned)op->code <= TIER_S3_CHECK)
+        u->req_n[op->code]++;
+    if (op->code == TIER_S3_PUT_OBJECT || op->code == TIER_S3_MPU_PART)
+        u->body_bytes += op->size;
+    pthread_mutex_unlock(&u->mu);
+}
+
+/* run_one for the uploader's own requests: counted. */
+static int up_one(struct tier_upload *u, struct tier_s3 *s3, const struct tier_s3_op *op,
+                  struct tier_s3_result *res)
+{
+    note_req(u, op);
+    return run_one(u, s3, op, res);
+}
+
 /* ---- remotes ---- */
 
 static int err_kind(int err)
@@ -567,6 +589,8 @@ static void failed(struct tier_upload *u, uint64_t bucket, uint32_t id, uint64_t
     pthread_mutex_lock(&u->mu);
     u->err_total++;
     u->err_kind[kind]++;
+    if (kind == EK_CHANGED)
+        u->changed++;
     struct bstat *b = bstat_get(u, bucket, false);
     if (b) {
         snprintf(b->st.last_error, sizeof(b->st.last_error), "%s: %s", what, msg);
@@ -865,7 +889,7 @@ static int delete_copy(struct tier_upload *u, struct tier_s3 *s3, uint32_t remot
 {
     struct tier_s3_op op = {.code = TIER_S3_DELETE_OBJECT, .key = key};
     struct tier_s3_result res;
-    int rc = run_one(u, s3, &op, &res);
+    int rc = up_one(u, s3, &op, &res);
     if (rc)
         failed(u, bucket, remote, ino, err_kind(rc), res.retryable, "delete", res.message);
     tier_s3_result_fini(&res);
@@ -1006,6 +1030,7 @@ static void window_start(struct window *w, struct wslot *s)
     s->op.arg = s;
     s->busy = true;
     s->done = false;
+    note_req(w->u, &s->op);
     if (run_on_loop(w->u, wslot_start_fn, s) != 0) {
         s->res.err = -ENOMEM;
         snprintf(s->res.message, sizeof(s->res.message), "cannot reach the client's loop");
@@ -1087,6 +1112,16 @@ static int do_upload(struct tier_upload *u, struct job *j)
     struct tier_s3_result res;
     memset(&res, 0, sizeof(res));
     int err;
+    /* A job waits in the queue behind others: when its file changed meanwhile (more
+     * writes, a COMMIT, a rename: each moves the change counter), a copy of this state
+     * would be thrown away. Nothing is sent; the next pass queues the file as it is. */
+    if (change_now(u, j->ino) != j->change) {
+        pthread_mutex_lock(&u->mu);
+        u->changed++;
+        pthread_mutex_unlock(&u->mu);
+        srv_log(DEBUG, TIER, "remote %u: %s changed while queued: not sent", j->remote, j->key);
+        return -EAGAIN;
+    }
     struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why), &err);
     if (!s3) {
         failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "remote", why);
@@ -1132,7 +1167,7 @@ static int do_upload(struct tier_upload *u, struct job *j)
                                 .content_type = ctype[0] ? ctype : NULL,
                                 .meta = kv,
                                 .nmeta = (size_t)nmeta};
-        rc = run_one(u, s3, &op, &res);
+        rc = up_one(u, s3, &op, &res);
         if (rc) {
             failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
                    res.message);
@@ -1146,7 +1181,7 @@ static int do_upload(struct tier_upload *u, struct job *j)
                                 .content_type = ctype[0] ? ctype : NULL,
                                 .meta = kv,
                                 .nmeta = (size_t)nmeta};
-        rc = run_one(u, s3, &op, &res);
+        rc = up_one(u, s3, &op, &res);
         if (rc) {
             failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
                    res.message);
@@ -1178,6 +1213,14 @@ static int do_upload(struct tier_upload *u, struct job *j)
                 break;
             uint64_t off = p * psize;
             size_t len = (size_t)(j->size - off < psize ? j->size - off : psize);
+            /* a file changed since the upload began is not recorded (checked again after
+             * the last part): stop sending its parts now, not after all of them */
+            if (p > 0 && change_now(u, j->ino) != j->change) {
+                rc = -EAGAIN;
+                failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",
+                       "the file changed while read");
+                break;
+            }
             rc = read_all(u, j, off, sl->buf, len);
             if (rc) {
                 failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL,
@@ -1217,7 +1260,7 @@ static int do_upload(struct tier_upload *u, struct job *j)
                                      .upload_id = upload_id,
                                      .parts = parts,
                                      .nparts = (size_t)nparts};
-            rc = run_one(u, s3, &cop, &res);
+            rc = up_one(u, s3, &cop, &res);
             if (rc)
                 failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable,
                        "complete upload", res.message);
@@ -1228,14 +1271,14 @@ static int do_upload(struct tier_upload *u, struct job *j)
         if (rc) {
             struct tier_s3_op ab = {
                 .code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
-            run_one(u, s3, &ab, &res);
+            up_one(u, s3, &ab, &res);
             tier_s3_result_fini(&res);
             goto out;
         }
     }
     /* confirm */
     struct tier_s3_op hop = {.code = TIER_S3_HEAD_OBJECT, .key = j->key};
-    rc = run_one(u, s3, &hop, &res);
+    rc = up_one(u, s3, &hop, &res);
     if (rc == 0 && (res.obj.size != j->size || (etag[0] && strcmp(etag, res.obj.etag) != 0))) {
         rc = -EIO;
         snprintf(res.message, sizeof(res.message),
@@ -2535,6 +2578,32 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
     for (int k = 0; k < 6; k++)
         evbuffer_add_printf(out, "s3nfs_tier_remote_errors_total{kind=\"%s\"} %" PRIu64 "\n",
                             ek_names[k], u->err_kind[k]);
+    static const struct {
+        int code;
+        const char *name;
+    } reqs[] = {{TIER_S3_PUT_OBJECT, "put_object"},
+                {TIER_S3_MPU_CREATE, "create_multipart_upload"},
+                {TIER_S3_MPU_PART, "upload_part"},
+                {TIER_S3_MPU_COMPLETE, "complete_multipart_upload"},
+                {TIER_S3_MPU_ABORT, "abort_multipart_upload"},
+                {TIER_S3_HEAD_OBJECT, "head_object"},
+                {TIER_S3_DELETE_OBJECT, "delete_object"}};
+    evbuffer_add_printf(out, "# HELP s3nfs_tier_upload_requests_total Requests the uploader sent "
+                             "(uploads, their confirmation, deletes), by S3 operation.\n"
+                             "# TYPE s3nfs_tier_upload_requests_total counter\n");
+    for (size_t k = 0; k < sizeof(reqs) / sizeof(reqs[0]); k++)
+        evbuffer_add_printf(out, "s3nfs_tier_upload_requests_total{op=\"%s\"} %" PRIu64 "\n",
+                            reqs[k].name, u->req_n[reqs[k].code]);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_tier_upload_body_bytes_total Body bytes of the uploader's "
+                        "PUTs and parts sent, including uploads given up.\n"
+                        "# TYPE s3nfs_tier_upload_body_bytes_total counter\n"
+                        "s3nfs_tier_upload_body_bytes_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_upload_changed_total Uploads given up because the file "
+                        "changed (while queued or read); it goes again as it is now.\n"
+                        "# TYPE s3nfs_tier_upload_changed_total counter\n"
+                        "s3nfs_tier_upload_changed_total %" PRIu64 "\n",
+                        u->body_bytes, u->changed);
     evbuffer_add_printf(out,
                         "# HELP s3nfs_tier_evictions_total Files whose local extents the tier "
                         "freed.\n# TYPE s3nfs_tier_evictions_total counter\n"

@@ -114,10 +114,31 @@ def proc_cpu(pid):
         return 0.0
 
 
+def proc_ctxsw(pid):
+    """Voluntary context switches (waits: a thread blocked on a lock, a condition or
+    I/O) of every thread @p pid has now (a thread that ended takes its count along),
+    or 0 when it is gone. Involuntary ones are left out: they follow the load."""
+    n = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for ln in f:
+                    if ln.startswith("voluntary_ctxt_switches"):
+                        n += int(ln.split()[1])
+        except (OSError, ValueError):
+            pass
+    return n
+
+
 class Cpu:
     """CPU seconds used during one timed run by s3nfsd, RGW's gateway and OSD, and
     the client (this bench's threads, or the tool it ran): where the time went,
-    whatever share of the shared cores the run got."""
+    whatever share of the shared cores the run got; and s3nfsd's voluntary context
+    switches ("cs": its threads' waits, on each other and on I/O)."""
     WHO = ("s3nfsd", "radosgw", "osd", "client")
 
     def __init__(self, bench):
@@ -132,6 +153,7 @@ class Cpu:
         t = os.times()
         v = {k: proc_cpu(p) for k, p in self.pids.items()}
         v["client"] = t.user + t.system + t.children_user + t.children_system
+        v["cs"] = proc_ctxsw(self.pids["s3nfsd"])
         return v
 
     @staticmethod
@@ -140,10 +162,12 @@ class Cpu:
 
 
 def cpu_cols(c, unit):
-    """@p c (CPU seconds by process) as ms per @p unit (MB, sample)."""
+    """@p c (CPU seconds by process) as ms per @p unit (MB, sample), then s3nfsd's
+    voluntary context switches per @p unit."""
     if not c:
         return ""
-    return " ".join(f"{c.get(k, 0) * 1000 / unit:6.2f}" for k in Cpu.WHO)
+    return (" ".join(f"{c.get(k, 0) * 1000 / unit:6.2f}" for k in Cpu.WHO)
+            + f" {c.get('cs', 0) / unit:8.1f}")
 
 
 class Loads:
@@ -634,6 +658,7 @@ class Bench:
             n.close()
 
         ld = Loads()
+        r0 = self.upload_requests()
         t_ack = self.run_threads(a.writers, setup, body)
         self.cpu_of["writers acknowledged"] = self.last_cpu
         ld.note()
@@ -643,6 +668,7 @@ class Bench:
         t_flush = time.monotonic() - t1 + t_ack
         self.cpu_of["upload until the barrier"] = Cpu.diff(c1, self.cpu.snap())
         ld.note()
+        reqs = self.requests_line(r0, self.upload_requests(), total)
         n0.close()
         # the same bytes from local files straight to the remote
         src = os.path.join(self.work, "ck")
@@ -668,11 +694,44 @@ class Bench:
         self.cpu_table("ms of CPU per MB", mb, ["writers acknowledged",
                                                 "upload until the barrier",
                                                 "aws s3 cp --recursive"])
+        log(f"  the daemon's requests to the remote: {reqs}")
         self.results["ckpt"] = (t_ack, t_flush, t_aws, mb, str(ld))
+
+    def upload_requests(self):
+        """The uploader's counters from the daemon's /metrics (empty on a daemon
+        without them): requests by S3 operation, body bytes sent, uploads given up."""
+        import urllib.request
+        try:
+            with urllib.request.urlopen(self.d.admin_endpoint + "/metrics", timeout=30) as f:
+                text = f.read().decode()
+        except OSError as e:
+            log(f"  /metrics: {e}")
+            return {}
+        out = {}
+        for line in text.splitlines():
+            if line.startswith("s3nfs_tier_upload_requests_total{op=\""):
+                out[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
+            elif line.startswith(("s3nfs_tier_upload_body_bytes_total ",
+                                  "s3nfs_tier_upload_changed_total ")):
+                out[line.split(" ")[0]] = int(float(line.rsplit(" ", 1)[1]))
+        return out
+
+    @staticmethod
+    def requests_line(r0, r1, total):
+        """The requests between two upload_requests(), per GiB of @p total bytes."""
+        if not r1:
+            return "n/a (the daemon does not count them)"
+        gib = total / (1 << 30)
+        d = {k: r1[k] - r0.get(k, 0) for k in r1}
+        body = d.pop("s3nfs_tier_upload_body_bytes_total", 0)
+        changed = d.pop("s3nfs_tier_upload_changed_total", 0)
+        return (", ".join(f"{k} {v / gib:.0f}" for k, v in d.items() if v)
+                + f" per GiB; body bytes sent {body / total:.2f} x the checkpoint; "
+                f"{changed} uploads given up (file changed)")
 
     def cpu_table(self, unit, n, rows):
         """Where the CPU went in each run of the shape (ms per @p unit)."""
-        log(f"  {unit + ':':40}" + " ".join(f"{k:>6}" for k in Cpu.WHO))
+        log(f"  {unit + ':':40}" + " ".join(f"{k:>6}" for k in Cpu.WHO) + f" {'cs':>8}")
         for r in rows:
             key = r if r in self.cpu_of else next((k for k in self.cpu_of if
                                                    k.startswith(r)), None)

@@ -31,6 +31,12 @@
 #   --million     the store of a million files the issue talks about, cheaply:
 #                 --hist-files 1000000 --hist-empty (CREATE only; the mixed load
 #                 still writes 4 KiB into some of them)
+#   --placements LIST   run everything once per placement and print a table for
+#                 each: any (nothing pinned), one (server and client on CPU 0),
+#                 two (server on CPU 0, client on CPU 1); e.g. any,one,two.
+#                 At 1 in flight the ratio depends on whether the client and the
+#                 server's thread share a CPU (docs/benchmarks.md); pinned, both
+#                 servers are compared in the same placement.
 # Environment: BENCH_SERVER_CPUS / BENCH_CLIENT_CPUS (taskset CPU lists) pin
 # every thread of the server under test / bench_nfs; BENCH_PERF_EVENTS (perf
 # stat -e list) counts events of the server's threads during each bench_nfs
@@ -41,7 +47,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 only="" rounds=1 states="fresh,hist" hist_files=100000 mix_secs=10 inner="" args=()
-quick="" phases="" hist_empty=""
+quick="" phases="" hist_empty="" placements="" tag=""
 while [ $# -gt 0 ]; do
     case $1 in
     -h | --help) bench_usage "$0"; exit 0 ;;
@@ -55,6 +61,8 @@ while [ $# -gt 0 ]; do
     --million) hist_files=1000000 hist_empty=1; shift ;;
     --mix-secs) mix_secs=$2; shift 2 ;;
     --inner) inner=$2; shift 2 ;;
+    --placements) placements=$2; shift 2 ;;
+    --tag) tag=$2; shift 2 ;;
     *) args+=("$1"); shift ;;
     esac
 done
@@ -201,7 +209,7 @@ EOF
     }
 
     for state in ${states//,/ }; do
-        g=$work/ganesha.$state.txt s=$work/s3nfsd.$state.txt
+        g=$work/ganesha.$state$tag.txt s=$work/s3nfsd.$state$tag.txt
         : >"$g"; : >"$s"
         gup="" sup=""
         if [ "$state" = hist ]; then
@@ -263,18 +271,55 @@ elif ! command -v ganesha.nfsd >/dev/null ||
 elif ! unshare --net --mount true 2>/dev/null; then
     gskip="unshare --net --mount not permitted (need root)"
 fi
-bench_log "nfs: states $states, $rounds round(s), history $hist_files files; load $(cut -d' ' -f1-3 /proc/loadavg)"
-if [ -z "$gskip" ]; then
-    GANESHA_NETNS=1 unshare --net --mount "$here/run.sh" "${pass[@]}" "${args[@]}" &
-else
-    "$here/run.sh" "${pass[@]}" "${args[@]}" &
-fi
-p=$!
-bench_track "$p"
-wait "$p"
+# placement_cpus NAME: "SERVER_CPUS CLIENT_CPUS" for a --placements name.
+placement_cpus() {
+    case $1 in
+    any) echo "- -" ;;
+    one) echo "0 0" ;;
+    two) echo "0 1" ;;
+    *) return 1 ;;
+    esac
+}
+placement_what() {
+    case $1 in
+    any) echo "nothing pinned" ;;
+    one) echo "server and client pinned to CPU 0" ;;
+    two) echo "server pinned to CPU 0, client to CPU 1" ;;
+    esac
+}
+pls=("") # one pass, nothing pinned, tables without a placement
+[ -n "$placements" ] && IFS=, read -ra pls <<<"$placements"
+for pl in "${pls[@]}"; do
+    [ -z "$pl" ] && continue
+    placement_cpus "$pl" >/dev/null || { bench_log "unknown placement $pl (any, one, two)"; exit 2; }
+    if [ "$pl" = two ] && [ "$(nproc)" -lt 2 ]; then
+        bench_log "placement two needs 2 CPUs, this machine has $(nproc)"; exit 2
+    fi
+done
+bench_log "nfs: states $states, $rounds round(s), history $hist_files files${placements:+, placements $placements}; load $(cut -d' ' -f1-3 /proc/loadavg)"
+for pl in "${pls[@]}"; do
+    ptag="" penv=()
+    if [ -n "$pl" ]; then
+        read -r scpus ccpus < <(placement_cpus "$pl")
+        ptag=.$pl
+        [ "$scpus" != - ] && penv=(BENCH_SERVER_CPUS="$scpus" BENCH_CLIENT_CPUS="$ccpus")
+        bench_log "nfs: placement $pl: $(placement_what "$pl")"
+    fi
+    if [ -z "$gskip" ]; then
+        env "${penv[@]}" GANESHA_NETNS=1 unshare --net --mount "$here/run.sh" "${pass[@]}" \
+            --tag "$ptag" "${args[@]}" &
+    else
+        env "${penv[@]}" "$here/run.sh" "${pass[@]}" --tag "$ptag" "${args[@]}" &
+    fi
+    p=$!
+    bench_track "$p"
+    wait "$p"
+done
 
+for pl in "${pls[@]}"; do
 for state in ${states//,/ }; do
-    g=$work/ganesha.$state.txt s=$work/s3nfsd.$state.txt
+    ptag=${pl:+.$pl}
+    g=$work/ganesha.$state$ptag.txt s=$work/s3nfsd.$state$ptag.txt
     bench_median "$g"
     bench_median "$s"
     case $state in
@@ -283,6 +328,7 @@ for state in ${states//,/ }; do
         what="servers with history: $hist_files files of 4 KiB, $mix_secs s of mixed load"
         [ -n "$hist_empty" ] && what="servers with history: $hist_files empty files, $mix_secs s of mixed load" ;;
     esac
+    [ -n "$pl" ] && what="$what; placement $pl: $(placement_what "$pl")"
     bench_table "NFSv3, $what: nfs-ganesha (FSAL VFS) vs s3nfsd, median of $rounds round(s)" \
         ganesha "$g" s3nfsd "$s"
     bench_targets "$g" "$s" 'seq_*:1.0' 'read_4k_*:1.0' 'getattr_*:1.0' 'lookup_*:1.0' \
@@ -294,6 +340,7 @@ for state in ${states//,/ }; do
     grep -h '^NOTE' "$s" | sed 's/^NOTE /s3nfsd: /'
     grep -h '^ERROR' "$g" | sed 's/^/ganesha: /'
     grep -h '^ERROR' "$s" | sed 's/^/s3nfsd: /'
+done
 done
 bench_load_summary "$work/load.txt"
 [ -n "$gskip" ] && echo "ganesha: did not run: $gskip"

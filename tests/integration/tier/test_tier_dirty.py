@@ -40,6 +40,7 @@ from test_tier_cache import FAST, Relay, cache_bucket  # noqa: E402
 MiB = 1024 * 1024
 BOUND = 0 if os.environ.get("S3NFS_DIRTY_BOUND_OFF") == "1" else 4 * MiB
 HELD_S = 3.0  # how long the remote stays cut while writers wait
+UNHELD_S = 5.0  # a 1 MiB PUT that nothing holds takes less, even on a loaded machine
 
 d = daemon_fixture("tier-dirty", FAST)
 
@@ -131,7 +132,8 @@ def test_cache_bucket_writers_held_past_the_bound(d, rgw):
         for c, ob in ((s3, other), (s3t2, other2)):
             t0 = time.time()
             c.put_object(Bucket=ob, Key="x", Body=os.urandom(MiB))
-            assert time.time() - t0 < 1.5
+            # held, it would wait for relay.restore() below; the margin is for a loaded machine
+            assert time.time() - t0 < UNHELD_S
         assert w.is_alive()  # and the held writer is still held
         # a copy into the bounded bucket is held too (its write side)
         cp = Writer(lambda i: s3.copy_object(Bucket=b, Key="copied",
@@ -156,7 +158,7 @@ def test_cache_bucket_writers_held_past_the_bound(d, rgw):
         w2 = Writer(lambda i: s3.put_object(Bucket=b, Key=f"v/{i}", Body=data[i]), 3)
         w2.start()
         w2.join(30)
-        assert not w2.errors and max(w2.times) < 1.5, (w2.errors, w2.times)
+        assert not w2.errors and max(w2.times) < UNHELD_S, (w2.errors, w2.times)
         assert held_total(d, b) == before
         print(f"\nS3 writes past a 4 MiB bound (remote cut {HELD_S} s): "
               f"{', '.join(f'{t:.2f}' for t in w.times)} s; after the drain: "

@@ -9,8 +9,9 @@
  * chunk's bytes in 1 MiB pieces), the streams bound of one file, and a
  * recall that finds part of a chunk back already (the chunk size changed
  * since), and the last read times (the core's, and those its files' tierst
- * records keep across a reopen). The store check (core_check) must pass after
- * each step and after a reopen. */
+ * records keep across a reopen), and many small files recalled by several
+ * readers at once (each reader and recall thread woken for its own work only).
+ * The store check (core_check) must pass after each step and after a reopen. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -39,6 +40,9 @@ static atomic_int cur, most;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t log_off[64], log_len[64], log_ino[64];
 static size_t nlog;
+/* files whose remote bytes start further into model[] (each file its own bytes) */
+static uint64_t shift_ino[16], shift_by[16];
+static size_t nshift;
 
 static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
 {
@@ -49,13 +53,17 @@ static int fake_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
         return atomic_load(&mode);
     if (off < atomic_load(&allow_lo) || off >= atomic_load(&allow_hi))
         return SRV_ERECALL;
-    if (off + len > model_size)
+    uint64_t from = off;
+    for (size_t i = 0; i < nshift; i++)
+        if (shift_ino[i] == ino)
+            from += shift_by[i];
+    if (from + len > model_size)
         return SRV_EREMOTECHG;
     int now = atomic_fetch_add(&cur, 1) + 1, m = atomic_load(&most);
     while (now > m && !atomic_compare_exchange_weak(&most, &m, now))
         ;
     usleep(20000); /* a remote takes a while: other threads may start meanwhile */
-    memcpy(buf, model + off, len);
+    memcpy(buf, model + from, len);
     *n = len;
     atomic_fetch_add(&fetched, len);
     atomic_fetch_add(&fetches, 1);
@@ -128,6 +136,7 @@ static int setup(void **state)
     model = malloc(BIG);
     fx_fill(model, BIG, 42);
     model_size = SIZE;
+    nshift = 0;
     atomic_store(&mode, 0);
     struct core_tier_config cfg = {
         .fetch = fake_fetch, .threads = 3, .wait_ms = 5000, .fail_ms = 300};
@@ -806,6 +815,90 @@ static void test_reader_paces_the_recall(void **state)
     checked(f);
 }
 
+#define NSMALL 16
+#define SMALL(i) (150000 + (size_t)(i)*997) /* a dataset's samples, ~150 KB */
+
+struct small_reader {
+    struct fx *f;
+    const uint64_t *ino;
+    int first, n; /* it reads files first, first + 1, ... (mod NSMALL), n of them */
+};
+
+static void *small_main(void *arg)
+{
+    struct small_reader *r = arg;
+    for (int j = 0; j < r->n; j++) {
+        int i = (r->first + j) % NSMALL;
+        read_eq(r->f, r->ino[i], 0, SMALL(i), model + i * 4096);
+    }
+    return NULL;
+}
+
+/* Runs @p nr readers of the small files at once, @p share of them starting at the same
+ * file, each reading @p n files; @return the futile wake-ups meanwhile (@p wakeups: all
+ * of them). */
+static uint64_t small_readers(struct fx *f, const uint64_t *ino, int nr, int share, int n,
+                              uint64_t *wakeups)
+{
+    struct core_tier_stats ts;
+    core_tier_stats_get(f->c, &ts);
+    uint64_t w0 = ts.wakeups, f0 = ts.wakeups_futile;
+    struct small_reader rd[8];
+    pthread_t th[8];
+    for (int i = 0; i < nr; i++) {
+        rd[i] = (struct small_reader){f, ino, i / share * (NSMALL * share / nr), n};
+        assert_int_equal(pthread_create(&th[i], NULL, small_main, &rd[i]), 0);
+    }
+    for (int i = 0; i < nr; i++)
+        pthread_join(th[i], NULL);
+    core_tier_stats_get(f->c, &ts);
+    *wakeups = ts.wakeups - w0;
+    return ts.wakeups_futile - f0;
+}
+
+/* Many small files recalled at once (a dataset's samples), by readers that each wait for
+ * a file of their own, then by readers that share the files' recalls: every read gets
+ * the right bytes, every file is local again after, and no reader or recall thread is
+ * woken for another's chunk (a finished chunk wakes its own readers, a fetchable chunk
+ * one thread). */
+static void test_small_files_at_once(void **state)
+{
+    struct fx *f = *state;
+    uint64_t ino[NSMALL], change[NSMALL], wakeups;
+    char key[16];
+    restart_tier(f, 0, 4, 0); /* 4 GETs at once, 8 recall threads */
+    for (int i = 0; i < NSMALL; i++) {
+        snprintf(key, sizeof(key), "small%d", i);
+        assert_int_equal(fx_put(f, key, model + i * 4096, SMALL(i)), 0);
+        ino[i] = copied(f, key, &change[i]);
+        shift_ino[i] = ino[i];
+        shift_by[i] = (uint64_t)i * 4096;
+    }
+    nshift = NSMALL;
+    for (int i = 0; i < NSMALL; i++)
+        assert_int_equal(core_tier_evict(f->c, ino[i], change[i], NULL), 0);
+    /* 8 readers, a file each (the even ones): 8 recalls at once on 4 GET slots */
+    uint64_t futile = small_readers(f, ino, 8, 1, 1, &wakeups);
+    if (futile)
+        fprintf(stderr, "%llu futile wake-ups of %llu\n", (unsigned long long)futile,
+                (unsigned long long)wakeups);
+    assert_true(futile <= 1);  /* (one spurious wake-up allowed) */
+    assert_true(wakeups >= 4); /* at least the readers that waited for a queued recall */
+    checked(f);
+    for (int i = 0; i < NSMALL; i += 2) /* local again: evictable */
+        assert_int_equal(core_tier_evict(f->c, ino[i], change[i], NULL), 0);
+    /* 8 readers of all 16 files, in pairs that read the same file at once (starting at
+     * files 0, 4, 8, 12): 4 recalls at once, each shared by two readers */
+    futile = small_readers(f, ino, 8, 2, NSMALL, &wakeups);
+    if (futile)
+        fprintf(stderr, "%llu futile wake-ups of %llu\n", (unsigned long long)futile,
+                (unsigned long long)wakeups);
+    assert_true(futile <= 1);
+    for (int i = 0; i < NSMALL; i++) /* local again: evictable */
+        assert_int_equal(core_tier_evict(f->c, ino[i], change[i], NULL), 0);
+    checked(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -819,6 +912,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_times, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recalled_bytes_from_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_paces_the_recall, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_files_at_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,10 @@ static const char SECRET[] = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 static const time_t T0 = 1795253400; /* 2026-11-21T09:30:00Z */
 #define EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
+#define GET_AUTHZ_SHORT                                                                            \
+    "AWS4-HMAC-SHA256 Credential=AK/20261121/us-east-1/s3/aws4_request,SignedHeaders=host,"        \
+    "Signature=" EMPTY
+
 static void test_parse_header(void **state)
 {
     (void)state;
@@ -107,6 +111,59 @@ static void test_parse_query(void **state)
     assert_int_equal(srv_sigv4_parse_query(bad, 6, &a), -EINVAL);
     bad[3] = (struct srv_sigv4_kv)KV("X-Amz-Expires", "0");
     assert_int_equal(srv_sigv4_parse_query(bad, 6, &a), -EINVAL);
+}
+
+/* A reset holder reads as a zeroed one, and a parse into a holder full of an
+ * earlier request's bytes (a reused one: parsers no longer zero all 3 KiB)
+ * gives what a parse into a zeroed one gives. */
+static void test_reset_and_dirty_parse(void **state)
+{
+    (void)state;
+    struct srv_sigv4_auth a, z;
+    memset(&a, 0x5a, sizeof(a));
+    srv_sigv4_auth_reset(&a);
+    assert_false(a.presigned);
+    assert_string_equal(a.akey, "");
+    assert_string_equal(a.date, "");
+    assert_string_equal(a.region, "");
+    assert_string_equal(a.service, "");
+    assert_string_equal(a.amz_date, "");
+    assert_int_equal((long long)a.when, 0);
+    assert_int_equal(a.expires, 0);
+    assert_string_equal(a.signature, "");
+    assert_string_equal(a.signed_headers, "");
+    assert_int_equal(a.nsigned, 0);
+    assert_string_equal(a.names, "");
+    assert_string_equal(a.payload_hash, "");
+    /* a long SignedHeaders first, then a short one over it */
+    assert_int_equal(
+        srv_sigv4_parse_header("AWS4-HMAC-SHA256 Credential=LONGERKEY/20261121/eu-west-1/s3/"
+                               "aws4_request,SignedHeaders=host;x-amz-content-sha256;x-amz-date;"
+                               "x-amz-meta-a,Signature=" EMPTY,
+                               &a),
+        0);
+    assert_int_equal(srv_sigv4_parse_query(PRESIGNED, 6, &a), 0);
+    memset(&z, 0, sizeof(z));
+    assert_int_equal(srv_sigv4_parse_query(PRESIGNED, 6, &z), 0);
+    assert_int_equal(a.presigned, z.presigned);
+    assert_string_equal(a.akey, z.akey);
+    assert_string_equal(a.date, z.date);
+    assert_string_equal(a.region, z.region);
+    assert_string_equal(a.service, z.service);
+    assert_string_equal(a.amz_date, z.amz_date);
+    assert_int_equal((long long)a.when, (long long)z.when);
+    assert_int_equal(a.expires, z.expires);
+    assert_string_equal(a.signature, z.signature);
+    assert_string_equal(a.signed_headers, z.signed_headers);
+    assert_int_equal(a.nsigned, z.nsigned);
+    for (size_t i = 0; i < z.nsigned; i++)
+        assert_string_equal(a.signed_list[i], z.signed_list[i]);
+    assert_string_equal(a.payload_hash, z.payload_hash);
+    /* and a header parse over a presigned one leaves no presigned mark or hash */
+    assert_int_equal(srv_sigv4_parse_header(GET_AUTHZ_SHORT, &a), 0);
+    assert_false(a.presigned);
+    assert_string_equal(a.payload_hash, "");
+    assert_int_equal(a.expires, 0);
 }
 
 /* The botocore vector of tests/unit/s3api/test_s3_sigv4.c as plain strings:
@@ -336,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_parse_header),
         cmocka_unit_test(test_malformed_header),
         cmocka_unit_test(test_parse_query),
+        cmocka_unit_test(test_reset_and_dirty_parse),
         cmocka_unit_test(test_verify),
         cmocka_unit_test(test_verify_needs_host_and_headers),
         cmocka_unit_test(test_verify_presigned),

@@ -701,11 +701,22 @@ static void test_write_cache_reuse_keeps_held_pages(void **state)
     pipe_read_all(p1[0], r, HELD);
     assert_memory_equal(r, w1, HELD);
     assert_false(b1.flags & STORE_X_CACHED); /* a[0]'s pages are held: O_DIRECT */
-    assert_true(b2.flags & STORE_X_CACHED);  /* dropped at the write, then cached */
     store_stats_get(t->s, &st);
-    assert_int_equal(st.direct_writes - st0.direct_writes, 1);
-    assert_int_equal(st.cached_writes - st0.cached_writes, 1);
-    assert_int_equal(st.cached_dropped - st0.cached_dropped, 1);
+    if (b2.flags & STORE_X_CACHED) { /* dropped at the write, then cached */
+        assert_int_equal(st.direct_writes - st0.direct_writes, 1);
+        assert_int_equal(st.cached_writes - st0.cached_writes, 1);
+        /* 0 when the kernel had already reclaimed a[1]'s old pages (seen once on a
+         * machine short of memory): nothing was left to drop */
+        assert_in_range(st.cached_dropped - st0.cached_dropped, 0, 1);
+    } else {
+        /* The kernel kept a page of a[1]'s old space (a folio still referenced
+         * elsewhere, or one reaching into a[0]'s held range): the write must
+         * then go O_DIRECT, as b1's did. */
+        print_message("note: a[1]'s old pages stayed cached; b2 written O_DIRECT\n");
+        assert_int_equal(st.direct_writes - st0.direct_writes, 2);
+        assert_int_equal(st.cached_writes - st0.cached_writes, 0);
+        assert_int_equal(st.cached_dropped - st0.cached_dropped, 0);
+    }
     assert_int_equal(store_read(t->s, &b1, 0, r, BIG), 0);
     assert_memory_equal(r, w, BIG);
     assert_int_equal(store_read(t->s, &b2, 0, r, BIG), 0);
