@@ -98,6 +98,7 @@ struct nlm_cb;
 struct nfs_server {
     struct nfs_server_config cfg;
     char *listen;
+    char *loopback_cc; /* cfg.loopback_congestion, owned; NULL: the system's */
     struct core *core;
     struct tenants *tenants;
     uint8_t fh_key[NFS_FH_KEYLEN];

@@ -1279,6 +1279,24 @@ struct accept_arg {
     struct sockaddr_storage peer;
 };
 
+/* Whether @p ss is a loopback address (127.0.0.0/8, ::1, ::ffff:127.x.y.z). */
+static bool peer_is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* Set the TCP congestion control @p cc on @p fd. @return 0 or -errno. */
+static int sock_set_congestion(int fd, const char *cc)
+{
+    return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) == 0 ? 0 : -errno;
+}
+
 /* On the connection's loop: wrap the accepted socket. */
 static void conn_open(void *arg)
 {
@@ -1295,6 +1313,16 @@ static void conn_open(void *arg)
     peer_format(&cn->peer, cn->peer_str, sizeof(cn->peer_str));
     nfs_rec_init(&cn->rec, s->cfg.max_record);
     setsockopt(a->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* A loopback connection meets no network, and a pacing congestion control
+     * (bbr) spreads each 1 MiB READ reply over its estimate of the "path's"
+     * bandwidth, which is low when the client shares the CPU (issue 17,
+     * docs/benchmarks.md): such connections get loopback_congestion. */
+    if (s->loopback_cc && peer_is_loopback(&cn->peer)) {
+        int e = sock_set_congestion(a->fd, s->loopback_cc);
+        if (e < 0)
+            srv_log(DEBUG, NFS, "req=- tenant=- connection from %s: congestion control %s: %s",
+                    cn->peer_str, s->loopback_cc, strerror(-e));
+    }
     /* Clients keep idle connections for minutes; keepalives find the ones
      * whose client vanished without a FIN (after about 2 minutes). */
     int idle = 60, intvl = 10, cnt = 6;
@@ -1696,6 +1724,7 @@ static void server_free(struct nfs_server *s)
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     free(s->listen);
+    free(s->loopback_cc);
     free(s);
 }
 
@@ -1724,6 +1753,25 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
         s->cfg.max_conns = 10000;
     if (s->cfg.idle_timeout_s < 0)
         s->cfg.idle_timeout_s = 0;
+    if (cfg->loopback_congestion && *cfg->loopback_congestion) {
+        /* refused names (unknown, or not in tcp_allowed_congestion_control
+         * without CAP_NET_ADMIN) fail the start, not every connection */
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        rc = fd < 0 ? -errno : sock_set_congestion(fd, cfg->loopback_congestion);
+        if (fd >= 0)
+            close(fd);
+        if (rc < 0) {
+            srv_log(ERROR, NFS, "req=- tenant=- TCP congestion control \"%s\" refused: %s",
+                    cfg->loopback_congestion, srv_strerror(rc));
+            rc = -EINVAL;
+            goto fail;
+        }
+        if (!(s->loopback_cc = strdup(cfg->loopback_congestion))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
+    s->cfg.loopback_congestion = s->loopback_cc;
     if (s->cfg.max_record < NFS_IO_MAX + 4096) {
         srv_log(WARN, NFS, "req=- tenant=- max record %zu is below 1 MiB + headers: raised",
                 s->cfg.max_record);

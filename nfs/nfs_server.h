@@ -30,6 +30,8 @@ struct nfs_server_config {
     int idle_timeout_s;    /* close a connection idle (nothing read, nothing in flight or
                               waiting to be sent) this long; 0 = never */
     int worker_only;       /* nonzero: no procedure is answered on a loop thread */
+    const char *loopback_congestion; /* TCP congestion control of connections from a loopback
+                                        address (TCP_CONGESTION); NULL or "": the system's */
 };
 
 /** Bind the listener and start serving.
@@ -37,7 +39,8 @@ struct nfs_server_config {
  * @param[in]  cfg  listen address and limits; copied, need not outlive the call.
  * @param[in]  c    the namespace core; must outlive the server.
  * @param[in]  t    tenants (exports); must outlive the server.
- * @return 0, -EINVAL (bad listen address), -EADDRINUSE and other -errno from
+ * @return 0, -EINVAL (bad listen address, a loopback_congestion the kernel
+ *         refuses), -EADDRINUSE and other -errno from
  *         socket/bind/listen, -ENOMEM. Nothing is left running on error. */
 int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cfg, struct core *c,
                      struct tenants *t);

@@ -44,6 +44,17 @@ static int check_log_level(const char *v, char *err, size_t errlen)
     return 0;
 }
 
+static int check_congestion(const char *v, char *err, size_t errlen)
+{
+    /* the kernel's names: at most 15 characters (TCP_CA_NAME_MAX) */
+    if (strlen(v) > 15 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(v)) {
+        snprintf(err, errlen,
+                 "a TCP congestion control is 0..15 characters of a-z, 0-9, '_' and '-'");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int check_region(const char *v, char *err, size_t errlen)
 {
     if (!*v || strlen(v) > 32 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(v)) {
@@ -166,6 +177,14 @@ const struct srv_config_opt srv_config_table[] = {
         "already verified in the page cache on the connection's event-loop thread, without a hand-off to a worker (a loop that "
         "takes a major page fault sends calls to the workers for a second). false: every call "
         "runs on a worker."),
+    OPT(nfs_loopback_congestion, SRV_CFG_STRING, "reno", 0, 0, SRV_CFG_IMMUTABLE,
+        check_congestion,
+        "TCP congestion control of NFS connections from a loopback address (127.0.0.0/8, "
+        "::1): such a connection meets no network, and a pacing one (bbr) spreads each large "
+        "READ reply over a bandwidth it estimates low when the client shares the server's "
+        "CPUs. A name the kernel refuses (net.ipv4.tcp_available_congestion_control; "
+        "without CAP_NET_ADMIN tcp_allowed_congestion_control) fails the start. Empty: the "
+        "system's (net.ipv4.tcp_congestion_control), as for every other connection."),
     /* store */
     OPT(data_file_size, SRV_CFG_SIZE, "4GiB", 64LL * 1024 * 1024, 64 * TiB, SRV_CFG_IMMUTABLE, NULL,
         "Most bytes each data file grows to (when no devices are given). Raising it adds "
