@@ -570,9 +570,58 @@ ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max)
     return n;
 }
 
+/* The per-thread buffers srv_thread_buf handed out, freed when their thread
+ * exits (a loop thread at shutdown). The slots are the callers' __thread
+ * pointers, still valid while the thread's key destructors run. */
+#define THREAD_BUFS_MAX 4
+struct thread_bufs {
+    uint8_t **slot[THREAD_BUFS_MAX];
+    int n;
+};
+static pthread_key_t thread_bufs_key;
+static pthread_once_t thread_bufs_once = PTHREAD_ONCE_INIT;
+static bool thread_bufs_ok;
+
+static void thread_bufs_free(void *arg)
+{
+    struct thread_bufs *tb = arg;
+    for (int i = 0; i < tb->n; i++) {
+        free(*tb->slot[i]);
+        *tb->slot[i] = NULL;
+    }
+    free(tb);
+}
+
+static void thread_bufs_init(void)
+{
+    thread_bufs_ok = pthread_key_create(&thread_bufs_key, thread_bufs_free) == 0;
+}
+
+uint8_t *srv_thread_buf(uint8_t **slot, size_t size)
+{
+    if (*slot)
+        return *slot;
+    pthread_once(&thread_bufs_once, thread_bufs_init);
+    if (!thread_bufs_ok)
+        return NULL;
+    struct thread_bufs *tb = pthread_getspecific(thread_bufs_key);
+    if (!tb) {
+        if (!(tb = calloc(1, sizeof(*tb))))
+            return NULL;
+        if (pthread_setspecific(thread_bufs_key, tb) != 0) {
+            free(tb);
+            return NULL;
+        }
+    }
+    if (tb->n == THREAD_BUFS_MAX || !(*slot = malloc(size)))
+        return NULL;
+    tb->slot[tb->n++] = slot;
+    return *slot;
+}
+
 ssize_t srv_read_scratch(int fd, uint8_t **scratch, size_t max)
 {
-    if (!*scratch && !(*scratch = malloc(max))) {
+    if (!srv_thread_buf(scratch, max)) {
         errno = ENOMEM;
         return -1;
     }

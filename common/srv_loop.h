@@ -73,9 +73,14 @@ struct evbuffer;
  * end of input, -1 with errno (EAGAIN: nothing yet; ENOMEM: no buffer space). */
 ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max);
 
+/** The calling thread's buffer held in @p *slot (a caller's __thread pointer):
+ * allocated of @p size bytes while it is NULL, freed when the thread exits.
+ * At most 4 slots per thread. @return the buffer, NULL without memory. */
+uint8_t *srv_thread_buf(uint8_t **slot, size_t size);
+
 /** Reads what socket @p fd has, up to @p max bytes, into @p *scratch, a
- * caller's per-thread buffer of at least @p max bytes (allocated here, of
- * @p max bytes, while it is NULL), with one read retried on EINTR.
+ * caller's per-thread buffer of at least @p max bytes (srv_thread_buf of
+ * @p max bytes while it is NULL), with one read retried on EINTR.
  * @return the bytes read, 0 at end of input, -1 with errno (EAGAIN: nothing
  * yet; ENOMEM: no buffer). */
 ssize_t srv_read_scratch(int fd, uint8_t **scratch, size_t max);

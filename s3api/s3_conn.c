@@ -334,7 +334,7 @@ static __thread uint8_t *rd_scratch;
  * copying would cost more than the allocation. @return as srv_read_into. */
 static ssize_t conn_read_small(struct evbuffer *in, evutil_socket_t fd, size_t want)
 {
-    if (!rd_scratch && !(rd_scratch = malloc(S3_READ_CHUNK)))
+    if (!srv_thread_buf(&rd_scratch, S3_READ_CHUNK))
         return srv_read_into(in, fd, want);
     if (want > S3_READ_CHUNK)
         want = S3_READ_CHUNK;

@@ -275,12 +275,42 @@ static void test_affinity(void **state)
     srv_loops_stop();
 }
 
+/* srv_thread_buf: one buffer per slot and thread, the same at every call, freed
+ * (and its slot cleared) when the thread exits. The slots here are plain globals
+ * so that the test can look at them after the thread is gone. */
+static uint8_t *tb_a, *tb_b;
+static void *thread_buf_main(void *arg)
+{
+    (void)arg;
+    uint8_t *a = srv_thread_buf(&tb_a, 4096);
+    uint8_t *b = srv_thread_buf(&tb_b, 64);
+    if (!a || !b || a == b || srv_thread_buf(&tb_a, 4096) != a)
+        return (void *)1;
+    memset(a, 0x5a, 4096);
+    memset(b, 0xa5, 64);
+    return NULL;
+}
+
+static void test_thread_buf_freed_at_exit(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 2; round++) {
+        pthread_t t;
+        void *ret = (void *)2;
+        assert_int_equal(pthread_create(&t, NULL, thread_buf_main, NULL), 0);
+        assert_int_equal(pthread_join(t, &ret), 0);
+        assert_null(ret);
+        assert_null(tb_a); /* freed by the thread's exit (LeakSanitizer checks the free) */
+        assert_null(tb_b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loop_call),   cmocka_unit_test(test_work_roundtrip),
         cmocka_unit_test(test_stop_drains), cmocka_unit_test(test_bad_args),
-        cmocka_unit_test(test_affinity),
+        cmocka_unit_test(test_affinity),    cmocka_unit_test(test_thread_buf_freed_at_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
