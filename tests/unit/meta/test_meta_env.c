@@ -18,6 +18,7 @@
 
 #include "meta.h"
 #include "meta_int.h"
+#include "meta_test_dir.h"
 #include "meta_test_lmdb.h"
 #include "srv_err.h"
 
@@ -26,16 +27,13 @@ static char dir[64];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/meta-test-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return meta_test_dir_make(dir, sizeof(dir), "test");
 }
 
 static int teardown(void **state)
 {
-    char cmd[128];
     (void)state;
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return meta_test_dir_remove(dir);
 }
 
 static int put_fn(struct meta_txn *txn, void *arg)

@@ -19,22 +19,20 @@
 
 #include "meta.h"
 #include "meta_int.h"
+#include "meta_test_dir.h"
 
 static char dir[64];
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/meta-lmdb-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return meta_test_dir_make(dir, sizeof(dir), "lmdb");
 }
 
 static int teardown(void **state)
 {
-    char cmd[128];
     (void)state;
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return meta_test_dir_remove(dir);
 }
 
 static struct meta_env *env_open(void)
