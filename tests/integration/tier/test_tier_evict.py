@@ -524,7 +524,8 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     daemon takes far fewer page faults than the file has pages (issue 12: buffers freed
     to malloc and taken anew from fresh memory faulted in and zeroed every recalled
     byte, one fault per 4 KiB), and its anonymous memory stays within its recall
-    buffers (the memory table, the pool, the chunks in flight: 3 x 32 MiB here)."""
+    buffers (the memory table, the pool, the chunks in flight: 3 x 32 MiB here), and
+    none of the recall's extents is written through the page cache."""
     dm = daemon_factory(extra_args=FAST + ["--set", "tier_recall_threads=2"]).start()
     rs3 = rgw.boto3()
     rb = new_remote_bucket(rs3)
@@ -538,6 +539,7 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     pid = dm.proc.pid
     base = peak = _rss_anon_mib(pid)
     f0 = _minflt(pid)
+    cached0 = metric(dm, 's3nfs_store_writes_total{path="cached"}') or 0
     body = dm.boto3().get_object(Bucket=b, Key="f")["Body"]
     h, n = hashlib.sha256(), 0
     for chunk in body.iter_chunks(MiB):
@@ -551,3 +553,6 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     # 131072 pages of 4 KiB: one fault each when every buffer is fresh memory
     assert faults < 512 * MiB // 8192, faults
     assert peak - base < 192, (base, peak)
+    # the recall's extents go O_DIRECT whatever data_write_cache says (on here, the default):
+    # its reader took the bytes from memory, a copy into the page cache would be for nothing
+    assert metric(dm, 's3nfs_store_writes_total{path="cached"}') == cached0
