@@ -57,6 +57,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "meta_tier.h"
@@ -68,7 +69,6 @@
 #define RC_CHUNK_MAX (64u * STORE_EXTENT_MAX) /* ... at most */
 #define LR_SLOTS 65536u                       /* last-read table */
 #define RM_KEEP_MS 3000                       /* a recalled chunk's bytes stay in memory */
-#define RM_POOL 8                             /* free chunk buffers kept for reuse */
 #define RM_PACE_MS 1000                       /* see mem_pace */
 #define RM_READERS 16                         /* files whose last read from memory is known */
 #define RC_LAT_N CORE_TIER_LAT_N
@@ -123,9 +123,21 @@ struct rworker {
 };
 
 /* A recall thread's chunk buffer, kept from chunk to chunk (a fresh 8 MiB buffer is
- * a fresh mapping: its page faults and zeroing cost more than the copy into it). */
+ * a fresh mapping: its page faults and zeroing cost more than the copy into it). Each
+ * is a mapping of its own (rbuf_get), never heap memory: chunk buffers are freed by
+ * other threads than those that took them (readers drop the table's), and in malloc's
+ * per-thread arenas the freed ones were carved up by small allocations and new ones
+ * taken from fresh heap pages, so a recall faulted in and zeroed every byte it
+ * fetched, and the daemon's heap grew by about the recalled bytes (issue 12, a 4 GiB
+ * GET recall read by a client slower than the recall). */
 struct rbuf {
     char *p;
+    size_t cap;
+};
+
+/* A free chunk buffer in the pool: kept in its own first bytes. */
+struct rfree {
+    struct rfree *next;
     size_t cap;
 };
 
@@ -173,8 +185,9 @@ struct core__tier {
     size_t mem_bytes, mem_max;     /* buffer bytes the table holds, at most */
     atomic_uint nmem;              /* entries (0: readers skip the lock) */
     atomic_uint_fast64_t mem_sent; /* bytes readers got from the table */
-    struct rbuf pool[RM_POOL];
-    uint32_t npool;
+    struct rfree *pool;            /* free chunk buffers, kept for reuse */
+    size_t pool_bytes;             /* ... their bytes: at most mem_max */
+    atomic_uint_fast64_t maps;     /* chunk buffers mapped (a fresh one faults in every page) */
     bool paced; /* a recall was held back for its reader (mem_pace): a first hit wakes */
     struct {
         uint64_t ino;
@@ -214,18 +227,37 @@ static void dispatch(struct core__tier *k);
 
 static void rbuf_drop(struct rbuf *b)
 {
-    free(b->p);
+    if (b->p)
+        munmap(b->p, b->cap);
     *b = (struct rbuf){0};
 }
 
-/* Give buffer @p b to the pool (or free it when the pool is full); mmu held. */
+/* Give buffer @p b to the pool, or unmap it when the pool holds mem_max bytes (as many
+ * as the table: a chunk pushed out of the table gives its buffer to the pool, and the
+ * next chunk fetched takes it back, so a recall maps buffers while it starts only);
+ * mmu held. */
 static void pool_put(struct core__tier *k, struct rbuf *b)
 {
-    if (b->p && k->npool < RM_POOL)
-        k->pool[k->npool++] = *b;
-    else
-        free(b->p);
-    *b = (struct rbuf){0};
+    if (b->p && k->pool_bytes + b->cap <= k->mem_max) {
+        struct rfree *f = (struct rfree *)(void *)b->p;
+        f->next = k->pool;
+        f->cap = b->cap;
+        k->pool = f;
+        k->pool_bytes += b->cap;
+        *b = (struct rbuf){0};
+    }
+    rbuf_drop(b);
+}
+
+/* Unmap every buffer of the pool; mmu held. */
+static void pool_drain(struct core__tier *k)
+{
+    while (k->pool) {
+        struct rfree *f = k->pool;
+        k->pool = f->next;
+        k->pool_bytes -= f->cap;
+        munmap(f, f->cap);
+    }
 }
 
 /* A buffer for a chunk of @p len bytes of a recall whose chunks are @p want bytes: one
@@ -240,21 +272,24 @@ static char *rbuf_get(struct core__tier *k, struct rbuf *b, size_t len, size_t w
         return b->p;
     pthread_mutex_lock(&k->mmu);
     pool_put(k, b);
-    for (uint32_t i = 0; i < k->npool; i++) {
-        if (k->pool[i].cap == need) {
-            *b = k->pool[i];
-            k->pool[i] = k->pool[--k->npool];
+    for (struct rfree **pp = &k->pool; *pp; pp = &(*pp)->next) {
+        if ((*pp)->cap == need) {
+            struct rfree *f = *pp;
+            *pp = f->next;
+            k->pool_bytes -= need;
+            *b = (struct rbuf){(char *)f, need};
             break;
         }
     }
     pthread_mutex_unlock(&k->mmu);
     if (b->p)
         return b->p;
-    if (posix_memalign((void **)&b->p, STORE_ALIGN, need) != 0) {
-        b->p = NULL;
+    /* page-aligned, as O_DIRECT writes want (STORE_ALIGN) */
+    void *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
         return NULL;
-    }
-    b->cap = need;
+    atomic_fetch_add(&k->maps, 1);
+    *b = (struct rbuf){p, need};
     return b->p;
 }
 
@@ -334,10 +369,8 @@ static void mem_prune(struct core__tier *k, int64_t before_ms, bool all)
         rmem_unref(k, m);
     }
     pthread_mutex_lock(&k->mmu);
-    if (all || !k->mem) {
-        while (k->npool)
-            free(k->pool[--k->npool].p);
-    }
+    if (all || !k->mem)
+        pool_drain(k);
     pthread_mutex_unlock(&k->mmu);
 }
 
@@ -910,8 +943,12 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
             v[nb] = (struct store_wreq){&f->e, buf + pos, pl};
             pos += pl;
         }
+        /* O_DIRECT, whatever data_write_cache says: the chunk's readers take its bytes
+         * from the memory table (mem_keep), so a copy into the page cache would cost CPU
+         * (a copy, a mapping per extent, issue 12: 0.8 ms per MiB at 4 GiB) and memory
+         * for nothing; later readers read and verify the extents from the disk */
         if (rc == 0)
-            rc = store_write_batch(c->store, v, nb, rc_crc_fn, &b);
+            rc = store_write_batch_direct(c->store, v, nb, rc_crc_fn, &b);
         for (size_t i = 0; rc == 0 && i < nb; i++)
             core__zc_written(c, &b.x[i].e);
     }
@@ -1561,6 +1598,7 @@ void core_tier_stats_get(struct core *c, struct core_tier_stats *out)
     memset(out, 0, sizeof(*out));
     out->recalled_bytes = atomic_load(&k->recalled_bytes);
     out->mem_read_bytes = atomic_load(&k->mem_sent);
+    out->buf_maps = atomic_load(&k->maps);
     out->recalls = atomic_load(&k->recalls);
     out->recall_errors = atomic_load(&k->recall_errors);
     out->evictions = atomic_load(&k->evictions);

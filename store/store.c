@@ -926,6 +926,14 @@ int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
     return write_batch_direct(s, v, n, crc_fn, arg, 0);
 }
 
+int store_write_batch_direct(struct store *s, struct store_wreq *v, size_t n,
+                             uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
+{
+    if (!s || !v || !crc_fn || n == 0 || n > STORE_WBATCH_MAX)
+        return -EINVAL;
+    return write_batch_direct(s, v, n, crc_fn, arg, 0);
+}
+
 int store_sync(struct store *s)
 {
     if (!s)

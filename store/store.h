@@ -201,6 +201,11 @@ struct store_wreq {
  * @return 0, -EINVAL (not a reservation, too long), -EIO, -ENOMEM. */
 int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
                       uint32_t (*crc_fn)(void *arg, size_t i), void *arg);
+/** store_write_batch always with O_DIRECT (store_config.write_cache does not apply):
+ * for a writer whose first readers take the bytes from its own memory (the tier's
+ * recall), so that a copy into the page cache would be paid for nothing. */
+int store_write_batch_direct(struct store *s, struct store_wreq *v, size_t n,
+                             uint32_t (*crc_fn)(void *arg, size_t i), void *arg);
 /** Start writing back the cached bytes of extent @p e, just written through the
  * page cache (STORE_X_CACHED; a no-op otherwise): store_sync() then mostly waits
  * for I/O already under way instead of starting it. A hint: durable only at

@@ -509,3 +509,56 @@ def test_sigkill_during_eviction_and_recall(daemon_factory, rgw):
         assert got == val, k
     dm.stop()
     check_store(dm)
+
+
+def _rss_anon_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) >> 10
+    return 0
+
+
+def _minflt(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
+def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
+    """A 512 MiB file recalled by a GET whose reader is slower than the recall (as a
+    client hashing what it reads is): the recall's chunk buffers are reused, so the
+    daemon takes far fewer page faults than the file has pages (issue 12: buffers freed
+    to malloc and taken anew from fresh memory faulted in and zeroed every recalled
+    byte, one fault per 4 KiB), and its anonymous memory stays within its recall
+    buffers (the memory table, the pool, the chunks in flight: 3 x 32 MiB here), and
+    none of the recall's extents is written through the page cache."""
+    dm = daemon_factory(extra_args=FAST + ["--set", "tier_recall_threads=2"]).start()
+    rs3 = rgw.boto3()
+    rb = new_remote_bucket(rs3)
+    b = tiered_bucket(dm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, evict_after_s=1)
+    block = os.urandom(4 * MiB)
+    data = block * 128
+    want = hashlib.sha256(data).hexdigest()
+    dm.boto3().put_object(Bucket=b, Key="f", Body=data)
+    del data
+    wait_for(lambda: state(dm, b, "f") == "evicted", timeout=120, what="f evicted")
+    pid = dm.proc.pid
+    base = peak = _rss_anon_mib(pid)
+    f0 = _minflt(pid)
+    cached0 = metric(dm, 's3nfs_store_writes_total{path="cached"}') or 0
+    body = dm.boto3().get_object(Bucket=b, Key="f")["Body"]
+    h, n = hashlib.sha256(), 0
+    for chunk in body.iter_chunks(MiB):
+        h.update(chunk)
+        n += 1
+        if n % 4 == 0:
+            time.sleep(0.01)  # slower than the recall
+            peak = max(peak, _rss_anon_mib(pid))
+    faults = _minflt(pid) - f0
+    assert h.hexdigest() == want
+    # 131072 pages of 4 KiB: one fault each when every buffer is fresh memory
+    assert faults < 512 * MiB // 8192, faults
+    assert peak - base < 192, (base, peak)
+    # the recall's extents go O_DIRECT whatever data_write_cache says (on here, the default):
+    # its reader took the bytes from memory, a copy into the page cache would be for nothing
+    assert metric(dm, 's3nfs_store_writes_total{path="cached"}') == cached0

@@ -899,6 +899,37 @@ static void test_small_files_at_once(void **state)
     checked(f);
 }
 
+/* A recall reuses its chunk buffers: those of chunks the table let go of (read, or
+ * pushed out) go to a pool the next chunks take theirs from, so a recall of many
+ * chunks maps only about as many buffers as are in flight, in the table and in the
+ * pool at once (issue 12: a buffer freed to malloc and taken anew faulted in and
+ * zeroed every byte recalled, and the heap grew by the recalled bytes). */
+static void test_recall_reuses_buffers(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change, in_mem, from_fd;
+    struct core_tier_stats st;
+    model_size = BIG;
+    /* 1 MiB chunks, 1 thread: 2 recall threads, a table of 2 x 1 x 2 MiB and a pool as
+     * large: at most 2 + 4 + 4 buffers of 1 MiB live at once, for 24 chunks */
+    restart_knobs(f, MB, 1, (struct core_recall_knobs){.whole_file = true});
+    assert_int_equal(fx_put(f, "reuse", model, BIG), 0);
+    uint64_t ino = copied(f, "reuse", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    core_tier_stats_get(f->c, &st);
+    uint64_t m0 = st.buf_maps;
+    for (uint64_t off = 0; off < BIG; off += MB) /* a reader taking the chunks from memory */
+        pieces_eq(f, ino, off, MB, &in_mem, &from_fd, NULL);
+    read_eq(f, ino, 0, BIG, model);
+    core_tier_stats_get(f->c, &st);
+    if (st.buf_maps - m0 > 10)
+        fprintf(stderr, "%llu chunk buffers mapped for %d chunks\n",
+                (unsigned long long)(st.buf_maps - m0), BIG / MB);
+    assert_true(st.buf_maps - m0 >= 1);
+    assert_true(st.buf_maps - m0 <= 10);
+    checked(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -913,6 +944,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recalled_bytes_from_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_paces_the_recall, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_files_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recall_reuses_buffers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

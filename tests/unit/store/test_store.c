@@ -414,6 +414,48 @@ static void test_write_cache(void **state)
     tenv_free(t);
 }
 
+/* store_write_batch_direct: O_DIRECT even with write_cache on (the tier's recall keeps
+ * the bytes in memory for their readers); the extents read back, none is cached. */
+static void test_write_batch_direct(void **state)
+{
+    (void)state;
+    struct tenv *t = tenv_new(1, 1u << 20);
+    tenv_store_close(t);
+    t->cfg.write_cache = true;
+    assert_int_equal(tenv_store_open(t), 0);
+    static const size_t sizes[] = {65536, 5000};
+    unsigned char *mem = malloc(70000), *r = malloc(65536);
+    void *al;
+    assert_int_equal(posix_memalign(&al, BLK, 65536), 0);
+    const unsigned char *src[2] = {al, mem + 3};
+    struct store_extent e[2];
+    struct store_wreq v[2];
+    for (size_t i = 0; i < 2; i++) {
+        fill_pattern((unsigned char *)src[i], sizes[i], (unsigned)i + 60);
+        assert_int_equal(store_alloc(t->s, (uint32_t)sizes[i], &e[i]), 0);
+        v[i] = (struct store_wreq){&e[i], src[i], sizes[i]};
+    }
+    struct store_stats st0, st1;
+    store_stats_get(t->s, &st0);
+    assert_int_equal(store_write_batch_direct(t->s, v, 0, batch_crc, v), -EINVAL);
+    assert_int_equal(store_write_batch_direct(t->s, v, 2, batch_crc, v), 0);
+    store_stats_get(t->s, &st1);
+    assert_int_equal(st1.cached_writes, st0.cached_writes);
+    assert_int_equal(st1.direct_writes, st0.direct_writes + 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_false(e[i].flags & STORE_X_CACHED);
+        assert_int_equal(e[i].crc, store_crc32c(0, src[i], sizes[i]));
+        assert_int_equal(store_read(t->s, &e[i], 0, r, sizes[i]), 0);
+        assert_memory_equal(r, src[i], sizes[i]);
+    }
+    assert_int_equal(store_sync(t->s), 0);
+    assert_int_equal(tenv_use(t, e, 2), 0);
+    free(al);
+    free(mem);
+    free(r);
+    tenv_free(t);
+}
+
 /* A write through the page cache goes as it is when no page of its range is
  * in the page cache (issue 17: zeroing it first cost more than the write).
  * When some page is, it is dropped from the page cache first if nothing else
@@ -1157,6 +1199,7 @@ int main(void)
         cmocka_unit_test(test_write_batch),
         cmocka_unit_test(test_buffered_path),
         cmocka_unit_test(test_write_cache),
+        cmocka_unit_test(test_write_batch_direct),
         cmocka_unit_test(test_write_cache_zeroes_cached_only),
         cmocka_unit_test(test_write_cache_keeps_held_pages),
         cmocka_unit_test(test_write_cache_reuses_freed_space),
