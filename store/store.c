@@ -1055,9 +1055,9 @@ void store_stats_get(struct store *s, struct store_stats *out)
         if (!s->devs[i].is_blk)
             out->fs_free = fs_free_of(s->devs[i].fd_buf, &out->fs_size);
     pthread_mutex_lock(&s->a.mu);
-    out->free = s->a.free_bytes + s->a.drop_bytes;
+    out->free = s->a.free_bytes + s->a.dropq.bytes;
     out->reserved = s->a.reserved_bytes;
-    out->limbo = s->a.limbo_bytes;
+    out->limbo = s->a.limbo.bytes;
     pthread_mutex_unlock(&s->a.mu);
     out->crc_errors = __atomic_load_n(&s->crc_errors, __ATOMIC_RELAXED);
     out->bytes_read = __atomic_load_n(&s->bytes_read, __ATOMIC_RELAXED);

@@ -302,28 +302,53 @@ static void range_take_front(struct store__alloc *a, struct store__range *r, uin
     range_link(a, r);
 }
 
-/* Queue @p l (its tag set) at the limbo's tail. */
-static void limbo_append(struct store__alloc *a, struct store__limbo *l)
+/* Queue @p l at @p q's tail. */
+static void lq_push(struct store__lq *q, struct store__limbo *l)
 {
     l->next = NULL;
-    if (a->limbo_tail)
-        a->limbo_tail->next = l;
+    if (q->tail)
+        q->tail->next = l;
     else
-        a->limbo_head = l;
-    a->limbo_tail = l;
-    a->limbo_bytes += l->len;
+        q->head = l;
+    q->tail = l;
+    q->bytes += l->len;
 }
 
-/* Queue @p l at the drop list's tail (its space is counted free from now). */
-static void drop_append(struct store__alloc *a, struct store__limbo *l)
+/* Put @p l back at @p q's head (it was just popped). */
+static void lq_unpop(struct store__lq *q, struct store__limbo *l)
 {
-    l->next = NULL;
-    if (a->drop_tail)
-        a->drop_tail->next = l;
-    else
-        a->drop_head = l;
-    a->drop_tail = l;
-    a->drop_bytes += l->len;
+    l->next = q->head;
+    q->head = l;
+    if (!q->tail)
+        q->tail = l;
+    q->bytes += l->len;
+}
+
+/* Take up to @p max entries off @p q's head, as a NULL-terminated list whose
+ * bytes stay counted in @p q (the caller subtracts them); *@p n: how many. */
+static struct store__limbo *lq_take(struct store__lq *q, size_t max, size_t *n)
+{
+    struct store__limbo *take = q->head, *last = NULL;
+    *n = 0;
+    for (struct store__limbo *l = take; l && *n < max; l = l->next, (*n)++)
+        last = l;
+    if (!last)
+        return NULL;
+    q->head = last->next;
+    if (!q->head)
+        q->tail = NULL;
+    last->next = NULL;
+    return take;
+}
+
+static void lq_free(struct store__lq *q)
+{
+    while (q->head) {
+        struct store__limbo *l = q->head;
+        q->head = l->next;
+        free(l);
+    }
+    *q = (struct store__lq){0};
 }
 
 /* Move limbo entries no active reader can still see back to the free ranges
@@ -331,23 +356,17 @@ static void drop_append(struct store__alloc *a, struct store__limbo *l)
 static void limbo_release(struct store__alloc *a)
 {
     uint64_t oldest = a->rhead < a->rtail ? a->readers[a->rhead].epoch : UINT64_MAX;
-    while (a->limbo_head && a->limbo_head->tag < oldest) {
-        struct store__limbo *l = a->limbo_head;
-        a->limbo_head = l->next;
-        if (!a->limbo_head)
-            a->limbo_tail = NULL;
-        a->limbo_bytes -= l->len;
+    size_t n;
+    while (a->limbo.head && a->limbo.head->tag < oldest) {
+        struct store__limbo *l = lq_take(&a->limbo, 1, &n);
+        a->limbo.bytes -= l->len;
         if (a->drop) {
-            drop_append(a, l);
+            lq_push(&a->dropq, l);
             continue;
         }
         if (range_add(a, l->dev, l->off, l->len) == -ENOMEM) {
             /* Keep it in the limbo and retry later rather than leak it. */
-            a->limbo_bytes += l->len;
-            l->next = a->limbo_head;
-            a->limbo_head = l;
-            if (!a->limbo_tail)
-                a->limbo_tail = l;
+            lq_unpop(&a->limbo, l);
             return;
         }
         free(l);
@@ -372,16 +391,10 @@ static void limbo_release(struct store__alloc *a)
 static size_t drop_some(struct store *s, size_t max)
 {
     struct store__alloc *a = &s->a;
-    struct store__limbo *take = a->drop_head, *last = NULL;
-    size_t n = 0;
-    for (struct store__limbo *l = take; l && n < max; l = l->next, n++)
-        last = l;
+    size_t n;
+    struct store__limbo *take = lq_take(&a->dropq, max, &n);
     if (!n)
         return 0;
-    a->drop_head = last->next;
-    if (!a->drop_head)
-        a->drop_tail = NULL;
-    last->next = NULL;
     pthread_mutex_unlock(&a->mu);
     for (struct store__limbo *l = take; l; l = l->next)
         store__drop_range(s, l->dev, l->off, l->len);
@@ -391,9 +404,9 @@ static size_t drop_some(struct store *s, size_t max)
     while (take) {
         struct store__limbo *l = take;
         take = l->next;
-        a->drop_bytes -= l->len;
+        a->dropq.bytes -= l->len;
         if (range_add(a, l->dev, l->off, l->len) == -ENOMEM) {
-            drop_append(a, l); /* dropped again later rather than leaked */
+            lq_push(&a->dropq, l); /* dropped again later rather than leaked */
             continue;
         }
         free(l);
@@ -446,16 +459,8 @@ void store__alloc_fini(struct store *s)
     struct store__alloc *a = &s->a;
     t_free_all(a->root_off);
     t_free_all(a->resv);
-    while (a->limbo_head) {
-        struct store__limbo *l = a->limbo_head;
-        a->limbo_head = l->next;
-        free(l);
-    }
-    while (a->drop_head) {
-        struct store__limbo *l = a->drop_head;
-        a->drop_head = l->next;
-        free(l);
-    }
+    lq_free(&a->limbo);
+    lq_free(&a->dropq);
     free(a->readers);
     pthread_mutex_destroy(&a->mu);
 }
@@ -503,7 +508,7 @@ static int alloc_do(struct store *s, const struct store_extent *prev, uint32_t l
     pthread_mutex_lock(&a->mu);
 again:
     limbo_release(a);
-    if (a->drop_head)
+    if (a->dropq.head)
         (void)drop_some(s, DROP_BATCH);
     struct store__range *r = NULL;
     if (prev && prev->dev < s->ndev && prev->off % STORE_ALIGN == 0) {
@@ -522,7 +527,7 @@ again:
         struct store__tnode *n = t_ceil(a->root_size, &key.by_size, cmp_size);
         r = n ? RANGE_OF_SIZE(n) : NULL;
     }
-    if (!r && a->drop_head && drop_some(s, SIZE_MAX))
+    if (!r && a->dropq.head && drop_some(s, SIZE_MAX))
         goto again; /* freed space was waiting for its pages to be dropped */
     if (!r) {
         /* no free range fits: grow a data file (outside the lock: fallocate and
@@ -606,7 +611,7 @@ void store_release(struct store *s, const struct store_extent *e)
     l->off = r->off;
     l->len = r->len;
     l->tag = a->epoch++;
-    limbo_append(a, l);
+    lq_push(&a->limbo, l);
     free(r);
     limbo_release(a);
 out:
@@ -984,7 +989,7 @@ void store_txn_done(struct store_txn *p, int ok)
             continue;
         }
         l->tag = a->epoch;
-        limbo_append(a, l);
+        lq_push(&a->limbo, l);
         freed = 1;
     }
     if (freed)

@@ -73,13 +73,19 @@ struct store__epoch {
     uint64_t count;
 };
 
+/* A FIFO of limbo entries and the bytes they hold (store_alloc.c: lq_*). */
+struct store__lq {
+    struct store__limbo *head, *tail;
+    uint64_t bytes;
+};
+
 struct store__alloc {
     pthread_mutex_t mu;
     struct store__tnode *root_off, *root_size;
     struct store__tnode *resv; /* reserved extents, by (dev, off) */
     uint32_t rng;              /* treap priorities */
-    uint64_t free_bytes, reserved_bytes, limbo_bytes;
-    struct store__limbo *limbo_head, *limbo_tail;
+    uint64_t free_bytes, reserved_bytes;
+    struct store__lq limbo;       /* freed extents a reader may still see, by tag */
     uint64_t epoch;               /* current read epoch */
     struct store__epoch *readers; /* sorted by epoch, [rhead, rtail) */
     size_t rhead, rtail, rcap;
@@ -88,8 +94,7 @@ struct store__alloc {
     /* Freed extents out of the limbo whose page-cache pages are dropped
      * (store__drop_range) before their space is free again, FIFO; their
      * bytes are counted free. Only when drop is set (store write_cache). */
-    struct store__limbo *drop_head, *drop_tail;
-    uint64_t drop_bytes;
+    struct store__lq dropq;
     int drop;
 };
 
