@@ -54,6 +54,14 @@ class Reaper:
             pass
 
 
+def _signal_all(procs, sig):
+    for p, _ in procs:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+
+
 def main():
     work = sys.argv[1]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the bench's
@@ -63,20 +71,12 @@ def main():
         pid, st = line.split()
         watched.append((int(pid), st))
     alive = [(p, st) for p, st in watched if _start_time(p) == st]
-    for p, _ in alive:
-        try:
-            os.kill(p, signal.SIGTERM)
-        except OSError:
-            pass
+    _signal_all(alive, signal.SIGTERM)
     end = time.monotonic() + 30
     while alive and time.monotonic() < end:
         time.sleep(0.2)
         alive = [(p, st) for p, st in alive if _start_time(p) == st]
-    for p, _ in alive:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except OSError:
-            pass
+    _signal_all(alive, signal.SIGKILL)
     if alive:
         time.sleep(1)
     if alive or os.path.exists(work):
