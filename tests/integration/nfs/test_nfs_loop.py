@@ -220,6 +220,18 @@ def write_file(c, fh, data, read_after=0):
             c.read(fh, off, read_after)
 
 
+def tree_file(nfsd, name, data, read_after):
+    """File NAME holding DATA in the test tree (written and read back by write_file
+    over a connection of its own); returns its handle and the tree's files."""
+    c = RpcConn(nfsd.nfs_port)
+    _, bfh, _, files = build_tree(c, root_fh(c))
+    st, fh = c.create(bfh, name)
+    assert st == 0
+    write_file(c, fh, data, read_after)
+    c.close()
+    return fh, files
+
+
 def small_window_conn(nfsd, rcvbuf):
     """An RPC connection whose receive buffer is @p rcvbuf bytes: the server's
     socket fills quickly when the client does not read."""
@@ -239,14 +251,9 @@ def test_pipelined_replies_in_order_with_a_slow_reader(nfsd):
     while the socket has room again but bytes still wait in the output, every
     reply must still arrive whole and in the order of the calls (a direct
     write past queued bytes would cut into a READ's reply)."""
-    c = RpcConn(nfsd.nfs_port)
-    root = root_fh(c)
-    _, bfh, _, files = build_tree(c, root)
-    st, fh = c.create(bfh, "pipe")
-    assert st == 0
     data = os.urandom(4 << 20)
-    write_file(c, fh, data, 1 << 20)  # whatever the first READ of an extent costs, paid here
-    c.close()
+    # whatever the first READ of an extent costs, paid here
+    fh, files = tree_file(nfsd, "pipe", data, 1 << 20)
     c = small_window_conn(nfsd, 8192)
     expect = []  # (xid, READ offset or None)
 
@@ -343,14 +350,8 @@ def test_small_read_replies_cut_by_a_full_socket(nfsd):
     serves the next READ. A client that sends many 16 KiB READs and reads
     nothing until they are all answered must get every reply whole, in order,
     with its own bytes."""
-    c = RpcConn(nfsd.nfs_port)
-    root = root_fh(c)
-    _, bfh, _, _ = build_tree(c, root)
-    st, fh = c.create(bfh, "cut")
-    assert st == 0
     data = os.urandom(2 << 20)
-    write_file(c, fh, data, 4096)
-    c.close()
+    fh, _ = tree_file(nfsd, "cut", data, 4096)
     c = small_window_conn(nfsd, 4096)
     expect = []
     sizes = (16384, 16383, 4097, 1)  # unpadded and padded opaque lengths
