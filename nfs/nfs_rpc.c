@@ -83,6 +83,7 @@
 #include "meta_record.h"
 #include "nfs_int.h"
 #include "qos_admit.h"
+#include "srv_addr.h"
 #include "srv_alloc.h"
 #include "srv_err.h"
 #include "srv_listen.h"
@@ -1279,18 +1280,6 @@ struct accept_arg {
     struct sockaddr_storage peer;
 };
 
-/* Whether @p ss is a loopback address (127.0.0.0/8, ::1, ::ffff:127.x.y.z). */
-static bool peer_is_loopback(const struct sockaddr_storage *ss)
-{
-    if (ss->ss_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
-    if (ss->ss_family == AF_INET6) {
-        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-        return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
-    }
-    return false;
-}
-
 /* Set the TCP congestion control @p cc on @p fd. @return 0 or -errno. */
 static int sock_set_congestion(int fd, const char *cc)
 {
@@ -1317,7 +1306,8 @@ static void conn_open(void *arg)
      * (bbr) spreads each 1 MiB READ reply over its estimate of the "path's"
      * bandwidth, which is low when the client shares the CPU (issue 17,
      * docs/benchmarks.md): such connections get loopback_congestion. */
-    if (s->loopback_cc && peer_is_loopback(&cn->peer)) {
+    if (s->loopback_cc &&
+        srv_addr_classify((const struct sockaddr *)&cn->peer) == SRV_ADDR_LOOPBACK) {
         int e = sock_set_congestion(a->fd, s->loopback_cc);
         if (e < 0)
             srv_log(DEBUG, NFS, "req=- tenant=- connection from %s: congestion control %s: %s",

@@ -103,66 +103,9 @@ int tier_endpoint_parse(const char *ep, struct tier_endpoint *out, char *why, si
     return 0;
 }
 
-static enum tier_addr_class classify_v4(uint32_t a)
-{
-    if ((a >> 24) == 127)
-        return TIER_ADDR_LOOPBACK;
-    if ((a >> 24) == 0)
-        return TIER_ADDR_UNSPEC;
-    if ((a >> 16) == 0xa9fe)
-        return TIER_ADDR_LINKLOCAL;
-    if ((a >> 28) == 0xe || a == 0xffffffffu)
-        return TIER_ADDR_MULTICAST;
-    return TIER_ADDR_REMOTE;
-}
-
 static uint32_t v4_of(const uint8_t *b)
 {
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
-enum tier_addr_class tier_addr_classify(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        return classify_v4(ntohl(s4->sin_addr.s_addr));
-    }
-    if (sa->sa_family != AF_INET6)
-        return TIER_ADDR_UNSPEC;
-    const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-    static const uint8_t zero[16];
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
-    if (memcmp(b, zero, 16) == 0)
-        return TIER_ADDR_UNSPEC;
-    if (memcmp(b, zero, 15) == 0 && b[15] == 1)
-        return TIER_ADDR_LOOPBACK;
-    if (memcmp(b, mapped, 12) == 0 || memcmp(b, nat64, 12) == 0 || memcmp(b, zero, 12) == 0)
-        return classify_v4(v4_of(b + 12)); /* mapped, NAT64 or IPv4-compatible */
-    if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
-        return TIER_ADDR_LINKLOCAL;
-    if (b[0] == 0xff)
-        return TIER_ADDR_MULTICAST;
-    return TIER_ADDR_REMOTE;
-}
-
-const char *tier_addr_class_name(enum tier_addr_class c)
-{
-    switch (c) {
-    case TIER_ADDR_REMOTE:
-        return "remote";
-    case TIER_ADDR_LOOPBACK:
-        return "loopback";
-    case TIER_ADDR_LINKLOCAL:
-        return "link-local";
-    case TIER_ADDR_UNSPEC:
-        return "unspecified";
-    case TIER_ADDR_MULTICAST:
-        return "multicast or broadcast";
-    case TIER_ADDR_LOCAL:
-        return "an address of this host";
-    }
-    return "?";
 }
 
 /* The IPv4 address an IPv6 one carries (mapped, compatible, NAT64), or false. */
@@ -245,14 +188,14 @@ int tier_remote_resolve(const struct tier_s3_config *cfg, bool allow_private, ch
         }
         if (allow_private)
             continue;
-        enum tier_addr_class c = tier_addr_classify(a->ai_addr);
-        if (c == TIER_ADDR_REMOTE && is_local(a->ai_addr))
-            c = TIER_ADDR_LOCAL;
-        if (c != TIER_ADDR_REMOTE) {
+        enum srv_addr_class c = srv_addr_classify(a->ai_addr);
+        if (c == SRV_ADDR_REMOTE && is_local(a->ai_addr))
+            c = SRV_ADDR_LOCAL;
+        if (c != SRV_ADDR_REMOTE) {
             say(why, whylen,
                 "'%s' resolves to %s (%s): a tenant's remote may not reach this host or "
                 "its local networks (the operator may allow it: tier_allow_private_remotes)",
-                name, text, tier_addr_class_name(c));
+                name, text, srv_addr_class_name(c));
             rc = -EACCES;
         }
     }

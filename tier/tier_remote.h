@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "srv_addr.h"
+
 struct tier_s3_config;
 
 #define TIER_REMOTE_HOST_MAX 256
@@ -34,25 +36,6 @@ struct tier_endpoint {
  * @param[out] why on error, a message for people (@p whylen bytes; may be NULL).
  * @return 0, -EINVAL. */
 int tier_endpoint_parse(const char *ep, struct tier_endpoint *out, char *why, size_t whylen);
-
-/** Where an address leads, as far as this host is concerned. */
-enum tier_addr_class {
-    TIER_ADDR_REMOTE = 0, /* anything else: another machine */
-    TIER_ADDR_LOOPBACK,   /* 127.0.0.0/8, ::1 */
-    TIER_ADDR_LINKLOCAL,  /* 169.254.0.0/16, fe80::/10 */
-    TIER_ADDR_UNSPEC,     /* 0.0.0.0/8, :: (connects to this host) */
-    TIER_ADDR_MULTICAST,  /* 224.0.0.0/4, 255.255.255.255, ff00::/8 */
-    TIER_ADDR_LOCAL,      /* an address of one of this host's interfaces */
-};
-
-/** Classify @p sa (AF_INET or AF_INET6; an IPv4-mapped, IPv4-compatible or NAT64
- * (64:ff9b::/96) IPv6 address is classified by the IPv4 address it carries).
- * Pure: it never answers TIER_ADDR_LOCAL (tier_remote_resolve checks that).
- * Any other family: TIER_ADDR_UNSPEC. */
-enum tier_addr_class tier_addr_classify(const struct sockaddr *sa);
-
-/** A short name for people ("loopback", "link-local", ...). */
-const char *tier_addr_class_name(enum tier_addr_class c);
 
 /** Resolve the host the client for @p cfg would connect to (the endpoint's host, or
  * bucket.host with virtual-host addressing), blocking. Unless @p allow_private,

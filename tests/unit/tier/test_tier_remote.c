@@ -57,7 +57,7 @@ static void test_endpoint_parse(void **state)
     assert_int_equal(tier_endpoint_parse(NULL, &ep, NULL, 0), -EINVAL);
 }
 
-static enum tier_addr_class cls(const char *text)
+static enum srv_addr_class cls(const char *text)
 {
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
@@ -70,39 +70,39 @@ static enum tier_addr_class cls(const char *text)
         s4->sin_family = AF_INET;
         assert_int_equal(inet_pton(AF_INET, text, &s4->sin_addr), 1);
     }
-    return tier_addr_classify((struct sockaddr *)&ss);
+    return srv_addr_classify((struct sockaddr *)&ss);
 }
 
 static void test_classify(void **state)
 {
     (void)state;
-    assert_int_equal(cls("127.0.0.1"), TIER_ADDR_LOOPBACK);
-    assert_int_equal(cls("127.255.1.2"), TIER_ADDR_LOOPBACK);
-    assert_int_equal(cls("0.0.0.0"), TIER_ADDR_UNSPEC);
-    assert_int_equal(cls("0.1.2.3"), TIER_ADDR_UNSPEC);
-    assert_int_equal(cls("169.254.169.254"), TIER_ADDR_LINKLOCAL); /* cloud metadata */
-    assert_int_equal(cls("224.0.0.1"), TIER_ADDR_MULTICAST);
-    assert_int_equal(cls("255.255.255.255"), TIER_ADDR_MULTICAST);
-    assert_int_equal(cls("10.0.0.1"), TIER_ADDR_REMOTE);
-    assert_int_equal(cls("8.8.8.8"), TIER_ADDR_REMOTE);
-    assert_int_equal(cls("128.0.0.1"), TIER_ADDR_REMOTE);
-    assert_int_equal(cls("::"), TIER_ADDR_UNSPEC);
-    assert_int_equal(cls("::1"), TIER_ADDR_LOOPBACK);
-    assert_int_equal(cls("fe80::1"), TIER_ADDR_LINKLOCAL);
-    assert_int_equal(cls("febf::1"), TIER_ADDR_LINKLOCAL);
-    assert_int_equal(cls("fec0::1"), TIER_ADDR_REMOTE);
-    assert_int_equal(cls("ff02::1"), TIER_ADDR_MULTICAST);
-    assert_int_equal(cls("2001:db8::1"), TIER_ADDR_REMOTE);
+    assert_int_equal(cls("127.0.0.1"), SRV_ADDR_LOOPBACK);
+    assert_int_equal(cls("127.255.1.2"), SRV_ADDR_LOOPBACK);
+    assert_int_equal(cls("0.0.0.0"), SRV_ADDR_UNSPEC);
+    assert_int_equal(cls("0.1.2.3"), SRV_ADDR_UNSPEC);
+    assert_int_equal(cls("169.254.169.254"), SRV_ADDR_LINKLOCAL); /* cloud metadata */
+    assert_int_equal(cls("224.0.0.1"), SRV_ADDR_MULTICAST);
+    assert_int_equal(cls("255.255.255.255"), SRV_ADDR_MULTICAST);
+    assert_int_equal(cls("10.0.0.1"), SRV_ADDR_REMOTE);
+    assert_int_equal(cls("8.8.8.8"), SRV_ADDR_REMOTE);
+    assert_int_equal(cls("128.0.0.1"), SRV_ADDR_REMOTE);
+    assert_int_equal(cls("::"), SRV_ADDR_UNSPEC);
+    assert_int_equal(cls("::1"), SRV_ADDR_LOOPBACK);
+    assert_int_equal(cls("fe80::1"), SRV_ADDR_LINKLOCAL);
+    assert_int_equal(cls("febf::1"), SRV_ADDR_LINKLOCAL);
+    assert_int_equal(cls("fec0::1"), SRV_ADDR_REMOTE);
+    assert_int_equal(cls("ff02::1"), SRV_ADDR_MULTICAST);
+    assert_int_equal(cls("2001:db8::1"), SRV_ADDR_REMOTE);
     /* IPv4 inside IPv6: judged by the IPv4 address */
-    assert_int_equal(cls("::ffff:127.0.0.1"), TIER_ADDR_LOOPBACK);
-    assert_int_equal(cls("::ffff:169.254.1.1"), TIER_ADDR_LINKLOCAL);
-    assert_int_equal(cls("::ffff:8.8.8.8"), TIER_ADDR_REMOTE);
-    assert_int_equal(cls("::127.0.0.1"), TIER_ADDR_LOOPBACK);
-    assert_int_equal(cls("64:ff9b::7f00:1"), TIER_ADDR_LOOPBACK);
-    assert_int_equal(cls("64:ff9b::808:808"), TIER_ADDR_REMOTE);
+    assert_int_equal(cls("::ffff:127.0.0.1"), SRV_ADDR_LOOPBACK);
+    assert_int_equal(cls("::ffff:169.254.1.1"), SRV_ADDR_LINKLOCAL);
+    assert_int_equal(cls("::ffff:8.8.8.8"), SRV_ADDR_REMOTE);
+    assert_int_equal(cls("::127.0.0.1"), SRV_ADDR_LOOPBACK);
+    assert_int_equal(cls("64:ff9b::7f00:1"), SRV_ADDR_LOOPBACK);
+    assert_int_equal(cls("64:ff9b::808:808"), SRV_ADDR_REMOTE);
     struct sockaddr sa = {.sa_family = AF_UNIX};
-    assert_int_equal(tier_addr_classify(&sa), TIER_ADDR_UNSPEC);
-    assert_string_equal(tier_addr_class_name(TIER_ADDR_LINKLOCAL), "link-local");
+    assert_int_equal(srv_addr_classify(&sa), SRV_ADDR_UNSPEC);
+    assert_string_equal(srv_addr_class_name(SRV_ADDR_LINKLOCAL), "link-local");
 }
 
 static void test_resolve(void **state)
