@@ -500,7 +500,7 @@ static bool conn_write_now(struct nfs_conn *cn, struct evbuffer *out, void *buf,
             if (pad)
                 iov[niov++] = (struct iovec){.iov_base = (void *)nfs_zeros, .iov_len = pad};
         } else {
-            if (!bulk_scratch && !(bulk_scratch = malloc(NFS_BULK_COPY_MAX + 4)))
+            if (!srv_thread_buf(&bulk_scratch, NFS_BULK_COPY_MAX + 4))
                 return false;
             if (bulk_copy_into(b, bulk_scratch) < 0)
                 return false;
