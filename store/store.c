@@ -916,22 +916,20 @@ out:
     return rc;
 }
 
-int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
-                      uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
-{
-    if (!s || !v || !crc_fn || n == 0 || n > STORE_WBATCH_MAX)
-        return -EINVAL;
-    if (s->write_cache)
-        return write_batch_cached(s, v, n, crc_fn, arg);
-    return write_batch_direct(s, v, n, crc_fn, arg, 0);
-}
-
 int store_write_batch_direct(struct store *s, struct store_wreq *v, size_t n,
                              uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
 {
     if (!s || !v || !crc_fn || n == 0 || n > STORE_WBATCH_MAX)
         return -EINVAL;
     return write_batch_direct(s, v, n, crc_fn, arg, 0);
+}
+
+int store_write_batch(struct store *s, struct store_wreq *v, size_t n,
+                      uint32_t (*crc_fn)(void *arg, size_t i), void *arg)
+{
+    if (s && s->write_cache && v && crc_fn && n > 0 && n <= STORE_WBATCH_MAX)
+        return write_batch_cached(s, v, n, crc_fn, arg);
+    return store_write_batch_direct(s, v, n, crc_fn, arg); /* and its argument checks */
 }
 
 int store_sync(struct store *s)
