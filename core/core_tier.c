@@ -1087,9 +1087,8 @@ static void claim(struct core__tier *k, struct recall *r, uint32_t ch)
     k->fetching++;
 }
 
-/* Take idle thread @p w off the idle list (k->mu held); it runs @p r's chunk @p ch
- * (claimed), or with @p r NULL looks for work by itself. */
-static void wake_worker(struct core__tier *k, struct rworker *w, struct recall *r, uint32_t ch)
+/* Take recall thread @p w off the idle list (k->mu held). */
+static void idle_unlink(struct core__tier *k, struct rworker *w)
 {
     for (struct rworker **pp = &k->idle; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
@@ -1098,6 +1097,13 @@ static void wake_worker(struct core__tier *k, struct rworker *w, struct recall *
         }
     }
     w->idle = false;
+}
+
+/* Wake idle thread @p w (k->mu held): it runs @p r's chunk @p ch
+ * (claimed), or with @p r NULL looks for work by itself. */
+static void wake_worker(struct core__tier *k, struct rworker *w, struct recall *r, uint32_t ch)
+{
+    idle_unlink(k, w);
     w->job = r;
     w->ch = ch;
     pthread_cond_signal(&w->cv);
@@ -1142,13 +1148,7 @@ static void worker_idle(struct core__tier *k, struct rworker *w, int64_t until_m
     while (w->idle && !k->stop && e != ETIMEDOUT)
         e = cv_wait_until(&w->cv, &k->mu, until_ms);
     if (w->idle) { /* its timer, or the stop */
-        for (struct rworker **pp = &k->idle; *pp; pp = &(*pp)->next) {
-            if (*pp == w) {
-                *pp = w->next;
-                break;
-            }
-        }
-        w->idle = false;
+        idle_unlink(k, w);
     } else {
         atomic_fetch_add(&k->wakeups, 1);
         if (!w->job && !k->stop)
