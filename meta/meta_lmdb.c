@@ -248,6 +248,28 @@ static void lclose(struct meta_env *m)
     m->bs = NULL;
 }
 
+/* Allocate the blocks of LMDB's lock file in @p dir, which LMDB sized for
+ * MAX_READERS reader slots but left sparse. A read txn takes its reader slot
+ * by writing it through LMDB's shared mapping of that file, and a page first
+ * written while the file system is full raises SIGBUS: with a slot per thread
+ * (slot_new), a thread's first read on a full metadata file system killed the
+ * daemon. Failing here only leaves that risk, so it is logged, not fatal. */
+static void lock_file_allocate(const char *dir)
+{
+    char path[4096];
+    struct stat st;
+    if ((size_t)snprintf(path, sizeof(path), "%s/lock.mdb", dir) >= sizeof(path))
+        return;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    int e = fstat(fd, &st) != 0 ? errno : posix_fallocate(fd, 0, st.st_size);
+    if (e)
+        srv_log(WARN, META, "cannot allocate %s (%s): reads may fail hard if the file system fills",
+                path, strerror(e));
+    close(fd);
+}
+
 static int lopen(struct meta_env *m, const struct meta_env_config *cfg)
 {
     struct lstate *s = calloc(1, sizeof(*s));
@@ -287,6 +309,7 @@ static int lopen(struct meta_env *m, const struct meta_env_config *cfg)
         rc = meta_err(rc);
         goto out;
     }
+    lock_file_allocate(cfg->dir);
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (rc) {
         txn = NULL;

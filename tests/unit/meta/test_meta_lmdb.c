@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include <lmdb.h>
@@ -307,6 +308,22 @@ static void test_close_with_thread_slots(void **state)
     meta_env_close(s.m);
 }
 
+/* LMDB's lock file is allocated whole at open: threads' reader slots are written
+ * through a shared mapping of it, and on a full file system a page of a sparse
+ * file first written that way raises SIGBUS (a daemon died so). */
+static void test_lock_file_allocated(void **state)
+{
+    (void)state;
+    struct meta_env *m = env_open();
+    char path[128];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/lock.mdb", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > 4096);
+    assert_true((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size);
+    meta_env_close(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +331,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nested_read_txns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_thread_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_file_allocated, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
