@@ -774,7 +774,8 @@ static int build_headers(struct tier_s3_req *r)
     int err = 0;
     char v[128];
     bool has_body = op->code == TIER_S3_PUT_OBJECT || op->code == TIER_S3_MPU_PART;
-    if (op->code == TIER_S3_GET_OBJECT && (op->off || op->len)) {
+    bool whole = op->obj_size && op->off == 0 && op->len == op->obj_size;
+    if (op->code == TIER_S3_GET_OBJECT && (op->off || op->len) && !whole) {
         r->want_range = true;
         if (op->len)
             fmsg(v, sizeof(v), "bytes=%" PRIu64 "-%" PRIu64, op->off, op->off + op->len - 1);
@@ -1595,6 +1596,14 @@ static bool req_headers_in(struct tier_s3_req *r)
         }
     }
     r->stream = r->op.on_data != NULL;
+    /* a body for the caller's buffer that cannot fit (a plain GET of an object grown
+     * since, a remote that ignored the range): refused before a byte of it is read
+     * (the direct read takes Content-Length bytes from the socket into dest) */
+    if (r->op.dest && !r->stream && (r->parser.flags & F_CONTENT_LENGTH) &&
+        r->parser.content_length > r->op.dest_len - r->dest_pos) {
+        req_end(r, -EPROTO, "the remote sent more than the %zu bytes asked for", r->op.dest_len);
+        return false;
+    }
     return !r->op.on_head || cb_ok(r, r->op.on_head(r->op.arg, res), "head");
 }
 
@@ -1772,6 +1781,8 @@ static void conn_direct_cb(evutil_socket_t fd, short what, void *arg);
 static void req_direct_start(struct tier_s3_req *r)
 {
     struct s3_conn *c = r->c;
+    if (r->remaining > r->op.dest_len - r->dest_pos)
+        return; /* (refused at the headers already: the bufferevent path refuses too) */
     if (!c->direct) {
         c->direct = event_new(r->s3->base, c->fd, EV_READ | EV_PERSIST, conn_direct_cb, c);
         if (!c->direct)
