@@ -1962,7 +1962,11 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
     bool forced = (b->barrier_ns && ct <= b->barrier_ns) || ct <= b->hasten_ns || s->hasten;
-    bool due = forced || age_s >= (int64_t)e->upload_after_s;
+    /* a change younger than one pass is not due by its delay (a zero delay included):
+     * the writer's next step (the first write after its create, the rename after its
+     * commit) comes within milliseconds and would make the copy obsolete */
+    bool due = forced || (age_s >= (int64_t)e->upload_after_s &&
+                          s->now_ns - ct >= (int64_t)u->cfg.poll_ms * 1000000ll);
     if (due && !forced && pending) {
         /* its writer is still writing: the next commit (a flush of its uncommitted
          * writes moves the change counter) would make this copy obsolete. It waits

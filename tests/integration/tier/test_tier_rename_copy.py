@@ -240,3 +240,35 @@ def test_file_being_written_waits_for_its_writer(d, rgw):
     assert mid.get("s3nfs_tier_upload_held_total", 0) > 0, mid
     # the empty file just made may have gone up (one PUT) before the first write
     assert got.get("put_object", 0) + got.get("create_multipart_upload", 0) <= 2, got
+
+
+def test_zero_delay_waits_one_pass_for_the_writer(daemon_factory, rgw):
+    """Zero delay, passes every second: a checkpoint made in steps a few hundred ms
+    apart (create, write, write, commit, rename into place) is uploaded once, under its
+    final name: none of its intermediate states goes up (each would be deleted or
+    redone), since a change younger than one pass is not due by the delay."""
+    dm = daemon_factory(extra_args=FAST[:2] + ["--set", "tier_poll_ms=1000"] + FAST[4:]).start()
+    rs3, rb, b, adm = tiered(dm, rgw, 0)
+    m0 = metrics(dm)
+    a, c = os.urandom(100_000), os.urandom(100_000)
+    with Nfs(dm) as n:
+        st, root = n.mount("/")
+        st, bfh = n.lookup(root, b)
+        st, dfh = n.mkdir(bfh, "tmp")
+        assert st == 0
+        time.sleep(1.2)  # the directory is not a file: nothing to wait for
+        st, fh = n.create(dfh, "shard")
+        assert st == 0
+        time.sleep(0.3)
+        assert n.write_all(fh, a, stable=FILE_SYNC)[0] == 0
+        time.sleep(0.3)
+        assert n.write_all(fh, c, off=len(a), stable=FILE_SYNC)[0] == 0
+        time.sleep(0.3)
+        assert n.rename(dfh, "shard", bfh, "shard") == 0
+    wait_for(lambda: tier_state(dm, b, "shard")[0] == "uploaded", what="uploaded")
+    time.sleep(0.5)
+    got = delta(m0, metrics(dm))
+    assert remote_body(rs3, rb, "p/shard") == a + c
+    assert got.get("put_object") == 1, got
+    assert "delete_object" not in got and "copy_object" not in got, got
+    assert got.get("s3nfs_tier_upload_body_bytes_total") == len(a) + len(c), got
