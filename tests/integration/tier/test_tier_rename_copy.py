@@ -272,3 +272,36 @@ def test_zero_delay_waits_one_pass_for_the_writer(daemon_factory, rgw):
     assert got.get("put_object") == 1, got
     assert "delete_object" not in got and "copy_object" not in got, got
     assert got.get("s3nfs_tier_upload_body_bytes_total") == len(a) + len(c), got
+
+
+def test_sigkill_during_rename_copies_then_restart(daemon_factory, rgw):
+    """SIGKILL while renamed files are being copied (UploadPartCopy parts of a large one,
+    CopyObject of small ones), then a restart: every new key ends up holding its file's
+    bytes, every old key is gone, no multipart upload is left, the state says uploaded."""
+    args = FAST + ["--set", "tier_copy_max=5MiB", "--set", "tier_upload_workers=1"]
+    dm = daemon_factory(extra_args=args).start()
+    rs3, rb, b, adm = tiered(dm, rgw, 3600)
+    files = {"big": os.urandom(16 * MiB)}
+    files.update({f"s{i}": os.urandom(100_000 + i) for i in range(6)})
+    for k, v in files.items():
+        nfs_write(dm, b, "tmp-" + k, v)
+    flush(adm, b)
+    with Nfs(dm) as n:
+        st, root = n.mount("/")
+        st, bfh = n.lookup(root, b)
+        for k in files:
+            assert n.rename(bfh, "tmp-" + k, bfh, k) == 0
+    adm.call("POST", f"/tenants/1/buckets/{b}/tier/flush")
+    m = metrics(dm)
+    wait_for(lambda: metrics(dm).get("upload_part_copy", 0) > m.get("upload_part_copy", 0)
+             or metrics(dm).get("copy_object", 0) > m.get("copy_object", 0),
+             timeout=60, step=0.02, what="the first copy request")
+    dm.kill()
+    dm.start()
+    flush(Admin(dm), b)
+    for k, v in files.items():
+        assert remote_body(rs3, rb, "p/" + k) == v, k
+        assert remote_body(rs3, rb, "p/tmp-" + k) is None, k
+        assert tier_state(dm, b, k)[0] == "uploaded", k
+    wait_for(lambda: rs3.list_multipart_uploads(Bucket=rb).get("Uploads", []) == [],
+             timeout=30, what="no multipart upload left")
