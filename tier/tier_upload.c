@@ -11,13 +11,14 @@
  * Invariants: a file is in the queue or in flight at most once; a job whose
  * remote is backing off is not queued; the tierst record of a file is written
  * only after the remote confirmed the bytes read under one unchanged change
- * counter. Thread: see above. */
+ * counter (or, for a renamed file copied server-side, after the copy of an old
+ * copy shown to hold those bytes was confirmed). Thread: see above. */
 #include <errno.h>
 #include <event2/buffer.h>
-#include <openssl/evp.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
