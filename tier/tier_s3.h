@@ -158,7 +158,8 @@ struct tier_s3_result {
     char code[64];           /* the remote's S3 error code ("NoSuchKey"), or "" */
     char message[320];       /* what went wrong, for people: the remote's Message or ours */
     char request_id[80];     /* x-amz-request-id of the answer */
-    struct tier_s3_obj obj;  /* HEAD, GET, PUT, MPU_PART (etag), MPU_COMPLETE (etag) */
+    struct tier_s3_obj obj;  /* HEAD, GET, PUT, MPU_PART (etag), MPU_COMPLETE (etag),
+                              * COPY_OBJECT, MPU_PART_COPY (etag) */
     struct tier_s3_kv *meta; /* HEAD, GET: the x-amz-meta-* headers, names lower case */
     size_t nmeta;
     uint64_t range_off;      /* GET: the first byte delivered (Content-Range) */
@@ -195,7 +196,13 @@ enum tier_s3_opcode {
     TIER_S3_LIST_OBJECTS,    /* ListObjectsV2: prefix, delimiter, token, start_after; max */
     TIER_S3_CHECK,           /* list one key under the configured prefix: reachability,
                               * TLS, credentials and bucket, each with its own message */
+    TIER_S3_COPY_OBJECT,     /* key <- copy_from (same bucket and prefix), server-side;
+                              * copy_if_match; with meta_replace: content_type, meta
+                              * (REPLACE), else the source's (COPY) -> res->obj.etag */
+    TIER_S3_MPU_PART_COPY,   /* key, upload_id, part_number <- copy_from's [off, off+len)
+                              * (UploadPartCopy); copy_if_match -> res->obj.etag */
 };
+#define TIER_S3_OP_LAST TIER_S3_MPU_PART_COPY
 
 /** One part of a multipart upload, for TIER_S3_MPU_COMPLETE. */
 struct tier_s3_part {
@@ -247,6 +254,12 @@ struct tier_s3_op {
     const char *content_type;
     const struct tier_s3_kv *meta; /* names without "x-amz-meta-" */
     size_t nmeta;
+    /* COPY_OBJECT, MPU_PART_COPY: the source's bucket-relative key (in the same remote
+     * bucket, under the same prefix), and the ETag it must still have (412 otherwise:
+     * SRV_EPRECOND); MPU_PART_COPY copies the source's [off, off + len) */
+    const char *copy_from;
+    const char *copy_if_match;
+    bool meta_replace; /* COPY_OBJECT: content_type and meta replace the source's */
     /* multipart */
     const char *upload_id;
     int part_number;
