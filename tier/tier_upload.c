@@ -2685,6 +2685,7 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
                             .key = c->key,
                             .off = off,
                             .len = len,
+                            .obj_size = c->st.size, /* all of it: a plain GET */
                             .if_match = c->st.etag,
                             .dest = buf,
                             .dest_len = len}; /* the body goes straight into buf, copied once */
