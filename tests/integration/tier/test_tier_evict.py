@@ -524,6 +524,22 @@ def _minflt(pid):
         return int(f.read().rsplit(")", 1)[1].split()[7])
 
 
+def _anon_huge_mib(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("AnonHugePages:"):
+                return int(line.split()[1]) >> 10
+    return 0
+
+
+def _thp_off():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return "[never]" in f.read()
+    except OSError:
+        return True
+
+
 def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     """A 512 MiB file recalled by a GET whose reader is slower than the recall (as a
     client hashing what it reads is): the recall's chunk buffers are reused, so the
@@ -531,7 +547,10 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     to malloc and taken anew from fresh memory faulted in and zeroed every recalled
     byte, one fault per 4 KiB), and its anonymous memory stays within its recall
     buffers (the memory table, the pool, the chunks in flight: 3 x 32 MiB here), and
-    none of the recall's extents is written through the page cache."""
+    none of the recall's extents is written through the page cache. /metrics counts
+    the buffers: a few mapped, every other chunk reusing one; a second file's recall
+    right after maps none; all are given back seconds later. Where the kernel has
+    transparent huge pages, the 8 MiB buffers are huge pages."""
     dm = daemon_factory(extra_args=FAST + ["--set", "tier_recall_threads=2"]).start()
     rs3 = rgw.boto3()
     rb = new_remote_bucket(rs3)
@@ -541,11 +560,18 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     want = hashlib.sha256(data).hexdigest()
     dm.boto3().put_object(Bucket=b, Key="f", Body=data)
     del data
+    small = os.urandom(48 * MiB)
+    dm.boto3().put_object(Bucket=b, Key="g", Body=small)
     wait_for(lambda: state(dm, b, "f") == "evicted", timeout=120, what="f evicted")
+    wait_for(lambda: state(dm, b, "g") == "evicted", timeout=120, what="g evicted")
     pid = dm.proc.pid
     base = peak = _rss_anon_mib(pid)
+    huge = 0
     f0 = _minflt(pid)
     cached0 = metric(dm, 's3nfs_store_writes_total{path="cached"}') or 0
+    maps0 = metric(dm, "s3nfs_tier_recall_buffer_maps_total")
+    reuses0 = metric(dm, "s3nfs_tier_recall_buffer_reuses_total")
+    assert metric(dm, "s3nfs_tier_recall_buffers") == 0
     body = dm.boto3().get_object(Bucket=b, Key="f")["Body"]
     h, n = hashlib.sha256(), 0
     for chunk in body.iter_chunks(MiB):
@@ -554,11 +580,32 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
         if n % 4 == 0:
             time.sleep(0.01)  # slower than the recall
             peak = max(peak, _rss_anon_mib(pid))
+            if n % 64 == 0:
+                huge = max(huge, _anon_huge_mib(pid))
     faults = _minflt(pid) - f0
     assert h.hexdigest() == want
     # 131072 pages of 4 KiB: one fault each when every buffer is fresh memory
     assert faults < 512 * MiB // 8192, faults
     assert peak - base < 192, (base, peak)
+    # 8 MiB chunks but the first 8 in 1 MiB pieces: 71 chunks, each took a buffer,
+    # mapped anew (at most the table, the pool and the chunks in flight: 3 x 4 + 8 of
+    # 1 MiB) or reused (a chunk fetched again after a failed GET takes one more)
+    maps = metric(dm, "s3nfs_tier_recall_buffer_maps_total") - maps0
+    reuses = metric(dm, "s3nfs_tier_recall_buffer_reuses_total") - reuses0
+    assert 1 <= maps <= 20, maps
+    assert 71 <= maps + reuses <= 75, (maps, reuses)
+    live = metric(dm, "s3nfs_tier_recall_buffers")
+    assert 1 <= live <= maps, (live, maps)
+    assert metric(dm, "s3nfs_tier_recall_buffer_bytes") <= 3 * 32 * MiB + 8 * MiB
+    if not _thp_off():
+        assert huge > 0, "no transparent huge page in the recall's buffers"
+    # a second file right after takes the buffers the first left: none mapped anew
+    assert get(dm, b, "g") == small
+    assert metric(dm, "s3nfs_tier_recall_buffer_maps_total") - maps0 == maps
+    # given back once no recalled chunk is left in memory (3 s after the last)
+    wait_for(lambda: metric(dm, "s3nfs_tier_recall_buffers") == 0, timeout=15,
+             what="the recall buffers given back")
+    assert metric(dm, "s3nfs_tier_recall_buffer_bytes") == 0
     # the recall's extents go O_DIRECT whatever data_write_cache says (on here, the default):
     # its reader took the bytes from memory, a copy into the page cache would be for nothing
     assert metric(dm, 's3nfs_store_writes_total{path="cached"}') == cached0
