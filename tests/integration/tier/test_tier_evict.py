@@ -599,9 +599,13 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     assert metric(dm, "s3nfs_tier_recall_buffer_bytes") <= 3 * 32 * MiB + 8 * MiB
     if not _thp_off():
         assert huge > 0, "no transparent huge page in the recall's buffers"
-    # a second file right after takes the buffers the first left: none mapped anew
+    # a second file right after (8 pieces of 1 MiB, 5 chunks of 8 MiB) takes the
+    # buffers the first left: at most a couple mapped anew (the pool's bytes are bounded:
+    # a buffer of one size coming back while it is full of the other is let go of)
     assert get(dm, b, "g") == small
-    assert metric(dm, "s3nfs_tier_recall_buffer_maps_total") - maps0 == maps
+    maps2 = metric(dm, "s3nfs_tier_recall_buffer_maps_total") - maps0 - maps
+    reuses2 = metric(dm, "s3nfs_tier_recall_buffer_reuses_total") - reuses0 - reuses
+    assert maps2 <= 2 and maps2 + reuses2 >= 13, (maps2, reuses2)
     # given back once no recalled chunk is left in memory (3 s after the last)
     wait_for(lambda: metric(dm, "s3nfs_tier_recall_buffers") == 0, timeout=15,
              what="the recall buffers given back")
