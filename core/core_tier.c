@@ -71,7 +71,6 @@
 #define RM_KEEP_MS 3000                       /* a recalled chunk's bytes stay in memory */
 #define RM_PACE_MS 1000                       /* see mem_pace */
 #define RM_READERS 16                         /* files whose last read from memory is known */
-#define RB_HUGE (2u << 20)                    /* a transparent huge page (x86-64, arm64 4K) */
 #define RC_LAT_N CORE_TIER_LAT_N
 
 enum { CH_TODO = 0, CH_BUSY, CH_DONE, CH_IDLE /* not asked for (whole_file off) */ };
@@ -268,32 +267,15 @@ static void pool_drain(struct core__tier *k)
     }
 }
 
-/* A fresh chunk buffer of @p need bytes (a multiple of STORE_EXTENT_MAX), or NULL:
- * page-aligned, as O_DIRECT writes want (STORE_ALIGN), and from RB_HUGE bytes on
- * aligned to RB_HUGE and marked for transparent huge pages (MADV_HUGEPAGE: where the
- * system's THP setting is "madvise", the default of many distributions, nothing is
- * huge without it), so that its first touch costs a page fault per 2 MiB instead of
- * one per 4 KiB (issue 12: the buffers of a 4 GiB GET recall took ~65,000 faults
- * while they filled for the first time). Where huge pages are off or none is free
- * the kernel uses small ones: the same buffer, only slower to fault in. */
+/* A fresh chunk buffer of @p need bytes, or NULL: page-aligned, as O_DIRECT writes want
+ * (STORE_ALIGN). Small pages: MADV_HUGEPAGE cut the faults of a recall's first buffers
+ * 25-fold, but on a VM whose free 2 MiB blocks go back to the host (free page reporting)
+ * zeroing a fresh huge page waits for the host to back it: 3 ms of CPU per MiB
+ * recalled instead of 1 in some runs (issue 12, benchmarks.md). */
 static void *rbuf_map(size_t need)
 {
-    int prot = PROT_READ | PROT_WRITE, fl = MAP_PRIVATE | MAP_ANONYMOUS;
-    if (need < RB_HUGE) {
-        void *p = mmap(NULL, need, prot, fl, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
-    /* RB_HUGE more, then the unaligned head and the tail given back */
-    char *m = mmap(NULL, need + RB_HUGE, prot, fl, -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    char *p = (char *)(((uintptr_t)m + RB_HUGE - 1) & ~(uintptr_t)(RB_HUGE - 1));
-    if (p > m)
-        munmap(m, (size_t)(p - m));
-    if (p + need < m + need + RB_HUGE)
-        munmap(p + need, (size_t)(m + RB_HUGE - p));
-    (void)madvise(p, need, MADV_HUGEPAGE); /* advice: refused (no THP) changes nothing */
-    return p;
+    void *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
 }
 
 /* A buffer for a chunk of @p len bytes of a recall whose chunks are @p want bytes: one

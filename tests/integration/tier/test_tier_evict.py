@@ -524,22 +524,6 @@ def _minflt(pid):
         return int(f.read().rsplit(")", 1)[1].split()[7])
 
 
-def _anon_huge_mib(pid):
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("AnonHugePages:"):
-                return int(line.split()[1]) >> 10
-    return 0
-
-
-def _thp_off():
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return "[never]" in f.read()
-    except OSError:
-        return True
-
-
 def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     """A 512 MiB file recalled by a GET whose reader is slower than the recall (as a
     client hashing what it reads is): the recall's chunk buffers are reused, so the
@@ -549,8 +533,7 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     buffers (the memory table, the pool, the chunks in flight: 3 x 32 MiB here), and
     none of the recall's extents is written through the page cache. /metrics counts
     the buffers: a few mapped, every other chunk reusing one; a second file's recall
-    right after maps none; all are given back seconds later. Where the kernel has
-    transparent huge pages, the 8 MiB buffers are huge pages."""
+    right after maps at most a couple; all are given back seconds later."""
     dm = daemon_factory(extra_args=FAST + ["--set", "tier_recall_threads=2"]).start()
     rs3 = rgw.boto3()
     rb = new_remote_bucket(rs3)
@@ -566,7 +549,6 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     wait_for(lambda: state(dm, b, "g") == "evicted", timeout=120, what="g evicted")
     pid = dm.proc.pid
     base = peak = _rss_anon_mib(pid)
-    huge = 0
     f0 = _minflt(pid)
     cached0 = metric(dm, 's3nfs_store_writes_total{path="cached"}') or 0
     maps0 = metric(dm, "s3nfs_tier_recall_buffer_maps_total")
@@ -580,8 +562,6 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
         if n % 4 == 0:
             time.sleep(0.01)  # slower than the recall
             peak = max(peak, _rss_anon_mib(pid))
-            if n % 64 == 0:
-                huge = max(huge, _anon_huge_mib(pid))
     faults = _minflt(pid) - f0
     assert h.hexdigest() == want
     # 131072 pages of 4 KiB: one fault each when every buffer is fresh memory
@@ -597,8 +577,6 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     live = metric(dm, "s3nfs_tier_recall_buffers")
     assert 1 <= live <= maps, (live, maps)
     assert metric(dm, "s3nfs_tier_recall_buffer_bytes") <= 3 * 32 * MiB + 8 * MiB
-    if not _thp_off():
-        assert huge > 0, "no transparent huge page in the recall's buffers"
     # a second file right after (8 pieces of 1 MiB, 5 chunks of 8 MiB) takes the
     # buffers the first left: at most a couple mapped anew (the pool's bytes are bounded:
     # a buffer of one size coming back while it is full of the other is let go of)

@@ -904,8 +904,8 @@ static void test_small_files_at_once(void **state)
  * chunks maps only about as many buffers as are in flight, in the table and in the
  * pool at once (issue 12: a buffer freed to malloc and taken anew faulted in and
  * zeroed every byte recalled, and the heap grew by the recalled bytes); a recall
- * right after another maps none; large buffers are aligned for huge pages; all of
- * them are given back once no recalled chunk is left in memory. */
+ * right after another maps none; all of them are given back once no recalled chunk is
+ * left in memory. */
 static void test_recall_reuses_buffers(void **state)
 {
     struct fx *f = *state;
@@ -943,16 +943,6 @@ static void test_recall_reuses_buffers(void **state)
     core_tier_stats_get(f->c, &st);
     assert_int_equal(st.buf_maps - m0, 0);
     assert_int_equal(st.buf_reuses - r0, BIG / MB);
-    /* buffers of 2 MiB and more are aligned to huge pages (MADV_HUGEPAGE): 4 MiB chunks,
-     * the second one's bytes start a buffer */
-    restart_knobs(f, 4 * MB, 1, (struct core_recall_knobs){.whole_file = true});
-    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
-    struct core_pieces ps;
-    pieces_eq(f, ino, 4 * MB, MB, &in_mem, &from_fd, &ps); /* waits for that chunk */
-    assert_int_equal(in_mem, MB);
-    assert_int_equal((uintptr_t)ps.v[0].mem % (2 * MB), 0);
-    core_pieces_release(&ps);
-    read_eq(f, ino, 0, BIG, model);
     /* seconds after the last recall the table and the pool give every buffer back */
     for (int i = 0; i < 100; i++) {
         core_tier_stats_get(f->c, &st);
