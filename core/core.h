@@ -806,6 +806,8 @@ struct core_tier_stats {
     uint64_t recalled_bytes, recalls, recall_errors, evictions, evicted_bytes, active;
     uint64_t mem_read_bytes;                  /* bytes readers got from recalled chunks in memory */
     uint64_t buf_maps;                        /* chunk buffers mapped (the rest were reused) */
+    uint64_t buf_reuses;                      /* chunks that took a buffer mapped already */
+    uint64_t buf_live, buf_live_bytes;        /* chunk buffers mapped now, their bytes */
     double lat_bounds[CORE_TIER_LAT_N];       /* recall latency buckets (seconds) */
     uint64_t lat_counts[CORE_TIER_LAT_N + 1]; /* per bucket (not cumulative); last: +Inf */
     double lat_sum_s;

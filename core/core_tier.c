@@ -188,6 +188,8 @@ struct core__tier {
     struct rfree *pool;            /* free chunk buffers, kept for reuse */
     size_t pool_bytes;             /* ... their bytes: at most mem_max */
     atomic_uint_fast64_t maps;     /* chunk buffers mapped (a fresh one faults in every page) */
+    atomic_uint_fast64_t reuses;   /* chunks that took a buffer mapped already */
+    atomic_uint_fast64_t live, live_bytes; /* chunk buffers mapped now, and their bytes */
     bool paced; /* a recall was held back for its reader (mem_pace): a first hit wakes */
     struct {
         uint64_t ino;
@@ -225,10 +227,13 @@ static int cv_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_
 
 static void dispatch(struct core__tier *k);
 
-static void rbuf_drop(struct rbuf *b)
+static void rbuf_drop(struct core__tier *k, struct rbuf *b)
 {
-    if (b->p)
+    if (b->p) {
         munmap(b->p, b->cap);
+        atomic_fetch_sub(&k->live, 1);
+        atomic_fetch_sub(&k->live_bytes, b->cap);
+    }
     *b = (struct rbuf){0};
 }
 
@@ -246,7 +251,7 @@ static void pool_put(struct core__tier *k, struct rbuf *b)
         k->pool_bytes += b->cap;
         *b = (struct rbuf){0};
     }
-    rbuf_drop(b);
+    rbuf_drop(k, b);
 }
 
 /* Unmap every buffer of the pool; mmu held. */
@@ -256,8 +261,21 @@ static void pool_drain(struct core__tier *k)
         struct rfree *f = k->pool;
         k->pool = f->next;
         k->pool_bytes -= f->cap;
+        atomic_fetch_sub(&k->live, 1);
+        atomic_fetch_sub(&k->live_bytes, f->cap);
         munmap(f, f->cap);
     }
+}
+
+/* A fresh chunk buffer of @p need bytes, or NULL: page-aligned, as O_DIRECT writes want
+ * (STORE_ALIGN). Small pages: MADV_HUGEPAGE cut the faults of a recall's first buffers
+ * 25-fold, but on a VM whose free 2 MiB blocks go back to the host (free page reporting)
+ * zeroing a fresh huge page waits for the host to back it: 3 ms of CPU per MiB
+ * recalled instead of 1 in some runs (issue 12, benchmarks.md). */
+static void *rbuf_map(size_t need)
+{
+    void *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
 }
 
 /* A buffer for a chunk of @p len bytes of a recall whose chunks are @p want bytes: one
@@ -268,8 +286,10 @@ static void pool_drain(struct core__tier *k)
 static char *rbuf_get(struct core__tier *k, struct rbuf *b, size_t len, size_t want)
 {
     size_t need = len <= STORE_EXTENT_MAX ? STORE_EXTENT_MAX : want < len ? len : want;
-    if (b->p && b->cap == need)
+    if (b->p && b->cap == need) {
+        atomic_fetch_add_explicit(&k->reuses, 1, memory_order_relaxed);
         return b->p;
+    }
     pthread_mutex_lock(&k->mmu);
     pool_put(k, b);
     for (struct rfree **pp = &k->pool; *pp; pp = &(*pp)->next) {
@@ -282,13 +302,16 @@ static char *rbuf_get(struct core__tier *k, struct rbuf *b, size_t len, size_t w
         }
     }
     pthread_mutex_unlock(&k->mmu);
-    if (b->p)
+    if (b->p) {
+        atomic_fetch_add_explicit(&k->reuses, 1, memory_order_relaxed);
         return b->p;
-    /* page-aligned, as O_DIRECT writes want (STORE_ALIGN) */
-    void *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    }
+    void *p = rbuf_map(need);
+    if (!p)
         return NULL;
     atomic_fetch_add(&k->maps, 1);
+    atomic_fetch_add(&k->live, 1);
+    atomic_fetch_add(&k->live_bytes, need);
     *b = (struct rbuf){p, need};
     return b->p;
 }
@@ -1204,8 +1227,12 @@ static void *recall_main(void *arg)
             pick = pick_chunk(k, now, &ch, &next);
             if (!pick) {
                 if (!k->head && !pruned) {
-                    rbuf_drop(&rb); /* no recall left: give the memory back */
+                    /* no recall left: its buffer to the pool, for the next recall, which
+                     * gives it back with the pool (mem_prune) */
                     pthread_mutex_unlock(&k->mu);
+                    pthread_mutex_lock(&k->mmu);
+                    pool_put(k, &rb);
+                    pthread_mutex_unlock(&k->mmu);
                     mem_prune(k, now - RM_KEEP_MS, false);
                     pthread_mutex_lock(&k->mu);
                     pruned = true;
@@ -1284,7 +1311,7 @@ static void *recall_main(void *arg)
             recall_free(k, pick);
     }
     pthread_mutex_unlock(&k->mu);
-    rbuf_drop(&rb);
+    rbuf_drop(k, &rb);
     return NULL;
 }
 
@@ -1631,6 +1658,9 @@ void core_tier_stats_get(struct core *c, struct core_tier_stats *out)
     out->recalled_bytes = atomic_load(&k->recalled_bytes);
     out->mem_read_bytes = atomic_load(&k->mem_sent);
     out->buf_maps = atomic_load(&k->maps);
+    out->buf_reuses = atomic_load(&k->reuses);
+    out->buf_live = atomic_load(&k->live);
+    out->buf_live_bytes = atomic_load(&k->live_bytes);
     out->recalls = atomic_load(&k->recalls);
     out->recall_errors = atomic_load(&k->recall_errors);
     out->evictions = atomic_load(&k->evictions);

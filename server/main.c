@@ -355,12 +355,29 @@ static void render_recall(void *arg, struct evbuffer *out)
                         "found nothing to do.\n"
                         "# TYPE s3nfs_tier_recall_wakeups_futile_total counter\n"
                         "s3nfs_tier_recall_wakeups_futile_total %llu\n"
+                        "# HELP s3nfs_tier_recall_buffers Recall chunk buffers mapped now (in "
+                        "recall threads, the memory table and the pool).\n"
+                        "# TYPE s3nfs_tier_recall_buffers gauge\n"
+                        "s3nfs_tier_recall_buffers %llu\n"
+                        "# HELP s3nfs_tier_recall_buffer_bytes Their bytes.\n"
+                        "# TYPE s3nfs_tier_recall_buffer_bytes gauge\n"
+                        "s3nfs_tier_recall_buffer_bytes %llu\n"
+                        "# HELP s3nfs_tier_recall_buffer_maps_total Recall chunk buffers mapped "
+                        "anew (each page faulted in and zeroed once).\n"
+                        "# TYPE s3nfs_tier_recall_buffer_maps_total counter\n"
+                        "s3nfs_tier_recall_buffer_maps_total %llu\n"
+                        "# HELP s3nfs_tier_recall_buffer_reuses_total Recalled chunks that took "
+                        "a buffer mapped already.\n"
+                        "# TYPE s3nfs_tier_recall_buffer_reuses_total counter\n"
+                        "s3nfs_tier_recall_buffer_reuses_total %llu\n"
                         "# HELP s3nfs_tier_recall_seconds Time from a recall's start until the "
                         "whole file is local.\n# TYPE s3nfs_tier_recall_seconds histogram\n",
                         (unsigned long long)st.recalled_bytes, (unsigned long long)st.recalls,
                         (unsigned long long)st.recall_errors, (unsigned long long)st.active,
                         (unsigned long long)st.mem_read_bytes, (unsigned long long)st.wakeups,
-                        (unsigned long long)st.wakeups_futile);
+                        (unsigned long long)st.wakeups_futile, (unsigned long long)st.buf_live,
+                        (unsigned long long)st.buf_live_bytes, (unsigned long long)st.buf_maps,
+                        (unsigned long long)st.buf_reuses);
     uint64_t cum = 0;
     for (int i = 0; i < CORE_TIER_LAT_N; i++) {
         cum += st.lat_counts[i];

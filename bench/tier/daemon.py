@@ -16,7 +16,13 @@ One file of --size random bytes is PUT into the bucket, then:
   (c) time to the first byte of a GET of the evicted file against a GET of the
       same file once local.
 Prints MB/s (or ms) and the ratios daemon/aws (> 1: the daemon is faster; for
-(c) recall/local). The reads are checked against the file. With --runs N every
+(c) recall/local). The reads are checked against the file. The S3 GET's reader
+hashes every byte with SHA-256 in Python (about 1 ms of CPU per MiB on the same
+cores as the servers) where `aws s3 cp` only writes a file, so a fairer row
+reads the remote object from RGW with that very reader (same client, one GET):
+"(b) same reader from RGW". Then, per read, the CPU per MiB of the daemon, of
+RGW and of the client (user + system, /proc and getrusage) and the daemon's
+page faults per GiB (minflt): on a shared machine steadier than MB/s. With --runs N every
 measurement is taken N times, the daemon's and aws's in turn (the file is PUT
 again before each upload, so each run uploads a new content), and the best of
 each is kept: on a shared machine, one run says little. The default size is
@@ -31,6 +37,7 @@ the work folder instead, deleted at the end).
 import argparse
 import hashlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -53,6 +60,18 @@ from tenutil import Admin, Nfs  # noqa: E402
 def size_arg(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
+
+
+def proc_stat(pid):
+    """(CPU seconds, user + system; minor page faults) of process @pid."""
+    with open(f"/proc/{pid}/stat") as f:
+        x = f.read().rsplit(")", 1)[1].split()
+    return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK"), int(x[7])
+
+
+def children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def wait_for(pred, timeout, step=0.05, what="condition"):
@@ -154,9 +173,9 @@ def main():
             wait_for(lambda: state() == "evicted", 600, step=0.1, what="the eviction")
             adm.put(f"/tenants/1/buckets/{b}/tier", pol)  # no eviction during a read
 
-        def s3_read():
+        def s3_read(cli=None, bucket=None, key="f"):
             t = time.monotonic()
-            body = s3.get_object(Bucket=b, Key="f")["Body"]
+            body = (cli or s3).get_object(Bucket=bucket or b, Key=key)["Body"]
             hh, first = hashlib.sha256(), None
             for chunk in body.iter_chunks(1 << 20):
                 if first is None:
@@ -188,25 +207,42 @@ def main():
             return time.monotonic() - t0
 
         best = {}
+        cpu = {}  # per read: [daemon ms/MiB, daemon faults/GiB, RGW ms/MiB, client ms/MiB]
+        mib = a.size / (1 << 20)
+        rgw_pids = [p.pid for _, p, _ in r.procs]
 
         def note(name, t):
             best.setdefault(name, []).append(t)
+
+        def measured(name, fn):
+            """Run @fn, noting the CPU per MiB of the daemon, RGW and this client
+            (in-process readers) or aws (a child), and the daemon's faults per GiB."""
+            d0, g0 = proc_stat(d.proc.pid), sum(proc_stat(p)[0] for p in rgw_pids)
+            p0, c0 = time.process_time(), children_cpu()
+            out = fn()
+            d1, g1 = proc_stat(d.proc.pid), sum(proc_stat(p)[0] for p in rgw_pids)
+            cl = time.process_time() - p0 + children_cpu() - c0
+            row = [(d1[0] - d0[0]) * 1000 / mib, (d1[1] - d0[1]) * 1024 / mib,
+                   (g1 - g0) * 1000 / mib, cl * 1000 / mib]
+            cpu.setdefault(name, []).append(row)
+            return out
 
         for _ in range(a.runs):
             # (a) the daemon's upload, then aws's of the same bytes
             note("up", daemon_upload())
             note("aws up", aws_cp(src, "s3://bench/aws"))
-            # (c) local first byte; (b) aws's download, the S3 recall and its first byte,
-            # the NFS recall
+            # (c) local first byte; (b) aws's download, the same reader as the recall's
+            # from RGW, the S3 recall and its first byte, the NFS recall
             note("ttfb local", s3_read()[1])
-            note("aws get", aws_cp("s3://bench/d/f", src + ".aws"))
+            note("aws get", measured("aws get", lambda: aws_cp("s3://bench/d/f", src + ".aws")))
             os.unlink(src + ".aws")
+            note("rgw get", measured("rgw get", lambda: s3_read(rs3, "bench", "d/f"))[0])
             evict()
-            t_get, ttfb = s3_read()
+            t_get, ttfb = measured("get", s3_read)
             note("get", t_get)
             note("ttfb recall", ttfb)
             evict()
-            note("nfs", nfs_read())
+            note("nfs", measured("nfs", nfs_read))
         t_up, t_aws_up, t_get, t_aws_get, t_nfs = (
             min(best[k]) for k in ("up", "aws up", "get", "aws get", "nfs"))
         ttfb_local, ttfb_recall = min(best["ttfb local"]), min(best["ttfb recall"])
@@ -217,8 +253,18 @@ def main():
         for name, t, w in (("(a) upload", t_up, t_aws_up), ("(b) recall, S3 GET", t_get, t_aws_get),
                            ("(b) recall, NFS READ", t_nfs, t_aws_get)):
             print(f"{name:24}{mb / t:12.1f}{mb / w:10.1f}{w / t:8.2f}")
+        t_rgw = min(best["rgw get"])
+        print(f"{'(b) same reader from RGW':24}{mb / t_get:12.1f}{mb / t_rgw:10.1f}"
+              f"{t_rgw / t_get:8.2f}  (boto3 + SHA-256 both sides)")
         print(f"(c) first byte: recall {ttfb_recall * 1000:.1f} ms, local "
               f"{ttfb_local * 1000:.1f} ms, ratio {ttfb_recall / ttfb_local:.1f}")
+        print(f"CPU per MiB (ms) and daemon page faults per GiB, median of {a.runs}:")
+        print(f"{'':28}{'s3nfsd':>8}{'faults/GiB':>12}{'RGW':>8}{'client':>8}")
+        for name, what in (("aws get", "aws s3 cp from RGW"), ("rgw get", "same reader from RGW"),
+                           ("get", "recall, S3 GET"), ("nfs", "recall, NFS READ")):
+            rows = sorted(cpu[name])
+            m = rows[len(rows) // 2]
+            print(f"{what:28}{m[0]:8.2f}{m[1]:12.0f}{m[2]:8.2f}{m[3]:8.2f}")
     finally:
         d.stop()
         r.stop()

@@ -559,7 +559,9 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     to malloc and taken anew from fresh memory faulted in and zeroed every recalled
     byte, one fault per 4 KiB), and its anonymous memory stays within its recall
     buffers (the memory table, the pool, the chunks in flight: 3 x 32 MiB here), and
-    none of the recall's extents is written through the page cache."""
+    none of the recall's extents is written through the page cache. /metrics counts
+    the buffers: a few mapped, every other chunk reusing one; a second file's recall
+    right after maps at most a couple; all are given back seconds later."""
     dm = daemon_factory(extra_args=FAST + ["--set", "tier_recall_threads=2"]).start()
     rs3 = rgw.boto3()
     rb = new_remote_bucket(rs3)
@@ -569,11 +571,17 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     want = hashlib.sha256(data).hexdigest()
     dm.boto3().put_object(Bucket=b, Key="f", Body=data)
     del data
+    small = os.urandom(48 * MiB)
+    dm.boto3().put_object(Bucket=b, Key="g", Body=small)
     wait_for(lambda: state(dm, b, "f") == "evicted", timeout=120, what="f evicted")
+    wait_for(lambda: state(dm, b, "g") == "evicted", timeout=120, what="g evicted")
     pid = dm.proc.pid
     base = peak = _rss_anon_mib(pid)
     f0 = _minflt(pid)
     cached0 = metric(dm, 's3nfs_store_writes_total{path="cached"}') or 0
+    maps0 = metric(dm, "s3nfs_tier_recall_buffer_maps_total")
+    reuses0 = metric(dm, "s3nfs_tier_recall_buffer_reuses_total")
+    assert metric(dm, "s3nfs_tier_recall_buffers") == 0
     body = dm.boto3().get_object(Bucket=b, Key="f")["Body"]
     h, n = hashlib.sha256(), 0
     for chunk in body.iter_chunks(MiB):
@@ -587,6 +595,27 @@ def test_recall_read_slowly_reuses_its_buffers(daemon_factory, rgw):
     # 131072 pages of 4 KiB: one fault each when every buffer is fresh memory
     assert faults < 512 * MiB // 8192, faults
     assert peak - base < 192, (base, peak)
+    # 8 MiB chunks but the first 8 in 1 MiB pieces: 71 chunks, each took a buffer,
+    # mapped anew (at most the table, the pool and the chunks in flight: 3 x 4 + 8 of
+    # 1 MiB) or reused (a chunk fetched again after a failed GET takes one more)
+    maps = metric(dm, "s3nfs_tier_recall_buffer_maps_total") - maps0
+    reuses = metric(dm, "s3nfs_tier_recall_buffer_reuses_total") - reuses0
+    assert 1 <= maps <= 20, maps
+    assert 71 <= maps + reuses <= 75, (maps, reuses)
+    live = metric(dm, "s3nfs_tier_recall_buffers")
+    assert 1 <= live <= maps, (live, maps)
+    assert metric(dm, "s3nfs_tier_recall_buffer_bytes") <= 3 * 32 * MiB + 8 * MiB
+    # a second file right after (8 pieces of 1 MiB, 5 chunks of 8 MiB) takes the
+    # buffers the first left: at most a couple mapped anew (the pool's bytes are bounded:
+    # a buffer of one size coming back while it is full of the other is let go of)
+    assert get(dm, b, "g") == small
+    maps2 = metric(dm, "s3nfs_tier_recall_buffer_maps_total") - maps0 - maps
+    reuses2 = metric(dm, "s3nfs_tier_recall_buffer_reuses_total") - reuses0 - reuses
+    assert maps2 <= 2 and maps2 + reuses2 >= 13, (maps2, reuses2)
+    # given back once no recalled chunk is left in memory (3 s after the last)
+    wait_for(lambda: metric(dm, "s3nfs_tier_recall_buffers") == 0, timeout=15,
+             what="the recall buffers given back")
+    assert metric(dm, "s3nfs_tier_recall_buffer_bytes") == 0
     # the recall's extents go O_DIRECT whatever data_write_cache says (on here, the default):
     # its reader took the bytes from memory, a copy into the page cache would be for nothing
     assert metric(dm, 's3nfs_store_writes_total{path="cached"}') == cached0

@@ -948,7 +948,9 @@ static void test_small_file_one_commit(void **state)
  * pushed out) go to a pool the next chunks take theirs from, so a recall of many
  * chunks maps only about as many buffers as are in flight, in the table and in the
  * pool at once (issue 12: a buffer freed to malloc and taken anew faulted in and
- * zeroed every byte recalled, and the heap grew by the recalled bytes). */
+ * zeroed every byte recalled, and the heap grew by the recalled bytes); a recall
+ * right after another maps none; all of them are given back once no recalled chunk is
+ * left in memory. */
 static void test_recall_reuses_buffers(void **state)
 {
     struct fx *f = *state;
@@ -972,6 +974,29 @@ static void test_recall_reuses_buffers(void **state)
                 (unsigned long long)(st.buf_maps - m0), BIG / MB);
     assert_true(st.buf_maps - m0 >= 1);
     assert_true(st.buf_maps - m0 <= 10);
+    uint64_t r0 = st.buf_reuses;
+    assert_true(r0 >= BIG / MB - 10); /* every chunk took a buffer: mapped or reused */
+    assert_true(st.buf_live >= 1 && st.buf_live <= 10);
+    assert_int_equal(st.buf_live_bytes, st.buf_live * MB);
+    /* a second recall right after takes the buffers the first left in the table and
+     * the pool: none mapped anew (recall threads give theirs to the pool too) */
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    core_tier_stats_get(f->c, &st);
+    m0 = st.buf_maps;
+    for (uint64_t off = 0; off < BIG; off += MB)
+        pieces_eq(f, ino, off, MB, &in_mem, &from_fd, NULL);
+    core_tier_stats_get(f->c, &st);
+    assert_int_equal(st.buf_maps - m0, 0);
+    assert_int_equal(st.buf_reuses - r0, BIG / MB);
+    /* seconds after the last recall the table and the pool give every buffer back */
+    for (int i = 0; i < 100; i++) {
+        core_tier_stats_get(f->c, &st);
+        if (st.buf_live == 0)
+            break;
+        usleep(100 * 1000);
+    }
+    assert_int_equal(st.buf_live, 0);
+    assert_int_equal(st.buf_live_bytes, 0);
     checked(f);
 }
 
