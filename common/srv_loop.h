@@ -78,6 +78,11 @@ ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max);
  * At most 4 slots per thread. @return the buffer, NULL without memory. */
 uint8_t *srv_thread_buf(uint8_t **slot, size_t size);
 
+/** Run @p fn on the calling thread when it exits, to free a per-thread object
+ * that is not a plain buffer (an evbuffer held in a caller's __thread pointer).
+ * At most 4 per thread. @return 0, -ENOMEM. */
+int srv_thread_at_exit(void (*fn)(void));
+
 /** Reads what socket @p fd has, up to @p max bytes, into @p *scratch, a
  * caller's per-thread buffer of at least @p max bytes (srv_thread_buf of
  * @p max bytes while it is NULL), with one read retried on EINTR.

@@ -471,9 +471,34 @@ static int bulk_queue(struct evbuffer *out, struct nfs_bulk *b)
     return rc;
 }
 
-/* A reply built on the loop before it is written (one per loop thread; it is
- * empty again whenever conn_send_reply returns). */
+/* A reply built on the loop before it is written (one per loop thread, freed
+ * when the thread exits; it is empty again whenever conn_send_reply returns). */
 static __thread struct evbuffer *direct_buf;
+
+static void direct_buf_free(void)
+{
+    evbuffer_free(direct_buf);
+    direct_buf = NULL;
+}
+
+/* This loop thread's direct_buf, made on first use. @return NULL without memory. */
+static struct evbuffer *direct_buf_get(void)
+{
+    if (direct_buf)
+        return direct_buf;
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return NULL;
+    if (srv_thread_at_exit(direct_buf_free) < 0) {
+        evbuffer_free(b);
+        return NULL;
+    }
+    /* as a socket bufferevent's output: file segments go by sendfile
+     * (without the flag libevent maps each one and writes the mapping) */
+    evbuffer_set_flags(b, EVBUFFER_FLAG_DRAINS_TO_FD);
+    direct_buf = b;
+    return b;
+}
 /* The data of a small READ on its way out (one per loop thread, of
  * NFS_BULK_COPY_MAX bytes and the XDR padding; free again whenever
  * conn_write_now returns). */
@@ -548,11 +573,9 @@ static void conn_send_reply(struct nfs_conn *cn, void *buf, size_t len, struct n
     if (evbuffer_get_length(out) == 0 && (!b || b->len <= NFS_BULK_COPY_MAX) &&
         conn_write_now(cn, out, buf, len, b))
         return;
-    if (!direct_buf && (direct_buf = evbuffer_new()) != NULL)
-        /* as a socket bufferevent's output: file segments go by sendfile
-         * (without the flag libevent maps each one and writes the mapping) */
-        evbuffer_set_flags(direct_buf, EVBUFFER_FLAG_DRAINS_TO_FD);
-    struct evbuffer *dst = direct_buf && evbuffer_get_length(out) == 0 ? direct_buf : out;
+    struct evbuffer *dst = evbuffer_get_length(out) == 0 ? direct_buf_get() : NULL;
+    if (!dst)
+        dst = out;
     bool ok = evbuffer_add_reference(dst, buf, len, free_cleanup, NULL) == 0;
     if (!ok)
         free(buf);
