@@ -128,6 +128,11 @@ void srv_loops_set_affinity(bool on)
     pool.affinity = on;
 }
 
+long srv_loop_conns(const struct srv_loop *l)
+{
+    return l ? atomic_load(&((struct srv_loop *)l)->conns) : 0;
+}
+
 int srv_loop_cpu(const struct srv_loop *l)
 {
     return l ? l->cpu : -1;

@@ -60,6 +60,8 @@ void srv_loops_set_affinity(bool on);
 struct srv_loop *srv_loop_for_fd(int fd);
 /** A connection srv_loop_for_fd() gave to @p l closed. Thread-safe. */
 void srv_loop_conn_gone(struct srv_loop *l);
+/** The connections srv_loop_for_fd() gave to @p l that are still open. Thread-safe. */
+long srv_loop_conns(const struct srv_loop *l);
 
 /** The CPU loop @p l is pinned to, or -1. */
 int srv_loop_cpu(const struct srv_loop *l);

@@ -132,6 +132,7 @@ struct nfs_server {
     atomic_uint_fast64_t loop_retries; /* ... tried there, then run on a worker */
     atomic_uint_fast64_t batched;      /* replies written in a batch (nfs_rpc.c batch_add) */
     atomic_uint_fast64_t batch_writes; /* batches written (batch_flush) */
+    atomic_uint_fast64_t poll_hits;    /* calls found by polling (conn_poll_next) */
 };
 
 /* A call in flight. */

@@ -26,7 +26,9 @@
  * loop then sends every call to the workers for LOOP_BACKOFF_US, so a cold
  * store costs a loop at most one disk read per back-off period.
  * cfg.worker_only turns loop answers off. The replies made on the loop while
- * the calls of one read are taken leave together (batch_add).
+ * the calls of one read are taken leave together (batch_add); with
+ * cfg.loop_poll_us the loop waits, running, for a lone connection's next call
+ * (conn_poll_next).
  *
  * Limits: a record over cfg->max_record or a record that is not an RPC call
  * closes the connection (logged). At most NFS_CONN_MAX_CALLS calls per
@@ -102,6 +104,8 @@
 #define NFS_DRC_CAPACITY 8192
 #define NFS_FH_KEY_NAME "nfs.fh_key"
 #define LOOP_BACKOFF_US ((uint64_t)1000 * 1000)
+#define POLL_STEP_US ((uint64_t)5)    /* between two looks at the socket while polling */
+#define POLL_SPAN_US ((uint64_t)2000) /* most time one readable event keeps the loop polling */
 /* A loop answer at least this long may have waited for the disk: only then is
  * the thread's major fault count read (a syscall, a sixth of a GETATTR's). */
 #define LOOP_SLOW_US ((uint64_t)20)
@@ -1349,9 +1353,78 @@ static bool conn_read_scratch(struct nfs_conn *cn, evutil_socket_t fd, struct ev
  * to NFS_READ_CHUNK bytes per readable event takes a whole small call (the
  * rest of a large fragment comes by conn_recv_direct). rd_ev persists with
  * its timeout, so every readable event re-arms the idle timeout. */
+/* Polling for the next call (cfg.loop_poll_us; the file comment's loop
+ * answers and docs/nfs.md). At one call in flight the loop thread sleeps in
+ * epoll_wait between a reply and the next call, and its CPU, idle, halts:
+ * waking a halted vCPU is most of the time of a call that needs no disk
+ * (docs/benchmarks.md, "Single-request wake-ups"). So after answering, the
+ * loop looks at the socket every POLL_STEP_US (a MSG_PEEK recv) for up to
+ * loop_poll_us, running; a call that comes meanwhile is read at once. Only
+ * while nothing else could need the loop: the connection is the loop's only
+ * one, no call of it is in flight or waits for QoS, no reply waits in its
+ * output, no other event of the loop is active (a worker's finished call);
+ * and for at most POLL_SPAN_US per readable event, after which the loop runs
+ * its timers (and re-arms the idle timeout the calls read here did not).
+ * @return true: a call came (the caller reads it); false: the loop sleeps. */
+static bool conn_poll_next(struct nfs_conn *cn, evutil_socket_t fd, uint64_t span_end)
+{
+    struct nfs_server *s = cn->srv;
+    if (cn->closed || cn->paused || cn->outstanding > 0 || cn->qwait ||
+        evbuffer_get_length(bufferevent_get_output(cn->bev)) > 0 || srv_loop_conns(cn->loop) != 1)
+        return false;
+    struct event_base *base = srv_loop_base(cn->loop);
+    uint64_t now = srv_now_us(), end = now + (uint64_t)s->cfg.loop_poll_us, next = now;
+    if (end > span_end)
+        end = span_end;
+    for (;;) {
+        if (now >= next) {
+            if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) > 0)
+                return false;
+            char c;
+            ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0) {
+                atomic_fetch_add_explicit(&s->poll_hits, 1, memory_order_relaxed);
+                return true;
+            }
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                return false; /* end of input or an error: the read event reports it */
+            next = now + POLL_STEP_US;
+        }
+        if (now >= end)
+            return false;
+#if defined(__x86_64__) || defined(__i386__)
+        __asm__ __volatile__("pause"); /* a spinning thread's hint to its core */
+#endif
+        now = srv_now_us();
+    }
+}
+
+static void conn_sock_read(evutil_socket_t fd, short what, struct nfs_conn *cn);
+
 static void conn_sock_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct nfs_conn *cn = arg;
+    int poll_us = cn->srv->cfg.loop_poll_us;
+    if (poll_us <= 0 || (what & EV_TIMEOUT)) {
+        conn_sock_read(fd, what, cn);
+        return;
+    }
+    cn->depth++;
+    conn_sock_read(fd, what, cn);
+    uint64_t span_end = srv_now_us() + POLL_SPAN_US;
+    bool polled = false;
+    while (conn_poll_next(cn, fd, span_end)) {
+        polled = true;
+        conn_sock_read(fd, EV_READ, cn);
+    }
+    if (polled && !cn->closed && !cn->paused)
+        event_add(cn->rd_ev, cn->has_idle ? &cn->idle : NULL); /* the idle timeout anew */
+    cn->depth--;
+    conn_maybe_free(cn);
+}
+
+static void conn_sock_read(evutil_socket_t fd, short what, struct nfs_conn *cn)
+{
     if (cn->closed)
         return;
     if (what & EV_TIMEOUT) {
@@ -1841,11 +1914,15 @@ static void render_loop_answers(void *arg, struct evbuffer *out)
         "# TYPE s3nfs_nfs_batched_replies_total counter\ns3nfs_nfs_batched_replies_total %llu\n"
         "# HELP s3nfs_nfs_reply_batch_writes_total Writes of batched NFS replies.\n"
         "# TYPE s3nfs_nfs_reply_batch_writes_total counter\n"
-        "s3nfs_nfs_reply_batch_writes_total %llu\n",
+        "s3nfs_nfs_reply_batch_writes_total %llu\n"
+        "# HELP s3nfs_nfs_loop_poll_hits_total NFS calls an event-loop thread found while "
+        "polling for them (nfs_loop_poll_us), without sleeping.\n"
+        "# TYPE s3nfs_nfs_loop_poll_hits_total counter\ns3nfs_nfs_loop_poll_hits_total %llu\n",
         (unsigned long long)atomic_load(&s->loop_answers),
         (unsigned long long)atomic_load(&s->loop_retries),
         (unsigned long long)atomic_load(&s->batched),
-        (unsigned long long)atomic_load(&s->batch_writes));
+        (unsigned long long)atomic_load(&s->batch_writes),
+        (unsigned long long)atomic_load(&s->poll_hits));
 }
 
 static void server_free(struct nfs_server *s)
@@ -1890,6 +1967,8 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
         s->cfg.max_conns = 10000;
     if (s->cfg.idle_timeout_s < 0)
         s->cfg.idle_timeout_s = 0;
+    if (s->cfg.loop_poll_us < 0)
+        s->cfg.loop_poll_us = 0;
     if (cfg->loopback_congestion && *cfg->loopback_congestion) {
         /* refused names (unknown, or not in tcp_allowed_congestion_control
          * without CAP_NET_ADMIN) fail the start, not every connection */

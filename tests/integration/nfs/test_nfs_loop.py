@@ -605,3 +605,58 @@ def test_batches_larger_than_the_buffer_cut_by_a_full_socket(nfsd):
     b1, w1 = batch_metrics(nfsd)
     assert b1 - b0 >= 30 and w1 - w0 >= 2, (b1 - b0, w1 - w0)
     c.close()
+
+
+def test_polling_for_the_next_call(daemon_factory):
+    """nfs_loop_poll_us: after answering, the loop thread of a connection that is
+    its loop's only one waits, running, for the next call and reads it without
+    sleeping (s3nfs_nfs_loop_poll_hits_total). The answers are the same; off by
+    default (no hits); the connection still reports its client's close, and the
+    idle timeout is kept while calls come by polling."""
+    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB",
+                                   "--set", "nfs_loop_poll_us=1000",
+                                   "--set", "nfs_idle_timeout_s=2"]).start()
+    try:
+        c = RpcConn(d.nfs_port)
+        root = root_fh(c)
+        _, bfh, dfh, files = build_tree(c, root)
+        data = os.urandom(1 << 20)
+        st, fh = c.create(bfh, "poll")
+        assert st == 0
+        write_file(c, fh, data, 4096)
+        c.close()
+        c = RpcConn(d.nfs_port)  # alone on its loop (the others are closed)
+        time.sleep(0.2)
+        before = metric(d, "s3nfs_nfs_loop_poll_hits_total")
+        for i in range(60):
+            st, a = c.getattr(files["big"])
+            assert st == 0 and a["size"] == 300000
+            off = (i * 4096) % len(data)
+            st, (got, _eof, _n) = c.read(fh, off, 4096)
+            assert st == 0 and got == data[off:off + 4096]
+            assert c.lookup(dfh, "small")[0] == 0
+        assert metric(d, "s3nfs_nfs_loop_poll_hits_total") - before > 0, \
+            "calls sent right after a reply were found by polling"
+        # calls that keep coming (by polling) for longer than the idle timeout:
+        # the connection stays open
+        t0 = time.time()
+        while time.time() - t0 < 3:
+            assert c.getattr(files["small"])[0] == 0
+        assert c.getattr(files["small"])[0] == 0
+        # a client that closes while the loop polls: the next connection works
+        c.close()
+        c = RpcConn(d.nfs_port)
+        assert c.getattr(files["small"])[0] == 0
+        c.close()
+    finally:
+        d.stop()
+        shutil.rmtree(d.data_dir, ignore_errors=True)
+
+
+def test_no_polling_by_default(nfsd):
+    c = RpcConn(nfsd.nfs_port)
+    _, _, _, files = build_tree(c, root_fh(c))
+    for _ in range(30):
+        assert c.getattr(files["small"])[0] == 0
+    assert metric(nfsd, "s3nfs_nfs_loop_poll_hits_total") == 0
+    c.close()
