@@ -355,6 +355,11 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
  * one op; returns at once when none is pending).
  * @return 0, SRV_ESTALE, -EIO, -ENOSPC (LMDB map full; the writes stay pending). */
 int core_commit(struct core *c, const struct core_principal *p, uint64_t ino);
+/** Does @p ino have UNSTABLE writes not committed yet? @p last_ns (may be NULL) gets
+ * the time of the last one (its mtime, real time in ns). The tier's uploader leaves a
+ * file alone while its writer is at it. Never blocks on a flush.
+ * @return 1 (yes), 0 (no). */
+int core_pending_writes(struct core *c, uint64_t ino, int64_t *last_ns);
 /** Write verifier: changes every time the core is opened (NFS writeverf3). */
 uint64_t core_write_verifier(struct core *c);
 

@@ -390,6 +390,20 @@ bool core__pend_has_data(struct core *c, uint64_t ino)
     return has;
 }
 
+int core_pending_writes(struct core *c, uint64_t ino, int64_t *last_ns)
+{
+    struct core__pend *p = core__pend_get(c, ino, false);
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->mu);
+    bool has = !p->dead && (p->ext.n || p->inl);
+    if (has && last_ns)
+        *last_ns = (int64_t)p->mtime.tv_sec * 1000000000ll + p->mtime.tv_nsec;
+    pthread_mutex_unlock(&p->mu);
+    core__pend_put(c, p);
+    return has ? 1 : 0;
+}
+
 size_t core__pend_bucket_inos(struct core *c, uint32_t tenant, uint64_t bucket, uint64_t **out)
 {
     uint64_t *v = NULL;

@@ -759,7 +759,11 @@ struct install_op {
     size_t n;
     uint8_t *used; /* per extent: it went into the map */
     size_t nused;  /* bytes of those */
+    bool last;     /* every other chunk of the recall is in: make the file whole too */
+    bool whole;    /* ... done (make_whole ran in this txn) */
 };
+
+static int make_whole(struct meta_txn *t, struct core *c, uint64_t ino, struct meta_inode *r);
 
 static int install_fn(struct meta_txn *t, void *arg)
 {
@@ -796,6 +800,13 @@ static int install_fn(struct meta_txn *t, void *arg)
             a->nused += x->vlen;
         }
     }
+    /* the last chunk: the file is whole again in the same txn (one commit per small
+     * file, not two) */
+    a->whole = false;
+    if (rc == 0 && a->last) {
+        rc = make_whole(t, a->c, a->ino, &r);
+        a->whole = rc == 0;
+    }
     return rc;
 }
 
@@ -816,18 +827,25 @@ static int whole_fn(struct meta_txn *t, void *arg)
         return rc == -ENOENT ? SRV_ESTALE : rc;
     if (!(r.flags & META_I_EVICTED) || r.change != a->change || r.nlink == 0)
         return 0; /* local already, or changed or going: nothing to do */
+    return make_whole(t, a->c, a->ino, &r);
+}
+
+/* Evicted file @p r (current, as the recall knew it): if its map covers it, it is
+ * local again and its used what it holds now (in txn @p t). */
+static int make_whole(struct meta_txn *t, struct core *c, uint64_t ino, struct meta_inode *r)
+{
     struct core__fext_list l = {0};
-    rc = core__overlaps(t, a->ino, 0, r.size, &l, false);
-    if (rc == 0 && covers(&l, 0, r.size)) {
+    int rc = core__overlaps(t, ino, 0, r->size, &l, false);
+    if (rc == 0 && covers(&l, 0, r->size)) {
         uint64_t held = 0;
         for (size_t i = 0; i < l.n; i++)
             held += l.v[i].e.len;
-        int64_t delta = (int64_t)held - (int64_t)r.used;
-        r.flags &= (uint16_t)~META_I_EVICTED;
-        r.used = held;
-        rc = delta ? core__usage_charge(a->c, t, r.tenant, r.parent, delta, 0, false) : 0;
+        int64_t delta = (int64_t)held - (int64_t)r->used;
+        r->flags &= (uint16_t)~META_I_EVICTED;
+        r->used = held;
+        rc = delta ? core__usage_charge(c, t, r->tenant, r->parent, delta, 0, false) : 0;
         if (rc == 0)
-            rc = meta_inode_put(t, a->ino, &r);
+            rc = meta_inode_put(t, ino, r);
     }
     free(l.v);
     return rc;
@@ -881,12 +899,14 @@ static uint32_t rc_crc_fn(void *arg, size_t i)
 }
 
 /* Fetch chunk @p ch of @p rec's file and put it into the map (@p fdone: set once its
- * GET ended and fetched() counted it).
+ * GET ended and fetched() counted it). @p last: every other chunk is in, so the txn
+ * that puts this one in also makes the file whole (local) again; *@p whole says it did
+ * (else the caller does it in a txn of its own, whole_fn).
  * @return 0, 1 (the file is local now), SRV_ESTALE (changed or gone: the recall ends),
  * SRV_ERECALL (retryable), SRV_EREMOTECHG, or another error. */
 static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t size,
                         uint64_t chunk, uint32_t ch, uint64_t *got, struct recall *rec, bool *fdone,
-                        struct rbuf *rb)
+                        struct rbuf *rb, bool last, bool *whole)
 {
     struct core__tier *k = c->data->tier;
     uint64_t off = ch_start(chunk, ch), end = ch_start(chunk, ch + 1);
@@ -895,6 +915,7 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     struct meta_inode r;
     bool have = false;
     *got = 0;
+    *whole = false;
     int rc = meta_rtxn_begin(c->meta, &t);
     if (rc)
         return rc;
@@ -956,9 +977,16 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
         rc = store_sync(c->store);
     uint8_t used[RC_CHUNK_MAX / STORE_EXTENT_MAX];
     if (rc == 0) {
-        struct install_op a = {
-            .c = c, .ino = ino, .change = change, .foff = off, .x = x, .n = nx, .used = used};
+        struct install_op a = {.c = c,
+                               .ino = ino,
+                               .change = change,
+                               .foff = off,
+                               .x = x,
+                               .n = nx,
+                               .used = used,
+                               .last = last};
         rc = meta_submit(c->meta, install_fn, &a, 0);
+        *whole = rc == 0 && a.whole;
         if (rc == 0 || rc == 1) {
             for (size_t i = 0; i < nx; i++)
                 if (rc == 1 || !used[i])
@@ -1192,15 +1220,19 @@ static void *recall_main(void *arg)
         }
         uint64_t ino = pick->ino, change = pick->change, size = pick->size, got = 0;
         uint64_t chunk = pick->chunk;
+        /* every other chunk in already (a small file's only one): its txn makes the file
+         * whole too (ndone only grows, so this holds at its end) */
+        bool last = pick->ndone + 1 == pick->nch, whole = false;
         pthread_mutex_unlock(&k->mu);
         bool fdone = false;
-        int rc = recall_chunk(c, ino, change, size, chunk, ch, &got, pick, &fdone, &rb);
+        int rc =
+            recall_chunk(c, ino, change, size, chunk, ch, &got, pick, &fdone, &rb, last, &whole);
         pthread_mutex_lock(&k->mu);
         if (!fdone) { /* it ended before a GET */
             pick->fetching--;
             k->fetching--;
         }
-        if (rc == 0 && pick->ndone + 1 == pick->nch) {
+        if (rc == 0 && pick->ndone + 1 == pick->nch && !whole) {
             /* the last chunk: the file is made local before the chunk counts as done, so
              * a reader of the whole file never finds it all back but still evicted */
             pthread_mutex_unlock(&k->mu);

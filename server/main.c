@@ -151,6 +151,13 @@ static int tier_size(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size)
     return rc;
 }
 
+/* Whether a file's writer is still at it: writes not committed yet (the uploader
+ * waits for them to go quiet). */
+static int tier_pending(void *arg, uint64_t ino, int64_t *last_ns)
+{
+    return core_pending_writes(arg, ino, last_ns);
+}
+
 static bool dirty_active(void *arg)
 {
     return tier_dirty_any(((struct daemon *)arg)->dirty);
@@ -1016,6 +1023,8 @@ static int start_all(struct daemon *d)
                                     .last_read = tier_last_read,
                                     .capacity = tier_capacity,
                                     .size = tier_size,
+                                    .pending = tier_pending,
+                                    .copy_max = d->cfg.tier_copy_max,
                                     .core_arg = d->core};
     if ((rc = tier_dirty_new(&d->dirty)) < 0)
         return rc;

@@ -115,6 +115,7 @@ struct srv_config {
     int64_t tier_upload_workers;
     int64_t tier_poll_ms;
     uint64_t tier_part_size;
+    uint64_t tier_copy_max;
     int64_t tier_retry_base_ms;
     int64_t tier_retry_max_ms;
     int64_t tier_recall_threads;

@@ -292,6 +292,9 @@ const struct srv_config_opt srv_config_table[] = {
     OPT(tier_part_size, SRV_CFG_SIZE, "8MiB", 5LL * 1024 * 1024, 5 * GiB, SRV_CFG_IMMUTABLE, NULL,
         "Files larger than this are uploaded to a remote as multipart uploads with parts of "
         "this size (larger when a file would need more than 10000 parts)."),
+    OPT(tier_copy_max, SRV_CFG_SIZE, "5GiB", 5LL * 1024 * 1024, 5 * GiB, SRV_CFG_IMMUTABLE, NULL,
+        "A renamed file whose remote copy holds its bytes is copied server-side to its new "
+        "key: by one CopyObject up to this size, larger by UploadPartCopy parts."),
     OPT(tier_retry_base_ms, SRV_CFG_INT, "1000", 10, 600000, SRV_CFG_IMMUTABLE, NULL,
         "First back-off after a failed upload or remote delete; it doubles with each "
         "failure in a row (with jitter) up to tier_retry_max_ms."),

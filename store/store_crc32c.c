@@ -244,15 +244,51 @@ static void op16k_setup(void)
     zeros_op(op16k, 16384);
 }
 
+/* Other lengths (the last, partial block of an extent: once per extent written or
+ * recalled): appending n zero bytes is multiplying the register by x^(8n) modulo the
+ * polynomial, x^(8n) being a product of the kept powers x^(2^k) (zlib's multmodp and
+ * x2nmodp): 0.4 µs a call here, against 34 µs squaring the matrix operator up from
+ * one bit at each call (~2 % of the daemon's CPU recalling 150 KB files, issue 13). */
+static uint32_t x2n[32]; /* x^(2^k) mod P, reflected */
+static pthread_once_t x2n_once = PTHREAD_ONCE_INIT;
+
+/* a * b mod P (reflected: x^0 is bit 31) */
+static uint32_t multmodp(uint32_t a, uint32_t b)
+{
+    uint32_t m = 1u << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0)
+                break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return p;
+}
+
+static void x2n_setup(void)
+{
+    uint32_t p = 1u << 30; /* x^1 */
+    x2n[0] = p;
+    for (int n = 1; n < 32; n++)
+        x2n[n] = p = multmodp(p, p);
+}
+
 uint32_t store_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2)
 {
-    uint32_t op[32];
     if (len2 == 0)
         return crc1;
     if (len2 == 16384) {
         pthread_once(&op16k_once, op16k_setup);
         return gf2_times(op16k, crc1) ^ crc2;
     }
-    zeros_op(op, len2);
-    return gf2_times(op, crc1) ^ crc2;
+    pthread_once(&x2n_once, x2n_setup);
+    uint32_t p = 1u << 31; /* x^0 */
+    unsigned k = 3;        /* x^(8 len2): bit k of 8 * len2 */
+    for (uint64_t n = len2; n; n >>= 1, k++)
+        if (n & 1)
+            p = multmodp(x2n[k & 31], p);
+    return multmodp(p, crc1) ^ crc2;
 }

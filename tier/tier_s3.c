@@ -201,6 +201,10 @@ const char *tier_s3_op_name(enum tier_s3_opcode code)
         return "ListObjectsV2";
     case TIER_S3_CHECK:
         return "CheckRemote";
+    case TIER_S3_COPY_OBJECT:
+        return "CopyObject";
+    case TIER_S3_MPU_PART_COPY:
+        return "UploadPartCopy";
     }
     return "?";
 }
@@ -666,6 +670,7 @@ static int build_query(struct tier_s3_req *r)
         err = query_add(r, &used, cap, "uploads", "");
         break;
     case TIER_S3_MPU_PART:
+    case TIER_S3_MPU_PART_COPY:
         fmsg(num, sizeof(num), "%d", op->part_number);
         err = query_add(r, &used, cap, "partNumber", num);
         if (!err)
@@ -709,7 +714,7 @@ static int op_check(const struct tier_s3_op *op, struct tier_s3 *s3)
 {
     bool needs_key = op->code != TIER_S3_MPU_LIST && op->code != TIER_S3_LIST_OBJECTS &&
                      op->code != TIER_S3_CHECK;
-    if (!op->done || op->code < TIER_S3_HEAD_OBJECT || op->code > TIER_S3_CHECK)
+    if (!op->done || op->code < TIER_S3_HEAD_OBJECT || op->code > TIER_S3_OP_LAST)
         return -EINVAL;
     if (needs_key && (!op->key || !*op->key ||
                       strlen(op->key) + strlen(s3->prefix) > TIER_S3_KEY_MAX))
@@ -722,10 +727,18 @@ static int op_check(const struct tier_s3_op *op, struct tier_s3 *s3)
         (op->delimiter && strlen(op->delimiter) > 64))
         return -EINVAL;
     bool mpu = op->code == TIER_S3_MPU_PART || op->code == TIER_S3_MPU_COMPLETE ||
-               op->code == TIER_S3_MPU_ABORT;
+               op->code == TIER_S3_MPU_ABORT || op->code == TIER_S3_MPU_PART_COPY;
     if (mpu && (!op->upload_id || !*op->upload_id || strlen(op->upload_id) > 512))
         return -EINVAL;
-    if (op->code == TIER_S3_MPU_PART && (op->part_number < 1 || op->part_number > 10000))
+    if ((op->code == TIER_S3_MPU_PART || op->code == TIER_S3_MPU_PART_COPY) &&
+        (op->part_number < 1 || op->part_number > 10000))
+        return -EINVAL;
+    bool copy = op->code == TIER_S3_COPY_OBJECT || op->code == TIER_S3_MPU_PART_COPY;
+    if (copy && (!op->copy_from || !*op->copy_from ||
+                 strlen(op->copy_from) + strlen(s3->prefix) > TIER_S3_KEY_MAX ||
+                 (op->copy_if_match && !hval_ok(op->copy_if_match))))
+        return -EINVAL;
+    if (op->code == TIER_S3_MPU_PART_COPY && !op->len)
         return -EINVAL;
     if (op->code == TIER_S3_MPU_COMPLETE) {
         if (!op->parts || op->nparts < 1 || op->nparts > 10000)
@@ -767,6 +780,44 @@ static int op_check(const struct tier_s3_op *op, struct tier_s3 *s3)
     return 0;
 }
 
+/* x-amz-copy-source ("/bucket/prefix+key", encoded as a path), its If-Match, and the
+ * range of an UploadPartCopy or the metadata directive of a CopyObject. */
+static int copy_headers(struct tier_s3_req *r)
+{
+    const struct tier_s3_op *op = &r->op;
+    struct tier_s3 *s3 = r->s3;
+    size_t pl = strlen(s3->prefix), kl = strlen(op->copy_from), bl = strlen(s3->bucket);
+    char *full = malloc(pl + kl + 1), *src = malloc(3 * (pl + kl) + bl + 3);
+    int err = full && src ? 0 : -ENOMEM;
+    if (!err) {
+        memcpy(full, s3->prefix, pl);
+        memcpy(full + pl, op->copy_from, kl + 1);
+        char *o = src;
+        *o++ = '/';
+        memcpy(o, s3->bucket, bl);
+        o += bl;
+        *o++ = '/';
+        o += srv_sigv4_encode(full, pl + kl, true, o);
+        *o = '\0';
+        err = hdr_add(r, "x-amz-copy-source", src);
+    }
+    free(full);
+    free(src);
+    char v[TIER_S3_ETAG_MAX + 64];
+    if (!err && op->copy_if_match && *op->copy_if_match) {
+        bool q = op->copy_if_match[0] == '"';
+        fmsg(v, sizeof(v), "%s%s%s", q ? "" : "\"", op->copy_if_match, q ? "" : "\"");
+        err = hdr_add(r, "x-amz-copy-source-if-match", v);
+    }
+    if (!err && op->code == TIER_S3_MPU_PART_COPY) {
+        fmsg(v, sizeof(v), "bytes=%" PRIu64 "-%" PRIu64, op->off, op->off + op->len - 1);
+        err = hdr_add(r, "x-amz-copy-source-range", v);
+    }
+    if (!err && op->code == TIER_S3_COPY_OBJECT)
+        err = hdr_add(r, "x-amz-metadata-directive", op->meta_replace ? "REPLACE" : "COPY");
+    return err;
+}
+
 static int build_headers(struct tier_s3_req *r)
 {
     const struct tier_s3_op *op = &r->op;
@@ -774,7 +825,8 @@ static int build_headers(struct tier_s3_req *r)
     int err = 0;
     char v[128];
     bool has_body = op->code == TIER_S3_PUT_OBJECT || op->code == TIER_S3_MPU_PART;
-    if (op->code == TIER_S3_GET_OBJECT && (op->off || op->len)) {
+    bool whole = op->obj_size && op->off == 0 && op->len == op->obj_size;
+    if (op->code == TIER_S3_GET_OBJECT && (op->off || op->len) && !whole) {
         r->want_range = true;
         if (op->len)
             fmsg(v, sizeof(v), "bytes=%" PRIu64 "-%" PRIu64, op->off, op->off + op->len - 1);
@@ -789,7 +841,10 @@ static int build_headers(struct tier_s3_req *r)
         fmsg(t, sizeof(t), "%s%s%s", q ? "" : "\"", op->if_match, q ? "" : "\"");
         err = hdr_add(r, "if-match", t);
     }
-    if (!err && (op->code == TIER_S3_PUT_OBJECT || op->code == TIER_S3_MPU_CREATE)) {
+    if (!err && (op->code == TIER_S3_COPY_OBJECT || op->code == TIER_S3_MPU_PART_COPY))
+        err = copy_headers(r);
+    if (!err && (op->code == TIER_S3_PUT_OBJECT || op->code == TIER_S3_MPU_CREATE ||
+                 (op->code == TIER_S3_COPY_OBJECT && op->meta_replace))) {
         if (op->content_type && *op->content_type)
             err = hdr_add(r, "content-type", op->content_type);
         for (size_t i = 0; !err && i < op->nmeta; i++) {
@@ -893,6 +948,8 @@ int tier_s3_start(struct tier_s3 *s3, const struct tier_s3_op *op, struct tier_s
         break;
     case TIER_S3_PUT_OBJECT:
     case TIER_S3_MPU_PART:
+    case TIER_S3_COPY_OBJECT:
+    case TIER_S3_MPU_PART_COPY:
         r->method = "PUT";
         break;
     case TIER_S3_DELETE_OBJECT:
@@ -1263,8 +1320,7 @@ static int req_write_head(struct tier_s3_req *r, struct evbuffer *out)
                              r->target, S3NFS_VERSION);
     for (size_t i = 0; rc >= 0 && i < n; i++)
         rc = evbuffer_add_printf(out, "%s: %s\r\n", all[i].name, all[i].value);
-    if (rc >= 0 && (r->xbody || r->op.code == TIER_S3_PUT_OBJECT ||
-                    r->op.code == TIER_S3_MPU_PART || strcmp(r->method, "POST") == 0))
+    if (rc >= 0 && (r->xbody || strcmp(r->method, "PUT") == 0 || strcmp(r->method, "POST") == 0))
         rc = evbuffer_add_printf(out, "content-length: %" PRIu64 "\r\n", r->body_len);
     if (rc >= 0)
         rc = evbuffer_add_printf(out,
@@ -1595,6 +1651,14 @@ static bool req_headers_in(struct tier_s3_req *r)
         }
     }
     r->stream = r->op.on_data != NULL;
+    /* a body for the caller's buffer that cannot fit (a plain GET of an object grown
+     * since, a remote that ignored the range): refused before a byte of it is read
+     * (the direct read takes Content-Length bytes from the socket into dest) */
+    if (r->op.dest && !r->stream && (r->parser.flags & F_CONTENT_LENGTH) &&
+        r->parser.content_length > r->op.dest_len - r->dest_pos) {
+        req_end(r, -EPROTO, "the remote sent more than the %zu bytes asked for", r->op.dest_len);
+        return false;
+    }
     return !r->op.on_head || cb_ok(r, r->op.on_head(r->op.arg, res), "head");
 }
 
@@ -1739,6 +1803,22 @@ static void req_answered(struct tier_s3_req *r)
         }
         break;
     }
+    case TIER_S3_COPY_OBJECT:
+    case TIER_S3_MPU_PART_COPY: {
+        /* the copy's ETag is in the answer's body, not in a header */
+        const char *in, *e;
+        size_t il, el;
+        char tag[TIER_S3_ETAG_MAX + 16];
+        const char *doc = r->op.code == TIER_S3_COPY_OBJECT ? "CopyObjectResult" : "CopyPartResult";
+        if (!xml || !tier__xml_find(xml, xml + xl, doc, &in, &il, NULL) ||
+            !tier__xml_find(in, in + il, "ETag", &e, &el, NULL)) {
+            req_end(r, -EPROTO, "no %s ETag in the remote's answer", doc);
+            return;
+        }
+        tier__xml_text(e, el, tag, sizeof(tag));
+        tier__etag_copy(tag, res->obj.etag, sizeof(res->obj.etag));
+        break;
+    }
     case TIER_S3_LIST_OBJECTS:
     case TIER_S3_MPU_LIST: {
         int rc = !xml ? -EPROTO
@@ -1772,6 +1852,8 @@ static void conn_direct_cb(evutil_socket_t fd, short what, void *arg);
 static void req_direct_start(struct tier_s3_req *r)
 {
     struct s3_conn *c = r->c;
+    if (r->remaining > r->op.dest_len - r->dest_pos)
+        return; /* (refused at the headers already: the bufferevent path refuses too) */
     if (!c->direct) {
         c->direct = event_new(r->s3->base, c->fd, EV_READ | EV_PERSIST, conn_direct_cb, c);
         if (!c->direct)

@@ -158,7 +158,8 @@ struct tier_s3_result {
     char code[64];           /* the remote's S3 error code ("NoSuchKey"), or "" */
     char message[320];       /* what went wrong, for people: the remote's Message or ours */
     char request_id[80];     /* x-amz-request-id of the answer */
-    struct tier_s3_obj obj;  /* HEAD, GET, PUT, MPU_PART (etag), MPU_COMPLETE (etag) */
+    struct tier_s3_obj obj;  /* HEAD, GET, PUT, MPU_PART (etag), MPU_COMPLETE (etag),
+                              * COPY_OBJECT, MPU_PART_COPY (etag) */
     struct tier_s3_kv *meta; /* HEAD, GET: the x-amz-meta-* headers, names lower case */
     size_t nmeta;
     uint64_t range_off;      /* GET: the first byte delivered (Content-Range) */
@@ -195,7 +196,13 @@ enum tier_s3_opcode {
     TIER_S3_LIST_OBJECTS,    /* ListObjectsV2: prefix, delimiter, token, start_after; max */
     TIER_S3_CHECK,           /* list one key under the configured prefix: reachability,
                               * TLS, credentials and bucket, each with its own message */
+    TIER_S3_COPY_OBJECT,     /* key <- copy_from (same bucket and prefix), server-side;
+                              * copy_if_match; with meta_replace: content_type, meta
+                              * (REPLACE), else the source's (COPY) -> res->obj.etag */
+    TIER_S3_MPU_PART_COPY,   /* key, upload_id, part_number <- copy_from's [off, off+len)
+                              * (UploadPartCopy); copy_if_match -> res->obj.etag */
 };
+#define TIER_S3_OP_LAST TIER_S3_MPU_PART_COPY
 
 /** One part of a multipart upload, for TIER_S3_MPU_COMPLETE. */
 struct tier_s3_part {
@@ -228,6 +235,12 @@ struct tier_s3_op {
     const char *key;              /* bucket-relative key */
     /* GET: the range [off, off + len); len 0 = to the end */
     uint64_t off, len;
+    /* GET: the object's size when the caller knows it (0: not known). A range that is
+     * all of it (off 0, len obj_size) is then asked as a plain GET, without a Range
+     * header: Ceph RGW spends ~0.1 ms of its gateway's and as much of its OSD's CPU
+     * less on a 150 KB object (docs/benchmarks.md), and the answer (200) gives the
+     * object's size in its Content-Length (res->obj.size) */
+    uint64_t obj_size;
     const char *if_match;         /* HEAD, GET: ETag the object must have (412 otherwise) */
     /* PUT, MPU_PART body: a buffer, or a source of exactly size bytes */
     const void *data;
@@ -241,6 +254,12 @@ struct tier_s3_op {
     const char *content_type;
     const struct tier_s3_kv *meta; /* names without "x-amz-meta-" */
     size_t nmeta;
+    /* COPY_OBJECT, MPU_PART_COPY: the source's bucket-relative key (in the same remote
+     * bucket, under the same prefix), and the ETag it must still have (412 otherwise:
+     * SRV_EPRECOND); MPU_PART_COPY copies the source's [off, off + len) */
+    const char *copy_from;
+    const char *copy_if_match;
+    bool meta_replace; /* COPY_OBJECT: content_type and meta replace the source's */
     /* multipart */
     const char *upload_id;
     int part_number;

@@ -11,17 +11,20 @@
  * Invariants: a file is in the queue or in flight at most once; a job whose
  * remote is backing off is not queued; the tierst record of a file is written
  * only after the remote confirmed the bytes read under one unchanged change
- * counter. Thread: see above. */
+ * counter (or, for a renamed file copied server-side, after the copy of an old
+ * copy shown to hold those bytes was confirmed). Thread: see above. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +51,9 @@
 #define META_PAIRS_MAX 64
 #define FAIL_MAX 4096   /* files backing off, remembered at once */
 #define FILE_TYPE_REG 1 /* enum core_ftype CORE_REG */
+#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e" /* the ETag of an empty object */
+#define COPY_MAX_DEFAULT (5ull << 30)                /* S3's largest CopyObject */
+#define PEND_QUIET_NS 2000000000ll /* a writer quiet this long is done (uncommitted writes) */
 
 /* ---- pure helpers ---- */
 
@@ -166,6 +172,11 @@ struct job {
     char *key;    /* upload: the file's key; del: the copy's key */
     char *oldkey; /* upload: a copy under another key to delete after, or NULL */
     uint32_t oldremote;
+    /* upload with oldkey: the copy under it may be copied server-side to key (a rename)
+     * when its bytes are the file's (its record: change counter, ETag) */
+    bool copyable;
+    uint64_t rec_change;
+    char rec_etag[TIER_S3_ETAG_MAX];
     int64_t ctime_ns; /* the change's time (for barriers) */
     uint64_t level;   /* the dirty-bound level of the file (tier_dirty.h) */
 };
@@ -234,7 +245,10 @@ struct tier_upload {
     /* counters */
     uint64_t up_files, up_bytes, del_files, err_total;
     uint64_t err_kind[6];
-    uint64_t req_n[TIER_S3_CHECK + 1]; /* the uploader's requests sent, by opcode */
+    uint64_t req_n[TIER_S3_OP_LAST + 1]; /* the uploader's requests sent, by opcode */
+    uint64_t copies, copy_bytes;         /* renames made by a server-side copy */
+    uint64_t copy_mismatch;              /* renamed files whose bytes were not the copy's */
+    uint64_t held_pending;               /* passes that held a file back: uncommitted writes */
     uint64_t body_bytes;               /* body bytes of its PUTs and parts sent */
     uint64_t changed;                  /* uploads given up: the file changed */
     /* threads */
@@ -544,7 +558,7 @@ static int run_one(struct tier_upload *u, struct tier_s3 *s3, const struct tier_
 static void note_req(struct tier_upload *u, const struct tier_s3_op *op)
 {
     pthread_mutex_lock(&u->mu);
-    if ((unsigned)op->code <= TIER_S3_CHECK)
+    if ((unsigned)op->code <= TIER_S3_OP_LAST)
         u->req_n[op->code]++;
     if (op->code == TIER_S3_PUT_OBJECT || op->code == TIER_S3_MPU_PART)
         u->body_bytes += op->size;
@@ -1098,6 +1112,223 @@ static void part_harvest(void *arg, struct wslot *s)
     h->parts[s->part] = (struct tier_s3_part){(int)(s->part + 1), h->etags[s->part]};
 }
 
+/* How a file of @p size goes up: parts of @p psize, @p nparts of them (1: one PUT). */
+static void layout(const struct tier_upload *u, uint64_t size, uint64_t *psize, uint64_t *nparts)
+{
+    uint64_t ps = u->cfg.part_size, n = size <= ps ? 1 : (size + ps - 1) / ps;
+    if (n > 10000) { /* S3's limit: larger parts */
+        ps = (size + 9999) / 10000;
+        n = (size + ps - 1) / ps;
+    }
+    *psize = ps;
+    *nparts = n;
+}
+
+static void hex16(const unsigned char *d, char *out)
+{
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* The ETag an upload of @p j's file as it is now would get: the MD5 of its bytes (one
+ * PUT), or the MD5 of its parts' MD5s and "-N" (multipart, the uploader's layout).
+ * Read through the core as an upload reads. @return 0, -EAGAIN (the file changed
+ * meanwhile), or an error. */
+static int local_etag(struct tier_upload *u, struct job *j, char *out, size_t outlen)
+{
+    enum { CHUNK = 4 << 20 };
+    uint64_t psize, nparts;
+    layout(u, j->size, &psize, &nparts);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned char *digs = malloc(16 * (size_t)nparts);
+    char *buf = malloc(CHUNK);
+    int rc = md && digs && buf ? 0 : -ENOMEM;
+    for (uint64_t p = 0; rc == 0 && p < nparts; p++) {
+        uint64_t off = p * psize, end = off + psize < j->size ? off + psize : j->size;
+        if (EVP_DigestInit_ex(md, EVP_md5(), NULL) != 1)
+            rc = -ENOMEM;
+        for (; rc == 0 && off < end; off += CHUNK) {
+            size_t len = (size_t)(end - off < CHUNK ? end - off : CHUNK);
+            rc = read_all(u, j, off, buf, len);
+            if (rc == 0 && EVP_DigestUpdate(md, buf, len) != 1)
+                rc = -ENOMEM;
+        }
+        if (rc == 0 && EVP_DigestFinal_ex(md, digs + 16 * p, NULL) != 1)
+            rc = -ENOMEM;
+    }
+    if (rc == 0 && change_now(u, j->ino) != j->change)
+        rc = -EAGAIN;
+    if (rc == 0 && nparts == 1) {
+        hex16(digs, buf);
+        snprintf(out, outlen, "%s", buf);
+    } else if (rc == 0) {
+        unsigned char d[16];
+        if (EVP_Digest(digs, 16 * (size_t)nparts, d, NULL, EVP_md5(), NULL) != 1) {
+            rc = -ENOMEM;
+        } else {
+            hex16(d, buf);
+            snprintf(out, outlen, "%s-%" PRIu64, buf, nparts);
+        }
+    }
+    EVP_MD_CTX_free(md);
+    free(digs);
+    free(buf);
+    return rc;
+}
+
+/* A copy failure after which an upload is made instead (the remote cannot or will not
+ * copy, or the old copy changed or went: the precondition on its ETag failed). */
+static bool copy_refused(int rc, const struct tier_s3_result *res)
+{
+    return rc == SRV_EPRECOND || rc == -ENOENT || res->status == 501 ||
+           (!res->retryable && rc != -ECANCELED);
+}
+
+/* A renamed file (@p j: oldkey, copyable): copy its remote copy server-side from the old
+ * key to the new one, when the old copy holds the file's bytes: the file did not change
+ * since that copy was made (its change counter is the record's: a directory renamed
+ * above it moves no counter), or its bytes as they are now hash to the copy's ETag (a
+ * rename of the file itself moves its counter, as any change does). Every request
+ * names the old copy's ETag (x-amz-copy-source-if-match), so the new key gets exactly
+ * the bytes that ETag confirmed. Up to copy_max one CopyObject; larger, a multipart
+ * upload of UploadPartCopy parts laid out as the upload's. @p etag gets the copy's ETag
+ * (checked by the caller's HEAD). @return 0 (copied), 1 (upload instead), or an error
+ * (noted). */
+static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3, int par,
+                        const char *ctype, const struct tier_s3_kv *kv, int nmeta, char *etag)
+{
+    char le[TIER_S3_ETAG_MAX];
+    int rc;
+    if (j->rec_change != j->change) {
+        rc = local_etag(u, j, le, sizeof(le));
+        if (rc) {
+            failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL, false,
+                   "read", rc == -EAGAIN ? "the file changed while read" : srv_strerror(rc));
+            return rc;
+        }
+        if (strcasecmp(le, j->rec_etag) != 0) {
+            pthread_mutex_lock(&u->mu);
+            u->copy_mismatch++;
+            pthread_mutex_unlock(&u->mu);
+            return 1;
+        }
+    }
+    struct tier_s3_result res;
+    memset(&res, 0, sizeof(res));
+    uint64_t copy_max = u->cfg.copy_max ? u->cfg.copy_max : COPY_MAX_DEFAULT;
+    if (j->size <= copy_max) {
+        struct tier_s3_op op = {.code = TIER_S3_COPY_OBJECT,
+                                .key = j->key,
+                                .copy_from = j->oldkey,
+                                .copy_if_match = j->rec_etag,
+                                .meta_replace = true,
+                                .content_type = ctype[0] ? ctype : NULL,
+                                .meta = kv,
+                                .nmeta = (size_t)nmeta};
+        rc = up_one(u, s3, &op, &res);
+        if (rc && copy_refused(rc, &res)) {
+            srv_log(INFO, TIER, "remote %u: copy of %s to %s refused (%s): uploading it", j->remote,
+                    j->oldkey, j->key, res.message);
+            tier_s3_result_fini(&res);
+            return 1;
+        }
+        if (rc)
+            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "copy",
+                   res.message);
+        else
+            snprintf(etag, TIER_S3_ETAG_MAX, "%s", res.obj.etag);
+        tier_s3_result_fini(&res);
+        return rc;
+    }
+    uint64_t psize, nparts;
+    layout(u, j->size, &psize, &nparts);
+    struct tier_s3_op cop = {.code = TIER_S3_MPU_CREATE,
+                             .key = j->key,
+                             .content_type = ctype[0] ? ctype : NULL,
+                             .meta = kv,
+                             .nmeta = (size_t)nmeta};
+    rc = up_one(u, s3, &cop, &res);
+    if (rc) {
+        failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "copy", res.message);
+        tier_s3_result_fini(&res);
+        return rc;
+    }
+    char *upload_id = res.upload_id;
+    res.upload_id = NULL;
+    tier_s3_result_fini(&res);
+    size_t n = par > 0 ? (size_t)par : 4;
+    struct tier_s3_part *parts = calloc(nparts, sizeof(*parts));
+    char(*etags)[TIER_S3_ETAG_MAX] = calloc(nparts, sizeof(*etags));
+    struct tier_s3_op *ops = calloc(n, sizeof(*ops));
+    struct tier_s3_result *rs = calloc(n, sizeof(*rs));
+    rc = parts && etags && ops && rs ? 0 : -ENOMEM;
+    bool refused = false;
+    for (uint64_t p = 0; rc == 0 && p < nparts; p += n) {
+        size_t k = (size_t)(nparts - p < n ? nparts - p : n);
+        for (size_t i = 0; i < k; i++) {
+            uint64_t off = (p + i) * psize;
+            ops[i] = (struct tier_s3_op){.code = TIER_S3_MPU_PART_COPY,
+                                         .key = j->key,
+                                         .upload_id = upload_id,
+                                         .part_number = (int)(p + i + 1),
+                                         .copy_from = j->oldkey,
+                                         .copy_if_match = j->rec_etag,
+                                         .off = off,
+                                         .len = j->size - off < psize ? j->size - off : psize};
+            note_req(u, &ops[i]);
+        }
+        rc = run_many(u, s3, ops, k, rs);
+        for (size_t i = 0; i < k; i++) {
+            if (rc == 0 && rs[i].err) {
+                rc = rs[i].err;
+                refused = copy_refused(rc, &rs[i]);
+                if (!refused)
+                    failed(u, j->bucket, j->remote, j->ino, err_kind(rc), rs[i].retryable,
+                           "copy part", rs[i].message);
+            } else if (rc == 0) {
+                snprintf(etags[p + i], TIER_S3_ETAG_MAX, "%s", rs[i].obj.etag);
+                parts[p + i] = (struct tier_s3_part){(int)(p + i + 1), etags[p + i]};
+            }
+            tier_s3_result_fini(&rs[i]);
+        }
+        if (rc == 0 && change_now(u, j->ino) != j->change) {
+            rc = -EAGAIN;
+            failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "copy",
+                   "the file changed while copied");
+        }
+    }
+    if (rc == 0) {
+        struct tier_s3_op fop = {.code = TIER_S3_MPU_COMPLETE,
+                                 .key = j->key,
+                                 .upload_id = upload_id,
+                                 .parts = parts,
+                                 .nparts = (size_t)nparts};
+        rc = up_one(u, s3, &fop, &res);
+        if (rc)
+            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "complete copy",
+                   res.message);
+        else
+            snprintf(etag, TIER_S3_ETAG_MAX, "%s", res.obj.etag);
+        tier_s3_result_fini(&res);
+    }
+    if (rc) {
+        struct tier_s3_op ab = {.code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
+        up_one(u, s3, &ab, &res);
+        tier_s3_result_fini(&res);
+    }
+    free(parts);
+    free(etags);
+    free(ops);
+    free(rs);
+    free(upload_id);
+    if (refused) {
+        srv_log(INFO, TIER, "remote %u: copy of %s to %s refused: uploading it", j->remote,
+                j->oldkey, j->key);
+        return 1;
+    }
+    return rc;
+}
+
 /* Upload @p j: @return 0 (recorded), or nonzero (noted as a failure). */
 static int do_upload(struct tier_upload *u, struct job *j)
 {
@@ -1136,13 +1367,20 @@ static int do_upload(struct tier_upload *u, struct job *j)
         rc = nmeta;
         goto out;
     }
-    nparts = j->size <= psize ? 1 : (j->size + psize - 1) / psize;
-    if (nparts > 10000) { /* S3's limit: larger parts */
-        psize = (j->size + 9999) / 10000;
-        nparts = (j->size + psize - 1) / psize;
-    }
+    layout(u, j->size, &psize, &nparts);
     char etag[TIER_S3_ETAG_MAX] = "";
-    if (nparts == 1) {
+    bool copied = false;
+    if (j->copyable && j->oldkey) {
+        /* a rename: a server-side copy of the old key's copy, when it holds these bytes */
+        rc = copy_renamed(u, j, s3, par, ctype, kv, nmeta, etag);
+        if (rc < 0)
+            goto out;
+        copied = rc == 0;
+        rc = 0;
+    }
+    if (copied) {
+        /* confirmed below as an upload is */
+    } else if (nparts == 1) {
         size_t len = (size_t)j->size;
         bufs = calloc(1, sizeof(*bufs));
         if (!bufs || !(bufs[0] = malloc(len ? len : 1))) {
@@ -1276,9 +1514,17 @@ static int do_upload(struct tier_upload *u, struct job *j)
             goto out;
         }
     }
-    /* confirm */
+    /* confirm: a HEAD says the remote holds j->size bytes under the ETag the upload (or
+     * the copy) answered. An empty file's PUT that answered the empty MD5 is confirmed
+     * by that answer: the remote says it holds no bytes */
     struct tier_s3_op hop = {.code = TIER_S3_HEAD_OBJECT, .key = j->key};
-    rc = up_one(u, s3, &hop, &res);
+    if (!copied && j->size == 0 && strcasecmp(etag, EMPTY_MD5) == 0) {
+        rc = 0;
+        res.obj.size = 0;
+        snprintf(res.obj.etag, sizeof(res.obj.etag), "%s", etag);
+    } else {
+        rc = up_one(u, s3, &hop, &res);
+    }
     if (rc == 0 && (res.obj.size != j->size || (etag[0] && strcmp(etag, res.obj.etag) != 0))) {
         rc = -EIO;
         snprintf(res.message, sizeof(res.message),
@@ -1331,15 +1577,23 @@ static int do_upload(struct tier_upload *u, struct job *j)
     if (u->cfg.dirty)
         tier_dirty_confirmed(u->cfg.dirty, j->bucket, j->level, j->size);
     pthread_mutex_lock(&u->mu);
-    u->up_files++;
-    u->up_bytes += j->size;
+    if (copied) {
+        u->copies++;
+        u->copy_bytes += j->size;
+    } else {
+        u->up_files++;
+        u->up_bytes += j->size;
+    }
     fail_clear(u, j->ino);
     struct rclient *r = rclient_find(u, j->remote);
     if (r)
         r->tries = 0;
     pthread_mutex_unlock(&u->mu);
     srv_log(DEBUG, TIER, "tenant=%u remote %u: uploaded %s (%" PRIu64 " bytes, %s)", j->tenant,
-            j->remote, j->key, j->size, nparts > 1 ? "multipart" : "one PUT");
+            j->remote, j->key, j->size,
+            copied       ? "copied from its old key"
+            : nparts > 1 ? "multipart"
+                         : "one PUT");
 out:
     if (bufs) {
         for (int i = 0; i < (nparts == 1 ? 1 : par); i++)
@@ -1659,6 +1913,10 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
     }
     bool current =
         have && same_key && s->c.st.change == r.change && s->c.st.remote == s->pe->p.remote;
+    /* a writer still at it (uncommitted NFS writes): when its last write */
+    int64_t pend_ns = 0;
+    bool pending =
+        !current && u->cfg.pending && u->cfg.pending(u->cfg.core_arg, kv->ino, &pend_ns) > 0;
     uint64_t dsize = r.size; /* dirty: with writes not committed yet (NFS UNSTABLE) */
     if (!current && u->cfg.dirty && u->cfg.size && tier_dirty_any(u->cfg.dirty)) {
         uint64_t now_size;
@@ -1704,8 +1962,24 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
         b->cur.oldest_s = age_s;
     if (b->barrier_ns && ct <= b->barrier_ns)
         b->pend_barrier_cur++;
-    bool due = age_s >= (int64_t)e->upload_after_s || (b->barrier_ns && ct <= b->barrier_ns) ||
-               ct <= b->hasten_ns || s->hasten;
+    bool forced = (b->barrier_ns && ct <= b->barrier_ns) || ct <= b->hasten_ns || s->hasten;
+    /* a change younger than one pass is not due by its delay (a zero delay included):
+     * the writer's next step (the first write after its create, the rename after its
+     * commit) comes within milliseconds and would make the copy obsolete */
+    bool due = forced || (age_s >= (int64_t)e->upload_after_s &&
+                          s->now_ns - ct >= (int64_t)u->cfg.poll_ms * 1000000ll);
+    if (due && !forced && pending) {
+        /* its writer is still writing: the next commit (a flush of its uncommitted
+         * writes moves the change counter) would make this copy obsolete. It waits
+         * until the writes have been quiet PEND_QUIET_NS (or its delay) */
+        int64_t quiet = (int64_t)e->upload_after_s * 1000000000ll;
+        if (quiet < PEND_QUIET_NS)
+            quiet = PEND_QUIET_NS;
+        if (s->now_ns - pend_ns < quiet) {
+            due = false;
+            u->held_pending++;
+        }
+    }
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -1724,6 +1998,12 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             if (have && !same_key) {
                 j->oldkey = strdup(s->c.key);
                 j->oldremote = s->c.st.remote;
+                /* a rename: the copy under the old key may be copied server-side, when
+                 * it holds the file's bytes (checked by the worker) */
+                j->copyable = s->c.st.remote == s->pe->p.remote && s->c.st.etag[0] &&
+                              s->c.st.size == r.size && r.size > 0 && !(r.flags & META_I_EVICTED);
+                j->rec_change = s->c.st.change;
+                snprintf(j->rec_etag, sizeof(j->rec_etag), "%s", s->c.st.etag);
             } else if (have && s->c.st.remote != s->pe->p.remote) {
                 /* the policy moved to another remote: the old copy stays there */
             }
@@ -2405,6 +2685,7 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
                             .key = c->key,
                             .off = off,
                             .len = len,
+                            .obj_size = c->st.size, /* all of it: a plain GET */
                             .if_match = c->st.etag,
                             .dest = buf,
                             .dest_len = len}; /* the body goes straight into buf, copied once */
@@ -2587,7 +2868,9 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
                 {TIER_S3_MPU_COMPLETE, "complete_multipart_upload"},
                 {TIER_S3_MPU_ABORT, "abort_multipart_upload"},
                 {TIER_S3_HEAD_OBJECT, "head_object"},
-                {TIER_S3_DELETE_OBJECT, "delete_object"}};
+                {TIER_S3_DELETE_OBJECT, "delete_object"},
+                {TIER_S3_COPY_OBJECT, "copy_object"},
+                {TIER_S3_MPU_PART_COPY, "upload_part_copy"}};
     evbuffer_add_printf(out, "# HELP s3nfs_tier_upload_requests_total Requests the uploader sent "
                              "(uploads, their confirmation, deletes), by S3 operation.\n"
                              "# TYPE s3nfs_tier_upload_requests_total counter\n");
@@ -2604,6 +2887,23 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
                         "# TYPE s3nfs_tier_upload_changed_total counter\n"
                         "s3nfs_tier_upload_changed_total %" PRIu64 "\n",
                         u->body_bytes, u->changed);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_tier_copied_files_total Renamed files whose remote copy "
+                        "was copied server-side to the new key (not uploaded again).\n"
+                        "# TYPE s3nfs_tier_copied_files_total counter\n"
+                        "s3nfs_tier_copied_files_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_copied_bytes_total Bytes of those files.\n"
+                        "# TYPE s3nfs_tier_copied_bytes_total counter\n"
+                        "s3nfs_tier_copied_bytes_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_copy_mismatch_total Renamed files uploaded again "
+                        "because their bytes were no longer their remote copy's.\n"
+                        "# TYPE s3nfs_tier_copy_mismatch_total counter\n"
+                        "s3nfs_tier_copy_mismatch_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_upload_held_total Times a due file was not queued "
+                        "because its writer was still writing (uncommitted NFS writes).\n"
+                        "# TYPE s3nfs_tier_upload_held_total counter\n"
+                        "s3nfs_tier_upload_held_total %" PRIu64 "\n",
+                        u->copies, u->copy_bytes, u->copy_mismatch, u->held_pending);
     evbuffer_add_printf(out,
                         "# HELP s3nfs_tier_evictions_total Files whose local extents the tier "
                         "freed.\n# TYPE s3nfs_tier_evictions_total counter\n"

@@ -13,9 +13,14 @@
  * next pass finds it. A scanner thread passes over the tiered buckets every
  * poll_ms; worker threads upload (small files in one PUT, larger ones as a
  * multipart upload with `parallel` parts in flight), confirm with a HEAD
- * (size, and the ETag when the remote gave one), and record the copy in one
- * metadata op. A file that changed while it was read is not recorded (its
- * multipart upload is aborted) and goes again on a later pass.
+ * (size, and the ETag when the remote gave one; an empty file's PUT answers the
+ * known empty MD5, which confirms it without a HEAD), and record the copy in one
+ * metadata op. A renamed file whose old copy holds its bytes (same change counter,
+ * or its bytes hashed locally to the copy's ETag) is copied server-side to its new
+ * key (CopyObject, or UploadPartCopy for large files), guarded by the old copy's
+ * ETag (x-amz-copy-source-if-match), confirmed by a HEAD, then the old key deleted. A file that
+ * changed while it was read is not recorded (its multipart upload is aborted) and goes again on a
+ * later pass.
  *
  * Remotes are reached through the tier's S3 client (tier_s3.h) on one event
  * loop thread of the uploader's own; workers block on disk reads and wait for
@@ -69,6 +74,9 @@ typedef int64_t (*tier_upload_last_read_fn)(void *arg, uint64_t ino, int64_t sto
 /** File @p ino of @p tenant's size as clients see it now, writes not committed yet
  * included (NFS UNSTABLE). @return 0 or an error. */
 typedef int (*tier_upload_size_fn)(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size);
+/** Does file @p ino have writes not committed yet (NFS UNSTABLE)? @p last_ns gets the
+ * time of the last one (real time, ns). @return 1 (yes), 0 (no). */
+typedef int (*tier_upload_pending_fn)(void *arg, uint64_t ino, int64_t *last_ns);
 /** The local store's used bytes and capacity now. @return 0 or an error. */
 typedef int (*tier_upload_capacity_fn)(void *arg, uint64_t *used, uint64_t *cap);
 
@@ -88,6 +96,13 @@ struct tier_upload_config {
     tier_upload_last_read_fn last_read;
     tier_upload_capacity_fn capacity;
     tier_upload_size_fn size; /* for the dirty bound (NULL: the committed size) */
+    /* a file with uncommitted writes (its writer still at it) is not due by its delay
+     * until they have been quiet 2 s (NULL: not asked); a barrier or a hasten still
+     * makes it due */
+    tier_upload_pending_fn pending;
+    /* a renamed file's copy is copied server-side to the new key: by one CopyObject up
+     * to this size, larger by UploadPartCopy (0: 5 GiB, S3's CopyObject limit) */
+    uint64_t copy_max;
     void *core_arg;           /* the four callbacks' argument */
     /* the dirty-bytes bound (tier_dirty.h; NULL: none): the scanner publishes
      * each bucket's levels and pending bytes there, uploads confirmed are taken

@@ -21,6 +21,10 @@ GETs from parallel threads over keep-alive connections.
       step/): the time until the last writer is acknowledged, and until the
       flush barrier set right then returns (everything on the remote); against
       `aws s3 cp --recursive` of the same bytes from local files to the remote.
+      With --ckpt-rename dir, each writer leaves its shard in tmp/ and, once all
+      are acknowledged, one RENAME moves tmp/ to step/ (the other common way
+      to publish a checkpoint): shards uploaded under tmp/ meanwhile must then
+      reach their step/ keys (a server-side copy, not a second upload).
 
 The cold case: a bucket in **cache mode** over the remote prefix, pre-filled
 with boto3 straight into RGW (names imported by one listing before the clock
@@ -50,7 +54,7 @@ local copies), also on Ctrl-C, SIGTERM or SIGHUP, and by bench/reaper.py
 when the bench itself is killed.
 
     bench/ai/run.py [--model-size 1G] [--shards 16] [--samples 2000] [--readers 8]
-                    [--ckpt-size 512M] [--writers 8] [--piece 64M]
+                    [--ckpt-size 512M] [--writers 8] [--piece 64M] [--ckpt-rename file|dir]
                     [--only model,dataset,ckpt] [--none-first] [--dir /var/tmp]
                     [--osd auto|memstore|bluestore] [--osd-size 14G]
 """
@@ -623,15 +627,18 @@ class Bench:
         total = per * a.writers
         piece = min(a.piece, per)
         data = os.urandom(piece)
+        per_dir = a.ckpt_rename == "dir"
         log(f"(3) checkpoint: {total / MiB:.0f} MiB over NFS, {a.writers} writers of "
-            f"{per / MiB:.0f} MiB in pieces of {piece / MiB:.0f} MiB, COMMIT, RENAME")
+            f"{per / MiB:.0f} MiB in pieces of {piece / MiB:.0f} MiB, COMMIT, "
+            + ("then one RENAME of tmp/ to step/" if per_dir else "RENAME"))
         rid = self.remote("ckpt", "c/")
         self.s3.create_bucket(Bucket="ckpt")
         self.pols["ckpt"] = {"remote": rid, "upload_after_s": 0}
         self.set_policy("ckpt", None)
         n0 = self.nfs()
         n0.mkdir("/ckpt/tmp")
-        n0.mkdir("/ckpt/step")
+        if not per_dir:
+            n0.mkdir("/ckpt/step")
         L = n0.L
 
         def setup(i):
@@ -654,12 +661,17 @@ class Bench:
                 n.check(L.nfs_fsync(n.ctx, fh), "commit")
             finally:
                 L.nfs_close(n.ctx, fh)
-            n.rename(f"/ckpt/tmp/shard-{i}", f"/ckpt/step/shard-{i}")
+            if not per_dir:
+                n.rename(f"/ckpt/tmp/shard-{i}", f"/ckpt/step/shard-{i}")
             n.close()
 
         ld = Loads()
         r0 = self.upload_requests()
         t_ack = self.run_threads(a.writers, setup, body)
+        if per_dir:
+            t0 = time.monotonic()
+            n0.rename("/ckpt/tmp", "/ckpt/step")
+            t_ack += time.monotonic() - t0
         self.cpu_of["writers acknowledged"] = self.last_cpu
         ld.note()
         c1 = self.cpu.snap()
@@ -712,7 +724,8 @@ class Bench:
             if line.startswith("s3nfs_tier_upload_requests_total{op=\""):
                 out[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
             elif line.startswith(("s3nfs_tier_upload_body_bytes_total ",
-                                  "s3nfs_tier_upload_changed_total ")):
+                                  "s3nfs_tier_upload_changed_total ",
+                                  "s3nfs_tier_copied_files_total ")):
                 out[line.split(" ")[0]] = int(float(line.rsplit(" ", 1)[1]))
         return out
 
@@ -725,9 +738,11 @@ class Bench:
         d = {k: r1[k] - r0.get(k, 0) for k in r1}
         body = d.pop("s3nfs_tier_upload_body_bytes_total", 0)
         changed = d.pop("s3nfs_tier_upload_changed_total", 0)
+        copied = d.pop("s3nfs_tier_copied_files_total", 0)
         return (", ".join(f"{k} {v / gib:.0f}" for k, v in d.items() if v)
                 + f" per GiB; body bytes sent {body / total:.2f} x the checkpoint; "
-                f"{changed} uploads given up (file changed)")
+                f"{changed} uploads given up (file changed); {copied} files copied "
+                f"server-side (renamed after their upload)")
 
     def cpu_table(self, unit, n, rows):
         """Where the CPU went in each run of the shape (ms per @p unit)."""
@@ -881,6 +896,9 @@ def main():
     ap.add_argument("--ckpt-size", type=size_arg, default=size_arg("512M"))
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--piece", type=size_arg, default=size_arg("64M"))
+    ap.add_argument("--ckpt-rename", choices=("file", "dir"), default="file",
+                    help="checkpoint: each writer renames its shard into step/ (file), or "
+                         "one rename of tmp/ to step/ once all are acknowledged (dir)")
     ap.add_argument("--none-first", action="store_true",
                     help="measure NONE before the preset (default: the preset first)")
     ap.add_argument("--only", default="model,dataset,ckpt",

@@ -371,6 +371,34 @@ def test_remote_changed_deleted_and_down(daemon_factory, own_s3nfsd):
     assert dm.boto3().head_object(Bucket=b, Key="tampered")["ContentLength"] == 3 * MiB + 7
 
 
+def test_recall_of_a_file_in_one_chunk_is_a_plain_get(daemon_factory, own_s3nfsd):
+    """A file of up to 1 MiB (a recall's first piece: docs/tiering.md#recall) comes
+    back by one GET without Range (status 200 in the remote's request log); a larger
+    one by ranged GETs (206). Both are the file's bytes."""
+    rem = own_s3nfsd
+    dm = daemon_factory(extra_args=FAST).start()
+    b = tiered_bucket(dm, rem.endpoint, rem.access_key, rem.secret_key, rem.bucket,
+                      evict_after_s=1)
+    s3 = dm.boto3()
+    vals = {"small": os.urandom(150 * 1000 + 3), "big": os.urandom(9 * MiB + 5)}
+    for k, v in vals.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+    for k in vals:
+        wait_for(lambda k=k: state(dm, b, k) == "evicted", what=f"{k} evicted")
+    for k, v in vals.items():
+        assert get(dm, b, k) == v
+    # the remote's request log: "op=GetObject GET /bucket/p/key status=N"
+    time.sleep(0.5)  # request log lines are flushed within SRV_LOG_FLUSH_MS
+    log = open(rem.daemon.log_path, encoding="utf-8", errors="replace").read()
+
+    def statuses(k):
+        pat = rf"op=GetObject GET /{rem.bucket}/p/{k}\S* status=(\d+)"
+        return sorted(set(re.findall(pat, log)))
+
+    assert statuses("small") == ["200"], statuses("small")
+    assert statuses("big") == ["206"], statuses("big")
+
+
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_read_times_survive_restart(daemon_factory, rgw, how):
     """Files' last read times are kept in their tierst records: after a restart (clean or

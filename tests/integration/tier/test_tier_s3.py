@@ -91,6 +91,38 @@ def test_get_into_a_caller_buffer(remote, tmp_path):
     assert r["errname"] == "ENOENT" and r["bytes"] == 0
 
 
+def test_whole_object_get_goes_without_range(remote, tmp_path):
+    """tier_s3_op.obj_size (how a recall fetches a small file whole): a range that
+    is all of the object goes as a plain GET (200, no Range header: cheaper for
+    RGW), its size from the Content-Length; any other range stays ranged (206);
+    If-Match still refuses an object replaced behind our back (412)."""
+    data = os.urandom(150 * 1000 + 7)
+    remote.s3.put_object(Bucket=remote.bucket, Key="b/whole", Body=data)
+    etag = remote.s3.head_object(Bucket=remote.bucket, Key="b/whole")["ETag"].strip('"')
+    n = len(data)
+    r = remote.run("sync-get", "b/whole", "--range", f"0:{n}", "--dest", n, "--obj-size", n,
+                   "--if-match", etag, "--out", tmp_path / "w").res
+    assert r["err"] == 0 and r["status"] == 200 and r["size"] == n and r["bytes"] == n
+    assert open(tmp_path / "w", "rb").read() == data
+    # without obj_size, or a range that is not all of it: ranged
+    r = remote.run("sync-get", "b/whole", "--range", f"0:{n}", "--dest", n,
+                   "--if-match", etag).res
+    assert r["err"] == 0 and r["status"] == 206 and r["size"] == n
+    r = remote.run("sync-get", "b/whole", "--range", f"0:{n - 1}", "--dest", n, "--obj-size", n,
+                   "--if-match", etag, "--out", tmp_path / "p").res
+    assert r["err"] == 0 and r["status"] == 206 and r["bytes"] == n - 1
+    assert open(tmp_path / "p", "rb").read() == data[:n - 1]
+    # the object replaced (another size): the plain GET with If-Match is refused
+    remote.s3.put_object(Bucket=remote.bucket, Key="b/whole", Body=data + b"more")
+    r = remote.run("sync-get", "b/whole", "--range", f"0:{n}", "--dest", n, "--obj-size", n,
+                   "--if-match", etag, ok=False).res
+    assert r["status"] == 412 and r["bytes"] == 0
+    # ... and without If-Match the bigger answer never overruns the buffer
+    r = remote.run("sync-get", "b/whole", "--range", f"0:{n}", "--dest", n, "--obj-size", n,
+                   ok=False).res
+    assert r["errname"] == "EPROTO" and r["status"] == 200
+
+
 def test_get_into_a_buffer_refuses_more_bytes_than_asked():
     """A remote that answers more bytes than the buffer holds (it ignored the
     range): the GET ends with EPROTO, the buffer is never overrun."""

@@ -23,9 +23,12 @@
  *                                 pauses the request every time, and a timer
  *                                 resumes it (flow control)
  *   sync-get KEY [--out FILE] [--range OFF:LEN] [--dest N] [--times N]
+ *            [--if-match ETAG] [--obj-size N]
  *                                 the same through tier_s3_run() from a thread;
  *                                 --dest: the body straight into a buffer of N
  *                                 bytes (tier_s3_op.dest, as a recall reads);
+ *                                 --obj-size: tier_s3_op.obj_size (a range of
+ *                                 all of it goes as a plain GET);
  *                                 --times: the GET N times, one after the other
  *                                 (a result line each; --out gets the last)
  *   put KEY FILE [--content-type T] [--meta NAME=VALUE]... [--stream [--hold]]
@@ -205,7 +208,7 @@ static struct {
     const char *out, *range, *ctype, *prefix, *delimiter, *if_match;
     struct tier_s3_kv meta[32];
     size_t nmeta;
-    uint64_t part_size, dest;
+    uint64_t part_size, dest, obj_size;
     int parallel, max, times;
     bool all, stream, hold, pause;
 } o = {.part_size = 8 << 20, .parallel = 4, .times = 1};
@@ -349,7 +352,8 @@ static void cmd_sync_get(const char *key)
 {
     pthread_t t;
     pthread_create(&t, NULL, loop_thread, NULL);
-    struct tier_s3_op op = {.code = TIER_S3_GET_OBJECT, .key = key};
+    struct tier_s3_op op = {
+        .code = TIER_S3_GET_OBJECT, .key = key, .if_match = o.if_match, .obj_size = o.obj_size};
     struct tier_s3_result res;
     if (o.range) {
         char *colon;
@@ -843,6 +847,8 @@ int main(int argc, char **argv)
             o.range = v;
         else if (OPT("--dest"))
             o.dest = parse_size(v);
+        else if (OPT("--obj-size"))
+            o.obj_size = parse_size(v);
         else if (OPT("--times"))
             o.times = atoi(v) > 0 ? atoi(v) : 1;
         else if (OPT("--content-type"))

@@ -899,6 +899,51 @@ static void test_small_files_at_once(void **state)
     checked(f);
 }
 
+/* A small file (one chunk) comes back with one metadata commit: the txn that puts its
+ * chunk into the map also makes it local again (it used to take a second txn, the
+ * "whole again" one, after the chunk's). A file of several chunks takes one per chunk,
+ * and a last one for the file only if the last chunk started before the others were in. */
+static void test_small_file_one_commit(void **state)
+{
+    struct fx *f = *state;
+    uint64_t change;
+    struct meta_stats m0, m1;
+    struct core_attr before, after;
+    restart_tier(f, 0, 1, 0); /* one GET at a time: chunks in order, the last one last */
+    assert_int_equal(fx_put(f, "sample", model, SMALL(3)), 0);
+    uint64_t ino = copied(f, "sample", &change);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &before), 0);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    checked(f);
+    meta_stats_get(core_meta(f->c), &m0);
+    read_eq(f, ino, 1000, 5000, model + 1000);
+    meta_stats_get(core_meta(f->c), &m1);
+    assert_int_equal(m1.commit_ops - m0.commit_ops, 1);
+    /* local again: the read needed no more fetch, it is evictable, its used is what
+     * it holds */
+    uint64_t was = atomic_load(&fetches);
+    read_eq(f, ino, 0, SMALL(3), model);
+    assert_int_equal(atomic_load(&fetches), was);
+    assert_int_equal(core_getattr(f->c, &f->p, ino, 0, &after), 0);
+    assert_int_equal(after.used, before.used);
+    checked(f);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    checked(f);
+    /* 3 chunks (the first 8 MiB come in 1 MiB pieces): one commit each, and the file's
+     * own only when another chunk was still being written as the last one started */
+    assert_int_equal(fx_put(f, "three", model, 3 * MB), 0);
+    ino = copied(f, "three", &change);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0);
+    checked(f);
+    meta_stats_get(core_meta(f->c), &m0);
+    read_eq(f, ino, 0, 3 * MB, model);
+    meta_stats_get(core_meta(f->c), &m1);
+    assert_true(m1.commit_ops - m0.commit_ops >= 3);
+    assert_true(m1.commit_ops - m0.commit_ops <= 4);
+    assert_int_equal(core_tier_evict(f->c, ino, change, NULL), 0); /* local again */
+    checked(f);
+}
+
 /* A recall reuses its chunk buffers: those of chunks the table let go of (read, or
  * pushed out) go to a pool the next chunks take theirs from, so a recall of many
  * chunks maps only about as many buffers as are in flight, in the table and in the
@@ -945,6 +990,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reader_paces_the_recall, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_files_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recall_reuses_buffers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_file_one_commit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

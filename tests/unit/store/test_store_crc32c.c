@@ -124,6 +124,16 @@ static void test_combine(void **state)
         uint32_t a = store_crc32c(0, buf, la), b = store_crc32c(0, buf + la, lb);
         assert_int_equal(store_crc32c_combine(a, b, lb), whole);
     }
+    /* every tail length of a block (the last block of an extent), against the CRC of
+     * the whole, from several seeds */
+    for (size_t lb = 1; lb <= 16384; lb += (lb < 64 ? 1 : 97)) {
+        size_t la = (lb * 31) % 20000;
+        uint32_t whole = store_crc32c(0, buf, la + lb);
+        uint32_t a = store_crc32c(0, buf, la), b = store_crc32c(0, buf + la, lb);
+        assert_int_equal(store_crc32c_combine(a, b, lb), whole);
+        assert_int_equal(store_crc32c_combine(whole, b, lb),
+                         store_crc32c(store_crc32c(0, buf, la + lb), buf + la, lb));
+    }
 }
 
 int main(void)
