@@ -128,6 +128,11 @@ void srv_loops_set_affinity(bool on)
     pool.affinity = on;
 }
 
+long srv_loop_conns(const struct srv_loop *l)
+{
+    return l ? atomic_load(&((struct srv_loop *)l)->conns) : 0;
+}
+
 int srv_loop_cpu(const struct srv_loop *l)
 {
     return l ? l->cpu : -1;
@@ -570,13 +575,18 @@ ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max)
     return n;
 }
 
-/* The per-thread buffers srv_thread_buf handed out, freed when their thread
- * exits (a loop thread at shutdown). The slots are the callers' __thread
- * pointers, still valid while the thread's key destructors run. */
+/* The per-thread buffers srv_thread_buf handed out, and the functions
+ * srv_thread_at_exit registered, freed or run when their thread exits (a loop
+ * thread at shutdown). The slots are the callers' __thread pointers, still
+ * valid while the thread's key destructors run, as are the __thread objects
+ * the functions free. */
 #define THREAD_BUFS_MAX 4
+#define THREAD_FNS_MAX 4
 struct thread_bufs {
     uint8_t **slot[THREAD_BUFS_MAX];
     int n;
+    void (*fn[THREAD_FNS_MAX])(void);
+    int nfn;
 };
 static pthread_key_t thread_bufs_key;
 static pthread_once_t thread_bufs_once = PTHREAD_ONCE_INIT;
@@ -589,6 +599,8 @@ static void thread_bufs_free(void *arg)
         free(*tb->slot[i]);
         *tb->slot[i] = NULL;
     }
+    for (int i = 0; i < tb->nfn; i++)
+        tb->fn[i]();
     free(tb);
 }
 
@@ -597,10 +609,9 @@ static void thread_bufs_init(void)
     thread_bufs_ok = pthread_key_create(&thread_bufs_key, thread_bufs_free) == 0;
 }
 
-uint8_t *srv_thread_buf(uint8_t **slot, size_t size)
+/* The calling thread's record, made on first use. @return NULL without memory. */
+static struct thread_bufs *thread_bufs_get(void)
 {
-    if (*slot)
-        return *slot;
     pthread_once(&thread_bufs_once, thread_bufs_init);
     if (!thread_bufs_ok)
         return NULL;
@@ -613,10 +624,27 @@ uint8_t *srv_thread_buf(uint8_t **slot, size_t size)
             return NULL;
         }
     }
-    if (tb->n == THREAD_BUFS_MAX || !(*slot = malloc(size)))
+    return tb;
+}
+
+uint8_t *srv_thread_buf(uint8_t **slot, size_t size)
+{
+    if (*slot)
+        return *slot;
+    struct thread_bufs *tb = thread_bufs_get();
+    if (!tb || tb->n == THREAD_BUFS_MAX || !(*slot = malloc(size)))
         return NULL;
     tb->slot[tb->n++] = slot;
     return *slot;
+}
+
+int srv_thread_at_exit(void (*fn)(void))
+{
+    struct thread_bufs *tb = thread_bufs_get();
+    if (!tb || tb->nfn == THREAD_FNS_MAX)
+        return -ENOMEM;
+    tb->fn[tb->nfn++] = fn;
+    return 0;
 }
 
 ssize_t srv_read_scratch(int fd, uint8_t **scratch, size_t max)

@@ -60,6 +60,8 @@ void srv_loops_set_affinity(bool on);
 struct srv_loop *srv_loop_for_fd(int fd);
 /** A connection srv_loop_for_fd() gave to @p l closed. Thread-safe. */
 void srv_loop_conn_gone(struct srv_loop *l);
+/** The connections srv_loop_for_fd() gave to @p l that are still open. Thread-safe. */
+long srv_loop_conns(const struct srv_loop *l);
 
 /** The CPU loop @p l is pinned to, or -1. */
 int srv_loop_cpu(const struct srv_loop *l);
@@ -77,6 +79,11 @@ ssize_t srv_read_into(struct evbuffer *in, int fd, size_t max);
  * allocated of @p size bytes while it is NULL, freed when the thread exits.
  * At most 4 slots per thread. @return the buffer, NULL without memory. */
 uint8_t *srv_thread_buf(uint8_t **slot, size_t size);
+
+/** Run @p fn on the calling thread when it exits, to free a per-thread object
+ * that is not a plain buffer (an evbuffer held in a caller's __thread pointer).
+ * At most 4 per thread. @return 0, -ENOMEM. */
+int srv_thread_at_exit(void (*fn)(void));
 
 /** Reads what socket @p fd has, up to @p max bytes, into @p *scratch, a
  * caller's per-thread buffer of at least @p max bytes (srv_thread_buf of

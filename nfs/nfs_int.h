@@ -130,6 +130,9 @@ struct nfs_server {
     int32_t nsm_state;       /* NSM status number of this incarnation (odd) */
     atomic_uint_fast64_t loop_answers; /* calls answered on a loop thread (NFS_PF_LOOP) */
     atomic_uint_fast64_t loop_retries; /* ... tried there, then run on a worker */
+    atomic_uint_fast64_t batched;      /* replies written in a batch (nfs_rpc.c batch_add) */
+    atomic_uint_fast64_t batch_writes; /* batches written (batch_flush) */
+    atomic_uint_fast64_t poll_hits;    /* calls found by polling (conn_poll_next) */
 };
 
 /* A call in flight. */

@@ -25,7 +25,10 @@
  * fault inside a faster answer is counted at the next slow one), and that
  * loop then sends every call to the workers for LOOP_BACKOFF_US, so a cold
  * store costs a loop at most one disk read per back-off period.
- * cfg.worker_only turns loop answers off.
+ * cfg.worker_only turns loop answers off. The replies made on the loop while
+ * the calls of one read are taken leave together (batch_add); with
+ * cfg.loop_poll_us the loop waits, running, for a lone connection's next call
+ * (conn_poll_next).
  *
  * Limits: a record over cfg->max_record or a record that is not an RPC call
  * closes the connection (logged). At most NFS_CONN_MAX_CALLS calls per
@@ -97,9 +100,12 @@
 #define NFS_READ_CHUNK ((size_t)16 * 1024) /* most bytes one read into the input buffer takes */
 #define NFS_MAX_IO ((size_t)4 * 1024 * 1024)    /* most bytes one socket write moves */
 #define NFS_BULK_COPY_MAX ((uint64_t)16 * 1024) /* READ data sent from memory up to this */
+#define NFS_BATCH_MAX ((size_t)64 * 1024)       /* most reply bytes of one read pass per write */
 #define NFS_DRC_CAPACITY 8192
 #define NFS_FH_KEY_NAME "nfs.fh_key"
 #define LOOP_BACKOFF_US ((uint64_t)1000 * 1000)
+#define POLL_STEP_US ((uint64_t)5)    /* between two looks at the socket while polling */
+#define POLL_SPAN_US ((uint64_t)2000) /* most time one readable event keeps the loop polling */
 /* A loop answer at least this long may have waited for the disk: only then is
  * the thread's major fault count read (a syscall, a sixth of a GETATTR's). */
 #define LOOP_SLOW_US ((uint64_t)20)
@@ -116,6 +122,7 @@ struct nfs_conn {
     struct nfs_rec rec;
     unsigned outstanding;
     unsigned depth; /* nesting of our callbacks on the stack: never free under them */
+    unsigned cork;  /* nesting of read passes (conn_read_cb): replies may be batched */
     struct nfs_req *qwait; /* calls waiting for QoS admission (loop thread) */
     bool closed;
     bool paused;
@@ -287,11 +294,14 @@ static void qwait_unlink(struct nfs_req *r)
     r->qprev = r->qnext = NULL;
 }
 
+static void batch_discard(struct nfs_conn *cn);
+
 static void conn_close(struct nfs_conn *cn)
 {
     if (cn->closed)
         return;
     cn->closed = true;
+    batch_discard(cn);
     /* Calls still waiting for QoS: withdraw them and finish them unanswered. */
     cn->depth++;
     while (cn->qwait) {
@@ -324,8 +334,13 @@ static void conn_close(struct nfs_conn *cn)
     conn_maybe_free(cn);
 }
 
+static void batch_flush(struct nfs_conn *cn);
+
+/* Queue a reply made on the loop (an error, a cached DRC reply) behind the
+ * replies made before it. */
 static void conn_send(struct nfs_conn *cn, const void *buf, size_t len)
 {
+    batch_flush(cn);
     if (!cn->closed && bufferevent_write(cn->bev, buf, len) < 0) {
         srv_log(WARN, NFS, "req=- tenant=- cannot queue %zu reply bytes to %s: closing", len,
                 cn->peer_str);
@@ -471,9 +486,34 @@ static int bulk_queue(struct evbuffer *out, struct nfs_bulk *b)
     return rc;
 }
 
-/* A reply built on the loop before it is written (one per loop thread; it is
- * empty again whenever conn_send_reply returns). */
+/* A reply built on the loop before it is written (one per loop thread, freed
+ * when the thread exits; it is empty again whenever conn_send_reply returns). */
 static __thread struct evbuffer *direct_buf;
+
+static void direct_buf_free(void)
+{
+    evbuffer_free(direct_buf);
+    direct_buf = NULL;
+}
+
+/* This loop thread's direct_buf, made on first use. @return NULL without memory. */
+static struct evbuffer *direct_buf_get(void)
+{
+    if (direct_buf)
+        return direct_buf;
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return NULL;
+    if (srv_thread_at_exit(direct_buf_free) < 0) {
+        evbuffer_free(b);
+        return NULL;
+    }
+    /* as a socket bufferevent's output: file segments go by sendfile
+     * (without the flag libevent maps each one and writes the mapping) */
+    evbuffer_set_flags(b, EVBUFFER_FLAG_DRAINS_TO_FD);
+    direct_buf = b;
+    return b;
+}
 /* The data of a small READ on its way out (one per loop thread, of
  * NFS_BULK_COPY_MAX bytes and the XDR padding; free again whenever
  * conn_write_now returns). */
@@ -531,6 +571,98 @@ static bool conn_write_now(struct nfs_conn *cn, struct evbuffer *out, void *buf,
     return true;
 }
 
+/* Reply batching. The calls a read of the socket brought (a client with
+ * several calls in flight sends them back to back) are taken in one pass of
+ * conn_read_cb, and those answered on the loop are answered during the pass.
+ * Written one write each, 16 calls in flight cost 16 writes (and the client
+ * 16 wake-ups, were it not already running). Instead, while a pass runs
+ * (cn->cork) and more input waits behind the call, its reply is copied into
+ * this loop's batch buffer (READ data of at most NFS_BULK_COPY_MAX bytes read
+ * into it from the page cache, as conn_write_now would), and the pass writes
+ * the whole batch with one write at its end (or earlier, when the buffer is
+ * full or a reply that is not batched must keep its place). The last call of
+ * a read (at 1 in flight the only one: nothing waits behind it) is batched
+ * only behind replies already batched, so a lone call's reply is written as
+ * soon as it is made, as before. Replies are whole records in the batch, and
+ * the batch goes to the socket only when nothing waits in the connection's
+ * output (else it is appended there), so no reply ever cuts into another.
+ * One batch per loop thread, of one connection at a time (batch_conn). */
+static __thread uint8_t *batch_buf;
+static __thread size_t batch_len;
+static __thread struct nfs_conn *batch_conn;
+
+static void batch_discard(struct nfs_conn *cn)
+{
+    if (batch_conn == cn) {
+        batch_conn = NULL;
+        batch_len = 0;
+    }
+}
+
+/* Write @p cn's batched replies: to the socket when its output is empty,
+ * what the socket does not take (or everything, else) into the output. */
+static void batch_flush(struct nfs_conn *cn)
+{
+    if (batch_conn != cn || cn->closed)
+        return;
+    size_t len = batch_len;
+    batch_conn = NULL;
+    batch_len = 0;
+    atomic_fetch_add_explicit(&cn->srv->batch_writes, 1, memory_order_relaxed);
+    struct evbuffer *out = bufferevent_get_output(cn->bev);
+    ssize_t w = 0;
+    if (evbuffer_get_length(out) == 0) {
+        do {
+            w = write(bufferevent_getfd(cn->bev), batch_buf, len);
+        } while (w < 0 && errno == EINTR);
+        /* A failed write is left to the bufferevent, which retries and reports. */
+        if (w < 0)
+            w = 0;
+    }
+    if ((size_t)w < len && evbuffer_add(out, batch_buf + w, len - (size_t)w) < 0) {
+        srv_log(WARN, NFS, "req=- tenant=- cannot queue %zu reply bytes to %s: closing",
+                len - (size_t)w, cn->peer_str);
+        conn_close(cn);
+    }
+}
+
+/* Add a reply (and the data of a small READ, or NULL) to the batch of @p cn,
+ * which is in a read pass with output @p out. @return true: batched (@p buf
+ * and @p b freed); false: not (the caller sends it, after the batch). */
+static bool batch_add(struct nfs_conn *cn, struct evbuffer *out, void *buf, size_t len,
+                      struct nfs_bulk *b)
+{
+    if (evbuffer_get_length(out) > 0 || (batch_conn && batch_conn != cn))
+        return false;
+    if (batch_conn != cn && evbuffer_get_length(bufferevent_get_input(cn->bev)) == 0)
+        return false; /* nothing behind it: written at once */
+    size_t blen = b ? (size_t)b->len : 0, pad = (4 - (blen & 3)) & 3;
+    if ((b && b->len > NFS_BULK_COPY_MAX) || len + blen + pad > NFS_BATCH_MAX)
+        return false;
+    if (batch_conn == cn && batch_len + len + blen + pad > NFS_BATCH_MAX) {
+        batch_flush(cn);
+        if (cn->closed || evbuffer_get_length(out) > 0)
+            return false;
+    }
+    if (!srv_thread_buf(&batch_buf, NFS_BATCH_MAX))
+        return false;
+    uint8_t *p = batch_buf + batch_len;
+    if (blen > 0) {
+        if (b->mem)
+            memcpy(p + len, b->mem, blen);
+        else if (bulk_copy_into(b, p + len) < 0)
+            return false;
+        memset(p + len + blen, 0, pad);
+    }
+    memcpy(p, buf, len);
+    batch_len += len + blen + pad;
+    batch_conn = cn;
+    atomic_fetch_add_explicit(&cn->srv->batched, 1, memory_order_relaxed);
+    free(buf);
+    bulk_free(b);
+    return true;
+}
+
 /* Send a reply (heap, freed once sent) and the READ data after it (or NULL).
  * When nothing of the connection waits in its output, the reply is written
  * to the socket at once (READ data with sendfile, whole), so a call costs no
@@ -545,14 +677,22 @@ static void conn_send_reply(struct nfs_conn *cn, void *buf, size_t len, struct n
         return;
     }
     struct evbuffer *out = bufferevent_get_output(cn->bev);
+    if (cn->cork > 0 && batch_add(cn, out, buf, len, b))
+        return;
+    if (batch_conn == cn) {
+        batch_flush(cn); /* the replies made before this one leave first */
+        if (cn->closed) {
+            free(buf);
+            bulk_free(b);
+            return;
+        }
+    }
     if (evbuffer_get_length(out) == 0 && (!b || b->len <= NFS_BULK_COPY_MAX) &&
         conn_write_now(cn, out, buf, len, b))
         return;
-    if (!direct_buf && (direct_buf = evbuffer_new()) != NULL)
-        /* as a socket bufferevent's output: file segments go by sendfile
-         * (without the flag libevent maps each one and writes the mapping) */
-        evbuffer_set_flags(direct_buf, EVBUFFER_FLAG_DRAINS_TO_FD);
-    struct evbuffer *dst = direct_buf && evbuffer_get_length(out) == 0 ? direct_buf : out;
+    struct evbuffer *dst = evbuffer_get_length(out) == 0 ? direct_buf_get() : NULL;
+    if (!dst)
+        dst = out;
     bool ok = evbuffer_add_reference(dst, buf, len, free_cleanup, NULL) == 0;
     if (!ok)
         free(buf);
@@ -1110,6 +1250,7 @@ static void conn_read_cb(struct nfs_conn *cn)
 {
     struct evbuffer *in = bufferevent_get_input(cn->bev);
     cn->depth++;
+    cn->cork++;
     while (!cn->closed) {
         if (!conn_may_read(cn)) {
             if (!cn->paused) {
@@ -1135,6 +1276,8 @@ static void conn_read_cb(struct nfs_conn *cn)
         }
         conn_record(cn, rec, len);
     }
+    if (--cn->cork == 0)
+        batch_flush(cn); /* the replies of the pass, in one write */
     cn->depth--;
     conn_maybe_free(cn);
 }
@@ -1210,9 +1353,78 @@ static bool conn_read_scratch(struct nfs_conn *cn, evutil_socket_t fd, struct ev
  * to NFS_READ_CHUNK bytes per readable event takes a whole small call (the
  * rest of a large fragment comes by conn_recv_direct). rd_ev persists with
  * its timeout, so every readable event re-arms the idle timeout. */
+/* Polling for the next call (cfg.loop_poll_us; the file comment's loop
+ * answers and docs/nfs.md). At one call in flight the loop thread sleeps in
+ * epoll_wait between a reply and the next call, and its CPU, idle, halts:
+ * waking a halted vCPU is most of the time of a call that needs no disk
+ * (docs/benchmarks.md, "Single-request wake-ups"). So after answering, the
+ * loop looks at the socket every POLL_STEP_US (a MSG_PEEK recv) for up to
+ * loop_poll_us, running; a call that comes meanwhile is read at once. Only
+ * while nothing else could need the loop: the connection is the loop's only
+ * one, no call of it is in flight or waits for QoS, no reply waits in its
+ * output, no other event of the loop is active (a worker's finished call);
+ * and for at most POLL_SPAN_US per readable event, after which the loop runs
+ * its timers (and re-arms the idle timeout the calls read here did not).
+ * @return true: a call came (the caller reads it); false: the loop sleeps. */
+static bool conn_poll_next(struct nfs_conn *cn, evutil_socket_t fd, uint64_t span_end)
+{
+    struct nfs_server *s = cn->srv;
+    if (cn->closed || cn->paused || cn->outstanding > 0 || cn->qwait ||
+        evbuffer_get_length(bufferevent_get_output(cn->bev)) > 0 || srv_loop_conns(cn->loop) != 1)
+        return false;
+    struct event_base *base = srv_loop_base(cn->loop);
+    uint64_t now = srv_now_us(), end = now + (uint64_t)s->cfg.loop_poll_us, next = now;
+    if (end > span_end)
+        end = span_end;
+    for (;;) {
+        if (now >= next) {
+            if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) > 0)
+                return false;
+            char c;
+            ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0) {
+                atomic_fetch_add_explicit(&s->poll_hits, 1, memory_order_relaxed);
+                return true;
+            }
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                return false; /* end of input or an error: the read event reports it */
+            next = now + POLL_STEP_US;
+        }
+        if (now >= end)
+            return false;
+#if defined(__x86_64__) || defined(__i386__)
+        __asm__ __volatile__("pause"); /* a spinning thread's hint to its core */
+#endif
+        now = srv_now_us();
+    }
+}
+
+static void conn_sock_read(evutil_socket_t fd, short what, struct nfs_conn *cn);
+
 static void conn_sock_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct nfs_conn *cn = arg;
+    int poll_us = cn->srv->cfg.loop_poll_us;
+    if (poll_us <= 0 || (what & EV_TIMEOUT)) {
+        conn_sock_read(fd, what, cn);
+        return;
+    }
+    cn->depth++;
+    conn_sock_read(fd, what, cn);
+    uint64_t span_end = srv_now_us() + POLL_SPAN_US;
+    bool polled = false;
+    while (conn_poll_next(cn, fd, span_end)) {
+        polled = true;
+        conn_sock_read(fd, EV_READ, cn);
+    }
+    if (polled && !cn->closed && !cn->paused)
+        event_add(cn->rd_ev, cn->has_idle ? &cn->idle : NULL); /* the idle timeout anew */
+    cn->depth--;
+    conn_maybe_free(cn);
+}
+
+static void conn_sock_read(evutil_socket_t fd, short what, struct nfs_conn *cn)
+{
     if (cn->closed)
         return;
     if (what & EV_TIMEOUT) {
@@ -1696,9 +1908,21 @@ static void render_loop_answers(void *arg, struct evbuffer *out)
         "# TYPE s3nfs_nfs_loop_answers_total counter\ns3nfs_nfs_loop_answers_total %llu\n"
         "# HELP s3nfs_nfs_loop_retries_total NFS calls tried on an event-loop thread that "
         "would have waited there, then run on a worker.\n"
-        "# TYPE s3nfs_nfs_loop_retries_total counter\ns3nfs_nfs_loop_retries_total %llu\n",
+        "# TYPE s3nfs_nfs_loop_retries_total counter\ns3nfs_nfs_loop_retries_total %llu\n"
+        "# HELP s3nfs_nfs_batched_replies_total NFS replies written together with others of "
+        "the same read of the socket.\n"
+        "# TYPE s3nfs_nfs_batched_replies_total counter\ns3nfs_nfs_batched_replies_total %llu\n"
+        "# HELP s3nfs_nfs_reply_batch_writes_total Writes of batched NFS replies.\n"
+        "# TYPE s3nfs_nfs_reply_batch_writes_total counter\n"
+        "s3nfs_nfs_reply_batch_writes_total %llu\n"
+        "# HELP s3nfs_nfs_loop_poll_hits_total NFS calls an event-loop thread found while "
+        "polling for them (nfs_loop_poll_us), without sleeping.\n"
+        "# TYPE s3nfs_nfs_loop_poll_hits_total counter\ns3nfs_nfs_loop_poll_hits_total %llu\n",
         (unsigned long long)atomic_load(&s->loop_answers),
-        (unsigned long long)atomic_load(&s->loop_retries));
+        (unsigned long long)atomic_load(&s->loop_retries),
+        (unsigned long long)atomic_load(&s->batched),
+        (unsigned long long)atomic_load(&s->batch_writes),
+        (unsigned long long)atomic_load(&s->poll_hits));
 }
 
 static void server_free(struct nfs_server *s)
@@ -1743,6 +1967,8 @@ int nfs_server_start(struct nfs_server **out, const struct nfs_server_config *cf
         s->cfg.max_conns = 10000;
     if (s->cfg.idle_timeout_s < 0)
         s->cfg.idle_timeout_s = 0;
+    if (s->cfg.loop_poll_us < 0)
+        s->cfg.loop_poll_us = 0;
     if (cfg->loopback_congestion && *cfg->loopback_congestion) {
         /* refused names (unknown, or not in tcp_allowed_congestion_control
          * without CAP_NET_ADMIN) fail the start, not every connection */

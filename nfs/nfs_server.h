@@ -30,6 +30,7 @@ struct nfs_server_config {
     int idle_timeout_s;    /* close a connection idle (nothing read, nothing in flight or
                               waiting to be sent) this long; 0 = never */
     int worker_only;       /* nonzero: no procedure is answered on a loop thread */
+    int loop_poll_us;      /* wait this long for the next call before sleeping (0: never) */
     const char *loopback_congestion; /* TCP congestion control of connections from a loopback
                                         address (TCP_CONGESTION); NULL or "": the system's */
 };

@@ -1142,6 +1142,7 @@ static int start_all(struct daemon *d)
         .max_conns = (int)d->cfg.nfs_max_conns,
         .idle_timeout_s = (int)d->cfg.nfs_idle_timeout_s,
         .worker_only = !d->cfg.nfs_loop_answers,
+        .loop_poll_us = (int)d->cfg.nfs_loop_poll_us,
         .loopback_congestion = d->cfg.nfs_loopback_congestion,
     };
     rc = nfs_server_start(&d->nfs, &nc, d->core, d->tenants);

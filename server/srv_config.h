@@ -79,6 +79,7 @@ struct srv_config {
     int64_t nfs_max_conns;
     int64_t nfs_idle_timeout_s;
     bool nfs_loop_answers;
+    int64_t nfs_loop_poll_us;
     char *nfs_loopback_congestion;
     /* store */
     uint64_t data_file_size;

@@ -177,6 +177,12 @@ const struct srv_config_opt srv_config_table[] = {
         "already verified in the page cache on the connection's event-loop thread, without a hand-off to a worker (a loop that "
         "takes a major page fault sends calls to the workers for a second). false: every call "
         "runs on a worker."),
+    OPT(nfs_loop_poll_us, SRV_CFG_INT, "0", 0, 1000, SRV_CFG_IMMUTABLE, NULL,
+        "Microseconds an event-loop thread waits, running, for the next call of a connection "
+        "whose calls it answered, before it sleeps: a client with one call in flight then "
+        "finds the thread awake (no wake-up of a sleeping thread and its halted CPU), at the "
+        "cost of that much CPU per call when the client is slower. Only while the connection "
+        "is the loop's only one and the loop has nothing else to do. 0: never."),
     OPT(nfs_loopback_congestion, SRV_CFG_STRING, "reno", 0, 0, SRV_CFG_IMMUTABLE,
         check_congestion,
         "TCP congestion control of NFS connections from a loopback address (127.0.0.0/8, "

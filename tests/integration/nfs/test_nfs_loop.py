@@ -487,3 +487,176 @@ def test_small_reads_never_send_a_changed_block(nfsd):
         st, _res = c.read(fh, bad, 4096)
         assert st == 5, "NFS3ERR_IO: a changed block never reaches the client"
     c.close()
+
+
+def batch_metrics(nfsd):
+    return (metric(nfsd, "s3nfs_nfs_batched_replies_total"),
+            metric(nfsd, "s3nfs_nfs_reply_batch_writes_total"))
+
+
+def test_pipelined_calls_in_one_segment_answered_in_one_batch(nfsd):
+    """Calls sent back to back in one segment are taken in one read pass, and
+    the replies made on the loop during the pass leave together (nfs_rpc.c
+    batch_add): GETATTRs, small READs (data read into the batch from the page
+    cache, padded), a 1 MiB READ (not batched: the batch is written before
+    it), a call refused on the loop (PROC_UNAVAIL) and a WRITE run by a
+    worker. Every reply arrives whole with its own bytes, and all but the
+    worker's in the order of the calls."""
+    data = os.urandom(2 << 20)
+    c = RpcConn(nfsd.nfs_port)
+    _, bfh, _, files = build_tree(c, root_fh(c))
+    st, fh = c.create(bfh, "seg")
+    assert st == 0
+    write_file(c, fh, data, 1 << 20)  # verified: its READs are answered on the loop
+    st, wfh = c.create(bfh, "seg-w")
+    assert st == 0
+    expect, stream = [], []
+
+    def add(proc, args, check):
+        xid, msg = c.call_bytes(rpc3.NFS_PROG, 3, proc, args)
+        stream.append(RpcConn.record(msg))
+        expect.append((xid, check))
+
+    def getattr_ok(r):
+        assert r.accepted and r.accept_stat == rpc3.SUCCESS and r.body.u32() == 0
+
+    def read_ok(off, n):
+        def check(r):
+            assert r.accepted and r.accept_stat == rpc3.SUCCESS and r.body.u32() == 0
+            r.body.post_op_attr()
+            cnt, _eof = r.body.u32(), r.body.u32()
+            assert cnt == n and r.body.opaque() == data[off:off + n], f"READ of {n} at {off}"
+        return check
+
+    def unavail(r):
+        assert r.accepted and r.accept_stat == rpc3.PROC_UNAVAIL
+
+    for i in range(6):
+        add(rpc3.GETATTR, Packer().opaque(files["small" if i % 2 else "big"]).bytes(), getattr_ok)
+    for off, n in ((4096, 4096), (12345, 1), (70001, 16383), (1 << 20, 16384)):
+        add(rpc3.READ, Packer().opaque(fh).u64(off).u32(n).bytes(), read_ok(off, n))
+    add(rpc3.READ, Packer().opaque(fh).u64(0).u32(1 << 20).bytes(), read_ok(0, 1 << 20))
+    xid, msg = c.call_bytes(rpc3.NFS_PROG, 3, 22)  # no procedure 22: PROC_UNAVAIL
+    stream.append(RpcConn.record(msg))
+    expect.append((xid, unavail))
+    for i in range(4):
+        add(rpc3.GETATTR, Packer().opaque(files["empty"]).bytes(), getattr_ok)
+    add(rpc3.READ, Packer().opaque(fh).u64(5).u32(3).bytes(), read_ok(5, 3))
+    wxid, msg = c.call_bytes(rpc3.NFS_PROG, 3, rpc3.WRITE, Packer().opaque(wfh).u64(0).u32(5)
+                             .u32(2).opaque(b"hello").bytes())
+    stream.append(RpcConn.record(msg))
+    b0, w0 = batch_metrics(nfsd)
+    c.send_raw(b"".join(stream))
+    got = {}
+    order = []
+    for r in read_replies(c.sock, len(expect) + 1):
+        got[r.xid] = r
+        order.append(r.xid)
+    assert wxid in got and got[wxid].body.u32() == 0, "the WRITE, run by a worker, answered"
+    order.remove(wxid)
+    assert order == [x for x, _ in expect], "loop replies leave in the order of the calls"
+    for x, check in expect:
+        check(got[x])
+    b1, w1 = batch_metrics(nfsd)
+    assert b1 - b0 >= 8, "the replies made during the pass were batched"
+    assert 1 <= w1 - w0 < b1 - b0, "and written several per write"
+    st, (got_w, _eof, _n) = c.read(wfh, 0, 5)
+    assert st == 0 and got_w == b"hello"
+    c.close()
+
+
+def test_lone_calls_are_written_at_once(nfsd):
+    """A call with nothing behind it in the input (one call in flight) is not
+    batched: its reply is written as soon as it is made."""
+    c = RpcConn(nfsd.nfs_port)
+    _, _, _, files = build_tree(c, root_fh(c))
+    b0, w0 = batch_metrics(nfsd)
+    for _ in range(20):
+        assert c.getattr(files["small"])[0] == 0
+    assert batch_metrics(nfsd) == (b0, w0)
+    c.close()
+
+
+def test_batches_larger_than_the_buffer_cut_by_a_full_socket(nfsd):
+    """More batched bytes than the batch buffer holds (64 KiB) are written in
+    several batches; a socket that takes only part of one keeps the rest in
+    the connection's output, behind which later batches queue. Every reply
+    whole, in order, with its bytes."""
+    data = os.urandom(1 << 20)
+    fh, _ = tree_file(nfsd, "big-batch", data, 4096)
+    c = small_window_conn(nfsd, 4096)
+    expect, stream = [], []
+    for i in range(60):
+        n = (16384, 9999, 4096)[i % 3]
+        off = (i * 7919) % (len(data) - n)
+        xid, msg = c.call_bytes(rpc3.NFS_PROG, 3, rpc3.READ,
+                                Packer().opaque(fh).u64(off).u32(n).bytes())
+        stream.append(RpcConn.record(msg))
+        expect.append((xid, off, n))
+    b0, w0 = batch_metrics(nfsd)
+    c.send_raw(b"".join(stream))
+    time.sleep(0.5)  # the socket fills mid-batch; the rest waits in the output
+    for r, (xid, off, n) in zip(read_replies(c.sock, len(expect)), expect):
+        assert r.xid == xid, "replies in the order of the calls, each whole"
+        assert r.accepted and r.accept_stat == rpc3.SUCCESS and r.body.u32() == 0
+        r.body.post_op_attr()
+        cnt, _eof = r.body.u32(), r.body.u32()
+        assert cnt == n and r.body.opaque() == data[off:off + n], f"READ of {n} at {off}"
+    b1, w1 = batch_metrics(nfsd)
+    assert b1 - b0 >= 30 and w1 - w0 >= 2, (b1 - b0, w1 - w0)
+    c.close()
+
+
+def test_polling_for_the_next_call(daemon_factory):
+    """nfs_loop_poll_us: after answering, the loop thread of a connection that is
+    its loop's only one waits, running, for the next call and reads it without
+    sleeping (s3nfs_nfs_loop_poll_hits_total). The answers are the same; off by
+    default (no hits); the connection still reports its client's close, and the
+    idle timeout is kept while calls come by polling."""
+    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB",
+                                   "--set", "nfs_loop_poll_us=1000",
+                                   "--set", "nfs_idle_timeout_s=2"]).start()
+    try:
+        c = RpcConn(d.nfs_port)
+        root = root_fh(c)
+        _, bfh, dfh, files = build_tree(c, root)
+        data = os.urandom(1 << 20)
+        st, fh = c.create(bfh, "poll")
+        assert st == 0
+        write_file(c, fh, data, 4096)
+        c.close()
+        c = RpcConn(d.nfs_port)  # alone on its loop (the others are closed)
+        time.sleep(0.2)
+        before = metric(d, "s3nfs_nfs_loop_poll_hits_total")
+        for i in range(60):
+            st, a = c.getattr(files["big"])
+            assert st == 0 and a["size"] == 300000
+            off = (i * 4096) % len(data)
+            st, (got, _eof, _n) = c.read(fh, off, 4096)
+            assert st == 0 and got == data[off:off + 4096]
+            assert c.lookup(dfh, "small")[0] == 0
+        assert metric(d, "s3nfs_nfs_loop_poll_hits_total") - before > 0, \
+            "calls sent right after a reply were found by polling"
+        # calls that keep coming (by polling) for longer than the idle timeout:
+        # the connection stays open
+        t0 = time.time()
+        while time.time() - t0 < 3:
+            assert c.getattr(files["small"])[0] == 0
+        assert c.getattr(files["small"])[0] == 0
+        # a client that closes while the loop polls: the next connection works
+        c.close()
+        c = RpcConn(d.nfs_port)
+        assert c.getattr(files["small"])[0] == 0
+        c.close()
+    finally:
+        d.stop()
+        shutil.rmtree(d.data_dir, ignore_errors=True)
+
+
+def test_no_polling_by_default(nfsd):
+    c = RpcConn(nfsd.nfs_port)
+    _, _, _, files = build_tree(c, root_fh(c))
+    for _ in range(30):
+        assert c.getattr(files["small"])[0] == 0
+    assert metric(nfsd, "s3nfs_nfs_loop_poll_hits_total") == 0
+    c.close()

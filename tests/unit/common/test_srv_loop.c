@@ -11,6 +11,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <stdbool.h>
@@ -305,12 +307,59 @@ static void test_thread_buf_freed_at_exit(void **state)
     }
 }
 
+/* srv_thread_at_exit: each registered function runs once, on the exiting
+ * thread (it frees that thread's object: a __thread pointer here), after
+ * the thread's srv_thread_buf buffers; a fifth registration is refused. */
+static __thread void *ae_obj;
+static atomic_int ae_runs;
+static void *ae_seen; /* the object ae_free found on the exiting thread */
+static void ae_free(void)
+{
+    ae_seen = ae_obj;
+    free(ae_obj);
+    ae_obj = NULL;
+    atomic_fetch_add(&ae_runs, 1);
+}
+static void ae_count(void)
+{
+    atomic_fetch_add(&ae_runs, 1);
+}
+static void *at_exit_main(void *arg)
+{
+    (void)arg;
+    if (!(ae_obj = malloc(32)))
+        return (void *)1;
+    if (srv_thread_at_exit(ae_free) != 0)
+        return (void *)2;
+    for (int i = 0; i < 3; i++)
+        if (srv_thread_at_exit(ae_count) != 0)
+            return (void *)3;
+    if (srv_thread_at_exit(ae_count) != -ENOMEM)
+        return (void *)4;
+    return ae_obj;
+}
+
+static void test_thread_at_exit(void **state)
+{
+    (void)state;
+    atomic_store(&ae_runs, 0);
+    pthread_t t;
+    void *ret = NULL;
+    assert_int_equal(pthread_create(&t, NULL, at_exit_main, NULL), 0);
+    assert_int_equal(pthread_join(t, &ret), 0);
+    assert_true((uintptr_t)ret > 4);
+    assert_ptr_equal(ae_seen, ret); /* freed there (LeakSanitizer checks the free) */
+    assert_int_equal(atomic_load(&ae_runs), 4);
+    assert_null(ae_obj); /* this thread's own slot was never set */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_loop_call),   cmocka_unit_test(test_work_roundtrip),
-        cmocka_unit_test(test_stop_drains), cmocka_unit_test(test_bad_args),
-        cmocka_unit_test(test_affinity),    cmocka_unit_test(test_thread_buf_freed_at_exit),
+        cmocka_unit_test(test_loop_call),      cmocka_unit_test(test_work_roundtrip),
+        cmocka_unit_test(test_stop_drains),    cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_affinity),       cmocka_unit_test(test_thread_buf_freed_at_exit),
+        cmocka_unit_test(test_thread_at_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
