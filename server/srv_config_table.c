@@ -177,7 +177,7 @@ const struct srv_config_opt srv_config_table[] = {
         "already verified in the page cache on the connection's event-loop thread, without a hand-off to a worker (a loop that "
         "takes a major page fault sends calls to the workers for a second). false: every call "
         "runs on a worker."),
-    OPT(nfs_loop_poll_us, SRV_CFG_INT, "0", 0, 1000, SRV_CFG_IMMUTABLE, NULL,
+    OPT(nfs_loop_poll_us, SRV_CFG_INT, "50", 0, 1000, SRV_CFG_IMMUTABLE, NULL,
         "Microseconds an event-loop thread waits, running, for the next call of a connection "
         "whose calls it answered, before it sleeps: a client with one call in flight then "
         "finds the thread awake (no wake-up of a sleeping thread and its halted CPU), at the "

@@ -610,8 +610,8 @@ def test_batches_larger_than_the_buffer_cut_by_a_full_socket(nfsd):
 def test_polling_for_the_next_call(daemon_factory):
     """nfs_loop_poll_us: after answering, the loop thread of a connection that is
     its loop's only one waits, running, for the next call and reads it without
-    sleeping (s3nfs_nfs_loop_poll_hits_total). The answers are the same; off by
-    default (no hits); the connection still reports its client's close, and the
+    sleeping (s3nfs_nfs_loop_poll_hits_total). The answers are the same; 0 turns
+    it off (no hits: test_no_polling_when_off); the connection still reports its client's close, and the
     idle timeout is kept while calls come by polling."""
     d = daemon_factory(extra_args=["--set", "data_file_size=512MiB",
                                    "--set", "nfs_loop_poll_us=1000",
@@ -653,10 +653,18 @@ def test_polling_for_the_next_call(daemon_factory):
         shutil.rmtree(d.data_dir, ignore_errors=True)
 
 
-def test_no_polling_by_default(nfsd):
-    c = RpcConn(nfsd.nfs_port)
-    _, _, _, files = build_tree(c, root_fh(c))
-    for _ in range(30):
-        assert c.getattr(files["small"])[0] == 0
-    assert metric(nfsd, "s3nfs_nfs_loop_poll_hits_total") == 0
-    c.close()
+def test_no_polling_when_off(daemon_factory):
+    """nfs_loop_poll_us=0: the loop sleeps after every reply (no hits), the answers
+    are the same."""
+    d = daemon_factory(extra_args=["--set", "data_file_size=512MiB",
+                                   "--set", "nfs_loop_poll_us=0"]).start()
+    try:
+        c = RpcConn(d.nfs_port)
+        _, _, _, files = build_tree(c, root_fh(c))
+        for _ in range(30):
+            assert c.getattr(files["small"])[0] == 0
+        assert metric(d, "s3nfs_nfs_loop_poll_hits_total") == 0
+        c.close()
+    finally:
+        d.stop()
+        shutil.rmtree(d.data_dir, ignore_errors=True)
