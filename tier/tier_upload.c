@@ -1184,6 +1184,37 @@ static bool copy_refused(int rc, const struct tier_s3_result *res)
            (!res->retryable && rc != -ECANCELED);
 }
 
+/* The end of multipart upload @p upload_id of @p j (its parts or their copies sent):
+ * completed with @p parts when @p rc is 0, aborted when @p rc or the completion failed
+ * (a failed completion is noted as @p what). @p etag (TIER_S3_ETAG_MAX bytes) gets the
+ * object's ETag. @return @p rc, or the completion's error. */
+static int mpu_end(struct tier_upload *u, struct tier_s3 *s3, const struct job *j,
+                   const char *upload_id, const struct tier_s3_part *parts, uint64_t nparts, int rc,
+                   const char *what, char *etag)
+{
+    struct tier_s3_result res;
+    memset(&res, 0, sizeof(res));
+    if (rc == 0) {
+        struct tier_s3_op op = {.code = TIER_S3_MPU_COMPLETE,
+                                .key = j->key,
+                                .upload_id = upload_id,
+                                .parts = parts,
+                                .nparts = (size_t)nparts};
+        rc = up_one(u, s3, &op, &res);
+        if (rc)
+            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, what, res.message);
+        else
+            snprintf(etag, TIER_S3_ETAG_MAX, "%s", res.obj.etag);
+        tier_s3_result_fini(&res);
+    }
+    if (rc) {
+        struct tier_s3_op ab = {.code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
+        up_one(u, s3, &ab, &res);
+        tier_s3_result_fini(&res);
+    }
+    return rc;
+}
+
 /* A renamed file (@p j: oldkey, copyable): copy its remote copy server-side from the old
  * key to the new one, when the old copy holds the file's bytes: the file did not change
  * since that copy was made (its change counter is the record's: a directory renamed
@@ -1297,25 +1328,7 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
                    "the file changed while copied");
         }
     }
-    if (rc == 0) {
-        struct tier_s3_op fop = {.code = TIER_S3_MPU_COMPLETE,
-                                 .key = j->key,
-                                 .upload_id = upload_id,
-                                 .parts = parts,
-                                 .nparts = (size_t)nparts};
-        rc = up_one(u, s3, &fop, &res);
-        if (rc)
-            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "complete copy",
-                   res.message);
-        else
-            snprintf(etag, TIER_S3_ETAG_MAX, "%s", res.obj.etag);
-        tier_s3_result_fini(&res);
-    }
-    if (rc) {
-        struct tier_s3_op ab = {.code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
-        up_one(u, s3, &ab, &res);
-        tier_s3_result_fini(&res);
-    }
+    rc = mpu_end(u, s3, j, upload_id, parts, nparts, rc, "complete copy", etag);
     free(parts);
     free(etags);
     free(ops);
@@ -1492,27 +1505,9 @@ static int do_upload(struct tier_upload *u, struct job *j)
             failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",
                    "the file changed while read");
         }
-        if (rc == 0) {
-            struct tier_s3_op cop = {.code = TIER_S3_MPU_COMPLETE,
-                                     .key = j->key,
-                                     .upload_id = upload_id,
-                                     .parts = parts,
-                                     .nparts = (size_t)nparts};
-            rc = up_one(u, s3, &cop, &res);
-            if (rc)
-                failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable,
-                       "complete upload", res.message);
-            else
-                snprintf(etag, sizeof(etag), "%s", res.obj.etag);
-            tier_s3_result_fini(&res);
-        }
-        if (rc) {
-            struct tier_s3_op ab = {
-                .code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
-            up_one(u, s3, &ab, &res);
-            tier_s3_result_fini(&res);
+        rc = mpu_end(u, s3, j, upload_id, parts, nparts, rc, "complete upload", etag);
+        if (rc)
             goto out;
-        }
     }
     /* confirm: a HEAD says the remote holds j->size bytes under the ETag the upload (or
      * the copy) answered. An empty file's PUT that answered the empty MD5 is confirmed
