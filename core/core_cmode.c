@@ -952,7 +952,7 @@ static bool meta_by_recall(struct core *c, uint64_t ino, uint64_t change, int64_
         return false;
     struct meta_txn *t;
     struct meta_inode r;
-    bool have = true;
+    bool have = true; /* the byte is local (or the file not what the lookup saw) */
     uint64_t off = 0;
     if (meta_rtxn_begin(c->meta, &t) != 0)
         return false;
@@ -961,11 +961,11 @@ static bool meta_by_recall(struct core *c, uint64_t ino, uint64_t change, int64_
             off = (uint64_t)read_at;
         else
             off = (uint64_t)-read_at < r.size ? r.size - (uint64_t)-read_at : 0;
-        if (off < r.size && core__tier_resident(t, ino, off, off + 1, &have) != 0)
-            have = true;
+        if (off >= r.size || core__tier_resident(t, ino, off, off + 1, &have) != 0)
+            have = true; /* past the end (a 416): nothing to recall */
     }
     meta_rtxn_end(t);
-    if (have || off >= r.size)
+    if (have)
         return false;
     if (core__tier_wait(c, ino, &r, off, off + 1, false) != 0)
         return true; /* the read waits again and answers */
