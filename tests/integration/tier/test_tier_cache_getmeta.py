@@ -9,7 +9,8 @@ whose request log says what it was asked ("op=GetObject GET /bucket/key ...").
 - a ranged GET of a larger object: the headers come from the ranged GET of the
   chunk that holds the range (no HEAD, no chunk before it);
 - an S3 HEAD of an object never read keeps its HEAD (no GET: the bytes stay
-  remote), and its GET after that is a GET only.
+  remote), and its GET after that is a GET only;
+- an NFS read's recall keeps them too: the S3 HEAD after it asks nothing.
 The same first GET against the session's Ceph RGW: the right headers."""
 import os
 import re
@@ -21,7 +22,8 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
-from tenutil import Admin  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "nfs"))
+from tenutil import Admin, Nfs  # noqa: E402
 from tierutil import add_remote, new_bucket  # noqa: E402
 
 FAST = ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=200",
@@ -129,6 +131,27 @@ def test_first_get_takes_metadata_from_the_recall(daemon_factory, own_s3nfsd):
 
     assert metric(dm, 's3nfs_cache_meta_total{via="recall"}') == 2
     assert metric(dm, 's3nfs_cache_meta_total{via="head"}') == 1
+
+
+def test_nfs_recall_keeps_metadata(daemon_factory, own_s3nfsd):
+    rem = own_s3nfsd
+    rem.s3.put_object(Bucket=rem.bucket, Key="ds/n/f.txt", Body=b"from nfs",
+                      ContentType="text/x-n", Metadata={"via": "nfs"})
+    dm = daemon_factory(extra_args=FAST).start()
+    b = cache_bucket(dm, rem.endpoint, rem.access_key, rem.secret_key, rem.bucket)
+    log = RemoteLog(rem)
+    with Nfs(dm) as n:
+        st, fh = n.mount("/")
+        for name in (b, "n", "f.txt"):
+            st, fh = n.lookup(fh, name)
+            assert st == 0, name
+        assert n.read_all(fh) == b"from nfs"
+    assert log.since("n/f.txt") == [("GetObject", "200")]
+    log.mark()
+    h = dm.boto3().head_object(Bucket=b, Key="n/f.txt")
+    assert (h["ContentType"], h["Metadata"]) == ("text/x-n", {"via": "nfs"})
+    assert log.since("n/f.txt") == []
+    assert metric(dm, 's3nfs_cache_meta_total{via="head"}') == 0
 
 
 def test_first_get_metadata_from_rgw(daemon_factory, rgw):
