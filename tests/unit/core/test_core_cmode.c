@@ -18,6 +18,7 @@
 
 #include "core_test_util.h"
 
+#include "meta.h"
 #include "tier_cache.h"
 #include "tier_policy.h"
 
@@ -363,13 +364,21 @@ static void test_metadata_from_recall(void **state)
     atomic_store(&metas, 0);
     atomic_store(&meta_fail, 0);
     core_cache_stats_get(f->c, &cs0);
+    /* the directories imported first (their commits are not the read's) */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/", 2, &oi), 0);
+    free(oi.meta);
     /* an event loop neither asks nor recalls */
     struct core_principal lp = f->p;
     lp.flags |= CORE_P_NOWAIT;
     assert_int_equal(core_key_lookup_at(f->c, &lp, f->bucket, "d/x", 3, 0, &oi), -EWOULDBLOCK);
     assert_int_equal(atomic_load(&fmetas), 0);
-    /* a read from byte 100: the recall's answer, no HEAD */
+    /* a read from byte 100: the recall's answer, no HEAD; the metadata goes in with the
+     * file's only chunk, in its txn (one commit for the whole small file) */
+    struct meta_stats m0, m1;
+    meta_stats_get(core_meta(f->c), &m0);
     assert_int_equal(core_key_lookup_at(f->c, &f->p, f->bucket, "d/x", 3, 100, &oi), 0);
+    meta_stats_get(core_meta(f->c), &m1);
+    assert_int_equal(m1.commit_ops - m0.commit_ops, 1);
     assert_int_equal(atomic_load(&metas), 0);
     assert_true(atomic_load(&fmetas) >= 1);
     assert_int_equal(oi.metalen, 31);
