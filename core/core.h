@@ -439,6 +439,17 @@ int core_bucket_set_meta(struct core *c, const struct core_principal *p, uint64_
  * SRV_EBADNAME (key refused by naming rules), -EACCES. */
 int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, struct core_objinfo *out);
+/** No read follows the lookup (core_key_lookup_at: an S3 HEAD). */
+#define CORE_READ_NONE INT64_MIN
+/** core_key_lookup for a read of the object's bytes that follows it (an S3 GET), from
+ * byte @p read_at (>= 0), or of its last -@p read_at bytes (< 0, a suffix range), or
+ * none (CORE_READ_NONE: as core_key_lookup). The difference is in cache buckets only:
+ * the first lookup of an imported object whose bytes are still remote takes its
+ * Content-Type and user metadata from the recall GET of the chunk that holds the read's
+ * first byte (it waits for that chunk, which the read then finds back) instead of a HEAD
+ * of its own (core_cache_set_meta, docs/tiering.md § Cache mode). */
+int core_key_lookup_at(struct core *c, const struct core_principal *p, uint64_t bucket,
+                       const char *key, size_t keylen, int64_t read_at, struct core_objinfo *out);
 /** Delete the object at @p key; removes implicit parent directories left
  * empty. Deleting a missing key is 0 (S3 semantics). A key ending in '/' removes
  * an empty directory. @return 0, -ENOTEMPTY, -EACCES, SRV_EBADNAME. */
@@ -754,6 +765,16 @@ void core_stats_get(struct core *c, struct core_stats *out);
  * or failed: retry), SRV_EREMOTECHG (the copy changed or is gone), or another error. */
 typedef int (*core_tier_fetch_fn)(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len,
                                   size_t *n);
+/** What a fetch's answer said of the remote object besides its bytes. */
+struct core_fetch_meta {
+    void *blob; /* Content-Type and user metadata, an S3 metadata blob (heap; the core
+                 * frees it); "S3M1" alone when the answer had none */
+    size_t len;
+    char etag[CORE_ETAG_MAX + 1]; /* the ETag the bytes were checked against */
+};
+/** core_tier_fetch_fn that also fills @p meta from the same answer (on success). */
+typedef int (*core_tier_fetch_meta_fn)(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len,
+                                       size_t *n, struct core_fetch_meta *meta);
 /** The recall settings of one file (its tier policy's, tier_settings.h): bytes of one
  * ranged GET (0: core_tier_config's chunk), chunks of the file fetched at once (0, or
  * more than core_tier_config's streams: those), whole file on a first read or only the
@@ -767,6 +788,9 @@ typedef int (*core_tier_knobs_fn)(void *arg, uint64_t ino, struct core_recall_kn
 struct core_tier_config {
     core_tier_fetch_fn fetch;
     void *fetch_arg;
+    /* a fetch with the object's metadata (fetch_arg too), for a file of a cache bucket
+     * whose metadata was never asked (NULL: core_cache_set_meta's HEAD asks for it) */
+    core_tier_fetch_meta_fn fetch_meta;
     core_tier_knobs_fn knobs; /* NULL: the defaults (whole file, chunk and streams below) */
     void *knobs_arg;
     uint32_t threads; /* chunks fetched at once, all recalls (0: 4); twice as many recall
@@ -859,7 +883,10 @@ typedef int (*core_cache_meta_fn)(void *arg, uint32_t remote, const char *key, c
 /** Set it (before serving; NULL: imported objects show no metadata of the remote's).
  * core_key_lookup of a file of a cache bucket whose content is still its remote object's
  * and whose metadata blob is empty asks it once and keeps the answer (an empty answer is
- * kept as a blob without records, so it is not asked again). */
+ * kept as a blob without records, so it is not asked again). A recall of such a file
+ * (core_tier_config.fetch_meta) keeps the metadata its GET's answer carries, in the txn
+ * of the chunk, with the same checks; core_key_lookup_at of a read recalls the read's
+ * first chunk for it instead of asking. */
 void core_cache_set_meta(struct core *c, core_cache_meta_fn fn, void *arg);
 /** Read the cache-mode blobs again (after one changed). @return 0 or a store error. */
 int core_cache_reload(struct core *c);
@@ -870,6 +897,8 @@ bool core_cache_bucket(struct core *c, uint64_t bucket, bool *ro);
 void core_cache_invalidate(struct core *c, uint64_t bucket);
 struct core_cache_stats {
     uint64_t imports, import_errors, created, changed, removed, conflicts;
+    uint64_t meta_heads, meta_recalls; /* S3 lookups whose metadata a HEAD asked, or the
+                                        * recall of the read's first chunk brought */
 };
 void core_cache_stats_get(struct core *c, struct core_cache_stats *out);
 

@@ -266,6 +266,8 @@ void core_cache_stats_get(struct core *c, struct core_cache_stats *out)
     out->changed = atomic_load(&c->cm.changed);
     out->removed = atomic_load(&c->cm.removed);
     out->conflicts = atomic_load(&c->cm.conflicts);
+    out->meta_heads = atomic_load(&c->cm.meta_heads);
+    out->meta_recalls = atomic_load(&c->cm.meta_recalls);
 }
 
 void core__cm_init(struct core *c)
@@ -922,24 +924,6 @@ struct meta_op {
     size_t len;
 };
 
-/* Does file @p ino (in @p t) still hold its remote object @p cp's content, with no
- * metadata asked yet? @p oetag: its objmeta ETag. */
-static bool meta_due(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *cp, char *oetag,
-                     size_t oesize, uint64_t *change)
-{
-    struct meta_inode r;
-    void *m = NULL;
-    size_t ml = 0;
-    if (meta_inode_get(t, ino, &r) != 0 || r.type != CORE_REG || meta_tier_get(t, ino, cp) != 0 ||
-        r.change != cp->st.change || !cp->st.etag[0])
-        return false;
-    if (meta_objmeta_get(t, ino, oetag, oesize, &m, &ml) != 0)
-        return false;
-    free(m);
-    *change = r.change;
-    return ml == 0;
-}
-
 static int meta_fn(struct meta_txn *t, void *arg)
 {
     struct meta_op *o = arg;
@@ -949,15 +933,56 @@ static int meta_fn(struct meta_txn *t, void *arg)
     if (!cp)
         return -ENOMEM;
     int rc = 0;
-    if (meta_due(t, o->ino, cp, oetag, sizeof(oetag), &change) && change == o->change &&
+    if (core__cm_meta_due(t, o->ino, cp, oetag, sizeof(oetag), &change) && change == o->change &&
         strcmp(cp->st.etag, o->etag) == 0)
         rc = meta_objmeta_put(t, o->ino, oetag, o->blob, o->len);
     free(cp);
     return rc;
 }
 
+/* A read from @p read_at (core_key_lookup_at) follows the lookup of file @p ino (change
+ * @p change), whose metadata is due: if the read's first byte is still remote, wait for
+ * the recall of the chunk that holds it, whose GET's answer brings the metadata
+ * (core_tier.c keeps it in the chunk's txn). @return true when the recall answered
+ * (no HEAD: a failure is the read's to answer too), false when a HEAD must ask (no read,
+ * the byte is local, the recall brought no metadata). */
+static bool meta_by_recall(struct core *c, uint64_t ino, uint64_t change, int64_t read_at)
+{
+    if (read_at == CORE_READ_NONE || !core__tier_gives_meta(c))
+        return false;
+    struct meta_txn *t;
+    struct meta_inode r;
+    bool have = true; /* the byte is local (or the file not what the lookup saw) */
+    uint64_t off = 0;
+    if (meta_rtxn_begin(c->meta, &t) != 0)
+        return false;
+    if (meta_inode_get(t, ino, &r) == 0 && (r.flags & META_I_EVICTED) && r.change == change) {
+        if (read_at >= 0)
+            off = (uint64_t)read_at;
+        else
+            off = (uint64_t)-read_at < r.size ? r.size - (uint64_t)-read_at : 0;
+        if (off >= r.size || core__tier_resident(t, ino, off, off + 1, &have) != 0)
+            have = true; /* past the end (a 416): nothing to recall */
+    }
+    meta_rtxn_end(t);
+    if (have)
+        return false;
+    if (core__tier_wait(c, ino, &r, off, off + 1, false) != 0)
+        return true; /* the read waits again and answers */
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    char oetag[META_ETAG_MAX + 1];
+    uint64_t ch = 0;
+    bool due = true;
+    if (cp && meta_rtxn_begin(c->meta, &t) == 0) {
+        due = core__cm_meta_due(t, ino, cp, oetag, sizeof(oetag), &ch);
+        meta_rtxn_end(t);
+    }
+    free(cp);
+    return !due;
+}
+
 int core__cm_meta(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,
-                  size_t len)
+                  size_t len, int64_t read_at)
 {
     if (!core_cache_bucket(c, bucket, NULL))
         return 0;
@@ -977,13 +1002,16 @@ int core__cm_meta(struct core *c, const struct core_principal *p, uint64_t bucke
         return 0;
     if (meta_rtxn_begin(c->meta, &t) == 0) {
         due = meta_keyidx_get(t, bucket, key, len, &ino, &type) == 0 && type == CORE_REG &&
-              meta_due(t, ino, cp, oetag, sizeof(oetag), &change);
+              core__cm_meta_due(t, ino, cp, oetag, sizeof(oetag), &change);
         meta_rtxn_end(t);
     }
     int rc = 0;
     if (due && (p->flags & CORE_P_NOWAIT)) {
         rc = -EWOULDBLOCK;
+    } else if (due && meta_by_recall(c, ino, change, read_at)) {
+        atomic_fetch_add(&c->cm.meta_recalls, 1);
     } else if (due) {
+        atomic_fetch_add(&c->cm.meta_heads, 1);
         void *blob = NULL;
         size_t bl = 0;
         int frc = fn(fn_arg, cp->st.remote, cp->key, cp->st.etag, &blob, &bl);

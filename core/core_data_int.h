@@ -107,6 +107,9 @@ int core__tier_prefetch(struct core *c, uint64_t ino, const struct meta_inode *r
  * as core__tier_wait; with CORE_P_NOWAIT in @p p, -EWOULDBLOCK). @return 0 (local, or not
  * a regular file), or core__tier_wait's errors. */
 int core__tier_local(struct core *c, const struct core_principal *p, uint64_t ino);
+/** Does a recall keep the metadata its GETs' answers carry (core_tier_config.fetch_meta)
+ * for a file of a cache bucket whose metadata was never asked? */
+bool core__tier_gives_meta(struct core *c);
 
 /* ---- core_extent.c: extent maps, the store's side of commits ---- */
 /** Set up (c->data: pending records, read cache, write locks) / tear down the

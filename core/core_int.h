@@ -86,6 +86,7 @@ struct core__cm {
     void *meta_arg;
     uint64_t conf_seen[256]; /* conflicts reported (file and remote ETag), not again */
     atomic_uint_fast64_t imports, import_errors, created, changed, removed, conflicts;
+    atomic_uint_fast64_t meta_heads, meta_recalls; /* metadata asked by HEAD, by a recall */
 };
 
 struct core {
@@ -126,5 +127,17 @@ int core__cm_ro_ino(struct core *c, const struct core_principal *p, uint64_t ino
 /** If @p bucket is a cache bucket, make directory @p dir due for revalidation (the next
  * lookup or listing asks the remote). @return whether it is one. */
 bool core__cm_stale(struct core *c, uint64_t bucket, uint64_t dir);
+/** Is @p bucket a cache bucket? */
+bool core__cm_is(struct core *c, uint64_t bucket);
+struct meta_tier_copy;
+/** Does file @p ino (in @p t) of a cache bucket still hold its remote object's content
+ * (its tierst record, read into @p cp: the inode's change counter, an ETag), with no
+ * metadata asked yet (an empty objmeta blob)? The check of both ways the remote's
+ * Content-Type and user metadata come (a HEAD, core_cmode.c; a recall's GET,
+ * core_tier.c), before asking and again in the txn that keeps them.
+ * @param[out] oetag its objmeta ETag (@p oesize bytes). @param[out] change its change
+ * counter. */
+bool core__cm_meta_due(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *cp, char *oetag,
+                       size_t oesize, uint64_t *change);
 
 #endif

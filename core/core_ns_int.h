@@ -100,10 +100,12 @@ int core__cm_key(struct core *c, const struct core_principal *p, uint64_t bucket
                  size_t len);
 /** Key @p key of cache bucket @p bucket is looked up by S3 (HEAD, GET): if it is a file
  * whose content is its remote object's and whose metadata was never asked, ask the remote
- * (core_cache_meta_fn) and keep it. A no-op elsewhere; failures leave it to the next
- * lookup. @return 0, -EWOULDBLOCK (CORE_P_NOWAIT and it would ask). */
+ * and keep it: for a read from @p read_at (core_key_lookup_at; CORE_READ_NONE: none) whose
+ * first byte is still remote, by the recall of that byte's chunk (its GET's answer carries
+ * it), else by a HEAD (core_cache_meta_fn). A no-op elsewhere; failures leave it to the
+ * next lookup (and to the read). @return 0, -EWOULDBLOCK (CORE_P_NOWAIT and it would ask). */
 int core__cm_meta(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,
-                  size_t len);
+                  size_t len, int64_t read_at);
 /** Import what a listing of @p prefix needs: the directories on the way, and with
  * @p recursive every directory under it. */
 int core__cm_list(struct core *c, const struct core_principal *p, uint64_t bucket,

@@ -6,8 +6,10 @@
 #include "core_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "meta_tier.h"
 #include "srv_err.h"
 
 void core__now(struct timespec *ts)
@@ -179,4 +181,30 @@ bool core__cm_stale(struct core *c, uint64_t bucket, uint64_t dir)
                 d->at_ms = 0;
     pthread_mutex_unlock(&c->cm.mu);
     return yes;
+}
+
+bool core__cm_is(struct core *c, uint64_t bucket)
+{
+    bool yes = false;
+    pthread_mutex_lock(&c->cm.mu);
+    for (size_t i = 0; i < c->cm.n && !yes; i++)
+        yes = c->cm.v[i].bucket == bucket;
+    pthread_mutex_unlock(&c->cm.mu);
+    return yes;
+}
+
+bool core__cm_meta_due(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *cp, char *oetag,
+                       size_t oesize, uint64_t *change)
+{
+    struct meta_inode r;
+    void *m = NULL;
+    size_t ml = 0;
+    if (meta_inode_get(t, ino, &r) != 0 || r.type != CORE_REG || meta_tier_get(t, ino, cp) != 0 ||
+        r.change != cp->st.change || !cp->st.etag[0])
+        return false;
+    if (meta_objmeta_get(t, ino, oetag, oesize, &m, &ml) != 0)
+        return false;
+    free(m);
+    *change = r.change;
+    return ml == 0;
 }

@@ -316,6 +316,12 @@ int core_bucket_set_meta(struct core *c, const struct core_principal *p, uint64_
 int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t bucket,
                     const char *key, size_t keylen, struct core_objinfo *out)
 {
+    return core_key_lookup_at(c, p, bucket, key, keylen, CORE_READ_NONE, out);
+}
+
+int core_key_lookup_at(struct core *c, const struct core_principal *p, uint64_t bucket,
+                       const char *key, size_t keylen, int64_t read_at, struct core_objinfo *out)
+{
     struct meta_txn *t;
     struct meta_inode b, r;
     uint64_t ino;
@@ -326,7 +332,7 @@ int core_key_lookup(struct core *c, const struct core_principal *p, uint64_t buc
         return rc;
     rc = core__cm_key(c, p, bucket, key, keylen);
     if (rc == 0)
-        rc = core__cm_meta(c, p, bucket, key, keylen); /* the remote object's metadata */
+        rc = core__cm_meta(c, p, bucket, key, keylen, read_at); /* the remote's metadata */
     if (rc)
         return rc;
     rc = meta_rtxn_begin(c->meta, &t);

@@ -784,7 +784,26 @@ struct install_op {
     size_t nused;  /* bytes of those */
     bool last;     /* every other chunk of the recall is in: make the file whole too */
     bool whole;    /* ... done (make_whole ran in this txn) */
+    const struct core_fetch_meta *fm; /* the object's metadata from the GET, or NULL */
 };
+
+/* The remote object's metadata the GET of a chunk brought (@p a->fm), kept as a HEAD's
+ * would be (core_cmode.c's meta_fn): only while the file is still its remote object's
+ * content, that content the one the GET was checked against, and no metadata kept yet. */
+static int install_meta(struct meta_txn *t, struct install_op *a)
+{
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    char oetag[META_ETAG_MAX + 1];
+    uint64_t change = 0;
+    if (!cp)
+        return -ENOMEM;
+    int rc = 0;
+    if (core__cm_meta_due(t, a->ino, cp, oetag, sizeof(oetag), &change) && change == a->change &&
+        strcmp(cp->st.etag, a->fm->etag) == 0)
+        rc = meta_objmeta_put(t, a->ino, oetag, a->fm->blob, a->fm->len);
+    free(cp);
+    return rc;
+}
 
 static int make_whole(struct meta_txn *t, struct core *c, uint64_t ino, struct meta_inode *r);
 
@@ -823,6 +842,8 @@ static int install_fn(struct meta_txn *t, void *arg)
             a->nused += x->vlen;
         }
     }
+    if (rc == 0 && a->fm && a->fm->blob)
+        rc = install_meta(t, a);
     /* the last chunk: the file is whole again in the same txn (one commit per small
      * file, not two) */
     a->whole = false;
@@ -936,7 +957,7 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
     size_t len = (size_t)((end < size ? end : size) - off);
     struct meta_txn *t;
     struct meta_inode r;
-    bool have = false;
+    bool have = false, want_meta = false;
     *got = 0;
     *whole = false;
     int rc = meta_rtxn_begin(c->meta, &t);
@@ -951,6 +972,16 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
         rc = core__tier_resident(t, ino, off, off + len, &have);
     else if (rc == -ENOENT)
         rc = SRV_ESTALE;
+    if (rc == 0 && !have && k->cfg.fetch_meta && core__cm_is(c, r.bucket)) {
+        /* a cache bucket's object whose metadata was never asked: this GET's answer
+         * carries it (no HEAD of its own) */
+        struct meta_tier_copy *cp = malloc(sizeof(*cp));
+        char oetag[META_ETAG_MAX + 1];
+        uint64_t ch2 = 0;
+        want_meta =
+            cp && core__cm_meta_due(t, ino, cp, oetag, sizeof(oetag), &ch2) && ch2 == change;
+        free(cp);
+    }
     meta_rtxn_end(t);
     if (rc || have)
         return rc; /* brought back before a crash or a restart */
@@ -961,7 +992,11 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
         return -ENOMEM;
     }
     size_t n = 0;
-    rc = k->cfg.fetch(k->cfg.fetch_arg, ino, off, buf, len, &n);
+    struct core_fetch_meta fm = {0};
+    if (want_meta)
+        rc = k->cfg.fetch_meta(k->cfg.fetch_arg, ino, off, buf, len, &n, &fm);
+    else
+        rc = k->cfg.fetch(k->cfg.fetch_arg, ino, off, buf, len, &n);
     if (rc == 0 && n != len)
         rc = SRV_EREMOTECHG;
     fetched(k, rec);
@@ -1007,7 +1042,8 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
                                .x = x,
                                .n = nx,
                                .used = used,
-                               .last = last};
+                               .last = last,
+                               .fm = rc == 0 && want_meta ? &fm : NULL};
         rc = meta_submit(c->meta, install_fn, &a, 0);
         *whole = rc == 0 && a.whole;
         if (rc == 0 || rc == 1) {
@@ -1018,12 +1054,14 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
                 mem_keep(k, rb, ino, x, nx, used, off);
             *got = rc == 1 ? 0 : a.nused;
             free(x);
+            free(fm.blob);
             return rc;
         }
     }
     for (size_t i = 0; i < nx; i++)
         store_unreserve(c->store, &x[i].e);
     free(x);
+    free(fm.blob);
     return rc;
 }
 
@@ -1649,6 +1687,15 @@ int core__tier_local(struct core *c, const struct core_principal *p, uint64_t in
             return rc;
     }
     return SRV_ERECALL;
+}
+
+bool core__tier_gives_meta(struct core *c)
+{
+    struct core__tier *k = c->data->tier;
+    pthread_mutex_lock(&k->mu);
+    bool yes = k->threads && !k->stop && k->cfg.fetch_meta;
+    pthread_mutex_unlock(&k->mu);
+    return yes;
 }
 
 void core_tier_stats_get(struct core *c, struct core_tier_stats *out)

@@ -445,12 +445,12 @@ static const char *req_vid(struct s3_ctx *x)
  * returns < 0. */
 static int obj_lookup(struct s3_ctx *x, struct s3_bref *b, const char *key, size_t keylen,
                       const char *vid, struct obj *o, bool is_source, const char *action,
-                      enum s3_az az)
+                      enum s3_az az, int64_t read_at)
 {
     struct core_principal sp = s3__super(x);
     memset(o, 0, sizeof(*o));
     int rc = vid ? core_version_lookup(x->core, &sp, b->ino, key, keylen, vid, &o->info)
-                 : core_key_lookup(x->core, &sp, b->ino, key, keylen, &o->info);
+                 : core_key_lookup_at(x->core, &sp, b->ino, key, keylen, read_at, &o->info);
     if (vid)
         action = s3__version_action(action);
     return obj_found(x, b, key, keylen, o, rc, is_source, action, az);
@@ -458,12 +458,17 @@ static int obj_lookup(struct s3_ctx *x, struct s3_bref *b, const char *key, size
 
 /* The request's object (its ?versionId), for an operation checked on it (x->rt.op's
  * action). */
-static int op_object(struct s3_ctx *x, struct obj *o)
+static int op_object_at(struct s3_ctx *x, struct obj *o, int64_t read_at)
 {
     if (s3__op_bucket(x))
         return -1;
     return obj_lookup(x, &x->b, x->rt.key, x->rt.keylen, req_vid(x), o, false, x->rt.op->action,
-                      x->rt.op->az);
+                      x->rt.op->az, read_at);
+}
+
+static int op_object(struct s3_ctx *x, struct obj *o)
+{
+    return op_object_at(x, o, CORE_READ_NONE);
 }
 
 int s3__op_object(struct s3_ctx *x, struct core_objinfo *info, struct s3_meta *meta)
@@ -790,6 +795,30 @@ static int get_data(struct s3_ctx *x)
     return 0;
 }
 
+/* Where a GET's bytes start, for its lookup (core_key_lookup_at: an object of a cache
+ * bucket whose metadata was never asked takes it from the recall of that byte's chunk,
+ * not from a HEAD): the Range's first byte (negative: a suffix of that many bytes), 0 for
+ * the whole object or its first part, CORE_READ_NONE for a HEAD or a later part. */
+static int64_t get_read_at(struct s3_ctx *x)
+{
+    if (x->out.head)
+        return CORE_READ_NONE;
+    const char *pn = s3__req_param(x->req, "partNumber");
+    if (pn)
+        return strcmp(pn, "1") == 0 ? 0 : CORE_READ_NONE;
+    const char *h = s3__req_header(x->req, "range");
+    if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
+        return 0;
+    const char *p = h + (h[6] == '-' ? 7 : 6);
+    char *e = NULL;
+    unsigned long long v = strtoull(p, &e, 10);
+    if (e == p || v > (unsigned long long)INT64_MAX)
+        return 0;
+    if (h[6] == '-')
+        return v ? -(int64_t)v : 0;
+    return *e == '-' ? (int64_t)v : 0;
+}
+
 /* Worker: the whole GET/HEAD. An object replaced between its lookup and the
  * read of its data (an NFS rename over it, a PUT) is looked up again, so the
  * client always gets one whole version. */
@@ -799,7 +828,7 @@ static void get_or_head(struct s3_ctx *x)
         struct obj o;
         if (tries)
             get_reset(x);
-        if (op_object(x, &o))
+        if (op_object_at(x, &o, get_read_at(x)))
             return;
         x->p = s3__super(x); /* decided on the object: its reads need no other check */
         get_respond(x, &o, NULL);
@@ -1296,7 +1325,8 @@ static int copy_source(struct s3_ctx *x, struct copy_src *s)
         s3__resp_err(x, SRV_ENOBUCKET, "the copy source bucket does not exist");
         return -1;
     }
-    if (obj_lookup(x, &s->b, s->key, s->keylen, s->vid, &s->o, true, "s3:GetObject", S3_AZ_O_READ))
+    if (obj_lookup(x, &s->b, s->key, s->keylen, s->vid, &s->o, true, "s3:GetObject", S3_AZ_O_READ,
+                   CORE_READ_NONE))
         return -1;
     int st = cond_eval(x, "x-amz-copy-source-", s->o.etag, &s->o.info.attr.mtime, false);
     if (st) {

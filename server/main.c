@@ -133,7 +133,24 @@ static int tier_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t l
     struct tier_upload *u = tier_upload_default();
     (void)arg;
     *n = 0;
-    return u ? tier_upload_fetch(u, ino, off, buf, len, n) : SRV_ERECALL;
+    return u ? tier_upload_fetch(u, ino, off, buf, len, n, NULL) : SRV_ERECALL;
+}
+
+/* ... and with the object's metadata from the same answer (cache buckets). */
+static int tier_fetch_meta(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n,
+                           struct core_fetch_meta *meta)
+{
+    struct tier_upload *u = tier_upload_default();
+    struct tier_fetch_meta fm = {0};
+    (void)arg;
+    *n = 0;
+    int rc = u ? tier_upload_fetch(u, ino, off, buf, len, n, &fm) : SRV_ERECALL;
+    if (rc == 0) {
+        meta->blob = fm.blob;
+        meta->len = fm.len;
+        snprintf(meta->etag, sizeof(meta->etag), "%s", fm.etag);
+    }
+    return rc;
 }
 
 /* The recall settings of a file: its tier policy's (presets, recall knobs). */
@@ -297,10 +314,16 @@ static void render_cache(void *arg, struct evbuffer *out)
         "s3nfs_cache_objects_total{action=\"removed\"} %llu\n"
         "# HELP s3nfs_cache_conflicts_total Remote changes that met local changes not "
         "uploaded yet (the local ones won).\n# TYPE s3nfs_cache_conflicts_total counter\n"
-        "s3nfs_cache_conflicts_total %llu\n",
+        "s3nfs_cache_conflicts_total %llu\n"
+        "# HELP s3nfs_cache_meta_total S3 lookups of imported objects that got the remote's "
+        "metadata, by how: a HEAD, or the GET recalling the read's first chunk.\n"
+        "# TYPE s3nfs_cache_meta_total counter\n"
+        "s3nfs_cache_meta_total{via=\"head\"} %llu\n"
+        "s3nfs_cache_meta_total{via=\"recall\"} %llu\n",
         (unsigned long long)st.imports, (unsigned long long)st.import_errors,
         (unsigned long long)st.created, (unsigned long long)st.changed,
-        (unsigned long long)st.removed, (unsigned long long)st.conflicts);
+        (unsigned long long)st.removed, (unsigned long long)st.conflicts,
+        (unsigned long long)st.meta_heads, (unsigned long long)st.meta_recalls);
 }
 
 static void render_prefetch(void *arg, struct evbuffer *out)
@@ -1063,6 +1086,7 @@ static int start_all(struct daemon *d)
     tier_settings_refresh(core_meta(d->core));
     /* recall of evicted files: the core's threads, the tier's fetches */
     struct core_tier_config rcfg = {.fetch = tier_fetch,
+                                    .fetch_meta = tier_fetch_meta,
                                     .knobs = tier_knobs,
                                     .knobs_arg = d->core,
                                     .threads = (uint32_t)d->cfg.tier_recall_threads,

@@ -2645,7 +2645,7 @@ int tier_upload_flush_done(struct tier_upload *u, uint64_t bucket, uint64_t barr
 }
 
 int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *buf, size_t len,
-                      size_t *n)
+                      size_t *n, struct tier_fetch_meta *meta)
 {
     struct meta_txn *t;
     struct meta_tier_copy *c = malloc(sizeof(*c));
@@ -2701,7 +2701,11 @@ int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *b
                 " bytes (ETag %s), its record %" PRIu64 " (ETag %s): not served",
                 ino, c->key, res.obj.size, res.obj.etag, c->st.size, c->st.etag);
         rc = SRV_EREMOTECHG;
-    } else {
+    } else if (meta && (rc = tier_objmeta_encode(res.obj.content_type, res.meta, res.nmeta,
+                                                 &meta->blob, &meta->len)) == 0) {
+        snprintf(meta->etag, sizeof(meta->etag), "%s", c->st.etag);
+        *n = len;
+    } else if (!meta) {
         *n = len;
     }
     tier_s3_result_fini(&res);

@@ -201,13 +201,22 @@ typedef int (*tier_list_dir_cb)(void *arg, const char *name);
 int tier_upload_list_dir(struct tier_upload *u, uint32_t remote, const char *dirkey,
                          tier_list_obj_cb obj, tier_list_dir_cb dir, void *arg);
 
+/** What a recall's GET answer says of its object besides the bytes. */
+struct tier_fetch_meta {
+    void *blob; /* its Content-Type and user metadata: an S3 metadata blob
+                 * (tier_objmeta_encode; free it) */
+    size_t len;
+    char etag[TIER_S3_ETAG_MAX]; /* the ETag the bytes were checked against (the record's) */
+};
 /** Read [off, off + len) of the remote copy of evicted file @p ino into @p buf (@p n:
  * bytes read), checked against its tierst record: the remote object must still have the
- * recorded ETag (If-Match) and size. Blocks: call it from a thread that may wait (not an
+ * recorded ETag (If-Match) and size. With @p meta (may be NULL), on success, the object's
+ * Content-Type and x-amz-meta-* from the same answer (a ranged GET's answer carries them
+ * as a whole one's: no HEAD needed). Blocks: call it from a thread that may wait (not an
  * event loop). @return 0, SRV_ERECALL (the remote is down or failed: retry later),
  * SRV_EREMOTECHG (no record, or the object changed or is gone), or another error. */
 int tier_upload_fetch(struct tier_upload *u, uint64_t ino, uint64_t off, void *buf, size_t len,
-                      size_t *n);
+                      size_t *n, struct tier_fetch_meta *meta);
 
 /** Content-Type and user metadata of object @p key (bucket-relative) of remote @p remote,
  * which must still have ETag @p etag: a HEAD (cache mode: what ListObjectsV2 does not

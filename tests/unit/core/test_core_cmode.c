@@ -9,13 +9,16 @@
  * a directory never imported; a read-only cache bucket refuses changes with
  * -EROFS; the remote's metadata of an imported object is asked once, at its
  * first lookup (not from an event loop, again after a failure or a remote
- * change, never for a local file). The store check passes at the end (imported files are evicted
- * files with confirmed records). Against a real RGW: tests/integration/tier/test_tier_cache.py. */
+ * change, never for a local file), or taken from the answer of the recall of a read's
+ * first chunk when the fetch brings it (its ETag checked). The store check passes at the end
+ * (imported files are evicted files with confirmed records). Against a real RGW:
+ * tests/integration/tier/test_tier_cache.py. */
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "core_test_util.h"
 
+#include "meta.h"
 #include "tier_cache.h"
 #include "tier_policy.h"
 
@@ -316,6 +319,100 @@ static void test_remote_metadata(void **state)
     core_cache_set_meta(f->c, NULL, NULL);
 }
 
+static atomic_int fmetas;
+static char fm_etag[CORE_ETAG_MAX + 1];
+
+/* A fetch whose answer also carries the object's metadata: a Content-Type, said to be
+ * checked against ETag fm_etag. */
+static int fake_fetch_meta(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n,
+                           struct core_fetch_meta *meta)
+{
+    static const uint8_t ct[] = "S3M1\x01\x00\x0c"
+                                "Content-Type\x00\x00\x00\x08text/tsv";
+    int rc = fake_fetch(arg, ino, off, buf, len, n);
+    atomic_fetch_add(&fmetas, 1);
+    meta->len = sizeof(ct) - 1;
+    meta->blob = malloc(meta->len);
+    memcpy(meta->blob, ct, meta->len);
+    snprintf(meta->etag, sizeof(meta->etag), "%s", fm_etag);
+    return rc;
+}
+
+static int setup_fm(void **state)
+{
+    if (setup(state))
+        return -1;
+    struct fx *f = *state;
+    core_tier_stop(f->c);
+    struct core_tier_config tc = {
+        .fetch = fake_fetch, .fetch_meta = fake_fetch_meta, .threads = 2, .wait_ms = 5000};
+    atomic_store(&fmetas, 0);
+    snprintf(fm_etag, sizeof(fm_etag), "e2");
+    return core_tier_start(f->c, &tc);
+}
+
+/* With a fetch that brings the metadata: a lookup for a read recalls the read's first
+ * chunk and keeps the metadata of its answer (no HEAD); an answer checked against another
+ * ETag than the file's record is not kept (the HEAD asks); a lookup without a read and a
+ * read of local bytes ask by HEAD, as before. */
+static void test_metadata_from_recall(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    struct core_cache_stats cs0, cs1;
+    core_cache_set_meta(f->c, fake_meta, NULL);
+    atomic_store(&metas, 0);
+    atomic_store(&meta_fail, 0);
+    core_cache_stats_get(f->c, &cs0);
+    /* the directories imported first (their commits are not the read's) */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/", 2, &oi), 0);
+    free(oi.meta);
+    /* an event loop neither asks nor recalls */
+    struct core_principal lp = f->p;
+    lp.flags |= CORE_P_NOWAIT;
+    assert_int_equal(core_key_lookup_at(f->c, &lp, f->bucket, "d/x", 3, 0, &oi), -EWOULDBLOCK);
+    assert_int_equal(atomic_load(&fmetas), 0);
+    /* a read from byte 100: the recall's answer, no HEAD; the metadata goes in with the
+     * file's only chunk, in its txn (one commit for the whole small file) */
+    struct meta_stats m0, m1;
+    meta_stats_get(core_meta(f->c), &m0);
+    assert_int_equal(core_key_lookup_at(f->c, &f->p, f->bucket, "d/x", 3, 100, &oi), 0);
+    meta_stats_get(core_meta(f->c), &m1);
+    assert_int_equal(m1.commit_ops - m0.commit_ops, 1);
+    assert_int_equal(atomic_load(&metas), 0);
+    assert_true(atomic_load(&fmetas) >= 1);
+    assert_int_equal(oi.metalen, 31);
+    assert_memory_equal((uint8_t *)oi.meta + 23, "text/tsv", 8);
+    assert_string_equal(oi.etag, "e2");
+    free(oi.meta);
+    char buf[16];
+    size_t got = 0;
+    bool eof = false;
+    assert_int_equal(core_read(f->c, &f->p, oi.attr.ino, 100, buf, 4, &got, &eof), 0);
+    assert_int_equal(got, 4);
+    assert_memory_equal(buf, "wxyz", 4); /* 'a' + 100 % 26 */
+    core_cache_stats_get(f->c, &cs1);
+    assert_int_equal(cs1.meta_recalls - cs0.meta_recalls, 1);
+    assert_int_equal(cs1.meta_heads - cs0.meta_heads, 0);
+    /* an answer checked against another ETag than the record's: not kept, the HEAD asks */
+    snprintf(fm_etag, sizeof(fm_etag), "e9");
+    assert_int_equal(core_key_lookup_at(f->c, &f->p, f->bucket, "d/y", 3, 0, &oi), 0);
+    assert_int_equal(atomic_load(&metas), 1);
+    assert_int_equal(oi.metalen, 4); /* the HEAD's (none) */
+    free(oi.meta);
+    /* no read (an S3 HEAD): a HEAD, no recall */
+    snprintf(fm_etag, sizeof(fm_etag), "e1");
+    int before = atomic_load(&fmetas);
+    assert_int_equal(core_key_lookup_at(f->c, &f->p, f->bucket, "a.txt", 5, CORE_READ_NONE, &oi),
+                     0);
+    free(oi.meta);
+    assert_int_equal(atomic_load(&metas), 2);
+    assert_int_equal(atomic_load(&fmetas), before);
+    core_cache_stats_get(f->c, &cs1);
+    assert_int_equal(cs1.meta_heads - cs0.meta_heads, 2);
+    core_cache_set_meta(f->c, NULL, NULL);
+}
+
 static bool was_fetched(uint64_t ino)
 {
     for (size_t i = 0; i < 8; i++)
@@ -472,6 +569,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_never_imported_and_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remote_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metadata_from_recall, setup_fm, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_times_survive_restart, setup, teardown),
     };
