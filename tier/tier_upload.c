@@ -253,7 +253,7 @@ struct tier_upload {
     uint64_t kept;                       /* changes needing no upload: the copy is current */
     uint64_t meta_copies;                /* metadata given to the copy by a copy onto itself */
     uint64_t copy_lost;                  /* evicted files whose copy changed or went */
-    uint64_t held_pending;               /* passes that held a file back: uncommitted writes */
+    uint64_t held_pending; /* passes that held a file back: uncommitted writes, or empty and new */
     uint64_t body_bytes;               /* body bytes of its PUTs and parts sent */
     uint64_t changed;                  /* uploads given up: the file changed */
     /* threads */
@@ -2174,6 +2174,13 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             u->held_pending++;
         }
     }
+    if (due && !forced && !pending && r.size == 0 && dsize == 0 && s->now_ns - ct < PEND_QUIET_NS) {
+        /* an empty file just made (an NFS CREATE): its writer's first write usually
+         * follows, and a copy of it would be deleted (renamed meanwhile) or replaced.
+         * It waits PEND_QUIET_NS, unless forced */
+        due = false;
+        u->held_pending++;
+    }
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -3103,7 +3110,8 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
                         "# TYPE s3nfs_tier_copy_mismatch_total counter\n"
                         "s3nfs_tier_copy_mismatch_total %" PRIu64 "\n"
                         "# HELP s3nfs_tier_upload_held_total Times a due file was not queued "
-                        "because its writer was still writing (uncommitted NFS writes).\n"
+                        "because its writer was still writing (uncommitted NFS writes, or "
+                        "an empty file just made).\n"
                         "# TYPE s3nfs_tier_upload_held_total counter\n"
                         "s3nfs_tier_upload_held_total %" PRIu64 "\n",
                         u->copies, u->copy_bytes, u->copy_mismatch, u->held_pending);

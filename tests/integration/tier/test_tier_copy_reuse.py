@@ -291,3 +291,31 @@ def test_rename_of_local_file_whose_copy_was_replaced(d, rgw):
     assert got.get("s3nfs_tier_upload_body_bytes_total") == len(val), got
     assert "s3nfs_tier_copied_files_total" not in got, got
     assert state(d, b, "a2") == "uploaded"
+
+
+def test_empty_new_file_waits_for_its_writer(d, rgw):
+    """Zero delay, 200 ms passes: files created empty over NFS and written 1 s later,
+    then renamed (a checkpoint's writers), send no PUT of an empty copy and no DELETE of
+    it; a file that stays empty goes up after 2 s, with one PUT."""
+    rs3, rb, b, adm = tiered(d, rgw)
+    m0 = metrics(d)
+    data = {f"s{i}": os.urandom(200_000 + i) for i in range(3)}
+    with Nfs(d) as n:
+        bfh = nfs_dir(n, b)
+        fhs = {k: n.create(bfh, "tmp-" + k)[1] for k in data}
+        st, _ = n.create(bfh, "empty")
+        assert st == 0
+        time.sleep(1.0)  # five passes: the empty files are not due yet
+        for k, v in data.items():
+            assert n.write_all(fhs[k], v, stable=FILE_SYNC)[0] == 0
+            assert n.rename(bfh, "tmp-" + k, bfh, k) == 0
+    wait_for(lambda: state(d, b, "empty") == "uploaded", what="the empty file uploaded")
+    flush(adm, b)
+    got = delta(m0, metrics(d))
+    for k, v in data.items():
+        assert remote_body(rs3, rb, "p/" + k) == v, k
+        assert remote_body(rs3, rb, "p/tmp-" + k) is None, k
+    assert remote_body(rs3, rb, "p/empty") == b""
+    assert got.get("put_object") == 4, got  # the three shards and the empty file
+    assert "delete_object" not in got, got
+    assert got.get("s3nfs_tier_upload_held_total", 0) > 0, got
