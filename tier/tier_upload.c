@@ -1245,10 +1245,14 @@ static bool evicted_as(struct tier_upload *u, uint64_t ino, uint64_t change, con
 
 /* Does the remote object's Content-Type and user metadata (@p res, a HEAD's answer)
  * say what the file has? A file without a Content-Type matches any (the remote gives
- * the object its default, which a copy could not take away). */
+ * the object its default, which a copy could not take away); a file with no metadata
+ * at all (made over NFS, or a cache import whose metadata was never asked for) keeps
+ * the remote's. */
 static bool meta_same(const char *ctype, const struct tier_s3_kv *kv, int nmeta,
                       const struct tier_s3_result *res)
 {
+    if (!ctype[0] && nmeta == 0)
+        return true;
     if (ctype[0] && strcasecmp(ctype, res->obj.content_type) != 0)
         return false;
     if ((size_t)nmeta != res->nmeta)
@@ -1402,11 +1406,12 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
     }
     uint64_t copy_max = u->cfg.copy_max ? u->cfg.copy_max : COPY_MAX_DEFAULT;
     if (j->size <= copy_max) {
+        /* the file's metadata, or the copy's when the file has none (see meta_same) */
         struct tier_s3_op op = {.code = TIER_S3_COPY_OBJECT,
                                 .key = j->key,
                                 .copy_from = src,
                                 .copy_if_match = j->rec_etag,
-                                .meta_replace = true,
+                                .meta_replace = ctype[0] || nmeta > 0,
                                 .content_type = ctype[0] ? ctype : NULL,
                                 .meta = kv,
                                 .nmeta = (size_t)nmeta};

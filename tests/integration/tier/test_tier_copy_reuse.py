@@ -319,3 +319,35 @@ def test_empty_new_file_waits_for_its_writer(d, rgw):
     assert got.get("put_object") == 4, got  # the three shards and the empty file
     assert "delete_object" not in got, got
     assert got.get("s3nfs_tier_upload_held_total", 0) > 0, got
+
+
+def test_file_without_metadata_keeps_the_remote_s(d, rgw):
+    """A file with no Content-Type nor user metadata (made over NFS; or a cache import
+    whose metadata was never asked for) keeps what its remote object carries: a chmod
+    sends no copy, a rename copies with the source's metadata (COPY, not REPLACE)."""
+    rs3, rb, b, adm = tiered(d, rgw)
+    val = os.urandom(300_000)
+    with Nfs(d) as n:
+        bfh = nfs_dir(n, b)
+        st, fh = n.create(bfh, "f")
+        assert n.write_all(fh, val, stable=FILE_SYNC)[0] == 0
+    flush(adm, b)
+    # someone gives the remote object metadata (same bytes, same ETag)
+    rs3.copy_object(Bucket=rb, Key="p/f", CopySource={"Bucket": rb, "Key": "p/f"},
+                    Metadata={"owner": "them"}, MetadataDirective="REPLACE")
+    m0 = metrics(d)
+    with Nfs(d) as n:
+        bfh = nfs_dir(n, b)
+        fh = n.lookup(bfh, "f")[1]
+        assert setattr(n, fh, mode=0o640) == 0
+    flush(adm, b)
+    got = delta(m0, metrics(d))
+    assert got.get("s3nfs_tier_copy_kept_total") == 1, got
+    assert "copy_object" not in got and "put_object" not in got, got
+    with Nfs(d) as n:
+        bfh = nfs_dir(n, b)
+        assert n.rename(bfh, "f", bfh, "g") == 0
+    flush(adm, b)
+    h = rs3.head_object(Bucket=rb, Key="p/g")
+    assert h["Metadata"] == {"owner": "them"}, h
+    assert remote_body(rs3, rb, "p/g") == val
