@@ -172,9 +172,11 @@ struct job {
     char *key;    /* upload: the file's key; del: the copy's key */
     char *oldkey; /* upload: a copy under another key to delete after, or NULL */
     uint32_t oldremote;
-    /* upload with oldkey: the copy under it may be copied server-side to key (a rename)
-     * when its bytes are the file's (its record: change counter, ETag) */
+    /* the file's recorded copy (under oldkey for a rename, else under key: a change of
+     * its metadata only) may hold its bytes (its record: change counter, ETag): then it
+     * is copied server-side, or kept as it is, not uploaded (copy_renamed) */
     bool copyable;
+    bool evicted; /* copy_renamed: the file is evicted (the recorded copy is its only one) */
     uint64_t rec_change;
     char rec_etag[TIER_S3_ETAG_MAX];
     int64_t ctime_ns; /* the change's time (for barriers) */
@@ -248,7 +250,10 @@ struct tier_upload {
     uint64_t req_n[TIER_S3_OP_LAST + 1]; /* the uploader's requests sent, by opcode */
     uint64_t copies, copy_bytes;         /* renames made by a server-side copy */
     uint64_t copy_mismatch;              /* renamed files whose bytes were not the copy's */
-    uint64_t held_pending;               /* passes that held a file back: uncommitted writes */
+    uint64_t kept;                       /* changes needing no upload: the copy is current */
+    uint64_t meta_copies;                /* metadata given to the copy by a copy onto itself */
+    uint64_t copy_lost;                  /* evicted files whose copy changed or went */
+    uint64_t held_pending; /* passes that held a file back: uncommitted writes, or empty and new */
     uint64_t body_bytes;               /* body bytes of its PUTs and parts sent */
     uint64_t changed;                  /* uploads given up: the file changed */
     /* threads */
@@ -1215,22 +1220,146 @@ static int mpu_end(struct tier_upload *u, struct tier_s3 *s3, const struct job *
     return rc;
 }
 
-/* A renamed file (@p j: oldkey, copyable): copy its remote copy server-side from the old
- * key to the new one, when the old copy holds the file's bytes: the file did not change
- * since that copy was made (its change counter is the record's: a directory renamed
- * above it moves no counter), or its bytes as they are now hash to the copy's ETag (a
- * rename of the file itself moves its counter, as any change does). Every request
- * names the old copy's ETag (x-amz-copy-source-if-match), so the new key gets exactly
- * the bytes that ETag confirmed. Up to copy_max one CopyObject; larger, a multipart
- * upload of UploadPartCopy parts laid out as the upload's. @p etag gets the copy's ETag
- * (checked by the caller's HEAD). @return 0 (copied), 1 (upload instead), or an error
- * (noted). */
+/* Is @p ino evicted, at change counter @p change, with its copy recorded under ETag
+ * @p etag? An evicted file's bytes are its recorded copy's: a write or a truncation
+ * recalls the whole file first (which clears the flag), and the eviction checked the
+ * record in the same txn that freed the extents (core_tier.c). So such a file needs
+ * no local read (no recall) to know its bytes. */
+static bool evicted_as(struct tier_upload *u, uint64_t ino, uint64_t change, const char *etag)
+{
+    struct meta_txn *t;
+    struct meta_inode r;
+    bool yes = false;
+    struct meta_tier_copy *c = malloc(sizeof(*c));
+    if (!c || meta_rtxn_begin(u->cfg.meta, &t) != 0) {
+        free(c);
+        return false;
+    }
+    yes = meta_inode_get(t, ino, &r) == 0 && r.type == FILE_TYPE_REG && r.nlink &&
+          (r.flags & META_I_EVICTED) && r.change == change && meta_tier_get(t, ino, c) == 0 &&
+          c->st.size == r.size && strcasecmp(c->st.etag, etag) == 0;
+    meta_rtxn_end(t);
+    free(c);
+    return yes;
+}
+
+/* Does the remote object's Content-Type and user metadata (@p res, a HEAD's answer)
+ * say what the file has? A file without a Content-Type matches any (the remote gives
+ * the object its default, which a copy could not take away); a file with no metadata
+ * at all (made over NFS, or a cache import whose metadata was never asked for) keeps
+ * the remote's. */
+static bool meta_same(const char *ctype, const struct tier_s3_kv *kv, int nmeta,
+                      const struct tier_s3_result *res)
+{
+    if (!ctype[0] && nmeta == 0)
+        return true;
+    if (ctype[0] && strcasecmp(ctype, res->obj.content_type) != 0)
+        return false;
+    if ((size_t)nmeta != res->nmeta)
+        return false;
+    for (int i = 0; i < nmeta; i++) {
+        size_t k = 0;
+        while (k < res->nmeta && strcasecmp(kv[i].name, res->meta[k].name) != 0)
+            k++;
+        if (k == res->nmeta || strcmp(kv[i].value, res->meta[k].value) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The recorded copy of evicted file @p j, its only one, changed or went on the remote
+ * before it could be copied (under @p src): its bytes are nowhere. Nothing is uploaded
+ * (a recall would find the same); the record stays, so a read of the file recalls from
+ * it and answers SRV_EREMOTECHG, never other bytes. Logged, counted, and tried again
+ * with the file's back-off. */
+static int copy_lost(struct tier_upload *u, struct job *j, const char *src, const char *msg)
+{
+    pthread_mutex_lock(&u->mu);
+    u->copy_lost++;
+    pthread_mutex_unlock(&u->mu);
+    srv_log(ERROR, TIER,
+            "remote %u: the copy of evicted ino=%" PRIu64 " at '%s' (ETag %s) changed or is "
+            "gone (%s): it was its only copy, reads of it answer an error",
+            j->remote, j->ino, src, j->rec_etag, msg);
+    failed(u, j->bucket, j->remote, j->ino, EK_REMOTE, false, "copy",
+           "the remote copy of an evicted file changed or is gone");
+    return SRV_EREMOTECHG;
+}
+
+/* Outcomes of copy_renamed beside 0 (copied) and errors. */
+#define REUSE_UPLOAD 1 /* upload the file instead */
+#define REUSE_KEPT 2   /* the recorded copy is current as it is (a HEAD said so) */
+
+/* A copy of @p src (j's recorded copy) answered ETag @p etag: was its source still the
+ * recorded copy? The If-Match on the source should have made sure, but some stores
+ * (Ceph RGW 16 among them) ignore x-amz-copy-source-if-match and copy whatever the key
+ * holds. The same ETag: the same bytes. Another one: a plain MD5 recorded means other
+ * bytes (a copy keeps the MD5 of its bytes); a multipart ETag recorded may be given a new
+ * one by a store's copy, so a HEAD of the source (If-Match the recorded ETag) decides.
+ * @return true when the copy holds the recorded bytes. */
+static bool copy_checked(struct tier_upload *u, struct job *j, struct tier_s3 *s3, const char *src,
+                         const char *etag)
+{
+    if (strcasecmp(etag, j->rec_etag) == 0)
+        return true;
+    bool ok = false;
+    if (strchr(j->rec_etag, '-')) {
+        struct tier_s3_result res;
+        memset(&res, 0, sizeof(res));
+        struct tier_s3_op hop = {.code = TIER_S3_HEAD_OBJECT, .key = src, .if_match = j->rec_etag};
+        ok = up_one(u, s3, &hop, &res) == 0 && res.obj.size == j->size;
+        tier_s3_result_fini(&res);
+    }
+    if (!ok)
+        srv_log(WARN, TIER,
+                "remote %u: the copy of '%s' to '%s' answered ETag %s, its recorded copy has "
+                "%s: the source changed behind our back",
+                j->remote, src, j->key, etag, j->rec_etag);
+    return ok;
+}
+
+/* A copy that copied other bytes than the recorded copy's (copy_checked): the target
+ * of a rename holds bytes that are not the file's, and goes; then the file is uploaded,
+ * or, evicted, its loss noted (copy_lost). */
+static int copy_wrong(struct tier_upload *u, struct job *j, struct tier_s3 *s3, const char *src)
+{
+    if (j->oldkey) {
+        struct tier_s3_op op = {.code = TIER_S3_DELETE_OBJECT, .key = j->key};
+        struct tier_s3_result res;
+        memset(&res, 0, sizeof(res));
+        up_one(u, s3, &op, &res);
+        tier_s3_result_fini(&res);
+    }
+    if (j->evicted)
+        return copy_lost(u, j, src, "the source's ETag is not the recorded one");
+    return REUSE_UPLOAD;
+}
+
+/* A file whose recorded copy (@p j: copyable) may still hold its bytes: renamed
+ * (oldkey: the copy's key), or with a change of its metadata only (no oldkey: the
+ * copy is under the file's key). The copy holds the file's bytes when the file did not
+ * change since the copy was made (its change counter is the record's: a directory
+ * renamed above it moves no counter), when it is evicted (evicted_as: no byte is
+ * recalled), or when its bytes as they are now hash to the copy's ETag (a rename of
+ * the file itself, a chmod or a touch move its counter, as any change does).
+ * Renamed: the copy is copied server-side to the new key. Metadata only: a HEAD of
+ * the copy (If-Match its ETag) compares the remote's Content-Type and user metadata
+ * with the file's; equal (mode, owner and times are not on the remote), the copy is
+ * kept as it is (REUSE_KEPT, @p etag its ETag); different, it is copied onto itself
+ * with the new metadata. Every copy request names the copy's ETag
+ * (x-amz-copy-source-if-match), so the target gets exactly the bytes that ETag
+ * confirmed. Up to copy_max one CopyObject; larger, a multipart upload of
+ * UploadPartCopy parts laid out as the upload's. @p etag gets the copy's ETag
+ * (checked by the caller's HEAD). @return 0 (copied), REUSE_UPLOAD, REUSE_KEPT, or an
+ * error (noted; SRV_EREMOTECHG: the copy of an evicted file is lost, copy_lost). */
 static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3, int par,
                         const char *ctype, const struct tier_s3_kv *kv, int nmeta, char *etag)
 {
+    const char *src = j->oldkey ? j->oldkey : j->key;
     char le[TIER_S3_ETAG_MAX];
     int rc;
-    if (j->rec_change != j->change) {
+    j->evicted = evicted_as(u, j->ino, j->change, j->rec_etag);
+    if (j->rec_change != j->change && !j->evicted) {
         rc = local_etag(u, j, le, sizeof(le));
         if (rc) {
             failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL, false,
@@ -1241,27 +1370,63 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
             pthread_mutex_lock(&u->mu);
             u->copy_mismatch++;
             pthread_mutex_unlock(&u->mu);
-            return 1;
+            return REUSE_UPLOAD;
         }
     }
     struct tier_s3_result res;
     memset(&res, 0, sizeof(res));
+    if (!j->oldkey || j->evicted) {
+        /* metadata only: is the remote's metadata the file's? Evicted: is its only copy
+         * still there, unchanged? (a store that ignores the If-Match on a copy's source
+         * would copy other bytes, each time the file is tried again) */
+        struct tier_s3_op hop = {.code = TIER_S3_HEAD_OBJECT, .key = src, .if_match = j->rec_etag};
+        rc = up_one(u, s3, &hop, &res);
+        if (rc == 0 && res.obj.size != j->size)
+            rc = SRV_EPRECOND;
+        if (rc == SRV_EPRECOND || rc == -ENOENT) {
+            char msg[sizeof(res.message)];
+            snprintf(msg, sizeof(msg), "%s", res.message[0] ? res.message : srv_strerror(rc));
+            tier_s3_result_fini(&res);
+            if (j->evicted)
+                return copy_lost(u, j, src, msg);
+            return REUSE_UPLOAD; /* replaced or deleted behind our back: upload it */
+        }
+        if (rc) {
+            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "head",
+                   res.message);
+            tier_s3_result_fini(&res);
+            return rc;
+        }
+        bool same = !j->oldkey && meta_same(ctype, kv, nmeta, &res);
+        if (same)
+            snprintf(etag, TIER_S3_ETAG_MAX, "%s", res.obj.etag);
+        tier_s3_result_fini(&res);
+        if (same)
+            return REUSE_KEPT;
+    }
     uint64_t copy_max = u->cfg.copy_max ? u->cfg.copy_max : COPY_MAX_DEFAULT;
     if (j->size <= copy_max) {
+        /* the file's metadata, or the copy's when the file has none (see meta_same) */
         struct tier_s3_op op = {.code = TIER_S3_COPY_OBJECT,
                                 .key = j->key,
-                                .copy_from = j->oldkey,
+                                .copy_from = src,
                                 .copy_if_match = j->rec_etag,
-                                .meta_replace = true,
+                                .meta_replace = ctype[0] || nmeta > 0,
                                 .content_type = ctype[0] ? ctype : NULL,
                                 .meta = kv,
                                 .nmeta = (size_t)nmeta};
         rc = up_one(u, s3, &op, &res);
+        if (rc && j->evicted && (rc == SRV_EPRECOND || rc == -ENOENT)) {
+            char msg[sizeof(res.message)];
+            snprintf(msg, sizeof(msg), "%s", res.message);
+            tier_s3_result_fini(&res);
+            return copy_lost(u, j, src, msg);
+        }
         if (rc && copy_refused(rc, &res)) {
             srv_log(INFO, TIER, "remote %u: copy of %s to %s refused (%s): uploading it", j->remote,
-                    j->oldkey, j->key, res.message);
+                    src, j->key, res.message);
             tier_s3_result_fini(&res);
-            return 1;
+            return REUSE_UPLOAD;
         }
         if (rc)
             failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "copy",
@@ -1269,6 +1434,8 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
         else
             snprintf(etag, TIER_S3_ETAG_MAX, "%s", res.obj.etag);
         tier_s3_result_fini(&res);
+        if (rc == 0 && !copy_checked(u, j, s3, src, etag))
+            return copy_wrong(u, j, s3, src);
         return rc;
     }
     uint64_t psize, nparts;
@@ -1293,7 +1460,8 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
     struct tier_s3_op *ops = calloc(n, sizeof(*ops));
     struct tier_s3_result *rs = calloc(n, sizeof(*rs));
     rc = parts && etags && ops && rs ? 0 : -ENOMEM;
-    bool refused = false;
+    bool refused = false, lost = false;
+    char lost_msg[sizeof(res.message)] = "";
     for (uint64_t p = 0; rc == 0 && p < nparts; p += n) {
         size_t k = (size_t)(nparts - p < n ? nparts - p : n);
         for (size_t i = 0; i < k; i++) {
@@ -1302,7 +1470,7 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
                                          .key = j->key,
                                          .upload_id = upload_id,
                                          .part_number = (int)(p + i + 1),
-                                         .copy_from = j->oldkey,
+                                         .copy_from = src,
                                          .copy_if_match = j->rec_etag,
                                          .off = off,
                                          .len = j->size - off < psize ? j->size - off : psize};
@@ -1312,8 +1480,11 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
         for (size_t i = 0; i < k; i++) {
             if (rc == 0 && rs[i].err) {
                 rc = rs[i].err;
-                refused = copy_refused(rc, &rs[i]);
-                if (!refused)
+                lost = j->evicted && (rc == SRV_EPRECOND || rc == -ENOENT);
+                refused = !lost && copy_refused(rc, &rs[i]);
+                if (lost)
+                    snprintf(lost_msg, sizeof(lost_msg), "%s", rs[i].message);
+                else if (!refused)
                     failed(u, j->bucket, j->remote, j->ino, err_kind(rc), rs[i].retryable,
                            "copy part", rs[i].message);
             } else if (rc == 0) {
@@ -1334,12 +1505,35 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
     free(ops);
     free(rs);
     free(upload_id);
+    if (lost)
+        return copy_lost(u, j, src, lost_msg);
     if (refused) {
-        srv_log(INFO, TIER, "remote %u: copy of %s to %s refused: uploading it", j->remote,
-                j->oldkey, j->key);
-        return 1;
+        srv_log(INFO, TIER, "remote %u: copy of %s to %s refused: uploading it", j->remote, src,
+                j->key);
+        return REUSE_UPLOAD;
     }
+    if (rc == 0 && !copy_checked(u, j, s3, src, etag))
+        return copy_wrong(u, j, s3, src);
     return rc;
+}
+
+/* The copy of renamed file @p j under its old key goes (its old remote's client, or
+ * @p s3 when the same), unless another file took that key. @return 0, or the
+ * delete's error (noted). */
+static int drop_oldkey(struct tier_upload *u, struct job *j, struct tier_s3 *s3)
+{
+    char why[256];
+    int par, err, rc;
+    if (!j->oldkey || key_used(u, j->bucket, j->oldkey))
+        return 0;
+    struct tier_s3 *os3 =
+        j->oldremote == j->remote ? s3 : client_of(u, j->oldremote, &par, why, sizeof(why), &err);
+    if (!os3)
+        return 0; /* the old remote is gone: its copy is out of reach */
+    if ((rc = delete_copy(u, os3, j->oldremote, j->bucket, j->ino, j->oldkey)) != 0)
+        return rc;
+    after_delete(u, j->bucket, j->oldkey);
+    return 0;
 }
 
 /* Upload @p j: @return 0 (recorded), or nonzero (noted as a failure). */
@@ -1382,17 +1576,19 @@ static int do_upload(struct tier_upload *u, struct job *j)
     }
     layout(u, j->size, &psize, &nparts);
     char etag[TIER_S3_ETAG_MAX] = "";
-    bool copied = false;
-    if (j->copyable && j->oldkey) {
-        /* a rename: a server-side copy of the old key's copy, when it holds these bytes */
+    bool copied = false, kept = false;
+    if (j->copyable) {
+        /* a rename or a change of metadata only: a server-side copy of the recorded copy
+         * (or that copy kept as it is), when it holds these bytes */
         rc = copy_renamed(u, j, s3, par, ctype, kv, nmeta, etag);
         if (rc < 0)
             goto out;
         copied = rc == 0;
+        kept = rc == REUSE_KEPT;
         rc = 0;
     }
-    if (copied) {
-        /* confirmed below as an upload is */
+    if (copied || kept) {
+        /* a copy is confirmed below as an upload is; a kept one was by its HEAD */
     } else if (nparts == 1) {
         size_t len = (size_t)j->size;
         bufs = calloc(1, sizeof(*bufs));
@@ -1513,9 +1709,9 @@ static int do_upload(struct tier_upload *u, struct job *j)
      * the copy) answered. An empty file's PUT that answered the empty MD5 is confirmed
      * by that answer: the remote says it holds no bytes */
     struct tier_s3_op hop = {.code = TIER_S3_HEAD_OBJECT, .key = j->key};
-    if (!copied && j->size == 0 && strcasecmp(etag, EMPTY_MD5) == 0) {
+    if (kept || (!copied && j->size == 0 && strcasecmp(etag, EMPTY_MD5) == 0)) {
         rc = 0;
-        res.obj.size = 0;
+        res.obj.size = j->size;
         snprintf(res.obj.etag, sizeof(res.obj.etag), "%s", etag);
     } else {
         rc = up_one(u, s3, &hop, &res);
@@ -1535,17 +1731,14 @@ static int do_upload(struct tier_upload *u, struct job *j)
     }
     snprintf(etag, sizeof(etag), "%s", res.obj.etag);
     tier_s3_result_fini(&res);
-    /* the copy under the file's former key goes, unless another file took that key */
-    if (j->oldkey && !key_used(u, j->bucket, j->oldkey)) {
-        int orc;
-        struct tier_s3 *os3 = j->oldremote == j->remote
-                                  ? s3
-                                  : client_of(u, j->oldremote, &orc, why, sizeof(why), &err);
-        if (os3 && (rc = delete_copy(u, os3, j->oldremote, j->bucket, j->ino, j->oldkey)) != 0)
-            goto out;
-        if (os3)
-            after_delete(u, j->bucket, j->oldkey);
-    }
+    /* the copy under the file's former key goes, unless another file took that key:
+     * before the new key is recorded (a SIGKILL in between: the next pass copies or
+     * uploads the file again, and deletes the old key), but after it for an evicted
+     * file, whose recalls read the recorded key: its old key must hold the bytes until
+     * the record names the new one (a SIGKILL in between leaves a stray object) */
+    bool rec_first = copied && j->evicted;
+    if (!rec_first && (rc = drop_oldkey(u, j, s3)) != 0)
+        goto out;
     struct meta_tier_copy *c = calloc(1, sizeof(*c));
     if (!c) {
         rc = -ENOMEM;
@@ -1569,10 +1762,19 @@ static int do_upload(struct tier_upload *u, struct job *j)
         failed(u, j->bucket, j->remote, j->ino, EK_LOCAL, false, "record", srv_strerror(rc));
         goto out;
     }
+    if (rec_first && drop_oldkey(u, j, s3) != 0)
+        srv_log(WARN, TIER,
+                "remote %u: the copy at the old key '%s' of ino=%" PRIu64
+                " stays there (a stray object)",
+                j->oldremote, j->oldkey, j->ino);
     if (u->cfg.dirty)
         tier_dirty_confirmed(u->cfg.dirty, j->bucket, j->level, j->size);
     pthread_mutex_lock(&u->mu);
-    if (copied) {
+    if (kept) {
+        u->kept++;
+    } else if (copied && !j->oldkey) {
+        u->meta_copies++;
+    } else if (copied) {
         u->copies++;
         u->copy_bytes += j->size;
     } else {
@@ -1586,9 +1788,11 @@ static int do_upload(struct tier_upload *u, struct job *j)
     pthread_mutex_unlock(&u->mu);
     srv_log(DEBUG, TIER, "tenant=%u remote %u: uploaded %s (%" PRIu64 " bytes, %s)", j->tenant,
             j->remote, j->key, j->size,
-            copied       ? "copied from its old key"
-            : nparts > 1 ? "multipart"
-                         : "one PUT");
+            kept                   ? "its copy kept: metadata not on the remote"
+            : copied && !j->oldkey ? "its metadata replaced by a copy onto itself"
+            : copied               ? "copied from its old key"
+            : nparts > 1           ? "multipart"
+                                   : "one PUT");
 out:
     if (bufs) {
         for (int i = 0; i < (nparts == 1 ? 1 : par); i++)
@@ -1975,6 +2179,13 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
             u->held_pending++;
         }
     }
+    if (due && !forced && !pending && r.size == 0 && dsize == 0 && s->now_ns - ct < PEND_QUIET_NS) {
+        /* an empty file just made (an NFS CREATE): its writer's first write usually
+         * follows, and a copy of it would be deleted (renamed meanwhile) or replaced.
+         * It waits PEND_QUIET_NS, unless forced */
+        due = false;
+        u->held_pending++;
+    }
     int rc = 0;
     /* cheapest checks first: this runs for every pending file of every pass */
     if (due && !s->pe->ro && u->queued < (size_t)u->nwork * 8 && !remote_down(u, s->pe->p.remote) &&
@@ -1996,11 +2207,20 @@ static int bscan_cb(void *arg, const char *key, size_t klen, const struct meta_k
                 /* a rename: the copy under the old key may be copied server-side, when
                  * it holds the file's bytes (checked by the worker) */
                 j->copyable = s->c.st.remote == s->pe->p.remote && s->c.st.etag[0] &&
-                              s->c.st.size == r.size && r.size > 0 && !(r.flags & META_I_EVICTED);
+                              s->c.st.size == r.size && r.size > 0;
                 j->rec_change = s->c.st.change;
                 snprintf(j->rec_etag, sizeof(j->rec_etag), "%s", s->c.st.etag);
             } else if (have && s->c.st.remote != s->pe->p.remote) {
                 /* the policy moved to another remote: the old copy stays there */
+            } else if (have && s->c.st.etag[0] && s->c.st.size == r.size && r.size > 0 &&
+                       ((r.flags & META_I_EVICTED) || r.mtime_s <= s->c.st.time_s)) {
+                /* changed under the same key, but its bytes were not modified since the
+                 * copy was confirmed (evicted, or an mtime no later: a chmod, a chown, S3
+                 * metadata, a touch into the past): perhaps its metadata only, which the
+                 * worker checks (the bytes by their ETag unless evicted) */
+                j->copyable = true;
+                j->rec_change = s->c.st.change;
+                snprintf(j->rec_etag, sizeof(j->rec_etag), "%s", s->c.st.etag);
             }
             rc = queue(u, j);
         } else {
@@ -2899,10 +3119,25 @@ void tier_upload_metrics(struct tier_upload *u, struct evbuffer *out)
                         "# TYPE s3nfs_tier_copy_mismatch_total counter\n"
                         "s3nfs_tier_copy_mismatch_total %" PRIu64 "\n"
                         "# HELP s3nfs_tier_upload_held_total Times a due file was not queued "
-                        "because its writer was still writing (uncommitted NFS writes).\n"
+                        "because its writer was still writing (uncommitted NFS writes, or "
+                        "an empty file just made).\n"
                         "# TYPE s3nfs_tier_upload_held_total counter\n"
                         "s3nfs_tier_upload_held_total %" PRIu64 "\n",
                         u->copies, u->copy_bytes, u->copy_mismatch, u->held_pending);
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_tier_copy_kept_total Changed files whose remote copy "
+                        "was current as it was (metadata not on the remote): no upload.\n"
+                        "# TYPE s3nfs_tier_copy_kept_total counter\n"
+                        "s3nfs_tier_copy_kept_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_copy_meta_total Changed files whose remote copy got "
+                        "their new metadata by a server-side copy onto itself.\n"
+                        "# TYPE s3nfs_tier_copy_meta_total counter\n"
+                        "s3nfs_tier_copy_meta_total %" PRIu64 "\n"
+                        "# HELP s3nfs_tier_copy_lost_total Evicted files whose remote copy (their "
+                        "only one) changed or went before it could be copied.\n"
+                        "# TYPE s3nfs_tier_copy_lost_total counter\n"
+                        "s3nfs_tier_copy_lost_total %" PRIu64 "\n",
+                        u->kept, u->meta_copies, u->copy_lost);
     evbuffer_add_printf(out,
                         "# HELP s3nfs_tier_evictions_total Files whose local extents the tier "
                         "freed.\n# TYPE s3nfs_tier_evictions_total counter\n"
