@@ -355,9 +355,12 @@ int core_write(struct core *c, const struct core_principal *p, uint64_t ino, uin
  * one op; returns at once when none is pending).
  * @return 0, SRV_ESTALE, -EIO, -ENOSPC (LMDB map full; the writes stay pending). */
 int core_commit(struct core *c, const struct core_principal *p, uint64_t ino);
-/** Does @p ino have UNSTABLE writes not committed yet? @p last_ns (may be NULL) gets
- * the time of the last one (its mtime, real time in ns). The tier's uploader leaves a
- * file alone while its writer is at it. Never blocks on a flush.
+/** Does @p ino have UNSTABLE writes its writer has not committed yet (core_commit),
+ * including writes a flush of the server's own (past CORE_PEND_INO_MAX, a rename, a
+ * sync) made durable meanwhile? @p last_ns (may be NULL) gets the time of the last
+ * one (its mtime, real time in ns). The tier's uploader leaves a file alone while its
+ * writer is at it. Never blocks on a flush. A file whose pending record went once
+ * flushed (small or written out of order: no running MD5 kept) reports 0.
  * @return 1 (yes), 0 (no). */
 int core_pending_writes(struct core *c, uint64_t ino, int64_t *last_ns);
 /** Write verifier: changes every time the core is opened (NFS writeverf3). */

@@ -1163,8 +1163,8 @@ int core__write(struct core *c, const struct core_principal *p, uint64_t ino, ui
         if (atomic_load(&c->data->pend_total) > CORE_PEND_TOTAL_MAX)
             flush_all = true;
     }
-    if (rc == 0 && flush)
-        rc = core__pend_flush(c, pd);
+    if (rc == 0 && flush) /* a stable write needs no COMMIT: it is its writer's own */
+        rc = stable != CORE_UNSTABLE ? core__pend_commit(c, pd) : core__pend_flush(c, pd);
     else if (rc == 0 && bg)
         core__pend_flush_async(c, ino);
     if (rc == 0 && flush_all && (rc = core__pend_flush_all(c)) != 0 && stable == CORE_UNSTABLE)
@@ -1191,7 +1191,7 @@ int core_commit(struct core *c, const struct core_principal *p, uint64_t ino)
     struct core__pend *pd = core__pend_get(c, ino, false);
     if (!pd)
         return 0; /* nothing pending: every acknowledged write is durable */
-    rc = core__pend_flush(c, pd);
+    rc = core__pend_commit(c, pd);
     core__pend_put(c, pd);
     return rc;
 }

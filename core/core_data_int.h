@@ -310,6 +310,9 @@ void core__attr_pend(struct core *c, struct core_attr *out);
 /** Write all pending data of @p p and commit it in one op; durable on return.
  * @return 0, SRV_ESTALE (inode gone: pending data dropped), -EIO, -ENOSPC. */
 int core__pend_flush(struct core *c, struct core__pend *p);
+/** core__pend_flush for a client's COMMIT: also records that the writer acknowledged
+ * every write so far (core_pending_writes stops reporting them). */
+int core__pend_commit(struct core *c, struct core__pend *p);
 /** core__pend_flush of inode @p ino's pending data, if any (an inode gone meanwhile
  * had nothing left to commit: 0). @return 0, -EIO, -ENOSPC. */
 int core__pend_flush_ino(struct core *c, uint64_t ino);
@@ -356,6 +359,7 @@ struct core__pend {
     pthread_cond_t cv;             /* flushing / excl cleared */
     bool dead, flushing, excl;
     uint64_t ver;                  /* bumped by every pending change */
+    uint64_t acked;                /* ver a client's COMMIT (core_commit) covered last */
     uint64_t cver;                 /* bumped by every committed change (flush, setattr) */
     uint64_t tver;                 /* bumped by every setattr */
     struct core__fext_list ext;

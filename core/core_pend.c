@@ -396,7 +396,9 @@ int core_pending_writes(struct core *c, uint64_t ino, int64_t *last_ns)
     if (!p)
         return 0;
     pthread_mutex_lock(&p->mu);
-    bool has = !p->dead && (p->ext.n || p->inl);
+    /* written since the writer's last COMMIT, even if a flush of our own (the 64 MiB
+     * bound, a rename, a sync) committed it meanwhile: the writer is not done */
+    bool has = !p->dead && (p->ext.n || p->inl || p->ver != p->acked);
     if (has && last_ns)
         *last_ns = (int64_t)p->mtime.tv_sec * 1000000000ll + p->mtime.tv_nsec;
     pthread_mutex_unlock(&p->mu);
@@ -558,14 +560,18 @@ static int flush_fn(struct meta_txn *t, void *arg)
     return rc;
 }
 
-int core__pend_flush(struct core *c, struct core__pend *p)
+/* @p client: a client's COMMIT, which acknowledges every write made before it. */
+static int pend_flush(struct core *c, struct core__pend *p, bool client)
 {
     struct core__pend_batch b;
     int rc;
     pthread_mutex_lock(&p->mu);
     while (p->flushing || p->excl)
         pthread_cond_wait(&p->cv, &p->mu);
+    uint64_t ver = p->ver;
     if (p->dead || (!p->ext.n && !p->inl)) {
+        if (client && ver > p->acked)
+            p->acked = ver; /* all committed by flushes of our own */
         pthread_mutex_unlock(&p->mu);
         return 0;
     }
@@ -589,6 +595,8 @@ int core__pend_flush(struct core *c, struct core__pend *p)
 
     pthread_mutex_lock(&p->mu);
     p->cver++;
+    if (rc == 0 && client && ver > p->acked)
+        p->acked = ver;
     if (rc == 0) {
         size_t j = 0;
         for (size_t i = 0; i < p->ext.n; i++) {
@@ -634,6 +642,16 @@ int core__pend_flush(struct core *c, struct core__pend *p)
     pthread_mutex_unlock(&p->mu);
     core__pend_batch_free(&b);
     return rc;
+}
+
+int core__pend_flush(struct core *c, struct core__pend *p)
+{
+    return pend_flush(c, p, false);
+}
+
+int core__pend_commit(struct core *c, struct core__pend *p)
+{
+    return pend_flush(c, p, true);
 }
 
 int core__pend_flush_all(struct core *c)

@@ -553,6 +553,40 @@ static void test_pending_dropped(void **state)
     free(buf);
 }
 
+/* Writes a flush of the server's own made durable (core_sync here; the 64 MiB bound
+ * or a rename in use) stay reported by core_pending_writes until the writer's COMMIT
+ * or a stable write: the tier leaves a file alone while its writer is at it. */
+static void test_pending_until_commit(void **state)
+{
+    struct fx *f = *state;
+    uint8_t *buf = malloc(4 * MB);
+    fx_fill(buf, 4 * MB, 41);
+    uint64_t a = mkfile(f, "pw");
+    int64_t last = 0;
+    assert_int_equal(core_pending_writes(f->c, a, &last), 0);
+    wr(f, a, 0, buf, 2 * MB);
+    assert_int_equal(core_pending_writes(f->c, a, &last), 1);
+    assert_true(last > 0);
+    assert_int_equal(core_sync(f->c), 0); /* durable, not acknowledged */
+    last = 0;
+    assert_int_equal(core_pending_writes(f->c, a, &last), 1);
+    assert_true(last > 0);
+    assert_int_equal(core_commit(f->c, &f->p, a), 0);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 0);
+    wr(f, a, 2 * MB, buf + 2 * MB, MB);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 1);
+    assert_int_equal(core_commit(f->c, &f->p, a), 0);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 0);
+    /* a stable write is its writer's own commit */
+    wr(f, a, 3 * MB, buf + 3 * MB, MB / 2);
+    assert_int_equal(core_write(f->c, &f->p, a, 3 * MB + MB / 2, buf + 3 * MB + MB / 2, MB / 2,
+                                CORE_FILE_SYNC, NULL, NULL, NULL),
+                     0);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 0);
+    check(f, a, buf, 4 * MB);
+    free(buf);
+}
+
 static void test_unlink_open(void **state)
 {
     struct fx *f = *state;
@@ -970,6 +1004,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_direct_read, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_vs_read, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pending_dropped, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_until_commit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota_rename, fx_setup, fx_teardown),
