@@ -223,6 +223,13 @@ def test_evict_by_watermark_least_recently_read_first(daemon_factory, rgw):
     time.sleep(1.1)
     adm = Admin(dm)
     r = add_remote(adm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb)
+    # every file copied first (no watermark yet): an eviction pass then chooses among
+    # all three; with the watermark at once, a pass could run while only some copies
+    # are confirmed (uploads finish in any order on a loaded machine) and evict the
+    # only candidates it has, f0 or f2, right or wrong order alike
+    adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": 0})
+    for k in data:
+        wait_for(lambda k=k: state(dm, b, k) == "uploaded", timeout=120, what=f"{k} uploaded")
     # high 1.5 %, low 1 % of about 1 GiB: one file of 8 MiB over low must go, the
     # least recently read (f1), then f2 if still over the low mark
     pol = adm.put(f"/tenants/1/buckets/{b}/tier",
