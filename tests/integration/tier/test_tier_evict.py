@@ -427,7 +427,12 @@ def test_read_times_survive_restart(daemon_factory, rgw, how):
     time.sleep(max(0.0, put_at + 8 - time.time()))
     assert get(dm, b, "read", "bytes=0-9") == data["read"][:10]  # read at about put + 8 s
     read_at = time.time()
-    time.sleep(1.5)  # passes (tier_poll_ms 200) keep the read time in its record
+    # a pass keeps the read time in its record: wait for one that began after the read
+    # (a flush barrier is done at its end), not a fixed time a loaded machine may outlast
+    adm = Admin(dm)
+    bar = adm.call("POST", f"/tenants/1/buckets/{b}/tier/flush", want=200)[1]["barrier"]
+    wait_for(lambda: adm.get(f"/tenants/1/buckets/{b}/tier/flush?barrier={bar}")["done"],
+             what="a pass after the read")
     if how == "kill":
         dm.kill()
     else:
