@@ -120,7 +120,10 @@ def test_background_md5_throttled_by_system_read_cap(sd):
         want = (SIZE - CAP) / CAP
         print(f"ETag after {t_free:.2f} s without a cap, {t_capped:.2f} s with "
               f"{CAP >> 20} MiB/s (expected about {want:.1f} s more)")
-        assert t_capped - t_free >= 0.8 * want
+        # the cap holds: after its burst the reads go no faster than it (less a piece
+        # admitted ahead: 0.8), however quick the uncapped run was (not t_capped -
+        # t_free: a loaded machine may slow the uncapped run by seconds)
+        assert t_capped >= 0.8 * want
         assert t_capped <= t_free + 1.5 * SIZE / CAP + 2
     finally:
         try:

@@ -223,6 +223,13 @@ def test_evict_by_watermark_least_recently_read_first(daemon_factory, rgw):
     time.sleep(1.1)
     adm = Admin(dm)
     r = add_remote(adm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb)
+    # every file copied first (no watermark yet): an eviction pass then chooses among
+    # all three; with the watermark at once, a pass could run while only some copies
+    # are confirmed (uploads finish in any order on a loaded machine) and evict the
+    # only candidates it has, f0 or f2, right or wrong order alike
+    adm.put(f"/tenants/1/buckets/{b}/tier", {"remote": r["id"], "upload_after_s": 0})
+    for k in data:
+        wait_for(lambda k=k: state(dm, b, k) == "uploaded", timeout=120, what=f"{k} uploaded")
     # high 1.5 %, low 1 % of about 1 GiB: one file of 8 MiB over low must go, the
     # least recently read (f1), then f2 if still over the low mark
     pol = adm.put(f"/tenants/1/buckets/{b}/tier",
@@ -420,7 +427,12 @@ def test_read_times_survive_restart(daemon_factory, rgw, how):
     time.sleep(max(0.0, put_at + 8 - time.time()))
     assert get(dm, b, "read", "bytes=0-9") == data["read"][:10]  # read at about put + 8 s
     read_at = time.time()
-    time.sleep(1.5)  # passes (tier_poll_ms 200) keep the read time in its record
+    # a pass keeps the read time in its record: wait for one that began after the read
+    # (a flush barrier is done at its end), not a fixed time a loaded machine may outlast
+    adm = Admin(dm)
+    bar = adm.call("POST", f"/tenants/1/buckets/{b}/tier/flush", want=200)[1]["barrier"]
+    wait_for(lambda: adm.get(f"/tenants/1/buckets/{b}/tier/flush?barrier={bar}")["done"],
+             what="a pass after the read")
     if how == "kill":
         dm.kill()
     else:
