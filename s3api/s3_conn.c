@@ -408,11 +408,13 @@ static void conn_sock_read(evutil_socket_t fd, short what, void *arg)
  * So after answering, the loop looks at the socket every S3_POLL_STEP_US (a
  * MSG_PEEK recv; sched_yield between looks, so that a client on the same CPU
  * runs first) for up to loop_poll_us; a request that comes meanwhile is read
- * at once. Only while nothing else could need the loop: the connection is
- * the loop's only one (of any protocol), it waits for a
- * request's headers with nothing of it in flight, buffered or unsent, and no
- * other event of the loop is active; at most S3_POLL_SPAN_US per readable
- * event, after which the loop runs its timers.
+ * at once. A yield that let another thread run (it took longer than
+ * S3_POLL_BUSY_US) ends the polling: the CPU is busy, not halting, so
+ * sleeping costs nothing there. Only while nothing else could need the
+ * loop: the connection is the loop's only one (of any protocol), it waits
+ * for a request's headers with nothing of it in flight, buffered or unsent,
+ * and no other event of the loop is active; at most S3_POLL_SPAN_US per
+ * readable event, after which the loop runs its timers.
  * @return true: input came (the caller reads it); false: the loop sleeps. */
 static bool conn_poll_next(struct s3_conn *c, evutil_socket_t fd, uint64_t span_end)
 {
@@ -443,9 +445,14 @@ static bool conn_poll_next(struct s3_conn *c, evutil_socket_t fd, uint64_t span_
         }
         if (now >= end)
             return false;
-        /* the client may share this CPU: let it run (and send) first */
+        /* Let whatever else could run on this CPU (the client, perhaps) run
+         * first. If something did, the CPU is not idle: sleeping now costs
+         * no wake-up of a halted CPU, so polling on would only take CPU. */
+        uint64_t before = now;
         sched_yield();
         now = srv_now_us();
+        if (now - before > S3_POLL_BUSY_US)
+            return false;
     }
 }
 

@@ -50,6 +50,7 @@ struct tenants;
 #define S3_SMALL_READ 4096u        /* reads up to this go through the loop's buffer */
 #define S3_POLL_STEP_US ((uint64_t)5)    /* between two looks at the socket while polling */
 #define S3_POLL_SPAN_US ((uint64_t)2000) /* most time one readable event keeps the loop polling */
+#define S3_POLL_BUSY_US ((uint64_t)20)   /* a yield this long ran another thread: stop polling */
 
 struct s3_server {
     char *listen, *domain, *region, *tls_cert, *tls_key;

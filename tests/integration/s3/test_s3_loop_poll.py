@@ -3,7 +3,8 @@
 that is its loop's only one waits, running, for the next request and reads it
 without sleeping (s3nfs_s3_loop_poll_hits_total). The answers are the same; the
 idle timeout, a request that arrives in pieces and a client that closes keep
-working; 0 turns it off."""
+working; 0 turns it off. (Polling also stops when another thread wants the
+loop's CPU: s3_conn.c.)"""
 import os
 import sys
 import time
@@ -52,6 +53,13 @@ def test_polling_for_the_next_request(daemon_factory):
         assert st == 404 and b"NoSuchKey" in body
         st, h, body = one(s, d, "PUT", f"/pollb/k{i % 4}", data[:i + 1])
         assert st == 200
+    # polling stops when another thread wants the loop's CPU (a loaded
+    # machine): go on for a while until some request was found by polling
+    t0 = time.time()
+    while metric(d, "s3nfs_s3_loop_poll_hits_total") == before and time.time() - t0 < 20:
+        for _ in range(50):
+            st, h, body = one(s, d, "GET", "/pollb/small")
+            assert st == 200 and body == data
     assert metric(d, "s3nfs_s3_loop_poll_hits_total") - before > 0, \
         "requests sent right after an answer were found by polling"
     # a request that arrives in two pieces (the first while the loop polls)
