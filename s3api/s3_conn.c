@@ -12,6 +12,7 @@
  * the stack).
  * Thread: the connection's loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -400,6 +401,36 @@ static void conn_sock_read(evutil_socket_t fd, short what, void *arg)
     s3__conn_leave(c);
 }
 
+/* Whether the machine has more runnable threads than CPUs (the running
+ * count of /proc/loadavg, read at most every S3_POLL_BUSY_CHECK_US per
+ * thread): then no CPU halts, and polling would only take CPU from others. */
+static bool machine_busy(void)
+{
+    static __thread uint64_t checked;
+    static __thread bool busy;
+    static long ncpu;
+    uint64_t now = srv_now_us();
+    if (checked && now - checked < S3_POLL_BUSY_CHECK_US)
+        return busy;
+    checked = now;
+    busy = false;
+    if (ncpu <= 0)
+        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return busy;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return busy;
+    buf[n] = '\0';
+    long running = 0; /* "0.20 0.83 1.09 2/345 12345": the 2 */
+    if (sscanf(buf, "%*s %*s %*s %ld/", &running) == 1 && ncpu > 0)
+        busy = running > ncpu;
+    return busy;
+}
+
 /* Polling for the next request (s3_server_config.loop_poll_us;
  * docs/s3-compatibility.md).
  * At one request in flight the loop thread sleeps in epoll_wait between an
@@ -410,11 +441,12 @@ static void conn_sock_read(evutil_socket_t fd, short what, void *arg)
  * runs first) for up to loop_poll_us; a request that comes meanwhile is read
  * at once. A yield that let another thread run (it took longer than
  * S3_POLL_BUSY_US) ends the polling: the CPU is busy, not halting, so
- * sleeping costs nothing there. Only while nothing else could need the
- * loop: the connection is the loop's only one (of any protocol), it waits
- * for a request's headers with nothing of it in flight, buffered or unsent,
- * and no other event of the loop is active; at most S3_POLL_SPAN_US per
- * readable event, after which the loop runs its timers.
+ * sleeping costs nothing there; nor does it poll while the machine has
+ * more runnable threads than CPUs (machine_busy). Only while nothing else
+ * could need the loop: the connection is the loop's only one (of any
+ * protocol), it waits for a request's headers with nothing of it in flight,
+ * buffered or unsent, and no other event of the loop is active; at most
+ * S3_POLL_SPAN_US per readable event, after which the loop runs its timers.
  * @return true: input came (the caller reads it); false: the loop sleeps. */
 static bool conn_poll_next(struct s3_conn *c, evutil_socket_t fd, uint64_t span_end)
 {
@@ -423,7 +455,7 @@ static bool conn_poll_next(struct s3_conn *c, evutil_socket_t fd, uint64_t span_
         c->state != S3_CS_HEADERS || !c->rd_armed || !c->bev ||
         evbuffer_get_length(bufferevent_get_input(c->bev)) > 0 ||
         evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 ||
-        evbuffer_get_length(c->direct) > 0 || srv_loop_conns(c->loop) != 1)
+        evbuffer_get_length(c->direct) > 0 || srv_loop_conns(c->loop) != 1 || machine_busy())
         return false;
     struct event_base *base = bufferevent_get_base(c->bev);
     uint64_t now = srv_now_us(), end = now + (uint64_t)srv->loop_poll_us, next = now;

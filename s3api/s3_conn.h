@@ -51,6 +51,7 @@ struct tenants;
 #define S3_POLL_STEP_US ((uint64_t)5)    /* between two looks at the socket while polling */
 #define S3_POLL_SPAN_US ((uint64_t)2000) /* most time one readable event keeps the loop polling */
 #define S3_POLL_BUSY_US ((uint64_t)20)   /* a yield this long ran another thread: stop polling */
+#define S3_POLL_BUSY_CHECK_US ((uint64_t)100000) /* between two looks at the machine's load */
 
 struct s3_server {
     char *listen, *domain, *region, *tls_cert, *tls_key;
