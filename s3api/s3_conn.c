@@ -12,9 +12,11 @@
  * the stack).
  * Thread: the connection's loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,6 +401,115 @@ static void conn_sock_read(evutil_socket_t fd, short what, void *arg)
     s3__conn_leave(c);
 }
 
+/* Whether the machine has more runnable threads than CPUs (the running
+ * count of /proc/loadavg, read at most every S3_POLL_BUSY_CHECK_US per
+ * thread): then no CPU halts, and polling would only take CPU from others. */
+static bool machine_busy(void)
+{
+    static __thread uint64_t checked;
+    static __thread bool busy;
+    static long ncpu;
+    uint64_t now = srv_now_us();
+    if (checked && now - checked < S3_POLL_BUSY_CHECK_US)
+        return busy;
+    checked = now;
+    busy = false;
+    if (ncpu <= 0)
+        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return busy;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return busy;
+    buf[n] = '\0';
+    long running = 0; /* "0.20 0.83 1.09 2/345 12345": the 2 */
+    if (sscanf(buf, "%*s %*s %*s %ld/", &running) == 1 && ncpu > 0)
+        busy = running > ncpu;
+    return busy;
+}
+
+/* Polling for the next request (s3_server_config.loop_poll_us;
+ * docs/s3-compatibility.md).
+ * At one request in flight the loop thread sleeps in epoll_wait between an
+ * answer and the next request, and its CPU, idle, halts: waking a halted
+ * vCPU is a large part of a small GET's time on a VM (docs/benchmarks.md).
+ * So after answering, the loop looks at the socket every S3_POLL_STEP_US (a
+ * MSG_PEEK recv; sched_yield between looks, so that a client on the same CPU
+ * runs first) for up to loop_poll_us; a request that comes meanwhile is read
+ * at once. A yield that let another thread run (it took longer than
+ * S3_POLL_BUSY_US) ends the polling: the CPU is busy, not halting, so
+ * sleeping costs nothing there; nor does it poll while the machine has
+ * more runnable threads than CPUs (machine_busy). Only while nothing else
+ * could need the loop: the connection is the loop's only one (of any
+ * protocol), it waits for a request's headers with nothing of it in flight,
+ * buffered or unsent, and no other event of the loop is active; at most
+ * S3_POLL_SPAN_US per readable event, after which the loop runs its timers.
+ * @return true: input came (the caller reads it); false: the loop sleeps. */
+static bool conn_poll_next(struct s3_conn *c, evutil_socket_t fd, uint64_t span_end)
+{
+    struct s3_server *srv = c->srv;
+    if (c->dead || c->closing || c->lingering || c->x || c->work_inflight ||
+        c->state != S3_CS_HEADERS || !c->rd_armed || !c->bev ||
+        evbuffer_get_length(bufferevent_get_input(c->bev)) > 0 ||
+        evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 ||
+        evbuffer_get_length(c->direct) > 0 || srv_loop_conns(c->loop) != 1 || machine_busy())
+        return false;
+    struct event_base *base = bufferevent_get_base(c->bev);
+    uint64_t now = srv_now_us(), end = now + (uint64_t)srv->loop_poll_us, next = now;
+    if (end > span_end)
+        end = span_end;
+    for (;;) {
+        if (now >= next) {
+            if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) > 0)
+                return false;
+            char b;
+            ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0) {
+                atomic_fetch_add_explicit(&srv->poll_hits, 1, memory_order_relaxed);
+                return true;
+            }
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                return false; /* end of input or an error: the read event reports it */
+            next = now + S3_POLL_STEP_US;
+        }
+        if (now >= end)
+            return false;
+        /* Let whatever else could run on this CPU (the client, perhaps) run
+         * first. If something did, the CPU is not idle: sleeping now costs
+         * no wake-up of a halted CPU, so polling on would only take CPU. */
+        uint64_t before = now;
+        sched_yield();
+        now = srv_now_us();
+        if (now - before > S3_POLL_BUSY_US)
+            return false;
+    }
+}
+
+/* rd_ev's callback: conn_sock_read, then, with loop_poll_us, the requests
+ * found by polling (conn_poll_next). */
+static void conn_sock_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct s3_conn *c = arg;
+    if (c->srv->loop_poll_us <= 0 || (what & EV_TIMEOUT)) {
+        conn_sock_read(fd, what, c);
+        return;
+    }
+    c->nest++;
+    conn_sock_read(fd, what, c);
+    uint64_t span_end = srv_now_us() + S3_POLL_SPAN_US;
+    bool polled = false;
+    while (conn_poll_next(c, fd, span_end)) {
+        polled = true;
+        conn_sock_read(fd, EV_READ, c);
+    }
+    if (polled && !c->dead && c->rd_armed)
+        event_add(c->rd_ev, &c->rd_tv); /* the idle timeout anew, as a readable event does */
+    s3__conn_leave(c);
+}
+
 static void on_write(struct bufferevent *bev, void *arg)
 {
     struct s3_conn *c = arg;
@@ -576,7 +687,7 @@ void s3__conn_start(void *arg)
     bufferevent_set_max_single_read(c->bev, S3_MAX_IO);
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     if (!srv->ssl) {
-        c->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, conn_sock_read, c);
+        c->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, conn_sock_cb, c);
         if (!c->rd_ev)
             abort();
     }

@@ -48,6 +48,10 @@ struct tenants;
 #define S3_MAX_IO (1u << 20)       /* most bytes one socket read or write moves */
 #define S3_READ_CHUNK (16u << 10)  /* most bytes one read into a plain connection's input takes */
 #define S3_SMALL_READ 4096u        /* reads up to this go through the loop's buffer */
+#define S3_POLL_STEP_US ((uint64_t)5)    /* between two looks at the socket while polling */
+#define S3_POLL_SPAN_US ((uint64_t)2000) /* most time one readable event keeps the loop polling */
+#define S3_POLL_BUSY_US ((uint64_t)20)   /* a yield this long ran another thread: stop polling */
+#define S3_POLL_BUSY_CHECK_US ((uint64_t)100000) /* between two looks at the machine's load */
 
 struct s3_server {
     char *listen, *domain, *region, *tls_cert, *tls_key;
@@ -56,6 +60,9 @@ struct s3_server {
     uint64_t max_object_size;
     int idle_timeout_s;
     int max_conns;
+    int loop_poll_us;               /* s3_server_config.loop_poll_us (0: never poll) */
+    atomic_uint_fast64_t poll_hits; /* requests found by polling (conn_poll_next) */
+    bool metrics_on;                /* render_poll registered (s3_listen.c) */
     struct core *core;
     struct tenants *tenants;
     struct evconnlistener *lev;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
@@ -110,8 +111,21 @@ static char *xstrdup(const char *s)
     return d;
 }
 
+static void render_poll(void *arg, struct evbuffer *out)
+{
+    struct s3_server *srv = arg;
+    evbuffer_add_printf(out,
+                        "# HELP s3nfs_s3_loop_poll_hits_total S3 requests an event-loop thread "
+                        "found while polling for them (s3_loop_poll_us), without sleeping.\n"
+                        "# TYPE s3nfs_s3_loop_poll_hits_total counter\n"
+                        "s3nfs_s3_loop_poll_hits_total %llu\n",
+                        (unsigned long long)atomic_load(&srv->poll_hits));
+}
+
 static void server_free(struct s3_server *srv)
 {
+    if (srv->metrics_on)
+        srv_metrics_remove_renderer(render_poll, srv);
     if (srv->ssl)
         SSL_CTX_free(srv->ssl);
     free(srv->listen);
@@ -164,6 +178,7 @@ int s3_server_start(struct s3_server **out, const struct s3_server_config *cfg, 
     srv->max_object_size = cfg->max_object_size ? cfg->max_object_size : (5ull << 40);
     srv->idle_timeout_s = cfg->idle_timeout_s > 0 ? cfg->idle_timeout_s : 60;
     srv->max_conns = cfg->max_conns > 0 ? cfg->max_conns : 10000;
+    srv->loop_poll_us = cfg->loop_poll_us > 0 ? cfg->loop_poll_us : 0;
     srv->core = c;
     srv->tenants = t;
     if (RAND_bytes((unsigned char *)&srv->instance, sizeof(srv->instance)) != 1)
@@ -185,6 +200,8 @@ int s3_server_start(struct s3_server **out, const struct s3_server_config *cfg, 
     /* accept failing (EMFILE and friends) pauses the listener instead of spinning */
     if ((rc = srv_listen_guard(srv->lev, base, SRV_SUB_S3, "S3")) < 0)
         goto fail;
+    srv_metrics_add_renderer(render_poll, srv);
+    srv->metrics_on = true;
     srv_log(INFO, S3, "req=- tenant=0 S3 listening on %s%s (region %s%s%s)", srv->listen,
             srv->ssl ? " with TLS" : "", srv->region, srv->domain ? ", virtual hosts under " : "",
             srv->domain ? srv->domain : "");

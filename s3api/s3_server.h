@@ -27,6 +27,8 @@ struct s3_server_config {
     uint64_t max_object_size; /* largest PUT/part body; 0 = 5 TiB. Over: 413 EntityTooLarge */
     int idle_timeout_s;       /* idle keep-alive / slow client timeout; 0 = 60 s */
     int max_conns;            /* concurrent connections; 0 = 10000. Over: accepted then closed */
+    int loop_poll_us;         /* after an answer, wait this long, running, for a lone
+                               * connection's next request before sleeping; 0 = never */
     const char *tls_cert;     /* PEM certificate chain; NULL = plain HTTP */
     const char *tls_key;      /* PEM private key (required with tls_cert) */
 };

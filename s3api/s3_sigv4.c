@@ -9,11 +9,12 @@
  * Thread: reentrant. */
 #include <ctype.h>
 #include <errno.h>
-#include <stdio.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/crypto.h>
 
 #include "s3_internal.h"
 #include "srv_err.h"
@@ -101,12 +102,124 @@ char *s3__sigv4_canonical(struct s3_arena *a, const struct s3_req *r,
     return srv_sigv4_canonical_into(&cr, buf, len + 1, &len) == 0 ? buf : NULL;
 }
 
+/* ---------------------------------------------------------------- presigned memo */
+
+/* The presigned requests this thread verified last (a loader reading its
+ * shards through the same presigned URLs, again and again). A presigned
+ * request's signature is a function of its method, its request target (path
+ * and query: the scope, date, expiry, signed header names and payload hash
+ * are all in the query), the values of its signed headers and the key's
+ * secret. So a request with the same signature whose method, target, headers
+ * (all of them, the signed ones among them) and secret (looked up again for
+ * every request: a disabled or deleted key is refused before this, a rotated
+ * one misses) are byte for byte those of a request verified here earlier
+ * verifies the same: only the time checks (not valid yet, expired) depend on
+ * when it comes, and they are made anew. Requests longer than an entry's
+ * fields are verified every time. */
+#define MEMO_N 4
+#define MEMO_URL 1024
+#define MEMO_HDRS 512
+#define MEMO_SECRET 257
+
+struct memo {
+    bool used;
+    char sig[64];
+    char method[16];
+    size_t urllen, hdrslen, secretlen;
+    char url[MEMO_URL];
+    char hdrs[MEMO_HDRS];
+    char secret[MEMO_SECRET];
+    uint8_t key[32];
+};
+
+static _Thread_local struct memo memos[MEMO_N];
+
+/* Every header of @p r as "name\0value\0", in the request's order, into @p out
+ * (MEMO_HDRS): the signed ones among them, whichever the signature names.
+ * @return the length, or 0 when they do not fit. */
+static size_t memo_hdrs(const struct s3_req *r, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        size_t nl = strlen(r->hdrs[i].name), vl = r->hdrs[i].vlen;
+        if (n + nl + vl + 2 > MEMO_HDRS)
+            return 0;
+        memcpy(out + n, r->hdrs[i].name, nl + 1);
+        n += nl + 1;
+        memcpy(out + n, r->hdrs[i].val, vl);
+        n += vl;
+        out[n++] = '\0';
+    }
+    return n;
+}
+
+static struct memo *memo_slot(const struct srv_sigv4_auth *sig)
+{
+    unsigned h = 0;
+    for (int i = 0; i < 8; i++)
+        h = h * 16 + (unsigned)(sig->signature[i] & 15);
+    return &memos[h % MEMO_N];
+}
+
+/* The entry that verified this very request, or NULL. */
+static struct memo *memo_find(const struct s3_req *r, const struct srv_sigv4_auth *sig,
+                              const char *secret, const char *hdrs, size_t hdrslen)
+{
+    struct memo *m = memo_slot(sig);
+    size_t ul = strlen(r->url), sl = strlen(secret);
+    if (!m->used || memcmp(m->sig, sig->signature, 64) != 0 || m->urllen != ul ||
+        m->hdrslen != hdrslen || m->secretlen != sl || strcmp(m->method, r->method) != 0 ||
+        memcmp(m->url, r->url, ul) != 0 || memcmp(m->hdrs, hdrs, hdrslen) != 0 ||
+        CRYPTO_memcmp(m->secret, secret, sl) != 0)
+        return NULL;
+    return m;
+}
+
+static void memo_put(const struct s3_req *r, const struct srv_sigv4_auth *sig, const char *secret,
+                     const char *hdrs, size_t hdrslen, const unsigned char key[32])
+{
+    size_t ul = strlen(r->url), sl = strlen(secret), ml = strlen(r->method);
+    if (!hdrslen || ul > MEMO_URL || sl >= MEMO_SECRET || ml >= sizeof(memos[0].method))
+        return;
+    struct memo *m = memo_slot(sig);
+    OPENSSL_cleanse(m, sizeof(*m)); /* the secret and key it held */
+    memcpy(m->sig, sig->signature, 64);
+    memcpy(m->method, r->method, ml + 1);
+    memcpy(m->url, r->url, ul);
+    m->urllen = ul;
+    memcpy(m->hdrs, hdrs, hdrslen);
+    m->hdrslen = hdrslen;
+    memcpy(m->secret, secret, sl);
+    m->secretlen = sl;
+    memcpy(m->key, key, 32);
+    m->used = true;
+}
+
 int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv4_auth *sig,
                      const char *secret, time_t now, unsigned char key_out[32], const char **why)
 {
     if (strcmp(sig->service, "s3") != 0) {
         *why = "credential scope service must be s3";
         return -EINVAL;
+    }
+    char hdrs[MEMO_HDRS];
+    size_t hdrslen = 0;
+    if (sig->presigned && r->url) {
+        hdrslen = memo_hdrs(r, hdrs);
+        struct memo *m = hdrslen ? memo_find(r, sig, secret, hdrs, hdrslen) : NULL;
+        if (m) { /* verified before: the time checks of srv_sigv4_verify only */
+            *why = NULL;
+            if (sig->when > now + SRV_SIGV4_SKEW_S) {
+                *why = "request is not valid yet";
+                return -EACCES;
+            }
+            if (now > sig->when + sig->expires) {
+                *why = "request has expired";
+                return -EACCES;
+            }
+            memcpy(key_out, m->key, 32);
+            return 0;
+        }
     }
     struct srv_sigv4_verify_in in = {.secret = secret, .now = now, .http_date = -1};
     if (!sig->presigned) {
@@ -119,7 +232,10 @@ int s3__sigv4_verify(struct s3_arena *a, const struct s3_req *r, struct srv_sigv
     struct srv_sigv4_kv qs[KV_STACK], hs[KV_STACK];
     struct srv_sigv4_req cr;
     request_of(a, r, sig, qs, hs, &cr);
-    return srv_sigv4_verify(sig, &in, &cr, key_out, why);
+    int rc = srv_sigv4_verify(sig, &in, &cr, key_out, why);
+    if (rc == 0 && hdrslen)
+        memo_put(r, sig, secret, hdrs, hdrslen, key_out);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- SigV2 (legacy) */

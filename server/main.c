@@ -1140,6 +1140,7 @@ static int start_all(struct daemon *d)
         .max_object_size = d->cfg.s3_max_object_size,
         .idle_timeout_s = (int)d->cfg.s3_idle_timeout_s,
         .max_conns = (int)d->cfg.s3_max_conns,
+        .loop_poll_us = (int)d->cfg.s3_loop_poll_us,
         .tls_cert = *d->cfg.s3_tls_cert ? d->cfg.s3_tls_cert : NULL,
         .tls_key = *d->cfg.s3_tls_key ? d->cfg.s3_tls_key : NULL,
     };

@@ -67,6 +67,7 @@ struct srv_config {
     uint64_t s3_max_object_size;
     int64_t s3_idle_timeout_s;
     int64_t s3_max_conns;
+    int64_t s3_loop_poll_us;
     char *s3_tls_cert;
     char *s3_tls_key;
     int64_t lifecycle_day_s;

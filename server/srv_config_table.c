@@ -140,6 +140,12 @@ const struct srv_config_opt srv_config_table[] = {
         "Seconds an idle keep-alive connection or a stalled client may hold a connection."),
     OPT(s3_max_conns, SRV_CFG_INT, "10000", 1, 1000000, SRV_CFG_IMMUTABLE, NULL,
         "Concurrent S3 connections; more are accepted, answered 503 and closed at once."),
+    OPT(s3_loop_poll_us, SRV_CFG_INT, "50", 0, 1000, SRV_CFG_IMMUTABLE, NULL,
+        "Microseconds an event-loop thread waits, running, for the next request of an S3 "
+        "connection it answered, before it sleeps: a client with one request in flight then "
+        "finds the thread awake (no wake-up of a sleeping thread and its halted CPU), at the "
+        "cost of that much CPU per request when the client is slower. Only while the "
+        "connection is the loop's only one and the loop has nothing else to do. 0: never."),
     OPT(s3_tls_cert, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,
         "PEM certificate chain for HTTPS on s3_listen. Empty: plain HTTP."),
     OPT(s3_tls_key, SRV_CFG_STRING, "", 0, 0, SRV_CFG_IMMUTABLE, NULL,

@@ -57,3 +57,60 @@ def test_quota_over_s3(s3nfsd):
     assert s3.get_object(Bucket="quota-bucket", Key="small")["Body"].read() == b"x" * 1000
     admin(d, "PUT", "/tenants/1/buckets/quota-bucket/quota", {"bytes_limit": 0})
     s3.put_object(Bucket="quota-bucket", Key="big", Body=b"y" * (2 << 20))
+
+
+def test_presigned_urls_follow_key_changes_at_once(s3nfsd):
+    """A presigned GET repeated over one keep-alive connection is served by
+    one loop thread, which remembers the requests it verified (s3_sigv4.c):
+    a key disabled, deleted, or a user disabled, stops the very URL it
+    verified a moment before; a URL signed with a secret the key does not
+    have (a rotated key's old secret) never works; an expired one stops."""
+    import http.client
+    import time
+    import urllib.parse
+    d = s3nfsd
+    t = admin(d, "POST", "/tenants", {"name": "tenant-presign"})
+    tid = t["id"]
+    u = admin(d, "POST", f"/tenants/{tid}/users", {"name": "pat", "uid": 1000, "gid": 1000})
+    k = admin(d, "POST", f"/tenants/{tid}/users/{u['id']}/keys")
+    b = d.boto3(access_key=k["access_key"], secret_key=k["secret_key"])
+    b.create_bucket(Bucket="presign-bkt")
+    b.put_object(Bucket="presign-bkt", Key="o", Body=b"presigned body")
+    url = b.generate_presigned_url("get_object", Params={"Bucket": "presign-bkt", "Key": "o"},
+                                   ExpiresIn=3600)
+    short = b.generate_presigned_url("get_object", Params={"Bucket": "presign-bkt", "Key": "o"},
+                                     ExpiresIn=2)
+    sk = k["secret_key"]
+    bad = d.boto3(access_key=k["access_key"], secret_key=sk[:-1] + ("y" if sk[-1] == "x" else "x"))
+    assert bad.meta.region_name == b.meta.region_name
+    wrong = bad.generate_presigned_url("get_object",
+                                       Params={"Bucket": "presign-bkt", "Key": "o"},
+                                       ExpiresIn=3600)
+    host = urllib.parse.urlsplit(url).netloc
+    conn = http.client.HTTPConnection(host, timeout=30)
+
+    def get(u):
+        p = urllib.parse.urlsplit(u)
+        conn.request("GET", p.path + "?" + p.query)
+        r = conn.getresponse()
+        return r.status, r.read()
+
+    for _ in range(5):
+        assert get(url) == (200, b"presigned body")
+        assert get(wrong)[0] == 403
+    assert get(short) == (200, b"presigned body")
+    admin(d, "PATCH", f"/keys/{k['access_key']}", {"disabled": True})
+    assert get(url)[0] == 403
+    admin(d, "PATCH", f"/keys/{k['access_key']}", {"disabled": False})
+    assert get(url) == (200, b"presigned body")
+    admin(d, "PATCH", f"/tenants/{tid}/users/{u['id']}", {"disabled": True})
+    assert get(url)[0] == 403
+    admin(d, "PATCH", f"/tenants/{tid}/users/{u['id']}", {"disabled": False})
+    assert get(url) == (200, b"presigned body")
+    time.sleep(3)
+    st, body = get(short)
+    assert st == 403 and b"expired" in body
+    admin(d, "DELETE", f"/keys/{k['access_key']}")
+    st, body = get(url)
+    assert st == 403 and b"InvalidAccessKeyId" in body
+    conn.close()

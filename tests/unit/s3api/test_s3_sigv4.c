@@ -174,6 +174,76 @@ static void test_presigned_tampered_query(void **state)
     s3__http_fini(&h);
 }
 
+static int verify_raw(const char *raw, const char *secret, time_t now, unsigned char key[32],
+                      const char **why)
+{
+    struct s3_http h;
+    struct s3_req *r = parse(&h, raw);
+    struct srv_sigv4_auth sig;
+    int rc = s3__sigv4_parse_query(r, &sig);
+    if (rc == 0)
+        rc = s3__sigv4_verify(&r->arena, r, &sig, secret, now, key, why);
+    s3__http_fini(&h);
+    return rc;
+}
+
+/* A presigned request verified once is remembered (s3_sigv4.c, the memo):
+ * the same request verifies again, with the same signing key, and only the
+ * same request with the same secret: another secret (a rotated key), method,
+ * query, path or header value with the remembered signature is refused, and
+ * the time checks are made every time. */
+static void test_presigned_memo(void **state)
+{
+    (void)state;
+    unsigned char k1[32], k2[32];
+    const char *why = NULL;
+    char buf[1400];
+    assert_int_equal(verify_raw(PRESIGNED, SECRET, T0, k1, &why), 0);
+    for (int i = 0; i < 3; i++) {
+        memset(k2, 0, sizeof(k2));
+        assert_int_equal(verify_raw(PRESIGNED, SECRET, T0 + i, k2, &why), 0);
+        assert_memory_equal(k1, k2, 32);
+    }
+    /* the key's secret changed (rotated): refused, then the old one still verifies */
+    assert_int_equal(
+        verify_raw(PRESIGNED, "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEZ", T0, k2, &why), SRV_EAUTH);
+    assert_int_equal(verify_raw(PRESIGNED, "", T0, k2, &why), SRV_EAUTH);
+    assert_int_equal(verify_raw(PRESIGNED, SECRET, T0, k2, &why), 0);
+    /* expired, not valid yet: checked on every request */
+    assert_int_equal(verify_raw(PRESIGNED, SECRET, T0 + 3601, k2, &why), -EACCES);
+    assert_string_equal(why, "request has expired");
+    assert_int_equal(verify_raw(PRESIGNED, SECRET, T0 - 3600, k2, &why), -EACCES);
+    assert_string_equal(why, "request is not valid yet");
+    /* another method */
+    snprintf(buf, sizeof(buf), "HEAD%s", PRESIGNED + 3);
+    assert_int_equal(verify_raw(buf, SECRET, T0, k2, &why), SRV_EAUTH);
+    /* another signed header value (Host), or the Host header twice */
+    snprintf(buf, sizeof(buf), "%s", PRESIGNED);
+    memcpy(strstr(buf, "localhost:9000"), "localhost:9001", 14);
+    assert_int_equal(verify_raw(buf, SECRET, T0, k2, &why), SRV_EAUTH);
+    snprintf(buf, sizeof(buf), "%.*sHost: localhost:9000\r\n\r\n", (int)(strlen(PRESIGNED) - 2),
+             PRESIGNED);
+    assert_int_equal(verify_raw(buf, SECRET, T0, k2, &why), SRV_EAUTH);
+    /* an unsigned header more: not remembered, verified anew (and valid) */
+    snprintf(buf, sizeof(buf), "%.*sX-Other: 1\r\n\r\n", (int)(strlen(PRESIGNED) - 2), PRESIGNED);
+    assert_int_equal(verify_raw(buf, SECRET, T0, k2, &why), 0);
+    /* another path, a parameter changed or added, with the remembered signature */
+    snprintf(buf, sizeof(buf), "%s", PRESIGNED);
+    memcpy(strstr(buf, "key.bin"), "kez", 3);
+    assert_int_equal(verify_raw(buf, SECRET, T0, k2, &why), SRV_EAUTH);
+    snprintf(buf, sizeof(buf), "%s", PRESIGNED);
+    memcpy(strstr(buf, "X-Amz-Expires=3600"), "X-Amz-Expires=7200", 18);
+    assert_int_equal(verify_raw(buf, SECRET, T0 + 5000, k2, &why), SRV_EAUTH);
+    snprintf(buf, sizeof(buf), "%s", PRESIGNED);
+    char *sp = strstr(buf, " HTTP/1.1");
+    memmove(sp + 4, sp, strlen(sp) + 1);
+    memcpy(sp, "&a=b", 4);
+    assert_int_equal(verify_raw(buf, SECRET, T0, k2, &why), SRV_EAUTH);
+    /* and the remembered request still verifies */
+    assert_int_equal(verify_raw(PRESIGNED, SECRET, T0, k2, &why), 0);
+    assert_memory_equal(k1, k2, 32);
+}
+
 /* The "PUT Object" chunked example of the AWS S3 API reference (sigv4-streaming). */
 static const char CHUNK_REQ[] =
     "PUT /examplebucket/chunkObject.txt HTTP/1.1\r\n"
@@ -368,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_tampered_header),
         cmocka_unit_test(test_presigned),
         cmocka_unit_test(test_presigned_tampered_query),
+        cmocka_unit_test(test_presigned_memo),
         cmocka_unit_test(test_service_must_be_s3),
         cmocka_unit_test(test_chunked_in_http_signed),
         cmocka_unit_test(test_chunked_in_http_unsigned),
