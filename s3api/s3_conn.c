@@ -408,7 +408,7 @@ static bool machine_busy(void)
 {
     static __thread uint64_t checked;
     static __thread bool busy;
-    static long ncpu;
+    static __thread long ncpu;
     uint64_t now = srv_now_us();
     if (checked && now - checked < S3_POLL_BUSY_CHECK_US)
         return busy;
