@@ -843,7 +843,18 @@ static void test_reader_paces_the_recall(void **state)
             if (ahead > 16 * MB)
                 fprintf(stderr, "fetched %llu MiB ahead\n", (unsigned long long)(ahead / MB));
             assert_true(ahead <= 16 * MB);
-            assert_int_equal(mem_ahead, 4 * MB); /* still in memory, not pushed out */
+            /* still in memory, not pushed out. A chunk whose txn committed just before
+             * the read, but which was not in the table yet (core_tier.c, recall_chunk:
+             * mem_keep follows the commit), was read from the disk (the right bytes,
+             * checked): it is in the table moments later, while a pushed-out one never
+             * comes back (it is done: not fetched again) */
+            for (int64_t t2 = srv_now_ms(); mem_ahead < 4 * MB && srv_now_ms() - t2 < 2000;) {
+                fprintf(stderr, "%llu of 4 MiB from memory: again\n",
+                        (unsigned long long)(mem_ahead / MB));
+                usleep(10000);
+                pieces_eq(f, ino, MB, 4 * MB, &mem_ahead, &from_fd, NULL);
+            }
+            assert_int_equal(mem_ahead, 4 * MB);
             break;
         }
         fprintf(stderr,
