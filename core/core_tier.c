@@ -1050,6 +1050,13 @@ static int recall_chunk(struct core *c, uint64_t ino, uint64_t change, uint64_t 
             for (size_t i = 0; i < nx; i++)
                 if (rc == 1 || !used[i])
                     store_unreserve(c->store, &x[i].e);
+            /* the table gets the chunk after its txn committed (only then is it known
+             * which extents went into the map): a reader whose read view starts between
+             * the commit (the batch may carry several chunks) and this finds the chunk
+             * in the map but not in the table, and reads and verifies its extents from
+             * the disk, written and synced before the commit: the right bytes, only
+             * counted as read from the disk (readers that wait for the chunk are woken
+             * after this, when it is CH_DONE) */
             if (rc == 0)
                 mem_keep(k, rb, ino, x, nx, used, off);
             *got = rc == 1 ? 0 : a.nused;
