@@ -138,6 +138,39 @@ int srv_loop_cpu(const struct srv_loop *l)
     return l ? l->cpu : -1;
 }
 
+bool srv_loop_poll_input(struct srv_loop *l, int fd, uint64_t end, uint64_t step_us,
+                         uint64_t yield_us)
+{
+    struct event_base *base = srv_loop_base(l);
+    uint64_t now = srv_now_us(), next = now;
+    for (;;) {
+        if (now >= next) {
+            if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) > 0)
+                return false;
+            char b;
+            ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0)
+                return true;
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                return false;
+            next = now + step_us;
+        }
+        if (now >= end)
+            return false;
+        uint64_t before = now;
+        if (yield_us) {
+            sched_yield();
+        } else {
+#if defined(__x86_64__) || defined(__i386__)
+            __asm__ __volatile__("pause"); /* a spinning thread's hint to its core */
+#endif
+        }
+        now = srv_now_us();
+        if (yield_us && now - before > yield_us)
+            return false;
+    }
+}
+
 /* With affinity, a connection goes to the loop of its CPU unless that loop
  * holds this many open connections more than the least busy loop: packets
  * that all arrive on one CPU (one receive queue) still spread over the loops

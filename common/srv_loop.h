@@ -66,6 +66,18 @@ long srv_loop_conns(const struct srv_loop *l);
 /** The CPU loop @p l is pinned to, or -1. */
 int srv_loop_cpu(const struct srv_loop *l);
 
+/** Polling a lone connection for its next request (the S3 and NFS loops'
+ * loop_poll_us). On @p l's thread: looks at socket @p fd every @p step_us (a
+ * MSG_PEEK recv) until @p end (srv_now_us() time), spinning between looks, or,
+ * with @p yield_us, yielding the CPU (a client on the same CPU runs first) and
+ * stopping once a yield took longer than @p yield_us (it ran another thread: the
+ * CPU is busy, so sleeping costs no wake-up of a halted one). Stops at once when
+ * another event of @p l is active. @return true: input came (the caller reads
+ * it); false: time is up, or end of input or an error (its read event reports
+ * it). */
+bool srv_loop_poll_input(struct srv_loop *l, int fd, uint64_t end, uint64_t step_us,
+                         uint64_t yield_us);
+
 struct evbuffer;
 
 /** Reads what socket @p fd has, up to @p max bytes, into @p in, the input

@@ -1372,31 +1372,11 @@ static bool conn_poll_next(struct nfs_conn *cn, evutil_socket_t fd, uint64_t spa
     if (cn->closed || cn->paused || cn->outstanding > 0 || cn->qwait ||
         evbuffer_get_length(bufferevent_get_output(cn->bev)) > 0 || srv_loop_conns(cn->loop) != 1)
         return false;
-    struct event_base *base = srv_loop_base(cn->loop);
-    uint64_t now = srv_now_us(), end = now + (uint64_t)s->cfg.loop_poll_us, next = now;
-    if (end > span_end)
-        end = span_end;
-    for (;;) {
-        if (now >= next) {
-            if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) > 0)
-                return false;
-            char c;
-            ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n > 0) {
-                atomic_fetch_add_explicit(&s->poll_hits, 1, memory_order_relaxed);
-                return true;
-            }
-            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-                return false; /* end of input or an error: the read event reports it */
-            next = now + POLL_STEP_US;
-        }
-        if (now >= end)
-            return false;
-#if defined(__x86_64__) || defined(__i386__)
-        __asm__ __volatile__("pause"); /* a spinning thread's hint to its core */
-#endif
-        now = srv_now_us();
-    }
+    uint64_t end = srv_now_us() + (uint64_t)s->cfg.loop_poll_us;
+    if (!srv_loop_poll_input(cn->loop, fd, end < span_end ? end : span_end, POLL_STEP_US, 0))
+        return false;
+    atomic_fetch_add_explicit(&s->poll_hits, 1, memory_order_relaxed);
+    return true;
 }
 
 static void conn_sock_read(evutil_socket_t fd, short what, struct nfs_conn *cn);

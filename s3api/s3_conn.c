@@ -16,7 +16,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,35 +456,15 @@ static bool conn_poll_next(struct s3_conn *c, evutil_socket_t fd, uint64_t span_
         evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 ||
         evbuffer_get_length(c->direct) > 0 || srv_loop_conns(c->loop) != 1 || machine_busy())
         return false;
-    struct event_base *base = bufferevent_get_base(c->bev);
-    uint64_t now = srv_now_us(), end = now + (uint64_t)srv->loop_poll_us, next = now;
-    if (end > span_end)
-        end = span_end;
-    for (;;) {
-        if (now >= next) {
-            if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) > 0)
-                return false;
-            char b;
-            ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n > 0) {
-                atomic_fetch_add_explicit(&srv->poll_hits, 1, memory_order_relaxed);
-                return true;
-            }
-            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-                return false; /* end of input or an error: the read event reports it */
-            next = now + S3_POLL_STEP_US;
-        }
-        if (now >= end)
-            return false;
-        /* Let whatever else could run on this CPU (the client, perhaps) run
-         * first. If something did, the CPU is not idle: sleeping now costs
-         * no wake-up of a halted CPU, so polling on would only take CPU. */
-        uint64_t before = now;
-        sched_yield();
-        now = srv_now_us();
-        if (now - before > S3_POLL_BUSY_US)
-            return false;
-    }
+    /* yielding between looks: whatever else could run on this CPU (the
+     * client, perhaps) runs first; if something did, the CPU is not idle,
+     * so polling on would only take CPU */
+    uint64_t end = srv_now_us() + (uint64_t)srv->loop_poll_us;
+    if (!srv_loop_poll_input(c->loop, fd, end < span_end ? end : span_end, S3_POLL_STEP_US,
+                             S3_POLL_BUSY_US))
+        return false;
+    atomic_fetch_add_explicit(&srv->poll_hits, 1, memory_order_relaxed);
+    return true;
 }
 
 /* rd_ev's callback: conn_sock_read, then, with loop_poll_us, the requests
