@@ -927,17 +927,7 @@ struct meta_op {
 static int meta_fn(struct meta_txn *t, void *arg)
 {
     struct meta_op *o = arg;
-    struct meta_tier_copy *cp = malloc(sizeof(*cp));
-    char oetag[META_ETAG_MAX + 1];
-    uint64_t change = 0;
-    if (!cp)
-        return -ENOMEM;
-    int rc = 0;
-    if (core__cm_meta_due(t, o->ino, cp, oetag, sizeof(oetag), &change) && change == o->change &&
-        strcmp(cp->st.etag, o->etag) == 0)
-        rc = meta_objmeta_put(t, o->ino, oetag, o->blob, o->len);
-    free(cp);
-    return rc;
+    return core__cm_meta_keep(t, o->ino, o->change, o->etag, o->blob, o->len);
 }
 
 /* A read from @p read_at (core_key_lookup_at) follows the lookup of file @p ino (change

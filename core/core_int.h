@@ -139,5 +139,11 @@ struct meta_tier_copy;
  * counter. */
 bool core__cm_meta_due(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *cp, char *oetag,
                        size_t oesize, uint64_t *change);
+/** Keep the remote object's metadata @p blob (@p len bytes, from a HEAD or a recall's
+ * GET checked against ETag @p etag while @p ino was at change counter @p change) in
+ * txn @p t, if still due (core__cm_meta_due) for that same content. @return 0 (kept or
+ * no longer due), or an error. */
+int core__cm_meta_keep(struct meta_txn *t, uint64_t ino, uint64_t change, const char *etag,
+                       const void *blob, size_t len);
 
 #endif

@@ -208,3 +208,19 @@ bool core__cm_meta_due(struct meta_txn *t, uint64_t ino, struct meta_tier_copy *
     *change = r.change;
     return ml == 0;
 }
+
+int core__cm_meta_keep(struct meta_txn *t, uint64_t ino, uint64_t change, const char *etag,
+                       const void *blob, size_t len)
+{
+    struct meta_tier_copy *cp = malloc(sizeof(*cp));
+    char oetag[META_ETAG_MAX + 1];
+    uint64_t now = 0;
+    if (!cp)
+        return -ENOMEM;
+    int rc = 0;
+    if (core__cm_meta_due(t, ino, cp, oetag, sizeof(oetag), &now) && now == change &&
+        strcmp(cp->st.etag, etag) == 0)
+        rc = meta_objmeta_put(t, ino, oetag, blob, len);
+    free(cp);
+    return rc;
+}

@@ -792,17 +792,7 @@ struct install_op {
  * content, that content the one the GET was checked against, and no metadata kept yet. */
 static int install_meta(struct meta_txn *t, struct install_op *a)
 {
-    struct meta_tier_copy *cp = malloc(sizeof(*cp));
-    char oetag[META_ETAG_MAX + 1];
-    uint64_t change = 0;
-    if (!cp)
-        return -ENOMEM;
-    int rc = 0;
-    if (core__cm_meta_due(t, a->ino, cp, oetag, sizeof(oetag), &change) && change == a->change &&
-        strcmp(cp->st.etag, a->fm->etag) == 0)
-        rc = meta_objmeta_put(t, a->ino, oetag, a->fm->blob, a->fm->len);
-    free(cp);
-    return rc;
+    return core__cm_meta_keep(t, a->ino, a->change, a->fm->etag, a->fm->blob, a->fm->len);
 }
 
 static int make_whole(struct meta_txn *t, struct core *c, uint64_t ino, struct meta_inode *r);
