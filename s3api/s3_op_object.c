@@ -595,8 +595,8 @@ static int part_range(struct s3_ctx *x, const struct obj *o, const char *pn, uin
     return 1;
 }
 
-/* x-s3nfs-tier-state (local, uploading, uploaded) of a file of a tiered bucket, and
- * for an uploaded one the remote's ETag and when it was confirmed (tiering.md). */
+/* x-s3nfs-tier-state (local, uploading, uploaded, evicted) of a file of a tiered bucket,
+ * and for an uploaded or evicted one the remote's ETag and when it was confirmed (tiering.md). */
 static void tier_state_resp(struct s3_ctx *x, const struct obj *o)
 {
     struct tier_upload *u = tier_upload_default();

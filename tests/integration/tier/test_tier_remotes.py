@@ -10,7 +10,7 @@ s3nfsctl, against the real Ceph RGW of the session (`rgw`):
 - SSRF: without tier_allow_private_remotes a tenant admin cannot make a remote
   that leads to this host (loopback by address or by name, a CA file of the
   host), while a system admin can;
-- a tier policy names a usable remote; eviction fields answer 501; a remote
+- a tier policy names a usable remote and keeps its eviction fields; a remote
   named by a policy cannot be deleted."""
 import os
 import subprocess

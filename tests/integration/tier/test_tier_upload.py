@@ -203,8 +203,8 @@ def flush(adm, b):
 
 
 def test_flush_times_out_with_a_clear_answer(daemon_factory, rgw):
-    """A remote that refuses (its credentials were revoked after creation): the flush
-    says what is left and why."""
+    """A remote that refuses (its bucket was deleted after the remote was made): the
+    flush says what is left and why."""
     dm = daemon_factory(extra_args=FAST).start()
     rs3 = rgw.boto3()
     rb = remote_bucket(rs3)
