@@ -158,6 +158,13 @@ def test_evict_by_age_pins_metadata_and_recall(d, rgw):
         Admin(d).get(f"/tenants/1/buckets/{b}/tier")["uploads"]), what="stats")
     assert up["evicted_bytes"] == len(big) + len(small)
     assert up["remote_bytes"] == len(big) + len(small) + len(pinned)
+    # capacity: only the pinned file is local, and it may not be evicted
+    assert len(pinned) <= up["local_bytes"] < len(pinned) + MiB, up
+    assert up["evictable_bytes"] == 0, up
+    lab = '{tenant="1",bucket="%s"}' % b
+    for name, key in (("local", "local_bytes"), ("evictable", "evictable_bytes"),
+                      ("remote", "remote_bytes"), ("evicted", "evicted_bytes")):
+        assert metric(d, f"s3nfs_tier_{name}_bytes{lab}") == up[key], name
     assert metric(d, "s3nfs_tier_evictions_total") >= ev0 + 2
     # recall: a ranged GET of the last MiB, then the whole file
     rec0 = metric(d, "s3nfs_tier_recalled_bytes_total") or 0

@@ -16,6 +16,7 @@ second s3nfsd as a remote that can be stopped:
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -258,10 +259,17 @@ def test_remote_down_local_writes_go_on(daemon_factory, own_s3nfsd):
     info = wait_for(lambda: (lambda i: i if i["uploads"] and i["uploads"]["last_error"] else None)(
         adm.get(f"/tenants/1/buckets/{b}/tier")), what="an error noted")
     assert info["uploads"]["pending_files"] == 5
+    assert info["uploads"]["pending_bytes"] == 5 * 5000
     assert "connect" in info["uploads"]["last_error"], info
     m = urlget(dm.admin_endpoint + "/metrics")
     assert 's3nfs_tier_remote_errors_total{kind="connect"} 0' not in m
-    time.sleep(1)
+    lab = '{tenant="1",bucket="%s"}' % b
+    assert f"s3nfs_tier_pending_files{lab} 5\n" in m
+    assert f"s3nfs_tier_pending_bytes{lab} 25000\n" in m
+    # the upload lag grows with the oldest change left behind (2 s and more here)
+    lag = re.compile(r"^s3nfs_tier_upload_lag_seconds" + re.escape(lab) + r" (\d+)$", re.M)
+    wait_for(lambda: int(lag.search(urlget(dm.admin_endpoint + "/metrics")).group(1)) >= 2,
+             what="an upload lag of 2 s")
     assert state(dm, b, "f0")[0] == "local"
     rem.daemon.start()
     rs3 = rem.daemon.boto3()
