@@ -98,6 +98,7 @@ def killed_mid_upload(daemon_factory, rem):
     info = wait_for(lambda: (lambda i: i if i["uploads"] and i["uploads"]["last_error"]
                              and i["uploads"]["pending_files"] == 2 else None)(
         adm.get(f"/tenants/1/buckets/{b}/tier")), what="an error noted, two files pending")
+    assert "connect" in info["uploads"]["last_error"], info["uploads"]
     time.sleep(2)  # a few retries against the dead remote
     assert state(dm, b, "big")[0] != "uploaded"
     assert adm.get(f"/tenants/1/buckets/{b}/tier")["uploads"]["pending_files"] == 2
