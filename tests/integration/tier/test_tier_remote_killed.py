@@ -9,16 +9,12 @@ once the remote has received part bytes it is SIGKILLed.
   count), and the failures are counted in /metrics;
 - the remote restarted (same data folder, same port): the flush barrier ends,
   the remote object read with boto3 equals the file, and no incomplete
-  multipart upload is left on the remote (the one killed in flight included).
-
-The last check fails today (a strict xfail, so that the fix shows): the abort of
-the upload killed in flight fails while the remote is down and is not tried
-again; the sweep of leftovers runs only at the daemon's start."""
+  multipart upload is left on the remote: the one killed in flight, whose
+  abort failed while the remote was down, is aborted once the remote answers
+  again (without that, only the sweep at the daemon's next start removed it)."""
 import os
 import sys
 import time
-
-import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -40,18 +36,12 @@ def remote_errors(d):
     return n
 
 
-class LeftOver(AssertionError):
-    """Incomplete multipart uploads left on the remote."""
-
-
 def uploads_on(rem):
     return rem.daemon.boto3().list_multipart_uploads(Bucket=rem.bucket).get("Uploads", [])
 
 
-def killed_mid_upload(daemon_factory, rem):
-    """The scenario up to the flush after the remote's restart, every check but the
-    remote's leftover multipart uploads. @return the multipart uploads that were in
-    flight on the remote when it was killed."""
+def test_remote_killed_mid_upload(daemon_factory, own_s3nfsd):
+    rem = own_s3nfsd
     Admin(rem.daemon).put("/tenants/1/qos", {"write_bps": 4 * MiB})
     dm = daemon_factory(extra_args=FAST).start()
     adm = Admin(dm)
@@ -112,23 +102,9 @@ def killed_mid_upload(daemon_factory, rem):
     rs3 = rem.daemon.boto3()
     assert remote_body(rs3, rem.bucket, "p/big") == data
     assert remote_body(rs3, rem.bucket, "p/other") == other
-    return inflight
-
-
-def test_remote_killed_mid_upload(daemon_factory, own_s3nfsd):
-    killed_mid_upload(daemon_factory, own_s3nfsd)
-
-
-@pytest.mark.xfail(strict=True, raises=LeftOver, reason=(
-    "the multipart upload killed in flight stays on the remote: its abort failed while the "
-    "remote was down and is never tried again; only the sweep at the daemon's next start "
-    "removes it (docs/tiering.md, Restarts)"))
-def test_no_multipart_upload_left_after_remote_killed(daemon_factory, own_s3nfsd):
-    rem = own_s3nfsd
-    inflight = killed_mid_upload(daemon_factory, rem)
     # nothing of ours left incomplete: not the upload killed in flight either
     try:
         wait_for(lambda: uploads_on(rem) == [], timeout=30, what="no multipart upload left")
     except AssertionError:
         left = [u["UploadId"] for u in uploads_on(rem)]
-        raise LeftOver(f"left on the remote: {left}; killed in flight: {inflight}")
+        raise AssertionError(f"left on the remote: {left}; killed in flight: {inflight}")
