@@ -210,6 +210,13 @@ struct rclient {
     bool swept;            /* leftovers of earlier runs aborted */
 };
 
+/* A multipart upload of this run whose abort failed (its remote was down): aborted again
+ * after the next upload that reaches that remote. */
+struct stale_mpu {
+    uint32_t remote;
+    char *key, *upload_id;
+};
+
 struct fail {
     uint64_t ino;
     unsigned tries;
@@ -234,6 +241,8 @@ struct tier_upload {
     size_t nrc, caprc;
     struct tier_s3 **retired; /* clients of remotes changed since (freed at the stop) */
     size_t nretired;
+    struct stale_mpu *stale; /* aborts to send again */
+    size_t nstale, capstale;
     struct fail fails[FAIL_MAX];
     size_t nfails;
     uint64_t passes; /* passes begun */
@@ -1189,6 +1198,76 @@ static bool copy_refused(int rc, const struct tier_s3_result *res)
            (!res->retryable && rc != -ECANCELED);
 }
 
+/* Keep multipart upload @p upload_id of @p key on remote @p remote for another abort (its
+ * abort failed). Without memory it stays until the next start's sweep. */
+static void stale_note(struct tier_upload *u, uint32_t remote, const char *key,
+                       const char *upload_id)
+{
+    char *k = strdup(key), *id = strdup(upload_id);
+    pthread_mutex_lock(&u->mu);
+    if (k && id && u->nstale == u->capstale) {
+        size_t nc = u->capstale ? u->capstale * 2 : 8;
+        void *nv = realloc(u->stale, nc * sizeof(*u->stale));
+        if (nv) {
+            u->stale = nv;
+            u->capstale = nc;
+        }
+    }
+    if (k && id && u->nstale < u->capstale) {
+        u->stale[u->nstale++] = (struct stale_mpu){.remote = remote, .key = k, .upload_id = id};
+        k = id = NULL;
+    }
+    pthread_mutex_unlock(&u->mu);
+    if (k || id)
+        srv_log(WARN, TIER, "remote %u: multipart upload of %s left until the next start", remote,
+                key);
+    free(k);
+    free(id);
+}
+
+/* Remote @p remote answered an upload: send the aborts that failed on it again (those that
+ * fail again are kept; one already gone, 404, is done). */
+static void stale_retry(struct tier_upload *u, struct tier_s3 *s3, uint32_t remote)
+{
+    for (;;) {
+        struct stale_mpu m = {0};
+        pthread_mutex_lock(&u->mu);
+        for (size_t i = 0; i < u->nstale; i++)
+            if (u->stale[i].remote == remote) {
+                m = u->stale[i];
+                u->stale[i] = u->stale[--u->nstale];
+                break;
+            }
+        pthread_mutex_unlock(&u->mu);
+        if (!m.key)
+            return;
+        struct tier_s3_op ab = {.code = TIER_S3_MPU_ABORT, .key = m.key, .upload_id = m.upload_id};
+        struct tier_s3_result res;
+        int rc = up_one(u, s3, &ab, &res);
+        bool again = rc != 0 && res.status != 404 && res.retryable;
+        bool refused = rc != 0 && res.status != 404 && !res.retryable;
+        tier_s3_result_fini(&res);
+        if (again) {
+            stale_note(u, remote, m.key, m.upload_id);
+            free(m.key);
+            free(m.upload_id);
+            return; /* down again: the next upload tries */
+        }
+        if (refused)
+            srv_log(WARN, TIER,
+                    "remote %u: abort of the multipart upload of %s refused: left "
+                    "until the next start",
+                    remote, m.key);
+        else
+            srv_log(INFO, TIER,
+                    "remote %u: aborted the multipart upload of %s left when it "
+                    "failed",
+                    remote, m.key);
+        free(m.key);
+        free(m.upload_id);
+    }
+}
+
 /* The end of multipart upload @p upload_id of @p j (its parts or their copies sent):
  * completed with @p parts when @p rc is 0, aborted when @p rc or the completion failed
  * (a failed completion is noted as @p what). @p etag (TIER_S3_ETAG_MAX bytes) gets the
@@ -1214,7 +1293,8 @@ static int mpu_end(struct tier_upload *u, struct tier_s3 *s3, const struct job *
     }
     if (rc) {
         struct tier_s3_op ab = {.code = TIER_S3_MPU_ABORT, .key = j->key, .upload_id = upload_id};
-        up_one(u, s3, &ab, &res);
+        if (up_one(u, s3, &ab, &res) != 0 && res.status != 404)
+            stale_note(u, j->remote, j->key, upload_id);
         tier_s3_result_fini(&res);
     }
     return rc;
@@ -1785,7 +1865,12 @@ static int do_upload(struct tier_upload *u, struct job *j)
     struct rclient *r = rclient_find(u, j->remote);
     if (r)
         r->tries = 0;
+    bool stale = false;
+    for (size_t i = 0; i < u->nstale && !stale; i++)
+        stale = u->stale[i].remote == j->remote;
     pthread_mutex_unlock(&u->mu);
+    if (stale)
+        stale_retry(u, s3, j->remote);
     srv_log(DEBUG, TIER, "tenant=%u remote %u: uploaded %s (%" PRIu64 " bytes, %s)", j->tenant,
             j->remote, j->key, j->size,
             kept                   ? "its copy kept: metadata not on the remote"
@@ -2638,6 +2723,11 @@ void tier_upload_stop(struct tier_upload *u)
     free(u->cands);
     free(u->b);
     free(u->rc);
+    for (size_t i = 0; i < u->nstale; i++) {
+        free(u->stale[i].key);
+        free(u->stale[i].upload_id);
+    }
+    free(u->stale);
     pthread_mutex_destroy(&u->mu);
     pthread_mutex_destroy(&u->mk);
     pthread_cond_destroy(&u->work_cv);
