@@ -18,7 +18,6 @@ sent, recalls)."""
 import os
 import sys
 import time
-import urllib.request
 import uuid
 
 import botocore.exceptions
@@ -28,6 +27,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tenants"))
 from tenutil import FILE_SYNC, Admin, Nfs  # noqa: E402
 from tierutil import add_remote, daemon_fixture, new_bucket, wait_for  # noqa: E402
+from tierutil import delta, metrics  # noqa: E402
 
 import rpc3  # noqa: E402
 from rpc3 import Packer  # noqa: E402
@@ -39,23 +39,6 @@ FAST = ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=200",
         "--set", "tier_recall_wait_ms=5000", "--set", "tier_recall_fail_ms=3000"]
 
 d = daemon_fixture("tier-copy-reuse", FAST)
-
-
-def metrics(dm):
-    with urllib.request.urlopen(dm.admin_endpoint + "/metrics", timeout=30) as f:
-        text = f.read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("s3nfs_tier_upload_requests_total{op=\""):
-            out[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
-        elif line.startswith("s3nfs_tier_") and " " in line and "{" not in line \
-                and not line.startswith("#"):
-            out[line.split(" ")[0]] = int(float(line.rsplit(" ", 1)[1]))
-    return out
-
-
-def delta(a, b):
-    return {k: b[k] - a.get(k, 0) for k in b if b[k] != a.get(k, 0)}
 
 
 def tiered(dm, rgw, **policy):

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -89,6 +90,26 @@ def add_remote(adm, endpoint, akey, skey, bucket, prefix="p/"):
     return adm.post("/remotes", {"name": "r" + uuid.uuid4().hex[:8], "endpoint": endpoint,
                                  "bucket": bucket, "access_key": akey, "secret_key": skey,
                                  "prefix": prefix})
+
+
+def metrics(dm):
+    """The uploader's counters from /metrics: requests by opcode (by their op name) and
+    the unlabelled s3nfs_tier_* values (by their name)."""
+    with urllib.request.urlopen(dm.admin_endpoint + "/metrics", timeout=30) as f:
+        text = f.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("s3nfs_tier_upload_requests_total{op=\""):
+            out[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
+        elif line.startswith("s3nfs_tier_") and " " in line and "{" not in line \
+                and not line.startswith("#"):
+            out[line.split(" ")[0]] = int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def delta(a, b):
+    """What moved between two metrics() readings."""
+    return {k: b[k] - a.get(k, 0) for k in b if b[k] != a.get(k, 0)}
 
 
 def wait_for(pred, timeout=60, step=0.2, what="condition"):
