@@ -351,7 +351,7 @@ struct apply_op {
     const struct core_cache_listing *l;
     size_t from, to; /* objects [from, to) (then dirs when from == to == 0 and dirs) */
     bool dirs;
-    bool revalidate;    /* the directory was imported before */
+    bool revalidate;    /* the directory was imported before, or holds names */
     const char **names; /* every listed name, sorted (the removal pass) */
     size_t nnames;
     char **held; /* listed names not here whose remote key a local file holds, sorted */
@@ -839,6 +839,7 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
     }
     d->busy = true;
     bool had = d->at_ms != 0;
+    bool once = d->once;
     core_cache_list_fn list = c->cm.list;
     void *list_arg = c->cm.list_arg;
     pthread_mutex_unlock(&c->cm.mu);
@@ -855,7 +856,10 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
         const void *v;
         size_t vl, dl = 0;
         struct tier_policy pol;
+        struct meta_inode di;
         rc = meta_inode_get(t, bucket, &b);
+        if (rc == 0 && meta_inode_get(t, dir, &di) == 0 && di.nchild > 0)
+            once = true; /* names here already (imported, made or moved here) */
         if (rc == 0)
             rc = meta_bucketcfg_get(t, bucket, CORE_BLOB_TIER, &v, &vl);
         if (rc == 0)
@@ -882,7 +886,7 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
         rc = list ? list(list_arg, a.remote, a.dirkey, &l) : SRV_ERECALL;
     if (rc == 0) {
         a.l = &l;
-        a.revalidate = had;
+        a.revalidate = had || once;
         rc = apply(&a);
         held_free(&a);
         atomic_fetch_add(&c->cm.imports, 1);
@@ -902,6 +906,7 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
     d->busy = false;
     if (rc == 0) {
         d->at_ms = start;
+        d->once = true;
         d->fail_since_ms = d->fail_last_ms = 0;
     } else if (down && !had) {
         if (!d->fail_since_ms || start - d->fail_last_ms > fail_ms)

@@ -227,12 +227,16 @@ def test_revalidation_before_the_upload(d, rgw):
         revalidated(d, b, want)
     assert conflicts(d) == c0
     assert remote_body(rs3, rb, "ds/mv/a") == body_of("ds/mv/a", 4000)  # not moved yet
+    # the renamed files read (recalled from their old keys) before they are moved
+    s3 = d.boto3()
+    assert s3.get_object(Bucket=b, Key="mv/b")["Body"].read() == body_of("ds/mv/a", 4000)
+    assert s3.get_object(Bucket=b, Key="newdir/deep/f3")["Body"].read() == \
+        body_of("ds/olddir/deep/f3", 77)
     flush(adm, b)
     assert remote_keys(rs3, rb) == {"ds/" + k: v for k, v in want.items()}
     assert remote_body(rs3, rb, "ds/newdir/deep/f3") == body_of("ds/olddir/deep/f3", 77)
     assert remote_body(rs3, rb, "ds/mv/b") == body_of("ds/mv/a", 4000)
     revalidated(d, b, want)
-    s3 = d.boto3()
     assert s3.get_object(Bucket=b, Key="newdir/f1")["Body"].read() == \
         body_of("ds/olddir/f1", 1500)
     assert conflicts(d) == c0
