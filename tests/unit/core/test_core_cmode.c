@@ -292,14 +292,8 @@ static void test_revalidation_keeps_local_renames(void **state)
     assert_int_equal(s.n, 2);
     assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "d", 1, &a), 0);
     uint64_t d = a.ino;
-    /* x read back first: the store check of an evicted file wants its record's change
-     * counter, which a rename moves until the uploader copies it (none here) */
-    assert_int_equal(core_lookup(f->c, &f->p, d, "x", 1, &a), 0);
-    char buf[5000];
-    size_t n = 0;
-    bool eof;
-    assert_int_equal(core_read(f->c, &f->p, a.ino, 0, buf, sizeof(buf), &n, &eof), 0);
-    assert_int_equal(n, 5000);
+    /* x stays evicted through its rename: the store check at teardown accepts a change
+     * counter a rename moved past its tier record's (the uploader copies it; none here) */
     assert_int_equal(core_rename(f->c, &f->p, d, "x", 1, d, "z", 1), 0);
     assert_int_equal(core_remove(f->c, &f->p, d, "y", 1), 0);
     core_cache_stats_get(f->c, &st0);
