@@ -360,7 +360,8 @@ int core_commit(struct core *c, const struct core_principal *p, uint64_t ino);
  * sync) made durable meanwhile? @p last_ns (may be NULL) gets the time of the last
  * one (its mtime, real time in ns). The tier's uploader leaves a file alone while its
  * writer is at it. Never blocks on a flush. A file whose pending record went once
- * flushed (small or written out of order: no running MD5 kept) reports 0.
+ * flushed (smaller than 1 MiB, or past the 1,024 records kept) reports 0; a larger one
+ * keeps its record until its writer's COMMIT, with or without a running MD5.
  * @return 1 (yes), 0 (no). */
 int core_pending_writes(struct core *c, uint64_t ino, int64_t *last_ns);
 /** Write verifier: changes every time the core is opened (NFS writeverf3). */

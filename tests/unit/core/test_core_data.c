@@ -587,6 +587,39 @@ static void test_pending_until_commit(void **state)
     free(buf);
 }
 
+/* The same for files without a running MD5: written out of order, or past
+ * CORE_MD5_INLINE_MAX (a checkpoint shard of 128 MiB). Their records used to go at the
+ * server's own flush, and with them the writer's state: the tier then took a shard
+ * still being written for finished. */
+static void test_pending_until_commit_no_md5(void **state)
+{
+    struct fx *f = *state;
+    size_t big = 18 * MB; /* past CORE_MD5_INLINE_MAX (16 MiB) */
+    uint8_t *buf = malloc(big);
+    fx_fill(buf, big, 42);
+    /* out of order: the second MiB first */
+    uint64_t a = mkfile(f, "ooo");
+    wr(f, a, MB, buf + MB, MB);
+    wr(f, a, 0, buf, MB);
+    assert_int_equal(core_sync(f->c), 0);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 1);
+    assert_int_equal(core_commit(f->c, &f->p, a), 0);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 0);
+    check(f, a, buf, 2 * MB);
+    /* in order, past the running MD5's limit */
+    uint64_t b = mkfile(f, "big");
+    for (size_t off = 0; off < big; off += 4 * MB)
+        wr(f, b, off, buf + off, big - off < 4 * MB ? big - off : 4 * MB);
+    assert_int_equal(core_sync(f->c), 0);
+    int64_t last = 0;
+    assert_int_equal(core_pending_writes(f->c, b, &last), 1);
+    assert_true(last > 0);
+    assert_int_equal(core_commit(f->c, &f->p, b), 0);
+    assert_int_equal(core_pending_writes(f->c, b, NULL), 0);
+    check(f, b, buf, big);
+    free(buf);
+}
+
 static void test_unlink_open(void **state)
 {
     struct fx *f = *state;
@@ -1005,6 +1038,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rewrite_vs_read, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pending_dropped, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pending_until_commit, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_until_commit_no_md5, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota_rename, fx_setup, fx_teardown),
