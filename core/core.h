@@ -185,6 +185,14 @@ int core_check(struct core *c, core_check_fn report, void *arg);
 typedef int (*core_bg_io_fn)(void *arg, uint64_t bytes);
 /** Set (NULL: remove) the hook; takes effect for the next read. */
 void core_bg_set_io(struct core *c, core_bg_io_fn fn, void *arg);
+/** Asked by the worker before it reads file @p ino to compute its MD5: true = not now
+ * (the daemon: the tier's uploader is reading the same bytes, and the MD5 would take the
+ * CPU from that upload); the file stays noted and is looked at again at the next pass.
+ * Not asked by a pass with @p all (core_bg_run), nor for a file whose new version is to
+ * be sealed (versioned buckets: sealing is not put off). */
+typedef bool (*core_bg_later_fn)(void *arg, uint64_t ino);
+/** Set (NULL: remove) that hook; takes effect for the next file. */
+void core_bg_set_later(struct core *c, core_bg_later_fn fn, void *arg);
 /** One pass of the background worker on the caller's thread: settle the files
  * NFS changed that have been quiet for settle_ms (@p all: every one), i.e.
  * compute and store the MD5 ETag of those whose MD5 is unknown, once their

@@ -2847,6 +2847,16 @@ struct tier_dirty *tier_upload_dirty(struct tier_upload *u)
     return u ? u->cfg.dirty : NULL;
 }
 
+bool tier_upload_busy(struct tier_upload *u, uint64_t ino)
+{
+    if (!u)
+        return false;
+    pthread_mutex_lock(&u->mu);
+    bool busy = inflight_has(u, ino);
+    pthread_mutex_unlock(&u->mu);
+    return busy;
+}
+
 void tier_upload_kick(struct tier_upload *u)
 {
     pthread_mutex_lock(&u->mu);

@@ -1025,6 +1025,86 @@ static void test_bg_etag(void **state)
     free(data);
 }
 
+static int first_etag_cb(void *arg, const struct core_listent *e)
+{
+    if (!e->is_prefix && !((char *)arg)[0])
+        snprintf(arg, CORE_ETAG_MAX + 1, "%s", e->info->etag);
+    return 0;
+}
+
+/* The listed ETag of @p key (the first key with that prefix). */
+static void key_etag(struct fx *f, const char *key, char *out)
+{
+    bool tr;
+    out[0] = '\0';
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, key, strlen(key), NULL, 0, NULL, 0, 1,
+                               first_etag_cb, out, &tr),
+                     0);
+}
+
+struct later_arg {
+    uint64_t ino; /* the file whose MD5 waits */
+    unsigned asked;
+};
+
+static bool later_cb(void *arg, uint64_t ino)
+{
+    struct later_arg *a = arg;
+    a->asked++;
+    return ino == a->ino;
+}
+
+/* The later hook (the daemon: the tier's uploader reading the file) puts a file's MD5
+ * off: the file stays noted and settles at the first pass after the hook lets it go; a
+ * pass with all puts nothing off; other files settle as usual. */
+static void test_bg_later(void **state)
+{
+    struct fx *f = *state;
+    size_t size = 2 * MB + 99;
+    uint8_t *data = malloc(size);
+    char want[33], got[CORE_ETAG_MAX + 1];
+    unsigned n = 0;
+    fx_fill(data, size, 12);
+    uint64_t held = mkfile(f, "held"), other = mkfile(f, "other");
+    for (int i = 0; i < 2; i++) { /* out of order: no running MD5 */
+        uint64_t ino = i ? other : held;
+        wr(f, ino, MB, data + MB, size - MB);
+        wr(f, ino, 0, data, MB);
+        assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    }
+    struct later_arg la = {held, 0};
+    core_bg_set_later(f->c, later_cb, &la);
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 1); /* other */
+    assert_true(la.asked >= 2);
+    md5_hex(data, size, want);
+    key_etag(f, "other", got);
+    assert_string_equal(got, want);
+    key_etag(f, "held", got);
+    assert_non_null(strstr(got, "-1")); /* still the placeholder */
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 0);
+    /* a pass with all does not ask */
+    la.asked = 0;
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(la.asked, 0);
+    key_etag(f, "held", got);
+    assert_string_equal(got, want);
+    /* let go: settles at the next pass */
+    wr(f, held, MB, data + MB, 10);
+    wr(f, held, 0, data, 10);
+    assert_int_equal(core_commit(f->c, &f->p, held), 0);
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 0);
+    core_bg_set_later(f->c, NULL, NULL);
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 1);
+    key_etag(f, "held", got);
+    assert_string_equal(got, want);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1047,6 +1127,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nfs_etag, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_bg_etag, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_bg_later, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
