@@ -1733,20 +1733,6 @@ static int do_upload(struct tier_upload *u, struct job *j)
         snprintf(etag, sizeof(etag), "%s", res.obj.etag);
         tier_s3_result_fini(&res);
     } else {
-        struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
-                                .key = j->key,
-                                .content_type = ctype[0] ? ctype : NULL,
-                                .meta = kv,
-                                .nmeta = (size_t)nmeta};
-        rc = up_one(u, s3, &op, &res);
-        if (rc) {
-            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
-                   res.message);
-            goto out;
-        }
-        upload_id = res.upload_id;
-        res.upload_id = NULL;
-        tier_s3_result_fini(&res);
         parts = calloc(nparts, sizeof(*parts));
         etags = calloc(nparts, sizeof(*etags));
         bufs = calloc((size_t)par, sizeof(*bufs));
@@ -1792,6 +1778,25 @@ static int do_upload(struct tier_upload *u, struct job *j)
                        "the file changed while read");
                 break;
             }
+            if (!upload_id) {
+                /* made once the first part is ready to go: a file renamed meanwhile
+                 * (the checks above) costs no request */
+                struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
+                                        .key = j->key,
+                                        .content_type = ctype[0] ? ctype : NULL,
+                                        .meta = kv,
+                                        .nmeta = (size_t)nmeta};
+                rc = up_one(u, s3, &op, &res);
+                if (rc) {
+                    failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
+                           res.message);
+                    tier_s3_result_fini(&res);
+                    break;
+                }
+                upload_id = res.upload_id;
+                res.upload_id = NULL;
+                tier_s3_result_fini(&res);
+            }
             sl->part = p;
             sl->op = (struct tier_s3_op){.code = TIER_S3_MPU_PART,
                                          .key = j->key,
@@ -1818,7 +1823,10 @@ static int do_upload(struct tier_upload *u, struct job *j)
             failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",
                    "the file changed while read");
         }
-        rc = mpu_end(u, s3, j, upload_id, parts, nparts, rc, "complete upload", etag);
+        if (upload_id)
+            rc = mpu_end(u, s3, j, upload_id, parts, nparts, rc, "complete upload", etag);
+        else if (rc == 0)
+            rc = -EIO; /* (not reached: a file of several parts starts its first) */
         if (rc)
             goto out;
     }

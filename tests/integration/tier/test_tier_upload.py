@@ -458,3 +458,39 @@ def test_large_shard_held_until_its_writers_commit(d, rgw):
     assert remote_body(rs3, rb, "p/shard") == data
     assert upload_requests(d, "create_multipart_upload") - mpu0 == 1
     assert metric(d, "s3nfs_tier_upload_changed_total") == changed0
+
+
+def test_renamed_before_its_first_part_sends_nothing(d, rgw):
+    """A multipart-sized file renamed while the uploader reads its first part (the
+    system class's reads capped at 2 MiB/s: a 5 MiB part takes seconds, as the rename
+    right after a checkpoint writer's COMMIT that lands during the first read) is given
+    up with no request: its multipart upload is made once the first part is ready to
+    go, after the change check. One multipart upload in all (under the new name), none
+    aborted."""
+    rs3 = rgw.boto3()
+    rb = remote_bucket(rs3)
+    adm = Admin(d)
+    b, _ = tiered_bucket(d, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, 0)
+    mpu0 = upload_requests(d, "create_multipart_upload")
+    abort0 = upload_requests(d, "abort_multipart_upload")
+    changed0 = metric(d, "s3nfs_tier_upload_changed_total")
+    data = os.urandom(12 * 1024 * 1024)  # parts of 5, 5 and 2 MiB
+    adm.put("/qos/system", {"read_bps": 2 * 1024 * 1024})
+    try:
+        time.sleep(1.1)  # the system class's bucket full: one second of burst
+        d.boto3().put_object(Bucket=b, Key="tmp-shard", Body=data)
+        wait_for(lambda: state(d, b, "tmp-shard")[0] == "uploading", timeout=30, step=0.05,
+                 what="the upload to start")
+        with Nfs(d) as n:
+            st, root = n.mount("/")
+            st, bfh = n.lookup(root, b)
+            assert n.rename(bfh, "tmp-shard", bfh, "shard") == 0
+        wait_for(lambda: state(d, b, "shard")[0] == "uploaded", timeout=90,
+                 what="the shard uploaded under its new name")
+    finally:
+        adm.delete("/qos/system")
+    assert remote_body(rs3, rb, "p/shard") == data
+    assert remote_body(rs3, rb, "p/tmp-shard") is None
+    assert metric(d, "s3nfs_tier_upload_changed_total") - changed0 == 1
+    assert upload_requests(d, "create_multipart_upload") - mpu0 == 1
+    assert upload_requests(d, "abort_multipart_upload") - abort0 == 0
