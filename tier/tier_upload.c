@@ -1769,8 +1769,8 @@ static int do_upload(struct tier_upload *u, struct job *j)
             /* a file changed since the upload began is not recorded (checked again after
              * the last part): stop sending its parts now, not after all of them. Checked
              * when the part is ready to go, the first one included (a rename right after
-             * the writer's COMMIT lands during the CreateMultipartUpload or the first
-             * read): then no byte of it is sent */
+             * the writer's COMMIT lands during the first read): then no byte of it, and
+             * no request, is sent */
             if (change_now(u, j->ino) != j->change) {
                 rc = -EAGAIN;
                 changed_note(u, j, "before a part", p);

@@ -57,6 +57,7 @@ when the bench itself is killed.
                     [--ckpt-size 512M] [--writers 8] [--piece 64M] [--ckpt-rename file|dir]
                     [--only model,dataset,ckpt] [--none-first] [--dir /var/tmp]
                     [--osd auto|memstore|bluestore] [--osd-size 14G]
+                    [--daemon-set KEY=VALUE]... [--daemon-log PATH]
 """
 import argparse
 import ctypes
@@ -824,7 +825,7 @@ class Bench:
         finally:
             self.d.stop()
             self.r.stop()
-            if a.daemon_log:
+            if a.daemon_log and os.path.exists(self.d.log_path):
                 shutil.copyfile(self.d.log_path, a.daemon_log)
 
     def summary(self):
