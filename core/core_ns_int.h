@@ -28,6 +28,8 @@ struct core__bg {
     pthread_t thread;
     core_bg_io_fn io; /* mu */
     void *ioarg;
+    core_bg_later_fn later; /* mu */
+    void *laterarg;
 };
 
 /* The sub-module's state (c->ns). */

@@ -61,6 +61,7 @@ when the bench itself is killed.
                     [--ckpt-size 512M] [--writers 8] [--piece 64M] [--ckpt-rename file|dir]
                     [--only model,dataset,ckpt] [--none-first] [--dir /var/tmp]
                     [--osd auto|memstore|bluestore] [--osd-size 14G]
+                    [--daemon-set KEY=VALUE]... [--daemon-log PATH]
 """
 import argparse
 import ctypes
@@ -854,7 +855,8 @@ class Bench:
                         ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=100",
                          "--set", f"tier_part_size={PART}",
                          "--set", f"data_file_size={room >> 20}MiB",
-                         "--set", "tier_recall_threads=16"])
+                         "--set", "tier_recall_threads=16"]
+                        + [x for kv in a.daemon_set for x in ("--set", kv)])
         os.makedirs(self.d.data_dir, exist_ok=True)
         self.pols, self.results = {}, {}
         try:
@@ -891,6 +893,8 @@ class Bench:
         finally:
             self.d.stop()
             self.r.stop()
+            if a.daemon_log and os.path.exists(self.d.log_path):
+                shutil.copyfile(self.d.log_path, a.daemon_log)
 
     def summary(self):
         out = []
@@ -982,6 +986,10 @@ def main():
     ap.add_argument("--osd-size", type=size_arg, default=0,
                     help="the bluestore file's size (default: 1.5x the largest shape's remote "
                          f"bytes + 2 GiB, at least 4 GiB, at most {BLUESTORE_MAX >> 30} GiB)")
+    ap.add_argument("--daemon-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="one more --set for s3nfsd (repeatable), e.g. log_level=info,tier=debug")
+    ap.add_argument("--daemon-log", metavar="PATH",
+                    help="copy s3nfsd's log there before the work folder is removed")
     a = ap.parse_args()
     if not os.access(os.environ["S3NFSD_BIN"], os.X_OK):
         sys.exit(f"bench/ai: {os.environ['S3NFSD_BIN']} not built (scripts/build.sh build)")
