@@ -874,8 +874,10 @@ struct core_cache_listing {
 typedef int (*core_cache_list_fn)(void *arg, uint32_t remote, const char *dirkey,
                                   struct core_cache_listing *out);
 void core_cache_listing_free(struct core_cache_listing *l);
-/** Set the lister (before serving; NULL: cache buckets answer SRV_ERECALL for names
- * never imported and serve what they hold). */
+/** Set the lister (before serving; NULL: cache buckets answer SRV_EIMPORT for names
+ * never imported and serve what they hold). A listing or lookup that needs a directory
+ * never imported while its remote cannot be listed answers SRV_EIMPORT (retryable) until
+ * the remote has failed for core_tier_config's fail_ms in a row, then SRV_EIMPORTFAIL. */
 void core_cache_set_lister(struct core *c, core_cache_list_fn fn, void *arg);
 /** The Content-Type and user metadata of object @p key (bucket-relative) of remote
  * @p remote, which must still have ETag @p etag, as an S3 metadata blob in @p blob (heap;
@@ -895,6 +897,10 @@ void core_cache_set_meta(struct core *c, core_cache_meta_fn fn, void *arg);
 int core_cache_reload(struct core *c);
 /** Is @p bucket in cache mode? @param[out] ro read-only (may be NULL). */
 bool core_cache_bucket(struct core *c, uint64_t bucket, bool *ro);
+/** The key of the directory ("" for a bucket's root, else "a/b/") whose import made the
+ * last core call of the calling thread answer SRV_EIMPORT or SRV_EIMPORTFAIL (a front end
+ * names it in its message). Never NULL. */
+const char *core_cache_import_failed(void);
 /** Forget what was imported when of @p bucket (0: of every bucket): the next listing or
  * lookup asks the remote again. */
 void core_cache_invalidate(struct core *c, uint64_t bucket);

@@ -16,6 +16,10 @@ GETs from parallel threads over keep-alive connections.
   (2) dataset: --samples samples of ~150 KB read once each in random order by
       --readers readers, over NFS and S3, cold then warm, DATASET_RO and NONE,
       in samples/s; against `rclone copy --transfers READERS` of the prefix.
+      Each run first lists the sample directory as a data loader does (NFS
+      READDIRPLUS, S3 ListObjectsV2 with delimiter /; timed with the run), which
+      is what DATASET_RO's directory prefetch acts on; the output says what the
+      prefetch recalled in each cold run (s3nfs_tier_prefetch_* before/after).
   (3) checkpoint: --ckpt-size bytes written over NFS by --writers writers in
       pieces of --piece (UNSTABLE WRITEs, COMMIT, RENAME from tmp/ into
       step/): the time until the last writer is acknowledged, and until the
@@ -558,22 +562,49 @@ class Bench:
         random.Random(2).shuffle(order)
         parts = [order[i::a.readers] for i in range(a.readers)]
 
+        # Each run starts as a data loader does: it lists the sample directory (an NFS
+        # READDIRPLUS of /dataset/train, or ListObjectsV2 of train/ with delimiter /),
+        # then its readers read the samples it found. The listing is what DATASET_RO's
+        # directory prefetch acts on (docs/tiering.md § Directory prefetch): the names
+        # were imported before the clock started by a listing without delimiter, which
+        # prefetches nothing. It is timed with the run, as a loader's is.
+        def list_nfs():
+            n = self.nfs()
+            try:
+                got = [e for e in n.listdir("/dataset/train") if e not in (".", "..")]
+            finally:
+                n.close()
+            if len(got) != a.samples:
+                raise RuntimeError(f"READDIR /dataset/train: {len(got)} names")
+
+        def list_s3():
+            n = 0
+            for page in self.s3.get_paginator("list_objects_v2").paginate(
+                    Bucket="dataset", Prefix="train/", Delimiter="/"):
+                n += len(page.get("Contents", []))
+            if n != a.samples:
+                raise RuntimeError(f"ListObjectsV2 train/: {n} keys")
+
         def read_nfs():
             bufs = [ctypes.create_string_buffer(SAMPLE + 20000) for _ in range(a.readers)]
 
             def body(i, n):
                 for k in parts[i]:
                     self.nfs_read(n, "/dataset/" + k, 0, sizes[k], bufs[i])
-            return self.run_threads(a.readers, self.nfs, body)
+            t0 = time.monotonic()
+            list_nfs()
+            return time.monotonic() - t0 + self.run_threads(a.readers, self.nfs, body)
 
         def read_s3():
             def body(i, conns):
                 for k in parts[i]:
                     if http_do(conns, urls[k]) != sizes[k]:
                         raise RuntimeError(f"GET {k}: short")
-            return self.run_threads(a.readers, lambda i: {}, body)
+            t0 = time.monotonic()
+            list_s3()
+            return time.monotonic() - t0 + self.run_threads(a.readers, lambda i: {}, body)
 
-        res = {}
+        res, pf = {}, {}
         ld = Loads()
         cold = True
         for preset in self.order("DATASET_RO"):
@@ -583,7 +614,9 @@ class Bench:
             for proto, fn in (("NFS", read_nfs), ("S3", read_s3)):
                 if not cold:
                     self.evict("dataset", a.samples, preset)
+                m0 = self.prefetch_counters()
                 res[(preset, proto, "cold")] = fn()
+                pf[(preset, proto)] = (m0, self.prefetch_counters())
                 self.cpu_of[f"{proto} cold, {preset}"] = self.last_cpu
                 ld.note()
                 res[(preset, proto, "warm")] = fn()
@@ -616,7 +649,25 @@ class Bench:
         self.cpu_table("ms of CPU per sample", n, [
             f"{proto} {phase}, {preset}" for preset in ("DATASET_RO", "NONE")
             for proto in ("NFS", "S3") for phase in ("cold", "warm")] + ["rclone copy"])
-        self.results["dataset"] = (res, t_rc, n, str(ld))
+        log("  cold runs, what the directory prefetch did (s3nfs_tier_prefetch_*, "
+            "s3nfs_tier_recalls_total, s3nfs_tier_recalled_bytes_total, before/after each):")
+        pfl = {}
+        for (preset, proto), (m0, m1) in sorted(pf.items()):
+            dm = {k: m1.get(k, 0) - m0.get(k, 0) for k in set(m0) | set(m1)}
+            files = dm.get("s3nfs_tier_prefetch_files_total", 0)
+            recalls = dm.get("s3nfs_tier_recalls_total", 0)
+            full = dm.get('s3nfs_tier_prefetch_skipped_total{reason="full"}', 0)
+            queue = dm.get('s3nfs_tier_prefetch_skipped_total{reason="queue"}', 0)
+            mb = dm.get("s3nfs_tier_prefetch_bytes_total", 0) / 1e6
+            rmb = dm.get("s3nfs_tier_recalled_bytes_total", 0) / 1e6
+            line = (f"{dm.get('s3nfs_tier_prefetch_dirs_total', 0):.0f} listing(s) prefetched, "
+                    f"{files:.0f} files ({mb:.0f} MB) recalled by the prefetch, "
+                    f"{max(recalls - files, 0):.0f} other recalls; {rmb:.0f} MB recalled in all "
+                    f"(the samples: {sum(sizes.values()) / 1e6:.0f} MB); skipped: full "
+                    f"{full:.0f}, queue {queue:.0f}")
+            pfl[(preset, proto)] = line
+            log(f"  {f'{proto} cold, {preset}':40}{line}")
+        self.results["dataset"] = (res, t_rc, n, str(ld), pfl)
         self.drop_remote("d/")
 
     # ---- (3) checkpoint --------------------------------------------------------------------
@@ -708,6 +759,23 @@ class Bench:
                                                 "aws s3 cp --recursive"])
         log(f"  the daemon's requests to the remote: {reqs}")
         self.results["ckpt"] = (t_ack, t_flush, t_aws, mb, str(ld))
+
+    def prefetch_counters(self):
+        """The directory prefetch's counters (s3nfs_tier_prefetch_*, by their name and
+        labels) and s3nfs_tier_recalls_total from the daemon's /metrics ({} without)."""
+        import urllib.request
+        try:
+            with urllib.request.urlopen(self.d.admin_endpoint + "/metrics", timeout=30) as f:
+                text = f.read().decode()
+        except OSError as e:
+            log(f"  /metrics: {e}")
+            return {}
+        out = {}
+        for line in text.splitlines():
+            if line.startswith(("s3nfs_tier_prefetch_", "s3nfs_tier_recalls_total ",
+                                "s3nfs_tier_recalled_bytes_total ")):
+                out[line.rsplit(" ", 1)[0]] = float(line.rsplit(" ", 1)[1])
+        return out
 
     def upload_requests(self):
         """The uploader's counters from the daemon's /metrics (empty on a daemon
@@ -840,7 +908,7 @@ class Bench:
                     s += f", preset/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
                 out.append(s)
         if "dataset" in self.results:
-            res, t_rc, n, ld = self.results["dataset"]
+            res, t_rc, n, ld, pfl = self.results["dataset"]
             p = "DATASET_RO" if self.presets else "NONE"
             for proto in ("NFS", "S3"):
                 c, w = res[(p, proto, "cold")], res[(p, proto, "warm")]
@@ -849,6 +917,8 @@ class Bench:
                     s += f", cold/rclone {t_rc / c:.2f}"
                 if self.presets:
                     s += f", DATASET_RO/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
+                if (p, proto) in pfl:
+                    s += f"; cold {p} prefetch: {pfl[(p, proto)]}"
                 out.append(s)
         if "ckpt" in self.results:
             t_ack, t_flush, t_aws, mb, ld = self.results["ckpt"]
