@@ -5,7 +5,13 @@
  *
  * Series live in fixed open-addressing tables of atomic pointers. Recording
  * finds (or inserts, with one compare-and-swap) its series and bumps atomic
- * counters: no lock on the hot path. Series are never removed. An operation
+ * counters: no lock on the hot path. Each series keeps METRICS_SHARDS copies
+ * of its counters, each on cache lines of its own, and a recorder bumps the
+ * copy of the CPU it runs on (rendering sums them): loop threads on two CPUs
+ * recording the same (protocol, operation, tenant) for every request would
+ * otherwise pass the counters' cache lines back and forth, eight atomic adds
+ * a request. A thread that moves between CPUs meanwhile only shares a copy,
+ * as the adds stay atomic. Series are never removed. An operation
  * on a bucket is recorded twice: in the tenant table and in the bucket table.
  *
  * Bounds. Tenant table: METRICS_SLOTS series; when full, new label sets fold
@@ -39,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #define METRICS_SLOTS 4096    /* tenant series (power of two) */
@@ -48,6 +55,7 @@
 #define METRICS_OP_MAX 47
 #define METRICS_RENDERERS_MAX 32
 #define BUCKET_OTHER UINT64_MAX
+#define METRICS_SHARDS 4 /* counter copies per series (power of two) */
 
 /* Upper bounds in microseconds; the last bucket is +Inf. */
 static const uint64_t bucket_us[] = {
@@ -56,13 +64,19 @@ static const uint64_t bucket_us[] = {
 };
 #define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
 
+/* One copy of a series' counters (struct series, METRICS_SHARDS). */
+struct series_ctr {
+    _Alignas(64) atomic_uint_fast64_t ops;
+    atomic_uint_fast64_t errors, bytes_in, bytes_out, lat_sum_us;
+    atomic_uint_fast64_t buckets[NBUCKETS + 1];
+};
+
 struct series {
     enum srv_proto proto;
     uint32_t tenant;
     uint64_t bucket; /* bucket table only; BUCKET_OTHER = "_other" */
     char op[METRICS_OP_MAX + 1];
-    atomic_uint_fast64_t ops, errors, bytes_in, bytes_out, lat_sum_us;
-    atomic_uint_fast64_t buckets[NBUCKETS + 1];
+    struct series_ctr c[METRICS_SHARDS];
 };
 
 struct table {
@@ -136,9 +150,10 @@ static bool series_is(const struct series *s, enum srv_proto proto, const char *
 static struct series *series_new(enum srv_proto proto, const char *op, uint32_t tenant,
                                  uint64_t bucket)
 {
-    struct series *s = calloc(1, sizeof(*s));
+    struct series *s = aligned_alloc(_Alignof(struct series), sizeof(*s));
     if (!s)
         return NULL;
+    memset(s, 0, sizeof(*s));
     s->proto = proto;
     s->tenant = tenant;
     s->bucket = bucket;
@@ -243,23 +258,43 @@ static bool bucket_admit(uint32_t tenant, uint64_t bucket)
     return ok;
 }
 
-static void series_add(struct series *s, uint64_t bytes_in, uint64_t bytes_out,
-                       uint64_t latency_us, int err)
+/* The counter copy this thread bumps: its CPU's (glibc reads the CPU from
+ * the thread's rseq area, no system call); copy 0 when the CPU is unknown. */
+static unsigned shard_of(void)
+{
+    int cpu = sched_getcpu();
+    return cpu < 0 ? 0 : (unsigned)cpu & (METRICS_SHARDS - 1);
+}
+
+static void series_add(struct series *s, uint64_t bytes_in, uint64_t bytes_out, uint64_t latency_us,
+                       int err, unsigned shard)
 {
     if (!s)
         return;
-    atomic_fetch_add_explicit(&s->ops, 1, memory_order_relaxed);
+    struct series_ctr *c = &s->c[shard];
+    atomic_fetch_add_explicit(&c->ops, 1, memory_order_relaxed);
     if (err)
-        atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
     if (bytes_in)
-        atomic_fetch_add_explicit(&s->bytes_in, bytes_in, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->bytes_in, bytes_in, memory_order_relaxed);
     if (bytes_out)
-        atomic_fetch_add_explicit(&s->bytes_out, bytes_out, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->lat_sum_us, latency_us, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->bytes_out, bytes_out, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->lat_sum_us, latency_us, memory_order_relaxed);
     size_t b = 0;
     while (b < NBUCKETS && latency_us > bucket_us[b])
         b++;
-    atomic_fetch_add_explicit(&s->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->buckets[b], 1, memory_order_relaxed);
+}
+
+/* The sum of one counter over a series' copies (@p offset: its field in
+ * struct series_ctr). */
+static uint64_t series_sum(const struct series *s, size_t offset)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < METRICS_SHARDS; i++)
+        v += atomic_load_explicit((const atomic_uint_fast64_t *)((const char *)&s->c[i] + offset),
+                                  memory_order_relaxed);
+    return v;
 }
 
 void srv_metrics_op_bucket(enum srv_proto proto, const char *op, uint32_t tenant, uint64_t bucket,
@@ -267,8 +302,9 @@ void srv_metrics_op_bucket(enum srv_proto proto, const char *op, uint32_t tenant
 {
     if (!op)
         op = "unknown";
-    series_add(series_find(&ttab, proto, op, tenant, 0, true), bytes_in, bytes_out, latency_us,
-               err);
+    unsigned shard = shard_of();
+    series_add(series_find(&ttab, proto, op, tenant, 0, true), bytes_in, bytes_out, latency_us, err,
+               shard);
     if (!bucket)
         return;
     if (bucket == BUCKET_OTHER)
@@ -281,7 +317,7 @@ void srv_metrics_op_bucket(enum srv_proto proto, const char *op, uint32_t tenant
         }
         s = series_find(&btab, proto, op, tenant, bucket, true);
     }
-    series_add(s, bytes_in, bytes_out, latency_us, err);
+    series_add(s, bytes_in, bytes_out, latency_us, err, shard);
 }
 
 void srv_metrics_op(enum srv_proto proto, const char *op, uint32_t tenant, uint64_t bytes_in,
@@ -457,10 +493,9 @@ static void each_series(struct table *tb, struct evbuffer *out, series_fn fn,
 static void render_counter(struct evbuffer *out, const struct series *s, const char *bucket,
                            const struct render_ctx *c)
 {
-    const atomic_uint_fast64_t *v = (const atomic_uint_fast64_t *)((const char *)s + c->offset);
     evbuffer_add_printf(out, "%s{", c->name);
     labels(out, s, bucket);
-    evbuffer_add_printf(out, "} %llu\n", (unsigned long long)atomic_load(v));
+    evbuffer_add_printf(out, "} %llu\n", (unsigned long long)series_sum(s, c->offset));
 }
 
 static void render_histogram(struct evbuffer *out, const struct series *s, const char *bucket,
@@ -468,7 +503,7 @@ static void render_histogram(struct evbuffer *out, const struct series *s, const
 {
     uint64_t cum = 0;
     for (size_t b = 0; b <= NBUCKETS; b++) {
-        cum += atomic_load(&s->buckets[b]);
+        cum += series_sum(s, offsetof(struct series_ctr, buckets) + b * sizeof(s->c[0].buckets[0]));
         evbuffer_add_printf(out, "%s_bucket{", c->name);
         labels(out, s, bucket);
         if (b < NBUCKETS)
@@ -479,7 +514,8 @@ static void render_histogram(struct evbuffer *out, const struct series *s, const
     }
     evbuffer_add_printf(out, "%s_sum{", c->name);
     labels(out, s, bucket);
-    evbuffer_add_printf(out, "} %.6f\n", (double)atomic_load(&s->lat_sum_us) / 1e6);
+    evbuffer_add_printf(out, "} %.6f\n",
+                        (double)series_sum(s, offsetof(struct series_ctr, lat_sum_us)) / 1e6);
     evbuffer_add_printf(out, "%s_count{", c->name);
     labels(out, s, bucket);
     evbuffer_add_printf(out, "} %llu\n", (unsigned long long)cum);
@@ -494,11 +530,11 @@ static void render_table(struct table *tb, struct evbuffer *out, const char *pre
         size_t offset;
         const char *help;
     } counters[] = {
-        {"ops_total", offsetof(struct series, ops), "Operations finished"},
-        {"op_errors_total", offsetof(struct series, errors),
+        {"ops_total", offsetof(struct series_ctr, ops), "Operations finished"},
+        {"op_errors_total", offsetof(struct series_ctr, errors),
          "Operations that finished with an error"},
-        {"bytes_in_total", offsetof(struct series, bytes_in), "Payload bytes received"},
-        {"bytes_out_total", offsetof(struct series, bytes_out), "Payload bytes sent"},
+        {"bytes_in_total", offsetof(struct series_ctr, bytes_in), "Payload bytes received"},
+        {"bytes_out_total", offsetof(struct series_ctr, bytes_out), "Payload bytes sent"},
     };
     char name[64];
 

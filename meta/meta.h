@@ -167,6 +167,17 @@ int meta_rtxn_begin(struct meta_env *m, struct meta_txn **out);
 /** End a read-only txn. Safe on NULL. */
 void meta_rtxn_end(struct meta_txn *txn);
 
+/** Which committed state read txn @p t sees: two read txns of one environment
+ * with the same nonzero value see the same data (any commit between them makes
+ * the value differ), so what was read in one holds for the other. 0: the engine
+ * cannot tell (the memory engine); nothing may be assumed then.
+ * @note Values of different environments are unrelated: pair it with
+ * meta_env_gen(). */
+uint64_t meta_txn_snapshot(const struct meta_txn *t);
+
+/** A number no other environment opened by this process had or will have. */
+uint64_t meta_env_gen(const struct meta_env *m);
+
 /** Begin a standalone write txn (see the header); it waits for the writer's
  * batch in progress. Never call it from an op. @return 0, -EIO, -ENOMEM. */
 int meta_wtxn_begin(struct meta_env *m, struct meta_txn **out);

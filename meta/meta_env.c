@@ -6,6 +6,7 @@
 #include "meta_int.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,6 +164,16 @@ void meta_rtxn_end(struct meta_txn *txn)
         txn->env->be->rtxn_end(txn);
 }
 
+uint64_t meta_txn_snapshot(const struct meta_txn *t)
+{
+    return t->env->be->snapshot ? t->env->be->snapshot(t) : 0;
+}
+
+uint64_t meta_env_gen(const struct meta_env *m)
+{
+    return m->gen;
+}
+
 int meta_wtxn_begin(struct meta_env *m, struct meta_txn **out)
 {
     SRV_ASSERT(!meta_on_writer(m));
@@ -247,6 +258,8 @@ int meta_env_open(struct meta_env **out, const struct meta_env_config *cfg)
     if (!m)
         return -ENOMEM;
     m->be = cfg->backend == META_BACKEND_MEM ? &meta__mem : &meta__lmdb;
+    static atomic_uint_fast64_t gens;
+    m->gen = atomic_fetch_add(&gens, 1) + 1;
     m->max_batch = cfg->max_batch ? cfg->max_batch : 256;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->work_cv, NULL);

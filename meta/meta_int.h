@@ -108,6 +108,8 @@ struct meta__backend {
     void (*close)(struct meta_env *m);
     int (*rtxn_begin)(struct meta_env *m, struct meta_txn **out);
     void (*rtxn_end)(struct meta_txn *t);
+    /** meta_txn_snapshot of a read txn; NULL: the engine cannot tell (0). */
+    uint64_t (*snapshot)(const struct meta_txn *t);
     /** A write txn, nested in @p parent when not NULL (which it must not write meanwhile).
      * A store left unusable by an earlier failure ends the process (SRV_FATAL). */
     int (*wtxn_begin)(struct meta_env *m, struct meta_txn *parent, struct meta_txn **out);
@@ -153,6 +155,7 @@ struct meta_env {
     uint32_t max_batch;
     struct meta_hooks hooks;
     bool has_hooks;
+    uint64_t gen; /* meta_env_gen */
 
     pthread_mutex_t lock;      /* guards the queue, stop, stats, the pending batch */
     pthread_cond_t work_cv;    /* writer waits for ops */

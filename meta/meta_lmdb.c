@@ -397,6 +397,13 @@ static int lrtxn_begin(struct meta_env *m, struct meta_txn **out)
     return 0;
 }
 
+/* The id of the last txn committed when @p bt began: LMDB gives every write
+ * txn that commits a new one. */
+static uint64_t lsnapshot(const struct meta_txn *bt)
+{
+    return mdb_txn_id(((const struct ltxn *)bt)->txn);
+}
+
 static void lrtxn_end(struct meta_txn *bt)
 {
     struct ltxn *t = (struct ltxn *)bt;
@@ -577,6 +584,7 @@ const struct meta__backend meta__lmdb = {
     .close = lclose,
     .rtxn_begin = lrtxn_begin,
     .rtxn_end = lrtxn_end,
+    .snapshot = lsnapshot,
     .wtxn_begin = lwtxn_begin,
     .wtxn_commit = lwtxn_commit,
     .wtxn_abort = lwtxn_abort,

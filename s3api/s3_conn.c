@@ -88,9 +88,30 @@ void s3__conn_leave(struct s3_conn *c)
         conn_free(c);
 }
 
+/* The header timer is not re-armed per request: a request's start leaves it
+ * pending and its end only records when the wait for the next headers began
+ * (hdr_since); on_hdr_timeout, finding that less than the idle timeout ago,
+ * waits the rest. Per request, an evtimer_del and an evtimer_add fewer.
+ * libevent times its timers by the coarse monotonic clock (a tick of up to
+ * 10 ms), so a timer may fire that much before srv_now_us says it is due:
+ * within S3_HDR_TIMER_SLACK_US of the timeout it counts as due, as it did
+ * when the timer was armed anew per request (and fires before the socket's
+ * idle timeout, armed by the later read, closes without a 408). */
+#define S3_HDR_TIMER_SLACK_US 20000
 void s3__conn_hdr_timer(struct s3_conn *c)
 {
-    evtimer_add(c->hdr_timer, &c->idle);
+    c->hdr_since = srv_now_us();
+    if (!c->hdr_armed) {
+        evtimer_add(c->hdr_timer, &c->idle);
+        c->hdr_armed = true;
+    }
+}
+
+static void conn_hdr_timer_stop(struct s3_conn *c)
+{
+    if (c->hdr_timer && c->hdr_armed)
+        evtimer_del(c->hdr_timer);
+    c->hdr_armed = false;
 }
 
 static void conn_free(struct s3_conn *c)
@@ -149,8 +170,7 @@ void s3__conn_close(struct s3_conn *c)
         bufferevent_free(c->bev);
         c->bev = NULL;
     }
-    if (c->hdr_timer)
-        evtimer_del(c->hdr_timer);
+    conn_hdr_timer_stop(c);
     if (!c->work_inflight && c->nest == 0)
         conn_free(c);
 }
@@ -178,8 +198,7 @@ void s3__conn_done(struct s3_conn *c)
     if (c->body_ev)
         event_del(c->body_ev);
     c->body_direct = false;
-    if (c->hdr_timer)
-        evtimer_del(c->hdr_timer);
+    conn_hdr_timer_stop(c);
     struct evbuffer *in = bufferevent_get_input(c->bev);
     evbuffer_drain(in, evbuffer_get_length(in));
     struct timeval tv = {S3_LINGER_READ_S, 0};
@@ -566,8 +585,19 @@ static void on_event_in(struct s3_conn *c, struct bufferevent *bev, short what)
 static void on_hdr_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct s3_conn *c = arg;
+    c->hdr_armed = false;
     if (c->state != S3_CS_HEADERS || c->dead)
+        return; /* a request is in progress: its end arms the timer again */
+    uint64_t idle_us = (uint64_t)c->srv->idle_timeout_s * 1000000,
+             waited = srv_now_us() - c->hdr_since;
+    if (waited + S3_HDR_TIMER_SLACK_US < idle_us) {
+        /* requests came and went since it was armed: the rest of this wait */
+        uint64_t rest = idle_us - waited;
+        struct timeval tv = {(time_t)(rest / 1000000), (suseconds_t)(rest % 1000000)};
+        evtimer_add(c->hdr_timer, &tv);
+        c->hdr_armed = true;
         return;
+    }
     c->nest++;
     if (c->http.req) /* bytes of a request arrived, but not all its headers */
         s3__conn_fatal(c, S3E_REQUEST_TIMEOUT, NULL);

@@ -97,7 +97,9 @@ struct s3_conn {
     struct s3_conn *prev, *next;
     struct s3_http http;
     struct s3_ctx *x;
-    struct event *hdr_timer;
+    struct event *hdr_timer; /* pending while hdr_armed (s3__conn_hdr_timer) */
+    bool hdr_armed;
+    uint64_t hdr_since; /* srv_now_us when the connection began to wait for headers */
     enum s3_conn_state state;
     char peer[64];
     struct sockaddr_storage sa; /* the client's address */

@@ -112,7 +112,10 @@ char *s3__arena_printf(struct s3_arena *a, const char *fmt, ...)
 
 /* Lookups compare the first byte before calling strcmp: a request's handful
  * of names mostly differ there (X-Amz-* parameters against the lower-case
- * subresource names the router asks about, dozens per request). */
+ * subresource names the router asks about, dozens per request). A parameter
+ * lookup first asks param_first whether any name starts with a byte like
+ * the wanted name's (same low six bits): the router's subresources and a
+ * GET's response-* overrides, absent from most requests, then cost no scan. */
 const char *s3__req_header(const struct s3_req *r, const char *name)
 {
     for (size_t i = 0; i < r->nhdrs; i++)
@@ -123,6 +126,8 @@ const char *s3__req_header(const struct s3_req *r, const char *name)
 
 const char *s3__req_param(const struct s3_req *r, const char *name)
 {
+    if (!(r->param_first >> ((unsigned char)name[0] & 63) & 1))
+        return NULL;
     for (size_t i = 0; i < r->nparams; i++)
         if (r->params[i].name[0] == name[0] && strcmp(r->params[i].name, name) == 0)
             return r->params[i].val;
@@ -601,6 +606,7 @@ int s3__req_parse_query(struct s3_req *r)
 {
     r->nparams = 0;
     r->params = NULL;
+    r->param_first = 0;
     if (!r->raw_query || !*r->raw_query)
         return 0;
     const char *q = r->raw_query;
@@ -625,6 +631,7 @@ int s3__req_parse_query(struct s3_req *r)
             p->has_eq = eq != NULL;
             if (!p->name || !p->val)
                 return -EINVAL;
+            r->param_first |= (uint64_t)1 << ((unsigned char)p->name[0] & 63);
             r->nparams++;
         }
         if (!amp)

@@ -75,6 +75,7 @@ struct s3_req {
     size_t nhdrs, hdrcap;
     struct s3_param *params;
     size_t nparams;
+    uint64_t param_first; /* bit (first byte & 63) set for each parameter's name */
     int http_major, http_minor;
     bool keep_alive;
     bool expect_continue;

@@ -526,7 +526,7 @@ static void op_start(struct s3_ctx *x)
 void s3__req_headers(struct s3_conn *c)
 {
     struct s3_server *srv = c->srv;
-    evtimer_del(c->hdr_timer);
+    /* the header timer stays pending (s3__conn_hdr_timer) */
     /* zeroed but for the 3 KiB of the signature's buffers, which only a parse
      * fills (5,080 bytes of calloc per request before) */
     struct s3_ctx *x = malloc(sizeof(*x));

@@ -154,27 +154,50 @@ int srv_sigv4_parse_header(const char *authz, struct srv_sigv4_auth *out)
     return split_signed(out);
 }
 
-/* The value of the first parameter named @p name, or NULL. */
-static const char *param(const struct srv_sigv4_kv *q, size_t n, const char *name)
+/* The presigned parameters srv_sigv4_parse_query reads, by the index it
+ * reads them at. */
+static const struct {
+    const char *name;
+    size_t len;
+} PRESIGNED[] = {
+#define P_(s)                                                                                      \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
+    P_("X-Amz-Algorithm"), P_("X-Amz-Credential"),    P_("X-Amz-Signature"),      P_("X-Amz-Date"),
+    P_("X-Amz-Expires"),   P_("X-Amz-SignedHeaders"), P_("X-Amz-Content-Sha256"),
+#undef P_
+};
+#define NPRESIGNED (sizeof(PRESIGNED) / sizeof(PRESIGNED[0]))
+
+/* The value of the first parameter of each PRESIGNED name (NULL: absent),
+ * in one pass over @p q: a request carries only its own few parameters, so
+ * most are told apart by their length or "X-Amz-" alone. */
+static void presigned_params(const struct srv_sigv4_kv *q, size_t n, const char *v[NPRESIGNED])
 {
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < n; i++)
-        if (q[i].nlen == nl && memcmp(q[i].name, name, nl) == 0)
-            return q[i].value;
-    return NULL;
+    for (size_t k = 0; k < NPRESIGNED; k++)
+        v[k] = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (q[i].nlen < 10 || memcmp(q[i].name, "X-Amz-", 6) != 0)
+            continue;
+        for (size_t k = 0; k < NPRESIGNED; k++)
+            if (!v[k] && q[i].nlen == PRESIGNED[k].len &&
+                memcmp(q[i].name + 6, PRESIGNED[k].name + 6, q[i].nlen - 6) == 0) {
+                v[k] = q[i].value;
+                break;
+            }
+    }
 }
 
 int srv_sigv4_parse_query(const struct srv_sigv4_kv *q, size_t n, struct srv_sigv4_auth *out)
 {
     srv_sigv4_auth_reset(out);
-    const char *alg = param(q, n, "X-Amz-Algorithm");
-    const char *cred = param(q, n, "X-Amz-Credential");
-    const char *sig = param(q, n, "X-Amz-Signature");
+    const char *v[NPRESIGNED];
+    presigned_params(q, n, v);
+    const char *alg = v[0], *cred = v[1], *sig = v[2];
     if (!alg && !cred && !sig)
         return -ENOENT;
-    const char *date = param(q, n, "X-Amz-Date");
-    const char *exp = param(q, n, "X-Amz-Expires");
-    const char *sh = param(q, n, "X-Amz-SignedHeaders");
+    const char *date = v[3], *exp = v[4], *sh = v[5];
     if (!alg || strcmp(alg, SRV_SIGV4_ALGORITHM) != 0 || !cred || !sig || !date || !exp || !sh)
         return -EINVAL;
     out->presigned = true;
@@ -193,7 +216,7 @@ int srv_sigv4_parse_query(const struct srv_sigv4_kv *q, size_t n, struct srv_sig
     if (errno || !end || *end || e < 1 || e > 604800)
         return -EINVAL;
     out->expires = e;
-    const char *ph = param(q, n, "X-Amz-Content-Sha256");
+    const char *ph = v[6];
     if (!ph)
         ph = SRV_SIGV4_UNSIGNED_PAYLOAD;
     size_t phl = strnlen(ph, sizeof(out->payload_hash) - 1);

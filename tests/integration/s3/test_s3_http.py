@@ -439,6 +439,30 @@ def test_max_conns_and_idle_timeout(daemon_factory):
     assert d.boto3().list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
 
 
+def test_header_timeout_counts_from_the_last_answer(daemon_factory):
+    """The header timer is armed once and moved on by each answer: requests
+    that keep a connection busy past the timeout from its start keep it open,
+    and the wait for the next headers is timed from the last answer."""
+    d = daemon_factory(extra_args=["--set", "s3_idle_timeout_s=2"]).start()
+    d.boto3().create_bucket(Bucket="hdr-timer")
+    d.boto3().put_object(Bucket="hdr-timer", Key="k", Body=b"served")
+    s = connect(d)
+    s.settimeout(30)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 3.5:  # past the first deadline (2 s)
+        s.sendall(signed_request(d, "GET", "/hdr-timer/k")[0])
+        st, h, body = read_response(s)
+        assert st == 200 and body == b"served"
+        time.sleep(0.3)
+    last = time.monotonic()
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    data = s.recv(4096)
+    waited = time.monotonic() - last
+    assert data.startswith(b"HTTP/1.1 408")
+    assert 1.5 < waited < 6, waited
+    s.close()
+
+
 def test_max_object_size(daemon_factory):
     d = daemon_factory(extra_args=["--set", "s3_max_object_size=1MiB"]).start()
     s3 = d.boto3()

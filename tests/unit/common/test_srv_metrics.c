@@ -2,6 +2,8 @@
  * Unit tests for common/srv_metrics.c: counters and histogram buckets in the
  * Prometheus text rendering, label escaping, extra renderers, per-bucket
  * series (named at render time, independent per bucket, the bucket cap). */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <event2/buffer.h>
@@ -57,6 +60,69 @@ static void test_counters_and_histogram(void **state)
         s, "s3nfs_op_latency_seconds_count{proto=\"s3\",op=\"GetObject\",tenant=\"7\"} 2\n"));
     assert_non_null(strstr(
         s, "s3nfs_op_latency_seconds_sum{proto=\"s3\",op=\"GetObject\",tenant=\"7\"} 20.000300\n"));
+    free(s);
+}
+
+/* Threads on every CPU record into one series at once (each bumps the
+ * counter copy of its CPU, some move between CPUs meanwhile): every family
+ * renders the sum of all copies. */
+#define SHARD_THREADS 6
+#define SHARD_OPS 5000
+
+static void *shard_rec(void *arg)
+{
+    long i = (long)arg;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (i % 2 == 0 && ncpu > 0) { /* half pinned, one to each CPU in turn; half free */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)(i / 2 % ncpu), &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    for (int k = 0; k < SHARD_OPS; k++) {
+        srv_metrics_op_bucket(SRV_PROTO_S3, "ShardOp", 11, 0, 1, 3, k % 2 ? 50 : 300000,
+                              k % 5 == 0);
+        if (k % 1000 == 0)
+            sched_yield();
+    }
+    return NULL;
+}
+
+static void test_shards_sum(void **state)
+{
+    (void)state;
+    pthread_t th[SHARD_THREADS];
+    for (long i = 0; i < SHARD_THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, shard_rec, (void *)i), 0);
+    for (int i = 0; i < SHARD_THREADS; i++)
+        pthread_join(th[i], NULL);
+    char *s = render();
+    const long n = (long)SHARD_THREADS * SHARD_OPS;
+    char want[256];
+    snprintf(want, sizeof(want), "s3nfs_ops_total{proto=\"s3\",op=\"ShardOp\",tenant=\"11\"} %ld\n",
+             n);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_op_errors_total{proto=\"s3\",op=\"ShardOp\",tenant=\"11\"} %ld\n", n / 5);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_bytes_in_total{proto=\"s3\",op=\"ShardOp\",tenant=\"11\"} %ld\n", n);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_bytes_out_total{proto=\"s3\",op=\"ShardOp\",tenant=\"11\"} %ld\n", 3 * n);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_op_latency_seconds_bucket{proto=\"s3\",op=\"ShardOp\",tenant=\"11\","
+             "le=\"0.0001\"} %ld\n",
+             n / 2);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_op_latency_seconds_count{proto=\"s3\",op=\"ShardOp\",tenant=\"11\"} %ld\n", n);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof(want),
+             "s3nfs_op_latency_seconds_sum{proto=\"s3\",op=\"ShardOp\",tenant=\"11\"} %.6f\n",
+             (double)(n / 2) * 300000 / 1e6 + (double)(n / 2) * 50 / 1e6);
+    assert_non_null(strstr(s, want));
     free(s);
 }
 
@@ -201,6 +267,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counters_and_histogram),
+        cmocka_unit_test(test_shards_sum),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_renderer),
         cmocka_unit_test(test_per_bucket),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for core/core_zc.c: core_key_peek (inline content, every
- * error, -EAGAIN for pending writes and ETags to compute) and
+ * error, -EAGAIN for pending writes and ETags to compute, the bucket half
+ * remembered for one snapshot only) and
  * core_read_pieces (pieces reassemble to exactly what core_read returns, for
  * inline files, holes, pending writes and ranges across extents; the first
  * read verifies, later ones send verified extents from the fd, and so may a
@@ -73,6 +74,82 @@ static uint64_t ino_of(struct fx *f, const char *key)
     assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, key, strlen(key), &oi), 0);
     free(oi.meta);
     return oi.attr.ino;
+}
+
+/* A peek's bucket half is remembered per thread for one snapshot of the
+ * store: every commit that changes the bucket (its metadata blob, its mode,
+ * its deletion and re-creation) is seen by the next peek, and another
+ * tenant's bucket of the same name is its own. */
+static int peek_b(struct fx *f, const struct core_principal *p, const char *bkt, const char *key,
+                  struct core_peek *pk)
+{
+    char buf[256];
+    int rc = core_key_peek(f->c, p, bkt, strlen(bkt), key, strlen(key), buf, sizeof(buf), pk);
+    free(pk->info.meta);
+    pk->info.meta = NULL;
+    return rc;
+}
+
+static void test_peek_bucket_memo(void **state)
+{
+    struct fx *f = *state;
+    struct core_peek pk;
+    char small[10];
+    fx_fill(small, sizeof(small), 3);
+    assert_int_equal(fx_put(f, "k", small, sizeof(small)), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(peek_b(f, &f->p, "bkt", "k", &pk), 0);
+        assert_null(pk.bmeta);
+        assert_int_equal(pk.bucket, f->bucket);
+    }
+    assert_int_equal(core_bucket_set_meta(f->c, &f->su, f->bucket, "cfg1", 4, -1), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(peek_b(f, &f->p, "bkt", "k", &pk), 0);
+        assert_int_equal(pk.bmetalen, 4);
+        assert_memory_equal(pk.bmeta, "cfg1", 4);
+        free(pk.bmeta);
+    }
+    assert_int_equal(core_bucket_set_meta(f->c, &f->su, f->bucket, "cfg22", 5, 0750), 0);
+    assert_int_equal(peek_b(f, &f->p, "bkt", "k", &pk), 0);
+    assert_int_equal(pk.bmetalen, 5);
+    assert_memory_equal(pk.bmeta, "cfg22", 5);
+    assert_int_equal(pk.battr.mode & 0777, 0750);
+    free(pk.bmeta);
+    /* a commit elsewhere: the same bucket, read again */
+    assert_int_equal(fx_put(f, "k2", small, sizeof(small)), 0);
+    assert_int_equal(peek_b(f, &f->p, "bkt", "k2", &pk), 0);
+    assert_memory_equal(pk.bmeta, "cfg22", 5);
+    free(pk.bmeta);
+    /* another tenant's "bkt" */
+    struct core_principal other = f->p;
+    other.tenant = 2;
+    struct core_attr oa;
+    assert_int_equal(core_tenant_create(f->c, 2), 0);
+    assert_int_equal(core_bucket_create(f->c, &other, "bkt", 3, &oa), 0);
+    assert_int_equal(peek_b(f, &other, "bkt", "k", &pk), -ENOENT);
+    assert_int_equal(pk.bucket, oa.ino);
+    assert_int_not_equal(oa.ino, f->bucket);
+    free(pk.bmeta);
+    assert_int_equal(peek_b(f, &f->p, "bkt", "k", &pk), 0);
+    assert_int_equal(pk.bucket, f->bucket);
+    free(pk.bmeta);
+    /* deleted, then made again */
+    struct core_attr ta;
+    assert_int_equal(core_bucket_create(f->c, &f->p, "tmp", 3, &ta), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(peek_b(f, &f->p, "tmp", "k", &pk), -ENOENT);
+        assert_int_equal(pk.bucket, ta.ino);
+        free(pk.bmeta);
+    }
+    assert_int_equal(core_bucket_delete(f->c, &f->p, "tmp", 3), 0);
+    assert_int_equal(peek_b(f, &f->p, "tmp", "k", &pk), SRV_ENOBUCKET);
+    free(pk.bmeta);
+    struct core_attr ta2;
+    assert_int_equal(core_bucket_create(f->c, &f->p, "tmp", 3, &ta2), 0);
+    assert_int_not_equal(ta2.ino, ta.ino);
+    assert_int_equal(peek_b(f, &f->p, "tmp", "k", &pk), -ENOENT);
+    assert_int_equal(pk.bucket, ta2.ino);
+    free(pk.bmeta);
 }
 
 static void test_peek(void **state)
@@ -502,6 +579,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_peek, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_peek_bucket_memo, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_peek_eagain, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pieces_extents, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pieces_inline_holes_pending, fx_setup, fx_teardown),

@@ -3,7 +3,8 @@
  * (renewed per read) sees a commit another thread made just before, holds no
  * snapshot between reads, nests with a pool txn, survives its environment's
  * close, and many threads at once neither run out of LMDB reader slots nor
- * leave theirs taken after they exit. */
+ * leave theirs taken after they exit; a read txn's snapshot id tells commits
+ * apart. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -150,6 +151,45 @@ static void test_commit_seen_by_next_read(void **state)
 }
 
 /* ---- a read txn inside another on one thread, and one held across a commit ---- */
+
+/* meta_txn_snapshot: equal for read txns with no commit between them, on
+ * one thread or two (the pool's txn nested in the thread's own), different
+ * after a commit; meta_env_gen differs between environments. */
+static uint64_t snap_of(struct meta_env *m)
+{
+    struct meta_txn *t;
+    assert_int_equal(meta_rtxn_begin(m, &t), 0);
+    uint64_t s = meta_txn_snapshot(t);
+    meta_rtxn_end(t);
+    return s;
+}
+
+static void test_snapshot_ids(void **state)
+{
+    (void)state;
+    struct meta_env *m = env_open();
+    uint64_t one = 1, two = 2;
+    assert_int_equal(meta_submit(m, put_fn, &one, 0), 0);
+    uint64_t a = snap_of(m);
+    assert_int_not_equal(a, 0);
+    assert_int_equal(snap_of(m), a);
+    struct meta_txn *outer, *inner;
+    assert_int_equal(meta_rtxn_begin(m, &outer), 0);
+    assert_int_equal(meta_rtxn_begin(m, &inner), 0);
+    assert_int_equal(meta_txn_snapshot(outer), a);
+    assert_int_equal(meta_txn_snapshot(inner), a);
+    meta_rtxn_end(inner);
+    meta_rtxn_end(outer);
+    assert_int_equal(meta_submit(m, put_fn, &two, 0), 0);
+    uint64_t b = snap_of(m);
+    assert_int_not_equal(b, a);
+    assert_int_equal(read_k(m), 2);
+    uint64_t g = meta_env_gen(m);
+    meta_env_close(m);
+    m = env_open();
+    assert_int_not_equal(meta_env_gen(m), g);
+    meta_env_close(m);
+}
 
 static void test_nested_read_txns(void **state)
 {
@@ -329,6 +369,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_commit_seen_by_next_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested_read_txns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_thread_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_file_allocated, setup, teardown),

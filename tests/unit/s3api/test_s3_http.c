@@ -147,6 +147,42 @@ static void test_request_fields(void **state)
     s3__http_fini(&h);
 }
 
+/* Parameter lookups skip the scan when no name starts with a byte of the
+ * same low six bits: names that share those bits with a present one ('!'
+ * and 'a', '=' and '}') are still compared in full, decoded names count by
+ * their decoded first byte, an empty name is found, and a request without a
+ * query finds nothing. */
+static void test_param_first_byte(void **state)
+{
+    (void)state;
+    static const char raw[] = "GET /b/k?acl&%41bc=1&=e&}x=2&X-Amz-Date=d HTTP/1.1\r\n"
+                              "Host: h\r\n\r\n";
+    struct s3_http h;
+    size_t used;
+    s3__http_init(&h, 0, NULL, NULL);
+    assert_int_equal(s3__http_feed(&h, raw, sizeof(raw) - 1, &used), S3_HTTP_HEADERS);
+    struct s3_req *r = h.req;
+    assert_true(s3__req_has_param(r, "acl"));
+    assert_false(s3__req_has_param(r, "!cl")); /* 'a' & 63 == '!' & 63 */
+    assert_false(s3__req_has_param(r, "ab"));
+    assert_string_equal(s3__req_param(r, "Abc"), "1");
+    assert_false(s3__req_has_param(r, "%41bc"));
+    assert_string_equal(s3__req_param(r, ""), "e");
+    assert_string_equal(s3__req_param(r, "}x"), "2"); /* '}' & 63 == '=' & 63 */
+    assert_false(s3__req_has_param(r, "=x"));
+    assert_string_equal(s3__req_param(r, "X-Amz-Date"), "d");
+    assert_false(s3__req_has_param(r, "X-Amz-Expires"));
+    assert_false(s3__req_has_param(r, "versionId"));
+    assert_false(s3__req_has_param(r, "response-content-type"));
+    s3__http_fini(&h);
+    static const char bare[] = "GET /b/k HTTP/1.1\r\nHost: h\r\n\r\n";
+    s3__http_init(&h, 0, NULL, NULL);
+    assert_int_equal(s3__http_feed(&h, bare, sizeof(bare) - 1, &used), S3_HTTP_HEADERS);
+    assert_false(s3__req_has_param(h.req, ""));
+    assert_false(s3__req_has_param(h.req, "acl"));
+    s3__http_fini(&h);
+}
+
 static void test_helpers(void **state)
 {
     (void)state;
@@ -455,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_chunked_body),
         cmocka_unit_test(test_limits_and_garbage),
         cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_param_first_byte),
         cmocka_unit_test(test_helpers),
         cmocka_unit_test(test_trailers_after_handoff),
         cmocka_unit_test(test_base64),

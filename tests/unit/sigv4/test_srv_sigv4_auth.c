@@ -111,6 +111,29 @@ static void test_parse_query(void **state)
     assert_int_equal(srv_sigv4_parse_query(bad, 6, &a), -EINVAL);
     bad[3] = (struct srv_sigv4_kv)KV("X-Amz-Expires", "0");
     assert_int_equal(srv_sigv4_parse_query(bad, 6, &a), -EINVAL);
+    /* the first of a repeated parameter counts; other parameters, X-Amz-* or
+     * not, names of the same length, prefixes and case variants are not
+     * the presigned ones */
+    struct srv_sigv4_kv mix[13] = {
+        KV("X-Amz-Foo", "1"),
+        KV("x-amz-expires", "0"),
+        KV("X-Amz-Expire", "0"),
+        KV("X-Amz-Expiress", "0"),
+        KV("X-Bmz-Expires", "0"),
+        KV("versionId", "v"),
+        KV("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD"),
+    };
+    memcpy(mix + 7, PRESIGNED + 1, 5 * sizeof(mix[0]));
+    mix[12] = (struct srv_sigv4_kv)KV("X-Amz-Expires", "0");
+    assert_int_equal(srv_sigv4_parse_query(mix, 13, &a), -EINVAL); /* no algorithm */
+    mix[5] = PRESIGNED[0];
+    assert_int_equal(srv_sigv4_parse_query(mix, 13, &a), 0);
+    assert_int_equal(a.expires, 3600);
+    assert_string_equal(a.payload_hash, "UNSIGNED-PAYLOAD");
+    assert_string_equal(a.signed_headers, "host");
+    mix[0] = (struct srv_sigv4_kv)KV("X-Amz-Expires", "60");
+    assert_int_equal(srv_sigv4_parse_query(mix, 13, &a), 0);
+    assert_int_equal(a.expires, 60);
 }
 
 /* A reset holder reads as a zeroed one, and a parse into a holder full of an
