@@ -761,15 +761,21 @@ class Bench:
         log(f"  the daemon's requests to the remote: {reqs}")
         self.results["ckpt"] = (t_ack, t_flush, t_aws, mb, str(ld))
 
-    def prefetch_counters(self):
-        """The directory prefetch's counters (s3nfs_tier_prefetch_*, by their name and
-        labels) and s3nfs_tier_recalls_total from the daemon's /metrics ({} without)."""
+    def metrics_text(self):
+        """The daemon's /metrics page, or None (logged) when it cannot be read."""
         import urllib.request
         try:
             with urllib.request.urlopen(self.d.admin_endpoint + "/metrics", timeout=30) as f:
-                text = f.read().decode()
+                return f.read().decode()
         except OSError as e:
             log(f"  /metrics: {e}")
+            return None
+
+    def prefetch_counters(self):
+        """The directory prefetch's counters (s3nfs_tier_prefetch_*, by their name and
+        labels) and s3nfs_tier_recalls_total from the daemon's /metrics ({} without)."""
+        text = self.metrics_text()
+        if text is None:
             return {}
         out = {}
         for line in text.splitlines():
@@ -781,12 +787,8 @@ class Bench:
     def upload_requests(self):
         """The uploader's counters from the daemon's /metrics (empty on a daemon
         without them): requests by S3 operation, body bytes sent, uploads given up."""
-        import urllib.request
-        try:
-            with urllib.request.urlopen(self.d.admin_endpoint + "/metrics", timeout=30) as f:
-                text = f.read().decode()
-        except OSError as e:
-            log(f"  /metrics: {e}")
+        text = self.metrics_text()
+        if text is None:
             return {}
         out = {}
         for line in text.splitlines():
