@@ -32,6 +32,8 @@
 #define SRV_ETLS       (-20020) /* tier: TLS handshake or certificate verification failed */
 #define SRV_ERECALL (-20021)    /* tier: an evicted file's bytes are being recalled; retry later */
 #define SRV_EREMOTECHG (-20022) /* tier: an evicted file's remote copy changed or is gone */
+#define SRV_EIMPORT (-20023)    /* tier: a cache bucket's directory cannot be imported now; retry */
+#define SRV_EIMPORTFAIL (-20024) /* tier: ... and its remote has failed for tier_recall_fail_ms */
 
 /* X(name, value, S3 code for an object, S3 code for a bucket or the service,
  *   S3 HTTP status, nfsstat3, admin API code, admin API HTTP status, message)
@@ -138,7 +140,15 @@
     X(ESRV_RECALL, SRV_ERECALL, "ServiceUnavailable", "ServiceUnavailable",                        \
       503, 10008, "InternalError", 500, "the file is being recalled from the remote tier: retry")    \
     X(ESRV_REMOTECHG, SRV_EREMOTECHG, "InternalError", "InternalError",                            \
-      500, 5, "InternalError", 500, "the remote copy of an evicted file changed or is gone")
+      500, 5, "InternalError", 500, "the remote copy of an evicted file changed or is gone")       \
+    /* a directory of a cache bucket never imported, its remote unreachable: retryable (as a       \
+     * recall), then an error once the remote has failed for tier_recall_fail_ms */                \
+    X(ESRV_IMPORT, SRV_EIMPORT, "ServiceUnavailable", "ServiceUnavailable",                        \
+      503, 10008, "InternalError", 500,                                                            \
+      "the remote is unreachable while importing a directory of this cache bucket: retry")         \
+    X(ESRV_IMPORTFAIL, SRV_EIMPORTFAIL, "InternalError", "InternalError",                          \
+      500, 5, "InternalError", 500,                                                                \
+      "the remote has been unreachable too long to import a directory of this cache bucket")
 /* clang-format on */
 
 /* One row of SRV_ERR_MAP. */

@@ -185,6 +185,14 @@ int core_check(struct core *c, core_check_fn report, void *arg);
 typedef int (*core_bg_io_fn)(void *arg, uint64_t bytes);
 /** Set (NULL: remove) the hook; takes effect for the next read. */
 void core_bg_set_io(struct core *c, core_bg_io_fn fn, void *arg);
+/** Asked by the worker before it reads file @p ino to compute its MD5: true = not now
+ * (the daemon: the tier's uploader is reading the same bytes, and the MD5 would take the
+ * CPU from that upload); the file stays noted and is looked at again at the next pass.
+ * Not asked by a pass with @p all (core_bg_run), nor for a file whose new version is to
+ * be sealed (versioned buckets: sealing is not put off). */
+typedef bool (*core_bg_later_fn)(void *arg, uint64_t ino);
+/** Set (NULL: remove) that hook; takes effect for the next file. */
+void core_bg_set_later(struct core *c, core_bg_later_fn fn, void *arg);
 /** One pass of the background worker on the caller's thread: settle the files
  * NFS changed that have been quiet for settle_ms (@p all: every one), i.e.
  * compute and store the MD5 ETag of those whose MD5 is unknown, once their
@@ -360,7 +368,8 @@ int core_commit(struct core *c, const struct core_principal *p, uint64_t ino);
  * sync) made durable meanwhile? @p last_ns (may be NULL) gets the time of the last
  * one (its mtime, real time in ns). The tier's uploader leaves a file alone while its
  * writer is at it. Never blocks on a flush. A file whose pending record went once
- * flushed (small or written out of order: no running MD5 kept) reports 0.
+ * flushed (smaller than 1 MiB, or past the 1,024 records kept) reports 0; a larger one
+ * keeps its record until its writer's COMMIT, with or without a running MD5.
  * @return 1 (yes), 0 (no). */
 int core_pending_writes(struct core *c, uint64_t ino, int64_t *last_ns);
 /** Write verifier: changes every time the core is opened (NFS writeverf3). */
@@ -874,8 +883,10 @@ struct core_cache_listing {
 typedef int (*core_cache_list_fn)(void *arg, uint32_t remote, const char *dirkey,
                                   struct core_cache_listing *out);
 void core_cache_listing_free(struct core_cache_listing *l);
-/** Set the lister (before serving; NULL: cache buckets answer SRV_ERECALL for names
- * never imported and serve what they hold). */
+/** Set the lister (before serving; NULL: cache buckets answer SRV_EIMPORT for names
+ * never imported and serve what they hold). A listing or lookup that needs a directory
+ * never imported while its remote cannot be listed answers SRV_EIMPORT (retryable) until
+ * the remote has failed for core_tier_config's fail_ms in a row, then SRV_EIMPORTFAIL. */
 void core_cache_set_lister(struct core *c, core_cache_list_fn fn, void *arg);
 /** The Content-Type and user metadata of object @p key (bucket-relative) of remote
  * @p remote, which must still have ETag @p etag, as an S3 metadata blob in @p blob (heap;
@@ -895,6 +906,10 @@ void core_cache_set_meta(struct core *c, core_cache_meta_fn fn, void *arg);
 int core_cache_reload(struct core *c);
 /** Is @p bucket in cache mode? @param[out] ro read-only (may be NULL). */
 bool core_cache_bucket(struct core *c, uint64_t bucket, bool *ro);
+/** The key of the directory ("" for a bucket's root, else "a/b/") whose import made the
+ * last core call of the calling thread answer SRV_EIMPORT or SRV_EIMPORTFAIL (a front end
+ * names it in its message). Never NULL. */
+const char *core_cache_import_failed(void);
 /** Forget what was imported when of @p bucket (0: of every bucket): the next listing or
  * lookup asks the remote again. */
 void core_cache_invalidate(struct core *c, uint64_t bucket);

@@ -23,7 +23,8 @@
  *
  * Bound: a file's ETag is known settle_ms after its last change was
  * committed, plus the time to read it at the rate the hook allows, plus one
- * poll of the worker (at most settle_ms / 2, at least 50 ms, at most 1 s).
+ * poll of the worker (at most settle_ms / 2, at least 50 ms, at most 1 s); a file
+ * the later hook (core_bg_set_later: the tier uploading it) puts off, after that.
  * Records survive restarts (the table is in LMDB), so work a crash
  * interrupted is done after the next open.
  * Thread: the worker is one thread; core_bg_run runs a pass on the caller's. */
@@ -69,6 +70,24 @@ void core_bg_set_io(struct core *c, core_bg_io_fn fn, void *arg)
     c->ns->bg.io = fn;
     c->ns->bg.ioarg = arg;
     pthread_mutex_unlock(&c->ns->bg.mu);
+}
+
+void core_bg_set_later(struct core *c, core_bg_later_fn fn, void *arg)
+{
+    pthread_mutex_lock(&c->ns->bg.mu);
+    c->ns->bg.later = fn;
+    c->ns->bg.laterarg = arg;
+    pthread_mutex_unlock(&c->ns->bg.mu);
+}
+
+/* Is the MD5 of @p ino to wait (core_bg_set_later's hook)? */
+static bool bg_later(struct core *c, uint64_t ino)
+{
+    pthread_mutex_lock(&c->ns->bg.mu);
+    core_bg_later_fn fn = c->ns->bg.later;
+    void *arg = c->ns->bg.laterarg;
+    pthread_mutex_unlock(&c->ns->bg.mu);
+    return fn && fn(arg, ino);
 }
 
 /* ---- ETags, settling ---- */
@@ -161,9 +180,10 @@ out:
     return rc;
 }
 
-/* Settle file @p ino (noted with @p flags). @return 0 (settled, or nothing to do), -EAGAIN
- * (not settled yet: pending writes, or it changed while read), or an error. */
-static int settle(struct core *c, uint64_t ino, uint32_t flags)
+/* Settle file @p ino (noted with @p flags; @p all: a pass with all, which puts nothing
+ * off). @return 0 (settled, or nothing to do), -EAGAIN (not settled yet: pending writes,
+ * it changed while read, or its MD5 waits for the tier's upload), or an error. */
+static int settle(struct core *c, uint64_t ino, uint32_t flags, bool all)
 {
     struct meta_txn *t;
     struct meta_inode r;
@@ -186,6 +206,8 @@ static int settle(struct core *c, uint64_t ino, uint32_t flags)
     if (rc && rc != -ENOENT)
         return rc;
     struct settle_op a = {c, ino, rc == 0 ? r.change : 0, NULL, true};
+    if (need && !all && !(flags & META_DIRTY_SEAL) && bg_later(c, ino))
+        return -EAGAIN; /* the uploader reads it now: its MD5 after, not at once */
     if (need) {
         rc = core__etag_compute(c, r.tenant, ino, r.size, r.change, false, true, etag);
         if (rc == -EAGAIN || rc == SRV_ESTALE || rc == -ENOENT)
@@ -257,7 +279,7 @@ int core_bg_run(struct core *c, bool all, unsigned *settled)
         for (size_t i = 0; i < s.n; i++) {
             if (c->ns->bg.stop)
                 return first;
-            rc = settle(c, s.ino[i], s.flags[i]);
+            rc = settle(c, s.ino[i], s.flags[i], all);
             if (rc == 0)
                 done++;
             else if (rc != -EAGAIN && !first) {

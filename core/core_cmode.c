@@ -17,10 +17,18 @@
  *    with local changes kept (a conflict, counted), a file never uploaded kept
  *    (it is new here), an empty implicit directory removed;
  *  - a file whose record is newer than the listing's start (an upload that
- *    raced the listing) is left alone.
+ *    raced the listing) is left alone;
+ *  - a file whose record names another key (renamed here, or its directory,
+ *    not uploaded under its new key yet) is kept, and a remote name whose key
+ *    a local file's record holds elsewhere (renamed away, or removed with its
+ *    remote delete to send) is not imported again (find_held).
  * One import per directory at a time: other callers wait for it. A listing
  * that fails leaves what was imported before (served as it is, logged) and
- * answers SRV_ERECALL only for a directory never imported. The time of each
+ * answers only for a directory never imported, as a recall of a file does:
+ * SRV_EIMPORT (retryable: S3 503, NFS JUKEBOX) until the remote has failed
+ * for tier_recall_fail_ms in a row (core__tier_fail_ms), then SRV_EIMPORTFAIL
+ * (S3 500, NFS EIO: an NFS client would retry JUKEBOX forever); the directory
+ * that failed is core_cache_import_failed's (the S3 message names it). The time of each
  * directory's last import is kept in memory and in t_config (rec_*: written after
  * the import, read at the directory's first use after a start), so a restart does
  * not make every directory due at once; core_cache_invalidate drops them.
@@ -343,8 +351,11 @@ struct apply_op {
     const struct core_cache_listing *l;
     size_t from, to; /* objects [from, to) (then dirs when from == to == 0 and dirs) */
     bool dirs;
+    bool revalidate;    /* the directory was imported before, or holds names */
     const char **names; /* every listed name, sorted (the removal pass) */
     size_t nnames;
+    char **held; /* listed names not here whose remote key a local file holds, sorted */
+    size_t nheld;
 };
 
 static int name_cmp(const void *x, const void *y)
@@ -356,6 +367,93 @@ static bool name_ok(const char *n)
 {
     return n[0] && strchr(n, '/') == NULL && core__name_check(n, strlen(n)) == 0 &&
            strcmp(n, ".") != 0 && strcmp(n, "..") != 0;
+}
+
+/* Is the record @p cp of the file named @p name in the directory being imported made for
+ * another key (the file, or a directory above it, was renamed since its last upload: the
+ * uploader copies it to its new key, then deletes the old one)? */
+static bool moved(const struct apply_op *a, const struct meta_tier_copy *cp, const char *name)
+{
+    size_t nl = strlen(name);
+    return cp->st.keylen != a->dklen + nl || memcmp(cp->key, a->dirkey, a->dklen) != 0 ||
+           memcmp(cp->key + a->dklen, name, nl) != 0;
+}
+
+static bool is_held(const struct apply_op *a, const char *name)
+{
+    return a->nheld && bsearch(&name, a->held, a->nheld, sizeof(*a->held), name_cmp);
+}
+
+struct held_scan {
+    struct apply_op *a;
+    struct meta_txn *t;
+    const char **want; /* listed names not here, sorted */
+    size_t nwant;
+};
+
+/* A tierst record whose key is under the directory being imported but whose file is no
+ * longer at that key (renamed away, or gone with its remote delete still to send): the
+ * remote object (or sub-prefix) of that name is ours, in transit; not imported again. */
+static int held_cb(void *arg, uint64_t ino, const struct meta_tier_copy *cp)
+{
+    struct held_scan *h = arg;
+    struct apply_op *a = h->a;
+    if (!cp || cp->st.bucket != a->bucket || cp->st.keylen <= a->dklen ||
+        memcmp(cp->key, a->dirkey, a->dklen) != 0)
+        return 0;
+    uint64_t at = 0;
+    uint32_t type = 0;
+    if (meta_keyidx_get(h->t, a->bucket, cp->key, cp->st.keylen, &at, &type) == 0 && at == ino)
+        return 0; /* at its key */
+    char nm[CORE_NAME_MAX + 1];
+    const char *rest = cp->key + a->dklen, *sl = strchr(rest, '/');
+    size_t nl = sl ? (size_t)(sl - rest) : strlen(rest);
+    if (nl == 0 || nl > CORE_NAME_MAX)
+        return 0;
+    memcpy(nm, rest, nl);
+    nm[nl] = '\0';
+    const char *k = nm;
+    if (!bsearch(&k, h->want, h->nwant, sizeof(*h->want), name_cmp) || is_held(a, nm))
+        return 0;
+    char **nv = realloc(a->held, (a->nheld + 1) * sizeof(*a->held));
+    if (!nv)
+        return -ENOMEM;
+    a->held = nv;
+    if (!(a->held[a->nheld] = strdup(nm)))
+        return -ENOMEM;
+    a->nheld++;
+    qsort(a->held, a->nheld, sizeof(*a->held), name_cmp);
+    return 0;
+}
+
+/* A revalidation: the listed names that are not here and that a local file holds the
+ * remote key of (held_cb), into a->held. Costs a scan of the tier records only when some
+ * listed name is not here. */
+static int find_held(struct apply_op *a)
+{
+    const struct core_cache_listing *l = a->l;
+    struct held_scan h = {.a = a};
+    int rc = meta_rtxn_begin(a->c->meta, &h.t);
+    if (rc)
+        return rc;
+    h.want = malloc((l->nobjs + l->ndirs + 1) * sizeof(*h.want));
+    if (!h.want) {
+        meta_rtxn_end(h.t);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < l->nobjs + l->ndirs; i++) {
+        const char *nm = i < l->nobjs ? l->objs[i].name : l->dirs[i - l->nobjs];
+        struct meta_dirent de;
+        if (name_ok(nm) && meta_dirent_get(h.t, a->dir, nm, strlen(nm), &de) == -ENOENT)
+            h.want[h.nwant++] = nm;
+    }
+    if (h.nwant) {
+        qsort(h.want, h.nwant, sizeof(*h.want), name_cmp);
+        rc = meta_tier_scan(h.t, 0, held_cb, &h);
+    }
+    meta_rtxn_end(h.t);
+    free(h.want);
+    return rc < 0 ? rc : 0;
 }
 
 /* Drop @p ino's bytes and make it an evicted copy of @p o. */
@@ -448,7 +546,7 @@ static int apply_obj(struct apply_op *a, struct meta_txn *t, const struct core_c
         bool pending = pd != NULL;
         if (pd)
             core__pend_put(c, pd);
-        if (pending || r.change != cp->st.change) {
+        if (pending || r.change != cp->st.change || moved(a, cp, o->name)) {
             if (conflict_new(c, de.ino, o->etag))
                 srv_log(WARN, TIER,
                         "cache: bucket %llu key '%s%s' changed on the remote (ETag %s) and "
@@ -463,6 +561,9 @@ static int apply_obj(struct apply_op *a, struct meta_txn *t, const struct core_c
     }
     if (rc != -ENOENT)
         goto out;
+    rc = 0;
+    if (is_held(a, o->name))
+        goto out; /* ours, renamed or removed here: the uploader moves or deletes it */
     rc = core__node_create(c, t, &a->sp, a->dir, o->name, nl, CORE_REG, 0644, 0, NULL, 0, &ino, &r);
     if (rc)
         goto out;
@@ -487,6 +588,8 @@ static int apply_dir(struct apply_op *a, struct meta_txn *t, const char *name)
     int rc = meta_dirent_get(t, a->dir, name, nl, &de);
     if (rc != -ENOENT)
         return rc == 0 ? 0 : rc; /* there already (a file of that name stays) */
+    if (is_held(a, name))
+        return 0; /* renamed or removed here, its files' remote keys not moved yet */
     uint64_t ino;
     struct meta_inode r;
     return core__node_create(a->c, t, &a->sp, a->dir, name, nl, CORE_DIR, 0755, CORE_A_IMPLICIT,
@@ -594,6 +697,8 @@ static int remove_fn(struct meta_txn *t, void *arg)
             break;
         if (cp->st.time_s >= a->start_s)
             continue; /* uploaded while the remote was listed */
+        if (moved(a, cp, nm))
+            continue; /* renamed here (or its directory was), not uploaded under it yet */
         struct core__pend *pd = core__pend_get(c, de.ino, false);
         bool pending = pd != NULL;
         if (pd)
@@ -625,8 +730,8 @@ static int apply(struct apply_op *a)
 {
     struct core *c = a->c;
     const struct core_cache_listing *l = a->l;
-    int rc = 0;
-    if (l->ndirs) {
+    int rc = a->revalidate ? find_held(a) : 0;
+    if (rc == 0 && l->ndirs) {
         a->dirs = true;
         rc = meta_submit(c->meta, apply_fn, a, 0);
         a->dirs = false;
@@ -667,13 +772,35 @@ static int apply(struct apply_op *a)
     return rc;
 }
 
+static void held_free(struct apply_op *a)
+{
+    for (size_t i = 0; i < a->nheld; i++)
+        free(a->held[i]);
+    free(a->held);
+    a->held = NULL;
+    a->nheld = 0;
+}
+
 /* ---- importing a directory when it is due ---- */
 
+/* The directory (its key, "" for the bucket's root) whose import last answered
+ * SRV_EIMPORT or SRV_EIMPORTFAIL on this thread (core_cache_import_failed). */
+static _Thread_local char failed_key[CORE_KEY_MAX + 1];
+
+const char *core_cache_import_failed(void)
+{
+    return failed_key;
+}
+
 /* Import directory @p dir of cache bucket @p bucket unless fresh.
- * @return 0, -EWOULDBLOCK (NOWAIT and due), SRV_ERECALL (never imported and the remote
- * cannot be listed now), or a store error. */
+ * @return 0, -EWOULDBLOCK (NOWAIT and due), SRV_EIMPORT (never imported and the remote
+ * cannot be listed now), SRV_EIMPORTFAIL (... and it has failed so for the recall's
+ * tier_recall_fail_ms), or another error. */
 static int import_dir(struct core *c, const struct core_principal *p, uint64_t bucket, uint64_t dir)
 {
+    /* the recall's rule (core_tier.c): retryable until the remote has failed fail_ms in a
+     * row; a failure nobody retried within fail_ms starts over */
+    int64_t fail_ms = (int64_t)core__tier_fail_ms(c);
     int64_t now = srv_now_ms();
     pthread_mutex_lock(&c->cm.mu);
     const struct core__cment *e = cment(c, bucket);
@@ -712,6 +839,7 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
     }
     d->busy = true;
     bool had = d->at_ms != 0;
+    bool once = d->once;
     core_cache_list_fn list = c->cm.list;
     void *list_arg = c->cm.list_arg;
     pthread_mutex_unlock(&c->cm.mu);
@@ -728,7 +856,10 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
         const void *v;
         size_t vl, dl = 0;
         struct tier_policy pol;
+        struct meta_inode di;
         rc = meta_inode_get(t, bucket, &b);
+        if (rc == 0 && meta_inode_get(t, dir, &di) == 0 && di.nchild > 0)
+            once = true; /* names here already (imported, made or moved here) */
         if (rc == 0)
             rc = meta_bucketcfg_get(t, bucket, CORE_BLOB_TIER, &v, &vl);
         if (rc == 0)
@@ -755,7 +886,9 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
         rc = list ? list(list_arg, a.remote, a.dirkey, &l) : SRV_ERECALL;
     if (rc == 0) {
         a.l = &l;
+        a.revalidate = had || once;
         rc = apply(&a);
+        held_free(&a);
         atomic_fetch_add(&c->cm.imports, 1);
     } else {
         atomic_fetch_add(&c->cm.import_errors, 1);
@@ -766,19 +899,28 @@ static int import_dir(struct core *c, const struct core_principal *p, uint64_t b
                 had ? " (serving what was imported before)" : "");
     }
     core_cache_listing_free(&l);
-    free(dk);
     if (rc == 0)
         rec_put(c, bucket, dir, start);
+    bool down = rc == SRV_ERECALL || rc == -ENOENT; /* remote unreachable, remote gone */
     pthread_mutex_lock(&c->cm.mu);
     d->busy = false;
-    if (rc == 0)
+    if (rc == 0) {
         d->at_ms = start;
+        d->once = true;
+        d->fail_since_ms = d->fail_last_ms = 0;
+    } else if (down && !had) {
+        if (!d->fail_since_ms || start - d->fail_last_ms > fail_ms)
+            d->fail_since_ms = start; /* the first failure, or nobody asked for fail_ms */
+        d->fail_last_ms = start;
+        rc = srv_now_ms() - d->fail_since_ms >= fail_ms ? SRV_EIMPORTFAIL : SRV_EIMPORT;
+    }
     pthread_cond_broadcast(&c->cm.cv);
     pthread_mutex_unlock(&c->cm.mu);
+    if (rc == SRV_EIMPORT || rc == SRV_EIMPORTFAIL)
+        snprintf(failed_key, sizeof(failed_key), "%s", a.dirkey ? a.dirkey : "");
+    free(dk);
     if (rc && had)
         return 0; /* the remote is down: serve what is here */
-    if (rc == -ENOENT)
-        rc = SRV_ERECALL;
     return rc;
 }
 

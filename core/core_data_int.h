@@ -107,6 +107,11 @@ int core__tier_prefetch(struct core *c, uint64_t ino, const struct meta_inode *r
  * as core__tier_wait; with CORE_P_NOWAIT in @p p, -EWOULDBLOCK). @return 0 (local, or not
  * a regular file), or core__tier_wait's errors. */
 int core__tier_local(struct core *c, const struct core_principal *p, uint64_t ino);
+/** How long a remote may fail before the reads it would serve fail (core_tier_config's
+ * fail_ms, tier_recall_fail_ms; 60000 before core_tier_start): a recall answers SRV_ERECALL
+ * (retryable) until its remote has failed this long in a row, then -EIO; the imports of a
+ * cache bucket's directories follow the same rule (core_cmode.c). */
+uint32_t core__tier_fail_ms(struct core *c);
 /** Does a recall keep the metadata its GETs' answers carry (core_tier_config.fetch_meta)
  * for a file of a cache bucket whose metadata was never asked? */
 bool core__tier_gives_meta(struct core *c);

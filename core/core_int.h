@@ -73,6 +73,10 @@ struct core__cdir { /* when a directory of a cache bucket was imported */
     int64_t at_ms; /* start of the listing that imported it (0: never) */
     bool busy;     /* an import runs */
     bool loaded;   /* its persisted import time was looked for (core_cmode.c) */
+    bool once;     /* imported by this run (core_cache_invalidate leaves it) */
+    /* never imported and failing: the start of the first failed listing in a row, and of
+     * the last one (0: none failed since the last success) */
+    int64_t fail_since_ms, fail_last_ms;
 };
 struct core__cm {
     pthread_mutex_t mu;

@@ -28,6 +28,8 @@ struct core__bg {
     pthread_t thread;
     core_bg_io_fn io; /* mu */
     void *ioarg;
+    core_bg_later_fn later; /* mu */
+    void *laterarg;
 };
 
 /* The sub-module's state (c->ns). */
@@ -92,8 +94,8 @@ int core__ino_release(struct core *c, struct meta_txn *t, uint64_t ino, struct m
 void core__cm_init(struct core *c);
 void core__cm_fini(struct core *c);
 /** Import directory @p dir from its cache bucket's remote if due (a no-op elsewhere).
- * @return 0, -EWOULDBLOCK (CORE_P_NOWAIT and due), SRV_ERECALL (never imported and the
- * remote cannot be listed), or a store error. */
+ * @return 0, -EWOULDBLOCK (CORE_P_NOWAIT and due), SRV_EIMPORT or SRV_EIMPORTFAIL (never
+ * imported and the remote cannot be listed: core.h § cache mode), or a store error. */
 int core__cm_dir(struct core *c, const struct core_principal *p, uint64_t dir);
 /** Import the directories on the way to @p key (as core__cm_dir each). */
 int core__cm_key(struct core *c, const struct core_principal *p, uint64_t bucket, const char *key,

@@ -45,7 +45,7 @@
 #include "srv_err.h"
 #include "srv_log.h"
 
-#define MD5_KEEP_MAX 1024          /* records kept only for their running MD5 */
+#define MD5_KEEP_MAX 1024          /* records kept for their running MD5 or their writer */
 #define MD5_KEEP_MIN (1ull << 20)  /* ... of files at least this large */
 
 static atomic_uint md5_kept; /* records kept only for their MD5 (approximate bound) */
@@ -122,12 +122,15 @@ struct core__pend *core__pend_get(struct core *c, uint64_t ino, bool create)
     return p;
 }
 
-/* Whether an unused record can go: nothing pending, and no MD5 worth keeping. */
+/* Whether an unused record can go: nothing pending, no MD5 worth keeping, and no
+ * writes its writer has not acknowledged yet (core_pending_writes reports them: a
+ * file past CORE_MD5_INLINE_MAX has no running MD5, yet its writer is still at it
+ * after a flush of our own). */
 static bool pend_idle(struct core__pend *p)
 {
     if (p->ext.n || p->inl || p->flushing || p->excl)
         return false;
-    return p->dead || !p->md5ctx || p->md5_bad;
+    return p->dead || ((!p->md5ctx || p->md5_bad) && p->ver == p->acked);
 }
 
 void core__pend_put(struct core *c, struct core__pend *p)

@@ -151,6 +151,20 @@ static void prefetch_dir(struct core *c, struct core__pf *f, uint64_t dir)
             break;
         }
         for (;;) {
+            /* still evicted? (a reader may have recalled it since the listing: a recall
+             * of the listing's snapshot would fetch the file again) */
+            struct meta_txn *t;
+            struct meta_inode now;
+            rc = meta_rtxn_begin(c->meta, &t);
+            if (rc == 0) {
+                rc = meta_inode_get(t, s.v[i].ino, &now);
+                meta_rtxn_end(t);
+            }
+            if (rc || !(now.flags & META_I_EVICTED) || now.change != s.v[i].r.change) {
+                rc = 0;
+                break; /* local again, changed or gone: nothing to prefetch */
+            }
+            s.v[i].r = now;
             rc = core__tier_prefetch(c, s.v[i].ino, &s.v[i].r, PF_WAIT_MS);
             pthread_mutex_lock(&f->mu);
             bool stop = f->stop;

@@ -1690,6 +1690,15 @@ int core__tier_local(struct core *c, const struct core_principal *p, uint64_t in
     return SRV_ERECALL;
 }
 
+uint32_t core__tier_fail_ms(struct core *c)
+{
+    struct core__tier *k = c->data->tier;
+    pthread_mutex_lock(&k->mu);
+    uint32_t ms = k->cfg.fail_ms ? k->cfg.fail_ms : 60000; /* core_tier_start's default */
+    pthread_mutex_unlock(&k->mu);
+    return ms;
+}
+
 bool core__tier_gives_meta(struct core *c)
 {
     struct core__tier *k = c->data->tier;

@@ -114,6 +114,17 @@ void s3__resp_err(struct s3_ctx *x, int err, const char *msg)
         err = -EACCES;
         msg = NULL;
     }
+    char why[CORE_KEY_MAX + 160];
+    if (!msg && (err == SRV_EIMPORT || err == SRV_EIMPORTFAIL)) {
+        /* a cache bucket's directory could not be imported: say which (core.h) */
+        const char *dk = core_cache_import_failed();
+        snprintf(why, sizeof(why), "%s while importing prefix '%s'%s from the remote tier: %s",
+                 err == SRV_EIMPORT ? "the remote is unreachable"
+                                    : "the remote has been unreachable for tier_recall_fail_ms",
+                 dk, dk[0] ? "" : " (the bucket's root)",
+                 err == SRV_EIMPORT ? "retry" : "retry once it is back");
+        msg = why;
+    }
     s3__error_map(err, x->rt.key != NULL, &code, &status);
     resp_error(x, err, code, status, msg ? msg : srv_strerror(err));
     if (err == SRV_ETHROTTLE) /* SlowDown: QoS; SDKs back off by this */

@@ -181,6 +181,14 @@ static int tier_size(void *arg, uint32_t tenant, uint64_t ino, uint64_t *size)
     return rc;
 }
 
+/* The core's MD5 of a file NFS changed waits while the tier's uploader reads the same
+ * file (core_bg_set_later): both would read every byte at once, and the MD5 would
+ * take the CPU from the upload a flush barrier waits for. */
+static bool settle_later(void *arg, uint64_t ino)
+{
+    return tier_upload_busy(arg, ino);
+}
+
 /* Whether a file's writer is still at it: writes not committed yet (the uploader
  * waits for them to go quiet). */
 static int tier_pending(void *arg, uint64_t ino, int64_t *last_ns)
@@ -839,6 +847,8 @@ static void stop_all(struct daemon *d)
     }
     if (d->tier) {
         srv_metrics_remove_renderer(render_tier, d->tier);
+        if (d->core)
+            core_bg_set_later(d->core, NULL, NULL);
         tier_upload_stop(d->tier);
         d->tier = NULL;
     }
@@ -1087,6 +1097,7 @@ static int start_all(struct daemon *d)
         return rc;
     }
     srv_metrics_add_renderer(render_tier, d->tier);
+    core_bg_set_later(d->core, settle_later, d->tier);
     const struct qos_hold hold = {.active = dirty_active,
                                   .bounded = dirty_bounded,
                                   .check = dirty_check,

@@ -864,6 +864,34 @@ static uint64_t change_now(struct tier_upload *u, uint64_t ino)
     return ch;
 }
 
+/* Log (debug) why the upload of job @p j is given up at @p where: what the file is now
+ * against the state the job was made from (its key, size, change; a writer still at
+ * it), and how many parts had gone out. */
+static void changed_note(struct tier_upload *u, const struct job *j, const char *where,
+                         uint64_t sent)
+{
+    if ((int)SRV_LOG_DEBUG > srv_log_levels[SRV_SUB_TIER])
+        return;
+    struct meta_txn *t;
+    struct meta_inode r;
+    bool have = false;
+    if (meta_rtxn_begin(u->cfg.meta, &t) == 0) {
+        have = meta_inode_get(t, j->ino, &r) == 0;
+        meta_rtxn_end(t);
+    }
+    int64_t pend_ns = 0;
+    int pend = u->cfg.pending ? u->cfg.pending(u->cfg.core_arg, j->ino, &pend_ns) : 0;
+    int64_t now = real_ns();
+    srv_log(DEBUG, TIER,
+            "remote %u: upload of %s (ino=%" PRIu64 ", %" PRIu64 " bytes, change %" PRIu64
+            " of %.3f s ago) given up %s after %" PRIu64 " parts: now %" PRIu64
+            " bytes, change %" PRIu64 " of %.3f s ago, nlink %u, %s",
+            j->remote, j->key, j->ino, j->size, j->change, (double)(now - j->ctime_ns) / 1e9, where,
+            sent, have ? r.size : 0, have ? r.change : 0,
+            have ? (double)(now - ((int64_t)r.ctime_s * 1000000000ll + r.ctime_ns)) / 1e9 : 0.0,
+            have ? r.nlink : 0, pend ? "uncommitted writes" : "no uncommitted writes");
+}
+
 /* Does @p key of @p bucket name a file now? */
 static bool key_used(struct tier_upload *u, uint64_t bucket, const char *key)
 {
@@ -1637,7 +1665,7 @@ static int do_upload(struct tier_upload *u, struct job *j)
         pthread_mutex_lock(&u->mu);
         u->changed++;
         pthread_mutex_unlock(&u->mu);
-        srv_log(DEBUG, TIER, "remote %u: %s changed while queued: not sent", j->remote, j->key);
+        changed_note(u, j, "while queued", 0);
         return -EAGAIN;
     }
     struct tier_s3 *s3 = client_of(u, j->remote, &par, why, sizeof(why), &err);
@@ -1679,6 +1707,8 @@ static int do_upload(struct tier_upload *u, struct job *j)
         rc = read_all(u, j, 0, bufs[0], len);
         if (rc == 0 && change_now(u, j->ino) != j->change)
             rc = -EAGAIN;
+        if (rc == -EAGAIN)
+            changed_note(u, j, "while read", 0);
         if (rc) {
             failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL, false,
                    "read", rc == -EAGAIN ? "the file changed while read" : srv_strerror(rc));
@@ -1703,20 +1733,6 @@ static int do_upload(struct tier_upload *u, struct job *j)
         snprintf(etag, sizeof(etag), "%s", res.obj.etag);
         tier_s3_result_fini(&res);
     } else {
-        struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
-                                .key = j->key,
-                                .content_type = ctype[0] ? ctype : NULL,
-                                .meta = kv,
-                                .nmeta = (size_t)nmeta};
-        rc = up_one(u, s3, &op, &res);
-        if (rc) {
-            failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
-                   res.message);
-            goto out;
-        }
-        upload_id = res.upload_id;
-        res.upload_id = NULL;
-        tier_s3_result_fini(&res);
         parts = calloc(nparts, sizeof(*parts));
         etags = calloc(nparts, sizeof(*etags));
         bufs = calloc((size_t)par, sizeof(*bufs));
@@ -1740,15 +1756,9 @@ static int do_upload(struct tier_upload *u, struct job *j)
                 break;
             uint64_t off = p * psize;
             size_t len = (size_t)(j->size - off < psize ? j->size - off : psize);
-            /* a file changed since the upload began is not recorded (checked again after
-             * the last part): stop sending its parts now, not after all of them */
-            if (p > 0 && change_now(u, j->ino) != j->change) {
-                rc = -EAGAIN;
-                failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",
-                       "the file changed while read");
-                break;
-            }
             rc = read_all(u, j, off, sl->buf, len);
+            if (rc == -EAGAIN)
+                changed_note(u, j, "while a part was read", p);
             if (rc) {
                 failed(u, j->bucket, j->remote, j->ino, rc == -EAGAIN ? EK_CHANGED : EK_LOCAL,
                        false, "read", srv_strerror(rc));
@@ -1756,6 +1766,37 @@ static int do_upload(struct tier_upload *u, struct job *j)
             }
             /* the payload's SHA-256, signed: the remote checks the bytes (see tier_s3.h) */
             srv_sigv4_sha256_hex(sl->buf, len, sl->sha);
+            /* a file changed since the upload began is not recorded (checked again after
+             * the last part): stop sending its parts now, not after all of them. Checked
+             * when the part is ready to go, the first one included (a rename right after
+             * the writer's COMMIT lands during the first read): then no byte of it, and
+             * no request, is sent */
+            if (change_now(u, j->ino) != j->change) {
+                rc = -EAGAIN;
+                changed_note(u, j, "before a part", p);
+                failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",
+                       "the file changed while read");
+                break;
+            }
+            if (!upload_id) {
+                /* made once the first part is ready to go: a file renamed meanwhile
+                 * (the checks above) costs no request */
+                struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
+                                        .key = j->key,
+                                        .content_type = ctype[0] ? ctype : NULL,
+                                        .meta = kv,
+                                        .nmeta = (size_t)nmeta};
+                rc = up_one(u, s3, &op, &res);
+                if (rc) {
+                    failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
+                           res.message);
+                    tier_s3_result_fini(&res);
+                    break;
+                }
+                upload_id = res.upload_id;
+                res.upload_id = NULL;
+                tier_s3_result_fini(&res);
+            }
             sl->part = p;
             sl->op = (struct tier_s3_op){.code = TIER_S3_MPU_PART,
                                          .key = j->key,
@@ -1778,10 +1819,14 @@ static int do_upload(struct tier_upload *u, struct job *j)
         free(w.s);
         if (rc == 0 && change_now(u, j->ino) != j->change) {
             rc = -EAGAIN;
+            changed_note(u, j, "after its last part", nparts);
             failed(u, j->bucket, j->remote, j->ino, EK_CHANGED, false, "read",
                    "the file changed while read");
         }
-        rc = mpu_end(u, s3, j, upload_id, parts, nparts, rc, "complete upload", etag);
+        if (upload_id)
+            rc = mpu_end(u, s3, j, upload_id, parts, nparts, rc, "complete upload", etag);
+        else if (rc == 0)
+            rc = -EIO; /* (not reached: a file of several parts starts its first) */
         if (rc)
             goto out;
     }
@@ -2808,6 +2853,16 @@ struct tier_upload *tier_upload_default(void)
 struct tier_dirty *tier_upload_dirty(struct tier_upload *u)
 {
     return u ? u->cfg.dirty : NULL;
+}
+
+bool tier_upload_busy(struct tier_upload *u, uint64_t ino)
+{
+    if (!u)
+        return false;
+    pthread_mutex_lock(&u->mu);
+    bool busy = inflight_has(u, ino);
+    pthread_mutex_unlock(&u->mu);
+    return busy;
 }
 
 void tier_upload_kick(struct tier_upload *u)

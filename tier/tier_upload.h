@@ -123,6 +123,10 @@ void tier_upload_stop(struct tier_upload *u);
 struct tier_upload *tier_upload_default(void);
 /** The dirty bound the uploader was started with (cfg.dirty; NULL: none). */
 struct tier_dirty *tier_upload_dirty(struct tier_upload *u);
+/** Is file @p ino queued for upload or being uploaded (copied) now? Cheap (a lock held
+ * briefly); for the core's background worker, which puts its MD5 of such a file off
+ * until the upload is done (core_bg_set_later). Safe on NULL (false). */
+bool tier_upload_busy(struct tier_upload *u, uint64_t ino);
 /** Run a pass soon (a policy changed). */
 void tier_upload_kick(struct tier_upload *u);
 /** Remote @p id was changed in place (credentials, limits): its client is made again

@@ -16,6 +16,10 @@ GETs from parallel threads over keep-alive connections.
   (2) dataset: --samples samples of ~150 KB read once each in random order by
       --readers readers, over NFS and S3, cold then warm, DATASET_RO and NONE,
       in samples/s; against `rclone copy --transfers READERS` of the prefix.
+      Each run first lists the sample directory as a data loader does (NFS
+      READDIRPLUS, S3 ListObjectsV2 with delimiter /; timed with the run), which
+      is what DATASET_RO's directory prefetch acts on; the output says what the
+      prefetch recalled in each cold run (s3nfs_tier_prefetch_* before/after).
   (3) checkpoint: --ckpt-size bytes written over NFS by --writers writers in
       pieces of --piece (UNSTABLE WRITEs, COMMIT, RENAME from tmp/ into
       step/): the time until the last writer is acknowledged, and until the
@@ -57,6 +61,7 @@ when the bench itself is killed.
                     [--ckpt-size 512M] [--writers 8] [--piece 64M] [--ckpt-rename file|dir]
                     [--only model,dataset,ckpt] [--none-first] [--dir /var/tmp]
                     [--osd auto|memstore|bluestore] [--osd-size 14G]
+                    [--daemon-set KEY=VALUE]... [--daemon-log PATH]
 """
 import argparse
 import ctypes
@@ -558,22 +563,49 @@ class Bench:
         random.Random(2).shuffle(order)
         parts = [order[i::a.readers] for i in range(a.readers)]
 
+        # Each run starts as a data loader does: it lists the sample directory (an NFS
+        # READDIRPLUS of /dataset/train, or ListObjectsV2 of train/ with delimiter /),
+        # then its readers read the samples it found. The listing is what DATASET_RO's
+        # directory prefetch acts on (docs/tiering.md § Directory prefetch): the names
+        # were imported before the clock started by a listing without delimiter, which
+        # prefetches nothing. It is timed with the run, as a loader's is.
+        def list_nfs():
+            n = self.nfs()
+            try:
+                got = [e for e in n.listdir("/dataset/train") if e not in (".", "..")]
+            finally:
+                n.close()
+            if len(got) != a.samples:
+                raise RuntimeError(f"READDIR /dataset/train: {len(got)} names")
+
+        def list_s3():
+            n = 0
+            for page in self.s3.get_paginator("list_objects_v2").paginate(
+                    Bucket="dataset", Prefix="train/", Delimiter="/"):
+                n += len(page.get("Contents", []))
+            if n != a.samples:
+                raise RuntimeError(f"ListObjectsV2 train/: {n} keys")
+
         def read_nfs():
             bufs = [ctypes.create_string_buffer(SAMPLE + 20000) for _ in range(a.readers)]
 
             def body(i, n):
                 for k in parts[i]:
                     self.nfs_read(n, "/dataset/" + k, 0, sizes[k], bufs[i])
-            return self.run_threads(a.readers, self.nfs, body)
+            t0 = time.monotonic()
+            list_nfs()
+            return time.monotonic() - t0 + self.run_threads(a.readers, self.nfs, body)
 
         def read_s3():
             def body(i, conns):
                 for k in parts[i]:
                     if http_do(conns, urls[k]) != sizes[k]:
                         raise RuntimeError(f"GET {k}: short")
-            return self.run_threads(a.readers, lambda i: {}, body)
+            t0 = time.monotonic()
+            list_s3()
+            return time.monotonic() - t0 + self.run_threads(a.readers, lambda i: {}, body)
 
-        res = {}
+        res, pf = {}, {}
         ld = Loads()
         cold = True
         for preset in self.order("DATASET_RO"):
@@ -583,7 +615,9 @@ class Bench:
             for proto, fn in (("NFS", read_nfs), ("S3", read_s3)):
                 if not cold:
                     self.evict("dataset", a.samples, preset)
+                m0 = self.prefetch_counters()
                 res[(preset, proto, "cold")] = fn()
+                pf[(preset, proto)] = (m0, self.prefetch_counters())
                 self.cpu_of[f"{proto} cold, {preset}"] = self.last_cpu
                 ld.note()
                 res[(preset, proto, "warm")] = fn()
@@ -616,7 +650,25 @@ class Bench:
         self.cpu_table("ms of CPU per sample", n, [
             f"{proto} {phase}, {preset}" for preset in ("DATASET_RO", "NONE")
             for proto in ("NFS", "S3") for phase in ("cold", "warm")] + ["rclone copy"])
-        self.results["dataset"] = (res, t_rc, n, str(ld))
+        log("  cold runs, what the directory prefetch did (s3nfs_tier_prefetch_*, "
+            "s3nfs_tier_recalls_total, s3nfs_tier_recalled_bytes_total, before/after each):")
+        pfl = {}
+        for (preset, proto), (m0, m1) in sorted(pf.items()):
+            dm = {k: m1.get(k, 0) - m0.get(k, 0) for k in set(m0) | set(m1)}
+            files = dm.get("s3nfs_tier_prefetch_files_total", 0)
+            recalls = dm.get("s3nfs_tier_recalls_total", 0)
+            full = dm.get('s3nfs_tier_prefetch_skipped_total{reason="full"}', 0)
+            queue = dm.get('s3nfs_tier_prefetch_skipped_total{reason="queue"}', 0)
+            mb = dm.get("s3nfs_tier_prefetch_bytes_total", 0) / 1e6
+            rmb = dm.get("s3nfs_tier_recalled_bytes_total", 0) / 1e6
+            line = (f"{dm.get('s3nfs_tier_prefetch_dirs_total', 0):.0f} listing(s) prefetched, "
+                    f"{files:.0f} files ({mb:.0f} MB) recalled by the prefetch, "
+                    f"{max(recalls - files, 0):.0f} other recalls; {rmb:.0f} MB recalled in all "
+                    f"(the samples: {sum(sizes.values()) / 1e6:.0f} MB); skipped: full "
+                    f"{full:.0f}, queue {queue:.0f}")
+            pfl[(preset, proto)] = line
+            log(f"  {f'{proto} cold, {preset}':40}{line}")
+        self.results["dataset"] = (res, t_rc, n, str(ld), pfl)
         self.drop_remote("d/")
 
     # ---- (3) checkpoint --------------------------------------------------------------------
@@ -709,6 +761,23 @@ class Bench:
         log(f"  the daemon's requests to the remote: {reqs}")
         self.results["ckpt"] = (t_ack, t_flush, t_aws, mb, str(ld))
 
+    def prefetch_counters(self):
+        """The directory prefetch's counters (s3nfs_tier_prefetch_*, by their name and
+        labels) and s3nfs_tier_recalls_total from the daemon's /metrics ({} without)."""
+        import urllib.request
+        try:
+            with urllib.request.urlopen(self.d.admin_endpoint + "/metrics", timeout=30) as f:
+                text = f.read().decode()
+        except OSError as e:
+            log(f"  /metrics: {e}")
+            return {}
+        out = {}
+        for line in text.splitlines():
+            if line.startswith(("s3nfs_tier_prefetch_", "s3nfs_tier_recalls_total ",
+                                "s3nfs_tier_recalled_bytes_total ")):
+                out[line.rsplit(" ", 1)[0]] = float(line.rsplit(" ", 1)[1])
+        return out
+
     def upload_requests(self):
         """The uploader's counters from the daemon's /metrics (empty on a daemon
         without them): requests by S3 operation, body bytes sent, uploads given up."""
@@ -786,7 +855,8 @@ class Bench:
                         ["--set", "tier_allow_private_remotes=true", "--set", "tier_poll_ms=100",
                          "--set", f"tier_part_size={PART}",
                          "--set", f"data_file_size={room >> 20}MiB",
-                         "--set", "tier_recall_threads=16"])
+                         "--set", "tier_recall_threads=16"]
+                        + [x for kv in a.daemon_set for x in ("--set", kv)])
         os.makedirs(self.d.data_dir, exist_ok=True)
         self.pols, self.results = {}, {}
         try:
@@ -823,6 +893,8 @@ class Bench:
         finally:
             self.d.stop()
             self.r.stop()
+            if a.daemon_log and os.path.exists(self.d.log_path):
+                shutil.copyfile(self.d.log_path, a.daemon_log)
 
     def summary(self):
         out = []
@@ -840,7 +912,7 @@ class Bench:
                     s += f", preset/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
                 out.append(s)
         if "dataset" in self.results:
-            res, t_rc, n, ld = self.results["dataset"]
+            res, t_rc, n, ld, pfl = self.results["dataset"]
             p = "DATASET_RO" if self.presets else "NONE"
             for proto in ("NFS", "S3"):
                 c, w = res[(p, proto, "cold")], res[(p, proto, "warm")]
@@ -849,6 +921,8 @@ class Bench:
                     s += f", cold/rclone {t_rc / c:.2f}"
                 if self.presets:
                     s += f", DATASET_RO/NONE cold {res[('NONE', proto, 'cold')] / c:.2f}"
+                if (p, proto) in pfl:
+                    s += f"; cold {p} prefetch: {pfl[(p, proto)]}"
                 out.append(s)
         if "ckpt" in self.results:
             t_ack, t_flush, t_aws, mb, ld = self.results["ckpt"]
@@ -912,6 +986,10 @@ def main():
     ap.add_argument("--osd-size", type=size_arg, default=0,
                     help="the bluestore file's size (default: 1.5x the largest shape's remote "
                          f"bytes + 2 GiB, at least 4 GiB, at most {BLUESTORE_MAX >> 30} GiB)")
+    ap.add_argument("--daemon-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="one more --set for s3nfsd (repeatable), e.g. log_level=info,tier=debug")
+    ap.add_argument("--daemon-log", metavar="PATH",
+                    help="copy s3nfsd's log there before the work folder is removed")
     a = ap.parse_args()
     if not os.access(os.environ["S3NFSD_BIN"], os.X_OK):
         sys.exit(f"bench/ai: {os.environ['S3NFSD_BIN']} not built (scripts/build.sh build)")

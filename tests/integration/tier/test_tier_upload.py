@@ -415,3 +415,82 @@ def test_changed_file_stops_sending(daemon_factory, own_s3nfsd):
     assert got < 80 * mib, got
     assert metric(dm, "s3nfs_tier_upload_changed_total") >= 2
     assert metric(dm, "s3nfs_tier_upload_body_bytes_total") < 80 * mib
+
+
+def upload_requests(d, op):
+    """The uploader's requests of S3 operation @p op so far (/metrics)."""
+    for line in urlget(d.admin_endpoint + "/metrics").splitlines():
+        if line.startswith(f's3nfs_tier_upload_requests_total{{op="{op}"}} '):
+            return int(float(line.rsplit(" ", 1)[1]))
+    return 0
+
+
+def test_large_shard_held_until_its_writers_commit(d, rgw):
+    """A shard past the 16 MiB the server keeps a running MD5 for, written UNSTABLE over
+    NFS past the 64 MiB of pending writes at which the server commits a file by itself
+    (a flush of its own, not its writer's COMMIT), whose writer then pauses for several
+    passes between pieces: nothing of it goes up until its writer's COMMIT (upload delay
+    0), then it goes up once (one multipart upload, none given up). The server used to
+    forget such a file's writer at its own flush, and the half-written shard went up, to
+    be given up at the next write."""
+    rs3 = rgw.boto3()
+    rb = remote_bucket(rs3)
+    b, _ = tiered_bucket(d, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, 0)
+    mib = 1024 * 1024
+    data = os.urandom(69 * mib)
+    pieces = [(0, 65 * mib), (65 * mib, 2 * mib), (67 * mib, 2 * mib)]
+    mpu0 = upload_requests(d, "create_multipart_upload")
+    changed0 = metric(d, "s3nfs_tier_upload_changed_total")
+    with Nfs(d) as n:
+        st, root = n.mount("/")
+        st, bfh = n.lookup(root, b)
+        st, fh = n.create(bfh, "shard")
+        assert st == 0
+        for i, (off, ln) in enumerate(pieces):
+            assert n.write_all(fh, data[off:off + ln], off=off, stable=UNSTABLE,
+                               chunk=1 << 20)[0] == 0
+            time.sleep(1.0)  # 5 passes; its last write stays younger than 2 s
+            assert upload_requests(d, "create_multipart_upload") == mpu0, f"piece {i}"
+        st, _ = n.nfs(21, Packer().opaque(fh).u64(0).u32(0).bytes())  # COMMIT
+        assert st == 0
+    wait_for(lambda: state(d, b, "shard")[0] == "uploaded", timeout=60,
+             what="the shard uploaded")
+    assert remote_body(rs3, rb, "p/shard") == data
+    assert upload_requests(d, "create_multipart_upload") - mpu0 == 1
+    assert metric(d, "s3nfs_tier_upload_changed_total") == changed0
+
+
+def test_renamed_before_its_first_part_sends_nothing(d, rgw):
+    """A multipart-sized file renamed while the uploader reads its first part (the
+    system class's reads capped at 2 MiB/s: a 5 MiB part takes seconds, as the rename
+    right after a checkpoint writer's COMMIT that lands during the first read) is given
+    up with no request: its multipart upload is made once the first part is ready to
+    go, after the change check. One multipart upload in all (under the new name), none
+    aborted."""
+    rs3 = rgw.boto3()
+    rb = remote_bucket(rs3)
+    adm = Admin(d)
+    b, _ = tiered_bucket(d, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, 0)
+    mpu0 = upload_requests(d, "create_multipart_upload")
+    abort0 = upload_requests(d, "abort_multipart_upload")
+    changed0 = metric(d, "s3nfs_tier_upload_changed_total")
+    data = os.urandom(12 * 1024 * 1024)  # parts of 5, 5 and 2 MiB
+    adm.put("/qos/system", {"read_bps": 2 * 1024 * 1024})
+    try:
+        time.sleep(1.1)  # the system class's bucket full: one second of burst
+        d.boto3().put_object(Bucket=b, Key="tmp-shard", Body=data)
+        wait_for(lambda: state(d, b, "tmp-shard")[0] == "uploading", timeout=30, step=0.05,
+                 what="the upload to start")
+        with Nfs(d) as n:
+            st, root = n.mount("/")
+            st, bfh = n.lookup(root, b)
+            assert n.rename(bfh, "tmp-shard", bfh, "shard") == 0
+        wait_for(lambda: state(d, b, "shard")[0] == "uploaded", timeout=90,
+                 what="the shard uploaded under its new name")
+    finally:
+        adm.delete("/qos/system")
+    assert remote_body(rs3, rb, "p/shard") == data
+    assert remote_body(rs3, rb, "p/tmp-shard") is None
+    assert metric(d, "s3nfs_tier_upload_changed_total") - changed0 == 1
+    assert upload_requests(d, "create_multipart_upload") - mpu0 == 1
+    assert upload_requests(d, "abort_multipart_upload") - abort0 == 0

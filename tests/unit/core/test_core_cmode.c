@@ -5,14 +5,13 @@
  * reads recall them; revalidation (TTL 0) drops changed objects to evicted
  * again, removes deleted ones, keeps local files never uploaded, and counts a
  * conflict; an event-loop caller (CORE_P_NOWAIT) gets -EWOULDBLOCK; a remote
- * that cannot be listed serves what was imported and answers SRV_ERECALL for
- * a directory never imported; a read-only cache bucket refuses changes with
- * -EROFS; the remote's metadata of an imported object is asked once, at its
- * first lookup (not from an event loop, again after a failure or a remote
- * change, never for a local file), or taken from the answer of the recall of a read's
- * first chunk when the fetch brings it (its ETag checked). The store check passes at the end
- * (imported files are evicted files with confirmed records). Against a real RGW:
- * tests/integration/tier/test_tier_cache.py. */
+ * that cannot be listed serves what was imported and answers SRV_EIMPORT for
+ * a directory never imported, SRV_EIMPORTFAIL once it has failed for fail_ms; a read-only cache
+ * bucket refuses changes with -EROFS; the remote's metadata of an imported object is asked once, at
+ * its first lookup (not from an event loop, again after a failure or a remote change, never for a
+ * local file), or taken from the answer of the recall of a read's first chunk when the fetch brings
+ * it (its ETag checked). The store check passes at the end (imported files are evicted files with
+ * confirmed records). Against a real RGW: tests/integration/tier/test_tier_cache.py. */
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -232,10 +231,90 @@ static void test_never_imported_and_down(void **state)
     struct fx *f = *state;
     struct core_objinfo oi;
     atomic_store(&list_fail, SRV_ERECALL);
-    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), SRV_ERECALL);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), SRV_EIMPORT);
+    assert_string_equal(core_cache_import_failed(), "");
     atomic_store(&list_fail, 0);
     assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
     free(oi.meta);
+}
+
+/* A directory never imported, its remote down: retryable (SRV_EIMPORT) until the remote has
+ * failed for the recall's fail_ms (here 300 ms), then SRV_EIMPORTFAIL; what was imported
+ * is served meanwhile; a failure nobody retried within fail_ms starts over; the remote
+ * back, the import works. */
+static void test_never_imported_down_bound(void **state)
+{
+    struct fx *f = *state;
+    struct core_objinfo oi;
+    struct core_attr a;
+    core_tier_stop(f->c);
+    struct core_tier_config tc = {
+        .fetch = fake_fetch, .threads = 2, .wait_ms = 5000, .fail_ms = 300};
+    assert_int_equal(core_tier_start(f->c, &tc), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0); /* root */
+    free(oi.meta);
+    atomic_store(&list_fail, SRV_ERECALL);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), SRV_EIMPORT);
+    assert_string_equal(core_cache_import_failed(), "d/");
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "d", 1, &a), 0); /* the root's name */
+    uint64_t d = a.ino;
+    int rc = SRV_EIMPORT;
+    for (int i = 0; i < 40 && rc == SRV_EIMPORT; i++) {
+        usleep(50 * 1000);
+        rc = core_lookup(f->c, &f->p, d, "x", 1, &a);
+    }
+    assert_int_equal(rc, SRV_EIMPORTFAIL);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), SRV_EIMPORTFAIL);
+    assert_string_equal(core_cache_import_failed(), "d/");
+    /* imported before: served, whatever the remote */
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "a.txt", 5, &oi), 0);
+    free(oi.meta);
+    /* nobody asked for longer than fail_ms: retryable again */
+    usleep(400 * 1000);
+    assert_int_equal(core_lookup(f->c, &f->p, d, "x", 1, &a), SRV_EIMPORT);
+    atomic_store(&list_fail, 0);
+    assert_int_equal(core_lookup(f->c, &f->p, d, "x", 1, &a), 0);
+    assert_int_equal(core_key_lookup(f->c, &f->p, f->bucket, "d/x", 3, &oi), 0);
+    free(oi.meta);
+}
+
+/* Renames and removes not uploaded yet are the bucket's own at a revalidation (the remote
+ * still has the old names): a renamed file is kept, the remote's old name and a removed
+ * name are not imported again, a renamed directory keeps its files and its old name does
+ * not come back; no conflict, nothing created or removed. */
+static void test_revalidation_keeps_local_renames(void **state)
+{
+    struct fx *f = *state;
+    struct seen s;
+    struct core_attr a;
+    struct core_cache_stats st0, st;
+    list(f, "d/", "/", &s);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(core_lookup(f->c, &f->p, f->bucket, "d", 1, &a), 0);
+    uint64_t d = a.ino;
+    /* x stays evicted through its rename: the store check at teardown accepts a change
+     * counter a rename moved past its tier record's (the uploader copies it; none here) */
+    assert_int_equal(core_rename(f->c, &f->p, d, "x", 1, d, "z", 1), 0);
+    assert_int_equal(core_remove(f->c, &f->p, d, "y", 1), 0);
+    core_cache_stats_get(f->c, &st0);
+    set_cache(f, 0, false); /* every listing asks the remote (and every directory is due) */
+    for (int i = 0; i < 2; i++) {
+        list(f, "d/", "/", &s);
+        assert_int_equal(s.n, 1);
+        assert_string_equal(s.keys[0], "d/z");
+    }
+    assert_int_equal(core_rename(f->c, &f->p, f->bucket, "d", 1, f->bucket, "e", 1), 0);
+    for (int i = 0; i < 2; i++) {
+        list(f, "", NULL, &s); /* every directory */
+        assert_int_equal(s.n, 2);
+        assert_string_equal(s.keys[0], "a.txt");
+        assert_string_equal(s.keys[1], "e/z");
+    }
+    core_cache_stats_get(f->c, &st);
+    assert_int_equal(st.conflicts, st0.conflicts);
+    assert_int_equal(st.created, st0.created);
+    assert_int_equal(st.removed, st0.removed);
+    assert_true(st.imports > st0.imports);
 }
 
 static atomic_int metas, meta_fail;
@@ -567,6 +646,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_import_read_revalidate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_imported_and_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_never_imported_down_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revalidation_keeps_local_renames, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remote_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata_from_recall, setup_fm, teardown),

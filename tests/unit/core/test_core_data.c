@@ -587,6 +587,39 @@ static void test_pending_until_commit(void **state)
     free(buf);
 }
 
+/* The same for files without a running MD5: written out of order, or past
+ * CORE_MD5_INLINE_MAX (a checkpoint shard of 128 MiB). Their records used to go at the
+ * server's own flush, and with them the writer's state: the tier then took a shard
+ * still being written for finished. */
+static void test_pending_until_commit_no_md5(void **state)
+{
+    struct fx *f = *state;
+    size_t big = 18 * MB; /* past CORE_MD5_INLINE_MAX (16 MiB) */
+    uint8_t *buf = malloc(big);
+    fx_fill(buf, big, 42);
+    /* out of order: the second MiB first */
+    uint64_t a = mkfile(f, "ooo");
+    wr(f, a, MB, buf + MB, MB);
+    wr(f, a, 0, buf, MB);
+    assert_int_equal(core_sync(f->c), 0);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 1);
+    assert_int_equal(core_commit(f->c, &f->p, a), 0);
+    assert_int_equal(core_pending_writes(f->c, a, NULL), 0);
+    check(f, a, buf, 2 * MB);
+    /* in order, past the running MD5's limit */
+    uint64_t b = mkfile(f, "big");
+    for (size_t off = 0; off < big; off += 4 * MB)
+        wr(f, b, off, buf + off, big - off < 4 * MB ? big - off : 4 * MB);
+    assert_int_equal(core_sync(f->c), 0);
+    int64_t last = 0;
+    assert_int_equal(core_pending_writes(f->c, b, &last), 1);
+    assert_true(last > 0);
+    assert_int_equal(core_commit(f->c, &f->p, b), 0);
+    assert_int_equal(core_pending_writes(f->c, b, NULL), 0);
+    check(f, b, buf, big);
+    free(buf);
+}
+
 static void test_unlink_open(void **state)
 {
     struct fx *f = *state;
@@ -992,6 +1025,86 @@ static void test_bg_etag(void **state)
     free(data);
 }
 
+static int first_etag_cb(void *arg, const struct core_listent *e)
+{
+    if (!e->is_prefix && !((char *)arg)[0])
+        snprintf(arg, CORE_ETAG_MAX + 1, "%s", e->info->etag);
+    return 0;
+}
+
+/* The listed ETag of @p key (the first key with that prefix). */
+static void key_etag(struct fx *f, const char *key, char *out)
+{
+    bool tr;
+    out[0] = '\0';
+    assert_int_equal(core_list(f->c, &f->p, f->bucket, key, strlen(key), NULL, 0, NULL, 0, 1,
+                               first_etag_cb, out, &tr),
+                     0);
+}
+
+struct later_arg {
+    uint64_t ino; /* the file whose MD5 waits */
+    unsigned asked;
+};
+
+static bool later_cb(void *arg, uint64_t ino)
+{
+    struct later_arg *a = arg;
+    a->asked++;
+    return ino == a->ino;
+}
+
+/* The later hook (the daemon: the tier's uploader reading the file) puts a file's MD5
+ * off: the file stays noted and settles at the first pass after the hook lets it go; a
+ * pass with all puts nothing off; other files settle as usual. */
+static void test_bg_later(void **state)
+{
+    struct fx *f = *state;
+    size_t size = 2 * MB + 99;
+    uint8_t *data = malloc(size);
+    char want[33], got[CORE_ETAG_MAX + 1];
+    unsigned n = 0;
+    fx_fill(data, size, 12);
+    uint64_t held = mkfile(f, "held"), other = mkfile(f, "other");
+    for (int i = 0; i < 2; i++) { /* out of order: no running MD5 */
+        uint64_t ino = i ? other : held;
+        wr(f, ino, MB, data + MB, size - MB);
+        wr(f, ino, 0, data, MB);
+        assert_int_equal(core_commit(f->c, &f->p, ino), 0);
+    }
+    struct later_arg la = {held, 0};
+    core_bg_set_later(f->c, later_cb, &la);
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 1); /* other */
+    assert_true(la.asked >= 2);
+    md5_hex(data, size, want);
+    key_etag(f, "other", got);
+    assert_string_equal(got, want);
+    key_etag(f, "held", got);
+    assert_non_null(strstr(got, "-1")); /* still the placeholder */
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 0);
+    /* a pass with all does not ask */
+    la.asked = 0;
+    assert_int_equal(core_bg_run(f->c, true, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(la.asked, 0);
+    key_etag(f, "held", got);
+    assert_string_equal(got, want);
+    /* let go: settles at the next pass */
+    wr(f, held, MB, data + MB, 10);
+    wr(f, held, 0, data, 10);
+    assert_int_equal(core_commit(f->c, &f->p, held), 0);
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 0);
+    core_bg_set_later(f->c, NULL, NULL);
+    assert_int_equal(core_bg_run(f->c, false, &n), 0);
+    assert_int_equal(n, 1);
+    key_etag(f, "held", got);
+    assert_string_equal(got, want);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1005,6 +1118,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rewrite_vs_read, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pending_dropped, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pending_until_commit, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_until_commit_no_md5, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unlink_open, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_quota_rename, fx_setup, fx_teardown),
@@ -1013,6 +1127,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_verifier, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nfs_etag, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_bg_etag, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_bg_later, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
