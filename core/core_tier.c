@@ -271,10 +271,14 @@ static void pool_drain(struct core__tier *k)
  * (STORE_ALIGN). Small pages: MADV_HUGEPAGE cut the faults of a recall's first buffers
  * 25-fold, but on a VM whose free 2 MiB blocks go back to the host (free page reporting)
  * zeroing a fresh huge page waits for the host to back it: 3 ms of CPU per MiB
- * recalled instead of 1 in some runs (issue 12, benchmarks.md). */
+ * recalled instead of 1 in some runs (issue 12, benchmarks.md). MAP_POPULATE: the
+ * recall thread that maps it faults its pages in here, in one call, instead of the S3
+ * client's one loop thread one page at a time under the socket reads of every GET in
+ * flight (a fault per 4 KiB, each stalling all of them). */
 static void *rbuf_map(size_t need)
 {
-    void *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p =
+        mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 

@@ -127,6 +127,19 @@ static void render_tier(void *arg, struct evbuffer *out)
     tier_upload_metrics(arg, out);
 }
 
+/* A recall's chunk (one ranged GET): tier_recall_chunk_size, or by default (0) the
+ * uploader's part size within 8..16 MiB: the GETs then follow the remote object's
+ * parts, as `aws s3 cp` does with its multipart_chunksize (issue 12: with 16 MiB parts,
+ * 16 MiB GETs cost RGW and the daemon less per MiB than 8 MiB ones; smaller ones cost
+ * more, larger ones were not shown to gain and grow the memory table with them). */
+static uint64_t recall_chunk(const struct srv_config *cfg)
+{
+    uint64_t lo = 8ull << 20, hi = 16ull << 20, p = cfg->tier_part_size;
+    if (cfg->tier_recall_chunk_size)
+        return cfg->tier_recall_chunk_size;
+    return p < lo ? lo : p > hi ? hi : p;
+}
+
 /* The core's recall threads fetch evicted bytes through the tier. */
 static int tier_fetch(void *arg, uint64_t ino, uint64_t off, void *buf, size_t len, size_t *n)
 {
@@ -1101,7 +1114,7 @@ static int start_all(struct daemon *d)
                                     .knobs = tier_knobs,
                                     .knobs_arg = d->core,
                                     .threads = (uint32_t)d->cfg.tier_recall_threads,
-                                    .chunk = d->cfg.tier_recall_chunk_size,
+                                    .chunk = recall_chunk(&d->cfg),
                                     .wait_ms = (uint32_t)d->cfg.tier_recall_wait_ms,
                                     .fail_ms = (uint32_t)d->cfg.tier_recall_fail_ms};
     if ((rc = core_tier_start(d->core, &rcfg)) < 0) {

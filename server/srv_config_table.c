@@ -311,10 +311,10 @@ const struct srv_config_opt srv_config_table[] = {
         "Ranged GETs (of tier_recall_chunk_size each) of recalls of evicted files in flight "
         "at once, shared by all recalls (one file may use them all); twice as many threads "
         "write and commit what they fetched, so writing overlaps the next GETs."),
-    OPT(tier_recall_chunk_size, SRV_CFG_SIZE, "8MiB", 1024 * 1024, 64 * 1024 * 1024,
-        SRV_CFG_IMMUTABLE, NULL,
-        "Bytes of one ranged GET of a recall (rounded up to a multiple of 1 MiB): a read "
-        "waits for the chunks that hold its range; each chunk is written and committed "
+    OPT(tier_recall_chunk_size, SRV_CFG_SIZE, "0", 0, 64 * 1024 * 1024, SRV_CFG_IMMUTABLE, NULL,
+        "Bytes of one ranged GET of a recall (rounded up to a multiple of 1 MiB; 0: "
+        "tier_part_size within 8..16 MiB, so the GETs follow the uploads' parts): a "
+        "read waits for the chunks that hold its range; each chunk is written and committed "
         "locally as it arrives. The first tier_recall_chunk_size bytes of a file come in "
         "1 MiB pieces, so its first bytes are back soon."),
     OPT(tier_recall_wait_ms, SRV_CFG_INT, "10000", 100, 600000, SRV_CFG_IMMUTABLE, NULL,

@@ -214,6 +214,28 @@ def test_recall_chunk_size_option(daemon_factory, rgw):
     assert metric(dm, "s3nfs_tier_recalled_bytes_total") == len(data)
 
 
+def test_recall_chunk_follows_part_size(daemon_factory, rgw):
+    """tier_recall_chunk_size unset (0): a recall's GETs follow tier_part_size (within
+    8..16 MiB), as `aws s3 cp`'s ranges follow its multipart_chunksize: with 12 MiB parts
+    a 30 MiB + 5 file comes back in 12 GETs of 1 MiB (its first 12 MiB), then 12 MiB and
+    the last 6 MiB + 5 (14 GETs; 8 MiB chunks would take 11)."""
+    args = ["tier_part_size=12MiB" if a == "tier_part_size=5MiB" else a for a in FAST]
+    assert "tier_part_size=12MiB" in args
+    dm = daemon_factory(extra_args=args).start()
+    rs3 = rgw.boto3()
+    rb = new_remote_bucket(rs3)
+    b = tiered_bucket(dm, rgw.endpoint, rgw.access_key, rgw.secret_key, rb, evict_after_s=1)
+    data = os.urandom(30 * MiB + 5)
+    dm.boto3().put_object(Bucket=b, Key="f", Body=data)
+    wait_for(lambda: state(dm, b, "f") == "evicted", what="f evicted")
+    ok = 's3nfs_tier_recall_gets_total{result="ok"}'
+    g0 = metric(dm, ok) or 0
+    assert get(dm, b, "f") == data
+    wait_for(lambda: state(dm, b, "f") == "uploaded", what="f local again")
+    assert metric(dm, ok) - g0 == 14
+    assert metric(dm, "s3nfs_tier_recalled_bytes_total") == len(data)
+
+
 def test_evict_by_watermark_least_recently_read_first(daemon_factory, rgw):
     dm = daemon_factory(extra_args=FAST).start()
     rs3 = rgw.boto3()
