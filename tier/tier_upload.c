@@ -1380,6 +1380,30 @@ static bool meta_same(const char *ctype, const struct tier_s3_kv *kv, int nmeta,
  * (a recall would find the same); the record stays, so a read of the file recalls from
  * it and answers SRV_EREMOTECHG, never other bytes. Logged, counted, and tried again
  * with the file's back-off. */
+/* Start @p j's multipart upload with the file's Content-Type and metadata; a failure is
+ * counted and logged under @p what. @return 0 with *@p id (the caller frees it), or the
+ * request's error. */
+static int mpu_create(struct tier_upload *u, struct tier_s3 *s3, struct job *j, const char *ctype,
+                      const struct tier_s3_kv *kv, int nmeta, const char *what, char **id)
+{
+    struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
+                            .key = j->key,
+                            .content_type = ctype[0] ? ctype : NULL,
+                            .meta = kv,
+                            .nmeta = (size_t)nmeta};
+    struct tier_s3_result res;
+    int rc = up_one(u, s3, &op, &res);
+    if (rc)
+        failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, what, res.message);
+    *id = NULL;
+    if (rc == 0) {
+        *id = res.upload_id;
+        res.upload_id = NULL;
+    }
+    tier_s3_result_fini(&res);
+    return rc;
+}
+
 static int copy_lost(struct tier_upload *u, struct job *j, const char *src, const char *msg)
 {
     pthread_mutex_lock(&u->mu);
@@ -1548,20 +1572,10 @@ static int copy_renamed(struct tier_upload *u, struct job *j, struct tier_s3 *s3
     }
     uint64_t psize, nparts;
     layout(u, j->size, &psize, &nparts);
-    struct tier_s3_op cop = {.code = TIER_S3_MPU_CREATE,
-                             .key = j->key,
-                             .content_type = ctype[0] ? ctype : NULL,
-                             .meta = kv,
-                             .nmeta = (size_t)nmeta};
-    rc = up_one(u, s3, &cop, &res);
-    if (rc) {
-        failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "copy", res.message);
-        tier_s3_result_fini(&res);
+    char *upload_id;
+    rc = mpu_create(u, s3, j, ctype, kv, nmeta, "copy", &upload_id);
+    if (rc)
         return rc;
-    }
-    char *upload_id = res.upload_id;
-    res.upload_id = NULL;
-    tier_s3_result_fini(&res);
     size_t n = par > 0 ? (size_t)par : 4;
     struct tier_s3_part *parts = calloc(nparts, sizeof(*parts));
     char(*etags)[TIER_S3_ETAG_MAX] = calloc(nparts, sizeof(*etags));
@@ -1781,21 +1795,9 @@ static int do_upload(struct tier_upload *u, struct job *j)
             if (!upload_id) {
                 /* made once the first part is ready to go: a file renamed meanwhile
                  * (the checks above) costs no request */
-                struct tier_s3_op op = {.code = TIER_S3_MPU_CREATE,
-                                        .key = j->key,
-                                        .content_type = ctype[0] ? ctype : NULL,
-                                        .meta = kv,
-                                        .nmeta = (size_t)nmeta};
-                rc = up_one(u, s3, &op, &res);
-                if (rc) {
-                    failed(u, j->bucket, j->remote, j->ino, err_kind(rc), res.retryable, "upload",
-                           res.message);
-                    tier_s3_result_fini(&res);
+                rc = mpu_create(u, s3, j, ctype, kv, nmeta, "upload", &upload_id);
+                if (rc)
                     break;
-                }
-                upload_id = res.upload_id;
-                res.upload_id = NULL;
-                tier_s3_result_fini(&res);
             }
             sl->part = p;
             sl->op = (struct tier_s3_op){.code = TIER_S3_MPU_PART,
